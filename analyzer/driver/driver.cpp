@@ -1,0 +1,1 @@
+#include "analyzer/driver/driver.h"

@@ -1,0 +1,44 @@
+// The driver: merge identical calls, lower each distinct signature once, fingerprint and dedup the
+// probe units, probe them (in parallel, through the cache), and fan verdicts back out.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/driver/result.h"
+#include "analyzer/graph/graph.h"
+#include "analyzer/lowering/lowering.h"
+#include "compiler_probe/backend.h"
+#include "compiler_probe/cache.h"
+#include "hlo/instruction.h"
+
+namespace opprobe::analyzer {
+
+struct DriverOptions {
+  int jobs = 1;                                // probe threads (a backend that is not thread_safe gets 1)
+  compiler_probe::ProbeCache* cache = nullptr; // optional
+  std::string dump_dir;                        // write unsupported units as <opcode>_<fingerprint>.hlo/.hlo.pb
+  // Called after each probe finishes with (done, total); from probe threads, serialized.
+  std::function<void(int64_t, int64_t)> on_progress;
+};
+
+// Analyzes an aten graph: lowering through `table`, probing through `backend`.
+AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table,
+                       const DriverOptions& options);
+
+// Analyzes HLO modules directly: every non-parameter instruction of every computation reachable as an
+// entry instruction is a probe unit, attributed to an aten op through metadata.op_type
+// (`aten__mul` -> `aten::mul`), else `unattributed`.
+struct NamedModule {
+  std::string name;  // shown in the report (module name, or file#index)
+  const hlo::Module* module;
+};
+AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModule>& modules,
+                          compiler_probe::Backend& backend, const DriverOptions& options);
+
+// `aten__mul` -> `aten::mul`; empty when op_type is not an aten/prim op name.
+std::string AtenOpFromOpType(const std::string& op_type);
+
+}  // namespace opprobe::analyzer

@@ -1,0 +1,87 @@
+// analyzer::AnalysisResult: everything a report writer needs, as plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/graph/graph.h"
+#include "compiler_probe/backend.h"
+
+namespace opprobe::analyzer {
+
+// One unique probe unit (a single-instruction module) and the backend's verdict on it.
+struct ProbeRecord {
+  std::string fingerprint;   // hlo::Fingerprint of the unit
+  std::string opcode;        // `multiply`
+  std::string signature;     // hlo::InstructionSignature: `c64[4]{0} multiply(c64[4]{0}, c64[4]{0})`
+  std::string module_text;   // the unit as HLO text (short style)
+  compiler_probe::Verdict verdict;
+  bool cache_hit = false;
+  std::string repro_path;    // `--dump-dir` file for unsupported units, when written
+};
+
+// One distinct aten call site: an op with one argument signature at one place (merged `count` times).
+// For HLO input, the instructions attributed to one (op_type, source line, module).
+struct OpRecord {
+  std::string op;            // `aten::mul`, or `unattributed` for HLO without metadata
+  std::string overload;      // `Tensor`
+  std::string signature;     // tensor signature `f32[4], c64[4]`
+  SourceLoc loc;
+  std::string module_path;
+  std::string program;
+  std::string phase;
+  int64_t count = 1;
+
+  enum class Lowering { kOk, kFailed };
+  Lowering lowering = Lowering::kOk;
+  std::string lowering_error;
+  bool dynamic_shape = false;
+  std::string note;
+
+  // One entry per probe-unit instruction of this op's lowering, in order (indices into
+  // AnalysisResult::probes; repeats allowed), with the instruction's name in the lowered module.
+  std::vector<size_t> probes;
+  std::vector<std::string> instruction_names;
+};
+
+struct Summary {
+  int64_t aten_calls = 0;            // sum of counts
+  int64_t aten_nodes = 0;            // OpRecords
+  int64_t distinct_signatures = 0;   // lowerings performed
+  int64_t lowering_failures = 0;     // OpRecords whose lowering failed
+  int64_t hlo_instructions = 0;      // instruction instances (count-weighted), lowering failures as 1 each
+  int64_t supported_instructions = 0;
+  int64_t unique_probes = 0;
+  int64_t cache_hits = 0;
+  int64_t probes_run = 0;
+  int64_t dynamic_shape_ops = 0;
+  double probe_seconds = 0;          // sum of verdict times of probes run
+  double wall_seconds = 0;
+  int jobs = 1;
+};
+
+struct AnalysisResult {
+  std::string model;
+  std::string input_kind;
+  std::string torch_version;
+  std::string backend_id;
+  std::string backend_version;
+  std::vector<std::string> programs;
+  std::vector<OpRecord> ops;
+  std::vector<ProbeRecord> probes;
+  Summary summary;
+
+  bool OpSupported(const OpRecord& op) const;
+  // Supported instruction instances / all instances, in percent (Neuron's definition). A failed
+  // lowering counts as one unsupported instance so that an unlowerable model never reads 100%.
+  double SupportPercentage() const;
+  // Supported aten call instances / all aten call instances, in percent.
+  double AtenSupportPercentage() const;
+  // The first reason an op is unsupported (lowering error or first failing probe's reason).
+  std::string FailureReason(const OpRecord& op) const;
+  // `lowering`, or the backend id.
+  std::string FailureAt(const OpRecord& op) const;
+};
+
+}  // namespace opprobe::analyzer

@@ -1,0 +1,127 @@
+// analyzer::Graph: the aten-level model every loader produces and every lowering consumes.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hlo/types.h"
+
+namespace opprobe::analyzer {
+
+// A tensor's dtype and sizes. Symbolic sizes carry their hint in `sizes` and are flagged dynamic.
+struct TensorMeta {
+  hlo::PrimitiveType dtype = hlo::PrimitiveType::F32;
+  std::vector<int64_t> sizes;
+  std::vector<bool> dynamic;  // empty, or one flag per size (true: a SymInt; sizes holds its hint)
+  bool is_dynamic() const;
+  int64_t numel() const;
+  int rank() const { return static_cast<int>(sizes.size()); }
+  // `f32[4,3]` (`f32[<=4,3]` when the first size is symbolic).
+  std::string ToString() const;
+  bool operator==(const TensorMeta&) const = default;
+};
+
+// One argument value of an aten call, as its schema types it.
+struct Value {
+  enum class Kind {
+    kNone,
+    kTensor,
+    kTensorList,  // entries may be None (optional tensor lists, e.g. index.Tensor)
+    kBool,
+    kInt,
+    kFloat,
+    kComplex,
+    kString,
+    kIntList,
+    kFloatList,
+    kBoolList,
+    kDtype,   // torch.dtype as an XLA element type
+    kDevice,
+    kLayout,
+    kMemoryFormat,
+  };
+  Kind kind = Kind::kNone;
+  TensorMeta tensor;                              // kTensor
+  std::vector<std::optional<TensorMeta>> tensors; // kTensorList
+  bool b = false;
+  int64_t i = 0;
+  double f = 0.0;
+  std::complex<double> c;
+  std::string s;  // kString, kDevice, kLayout, kMemoryFormat
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<bool> bools;
+  hlo::PrimitiveType dtype = hlo::PrimitiveType::PRIMITIVE_TYPE_INVALID;
+  bool symbolic = false;  // an int (or int list) that came from a SymInt without a hint
+
+  static Value None() { return {}; }
+  static Value Tensor(TensorMeta m);
+  static Value Int(int64_t v);
+  static Value Float(double v);
+  static Value Bool(bool v);
+  static Value IntList(std::vector<int64_t> v);
+  static Value Dtype(hlo::PrimitiveType t);
+  static Value String(std::string v);
+
+  bool is_none() const { return kind == Kind::kNone; }
+  bool is_tensor() const { return kind == Kind::kTensor; }
+  // Number-like access: a Bool, Int or Float as double; 0 otherwise.
+  double AsDouble() const;
+  // A short canonical text used for signatures and dedup keys: `f32[4]`, `10`, `[1,2]`, `None`.
+  std::string ToString() const;
+  bool operator==(const Value&) const = default;
+};
+
+struct Argument {
+  std::string name;  // schema argument name (`self`, `other`, `alpha`); may be empty for positional-only traces
+  Value value;
+  bool operator==(const Argument&) const = default;
+};
+
+struct SourceLoc {
+  std::string file;  // as recorded (a path); reports show its base name
+  int line = 0;
+  bool empty() const { return file.empty() && line == 0; }
+  // Neuron's `call` form: `unsupported.py 24`.
+  std::string ToString() const;
+  bool operator==(const SourceLoc&) const = default;
+};
+
+struct Node {
+  std::string op;        // `aten::convolution`
+  std::string overload;  // `default`, `Tensor`, `Scalar`, ...
+  std::vector<Argument> args;
+  std::vector<Value> outputs;
+  SourceLoc loc;
+  std::string module_path;  // `layer1.0.conv1`
+  std::string phase;        // `forward`, `backward`, `optimizer`, or empty
+  std::string program;      // which program of a multi-program input (pt2 method, HLO module)
+  int64_t count = 1;        // identical calls merged into this node
+  bool dynamic_shape = false;
+  std::string note;         // e.g. why the node is dynamic-shape
+
+  // `aten::add.Tensor`, or `aten::relu` for the default overload.
+  std::string qualified_name() const;
+  // Argument by schema name, else by position; nullptr when absent.
+  const Value* arg(const std::string& name, size_t position) const;
+  // What makes two calls identical for lowering: op, overload, args (not place or count).
+  std::string SignatureKey() const;
+  // dtype/shape signature shown in reports: `f32[4], c64[4]`.
+  std::string TensorSignature() const;
+};
+
+struct Graph {
+  std::string model;                  // what was analyzed: script or file name
+  std::string input_kind;             // `trace`, `pt2`, `hlo`
+  std::vector<std::string> programs;  // names of programs/modules in the input, in order
+  std::vector<Node> nodes;
+  std::string torch_version;          // as recorded by the capture or the archive, when known
+};
+
+// Maps torch dtype names (`float32`, `torch.float32`, `bfloat16`, `bool`, `complex64`, ...) to XLA types.
+std::optional<hlo::PrimitiveType> DtypeFromTorchName(std::string_view name);
+
+}  // namespace opprobe::analyzer

@@ -1,0 +1,62 @@
+// The aten -> HLO lowering table: one pure function per aten op (DESIGN.md "Lowering").
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/graph/graph.h"
+#include "hlo/builder.h"
+#include "hlo/status.h"
+
+namespace opprobe::analyzer {
+
+// What a lowering produces: the HLO values of the aten op's outputs, in schema order.
+struct LoweredOp {
+  std::vector<hlo::Instruction*> outputs;
+  bool dynamic_shape = false;  // output shape depends on data; lowered to XLA's bounded form
+  std::string note;            // shown in reports (e.g. "bounded by the input size 16")
+};
+
+// A lowering builds into `b`: parameters for the tensor arguments (Builder::NextParameter, in
+// argument order), then the instructions. It does no I/O and never throws; an argument it cannot
+// handle is an error value (it becomes a `failureAt: "lowering"` verdict).
+using LoweringFn = std::function<Expected<LoweredOp>(const Node&, hlo::Builder&)>;
+
+class LoweringTable {
+ public:
+  struct Entry {
+    std::string name;    // `aten::add.Tensor` or `aten::relu` (all overloads)
+    std::string family;  // the file it lives in: `elementwise`, `conv`, ...
+    LoweringFn fn;
+  };
+  void Register(std::string name, std::string family, LoweringFn fn);
+  // `aten::name.overload`, falling back to `aten::name`.
+  const Entry* Find(const std::string& op, const std::string& overload) const;
+  std::vector<const Entry*> entries() const;  // sorted by name
+
+  // The table with every built-in lowering.
+  static const LoweringTable& Builtin();
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+
+// A node lowered into its own module: the entry computation takes the node's tensor arguments as
+// parameters and returns its outputs (a tuple when there are several).
+struct LoweredModule {
+  std::unique_ptr<hlo::Module> module;
+  // The probe units: every instruction of the entry computation except parameters and the tuple
+  // that only gathers several outputs, in order.
+  std::vector<const hlo::Instruction*> units;
+  bool dynamic_shape = false;
+  std::string note;
+};
+
+// Errors: kUnimplemented when the table has no entry ("no lowering for aten::foo.bar"), or whatever
+// the lowering returned.
+Expected<LoweredModule> Lower(const Node& node, const LoweringTable& table);
+
+}  // namespace opprobe::analyzer

@@ -1,0 +1,10 @@
+#include "cli/commands.h"
+
+namespace opprobe::cli {
+
+void RegisterAnalyze(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("analyze", "(not yet available)");
+  cmd->callback([&exit_code] { exit_code = 0; });
+}
+
+}  // namespace opprobe::cli

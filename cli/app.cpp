@@ -1,0 +1,58 @@
+#include "cli/app.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "opprobe_version.h"
+
+namespace opprobe::cli {
+
+namespace {
+constexpr RegisterFn kCommands[] = {
+    RegisterAnalyze,
+    RegisterCapture,
+    RegisterLower,
+    RegisterBackends,
+};
+}  // namespace
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case ErrorCode::kOk: return 0;
+    case ErrorCode::kInvalidInput: case ErrorCode::kUsage: return 2;
+    case ErrorCode::kBackendUnavailable: return 3;
+    default: return 4;
+  }
+}
+
+int ReportError(const Status& status) {
+  std::fprintf(stderr, "opprobe: %s\n", status.message().c_str());
+  return ExitCodeFor(status);
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app{"opprobe: will this PyTorch model run on that XLA backend? Lowers every aten op to HLO,\n"
+               "probes a backend compiler with each unique instruction and reports what stands in the way."};
+  app.set_version_flag("--version", std::string("opprobe ") + OPPROBE_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  for (RegisterFn reg : kCommands) reg(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints the message; usage errors are exit 2 (DESIGN.md).
+    app.exit(e);
+    return 2;
+  }
+  return exit_code;
+}
+
+}  // namespace opprobe::cli

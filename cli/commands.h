@@ -1,0 +1,25 @@
+// One file per subcommand; each registers itself on the app and sets `exit_code` when it runs.
+// Adding a subcommand = one file + one line in cli/app.cpp's kCommands.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "hlo/status.h"
+
+namespace opprobe::cli {
+
+using RegisterFn = void (*)(CLI::App& app, int& exit_code);
+
+void RegisterAnalyze(CLI::App& app, int& exit_code);   // analyze_cmd.cpp
+void RegisterCapture(CLI::App& app, int& exit_code);   // capture_cmd.cpp
+void RegisterLower(CLI::App& app, int& exit_code);     // lower_cmd.cpp
+void RegisterBackends(CLI::App& app, int& exit_code);  // backends_cmd.cpp
+
+// Prints `opprobe: <message>` on stderr and returns the exit code for the status (DESIGN.md: 2 bad
+// usage or input, 3 backend unusable, 4 internal).
+int ReportError(const Status& status);
+int ExitCodeFor(const Status& status);
+
+}  // namespace opprobe::cli

@@ -1,0 +1,21 @@
+// The probe unit: one instruction wrapped in a module (parameters -> instruction -> ROOT), as
+// Neuron's analyze does, and its fingerprint.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "hlo/instruction.h"
+
+namespace opprobe::hlo {
+
+// A module named `name` whose entry has one parameter per distinct operand of `instr`, a copy of
+// `instr` (with its called computations and their callees) as ROOT, and canonical names
+// (p0, p1, ..., the root named after its opcode), so that identical units print identically.
+std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::string& name = "probe");
+
+// 16 hex digits: FNV-1a 64 of the module's canonical text (short style, no metadata, no module name).
+std::string Fingerprint(const Module& module);
+std::string Fnv1a64Hex(const std::string& text);
+
+}  // namespace opprobe::hlo

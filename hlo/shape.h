@@ -1,0 +1,78 @@
+// hlo::Shape: an array shape (element type, dims, dynamic dims, layout) or a tuple of shapes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hlo/status.h"
+#include "hlo/types.h"
+
+namespace opprobe::hlo {
+
+class Shape {
+ public:
+  Shape() = default;
+  // An array shape with the default (descending, row-major) layout.
+  static Shape Array(PrimitiveType type, std::vector<int64_t> dims);
+  static Shape Scalar(PrimitiveType type) { return Array(type, {}); }
+  static Shape Tuple(std::vector<Shape> elements);
+  static Shape Token();
+
+  PrimitiveType element_type() const { return element_type_; }
+  void set_element_type(PrimitiveType t) { element_type_ = t; }
+  bool IsTuple() const { return element_type_ == PrimitiveType::TUPLE; }
+  bool IsArray() const { return IsArrayType(element_type_); }
+  bool IsToken() const { return element_type_ == PrimitiveType::TOKEN; }
+
+  const std::vector<int64_t>& dimensions() const { return dims_; }
+  std::vector<int64_t>& mutable_dimensions() { return dims_; }
+  int64_t dimensions(int i) const { return dims_[static_cast<size_t>(i)]; }
+  int rank() const { return static_cast<int>(dims_.size()); }
+
+  // Bounded dynamic dimensions (`s32[<=8]`): the dimension holds the bound.
+  bool is_dynamic_dimension(int i) const {
+    return static_cast<size_t>(i) < dynamic_.size() && dynamic_[static_cast<size_t>(i)];
+  }
+  void set_dynamic_dimension(int i, bool dynamic);
+  bool is_dynamic() const;
+  const std::vector<bool>& dynamic_dimensions() const { return dynamic_; }
+
+  // Layout: minor_to_major. `has_layout()` is false when the text had none; printing then omits it.
+  bool has_layout() const { return has_layout_; }
+  const std::vector<int64_t>& minor_to_major() const { return minor_to_major_; }
+  void set_layout(std::vector<int64_t> minor_to_major);
+  void clear_layout();
+  void SetDefaultLayout();  // {rank-1, ..., 0}, recursively for tuples
+  // Tiling / memory-space suffix of a layout as printed by TPU dumps (`:T(8,128)S(5)`), kept verbatim.
+  const std::string& layout_suffix() const { return layout_suffix_; }
+  void set_layout_suffix(std::string s) { layout_suffix_ = std::move(s); }
+
+  const std::vector<Shape>& tuple_shapes() const { return tuple_; }
+  std::vector<Shape>& mutable_tuple_shapes() { return tuple_; }
+
+  // Number of elements; an error when a dimension is negative or the product overflows 64 bits.
+  Expected<int64_t> ElementCount() const;
+  // Element count, assuming the shape was validated (returns 0 on overflow).
+  int64_t elements() const;
+
+  // XLA's text form: `f32[4,3]{1,0}`, `f32[]`, `s32[<=8,2]{1,0}`, `(f32[2]{0}, s32[])`.
+  std::string ToString(bool print_layout = true) const;
+
+  // Same element type and dims (and tuple structure); layout ignored.
+  bool Compatible(const Shape& other) const;
+  bool operator==(const Shape& other) const;
+  bool operator!=(const Shape& other) const { return !(*this == other); }
+
+ private:
+  PrimitiveType element_type_ = PrimitiveType::PRIMITIVE_TYPE_INVALID;
+  std::vector<int64_t> dims_;
+  std::vector<bool> dynamic_;
+  bool has_layout_ = false;
+  std::vector<int64_t> minor_to_major_;
+  std::string layout_suffix_;
+  std::vector<Shape> tuple_;
+};
+
+}  // namespace opprobe::hlo

@@ -1,0 +1,102 @@
+#include "hlo/types.h"
+
+#include <array>
+#include <utility>
+
+namespace opprobe::hlo {
+namespace {
+
+struct TypeInfo {
+  PrimitiveType type;
+  std::string_view name;
+  int bits;
+};
+
+constexpr std::array<TypeInfo, 25> kTypes = {{
+    {PrimitiveType::PRED, "pred", 8},
+    {PrimitiveType::S8, "s8", 8},
+    {PrimitiveType::S16, "s16", 16},
+    {PrimitiveType::S32, "s32", 32},
+    {PrimitiveType::S64, "s64", 64},
+    {PrimitiveType::U8, "u8", 8},
+    {PrimitiveType::U16, "u16", 16},
+    {PrimitiveType::U32, "u32", 32},
+    {PrimitiveType::U64, "u64", 64},
+    {PrimitiveType::F16, "f16", 16},
+    {PrimitiveType::F32, "f32", 32},
+    {PrimitiveType::F64, "f64", 64},
+    {PrimitiveType::TUPLE, "tuple", 0},
+    {PrimitiveType::OPAQUE_TYPE, "opaque", 0},
+    {PrimitiveType::C64, "c64", 64},
+    {PrimitiveType::BF16, "bf16", 16},
+    {PrimitiveType::TOKEN, "token", 0},
+    {PrimitiveType::C128, "c128", 128},
+    {PrimitiveType::F8E5M2, "f8e5m2", 8},
+    {PrimitiveType::F8E4M3FN, "f8e4m3fn", 8},
+    {PrimitiveType::S4, "s4", 4},
+    {PrimitiveType::U4, "u4", 4},
+    {PrimitiveType::F8E4M3B11FNUZ, "f8e4m3b11fnuz", 8},
+    {PrimitiveType::F8E5M2FNUZ, "f8e5m2fnuz", 8},
+    {PrimitiveType::F8E4M3FNUZ, "f8e4m3fnuz", 8},
+}};
+
+const TypeInfo* Find(PrimitiveType t) {
+  for (const auto& info : kTypes)
+    if (info.type == t) return &info;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view PrimitiveTypeName(PrimitiveType t) {
+  const TypeInfo* info = Find(t);
+  return info ? info->name : std::string_view("invalid");
+}
+
+std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name) {
+  if (name == "opaque_type") return PrimitiveType::OPAQUE_TYPE;
+  for (const auto& info : kTypes)
+    if (info.name == name) return info.type;
+  return std::nullopt;
+}
+
+bool IsFloatingPoint(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::F16: case PrimitiveType::BF16: case PrimitiveType::F32: case PrimitiveType::F64:
+    case PrimitiveType::F8E5M2: case PrimitiveType::F8E4M3FN: case PrimitiveType::F8E4M3B11FNUZ:
+    case PrimitiveType::F8E5M2FNUZ: case PrimitiveType::F8E4M3FNUZ:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsComplex(PrimitiveType t) { return t == PrimitiveType::C64 || t == PrimitiveType::C128; }
+
+bool IsSignedInteger(PrimitiveType t) {
+  return t == PrimitiveType::S4 || t == PrimitiveType::S8 || t == PrimitiveType::S16 ||
+         t == PrimitiveType::S32 || t == PrimitiveType::S64;
+}
+
+bool IsUnsignedInteger(PrimitiveType t) {
+  return t == PrimitiveType::U4 || t == PrimitiveType::U8 || t == PrimitiveType::U16 ||
+         t == PrimitiveType::U32 || t == PrimitiveType::U64;
+}
+
+bool IsArrayType(PrimitiveType t) {
+  return t != PrimitiveType::TUPLE && t != PrimitiveType::OPAQUE_TYPE && t != PrimitiveType::TOKEN &&
+         t != PrimitiveType::PRIMITIVE_TYPE_INVALID && Find(t) != nullptr;
+}
+
+int BitWidth(PrimitiveType t) {
+  const TypeInfo* info = Find(t);
+  return info ? info->bits : 0;
+}
+
+PrimitiveType ComplexComponentType(PrimitiveType t) {
+  if (t == PrimitiveType::C64) return PrimitiveType::F32;
+  if (t == PrimitiveType::C128) return PrimitiveType::F64;
+  return t;
+}
+
+}  // namespace opprobe::hlo
