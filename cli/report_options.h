@@ -1,0 +1,32 @@
+// Report and gate options shared by `analyze` (and any command that produces an AnalysisResult):
+// formats and output files, verbosity, --fail-under, --baseline, --allow. Owned with reports/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/driver/result.h"
+
+namespace opprobe::cli {
+
+struct ReportOptions {
+  int verbosity = 2;                  // 2 aten level, 1 adds xla lists, 0 per-instruction detail
+  std::string output;                 // -o FILE: the JSON report (or the only --format's file)
+  std::vector<std::string> formats;   // --format FMT[=FILE], repeatable
+  double fail_under = -1;             // --fail-under PCT; < 0: off
+  std::string baseline;               // --baseline OLD.json
+  std::vector<std::string> allow;     // --allow aten::op
+  bool quiet = false;                 // no summary on stdout
+};
+
+// Adds the options above to `cmd`.
+void AddReportOptions(CLI::App* cmd, ReportOptions& options);
+
+// Writes every requested report (atomically), prints the short summary on stdout, evaluates the
+// gates, and returns the exit code: 0 done and gates passed, 1 a gate failed, 2 bad input (an
+// unreadable baseline, an unknown format).
+int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& options);
+
+}  // namespace opprobe::cli
