@@ -157,6 +157,9 @@ class Instruction {
   int64_t k = 0;            // topk
   bool largest = true;      // topk
   OpMetadata metadata;
+  // The opcode text when the input named an opcode this IR does not know (opcode is then kCustomCall):
+  // such an instruction parses, prints back under its own name, and every backend calls it unsupported.
+  std::string unknown_opcode;
   // Attributes this IR does not model (sharding, replica_groups, frontend_attributes, ...), kept as
   // printed `key=value` text so that a parsed module prints back unchanged.
   std::vector<std::pair<std::string, std::string>> extra_attributes;
