@@ -1,0 +1,636 @@
+"""The recorder behind opprobe_capture.py: a TorchDispatchMode that records aten calls.
+
+Kept free of PyTorch-2.x-only APIs (every newer API is looked up with getattr and has a fallback),
+so the same file works on Debian's PyTorch 1.13 and on 2.x.
+
+Trace format: schemas/trace.schema.json (format "opprobe-trace", version 1).
+"""
+
+import json
+import math
+import os
+import runpy
+import sys
+import tempfile
+import threading
+import traceback
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+TRACE_FORMAT = "opprobe-trace"
+TRACE_VERSION = 1
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_SHIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_AUTOGRAD_DIR = _TORCH_DIR + "autograd" + os.sep
+_OPTIM_DIR = _TORCH_DIR + "optim" + os.sep
+_RUNPY_FILE = os.path.abspath(runpy.__file__) if getattr(runpy, "__file__", None) else "<runpy>"
+
+# c10::ScalarType numbering: schema defaults such as `ScalarType? dtype=4` arrive as these ints.
+_SCALAR_TYPES = [
+    "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
+    "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2", "quint2x4", "bits1x8",
+    "bits2x4", "bits4x2", "bits8", "bits16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz",
+    "float8_e4m3fnuz", "uint16", "uint32", "uint64",
+]
+# c10::Layout and c10::MemoryFormat numbering (same reason).
+_LAYOUTS = ["strided", "sparse_coo", "sparse_csr", "mkldnn", "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged"]
+_MEMORY_FORMATS = ["contiguous_format", "preserve_format", "channels_last", "channels_last_3d"]
+
+_SymInt = getattr(torch, "SymInt", None)
+_SymFloat = getattr(torch, "SymFloat", None)
+_SymBool = getattr(torch, "SymBool", None)
+
+
+def _torch_enum_name(v):
+    s = str(v)
+    return s[6:] if s.startswith("torch.") else s
+
+
+def _rel_path(path):
+    """Source file as recorded: relative to the working directory when below it, else absolute."""
+    if not path or path.startswith("<"):
+        return path
+    ap = os.path.abspath(path)
+    cwd = os.getcwd() + os.sep
+    return ap[len(cwd):] if ap.startswith(cwd) else ap
+
+
+# ---------------------------------------------------------------------------------------------------
+# Schema: declared argument types. `str(arg.type)` erases ScalarType/Layout/MemoryFormat to int, so
+# the declared types are parsed from the schema text, `aten::sum.dim_IntList(Tensor self, int[1]? dim,
+# bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+# ---------------------------------------------------------------------------------------------------
+
+def _split_top_level(text):
+    parts, depth, cur, quote = [], 0, [], None
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _strip_alias(t):
+    # `Tensor(a!)` -> `Tensor`, `Tensor(a)[]` -> `Tensor[]`, `Tensor(a!)?` -> `Tensor?`
+    out, depth = [], 0
+    for ch in t:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def _declared_types(schema):
+    args = list(schema.arguments)
+    text = str(schema)
+    open_at = text.find("(")
+    # the argument list ends at the `)` that matches the first `(`
+    depth, close_at = 0, -1
+    for k in range(open_at, len(text)):
+        if text[k] == "(":
+            depth += 1
+        elif text[k] == ")":
+            depth -= 1
+            if depth == 0:
+                close_at = k
+                break
+    types = []
+    if open_at >= 0 and close_at > open_at:
+        for part in _split_top_level(text[open_at + 1:close_at]):
+            if part == "*":
+                continue
+            types.append(_strip_alias(part.split()[0]))
+    if len(types) != len(args):  # unexpected schema text: fall back to the (erased) JIT types
+        types = [str(a.type) for a in args]
+    return types
+
+
+class _OpInfo(object):
+    __slots__ = ("name", "overload", "record", "args")
+
+    def __init__(self, func):
+        schema = func._schema
+        self.name = schema.name
+        ov = schema.overload_name
+        self.overload = ov if ov else "default"
+        self.record = self.name.startswith("aten::")
+        self.args = []  # (name, declared type, kwarg_only, has_default, default)
+        types = _declared_types(schema)
+        for a, t in zip(schema.arguments, types):
+            has_default = a.has_default_value() if hasattr(a, "has_default_value") else a.default_value is not None
+            self.args.append((a.name, t, bool(a.kwarg_only), bool(has_default), a.default_value))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Values. Encoded as hashable tuples while recording (so identical calls dedup cheaply) and turned
+# into JSON objects when the trace is written.
+# ---------------------------------------------------------------------------------------------------
+
+def _sym_int(v):
+    """(int value, symbolic) for an int or a SymInt."""
+    if isinstance(v, bool):
+        return int(v), False
+    if isinstance(v, int):
+        return v, False
+    try:
+        return int(v), False if _SymInt is None or not isinstance(v, _SymInt) else True
+    except Exception:  # noqa: BLE001  (a SymInt without a hint)
+        node = getattr(v, "node", None)
+        hint = getattr(node, "hint", None)
+        return (int(hint) if isinstance(hint, int) else 0), True
+
+
+def _tensor_meta(t):
+    sizes, dyn = [], []
+    for s in t.shape:
+        if isinstance(s, int):
+            sizes.append(s)
+            dyn.append(False)
+        else:
+            v, sym = _sym_int(s)
+            sizes.append(v)
+            dyn.append(bool(sym))
+    return (_torch_enum_name(t.dtype), tuple(sizes), tuple(dyn) if any(dyn) else None)
+
+
+def _float_value(x):
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _enum_from(v, names):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return names[v] if 0 <= v < len(names) else str(v)
+    return _torch_enum_name(v)
+
+
+def _is_int_like(x):
+    return (isinstance(x, int) and not isinstance(x, bool)) or (_SymInt is not None and isinstance(x, _SymInt))
+
+
+def _encode(v, declared):
+    """Encodes one argument or output value; `declared` is the schema type (`Tensor?`, `int[2]`, ...)."""
+    base = declared.rstrip("?")
+    if v is None:
+        return ("none",)
+    if isinstance(v, torch.Tensor):
+        return ("tensor",) + _tensor_meta(v)
+    if base == "ScalarType" or isinstance(v, torch.dtype):
+        if isinstance(v, (int, torch.dtype)) and not isinstance(v, bool):
+            return ("dtype", _enum_from(v, _SCALAR_TYPES))
+    if base == "Layout" or isinstance(v, torch.layout):
+        if isinstance(v, (int, torch.layout)) and not isinstance(v, bool):
+            return ("layout", _enum_from(v, _LAYOUTS))
+    if base == "MemoryFormat" or isinstance(v, torch.memory_format):
+        if isinstance(v, (int, torch.memory_format)) and not isinstance(v, bool):
+            return ("memory_format", _enum_from(v, _MEMORY_FORMATS))
+    if isinstance(v, torch.device):
+        return ("device", str(v))
+    if base == "Device" and isinstance(v, str):
+        return ("device", v)
+    if isinstance(v, bool) or (_SymBool is not None and isinstance(v, _SymBool)):
+        try:
+            return ("bool", bool(v))
+        except Exception:  # noqa: BLE001
+            return ("other", "SymBool", str(v))
+    if _is_int_like(v):
+        iv, sym = _sym_int(v)
+        if base.startswith("int[") or base.startswith("SymInt["):
+            # `int[2] padding=1` style: a single int stands for the whole list.
+            n = base[base.index("[") + 1:base.index("]")]
+            reps = int(n) if n.isdigit() else 1
+            return ("int_list", (iv,) * reps, sym)
+        return ("int", iv, sym)
+    if isinstance(v, float) or (_SymFloat is not None and isinstance(v, _SymFloat)):
+        try:
+            return ("float", _float_value(v))
+        except Exception:  # noqa: BLE001
+            return ("other", "SymFloat", str(v))
+    if isinstance(v, complex):
+        return ("complex", _float_value(v.real), _float_value(v.imag))
+    if isinstance(v, str):
+        return ("string", v)
+    if isinstance(v, (list, tuple)):
+        elem = base[:base.index("[")] if "[" in base else ""
+        items = list(v)
+        if elem.startswith("Tensor") or (items and all(x is None or isinstance(x, torch.Tensor) for x in items)):
+            if all(x is None or isinstance(x, torch.Tensor) for x in items):
+                return ("tensor_list", tuple(None if x is None else _tensor_meta(x) for x in items))
+        if elem == "bool" or (items and all(isinstance(x, bool) for x in items)):
+            if all(isinstance(x, bool) for x in items):
+                return ("bool_list", tuple(items))
+        if elem == "float" or (items and any(isinstance(x, float) for x in items)):
+            if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+                return ("float_list", tuple(_float_value(x) for x in items))
+        if all(_is_int_like(x) for x in items):
+            vals = [_sym_int(x) for x in items]
+            return ("int_list", tuple(x for x, _ in vals), any(s for _, s in vals))
+        if all(isinstance(x, str) for x in items):
+            return ("string_list", tuple(items))
+        return ("other", type(v).__name__, repr(v)[:200])
+    return ("other", type(v).__name__, repr(v)[:200])
+
+
+def _tensor_json(meta):
+    dtype, shape, dyn = meta
+    d = {"dtype": dtype, "shape": list(shape)}
+    if dyn is not None:
+        d["dynamic"] = list(dyn)
+    return d
+
+
+def _value_json(e):
+    kind = e[0]
+    if kind == "none":
+        return {"kind": "none"}
+    if kind == "tensor":
+        d = {"kind": "tensor"}
+        d.update(_tensor_json(e[1:]))
+        return d
+    if kind == "tensor_list":
+        return {"kind": "tensor_list", "value": [None if m is None else _tensor_json(m) for m in e[1]]}
+    if kind == "int":
+        d = {"kind": "int", "value": e[1]}
+        if e[2]:
+            d["symbolic"] = True
+        return d
+    if kind == "int_list":
+        d = {"kind": "int_list", "value": list(e[1])}
+        if e[2]:
+            d["symbolic"] = True
+        return d
+    if kind == "complex":
+        return {"kind": "complex", "real": e[1], "imag": e[2]}
+    if kind in ("float_list", "bool_list", "string_list"):
+        return {"kind": kind, "value": list(e[1])}
+    if kind == "other":
+        return {"kind": "other", "type": e[1], "repr": e[2]}
+    return {"kind": kind, "value": e[1]}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The recorder
+# ---------------------------------------------------------------------------------------------------
+
+class Recorder(object):
+    def __init__(self):
+        self.calls = {}        # key -> [first sequence number, count]
+        self.order = []        # keys in order of first occurrence
+        self.total = 0
+        self.skipped = {}      # non-aten ops (profiler::..., prims::...) -> count
+        self.internal_errors = {}  # recorder failures by message (the call itself still ran)
+        self._ops = {}         # OpOverload -> _OpInfo
+        self._code_internal = {}  # code object -> True when it lives in torch or in the shim
+        self._module_stack = []   # [(module id, path)]
+        self._module_names = {}   # module id -> path, refreshed when a root module is entered
+        self._backward_depth = 0  # > 0 while torch.autograd.backward/grad runs
+        self._backward_loc = None
+        self._main_thread = threading.current_thread()
+        self._optimizer_cls = getattr(torch.optim, "Optimizer", None)
+
+    # -- where: source line, phase ------------------------------------------------------------------
+    def _is_internal(self, code):
+        r = self._code_internal.get(code)
+        if r is None:
+            f = code.co_filename
+            ap = os.path.abspath(f) if f and not f.startswith("<") else f
+            r = bool(ap) and (ap.startswith(_TORCH_DIR) or ap.startswith(_SHIM_DIR) or
+                              f.startswith("<frozen") or ap == _RUNPY_FILE)
+            self._code_internal[code] = r
+        return r
+
+    def _where(self):
+        """(file, line, phase) of the current call."""
+        frame = sys._getframe(2)
+        loc = None
+        phase = None
+        while frame is not None:
+            code = frame.f_code
+            if self._is_internal(code):
+                if phase is None:
+                    f = code.co_filename
+                    if f.startswith(_AUTOGRAD_DIR) and code.co_name in ("backward", "grad", "_engine_run_backward"):
+                        phase = "backward"
+                    elif f.startswith(_OPTIM_DIR):
+                        phase = "optimizer"
+            else:
+                if loc is None:
+                    loc = (_rel_path(code.co_filename), frame.f_lineno)
+                if phase is None and code.co_name in ("step", "zero_grad") and self._optimizer_cls is not None:
+                    slf = frame.f_locals.get("self")
+                    if isinstance(slf, self._optimizer_cls):
+                        phase = "optimizer"
+            frame = frame.f_back
+        if phase is None:
+            node_fn = getattr(torch._C, "_current_autograd_node", None)
+            if node_fn is not None:
+                try:
+                    if node_fn() is not None:
+                        phase = "backward"
+                except Exception:  # noqa: BLE001
+                    pass
+        if phase is None and loc is None and self._backward_depth > 0:
+            phase = "backward"  # an autograd worker thread: no Python frames of the script
+        if loc is None and phase == "backward" and self._backward_loc is not None:
+            loc = self._backward_loc
+        return (loc or ("", 0)) + (phase or "forward",)
+
+    # -- module paths ---------------------------------------------------------------------------------
+    def forward_pre_hook(self, module, inputs):
+        if threading.current_thread() is not self._main_thread:
+            return None
+        mid = id(module)
+        if not self._module_stack:
+            self._module_names = {id(m): n for n, m in module.named_modules()}
+            path = ""
+        else:
+            path = self._module_names.get(mid)
+            if path is None:  # not a registered child of the root: name it by class under its caller
+                parent = self._module_stack[-1][1]
+                cls = type(module).__name__
+                path = parent + "." + cls if parent else cls
+        self._module_stack.append((mid, path))
+        return None
+
+    def forward_hook(self, module, inputs, output):
+        if threading.current_thread() is not self._main_thread:
+            return None
+        mid = id(module)
+        # pop up to and including this module (a forward that raised leaves stale entries)
+        for k in range(len(self._module_stack) - 1, -1, -1):
+            if self._module_stack[k][0] == mid:
+                del self._module_stack[k:]
+                break
+        return None
+
+    def module_path(self, phase):
+        if phase == "backward" or not self._module_stack:
+            return ""
+        if threading.current_thread() is not self._main_thread:
+            return ""
+        return self._module_stack[-1][1]
+
+    # -- backward bracketing (for autograd worker threads) --------------------------------------------
+    def wrap_autograd(self):
+        rec = self
+        for name in ("backward", "grad"):
+            orig = getattr(torch.autograd, name, None)
+            if orig is None:
+                continue
+
+            def make(orig):
+                def wrapper(*args, **kwargs):
+                    frame = sys._getframe(1)
+                    while frame is not None and rec._is_internal(frame.f_code):
+                        frame = frame.f_back
+                    prev_loc = rec._backward_loc
+                    if frame is not None:
+                        rec._backward_loc = (_rel_path(frame.f_code.co_filename), frame.f_lineno)
+                    rec._backward_depth += 1
+                    try:
+                        return orig(*args, **kwargs)
+                    finally:
+                        rec._backward_depth -= 1
+                        rec._backward_loc = prev_loc
+                wrapper.__wrapped__ = orig
+                wrapper.__name__ = getattr(orig, "__name__", name)
+                wrapper.__doc__ = getattr(orig, "__doc__", None)
+                return wrapper
+
+            setattr(torch.autograd, name, make(orig))
+
+    # -- recording ------------------------------------------------------------------------------------
+    def op_info(self, func):
+        info = self._ops.get(func)
+        if info is None:
+            info = _OpInfo(func)
+            self._ops[func] = info
+        return info
+
+    def record(self, func, args, kwargs, out):
+        info = self.op_info(func)
+        if not info.record:
+            self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
+            return
+        enc_args = []
+        npos = len(args)
+        pos = 0
+        for (name, declared, kwarg_only, has_default, default) in info.args:
+            if not kwarg_only and pos < npos:
+                v = args[pos]
+                pos += 1
+            elif kwargs and name in kwargs:
+                v = kwargs[name]
+            elif has_default:
+                v = default
+            else:
+                v = None
+            enc_args.append((name, _encode(v, declared)))
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        enc_outs = []
+        for o in outs:
+            if isinstance(o, (tuple, list)) and o and all(isinstance(x, torch.Tensor) for x in o):
+                enc_outs.extend(("tensor",) + _tensor_meta(x) for x in o)
+            else:
+                enc_outs.append(_encode(o, "Tensor" if isinstance(o, torch.Tensor) else ""))
+        file, line, phase = self._where()
+        key = (info.name, info.overload, tuple(enc_args), tuple(enc_outs), file, line, self.module_path(phase), phase)
+        self.total += 1
+        entry = self.calls.get(key)
+        if entry is None:
+            self.calls[key] = [self.total, 1]
+            self.order.append(key)
+        else:
+            entry[1] += 1
+
+    def note_internal_error(self, func, exc):
+        msg = "%s: %s: %s" % (getattr(func, "__name__", str(func)), type(exc).__name__, exc)
+        self.internal_errors[msg] = self.internal_errors.get(msg, 0) + 1
+
+    # -- output ---------------------------------------------------------------------------------------
+    def calls_json(self):
+        out = []
+        for key in self.order:
+            op, overload, args, outs, file, line, module_path, phase = key
+            c = {
+                "op": op,
+                "overload": overload,
+                "args": [{"name": n, "value": _value_json(v)} for n, v in args],
+                "outputs": [_value_json(v) for v in outs],
+                "loc": {"file": file, "line": line},
+                "module_path": module_path,
+                "phase": phase,
+                "count": self.calls[key][1],
+            }
+            out.append(c)
+        return out
+
+
+class _CaptureMode(TorchDispatchMode):
+    def __init__(self, recorder):
+        super(_CaptureMode, self).__init__()
+        self.recorder = recorder
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        try:
+            self.recorder.record(func, args, kwargs, out)
+        except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
+            self.recorder.note_internal_error(func, e)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Running the script
+# ---------------------------------------------------------------------------------------------------
+
+def _dumps_trace(doc):
+    """JSON text with one call per line: small, and diffs line by line."""
+    lines = ["{"]
+    items = list(doc.items())
+    for k, (key, value) in enumerate(items):
+        sep = "," if k + 1 < len(items) else ""
+        if key == "calls" and value:
+            lines.append(" %s: [" % json.dumps(key))
+            for j, call in enumerate(value):
+                lines.append("  " + json.dumps(call, separators=(",", ":"), allow_nan=False) +
+                             ("," if j + 1 < len(value) else ""))
+            lines.append(" ]" + sep)
+        else:
+            lines.append(" %s: %s%s" % (json.dumps(key), json.dumps(value, allow_nan=False), sep))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_atomic(path, doc):
+    path = os.path.abspath(path)
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(_dumps_trace(doc))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _error_location(tb):
+    """Innermost frame of the traceback that belongs to the script (not torch, not the shim)."""
+    loc = None
+    for fs in traceback.extract_tb(tb):
+        ap = os.path.abspath(fs.filename) if fs.filename and not fs.filename.startswith("<") else fs.filename
+        if ap and not ap.startswith(_TORCH_DIR) and not ap.startswith(_SHIM_DIR):
+            loc = {"file": _rel_path(fs.filename), "line": fs.lineno or 0}
+    return loc
+
+
+def run_script(script, script_args, output, quiet=False):
+    recorder = Recorder()
+    hooks = []
+    mod = torch.nn.modules.module
+    if hasattr(mod, "register_module_forward_pre_hook"):
+        hooks.append(mod.register_module_forward_pre_hook(recorder.forward_pre_hook))
+    if hasattr(mod, "register_module_forward_hook"):
+        hooks.append(mod.register_module_forward_hook(recorder.forward_hook))
+    recorder.wrap_autograd()
+
+    script_abs = os.path.abspath(script)
+    sys.argv = [script] + list(script_args)
+    sys.path[0] = os.path.dirname(script_abs)
+
+    exit_status = 0
+    error = None
+    try:
+        with _CaptureMode(recorder):
+            runpy.run_path(script_abs, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            exit_status = 0
+        elif isinstance(code, int):
+            exit_status = code
+        else:
+            sys.stderr.write("%s\n" % (code,))
+            exit_status = 1
+        if exit_status != 0:
+            error = {"type": "SystemExit", "message": "sys.exit(%r)" % (code,)}
+    except KeyboardInterrupt:
+        exit_status = 130
+        error = {"type": "KeyboardInterrupt", "message": "interrupted"}
+    except BaseException as e:  # noqa: BLE001  (the script's own error: report it, keep the trace)
+        exit_status = 1
+        traceback.print_exc()
+        error = {"type": type(e).__name__, "message": str(e)}
+        loc = _error_location(sys.exc_info()[2])
+        if loc:
+            error["loc"] = loc
+    finally:
+        for h in hooks:
+            h.remove()
+    if error is not None:
+        error["exit_status"] = exit_status
+
+    doc = {
+        "format": TRACE_FORMAT,
+        "version": TRACE_VERSION,
+        "torch_version": str(torch.__version__),
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "script": script,
+        "argv": [script] + list(script_args),
+        "status": "ok" if error is None else "error",
+        "exit_status": exit_status,
+        "total_calls": recorder.total,
+        "calls": recorder.calls_json(),
+    }
+    if error is not None:
+        doc["error"] = error
+    if recorder.skipped:
+        doc["skipped_ops"] = dict(sorted(recorder.skipped.items()))
+    if recorder.internal_errors:
+        doc["recorder_errors"] = [{"message": m, "count": c} for m, c in sorted(recorder.internal_errors.items())]
+    try:
+        _write_atomic(output, doc)
+    except OSError as e:
+        sys.stderr.write("opprobe capture: cannot write %s: %s\n" % (output, e))
+        return exit_status if exit_status != 0 else 2
+    if error is not None:
+        sys.stderr.write("opprobe capture: %s failed (%s: %s); the trace %s holds the %d calls recorded before "
+                         "that (%d distinct)\n" % (script, error["type"], error["message"], output, recorder.total,
+                                                   len(recorder.order)))
+    elif not quiet:
+        sys.stderr.write("opprobe capture: recorded %d aten calls (%d distinct) from %s into %s\n" %
+                         (recorder.total, len(recorder.order), script, output))
+    sys.stdout.flush()
+    return exit_status

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""opprobe capture shim: runs a PyTorch script and records every aten call it dispatches.
+
+Usage (normally through `opprobe capture -o trace.json -- python script.py args...`):
+
+    python opprobe_capture.py --output trace.json -- script.py args...
+
+The script runs as `__main__` (runpy) with `sys.argv = [script, args...]` and its directory first on
+`sys.path`, under a TorchDispatchMode that sees every aten call: forward, backward (autograd runs the
+backward ops through the dispatcher) and optimizer steps. Each call is recorded with its op and
+overload, every schema argument by name (defaults filled in from the schema), its outputs, the
+innermost source line outside torch, the nn.Module path and the phase. Identical calls are counted,
+not stored twice. The trace format is documented by schemas/trace.schema.json.
+
+A script that raises or calls sys.exit(n) still leaves the trace recorded so far, with the error in
+the trace; the shim then exits with the script's status (1 for an exception). The trace file is
+written atomically (temp file + rename). Works with PyTorch 1.13 and 2.x.
+"""
+
+import os
+import sys
+
+# Resolve our own location before the user's script directory replaces sys.path[0].
+_SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
+if _SHIM_DIR not in sys.path:
+    sys.path.insert(0, _SHIM_DIR)
+
+import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py)
+
+USAGE = "usage: opprobe_capture.py --output TRACE.json [--quiet] -- SCRIPT.py [ARGS...]"
+
+
+def _usage_error(message):
+    sys.stderr.write("opprobe capture: %s\n%s\n" % (message, USAGE))
+    return 2
+
+
+def main(argv):
+    output = None
+    quiet = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            i += 1
+            break
+        if a in ("-h", "--help"):
+            sys.stdout.write(__doc__)
+            return 0
+        if a in ("-o", "--output"):
+            if i + 1 >= len(argv):
+                return _usage_error("%s needs a file name" % a)
+            output = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--output="):
+            output = a[len("--output="):]
+            i += 1
+            continue
+        if a == "--quiet":
+            quiet = True
+            i += 1
+            continue
+        if a.startswith("-"):
+            return _usage_error("unknown option %s" % a)
+        break  # first non-option: the script
+    rest = argv[i:]
+    if not output:
+        return _usage_error("--output is required")
+    if not rest:
+        return _usage_error("no script given")
+    script = rest[0]
+    if not os.path.isfile(script):
+        sys.stderr.write("opprobe capture: script not found: %s\n" % script)
+        return 2
+    try:
+        import torch  # noqa: F401
+    except Exception as e:  # noqa: BLE001  (any import failure means: no usable torch)
+        sys.stderr.write("opprobe capture: cannot import torch with %s: %s\n" % (sys.executable, e))
+        return 2
+    return capture_recorder.run_script(script, rest[1:], output, quiet=quiet)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
