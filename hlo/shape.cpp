@@ -96,8 +96,8 @@ std::string Shape::ToString(bool print_layout) const {
     out += std::to_string(dims_[i]);
   }
   out += ']';
-  // XLA omits the layout of scalars and of non-array shapes.
-  if (print_layout && has_layout_ && IsArray() && !dims_.empty()) {
+  // XLA omits the layout of non-array shapes, and of scalars unless it has tiling (`f32[]{:T(128)}`).
+  if (print_layout && has_layout_ && IsArray() && (!dims_.empty() || !layout_suffix_.empty())) {
     out += '{';
     for (size_t i = 0; i < minor_to_major_.size(); ++i) {
       if (i) out += ',';
