@@ -3,8 +3,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 namespace opprobe::hlo {
 namespace {
+
+std::string_view OpcodeText(const Instruction& in) {
+  return in.unknown_opcode.empty() ? OpcodeName(in.opcode) : std::string_view(in.unknown_opcode);
+}
 
 std::string Braced(const std::vector<int64_t>& v) { return fmt::format("{{{}}}", fmt::join(v, ",")); }
 
@@ -12,11 +20,12 @@ std::string Name(const std::string& name, const PrintOptions& o) { return o.long
 
 std::string OperandsToString(const Instruction& instr, const PrintOptions& o) {
   if (instr.opcode == Opcode::kParameter) return std::to_string(instr.parameter_number);
-  if (instr.opcode == Opcode::kConstant) return instr.literal ? instr.literal->ValueToString() : "0";
+  if (instr.opcode == Opcode::kConstant && instr.unknown_opcode.empty())
+    return instr.literal ? LiteralToString(*instr.literal) : "{...}";
   std::string out;
   for (size_t i = 0; i < instr.operands.size(); ++i) {
     if (i) out += ", ";
-    if (o.long_style && i && i % 5 == 0) out += fmt::format("/*index={}*/", i);
+    if (i && i % 5 == 0) out += fmt::format("/*index={}*/", i);
     const Instruction* op = instr.operands[i];
     if (o.long_style) out += op->shape.ToString() + " ";
     out += Name(op->name, o);
@@ -43,18 +52,147 @@ std::string PrecisionName(PrecisionLevel p) {
 
 std::string CalledName(const Computation* c, const PrintOptions& o) { return c ? Name(c->name(), o) : "<null>"; }
 
+// Where XLA prints an attribute this IR keeps verbatim: 0 with the opcode's own attributes (before the
+// called computations), 1 after the called computations (generic attributes), 2 after metadata.
+int ExtraGroup(const std::string& key) {
+  static const char* kGeneric[] = {"sharding", "frontend_attributes", "control-predecessors", "statistics",
+                                   "is_composite", "operation_queue_id", "wait_on_operation_queues"};
+  static const char* kLast[] = {"backend_config", "origin", "original_value"};
+  for (const char* k : kGeneric)
+    if (key == k) return 1;
+  for (const char* k : kLast)
+    if (key == k) return 2;
+  return 0;
+}
+
+// Opcodes whose called computation XLA prints as `to_apply=` (others print `calls=`).
+bool PrintsToApply(Opcode op) {
+  switch (op) {
+    case Opcode::kCall: case Opcode::kMap: case Opcode::kReduceWindow: case Opcode::kReduce:
+    case Opcode::kAllReduce: case Opcode::kReduceScatter: case Opcode::kAllReduceStart: case Opcode::kScatter:
+    case Opcode::kSort: case Opcode::kTopK:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// printf("%.*g") as absl::StrFormat does.
+std::string FormatG(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  return buf;
+}
+
+// XLA's RoundTripFpToString (xla/util.cc): max_digits10 of the type for bf16/f16/f8, and for f32/f64
+// digits10 first, max_digits10 when that does not read back.
+std::string FloatText(double v, PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::BF16: return FormatG(v, 4);
+    case PrimitiveType::F16: return FormatG(v, 5);
+    case PrimitiveType::F8E5M2: case PrimitiveType::F8E5M2FNUZ: return FormatG(v, 2);
+    case PrimitiveType::F8E4M3FN: case PrimitiveType::F8E4M3B11FNUZ: case PrimitiveType::F8E4M3FNUZ:
+      return FormatG(v, 3);
+    case PrimitiveType::F32: {
+      float f = static_cast<float>(v);
+      std::string r = FormatG(f, 6);
+      if (std::isnan(f) || std::strtof(r.c_str(), nullptr) == f) return r;
+      return FormatG(f, 9);
+    }
+    default: {
+      std::string r = FormatG(v, 15);
+      if (std::isnan(v) || std::strtod(r.c_str(), nullptr) == v) return r;
+      return FormatG(v, 17);
+    }
+  }
+}
+
+std::string ElementText(const Literal& l, int64_t i, bool in_array) {
+  PrimitiveType t = l.shape().element_type();
+  if (t == PrimitiveType::PRED) {
+    bool b = l.Get<uint8_t>(i) != 0;
+    return in_array ? (b ? "1" : "0") : (b ? "true" : "false");
+  }
+  if (IsSignedInteger(t)) return std::to_string(l.GetAsInt64(i));
+  if (IsUnsignedInteger(t)) return std::to_string(l.GetAsUint64(i));
+  if (IsComplex(t)) {
+    auto c = l.GetAsComplex(i);
+    PrimitiveType part = ComplexComponentType(t);
+    return "(" + FloatText(c.real(), part) + ", " + FloatText(c.imag(), part) + ")";
+  }
+  return FloatText(l.GetAsDouble(i), t);
+}
+
+// XLA's DenseArrayPrintHelper in one-line mode (literal.cc).
+void PrintArray(const Literal& l, size_t dim, std::vector<int64_t>& index, int64_t& linear, std::string& out) {
+  const auto& dims = l.shape().dimensions();
+  const size_t rank = dims.size();
+  if (dim == rank) {
+    out += ElementText(l, linear++, true);
+    return;
+  }
+  const int64_t n = dims[dim];
+  const size_t remaining = rank - dim;
+  auto brace = [&](bool open) -> std::string {
+    if (rank == 1) return open ? "{" : "}";
+    if (remaining == 1) return open ? (n <= 1 ? "{" : "{ ") : (n <= 1 ? "}" : " }");
+    if (open) {
+      if (rank > 3 && dim > 0 && dim < rank)
+        return fmt::format("{{ /*i{}={}*/{}", dim - 1, index.back(), n > 0 ? " " : "");
+      return "{ ";
+    }
+    return " }";
+  };
+  out += brace(true);
+  for (int64_t k = 0; k < n; ++k) {
+    index.push_back(k);
+    PrintArray(l, dim + 1, index, linear, out);
+    index.pop_back();
+    if (k + 1 < n) out += remaining > 1 ? ", " : ", ";
+  }
+  out += brace(false);
+}
+
 }  // namespace
 
+std::string LiteralToString(const Literal& literal) {
+  if (literal.elided()) return "{...}";
+  const Shape& shape = literal.shape();
+  if (shape.IsTuple()) {
+    std::string out = "( ";
+    for (size_t i = 0; i < literal.tuple_elements().size(); ++i) {
+      if (i) out += ", ";
+      out += LiteralToString(literal.tuple_elements()[i]);
+    }
+    return out + " )";
+  }
+  if (shape.IsToken()) return "token";
+  if (!shape.IsArray()) return "{...}";
+  if (literal.data().size() < static_cast<size_t>(shape.elements()) * static_cast<size_t>(ByteWidth(shape.element_type())))
+    return "{...}";
+  if (shape.rank() == 0) return ElementText(literal, 0, false);
+  std::string out;
+  std::vector<int64_t> index;
+  int64_t linear = 0;
+  PrintArray(literal, 0, index, linear, out);
+  return out;
+}
+
 std::string CEscape(const std::string& s) {
+  // absl::CEscape: \n \r \t \" \' \\, other bytes outside printable ASCII as three octal digits.
   std::string out;
   for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
     switch (ch) {
       case '"': out += "\\\""; break;
+      case '\'': out += "\\'"; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
-      default: out += ch;
+      default:
+        if (c < 0x20 || c >= 0x7f) out += fmt::format("\\{:03o}", c);
+        else out += ch;
     }
   }
   return out;
@@ -105,8 +243,10 @@ std::string ConvolutionDimensionNumbersToString(const ConvolutionDimensionNumber
 
 std::string PaddingConfigToString(const PaddingConfig& config) {
   std::vector<std::string> parts;
+  bool interior = false;
+  for (const auto& d : config.dimensions) interior |= d.interior_padding != 0;
   for (const auto& d : config.dimensions) {
-    if (d.interior_padding != 0)
+    if (interior)
       parts.push_back(fmt::format("{}_{}_{}", d.edge_padding_low, d.edge_padding_high, d.interior_padding));
     else
       parts.push_back(fmt::format("{}_{}", d.edge_padding_low, d.edge_padding_high));
@@ -125,7 +265,8 @@ std::string MetadataToString(const OpMetadata& m) {
 
 std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
   std::vector<std::string> a;
-  switch (in.opcode) {
+  const bool known = in.unknown_opcode.empty();
+  switch (known ? in.opcode : Opcode::kParameter) {
     case Opcode::kBroadcast: case Opcode::kTranspose: case Opcode::kReverse: case Opcode::kConcatenate:
     case Opcode::kReduce: case Opcode::kMap:
       a.push_back("dimensions=" + Braced(in.dimensions));
@@ -212,7 +353,7 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
       a.push_back(fmt::format("mantissa_bits={}", in.mantissa_bits));
       break;
     case Opcode::kBatchNormTraining: case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad:
-      a.push_back("epsilon=" + RoundTripDouble(in.epsilon, true));
+      a.push_back("epsilon=" + FormatG(in.epsilon, 6));  // absl::StrCat(float): six significant digits
       a.push_back(fmt::format("feature_index={}", in.feature_index));
       break;
     case Opcode::kRng:
@@ -234,7 +375,7 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
     default:
       break;
   }
-  if ((in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) && !in.operand_precision.empty()) {
+  if (known && (in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) && !in.operand_precision.empty()) {
     bool non_default = false;
     for (auto p : in.operand_precision) non_default |= p != PrecisionLevel::kDefault;
     if (non_default) {
@@ -243,9 +384,15 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
       a.push_back(fmt::format("operand_precision={{{}}}", fmt::join(ps, ",")));
     }
   }
+  auto extras = [&](int group) {
+    if (!o.print_extra_attributes) return;
+    for (const auto& [k, v] : in.extra_attributes)
+      if (k != "metadata" && ExtraGroup(k) == group) a.push_back(k + "=" + v);
+  };
+  extras(0);
   // Called computations.
   const auto& cc = in.called_computations;
-  switch (in.opcode) {
+  switch (known ? in.opcode : Opcode::kParameter) {
     case Opcode::kWhile:
       if (cc.size() == 2) {
         a.push_back("condition=" + CalledName(cc[1], o));
@@ -275,24 +422,43 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
       if (!cc.empty()) {
         std::vector<std::string> names;
         for (auto* c : cc) names.push_back(CalledName(c, o));
-        a.push_back(cc.size() == 1 ? "to_apply=" + names[0] : fmt::format("called_computations={{{}}}", fmt::join(names, ", ")));
+        a.push_back(fmt::format("called_computations={{{}}}", fmt::join(names, ", ")));
       }
       break;
     default:
-      if (!cc.empty()) a.push_back("to_apply=" + CalledName(cc[0], o));
+      if (!cc.empty()) {
+        if (PrintsToApply(in.opcode)) {
+          a.push_back("to_apply=" + CalledName(cc[0], o));
+        } else {
+          std::vector<std::string> names;
+          for (auto* c : cc) names.push_back(CalledName(c, o));
+          a.push_back(fmt::format("calls={}", fmt::join(names, ", ")));
+        }
+      }
   }
-  if (o.print_extra_attributes)
-    for (const auto& [k, v] : in.extra_attributes) a.push_back(k + "=" + v);
-  if (o.print_metadata && !in.metadata.empty()) a.push_back("metadata=" + MetadataToString(in.metadata));
-  if (in.opcode == Opcode::kCustomCall && !in.backend_config.empty())
-    a.push_back(fmt::format("backend_config=\"{}\"", CEscape(in.backend_config)));
+  extras(1);
+  if (o.print_metadata) {
+    const std::string* verbatim = nullptr;  // metadata with fields this IR does not model
+    if (o.print_extra_attributes)
+      for (const auto& [k, v] : in.extra_attributes)
+        if (k == "metadata") verbatim = &v;
+    if (verbatim) a.push_back("metadata=" + *verbatim);
+    else if (!in.metadata.empty()) a.push_back("metadata=" + MetadataToString(in.metadata));
+  }
+  if (known && in.opcode == Opcode::kCustomCall && !in.backend_config.empty()) {
+    // XLA prints a JSON dict as is and anything else quoted.
+    const std::string& bc = in.backend_config;
+    if (bc.size() >= 2 && bc.front() == '{' && bc.back() == '}') a.push_back("backend_config=" + bc);
+    else a.push_back(fmt::format("backend_config=\"{}\"", CEscape(bc)));
+  }
+  extras(2);
   std::string out;
   for (const auto& s : a) out += ", " + s;
   return out;
 }
 
 std::string ToString(const Instruction& in, const PrintOptions& o) {
-  return fmt::format("{} = {} {}({}){}", Name(in.name, o), in.shape.ToString(), OpcodeName(in.opcode),
+  return fmt::format("{} = {} {}({}){}", Name(in.name, o), in.shape.ToString(), OpcodeText(in),
                      OperandsToString(in, o), AttributesToString(in, o));
 }
 
@@ -307,7 +473,7 @@ std::string InstructionSignature(const Instruction& in) {
       operands += in.operands[i]->shape.ToString();
     }
   }
-  return fmt::format("{} {}({}){}", in.shape.ToString(), OpcodeName(in.opcode), operands, AttributesToString(in, o));
+  return fmt::format("{} {}({}){}", in.shape.ToString(), OpcodeText(in), operands, AttributesToString(in, o));
 }
 
 std::string ToString(const Computation& c, const PrintOptions& o, bool is_entry) {
@@ -331,12 +497,13 @@ std::string ToString(const Computation& c, const PrintOptions& o, bool is_entry)
 }
 
 std::string ToString(const Module& m, const PrintOptions& o) {
+  // As HloModule::Print: the header line, a blank line, and every computation followed by a blank line.
   std::string out = "HloModule " + m.name();
   for (const auto& [k, v] : m.header_attributes) out += ", " + k + "=" + v;
-  out += "\n";
+  out += "\n\n";
   for (const auto& c : m.computations()) {
-    out += "\n";
     out += ToString(*c, o, c.get() == m.entry());
+    out += "\n";
   }
   return out;
 }

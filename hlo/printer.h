@@ -44,6 +44,9 @@ std::string WindowToString(const Window& window);
 std::string ConvolutionDimensionNumbersToString(const ConvolutionDimensionNumbers& dnums);
 std::string PaddingConfigToString(const PaddingConfig& config);
 std::string MetadataToString(const OpMetadata& metadata);
+// A constant's value as XLA prints it on one line (`0`, `-inf`, `{1, 2}`, `{ { 1, 2 }, { 3, 4 } }`,
+// `( 1, 2 )` for tuples, `{...}` when elided), with XLA's per-type float precision.
+std::string LiteralToString(const Literal& literal);
 std::string CEscape(const std::string& s);
 
 }  // namespace opprobe::hlo
