@@ -556,6 +556,16 @@ def _error_location(tb):
     return loc
 
 
+def _print_script_traceback(exc_info, script_abs):
+    """Prints the traceback as Python would for the script alone (without the shim's and runpy's frames)."""
+    etype, value, tb = exc_info
+    t = tb
+    while t is not None and os.path.abspath(t.tb_frame.f_code.co_filename) != script_abs:
+        t = t.tb_next
+    traceback.print_exception(etype, value, t if t is not None else tb)
+    sys.stderr.flush()
+
+
 def run_script(script, script_args, output, quiet=False):
     recorder = Recorder()
     hooks = []
@@ -591,7 +601,7 @@ def run_script(script, script_args, output, quiet=False):
         error = {"type": "KeyboardInterrupt", "message": "interrupted"}
     except BaseException as e:  # noqa: BLE001  (the script's own error: report it, keep the trace)
         exit_status = 1
-        traceback.print_exc()
+        _print_script_traceback(sys.exc_info(), script_abs)
         error = {"type": type(e).__name__, "message": str(e)}
         loc = _error_location(sys.exc_info()[2])
         if loc:
@@ -625,7 +635,9 @@ def run_script(script, script_args, output, quiet=False):
     except OSError as e:
         sys.stderr.write("opprobe capture: cannot write %s: %s\n" % (output, e))
         return exit_status if exit_status != 0 else 2
-    if error is not None:
+    if quiet:
+        pass
+    elif error is not None:
         sys.stderr.write("opprobe capture: %s failed (%s: %s); the trace %s holds the %d calls recorded before "
                          "that (%d distinct)\n" % (script, error["type"], error["message"], output, recorder.total,
                                                    len(recorder.order)))

@@ -1,0 +1,217 @@
+#include "cli/capture_run.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "opprobe_version.h"
+
+extern char** environ;
+
+namespace opprobe::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsRegularFile(const std::string& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// Resolves an interpreter name like `python3` through PATH (a name with a slash is taken as is).
+std::optional<std::string> ResolveExecutable(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    if (access(name.c_str(), X_OK) == 0 && IsRegularFile(name)) return name;
+    return std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0 && IsRegularFile(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// Identity of the trace file before the run, to tell a freshly written trace from a stale one.
+struct FileId {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  struct timespec mtime = {};
+};
+
+FileId StatFile(const std::string& p) {
+  FileId id;
+  struct stat st;
+  if (stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    id.exists = true;
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    id.mtime = st.st_mtim;
+  }
+  return id;
+}
+
+bool SameFile(const FileId& a, const FileId& b) {
+  return a.exists == b.exists && a.dev == b.dev && a.ino == b.ino && a.mtime.tv_sec == b.mtime.tv_sec &&
+         a.mtime.tv_nsec == b.mtime.tv_nsec;
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+constexpr const char* kCommandForm = "expected `-- <python> script.py [args...]`, e.g. `-- /usr/bin/python3 train.py`";
+
+}  // namespace
+
+Expected<std::string> FindCaptureShim() {
+  if (const char* env = std::getenv("OPPROBE_CAPTURE_SHIM"); env && *env) {
+    if (!IsRegularFile(env)) return UsageError(fmt::format("OPPROBE_CAPTURE_SHIM={}: no such file", env));
+    return std::string(env);
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = exe.parent_path() / ".." / "share" / "opprobe" / "capture" / "opprobe_capture.py";
+    if (IsRegularFile(installed.string())) return fs::weakly_canonical(installed, ec).string();
+  }
+  std::string in_tree = std::string(OPPROBE_SOURCE_DIR) + "/cli/capture/opprobe_capture.py";
+  if (IsRegularFile(in_tree)) return in_tree;
+  return UsageError(fmt::format(
+      "cannot find the capture shim opprobe_capture.py (looked in <binary dir>/../share/opprobe/capture and {}); "
+      "set OPPROBE_CAPTURE_SHIM to its path",
+      std::string(OPPROBE_SOURCE_DIR) + "/cli/capture"));
+}
+
+Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet) {
+  if (command.empty()) return UsageError(fmt::format("no script to capture: {}", kCommandForm));
+  if (trace_path.empty()) return UsageError("no trace file given");
+  const std::string& interpreter_name = command[0];
+  if (EndsWith(interpreter_name, ".py"))
+    return UsageError(fmt::format("'{}' is a script, not a Python interpreter: {}", interpreter_name, kCommandForm));
+  auto interpreter = ResolveExecutable(interpreter_name);
+  if (!interpreter)
+    return UsageError(fmt::format("Python interpreter '{}' not found; {}", interpreter_name, kCommandForm));
+
+  // Interpreter options stay before the shim (`python -X dev script.py`); the first non-option is the script.
+  std::vector<std::string> argv{*interpreter};
+  size_t i = 1;
+  for (; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if (a == "-m" || a == "-c" || (a.size() > 2 && (a.starts_with("-m") || a.starts_with("-c")) && a[1] != '-'))
+      return UsageError(fmt::format("capture runs a script file; `{}` (python {}) is not supported: {}", a,
+                                    a.substr(0, 2), kCommandForm));
+    if (a == "-" || !a.starts_with("-")) break;
+    argv.push_back(a);
+    if ((a == "-X" || a == "-W") && i + 1 < command.size()) argv.push_back(command[++i]);
+  }
+  if (i >= command.size())
+    return UsageError(fmt::format("no script given after the interpreter '{}'; {}", interpreter_name, kCommandForm));
+  const std::string script = command[i];
+  if (script != "-" && !IsRegularFile(script)) return UsageError(fmt::format("script not found: {}", script));
+  OPPROBE_ASSIGN_OR_RETURN(std::string shim, FindCaptureShim());
+  argv.push_back(shim);
+  argv.push_back("--output");
+  argv.push_back(trace_path);
+  if (quiet) argv.push_back("--quiet");
+  argv.push_back("--");
+  for (; i < command.size(); ++i) argv.push_back(command[i]);
+
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+
+  const FileId before = StatFile(trace_path);
+
+  // A close-on-exec pipe tells the parent why exec failed (its errno), if it did.
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) return Internal(fmt::format("pipe: {}", std::strerror(errno)));
+
+  // Like system(3): while the script runs, Ctrl-C goes to the script (it still writes its trace), not to us.
+  struct sigaction ignore = {}, old_int = {}, old_quit = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  std::fflush(nullptr);
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    close(err_pipe[0]);
+    close(err_pipe[1]);
+    return Internal(fmt::format("fork: {}", std::strerror(e)));
+  }
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    close(err_pipe[0]);
+    execve(cargv[0], cargv.data(), environ);
+    int e = errno;
+    ssize_t ignored = write(err_pipe[1], &e, sizeof e);
+    (void)ignored;
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = read(err_pipe[0], &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  close(err_pipe[0]);
+
+  int wstatus = 0;
+  pid_t w;
+  do {
+    w = waitpid(pid, &wstatus, 0);
+  } while (w < 0 && errno == EINTR);
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+
+  if (n == static_cast<ssize_t>(sizeof exec_errno))
+    return UsageError(fmt::format("cannot run Python interpreter '{}': {}", *interpreter, std::strerror(exec_errno)));
+  if (w < 0) return Internal(fmt::format("waitpid: {}", std::strerror(errno)));
+
+  int status = 0;
+  std::string how;
+  if (WIFEXITED(wstatus)) {
+    status = WEXITSTATUS(wstatus);
+    how = fmt::format("exited with status {}", status);
+  } else if (WIFSIGNALED(wstatus)) {
+    status = 128 + WTERMSIG(wstatus);
+    how = fmt::format("was killed by signal {} ({})", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+  } else {
+    status = 128;
+    how = "stopped abnormally";
+  }
+
+  const FileId after = StatFile(trace_path);
+  if (!after.exists || SameFile(before, after)) {
+    return InvalidInput(fmt::format("no trace was written: the capture of {} {} (see the messages above)", script, how));
+  }
+  return status;
+}
+
+}  // namespace opprobe::cli

@@ -1,0 +1,27 @@
+// Runs a Python training/inference script under the capture shim (cli/capture/opprobe_capture.py).
+// Used by `opprobe capture` and by the one-step `opprobe analyze -- <python> script.py ...`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hlo/status.h"
+
+namespace opprobe::cli {
+
+// Where the shim is: $OPPROBE_CAPTURE_SHIM when set (an error if that file does not exist), else
+// <binary dir>/../share/opprobe/capture/opprobe_capture.py (installed layout), else
+// OPPROBE_SOURCE_DIR/cli/capture/opprobe_capture.py (build tree).
+Expected<std::string> FindCaptureShim();
+
+// Runs `command` = {python, [python options...], script.py, args...} as a child process (fork/exec, no
+// shell) with the shim inserted: `python [options] shim.py --output trace_path --quiet -- script.py args...`.
+// The child inherits stdin/stdout/stderr, so the script's output streams through. While it runs, SIGINT
+// and SIGQUIT are ignored here (the child gets them and still writes the trace recorded so far).
+// Returns the script's exit status (128+N when killed by signal N). Errors: an empty command, a missing
+// interpreter, a script given without an interpreter, or an unexecutable interpreter -> kUsage;
+// a child that wrote no trace (e.g. torch not importable) -> kInvalidInput naming the exit status.
+// With `quiet` false the shim also prints its one-line summary on stderr.
+Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true);
+
+}  // namespace opprobe::cli
