@@ -1,0 +1,67 @@
+// The `rules` backend: decides from a declarative profile (docs/profiles.md) instead of a compiler.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler_probe/backend.h"
+#include "compiler_probe/registry.h"
+
+namespace opprobe::compiler_probe::rules {
+
+// One rule: all the match fields it has must hold for some instruction of the unit (the ROOT or an
+// instruction of a computation it calls); the first matching rule gives the verdict.
+struct Rule {
+  std::string id;
+  bool supported = false;
+  std::vector<std::string> opcodes;              // opcode names (also unknown opcode names); empty = any
+  std::vector<std::string> element_types;        // result or operand types (tuples looked through)
+  std::vector<std::string> result_types;
+  std::vector<std::string> operand_types;
+  std::vector<std::string> custom_call_targets;  // a trailing `*` matches a prefix
+  std::vector<std::string> comparison_directions;
+  std::vector<std::string> fft_types;
+  std::vector<std::string> to_apply_root;        // opcode of the ROOT of the first called computation
+  int dynamic_shapes = -1;                       // 1: some shape has a dynamic dim; 0: none; -1: either
+  int unknown_opcode = -1;                       // 1: the opcode is not one this IR knows
+  std::string reason;
+  std::string source;
+};
+
+struct Profile {
+  std::string name;
+  std::string description;
+  std::string source;  // where the profile's facts come from
+  bool default_supported = true;
+  std::string default_reason;
+  std::vector<Rule> rules;
+  std::string text;    // the JSON it was read from (hashed for version())
+};
+
+// Parses a profile; errors name the JSON path (`rules[3].match.opcodes[0]: unknown opcode 'ad'`).
+Expected<Profile> ParseProfile(const std::string& json_text, const std::string& source_name);
+
+// Built-in profiles, embedded from compiler_probe/rules/profiles/*.json.
+std::vector<std::string> BuiltinProfileNames();
+// The JSON text of a built-in profile, or empty.
+std::string BuiltinProfileText(const std::string& name);
+
+class RulesBackend : public Backend {
+ public:
+  explicit RulesBackend(Profile profile);
+  std::string id() const override { return "rules:" + profile_.name; }
+  std::string version() const override;
+  Verdict probe(const hlo::Module& unit) override;
+  const Profile& profile() const { return profile_; }
+
+ private:
+  Profile profile_;
+};
+
+// `rules:NAME` (a built-in profile) or `rules:FILE` (a path to a profile JSON).
+void Register(Registry& registry);
+
+}  // namespace opprobe::compiler_probe::rules
