@@ -1,10 +1,113 @@
+// `opprobe analyze MODEL... | -- <python> script.py args`: the whole pipeline, then reports and gates.
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "cli/analyze_run.h"
+#include "cli/capture_run.h"
 #include "cli/commands.h"
+#include "cli/report_options.h"
 
 namespace opprobe::cli {
+namespace {
+
+struct AnalyzeArgs {
+  std::vector<std::string> inputs;
+  AnalyzeRunOptions run;
+  ReportOptions report;
+  bool no_cache = false;
+  bool no_progress = false;
+  std::string save_trace;
+};
+
+// Captures the script after `--` into a temporary trace (or --save-trace FILE); returns its path and
+// the script's exit status.
+Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::string>& command, const std::string& save_trace,
+                                                    std::filesystem::path& temp_dir) {
+  std::string trace = save_trace;
+  if (trace.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return Internal("cannot create a temporary folder for the trace");
+    temp_dir = tmpl;
+    trace = (temp_dir / "trace.json").string();
+  }
+  OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true));
+  return std::make_pair(trace, status);
+}
+
+int RunAnalyze(AnalyzeArgs& a) {
+  const std::vector<std::string>& command = ArgsAfterDoubleDash();
+  std::vector<std::string> inputs = a.inputs;
+  if (!command.empty()) inputs.resize(inputs.size() >= command.size() ? inputs.size() - command.size() : 0);
+  if (!command.empty() && !inputs.empty())
+    return ReportError(UsageError("give either model files or `-- <python> script.py ...`, not both"));
+  if (command.empty() && inputs.empty())
+    return ReportError(UsageError("nothing to analyze: give a trace, a .pt2, HLO, or `-- <python> script.py ...`"));
+  if (Status st = CheckReportOptions(a.report); !st.ok()) return ReportError(st);
+  a.run.use_cache = !a.no_cache;
+  a.run.progress = !a.no_progress;
+
+  auto backend = CreateBackend(a.run);
+  if (!backend.ok()) return ReportError(backend.status().WithContext("--backend " + a.run.backend_spec));
+
+  std::filesystem::path temp_dir;
+  int script_status = 0;
+  if (!command.empty()) {
+    auto captured = CaptureScript(command, a.save_trace, temp_dir);
+    if (!captured.ok()) return ReportError(captured.status());
+    inputs = {captured->first};
+    script_status = captured->second;
+    if (script_status != 0)
+      std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
+                   script_status);
+  }
+  auto result = AnalyzeInputs(inputs, **backend, a.run);
+  if (!temp_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(temp_dir, ec);
+  }
+  if (!result.ok()) return ReportError(result.status());
+  int code = FinishReports(*result, a.report);
+  // A script that failed is an input problem even when its partial analysis passed the gates.
+  if (script_status != 0 && code == 0) return 2;
+  return code;
+}
+
+}  // namespace
 
 void RegisterAnalyze(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("analyze", "(not yet available)");
-  cmd->callback([&exit_code] { exit_code = 0; });
+  auto args = std::make_shared<AnalyzeArgs>();
+  auto* cmd = app.add_subcommand(
+      "analyze",
+      "Analyze a model: lower its aten ops to HLO, probe the backend with every unique instruction, report.\n"
+      "Inputs: an opprobe trace (.json), a torch.export .pt2 archive or ExecuTorch ETRecord, HLO text (.hlo/.txt),\n"
+      "an HloProto/HloModuleProto (.hlo.pb), a folder of HLO dumps, or `-- <python> script.py args...` to capture\n"
+      "and analyze a script in one step.");
+  cmd->add_option("inputs", args->inputs, "Model files (or, after `--`, the Python command to capture)");
+  cmd->add_option("-b,--backend", args->run.backend_spec,
+                  "Backend spec: interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...]; see "
+                  "`opprobe backends`")
+      ->capture_default_str();
+  cmd->add_option("-j,--jobs", args->run.jobs, "Probes run in parallel (default: the number of cores)");
+  cmd->add_option("--cache", args->run.cache_dir, "Probe cache folder (default: $XDG_CACHE_HOME/opprobe)");
+  cmd->add_flag("--no-cache", args->no_cache, "Neither read nor write the probe cache");
+  cmd->add_option("--probe-timeout", args->run.probe_timeout_seconds, "Seconds one probe may take (cmd, pjrt)")
+      ->capture_default_str();
+  cmd->add_option("--dump-dir", args->run.dump_dir,
+                  "Write each unsupported probe unit as <opcode>_<fingerprint>.hlo and .hlo.pb here");
+  cmd->add_flag("--no-progress", args->no_progress, "No progress output on stderr");
+  cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
+  AddReportOptions(cmd, args->report);
+  cmd->footer(
+      "Examples:\n"
+      "  opprobe analyze --backend rules:neuron-trn1 -- /usr/bin/python3 samples/scripts/unsupported.py\n"
+      "  opprobe analyze samples/traces/resnet18_train.json --backend rules:cpu -o report.json\n"
+      "  opprobe analyze model.pt2 --backend interp --verbosity 1 -o report.json\n"
+      "  opprobe analyze dump.hlo --backend rules:neuron-trn1 --dump-dir repro/\n"
+      "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
+      "(or the captured script failed), 3 the backend cannot be used.");
+  cmd->callback([args, &exit_code] { exit_code = RunAnalyze(*args); });
 }
 
 }  // namespace opprobe::cli

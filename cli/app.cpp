@@ -16,7 +16,13 @@ constexpr RegisterFn kCommands[] = {
     RegisterLower,
     RegisterBackends,
 };
+std::vector<std::string>& AfterDashes() {
+  static std::vector<std::string> args;
+  return args;
+}
 }  // namespace
+
+const std::vector<std::string>& ArgsAfterDoubleDash() { return AfterDashes(); }
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
@@ -37,6 +43,12 @@ int Run(int argc, char** argv) {
                "probes a backend compiler with each unique instruction and reports what stands in the way."};
   app.set_version_flag("--version", std::string("opprobe ") + OPPROBE_VERSION);
   app.require_subcommand(1);
+  AfterDashes().clear();
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--") continue;
+    AfterDashes().assign(argv + i + 1, argv + argc);
+    break;
+  }
   int exit_code = 0;
   for (RegisterFn reg : kCommands) reg(app, exit_code);
   try {

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "hlo/status.h"
 
@@ -16,6 +17,10 @@ void RegisterAnalyze(CLI::App& app, int& exit_code);   // analyze_cmd.cpp
 void RegisterCapture(CLI::App& app, int& exit_code);   // capture_cmd.cpp
 void RegisterLower(CLI::App& app, int& exit_code);     // lower_cmd.cpp
 void RegisterBackends(CLI::App& app, int& exit_code);  // backends_cmd.cpp
+
+// The arguments that followed the first `--` on the command line (empty when there was none): the
+// script command of `analyze -- python train.py` and `capture -- ...`.
+const std::vector<std::string>& ArgsAfterDoubleDash();
 
 // Prints `opprobe: <message>` on stderr and returns the exit code for the status (DESIGN.md: 2 bad
 // usage or input, 3 backend unusable, 4 internal).

@@ -62,7 +62,9 @@ Expected<LoweredModule> Lower(const Node& node, const LoweringTable& table) {
   out.dynamic_shape = lowered->dynamic_shape;
   out.note = lowered->note;
   for (const auto& i : out.module->entry()->instructions()) {
-    if (i->opcode == hlo::Opcode::kParameter || i.get() == synthetic) continue;
+    // Parameters are inputs; constants stand for the scalars and literals PyTorch/XLA passes as device
+    // data (parameters), so neither is a probe unit, as in Neuron's analyze.
+    if (i->opcode == hlo::Opcode::kParameter || i->opcode == hlo::Opcode::kConstant || i.get() == synthetic) continue;
     out.units.push_back(i.get());
   }
   return out;

@@ -48,8 +48,10 @@ class LoweringTable {
 // parameters and returns its outputs (a tuple when there are several).
 struct LoweredModule {
   std::unique_ptr<hlo::Module> module;
-  // The probe units: every instruction of the entry computation except parameters and the tuple
-  // that only gathers several outputs, in order.
+  // The probe units: every instruction of the entry computation except parameters, constants (which
+  // stand for PyTorch/XLA's device-data scalars) and the tuple that only gathers several outputs, in
+  // order. A unit whose metadata.op_type names another aten op (a lowering that follows PyTorch/XLA's
+  // IR, e.g. add's `other * alpha` is an aten::mul node there) is attributed to that op.
   std::vector<const hlo::Instruction*> units;
   bool dynamic_shape = false;
   std::string note;

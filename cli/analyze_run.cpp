@@ -1,0 +1,121 @@
+#include "cli/analyze_run.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "analyzer/driver/driver.h"
+#if __has_include("analyzer/loaders/hlo_loader.h")  // TEMP(lead): until the HLO loader lands
+#include "analyzer/loaders/hlo_loader.h"
+#define OPPROBE_HAVE_HLO_LOADER 1
+#endif
+#include "analyzer/loaders/pt2_loader.h"
+#include "analyzer/loaders/trace_loader.h"
+#if __has_include("cli/progress.h")  // TEMP(lead)
+#include "cli/progress.h"
+#define OPPROBE_HAVE_PROGRESS 1
+#endif
+#include "compiler_probe/disk_cache.h"
+#include "compiler_probe/registry.h"
+
+namespace opprobe::cli {
+
+namespace fs = std::filesystem;
+
+Expected<std::string> DetectInputKind(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return InvalidInput(fmt::format("{}: no such file or directory", path));
+  if (fs::is_directory(path, ec)) return std::string("hlo");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidInput(fmt::format("{}: cannot open for reading", path));
+  char head[512] = {};
+  in.read(head, sizeof head);
+  std::string_view h(head, static_cast<size_t>(in.gcount()));
+  if (h.size() >= 4 && h.substr(0, 4) == std::string_view("PK\x03\x04", 4)) return std::string("pt2");
+  auto first = h.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && h[first] == '{') return std::string("trace");
+#ifdef OPPROBE_HAVE_HLO_LOADER
+  if (analyzer::LooksLikeHlo(path)) return std::string("hlo");
+#endif
+  return InvalidInput(fmt::format(
+      "{}: not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, "
+      "an ExecuTorch ETRecord, HLO text, an .hlo.pb proto, or a folder of HLO dumps)",
+      path));
+}
+
+Expected<analyzer::Graph> LoadGraph(const std::vector<std::string>& inputs) {
+  analyzer::Graph merged;
+  std::vector<std::string> models;
+  for (const auto& path : inputs) {
+    OPPROBE_ASSIGN_OR_RETURN(std::string kind, DetectInputKind(path));
+    Expected<analyzer::Graph> g = kind == "trace" ? analyzer::LoadTrace(path)
+                                  : kind == "pt2"  ? analyzer::LoadPt2(path)
+                                                   : Expected<analyzer::Graph>(UsageError(fmt::format(
+                                                         "{}: HLO input cannot be mixed with aten inputs", path)));
+    if (!g.ok()) return g.status();
+    if (inputs.size() == 1) return g;
+    models.push_back(g->model.empty() ? path : g->model);
+    merged.input_kind = merged.input_kind.empty() || merged.input_kind == g->input_kind ? g->input_kind : "mixed";
+    if (merged.torch_version.empty()) merged.torch_version = g->torch_version;
+    for (auto& p : g->programs) merged.programs.push_back(p);
+    for (auto& n : g->nodes) merged.nodes.push_back(std::move(n));
+  }
+  merged.model = fmt::format("{}", fmt::join(models, ", "));
+  return merged;
+}
+
+Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const AnalyzeRunOptions& options) {
+  compiler_probe::BackendOptions bo;
+  bo.probe_timeout_seconds = options.probe_timeout_seconds;
+  return compiler_probe::Registry::Builtin().Create(options.backend_spec, bo);
+}
+
+Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>& inputs,
+                                                 compiler_probe::Backend& backend,
+                                                 const AnalyzeRunOptions& options) {
+  if (inputs.empty()) return UsageError("no input: give a trace, a .pt2, HLO, or `-- python script.py`");
+  std::vector<std::string> kinds;
+  for (const auto& in : inputs) {
+    OPPROBE_ASSIGN_OR_RETURN(std::string kind, DetectInputKind(in));
+    kinds.push_back(kind);
+  }
+  analyzer::DriverOptions d;
+  d.jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  d.dump_dir = options.dump_dir;
+  std::unique_ptr<compiler_probe::ProbeCache> cache;
+  if (options.use_cache) {
+    std::string dir = options.cache_dir.empty() ? compiler_probe::DefaultCacheDir() : options.cache_dir;
+    auto opened = compiler_probe::OpenDiskCache(dir);
+    if (!opened.ok()) return opened.status().WithContext("--cache");
+    cache = std::move(opened).value();
+    d.cache = cache.get();
+  }
+#ifdef OPPROBE_HAVE_PROGRESS
+  if (options.progress) d.on_progress = MakeProgressReporter(isatty(STDERR_FILENO) == 1);
+#endif
+
+  bool any_hlo = std::find(kinds.begin(), kinds.end(), "hlo") != kinds.end();
+#ifdef OPPROBE_HAVE_HLO_LOADER
+  if (any_hlo) {
+    std::vector<analyzer::LoadedHloModule> loaded;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (kinds[i] != "hlo")
+        return UsageError(fmt::format("{}: aten inputs cannot be mixed with HLO inputs", inputs[i]));
+      OPPROBE_ASSIGN_OR_RETURN(auto modules, analyzer::LoadHlo(inputs[i]));
+      for (auto& m : modules) loaded.push_back(std::move(m));
+    }
+    std::vector<analyzer::NamedModule> named;
+    for (const auto& m : loaded) named.push_back({m.name, m.module.get()});
+    std::string model = fmt::format("{}", fmt::join(inputs, ", "));
+    return analyzer::AnalyzeHlo(model, named, backend, d);
+  }
+#endif
+  OPPROBE_ASSIGN_OR_RETURN(analyzer::Graph graph, LoadGraph(inputs));
+  return analyzer::Analyze(graph, backend, analyzer::LoweringTable::Builtin(), d);
+}
+
+}  // namespace opprobe::cli

@@ -1,0 +1,40 @@
+// The analyze pipeline as a library call: load the inputs (trace JSON, .pt2, HLO text/proto or a dump
+// folder), create the backend, run the driver. Used by `analyze` and `profile record`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/driver/result.h"
+#include "analyzer/graph/graph.h"
+#include "compiler_probe/backend.h"
+#include "hlo/status.h"
+
+namespace opprobe::cli {
+
+struct AnalyzeRunOptions {
+  std::string backend_spec = "interp";
+  int jobs = 0;                // 0: the number of cores
+  bool use_cache = true;
+  std::string cache_dir;       // empty: the default under $XDG_CACHE_HOME
+  double probe_timeout_seconds = 60;
+  std::string dump_dir;        // repro files of unsupported units
+  bool progress = true;        // progress on stderr (a bar on a terminal, plain lines otherwise)
+};
+
+// What kind of input a path is: "trace" (opprobe trace JSON), "pt2" (zip archive / ETRecord), "hlo"
+// (HLO text, HloProto/HloModuleProto binary, or a folder of dumps). Errors name the path.
+Expected<std::string> DetectInputKind(const std::string& path);
+
+// Loads trace and .pt2 inputs into one aten Graph (nodes of several inputs are concatenated).
+Expected<analyzer::Graph> LoadGraph(const std::vector<std::string>& inputs);
+
+Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const AnalyzeRunOptions& options);
+
+// Loads `inputs` (all aten inputs, or all HLO inputs) and analyzes them with `backend`.
+Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>& inputs,
+                                                 compiler_probe::Backend& backend,
+                                                 const AnalyzeRunOptions& options);
+
+}  // namespace opprobe::cli
