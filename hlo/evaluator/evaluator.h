@@ -1,0 +1,49 @@
+// The HLO evaluator: executes a module on the CPU with XLA's defined semantics (the engine of the
+// `interp` backend, `opprobe run` and the conformance suite). dot and convolution go through Eigen.
+//
+// Errors are values: an opcode or custom-call the evaluator does not implement is kUnimplemented
+// (naming it), shapes that do not fit together are kInvalidInput, and sizes beyond the options'
+// limits are kUnimplemented ("too large") rather than an allocation of terabytes.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "hlo/instruction.h"
+#include "hlo/literal.h"
+#include "hlo/status.h"
+
+namespace opprobe::hlo {
+
+// Bumped whenever an evaluation result may change; part of the `interp` backend's version.
+inline constexpr std::string_view kEvaluatorRevision = "eval-1";
+
+struct EvaluatorOptions {
+  // Largest single value (literal) the evaluator will allocate.
+  int64_t max_literal_bytes = int64_t{2} << 30;
+  // Largest multiply-add count of one dot or convolution.
+  double max_flops = 2e11;
+  // Largest number of iterations of one while loop.
+  int64_t max_while_iterations = 1'000'000;
+  // Seed of rng / rng-bit-generator and of elided (`{...}`) constants.
+  uint64_t seed = 0;
+};
+
+// Evaluates the module's entry computation on `arguments` (one per entry parameter, in order).
+Expected<Literal> Evaluate(const Module& module, const std::vector<Literal>& arguments,
+                           const EvaluatorOptions& options = {});
+// Evaluates one computation; `arguments` are borrowed.
+Expected<Literal> EvaluateComputation(const Computation& computation, const std::vector<const Literal*>& arguments,
+                                      const EvaluatorOptions& options = {});
+
+// kInvalidInput naming the parameter when the argument count, an element type or dims do not match.
+Status CheckArguments(const Computation& entry, const std::vector<Literal>& arguments);
+
+// A deterministic pseudo-random value of `shape` (tuples recursively): floats and complex parts in
+// [-1, 1), signed integers in [-8, 8], unsigned in [0, 16), pred true/false.
+Literal RandomLiteral(const Shape& shape, uint64_t seed);
+// One random literal per parameter of `entry`, seeded from `seed` and the parameter number.
+std::vector<Literal> RandomArguments(const Computation& entry, uint64_t seed);
+
+}  // namespace opprobe::hlo
