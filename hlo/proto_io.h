@@ -1,0 +1,28 @@
+// hlo::Module <-> XLA's HloModuleProto / HloProto wire format (hlo/proto/*.proto, research/formats.md B.4).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "hlo/instruction.h"
+#include "hlo/status.h"
+
+namespace opprobe::hlo {
+
+// Serialized HloModuleProto: instruction ids 1..N unique across the module, computation ids in callee-first
+// order, entry_computation_id/name, host_program_shape and every computation's program_shape,
+// called_computation_ids in XLA's order, and every attribute the IR holds (attributes kept as text are
+// written to their XLA field where there is one, and verbatim to opprobe_text_attributes).
+Expected<std::string> ModuleToProtoBytes(const Module& module);
+
+// Serialized HloProto (the wrapper `--xla_dump_hlo_as_proto` writes as *.hlo.pb) around the module.
+Expected<std::string> ModuleToHloProtoBytes(const Module& module);
+
+// Reads an HloProto or a bare HloModuleProto. Rejects bytes that are not such a message (truncated,
+// garbage), unknown or duplicate ids, dangling operand/called-computation/root ids, operand and call
+// cycles, and shapes whose element count overflows 64 bits, with a one-line message naming
+// `source_name` and the computation / instruction.
+Expected<std::unique_ptr<Module>> ModuleFromProtoBytes(std::string_view bytes, const std::string& source_name);
+
+}  // namespace opprobe::hlo
