@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,16 +32,10 @@ float F16ToFloat(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>
 std::string RoundTripDouble(double v, bool is_f32) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  int max_prec = is_f32 ? 9 : 17;
-  for (int p = 1; p <= max_prec; ++p) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*g", p, v);
-    if (is_f32) {
-      if (std::strtof(buf, nullptr) == static_cast<float>(v)) return buf;
-    } else if (std::strtod(buf, nullptr) == v) {
-      return buf;
-    }
-  }
+  // Shortest round-trip text (`10`, not `1e+01`, which "%.1g" gives).
+  char buf[64];
+  auto r = is_f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
+  if (r.ec == std::errc()) return std::string(buf, r.ptr);
   return fmt::format("{}", v);
 }
 
