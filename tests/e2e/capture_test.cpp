@@ -1,0 +1,239 @@
+// End to end: `opprobe capture` on real scripts with Debian's PyTorch (/usr/bin/python3).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "analyzer/loaders/trace_loader.h"
+#include "opprobe_version.h"
+
+namespace opprobe {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct RunResult {
+  int status = -1;
+  std::string out, err;
+};
+
+class CaptureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("opprobe_capture_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Runs `opprobe <args>` from the repo root; args are shell-quoted here.
+  RunResult Opprobe(const std::vector<std::string>& args, const std::string& env = "") {
+    std::string cmd = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && " + env + " " + Quote(OPPROBE_BIN);
+    for (const auto& a : args) cmd += " " + Quote(a);
+    cmd += " >" + Quote((dir_ / "out.txt").string()) + " 2>" + Quote((dir_ / "err.txt").string()) + " </dev/null";
+    int rc = std::system(cmd.c_str());
+    RunResult r;
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.out = Slurp(dir_ / "out.txt");
+    r.err = Slurp(dir_ / "err.txt");
+    return r;
+  }
+
+  std::string Trace(const std::string& name = "trace.json") { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+const analyzer::Node* Find(const analyzer::Graph& g, const std::string& qualified, const std::string& phase = "") {
+  for (const auto& n : g.nodes)
+    if (n.qualified_name() == qualified && (phase.empty() || n.phase == phase)) return &n;
+  return nullptr;
+}
+
+TEST_F(CaptureTest, UnsupportedSample) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "samples/scripts/unsupported.py"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("recorded 4 aten calls (4 distinct) into " + Trace()));
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->model, "samples/scripts/unsupported.py");
+  const analyzer::Node* mul = Find(*g, "aten::mul.Tensor");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->TensorSignature(), "f32[4], c64[4]");
+  EXPECT_EQ(mul->loc.ToString(), "unsupported.py 13");
+  EXPECT_NE(Find(*g, "aten::_fft_r2c"), nullptr);
+  // The checked-in sample is what a capture gives today.
+  auto sample = analyzer::LoadTrace(std::string(OPPROBE_SOURCE_DIR) + "/samples/traces/unsupported.json");
+  ASSERT_TRUE(sample.ok());
+  ASSERT_EQ(sample->nodes.size(), g->nodes.size());
+  for (size_t i = 0; i < g->nodes.size(); ++i) EXPECT_EQ(g->nodes[i].SignatureKey(), sample->nodes[i].SignatureKey());
+  // No temp files left beside the trace.
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) files += e.path().extension() == ".tmp";
+  EXPECT_EQ(files, 0u);
+}
+
+TEST_F(CaptureTest, ScriptThatRaisesKeepsTheCallsBeforeTheError) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, HasSubstr("before the error 6.0"));  // the script's own output streams through
+  EXPECT_THAT(r.err, HasSubstr("ValueError: boom from the fixture"));
+  EXPECT_THAT(r.err, HasSubstr("raises_midway.py\", line 13"));
+  EXPECT_THAT(r.err, Not(HasSubstr("capture_recorder.py")));  // the traceback is the script's alone
+  EXPECT_THAT(r.err, HasSubstr("opprobe: script exited with status 1; the trace holds the calls recorded before that"));
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const analyzer::Node* mul = Find(*g, "aten::mul.Tensor");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->loc.ToString(), "raises_midway.py 9");
+  auto doc = json::parse(Slurp(Trace()));
+  EXPECT_EQ(doc["status"], "error");
+  EXPECT_EQ(doc["exit_status"], 1);
+  EXPECT_EQ(doc["error"]["type"], "ValueError");
+  EXPECT_EQ(doc["error"]["message"], "boom from the fixture");
+  EXPECT_EQ(doc["error"]["loc"]["line"], 13);
+}
+
+TEST_F(CaptureTest, SysExitStatusAndArgv) {
+  auto r = Opprobe(
+      {"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py", "--exit", "3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("opprobe: script exited with status 3; the trace holds the calls recorded before that"));
+  auto doc = json::parse(Slurp(Trace()));
+  EXPECT_EQ(doc["exit_status"], 3);
+  EXPECT_EQ(doc["error"]["type"], "SystemExit");
+  EXPECT_EQ(doc["argv"], json::array({"tests/fixtures/traces/scripts/raises_midway.py", "--exit", "3"}));
+  // sys.exit(0) is success.
+  auto ok = Opprobe(
+      {"capture", "-o", Trace("ok.json"), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py", "--exit", "0"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(json::parse(Slurp(Trace("ok.json")))["status"], "ok");
+}
+
+TEST_F(CaptureTest, ModulePathsSourceLinesPhasesAndNoGrad) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/modules_nograd.py", "a",
+                    "b c"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("argv: a b c"));
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+
+  const analyzer::Node* exp = Find(*g, "aten::exp");  // under torch.no_grad: still recorded
+  ASSERT_NE(exp, nullptr);
+  EXPECT_EQ(exp->loc.ToString(), "modules_nograd.py 41");
+  EXPECT_EQ(exp->phase, "forward");
+  EXPECT_EQ(exp->module_path, "");
+
+  const analyzer::Node* sig = Find(*g, "aten::sigmoid");
+  ASSERT_NE(sig, nullptr);
+  EXPECT_EQ(sig->module_path, "block.inner");
+  EXPECT_EQ(sig->loc.ToString(), "modules_nograd.py 14");
+
+  const analyzer::Node* mul = Find(*g, "aten::mul.Tensor", "forward");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->module_path, "block.inner");
+
+  // `self.inner(x) + 1` runs in Block: its add has Block's path; the scalar is an int with alpha defaulted.
+  const analyzer::Node* add = nullptr;
+  for (const auto& n : g->nodes)
+    if (n.qualified_name() == "aten::add.Tensor" && n.loc.line == 23) add = &n;
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->module_path, "block");
+  EXPECT_EQ(add->arg("other", 1)->ToString(), "1");
+  EXPECT_EQ(add->arg("alpha", 2)->ToString(), "1");
+
+  const analyzer::Node* sum = Find(*g, "aten::sum");
+  ASSERT_NE(sum, nullptr);
+  EXPECT_EQ(sum->module_path, "");  // the root module's own forward
+
+  const analyzer::Node* sig_bw = Find(*g, "aten::sigmoid_backward", "backward");
+  ASSERT_NE(sig_bw, nullptr);
+  EXPECT_EQ(sig_bw->loc.ToString(), "modules_nograd.py 43");  // backward ops point at .backward()
+
+  const analyzer::Node* step = Find(*g, "aten::add_.Tensor", "optimizer");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->loc.ToString(), "modules_nograd.py 44");
+  EXPECT_DOUBLE_EQ(step->arg("alpha", 2)->AsDouble(), -0.1);
+
+  // `torch.full(..., dtype=torch.float64).float()`: dtype arguments arrive as dtypes.
+  const analyzer::Node* full = Find(*g, "aten::full");
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(full->arg("dtype", 2)->kind, analyzer::Value::Kind::kDtype);
+  EXPECT_EQ(full->arg("dtype", 2)->ToString(), "f64");
+  EXPECT_EQ(full->arg("device", 4)->ToString(), "cpu");
+}
+
+TEST_F(CaptureTest, UsageErrors) {
+  auto no_python = Opprobe({"capture", "-o", Trace(), "--", "no-such-python3", "samples/scripts/unsupported.py"});
+  EXPECT_EQ(no_python.status, 2);
+  EXPECT_THAT(no_python.err, HasSubstr("Python interpreter 'no-such-python3' not found"));
+
+  auto script_first = Opprobe({"capture", "-o", Trace(), "--", "samples/scripts/unsupported.py"});
+  EXPECT_EQ(script_first.status, 2);
+  EXPECT_THAT(script_first.err, HasSubstr("is a script, not a Python interpreter"));
+
+  auto no_script = Opprobe({"capture", "-o", Trace(), "--", kPython, "nonexistent_script.py"});
+  EXPECT_EQ(no_script.status, 2);
+  EXPECT_THAT(no_script.err, HasSubstr("script not found: nonexistent_script.py"));
+
+  auto no_output = Opprobe({"capture", "--", kPython, "samples/scripts/unsupported.py"});
+  EXPECT_EQ(no_output.status, 2);
+  EXPECT_THAT(no_output.err, HasSubstr("--output"));
+
+  auto bad_shim = Opprobe({"capture", "-o", Trace(), "--", kPython, "samples/scripts/unsupported.py"},
+                          "OPPROBE_CAPTURE_SHIM=/nonexistent/shim.py");
+  EXPECT_EQ(bad_shim.status, 2);
+  EXPECT_THAT(bad_shim.err, HasSubstr("OPPROBE_CAPTURE_SHIM=/nonexistent/shim.py: no such file"));
+  EXPECT_FALSE(fs::exists(Trace()));
+}
+
+TEST_F(CaptureTest, NoTraceWrittenIsAnErrorAndAnOldTraceIsNotMistakenForANewOne) {
+  {
+    std::ofstream(Trace()) << "old trace";
+  }
+  // /bin/false stands in for a Python that dies before the shim writes anything.
+  auto r = Opprobe({"capture", "-o", Trace(), "--", "/bin/false", "samples/scripts/unsupported.py"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("no trace was written"));
+  EXPECT_THAT(r.err, HasSubstr("exited with status 1"));
+  EXPECT_EQ(Slurp(Trace()), "old trace");  // left alone
+}
+
+TEST_F(CaptureTest, Help) {
+  auto r = Opprobe({"capture", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.out, HasSubstr("-o,--output"));
+  EXPECT_THAT(r.out, HasSubstr("opprobe capture -o trace.json -- /usr/bin/python3"));
+  EXPECT_THAT(r.out, HasSubstr("Exit status"));
+}
+
+}  // namespace
+}  // namespace opprobe
