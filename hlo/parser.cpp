@@ -427,8 +427,9 @@ Status Parser::ParseArrayElements(const Shape& shape, size_t dim,
     ++p_;
   } else {
     while (true) {
+      SkipWs();
+      const size_t element_pos = p_;
       if (innermost) {
-        SkipWs();
         size_t pos = p_;
         std::string_view tok = ReadElementToken();
         if (tok.empty()) return Err(pos, fmt::format("expected a literal element, got {}", Describe()));
@@ -437,7 +438,7 @@ Status Parser::ParseArrayElements(const Shape& shape, size_t dim,
         OPPROBE_RETURN_IF_ERROR(ParseArrayElements(shape, dim + 1, out, depth + 1));
       }
       ++count;
-      if (count > n) return Err(p_, fmt::format("literal has more than {} elements in dimension {}", n, dim));
+      if (count > n) return Err(element_pos, fmt::format("literal has more than {} elements in dimension {}", n, dim));
       SkipWs();
       if (Peek() == ',') {
         ++p_;

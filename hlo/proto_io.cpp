@@ -11,6 +11,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "hlo.pb.h"
 #include "xla_data.pb.h"
 
@@ -1077,6 +1079,7 @@ Expected<std::unique_ptr<Module>> ModuleFromProtoBytes(std::string_view bytes, c
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     return InvalidInput(source_name + ": file too large for a protobuf message");
   const int size = static_cast<int>(bytes.size());
+  google::protobuf::LogSilencer quiet;  // bad bytes are reported as a Status, not logged by libprotobuf
   {
     xla::HloProto hp;
     if (hp.ParseFromArray(bytes.data(), size) && hp.has_hlo_module() && hp.hlo_module().computations_size() > 0)
