@@ -48,12 +48,21 @@ def _torch_enum_name(v):
     return s[6:] if s.startswith("torch.") else s
 
 
+# The working directory the capture started in (the script may chdir): source files below it are recorded
+# relative to it.
+_START_CWD = os.getcwd()
+
+
+def _abs(path):
+    return os.path.normpath(os.path.join(_START_CWD, path))
+
+
 def _rel_path(path):
-    """Source file as recorded: relative to the working directory when below it, else absolute."""
+    """Source file as recorded: relative to the starting working directory when below it, else absolute."""
     if not path or path.startswith("<"):
         return path
-    ap = os.path.abspath(path)
-    cwd = os.getcwd() + os.sep
+    ap = _abs(path)
+    cwd = _START_CWD.rstrip(os.sep) + os.sep
     return ap[len(cwd):] if ap.startswith(cwd) else ap
 
 
@@ -160,17 +169,30 @@ def _sym_int(v):
         return (int(hint) if isinstance(hint, int) else 0), True
 
 
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dt):
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = _torch_enum_name(dt)
+    return name
+
+
 def _tensor_meta(t):
-    sizes, dyn = [], []
-    for s in t.shape:
+    sizes = tuple(t.shape)
+    if all(type(s) is int for s in sizes):
+        return (_dtype_name(t.dtype), sizes, None)
+    ints, dyn = [], []
+    for s in sizes:
         if isinstance(s, int):
-            sizes.append(s)
+            ints.append(s)
             dyn.append(False)
         else:
             v, sym = _sym_int(s)
-            sizes.append(v)
+            ints.append(v)
             dyn.append(bool(sym))
-    return (_torch_enum_name(t.dtype), tuple(sizes), tuple(dyn) if any(dyn) else None)
+    return (_dtype_name(t.dtype), tuple(ints), tuple(dyn) if any(dyn) else None)
 
 
 def _float_value(x):
@@ -304,7 +326,8 @@ class Recorder(object):
         self.skipped = {}      # non-aten ops (profiler::..., prims::...) -> count
         self.internal_errors = {}  # recorder failures by message (the call itself still ran)
         self._ops = {}         # OpOverload -> _OpInfo
-        self._code_internal = {}  # code object -> True when it lives in torch or in the shim
+        self._code_cache = {}  # code object -> (internal, phase marker, file as recorded)
+        self._autograd_node_fn = getattr(torch._C, "_current_autograd_node", None)  # 2.x
         self._module_stack = []   # [(module id, path)]
         self._module_names = {}   # module id -> path, refreshed when a root module is entered
         self._backward_depth = 0  # > 0 while torch.autograd.backward/grad runs
@@ -313,46 +336,55 @@ class Recorder(object):
         self._optimizer_cls = getattr(torch.optim, "Optimizer", None)
 
     # -- where: source line, phase ------------------------------------------------------------------
-    def _is_internal(self, code):
-        r = self._code_internal.get(code)
-        if r is None:
+    def _code_info(self, code):
+        """(internal, phase marker, recorded file name) of a code object, computed once per code object."""
+        info = self._code_cache.get(code)
+        if info is None:
             f = code.co_filename
-            ap = os.path.abspath(f) if f and not f.startswith("<") else f
-            r = bool(ap) and (ap.startswith(_TORCH_DIR) or ap.startswith(_SHIM_DIR) or
-                              f.startswith("<frozen") or ap == _RUNPY_FILE)
-            self._code_internal[code] = r
-        return r
+            ap = _abs(f) if f and not f.startswith("<") else f
+            internal = bool(ap) and (ap.startswith(_TORCH_DIR) or ap.startswith(_SHIM_DIR) or
+                                     f.startswith("<frozen") or ap == _RUNPY_FILE)
+            marker = None
+            if internal:
+                if ap.startswith(_AUTOGRAD_DIR) and code.co_name in ("backward", "grad", "_engine_run_backward"):
+                    marker = "backward"
+                elif ap.startswith(_OPTIM_DIR):
+                    marker = "optimizer"
+            elif code.co_name in ("step", "zero_grad"):
+                marker = "optimizer?"  # a user-defined optimizer method: checked against `self`
+            info = (internal, marker, None if internal else _rel_path(f))
+            self._code_cache[code] = info
+        return info
+
+    def _is_internal(self, code):
+        return self._code_info(code)[0]
 
     def _where(self):
         """(file, line, phase) of the current call."""
         frame = sys._getframe(2)
         loc = None
         phase = None
+        cache = self._code_cache
         while frame is not None:
             code = frame.f_code
-            if self._is_internal(code):
-                if phase is None:
-                    f = code.co_filename
-                    if f.startswith(_AUTOGRAD_DIR) and code.co_name in ("backward", "grad", "_engine_run_backward"):
-                        phase = "backward"
-                    elif f.startswith(_OPTIM_DIR):
-                        phase = "optimizer"
-            else:
-                if loc is None:
-                    loc = (_rel_path(code.co_filename), frame.f_lineno)
-                if phase is None and code.co_name in ("step", "zero_grad") and self._optimizer_cls is not None:
-                    slf = frame.f_locals.get("self")
-                    if isinstance(slf, self._optimizer_cls):
-                        phase = "optimizer"
+            info = cache.get(code) or self._code_info(code)
+            if not info[0] and loc is None:
+                loc = (info[2], frame.f_lineno)
+            marker = info[1]
+            if marker is not None and phase is None:
+                if marker != "optimizer?":
+                    phase = marker
+                elif self._optimizer_cls is not None and isinstance(frame.f_locals.get("self"), self._optimizer_cls):
+                    phase = "optimizer"
+            if loc is not None and phase is not None:
+                break
             frame = frame.f_back
-        if phase is None:
-            node_fn = getattr(torch._C, "_current_autograd_node", None)
-            if node_fn is not None:
-                try:
-                    if node_fn() is not None:
-                        phase = "backward"
-                except Exception:  # noqa: BLE001
-                    pass
+        if phase is None and self._autograd_node_fn is not None:
+            try:
+                if self._autograd_node_fn() is not None:
+                    phase = "backward"
+            except Exception:  # noqa: BLE001
+                pass
         if phase is None and loc is None and self._backward_depth > 0:
             phase = "backward"  # an autograd worker thread: no Python frames of the script
         if loc is None and phase == "backward" and self._backward_loc is not None:
@@ -550,7 +582,7 @@ def _error_location(tb):
     """Innermost frame of the traceback that belongs to the script (not torch, not the shim)."""
     loc = None
     for fs in traceback.extract_tb(tb):
-        ap = os.path.abspath(fs.filename) if fs.filename and not fs.filename.startswith("<") else fs.filename
+        ap = _abs(fs.filename) if fs.filename and not fs.filename.startswith("<") else fs.filename
         if ap and not ap.startswith(_TORCH_DIR) and not ap.startswith(_SHIM_DIR):
             loc = {"file": _rel_path(fs.filename), "line": fs.lineno or 0}
     return loc
@@ -560,13 +592,19 @@ def _print_script_traceback(exc_info, script_abs):
     """Prints the traceback as Python would for the script alone (without the shim's and runpy's frames)."""
     etype, value, tb = exc_info
     t = tb
-    while t is not None and os.path.abspath(t.tb_frame.f_code.co_filename) != script_abs:
+    while t is not None and _abs(t.tb_frame.f_code.co_filename) != script_abs:
         t = t.tb_next
     traceback.print_exception(etype, value, t if t is not None else tb)
     sys.stderr.flush()
 
 
 def run_script(script, script_args, output, quiet=False):
+    output = os.path.abspath(output)  # before the script can chdir
+    out_dir = os.path.dirname(output)
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
+        sys.stderr.write("opprobe capture: cannot write the trace %s: folder %s does not exist or is not writable\n"
+                         % (output, out_dir))
+        return 2
     recorder = Recorder()
     hooks = []
     mod = torch.nn.modules.module
