@@ -25,8 +25,6 @@ _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 if _SHIM_DIR not in sys.path:
     sys.path.insert(0, _SHIM_DIR)
 
-import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py)
-
 USAGE = "usage: opprobe_capture.py --output TRACE.json [--quiet] -- SCRIPT.py [ARGS...]"
 
 
@@ -76,8 +74,10 @@ def main(argv):
     try:
         import torch  # noqa: F401
     except Exception as e:  # noqa: BLE001  (any import failure means: no usable torch)
-        sys.stderr.write("opprobe capture: cannot import torch with %s: %s\n" % (sys.executable, e))
+        sys.stderr.write("opprobe capture: cannot import torch with the Python interpreter %s (%s); give one that "
+                         "has PyTorch, e.g. /usr/bin/python3 on Debian\n" % (sys.executable, e))
         return 2
+    import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py; imports torch)
     return capture_recorder.run_script(script, rest[1:], output, quiet=quiet)
 
 

@@ -227,6 +227,20 @@ TEST_F(CaptureTest, NoTraceWrittenIsAnErrorAndAnOldTraceIsNotMistakenForANewOne)
   EXPECT_EQ(Slurp(Trace()), "old trace");  // left alone
 }
 
+TEST_F(CaptureTest, InterpreterWithoutTorch) {
+  // `-S` (no site packages) is passed through to Python before the shim, and hides Debian's torch.
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "-S", "samples/scripts/unsupported.py"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("opprobe capture: cannot import torch with the Python interpreter"));
+  EXPECT_THAT(r.err, HasSubstr("opprobe: no trace was written: the capture of samples/scripts/unsupported.py exited "
+                               "with status 2"));
+  EXPECT_FALSE(fs::exists(Trace()));
+
+  auto module = Opprobe({"capture", "-o", Trace(), "--", kPython, "-m", "samples.scripts.unsupported"});
+  EXPECT_EQ(module.status, 2);
+  EXPECT_THAT(module.err, HasSubstr("capture runs a script file"));
+}
+
 TEST_F(CaptureTest, Help) {
   auto r = Opprobe({"capture", "--help"});
   EXPECT_EQ(r.status, 0);
