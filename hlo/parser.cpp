@@ -104,8 +104,15 @@ class Parser {
     return false;
   }
   Status Expect(char c, std::string_view what) {
+    size_t before = p_;
     SkipWs();
-    if (Peek() != c) return Err(p_, fmt::format("expected '{}' {}", c, what));
+    if (Peek() != c) {
+      // When the expected character is missing at the end of a line, point at the line, not the next one.
+      bool crossed_line = s_.substr(before, p_ - before).find('\n') != std::string_view::npos;
+      size_t at = crossed_line ? before : p_;
+      if (crossed_line) p_ = before;
+      return Err(at, fmt::format("expected '{}' {}, got {}", c, what, Describe()));
+    }
     ++p_;
     return Status::Ok();
   }

@@ -75,7 +75,7 @@ TEST(HloParserTest, ForwardReferencesAreOrdered) {
 
 TEST(HloParserTest, SyntaxErrorsGiveLineAndColumn) {
   EXPECT_EQ(ErrorOf("HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  q f32[2] negate(p)\n}\n"),
-            "t.hlo:5:5: expected '=' after instruction name q");
+            "t.hlo:5:5: expected '=' after instruction name q, got 'f32[2] negate(p)'");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f33[2] parameter(0)\n}\n"), "t.hlo:3:7: unknown element type 'f33'");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(q)\n}\n"),
             "t.hlo:4:26: instruction n uses unknown operand q");
