@@ -4,9 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <complex>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -189,6 +192,43 @@ TEST_F(CaptureTest, ModulePathsSourceLinesPhasesAndNoGrad) {
   EXPECT_EQ(full->arg("dtype", 2)->kind, analyzer::Value::Kind::kDtype);
   EXPECT_EQ(full->arg("dtype", 2)->ToString(), "f64");
   EXPECT_EQ(full->arg("device", 4)->ToString(), "cpu");
+}
+
+// Real aten calls covering every value kind the capture writes; all of them load.
+TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/value_kinds.py"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto doc = json::parse(Slurp(Trace()));
+  EXPECT_FALSE(doc.contains("recorder_errors")) << doc["recorder_errors"].dump();
+  std::set<std::string> kinds;
+  for (const auto& c : doc["calls"]) {
+    for (const auto& a : c["args"]) kinds.insert(a["value"]["kind"].get<std::string>());
+    for (const auto& o : c["outputs"]) kinds.insert(o["kind"].get<std::string>());
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"bool", "bool_list", "complex", "device", "dtype", "float", "float_list", "int",
+                                          "int_list", "layout", "memory_format", "none", "other", "string", "tensor",
+                                          "tensor_list"}));
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const analyzer::Node* index = Find(*g, "aten::index.Tensor");
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->arg("indices", 1)->ToString(), "[None, s64[2]]");
+  const analyzer::Node* div = Find(*g, "aten::div.Tensor_mode");
+  ASSERT_NE(div, nullptr);
+  EXPECT_EQ(div->arg("rounding_mode", 2)->s, "floor");
+  const analyzer::Node* clamp = Find(*g, "aten::clamp");
+  ASSERT_NE(clamp, nullptr);
+  EXPECT_TRUE(std::isinf(clamp->arg("max", 2)->f));
+  const analyzer::Node* mul = nullptr;
+  for (const auto& n : g->nodes)
+    if (n.qualified_name() == "aten::mul.Tensor" && n.arg("other", 1)->kind == analyzer::Value::Kind::kComplex) mul = &n;
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->arg("other", 1)->c, std::complex<double>(1.0, -2.0));
+  EXPECT_EQ(mul->outputs[0].tensor.dtype, hlo::PrimitiveType::C64);
+  const analyzer::Node* up = Find(*g, "aten::upsample_nearest2d.vec");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->arg("scale_factors", 2)->floats, (std::vector<double>{2.0, 1.5}));
+  EXPECT_NE(Find(*g, "aten::native_layer_norm_backward", "backward"), nullptr);
 }
 
 TEST_F(CaptureTest, UsageErrors) {
