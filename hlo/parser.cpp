@@ -1294,6 +1294,7 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
       return Err(op_pos, fmt::format("{} takes {} operand(s), {} has {}", opname, arity, name, ops.size()));
   }
   // Attributes.
+  const size_t first_call = calls.size();
   std::set<std::string> seen;
   while (true) {
     size_t save = p_;
@@ -1319,7 +1320,7 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
     OPPROBE_RETURN_IF_ERROR(ParseAttribute(*instr, key, key_pos, value, value_pos, calls));
   }
   for (size_t k = 0; k < instr->called_computations.size(); ++k) {
-    bool pending = std::any_of(calls.begin(), calls.end(),
+    bool pending = std::any_of(calls.begin() + static_cast<std::ptrdiff_t>(first_call), calls.end(),
                                [&](const PendingCall& c) { return c.instr == instr.get() && c.slot == k; });
     if (!pending) return Err(start, fmt::format("{} is missing a called computation", name));
   }
