@@ -367,7 +367,7 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
       break;
     case Opcode::kTopK:
       a.push_back(fmt::format("k={}", in.k));
-      if (!in.largest) a.push_back("largest=false");
+      a.push_back(in.largest ? "largest=true" : "largest=false");  // XLA prints both k and largest
       break;
     case Opcode::kFusion:
       a.push_back("kind=" + (in.fusion_kind.empty() ? std::string("kLoop") : in.fusion_kind));
