@@ -1,0 +1,35 @@
+// Loader for torch.export saved programs (research/formats.md Part A):
+//   - the legacy ExportedProgram zip of torch 2.1-2.7 (`serialized_exported_program.json` at the top),
+//   - the PT2 archive of torch 2.8+ (`<root>/archive_format` = `pt2`, programs in `<root>/models/*.json`),
+//   - ExecuTorch ETRecords (`ETRECORD_V0`; programs `aten_dialect_output/<method>`,
+//     `edge_dialect_exported_program`, ...),
+//   - and a bare ExportedProgram JSON file (an extracted member).
+// Schema 1 (every union key present, unused ones null) and 8.x (one key per union) are read.
+// Only the program JSON entries are read (each capped, see ZipReader::Limits); weights never are.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "analyzer/graph/graph.h"
+#include "hlo/status.h"
+
+namespace opprobe::analyzer {
+
+// Loads every program of the archive at `path` into one Graph (input_kind `pt2`); each node's
+// `program` names the program it came from, and Graph::programs lists them in archive order.
+// Bad input gives kInvalidInput with a one-line message naming the file, entry and JSON path.
+Expected<Graph> LoadPt2(const std::string& path);
+
+// Decodes one ExportedProgram JSON text and appends its nodes (named `program`) to `graph`.
+// `where` prefixes error messages (e.g. `model.pt2: entry 'm/models/model.json'`).
+Status DecodeExportedProgram(std::string_view json_text, const std::string& program, const std::string& where,
+                             Graph& graph);
+
+// Helpers shared with tests.
+// The innermost frame of a Python `stack_trace` that is not inside torch/ (empty when none).
+SourceLoc InnermostUserFrame(std::string_view stack_trace);
+// The module path (`layer1.0.conv1`) of the innermost entry of an `nn_module_stack` metadata string.
+std::string ModulePathFromNnModuleStack(std::string_view nn_module_stack);
+
+}  // namespace opprobe::analyzer
