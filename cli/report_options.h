@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/driver/result.h"
+#include "hlo/status.h"
 
 namespace opprobe::cli {
 
@@ -23,6 +24,11 @@ struct ReportOptions {
 
 // Adds the options above to `cmd`.
 void AddReportOptions(CLI::App* cmd, ReportOptions& options);
+
+// Checks the options before an analysis starts: known formats, no two reports to one file, a readable
+// baseline that is an opprobe report of a compatible schema_version. Call it first so that bad usage fails
+// fast (exit 2 via ExitCodeFor); FinishReports checks again.
+Status CheckReportOptions(const ReportOptions& options);
 
 // Writes every requested report (atomically), prints the short summary on stdout, evaluates the
 // gates, and returns the exit code: 0 done and gates passed, 1 a gate failed, 2 bad input (an

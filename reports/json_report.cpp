@@ -1,1 +1,240 @@
+// The JSON report: Neuron's result.json shape plus opprobe's fields (DESIGN.md "Report",
+// schemas/report.schema.json).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <algorithm>
+#include <filesystem>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "opprobe_version.h"
 #include "reports/report.h"
+#include "reports/view.h"
+
+namespace opprobe::reports {
+
+using analyzer::AnalysisResult;
+using analyzer::OpRecord;
+
+namespace {
+
+// Times are rounded to microseconds so that the printed form stays short.
+double RoundSeconds(double s) { return std::round(s * 1e6) / 1e6; }
+
+Json UnsupportedAtenJson(const UnsupportedOp& u, bool several_programs) {
+  Json e;
+  e["kind"] = u.kind;
+  e["failureAt"] = u.failure_at;
+  e["call"] = u.call;
+  e["reason"] = u.reason;
+  e["signature"] = u.signature;
+  if (!u.module_path.empty()) e["module_path"] = u.module_path;
+  if (several_programs && !u.program.empty()) e["program"] = u.program;
+  if (!u.phase.empty()) e["phase"] = u.phase;
+  e["count"] = u.count;
+  if (u.dynamic_shape) e["dynamic_shape"] = true;
+  if (u.error) e["error"] = true;
+  return e;
+}
+
+Json SummaryJson(const analyzer::Summary& s) {
+  Json j;
+  j["aten_calls"] = s.aten_calls;
+  j["aten_nodes"] = s.aten_nodes;
+  j["distinct_signatures"] = s.distinct_signatures;
+  j["lowering_failures"] = s.lowering_failures;
+  j["hlo_instructions"] = s.hlo_instructions;
+  j["supported_instructions"] = s.supported_instructions;
+  j["unique_probes"] = s.unique_probes;
+  j["cache_hits"] = s.cache_hits;
+  j["probes_run"] = s.probes_run;
+  j["dynamic_shape_ops"] = s.dynamic_shape_ops;
+  j["probe_seconds"] = RoundSeconds(s.probe_seconds);
+  j["wall_seconds"] = RoundSeconds(s.wall_seconds);
+  j["jobs"] = s.jobs;
+  return j;
+}
+
+std::string ProgramKey(const OpRecord& op) { return op.program; }
+
+}  // namespace
+
+std::string FormatPercent(double pct) {
+  if (!std::isfinite(pct)) pct = 0;
+  return fmt::format("{:.2f}%", RoundPercent(pct));
+}
+
+double RoundPercent(double pct) {
+  if (!std::isfinite(pct)) return 0;
+  // Round half away from zero at the second decimal; `+ 1e-9` keeps 66.665 (stored as 66.66499..) stable.
+  return std::round(pct * 100.0 + 1e-9) / 100.0;
+}
+
+Json ToJson(const AnalysisResult& result, int verbosity) {
+  const bool xla = verbosity <= 1;
+  const bool several_programs = result.programs.size() > 1;
+  Json j;
+  j["opprobe_version"] = OPPROBE_VERSION;
+  j["schema_version"] = kSchemaVersion;
+  j["backend"] = result.backend_id;
+  j["backend_version"] = result.backend_version;
+  j["model"] = result.model;
+  j["input_kind"] = result.input_kind;
+  if (!result.torch_version.empty()) j["torch_version"] = result.torch_version;
+  j["verbosity"] = verbosity;
+  j["support_percentage"] = FormatPercent(result.SupportPercentage());
+  j["aten_support_percentage"] = FormatPercent(result.AtenSupportPercentage());
+
+  Json supported;
+  Json aten_counts = Json::object();
+  for (const auto& [op, count] : SupportedAtenCounts(result)) aten_counts[op] = count;
+  supported["aten"] = std::move(aten_counts);
+  if (xla) supported["xla"] = SupportedSignatures(result);
+  j["supported_operators"] = std::move(supported);
+
+  Json unsupported;
+  Json aten_list = Json::array();
+  for (const auto& u : UnsupportedOps(result)) aten_list.push_back(UnsupportedAtenJson(u, several_programs));
+  unsupported["aten"] = std::move(aten_list);
+  if (xla) {
+    Json xla_list = Json::array();
+    for (const auto& u : UnsupportedInstructions(result)) {
+      Json e;
+      e["hlo_instruction"] = u.signature;
+      e["aten_op"] = u.aten_op;
+      e["reason"] = u.reason;
+      e["call"] = u.call;
+      if (!u.repro.empty()) e["repro"] = u.repro;
+      if (u.error) e["error"] = true;
+      xla_list.push_back(std::move(e));
+    }
+    unsupported["xla"] = std::move(xla_list);
+  }
+  j["unsupported_operators"] = std::move(unsupported);
+
+  // Ops whose output shape depends on data, whether or not the backend accepted their bounded form.
+  std::vector<const OpRecord*> dynamic;
+  for (const auto& op : result.ops)
+    if (op.dynamic_shape) dynamic.push_back(&op);
+  if (!dynamic.empty()) {
+    std::stable_sort(dynamic.begin(), dynamic.end(), [](const OpRecord* a, const OpRecord* b) {
+      return std::tie(a->op, a->loc.file, a->loc.line, a->signature) <
+             std::tie(b->op, b->loc.file, b->loc.line, b->signature);
+    });
+    Json list = Json::array();
+    for (const OpRecord* op : dynamic) {
+      Json e;
+      e["kind"] = op->op;
+      e["call"] = op->loc.ToString();
+      e["signature"] = op->signature;
+      if (!op->module_path.empty()) e["module_path"] = op->module_path;
+      e["note"] = op->note;
+      e["supported"] = result.OpSupported(*op);
+      e["count"] = op->count;
+      list.push_back(std::move(e));
+    }
+    j["dynamic_shape_operators"] = std::move(list);
+  }
+
+  if (several_programs) {
+    auto groups = GroupBy(result, ProgramKey);
+    Json list = Json::array();
+    for (const auto& name : result.programs) {
+      Tally t;
+      for (const auto& g : groups)
+        if (g.key == name) t = g.tally;
+      Json e;
+      e["name"] = name;
+      e["support_percentage"] = FormatPercent(t.Percentage());
+      e["aten_support_percentage"] = FormatPercent(t.AtenPercentage());
+      e["aten_calls"] = t.calls;
+      e["hlo_instructions"] = t.instructions;
+      e["supported_instructions"] = t.supported_instructions;
+      list.push_back(std::move(e));
+    }
+    j["programs"] = std::move(list);
+  }
+
+  j["summary"] = SummaryJson(result.summary);
+
+  if (verbosity <= 0) {
+    auto uses = ProbeUses(result);
+    Json list = Json::array();
+    for (size_t i : SortedProbeOrder(result)) {
+      const auto& p = result.probes[i];
+      Json e;
+      e["fingerprint"] = p.fingerprint;
+      e["signature"] = p.signature;
+      e["opcode"] = p.opcode;
+      e["verdict"] = std::string(compiler_probe::VerdictKindName(p.verdict.kind));
+      e["reason"] = p.verdict.reason;
+      e["output_tail"] = p.verdict.output_tail;
+      e["seconds"] = RoundSeconds(p.verdict.seconds);
+      e["cache_hit"] = p.cache_hit;
+      if (!p.repro_path.empty()) e["repro"] = p.repro_path;
+      e["instances"] = uses[i].instances;
+      e["aten_ops"] = uses[i].aten_ops;
+      e["hlo_module"] = p.module_text;
+      list.push_back(std::move(e));
+    }
+    j["instructions"] = std::move(list);
+  }
+  return j;
+}
+
+std::string RenderJson(const AnalysisResult& result, const RenderOptions& options) {
+  // Invalid UTF-8 in recorded strings (file names, compiler output) is replaced, never a throw.
+  return ToJson(result, options.verbosity).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return UsageError("empty output file name");
+  fs::path target(path);
+  fs::path dir = target.parent_path();
+  std::string tmpl = (dir.empty() ? fs::path(".") : dir).string() + "/." + target.filename().string() + ".tmp.XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  int fd = ::mkstemp(name.data());
+  if (fd < 0) return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  auto fail = [&](int err) {
+    ::close(fd);
+    ::unlink(name.data());
+    return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+  };
+  // mkstemp creates 0600; a report is an ordinary file (0666 less the umask).
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0) return fail(errno);
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) return fail(errno);
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(name.data());
+    return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+  }
+  if (::rename(name.data(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(name.data());
+    return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace opprobe::reports

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,14 +14,49 @@ namespace opprobe::reports {
 
 inline constexpr int kSchemaVersion = 1;
 
+// Reports keep their keys in a fixed (insertion) order so that they diff cleanly.
+using Json = nlohmann::ordered_json;
+
 // Neuron's result.json superset. verbosity 2: aten lists; 1: adds `xla` lists; 0: adds per-instruction
-// detail. Keys and list order are deterministic.
-nlohmann::json ToJson(const analyzer::AnalysisResult& result, int verbosity);
+// detail. Keys and list order are deterministic. The shape is documented by schemas/report.schema.json.
+Json ToJson(const analyzer::AnalysisResult& result, int verbosity);
 
 // "60.00%"
 std::string FormatPercent(double pct);
+// `pct` rounded to the two decimals FormatPercent prints (gates compare what the report shows).
+double RoundPercent(double pct);
 
-// Writes `content` to `path` atomically (temporary file in the same folder, then rename).
+// Writes `content` to `path` atomically (temporary file in the same folder, then rename). On failure
+// nothing is left behind and `path` is unchanged.
 Status WriteFileAtomically(const std::string& path, const std::string& content);
+
+// What a renderer may vary on besides the result. Renderers never read the environment themselves.
+struct RenderOptions {
+  int verbosity = 2;  // json (and the detail of text/markdown): 2 aten, 1 +xla, 0 +per-instruction
+  bool color = false; // ANSI colours (text)
+  std::string cwd;    // absolute; source paths under it are shown relative to it (sarif, github, html)
+};
+
+using RenderFn = std::string (*)(const analyzer::AnalysisResult& result, const RenderOptions& options);
+
+struct Format {
+  std::string_view name;         // `--format NAME`
+  std::string_view extension;    // default file extension, e.g. `.sarif`
+  std::string_view description;
+  RenderFn render;
+};
+
+// Every format, in a fixed order: json, text, markdown, junit, sarif, github, html.
+const std::vector<Format>& Formats();
+// nullptr for an unknown name.
+const Format* FindFormat(std::string_view name);
+
+std::string RenderJson(const analyzer::AnalysisResult& result, const RenderOptions& options);      // json_report.cpp
+std::string RenderText(const analyzer::AnalysisResult& result, const RenderOptions& options);      // text_report.cpp
+std::string RenderMarkdown(const analyzer::AnalysisResult& result, const RenderOptions& options);  // markdown_report.cpp
+std::string RenderJunit(const analyzer::AnalysisResult& result, const RenderOptions& options);     // junit_report.cpp
+std::string RenderSarif(const analyzer::AnalysisResult& result, const RenderOptions& options);     // sarif_report.cpp
+std::string RenderGithub(const analyzer::AnalysisResult& result, const RenderOptions& options);    // github_report.cpp
+std::string RenderHtml(const analyzer::AnalysisResult& result, const RenderOptions& options);      // html_report.cpp
 
 }  // namespace opprobe::reports

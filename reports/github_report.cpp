@@ -1,0 +1,91 @@
+// GitHub Actions workflow commands: `::error file=…,line=…,title=…::message` per unsupported call site
+// (shown inline on the pull request's diff), a warning per accepted dynamic-shape op, and a notice with the
+// percentages. Paths under the working directory (the checkout) are made relative to it.
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "reports/report.h"
+#include "reports/view.h"
+
+namespace opprobe::reports {
+
+using analyzer::AnalysisResult;
+
+namespace {
+
+// Workflow-command escaping: the message escapes % CR LF; property values also : and ,.
+std::string EscapeData(const std::string& s) {
+  std::string out;
+  for (char c : ValidUtf8(s)) {
+    if (c == '%') out += "%25";
+    else if (c == '\r') out += "%0D";
+    else if (c == '\n') out += "%0A";
+    else out += c;
+  }
+  return out;
+}
+
+std::string EscapeProperty(const std::string& s) {
+  std::string out;
+  for (char c : EscapeData(s)) {
+    if (c == ':') out += "%3A";
+    else if (c == ',') out += "%2C";
+    else out += c;
+  }
+  return out;
+}
+
+std::string Command(const char* level, const std::string& file, int line, const std::string& title,
+                    const std::string& message) {
+  std::string props;
+  if (!file.empty()) {
+    props += "file=" + EscapeProperty(file);
+    if (line > 0) props += fmt::format(",line={}", line);
+  }
+  if (!title.empty()) props += (props.empty() ? "" : ",") + std::string("title=") + EscapeProperty(title);
+  return fmt::format("::{}{}{}::{}\n", level, props.empty() ? "" : " ", props, EscapeData(message));
+}
+
+}  // namespace
+
+std::string RenderGithub(const AnalysisResult& result, const RenderOptions& options) {
+  std::string out;
+  auto unsupported = UnsupportedOps(result);
+  for (const auto& u : unsupported) {
+    std::string title = u.failure_at == "lowering" ? fmt::format("opprobe: {} has no lowering", u.kind)
+                                                   : fmt::format("opprobe: {} unsupported on {}", u.kind, u.failure_at);
+    std::string message = fmt::format("{} ({}) {}: {}", u.kind, u.signature,
+                                      u.failure_at == "lowering" ? "has no HLO lowering"
+                                                                 : "is not supported by " + u.failure_at,
+                                      u.reason);
+    if (u.count > 1) message += fmt::format(" ({} calls)", u.count);
+    if (!u.module_path.empty()) message += " in module " + u.module_path;
+    if (u.failing_probes.size() > 0) {
+      message += "\nrejected HLO instructions:";
+      for (size_t p : u.failing_probes)
+        message += "\n  " + result.probes[p].signature + ": " + result.probes[p].verdict.reason;
+    }
+    out += Command("error", RelativeToCwd(u.file, options.cwd), u.line, title, message);
+  }
+  std::vector<const analyzer::OpRecord*> dynamic;
+  for (const auto& op : result.ops)
+    if (op.dynamic_shape && result.OpSupported(op)) dynamic.push_back(&op);
+  std::stable_sort(dynamic.begin(), dynamic.end(), [](auto* a, auto* b) {
+    return std::tie(a->op, a->loc.file, a->loc.line, a->signature) < std::tie(b->op, b->loc.file, b->loc.line, b->signature);
+  });
+  for (auto* op : dynamic)
+    out += Command("warning", RelativeToCwd(op->loc.file, options.cwd), op->loc.line,
+                   fmt::format("opprobe: {} has a data-dependent shape", op->op),
+                   fmt::format("{} ({}): {}", op->op, op->signature, op->note));
+  out += Command("notice", "", 0, "opprobe",
+                 fmt::format("{}: {} of HLO instructions supported on {} ({} of aten calls); {} unsupported aten "
+                             "call site{}",
+                             result.model, FormatPercent(result.SupportPercentage()), result.backend_id,
+                             FormatPercent(result.AtenSupportPercentage()), unsupported.size(),
+                             unsupported.size() == 1 ? "" : "s"));
+  return out;
+}
+
+}  // namespace opprobe::reports

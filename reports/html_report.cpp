@@ -1,0 +1,371 @@
+// One self-contained HTML page (no external resources): the summary on top, the unsupported ops, an inline
+// SVG chart of where the unsupported instructions sit in the model, and tables by module path and by aten
+// op whose rows expand to their HLO instructions and verdicts (drill-down module -> aten op -> HLO).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "opprobe_version.h"
+#include "reports/report.h"
+#include "reports/view.h"
+
+namespace opprobe::reports {
+
+using analyzer::AnalysisResult;
+using analyzer::OpRecord;
+
+namespace {
+
+std::string E(const std::string& s) { return XmlEscape(s); }
+
+const char* VerdictClass(compiler_probe::Verdict::Kind k) {
+  switch (k) {
+    case compiler_probe::Verdict::Kind::kSupported: return "ok";
+    case compiler_probe::Verdict::Kind::kUnsupported: return "bad";
+    default: return "err";
+  }
+}
+
+std::string Pct(const Tally& t) { return FormatPercent(t.Percentage()); }
+
+// A percentage bar for table cells.
+std::string Meter(const Tally& t) {
+  double pct = RoundPercent(t.Percentage());
+  return fmt::format("<span class=\"meter\" title=\"{}\"><span style=\"width:{:.2f}%\"></span></span> {}",
+                     FormatPercent(pct), pct, FormatPercent(pct));
+}
+
+constexpr const char* kStyle = R"css(
+:root{--ok:#1a7f37;--bad:#cf222e;--err:#bc4c00;--fg:#1f2328;--muted:#59636e;--bg:#fff;--line:#d1d9e0;--alt:#f6f8fa}
+@media (prefers-color-scheme:dark){:root{--ok:#3fb950;--bad:#f85149;--err:#db6d28;--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--alt:#151b23}}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1200px;padding:16px 24px}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+code,.mono{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.meta{color:var(--muted);margin:0 0 12px}
+.cards{display:flex;flex-wrap:wrap;gap:12px}
+.card{border:1px solid var(--line);border-radius:8px;padding:10px 14px;min-width:150px}
+.card .n{font-size:22px;font-weight:600}.card .l{color:var(--muted);font-size:12px}
+.card.big .n{font-size:34px}
+.ok{color:var(--ok)}.bad{color:var(--bad)}.err{color:var(--err)}
+table{border-collapse:collapse;width:100%;margin:6px 0}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-weight:600;background:var(--alt)}td.num,th.num{text-align:right}
+tr.detail>td{background:var(--alt);padding:8px 8px 8px 32px}
+tr.detail table{background:var(--bg)}
+button.tog{border:0;background:none;color:inherit;cursor:pointer;font:inherit;padding:0 4px 0 0;width:1.4em}
+button.tog::before{content:"\25B8"}button.tog[aria-expanded="true"]::before{content:"\25BE"}
+.tools{margin:4px 0}.tools button{font:inherit;padding:2px 10px;cursor:pointer}
+.meter{display:inline-block;width:60px;height:8px;background:var(--bad);border-radius:4px;overflow:hidden;vertical-align:middle}
+.meter>span{display:block;height:100%;background:var(--ok)}
+pre{white-space:pre-wrap;margin:4px 0;padding:6px;border:1px solid var(--line);border-radius:4px;max-height:16em;overflow:auto}
+svg text{fill:var(--fg);font:12px system-ui,sans-serif}
+.none{color:var(--muted)}
+footer{color:var(--muted);margin:32px 0 8px;font-size:12px}
+)css";
+
+constexpr const char* kScript = R"js(
+(function () {
+  function setRow(button, open) {
+    var row = document.getElementById(button.getAttribute('aria-controls'));
+    if (!row) return;
+    button.setAttribute('aria-expanded', open ? 'true' : 'false');
+    row.hidden = !open;
+  }
+  document.querySelectorAll('button.tog').forEach(function (b) {
+    b.addEventListener('click', function () { setRow(b, b.getAttribute('aria-expanded') !== 'true'); });
+  });
+  document.querySelectorAll('button[data-expand]').forEach(function (b) {
+    b.addEventListener('click', function () {
+      var open = b.getAttribute('data-expand') === 'all';
+      document.querySelectorAll('#' + b.getAttribute('data-table') + ' button.tog').forEach(function (t) { setRow(t, open); });
+    });
+  });
+})();
+)js";
+
+// The instructions of one op (in lowering order) with their verdicts.
+std::string InstructionTable(const AnalysisResult& result, const OpRecord& op) {
+  if (op.lowering != OpRecord::Lowering::kOk)
+    return fmt::format("<p class=\"bad\">no HLO lowering: {}</p>", E(op.lowering_error));
+  if (op.probes.empty()) return "<p class=\"none\">lowers to no instruction (metadata only)</p>";
+  std::string out = "<table><thead><tr><th>name</th><th>HLO instruction</th><th>verdict</th><th>reason</th>"
+                    "<th>fingerprint</th></tr></thead><tbody>";
+  for (size_t i = 0; i < op.probes.size(); ++i) {
+    size_t p = op.probes[i];
+    if (p >= result.probes.size()) continue;
+    const auto& probe = result.probes[p];
+    out += fmt::format("<tr><td class=\"mono\">{}</td><td><code>{}</code></td><td class=\"{}\">{}</td><td>{}{}</td>"
+                       "<td class=\"mono\">{}</td></tr>",
+                       E(i < op.instruction_names.size() ? op.instruction_names[i] : ""), E(probe.signature),
+                       VerdictClass(probe.verdict.kind), compiler_probe::VerdictKindName(probe.verdict.kind),
+                       E(probe.verdict.reason), probe.repro_path.empty() ? "" : " <span class=\"mono\">repro: " + E(probe.repro_path) + "</span>",
+                       E(probe.fingerprint));
+  }
+  return out + "</tbody></table>";
+}
+
+std::string ModuleName(const std::string& m) { return m.empty() ? "(no module)" : m; }
+
+// Module path cut to its first `depth` components.
+std::string Prefix(const std::string& path, size_t depth) {
+  size_t pos = 0;
+  for (size_t d = 0; d < depth; ++d) {
+    pos = path.find('.', pos);
+    if (pos == std::string::npos) return path;
+    if (d + 1 < depth) ++pos;
+  }
+  return path.substr(0, pos);
+}
+
+// Horizontal stacked bars: supported and unsupported instruction instances per module (model order).
+std::string Chart(const AnalysisResult& result) {
+  constexpr size_t kMaxBars = 40;
+  std::vector<std::string> paths;
+  for (const auto& op : result.ops) paths.push_back(op.module_path);
+  // Coarsen the module paths until at most kMaxBars groups remain.
+  size_t max_depth = 1;
+  for (const auto& p : paths) max_depth = std::max(max_depth, static_cast<size_t>(std::count(p.begin(), p.end(), '.')) + 1);
+  size_t depth = max_depth;
+  auto count_groups = [&](size_t d) {
+    std::set<std::string> s;
+    for (const auto& p : paths) s.insert(Prefix(p, d));
+    return s.size();
+  };
+  while (depth > 1 && count_groups(depth) > kMaxBars) --depth;
+
+  std::vector<std::string> order;
+  std::map<std::string, Tally> tallies;
+  for (const auto& op : result.ops) {
+    std::string key = Prefix(op.module_path, depth);
+    if (!tallies.count(key)) order.push_back(key);
+    tallies[key].Add(result, op);
+  }
+  if (order.size() > kMaxBars) {  // still too many top-level modules: keep the ones with most failures
+    std::vector<std::string> by_bad = order;
+    std::stable_sort(by_bad.begin(), by_bad.end(), [&](const std::string& a, const std::string& b) {
+      const Tally &ta = tallies[a], &tb = tallies[b];
+      return ta.instructions - ta.supported_instructions > tb.instructions - tb.supported_instructions;
+    });
+    std::set<std::string> keep(by_bad.begin(), by_bad.begin() + kMaxBars);
+    std::vector<std::string> kept;
+    for (const auto& k : order)
+      if (keep.count(k)) kept.push_back(k);
+    order = std::move(kept);
+  }
+  if (order.empty()) return "<p class=\"none\">No ops.</p>";
+
+  int64_t max_total = 1;
+  for (const auto& k : order) max_total = std::max(max_total, tallies[k].instructions);
+  const int label_w = 230, bar_w = 520, row_h = 22, top = 28;
+  int height = top + static_cast<int>(order.size()) * row_h + 8;
+  std::string svg = fmt::format(
+      "<svg id=\"module-chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"100%\" "
+      "role=\"img\" aria-labelledby=\"chart-title\"><title id=\"chart-title\">HLO instruction instances per module "
+      "path, unsupported in red</title>",
+      label_w + bar_w + 110, height);
+  svg += fmt::format("<rect x=\"{}\" y=\"6\" width=\"12\" height=\"12\" fill=\"var(--ok)\"/><text x=\"{}\" y=\"16\">supported</text>"
+                     "<rect x=\"{}\" y=\"6\" width=\"12\" height=\"12\" fill=\"var(--bad)\"/><text x=\"{}\" y=\"16\">unsupported</text>",
+                     label_w, label_w + 16, label_w + 100, label_w + 116);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Tally& t = tallies[order[i]];
+    int64_t bad = t.instructions - t.supported_instructions;
+    int y = top + static_cast<int>(i) * row_h;
+    double scale = static_cast<double>(bar_w) / static_cast<double>(max_total);
+    double ok_w = static_cast<double>(t.supported_instructions) * scale, bad_w = static_cast<double>(bad) * scale;
+    std::string name = ModuleName(order[i]);
+    std::string label = name.size() > 34 ? "\xE2\x80\xA6" + name.substr(name.size() - 33) : name;
+    svg += fmt::format("<g class=\"bar{}\"><title>{}: {} of {} instruction instances unsupported</title>",
+                       bad > 0 ? " has-bad" : "", E(name), bad, t.instructions);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label_w - 8, y + 14, E(label));
+    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"14\" fill=\"var(--ok)\"/>", label_w, y + 3, ok_w);
+    svg += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"14\" fill=\"var(--bad)\"/>", label_w + ok_w,
+                       y + 3, bad_w);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text></g>", label_w + ok_w + bad_w + 6, y + 14,
+                       bad > 0 ? fmt::format("{} unsupported", bad) : std::string("all supported"));
+  }
+  svg += "</svg>";
+  std::string note = depth < max_depth ? fmt::format("<p class=\"meta\">Module paths grouped to depth {}.</p>", depth) : "";
+  return svg + note;
+}
+
+}  // namespace
+
+std::string RenderHtml(const AnalysisResult& result, const RenderOptions& options) {
+  double pct = result.SupportPercentage();
+  bool all = RoundPercent(pct) >= 100;
+  Tally total;
+  for (const auto& op : result.ops) total.Add(result, op);
+  auto unsupported = UnsupportedOps(result);
+  const auto& s = result.summary;
+
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += fmt::format("<title>opprobe: {} on {}: {}</title>\n", E(result.model), E(result.backend_id), FormatPercent(pct));
+  out += fmt::format("<style>{}</style>\n</head>\n<body>\n", kStyle);
+  out += fmt::format("<header><h1>opprobe report: <code>{}</code></h1>\n<p class=\"meta\">{} input on backend "
+                     "<code>{}</code>{} &middot; opprobe {}</p></header>\n",
+                     E(result.model), E(result.input_kind), E(result.backend_id),
+                     result.backend_version.empty() ? "" : " (" + E(result.backend_version) + ")", OPPROBE_VERSION);
+
+  // Summary.
+  out += "<section id=\"summary\"><div class=\"cards\">\n";
+  out += fmt::format("<div class=\"card big\"><div class=\"n {}\" id=\"support-percentage\">{}</div><div class=\"l\">of "
+                     "HLO instructions supported ({} of {})</div></div>\n",
+                     all ? "ok" : "bad", FormatPercent(pct), total.supported_instructions, total.instructions);
+  out += fmt::format("<div class=\"card\"><div class=\"n\">{}</div><div class=\"l\">of aten calls supported ({} of "
+                     "{})</div></div>\n",
+                     FormatPercent(result.AtenSupportPercentage()), total.supported_calls, total.calls);
+  out += fmt::format("<div class=\"card\"><div class=\"n {}\">{}</div><div class=\"l\">unsupported aten call "
+                     "sites</div></div>\n",
+                     unsupported.empty() ? "ok" : "bad", unsupported.size());
+  out += fmt::format("<div class=\"card\"><div class=\"n\">{}</div><div class=\"l\">unique probes ({} cached, {} "
+                     "run)</div></div>\n",
+                     s.unique_probes, s.cache_hits, s.probes_run);
+  out += fmt::format("<div class=\"card\"><div class=\"n\">{}</div><div class=\"l\">lowering failures</div></div>\n",
+                     s.lowering_failures);
+  out += fmt::format("<div class=\"card\"><div class=\"n\">{:.2f} s</div><div class=\"l\">probe time ({:.2f} s wall, {} "
+                     "job{})</div></div>\n",
+                     s.probe_seconds, s.wall_seconds, s.jobs, s.jobs == 1 ? "" : "s");
+  out += "</div></section>\n";
+
+  // Unsupported ops.
+  out += fmt::format("<section id=\"unsupported\"><h2>Unsupported aten ops ({})</h2>\n", unsupported.size());
+  if (unsupported.empty()) {
+    out += "<p class=\"ok\">Every aten op is supported.</p>\n";
+  } else {
+    out += "<table id=\"unsupported-ops\"><thead><tr><th>aten op</th><th>signature</th><th>call</th><th>module</th>"
+           "<th class=\"num\">count</th><th>failed at</th><th>reason</th></tr></thead><tbody>\n";
+    for (const auto& u : unsupported)
+      out += fmt::format("<tr class=\"unsupported-op\"><td class=\"bad\"><code>{}</code></td><td><code>{}</code></td>"
+                         "<td title=\"{}\">{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td><code>{}</code></td>"
+                         "<td>{}{}</td></tr>\n",
+                         E(u.kind), E(u.signature), E(RelativeToCwd(u.file, options.cwd)), E(u.call),
+                         E(u.module_path), u.count, E(u.failure_at), u.error ? "<span class=\"err\">error:</span> " : "",
+                         E(u.reason));
+    out += "</tbody></table>\n";
+  }
+  out += "</section>\n";
+
+  // Chart.
+  out += "<section id=\"chart\"><h2>Where the unsupported instructions sit</h2>\n"
+         "<p class=\"meta\">HLO instruction instances per module path, in model order.</p>\n";
+  out += Chart(result) + "\n</section>\n";
+
+  // By module path.
+  auto modules = GroupBy(result, [](const OpRecord& op) { return op.module_path; });
+  out += fmt::format("<section id=\"modules\"><h2>By module path ({})</h2>\n", modules.size());
+  out += "<div class=\"tools\"><button type=\"button\" data-expand=\"all\" data-table=\"by-module\">Expand all</button> "
+         "<button type=\"button\" data-expand=\"none\" data-table=\"by-module\">Collapse all</button></div>\n";
+  out += "<table id=\"by-module\"><thead><tr><th>module path</th><th class=\"num\">aten calls</th><th class=\"num\">"
+         "instructions</th><th class=\"num\">unsupported</th><th>support</th></tr></thead><tbody>\n";
+  for (size_t g = 0; g < modules.size(); ++g) {
+    const Group& group = modules[g];
+    const Tally& t = group.tally;
+    std::string id = fmt::format("m{}", g);
+    out += fmt::format("<tr><td><button type=\"button\" class=\"tog\" aria-expanded=\"false\" aria-controls=\"{}\" "
+                       "aria-label=\"show instructions\"></button><code>{}</code></td><td class=\"num\">{}</td>"
+                       "<td class=\"num\">{}</td><td class=\"num {}\">{}</td><td>{}</td></tr>\n",
+                       id, E(ModuleName(group.key)), t.calls, t.instructions,
+                       t.instructions > t.supported_instructions ? "bad" : "", t.instructions - t.supported_instructions,
+                       Meter(t));
+    out += fmt::format("<tr class=\"detail\" id=\"{}\" hidden><td colspan=\"5\">", id);
+    for (size_t i : group.ops) {
+      const OpRecord& op = result.ops[i];
+      bool ok = result.OpSupported(op);
+      out += fmt::format("<p><code class=\"{}\">{}</code> <code>({})</code> at <span title=\"{}\">{}</span>, {} call{}{}</p>",
+                         ok ? "ok" : "bad", E(op.op), E(op.signature), E(RelativeToCwd(op.loc.file, options.cwd)),
+                         E(op.loc.empty() ? "unknown place" : op.loc.ToString()), op.count, op.count == 1 ? "" : "s",
+                         op.phase.empty() ? "" : " (" + E(op.phase) + ")");
+      out += InstructionTable(result, op);
+    }
+    out += "</td></tr>\n";
+  }
+  out += "</tbody></table></section>\n";
+
+  // By aten op.
+  auto ops = GroupBy(result, [](const OpRecord& op) { return op.op; });
+  std::stable_sort(ops.begin(), ops.end(), [](const Group& a, const Group& b) { return a.key < b.key; });
+  out += fmt::format("<section id=\"ops\"><h2>By aten op ({})</h2>\n", ops.size());
+  out += "<div class=\"tools\"><button type=\"button\" data-expand=\"all\" data-table=\"by-op\">Expand all</button> "
+         "<button type=\"button\" data-expand=\"none\" data-table=\"by-op\">Collapse all</button></div>\n";
+  out += "<table id=\"by-op\"><thead><tr><th>aten op</th><th class=\"num\">calls</th><th class=\"num\">call sites</th>"
+         "<th class=\"num\">unsupported calls</th><th>support</th></tr></thead><tbody>\n";
+  for (size_t g = 0; g < ops.size(); ++g) {
+    const Group& group = ops[g];
+    const Tally& t = group.tally;
+    std::string id = fmt::format("o{}", g);
+    out += fmt::format("<tr><td><button type=\"button\" class=\"tog\" aria-expanded=\"false\" aria-controls=\"{}\" "
+                       "aria-label=\"show instructions\"></button><code class=\"{}\">{}</code></td><td class=\"num\">{}"
+                       "</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                       id, t.calls > t.supported_calls ? "bad" : "ok", E(group.key), t.calls, group.ops.size(),
+                       t.calls - t.supported_calls, Meter(t));
+    // Unique instructions of this op with their verdicts, and where it is called.
+    std::map<std::tuple<std::string, std::string>, std::pair<size_t, int64_t>> instrs;  // (signature, fp) -> probe, n
+    std::set<std::string> lowering_errors;
+    std::set<std::string> sites;
+    for (size_t i : group.ops) {
+      const OpRecord& op = result.ops[i];
+      sites.insert(fmt::format("{} ({})", op.loc.empty() ? "unknown place" : op.loc.ToString(), op.signature));
+      if (op.lowering != OpRecord::Lowering::kOk) lowering_errors.insert(op.lowering_error);
+      else
+        for (size_t p : op.probes)
+          if (p < result.probes.size()) {
+            auto& e = instrs[{result.probes[p].signature, result.probes[p].fingerprint}];
+            e.first = p;
+            e.second += op.count;
+          }
+    }
+    out += fmt::format("<tr class=\"detail\" id=\"{}\" hidden><td colspan=\"5\"><p>Called at:", id);
+    for (const auto& site : sites) out += " <code>" + E(site) + "</code>";
+    out += "</p>";
+    for (const auto& err : lowering_errors) out += "<p class=\"bad\">no HLO lowering: " + E(err) + "</p>";
+    if (!instrs.empty()) {
+      out += "<table><thead><tr><th>HLO instruction</th><th class=\"num\">instances</th><th>verdict</th><th>reason</th>"
+             "<th class=\"num\">seconds</th><th>cached</th><th>fingerprint</th></tr></thead><tbody>";
+      for (const auto& [key, e] : instrs) {
+        const auto& probe = result.probes[e.first];
+        out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"{}\">{}</td><td>{}</td>"
+                           "<td class=\"num\">{:.3f}</td><td>{}</td><td class=\"mono\">{}</td></tr>",
+                           E(probe.signature), e.second, VerdictClass(probe.verdict.kind),
+                           compiler_probe::VerdictKindName(probe.verdict.kind), E(probe.verdict.reason),
+                           probe.verdict.seconds, probe.cache_hit ? "yes" : "no", E(probe.fingerprint));
+      }
+      out += "</tbody></table>";
+    }
+    out += "</td></tr>\n";
+  }
+  out += "</tbody></table></section>\n";
+
+  // Per-instruction detail (verbosity 0): compiler output and the probe module.
+  if (options.verbosity <= 0 && !result.probes.empty()) {
+    auto uses = ProbeUses(result);
+    out += fmt::format("<section id=\"instructions\"><h2>Probed instructions ({})</h2>\n", result.probes.size());
+    for (size_t i : SortedProbeOrder(result)) {
+      const auto& p = result.probes[i];
+      std::string ops_list;
+      for (const auto& op : uses[i].aten_ops) ops_list += (ops_list.empty() ? "" : ", ") + op;
+      out += fmt::format("<details><summary><span class=\"{}\">{}</span> <code>{}</code> &middot; {} &middot; {:.3f} s{}"
+                         "</summary>\n<p class=\"mono\">fingerprint {}</p>",
+                         VerdictClass(p.verdict.kind), compiler_probe::VerdictKindName(p.verdict.kind), E(p.signature),
+                         E(ops_list), p.verdict.seconds, p.cache_hit ? " (cached)" : "", E(p.fingerprint));
+      if (!p.verdict.reason.empty()) out += "<p>" + E(p.verdict.reason) + "</p>";
+      if (!p.repro_path.empty()) out += "<p class=\"mono\">repro: " + E(p.repro_path) + "</p>";
+      std::string tail = TailLines(p.verdict.output_tail, 40);
+      if (!tail.empty()) out += "<pre>" + E(tail) + "</pre>";
+      out += "<pre>" + E(p.module_text) + "</pre></details>\n";
+    }
+    out += "</section>\n";
+  }
+
+  out += fmt::format("<footer>Generated by opprobe {} (report schema {}). Support percentage = supported HLO "
+                     "instruction instances / all instances.</footer>\n",
+                     OPPROBE_VERSION, kSchemaVersion);
+  out += fmt::format("<script>{}</script>\n</body>\n</html>\n", kScript);
+  return out;
+}
+
+}  // namespace opprobe::reports

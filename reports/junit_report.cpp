@@ -1,0 +1,136 @@
+// JUnit XML: one test case per aten op and dtype signature; a failure carries the reason, the call sites
+// and the rejected instructions. Validated against schemas/third_party/junit-10.xsd in the tests.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "opprobe_version.h"
+#include "reports/report.h"
+#include "reports/view.h"
+
+namespace opprobe::reports {
+
+using analyzer::AnalysisResult;
+using analyzer::OpRecord;
+
+namespace {
+
+struct Case {
+  std::string op, signature;
+  int64_t calls = 0;
+  std::set<std::string> call_sites;
+  std::set<size_t> probes;         // unique probes used
+  std::set<size_t> failed_probes;  // rejected or errored
+  std::string lowering_error;      // first one, when a lowering failed
+  bool unsupported = false;        // a rejection or a lowering failure
+  bool error = false;              // a backend error
+};
+
+std::string Time(double s) { return fmt::format("{:.3f}", s); }
+
+}  // namespace
+
+std::string RenderJunit(const AnalysisResult& result, const RenderOptions& options) {
+  std::map<std::pair<std::string, std::string>, Case> cases;
+  for (const OpRecord& op : result.ops) {
+    Case& c = cases[{op.op, op.signature}];
+    c.op = op.op;
+    c.signature = op.signature;
+    c.calls += op.count;
+    if (!op.loc.empty()) c.call_sites.insert(op.loc.ToString());
+    if (op.lowering != OpRecord::Lowering::kOk) {
+      c.unsupported = true;
+      if (c.lowering_error.empty()) c.lowering_error = op.lowering_error.empty() ? "lowering failed" : op.lowering_error;
+      continue;
+    }
+    for (size_t p : op.probes) {
+      if (p >= result.probes.size()) continue;
+      c.probes.insert(p);
+      const auto& v = result.probes[p].verdict;
+      if (v.supported()) continue;
+      c.failed_probes.insert(p);
+      (v.kind == compiler_probe::Verdict::Kind::kError ? c.error : c.unsupported) = true;
+    }
+  }
+
+  int64_t failures = 0, errors = 0;
+  double total_time = 0;
+  for (const auto& [key, c] : cases) {
+    failures += c.unsupported;
+    errors += !c.unsupported && c.error;
+  }
+  for (const auto& p : result.probes) total_time += p.verdict.seconds;
+
+  std::string suite_name = fmt::format("opprobe: {} on {}", result.model, result.backend_id);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites name=\"opprobe\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
+                     cases.size(), failures, errors, Time(total_time));
+  out += fmt::format(
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{}\">\n",
+      XmlEscape(suite_name), cases.size(), failures, errors, Time(total_time));
+  out += "    <properties>\n";
+  auto prop = [&](const std::string& name, const std::string& value) {
+    out += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", XmlEscape(name), XmlEscape(value));
+  };
+  prop("opprobe_version", OPPROBE_VERSION);
+  prop("backend", result.backend_id);
+  prop("backend_version", result.backend_version);
+  prop("model", result.model);
+  prop("input_kind", result.input_kind);
+  prop("support_percentage", FormatPercent(result.SupportPercentage()));
+  prop("aten_support_percentage", FormatPercent(result.AtenSupportPercentage()));
+  out += "    </properties>\n";
+
+  for (const auto& [key, c] : cases) {
+    double time = 0;
+    for (size_t p : c.probes) time += result.probes[p].verdict.seconds;
+    std::string name = fmt::format("{}({})", c.op, c.signature);
+    std::string head = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"", XmlEscape(c.op),
+                                   XmlEscape(name), Time(time));
+    if (!c.unsupported && !c.error) {
+      out += head + "/>\n";
+      continue;
+    }
+    out += head + ">\n";
+    // The reason: the lowering error, else the first failing instruction's verdict.
+    std::string reason = c.lowering_error;
+    std::string detail = fmt::format("{} ({}) is not supported by {}\n", c.op, c.signature, result.backend_id);
+    detail += fmt::format("calls: {}", c.calls);
+    if (!c.call_sites.empty()) {
+      detail += " at";
+      for (const auto& site : c.call_sites) detail += " " + site + ";";
+      detail.pop_back();
+    }
+    detail += "\n";
+    if (!c.lowering_error.empty()) detail += "lowering: " + c.lowering_error + "\n";
+    // Failing instructions in signature order.
+    std::vector<size_t> failed(c.failed_probes.begin(), c.failed_probes.end());
+    std::sort(failed.begin(), failed.end(), [&](size_t a, size_t b) {
+      return std::tie(result.probes[a].signature, result.probes[a].fingerprint) <
+             std::tie(result.probes[b].signature, result.probes[b].fingerprint);
+    });
+    for (size_t p : failed) {
+      const auto& probe = result.probes[p];
+      if (reason.empty()) reason = probe.verdict.reason;
+      detail += fmt::format("{}: {}: {}\n", compiler_probe::VerdictKindName(probe.verdict.kind), probe.signature,
+                            probe.verdict.reason);
+      if (!probe.repro_path.empty()) detail += "  repro: " + probe.repro_path + "\n";
+      if (options.verbosity <= 0) {
+        std::string tail = TailLines(probe.verdict.output_tail, 10);
+        if (!tail.empty()) detail += "  compiler output (tail):\n" + tail + "\n";
+      }
+    }
+    const char* element = c.unsupported ? "failure" : "error";
+    const char* type = !c.lowering_error.empty() ? "lowering" : c.unsupported ? "unsupported" : "backend-error";
+    out += fmt::format("      <{} message=\"{}\" type=\"{}\">{}</{}>\n", element, XmlEscape(reason), type,
+                       XmlEscape(detail), element);
+    out += "    </testcase>\n";
+  }
+  out += "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
+}  // namespace opprobe::reports

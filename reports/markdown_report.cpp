@@ -1,0 +1,155 @@
+// Markdown for a pull-request comment (GitHub-flavoured tables, long lists folded in <details>).
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "opprobe_version.h"
+#include "reports/report.h"
+#include "reports/view.h"
+
+namespace opprobe::reports {
+
+using analyzer::AnalysisResult;
+
+namespace {
+
+// Free text in a table cell: nothing in it may end the cell, the row, or start markup.
+std::string Cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '|': out += "\\|"; break;
+      case '\n': out += "<br>"; break;
+      case '\r': break;
+      case '\\': case '*': case '_': case '`': case '[': case ']': case '#': case '~':
+        out += '\\';
+        out += c;
+        break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A code span in a table cell. GFM splits cells on `|` even inside code spans unless escaped, and a
+// backtick would end the span: both are replaced by look-alikes that cannot break the table.
+std::string Code(const std::string& s) {
+  if (s.empty()) return "";
+  std::string out = "`";
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '`') out += '\'';
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out + "`";
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& options) {
+  double pct = result.SupportPercentage();
+  bool all = RoundPercent(pct) >= 100;
+  auto unsupported = UnsupportedOps(result);
+  Tally tally;
+  for (const auto& op : result.ops) tally.Add(result, op);
+
+  std::string out = fmt::format("## {} opprobe: {} of HLO instructions supported on {}\n\n",
+                                all ? ":white_check_mark:" : ":x:", FormatPercent(pct), Code(result.backend_id));
+  out += fmt::format("Model {} ({}), backend {}{}. aten calls supported: **{}**.\n\n", Code(result.model),
+                     Cell(result.input_kind), Code(result.backend_id),
+                     result.backend_version.empty() ? "" : " " + Code(result.backend_version),
+                     FormatPercent(result.AtenSupportPercentage()));
+  out += "| HLO instructions | supported | aten calls | supported | call sites | unsupported call sites | unique probes | cached |\n";
+  out += "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n\n", tally.instructions, tally.supported_instructions,
+                     tally.calls, tally.supported_calls, result.ops.size(), unsupported.size(),
+                     result.summary.unique_probes, result.summary.cache_hits);
+
+  if (unsupported.empty()) {
+    out += "No unsupported aten ops.\n\n";
+  } else {
+    out += fmt::format("### Unsupported aten ops ({})\n\n", unsupported.size());
+    out += "| aten op | signature | call | module | count | failed at | reason |\n";
+    out += "|---|---|---|---|---:|---|---|\n";
+    for (const auto& u : unsupported)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {}{} |\n", Code(u.kind), Code(u.signature), Code(u.call),
+                         Code(u.module_path), u.count, Code(u.failure_at), u.error ? "**error:** " : "",
+                         Cell(u.reason));
+    out += "\n";
+  }
+
+  std::vector<const analyzer::OpRecord*> dynamic;
+  for (const auto& op : result.ops)
+    if (op.dynamic_shape) dynamic.push_back(&op);
+  if (!dynamic.empty()) {
+    std::stable_sort(dynamic.begin(), dynamic.end(), [](auto* a, auto* b) {
+      return std::tie(a->op, a->loc.file, a->loc.line) < std::tie(b->op, b->loc.file, b->loc.line);
+    });
+    out += fmt::format("### Dynamic-shape ops ({})\n\n| aten op | signature | call | supported | note |\n|---|---|---|---|---|\n",
+                       dynamic.size());
+    for (auto* op : dynamic)
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(op->op), Code(op->signature), Code(op->loc.ToString()),
+                         result.OpSupported(*op) ? "yes" : "no", Cell(op->note));
+    out += "\n";
+  }
+
+  if (result.programs.size() > 1) {
+    auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program; });
+    out += "### Programs\n\n| program | support | aten support | aten calls | HLO instructions |\n|---|---:|---:|---:|---:|\n";
+    for (const auto& name : result.programs) {
+      Tally t;
+      for (const auto& g : groups)
+        if (g.key == name) t = g.tally;
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(name), FormatPercent(t.Percentage()),
+                         FormatPercent(t.AtenPercentage()), t.calls, t.instructions);
+    }
+    out += "\n";
+  }
+
+  if (options.verbosity <= 1) {
+    auto instrs = UnsupportedInstructions(result);
+    if (!instrs.empty()) {
+      out += fmt::format("<details><summary>Unsupported HLO instructions ({})</summary>\n\n", instrs.size());
+      out += "| HLO instruction | aten op | call | reason |\n|---|---|---|---|\n";
+      for (const auto& u : instrs)
+        out += fmt::format("| {} | {} | {} | {}{}{} |\n", Code(u.signature), Code(u.aten_op), Code(u.call),
+                           u.error ? "**error:** " : "", Cell(u.reason),
+                           u.repro.empty() ? "" : " (repro: " + Code(u.repro) + ")");
+      out += "\n</details>\n\n";
+    }
+  }
+
+  auto supported = SupportedAtenCounts(result);
+  if (!supported.empty()) {
+    out += fmt::format("<details><summary>Supported aten ops ({})</summary>\n\n| aten op | calls |\n|---|---:|\n",
+                       supported.size());
+    for (const auto& [op, count] : supported) out += fmt::format("| {} | {} |\n", Code(op), count);
+    out += "\n</details>\n\n";
+  }
+
+  if (options.verbosity <= 0 && !result.probes.empty()) {
+    auto uses = ProbeUses(result);
+    out += fmt::format("<details><summary>Probed instructions ({})</summary>\n\n", result.probes.size());
+    out += "| verdict | HLO instruction | aten ops | instances | seconds | cached | fingerprint | reason |\n";
+    out += "|---|---|---|---:|---:|---|---|---|\n";
+    for (size_t i : SortedProbeOrder(result)) {
+      const auto& p = result.probes[i];
+      std::string ops;
+      for (const auto& op : uses[i].aten_ops) ops += (ops.empty() ? "" : ", ") + op;
+      out += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {} | {} |\n", compiler_probe::VerdictKindName(p.verdict.kind),
+                         Code(p.signature), Cell(ops), uses[i].instances, p.verdict.seconds, p.cache_hit ? "yes" : "no",
+                         Code(p.fingerprint), Cell(p.verdict.reason));
+    }
+    out += "\n</details>\n\n";
+  }
+
+  out += fmt::format("<sub>opprobe {} · report schema {}</sub>\n", OPPROBE_VERSION, kSchemaVersion);
+  return out;
+}
+
+}  // namespace opprobe::reports

@@ -1,0 +1,209 @@
+// The terminal report: aligned tables, ANSI colour only when asked (the CLI asks on a terminal without NO_COLOR).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "opprobe_version.h"
+#include "reports/report.h"
+#include "reports/view.h"
+
+namespace opprobe::reports {
+
+using analyzer::AnalysisResult;
+
+namespace {
+
+// Display width of UTF-8 text (code points; no wide characters are expected in reports).
+size_t Width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// Control characters (from compiler output or file names) would corrupt a terminal: show them escaped.
+std::string Clean(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\t') out += ' ';
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header, std::vector<bool> right = {})
+      : header_(std::move(header)), right_(std::move(right)) {
+    right_.resize(header_.size(), false);
+  }
+  // `colors`: optional ANSI code per cell (empty: none).
+  void Add(std::vector<std::string> cells, std::vector<std::string> colors = {}) {
+    for (auto& c : cells) c = Clean(c);
+    colors.resize(cells.size());
+    rows_.push_back(std::move(cells));
+    colors_.push_back(std::move(colors));
+  }
+  std::string Render(bool color, const std::string& indent = "  ") const {
+    std::vector<size_t> w(header_.size(), 0);
+    for (size_t i = 0; i < header_.size(); ++i) w[i] = Width(header_[i]);
+    for (const auto& r : rows_)
+      for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], Width(r[i]));
+    auto line = [&](const std::vector<std::string>& cells, const std::vector<std::string>& colors, const char* all) {
+      std::string out = indent;
+      for (size_t i = 0; i < cells.size() && i < w.size(); ++i) {
+        bool last = i + 1 == cells.size();
+        size_t pad = w[i] - Width(cells[i]);
+        std::string cell = cells[i];
+        const std::string& code = all != nullptr ? std::string(all) : colors[i];
+        if (color && !code.empty()) cell = fmt::format("\033[{}m{}\033[0m", code, cell);
+        if (right_[i]) out += std::string(pad, ' ') + cell;
+        else out += cell + (last ? "" : std::string(pad, ' '));
+        if (!last) out += "  ";
+      }
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      return out + "\n";
+    };
+    std::string out = line(header_, {}, "1");
+    for (size_t r = 0; r < rows_.size(); ++r) out += line(rows_[r], colors_[r], nullptr);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<std::vector<std::string>> colors_;
+};
+
+}  // namespace
+
+std::string RenderText(const AnalysisResult& result, const RenderOptions& options) {
+  const bool color = options.color;
+  auto paint = [&](const std::string& s, const char* code) {
+    return color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
+  };
+  const auto& s = result.summary;
+  std::string out = fmt::format("opprobe {} report: {} ({}) on {}{}\n\n", OPPROBE_VERSION, Clean(result.model),
+                                result.input_kind, result.backend_id,
+                                result.backend_version.empty() ? "" : " (" + result.backend_version + ")");
+  double pct = result.SupportPercentage();
+  Tally all;
+  for (const auto& op : result.ops) all.Add(result, op);
+  out += fmt::format("Support: {} of HLO instructions ({} of {}), {} of aten calls ({} of {})\n",
+                     paint(FormatPercent(pct), RoundPercent(pct) >= 100 ? "1;32" : "1;31"), all.supported_instructions,
+                     all.instructions, FormatPercent(result.AtenSupportPercentage()), all.supported_calls, all.calls);
+
+  auto unsupported = UnsupportedOps(result);
+  out += "\n" + paint(fmt::format("Unsupported aten ops ({})", unsupported.size()), "1") + "\n";
+  if (unsupported.empty()) {
+    out += "  none\n";
+  } else {
+    Table t({"OP", "SIGNATURE", "CALL", "MODULE", "COUNT", "FAILED AT", "REASON"},
+            {false, false, false, false, true, false, false});
+    for (const auto& u : unsupported)
+      t.Add({u.kind, u.signature, u.call.empty() ? "-" : u.call, u.module_path.empty() ? "-" : u.module_path,
+             std::to_string(u.count), u.failure_at, (u.error ? "error: " : "") + u.reason},
+            {"31", "", "", "", "", "", ""});
+    out += t.Render(color);
+  }
+
+  auto supported = SupportedAtenCounts(result);
+  out += "\n" + paint(fmt::format("Supported aten ops ({})", supported.size()), "1") + "\n";
+  if (supported.empty()) {
+    out += "  none\n";
+  } else {
+    Table t({"OP", "CALLS"}, {false, true});
+    for (const auto& [op, count] : supported) t.Add({op, std::to_string(count)}, {"32", ""});
+    out += t.Render(color);
+  }
+
+  std::vector<const analyzer::OpRecord*> dynamic;
+  for (const auto& op : result.ops)
+    if (op.dynamic_shape) dynamic.push_back(&op);
+  if (!dynamic.empty()) {
+    std::stable_sort(dynamic.begin(), dynamic.end(), [](auto* a, auto* b) {
+      return std::tie(a->op, a->loc.file, a->loc.line) < std::tie(b->op, b->loc.file, b->loc.line);
+    });
+    out += "\n" + paint(fmt::format("Dynamic-shape ops ({})", dynamic.size()), "1") + "\n";
+    Table t({"OP", "SIGNATURE", "CALL", "SUPPORTED", "NOTE"});
+    for (auto* op : dynamic)
+      t.Add({op->op, op->signature, op->loc.empty() ? "-" : op->loc.ToString(), result.OpSupported(*op) ? "yes" : "no",
+             op->note});
+    out += t.Render(color);
+  }
+
+  if (result.programs.size() > 1) {
+    auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program; });
+    out += "\n" + paint("Programs", "1") + "\n";
+    Table t({"PROGRAM", "SUPPORT", "ATEN SUPPORT", "ATEN CALLS", "INSTRUCTIONS"}, {false, true, true, true, true});
+    for (const auto& name : result.programs) {
+      Tally tally;
+      for (const auto& g : groups)
+        if (g.key == name) tally = g.tally;
+      t.Add({name, FormatPercent(tally.Percentage()), FormatPercent(tally.AtenPercentage()), std::to_string(tally.calls),
+             std::to_string(tally.instructions)});
+    }
+    out += t.Render(color);
+  }
+
+  if (options.verbosity <= 1) {
+    auto instrs = UnsupportedInstructions(result);
+    out += "\n" + paint(fmt::format("Unsupported HLO instructions ({})", instrs.size()), "1") + "\n";
+    if (instrs.empty()) {
+      out += "  none\n";
+    } else {
+      Table t({"INSTRUCTION", "ATEN OP", "CALL", "REASON"});
+      for (const auto& u : instrs)
+        t.Add({u.signature, u.aten_op, u.call.empty() ? "-" : u.call,
+               (u.error ? "error: " : "") + u.reason + (u.repro.empty() ? "" : " (repro: " + u.repro + ")")},
+              {"31", "", "", ""});
+      out += t.Render(color);
+    }
+  }
+
+  if (options.verbosity <= 0) {
+    auto uses = ProbeUses(result);
+    out += "\n" + paint(fmt::format("Probed instructions ({})", result.probes.size()), "1") + "\n";
+    Table t({"VERDICT", "SECONDS", "CACHED", "FINGERPRINT", "INSTANCES", "INSTRUCTION", "ATEN OPS"},
+            {false, true, false, false, true, false, false});
+    std::vector<size_t> order = SortedProbeOrder(result);
+    for (size_t i : order) {
+      const auto& p = result.probes[i];
+      std::string ops;
+      for (const auto& op : uses[i].aten_ops) ops += (ops.empty() ? "" : ", ") + op;
+      const char* code = p.verdict.supported() ? "32" : "31";
+      t.Add({std::string(compiler_probe::VerdictKindName(p.verdict.kind)), fmt::format("{:.3f}", p.verdict.seconds),
+             p.cache_hit ? "yes" : "no", p.fingerprint, std::to_string(uses[i].instances), p.signature, ops},
+            {code, "", "", "", "", "", ""});
+    }
+    out += t.Render(color);
+    for (size_t i : order) {
+      const auto& p = result.probes[i];
+      if (p.verdict.supported()) continue;
+      out += fmt::format("\n  {} {}\n    {}: {}\n", p.fingerprint, Clean(p.signature),
+                         compiler_probe::VerdictKindName(p.verdict.kind), Clean(p.verdict.reason));
+      if (!p.repro_path.empty()) out += "    repro: " + Clean(p.repro_path) + "\n";
+      std::string tail = TailLines(p.verdict.output_tail, 10);
+      if (!tail.empty()) {
+        out += "    compiler output (tail):\n";
+        size_t pos = 0;
+        while (pos <= tail.size()) {
+          size_t nl = tail.find('\n', pos);
+          if (nl == std::string::npos) nl = tail.size();
+          out += "      | " + Clean(tail.substr(pos, nl - pos)) + "\n";
+          pos = nl + 1;
+        }
+      }
+    }
+  }
+
+  out += fmt::format(
+      "\nSummary: {} aten calls at {} call sites ({} distinct signatures, {} without a lowering), {} HLO instructions, "
+      "{} unique probes ({} cached, {} run), probe time {:.2f} s, wall {:.2f} s, {} job{}\n",
+      s.aten_calls, s.aten_nodes, s.distinct_signatures, s.lowering_failures, s.hlo_instructions, s.unique_probes,
+      s.cache_hits, s.probes_run, s.probe_seconds, s.wall_seconds, s.jobs, s.jobs == 1 ? "" : "s");
+  return out;
+}
+
+}  // namespace opprobe::reports

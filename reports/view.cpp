@@ -1,0 +1,278 @@
+#include "reports/view.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace opprobe::reports {
+
+using analyzer::AnalysisResult;
+using analyzer::OpRecord;
+
+namespace {
+
+auto OpKey(const UnsupportedOp& u) {
+  return std::tie(u.kind, u.file, u.line, u.signature, u.module_path, u.program, u.phase, u.reason, u.failure_at,
+                  u.dynamic_shape, u.error);
+}
+
+}  // namespace
+
+std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
+  std::vector<UnsupportedOp> out;
+  for (const OpRecord& op : result.ops) {
+    if (result.OpSupported(op)) continue;
+    UnsupportedOp u;
+    u.kind = op.op;
+    u.failure_at = result.FailureAt(op);
+    u.call = op.loc.ToString();
+    u.file = op.loc.file;
+    u.line = op.loc.line;
+    u.reason = result.FailureReason(op);
+    u.signature = op.signature;
+    u.module_path = op.module_path;
+    u.program = op.program;
+    u.phase = op.phase;
+    u.count = op.count;
+    u.dynamic_shape = op.dynamic_shape;
+    if (op.lowering != OpRecord::Lowering::kOk) {
+      u.failed_instructions = op.count;
+    } else {
+      bool first = true;
+      for (size_t p : op.probes) {
+        if (p >= result.probes.size() || result.probes[p].verdict.supported()) continue;
+        if (first) u.error = result.probes[p].verdict.kind == compiler_probe::Verdict::Kind::kError;
+        first = false;
+        u.failed_instructions += op.count;
+        u.failing_probes.push_back(p);
+      }
+    }
+    out.push_back(std::move(u));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const UnsupportedOp& a, const UnsupportedOp& b) {
+    return OpKey(a) < OpKey(b);
+  });
+  // Merge entries that print identically (e.g. the same op at the same line with different scalar arguments).
+  std::vector<UnsupportedOp> merged;
+  for (auto& u : out) {
+    if (!merged.empty() && OpKey(merged.back()) == OpKey(u)) {
+      merged.back().count += u.count;
+      merged.back().failed_instructions += u.failed_instructions;
+      merged.back().failing_probes.insert(merged.back().failing_probes.end(), u.failing_probes.begin(),
+                                          u.failing_probes.end());
+      continue;
+    }
+    merged.push_back(std::move(u));
+  }
+  for (auto& u : merged) {
+    std::sort(u.failing_probes.begin(), u.failing_probes.end());
+    u.failing_probes.erase(std::unique(u.failing_probes.begin(), u.failing_probes.end()), u.failing_probes.end());
+  }
+  return merged;
+}
+
+std::map<std::string, int64_t> SupportedAtenCounts(const AnalysisResult& result) {
+  std::map<std::string, int64_t> out;
+  for (const OpRecord& op : result.ops)
+    if (result.OpSupported(op)) out[op.op] += op.count;
+  return out;
+}
+
+std::vector<std::string> SupportedSignatures(const AnalysisResult& result) {
+  std::set<std::string> sigs;
+  for (const OpRecord& op : result.ops) {
+    if (op.lowering != OpRecord::Lowering::kOk) continue;
+    for (size_t p : op.probes)
+      if (p < result.probes.size() && result.probes[p].verdict.supported()) sigs.insert(result.probes[p].signature);
+  }
+  return {sigs.begin(), sigs.end()};
+}
+
+std::vector<UnsupportedInstruction> UnsupportedInstructions(const AnalysisResult& result) {
+  std::map<std::tuple<std::string, std::string, std::string, size_t>, UnsupportedInstruction> by_key;
+  for (const OpRecord& op : result.ops) {
+    if (op.lowering != OpRecord::Lowering::kOk) continue;
+    std::string call = op.loc.ToString();
+    for (size_t p : op.probes) {
+      if (p >= result.probes.size()) continue;
+      const auto& probe = result.probes[p];
+      if (probe.verdict.supported()) continue;
+      auto [it, inserted] = by_key.try_emplace({probe.signature, op.op, call, p});
+      auto& u = it->second;
+      if (inserted) {
+        u.signature = probe.signature;
+        u.aten_op = op.op;
+        u.reason = probe.verdict.reason;
+        u.call = call;
+        u.repro = probe.repro_path;
+        u.probe = p;
+        u.error = probe.verdict.kind == compiler_probe::Verdict::Kind::kError;
+      }
+      u.count += op.count;
+    }
+  }
+  // Distinct probes with the same signature (different attributes) stay separate entries only when they differ
+  // in what is printed; otherwise they merge.
+  std::vector<UnsupportedInstruction> out;
+  for (auto& [key, u] : by_key) {
+    if (!out.empty()) {
+      auto& last = out.back();
+      if (last.signature == u.signature && last.aten_op == u.aten_op && last.call == u.call &&
+          last.reason == u.reason && last.repro == u.repro) {
+        last.count += u.count;
+        continue;
+      }
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::vector<ProbeUse> ProbeUses(const AnalysisResult& result) {
+  std::vector<ProbeUse> uses(result.probes.size());
+  std::vector<std::set<std::string>> ops(result.probes.size());
+  for (const OpRecord& op : result.ops) {
+    if (op.lowering != OpRecord::Lowering::kOk) continue;
+    for (size_t p : op.probes) {
+      if (p >= result.probes.size()) continue;
+      ops[p].insert(op.op);
+      uses[p].instances += op.count;
+    }
+  }
+  for (size_t i = 0; i < uses.size(); ++i) uses[i].aten_ops.assign(ops[i].begin(), ops[i].end());
+  return uses;
+}
+
+std::vector<size_t> SortedProbeOrder(const AnalysisResult& result) {
+  std::vector<size_t> order(result.probes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto& pa = result.probes[a];
+    const auto& pb = result.probes[b];
+    return std::tie(pa.signature, pa.fingerprint) < std::tie(pb.signature, pb.fingerprint);
+  });
+  return order;
+}
+
+void Tally::Add(const AnalysisResult& result, const OpRecord& op) {
+  calls += op.count;
+  if (result.OpSupported(op)) supported_calls += op.count;
+  if (op.lowering != OpRecord::Lowering::kOk) {
+    instructions += op.count;
+    return;
+  }
+  for (size_t p : op.probes) {
+    instructions += op.count;
+    if (p < result.probes.size() && result.probes[p].verdict.supported()) supported_instructions += op.count;
+  }
+}
+
+double Tally::Percentage() const {
+  return instructions == 0 ? 100.0 : 100.0 * static_cast<double>(supported_instructions) / static_cast<double>(instructions);
+}
+
+double Tally::AtenPercentage() const {
+  return calls == 0 ? 100.0 : 100.0 * static_cast<double>(supported_calls) / static_cast<double>(calls);
+}
+
+std::vector<Group> GroupBy(const AnalysisResult& result, std::string (*key)(const OpRecord& op)) {
+  std::vector<Group> groups;
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < result.ops.size(); ++i) {
+    std::string k = key(result.ops[i]);
+    auto [it, inserted] = index.try_emplace(k, groups.size());
+    if (inserted) groups.push_back(Group{k, {}, {}});
+    Group& g = groups[it->second];
+    g.tally.Add(result, result.ops[i]);
+    g.ops.push_back(i);
+  }
+  return groups;
+}
+
+std::string RelativeToCwd(const std::string& file, const std::string& cwd) {
+  if (cwd.empty() || file.empty() || file[0] != '/') return file;
+  std::string base = cwd;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  if (base == "/") return file.substr(1);
+  if (file.size() > base.size() + 1 && file.compare(0, base.size(), base) == 0 && file[base.size()] == '/')
+    return file.substr(base.size() + 1);
+  return file;
+}
+
+std::string TailLines(const std::string& text, size_t max_lines) {
+  if (text.empty() || max_lines == 0) return "";
+  size_t end = text.size();
+  while (end > 0 && text[end - 1] == '\n') --end;
+  size_t pos = end;
+  size_t lines = 0;
+  while (pos > 0) {
+    if (text[pos - 1] == '\n' && ++lines == max_lines) break;
+    --pos;
+  }
+  return text.substr(pos, end - pos);
+}
+
+std::string ValidUtf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xC2;
+    if (ok && len == 3) {
+      unsigned cp = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+      ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
+    }
+    if (ok && len == 4) {
+      unsigned cp = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+      ok = cp >= 0x10000 && cp <= 0x10FFFF;
+    }
+    if (!ok) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    out.append(text, i, len);
+    i += len;
+  }
+  return out;
+}
+
+std::string XmlEscape(const std::string& text) {
+  std::string valid = ValidUtf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (char ch : valid) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) out += "\xEF\xBF\xBD";
+        else out += ch;
+    }
+  }
+  return out;
+}
+
+std::string HashHex(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  static const char* kDigits = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[i] = kDigits[h & 0xF];
+  return out;
+}
+
+}  // namespace opprobe::reports

@@ -1,0 +1,103 @@
+// Aggregated, sorted views of an AnalysisResult shared by the report writers, so that every format
+// lists the same entries in the same order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/driver/result.h"
+
+namespace opprobe::reports {
+
+// One entry of `unsupported_operators.aten`: unsupported OpRecords that print identically, merged.
+struct UnsupportedOp {
+  std::string kind;        // `aten::mul`
+  std::string failure_at;  // `lowering` or the backend id
+  std::string call;        // `unsupported.py 24` (may be empty)
+  std::string file;        // as recorded
+  int line = 0;
+  std::string reason;
+  std::string signature;   // `f32[4], c64[4]`
+  std::string module_path;
+  std::string program;
+  std::string phase;
+  int64_t count = 0;       // merged call instances
+  int64_t failed_instructions = 0;  // unsupported instruction instances (count-weighted; lowering failure: 1 each)
+  bool dynamic_shape = false;
+  bool error = false;      // the first failing verdict was a backend error, not a rejection
+  std::vector<size_t> failing_probes;  // unique indices into result.probes, ascending
+};
+
+// Sorted by (kind, file, line, signature, module_path, program, phase, reason).
+std::vector<UnsupportedOp> UnsupportedOps(const analyzer::AnalysisResult& result);
+
+// op -> supported call instances (count-weighted), sorted by op.
+std::map<std::string, int64_t> SupportedAtenCounts(const analyzer::AnalysisResult& result);
+
+// Unique signatures of supported instructions that some op uses, sorted.
+std::vector<std::string> SupportedSignatures(const analyzer::AnalysisResult& result);
+
+// One entry of `unsupported_operators.xla`: an unsupported instruction used by one aten op at one call site.
+struct UnsupportedInstruction {
+  std::string signature;
+  std::string aten_op;
+  std::string reason;
+  std::string call;
+  std::string repro;
+  size_t probe = 0;
+  bool error = false;
+  int64_t count = 0;  // instances
+};
+
+// Sorted by (signature, aten_op, call).
+std::vector<UnsupportedInstruction> UnsupportedInstructions(const analyzer::AnalysisResult& result);
+
+// Per unique probe: the aten ops using it (sorted) and its instance count.
+struct ProbeUse {
+  std::vector<std::string> aten_ops;
+  int64_t instances = 0;
+};
+std::vector<ProbeUse> ProbeUses(const analyzer::AnalysisResult& result);
+
+// Probe indices sorted by (signature, fingerprint).
+std::vector<size_t> SortedProbeOrder(const analyzer::AnalysisResult& result);
+
+// Instruction-instance and call counts over a subset of ops.
+struct Tally {
+  int64_t calls = 0;
+  int64_t supported_calls = 0;
+  int64_t instructions = 0;            // lowering failure: 1 each
+  int64_t supported_instructions = 0;
+  void Add(const analyzer::AnalysisResult& result, const analyzer::OpRecord& op);
+  double Percentage() const;           // instructions; 100 when empty
+  double AtenPercentage() const;       // calls; 100 when empty
+};
+
+// One group of ops that share a key (a module path, an aten op, a program), in first-appearance order.
+struct Group {
+  std::string key;
+  Tally tally;
+  std::vector<size_t> ops;  // indices into result.ops
+};
+std::vector<Group> GroupBy(const analyzer::AnalysisResult& result,
+                           std::string (*key)(const analyzer::OpRecord& op));
+
+// `file` relative to `cwd` when it lies under it (both as given; no file-system access), else unchanged.
+std::string RelativeToCwd(const std::string& file, const std::string& cwd);
+
+// `text` with invalid UTF-8 sequences replaced by U+FFFD.
+std::string ValidUtf8(const std::string& text);
+
+// Escapes text for XML/HTML content and attribute values (& < > " '); invalid UTF-8 is replaced and
+// characters XML 1.0 forbids (controls other than tab, newline, carriage return) become U+FFFD.
+std::string XmlEscape(const std::string& text);
+
+// A stable 64-bit FNV-1a hash in 16 hex digits (ids and fingerprints in reports).
+std::string HashHex(const std::string& text);
+
+// The last `max_lines` lines of a text (no trailing newline). of a text into at most `max_lines` final lines.
+std::string TailLines(const std::string& text, size_t max_lines);
+
+}  // namespace opprobe::reports
