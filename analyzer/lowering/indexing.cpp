@@ -1,0 +1,642 @@
+// Indexing as XLA builds it: embedding/index_select/index/gather/take are `gather`; index_put,
+// scatter*, index_add/index_copy and embedding backward are `scatter` (add or replace update
+// computation); masked_fill/where-like ops are `select`. Ops whose output size depends on data
+// (nonzero, masked_select, unique, boolean-mask index) lower to XLA's bounded form: a stable `sort`
+// that moves the selected elements first, then `set-dimension-size` with their count (torch_xla
+// BuildNonZero / BuildMaskedSelect); the result is marked dynamic-shape.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "analyzer/lowering/ops.h"
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+// Negative indices wrap (index.Tensor, take): idx < 0 ? idx + size : idx.
+Instruction* WrapIndex(Builder& b, Instruction* idx, int64_t size) {
+  Instruction* neg = CmpScalar(b, idx, 0, ComparisonDirection::kLt);
+  return b.Select(neg, AddScalar(b, idx, static_cast<double>(size)), idx);
+}
+
+Computation* ReplaceComputation(Builder& b, PrimitiveType t) {
+  Builder sub = b.CreateSubBuilder("replace");
+  sub.Parameter(0, Shape::Scalar(t));
+  Instruction* y = sub.Parameter(1, Shape::Scalar(t));
+  return sub.Finish(y);
+}
+
+// Coordinates [N, rank] (s64) for every element of an array of `dims`, with coordinate `dim`
+// replaced by `index` (flattened): the full scatter/gather index of torch.gather/scatter.
+Instruction* FullIndex(Builder& b, Instruction* index, const std::vector<int64_t>& dims, int64_t dim) {
+  int64_t n = Numel(dims);
+  std::vector<Instruction*> cols;
+  for (int64_t k = 0; k < static_cast<int64_t>(dims.size()); ++k) {
+    Instruction* col = k == dim ? b.Convert(index, PrimitiveType::S64)
+                                : b.Iota(Shape::Array(PrimitiveType::S64, dims), k);
+    cols.push_back(b.Reshape(col, {n, 1}));
+  }
+  return cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
+}
+
+Computation* UpdateComputation(const Ctx& c, Builder& b, PrimitiveType t, const std::string& reduce) {
+  if (reduce.empty() || reduce == "none") return ReplaceComputation(b, t);
+  if (reduce == "add" || reduce == "sum" || reduce == "mean")
+    return b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t);
+  if (reduce == "multiply" || reduce == "prod")
+    return b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kAnd : Opcode::kMultiply, t);
+  if (reduce == "amax") return b.ScalarBinaryComputation(Opcode::kMaximum, t);
+  if (reduce == "amin") return b.ScalarBinaryComputation(Opcode::kMinimum, t);
+  (void)c;
+  return nullptr;
+}
+
+// Index tensors of index/index_put broadcast together; indexed dims of self.
+struct Advanced {
+  std::vector<int64_t> indexed;  // dims of self that are indexed, in order
+  std::vector<Instruction*> idx; // s64, broadcast to `bdims`
+  std::vector<int64_t> bdims;
+  bool adjacent = true;
+  bool has_bool = false;
+};
+
+Expected<Advanced> ReadIndices(const Ctx& c, Instruction* self, size_t pos) {
+  Builder& b = c.b;
+  Advanced a;
+  std::vector<Instruction*> list = c.TList("indices", pos);
+  const Value* v = c.V("indices", pos);
+  if (!v || v->kind != Value::Kind::kTensorList) return Bad(c, "indices must be a tensor list");
+  std::vector<int64_t> sd = Dims(self);
+  int64_t dim = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    Instruction* t = list[i];
+    if (!t) {
+      ++dim;
+      continue;
+    }
+    if (t->shape.element_type() == PrimitiveType::PRED || t->shape.element_type() == PrimitiveType::U8) {
+      a.has_bool = true;
+      dim += t->shape.rank();
+      continue;
+    }
+    if (dim >= static_cast<int64_t>(sd.size())) return Bad(c, "too many indices");
+    a.indexed.push_back(dim);
+    a.idx.push_back(WrapIndex(b, b.Convert(t, PrimitiveType::S64), sd[static_cast<size_t>(dim)]));
+    ++dim;
+  }
+  for (Instruction* t : a.idx) a.bdims = BroadcastShapes(a.bdims, Dims(t));
+  for (auto& t : a.idx) t = Bcast(b, t, a.bdims);
+  for (size_t i = 1; i < a.indexed.size(); ++i) a.adjacent &= a.indexed[i] == a.indexed[i - 1] + 1;
+  return a;
+}
+
+// The stacked start indices [B..., k] of an advanced index.
+Instruction* StackIndices(Builder& b, const Advanced& a) {
+  std::vector<int64_t> d = a.bdims;
+  d.push_back(1);
+  std::vector<Instruction*> cols;
+  for (Instruction* t : a.idx) cols.push_back(b.Reshape(t, d));
+  return cols.size() == 1 ? cols[0] : b.Concatenate(cols, static_cast<int64_t>(a.bdims.size()));
+}
+
+// The bounded compaction of XLA's dynamic-shape lowerings: a stable sort of (!keep, iota) puts
+// the positions to keep first; returns the permuted iota and the kept count (s32 scalar).
+std::pair<Instruction*, Instruction*> CompactPositions(Builder& b, Instruction* keep_flat) {
+  int64_t n = keep_flat->shape.dimensions()[0];
+  Instruction* key = b.Convert(b.Unary(Opcode::kNot, keep_flat), PrimitiveType::S32);
+  Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, {n}), 0);
+  Instruction* s = b.Sort({key, io}, 0, SortComparator(b, {PrimitiveType::S32, PrimitiveType::S64}, false), true);
+  Instruction* perm = b.GetTupleElement(s, 1);
+  Instruction* count = ReduceSum(b, b.Convert(keep_flat, PrimitiveType::S32), {0});
+  return {perm, count};
+}
+
+Instruction* Gather1d(Builder& b, Instruction* flat, Instruction* idx) {
+  int64_t n = idx->shape.dimensions()[0];
+  hlo::GatherDimensionNumbers dn;
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = 1;
+  return b.Gather(flat, b.Reshape(idx, {n, 1}), dn, {1}, Shape::Array(flat->shape.element_type(), {n}));
+}
+
+}  // namespace
+
+Expected<LoweredOp> Embedding(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
+  if (w->shape.rank() != 2) return Bad(c, "weight must be 2-d");
+  std::vector<int64_t> id = Dims(idx);
+  int64_t r = static_cast<int64_t>(id.size());
+  std::vector<int64_t> id1 = id;
+  id1.push_back(1);
+  hlo::GatherDimensionNumbers dn;
+  dn.offset_dims = {r};
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = r;
+  std::vector<int64_t> out = id;
+  out.push_back(Dims(w)[1]);
+  Instruction* g = b.Gather(w, b.Reshape(b.Convert(idx, PrimitiveType::S64), id1), dn, {1, Dims(w)[1]},
+                            Shape::Array(w->shape.element_type(), out));
+  return Done(c, {g});
+}
+
+Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
+  int64_t num = c.Int("num_weights", 2, 0);
+  int64_t pad = c.Int("padding_idx", 3, -1);
+  PrimitiveType t = g->shape.element_type();
+  int64_t cnt = idx->shape.elements();
+  int64_t d = Dims(g).back();
+  Instruction* fi = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1});
+  Instruction* upd = b.Reshape(g, {cnt, d});
+  if (pad >= 0) {
+    Instruction* keep = CmpScalar(b, b.Reshape(fi, {cnt}), static_cast<double>(pad), ComparisonDirection::kNe);
+    upd = b.Select(b.Broadcast(keep, {cnt, d}, {0}), upd, Full(b, t, 0, {cnt, d}));
+  }
+  if (c.Bool("scale_grad_by_freq", 4, false)) {
+    hlo::ScatterDimensionNumbers cdn;
+    cdn.inserted_window_dims = {0};
+    cdn.scatter_dims_to_operand_dims = {0};
+    cdn.index_vector_dim = 1;
+    Instruction* counts = b.Scatter({Full(b, t, 0, {num})}, fi, {Full(b, t, 1, {cnt})}, cdn,
+                                    b.ScalarBinaryComputation(Opcode::kAdd, t));
+    Instruction* per = Gather1d(b, counts, b.Reshape(fi, {cnt}));
+    upd = Div(b, upd, b.Broadcast(per, {cnt, d}, {0}));
+  }
+  hlo::ScatterDimensionNumbers dn;
+  dn.update_window_dims = {1};
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* s = b.Scatter({Full(b, t, 0, {num, d})}, fi, {upd}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t));
+  return Done(c, {s});
+}
+
+Expected<LoweredOp> IndexSelect(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 1, 0), r);
+  if (!d) return Bad(c, "dimension out of range");
+  if (r == 0) return Done(c, {x});
+  std::vector<int64_t> xd = Dims(x);
+  int64_t cnt = idx->shape.elements();
+  hlo::GatherDimensionNumbers dn;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != *d) dn.offset_dims.push_back(i);
+  dn.collapsed_slice_dims = {*d};
+  dn.start_index_map = {*d};
+  dn.index_vector_dim = 1;
+  std::vector<int64_t> slice = xd;
+  slice[static_cast<size_t>(*d)] = 1;
+  std::vector<int64_t> out = xd;
+  out[static_cast<size_t>(*d)] = cnt;
+  Instruction* g = b.Gather(x, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), dn, slice,
+                            Shape::Array(x->shape.element_type(), out));
+  return Done(c, {g});
+}
+
+Expected<LoweredOp> Gather(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 1, 0), r);
+  if (!d) return Bad(c, "dimension out of range");
+  std::vector<int64_t> id = Dims(idx);
+  if (r == 0) return Done(c, {b.Reshape(x, id)});
+  int64_t cnt = Numel(id);
+  Instruction* full = FullIndex(b, idx, id, *d);
+  hlo::GatherDimensionNumbers dn;
+  for (int64_t i = 0; i < r; ++i) {
+    dn.collapsed_slice_dims.push_back(i);
+    dn.start_index_map.push_back(i);
+  }
+  dn.index_vector_dim = 1;
+  Instruction* g = b.Gather(x, full, dn, std::vector<int64_t>(static_cast<size_t>(r), 1),
+                            Shape::Array(x->shape.element_type(), {cnt}));
+  return Done(c, {b.Reshape(g, id)});
+}
+
+Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 1, 0), r);
+  if (!d) return Bad(c, "dimension out of range");
+  PrimitiveType t = x->shape.element_type();
+  std::vector<int64_t> id = Dims(idx);
+  int64_t cnt = Numel(id);
+  std::string reduce = c.Str("reduce", 4);
+  if (n.op == "aten::scatter_add" || n.op == "aten::scatter_add_") reduce = "add";
+  bool include_self = c.Bool("include_self", 5, true);
+  // Updates: src sliced to the index shape, or the scalar value.
+  Instruction* upd;
+  if (Instruction* src = c.T("src", 3)) {
+    std::vector<int64_t> zeros(id.size(), 0), ones(id.size(), 1);
+    upd = b.Convert(src, t);
+    if (Dims(upd) != id) upd = b.Slice(upd, zeros, id, ones);
+  } else {
+    const Value* v = c.V("value", 3);
+    if (!v) return Bad(c, "needs src or value");
+    upd = b.Broadcast(ScalarOf(b, t, *v), id, {});
+  }
+  if (r == 0) {
+    if (cnt == 0) return Done(c, {x});
+    return Done(c, {b.Reshape(upd, {})});
+  }
+  Instruction* full = FullIndex(b, idx, id, *d);
+  Instruction* flat_upd = b.Reshape(upd, {cnt});
+  hlo::ScatterDimensionNumbers dn;
+  for (int64_t i = 0; i < r; ++i) {
+    dn.inserted_window_dims.push_back(i);
+    dn.scatter_dims_to_operand_dims.push_back(i);
+  }
+  dn.index_vector_dim = 1;
+  Computation* comp = UpdateComputation(c, b, t, reduce);
+  if (!comp) return Bad(c, "unknown reduce " + reduce);
+  Instruction* base = x;
+  if (!include_self && !reduce.empty()) {
+    // Positions that receive updates start from the reduction's identity.
+    double ident = reduce == "prod" || reduce == "multiply" ? 1 : 0;
+    Instruction* id_v = reduce == "amax" ? b.Broadcast(MinValue(b, t), {cnt}, {})
+                        : reduce == "amin" ? b.Broadcast(MaxValue(b, t), {cnt}, {})
+                                           : Full(b, t, ident, {cnt});
+    base = b.Scatter({x}, full, {id_v}, dn, ReplaceComputation(b, t));
+  }
+  Instruction* s = b.Scatter({base}, full, {flat_upd}, dn, comp);
+  if (reduce == "mean") {
+    Instruction* ones = Full(b, t, 1, {cnt});
+    Instruction* cnt0 = include_self ? FullLike(b, x, 1) : FullLike(b, x, 0);
+    Instruction* counts = b.Scatter({cnt0}, full, {ones}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t));
+    Instruction* safe = b.Binary(Opcode::kMaximum, counts, FullLike(b, counts, 1));
+    s = hlo::IsInteger(t) ? Div(b, s, safe) : Div(b, s, safe);
+  }
+  return Done(c, {s});
+}
+
+Expected<LoweredOp> Index(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(c, x, 1));
+  std::vector<int64_t> xd = Dims(x);
+  int64_t r = x->shape.rank();
+  if (a.has_bool) {
+    // A single boolean mask over the leading dims: bounded compaction of the selected rows.
+    std::vector<Instruction*> list = c.TList("indices", 1);
+    if (list.size() != 1 || !list[0]) return Bad(c, "boolean mask index mixed with other indices");
+    Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
+    int64_t mr = mask->shape.rank();
+    int64_t rows = Numel(Dims(mask));
+    std::vector<int64_t> rest(xd.begin() + mr, xd.end());
+    int64_t inner = Numel(rest);
+    auto [perm, count] = CompactPositions(b, b.Reshape(mask, {rows}));
+    std::vector<int64_t> flat = {rows};
+    flat.insert(flat.end(), rest.begin(), rest.end());
+    Instruction* xf = b.Reshape(x, flat);
+    hlo::GatherDimensionNumbers dn;
+    for (size_t i = 0; i < rest.size(); ++i) dn.offset_dims.push_back(static_cast<int64_t>(i + 1));
+    dn.collapsed_slice_dims = {0};
+    dn.start_index_map = {0};
+    dn.index_vector_dim = 1;
+    std::vector<int64_t> slice = flat;
+    slice[0] = 1;
+    Instruction* g = b.Gather(xf, b.Reshape(perm, {rows, 1}), dn, slice, Shape::Array(x->shape.element_type(), flat));
+    (void)inner;
+    Instruction* r2 = b.SetDimensionSize(g, count, 0);
+    OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {r2}));
+    op.dynamic_shape = true;
+    op.note = fmt::format("boolean-mask index: bounded by {} rows", rows);
+    return op;
+  }
+  if (a.indexed.empty()) return Done(c, {x});
+  Instruction* start = StackIndices(b, a);
+  int64_t nb = static_cast<int64_t>(a.bdims.size());
+  hlo::GatherDimensionNumbers dn;
+  dn.collapsed_slice_dims = a.indexed;
+  dn.start_index_map = a.indexed;
+  dn.index_vector_dim = nb;
+  std::vector<int64_t> slice = xd;
+  for (int64_t d : a.indexed) slice[static_cast<size_t>(d)] = 1;
+  std::vector<int64_t> rest;  // non-indexed dims of x
+  for (int64_t i = 0; i < r; ++i)
+    if (std::find(a.indexed.begin(), a.indexed.end(), i) == a.indexed.end()) rest.push_back(i);
+  std::vector<int64_t> out;
+  int64_t first = a.indexed.front();
+  if (a.adjacent) {
+    for (int64_t i = 0; i < first; ++i) {
+      dn.offset_dims.push_back(i);
+      out.push_back(xd[static_cast<size_t>(i)]);
+    }
+    out.insert(out.end(), a.bdims.begin(), a.bdims.end());
+    int64_t pos = first + nb;
+    for (int64_t i : rest)
+      if (i > first) {
+        dn.offset_dims.push_back(pos++);
+        out.push_back(xd[static_cast<size_t>(i)]);
+      }
+  } else {
+    out = a.bdims;
+    int64_t pos = nb;
+    for (int64_t i : rest) {
+      dn.offset_dims.push_back(pos++);
+      out.push_back(xd[static_cast<size_t>(i)]);
+    }
+  }
+  Instruction* g = b.Gather(x, start, dn, slice, Shape::Array(x->shape.element_type(), out));
+  return Done(c, {g});
+}
+
+Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * vals0, c.Req("values", 2));
+  bool accumulate = c.Bool("accumulate", 3, false);
+  PrimitiveType t = x->shape.element_type();
+  Instruction* vals = b.Convert(vals0, t);
+  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(c, x, 1));
+  std::vector<int64_t> xd = Dims(x);
+  int64_t r = x->shape.rank();
+  if (a.has_bool) {
+    // x[mask] = v with a single-element v: a static-shape select (torchax takes the same path).
+    std::vector<Instruction*> list = c.TList("indices", 1);
+    if (list.size() != 1 || !list[0] || vals->shape.elements() != 1)
+      return Bad(c, "boolean-mask index_put with more than one value is data-dependent");
+    Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
+    std::vector<int64_t> map;
+    for (int64_t i = 0; i < mask->shape.rank(); ++i) map.push_back(i);
+    Instruction* m = b.Broadcast(mask, xd, map);
+    Instruction* v = b.Broadcast(b.Reshape(vals, {}), xd, {});
+    if (accumulate) v = Add(b, x, v);
+    return Done(c, {b.Select(m, v, x)});
+  }
+  if (a.indexed.empty()) return Done(c, {Bcast(b, vals, xd)});
+  int64_t nb = static_cast<int64_t>(a.bdims.size());
+  std::vector<int64_t> rest;
+  for (int64_t i = 0; i < r; ++i)
+    if (std::find(a.indexed.begin(), a.indexed.end(), i) == a.indexed.end()) rest.push_back(i);
+  // The shape x[indices] has (as torch orders it); values broadcast to it.
+  std::vector<int64_t> idx_shape;
+  int64_t first = a.indexed.front();
+  std::vector<int64_t> window_dims;  // positions of `rest` dims in idx_shape
+  if (a.adjacent) {
+    for (int64_t i = 0; i < first; ++i) {
+      window_dims.push_back(static_cast<int64_t>(idx_shape.size()));
+      idx_shape.push_back(xd[static_cast<size_t>(i)]);
+    }
+    idx_shape.insert(idx_shape.end(), a.bdims.begin(), a.bdims.end());
+    for (int64_t i : rest)
+      if (i > first) {
+        window_dims.push_back(static_cast<int64_t>(idx_shape.size()));
+        idx_shape.push_back(xd[static_cast<size_t>(i)]);
+      }
+  } else {
+    idx_shape = a.bdims;
+    for (int64_t i : rest) {
+      window_dims.push_back(static_cast<int64_t>(idx_shape.size()));
+      idx_shape.push_back(xd[static_cast<size_t>(i)]);
+    }
+  }
+  Instruction* upd = Bcast(b, vals, idx_shape);
+  hlo::ScatterDimensionNumbers dn;
+  dn.update_window_dims = window_dims;
+  dn.inserted_window_dims = a.indexed;
+  dn.scatter_dims_to_operand_dims = a.indexed;
+  dn.index_vector_dim = nb;
+  Instruction* s = b.Scatter({x}, StackIndices(b, a), {upd}, dn,
+                             accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
+                                        : ReplaceComputation(b, t));
+  return Done(c, {s});
+}
+
+namespace {
+Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("source", 3));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 1, 0), r);
+  if (!d) return Bad(c, "dimension out of range");
+  PrimitiveType t = x->shape.element_type();
+  Instruction* src = b.Convert(src0, t);
+  if (add) {
+    const Value* alpha = c.V("alpha", 4);
+    if (alpha && !alpha->is_none() && alpha->AsDouble() != 1) src = Mul(b, src, b.Broadcast(ScalarOf(b, t, *alpha), Dims(src), {}));
+  }
+  if (r == 0) return Done(c, {add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
+  int64_t cnt = idx->shape.elements();
+  hlo::ScatterDimensionNumbers dn;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != *d) dn.update_window_dims.push_back(i);
+  dn.inserted_window_dims = {*d};
+  dn.scatter_dims_to_operand_dims = {*d};
+  dn.index_vector_dim = 1;
+  Instruction* s = b.Scatter({x}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), {src}, dn,
+                             add ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
+                                 : ReplaceComputation(b, t));
+  return Done(c, {s});
+}
+}  // namespace
+
+Expected<LoweredOp> IndexAdd(const Node& n, Builder& b) { return IndexAlong(n, b, true); }
+Expected<LoweredOp> IndexCopy(const Node& n, Builder& b) { return IndexAlong(n, b, false); }
+
+Expected<LoweredOp> IndexFill(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 1, 0), r);
+  if (!d) return Bad(c, "dimension out of range");
+  PrimitiveType t = x->shape.element_type();
+  std::vector<int64_t> xd = Dims(x);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Operand("value", 3, t, xd));
+  if (r == 0) return Done(c, {v});
+  int64_t size = xd[static_cast<size_t>(*d)];
+  int64_t cnt = idx->shape.elements();
+  // A [size] mask from a scatter of `true` at the indices, broadcast along dim.
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* wi = WrapIndex(b, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt}), size);
+  Instruction* mask = b.Scatter({Full(b, PrimitiveType::PRED, 0, {size})}, b.Reshape(wi, {cnt, 1}),
+                                {Full(b, PrimitiveType::PRED, 1, {cnt})}, dn, ReplaceComputation(b, PrimitiveType::PRED));
+  return Done(c, {b.Select(b.Broadcast(mask, xd, {*d}), v, x)});
+}
+
+Expected<LoweredOp> MaskedFill(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  PrimitiveType t = x->shape.element_type();
+  std::vector<int64_t> dims = c.Out(0) ? c.Out(0)->sizes : Dims(x);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Operand("mask", 1, PrimitiveType::PRED, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Operand("value", 2, t, dims));
+  return Done(c, {b.Select(m, v, Bcast(b, x, dims))});
+}
+
+Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m0, c.Req("mask", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("source", 2));
+  std::vector<int64_t> xd = Dims(x);
+  int64_t total = Numel(xd);
+  // Position k of each selected element = number of selected elements before it (an exclusive
+  // cumsum of the mask by reduce-window); gather src.flat[k] and select.
+  Instruction* m = b.Reshape(Bcast(b, b.Convert(m0, PrimitiveType::PRED), xd), {total});
+  Instruction* mi = b.Convert(m, PrimitiveType::S64);
+  hlo::Window w;
+  hlo::WindowDimension wd;
+  wd.size = total;
+  wd.padding_low = total;
+  wd.padding_high = -1;
+  w.dimensions.push_back(wd);
+  Instruction* before = b.ReduceWindow({mi}, {ConstS64(b, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+  int64_t sn = src->shape.elements();
+  Instruction* sf = b.Reshape(b.Convert(src, x->shape.element_type()), {sn});
+  Instruction* k = b.Binary(Opcode::kMinimum, before, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(sn - 1, 0)), {total}));
+  Instruction* picked = Gather1d(b, sf, k);
+  return Done(c, {b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
+}
+
+Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> xd = Dims(x);
+  int64_t total = Numel(xd);
+  int64_t r = static_cast<int64_t>(xd.size());
+  Instruction* keep = b.Reshape(x->shape.element_type() == PrimitiveType::PRED ? x : CmpScalar(b, x, 0, ComparisonDirection::kNe),
+                                {total});
+  auto [perm, count] = CompactPositions(b, keep);
+  // Flat position -> coordinates: (p / stride_k) % size_k.
+  std::vector<Instruction*> cols;
+  int64_t stride = total;
+  for (int64_t k = 0; k < r; ++k) {
+    int64_t size = xd[static_cast<size_t>(k)];
+    stride = size == 0 ? 0 : stride / size;
+    Instruction* q = stride > 1 ? Div(b, perm, Full(b, PrimitiveType::S64, static_cast<double>(stride), {total})) : perm;
+    Instruction* co = b.Binary(Opcode::kRemainder, q, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(size, 1)), {total}));
+    cols.push_back(b.Reshape(co, {total, 1}));
+  }
+  Instruction* out = cols.empty() ? Full(b, PrimitiveType::S64, 0, {total, 0}) : cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
+  Instruction* dyn = b.SetDimensionSize(out, count, 0);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {dyn}));
+  op.dynamic_shape = true;
+  op.note = fmt::format("output rows depend on the data; bounded by {}", total);
+  return op;
+}
+
+Expected<LoweredOp> MaskedSelect(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Req("mask", 1));
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x), Dims(m));
+  int64_t total = Numel(dims);
+  Instruction* xf = b.Reshape(Bcast(b, x, dims), {total});
+  Instruction* mf = b.Reshape(Bcast(b, b.Convert(m, PrimitiveType::PRED), dims), {total});
+  auto [perm, count] = CompactPositions(b, mf);
+  Instruction* vals = Gather1d(b, xf, perm);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.SetDimensionSize(vals, count, 0)}));
+  op.dynamic_shape = true;
+  op.note = fmt::format("output size depends on the mask; bounded by {}", total);
+  return op;
+}
+
+Expected<LoweredOp> Unique(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  if (n.op == "aten::unique_dim" || n.op == "aten::unique_dim_consecutive") return Bad(c, "unique over a dim");
+  bool consecutive = n.op == "aten::unique_consecutive";
+  bool ret_inverse = c.Bool("return_inverse", consecutive ? 1 : 2, false);
+  bool ret_counts = c.Bool("return_counts", consecutive ? 2 : 3, false);
+  if (n.op == "aten::_unique") ret_inverse = c.Bool("return_inverse", 2, false), ret_counts = false;
+  PrimitiveType t = x->shape.element_type();
+  int64_t total = x->shape.elements();
+  Instruction* xf = b.Reshape(x, {total});
+  Instruction* sorted = xf;
+  Instruction* order = b.Iota(Shape::Array(PrimitiveType::S64, {total}), 0);
+  if (!consecutive) {
+    Instruction* s = b.Sort({xf, order}, 0, SortComparator(b, {t, PrimitiveType::S64}, false), true);
+    sorted = b.GetTupleElement(s, 0);
+    order = b.GetTupleElement(s, 1);
+  }
+  // first[i] = i == 0 || sorted[i] != sorted[i-1]
+  Instruction* first;
+  if (total <= 1) {
+    first = Full(b, PrimitiveType::PRED, 1, {total});
+  } else {
+    Instruction* prev = b.SliceInDim(sorted, 0, total - 1, 1, 0);
+    Instruction* cur = b.SliceInDim(sorted, 1, total, 1, 0);
+    Instruction* ne = b.Compare(cur, prev, ComparisonDirection::kNe);
+    first = b.Concatenate({Full(b, PrimitiveType::PRED, 1, {1}), ne}, 0);
+  }
+  auto [perm, count] = CompactPositions(b, first);
+  Instruction* values = b.SetDimensionSize(Gather1d(b, sorted, perm), count, 0);
+  std::vector<Instruction*> outs = {values};
+  // group id of each sorted element: inclusive cumsum of `first` minus one.
+  hlo::Window w;
+  hlo::WindowDimension wd;
+  wd.size = std::max<int64_t>(total, 1);
+  wd.padding_low = std::max<int64_t>(total - 1, 0);
+  w.dimensions.push_back(wd);
+  Instruction* gid = AddScalar(b, b.ReduceWindow({b.Convert(first, PrimitiveType::S64)}, {ConstS64(b, 0)}, w,
+                                                  b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64)), -1);
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  if (ret_inverse || n.op == "aten::_unique2" || n.op == "aten::_unique" || n.op == "aten::unique_consecutive") {
+    Instruction* inv = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(order, {total, 1}), {gid}, dn,
+                                 ReplaceComputation(b, PrimitiveType::S64));
+    const TensorMeta* m = c.Out(1);
+    if (m && m->sizes != Dims(inv) && Numel(m->sizes) == 0) outs.push_back(Full(b, PrimitiveType::S64, 0, m->sizes));
+    else if (m || ret_inverse) outs.push_back(b.Reshape(inv, m ? m->sizes : Dims(x)));
+  }
+  if (ret_counts || n.op == "aten::_unique2" || n.op == "aten::unique_consecutive") {
+    Instruction* counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(gid, {total, 1}),
+                                    {Full(b, PrimitiveType::S64, 1, {total})}, dn,
+                                    b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+    const TensorMeta* m = c.Out(outs.size());
+    if (m && Numel(m->sizes) == 0 && !ret_counts) outs.push_back(Full(b, PrimitiveType::S64, 0, m->sizes));
+    else if (m || ret_counts) outs.push_back(b.SetDimensionSize(counts, count, 0));
+  }
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, outs));
+  op.dynamic_shape = true;
+  op.note = fmt::format("number of unique values depends on the data; bounded by {}", total);
+  return op;
+}
+
+Expected<LoweredOp> Take(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 1));
+  int64_t total = x->shape.elements();
+  int64_t cnt = idx->shape.elements();
+  Instruction* wi = WrapIndex(b, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt}), total);
+  return Done(c, {b.Reshape(Gather1d(b, b.Reshape(x, {total}), wi), Dims(idx))});
+}
+
+Expected<LoweredOp> OneHot(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  const TensorMeta* out = c.Out(0);
+  if (!out) return Bad(c, "the number of classes comes from the recorded output");
+  std::vector<int64_t> od = out->sizes;
+  std::vector<int64_t> map;
+  for (int64_t i = 0; i < x->shape.rank(); ++i) map.push_back(i);
+  Instruction* xb = b.Broadcast(b.Convert(x, PrimitiveType::S64), od, map);
+  Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, od), static_cast<int64_t>(od.size()) - 1);
+  return Done(c, {b.Convert(b.Compare(xb, io, ComparisonDirection::kEq), out->dtype)});
+}
+
+}  // namespace opprobe::analyzer::lowering

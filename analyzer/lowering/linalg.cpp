@@ -1,0 +1,254 @@
+// Matrix products lower to `dot` with explicit dimension numbers (torch_xla CreateMatMul / JAX
+// dot_general): mm contracts {1}x{0}, bmm adds batch dims {0}x{0}; addmm/baddbmm/linear add the
+// broadcast bias.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "analyzer/lowering/ops.h"
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+hlo::DotDimensionNumbers Dn(std::vector<int64_t> lc, std::vector<int64_t> rc, std::vector<int64_t> lb = {},
+                            std::vector<int64_t> rb = {}) {
+  hlo::DotDimensionNumbers d;
+  d.lhs_contracting_dimensions = std::move(lc);
+  d.rhs_contracting_dimensions = std::move(rc);
+  d.lhs_batch_dimensions = std::move(lb);
+  d.rhs_batch_dimensions = std::move(rb);
+  return d;
+}
+
+// beta * self + alpha * product, self broadcast to the product's dims.
+Expected<Instruction*> AddBias(const Ctx& c, Instruction* prod, PrimitiveType t) {
+  Builder& b = c.b;
+  double alpha = c.Double("alpha", 4, 1), beta = c.Double("beta", 3, 1);
+  Instruction* r = alpha == 1 ? prod : MulScalar(b, prod, alpha);
+  if (beta == 0) return r;  // torch ignores self (even NaN) when beta == 0
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * self, c.Operand("self", 0, t, Dims(prod)));
+  if (beta != 1) self = MulScalar(b, self, beta);
+  return Add(b, self, r);
+}
+
+}  // namespace
+
+Expected<LoweredOp> Mm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("mat2", 1));
+  if (x->shape.rank() != 2 || y->shape.rank() != 2) return Bad(c, "mm needs 2-d operands");
+  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+  return Done(c, {b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}))});
+}
+
+Expected<LoweredOp> Bmm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("mat2", 1));
+  if (x->shape.rank() != 3 || y->shape.rank() != 3) return Bad(c, "bmm needs 3-d operands");
+  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+  return Done(c, {b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}))});
+}
+
+Expected<LoweredOp> Addmm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("mat1", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("mat2", 2));
+  if (x->shape.rank() != 2 || y->shape.rank() != 2) return Bad(c, "addmm needs 2-d operands");
+  PrimitiveType t = c.OutType(0, x->shape.element_type());
+  Instruction* d = b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(c, d, t));
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> Baddbmm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("batch1", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("batch2", 2));
+  PrimitiveType t = c.OutType(0, x->shape.element_type());
+  Instruction* d = n.op == "aten::addbmm"
+                       ? ReduceSum(b, b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0})), {0})
+                       : b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(c, d, t));
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> Addmv(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  Instruction* x = c.T("mat", 1);
+  Instruction* y = c.T("vec", 2);
+  Instruction* d = nullptr;
+  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
+  if (x && y) {
+    d = b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}));
+  } else {  // addr: outer product of vec1, vec2
+    Instruction* v1 = c.T("vec1", 1);
+    Instruction* v2 = c.T("vec2", 2);
+    if (!v1 || !v2) return Bad(c, "needs mat/vec or vec1/vec2");
+    d = b.Dot(b.Convert(v1, t), b.Convert(v2, t), Dn({}, {}));
+  }
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(c, d, t));
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> Dot(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  Instruction* y = c.T("tensor", 1);
+  if (!y) y = c.T("vec", 1);
+  if (!y) y = c.T("vec2", 1);
+  if (!y) y = c.T("other", 1);
+  if (!y) return Bad(c, "needs a second operand");
+  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+  x = b.Convert(x, t);
+  y = b.Convert(y, t);
+  if (n.op == "aten::outer" || n.op == "aten::ger") return Done(c, {b.Dot(x, y, Dn({}, {}))});
+  if (n.op == "aten::mv") return Done(c, {b.Dot(x, y, Dn({1}, {0}))});
+  if (n.op == "aten::vdot" && hlo::IsComplex(t))
+    x = b.Complex(b.Real(x), b.Unary(Opcode::kNegate, b.Imag(x)));
+  return Done(c, {b.Dot(x, y, Dn({0}, {0}))});
+}
+
+namespace {
+// torch.matmul semantics over dot_general: 1-d operands get a unit dim that is removed after.
+Expected<Instruction*> MatmulOf(const Ctx& c, Instruction* x, Instruction* y, PrimitiveType t) {
+  Builder& b = c.b;
+  x = b.Convert(x, t);
+  y = b.Convert(y, t);
+  int64_t rx = x->shape.rank(), ry = y->shape.rank();
+  if (rx == 0 || ry == 0) return Bad(c, "matmul of a 0-d tensor");
+  if (rx == 1 && ry == 1) return b.Dot(x, y, Dn({0}, {0}));
+  if (rx == 2 && ry == 1) return b.Dot(x, y, Dn({1}, {0}));
+  if (rx == 1 && ry == 2) return b.Dot(x, y, Dn({0}, {0}));
+  if (rx == 2 && ry == 2) return b.Dot(x, y, Dn({1}, {0}));
+  bool x_vec = rx == 1, y_vec = ry == 1;
+  if (x_vec) x = b.Reshape(x, {1, Dims(x)[0]});
+  if (y_vec) y = b.Reshape(y, {Dims(y)[0], 1});
+  std::vector<int64_t> xd = Dims(x), yd = Dims(y);
+  std::vector<int64_t> xb(xd.begin(), xd.end() - 2), yb(yd.begin(), yd.end() - 2);
+  std::vector<int64_t> batch = BroadcastShapes(xb, yb);
+  std::vector<int64_t> xf = batch, yf = batch;
+  xf.insert(xf.end(), xd.end() - 2, xd.end());
+  yf.insert(yf.end(), yd.end() - 2, yd.end());
+  x = b.BroadcastTo(x, xf);
+  y = b.BroadcastTo(y, yf);
+  int64_t nb = static_cast<int64_t>(batch.size());
+  std::vector<int64_t> bd(static_cast<size_t>(nb));
+  std::iota(bd.begin(), bd.end(), 0);
+  Instruction* d = b.Dot(x, y, Dn({nb + 1}, {nb}, bd, bd));
+  std::vector<int64_t> out = batch;
+  if (!x_vec) out.push_back(xd[xd.size() - 2]);
+  if (!y_vec) out.push_back(yd.back());
+  return b.Reshape(d, out);
+}
+}  // namespace
+
+Expected<LoweredOp> Matmul(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("other", 1));
+  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, MatmulOf(c, x, y, t));
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> Linear(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 1));
+  PrimitiveType t = c.OutType(0, x->shape.element_type());
+  x = b.Convert(x, t);
+  w = b.Convert(w, t);
+  int64_t rx = x->shape.rank();
+  Instruction* d = w->shape.rank() == 1 ? b.Dot(x, w, Dn({rx - 1}, {0})) : b.Dot(x, w, Dn({rx - 1}, {1}));
+  if (Instruction* bias = c.T("bias", 2)) d = Add(b, d, Bcast(b, b.Convert(bias, t), Dims(d)));
+  return Done(c, {d});
+}
+
+Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  std::string eq = c.Str("equation", 0);
+  std::vector<Instruction*> xs = c.TList("tensors", 1);
+  std::string lhs = eq.substr(0, eq.find("->"));
+  std::string rhs = eq.find("->") == std::string::npos ? "" : eq.substr(eq.find("->") + 2);
+  auto strip = [](std::string s) {
+    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+    return s;
+  };
+  lhs = strip(lhs);
+  rhs = strip(rhs);
+  if (lhs.find("...") != std::string::npos) return Bad(c, "einsum with ellipsis");
+  std::vector<std::string> subs;
+  size_t start = 0;
+  for (size_t i = 0; i <= lhs.size(); ++i)
+    if (i == lhs.size() || lhs[i] == ',') {
+      subs.push_back(lhs.substr(start, i - start));
+      start = i + 1;
+    }
+  if (subs.size() != xs.size() || xs.empty() || xs.size() > 2) return Bad(c, "einsum over 1 or 2 operands only");
+  PrimitiveType t = c.OutType(0, xs[0]->shape.element_type());
+  if (eq.find("->") == std::string::npos) {
+    std::string all;
+    for (auto& s : subs) all += s;
+    std::string out;
+    for (char ch : all)
+      if (std::count(all.begin(), all.end(), ch) == 1 && out.find(ch) == std::string::npos) out += ch;
+    std::sort(out.begin(), out.end());
+    rhs = out;
+  }
+  // One operand: sum out the labels not in rhs, then transpose.
+  auto reduce_missing = [&](Instruction* x, std::string& s, const std::string& keep) {
+    std::vector<int64_t> dims;
+    std::string kept;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (keep.find(s[i]) == std::string::npos) dims.push_back(static_cast<int64_t>(i));
+      else kept += s[i];
+    }
+    if (!dims.empty()) x = ReduceSum(b, x, dims);
+    s = kept;
+    return x;
+  };
+  for (auto& s : subs)
+    for (char ch : s)
+      if (std::count(s.begin(), s.end(), ch) > 1) return Bad(c, "einsum with repeated labels (diagonals)");
+  Instruction* r;
+  std::string cur;
+  if (xs.size() == 1) {
+    cur = subs[0];
+    r = reduce_missing(b.Convert(xs[0], t), cur, rhs);
+  } else {
+    std::string a = subs[0], bb = subs[1];
+    Instruction* x = b.Convert(xs[0], t);
+    Instruction* y = b.Convert(xs[1], t);
+    // Labels only in one operand and not in the output are summed first.
+    x = reduce_missing(x, a, bb + rhs);
+    y = reduce_missing(y, bb, a + rhs);
+    hlo::DotDimensionNumbers dn;
+    std::string batch, contract;
+    for (char ch : a)
+      if (bb.find(ch) != std::string::npos) (rhs.find(ch) != std::string::npos ? batch : contract) += ch;
+    for (char ch : batch) {
+      dn.lhs_batch_dimensions.push_back(static_cast<int64_t>(a.find(ch)));
+      dn.rhs_batch_dimensions.push_back(static_cast<int64_t>(bb.find(ch)));
+    }
+    for (char ch : contract) {
+      dn.lhs_contracting_dimensions.push_back(static_cast<int64_t>(a.find(ch)));
+      dn.rhs_contracting_dimensions.push_back(static_cast<int64_t>(bb.find(ch)));
+    }
+    r = b.Dot(x, y, dn);
+    cur = batch;
+    for (char ch : a)
+      if (batch.find(ch) == std::string::npos && contract.find(ch) == std::string::npos) cur += ch;
+    for (char ch : bb)
+      if (batch.find(ch) == std::string::npos && contract.find(ch) == std::string::npos) cur += ch;
+  }
+  if (cur.size() != rhs.size()) return Bad(c, "einsum output labels not covered");
+  std::vector<int64_t> perm;
+  for (char ch : rhs) perm.push_back(static_cast<int64_t>(cur.find(ch)));
+  if (!perm.empty()) r = b.Transpose(r, perm);
+  return Done(c, {r});
+}
+
+}  // namespace opprobe::analyzer::lowering

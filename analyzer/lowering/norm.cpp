@@ -1,0 +1,270 @@
+// Normalizations as reductions (torchax / ATen's math kernels): mean and biased variance by
+// reduce-add, rsqrt, multiply/add; backward ops from the same statistics. f16/bf16 inputs
+// accumulate in f32 like ATen's CPU kernels.
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "analyzer/lowering/ops.h"
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+PrimitiveType AccType(PrimitiveType t) {
+  return t == PrimitiveType::F16 || t == PrimitiveType::BF16 ? PrimitiveType::F32 : FloatType(t);
+}
+
+// Channel vector (C) broadcast along dim 1 of `dims` (or a constant when absent).
+Instruction* PerChannel(Builder& b, Instruction* v, PrimitiveType t, const std::vector<int64_t>& dims, double def,
+                        int64_t channel_dim = 1) {
+  if (!v) return Full(b, t, def, dims);
+  return b.Broadcast(b.Convert(v, t), dims, {channel_dim});
+}
+
+// An output value shaped like the node's output `i` (empty tensors for unused statistics).
+Instruction* Shaped(const Ctx& c, size_t i, Instruction* v) {
+  const TensorMeta* m = c.Out(i);
+  if (!m) return v;
+  if (m->sizes != Dims(v) && Numel(m->sizes) == 0) return Full(c.b, m->dtype, 0, m->sizes);
+  return c.b.Convert(m->sizes == Dims(v) ? v : c.b.Reshape(v, m->sizes), m->dtype);
+}
+
+}  // namespace
+
+Expected<LoweredOp> BatchNorm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
+  Instruction* w = c.T("weight", 1);
+  Instruction* bias = c.T("bias", 2);
+  Instruction* rm = c.T("running_mean", 3);
+  Instruction* rv = c.T("running_var", 4);
+  bool training = n.op == "aten::_native_batch_norm_legit_no_training" ? false : c.Bool("training", 5, true);
+  if (n.op == "aten::_native_batch_norm_legit" && n.overload == "no_stats") training = true;
+  double eps = c.Double("eps", 7, 1e-5);
+  PrimitiveType in_t = x0->shape.element_type();
+  PrimitiveType t = AccType(in_t);
+  Instruction* x = b.Convert(x0, t);
+  std::vector<int64_t> dims = Dims(x);
+  if (dims.size() < 2) return Bad(c, "needs at least 2 dims");
+  std::vector<int64_t> red = {0};
+  for (size_t i = 2; i < dims.size(); ++i) red.push_back(static_cast<int64_t>(i));
+  double count = static_cast<double>(Numel(dims) / dims[1]);
+  Instruction *mean, *invstd;
+  if (training || !rm || !rv) {
+    mean = MulScalar(b, ReduceSum(b, x, red), 1.0 / count);
+    Instruction* centered = Sub(b, x, b.Broadcast(mean, dims, {1}));
+    Instruction* var = MulScalar(b, ReduceSum(b, Mul(b, centered, centered), red), 1.0 / count);
+    invstd = b.Unary(Opcode::kRsqrt, AddScalar(b, var, eps));
+  } else {
+    mean = b.Convert(rm, t);
+    invstd = b.Unary(Opcode::kRsqrt, AddScalar(b, b.Convert(rv, t), eps));
+  }
+  Instruction* y = Mul(b, Sub(b, x, b.Broadcast(mean, dims, {1})), b.Broadcast(invstd, dims, {1}));
+  if (w) y = Mul(b, y, PerChannel(b, w, t, dims, 1));
+  if (bias) y = Add(b, y, PerChannel(b, bias, t, dims, 0));
+  std::vector<Instruction*> outs = {b.Convert(y, in_t)};
+  outs.push_back(Shaped(c, 1, mean));
+  outs.push_back(Shaped(c, 2, invstd));
+  if (n.op == "aten::_native_batch_norm_legit_functional") {
+    // also returns the updated running statistics
+    double momentum = c.Double("momentum", 6, 0.1);
+    if (!rm || !rv) return Bad(c, "needs running statistics");
+    Instruction* nm = Add(b, MulScalar(b, b.Convert(rm, t), 1 - momentum), MulScalar(b, mean, momentum));
+    double unbias = count > 1 ? count / (count - 1) : 1;
+    Instruction* var = Sub(b, Div(b, FullLike(b, invstd, 1), Mul(b, invstd, invstd)), FullLike(b, invstd, eps));
+    Instruction* nv = Add(b, MulScalar(b, b.Convert(rv, t), 1 - momentum), MulScalar(b, var, momentum * unbias));
+    outs.push_back(Shaped(c, 3, nm));
+    outs.push_back(Shaped(c, 4, nv));
+  }
+  return Done(c, outs);
+}
+
+Expected<LoweredOp> BatchNormBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 1));
+  Instruction* w = c.T("weight", 2);
+  Instruction* rm = c.T("running_mean", 3);
+  Instruction* rv = c.T("running_var", 4);
+  Instruction* sm = c.T("save_mean", 5);
+  Instruction* si = c.T("save_invstd", 6);
+  bool train = c.Bool("train", 7, true);
+  double eps = c.Double("eps", 8, 1e-5);
+  std::vector<bool> mask = c.Bools("output_mask", 9, {true, true, true});
+  PrimitiveType in_t = x0->shape.element_type();
+  PrimitiveType t = AccType(in_t);
+  Instruction* x = b.Convert(x0, t);
+  Instruction* g = b.Convert(g0, t);
+  std::vector<int64_t> dims = Dims(x);
+  if (dims.size() < 2) return Bad(c, "needs at least 2 dims");
+  std::vector<int64_t> red = {0};
+  for (size_t i = 2; i < dims.size(); ++i) red.push_back(static_cast<int64_t>(i));
+  double count = static_cast<double>(Numel(dims) / dims[1]);
+  Instruction *mean, *invstd;
+  if (train) {
+    if (!sm || !si) return Bad(c, "training backward needs save_mean and save_invstd");
+    mean = b.Convert(sm, t);
+    invstd = b.Convert(si, t);
+  } else {
+    if (!rm || !rv) return Bad(c, "eval backward needs running statistics");
+    mean = b.Convert(rm, t);
+    invstd = b.Unary(Opcode::kRsqrt, AddScalar(b, b.Convert(rv, t), eps));
+  }
+  Instruction* xhat = Mul(b, Sub(b, x, b.Broadcast(mean, dims, {1})), b.Broadcast(invstd, dims, {1}));
+  Instruction* sum_g = ReduceSum(b, g, red);
+  Instruction* sum_gx = ReduceSum(b, Mul(b, g, xhat), red);
+  Instruction* wv = w ? b.Convert(w, t) : Full(b, t, 1, {dims[1]});
+  std::vector<Instruction*> outs;
+  if (mask.size() > 0 && mask[0]) {
+    Instruction* scale = Mul(b, wv, invstd);  // [C]
+    Instruction* gi;
+    if (train) {
+      // w * invstd * (g - sum_g/N - xhat * sum_gx/N)
+      Instruction* mg = b.Broadcast(MulScalar(b, sum_g, 1.0 / count), dims, {1});
+      Instruction* mgx = b.Broadcast(MulScalar(b, sum_gx, 1.0 / count), dims, {1});
+      gi = Mul(b, b.Broadcast(scale, dims, {1}), Sub(b, Sub(b, g, mg), Mul(b, xhat, mgx)));
+    } else {
+      gi = Mul(b, g, b.Broadcast(scale, dims, {1}));
+    }
+    outs.push_back(b.Convert(gi, in_t));
+  }
+  if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(sum_gx, c.OutType(outs.size(), t)));
+  if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(sum_g, c.OutType(outs.size(), t)));
+  return Done(c, outs);
+}
+
+Expected<LoweredOp> LayerNorm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
+  std::vector<int64_t> norm_shape = c.Ints("normalized_shape", 1);
+  Instruction* w = c.T("weight", 2);
+  Instruction* bias = c.T("bias", 3);
+  double eps = c.Double("eps", 4, 1e-5);
+  PrimitiveType in_t = x0->shape.element_type();
+  PrimitiveType t = AccType(in_t);
+  Instruction* x = b.Convert(x0, t);
+  std::vector<int64_t> dims = Dims(x);
+  int64_t axis = static_cast<int64_t>(dims.size()) - static_cast<int64_t>(norm_shape.size());
+  if (axis < 0) return Bad(c, "normalized_shape longer than the input rank");
+  std::vector<int64_t> red, keep;
+  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) (i >= axis ? red : keep).push_back(i);
+  double count = static_cast<double>(Numel(norm_shape));
+  Instruction* mean = MulScalar(b, ReduceSum(b, x, red), 1.0 / count);
+  Instruction* centered = Sub(b, x, b.Broadcast(mean, dims, keep));
+  Instruction* var = MulScalar(b, ReduceSum(b, Mul(b, centered, centered), red), 1.0 / count);
+  Instruction* rstd = b.Unary(Opcode::kRsqrt, AddScalar(b, var, eps));
+  Instruction* y = Mul(b, centered, b.Broadcast(rstd, dims, keep));
+  if (w) y = Mul(b, y, b.Broadcast(b.Convert(w, t), dims, red));
+  if (bias) y = Add(b, y, b.Broadcast(b.Convert(bias, t), dims, red));
+  std::vector<int64_t> stat_dims = KeepDims(dims, red);
+  std::vector<Instruction*> outs = {b.Convert(y, in_t)};
+  if (c.node.outputs.size() > 1 || c.node.outputs.empty()) {
+    outs.push_back(Shaped(c, 1, b.Reshape(mean, stat_dims)));
+    outs.push_back(Shaped(c, 2, b.Reshape(rstd, stat_dims)));
+  }
+  return Done(c, outs);
+}
+
+Expected<LoweredOp> LayerNormBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 1));
+  std::vector<int64_t> norm_shape = c.Ints("normalized_shape", 2);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * mean0, c.Req("mean", 3));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rstd0, c.Req("rstd", 4));
+  Instruction* w = c.T("weight", 5);
+  std::vector<bool> mask = c.Bools("output_mask", 7, {true, true, true});
+  PrimitiveType in_t = x0->shape.element_type();
+  PrimitiveType t = AccType(in_t);
+  Instruction* x = b.Convert(x0, t);
+  Instruction* g = b.Convert(g0, t);
+  std::vector<int64_t> dims = Dims(x);
+  int64_t axis = static_cast<int64_t>(dims.size()) - static_cast<int64_t>(norm_shape.size());
+  if (axis < 0) return Bad(c, "normalized_shape longer than the input rank");
+  std::vector<int64_t> red, keep;
+  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) (i >= axis ? red : keep).push_back(i);
+  std::vector<int64_t> kdims;
+  for (int64_t k : keep) kdims.push_back(dims[static_cast<size_t>(k)]);
+  Instruction* mean = b.Broadcast(b.Reshape(b.Convert(mean0, t), kdims), dims, keep);
+  Instruction* rstd = b.Broadcast(b.Reshape(b.Convert(rstd0, t), kdims), dims, keep);
+  Instruction* xhat = Mul(b, Sub(b, x, mean), rstd);
+  std::vector<Instruction*> outs;
+  double count = static_cast<double>(Numel(norm_shape));
+  if (mask[0]) {
+    Instruction* wg = w ? Mul(b, g, b.Broadcast(b.Convert(w, t), dims, red)) : g;
+    Instruction* s1 = BcastBack(b, ReduceSum(b, wg, red), dims, red);
+    Instruction* s2 = BcastBack(b, ReduceSum(b, Mul(b, wg, xhat), red), dims, red);
+    // rstd/N * (N*wg - s1 - xhat*s2)
+    Instruction* inner = Sub(b, Sub(b, MulScalar(b, wg, count), s1), Mul(b, xhat, s2));
+    outs.push_back(b.Convert(MulScalar(b, Mul(b, rstd, inner), 1.0 / count), in_t));
+  }
+  if (mask.size() > 1 && mask[1]) {
+    if (w) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat), keep), c.OutType(outs.size(), t)));
+  }
+  if (mask.size() > 2 && mask[2]) {
+    if (c.T("bias", 6) || c.Out(outs.size())) outs.push_back(b.Convert(ReduceSum(b, g, keep), c.OutType(outs.size(), t)));
+  }
+  return Done(c, outs);
+}
+
+Expected<LoweredOp> GroupNorm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
+  Instruction* w = c.T("weight", 1);
+  Instruction* bias = c.T("bias", 2);
+  int64_t N = c.Int("N", 3, 0), C = c.Int("C", 4, 0), HxW = c.Int("HxW", 5, 0), G = c.Int("group", 6, 1);
+  double eps = c.Double("eps", 7, 1e-5);
+  if (G <= 0 || C % G != 0) return Bad(c, "C must be divisible by group");
+  PrimitiveType in_t = x0->shape.element_type();
+  PrimitiveType t = AccType(in_t);
+  Instruction* x = b.Reshape(b.Convert(x0, t), {N, G, C / G * HxW});
+  std::vector<int64_t> gd = Dims(x);
+  double count = static_cast<double>(C / G * HxW);
+  Instruction* mean = MulScalar(b, ReduceSum(b, x, {2}), 1.0 / count);
+  Instruction* centered = Sub(b, x, b.Broadcast(mean, gd, {0, 1}));
+  Instruction* var = MulScalar(b, ReduceSum(b, Mul(b, centered, centered), {2}), 1.0 / count);
+  Instruction* rstd = b.Unary(Opcode::kRsqrt, AddScalar(b, var, eps));
+  Instruction* y = b.Reshape(Mul(b, centered, b.Broadcast(rstd, gd, {0, 1})), {N, C, HxW});
+  std::vector<int64_t> yd = {N, C, HxW};
+  if (w) y = Mul(b, y, b.Broadcast(b.Convert(w, t), yd, {1}));
+  if (bias) y = Add(b, y, b.Broadcast(b.Convert(bias, t), yd, {1}));
+  y = b.Reshape(y, Dims(x0));
+  return Done(c, {b.Convert(y, in_t), Shaped(c, 1, mean), Shaped(c, 2, rstd)});
+}
+
+Expected<LoweredOp> GroupNormBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * mean0, c.Req("mean", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rstd0, c.Req("rstd", 3));
+  Instruction* w = c.T("weight", 4);
+  int64_t N = c.Int("N", 5, 0), C = c.Int("C", 6, 0), HxW = c.Int("HxW", 7, 0), G = c.Int("group", 8, 1);
+  std::vector<bool> mask = c.Bools("output_mask", 9, {true, true, true});
+  if (G <= 0 || C % G != 0) return Bad(c, "C must be divisible by group");
+  PrimitiveType in_t = x0->shape.element_type();
+  PrimitiveType t = AccType(in_t);
+  int64_t D = C / G * HxW;
+  std::vector<int64_t> cd = {N, C, HxW}, gd = {N, G, D};
+  Instruction* x = b.Reshape(b.Convert(x0, t), gd);
+  Instruction* g = b.Reshape(b.Convert(g0, t), cd);
+  Instruction* mean = b.Broadcast(b.Reshape(b.Convert(mean0, t), {N, G}), gd, {0, 1});
+  Instruction* rstd = b.Broadcast(b.Reshape(b.Convert(rstd0, t), {N, G}), gd, {0, 1});
+  Instruction* xhat = Mul(b, Sub(b, x, mean), rstd);  // [N, G, D]
+  Instruction* xhat_c = b.Reshape(xhat, cd);
+  std::vector<Instruction*> outs;
+  if (mask[0]) {
+    Instruction* wg = w ? Mul(b, g, b.Broadcast(b.Convert(w, t), cd, {1})) : g;
+    wg = b.Reshape(wg, gd);
+    Instruction* s1 = b.Broadcast(ReduceSum(b, wg, {2}), gd, {0, 1});
+    Instruction* s2 = b.Broadcast(ReduceSum(b, Mul(b, wg, xhat), {2}), gd, {0, 1});
+    Instruction* inner = Sub(b, Sub(b, MulScalar(b, wg, static_cast<double>(D)), s1), Mul(b, xhat, s2));
+    Instruction* gi = MulScalar(b, Mul(b, rstd, inner), 1.0 / static_cast<double>(D));
+    outs.push_back(b.Convert(b.Reshape(gi, Dims(x0)), in_t));
+  }
+  if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat_c), {0, 2}), c.OutType(outs.size(), t)));
+  if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(ReduceSum(b, g, {0, 2}), c.OutType(outs.size(), t)));
+  return Done(c, outs);
+}
+
+}  // namespace opprobe::analyzer::lowering

@@ -1,0 +1,194 @@
+// Declarations of every lowering function, by family (one .cpp per family). table.cpp registers
+// them in the one sorted table.
+#pragma once
+
+#include "analyzer/lowering/helpers.h"
+
+namespace opprobe::analyzer::lowering {
+
+using Fn = LoweringFn;
+
+// elementwise.cpp
+Fn Unary(const std::string& op);     // abs, exp, relu, sigmoid, gelu, ... (by aten base name)
+// The body of a float/same-type unary op over x (nullptr when `op` has none).
+Instruction* ApplyUnary(Builder& b, const std::string& op, Instruction* x);
+Fn Binary(const std::string& op);    // add, sub, mul, div, pow, maximum, atan2, bitwise_*, ...
+Fn Compare(ComparisonDirection d);   // eq, ne, lt, le, gt, ge
+Fn Logical(Opcode op);               // logical_and/or/xor (kAnd/kOr/kXor)
+Expected<LoweredOp> Where(const Node&, Builder&);
+Expected<LoweredOp> Clamp(const Node&, Builder&);
+Expected<LoweredOp> ThresholdBackward(const Node&, Builder&);
+Expected<LoweredOp> Threshold(const Node&, Builder&);
+Fn ActivationBackward(const std::string& op);  // tanh_backward, sigmoid_backward, gelu_backward, ...
+Expected<LoweredOp> Lerp(const Node&, Builder&);
+Expected<LoweredOp> Addcmul(const Node&, Builder&);
+Expected<LoweredOp> Addcdiv(const Node&, Builder&);
+Expected<LoweredOp> ToCopy(const Node&, Builder&);   // _to_copy, to.dtype, type_as, ...
+Expected<LoweredOp> Copy(const Node&, Builder&);     // copy_, copy
+Expected<LoweredOp> NanToNum(const Node&, Builder&);
+Expected<LoweredOp> LeakyRelu(const Node&, Builder&);
+Expected<LoweredOp> Hardtanh(const Node&, Builder&);
+Expected<LoweredOp> Elu(const Node&, Builder&);
+Expected<LoweredOp> Softplus(const Node&, Builder&);
+Expected<LoweredOp> Gelu(const Node&, Builder&);
+Expected<LoweredOp> Polar(const Node&, Builder&);
+Expected<LoweredOp> ComplexOp(const Node&, Builder&);
+
+// shape.cpp
+Expected<LoweredOp> Identity(const Node&, Builder&);   // detach, alias, lift_fresh, clone, contiguous, ...
+Expected<LoweredOp> View(const Node&, Builder&);       // view, reshape, _reshape_alias, _unsafe_view
+Expected<LoweredOp> Expand(const Node&, Builder&);
+Expected<LoweredOp> Permute(const Node&, Builder&);
+Expected<LoweredOp> TransposeOp(const Node&, Builder&);  // transpose.int, t, swapaxes, numpy_T
+Expected<LoweredOp> Squeeze(const Node&, Builder&);
+Expected<LoweredOp> Unsqueeze(const Node&, Builder&);
+Expected<LoweredOp> SliceOp(const Node&, Builder&);
+Expected<LoweredOp> Select(const Node&, Builder&);
+Expected<LoweredOp> Cat(const Node&, Builder&);
+Expected<LoweredOp> Stack(const Node&, Builder&);
+Expected<LoweredOp> Split(const Node&, Builder&);      // split, split_with_sizes, unbind, chunk
+Expected<LoweredOp> Flip(const Node&, Builder&);
+Expected<LoweredOp> Roll(const Node&, Builder&);
+Expected<LoweredOp> Repeat(const Node&, Builder&);
+Expected<LoweredOp> ConstantPad(const Node&, Builder&);
+Expected<LoweredOp> ReflectionPad(const Node&, Builder&);
+Expected<LoweredOp> ReplicationPad(const Node&, Builder&);
+Expected<LoweredOp> Diagonal(const Node&, Builder&);
+Expected<LoweredOp> AsStrided(const Node&, Builder&);
+Expected<LoweredOp> SliceScatter(const Node&, Builder&);
+Expected<LoweredOp> SelectScatter(const Node&, Builder&);
+Expected<LoweredOp> DiagonalScatter(const Node&, Builder&);
+Expected<LoweredOp> Tril(const Node&, Builder&);
+Expected<LoweredOp> Triu(const Node&, Builder&);
+Expected<LoweredOp> PixelShuffle(const Node&, Builder&);
+Expected<LoweredOp> PixelUnshuffle(const Node&, Builder&);
+Expected<LoweredOp> Unfold(const Node&, Builder&);
+Expected<LoweredOp> SymSize(const Node&, Builder&);
+Expected<LoweredOp> ViewAsReal(const Node&, Builder&);
+Expected<LoweredOp> ViewAsComplex(const Node&, Builder&);
+Expected<LoweredOp> Resize(const Node&, Builder&);
+
+// factory.cpp
+Expected<LoweredOp> FullOutput(const Node&, Builder&);  // zeros, ones, empty, full, *_like, new_*, fill, zero_
+Expected<LoweredOp> Arange(const Node&, Builder&);
+Expected<LoweredOp> Linspace(const Node&, Builder&);
+Expected<LoweredOp> Eye(const Node&, Builder&);
+Expected<LoweredOp> ScalarTensor(const Node&, Builder&);
+Expected<LoweredOp> LocalScalarDense(const Node&, Builder&);
+
+// random.cpp
+Expected<LoweredOp> RandUniform(const Node&, Builder&);  // rand, rand_like, uniform_, uniform
+Expected<LoweredOp> RandNormal(const Node&, Builder&);   // randn, randn_like, normal_, normal
+Expected<LoweredOp> RandInt(const Node&, Builder&);      // randint, random_
+Expected<LoweredOp> Bernoulli(const Node&, Builder&);
+Expected<LoweredOp> NativeDropout(const Node&, Builder&);
+Expected<LoweredOp> NativeDropoutBackward(const Node&, Builder&);
+Expected<LoweredOp> Randperm(const Node&, Builder&);
+Expected<LoweredOp> Multinomial(const Node&, Builder&);
+
+// linalg.cpp
+Expected<LoweredOp> Mm(const Node&, Builder&);
+Expected<LoweredOp> Bmm(const Node&, Builder&);
+Expected<LoweredOp> Addmm(const Node&, Builder&);
+Expected<LoweredOp> Baddbmm(const Node&, Builder&);
+Expected<LoweredOp> Addmv(const Node&, Builder&);
+Expected<LoweredOp> Matmul(const Node&, Builder&);
+Expected<LoweredOp> Linear(const Node&, Builder&);
+Expected<LoweredOp> Dot(const Node&, Builder&);   // dot, vdot, mv, outer
+Expected<LoweredOp> Einsum(const Node&, Builder&);
+
+// conv.cpp
+Expected<LoweredOp> Convolution(const Node&, Builder&);
+Expected<LoweredOp> ConvolutionBackward(const Node&, Builder&);
+Expected<LoweredOp> ConvNd(const Node&, Builder&);  // conv1d/2d/3d, conv_transpose*, _convolution
+
+// pooling.cpp (upsampling, im2col/col2im, grid sampling, cdist and embedding_bag: sampling.cpp)
+Expected<LoweredOp> MaxPoolWithIndices(const Node&, Builder&);
+Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node&, Builder&);
+Expected<LoweredOp> MaxPool(const Node&, Builder&);  // max_pool1d/2d/3d without indices
+Expected<LoweredOp> AvgPool(const Node&, Builder&);
+Expected<LoweredOp> AvgPoolBackward(const Node&, Builder&);
+Expected<LoweredOp> AdaptiveAvgPool(const Node&, Builder&);
+Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node&, Builder&);
+Expected<LoweredOp> AdaptiveMaxPool(const Node&, Builder&);
+Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node&, Builder&);
+Expected<LoweredOp> Upsample(const Node&, Builder&);
+Expected<LoweredOp> UpsampleBackward(const Node&, Builder&);
+Expected<LoweredOp> Im2Col(const Node&, Builder&);
+Expected<LoweredOp> Col2Im(const Node&, Builder&);
+Expected<LoweredOp> GridSampler2d(const Node&, Builder&);
+Expected<LoweredOp> Cdist(const Node&, Builder&);
+Expected<LoweredOp> Pdist(const Node&, Builder&);
+// Contracts dim `d` of x with a constant [in, out] matrix, keeping the dim's position (sampling.cpp).
+Instruction* ContractDim(Builder& b, Instruction* x, int64_t d, hlo::Literal m);
+
+// reduction.cpp
+Fn ReduceOp(const std::string& op);  // sum, mean, prod, amax, amin, any, all, max, min, logsumexp, norm, ...
+Expected<LoweredOp> VarStd(const Node&, Builder&);  // var, std, var_mean, std_mean
+Expected<LoweredOp> ArgMinMax(const Node&, Builder&);
+Expected<LoweredOp> MinMaxDim(const Node&, Builder&);  // max.dim, min.dim
+Expected<LoweredOp> Cumulative(const Node&, Builder&);  // cumsum, cumprod, cummax, cummin, logcumsumexp
+Expected<LoweredOp> Softmax(const Node&, Builder&);
+Expected<LoweredOp> LogSoftmax(const Node&, Builder&);
+Expected<LoweredOp> SoftmaxBackward(const Node&, Builder&);
+Expected<LoweredOp> LogSoftmaxBackward(const Node&, Builder&);
+Expected<LoweredOp> Sort(const Node&, Builder&);
+Expected<LoweredOp> Topk(const Node&, Builder&);
+Expected<LoweredOp> Kthvalue(const Node&, Builder&);
+Expected<LoweredOp> CountNonzero(const Node&, Builder&);
+
+// norm.cpp
+Expected<LoweredOp> BatchNorm(const Node&, Builder&);  // native_batch_norm, _native_batch_norm_legit*
+Expected<LoweredOp> BatchNormBackward(const Node&, Builder&);
+Expected<LoweredOp> LayerNorm(const Node&, Builder&);
+Expected<LoweredOp> LayerNormBackward(const Node&, Builder&);
+Expected<LoweredOp> GroupNorm(const Node&, Builder&);
+Expected<LoweredOp> GroupNormBackward(const Node&, Builder&);
+
+// loss.cpp
+Expected<LoweredOp> MseLoss(const Node&, Builder&);
+Expected<LoweredOp> MseLossBackward(const Node&, Builder&);
+Expected<LoweredOp> NllLoss(const Node&, Builder&);
+Expected<LoweredOp> NllLossBackward(const Node&, Builder&);
+Expected<LoweredOp> L1Loss(const Node&, Builder&);
+Expected<LoweredOp> SmoothL1Loss(const Node&, Builder&);
+Expected<LoweredOp> SmoothL1LossBackward(const Node&, Builder&);
+Expected<LoweredOp> HuberLoss(const Node&, Builder&);
+Expected<LoweredOp> HuberLossBackward(const Node&, Builder&);
+Expected<LoweredOp> BinaryCrossEntropy(const Node&, Builder&);
+Expected<LoweredOp> BinaryCrossEntropyBackward(const Node&, Builder&);
+Expected<LoweredOp> BinaryCrossEntropyWithLogits(const Node&, Builder&);
+
+// indexing.cpp
+Expected<LoweredOp> Embedding(const Node&, Builder&);
+Expected<LoweredOp> EmbeddingDenseBackward(const Node&, Builder&);
+Expected<LoweredOp> IndexSelect(const Node&, Builder&);
+Expected<LoweredOp> Gather(const Node&, Builder&);
+Expected<LoweredOp> Scatter(const Node&, Builder&);  // scatter.src/value/reduce, scatter_add, scatter_reduce
+Expected<LoweredOp> Index(const Node&, Builder&);
+Expected<LoweredOp> IndexPut(const Node&, Builder&);
+Expected<LoweredOp> IndexAdd(const Node&, Builder&);
+Expected<LoweredOp> IndexCopy(const Node&, Builder&);
+Expected<LoweredOp> IndexFill(const Node&, Builder&);
+Expected<LoweredOp> MaskedFill(const Node&, Builder&);
+Expected<LoweredOp> MaskedScatter(const Node&, Builder&);
+Expected<LoweredOp> Nonzero(const Node&, Builder&);
+Expected<LoweredOp> MaskedSelect(const Node&, Builder&);
+Expected<LoweredOp> Unique(const Node&, Builder&);
+Expected<LoweredOp> Take(const Node&, Builder&);
+Expected<LoweredOp> OneHot(const Node&, Builder&);
+Expected<LoweredOp> EmbeddingBag(const Node&, Builder&);
+
+// fft.cpp
+Expected<LoweredOp> FftR2C(const Node&, Builder&);
+Expected<LoweredOp> FftC2R(const Node&, Builder&);
+Expected<LoweredOp> FftC2C(const Node&, Builder&);
+
+// optimizer.cpp
+Fn ForeachUnary(const std::string& op);
+Fn ForeachBinary(const std::string& op);
+Expected<LoweredOp> ForeachAddcmul(const Node&, Builder&);
+Expected<LoweredOp> ForeachAddcdiv(const Node&, Builder&);
+Expected<LoweredOp> ForeachZero(const Node&, Builder&);
+
+}  // namespace opprobe::analyzer::lowering

@@ -1,0 +1,436 @@
+// Pooling as XLA builds it: max-pool = `reduce-window` (max) with -inf padding; the indices of
+// max_pool*_with_indices come from a variadic reduce-window over (value, iota) with an
+// argmax reducer; the backward is `select-and-scatter` (select GE, scatter add) over the padded
+// input (torch_xla BuildMaxPoolNdBackward); avg-pool = reduce-window add / count; adaptive pools
+// with divisible sizes are plain pools.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "analyzer/lowering/ops.h"
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+std::vector<int64_t> Fill(std::vector<int64_t> v, size_t n, int64_t def) {
+  if (v.empty()) v.assign(n, def);
+  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
+  return v;
+}
+
+struct PoolParams {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  bool ceil_mode = false;
+};
+
+// Output size of one spatial dim as ATen computes it (pooling_output_shape).
+int64_t PoolOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  return out;
+}
+
+// The window over all dims of an input whose last nsp dims are spatial; high padding grows so that
+// ceil_mode windows fit.
+hlo::Window PoolWindow(const std::vector<int64_t>& dims, const PoolParams& p) {
+  size_t nsp = p.kernel.size(), lead = dims.size() - nsp;
+  hlo::Window w;
+  for (size_t i = 0; i < lead; ++i) w.dimensions.push_back({});
+  for (size_t i = 0; i < nsp; ++i) {
+    hlo::WindowDimension d;
+    d.size = p.kernel[i];
+    d.stride = p.stride[i];
+    d.window_dilation = p.dilation[i];
+    d.padding_low = p.padding[i];
+    int64_t in = dims[lead + i];
+    int64_t out = PoolOut(in, p.kernel[i], p.stride[i], p.padding[i], p.dilation[i], p.ceil_mode);
+    int64_t needed = (out - 1) * p.stride[i] + (p.kernel[i] - 1) * p.dilation[i] + 1;
+    d.padding_high = std::max<int64_t>(p.padding[i], needed - in - p.padding[i]);
+    if (!p.ceil_mode) d.padding_high = p.padding[i];
+    w.dimensions.push_back(d);
+  }
+  return w;
+}
+
+Expected<PoolParams> ReadPool(const Ctx& c, size_t nsp, size_t first, bool has_dilation) {
+  PoolParams p;
+  p.kernel = Fill(c.Ints("kernel_size", first), nsp, 1);
+  p.stride = c.Ints("stride", first + 1);
+  if (p.stride.empty()) p.stride = p.kernel;
+  p.stride = Fill(p.stride, nsp, 1);
+  p.padding = Fill(c.Ints("padding", first + 2), nsp, 0);
+  p.dilation = has_dilation ? Fill(c.Ints("dilation", first + 3), nsp, 1) : std::vector<int64_t>(nsp, 1);
+  p.ceil_mode = c.Bool("ceil_mode", first + (has_dilation ? 4 : 3), false);
+  if (p.kernel.size() != nsp || p.stride.size() != nsp || p.padding.size() != nsp || p.dilation.size() != nsp)
+    return Bad(c, "pooling parameters of the wrong length");
+  return p;
+}
+
+size_t SpatialCount(const std::string& op) {
+  if (op.find("3d") != std::string::npos) return 3;
+  if (op.find("1d") != std::string::npos) return 1;
+  return 2;
+}
+
+// (value, index) argmax reducer: keeps the larger value, the lower index on ties, NaN wins.
+Computation* ArgMaxReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max) {
+  Builder sub = b.CreateSubBuilder(is_max ? "argmax" : "argmin");
+  Instruction* v1 = sub.Parameter(0, Shape::Scalar(vt));
+  Instruction* i1 = sub.Parameter(1, Shape::Scalar(it));
+  Instruction* v2 = sub.Parameter(2, Shape::Scalar(vt));
+  Instruction* i2 = sub.Parameter(3, Shape::Scalar(it));
+  Instruction* better = sub.Compare(v1, v2, is_max ? ComparisonDirection::kGt : ComparisonDirection::kLt);
+  Instruction* eq = sub.Compare(v1, v2, ComparisonDirection::kEq);
+  Instruction* lower = sub.Compare(i1, i2, ComparisonDirection::kLt);
+  Instruction* pick = sub.Binary(Opcode::kOr, better, sub.Binary(Opcode::kAnd, eq, lower));
+  if (IsFloatish(vt)) {
+    Instruction* nan1 = sub.Compare(v1, v1, ComparisonDirection::kNe);
+    Instruction* nan2 = sub.Compare(v2, v2, ComparisonDirection::kNe);
+    // v1 NaN: take it unless v2 is an earlier NaN; v2 NaN (and v1 not): take v2.
+    Instruction* take1_nan = sub.Binary(Opcode::kAnd, nan1, sub.Binary(Opcode::kOr, sub.Unary(Opcode::kNot, nan2), lower));
+    Instruction* not2 = sub.Unary(Opcode::kNot, nan2);
+    pick = sub.Binary(Opcode::kOr, take1_nan, sub.Binary(Opcode::kAnd, not2, pick));
+  }
+  Instruction* v = sub.Select(pick, v1, v2);
+  Instruction* i = sub.Select(pick, i1, i2);
+  return sub.Finish(sub.Tuple({v, i}));
+}
+
+}  // namespace
+
+Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max) {
+  return ArgMaxReducer(b, vt, it, is_max);
+}
+
+Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  size_t nsp = SpatialCount(n.op);
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 1, true));
+  std::vector<int64_t> dims = Dims(x);
+  PrimitiveType t = x->shape.element_type();
+  hlo::Window w = PoolWindow(dims, p);
+  // Flat index over the spatial dims of each (N, C) plane.
+  size_t lead = dims.size() - nsp;
+  std::vector<int64_t> flat(dims.begin(), dims.begin() + static_cast<long>(lead));
+  int64_t plane = 1;
+  for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i];
+  flat.push_back(plane);
+  Instruction* io = b.Reshape(b.Iota(Shape::Array(PrimitiveType::S64, flat), static_cast<int64_t>(lead)), dims);
+  Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, PrimitiveType::S64)}, w,
+                                    ArgMaxReducer(b, t, PrimitiveType::S64, true));
+  return Done(c, {b.GetTupleElement(rw, 0), b.GetTupleElement(rw, 1)});
+}
+
+Expected<LoweredOp> MaxPool(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  size_t nsp = SpatialCount(n.op);
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 1, true));
+  PrimitiveType t = x->shape.element_type();
+  hlo::Window w = PoolWindow(Dims(x), p);
+  return Done(c, {b.ReduceWindow({x}, {MinValue(b, t)}, w, b.ScalarBinaryComputation(Opcode::kMaximum, t))});
+}
+
+Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  size_t nsp = SpatialCount(n.op);
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 2, true));
+  std::vector<int64_t> dims = Dims(x);
+  PrimitiveType t = x->shape.element_type();
+  size_t lead = dims.size() - nsp;
+  bool dilated = false;
+  for (int64_t d : p.dilation) dilated |= d != 1;
+  if (dilated) {
+    // select-and-scatter has no window dilation: scatter-add grad_output at the saved indices.
+    Instruction* idx = c.T("indices", 7);
+    if (!idx) return Bad(c, "dilated max-pool backward needs indices");
+    std::vector<int64_t> gd = Dims(g);
+    int64_t plane = 1, gplane = 1;
+    for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i], gplane *= gd[i];
+    int64_t planes = 1;
+    for (size_t i = 0; i < lead; ++i) planes *= dims[i];
+    // Global index = plane_number * plane + local index; scatter into a flat zero vector.
+    Instruction* local = b.Reshape(idx, {planes, gplane});
+    Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
+    Instruction* gidx = b.Reshape(Add(b, local, base), {planes * gplane, 1});
+    Instruction* upd = b.Reshape(g, {planes * gplane});
+    hlo::ScatterDimensionNumbers dn;
+    dn.inserted_window_dims = {0};
+    dn.scatter_dims_to_operand_dims = {0};
+    dn.index_vector_dim = 1;
+    Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {upd}, dn,
+                               b.ScalarBinaryComputation(Opcode::kAdd, t));
+    return Done(c, {b.Reshape(s, dims)});
+  }
+  hlo::Window w = PoolWindow(dims, p);
+  // Pad explicitly with -inf, select-and-scatter over the padded input, slice the padding off.
+  hlo::PaddingConfig cfg;
+  cfg.dimensions.resize(dims.size());
+  bool padded = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    cfg.dimensions[i].edge_padding_low = w.dimensions[i].padding_low;
+    cfg.dimensions[i].edge_padding_high = w.dimensions[i].padding_high;
+    padded |= w.dimensions[i].padding_low != 0 || w.dimensions[i].padding_high != 0;
+    w.dimensions[i].padding_low = w.dimensions[i].padding_high = 0;
+  }
+  Instruction* operand = padded ? b.Pad(x, MinValue(b, t), cfg) : x;
+  Builder sel = b.CreateSubBuilder("select");
+  Instruction* s0 = sel.Parameter(0, Shape::Scalar(t));
+  Instruction* s1 = sel.Parameter(1, Shape::Scalar(t));
+  Computation* select = sel.Finish(sel.Compare(s0, s1, ComparisonDirection::kGe));
+  Instruction* r = b.SelectAndScatter(operand, select, w, b.Convert(g, t), Scalar(b, t, 0),
+                                      b.ScalarBinaryComputation(Opcode::kAdd, t));
+  if (padded) {
+    std::vector<int64_t> starts, limits, strides(dims.size(), 1);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      starts.push_back(cfg.dimensions[i].edge_padding_low);
+      limits.push_back(cfg.dimensions[i].edge_padding_low + dims[i]);
+    }
+    r = b.Slice(r, starts, limits, strides);
+  }
+  return Done(c, {r});
+}
+
+namespace {
+// Number of non-padding (or padding-inclusive) elements under each window, as a constant-free
+// reduce-window of ones.
+Instruction* WindowCounts(Builder& b, PrimitiveType t, const std::vector<int64_t>& dims, const hlo::Window& w,
+                          const PoolParams& p, bool count_include_pad) {
+  size_t nsp = p.kernel.size(), lead = dims.size() - nsp;
+  if (count_include_pad) {
+    // Count over the input padded by `padding` (not the extra ceil-mode padding).
+    hlo::PaddingConfig cfg;
+    cfg.dimensions.resize(dims.size());
+    std::vector<int64_t> pdims = dims;
+    hlo::Window w2 = w;
+    for (size_t i = 0; i < nsp; ++i) {
+      cfg.dimensions[lead + i].edge_padding_low = p.padding[i];
+      cfg.dimensions[lead + i].edge_padding_high = p.padding[i];
+      w2.dimensions[lead + i].padding_low -= p.padding[i];
+      w2.dimensions[lead + i].padding_high -= p.padding[i];
+    }
+    Instruction* ones = b.Pad(Full(b, t, 1, dims), Scalar(b, t, 1), cfg);
+    return b.ReduceWindow({ones}, {Scalar(b, t, 0)}, w2, b.ScalarBinaryComputation(Opcode::kAdd, t));
+  }
+  return b.ReduceWindow({Full(b, t, 1, dims)}, {Scalar(b, t, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, t));
+}
+}  // namespace
+
+Expected<LoweredOp> AvgPool(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  size_t nsp = SpatialCount(n.op);
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 1, false));
+  bool include_pad = c.Bool("count_include_pad", 5, true);
+  const Value* div = c.V("divisor_override", 6);
+  PrimitiveType t = x->shape.element_type();
+  std::vector<int64_t> dims = Dims(x);
+  hlo::Window w = PoolWindow(dims, p);
+  Instruction* sum = b.ReduceWindow({x}, {Scalar(b, t, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, t));
+  Instruction* r;
+  if (div && !div->is_none() && div->kind == Value::Kind::kInt) {
+    r = Div(b, sum, FullLike(b, sum, static_cast<double>(div->i)));
+  } else {
+    r = Div(b, sum, WindowCounts(b, t, dims, w, p, include_pad));
+  }
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  size_t nsp = SpatialCount(n.op);
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 2, false));
+  bool include_pad = c.Bool("count_include_pad", 6, true);
+  const Value* div = c.V("divisor_override", 7);
+  PrimitiveType t = x->shape.element_type();
+  std::vector<int64_t> dims = Dims(x);
+  size_t lead = dims.size() - nsp;
+  hlo::Window w = PoolWindow(dims, p);
+  Instruction* scaled;
+  if (div && !div->is_none() && div->kind == Value::Kind::kInt) scaled = Div(b, g, FullLike(b, g, static_cast<double>(div->i)));
+  else scaled = Div(b, g, WindowCounts(b, t, dims, w, p, include_pad));
+  // The transpose of the window sum (XLA's AvgPoolGrad): grad dilated by the stride and padded by
+  // k-1-pad (an interior/edge `pad`), then a stride-1 reduce-window add.
+  hlo::PaddingConfig cfg;
+  cfg.dimensions.resize(dims.size());
+  hlo::Window bw;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    hlo::WindowDimension d;
+    if (i >= lead) {
+      const auto& fw = w.dimensions[i];
+      int64_t k_eff = (fw.size - 1) * fw.window_dilation + 1;
+      d.size = fw.size;
+      d.window_dilation = fw.window_dilation;
+      int64_t gout = Dims(g)[i];
+      int64_t expanded = (gout - 1) * fw.stride + 1;
+      auto& pc = cfg.dimensions[i];
+      pc.interior_padding = fw.stride - 1;
+      pc.edge_padding_low = k_eff - 1 - fw.padding_low;
+      pc.edge_padding_high = dims[i] + k_eff - 1 - expanded - pc.edge_padding_low;
+    }
+    bw.dimensions.push_back(d);
+  }
+  Instruction* padded = b.Pad(scaled, Scalar(b, t, 0), cfg);
+  return Done(c, {b.ReduceWindow({padded}, {Scalar(b, t, 0)}, bw, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+}
+
+namespace {
+// Adaptive pooling bins: start = floor(i*in/out), end = ceil((i+1)*in/out). When in % out == 0 the
+// bins form a regular window (kernel = stride = in/out).
+bool Regular(int64_t in, int64_t out) { return out > 0 && in % out == 0; }
+int64_t BinStart(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
+int64_t BinEnd(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+}  // namespace
+
+Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  size_t nsp = SpatialCount(n.op);
+  std::vector<int64_t> out = Fill(c.Ints("output_size", 1), nsp, 1);
+  std::vector<int64_t> dims = Dims(x);
+  if (dims.size() < nsp + 1 || out.size() != nsp) return Bad(c, "bad output_size");
+  size_t lead = dims.size() - nsp;
+  PrimitiveType t = x->shape.element_type();
+  bool regular = true;
+  for (size_t i = 0; i < nsp; ++i) regular &= Regular(dims[lead + i], out[i]);
+  if (regular) {
+    hlo::Window w;
+    int64_t count = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      hlo::WindowDimension d;
+      if (i >= lead) {
+        d.size = d.stride = dims[i] / out[i - lead];
+        count *= d.size;
+      }
+      w.dimensions.push_back(d);
+    }
+    Instruction* s = b.ReduceWindow({x}, {Scalar(b, t, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, t));
+    return Done(c, {MulScalar(b, s, 1.0 / static_cast<double>(count))});
+  }
+  // General case: a matrix of bin weights per spatial dim, contracted with dot (one per dim).
+  Instruction* r = x;
+  for (size_t i = 0; i < nsp; ++i) {
+    int64_t in = dims[lead + i], o = out[i];
+    hlo::Literal m(Shape::Array(t, {in, o}));
+    for (int64_t j = 0; j < o; ++j) {
+      int64_t s = BinStart(j, in, o), e = BinEnd(j, in, o);
+      for (int64_t k = s; k < e; ++k) m.SetFromDouble(k * o + j, 1.0 / static_cast<double>(e - s));
+    }
+    Instruction* wm = b.Constant(std::move(m));
+    int64_t d = static_cast<int64_t>(lead + i);
+    hlo::DotDimensionNumbers dn;
+    dn.lhs_contracting_dimensions = {d};
+    dn.rhs_contracting_dimensions = {0};
+    Instruction* prod = b.Dot(r, wm, dn);  // result: other dims..., o (last)
+    // move the new last dim back to position d
+    std::vector<int64_t> perm;
+    int64_t rank = prod->shape.rank();
+    for (int64_t k = 0; k < rank - 1; ++k) {
+      if (k == d) perm.push_back(rank - 1);
+      perm.push_back(k);
+    }
+    if (d == rank - 1) perm.push_back(rank - 1);
+    r = b.Transpose(prod, perm);
+  }
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  size_t nsp = SpatialCount(n.op);
+  std::vector<int64_t> dims = Dims(x), gd = Dims(g);
+  if (dims.size() < nsp + 1 || gd.size() != dims.size()) return Bad(c, "bad ranks");
+  size_t lead = dims.size() - nsp;
+  PrimitiveType t = g->shape.element_type();
+  // Transpose of the bin-weight contraction: dot with the transposed weight matrix per dim.
+  Instruction* r = g;
+  for (size_t i = 0; i < nsp; ++i) {
+    int64_t in = dims[lead + i], o = gd[lead + i];
+    hlo::Literal m(Shape::Array(t, {o, in}));
+    for (int64_t j = 0; j < o; ++j) {
+      int64_t s = BinStart(j, in, o), e = BinEnd(j, in, o);
+      for (int64_t k = s; k < e; ++k) m.SetFromDouble(j * in + k, 1.0 / static_cast<double>(e - s));
+    }
+    Instruction* wm = b.Constant(std::move(m));
+    int64_t d = static_cast<int64_t>(lead + i);
+    hlo::DotDimensionNumbers dn;
+    dn.lhs_contracting_dimensions = {d};
+    dn.rhs_contracting_dimensions = {0};
+    Instruction* prod = b.Dot(r, wm, dn);
+    std::vector<int64_t> perm;
+    int64_t rank = prod->shape.rank();
+    for (int64_t k = 0; k < rank - 1; ++k) {
+      if (k == d) perm.push_back(rank - 1);
+      perm.push_back(k);
+    }
+    if (d == rank - 1) perm.push_back(rank - 1);
+    r = b.Transpose(prod, perm);
+  }
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  size_t nsp = SpatialCount(n.op);
+  std::vector<int64_t> out = Fill(c.Ints("output_size", 1), nsp, 1);
+  std::vector<int64_t> dims = Dims(x);
+  if (dims.size() < nsp + 1 || out.size() != nsp) return Bad(c, "bad output_size");
+  size_t lead = dims.size() - nsp;
+  for (size_t i = 0; i < nsp; ++i)
+    if (!Regular(dims[lead + i], out[i]))
+      return Bad(c, "adaptive max-pool with an input size not divisible by the output size (torch_xla falls back too)");
+  PrimitiveType t = x->shape.element_type();
+  hlo::Window w;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    hlo::WindowDimension d;
+    if (i >= lead) d.size = d.stride = dims[i] / out[i - lead];
+    w.dimensions.push_back(d);
+  }
+  std::vector<int64_t> flat(dims.begin(), dims.begin() + static_cast<long>(lead));
+  flat.push_back(Numel(std::vector<int64_t>(dims.begin() + static_cast<long>(lead), dims.end())));
+  Instruction* io = b.Reshape(b.Iota(Shape::Array(PrimitiveType::S64, flat), static_cast<int64_t>(lead)), dims);
+  Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, PrimitiveType::S64)}, w,
+                                    ArgMaxReducer(b, t, PrimitiveType::S64, true));
+  return Done(c, {b.GetTupleElement(rw, 0), b.GetTupleElement(rw, 1)});
+}
+
+Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 2));
+  size_t nsp = SpatialCount(n.op);
+  std::vector<int64_t> dims = Dims(x), gd = Dims(g);
+  size_t lead = dims.size() - nsp;
+  PrimitiveType t = x->shape.element_type();
+  int64_t plane = 1, gplane = 1, planes = 1;
+  for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i], gplane *= gd[i];
+  for (size_t i = 0; i < lead; ++i) planes *= dims[i];
+  Instruction* local = b.Reshape(idx, {planes, gplane});
+  Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
+  Instruction* gidx = b.Reshape(Add(b, local, base), {planes * gplane, 1});
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})}, dn,
+                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  return Done(c, {b.Reshape(s, dims)});
+}
+
+}  // namespace opprobe::analyzer::lowering

@@ -1,0 +1,195 @@
+// Random ops lower to XLA's `rng` instruction (distribution uniform or normal), as torch_xla's
+// RngUniform/RngNormal do; dropout masks compare a uniform sample with p.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "analyzer/lowering/ops.h"
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+std::pair<std::vector<int64_t>, PrimitiveType> OutShape(const Ctx& c) {
+  if (const TensorMeta* m = c.Out(0)) return {m->sizes, m->dtype};
+  if (const TensorMeta* s = c.Meta("self", 0)) return {s->sizes, s->dtype};
+  return {c.Ints("size", 0), c.Dtype("dtype", 1).value_or(PrimitiveType::F32)};
+}
+
+// rng over a float type (f32 for integer or low-precision outputs, then converted).
+Instruction* RngIn(Builder& b, PrimitiveType t, double a, double bb, hlo::RandomDistribution d,
+                   const std::vector<int64_t>& dims) {
+  PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : hlo::IsFloatingPoint(t) ? t : PrimitiveType::F32;
+  return b.Rng(Scalar(b, ct, a), Scalar(b, ct, bb), d, Shape::Array(ct, dims));
+}
+
+}  // namespace
+
+Expected<LoweredOp> RandUniform(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  auto [dims, t] = OutShape(c);
+  double lo = c.Double("from", 1, 0), hi = c.Double("to", 2, 1);
+  if (n.op == "aten::rand" || n.op == "aten::rand_like") lo = 0, hi = 1;
+  if (hlo::IsComplex(t)) {
+    PrimitiveType rt = hlo::ComplexComponentType(t);
+    Instruction* re = RngIn(b, rt, lo, hi, hlo::RandomDistribution::kUniform, dims);
+    Instruction* im = RngIn(b, rt, lo, hi, hlo::RandomDistribution::kUniform, dims);
+    return Done(c, {b.Complex(b.Convert(re, rt), b.Convert(im, rt))});
+  }
+  return Done(c, {b.Convert(RngIn(b, t, lo, hi, hlo::RandomDistribution::kUniform, dims), t)});
+}
+
+Expected<LoweredOp> RandNormal(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  auto [dims, t] = OutShape(c);
+  // normal.Tensor_Tensor etc: mean/std tensors scale a standard normal sample.
+  Instruction* mean_t = n.op == "aten::normal" ? c.T("mean", 0) : nullptr;
+  Instruction* std_t = n.op == "aten::normal" ? c.T("std", 1) : nullptr;
+  if (mean_t || std_t) {
+    Instruction* z = b.Convert(RngIn(b, t, 0, 1, hlo::RandomDistribution::kNormal, dims), t);
+    Instruction* sd = std_t ? Bcast(b, b.Convert(std_t, t), dims) : FullLike(b, z, c.Double("std", 1, 1));
+    Instruction* mu = mean_t ? Bcast(b, b.Convert(mean_t, t), dims) : FullLike(b, z, c.Double("mean", 0, 0));
+    return Done(c, {Add(b, Mul(b, z, sd), mu)});
+  }
+  double mean = c.Double("mean", 1, 0), sd = c.Double("std", 2, 1);
+  if (n.op == "aten::randn" || n.op == "aten::randn_like") mean = 0, sd = 1;
+  if (n.op == "aten::normal" && n.overload == "float_float") mean = c.Double("mean", 0, 0), sd = c.Double("std", 1, 1);
+  if (hlo::IsComplex(t)) {
+    PrimitiveType rt = hlo::ComplexComponentType(t);
+    double s = sd / std::sqrt(2.0);
+    Instruction* re = RngIn(b, rt, mean, s, hlo::RandomDistribution::kNormal, dims);
+    Instruction* im = RngIn(b, rt, 0, s, hlo::RandomDistribution::kNormal, dims);
+    return Done(c, {b.Complex(b.Convert(re, rt), b.Convert(im, rt))});
+  }
+  return Done(c, {b.Convert(RngIn(b, t, mean, sd, hlo::RandomDistribution::kNormal, dims), t)});
+}
+
+Expected<LoweredOp> RandInt(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  auto [dims, t] = OutShape(c);
+  double lo = 0, hi = 0;
+  if (n.op == "aten::random_") {
+    const Value* from = c.V("from", 1);
+    const Value* to = c.V("to", 2);
+    if (to && !to->is_none()) {
+      lo = from ? from->AsDouble() : 0;
+      hi = to->AsDouble();
+    } else if (from && !from->is_none() && from->kind != Value::Kind::kNone && n.overload == "to") {
+      hi = from->AsDouble();
+    } else {
+      hi = hlo::IsFloatingPoint(t) ? std::ldexp(1.0, t == PrimitiveType::F64 ? 53 : 24) : 2147483647.0;
+    }
+  } else {
+    const Value* low = c.V("low", 0);
+    if (low && low->kind == Value::Kind::kInt && c.V("high", 1)) {
+      lo = c.Double("low", 0, 0);
+      hi = c.Double("high", 1, 0);
+    } else {
+      hi = c.Double("high", n.op == "aten::randint_like" ? 1 : 0, 0);
+    }
+  }
+  // floor(uniform[lo, hi)) in f64 (exact for the integer range), then converted.
+  Instruction* u = b.Rng(Scalar(b, PrimitiveType::F64, lo), Scalar(b, PrimitiveType::F64, hi),
+                         hlo::RandomDistribution::kUniform, Shape::Array(PrimitiveType::F64, dims));
+  return Done(c, {b.Convert(b.Unary(Opcode::kFloor, u), t)});
+}
+
+Expected<LoweredOp> Bernoulli(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  auto [dims, t] = OutShape(c);
+  PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
+  Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
+  Instruction* p = nullptr;
+  if (Instruction* pt = c.T("p", 1)) p = Bcast(b, b.Convert(pt, ct), dims);
+  else if (n.overload == "default" && n.op == "aten::bernoulli") p = b.Convert(c.T("self", 0), ct);
+  else p = FullLike(b, u, c.Double("p", 1, 0.5));
+  return Done(c, {b.Convert(b.Compare(u, p, ComparisonDirection::kLt), t)});
+}
+
+Expected<LoweredOp> NativeDropout(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
+  double p = c.Double("p", 1, 0.5);
+  const Value* train = c.V("train", 2);
+  bool training = !train || train->is_none() || train->b;
+  PrimitiveType t = x->shape.element_type();
+  std::vector<int64_t> dims = Dims(x);
+  if (!training) return Done(c, {x, Full(b, PrimitiveType::PRED, 1, dims)});
+  Instruction* u = RngIn(b, t, 0, 1, hlo::RandomDistribution::kUniform, dims);
+  Instruction* keep = b.Compare(u, FullLike(b, u, p), ComparisonDirection::kGe);
+  double scale = p >= 1 ? 0 : 1.0 / (1.0 - p);
+  Instruction* out = MulScalar(b, Mul(b, x, b.Convert(keep, t)), scale);
+  return Done(c, {out, keep});
+}
+
+Expected<LoweredOp> NativeDropoutBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Req("mask", 1));
+  double scale = c.Double("scale", 2, 1);
+  PrimitiveType t = g->shape.element_type();
+  return Done(c, {MulScalar(b, Mul(b, g, b.Convert(m, t)), scale)});
+}
+
+Expected<LoweredOp> Randperm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  auto [dims, t] = OutShape(c);
+  int64_t len = c.Int("n", 0, dims.empty() ? 0 : dims[0]);
+  // Sort random keys with an iota payload; the payload is the permutation.
+  Instruction* keys = b.Rng(Scalar(b, PrimitiveType::F32, 0), Scalar(b, PrimitiveType::F32, 1),
+                            hlo::RandomDistribution::kUniform, Shape::Array(PrimitiveType::F32, {len}));
+  Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, {len}), 0);
+  Instruction* s = b.Sort({keys, io}, 0, SortComparator(b, {PrimitiveType::F32, PrimitiveType::S64}, false), false);
+  return Done(c, {b.Convert(b.GetTupleElement(s, 1), t)});
+}
+
+Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * p, c.Req("self", 0));
+  int64_t k = c.Int("num_samples", 1, 1);
+  bool replacement = c.Bool("replacement", 2, false);
+  PrimitiveType t = p->shape.element_type();
+  std::vector<int64_t> dims = Dims(p);
+  int64_t last = static_cast<int64_t>(dims.size()) - 1;
+  if (last < 0) return Bad(c, "needs at least 1 dim");
+  if (!replacement) {
+    // Gumbel top-k: argsort(log(p) - log(-log(u))) descending, first k.
+    Instruction* u = RngIn(b, t, 1e-20, 1, hlo::RandomDistribution::kUniform, dims);
+    Instruction* g = Sub(b, b.Unary(Opcode::kLog, p), b.Unary(Opcode::kLog, b.Unary(Opcode::kNegate, b.Unary(Opcode::kLog, u))));
+    Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, dims), last);
+    Instruction* s = b.Sort({g, io}, last, SortComparator(b, {t, PrimitiveType::S64}, true), false);
+    Instruction* idx = b.SliceInDim(b.GetTupleElement(s, 1), 0, k, 1, last);
+    return Done(c, {idx});
+  }
+  // With replacement: inverse-CDF sampling, count of cdf entries below each uniform sample.
+  Instruction* cdf = b.ReduceWindow({p}, {Scalar(b, t, 0)}, [&] {
+    hlo::Window w;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      hlo::WindowDimension wd;
+      if (static_cast<int64_t>(i) == last) {
+        wd.size = dims[i];
+        wd.padding_low = dims[i] - 1;
+      }
+      w.dimensions.push_back(wd);
+    }
+    return w;
+  }(), b.ScalarBinaryComputation(Opcode::kAdd, t));
+  Instruction* total = ReduceSum(b, p, {last});
+  std::vector<int64_t> sdims = dims;
+  sdims[static_cast<size_t>(last)] = k;
+  Instruction* u = RngIn(b, t, 0, 1, hlo::RandomDistribution::kUniform, sdims);
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < last; ++i) keep.push_back(i);
+  Instruction* ut = Mul(b, u, b.Broadcast(total, sdims, keep));
+  // [.., k, n] compare
+  std::vector<int64_t> big = sdims;
+  big.push_back(dims.back());
+  std::vector<int64_t> umap = keep, cmap = keep;
+  umap.push_back(last);
+  cmap.push_back(last + 1);
+  Instruction* lt = b.Compare(b.Broadcast(cdf, big, cmap), b.Broadcast(ut, big, umap), ComparisonDirection::kLe);
+  Instruction* cnt = ReduceSum(b, b.Convert(lt, PrimitiveType::S64), {last + 1});
+  Instruction* maxi = Full(b, PrimitiveType::S64, static_cast<double>(dims.back() - 1), sdims);
+  return Done(c, {b.Binary(Opcode::kMinimum, cnt, maxi)});
+}
+
+}  // namespace opprobe::analyzer::lowering

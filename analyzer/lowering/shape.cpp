@@ -1,0 +1,679 @@
+// View and shape ops: reshape, transpose, slice, broadcast, concatenate, pad, ... Pure metadata ops
+// (detach, alias, lift_fresh, contiguous) lower to nothing: their output is their input parameter.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "analyzer/lowering/ops.h"
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+const std::vector<int64_t>& OutSizes(const Ctx& c, Instruction* fallback) {
+  if (const TensorMeta* m = c.Out(0)) return m->sizes;
+  return fallback->shape.dimensions();
+}
+
+}  // namespace
+
+Expected<LoweredOp> Identity(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  // clone/contiguous/detach/alias keep dtype and shape; nothing to emit.
+  return Done(c, {x});
+}
+
+Expected<LoweredOp> View(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> size;
+  if (const TensorMeta* m = c.Out(0)) {
+    size = m->sizes;
+  } else {
+    size = c.Ints("size", 1, c.Ints("shape", 1));
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < size.size(); ++i) {
+      if (size[i] == -1) infer = static_cast<int64_t>(i);
+      else known *= size[i];
+    }
+    if (infer >= 0) size[static_cast<size_t>(infer)] = known == 0 ? 0 : x->shape.elements() / known;
+  }
+  if (n.op == "aten::view" && c.Dtype("dtype", 1)) {
+    // view.dtype: a bitcast between element types of the same width.
+    PrimitiveType t = *c.Dtype("dtype", 1);
+    if (hlo::BitWidth(t) != hlo::BitWidth(x->shape.element_type())) return Bad(c, "view.dtype across widths");
+    return Done(c, {b.BitcastConvert(x, t)});
+  }
+  return Done(c, {b.Reshape(x, size)});
+}
+
+Expected<LoweredOp> Expand(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> size = c.Ints("size", 1);
+  if (const TensorMeta* m = c.Out(0)) size = m->sizes;
+  if (const TensorMeta* other = c.Meta("other", 1)) size = other->sizes;  // expand_as
+  size_t off = size.size() - static_cast<size_t>(x->shape.rank());
+  for (size_t i = 0; i < size.size(); ++i)
+    if (size[i] == -1 && i >= off) size[i] = x->shape.dimensions()[i - off];
+  return Done(c, {b.BroadcastTo(x, size)});
+}
+
+Expected<LoweredOp> Permute(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> perm = c.Ints("dims", 1);
+  for (auto& p : perm) {
+    auto w = WrapDim(p, x->shape.rank());
+    if (!w) return Bad(c, "permutation out of range");
+    p = *w;
+  }
+  if (x->shape.rank() == 0) return Done(c, {x});
+  return Done(c, {b.Transpose(x, perm)});
+}
+
+Expected<LoweredOp> TransposeOp(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t r = x->shape.rank();
+  std::vector<int64_t> perm(static_cast<size_t>(r));
+  std::iota(perm.begin(), perm.end(), 0);
+  if (r < 2) return Done(c, {x});
+  if (n.op == "aten::t" || n.op == "aten::t_" || n.op == "aten::numpy_T") {
+    std::reverse(perm.begin(), perm.end());
+  } else if (n.op == "aten::mT" || n.op == "aten::adjoint") {
+    std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
+  } else {
+    auto d0 = WrapDim(c.Int("dim0", 1, 0), r), d1 = WrapDim(c.Int("dim1", 2, 1), r);
+    if (!d0 || !d1) return Bad(c, "dimension out of range");
+    std::swap(perm[static_cast<size_t>(*d0)], perm[static_cast<size_t>(*d1)]);
+  }
+  return Done(c, {b.Transpose(x, perm)});
+}
+
+Expected<LoweredOp> Squeeze(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> dims = x->shape.dimensions();
+  std::vector<int64_t> out;
+  auto which = c.OptInts("dim", 1);
+  std::vector<bool> drop(dims.size(), false);
+  if (!which) {
+    for (size_t i = 0; i < dims.size(); ++i) drop[i] = dims[i] == 1;
+  } else {
+    for (int64_t d : *which) {
+      auto w = WrapDim(d, x->shape.rank());
+      if (!w) return Bad(c, "dimension out of range");
+      if (!dims.empty() && dims[static_cast<size_t>(*w)] == 1) drop[static_cast<size_t>(*w)] = true;
+    }
+  }
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (!drop[i]) out.push_back(dims[i]);
+  return Done(c, {b.Reshape(x, out)});
+}
+
+Expected<LoweredOp> Unsqueeze(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> dims = x->shape.dimensions();
+  auto w = WrapDim(c.Int("dim", 1, 0), x->shape.rank() + 1);
+  if (!w) return Bad(c, "dimension out of range");
+  dims.insert(dims.begin() + *w, 1);
+  return Done(c, {b.Reshape(x, dims)});
+}
+
+Expected<LoweredOp> SliceOp(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 1, 0), r);
+  if (!d || r == 0) return Bad(c, "dimension out of range");
+  int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
+  auto start_v = c.OptInt("start", 2);
+  auto end_v = c.OptInt("end", 3);
+  int64_t step = c.Int("step", 4, 1);
+  if (step <= 0) return Bad(c, "slice step must be positive");
+  int64_t start = start_v.value_or(0), end = end_v.value_or(size);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  return Done(c, {b.SliceInDim(x, start, end, step, *d)});
+}
+
+Expected<LoweredOp> Select(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 1, 0), r);
+  if (!d || r == 0) return Bad(c, "dimension out of range");
+  int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
+  int64_t index = c.Int("index", 2, 0);
+  if (index < 0) index += size;
+  if (index < 0 || index >= size) return Bad(c, "index out of range");
+  Instruction* s = b.SliceInDim(x, index, index + 1, 1, *d);
+  std::vector<int64_t> dims = x->shape.dimensions();
+  dims.erase(dims.begin() + *d);
+  return Done(c, {b.Reshape(s, dims)});
+}
+
+Expected<LoweredOp> Cat(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  std::vector<Instruction*> xs = c.TList("tensors", 0);
+  const TensorMeta* out = c.Out(0);
+  PrimitiveType t = out ? out->dtype : PrimitiveType::F32;
+  std::vector<Instruction*> parts;
+  int64_t rank = out ? out->rank() : 0;
+  for (Instruction* x : xs) {
+    if (!x) continue;
+    if (!out) rank = std::max<int64_t>(rank, x->shape.rank());
+  }
+  auto d = WrapDim(c.Int("dim", 1, 0), rank);
+  if (!d) return Bad(c, "dimension out of range");
+  for (Instruction* x : xs) {
+    if (!x) continue;
+    // Legacy behaviour: 1-d empty tensors are skipped.
+    if (x->shape.rank() == 1 && x->shape.dimensions()[0] == 0 && rank != 1) continue;
+    parts.push_back(b.Convert(x, t));
+  }
+  if (parts.empty()) return Done(c, {Full(b, t, 0, out ? out->sizes : std::vector<int64_t>{0})});
+  if (parts.size() == 1) return Done(c, {parts[0]});
+  return Done(c, {b.Concatenate(parts, *d)});
+}
+
+Expected<LoweredOp> Stack(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  std::vector<Instruction*> xs = c.TList("tensors", 0);
+  if (xs.empty() || !xs[0]) return Bad(c, "stack of no tensors");
+  int64_t rank = xs[0]->shape.rank() + 1;
+  auto d = WrapDim(c.Int("dim", 1, 0), rank);
+  if (!d) return Bad(c, "dimension out of range");
+  PrimitiveType t = c.OutType(0, xs[0]->shape.element_type());
+  std::vector<Instruction*> parts;
+  for (Instruction* x : xs) {
+    std::vector<int64_t> dims = x->shape.dimensions();
+    dims.insert(dims.begin() + *d, 1);
+    parts.push_back(b.Reshape(b.Convert(x, t), dims));
+  }
+  if (parts.size() == 1) return Done(c, {parts[0]});
+  Instruction* r = b.Concatenate(parts, *d);
+  if (n.op == "aten::hstack" || n.op == "aten::vstack") return Bad(c, "hstack/vstack are composites");
+  return Done(c, {r});
+}
+
+Expected<LoweredOp> Split(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", n.op == "aten::unbind" ? 1 : 2, 0), r);
+  if (!d || r == 0) return Bad(c, "dimension out of range");
+  int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
+  std::vector<int64_t> sizes;
+  if (n.op == "aten::unbind" || n.op == "aten::unbind_copy") {
+    sizes.assign(static_cast<size_t>(size), 1);
+  } else if (n.op == "aten::chunk") {
+    int64_t chunks = c.Int("chunks", 1, 1);
+    int64_t each = (size + chunks - 1) / std::max<int64_t>(chunks, 1);
+    for (int64_t s = 0; s < size; s += each) sizes.push_back(std::min(each, size - s));
+    if (size == 0) sizes.push_back(0);
+  } else if (const Value* v = c.V("split_sizes", 1); v && v->kind == Value::Kind::kIntList) {
+    sizes = v->ints;
+  } else if (const Value* v2 = c.V("split_size", 1); v2 && v2->kind == Value::Kind::kIntList) {
+    sizes = v2->ints;
+  } else {
+    int64_t each = c.Int("split_size", 1, size);
+    if (each <= 0) return Bad(c, "split_size must be positive");
+    for (int64_t s = 0; s < size; s += each) sizes.push_back(std::min(each, size - s));
+    if (size == 0) sizes.push_back(0);
+  }
+  std::vector<Instruction*> outs;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    Instruction* part = b.SliceInDim(x, at, at + s, 1, *d);
+    if (n.op == "aten::unbind" || n.op == "aten::unbind_copy") {
+      std::vector<int64_t> dims = x->shape.dimensions();
+      dims.erase(dims.begin() + *d);
+      part = b.Reshape(part, dims);
+    }
+    outs.push_back(part);
+    at += s;
+  }
+  return Done(c, outs);
+}
+
+Expected<LoweredOp> Flip(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> dims;
+  if (n.op == "aten::fliplr") dims = {1};
+  else if (n.op == "aten::flipud") dims = {0};
+  else dims = c.Ints("dims", 1);
+  auto nd = NormDims(dims, x->shape.rank(), false);
+  if (!nd.ok()) return Bad(c, nd.status().message());
+  if (nd->empty()) return Done(c, {x});
+  return Done(c, {b.Reverse(x, *nd)});
+}
+
+Expected<LoweredOp> Roll(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> shifts = c.Ints("shifts", 1), dims = c.Ints("dims", 2);
+  Instruction* r = x;
+  if (dims.empty()) {  // roll the flattened tensor
+    int64_t total = x->shape.elements();
+    r = b.Reshape(x, {total});
+    dims = {0};
+  }
+  if (shifts.size() != dims.size()) return Bad(c, "shifts and dims differ in length");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    auto d = WrapDim(dims[i], r->shape.rank());
+    if (!d) return Bad(c, "dimension out of range");
+    int64_t size = r->shape.dimensions()[static_cast<size_t>(*d)];
+    if (size == 0) continue;
+    int64_t s = ((shifts[i] % size) + size) % size;
+    if (s == 0) continue;
+    // concatenate(x[size-s:], x[:size-s])
+    Instruction* tail = b.SliceInDim(r, size - s, size, 1, *d);
+    Instruction* head = b.SliceInDim(r, 0, size - s, 1, *d);
+    r = b.Concatenate({tail, head}, *d);
+  }
+  return Done(c, {b.Reshape(r, x->shape.dimensions())});
+}
+
+Expected<LoweredOp> Repeat(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> reps = c.Ints("repeats", 1);
+  if (reps.size() < static_cast<size_t>(x->shape.rank())) return Bad(c, "fewer repeats than dims");
+  std::vector<int64_t> in = x->shape.dimensions();
+  in.insert(in.begin(), reps.size() - in.size(), 1);
+  // broadcast [r0, d0, r1, d1, ...] then reshape to [r0*d0, ...]
+  std::vector<int64_t> bdims, map, out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    bdims.push_back(reps[i]);
+    bdims.push_back(in[i]);
+    map.push_back(static_cast<int64_t>(2 * i + 1));
+    out.push_back(reps[i] * in[i]);
+  }
+  Instruction* xr = b.Reshape(x, in);
+  Instruction* br = b.Broadcast(xr, bdims, map);
+  return Done(c, {b.Reshape(br, out)});
+}
+
+Expected<LoweredOp> ConstantPad(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> pad = c.Ints("pad", 1);
+  if (pad.size() % 2 != 0 || pad.size() / 2 > static_cast<size_t>(x->shape.rank())) return Bad(c, "bad pad list");
+  hlo::PaddingConfig cfg;
+  cfg.dimensions.resize(static_cast<size_t>(x->shape.rank()));
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    auto& d = cfg.dimensions[static_cast<size_t>(x->shape.rank()) - 1 - i];
+    d.edge_padding_low = pad[2 * i];
+    d.edge_padding_high = pad[2 * i + 1];
+  }
+  double v = c.Double("value", 2, 0);
+  return Done(c, {b.Pad(x, Scalar(b, x->shape.element_type(), v), cfg)});
+}
+
+namespace {
+// Reflection/replication padding along one dim as slices + reverse + concatenate.
+Instruction* PadDimMirror(Builder& b, Instruction* x, int64_t dim, int64_t lo, int64_t hi, bool reflect) {
+  int64_t size = x->shape.dimensions()[static_cast<size_t>(dim)];
+  std::vector<Instruction*> parts;
+  if (lo > 0) {
+    if (reflect) parts.push_back(b.Reverse(b.SliceInDim(x, 1, lo + 1, 1, dim), {dim}));
+    else {
+      Instruction* edge = b.SliceInDim(x, 0, 1, 1, dim);
+      std::vector<int64_t> d = x->shape.dimensions();
+      d[static_cast<size_t>(dim)] = lo;
+      parts.push_back(b.BroadcastTo(edge, d));
+    }
+  }
+  Instruction* mid = x;
+  if (lo < 0 || hi < 0) mid = b.SliceInDim(x, std::max<int64_t>(-lo, 0), size - std::max<int64_t>(-hi, 0), 1, dim);
+  parts.push_back(mid);
+  if (hi > 0) {
+    if (reflect) parts.push_back(b.Reverse(b.SliceInDim(x, size - hi - 1, size - 1, 1, dim), {dim}));
+    else {
+      Instruction* edge = b.SliceInDim(x, size - 1, size, 1, dim);
+      std::vector<int64_t> d = x->shape.dimensions();
+      d[static_cast<size_t>(dim)] = hi;
+      parts.push_back(b.BroadcastTo(edge, d));
+    }
+  }
+  return parts.size() == 1 ? parts[0] : b.Concatenate(parts, dim);
+}
+
+Expected<LoweredOp> MirrorPad(const Node& n, Builder& b, bool reflect) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> pad = c.Ints("padding", 1);
+  Instruction* r = x;
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    int64_t dim = x->shape.rank() - 1 - static_cast<int64_t>(i);
+    if (dim < 0) return Bad(c, "padding longer than the rank");
+    r = PadDimMirror(b, r, dim, pad[2 * i], pad[2 * i + 1], reflect);
+  }
+  return Done(c, {r});
+}
+}  // namespace
+
+Expected<LoweredOp> ReflectionPad(const Node& n, Builder& b) { return MirrorPad(n, b, true); }
+Expected<LoweredOp> ReplicationPad(const Node& n, Builder& b) { return MirrorPad(n, b, false); }
+
+namespace {
+// The positions of a diagonal as a gather: returns the diagonal of dims (d1, d2) moved to the end.
+Instruction* DiagonalOf(Builder& b, Instruction* x, int64_t offset, int64_t d1, int64_t d2) {
+  int64_t r = x->shape.rank();
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != d1 && i != d2) perm.push_back(i);
+  perm.push_back(d1);
+  perm.push_back(d2);
+  Instruction* t = b.Transpose(x, perm);
+  std::vector<int64_t> dims = t->shape.dimensions();
+  int64_t n1 = dims[static_cast<size_t>(r - 2)], n2 = dims[static_cast<size_t>(r - 1)];
+  int64_t len = offset >= 0 ? std::max<int64_t>(0, std::min(n1, n2 - offset)) : std::max<int64_t>(0, std::min(n1 + offset, n2));
+  // Flatten the last two dims and take a strided slice: index i*(n2+1) + start.
+  std::vector<int64_t> flat(dims.begin(), dims.end() - 2);
+  flat.push_back(n1 * n2);
+  Instruction* f = b.Reshape(t, flat);
+  int64_t start = offset >= 0 ? offset : -offset * n2;
+  std::vector<int64_t> out(dims.begin(), dims.end() - 2);
+  out.push_back(len);
+  if (len == 0) return b.Full(x->shape.element_type(), 0, out);
+  return b.SliceInDim(f, start, start + (len - 1) * (n2 + 1) + 1, n2 + 1, r - 2);
+}
+}  // namespace
+
+Expected<LoweredOp> Diagonal(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req(n.op == "aten::diagonal" || n.op == "aten::diagonal_copy" ? "self" : "input", 0));
+  int64_t r = x->shape.rank();
+  auto d1 = WrapDim(c.Int("dim1", 2, 0), r), d2 = WrapDim(c.Int("dim2", 3, 1), r);
+  if (!d1 || !d2 || *d1 == *d2) return Bad(c, "bad diagonal dims");
+  return Done(c, {DiagonalOf(b, x, c.Int("offset", 1, 0), *d1, *d2)});
+}
+
+Expected<LoweredOp> AsStrided(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> size = c.Ints("size", 1), stride = c.Ints("stride", 2);
+  int64_t offset = c.Int("storage_offset", 3, 0);
+  if (size.size() != stride.size()) return Bad(c, "size and stride differ in length");
+  // A gather from the flattened input at offset + sum(i_k * stride_k) (torch_xla's general path).
+  int64_t total = x->shape.elements();
+  Instruction* flat = b.Reshape(x, {total});
+  int64_t count = Numel(size);
+  std::vector<int64_t> idx_dims = size;
+  Instruction* index = Full(b, PrimitiveType::S64, static_cast<double>(offset), idx_dims);
+  for (size_t k = 0; k < size.size(); ++k) {
+    if (stride[k] == 0) continue;
+    Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, idx_dims), static_cast<int64_t>(k));
+    index = Add(b, index, MulScalar(b, io, static_cast<double>(stride[k])));
+  }
+  index = b.Reshape(index, {count, 1});
+  hlo::GatherDimensionNumbers dn;
+  dn.offset_dims = {};
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = 1;
+  Instruction* g = b.Gather(flat, index, dn, {1}, Shape::Array(x->shape.element_type(), {count}));
+  return Done(c, {b.Reshape(g, size)});
+}
+
+namespace {
+// Writes `src` into `x` at a static position: a pad of src to x's shape plus a select on a mask of
+// the same pad (XLA's UpdateSlice with static starts uses dynamic-update-slice; strided writes need
+// the mask form).
+Instruction* StridedUpdate(Builder& b, Instruction* x, Instruction* src, int64_t dim, int64_t start, int64_t step) {
+  if (step == 1) {
+    std::vector<Instruction*> starts;
+    for (int64_t i = 0; i < x->shape.rank(); ++i) starts.push_back(ConstS64(b, i == dim ? start : 0));
+    return b.DynamicUpdateSlice(x, src, starts);
+  }
+  hlo::PaddingConfig cfg;
+  cfg.dimensions.resize(static_cast<size_t>(x->shape.rank()));
+  int64_t size = x->shape.dimensions()[static_cast<size_t>(dim)];
+  int64_t n = src->shape.dimensions()[static_cast<size_t>(dim)];
+  auto& d = cfg.dimensions[static_cast<size_t>(dim)];
+  d.edge_padding_low = start;
+  d.interior_padding = step - 1;
+  d.edge_padding_high = size - (start + (n == 0 ? 0 : (n - 1) * step + 1));
+  Instruction* padded = b.Pad(src, Scalar(b, src->shape.element_type(), 0), cfg);
+  Instruction* mask = b.Pad(Full(b, PrimitiveType::PRED, 1, src->shape.dimensions()), Scalar(b, PrimitiveType::PRED, 0), cfg);
+  return b.Select(mask, padded, x);
+}
+}  // namespace
+
+Expected<LoweredOp> SliceScatter(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 2, 0), r);
+  if (!d || r == 0) return Bad(c, "dimension out of range");
+  int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
+  int64_t start = c.OptInt("start", 3).value_or(0), step = c.Int("step", 5, 1);
+  if (start < 0) start += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  return Done(c, {StridedUpdate(b, x, b.Convert(src, x->shape.element_type()), *d, start, step)});
+}
+
+Expected<LoweredOp> SelectScatter(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dim", 2, 0), r);
+  if (!d || r == 0) return Bad(c, "dimension out of range");
+  int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
+  int64_t index = c.Int("index", 3, 0);
+  if (index < 0) index += size;
+  std::vector<int64_t> dims = x->shape.dimensions();
+  dims[static_cast<size_t>(*d)] = 1;
+  Instruction* s = b.Reshape(b.Convert(src, x->shape.element_type()), dims);
+  return Done(c, {StridedUpdate(b, x, s, *d, index, 1)});
+}
+
+Expected<LoweredOp> DiagonalScatter(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  int64_t r = x->shape.rank();
+  int64_t offset = c.Int("offset", 2, 0);
+  auto d1 = WrapDim(c.Int("dim1", 3, 0), r), d2 = WrapDim(c.Int("dim2", 4, 1), r);
+  if (!d1 || !d2 || *d1 == *d2) return Bad(c, "bad diagonal dims");
+  // mask = (iota(d2) - iota(d1) == offset); the source broadcast along d2 (or d1).
+  std::vector<int64_t> dims = x->shape.dimensions();
+  Shape is = Shape::Array(PrimitiveType::S64, dims);
+  Instruction* diff = Sub(b, b.Iota(is, *d2), b.Iota(is, *d1));
+  Instruction* mask = CmpScalar(b, diff, static_cast<double>(offset), ComparisonDirection::kEq);
+  // src has dims (others..., len); index along the diagonal is i = position on d1 (offset >= 0) or d2.
+  int64_t along = offset >= 0 ? *d1 : *d2;
+  int64_t len = src->shape.dimensions().back();
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != *d1 && i != *d2) others.push_back(i);
+  // Broadcast src into [dims] mapping its last dim to `along` after padding to the full size.
+  Instruction* s = b.Convert(src, x->shape.element_type());
+  int64_t full = dims[static_cast<size_t>(along)];
+  if (len < full) {
+    hlo::PaddingConfig cfg;
+    cfg.dimensions.resize(static_cast<size_t>(s->shape.rank()));
+    cfg.dimensions.back().edge_padding_high = full - len;
+    s = b.Pad(s, Scalar(b, s->shape.element_type(), 0), cfg);
+  }
+  std::vector<int64_t> map = others;
+  map.push_back(along);
+  Instruction* bs = b.Broadcast(s, dims, map);
+  return Done(c, {b.Select(mask, bs, x)});
+}
+
+namespace {
+Expected<LoweredOp> TriOp(const Node& n, Builder& b, bool lower) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t r = x->shape.rank();
+  if (r < 2) return Bad(c, "needs at least 2 dims");
+  int64_t k = c.Int("diagonal", 1, 0);
+  Shape is = Shape::Array(PrimitiveType::S64, x->shape.dimensions());
+  Instruction* diff = Sub(b, b.Iota(is, r - 1), b.Iota(is, r - 2));  // col - row
+  Instruction* keep = CmpScalar(b, diff, static_cast<double>(k), lower ? ComparisonDirection::kLe : ComparisonDirection::kGe);
+  return Done(c, {b.Select(keep, x, FullLike(b, x, 0))});
+}
+}  // namespace
+
+Expected<LoweredOp> Tril(const Node& n, Builder& b) { return TriOp(n, b, true); }
+Expected<LoweredOp> Triu(const Node& n, Builder& b) { return TriOp(n, b, false); }
+
+Expected<LoweredOp> PixelShuffle(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t f = c.Int("upscale_factor", 1, 1);
+  std::vector<int64_t> d = x->shape.dimensions();
+  if (d.size() < 3) return Bad(c, "needs at least 3 dims");
+  size_t k = d.size();
+  std::vector<int64_t> lead(d.begin(), d.end() - 3);
+  int64_t C = d[k - 3], H = d[k - 2], W = d[k - 1];
+  std::vector<int64_t> s1 = lead;
+  s1.insert(s1.end(), {C / (f * f), f, f, H, W});
+  Instruction* r = b.Reshape(x, s1);
+  int64_t L = static_cast<int64_t>(lead.size());
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < L; ++i) perm.push_back(i);
+  perm.insert(perm.end(), {L, L + 3, L + 1, L + 4, L + 2});
+  r = b.Transpose(r, perm);
+  std::vector<int64_t> out = lead;
+  out.insert(out.end(), {C / (f * f), H * f, W * f});
+  return Done(c, {b.Reshape(r, out)});
+}
+
+Expected<LoweredOp> PixelUnshuffle(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t f = c.Int("downscale_factor", 1, 1);
+  std::vector<int64_t> d = x->shape.dimensions();
+  if (d.size() < 3) return Bad(c, "needs at least 3 dims");
+  size_t k = d.size();
+  std::vector<int64_t> lead(d.begin(), d.end() - 3);
+  int64_t C = d[k - 3], H = d[k - 2], W = d[k - 1];
+  std::vector<int64_t> s1 = lead;
+  s1.insert(s1.end(), {C, H / f, f, W / f, f});
+  Instruction* r = b.Reshape(x, s1);
+  int64_t L = static_cast<int64_t>(lead.size());
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < L; ++i) perm.push_back(i);
+  perm.insert(perm.end(), {L, L + 2, L + 4, L + 1, L + 3});
+  r = b.Transpose(r, perm);
+  std::vector<int64_t> out = lead;
+  out.insert(out.end(), {C * f * f, H / f, W / f});
+  return Done(c, {b.Reshape(r, out)});
+}
+
+Expected<LoweredOp> Unfold(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t r = x->shape.rank();
+  auto d = WrapDim(c.Int("dimension", 1, 0), r);
+  if (!d) return Bad(c, "dimension out of range");
+  int64_t size = c.Int("size", 2, 1), step = c.Int("step", 3, 1);
+  if (r == 0) return Done(c, {b.Reshape(x, {1})});
+  int64_t len = x->shape.dimensions()[static_cast<size_t>(*d)];
+  int64_t count = (len - size) / step + 1;
+  // Each window is a strided slice; stack them: result dims (..., count, ..., size).
+  std::vector<Instruction*> wins;
+  for (int64_t w = 0; w < count; ++w) {
+    Instruction* s = b.SliceInDim(x, w * step, w * step + size, 1, *d);
+    std::vector<int64_t> dims = s->shape.dimensions();
+    // move the window dim to the end
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < r; ++i)
+      if (i != *d) perm.push_back(i);
+    perm.push_back(*d);
+    s = b.Transpose(s, perm);
+    std::vector<int64_t> td = s->shape.dimensions();
+    td.insert(td.begin() + *d, 1);
+    wins.push_back(b.Reshape(s, td));
+  }
+  if (wins.empty()) return Bad(c, "window larger than the dimension");
+  return Done(c, {wins.size() == 1 ? wins[0] : b.Concatenate(wins, *d)});
+}
+
+Expected<LoweredOp> SymSize(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t v = 0;
+  if (n.op == "aten::sym_numel") {
+    v = x->shape.elements();
+  } else if (n.op == "aten::sym_storage_offset") {
+    v = 0;
+  } else if (n.op == "aten::sym_is_contiguous") {
+    return Done(c, {b.ConstantScalar(PrimitiveType::PRED, 1)});
+  } else {
+    auto d = WrapDim(c.Int("dim", 1, 0), x->shape.rank());
+    if (!d || x->shape.rank() == 0) return Bad(c, "dimension out of range");
+    if (n.op == "aten::sym_stride") {
+      v = 1;
+      for (int64_t i = *d + 1; i < x->shape.rank(); ++i) v *= x->shape.dimensions()[static_cast<size_t>(i)];
+    } else {
+      // XLA's get-dimension-size reads the (possibly dynamic) size of a dimension.
+      Instruction* g = b.Add([&] {
+        auto instr = std::make_unique<hlo::Instruction>();
+        instr->opcode = Opcode::kGetDimensionSize;
+        instr->shape = Shape::Scalar(PrimitiveType::S32);
+        instr->operands = {x};
+        instr->dimensions = {*d};
+        return instr;
+      }());
+      return Done(c, {b.Convert(g, PrimitiveType::S64)});
+    }
+  }
+  return Done(c, {ConstS64(b, v)});
+}
+
+Expected<LoweredOp> ViewAsReal(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  if (!hlo::IsComplex(x->shape.element_type())) return Bad(c, "needs a complex tensor");
+  std::vector<int64_t> d = x->shape.dimensions();
+  d.push_back(1);
+  Instruction* re = b.Reshape(b.Real(x), d);
+  Instruction* im = b.Reshape(b.Imag(x), d);
+  return Done(c, {b.Concatenate({re, im}, static_cast<int64_t>(d.size()) - 1)});
+}
+
+Expected<LoweredOp> ViewAsComplex(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> d = x->shape.dimensions();
+  if (d.empty() || d.back() != 2) return Bad(c, "last dimension must be 2");
+  int64_t last = static_cast<int64_t>(d.size()) - 1;
+  d.pop_back();
+  Instruction* re = b.Reshape(b.SliceInDim(x, 0, 1, 1, last), d);
+  Instruction* im = b.Reshape(b.SliceInDim(x, 1, 2, 1, last), d);
+  return Done(c, {b.Complex(re, im)});
+}
+
+Expected<LoweredOp> Resize(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  const TensorMeta* out = c.Out(0);
+  std::vector<int64_t> size = out ? out->sizes : c.Ints("size", 1);
+  int64_t want = Numel(size), have = x->shape.elements();
+  Instruction* flat = b.Reshape(x, {have});
+  if (want <= have) {
+    flat = b.SliceInDim(flat, 0, want, 1, 0);
+  } else {
+    hlo::PaddingConfig cfg;
+    cfg.dimensions.resize(1);
+    cfg.dimensions[0].edge_padding_high = want - have;
+    flat = b.Pad(flat, Scalar(b, x->shape.element_type(), 0), cfg);
+  }
+  return Done(c, {b.Reshape(flat, size)});
+}
+
+}  // namespace opprobe::analyzer::lowering
