@@ -139,7 +139,7 @@ def _sym_ints(xs):
 
 def tensor_meta(t, requires_grad=False):
     return {"dtype": SCALAR_TYPES[t.dtype], "sizes": _sym_ints(t.shape), "requires_grad": bool(requires_grad),
-            "device": {"type": t.device.type, "index": t.device.index}, "strides": _sym_ints(t.stride()),
+            "device": {"type": "cpu", "index": None}, "strides": _sym_ints(t.stride()),
             "storage_offset": {"as_int": int(t.storage_offset())}, "layout": LAYOUTS.get(t.layout, 0)}
 
 
@@ -249,9 +249,17 @@ def program_json(model, inputs, input_names=None):
     interp = torch.fx.Interpreter(gm)
     orig_run_node = interp.run_node
 
+    def snapshot(v):
+        # Metadata as of this node: later in-place ops (squeeze_, relu_) must not change what is recorded.
+        if isinstance(v, torch.Tensor):
+            return torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
+        if isinstance(v, (list, tuple)):
+            return type(v)(snapshot(x) for x in v)
+        return v
+
     def run_node(n):
         r = orig_run_node(n)
-        values[n] = r
+        values[n] = snapshot(r)
         return r
 
     interp.run_node = run_node
