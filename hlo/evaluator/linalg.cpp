@@ -233,54 +233,113 @@ Expected<Literal> EvalConvolution(Evaluator& ev, const Instruction& ins, const L
   }
   auto in_str = Strides(in_sp);
 
+  // With lhs (base) dilation most taps hit holes. Output positions fall into phase classes (per dim,
+  // (o*stride - pad_low) mod base_dilation) that share one set of live kernel taps; each class is one
+  // smaller GEMM over its live taps only (the sub-pixel decomposition of a transposed convolution).
+  std::vector<int64_t> phases(nsp, 1);
+  for (size_t i = 0; i < nsp; ++i) phases[i] = win[i].base_dilation;
+  int64_t nclasses = Product(phases);
+  std::vector<std::vector<int64_t>> klist(static_cast<size_t>(nclasses));  // live kernel positions
+  std::vector<std::vector<int64_t>> rlist(static_cast<size_t>(nclasses));  // output rows (n * OP + opix)
+  {
+    auto pstr = Strides(phases);
+    std::vector<int64_t> kw(nsp, 0);
+    for (int64_t c = 0; c < nclasses; ++c) {
+      for (int64_t kp = 0; kp < KP; ++kp) {
+        bool live = true;
+        for (int64_t i = static_cast<int64_t>(nsp) - 1, rem = kp; i >= 0; --i) {
+          size_t ui = static_cast<size_t>(i);
+          int64_t kwi = rem % k_sp[ui];
+          rem /= k_sp[ui];
+          int64_t k = win[ui].window_reversal ? k_sp[ui] - 1 - kwi : kwi;
+          int64_t ci = (c / pstr[ui]) % phases[ui];
+          if ((k * win[ui].window_dilation + ci) % phases[ui] != 0) live = false;
+        }
+        if (live) klist[static_cast<size_t>(c)].push_back(kp);
+      }
+    }
+    for (int64_t op = 0; op < OP; ++op) {
+      int64_t cls = 0;
+      for (int64_t i = static_cast<int64_t>(nsp) - 1, rem = op; i >= 0; --i) {
+        size_t ui = static_cast<size_t>(i);
+        int64_t o = rem % out_sp[ui];
+        rem /= out_sp[ui];
+        int64_t r = ((o * win[ui].stride - win[ui].padding_low) % phases[ui] + phases[ui]) % phases[ui];
+        cls += r * pstr[ui];
+      }
+      for (int64_t n = 0; n < Nout; ++n) rlist[static_cast<size_t>(cls)].push_back(n * OP + op);
+    }
+    for (auto& r : rlist) std::sort(r.begin(), r.end());
+  }
+
   Acc acc = AccFor(lhs.shape().element_type(), rhs.shape().element_type(), ins.shape.element_type());
   OPPROBE_RETURN_IF_ERROR(DispatchAcc(acc, [&](auto zero) -> Status {
     using A = decltype(zero);
     std::vector<A> in_buf, k_buf, out_buf(static_cast<size_t>(rows * O), A(0));
     OPPROBE_RETURN_IF_ERROR(LoadPermuted(lhs, lperm, in_buf));   // [N][in spatial][C]
     OPPROBE_RETURN_IF_ERROR(LoadPermuted(rhs, kperm, k_buf));    // [KP][Cg][O]
-    if (KC > 0) {
-      int64_t block = std::max<int64_t>(1, std::min<int64_t>(rows, (int64_t{64} << 20) / static_cast<int64_t>(sizeof(A)) / KC));
-      std::vector<A> patch(static_cast<size_t>(block * KC));
-      std::vector<int64_t> oidx(nsp), kidx(nsp);
+    std::vector<int64_t> oidx(nsp);
+    std::vector<A> patch, kcls, res;
+    for (int64_t cls = 0; cls < nclasses; ++cls) {
+      const auto& taps = klist[static_cast<size_t>(cls)];
+      const auto& rws = rlist[static_cast<size_t>(cls)];
+      int64_t nt = static_cast<int64_t>(taps.size()), nrows = static_cast<int64_t>(rws.size());
+      int64_t kc = nt * Cg;
+      if (kc == 0 || nrows == 0) continue;
+      // The kernel rows of the live taps: [kc][O].
+      const A* kmat_base = k_buf.data();
+      if (nt != KP) {
+        kcls.resize(static_cast<size_t>(kc * O));
+        for (int64_t t = 0; t < nt; ++t)
+          std::copy(k_buf.begin() + taps[static_cast<size_t>(t)] * Cg * O,
+                    k_buf.begin() + (taps[static_cast<size_t>(t)] + 1) * Cg * O, kcls.begin() + t * Cg * O);
+        kmat_base = kcls.data();
+      }
+      // Per-dim kernel index of each live tap.
+      std::vector<int64_t> tap_k(static_cast<size_t>(nt) * nsp);
+      for (int64_t t = 0; t < nt; ++t)
+        for (int64_t i = static_cast<int64_t>(nsp) - 1, rem = taps[static_cast<size_t>(t)]; i >= 0; --i) {
+          tap_k[static_cast<size_t>(t) * nsp + static_cast<size_t>(i)] = rem % k_sp[static_cast<size_t>(i)];
+          rem /= k_sp[static_cast<size_t>(i)];
+        }
+      int64_t block = std::max<int64_t>(1, std::min<int64_t>(nrows, (int64_t{64} << 20) / static_cast<int64_t>(sizeof(A)) / kc));
+      patch.resize(static_cast<size_t>(block * kc));
+      res.resize(static_cast<size_t>(block * Og));
       for (int64_t g = 0; g < G; ++g) {
         int64_t batch0 = bgc > 1 ? g * Nout : 0, chan0 = fgc > 1 ? g * Cg : 0;
-        Eigen::Map<const RowMat<A>, 0, Eigen::OuterStride<>> kmat(k_buf.data() + g * Og, KC, Og, Eigen::OuterStride<>(O));
-        for (int64_t r0 = 0; r0 < rows; r0 += block) {
-          int64_t nr = std::min(block, rows - r0);
+        Eigen::Map<const RowMat<A>, 0, Eigen::OuterStride<>> kmat(kmat_base + g * Og, kc, Og, Eigen::OuterStride<>(O));
+        for (int64_t r0 = 0; r0 < nrows; r0 += block) {
+          int64_t nr = std::min(block, nrows - r0);
           for (int64_t r = 0; r < nr; ++r) {
-            int64_t row = r0 + r, n = row / OP, op = row % OP;
+            int64_t row = rws[static_cast<size_t>(r0 + r)], n = row / OP, op = row % OP;
             for (int64_t i = static_cast<int64_t>(nsp) - 1, rem = op; i >= 0; --i) {
               oidx[static_cast<size_t>(i)] = rem % out_sp[static_cast<size_t>(i)];
               rem /= out_sp[static_cast<size_t>(i)];
             }
-            A* prow = patch.data() + r * KC;
+            A* prow = patch.data() + r * kc;
             const A* in_n = in_buf.data() + (batch0 + n) * IP * C + chan0;
-            std::fill(kidx.begin(), kidx.end(), 0);
-            for (int64_t kp = 0; kp < KP; ++kp) {
+            for (int64_t t = 0; t < nt; ++t) {
               int64_t lin = 0;
               bool valid = true;
               for (size_t i = 0; i < nsp; ++i) {
-                int64_t t = tap[i][static_cast<size_t>(oidx[i] * k_sp[i] + kidx[i])];
-                if (t < 0) {
+                int64_t tp = tap[i][static_cast<size_t>(oidx[i] * k_sp[i] + tap_k[static_cast<size_t>(t) * nsp + i])];
+                if (tp < 0) {
                   valid = false;
                   break;
                 }
-                lin += t * in_str[i];
+                lin += tp * in_str[i];
               }
-              A* dst = prow + kp * Cg;
+              A* dst = prow + t * Cg;
               if (valid) std::copy(in_n + lin * C, in_n + lin * C + Cg, dst);
               else std::fill(dst, dst + Cg, A(0));
-              for (int64_t i = static_cast<int64_t>(nsp) - 1; i >= 0; --i) {
-                if (++kidx[static_cast<size_t>(i)] < k_sp[static_cast<size_t>(i)]) break;
-                kidx[static_cast<size_t>(i)] = 0;
-              }
             }
           }
-          Eigen::Map<const RowMat<A>> pm(patch.data(), nr, KC);
-          Eigen::Map<RowMat<A>, 0, Eigen::OuterStride<>> om(out_buf.data() + r0 * O + g * Og, nr, Og,
-                                                            Eigen::OuterStride<>(O));
-          om.noalias() = pm * kmat;
+          Eigen::Map<const RowMat<A>> pm(patch.data(), nr, kc);
+          Eigen::Map<RowMat<A>> rm(res.data(), nr, Og);
+          rm.noalias() = pm * kmat;
+          for (int64_t r = 0; r < nr; ++r)
+            std::copy(res.begin() + r * Og, res.begin() + (r + 1) * Og,
+                      out_buf.begin() + rws[static_cast<size_t>(r0 + r)] * O + g * Og);
         }
       }
     }
