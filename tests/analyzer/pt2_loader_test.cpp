@@ -593,6 +593,48 @@ TEST(Pt2LoaderFixtures, Resnet18MatchesCaptureForward) {
   EXPECT_THAT(conv1->loc.file, HasSubstr("torchvision/models/resnet.py"));
 }
 
+// Larger models (written by tests/tools/write_pt2.py --model resnet50|vit_b_16): every node decodes with
+// every schema argument, a source line and no note.
+TEST(Pt2LoaderFixtures, LargeModels) {
+  struct Want {
+    const char* file;
+    size_t nodes;
+    std::map<std::string, int64_t> ops;
+  };
+  const std::vector<Want> wants = {
+      {"resnet50.pt2", 331, {{"aten::convolution", 53}, {"aten::native_batch_norm", 53}, {"aten::addmm", 1}}},
+      {"vit_b_16.pt2", 503, {{"aten::bmm", 24}, {"aten::_softmax", 12}, {"aten::native_layer_norm", 25},
+                            {"aten::split.Tensor", 12}, {"aten::gelu", 12}}},
+  };
+  for (const auto& want : wants) {
+    auto g = LoadPt2(kFixtures + "/" + want.file);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->nodes.size(), want.nodes) << want.file;
+    std::map<std::string, int64_t> ops;
+    for (const auto& n : g->nodes) {
+      ops[n.qualified_name()] += n.count;
+      EXPECT_TRUE(n.note.empty()) << want.file << " " << n.qualified_name() << ": " << n.note;
+      EXPECT_FALSE(n.loc.empty()) << want.file << " " << n.qualified_name();
+      const OpSchema* schema = FindAtenSchema(n.op.substr(6), n.overload);
+      ASSERT_NE(schema, nullptr) << n.qualified_name();
+      EXPECT_EQ(n.args.size(), schema->args.size()) << n.qualified_name();
+    }
+    for (const auto& [op, count] : want.ops) EXPECT_EQ(ops[op], count) << want.file << " " << op;
+  }
+  auto vit = LoadPt2(kFixtures + "/vit_b_16.pt2");
+  ASSERT_TRUE(vit.ok());
+  const Node* split = FindNode(*vit, "aten::split");
+  ASSERT_NE(split, nullptr);
+  ASSERT_EQ(split->outputs.size(), 1u);
+  EXPECT_EQ(split->outputs[0].kind, Value::Kind::kTensorList);  // one Tensor[] output (as_tensors)
+  EXPECT_EQ(split->outputs[0].tensors.size(), 3u);
+  const Node* gelu = FindNode(*vit, "aten::gelu");
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ(gelu->module_path, "encoder.layers.encoder_layer_0.mlp.1");
+  EXPECT_EQ(gelu->args[1].name, "approximate");
+  EXPECT_EQ(gelu->args[1].value, Value::String("none"));  // filled from the schema default
+}
+
 // --- Bad input -----------------------------------------------------------------------------------------
 
 TEST(Pt2LoaderBadInput, MissingFile) {

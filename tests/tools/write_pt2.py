@@ -452,6 +452,8 @@ FIXTURES = {
     "defaults.pt2": ["defaults"],
     "two_programs.pt2": ["linear", "mlp"],
     "resnet18.pt2": ["resnet18"],
+    "resnet50.pt2": ["resnet50"],
+    "vit_b_16.pt2": ["vit_b_16"],
 }
 
 
