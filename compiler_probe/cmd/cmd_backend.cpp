@@ -13,10 +13,7 @@
 #include "compiler_probe/subprocess.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
-#if __has_include("hlo/proto_io.h")
 #include "hlo/proto_io.h"
-#define OPPROBE_HAVE_PROTO_IO 1
-#endif
 
 namespace opprobe::compiler_probe::cmd {
 
@@ -97,17 +94,13 @@ class CmdBackend : public Backend {
     std::string pb_path = workdir + "/" + fingerprint + ".hlo.pb";
     if (!WriteFile(txt_path, hlo::ToString(unit, hlo::PrintOptions::Long())))
       return Verdict::Error(fmt::format("cannot write '{}'", txt_path));
-#ifdef OPPROBE_HAVE_PROTO_IO
     auto bytes = hlo::ModuleToHloProtoBytes(unit);
     if (!bytes.ok()) {
       // A unit the proto writer cannot express cannot be handed to the compiler as a proto.
-      if (needs_pb_) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
+      if (needs_pb_) return Verdict::Error("cannot serialize the unit as HloProto: " + bytes.status().message());
     } else if (!WriteFile(pb_path, *bytes)) {
       return Verdict::Error(fmt::format("cannot write '{}'", pb_path));
     }
-#else
-    if (needs_pb_) return Verdict::Error("HloModuleProto writer not available in this build");
-#endif
 
     SubprocessOptions o;
     for (const auto& w : words_) {

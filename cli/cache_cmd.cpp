@@ -1,0 +1,55 @@
+// `opprobe cache stats|clear [--cache DIR]`: inspect or empty the persistent probe cache.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "compiler_probe/disk_cache.h"
+
+namespace opprobe::cli {
+
+namespace {
+
+std::string HumanBytes(int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
+}
+
+}  // namespace
+
+void RegisterCache(CLI::App& app, int& exit_code) {
+  auto* cache = app.add_subcommand("cache", "Inspect or clear the persistent probe cache");
+  cache->require_subcommand(1);
+  auto dir = std::make_shared<std::string>();
+  auto* stats = cache->add_subcommand("stats", "Show the cache directory, its entries and size, per backend");
+  stats->add_option("--cache", *dir, "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe)");
+  stats->callback([dir, &exit_code] {
+    std::string d = dir->empty() ? compiler_probe::DefaultCacheDir() : *dir;
+    auto s = compiler_probe::GetDiskCacheStats(d);
+    if (!s.ok()) {
+      exit_code = ReportError(s.status());
+      return;
+    }
+    std::printf("cache: %s\n", d.c_str());
+    std::printf("entries: %lld (%s)\n", static_cast<long long>(s->entries), HumanBytes(s->bytes).c_str());
+    for (const auto& b : s->backends)
+      std::printf("  %lld  %s  [%s]\n", static_cast<long long>(b.entries), b.id.c_str(), b.version.c_str());
+    exit_code = 0;
+  });
+  auto* clear = cache->add_subcommand("clear", "Remove every cached verdict");
+  clear->add_option("--cache", *dir, "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe)");
+  clear->callback([dir, &exit_code] {
+    std::string d = dir->empty() ? compiler_probe::DefaultCacheDir() : *dir;
+    auto n = compiler_probe::ClearDiskCache(d);
+    if (!n.ok()) {
+      exit_code = ReportError(n.status());
+      return;
+    }
+    std::printf("removed %lld entries from %s\n", static_cast<long long>(*n), d.c_str());
+    exit_code = 0;
+  });
+}
+
+}  // namespace opprobe::cli

@@ -1,0 +1,315 @@
+#include "compiler_probe/pjrt/pjrt_backend.h"
+
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "compiler_probe/pjrt/worker.h"
+#include "compiler_probe/subprocess.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/printer.h"
+#include "hlo/probe_unit.h"
+#include "hlo/proto_io.h"
+
+namespace opprobe::compiler_probe::pjrt {
+
+namespace {
+
+using hlo::PrimitiveType;
+
+std::string OneLine(const std::string& text, size_t max_chars = 400) {
+  std::string clean = SanitizeOutput(text);
+  // The first non-empty line carries the error; the rest is usually a stack or a dump.
+  size_t start = clean.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return "";
+  size_t end = clean.find('\n', start);
+  std::string line = clean.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
+  return line;
+}
+
+void Flatten(const hlo::Literal& l, std::vector<const hlo::Literal*>& out) {
+  if (l.shape().IsTuple()) {
+    for (const auto& e : l.tuple_elements()) Flatten(e, out);
+  } else {
+    out.push_back(&l);
+  }
+}
+
+std::string IndexString(const std::vector<int64_t>& dims, int64_t linear) {
+  std::vector<int64_t> idx(dims.size());
+  for (size_t k = dims.size(); k-- > 0;) {
+    int64_t d = dims[k] > 0 ? dims[k] : 1;
+    idx[k] = linear % d;
+    linear /= d;
+  }
+  return fmt::format("[{}]", fmt::join(idx, ","));
+}
+
+std::string TypeName(PrimitiveType t) { return std::string(hlo::PrimitiveTypeName(t)); }
+
+std::string DimsString(const std::vector<int64_t>& dims) { return fmt::format("[{}]", fmt::join(dims, ",")); }
+
+std::string FormatValue(double v) { return fmt::format("{:.9g}", v); }
+
+bool Close(double got, double want, const Tolerance& tol) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  if (std::isnan(got) || std::isinf(got)) return false;
+  return std::fabs(got - want) <= tol.atol + tol.rtol * std::fabs(want);
+}
+
+class PjrtBackend : public Backend {
+ public:
+  PjrtBackend(std::string arg, PjrtSpec spec, std::unique_ptr<WorkerProcess> worker, BackendOptions options,
+              std::string file_identity)
+      : arg_(std::move(arg)),
+        spec_(std::move(spec)),
+        worker_(std::move(worker)),
+        options_(std::move(options)),
+        info_(worker_->info()),
+        file_identity_(std::move(file_identity)) {}
+
+  std::string id() const override { return "pjrt:" + arg_; }
+  std::string version() const override {
+    return fmt::format("{} {}; PJRT API {}.{}; plugin {}; evaluator {}", info_.platform_name, info_.platform_version,
+                       info_.api_major, info_.api_minor, file_identity_, hlo::kEvaluatorRevision);
+  }
+  bool thread_safe() const override { return false; }  // one worker, one request at a time
+
+  Verdict probe(const hlo::Module& unit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Verdict v = ProbeLocked(unit);
+    return v;
+  }
+
+ private:
+  double LoadTimeout() const { return std::max(60.0, options_.probe_timeout_seconds); }
+
+  Verdict ProbeLocked(const hlo::Module& unit) {
+    if (!worker_ || !worker_->alive()) {
+      auto w = WorkerProcess::Start(spec_.plugin_path, spec_.options, LoadTimeout());
+      if (!w.ok()) return Verdict::Error("PJRT plugin could not be restarted: " + w.status().message());
+      worker_ = std::move(w).value();
+      ++restarts_;
+    }
+    auto bytes = hlo::ModuleToProtoBytes(unit);  // a bare HloModuleProto, as format "hlo" wants
+    if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
+    const std::string& proto = *bytes;
+    const hlo::Computation* entry = unit.entry();
+    if (!entry) return Verdict::Error("probe unit has no entry computation");
+
+    // Deterministic inputs: seeded from the unit's fingerprint.
+    std::string fp = hlo::Fingerprint(unit);
+    uint64_t seed = std::strtoull(fp.c_str(), nullptr, 16);
+    std::vector<hlo::Literal> args = hlo::RandomArguments(*entry, seed);
+    bool execute = true;
+    std::string no_execute_reason;
+    std::vector<HostArray> inputs;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const hlo::Literal& a = args[i];
+      auto t = a.shape().IsArray() ? PjrtBufferType(a.shape().element_type()) : std::nullopt;
+      if (!t) {
+        execute = false;
+        no_execute_reason = fmt::format("parameter {} of type {} cannot be transferred", i, a.shape().ToString());
+        break;
+      }
+      HostArray h;
+      h.type = *t;
+      h.dims = a.shape().dimensions();
+      h.data.assign(reinterpret_cast<const char*>(a.data().data()), a.data().size());
+      inputs.push_back(std::move(h));
+    }
+    if (!execute) inputs.clear();
+
+    WorkerProcess::Outcome o = worker_->Run(proto, inputs, execute, options_.probe_timeout_seconds);
+    Verdict v;
+    switch (o.kind) {
+      case WorkerProcess::Outcome::Kind::kCrashed: {
+        std::string last = LastLines(o.log_tail, 2);
+        v = Verdict::Error(fmt::format("PJRT plugin crashed: the worker {}{}", o.what, last.empty() ? "" : ": " + last));
+        break;
+      }
+      case WorkerProcess::Outcome::Kind::kTimedOut:
+        v = Verdict::Error(fmt::format("PJRT plugin {} (probe timeout {:g} s)", o.what, options_.probe_timeout_seconds));
+        break;
+      case WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error("PJRT worker " + o.what); break;
+      case WorkerProcess::Outcome::Kind::kDone: v = Judge(unit, args, execute, no_execute_reason, o.result); break;
+    }
+    v.seconds = o.seconds;
+    if (!v.supported() && !o.log_tail.empty() && v.output_tail.empty()) {
+      constexpr size_t kTail = 4096;
+      std::string tail = o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail;
+      v.output_tail = SanitizeOutput(tail);
+    }
+    return v;
+  }
+
+  Verdict Judge(const hlo::Module& unit, const std::vector<hlo::Literal>& args, bool executed,
+                const std::string& no_execute_reason, const RunResult& r) {
+    auto failure = [&](const char* stage) {
+      Verdict v = Verdict::Unsupported(fmt::format("{}: {}: {}", stage, ErrorCodeName(r.code), OneLine(r.message)));
+      v.output_tail = SanitizeOutput(r.message.size() > 4096 ? r.message.substr(0, 4096) : r.message);
+      return v;
+    };
+    switch (r.stage) {
+      case RunResult::Stage::kCompile: return failure("compile");
+      case RunResult::Stage::kExecute: return failure("execute");
+      case RunResult::Stage::kTransfer: return failure("transfer");
+      case RunResult::Stage::kOk: break;
+    }
+    Verdict ok = Verdict::Supported();
+    if (!executed) {
+      ok.output_tail = "compiled only: " + no_execute_reason;
+      return ok;
+    }
+    auto expected = hlo::Evaluate(unit, args);
+    if (!expected.ok()) {
+      // The reference cannot say; the plugin compiled and ran the unit.
+      ok.output_tail = "not compared with interp: " + expected.status().message();
+      return ok;
+    }
+    std::vector<const hlo::Literal*> want;
+    Flatten(*expected, want);
+    if (want.size() != r.outputs.size())
+      return Verdict::Unsupported(
+          fmt::format("numerics: the plugin returned {} outputs, interp {}", r.outputs.size(), want.size()));
+    for (size_t i = 0; i < want.size(); ++i)
+      if (auto diff = CompareOutput(*want[i], r.outputs[i], i)) return Verdict::Unsupported("numerics: " + *diff);
+    return ok;
+  }
+
+  std::mutex mu_;
+  std::string arg_;
+  PjrtSpec spec_;
+  std::unique_ptr<WorkerProcess> worker_;
+  BackendOptions options_;
+  SessionInfo info_;
+  std::string file_identity_;
+  int restarts_ = 0;
+};
+
+}  // namespace
+
+Tolerance ToleranceFor(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::F64:
+    case PrimitiveType::C128: return {1e-9, 1e-12};
+    case PrimitiveType::F32:
+    case PrimitiveType::C64: return {1e-4, 1e-5};
+    case PrimitiveType::F16: return {1e-2, 1e-3};
+    case PrimitiveType::BF16: return {2e-2, 1e-2};
+    default:
+      if (hlo::IsFloatingPoint(type)) return {0.25, 0.1};  // f8 kinds
+      return {0, 0};                                       // integers and pred: exact
+  }
+}
+
+std::optional<std::string> CompareOutput(const hlo::Literal& expected, const HostArray& got, size_t output_index) {
+  const hlo::Shape& shape = expected.shape();
+  auto got_type = PrimitiveTypeFromPjrt(got.type);
+  if (!got_type || *got_type != shape.element_type())
+    return fmt::format("output {} has element type {}, interp {}", output_index,
+                       got_type ? TypeName(*got_type) : fmt::format("pjrt#{}", got.type), TypeName(shape.element_type()));
+  if (got.dims != shape.dimensions())
+    return fmt::format("output {} has dims {}, interp {}", output_index, DimsString(got.dims),
+                       DimsString(shape.dimensions()));
+  if (got.data.size() != expected.data().size())
+    return fmt::format("output {} has {} bytes, interp {}", output_index, got.data.size(), expected.data().size());
+  hlo::Literal g(hlo::Shape::Array(shape.element_type(), shape.dimensions()));
+  std::memcpy(g.data().data(), got.data.data(), got.data.size());
+  const PrimitiveType t = shape.element_type();
+  const Tolerance tol = ToleranceFor(t);
+  const int64_t n = expected.element_count();
+  int64_t bad = 0;
+  std::string first;
+  for (int64_t i = 0; i < n; ++i) {
+    bool same = true;
+    std::string got_s, want_s;
+    if (hlo::IsComplex(t)) {
+      auto a = g.GetAsComplex(i), b = expected.GetAsComplex(i);
+      same = Close(a.real(), b.real(), tol) && Close(a.imag(), b.imag(), tol);
+      if (!same) {
+        got_s = fmt::format("({}, {})", FormatValue(a.real()), FormatValue(a.imag()));
+        want_s = fmt::format("({}, {})", FormatValue(b.real()), FormatValue(b.imag()));
+      }
+    } else if (hlo::IsFloatingPoint(t)) {
+      double a = g.GetAsDouble(i), b = expected.GetAsDouble(i);
+      same = Close(a, b, tol);
+      if (!same) got_s = FormatValue(a), want_s = FormatValue(b);
+    } else if (t == PrimitiveType::PRED) {
+      bool a = g.data()[static_cast<size_t>(i)] != 0, b = expected.data()[static_cast<size_t>(i)] != 0;
+      same = a == b;
+      if (!same) got_s = a ? "true" : "false", want_s = b ? "true" : "false";
+    } else if (hlo::IsUnsignedInteger(t)) {
+      uint64_t a = g.GetAsUint64(i), b = expected.GetAsUint64(i);
+      same = a == b;
+      if (!same) got_s = std::to_string(a), want_s = std::to_string(b);
+    } else {
+      int64_t a = g.GetAsInt64(i), b = expected.GetAsInt64(i);
+      same = a == b;
+      if (!same) got_s = std::to_string(a), want_s = std::to_string(b);
+    }
+    if (!same) {
+      if (bad == 0)
+        first = fmt::format("output {} element {}: got {}, interp {}", output_index, IndexString(shape.dimensions(), i),
+                            got_s, want_s);
+      ++bad;
+    }
+  }
+  if (bad == 0) return std::nullopt;
+  std::string tol_s = tol.rtol == 0 ? "exact" : fmt::format("rtol {:g}, atol {:g}", tol.rtol, tol.atol);
+  return fmt::format("{} ({} of {} elements differ beyond the {} tolerance: {})", first, bad, n, TypeName(t), tol_s);
+}
+
+Expected<PjrtSpec> ParsePjrtSpec(const std::string& arg) {
+  PjrtSpec spec;
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t comma = arg.find(',', start);
+    parts.push_back(arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  spec.plugin_path = parts[0];
+  if (spec.plugin_path.empty())
+    return BackendUnavailable("pjrt backend: missing plugin path (expected pjrt:PLUGIN.so[,key=value...])");
+  for (size_t i = 1; i < parts.size(); ++i) {
+    size_t eq = parts[i].find('=');
+    if (eq == std::string::npos || eq == 0)
+      return UsageError(fmt::format("pjrt backend: option '{}' in '{}' is not key=value", parts[i], arg));
+    spec.options.push_back(PluginOption::Parse(parts[i].substr(0, eq), parts[i].substr(eq + 1)));
+  }
+  return spec;
+}
+
+Expected<std::unique_ptr<Backend>> CreatePjrtBackend(const std::string& arg, const BackendOptions& options) {
+  OPPROBE_ASSIGN_OR_RETURN(PjrtSpec spec, ParsePjrtSpec(arg));
+  struct stat st;
+  if (::stat(spec.plugin_path.c_str(), &st) != 0)
+    return BackendUnavailable(fmt::format("pjrt backend: plugin '{}' not found", spec.plugin_path));
+  if (!S_ISREG(st.st_mode))
+    return BackendUnavailable(fmt::format("pjrt backend: plugin '{}' is not a file", spec.plugin_path));
+  std::string identity = fmt::format("{} size={} mtime={}", std::filesystem::path(spec.plugin_path).filename().string(),
+                                     static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtime));
+  auto worker = WorkerProcess::Start(spec.plugin_path, spec.options, std::max(60.0, options.probe_timeout_seconds));
+  if (!worker.ok()) return worker.status();
+  return std::unique_ptr<Backend>(
+      std::make_unique<PjrtBackend>(arg, std::move(spec), std::move(worker).value(), options, std::move(identity)));
+}
+
+void Register(Registry& registry) {
+  registry.Register({"pjrt", "pjrt:PLUGIN.so[,key=value...]",
+                     "compiles and runs each unit with a PJRT plugin and compares the results with interp",
+                     [](const std::string& arg, const BackendOptions& options) { return CreatePjrtBackend(arg, options); }});
+}
+
+}  // namespace opprobe::compiler_probe::pjrt

@@ -1,0 +1,490 @@
+#include "compiler_probe/pjrt/pjrt_session.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "compiler_probe/pjrt/pjrt_abi.h"
+
+namespace opprobe::compiler_probe::pjrt {
+
+namespace abi = ::opprobe::pjrt_abi;
+
+namespace {
+
+struct CallStatus {
+  bool ok = true;
+  int code = 0;
+  std::string message;
+};
+
+// replicas = 1, partitions = 1 (xla.CompileOptionsProto, research/pjrt.md 2.6).
+constexpr char kCompileOptions[] = {0x1A, 0x04, 0x20, 0x01, 0x28, 0x01};
+
+}  // namespace
+
+PluginOption PluginOption::Parse(const std::string& name, const std::string& value) {
+  PluginOption o;
+  o.name = name;
+  if (value == "true" || value == "false") {
+    o.type = Type::kBool;
+    o.bool_value = value == "true";
+    return o;
+  }
+  if (!value.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    long long i = std::strtoll(value.c_str(), &end, 10);
+    if (errno == 0 && end && *end == '\0') {
+      o.type = Type::kInt64;
+      o.int_value = i;
+      return o;
+    }
+    errno = 0;
+    float f = std::strtof(value.c_str(), &end);
+    if (errno == 0 && end && *end == '\0' && value.find_first_of(".eE") != std::string::npos) {
+      o.type = Type::kFloat;
+      o.float_value = f;
+      return o;
+    }
+  }
+  o.type = Type::kString;
+  o.string_value = value;
+  return o;
+}
+
+std::optional<int> PjrtBufferType(hlo::PrimitiveType t) {
+  using P = hlo::PrimitiveType;
+  switch (t) {
+    case P::PRED: return abi::kPred;
+    case P::S8: return abi::kS8;
+    case P::S16: return abi::kS16;
+    case P::S32: return abi::kS32;
+    case P::S64: return abi::kS64;
+    case P::U8: return abi::kU8;
+    case P::U16: return abi::kU16;
+    case P::U32: return abi::kU32;
+    case P::U64: return abi::kU64;
+    case P::F16: return abi::kF16;
+    case P::F32: return abi::kF32;
+    case P::F64: return abi::kF64;
+    case P::BF16: return abi::kBF16;
+    case P::C64: return abi::kC64;
+    case P::C128: return abi::kC128;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<hlo::PrimitiveType> PrimitiveTypeFromPjrt(int pjrt_type) {
+  using P = hlo::PrimitiveType;
+  switch (pjrt_type) {
+    case abi::kPred: return P::PRED;
+    case abi::kS8: return P::S8;
+    case abi::kS16: return P::S16;
+    case abi::kS32: return P::S32;
+    case abi::kS64: return P::S64;
+    case abi::kU8: return P::U8;
+    case abi::kU16: return P::U16;
+    case abi::kU32: return P::U32;
+    case abi::kU64: return P::U64;
+    case abi::kF16: return P::F16;
+    case abi::kF32: return P::F32;
+    case abi::kF64: return P::F64;
+    case abi::kBF16: return P::BF16;
+    case abi::kC64: return P::C64;
+    case abi::kC128: return P::C128;
+    default: return std::nullopt;
+  }
+}
+
+int PjrtTypeByteSize(int pjrt_type) {
+  auto t = PrimitiveTypeFromPjrt(pjrt_type);
+  return t ? hlo::ByteWidth(*t) : 0;
+}
+
+std::string ErrorCodeName(int code) {
+  static const char* kNames[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+  if (code >= 0 && code <= 16) return kNames[code];
+  return fmt::format("code {}", code);
+}
+
+struct PjrtSession::Impl {
+  void* handle = nullptr;
+  const abi::ApiHeader* api = nullptr;
+  abi::StructSizes sizes{};
+  abi::Client* client = nullptr;
+  std::vector<abi::Device*> devices;
+
+  size_t num_slots() const { return (api->struct_size - abi::kFirstSlotOffset) / sizeof(void*); }
+  void* slot(int k) const {
+    if (static_cast<size_t>(k) >= num_slots()) return nullptr;
+    return reinterpret_cast<void* const*>(reinterpret_cast<const char*>(api) + abi::kFirstSlotOffset)[k];
+  }
+
+  CallStatus FromError(abi::Error* err) {
+    CallStatus s;
+    if (!err) return s;
+    s.ok = false;
+    s.code = abi::kUnknown;
+    if (auto* fn = reinterpret_cast<abi::ErrorFn>(slot(abi::kError_GetCode))) {
+      abi::Error_GetCode_Args a{};
+      a.struct_size = sizes.error_getcode;
+      a.error = err;
+      abi::Error* e2 = fn(&a);
+      if (!e2) s.code = a.code;
+      else DestroyError(e2);
+    }
+    if (auto* fn = reinterpret_cast<abi::VoidFn>(slot(abi::kError_Message))) {
+      abi::Error_Message_Args a{};
+      a.struct_size = sizes.error_message;
+      a.error = err;
+      fn(&a);
+      if (a.message) s.message.assign(a.message, a.message_size);
+    }
+    DestroyError(err);
+    return s;
+  }
+
+  void DestroyError(abi::Error* err) {
+    if (auto* fn = reinterpret_cast<abi::VoidFn>(slot(abi::kError_Destroy))) {
+      abi::Error_Destroy_Args a{};
+      a.struct_size = sizes.error_destroy;
+      a.error = err;
+      fn(&a);
+    }
+  }
+
+  CallStatus Call(int k, void* args, const char* name) {
+    auto* fn = reinterpret_cast<abi::ErrorFn>(slot(k));
+    if (!fn) return {false, abi::kUnimplemented, fmt::format("the plugin does not implement {}", name)};
+    CallStatus s = FromError(fn(args));
+    if (!s.ok) s.message = fmt::format("{}: {}", name, s.message);
+    return s;
+  }
+
+  // Awaits and destroys an event; a null event is already complete.
+  CallStatus Await(abi::Event* ev) {
+    if (!ev) return {};
+    abi::Event_Args a{};
+    a.struct_size = sizes.event;
+    a.event = ev;
+    CallStatus s = Call(abi::kEvent_Await, &a, "PJRT_Event_Await");
+    abi::Event_Args d{};
+    d.struct_size = sizes.event;
+    d.event = ev;
+    Call(abi::kEvent_Destroy, &d, "PJRT_Event_Destroy");
+    return s;
+  }
+
+  void DestroyBuffer(abi::Buffer* b) {
+    if (!b) return;
+    abi::Buffer_Destroy_Args a{};
+    a.struct_size = sizes.buffer_destroy;
+    a.buffer = b;
+    Call(abi::kBuffer_Destroy, &a, "PJRT_Buffer_Destroy");
+  }
+
+  std::string ClientString(int k, const char* name) {
+    abi::Client_String_Args a{};
+    a.struct_size = sizes.client_string;
+    a.client = client;
+    CallStatus s = Call(k, &a, name);
+    if (!s.ok || !a.value) return "";
+    return std::string(a.value, a.value_size);
+  }
+};
+
+Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plugin_path,
+                                                         const std::vector<PluginOption>& options) {
+  struct stat st;
+  if (::stat(plugin_path.c_str(), &st) != 0)
+    return BackendUnavailable(fmt::format("PJRT plugin '{}' not found", plugin_path));
+  if (!S_ISREG(st.st_mode)) return BackendUnavailable(fmt::format("PJRT plugin '{}' is not a file", plugin_path));
+  // Local binding: XLA plugins carry their own LLVM, absl and protobuf.
+  void* handle = ::dlopen(plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* err = ::dlerror();
+    return BackendUnavailable(fmt::format("'{}' is not a loadable PJRT plugin: {}", plugin_path, err ? err : "dlopen failed"));
+  }
+  using GetApiFn = const abi::ApiHeader* (*)();
+  auto get_api = reinterpret_cast<GetApiFn>(::dlsym(handle, "GetPjrtApi"));
+  if (!get_api)
+    return BackendUnavailable(fmt::format("'{}' is not a PJRT plugin: it has no GetPjrtApi symbol", plugin_path));
+  const abi::ApiHeader* api = get_api();
+  if (!api) return BackendUnavailable(fmt::format("PJRT plugin '{}': GetPjrtApi returned null", plugin_path));
+
+  std::unique_ptr<PjrtSession> session(new PjrtSession());
+  session->impl_ = std::make_unique<Impl>();
+  Impl& im = *session->impl_;
+  im.handle = handle;
+  im.api = api;
+  SessionInfo& info = session->info_;
+  info.plugin_path = plugin_path;
+  info.api_major = api->pjrt_api_version.major_version;
+  info.api_minor = api->pjrt_api_version.minor_version;
+  info.api_struct_size = api->struct_size;
+  if (info.api_major != abi::kOurMajor || info.api_minor < abi::kMinMinor)
+    return BackendUnavailable(fmt::format(
+        "PJRT plugin '{}' has unsupported PJRT API version {}.{} (opprobe supports {}.{} and later {}.x versions)",
+        plugin_path, info.api_major, info.api_minor, abi::kOurMajor, abi::kMinMinor, abi::kOurMajor));
+  constexpr int kRequired[] = {abi::kError_Destroy,  abi::kError_Message,      abi::kError_GetCode,
+                               abi::kEvent_Destroy,  abi::kEvent_Await,        abi::kClient_Create,
+                               abi::kClient_Destroy, abi::kClient_Compile,     abi::kClient_BufferFromHostBuffer,
+                               abi::kLoadedExecutable_Destroy, abi::kLoadedExecutable_Execute,
+                               abi::kBuffer_Destroy, abi::kBuffer_ToHostBuffer};
+  if (api->struct_size < abi::kFirstSlotOffset + sizeof(void*) * (abi::kBuffer_ToHostBuffer + 1))
+    return BackendUnavailable(fmt::format("PJRT plugin '{}': PJRT_Api table of {} bytes is too small for API {}.{}",
+                                          plugin_path, api->struct_size, info.api_major, info.api_minor));
+  for (int k : kRequired)
+    if (!im.slot(k))
+      return BackendUnavailable(fmt::format("PJRT plugin '{}' lacks required function slot {}", plugin_path, k));
+  // Our header's sizes, as they were at the plugin's minor (older plugins may want exact sizes).
+  im.sizes = abi::StructSizesForMinor(std::min(info.api_minor, abi::kOurMinor));
+
+  if (im.slot(abi::kPlugin_Initialize)) {
+    abi::Plugin_Initialize_Args a{};
+    a.struct_size = im.sizes.plugin_initialize;
+    CallStatus s = im.Call(abi::kPlugin_Initialize, &a, "PJRT_Plugin_Initialize");
+    if (!s.ok) return BackendUnavailable(fmt::format("PJRT plugin '{}': {}", plugin_path, s.message));
+  }
+
+  std::vector<abi::NamedValue> values(options.size());
+  for (size_t i = 0; i < options.size(); ++i) {
+    const PluginOption& o = options[i];
+    abi::NamedValue& v = values[i];
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = im.sizes.named_value;
+    v.name = o.name.c_str();
+    v.name_size = o.name.size();
+    v.value_size = 1;
+    switch (o.type) {
+      case PluginOption::Type::kString:
+        v.type = abi::kString;
+        v.string_value = o.string_value.c_str();
+        v.value_size = o.string_value.size();
+        break;
+      case PluginOption::Type::kInt64: v.type = abi::kInt64, v.int64_value = o.int_value; break;
+      case PluginOption::Type::kFloat: v.type = abi::kFloat, v.float_value = o.float_value; break;
+      case PluginOption::Type::kBool: v.type = abi::kBool, v.bool_value = o.bool_value; break;
+    }
+  }
+  abi::Client_Create_Args ca{};
+  ca.struct_size = im.sizes.client_create;
+  ca.create_options = values.empty() ? nullptr : values.data();
+  ca.num_options = values.size();
+  CallStatus s = im.Call(abi::kClient_Create, &ca, "PJRT_Client_Create");
+  if (!s.ok || !ca.client)
+    return BackendUnavailable(fmt::format("PJRT plugin '{}' (API {}.{}): cannot create a client: {}", plugin_path,
+                                          info.api_major, info.api_minor, s.ok ? "no client returned" : s.message));
+  im.client = ca.client;
+  info.platform_name = im.ClientString(abi::kClient_PlatformName, "PJRT_Client_PlatformName");
+  info.platform_version = im.ClientString(abi::kClient_PlatformVersion, "PJRT_Client_PlatformVersion");
+  abi::Client_AddressableDevices_Args da{};
+  da.struct_size = im.sizes.client_addressable_devices;
+  da.client = im.client;
+  if (im.Call(abi::kClient_AddressableDevices, &da, "PJRT_Client_AddressableDevices").ok && da.addressable_devices)
+    im.devices.assign(da.addressable_devices, da.addressable_devices + da.num_addressable_devices);
+  info.num_devices = static_cast<int64_t>(im.devices.size());
+  if (im.devices.empty())
+    return BackendUnavailable(fmt::format("PJRT plugin '{}' ({}) has no addressable device", plugin_path, info.platform_name));
+  return session;
+}
+
+PjrtSession::~PjrtSession() {
+  if (impl_ && impl_->client) {
+    abi::Client_Destroy_Args a{};
+    a.struct_size = impl_->sizes.client_destroy;
+    a.client = impl_->client;
+    impl_->Call(abi::kClient_Destroy, &a, "PJRT_Client_Destroy");
+  }
+  // No dlclose: plugins keep threads and static state (research/pjrt.md 2.12).
+}
+
+RunResult PjrtSession::Run(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs, bool execute) {
+  Impl& im = *impl_;
+  RunResult result;
+  auto fail = [&](RunResult::Stage stage, const CallStatus& s) {
+    result.stage = stage;
+    result.code = s.code;
+    result.message = s.message;
+    return result;
+  };
+
+  abi::Program program{};
+  program.struct_size = im.sizes.program;
+  std::string code = hlo_module_proto;
+  program.code = code.data();
+  program.code_size = code.size();
+  program.format = "hlo";
+  program.format_size = 3;
+  abi::Client_Compile_Args ca{};
+  ca.struct_size = im.sizes.client_compile;
+  ca.client = im.client;
+  ca.program = &program;
+  ca.compile_options = kCompileOptions;
+  ca.compile_options_size = sizeof kCompileOptions;
+  CallStatus s = im.Call(abi::kClient_Compile, &ca, "PJRT_Client_Compile");
+  if (!s.ok) return fail(RunResult::Stage::kCompile, s);
+  if (!ca.executable) return fail(RunResult::Stage::kCompile, {false, abi::kInternal, "PJRT_Client_Compile returned no executable"});
+  abi::LoadedExecutable* exe = ca.executable;
+  std::vector<abi::Buffer*> in_bufs, out_bufs;
+  auto cleanup = [&] {
+    for (auto* b : in_bufs) im.DestroyBuffer(b);
+    for (auto* b : out_bufs) im.DestroyBuffer(b);
+    abi::LoadedExecutable_Destroy_Args d{};
+    d.struct_size = im.sizes.loaded_executable_destroy;
+    d.executable = exe;
+    im.Call(abi::kLoadedExecutable_Destroy, &d, "PJRT_LoadedExecutable_Destroy");
+  };
+  if (!execute) {
+    cleanup();
+    return result;
+  }
+
+  // The device the executable was compiled for.
+  abi::Device* device = im.devices.front();
+  {
+    abi::LoadedExecutable_AddressableDevices_Args a{};
+    a.struct_size = im.sizes.loaded_addressable_devices;
+    a.executable = exe;
+    if (im.Call(abi::kLoadedExecutable_AddressableDevices, &a, "PJRT_LoadedExecutable_AddressableDevices").ok &&
+        a.addressable_devices && a.num_addressable_devices > 0)
+      device = a.addressable_devices[0];
+  }
+  size_t num_outputs = 1;
+  {
+    abi::LoadedExecutable_GetExecutable_Args g{};
+    g.struct_size = im.sizes.get_executable;
+    g.loaded_executable = exe;
+    CallStatus gs = im.Call(abi::kLoadedExecutable_GetExecutable, &g, "PJRT_LoadedExecutable_GetExecutable");
+    if (gs.ok && g.executable) {
+      abi::Executable_NumOutputs_Args n{};
+      n.struct_size = im.sizes.num_outputs;
+      n.executable = g.executable;
+      CallStatus ns = im.Call(abi::kExecutable_NumOutputs, &n, "PJRT_Executable_NumOutputs");
+      abi::Executable_Destroy_Args d{};
+      d.struct_size = im.sizes.executable_destroy;
+      d.executable = g.executable;
+      im.Call(abi::kExecutable_Destroy, &d, "PJRT_Executable_Destroy");
+      if (!ns.ok) {
+        cleanup();
+        return fail(RunResult::Stage::kExecute, ns);
+      }
+      num_outputs = n.num_outputs;
+    }
+  }
+
+  for (const HostArray& in : inputs) {
+    abi::Client_BufferFromHostBuffer_Args b{};
+    b.struct_size = im.sizes.buffer_from_host;
+    b.client = im.client;
+    b.data = in.data.data();
+    b.type = in.type;
+    b.dims = in.dims.data();
+    b.num_dims = in.dims.size();
+    b.host_buffer_semantics = 0;  // ImmutableOnlyDuringCall
+    b.device = device;
+    CallStatus bs = im.Call(abi::kClient_BufferFromHostBuffer, &b, "PJRT_Client_BufferFromHostBuffer");
+    if (bs.ok) bs = im.Await(b.done_with_host_buffer);
+    if (b.buffer) in_bufs.push_back(b.buffer);
+    if (!bs.ok) {
+      cleanup();
+      return fail(RunResult::Stage::kTransfer, bs);
+    }
+  }
+
+  abi::ExecuteOptions opts;
+  std::memset(&opts, 0, sizeof opts);
+  opts.struct_size = im.sizes.execute_options;
+  std::vector<int64_t> non_donatable(inputs.size());
+  for (size_t i = 0; i < non_donatable.size(); ++i) non_donatable[i] = static_cast<int64_t>(i);
+  if (im.sizes.execute_options >= offsetof(abi::ExecuteOptions, num_non_donatable_input_indices) + sizeof(size_t)) {
+    opts.non_donatable_input_indices = non_donatable.data();
+    opts.num_non_donatable_input_indices = non_donatable.size();
+  }
+  out_bufs.assign(num_outputs, nullptr);
+  abi::Buffer* const* arg_list = in_bufs.data();
+  abi::Buffer** out_list = out_bufs.data();
+  abi::Event* complete = nullptr;
+  abi::LoadedExecutable_Execute_Args e{};
+  e.struct_size = im.sizes.execute;
+  e.executable = exe;
+  e.options = &opts;
+  e.argument_lists = &arg_list;
+  e.num_devices = 1;
+  e.num_args = in_bufs.size();
+  e.output_lists = &out_list;
+  e.device_complete_events = &complete;
+  CallStatus es = im.Call(abi::kLoadedExecutable_Execute, &e, "PJRT_LoadedExecutable_Execute");
+  if (es.ok) es = im.Await(complete);
+  if (!es.ok) {
+    cleanup();
+    return fail(RunResult::Stage::kExecute, es);
+  }
+
+  for (abi::Buffer* out : out_bufs) {
+    HostArray h;
+    if (!out) {
+      cleanup();
+      return fail(RunResult::Stage::kExecute, {false, abi::kInternal, "PJRT_LoadedExecutable_Execute left an output unset"});
+    }
+    abi::Buffer_ElementType_Args t{};
+    t.struct_size = im.sizes.buffer_element_type;
+    t.buffer = out;
+    CallStatus ts = im.Call(abi::kBuffer_ElementType, &t, "PJRT_Buffer_ElementType");
+    abi::Buffer_Dimensions_Args d{};
+    d.struct_size = im.sizes.buffer_dimensions;
+    d.buffer = out;
+    if (ts.ok) ts = im.Call(abi::kBuffer_Dimensions, &d, "PJRT_Buffer_Dimensions");
+    if (!ts.ok) {
+      cleanup();
+      return fail(RunResult::Stage::kTransfer, ts);
+    }
+    h.type = t.type;
+    if (d.dims) h.dims.assign(d.dims, d.dims + d.num_dims);
+    abi::Buffer_ToHostBuffer_Args q{};
+    q.struct_size = im.sizes.to_host_buffer;
+    q.src = out;
+    CallStatus qs = im.Call(abi::kBuffer_ToHostBuffer, &q, "PJRT_Buffer_ToHostBuffer");
+    if (qs.ok) {
+      h.data.assign(q.dst_size, '\0');
+      abi::Buffer_ToHostBuffer_Args c{};
+      c.struct_size = im.sizes.to_host_buffer;
+      c.src = out;
+      c.dst = h.data.data();
+      c.dst_size = h.data.size();
+      qs = im.Call(abi::kBuffer_ToHostBuffer, &c, "PJRT_Buffer_ToHostBuffer");
+      if (qs.ok) qs = im.Await(c.event);
+    }
+    if (!qs.ok) {
+      cleanup();
+      return fail(RunResult::Stage::kTransfer, qs);
+    }
+    result.outputs.push_back(std::move(h));
+  }
+  cleanup();
+  return result;
+}
+
+}  // namespace opprobe::compiler_probe::pjrt

@@ -1,0 +1,85 @@
+// PjrtSession: one loaded PJRT plugin and one client, driven through the C ABI (pjrt_abi.h). It runs
+// inside the pjrt backend's worker process (worker.h), never in opprobe's own process, because
+// plugins may abort. It knows nothing of hlo::Module: it takes serialized HloModuleProto bytes and
+// dense host arrays in PJRT_Buffer_Type numbering.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hlo/status.h"
+#include "hlo/types.h"
+
+namespace opprobe::compiler_probe::pjrt {
+
+// A `key=value` create option of `pjrt:PLUGIN.so,key=value`: `true`/`false` are bools, integers are
+// int64, numbers with a '.' or exponent are floats, anything else a string.
+struct PluginOption {
+  enum class Type { kString, kInt64, kFloat, kBool };
+  std::string name;
+  Type type = Type::kString;
+  std::string string_value;
+  int64_t int_value = 0;
+  float float_value = 0;
+  bool bool_value = false;
+  static PluginOption Parse(const std::string& name, const std::string& value);
+};
+
+struct HostArray {
+  int type = 0;  // PJRT_Buffer_Type
+  std::vector<int64_t> dims;
+  std::string data;  // dense, row-major
+};
+
+struct SessionInfo {
+  std::string plugin_path;
+  int api_major = 0;
+  int api_minor = 0;
+  size_t api_struct_size = 0;
+  std::string platform_name;
+  std::string platform_version;
+  int64_t num_devices = 0;
+};
+
+struct RunResult {
+  enum class Stage { kOk, kCompile, kExecute, kTransfer };
+  Stage stage = Stage::kOk;
+  int code = 0;  // absl status code from the plugin
+  std::string message;
+  std::vector<HostArray> outputs;
+};
+
+// PJRT_Buffer_Type <-> hlo::PrimitiveType (they differ for bf16, c64, c128); nullopt when the type has
+// no host transfer here (tuples, tokens, f8, sub-byte types).
+std::optional<int> PjrtBufferType(hlo::PrimitiveType t);
+std::optional<hlo::PrimitiveType> PrimitiveTypeFromPjrt(int pjrt_type);
+int PjrtTypeByteSize(int pjrt_type);  // 0 for unknown
+// `UNIMPLEMENTED`, `INVALID_ARGUMENT`, ...
+std::string ErrorCodeName(int code);
+
+class PjrtSession {
+ public:
+  // dlopen + GetPjrtApi + version gate + Plugin_Initialize + Client_Create + device query. Failures
+  // (not found, not a PJRT plugin, unsupported API version, client creation failed) are
+  // kBackendUnavailable with a one-line reason.
+  static Expected<std::unique_ptr<PjrtSession>> Load(const std::string& plugin_path,
+                                                     const std::vector<PluginOption>& options);
+  ~PjrtSession();
+
+  const SessionInfo& info() const { return info_; }
+
+  // Compiles `hlo_module_proto` (format "hlo"); when `execute`, runs it once on `inputs` (on the
+  // executable's first addressable device) and reads every output back.
+  RunResult Run(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs, bool execute);
+
+ private:
+  PjrtSession() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  SessionInfo info_;
+};
+
+}  // namespace opprobe::compiler_probe::pjrt

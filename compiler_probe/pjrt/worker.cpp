@@ -1,0 +1,465 @@
+#include "compiler_probe/pjrt/worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+extern char** environ;
+
+namespace opprobe::compiler_probe::pjrt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A minimal binary codec for the worker protocol (both ends are the same binary).
+class Writer {
+ public:
+  template <typename T>
+  void Pod(T v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void Str(const std::string& s) {
+    Pod<uint64_t>(s.size());
+    out_.append(s);
+  }
+  void Array(const HostArray& a) {
+    Pod<int32_t>(a.type);
+    Pod<uint32_t>(static_cast<uint32_t>(a.dims.size()));
+    for (int64_t d : a.dims) Pod<int64_t>(d);
+    Str(a.data);
+  }
+  std::string Framed() const {
+    std::string f;
+    uint64_t n = out_.size();
+    f.append(reinterpret_cast<const char*>(&n), sizeof n);
+    f.append(out_);
+    return f;
+  }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  template <typename T>
+  bool Pod(T& v) {
+    if (pos_ + sizeof v > in_.size()) return false;
+    std::memcpy(&v, in_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return true;
+  }
+  bool Str(std::string& s) {
+    uint64_t n = 0;
+    if (!Pod(n) || n > in_.size() - pos_) return false;
+    s.assign(in_, pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool Array(HostArray& a) {
+    int32_t type = 0;
+    uint32_t rank = 0;
+    if (!Pod(type) || !Pod(rank) || rank > 64) return false;
+    a.type = type;
+    a.dims.resize(rank);
+    for (auto& d : a.dims)
+      if (!Pod(d)) return false;
+    return Str(a.data);
+  }
+
+ private:
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+// Blocking I/O for the worker side.
+bool WriteAllBlocking(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool ReadExactBlocking(int fd, char* buf, size_t len) {
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = ::read(fd, buf + off, len - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool ReadMessageBlocking(int fd, std::string& out) {
+  uint64_t n = 0;
+  if (!ReadExactBlocking(fd, reinterpret_cast<char*>(&n), sizeof n)) return false;
+  if (n > (uint64_t{1} << 36)) return false;
+  out.assign(n, '\0');
+  return ReadExactBlocking(fd, out.data(), n);
+}
+
+}  // namespace
+
+Expected<std::string> FindWorkerProgram() {
+  const char* env = std::getenv("OPPROBE_PJRT_WORKER");
+  if (env && *env) {
+    if (auto p = FindProgram(env)) return *p;
+    return BackendUnavailable(fmt::format("pjrt backend: OPPROBE_PJRT_WORKER='{}' is not an executable program", env));
+  }
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const auto& dir : {self.parent_path(), self.parent_path().parent_path()}) {
+      auto candidate = (dir / kWorkerProgram).string();
+      if (auto p = FindProgram(candidate)) return *p;
+    }
+  }
+  if (auto p = FindProgram(kWorkerProgram)) return *p;
+  return BackendUnavailable(fmt::format(
+      "pjrt backend: the helper program {} was not found next to this program or on PATH (set OPPROBE_PJRT_WORKER)",
+      kWorkerProgram));
+}
+
+int ServeWorker(int sock, const std::string& plugin_path, const std::vector<PluginOption>& options) {
+  auto session = PjrtSession::Load(plugin_path, options);
+  Writer hello;
+  hello.Pod<uint8_t>(session.ok() ? 1 : 0);
+  if (!session.ok()) {
+    hello.Str(session.status().message());
+    WriteAllBlocking(sock, hello.Framed());
+    return 0;
+  }
+  const SessionInfo& info = (*session)->info();
+  hello.Pod<int32_t>(info.api_major);
+  hello.Pod<int32_t>(info.api_minor);
+  hello.Pod<uint64_t>(info.api_struct_size);
+  hello.Str(info.platform_name);
+  hello.Str(info.platform_version);
+  hello.Pod<int64_t>(info.num_devices);
+  if (!WriteAllBlocking(sock, hello.Framed())) return 0;
+  std::string request;
+  while (ReadMessageBlocking(sock, request)) {
+    Reader r(request);
+    uint8_t execute = 0;
+    std::string proto;
+    uint32_t n = 0;
+    std::vector<HostArray> inputs;
+    bool ok = r.Pod(execute) && r.Str(proto) && r.Pod(n);
+    for (uint32_t i = 0; ok && i < n; ++i) {
+      inputs.emplace_back();
+      ok = r.Array(inputs.back());
+    }
+    RunResult res;
+    if (!ok) {
+      res.stage = RunResult::Stage::kCompile;
+      res.code = 13;
+      res.message = "opprobe worker: malformed request";
+    } else {
+      res = (*session)->Run(proto, inputs, execute != 0);
+    }
+    Writer w;
+    w.Pod<int32_t>(static_cast<int32_t>(res.stage));
+    w.Pod<int32_t>(res.code);
+    w.Str(res.message);
+    w.Pod<uint32_t>(static_cast<uint32_t>(res.outputs.size()));
+    for (const auto& o : res.outputs) w.Array(o);
+    if (!WriteAllBlocking(sock, w.Framed())) break;
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+  return 0;
+}
+
+
+int WorkerMainEntry(int argc, char** argv) {
+  // argv: --parent=PID PLUGIN [name=value ...]; the request socket is fd 3.
+  if (argc < 3 || std::strncmp(argv[1], "--parent=", 9) != 0) {
+    std::fprintf(stderr, "usage: opprobe-pjrt-worker --parent=PID PLUGIN [name=value ...] (started by opprobe)\n");
+    return 64;
+  }
+  pid_t parent = static_cast<pid_t>(std::atol(argv[1] + 9));
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return 0;
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGINT, SIG_IGN);  // the parent decides when the worker ends
+  std::vector<PluginOption> options;
+  for (int i = 3; i < argc; ++i) {
+    std::string kv = argv[i];
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    options.push_back(PluginOption::Parse(kv.substr(0, eq), kv.substr(eq + 1)));
+  }
+  return ServeWorker(3, argv[2], options);
+}
+
+Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string& plugin_path,
+                                                              const std::vector<PluginOption>& options,
+                                                              double load_timeout_seconds) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    return Internal(fmt::format("socketpair: {}", std::strerror(errno)));
+  int log_pipe[2];
+  if (::pipe2(log_pipe, O_CLOEXEC) != 0) {
+    ::close(sv[0]), ::close(sv[1]);
+    return Internal(fmt::format("pipe: {}", std::strerror(errno)));
+  }
+  auto worker_path = FindWorkerProgram();
+  if (!worker_path.ok()) {
+    ::close(sv[0]), ::close(sv[1]), ::close(log_pipe[0]), ::close(log_pipe[1]);
+    return worker_path.status();
+  }
+  std::vector<std::string> args = {*worker_path, fmt::format("--parent={}", ::getpid()), plugin_path};
+  for (const auto& o : options) {
+    switch (o.type) {
+      case PluginOption::Type::kString: args.push_back(o.name + "=" + o.string_value); break;
+      case PluginOption::Type::kInt64: args.push_back(fmt::format("{}={}", o.name, o.int_value)); break;
+      case PluginOption::Type::kFloat: args.push_back(fmt::format("{}={}", o.name, o.float_value)); break;
+      case PluginOption::Type::kBool: args.push_back(o.name + (o.bool_value ? "=true" : "=false")); break;
+    }
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, log_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, log_pipe[1], 2);
+  posix_spawn_file_actions_adddup2(&actions, sv[1], 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  posix_spawnattr_setsigmask(&attr, &no_signals);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, worker_path->c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    ::close(sv[0]), ::close(sv[1]), ::close(log_pipe[0]), ::close(log_pipe[1]);
+    return BackendUnavailable(fmt::format("pjrt backend: cannot start '{}': {}", *worker_path, std::strerror(rc)));
+  }
+  ::close(sv[1]);
+  ::close(log_pipe[1]);
+  std::unique_ptr<WorkerProcess> w(new WorkerProcess());
+  w->pid_ = pid;
+  w->sock_ = sv[0];
+  w->log_fd_ = log_pipe[0];
+  ::fcntl(w->sock_, F_SETFL, ::fcntl(w->sock_, F_GETFL) | O_NONBLOCK);
+  ::fcntl(w->log_fd_, F_SETFL, ::fcntl(w->log_fd_, F_GETFL) | O_NONBLOCK);
+
+  std::string hello, what;
+  bool timed_out = false;
+  if (!w->ReadMessage(hello, load_timeout_seconds, what, timed_out)) {
+    std::string log = LastLines(w->log_.str(), 3);
+    return BackendUnavailable(fmt::format("PJRT plugin '{}': the worker {} while loading it{}", plugin_path, what,
+                                          log.empty() ? "" : ": " + log));
+  }
+  Reader r(hello);
+  uint8_t ok = 0;
+  if (!r.Pod(ok)) return BackendUnavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
+  if (!ok) {
+    std::string msg;
+    r.Str(msg);
+    return BackendUnavailable(msg);
+  }
+  SessionInfo& info = w->info_;
+  info.plugin_path = plugin_path;
+  int32_t major = 0, minor = 0;
+  uint64_t struct_size = 0;
+  if (!(r.Pod(major) && r.Pod(minor) && r.Pod(struct_size) && r.Str(info.platform_name) &&
+        r.Str(info.platform_version) && r.Pod(info.num_devices)))
+    return BackendUnavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
+  info.api_major = major;
+  info.api_minor = minor;
+  info.api_struct_size = struct_size;
+  return w;
+}
+
+WorkerProcess::~WorkerProcess() { Kill(); }
+
+void WorkerProcess::Kill() {
+  if (sock_ >= 0) ::close(sock_), sock_ = -1;
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  if (log_fd_ >= 0) ::close(log_fd_), log_fd_ = -1;
+}
+
+void WorkerProcess::DrainLog(bool keep) {
+  if (log_fd_ < 0) return;
+  char buf[8192];
+  while (true) {
+    ssize_t n = ::read(log_fd_, buf, sizeof buf);
+    if (n > 0) {
+      if (keep) log_.Append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) ::close(log_fd_), log_fd_ = -1;
+    break;
+  }
+}
+
+std::string WorkerProcess::ReapDescription() {
+  if (pid_ <= 0) return "exited";
+  int status = 0;
+  pid_t r = 0;
+  // The worker closed its socket; give it a moment to finish dying, then make sure it is gone.
+  for (int i = 0; i < 200 && (r = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (r == 0) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  }
+  ::kill(-pid_, SIGKILL);  // anything it left in its group
+  pid_ = -1;
+  DrainLog(true);
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status), SignalName(WTERMSIG(status)));
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return "died";
+}
+
+bool WorkerProcess::ReadMessage(std::string& out, double timeout_seconds, std::string& what, bool& timed_out) {
+  auto start = Clock::now();
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  std::string buf;
+  uint64_t need = 0;
+  bool have_len = false;
+  char chunk[65536];
+  while (true) {
+    if (!have_len && buf.size() >= 8) {
+      std::memcpy(&need, buf.data(), 8);
+      have_len = true;
+    }
+    if (have_len && buf.size() >= 8 + need) {
+      out = buf.substr(8, need);
+      return true;
+    }
+    auto now = Clock::now();
+    if (now >= deadline) {
+      timed_out = true;
+      what = fmt::format("timed out after {:.1f} s", std::chrono::duration<double>(now - start).count());
+      DrainLog(true);
+      Kill();
+      return false;
+    }
+    pollfd fds[2] = {{sock_, POLLIN, 0}, {log_fd_, POLLIN, 0}};
+    int nfds = log_fd_ >= 0 ? 2 : 1;
+    int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    int pr = ::poll(fds, static_cast<nfds_t>(nfds), ms);
+    if (pr < 0 && errno != EINTR) {
+      what = fmt::format("could not be polled: {}", std::strerror(errno));
+      Kill();
+      return false;
+    }
+    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP))) DrainLog(true);
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t n = ::read(sock_, chunk, sizeof chunk);
+      if (n > 0) {
+        buf.append(chunk, static_cast<size_t>(n));
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        what = ReapDescription();
+        Kill();
+        return false;
+      }
+    }
+  }
+}
+
+WorkerProcess::Outcome WorkerProcess::Run(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs,
+                                          bool execute, double timeout_seconds) {
+  Outcome o;
+  auto start = Clock::now();
+  DrainLog(false);
+  log_ = TailBuffer(16 * 1024);
+  auto finish = [&](Outcome::Kind kind, std::string what) {
+    o.kind = kind;
+    o.what = std::move(what);
+    o.log_tail = log_.str();
+    o.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return o;
+  };
+  if (!alive()) return finish(Outcome::Kind::kCrashed, "is not running");
+  Writer w;
+  w.Pod<uint8_t>(execute ? 1 : 0);
+  w.Str(hlo_module_proto);
+  w.Pod<uint32_t>(static_cast<uint32_t>(inputs.size()));
+  for (const auto& in : inputs) w.Array(in);
+  std::string frame = w.Framed();
+  // Non-blocking send with the same deadline, so a hung worker cannot block us.
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  size_t off = 0;
+  while (off < frame.size()) {
+    ssize_t n = ::send(sock_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      auto now = Clock::now();
+      if (now >= deadline) {
+        DrainLog(true);
+        Kill();
+        return finish(Outcome::Kind::kTimedOut, fmt::format("timed out after {:.1f} s", timeout_seconds));
+      }
+      pollfd p{sock_, POLLOUT, 0};
+      ::poll(&p, 1, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1);
+      DrainLog(true);
+      continue;
+    }
+    std::string what = ReapDescription();
+    Kill();
+    return finish(Outcome::Kind::kCrashed, what);
+  }
+  std::string reply, what;
+  bool timed_out = false;
+  double left = std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count());
+  if (!ReadMessage(reply, left, what, timed_out))
+    return finish(timed_out ? Outcome::Kind::kTimedOut : Outcome::Kind::kCrashed, what);
+  DrainLog(true);
+  Reader r(reply);
+  int32_t stage = 0, code = 0;
+  uint32_t n = 0;
+  bool ok = r.Pod(stage) && r.Pod(code) && r.Str(o.result.message) && r.Pod(n);
+  for (uint32_t i = 0; ok && i < n; ++i) {
+    o.result.outputs.emplace_back();
+    ok = r.Array(o.result.outputs.back());
+  }
+  if (!ok || stage < 0 || stage > static_cast<int>(RunResult::Stage::kTransfer)) {
+    Kill();
+    return finish(Outcome::Kind::kProtocolError, "sent a malformed reply");
+  }
+  o.result.stage = static_cast<RunResult::Stage>(stage);
+  o.result.code = code;
+  return finish(Outcome::Kind::kDone, "");
+}
+
+}  // namespace opprobe::compiler_probe::pjrt

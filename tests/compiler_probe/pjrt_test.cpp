@@ -1,0 +1,310 @@
+#include "compiler_probe/pjrt/pjrt_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "compiler_probe/pjrt/pjrt_abi.h"
+#include "compiler_probe/pjrt/worker.h"
+#include "compiler_probe/registry.h"
+#include "hlo/builder.h"
+#include "hlo/probe_unit.h"
+
+namespace opprobe::compiler_probe::pjrt {
+namespace {
+
+using hlo::Opcode;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+const char* kPlugin = OPPROBE_TEST_PJRT_PLUGIN;
+
+// Sets the test plugin's environment for the workers started while it lives (a worker is forked and
+// reads the variables when it loads the plugin).
+class ScopedEnv {
+ public:
+  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (auto [k, v] : vars) {
+      const char* old = std::getenv(k);
+      saved_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+      ::setenv(k, v, 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto& [k, v] : saved_) {
+      if (v) ::setenv(k.c_str(), v->c_str(), 1);
+      else ::unsetenv(k.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+std::unique_ptr<hlo::Module> BinaryUnit(Opcode op, PrimitiveType type = PrimitiveType::F32, std::vector<int64_t> dims = {2, 3}) {
+  hlo::Builder b("m");
+  auto* x = b.Parameter(0, Shape::Array(type, dims));
+  auto* y = b.Parameter(1, Shape::Array(type, dims));
+  auto module = b.Build(b.Binary(op, x, y));
+  return hlo::MakeProbeModule(*module->entry()->root());
+}
+
+std::unique_ptr<hlo::Module> ReduceUnit() {
+  hlo::Builder b("m");
+  auto* x = b.Parameter(0, Shape::Array(PrimitiveType::F32, {4, 5}));
+  auto* init = b.ConstantScalar(PrimitiveType::F32, 0);
+  auto* sum = b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::F32);
+  auto module = b.Build(b.Reduce({x}, {init}, {1}, sum));
+  return hlo::MakeProbeModule(*module->entry()->root());
+}
+
+std::unique_ptr<Backend> Make(const std::string& arg, double timeout = 30.0) {
+  BackendOptions o;
+  o.probe_timeout_seconds = timeout;
+  auto b = CreatePjrtBackend(arg, o);
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  return b.ok() ? std::move(b).value() : nullptr;
+}
+
+TEST(PjrtBackendTest, RunsUnitsAndNamesThePluginAndItsApiVersion) {
+  auto b = Make(kPlugin);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->id(), std::string("pjrt:") + kPlugin);
+  EXPECT_NE(b->version().find("opprobe-test"), std::string::npos) << b->version();
+  EXPECT_NE(b->version().find("PJRT API 0.94"), std::string::npos) << b->version();
+  EXPECT_NE(b->version().find("libopprobe_test_pjrt_plugin.so"), std::string::npos) << b->version();
+  EXPECT_FALSE(b->thread_safe());
+  for (auto type : {PrimitiveType::F32, PrimitiveType::F64, PrimitiveType::S32, PrimitiveType::BF16, PrimitiveType::F16,
+                    PrimitiveType::U8, PrimitiveType::C64}) {
+    Verdict v = b->probe(*BinaryUnit(Opcode::kAdd, type));
+    EXPECT_EQ(v.kind, Verdict::Kind::kSupported) << hlo::PrimitiveTypeName(type) << ": " << v.reason;
+  }
+  Verdict r = b->probe(*ReduceUnit());
+  EXPECT_EQ(r.kind, Verdict::Kind::kSupported) << r.reason;
+  Verdict scalar = b->probe(*BinaryUnit(Opcode::kMultiply, PrimitiveType::F32, {}));
+  EXPECT_EQ(scalar.kind, Verdict::Kind::kSupported) << scalar.reason;
+}
+
+TEST(PjrtBackendTest, CreatedThroughTheBuiltinRegistryWithCreateOptions) {
+  auto b = Registry::Builtin().Create(std::string("pjrt:") + kPlugin + ",label=ci,device_count=2");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_TRUE((*b)->probe(*BinaryUnit(Opcode::kAdd)).supported());
+  // Plugins reject create options they do not know; that makes the backend unusable.
+  auto bad = Registry::Builtin().Create(std::string("pjrt:") + kPlugin + ",bogus_option=1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_NE(bad.status().message().find("Unexpected option name passed to PJRT_Client_Create: bogus_option"),
+            std::string::npos)
+      << bad.status().message();
+  auto malformed = Registry::Builtin().Create(std::string("pjrt:") + kPlugin + ",novalue");
+  EXPECT_EQ(malformed.status().code(), ErrorCode::kUsage);
+}
+
+TEST(PjrtBackendTest, CompileFailureIsUnsupportedWithThePluginsMessage) {
+  ScopedEnv env({{"OPPROBE_TEST_PJRT_FAIL_COMPILE_OPCODE", "multiply"}});
+  auto b = Make(kPlugin);
+  ASSERT_TRUE(b);
+  Verdict v = b->probe(*BinaryUnit(Opcode::kMultiply));
+  EXPECT_EQ(v.kind, Verdict::Kind::kUnsupported);
+  EXPECT_EQ(v.reason, "compile: UNIMPLEMENTED: PJRT_Client_Compile: test plugin: opcode multiply is not supported");
+  EXPECT_NE(v.output_tail.find("more detail on a second line"), std::string::npos);
+  EXPECT_TRUE(b->probe(*BinaryUnit(Opcode::kAdd)).supported());
+}
+
+TEST(PjrtBackendTest, ExecutionFailureIsUnsupported) {
+  ScopedEnv env({{"OPPROBE_TEST_PJRT_FAIL_EXECUTE_OPCODE", "add"}});
+  auto b = Make(kPlugin);
+  ASSERT_TRUE(b);
+  Verdict v = b->probe(*BinaryUnit(Opcode::kAdd));
+  EXPECT_EQ(v.kind, Verdict::Kind::kUnsupported);
+  EXPECT_EQ(v.reason, "execute: INTERNAL: PJRT_Event_Await: test plugin: execution of add failed");
+}
+
+TEST(PjrtBackendTest, WrongNumericsAreUnsupported) {
+  ScopedEnv env({{"OPPROBE_TEST_PJRT_WRONG_NUMERICS_OPCODE", "subtract"}});
+  auto b = Make(kPlugin);
+  ASSERT_TRUE(b);
+  Verdict v = b->probe(*BinaryUnit(Opcode::kSubtract));
+  EXPECT_EQ(v.kind, Verdict::Kind::kUnsupported);
+  EXPECT_EQ(v.reason.rfind("numerics: output 0 element [0,0]: got ", 0), 0u) << v.reason;
+  EXPECT_NE(v.reason.find("(1 of 6 elements differ beyond the f32 tolerance: rtol 0.0001, atol 1e-05)"),
+            std::string::npos)
+      << v.reason;
+  Verdict i = b->probe(*BinaryUnit(Opcode::kSubtract, PrimitiveType::S32));
+  EXPECT_EQ(i.kind, Verdict::Kind::kUnsupported);
+  EXPECT_NE(i.reason.find("beyond the s32 tolerance: exact"), std::string::npos) << i.reason;
+  EXPECT_TRUE(b->probe(*BinaryUnit(Opcode::kAdd)).supported());
+}
+
+TEST(PjrtBackendTest, PluginCrashIsAnErrorAndTheWorkerIsRestarted) {
+  ScopedEnv env({{"OPPROBE_TEST_PJRT_CRASH_OPCODE", "divide"}});
+  auto b = Make(kPlugin);
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->probe(*BinaryUnit(Opcode::kAdd)).supported());
+  Verdict v = b->probe(*BinaryUnit(Opcode::kDivide));
+  EXPECT_EQ(v.kind, Verdict::Kind::kError);
+  EXPECT_EQ(v.reason,
+            "PJRT plugin crashed: the worker was killed by signal 11 (SIGSEGV): test_plugin: segmentation fault while "
+            "compiling divide");
+  // The analysis goes on: the next unit gets a fresh worker.
+  Verdict after = b->probe(*BinaryUnit(Opcode::kAdd));
+  EXPECT_EQ(after.kind, Verdict::Kind::kSupported) << after.reason;
+  EXPECT_EQ(b->probe(*BinaryUnit(Opcode::kDivide)).kind, Verdict::Kind::kError);
+  EXPECT_TRUE(b->probe(*BinaryUnit(Opcode::kMaximum)).supported());
+}
+
+TEST(PjrtBackendTest, PluginHangIsAnErrorAfterTheTimeout) {
+  ScopedEnv env({{"OPPROBE_TEST_PJRT_HANG_OPCODE", "maximum"}});
+  auto b = Make(kPlugin, 1.0);
+  ASSERT_TRUE(b);
+  Verdict v = b->probe(*BinaryUnit(Opcode::kMaximum));
+  EXPECT_EQ(v.kind, Verdict::Kind::kError);
+  EXPECT_NE(v.reason.find("PJRT plugin timed out after"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("(probe timeout 1 s)"), std::string::npos) << v.reason;
+  EXPECT_NE(v.output_tail.find("compiling maximum forever"), std::string::npos) << v.output_tail;
+  EXPECT_TRUE(b->probe(*BinaryUnit(Opcode::kAdd)).supported());
+}
+
+TEST(PjrtBackendTest, StructSizesAreNegotiatedByApiVersion) {
+  // Exact-size plugins at versions where Client_Create (72 before 0.61) and ExecuteOptions (52, 72,
+  // 80, 88, 112) had other sizes.
+  for (const char* version : {"0.30", "0.40", "0.54", "0.61", "0.70", "0.77", "0.94", "0.112"}) {
+    ScopedEnv env({{"OPPROBE_TEST_PJRT_API_VERSION", version}, {"OPPROBE_TEST_PJRT_STRUCT_CHECK", "exact"}});
+    auto b = Make(kPlugin);
+    ASSERT_TRUE(b) << version;
+    EXPECT_NE(b->version().find(std::string("PJRT API ") + version), std::string::npos) << b->version();
+    Verdict v = b->probe(*BinaryUnit(Opcode::kAdd));
+    EXPECT_EQ(v.kind, Verdict::Kind::kSupported) << version << ": " << v.reason;
+  }
+}
+
+TEST(PjrtBackendTest, UnsupportedApiVersionIsBackendUnavailable) {
+  for (const char* version : {"1.0", "0.20"}) {
+    ScopedEnv env({{"OPPROBE_TEST_PJRT_API_VERSION", version}});
+    auto b = CreatePjrtBackend(kPlugin, {});
+    ASSERT_FALSE(b.ok()) << version;
+    EXPECT_EQ(b.status().code(), ErrorCode::kBackendUnavailable);
+    EXPECT_NE(b.status().message().find(std::string("unsupported PJRT API version ") + version), std::string::npos)
+        << b.status().message();
+  }
+}
+
+TEST(PjrtBackendTest, NotAPluginIsBackendUnavailable) {
+  auto missing = CreatePjrtBackend("/nonexistent/plugin.so", {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_NE(missing.status().message().find("not found"), std::string::npos);
+
+  auto empty = CreatePjrtBackend("", {});
+  EXPECT_EQ(empty.status().code(), ErrorCode::kBackendUnavailable);
+
+  auto text = std::filesystem::temp_directory_path() / ("opprobe-not-a-plugin-" + std::to_string(::getpid()) + ".so");
+  std::ofstream(text) << "this is not a shared library\n";
+  auto not_elf = CreatePjrtBackend(text.string(), {});
+  std::filesystem::remove(text);
+  ASSERT_FALSE(not_elf.ok());
+  EXPECT_EQ(not_elf.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_NE(not_elf.status().message().find("is not a loadable PJRT plugin"), std::string::npos)
+      << not_elf.status().message();
+
+  // A real shared library without GetPjrtApi.
+  for (const char* lib : {"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"}) {
+    if (!std::filesystem::exists(lib)) continue;
+    auto no_symbol = CreatePjrtBackend(lib, {});
+    ASSERT_FALSE(no_symbol.ok());
+    EXPECT_EQ(no_symbol.status().code(), ErrorCode::kBackendUnavailable);
+    EXPECT_NE(no_symbol.status().message().find("is not a PJRT plugin: it has no GetPjrtApi symbol"), std::string::npos)
+        << no_symbol.status().message();
+    break;
+  }
+}
+
+TEST(PjrtBackendTest, MissingWorkerProgramIsBackendUnavailable) {
+  ScopedEnv env({{"OPPROBE_PJRT_WORKER", "/nonexistent/opprobe-pjrt-worker"}});
+  auto b = CreatePjrtBackend(kPlugin, {});
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_NE(b.status().message().find("OPPROBE_PJRT_WORKER"), std::string::npos) << b.status().message();
+}
+
+TEST(PjrtBackendTest, TheWorkerProgramIsFoundBesideTheBuild) {
+  auto w = FindWorkerProgram();
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_NE(w->find("opprobe-pjrt-worker"), std::string::npos);
+}
+
+TEST(PjrtBackendTest, ParseSpecAndOptions) {
+  auto s = ParsePjrtSpec("/p/x.so,a=1,b=true,c=0.5,d=text,e=");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->plugin_path, "/p/x.so");
+  ASSERT_EQ(s->options.size(), 5u);
+  EXPECT_EQ(s->options[0].type, PluginOption::Type::kInt64);
+  EXPECT_EQ(s->options[0].int_value, 1);
+  EXPECT_EQ(s->options[1].type, PluginOption::Type::kBool);
+  EXPECT_TRUE(s->options[1].bool_value);
+  EXPECT_EQ(s->options[2].type, PluginOption::Type::kFloat);
+  EXPECT_FLOAT_EQ(s->options[2].float_value, 0.5f);
+  EXPECT_EQ(s->options[3].type, PluginOption::Type::kString);
+  EXPECT_EQ(s->options[3].string_value, "text");
+  EXPECT_EQ(s->options[4].type, PluginOption::Type::kString);
+  EXPECT_FALSE(ParsePjrtSpec("/p/x.so,=1").ok());
+}
+
+TEST(PjrtBackendTest, TypeMappingDiffersFromXlaNumbering) {
+  EXPECT_EQ(PjrtBufferType(PrimitiveType::BF16), 13);
+  EXPECT_EQ(PjrtBufferType(PrimitiveType::C64), 14);
+  EXPECT_EQ(PjrtBufferType(PrimitiveType::C128), 15);
+  EXPECT_EQ(PjrtBufferType(PrimitiveType::F32), 11);
+  EXPECT_FALSE(PjrtBufferType(PrimitiveType::TUPLE).has_value());
+  EXPECT_EQ(PrimitiveTypeFromPjrt(13), PrimitiveType::BF16);
+  EXPECT_EQ(PjrtTypeByteSize(15), 16);
+  EXPECT_EQ(ErrorCodeName(12), "UNIMPLEMENTED");
+}
+
+TEST(PjrtBackendTest, StructSizeTable) {
+  auto s94 = pjrt_abi::StructSizesForMinor(94);
+  EXPECT_EQ(s94.client_create, 88u);
+  EXPECT_EQ(s94.execute_options, 112u);
+  EXPECT_EQ(s94.error_getcode, 28u);
+  EXPECT_EQ(s94.buffer_from_host, 120u);
+  EXPECT_EQ(s94.execute, 80u);
+  EXPECT_EQ(s94.to_host_buffer, 56u);
+  auto s54 = pjrt_abi::StructSizesForMinor(54);
+  EXPECT_EQ(s54.client_create, 72u);
+  EXPECT_EQ(s54.execute_options, 72u);
+  EXPECT_EQ(pjrt_abi::StructSizesForMinor(30).execute_options, 52u);
+  EXPECT_EQ(pjrt_abi::StructSizesForMinor(70).execute_options, 80u);
+  EXPECT_EQ(pjrt_abi::StructSizesForMinor(76).execute_options, 88u);
+}
+
+TEST(PjrtBackendTest, CompareOutputUsesTheTypesTolerance) {
+  hlo::Literal want(Shape::Array(PrimitiveType::F32, {2}));
+  want.Set<float>(0, 1.0f);
+  want.Set<float>(1, 100.0f);
+  auto host = [](std::vector<float> v, int type = 11, std::vector<int64_t> dims = {2}) {
+    HostArray h;
+    h.type = type;
+    h.dims = std::move(dims);
+    h.data.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    return h;
+  };
+  EXPECT_FALSE(CompareOutput(want, host({1.0f, 100.0f}), 0).has_value());
+  EXPECT_FALSE(CompareOutput(want, host({1.000001f, 100.005f}), 0).has_value());  // within rtol 1e-4
+  auto diff = CompareOutput(want, host({1.0f, 100.5f}), 3);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_EQ(*diff, "output 3 element [1]: got 100.5, interp 100 (1 of 2 elements differ beyond the f32 tolerance: "
+                   "rtol 0.0001, atol 1e-05)");
+  EXPECT_EQ(*CompareOutput(want, host({1.0f, 100.0f}, 12), 0), "output 0 has element type f64, interp f32");
+  EXPECT_EQ(*CompareOutput(want, host({1.0f, 100.0f}, 11, {1, 2}), 0), "output 0 has dims [1,2], interp [2]");
+  hlo::Literal nan(Shape::Array(PrimitiveType::F32, {1}));
+  nan.Set<float>(0, std::nanf(""));
+  EXPECT_FALSE(CompareOutput(nan, host({std::nanf("")}, 11, {1}), 0).has_value());
+  EXPECT_TRUE(CompareOutput(nan, host({0.0f}, 11, {1}), 0).has_value());
+  EXPECT_EQ(ToleranceFor(PrimitiveType::S32).rtol, 0.0);
+  EXPECT_GT(ToleranceFor(PrimitiveType::BF16).rtol, ToleranceFor(PrimitiveType::F16).rtol);
+}
+
+}  // namespace
+}  // namespace opprobe::compiler_probe::pjrt
