@@ -1,6 +1,7 @@
 // Tests of the .pt2 loader (analyzer/loaders/pt2_loader.h): the real corpus files, the fixtures written by
 // tests/tools/write_pt2.py (regenerate: /usr/bin/python3 tests/tools/write_pt2.py --all tests/fixtures/pt2),
 // and every kind of bad input (built here, byte by byte or with libzip).
+#include <sys/resource.h>
 #include <zip.h>
 
 #include <array>
@@ -633,6 +634,24 @@ TEST(Pt2LoaderFixtures, LargeModels) {
   EXPECT_EQ(gelu->module_path, "encoder.layers.encoder_layer_0.mlp.1");
   EXPECT_EQ(gelu->args[1].name, "approximate");
   EXPECT_EQ(gelu->args[1].value, Value::String("none"));  // filled from the schema default
+}
+
+// Bounded cost on a multi-gigabyte archive: only run when OPPROBE_PT2_BIG_ARCHIVE names one, e.g.
+//   /usr/bin/python3 tests/tools/write_pt2.py --model resnet18 --big-weight-gib 5 --out /tmp/big.pt2
+//   OPPROBE_PT2_BIG_ARCHIVE=/tmp/big.pt2 build/tests/analyzer_tests --gtest_filter=Pt2LoaderBig.*
+TEST(Pt2LoaderBig, MemoryIndependentOfWeights) {
+  const char* path = std::getenv("OPPROBE_PT2_BIG_ARCHIVE");
+  if (!path) GTEST_SKIP() << "set OPPROBE_PT2_BIG_ARCHIVE to a large .pt2 to run";
+  struct rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  auto g = LoadPt2(path);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  struct rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  const long grown_mib = (after.ru_maxrss - before.ru_maxrss) / 1024;
+  std::printf("loaded %zu nodes from %s (%llu bytes); peak RSS grew by %ld MiB\n", g->nodes.size(), path,
+              static_cast<unsigned long long>(fs::file_size(path)), grown_mib);
+  EXPECT_LT(grown_mib, 256);
 }
 
 // --- Bad input -----------------------------------------------------------------------------------------

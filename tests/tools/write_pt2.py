@@ -329,10 +329,12 @@ class Pt2ZipWriter:
         self.central = []
         self.force_zip64 = force_zip64
 
-    def write(self, name, data):
+    def write(self, name, data, zeros=0):
+        """Writes one record; with zeros=N the record is N zero bytes written as a sparse hole."""
         full = (self.root + "/" + name).encode()
         offset = self.f.tell()
-        zip64 = self.force_zip64 or len(data) >= 0xFFFFFFFF or offset >= 0xFFFFFFFF
+        size = zeros or len(data)
+        zip64 = self.force_zip64 or size >= 0xFFFFFFFF or offset >= 0xFFFFFFFF
         base = offset + 30 + len(full) + 4
         pad = (-base) % self.ALIGN
         extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
@@ -342,13 +344,22 @@ class Pt2ZipWriter:
         self.f.write(full)
         self.f.write(extra)
         assert self.f.tell() % self.ALIGN == 0
-        self.f.write(data)
-        crc = zlib.crc32(data) & 0xFFFFFFFF
-        if zip64:
-            self.f.write(struct.pack("<IIQQ", 0x08074B50, crc, len(data), len(data)))
+        if zeros:
+            self.f.seek(zeros, os.SEEK_CUR)
+            crc, chunk, left = 0, bytes(64 << 20), zeros
+            while left:
+                n = min(left, len(chunk))
+                crc = zlib.crc32(chunk[:n] if n < len(chunk) else chunk, crc)
+                left -= n
+            crc &= 0xFFFFFFFF
         else:
-            self.f.write(struct.pack("<IIII", 0x08074B50, crc, len(data), len(data)))
-        self.central.append((full, crc, len(data), offset, zip64))
+            self.f.write(data)
+            crc = zlib.crc32(data) & 0xFFFFFFFF
+        if zip64:
+            self.f.write(struct.pack("<IIQQ", 0x08074B50, crc, size, size))
+        else:
+            self.f.write(struct.pack("<IIII", 0x08074B50, crc, size, size))
+        self.central.append((full, crc, size, offset, zip64))
 
     def close(self):
         cd_start = self.f.tell()
@@ -373,10 +384,13 @@ class Pt2ZipWriter:
         self.f.close()
 
 
-def write_pt2(path, programs, weights=False, force_zip64=False):
-    """programs: list of (model name, program json, params, buffers)."""
+def write_pt2(path, programs, weights=False, force_zip64=False, big_weight=0):
+    """programs: list of (model name, program json, params, buffers); big_weight: bytes of an extra
+    all-zero weight record (sparse on disk) that makes a multi-gigabyte archive for memory tests."""
     root = os.path.splitext(os.path.basename(path))[0]
     w = Pt2ZipWriter(path, root, force_zip64)
+    if big_weight:
+        w.write("data/weights/weight_big", b"", zeros=big_weight)
     records = []
     for model_name, prog, params, buffers in programs:
         config, i = {}, 0
@@ -478,6 +492,8 @@ def main():
     ap.add_argument("--weights", action="store_true", help="write the real weight bytes")
     ap.add_argument("--zip64", action="store_true", help="write zip64 records even when not needed")
     ap.add_argument("--json", help="also write the (first) program JSON here")
+    ap.add_argument("--big-weight-gib", type=float, default=0,
+                    help="add an all-zero weight record of this many GiB (sparse file; zip64 offsets past 4 GiB)")
     args = ap.parse_args()
     if args.all:
         for fname, models in FIXTURES.items():
@@ -489,7 +505,8 @@ def main():
     if not args.model or not args.out:
         ap.error("--model and --out (or --all DIR) are required")
     progs = build(args.model, not args.eval)
-    write_pt2(args.out, progs, weights=args.weights, force_zip64=args.zip64)
+    write_pt2(args.out, progs, weights=args.weights, force_zip64=args.zip64,
+              big_weight=int(args.big_weight_gib * (1 << 30)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(progs[0][1], f)
