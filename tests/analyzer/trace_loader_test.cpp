@@ -362,7 +362,9 @@ TEST(TraceLoaderErrors, TruncationsAndCorruptionsNeverCrash) {
       std::string t = text;
       t[pos] = b;
       auto g = ParseTrace(t, "u.json");
-      if (!g.ok()) EXPECT_THAT(g.status().message(), StartsWith("u.json: "));
+      if (!g.ok()) {
+        EXPECT_THAT(g.status().message(), StartsWith("u.json: "));
+      }
     }
   }
 }
