@@ -257,7 +257,14 @@ Expected<LoweredOp> LowerUnary(const std::string& op, const Node& n, Builder& b)
   if (it == bodies.end()) return Bad(c, "no unary body for " + op);
   // Integer inputs of float ops compute in the float output type; integer ops (abs, neg, sign,
   // bitwise_not, relu on ints) stay integral.
-  Instruction* r = it->second(b, b.Convert(x, out));
+  Instruction* xin = b.Convert(x, out);
+  if (op == "round" && c.Int("decimals", 1, 0) != 0) {
+    // round(x * 10^d) / 10^d, as ATen does
+    double scale = std::pow(10.0, static_cast<double>(c.Int("decimals", 1, 0)));
+    Instruction* r = Div(b, U(b, Opcode::kRoundNearestEven, MulScalar(b, xin, scale)), FullLike(b, xin, scale));
+    return Done(c, {r});
+  }
+  Instruction* r = it->second(b, xin);
   return Done(c, {r});
 }
 
@@ -439,11 +446,13 @@ Expected<LoweredOp> LowerBinary(const std::string& op, const Node& n, Builder& b
     Instruction* m = b.Binary(Opcode::kMaximum, x, y);
     Instruction* d = U(b, Opcode::kNegate, U(b, Opcode::kAbs, Sub(b, x, y)));
     r = Add(b, m, U(b, Opcode::kLog1p, U(b, Opcode::kExp, d)));
+    r = b.Select(U(b, Opcode::kIsFinite, m), r, m);  // both -inf, or one +inf / NaN
   } else if (op == "logaddexp2") {
     Instruction* m = b.Binary(Opcode::kMaximum, x, y);
     Instruction* d = U(b, Opcode::kNegate, U(b, Opcode::kAbs, Sub(b, x, y)));
     Instruction* e = b.Binary(Opcode::kPower, FullLike(b, d, 2.0), d);
     r = Add(b, m, MulScalar(b, U(b, Opcode::kLog1p, e), 1.0 / std::numbers::ln2));
+    r = b.Select(U(b, Opcode::kIsFinite, m), r, m);
   } else {
     return Bad(c, "no binary body for " + op);
   }
@@ -766,10 +775,24 @@ Expected<LoweredOp> Gelu(const Node& n, Builder& b) {
   return Done(c, {Gelu(b, x, c.Str("approximate", 1, "none") == "tanh")});
 }
 
+Expected<LoweredOp> LogSigmoidForward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  Instruction* r = U(b, Opcode::kNegate, Softplus(b, U(b, Opcode::kNegate, x), 1.0, 1e30));
+  std::vector<Instruction*> outs = {r};
+  // ATen's CPU kernel also returns its buffer, exp(-|x|) (an empty tensor on other devices).
+  if (const TensorMeta* buf = c.Out(1))
+    outs.push_back(buf->sizes == Dims(x) ? U(b, Opcode::kExp, U(b, Opcode::kNegate, U(b, Opcode::kAbs, x)))
+                                         : Full(b, buf->dtype, 0, buf->sizes));
+  return Done(c, outs);
+}
+
 Expected<LoweredOp> Polar(const Node& n, Builder& b) {
   Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, c.Req("abs", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Req("angle", 1));
+  std::vector<int64_t> dims = OutDims(c);
+  PrimitiveType t = hlo::ComplexComponentType(c.OutType(0, PrimitiveType::C64));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, c.Operand("abs", 0, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Operand("angle", 1, t, dims));
   return Done(c, {b.Complex(Mul(b, a, U(b, Opcode::kCos, th)), Mul(b, a, U(b, Opcode::kSin, th)))});
 }
 

@@ -368,9 +368,51 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
   if (a.has_bool) {
     // x[mask] = v with a single-element v: a static-shape select (torchax takes the same path).
     std::vector<Instruction*> list = c.TList("indices", 1);
-    if (list.size() != 1 || !list[0] || vals->shape.elements() != 1)
-      return Bad(c, "boolean-mask index_put with more than one value is data-dependent");
+    if (list.size() != 1 || !list[0]) return Bad(c, "boolean mask index mixed with other indices");
     Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
+    int64_t mrank = mask->shape.rank();
+    std::vector<int64_t> rest_dims(xd.begin() + mrank, xd.end());
+    bool one_row = vals->shape.rank() <= static_cast<int64_t>(rest_dims.size()) || Dims(vals)[0] == 1;
+    if (vals->shape.elements() != 1 && one_row) {
+      // The same row for every selected position: a static-shape select.
+      std::vector<int64_t> map;
+      for (int64_t i = 0; i < mrank; ++i) map.push_back(i);
+      Instruction* m = b.Broadcast(mask, xd, map);
+      std::vector<int64_t> rmap;
+      for (size_t i = 0; i < rest_dims.size(); ++i) rmap.push_back(mrank + static_cast<int64_t>(i));
+      Instruction* row = Bcast(b, b.Reshape(vals, std::vector<int64_t>(Dims(vals).end() - std::min<int64_t>(vals->shape.rank(), static_cast<int64_t>(rest_dims.size())), Dims(vals).end())), rest_dims);
+      Instruction* v = b.Broadcast(row, xd, rmap);
+      if (accumulate) v = Add(b, x, v);
+      return Done(c, {b.Select(m, v, x)});
+    }
+    if (vals->shape.elements() != 1) {
+      // x[mask] = values: the selected positions (bounded compaction, as XLA's dynamic-shape
+      // lowerings) receive the values in order; their count is the recorded values' length.
+      int64_t mr = mask->shape.rank();
+      int64_t rows = Numel(Dims(mask));
+      std::vector<int64_t> rest(xd.begin() + mr, xd.end());
+      int64_t count = vals->shape.rank() > static_cast<int64_t>(rest.size()) ? Dims(vals)[0] : 1;
+      if (count > rows) return Bad(c, "more values than mask positions");
+      auto [perm, n_true] = CompactPositions(b, b.Reshape(mask, {rows}));
+      (void)n_true;
+      Instruction* where = b.Reshape(b.SliceInDim(perm, 0, count, 1, 0), {count, 1});
+      std::vector<int64_t> flat = {rows};
+      flat.insert(flat.end(), rest.begin(), rest.end());
+      std::vector<int64_t> ud = {count};
+      ud.insert(ud.end(), rest.begin(), rest.end());
+      hlo::ScatterDimensionNumbers dn;
+      for (size_t i = 0; i < rest.size(); ++i) dn.update_window_dims.push_back(static_cast<int64_t>(i + 1));
+      dn.inserted_window_dims = {0};
+      dn.scatter_dims_to_operand_dims = {0};
+      dn.index_vector_dim = 1;
+      Instruction* s = b.Scatter({b.Reshape(x, flat)}, where, {Bcast(b, vals, ud)}, dn,
+                                 accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
+                                            : ReplaceComputation(b, t));
+      OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.Reshape(s, xd)}));
+      op.dynamic_shape = true;
+      op.note = fmt::format("boolean-mask assignment of {} values; positions depend on the data", count);
+      return op;
+    }
     std::vector<int64_t> map;
     for (int64_t i = 0; i < mask->shape.rank(); ++i) map.push_back(i);
     Instruction* m = b.Broadcast(mask, xd, map);

@@ -32,6 +32,7 @@ Expected<LoweredOp> Elu(const Node&, Builder&);
 Expected<LoweredOp> Softplus(const Node&, Builder&);
 Expected<LoweredOp> Gelu(const Node&, Builder&);
 Expected<LoweredOp> Polar(const Node&, Builder&);
+Expected<LoweredOp> LogSigmoidForward(const Node&, Builder&);
 Expected<LoweredOp> ComplexOp(const Node&, Builder&);
 
 // shape.cpp
@@ -67,6 +68,7 @@ Expected<LoweredOp> SymSize(const Node&, Builder&);
 Expected<LoweredOp> ViewAsReal(const Node&, Builder&);
 Expected<LoweredOp> ViewAsComplex(const Node&, Builder&);
 Expected<LoweredOp> Resize(const Node&, Builder&);
+Expected<LoweredOp> ViewBackward(const Node&, Builder&);  // slice_backward, select_backward
 
 // factory.cpp
 Expected<LoweredOp> FullOutput(const Node&, Builder&);  // zeros, ones, empty, full, *_like, new_*, fill, zero_
@@ -183,6 +185,36 @@ Expected<LoweredOp> EmbeddingBag(const Node&, Builder&);
 Expected<LoweredOp> FftR2C(const Node&, Builder&);
 Expected<LoweredOp> FftC2R(const Node&, Builder&);
 Expected<LoweredOp> FftC2C(const Node&, Builder&);
+
+// misc.cpp
+Expected<LoweredOp> Equal(const Node&, Builder&);
+Expected<LoweredOp> Allclose(const Node&, Builder&);
+Expected<LoweredOp> Diag(const Node&, Builder&);
+Expected<LoweredOp> DiagEmbed(const Node&, Builder&);
+Expected<LoweredOp> LinalgCross(const Node&, Builder&);
+Expected<LoweredOp> Heaviside(const Node&, Builder&);
+Expected<LoweredOp> Aminmax(const Node&, Builder&);
+Expected<LoweredOp> Glu(const Node&, Builder&);
+Expected<LoweredOp> Prelu(const Node&, Builder&);
+Expected<LoweredOp> Shrink(const Node&, Builder&);  // hardshrink, softshrink
+Expected<LoweredOp> Logit(const Node&, Builder&);
+Expected<LoweredOp> Trace(const Node&, Builder&);
+Expected<LoweredOp> Dist(const Node&, Builder&);
+Expected<LoweredOp> Rot90(const Node&, Builder&);
+Expected<LoweredOp> NarrowCopy(const Node&, Builder&);
+Fn Special(const std::string& op);  // lgamma, digamma, polygamma (n=0), mvlgamma, entr, ndtri, log_ndtr, erfcx, xlog1py
+Expected<LoweredOp> Isin(const Node&, Builder&);
+Expected<LoweredOp> SearchSorted(const Node&, Builder&);  // searchsorted, bucketize
+Expected<LoweredOp> Put(const Node&, Builder&);
+Expected<LoweredOp> Frexp(const Node&, Builder&);
+Expected<LoweredOp> BlockDiag(const Node&, Builder&);
+Expected<LoweredOp> TriIndices(const Node&, Builder&);
+Expected<LoweredOp> Renorm(const Node&, Builder&);
+Expected<LoweredOp> SoftMarginLoss(const Node&, Builder&);
+Expected<LoweredOp> MaxUnpool(const Node&, Builder&);
+Expected<LoweredOp> Histc(const Node&, Builder&);
+Expected<LoweredOp> Bincount(const Node&, Builder&);
+Expected<LoweredOp> NoOutputs(const Node&, Builder&);  // host-side checks: _linalg_check_errors
 
 // optimizer.cpp
 Fn ForeachUnary(const std::string& op);

@@ -391,10 +391,39 @@ Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
   std::vector<int64_t> dims = Dims(x);
   if (dims.size() < nsp + 1 || out.size() != nsp) return Bad(c, "bad output_size");
   size_t lead = dims.size() - nsp;
-  for (size_t i = 0; i < nsp; ++i)
-    if (!Regular(dims[lead + i], out[i]))
-      return Bad(c, "adaptive max-pool with an input size not divisible by the output size (torch_xla falls back too)");
   PrimitiveType t = x->shape.element_type();
+  bool regular = true;
+  for (size_t i = 0; i < nsp; ++i) regular &= Regular(dims[lead + i], out[i]);
+  if (!regular) {
+    // Uneven bins: one spatial dim at a time (last first), a masked variadic reduce over
+    // (value, flat index) of [.., out, in, ..] with a constant bin-membership mask.
+    Instruction* val = x;
+    Instruction* idx = nullptr;
+    int64_t stride = 1;
+    for (int64_t i = static_cast<int64_t>(nsp) - 1; i >= 0; --i) {
+      int64_t d = static_cast<int64_t>(lead) + i;
+      int64_t in = dims[static_cast<size_t>(d)], o = out[static_cast<size_t>(i)];
+      std::vector<int64_t> cur = Dims(val);
+      std::vector<int64_t> big = cur;
+      big.insert(big.begin() + d, o);
+      std::vector<int64_t> map;
+      for (int64_t k = 0; k < static_cast<int64_t>(cur.size()); ++k) map.push_back(k < d ? k : k + 1);
+      hlo::Literal m(Shape::Array(PrimitiveType::PRED, {o, in}));
+      for (int64_t j = 0; j < o; ++j)
+        for (int64_t k = BinStart(j, in, o); k < BinEnd(j, in, o); ++k) m.SetFromDouble(j * in + k, 1);
+      Instruction* mb = b.Broadcast(b.Constant(std::move(m)), big, {d, d + 1});
+      Instruction* flat = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, big), d + 1), static_cast<double>(stride));
+      if (idx) flat = Add(b, flat, b.Broadcast(idx, big, map));
+      Instruction* vb = b.Select(mb, b.Broadcast(val, big, map), b.Broadcast(MinValue(b, t), big, {}));
+      flat = b.Select(mb, flat, b.Broadcast(MaxValue(b, PrimitiveType::S64), big, {}));
+      Instruction* r = b.Reduce({vb, flat}, {MinValue(b, t), MaxValue(b, PrimitiveType::S64)}, {d + 1},
+                                ArgMaxReducer(b, t, PrimitiveType::S64, true));
+      val = b.GetTupleElement(r, 0);
+      idx = b.GetTupleElement(r, 1);
+      stride *= in;
+    }
+    return Done(c, {val, idx});
+  }
   hlo::Window w;
   for (size_t i = 0; i < dims.size(); ++i) {
     hlo::WindowDimension d;

@@ -437,7 +437,8 @@ Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
     return Full(b, m->dtype, 0, m->sizes);
   };
   outs.push_back(shaped(1, bag));
-  outs.push_back(shaped(2, counts));
+  // ATen fills bag_size only for mean/max bags (or when a gradient is needed).
+  outs.push_back(shaped(2, mode == 0 ? Full(b, PrimitiveType::S64, 0, {nb}) : counts));
   outs.push_back(shaped(3, Full(b, PrimitiveType::S64, 0, {nb, D})));
   return Done(c, outs);
 }

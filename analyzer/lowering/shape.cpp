@@ -677,3 +677,37 @@ Expected<LoweredOp> Resize(const Node& n, Builder& b) {
 }
 
 }  // namespace opprobe::analyzer::lowering
+
+namespace opprobe::analyzer::lowering {
+
+// Backward of the view ops: the gradient written into zeros of the input's size.
+Expected<LoweredOp> ViewBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  std::vector<int64_t> sizes = c.Ints("input_sizes", 1);
+  if (const TensorMeta* out = c.Out(0)) sizes = out->sizes;
+  PrimitiveType t = g->shape.element_type();
+  Instruction* zeros = Full(b, t, 0, sizes);
+  int64_t r = static_cast<int64_t>(sizes.size());
+  if (n.op == "aten::slice_backward") {
+    auto d = WrapDim(c.Int("dim", 2, 0), r);
+    if (!d || r == 0) return Bad(c, "dimension out of range");
+    int64_t size = sizes[static_cast<size_t>(*d)];
+    int64_t start = c.Int("start", 3, 0), step = c.Int("step", 5, 1);
+    if (start < 0) start += size;
+    start = std::clamp<int64_t>(start, 0, size);
+    return Done(c, {StridedUpdate(b, zeros, g, *d, start, step)});
+  }
+  if (n.op == "aten::select_backward") {
+    auto d = WrapDim(c.Int("dim", 2, 0), r);
+    if (!d || r == 0) return Bad(c, "dimension out of range");
+    int64_t index = c.Int("index", 3, 0);
+    if (index < 0) index += sizes[static_cast<size_t>(*d)];
+    std::vector<int64_t> dims = sizes;
+    dims[static_cast<size_t>(*d)] = 1;
+    return Done(c, {StridedUpdate(b, zeros, b.Reshape(g, dims), *d, index, 1)});
+  }
+  return Bad(c, "no view backward body");
+}
+
+}  // namespace opprobe::analyzer::lowering
