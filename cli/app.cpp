@@ -15,6 +15,7 @@ constexpr RegisterFn kCommands[] = {
     RegisterCapture,
     RegisterLower,
     RegisterBackends,
+    RegisterOps,
 };
 std::vector<std::string>& AfterDashes() {
   static std::vector<std::string> args;
