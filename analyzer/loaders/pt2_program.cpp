@@ -378,6 +378,7 @@ std::optional<TensorMeta> Decoder::OptionalTensor(const json& j, const std::stri
 
 Value Decoder::DecodeArgument(const json& j, const std::string& path, const std::string& declared, const Scope& scope,
                               NodeState& ns, int depth) {
+  if (depth > kMaxSubgraphDepth) Fail(path, fmt::format("arguments nested deeper than {}", kMaxSubgraphDepth));
   auto [key, vp] = Union(j, path);
   const json& v = *vp;
   const std::string p = path + "." + key;
@@ -577,7 +578,7 @@ Value Decoder::DecodeArgument(const json& j, const std::string& path, const std:
     if (!v.is_object()) Fail(p, "expected an object");
     std::string keys;
     for (auto it = v.begin(); it != v.end(); ++it) {
-      DecodeArgument(it.value(), p + "." + it.key(), "", scope, ns, depth);  // validates and visits subgraphs
+      DecodeArgument(it.value(), p + "." + it.key(), "", scope, ns, depth + 1);  // validates, visits subgraphs
       keys += (keys.empty() ? "" : ",") + it.key();
     }
     return Value::String(keys);
@@ -909,7 +910,10 @@ Status Decoder::Run(std::string_view text) {
       for (auto it = rc->begin(); it != rc->end(); ++it) {
         Range r;
         if (const json* lo = Optional(it.value(), "min_val"); lo && lo->is_number_integer()) r.min = lo->get<int64_t>();
-        if (const json* hi = Optional(it.value(), "max_val"); hi && hi->is_number_integer()) r.max = hi->get<int64_t>();
+        // Some serializers write int_oo as a huge integer: treat anything past 2^31 as unbounded.
+        if (const json* hi = Optional(it.value(), "max_val"); hi && hi->is_number_integer() &&
+                                                               hi->get<int64_t>() < (int64_t{1} << 31))
+          r.max = hi->get<int64_t>();
         ranges_[it.key()] = r;
       }
     }

@@ -801,6 +801,18 @@ TEST(Pt2LoaderBadInput, DeeplyNestedJsonDoesNotCrash) {
   EXPECT_THAT(LoadError(path).message(), HasSubstr("serialized_exported_program.json"));
 }
 
+TEST(Pt2LoaderBadInput, DeeplyNestedArgumentsDoNotCrash) {
+  std::string arg = R"({"as_int": 1})";
+  std::string open, close;
+  for (int i = 0; i < 100000; ++i) open += R"({"as_string_to_argument": {"k": )", close += "}}";
+  std::string prog = MinimalProgram();
+  const std::string from = R"({"as_tensor": {"name": "x"}}, "kind": 1})";
+  prog.replace(prog.find(from), from.size(), open + arg + close + "}");
+  std::string path = TempPath("deep_args.pt2");
+  WriteFile(path, StoredZip({{"serialized_exported_program.json", prog, {}, {}}}));
+  EXPECT_THAT(LoadError(path).message(), HasSubstr("nested deeper than"));
+}
+
 TEST(Pt2LoaderBadInput, BadArchiveFormat) {
   std::string path = TempPath("format.pt2");
   WriteFile(path, StoredZip({{"m/archive_format", "zip", {}, {}}, {"m/models/model.json", MinimalProgram(), {}, {}}}));
