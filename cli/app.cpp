@@ -15,6 +15,7 @@ constexpr RegisterFn kCommands[] = {
     RegisterCapture,
     RegisterLower,
     RegisterBackends,
+    RegisterRun,
     RegisterOps,
 };
 std::vector<std::string>& AfterDashes() {

@@ -17,6 +17,7 @@ void RegisterAnalyze(CLI::App& app, int& exit_code);   // analyze_cmd.cpp
 void RegisterCapture(CLI::App& app, int& exit_code);   // capture_cmd.cpp
 void RegisterLower(CLI::App& app, int& exit_code);     // lower_cmd.cpp
 void RegisterBackends(CLI::App& app, int& exit_code);  // backends_cmd.cpp
+void RegisterRun(CLI::App& app, int& exit_code);       // run_cmd.cpp
 void RegisterOps(CLI::App& app, int& exit_code);       // ops_cmd.cpp
 
 // The arguments that followed the first `--` on the command line (empty when there was none): the
