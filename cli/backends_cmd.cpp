@@ -20,7 +20,8 @@ int RunBackends(const std::string& show) {
     return 0;
   }
   std::printf("Backends (--backend SPEC):\n");
-  for (const auto& e : compiler_probe::Registry::Builtin().entries())
+  const compiler_probe::Registry registry = compiler_probe::Registry::Builtin();
+  for (const auto& e : registry.entries())
     std::printf("  %-28s %s\n", e.usage.c_str(), e.description.c_str());
   std::printf("\nBuilt-in rules profiles (rules:NAME; print one with --show-profile NAME):\n");
   for (const auto& name : rules::BuiltinProfileNames()) {

@@ -99,6 +99,7 @@ class Builder {
 
   // Sets the metadata given to every later instruction.
   void SetMetadata(OpMetadata metadata) { metadata_ = std::move(metadata); }
+  const OpMetadata& metadata() const { return metadata_; }
 
   const Status& status() const { return state_->status; }
   void Fail(Status s) {
