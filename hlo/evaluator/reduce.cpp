@@ -283,6 +283,7 @@ Expected<Literal> EvalSelectAndScatter(Evaluator& ev, const Instruction& ins, co
     return InvalidInput(fmt::format("{}: source {} does not match the window output {}", ins.name,
                                     source.shape().ToString(false), DimsToString(g.out)));
   OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, xd, source.shape().element_type()));
+  OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(Product(g.out)) * static_cast<double>(Product(g.size))));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   int64_t es = ByteWidth(t), ses = ByteWidth(source.shape().element_type());
   for (int64_t i = 0; i < out.element_count(); ++i)
