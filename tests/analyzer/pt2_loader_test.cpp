@@ -505,6 +505,45 @@ TEST(Pt2LoaderFixtures, LinearLayoutMatchesRealArchive) {
   EXPECT_EQ(headers, static_cast<int>(names.size()));
 }
 
+// The writer's JSON has the real file's structure: the same keys at every level that both have.
+TEST(Pt2LoaderFixtures, ProgramJsonKeysMatchRealArchive) {
+  const std::string real_path = kCorpus + "/executorch_linear.pt2";
+  SKIP_IF_MISSING(real_path);
+  auto real_zip = ZipReader::Open(real_path);
+  auto ours_zip = ZipReader::Open(kFixtures + "/linear.pt2");
+  ASSERT_TRUE(real_zip.ok() && ours_zip.ok());
+  auto real_text = (*real_zip)->Read(*(*real_zip)->Find("linear_3/models/model.json"));
+  auto ours_text = (*ours_zip)->Read(*(*ours_zip)->Find("linear/models/model.json"));
+  ASSERT_TRUE(real_text.ok() && ours_text.ok());
+  auto real = nlohmann::json::parse(*real_text), ours = nlohmann::json::parse(*ours_text);
+  auto keys = [](const nlohmann::json& j) {
+    std::set<std::string> k;
+    for (auto it = j.begin(); it != j.end(); ++it) k.insert(it.key());
+    return k;
+  };
+  EXPECT_EQ(keys(ours), keys(real));
+  EXPECT_EQ(keys(ours["graph_module"]), keys(real["graph_module"]));
+  EXPECT_EQ(keys(ours["graph_module"]["graph"]), keys(real["graph_module"]["graph"]));
+  EXPECT_EQ(keys(ours["graph_module"]["signature"]), keys(real["graph_module"]["signature"]));
+  EXPECT_EQ(keys(ours["graph_module"]["graph"]["nodes"][0]), keys(real["graph_module"]["graph"]["nodes"][0]));
+  EXPECT_EQ(keys(ours["graph_module"]["graph"]["nodes"][0]["inputs"][0]),
+            keys(real["graph_module"]["graph"]["nodes"][0]["inputs"][0]));
+  EXPECT_EQ(keys(ours["graph_module"]["graph"]["tensor_values"]["x"]),
+            keys(real["graph_module"]["graph"]["tensor_values"]["x"]));
+  EXPECT_EQ(ours["schema_version"], real["schema_version"]);
+  EXPECT_EQ(ours["opset_version"], real["opset_version"]);
+  // Container records other than the payload are the same set (sample inputs are not written).
+  auto records = [](const ZipReader& z) {
+    std::set<std::string> r;
+    for (const auto& e : z.entries()) {
+      std::string rel = e.name.substr(e.name.find('/') + 1);
+      if (!rel.starts_with("data/weights/weight_") && !rel.starts_with("data/sample_inputs/")) r.insert(rel);
+    }
+    return r;
+  };
+  EXPECT_EQ(records(**ours_zip), records(**real_zip));
+}
+
 TEST(Pt2LoaderFixtures, LinearAndZip64) {
   for (const char* name : {"linear.pt2", "linear_zip64.pt2"}) {
     auto g = LoadPt2(kFixtures + "/" + name);
