@@ -680,3 +680,62 @@ Expected<LoweredOp> NoOutputs(const Node& n, Builder& b) {
 }
 
 }  // namespace opprobe::analyzer::lowering
+
+namespace opprobe::analyzer::lowering {
+
+namespace {
+// Dims of x except `dim` (the weight-norm reduction dims); dim == -1 means all.
+std::vector<int64_t> OtherDims(int64_t rank, int64_t dim) {
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) r.push_back(i);
+  return r;
+}
+}  // namespace
+
+Expected<LoweredOp> WeightNorm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Req("v", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("g", 1));
+  int64_t dim = c.Int("dim", 2, 0);
+  std::vector<int64_t> vd = Dims(v);
+  std::vector<int64_t> red = OtherDims(v->shape.rank(), dim);
+  // norm = sqrt(sum(v^2) over the other dims), shaped like g; w = v * g / norm
+  Instruction* norm = b.Reshape(U(b, Opcode::kSqrt, ReduceSum(b, Mul(b, v, v), red)), Dims(g));
+  Instruction* scale = Div(b, b.Convert(g, v->shape.element_type()), norm);
+  return Done(c, {Mul(b, v, Bcast(b, scale, vd)), norm});
+}
+
+Expected<LoweredOp> WeightNormBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * gw, c.Req("grad_w", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Req("saved_v", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("saved_g", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * norms, c.Req("saved_norms", 3));
+  int64_t dim = c.Int("dim", 4, 0);
+  std::vector<int64_t> vd = Dims(v);
+  std::vector<int64_t> red = OtherDims(v->shape.rank(), dim);
+  // ATen's weight_norm backward: per_dir = sum(grad_w * v); grad_g = per_dir / norms;
+  // grad_v = (g / norms) * (grad_w - v * per_dir / norms^2)
+  Instruction* per_dir = b.Reshape(ReduceSum(b, Mul(b, gw, v), red), Dims(g));
+  Instruction* grad_g = Div(b, per_dir, norms);
+  Instruction* coef = Div(b, per_dir, Mul(b, norms, norms));
+  Instruction* grad_v = Mul(b, Bcast(b, Div(b, g, norms), vd), Sub(b, gw, Mul(b, v, Bcast(b, coef, vd))));
+  return Done(c, {grad_v, grad_g});
+}
+
+Expected<LoweredOp> GluBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  auto d = WrapDim(c.Int("dim", 2, -1), x->shape.rank());
+  if (!d) return Bad(c, "dimension out of range");
+  int64_t size = Dims(x)[static_cast<size_t>(*d)];
+  Instruction* a = b.SliceInDim(x, 0, size / 2, 1, *d);
+  Instruction* s = U(b, Opcode::kLogistic, b.SliceInDim(x, size / 2, size, 1, *d));
+  Instruction* ga = Mul(b, g, s);
+  Instruction* gb = Mul(b, Mul(b, g, a), Mul(b, s, Sub(b, FullLike(b, s, 1), s)));
+  return Done(c, {b.Concatenate({ga, gb}, *d)});
+}
+
+}  // namespace opprobe::analyzer::lowering

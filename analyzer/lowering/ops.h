@@ -214,7 +214,10 @@ Expected<LoweredOp> SoftMarginLoss(const Node&, Builder&);
 Expected<LoweredOp> MaxUnpool(const Node&, Builder&);
 Expected<LoweredOp> Histc(const Node&, Builder&);
 Expected<LoweredOp> Bincount(const Node&, Builder&);
-Expected<LoweredOp> NoOutputs(const Node&, Builder&);  // host-side checks: _linalg_check_errors
+Expected<LoweredOp> NoOutputs(const Node&, Builder&);
+Expected<LoweredOp> WeightNorm(const Node&, Builder&);          // _weight_norm_interface
+Expected<LoweredOp> WeightNormBackward(const Node&, Builder&);  // _weight_norm_interface_backward
+Expected<LoweredOp> GluBackward(const Node&, Builder&);  // host-side checks: _linalg_check_errors
 
 // optimizer.cpp
 Fn ForeachUnary(const std::string& op);
