@@ -9,15 +9,6 @@
 #include "analyzer/lowering/ops.h"
 
 namespace opprobe::analyzer::lowering {
-namespace {
-
-const std::vector<int64_t>& OutSizes(const Ctx& c, Instruction* fallback) {
-  if (const TensorMeta* m = c.Out(0)) return m->sizes;
-  return fallback->shape.dimensions();
-}
-
-}  // namespace
-
 Expected<LoweredOp> Identity(const Node& n, Builder& b) {
   Ctx c(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
