@@ -52,7 +52,8 @@ Expected<std::vector<Target>> ResolveTargets(const ReportOptions& options) {
     std::vector<Target*> open;
     for (auto& t : targets)
       if (!t.explicit_file) open.push_back(&t);
-    Target* chosen = open.size() == 1 ? open.front() : nullptr;
+    // `-o` is the file of a lone `--format FMT`; otherwise it is the JSON report's.
+    Target* chosen = targets.size() == 1 && open.size() == 1 ? open.front() : nullptr;
     for (Target* t : open)
       if (chosen == nullptr && t->format->name == "json") chosen = t;
     if (chosen != nullptr) {

@@ -163,7 +163,7 @@ std::string Chart(const AnalysisResult& result) {
   const int label_w = 230, bar_w = 520, row_h = 22, top = 28;
   int height = top + static_cast<int>(order.size()) * row_h + 8;
   std::string svg = fmt::format(
-      "<svg id=\"module-chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"100%\" "
+      "<svg id=\"module-chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"100%\" style=\"max-width:880px\" "
       "role=\"img\" aria-labelledby=\"chart-title\"><title id=\"chart-title\">HLO instruction instances per module "
       "path, unsupported in red</title>",
       label_w + bar_w + 110, height);

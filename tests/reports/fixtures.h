@@ -156,7 +156,7 @@ inline AnalysisResult KitchenSink() {
   idot.module_path = "fc";
   idot.program = "forward";
   idot.phase = "forward";
-  auto nz = Op("aten::nonzero", "default", "b8[4,4]", "/home/user/proj/train.py", 77, {4});
+  auto nz = Op("aten::nonzero", "default", "pred[4,4]", "/home/user/proj/train.py", 77, {4});
   nz.dynamic_shape = true;
   nz.note = "output shape depends on data; bounded by s64[<=16,2]";
   nz.program = "forward";
