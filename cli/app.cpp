@@ -17,6 +17,7 @@ constexpr RegisterFn kCommands[] = {
     RegisterBackends,
     RegisterRun,
     RegisterOps,
+    RegisterDiff,
 };
 std::vector<std::string>& AfterDashes() {
   static std::vector<std::string> args;

@@ -19,6 +19,7 @@ void RegisterLower(CLI::App& app, int& exit_code);     // lower_cmd.cpp
 void RegisterBackends(CLI::App& app, int& exit_code);  // backends_cmd.cpp
 void RegisterRun(CLI::App& app, int& exit_code);       // run_cmd.cpp
 void RegisterOps(CLI::App& app, int& exit_code);       // ops_cmd.cpp
+void RegisterDiff(CLI::App& app, int& exit_code);      // diff_cmd.cpp
 
 // The arguments that followed the first `--` on the command line (empty when there was none): the
 // script command of `analyze -- python train.py` and `capture -- ...`.
