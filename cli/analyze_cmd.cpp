@@ -68,6 +68,7 @@ int RunAnalyze(AnalyzeArgs& a) {
     std::filesystem::remove_all(temp_dir, ec);
   }
   if (!result.ok()) return ReportError(result.status());
+  for (const auto& w : result->warnings) std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str());
   int code = FinishReports(*result, a.report);
   // A script that failed is an input problem even when its partial analysis passed the gates.
   if (script_status != 0 && code == 0) return 2;

@@ -9,16 +9,10 @@
 #include <thread>
 
 #include "analyzer/driver/driver.h"
-#if __has_include("analyzer/loaders/hlo_loader.h")  // TEMP(lead): until the HLO loader lands
 #include "analyzer/loaders/hlo_loader.h"
-#define OPPROBE_HAVE_HLO_LOADER 1
-#endif
 #include "analyzer/loaders/pt2_loader.h"
 #include "analyzer/loaders/trace_loader.h"
-#if __has_include("cli/progress.h")  // TEMP(lead)
 #include "cli/progress.h"
-#define OPPROBE_HAVE_PROGRESS 1
-#endif
 #include "compiler_probe/disk_cache.h"
 #include "compiler_probe/registry.h"
 
@@ -38,9 +32,7 @@ Expected<std::string> DetectInputKind(const std::string& path) {
   if (h.size() >= 4 && h.substr(0, 4) == std::string_view("PK\x03\x04", 4)) return std::string("pt2");
   auto first = h.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && h[first] == '{') return std::string("trace");
-#ifdef OPPROBE_HAVE_HLO_LOADER
   if (analyzer::LooksLikeHlo(path)) return std::string("hlo");
-#endif
   return InvalidInput(fmt::format(
       "{}: not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, "
       "an ExecuTorch ETRecord, HLO text, an .hlo.pb proto, or a folder of HLO dumps)",
@@ -94,12 +86,9 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
     cache = std::move(opened).value();
     d.cache = cache.get();
   }
-#ifdef OPPROBE_HAVE_PROGRESS
   if (options.progress) d.on_progress = MakeProgressReporter(isatty(STDERR_FILENO) == 1);
-#endif
 
   bool any_hlo = std::find(kinds.begin(), kinds.end(), "hlo") != kinds.end();
-#ifdef OPPROBE_HAVE_HLO_LOADER
   if (any_hlo) {
     std::vector<analyzer::LoadedHloModule> loaded;
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -113,7 +102,6 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
     std::string model = fmt::format("{}", fmt::join(inputs, ", "));
     return analyzer::AnalyzeHlo(model, named, backend, d);
   }
-#endif
   OPPROBE_ASSIGN_OR_RETURN(analyzer::Graph graph, LoadGraph(inputs));
   return analyzer::Analyze(graph, backend, analyzer::LoweringTable::Builtin(), d);
 }

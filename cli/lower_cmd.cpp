@@ -8,10 +8,7 @@
 #include "cli/analyze_run.h"
 #include "cli/commands.h"
 #include "hlo/printer.h"
-#if __has_include("hlo/proto_io.h")  // TEMP(lead)
 #include "hlo/proto_io.h"
-#define OPPROBE_HAVE_PROTO 1
-#endif
 #include "reports/report.h"
 
 namespace opprobe::cli {
@@ -73,11 +70,9 @@ int RunLower(const LowerArgs& a) {
       if (a.emit == "hlo") {
         st = reports::WriteFileAtomically(stem + ".hlo", header + "\n" + text);
       } else {
-#ifdef OPPROBE_HAVE_PROTO
         lowered->module->AssignIds();
         auto bytes = hlo::ModuleToHloProtoBytes(*lowered->module);
         st = bytes.ok() ? reports::WriteFileAtomically(stem + ".hlo.pb", *bytes) : bytes.status();
-#endif
       }
       if (!st.ok()) return ReportError(st);
     }

@@ -11,6 +11,7 @@
 
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
+#include "hlo/repro.h"
 
 namespace opprobe::analyzer {
 namespace {
@@ -46,8 +47,9 @@ class ProbeSet {
 };
 
 // Probes every unit (cache first), in parallel when the backend allows it, then writes repro files.
-void ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_probe::Backend& backend,
-              const DriverOptions& options, Summary& summary) {
+Status ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_probe::Backend& backend,
+                const DriverOptions& options, Summary& summary) {
+  Status dump_error;
   const std::string id = backend.id();
   const std::string version = backend.version();
   const int64_t total = static_cast<int64_t>(probes.size());
@@ -109,9 +111,14 @@ void ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_pr
       ++summary.probes_run;
       summary.probe_seconds += probes[i].verdict.seconds;
     }
-    // TODO(lead): --dump-dir repro files once hlo/repro.h lands.
+    if (!options.dump_dir.empty() && !probes[i].verdict.supported()) {
+      auto path = hlo::WriteRepro(*set.modules()[i], options.dump_dir, probes[i].opcode, probes[i].fingerprint);
+      if (path.ok()) probes[i].repro_path = *path;
+      else if (dump_error.ok()) dump_error = path.status();
+    }
   }
   summary.unique_probes = total;
+  return dump_error;
 }
 
 void FillSummary(AnalysisResult& r) {
@@ -248,7 +255,8 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
   for (auto& d : derived_ops) r.ops.push_back(std::move(d));
 
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
-  ProbeAll(set, r.probes, backend, options, r.summary);
+  if (Status st = ProbeAll(set, r.probes, backend, options, r.summary); !st.ok())
+    r.warnings.push_back("--dump-dir: " + st.message());
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(start);
   return r;
@@ -299,7 +307,8 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
       }
     }
   }
-  ProbeAll(set, r.probes, backend, options, r.summary);
+  if (Status st = ProbeAll(set, r.probes, backend, options, r.summary); !st.ok())
+    r.warnings.push_back("--dump-dir: " + st.message());
   r.summary.distinct_signatures = static_cast<int64_t>(r.ops.size());
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(start);

@@ -71,6 +71,8 @@ struct AnalysisResult {
   std::vector<OpRecord> ops;
   std::vector<ProbeRecord> probes;
   Summary summary;
+  // Problems that did not stop the analysis (e.g. a repro file that could not be written).
+  std::vector<std::string> warnings;
 
   bool OpSupported(const OpRecord& op) const;
   // Supported instruction instances / all instances, in percent (Neuron's definition). A failed
