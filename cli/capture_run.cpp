@@ -80,6 +80,13 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+volatile sig_atomic_t g_capture_child = 0;
+
+void ForwardSignal(int sig, siginfo_t* info, void*) {
+  pid_t child = g_capture_child;
+  if (child > 0 && info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) kill(child, sig);
+}
+
 constexpr const char* kCommandForm = "expected `-- <python> script.py [args...]`, e.g. `-- /usr/bin/python3 train.py`";
 
 }  // namespace
@@ -147,19 +154,29 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return Internal(fmt::format("pipe: {}", std::strerror(errno)));
 
-  // Like system(3): while the script runs, Ctrl-C goes to the script (it still writes its trace), not to us.
-  struct sigaction ignore = {}, old_int = {}, old_quit = {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
+  // While the script runs, SIGINT/SIGQUIT/SIGTERM are handled here by passing them on to the script (which
+  // still writes the trace recorded so far). A Ctrl-C from the terminal already reached the script (same
+  // process group), so only signals sent by a process (kill, timeout: SI_USER/SI_QUEUE) are passed on.
+  struct sigaction forward = {}, old_int = {}, old_quit = {}, old_term = {};
+  forward.sa_sigaction = ForwardSignal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  g_capture_child = 0;
+  sigaction(SIGINT, &forward, &old_int);
+  sigaction(SIGQUIT, &forward, &old_quit);
+  sigaction(SIGTERM, &forward, &old_term);
+  auto restore_signals = [&] {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    g_capture_child = 0;
+  };
   std::fflush(nullptr);
 
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
+    restore_signals();
     close(err_pipe[0]);
     close(err_pipe[1]);
     return Internal(fmt::format("fork: {}", std::strerror(e)));
@@ -167,6 +184,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   if (pid == 0) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
     close(err_pipe[0]);
     execve(cargv[0], cargv.data(), environ);
     int e = errno;
@@ -174,6 +192,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
     (void)ignored;
     _exit(127);
   }
+  g_capture_child = pid;
   close(err_pipe[1]);
   int exec_errno = 0;
   ssize_t n;
@@ -187,8 +206,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   do {
     w = waitpid(pid, &wstatus, 0);
   } while (w < 0 && errno == EINTR);
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
+  restore_signals();
 
   if (n == static_cast<ssize_t>(sizeof exec_errno))
     return UsageError(fmt::format("cannot run Python interpreter '{}': {}", *interpreter, std::strerror(exec_errno)));

@@ -16,8 +16,9 @@ Expected<std::string> FindCaptureShim();
 
 // Runs `command` = {python, [python options...], script.py, args...} as a child process (fork/exec, no
 // shell) with the shim inserted: `python [options] shim.py --output trace_path --quiet -- script.py args...`.
-// The child inherits stdin/stdout/stderr, so the script's output streams through. While it runs, SIGINT
-// and SIGQUIT are ignored here (the child gets them and still writes the trace recorded so far).
+// The child inherits stdin/stdout/stderr, so the script's output streams through. While it runs, SIGINT,
+// SIGQUIT and SIGTERM sent to this process are passed on to the child (which still writes the trace
+// recorded so far); a Ctrl-C from the terminal reaches the child directly.
 // Returns the script's exit status (128+N when killed by signal N). Errors: an empty command, a missing
 // interpreter, a script given without an interpreter, or an unexecutable interpreter -> kUsage;
 // a child that wrote no trace (e.g. torch not importable) -> kInvalidInput naming the exit status.

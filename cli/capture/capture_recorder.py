@@ -10,6 +10,7 @@ import json
 import math
 import os
 import runpy
+import signal
 import sys
 import tempfile
 import threading
@@ -588,6 +589,30 @@ def _error_location(tb):
     return loc
 
 
+class _Terminated(BaseException):
+    """Raised in the script by SIGTERM, so that the trace recorded so far is still written."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+def _install_sigterm():
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread, or no such signal
+        pass
+
+
+def _ignore_signals():
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
+
+
 def _print_script_traceback(exc_info, script_abs):
     """Prints the traceback as Python would for the script alone (without the shim's and runpy's frames)."""
     etype, value, tb = exc_info
@@ -620,6 +645,7 @@ def run_script(script, script_args, output, quiet=False):
 
     exit_status = 0
     error = None
+    _install_sigterm()
     try:
         with _CaptureMode(recorder):
             runpy.run_path(script_abs, run_name="__main__")
@@ -637,6 +663,9 @@ def run_script(script, script_args, output, quiet=False):
     except KeyboardInterrupt:
         exit_status = 130
         error = {"type": "KeyboardInterrupt", "message": "interrupted"}
+    except _Terminated:
+        exit_status = 128 + signal.SIGTERM
+        error = {"type": "SIGTERM", "message": "terminated by SIGTERM"}
     except BaseException as e:  # noqa: BLE001  (the script's own error: report it, keep the trace)
         exit_status = 1
         _print_script_traceback(sys.exc_info(), script_abs)
@@ -647,6 +676,8 @@ def run_script(script, script_args, output, quiet=False):
     finally:
         for h in hooks:
             h.remove()
+        # A second Ctrl-C or SIGTERM must not cut the trace short while it is written.
+        _ignore_signals()
     if error is not None:
         error["exit_status"] = exit_status
 

@@ -281,6 +281,24 @@ TEST_F(CaptureTest, InterpreterWithoutTorch) {
   EXPECT_THAT(module.err, HasSubstr("capture runs a script file"));
 }
 
+// SIGTERM to opprobe reaches the script, which still writes the calls recorded so far.
+TEST_F(CaptureTest, TerminatedCaptureKeepsItsTrace) {
+  std::string out = (dir_ / "sleeps.out").string();
+  std::string cmd = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && { " + Quote(OPPROBE_BIN) + " capture -o " + Quote(Trace()) +
+                    " -- " + kPython + " tests/fixtures/traces/scripts/sleeps.py >" + Quote(out) + " 2>" +
+                    Quote((dir_ / "err.txt").string()) + " & P=$!; for i in $(seq 600); do grep -q started " +
+                    Quote(out) + " && break; sleep 0.1; done; sleep 0.5; kill -TERM $P; wait $P; echo $? >" +
+                    Quote((dir_ / "rc.txt").string()) + "; }";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(Slurp(dir_ / "rc.txt"), "2\n");
+  std::string err = Slurp(dir_ / "err.txt");
+  EXPECT_THAT(err, HasSubstr("script exited with status 143; the trace holds the calls recorded before that"));
+  auto doc = json::parse(Slurp(Trace()));
+  EXPECT_EQ(doc["error"]["type"], "SIGTERM");
+  EXPECT_GE(doc["total_calls"].get<int>(), 2);
+  EXPECT_LT(doc["total_calls"].get<int>(), 600);
+}
+
 TEST_F(CaptureTest, Help) {
   auto r = Opprobe({"capture", "--help"});
   EXPECT_EQ(r.status, 0);
