@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "compiler_probe/registry.h"
 #include "compiler_probe/subprocess.h"
 #include "hlo/builder.h"
 #include "hlo/probe_unit.h"
+#include "hlo/proto_io.h"
 
 namespace opprobe::compiler_probe::cmd {
 namespace {
@@ -187,6 +189,23 @@ TEST(CmdBackendTest, PlaceholdersAreSubstitutedInsideWordsAndWorkdirsAreRemoved)
   Verdict w = ok->probe(*unit);
   EXPECT_TRUE(w.supported()) << w.reason;
   EXPECT_TRUE(fs::is_empty(tmp.path));
+}
+
+TEST(CmdBackendTest, WritesTheHloProtoForHloPb) {
+  auto b = Make(Fake("--pb={hlo_pb} {hlo_txt}"));
+  ASSERT_TRUE(b);
+  Verdict v = b->probe(*BinaryUnit(Opcode::kAdd));
+  EXPECT_TRUE(v.supported()) << v.reason;
+  // The file is an HloProto that the project's reader accepts.
+  auto check = Make("sh -c 'cp \"$1\" \"$2\"' sh {hlo_pb} " + (fs::temp_directory_path() / "opprobe-cmd-test-unit.hlo.pb").string());
+  ASSERT_TRUE(check);
+  ASSERT_TRUE(check->probe(*BinaryUnit(Opcode::kAdd)).supported());
+  std::ifstream f(fs::temp_directory_path() / "opprobe-cmd-test-unit.hlo.pb", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  fs::remove(fs::temp_directory_path() / "opprobe-cmd-test-unit.hlo.pb");
+  auto module = hlo::ModuleFromProtoBytes(bytes, "unit.hlo.pb");
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  EXPECT_EQ(hlo::Fingerprint(**module), hlo::Fingerprint(*BinaryUnit(Opcode::kAdd)));
 }
 
 TEST(CmdBackendTest, ProbesRunConcurrently) {
