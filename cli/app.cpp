@@ -15,6 +15,8 @@ constexpr RegisterFn kCommands[] = {
     RegisterCapture,
     RegisterLower,
     RegisterBackends,
+    RegisterCache,
+    RegisterProfile,
     RegisterRun,
     RegisterOps,
     RegisterDiff,

@@ -17,6 +17,8 @@ void RegisterAnalyze(CLI::App& app, int& exit_code);   // analyze_cmd.cpp
 void RegisterCapture(CLI::App& app, int& exit_code);   // capture_cmd.cpp
 void RegisterLower(CLI::App& app, int& exit_code);     // lower_cmd.cpp
 void RegisterBackends(CLI::App& app, int& exit_code);  // backends_cmd.cpp
+void RegisterCache(CLI::App& app, int& exit_code);     // cache_cmd.cpp
+void RegisterProfile(CLI::App& app, int& exit_code);   // profile_cmd.cpp
 void RegisterRun(CLI::App& app, int& exit_code);       // run_cmd.cpp
 void RegisterOps(CLI::App& app, int& exit_code);       // ops_cmd.cpp
 void RegisterDiff(CLI::App& app, int& exit_code);      // diff_cmd.cpp
