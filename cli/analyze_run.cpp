@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "analyzer/driver/driver.h"
@@ -26,12 +27,19 @@ Expected<std::string> DetectInputKind(const std::string& path) {
   if (fs::is_directory(path, ec)) return std::string("hlo");
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidInput(fmt::format("{}: cannot open for reading", path));
-  char head[512] = {};
+  char head[4096] = {};
   in.read(head, sizeof head);
   std::string_view h(head, static_cast<size_t>(in.gcount()));
   if (h.size() >= 4 && h.substr(0, 4) == std::string_view("PK\x03\x04", 4)) return std::string("pt2");
   auto first = h.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && h[first] == '{') return std::string("trace");
+  if (first != std::string_view::npos && h[first] == '{') {
+    // An opprobe trace names its format near the top; anything else in braces is taken for an
+    // ExportedProgram JSON (a program extracted from a .pt2), whose loader reports what is wrong.
+    if (h.find("\"opprobe-trace\"") != std::string_view::npos) return std::string("trace");
+    std::ifstream whole(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
+    return std::string(text.find("\"opprobe-trace\"") != std::string::npos ? "trace" : "pt2");
+  }
   if (analyzer::LooksLikeHlo(path)) return std::string("hlo");
   return InvalidInput(fmt::format(
       "{}: not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, "

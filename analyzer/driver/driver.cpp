@@ -123,9 +123,11 @@ Status ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_
 
 void FillSummary(AnalysisResult& r) {
   Summary& s = r.summary;
-  s.aten_nodes = static_cast<int64_t>(r.ops.size());
   for (const auto& op : r.ops) {
-    s.aten_calls += op.count;
+    if (op.part_of < 0) {
+      ++s.aten_nodes;
+      s.aten_calls += op.count;
+    }
     if (op.dynamic_shape) ++s.dynamic_shape_ops;
     if (op.lowering != OpRecord::Lowering::kOk) {
       ++s.lowering_failures;
@@ -240,6 +242,7 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
         d.phase = op.phase;
         d.count = op.count;
         d.note = fmt::format("part of the lowering of {}", n.qualified_name());
+        d.part_of = static_cast<int64_t>(i);
         jt->second = derived_ops.size();
         derived_ops.push_back(std::move(d));
       }

@@ -25,10 +25,15 @@ double AnalysisResult::SupportPercentage() const {
 }
 
 double AnalysisResult::AtenSupportPercentage() const {
+  std::vector<bool> supported(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) supported[i] = OpSupported(ops[i]);
+  for (const auto& op : ops)
+    if (op.part_of >= 0 && !OpSupported(op)) supported[static_cast<size_t>(op.part_of)] = false;
   int64_t total = 0, ok = 0;
-  for (const auto& op : ops) {
-    total += op.count;
-    if (OpSupported(op)) ok += op.count;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].part_of >= 0) continue;
+    total += ops[i].count;
+    if (supported[i]) ok += ops[i].count;
   }
   return total == 0 ? 100.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
 }

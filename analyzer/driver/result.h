@@ -32,6 +32,9 @@ struct OpRecord {
   std::string program;
   std::string phase;
   int64_t count = 1;
+  // For instructions a lowering attributes to another aten op (add's `other * alpha` is aten::mul in
+  // PyTorch/XLA's IR): the index of the call's own record in AnalysisResult::ops; -1 for a real call.
+  int64_t part_of = -1;
 
   enum class Lowering { kOk, kFailed };
   Lowering lowering = Lowering::kOk;
@@ -46,8 +49,8 @@ struct OpRecord {
 };
 
 struct Summary {
-  int64_t aten_calls = 0;            // sum of counts
-  int64_t aten_nodes = 0;            // OpRecords
+  int64_t aten_calls = 0;            // sum of counts of real calls (records with part_of == -1)
+  int64_t aten_nodes = 0;            // OpRecords of real calls
   int64_t distinct_signatures = 0;   // lowerings performed
   int64_t lowering_failures = 0;     // OpRecords whose lowering failed
   int64_t hlo_instructions = 0;      // instruction instances (count-weighted), lowering failures as 1 each
@@ -78,7 +81,8 @@ struct AnalysisResult {
   // Supported instruction instances / all instances, in percent (Neuron's definition). A failed
   // lowering counts as one unsupported instance so that an unlowerable model never reads 100%.
   double SupportPercentage() const;
-  // Supported aten call instances / all aten call instances, in percent.
+  // Supported aten call instances / all aten call instances, in percent. A call is supported when its
+  // own instructions and those attributed to other ops from its lowering all are.
   double AtenSupportPercentage() const;
   // The first reason an op is unsupported (lowering error or first failing probe's reason).
   std::string FailureReason(const OpRecord& op) const;

@@ -93,7 +93,7 @@ TEST(Driver, MergesCallsDedupsUnitsAndFansVerdictsOut) {
   // Identical calls at the same place merge (10 x5); the same signature elsewhere is lowered once.
   ASSERT_EQ(r.ops.size(), 4u);
   EXPECT_EQ(r.ops[0].count, 5);
-  EXPECT_EQ(r.summary.aten_calls, 7);
+  EXPECT_EQ(r.summary.aten_calls, 8);
   EXPECT_EQ(r.summary.distinct_signatures, 3);
   // f32[4] and f32[8] negate are two unique units; the missing op is a lowering verdict, not a probe.
   EXPECT_EQ(r.summary.unique_probes, 2);
@@ -138,7 +138,12 @@ TEST(Driver, InstructionsAttributedToAnotherOpGetTheirOwnRecord) {
   EXPECT_EQ(r.ops[1].op, "aten::exp");
   EXPECT_FALSE(r.OpSupported(r.ops[1]));
   EXPECT_EQ(r.ops[1].loc.line, 20);
+  EXPECT_EQ(r.ops[1].part_of, 0);
   EXPECT_EQ(r.SupportPercentage(), 50.0);
+  // One real call, unsupported because part of its lowering is.
+  EXPECT_EQ(r.summary.aten_calls, 1);
+  EXPECT_EQ(r.summary.aten_nodes, 1);
+  EXPECT_EQ(r.AtenSupportPercentage(), 0.0);
 }
 
 TEST(Driver, HloInputIsAttributedThroughOpType) {
