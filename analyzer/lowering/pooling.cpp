@@ -119,10 +119,12 @@ Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
   int64_t plane = 1;
   for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i];
   flat.push_back(plane);
-  Instruction* io = b.Reshape(b.Iota(Shape::Array(PrimitiveType::S64, flat), static_cast<int64_t>(lead)), dims);
-  Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, PrimitiveType::S64)}, w,
-                                    ArgMaxReducer(b, t, PrimitiveType::S64, true));
-  return Done(c, {b.GetTupleElement(rw, 0), b.GetTupleElement(rw, 1)});
+  // Indices are found in u32 and converted to s64, as PyTorch/XLA does (its dumps show `min_U32`
+  // reduce-windows): s64 reduce-windows are not supported everywhere (TPU).
+  PrimitiveType it = flat.back() < (int64_t{1} << 32) ? PrimitiveType::U32 : PrimitiveType::S64;
+  Instruction* io = b.Reshape(b.Iota(Shape::Array(it, flat), static_cast<int64_t>(lead)), dims);
+  Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, it)}, w, ArgMaxReducer(b, t, it, true));
+  return Done(c, {b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
 }
 
 Expected<LoweredOp> MaxPool(const Node& n, Builder& b) {
@@ -432,10 +434,12 @@ Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
   }
   std::vector<int64_t> flat(dims.begin(), dims.begin() + static_cast<long>(lead));
   flat.push_back(Numel(std::vector<int64_t>(dims.begin() + static_cast<long>(lead), dims.end())));
-  Instruction* io = b.Reshape(b.Iota(Shape::Array(PrimitiveType::S64, flat), static_cast<int64_t>(lead)), dims);
-  Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, PrimitiveType::S64)}, w,
-                                    ArgMaxReducer(b, t, PrimitiveType::S64, true));
-  return Done(c, {b.GetTupleElement(rw, 0), b.GetTupleElement(rw, 1)});
+  // Indices are found in u32 and converted to s64, as PyTorch/XLA does (its dumps show `min_U32`
+  // reduce-windows): s64 reduce-windows are not supported everywhere (TPU).
+  PrimitiveType it = flat.back() < (int64_t{1} << 32) ? PrimitiveType::U32 : PrimitiveType::S64;
+  Instruction* io = b.Reshape(b.Iota(Shape::Array(it, flat), static_cast<int64_t>(lead)), dims);
+  Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, it)}, w, ArgMaxReducer(b, t, it, true));
+  return Done(c, {b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
 }
 
 Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b) {
