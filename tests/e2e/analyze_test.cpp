@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/run_binary.h"
+#include "testing/temp_dir_test.h"
 
 namespace opprobe {
 namespace {
@@ -16,16 +17,8 @@ using nlohmann::json;
 using testing::ReadWholeFile;
 using testing::RunOpprobe;
 
-class AnalyzeE2E : public ::testing::Test {
+class AnalyzeE2E : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("opprobe-e2e-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
 
   json Analyze(std::vector<std::string> args, int expected_exit = 0) {
     std::string out = Path("report.json");
@@ -36,8 +29,6 @@ class AnalyzeE2E : public ::testing::Test {
     if (text.empty()) return json();
     return json::parse(text);
   }
-
-  std::filesystem::path dir_;
 };
 
 bool HasXla(const json& list, const std::string& instruction, const std::string& aten_op) {

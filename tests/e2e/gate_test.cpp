@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/run_binary.h"
+#include "testing/temp_dir_test.h"
 
 namespace opprobe {
 namespace {
@@ -20,16 +21,8 @@ using testing::ReadWholeFile;
 using testing::RunOpprobe;
 using testing::RunResult;
 
-class GateE2E : public ::testing::Test {
+class GateE2E : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("opprobe-gate-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
 
   static void Write(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -69,7 +62,6 @@ class GateE2E : public ::testing::Test {
     return path;
   }
 
-  fs::path dir_;
 };
 
 TEST_F(GateE2E, NewlyUnsupportedOpFailsThePullRequest) {

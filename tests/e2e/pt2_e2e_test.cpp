@@ -8,6 +8,7 @@
 
 #include "opprobe_version.h"
 #include "testing/run_binary.h"
+#include "testing/temp_dir_test.h"
 
 namespace opprobe {
 namespace {
@@ -19,16 +20,8 @@ using testing::RunOpprobe;
 
 const std::string kCorpus = std::string(OPPROBE_SOURCE_DIR) + "/../shared/corpus/pt2";
 
-class Pt2E2E : public ::testing::Test {
+class Pt2E2E : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("opprobe-pt2-e2e-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
 
   json Analyze(const std::string& input, int expected_exit, std::string* err = nullptr) {
     std::string out = Path("report.json");
@@ -40,7 +33,6 @@ class Pt2E2E : public ::testing::Test {
     return json::parse(text, nullptr, false);
   }
 
-  fs::path dir_;
 };
 
 TEST_F(Pt2E2E, ExecutorchLinearArchive) {
