@@ -498,6 +498,36 @@ Instruction* Builder::CustomCall(const std::vector<Instruction*>& operands, cons
   return c;
 }
 
+Instruction* Builder::Cholesky(Instruction* a, bool lower) {
+  const Shape& s = a->shape;
+  if (!s.IsArray() || s.rank() < 2 || s.dimensions()[s.rank() - 1] != s.dimensions()[s.rank() - 2] ||
+      (!IsFloatingPoint(s.element_type()) && !IsComplex(s.element_type())))
+    return Bad(fmt::format("cholesky: needs a float or complex [..., n, n] operand, got {}", s.ToString()));
+  Instruction* c = Make(Opcode::kCholesky, s, {a});
+  c->cholesky_lower = lower;
+  return c;
+}
+
+Instruction* Builder::TriangularSolve(Instruction* a, Instruction* b, const TriangularSolveOptions& options) {
+  const Shape& sa = a->shape;
+  const Shape& sb = b->shape;
+  bool ok = sa.IsArray() && sb.IsArray() && sa.rank() >= 2 && sa.rank() == sb.rank() &&
+            sa.element_type() == sb.element_type() &&
+            (IsFloatingPoint(sa.element_type()) || IsComplex(sa.element_type()));
+  if (ok) {
+    int r = sa.rank();
+    int64_t n = sa.dimensions()[r - 1];
+    ok = sa.dimensions()[r - 2] == n && (options.left_side ? sb.dimensions()[r - 2] : sb.dimensions()[r - 1]) == n;
+    for (int i = 0; ok && i < r - 2; ++i) ok = sa.dimensions()[i] == sb.dimensions()[i];
+  }
+  if (!ok)
+    return Bad(fmt::format("triangular-solve: a {} and b {} do not form a [..., n, n] / [..., n, k] system",
+                           sa.ToString(), sb.ToString()));
+  Instruction* t = Make(Opcode::kTriangularSolve, sb, {a, b});
+  t->triangular_solve_options = options;
+  return t;
+}
+
 Instruction* Builder::Call(const std::vector<Instruction*>& operands, Computation* callee) {
   Instruction* c = Make(Opcode::kCall, callee->root()->shape, operands);
   c->called_computations = {callee};

@@ -82,6 +82,10 @@ class Builder {
   Instruction* GetTupleElement(Instruction* tuple, int64_t index);
   Instruction* Rng(Instruction* a, Instruction* b, RandomDistribution dist, const Shape& shape);
   Instruction* CustomCall(const std::vector<Instruction*>& operands, const std::string& target, const Shape& shape);
+  // cholesky(a): the lower (or upper) factor of each [..., n, n] matrix; the other triangle is unspecified.
+  Instruction* Cholesky(Instruction* a, bool lower);
+  // triangular-solve(a, b): x with op(a)·x = b (left_side) or x·op(a) = b; a is [..., n, n] triangular.
+  Instruction* TriangularSolve(Instruction* a, Instruction* b, const TriangularSolveOptions& options);
   Instruction* Call(const std::vector<Instruction*>& operands, Computation* callee);
   Instruction* While(Instruction* init, Computation* condition, Computation* body);
   Instruction* SetDimensionSize(Instruction* x, Instruction* size, int64_t dim);

@@ -8,6 +8,7 @@ namespace opprobe::hlo {
 namespace {
 constexpr std::string_view kDirections[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
 constexpr std::string_view kFftTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+constexpr std::string_view kTransposeA[] = {"NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"};
 }  // namespace
 
 std::string_view ComparisonDirectionName(ComparisonDirection d) { return kDirections[static_cast<int>(d)]; }
@@ -23,6 +24,14 @@ std::string_view FftTypeName(FftType t) { return kFftTypes[static_cast<int>(t)];
 std::optional<FftType> FftTypeFromName(std::string_view name) {
   for (int i = 0; i < 4; ++i)
     if (kFftTypes[i] == name) return static_cast<FftType>(i);
+  return std::nullopt;
+}
+
+std::string_view TransposeAName(TransposeA t) { return kTransposeA[static_cast<int>(t) - 1]; }
+
+std::optional<TransposeA> TransposeAFromName(std::string_view name) {
+  for (int i = 0; i < 3; ++i)
+    if (kTransposeA[i] == name) return static_cast<TransposeA>(i + 1);
   return std::nullopt;
 }
 

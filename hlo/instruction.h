@@ -99,6 +99,19 @@ std::optional<FftType> FftTypeFromName(std::string_view name);
 enum class RandomDistribution { kInvalid = 0, kUniform = 1, kNormal = 2 };
 enum class PrecisionLevel { kDefault = 0, kHigh = 1, kHighest = 2 };
 
+// triangular-solve's options (xla::TriangularSolveOptions): solve op(a)·x = b (left_side) or
+// x·op(a) = b, with a lower or upper triangular, op = identity, transpose or adjoint.
+enum class TransposeA { kNoTranspose = 1, kTranspose = 2, kAdjoint = 3 };  // proto enum values
+struct TriangularSolveOptions {
+  bool left_side = false;
+  bool lower = false;
+  bool unit_diagonal = false;
+  TransposeA transpose_a = TransposeA::kNoTranspose;
+  bool operator==(const TriangularSolveOptions&) const = default;
+};
+std::string_view TransposeAName(TransposeA t);  // "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"
+std::optional<TransposeA> TransposeAFromName(std::string_view name);
+
 struct OpMetadata {
   std::string op_type;
   std::string op_name;
@@ -155,6 +168,8 @@ class Instruction {
   std::string backend_config;
   std::string fusion_kind;  // "kLoop", ...
   int64_t k = 0;            // topk
+  TriangularSolveOptions triangular_solve_options;  // triangular-solve
+  bool cholesky_lower = false;                       // cholesky: `lower=true`
   bool largest = true;      // topk
   OpMetadata metadata;
   // The opcode text when the input named an opcode this IR does not know (opcode is then kCustomCall):

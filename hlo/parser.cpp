@@ -1168,6 +1168,22 @@ Status Parser::ParseAttribute(Instruction& in, const std::string& key, size_t ke
         return Status::Ok();
       }
       break;
+    case Opcode::kCholesky:
+      if (key == "lower") return bool_attr(in.cholesky_lower);
+      break;
+    case Opcode::kTriangularSolve: {
+      auto& t = in.triangular_solve_options;
+      if (key == "left_side") return bool_attr(t.left_side);
+      if (key == "lower") return bool_attr(t.lower);
+      if (key == "unit_diagonal") return bool_attr(t.unit_diagonal);
+      if (key == "transpose_a") {
+        auto v = TransposeAFromName(value);
+        if (!v) return Err(value_pos, fmt::format("unknown transpose_a '{}'", value));
+        t.transpose_a = *v;
+        return Status::Ok();
+      }
+      break;
+    }
     case Opcode::kTopK:
       if (key == "k") return int_attr(in.k);
       if (key == "largest") return bool_attr(in.largest);

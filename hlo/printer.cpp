@@ -365,6 +365,17 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
     case Opcode::kCustomCall:
       a.push_back(fmt::format("custom_call_target=\"{}\"", CEscape(in.custom_call_target)));
       break;
+    case Opcode::kCholesky:
+      if (in.cholesky_lower) a.push_back("lower=true");
+      break;
+    case Opcode::kTriangularSolve: {
+      const auto& t = in.triangular_solve_options;
+      if (t.left_side) a.push_back("left_side=true");
+      if (t.lower) a.push_back("lower=true");
+      if (t.unit_diagonal) a.push_back("unit_diagonal=true");
+      a.push_back(fmt::format("transpose_a={}", TransposeAName(t.transpose_a)));
+      break;
+    }
     case Opcode::kTopK:
       a.push_back(fmt::format("k={}", in.k));
       a.push_back(in.largest ? "largest=true" : "largest=false");  // XLA prints both k and largest

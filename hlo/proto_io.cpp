@@ -437,6 +437,14 @@ Status WriteInstruction(const Instruction& in, const Ids& ids, xla::HloInstructi
     p->set_k(in.k);
     p->set_largest(in.largest);
   }
+  if (op == Opcode::kTriangularSolve) {
+    auto* t = p->mutable_triangular_solve_options();
+    t->set_left_side(in.triangular_solve_options.left_side);
+    t->set_lower(in.triangular_solve_options.lower);
+    t->set_unit_diagonal(in.triangular_solve_options.unit_diagonal);
+    t->set_transpose_a(static_cast<xla::TriangularSolveOptions::Transpose>(in.triangular_solve_options.transpose_a));
+  }
+  if (op == Opcode::kCholesky) p->mutable_cholesky_options()->set_lower(in.cholesky_lower);
   for (const auto& [k, v] : in.extra_attributes) {
     WriteKnownExtra(in, k, v, p);
     auto* t = p->add_opprobe_text_attributes();
@@ -909,6 +917,17 @@ Expected<std::unique_ptr<Instruction>> ReadInstruction(const xla::HloInstruction
   if (op == Opcode::kFusion) in->fusion_kind = p.fusion_kind();
   in->k = p.k();
   in->largest = op == Opcode::kTopK ? p.largest() : true;
+  if (op == Opcode::kTriangularSolve) {
+    const auto& t = p.triangular_solve_options();
+    in->triangular_solve_options.left_side = t.left_side();
+    in->triangular_solve_options.lower = t.lower();
+    in->triangular_solve_options.unit_diagonal = t.unit_diagonal();
+    // XLA treats an unset (0, TRANSPOSE_INVALID) as an error; we read it as NO_TRANSPOSE.
+    if (t.transpose_a() < 0 || t.transpose_a() > 3) return InvalidInput("unknown triangular_solve_options.transpose_a");
+    in->triangular_solve_options.transpose_a =
+        t.transpose_a() == 0 ? TransposeA::kNoTranspose : static_cast<TransposeA>(t.transpose_a());
+  }
+  if (op == Opcode::kCholesky) in->cholesky_lower = p.cholesky_options().lower();
   if (p.opprobe_text_attributes_size()) {
     for (const auto& t : p.opprobe_text_attributes()) in->extra_attributes.emplace_back(t.key(), t.value());
   } else {

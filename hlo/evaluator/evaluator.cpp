@@ -54,7 +54,7 @@ Expected<Literal> Evaluator::Allocate(const Shape& shape) {
                                      PrimitiveTypeName(shape.element_type())));
   OPPROBE_ASSIGN_OR_RETURN(int64_t n, shape.ElementCount());
   int64_t width = ByteWidth(shape.element_type());
-  if (BitWidth(shape.element_type()) % 8 != 0 || IsFloatingPoint(shape.element_type()) && width == 1)
+  if (BitWidth(shape.element_type()) % 8 != 0 || (IsFloatingPoint(shape.element_type()) && width == 1))
     return Unimplemented(fmt::format("element type {} is not supported by the evaluator",
                                      PrimitiveTypeName(shape.element_type())));
   if (width && n > options_.max_literal_bytes / width)
@@ -690,8 +690,12 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
       return r;
     }
     case Opcode::kCustomCall:
-      return Unimplemented(fmt::format("custom-call target '{}' is not implemented by the evaluator",
-                                       ins.custom_call_target));
+      if (!ins.unknown_opcode.empty())
+        return Unimplemented(fmt::format("{}: opcode '{}' is not implemented by the evaluator", ins.name,
+                                         ins.unknown_opcode));
+      return EvalCustomCall(*this, ins, ops);
+    case Opcode::kCholesky: return EvalCholesky(*this, ins, *ops[0]);
+    case Opcode::kTriangularSolve: OPPROBE_RETURN_IF_ERROR(need(2)); return EvalTriangularSolve(*this, ins, *ops[0], *ops[1]);
     case Opcode::kCopy:
       if (!ops[0]->shape().IsArray()) {
         if (!ops[0]->shape().Compatible(ins.shape)) return InvalidInput(fmt::format("{}: copy changes shape", ins.name));

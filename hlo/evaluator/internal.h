@@ -270,6 +270,11 @@ Expected<Literal> EvalRng(Evaluator& ev, const Instruction& ins, const std::vect
 Expected<Literal> EvalRngBitGenerator(Evaluator& ev, const Instruction& ins, const Literal& state);
 Expected<Literal> EvalBatchNorm(Evaluator& ev, const Instruction& ins, const std::vector<const Literal*>& ops);
 Expected<Literal> EvalReducePrecision(Evaluator& ev, const Instruction& ins, const Literal& x);
+// decomposition.cpp: cholesky, triangular-solve and the custom-call targets of XLA's linear-algebra
+// builders ("Qr", "ProductOfElementaryHouseholderReflectors", "Eigh", "LuDecomposition").
+Expected<Literal> EvalCholesky(Evaluator& ev, const Instruction& ins, const Literal& a);
+Expected<Literal> EvalTriangularSolve(Evaluator& ev, const Instruction& ins, const Literal& a, const Literal& b);
+Expected<Literal> EvalCustomCall(Evaluator& ev, const Instruction& ins, const std::vector<const Literal*>& ops);
 
 // A scalar literal holding element `i` of `x`.
 Literal ScalarAt(const Literal& x, int64_t i);
