@@ -380,7 +380,12 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       Instruction* m = b.Broadcast(mask, xd, map);
       std::vector<int64_t> rmap;
       for (size_t i = 0; i < rest_dims.size(); ++i) rmap.push_back(mrank + static_cast<int64_t>(i));
-      Instruction* row = Bcast(b, b.Reshape(vals, std::vector<int64_t>(Dims(vals).end() - std::min<int64_t>(vals->shape.rank(), static_cast<int64_t>(rest_dims.size())), Dims(vals).end())), rest_dims);
+      // The trailing (at most rest_dims.size()) dims of vals; one vector, so both iterators are
+      // into the same storage.
+      std::vector<int64_t> vd = Dims(vals);
+      int64_t keep = std::min<int64_t>(vals->shape.rank(), static_cast<int64_t>(rest_dims.size()));
+      std::vector<int64_t> row_dims(vd.end() - keep, vd.end());
+      Instruction* row = Bcast(b, b.Reshape(vals, row_dims), rest_dims);
       Instruction* v = b.Broadcast(row, xd, rmap);
       if (accumulate) v = Add(b, x, v);
       return Done(c, {b.Select(m, v, x)});
@@ -491,6 +496,103 @@ Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
 
 Expected<LoweredOp> IndexAdd(const Node& n, Builder& b) { return IndexAlong(n, b, true); }
 Expected<LoweredOp> IndexCopy(const Node& n, Builder& b) { return IndexAlong(n, b, false); }
+
+// index_reduce (prod, mean, amax, amin): a scatter along `dim` with the reduction's combiner; with
+// include_self=False the indexed positions first get the identity (a replace scatter). mean divides
+// by the number of contributions (plus one for self), flooring for integers as torch does.
+Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("source", 3));
+  std::string reduce = c.Str("reduce", 4);
+  bool include_self = c.Bool("include_self", 5, true);
+  std::vector<int64_t> xd0 = Dims(x0);
+  auto w = WrapDim(c.Int("dim", 1, 0), x0->shape.rank());
+  if (!w) return Bad(c, "dimension out of range");
+  PrimitiveType t = x0->shape.element_type();
+  if (t == PrimitiveType::PRED) return Bad(c, "bool index_reduce");
+  int64_t cnt = idx->shape.elements();
+  // A 0-d self (and source) is a [1] one.
+  Instruction* x = x0->shape.rank() == 0 ? b.Reshape(x0, {1}) : x0;
+  Instruction* src = b.Convert(src0, t);
+  if (src->shape.rank() == 0) src = b.Reshape(src, {1});
+  int64_t d = *w;
+  std::vector<int64_t> xd = Dims(x);
+  int64_t r = x->shape.rank();
+  if (src->shape.rank() != r || Dims(src)[static_cast<size_t>(d)] != cnt) return Bad(c, "source does not fit index");
+  Opcode op;
+  Instruction* ident;
+  if (reduce == "prod") op = Opcode::kMultiply, ident = Scalar(b, t, 1);
+  else if (reduce == "mean") op = Opcode::kAdd, ident = Scalar(b, t, 0);
+  else if (reduce == "amax") op = Opcode::kMaximum, ident = MinValue(b, t);
+  else if (reduce == "amin") op = Opcode::kMinimum, ident = MaxValue(b, t);
+  else return Bad(c, "unknown reduce " + reduce);
+  Instruction* where = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1});
+  hlo::ScatterDimensionNumbers dn;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != d) dn.update_window_dims.push_back(i);
+  dn.inserted_window_dims = {d};
+  dn.scatter_dims_to_operand_dims = {d};
+  dn.index_vector_dim = 1;
+  Instruction* base = x;
+  if (!include_self)
+    base = b.Scatter({x}, where, {b.Broadcast(ident, Dims(src), {})}, dn, ReplaceComputation(b, t));
+  Instruction* s = b.Scatter({base}, where, {src}, dn, b.ScalarBinaryComputation(op, t));
+  if (reduce == "mean") {
+    int64_t size = xd[static_cast<size_t>(d)];
+    hlo::ScatterDimensionNumbers cdn;
+    cdn.inserted_window_dims = {0};
+    cdn.scatter_dims_to_operand_dims = {0};
+    cdn.index_vector_dim = 1;
+    Instruction* counts = b.Scatter({Full(b, t, include_self ? 1 : 0, {size})}, where, {Full(b, t, 1, {cnt})}, cdn,
+                                    b.ScalarBinaryComputation(Opcode::kAdd, t));
+    counts = b.Binary(Opcode::kMaximum, counts, Full(b, t, 1, {size}));
+    Instruction* cb = b.Broadcast(counts, xd, {d});
+    Instruction* q = Div(b, s, cb);
+    if (hlo::IsInteger(t)) {
+      // floor division (counts > 0): one less where the remainder is nonzero and s is negative.
+      Instruction* rem = b.Binary(Opcode::kRemainder, s, cb);
+      Instruction* adj = b.Binary(Opcode::kAnd, CmpScalar(b, rem, 0, ComparisonDirection::kNe),
+                                  CmpScalar(b, s, 0, ComparisonDirection::kLt));
+      q = b.Select(adj, AddScalar(b, q, -1), q);
+    }
+    s = q;
+  }
+  return Done(c, {b.Reshape(s, xd0)});
+}
+
+// repeat_interleave.Tensor: output j holds the number of inclusive prefix sums of `repeats` that are
+// <= j. The output length is the sum of repeats (data-dependent): the lowering takes the traced
+// output length (or output_size) as the bound and marks the result bounded-dynamic like nonzero.
+Expected<LoweredOp> RepeatInterleave(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rep0, c.Req("repeats", 0));
+  const TensorMeta* out = c.Out(0);
+  auto output_size = c.OptInt("output_size", 1);
+  if (!out && !output_size) return Bad(c, "the output length comes from the traced output or output_size");
+  int64_t len = out ? out->sizes.empty() ? 0 : out->sizes[0] : *output_size;
+  PrimitiveType ot = out ? out->dtype : rep0->shape.element_type();
+  if (rep0->shape.rank() > 1) return Bad(c, "repeats must be 0-d or 1-d");
+  int64_t nr = rep0->shape.elements();
+  const PrimitiveType S = PrimitiveType::S64;
+  Instruction* rep = b.Reshape(b.Convert(rep0, S), {nr});
+  hlo::Window win;
+  hlo::WindowDimension wd;
+  wd.size = std::max<int64_t>(nr, 1);
+  wd.padding_low = std::max<int64_t>(nr - 1, 0);
+  win.dimensions.push_back(wd);
+  Instruction* ends = b.ReduceWindow({rep}, {ConstS64(b, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, S));
+  Instruction* le = b.Compare(b.Broadcast(ends, {len, nr}, {1}), b.Iota(Shape::Array(S, {len, nr}), 0),
+                              ComparisonDirection::kLe);
+  Instruction* v = b.Convert(ReduceSum(b, b.Convert(le, S), {1}), ot);
+  if (output_size) return Done(c, {v});
+  Instruction* total = b.Convert(ReduceSum(b, rep, {0}), PrimitiveType::S32);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.SetDimensionSize(v, total, 0)}));
+  op.dynamic_shape = true;
+  op.note = fmt::format("output length is the sum of repeats; bounded by the traced length {}", len);
+  return op;
+}
 
 Expected<LoweredOp> IndexFill(const Node& n, Builder& b) {
   Ctx c(n, b);

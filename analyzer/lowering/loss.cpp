@@ -247,3 +247,279 @@ Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
 }
 
 }  // namespace opprobe::analyzer::lowering
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+// x as [N, C] (a 0-d or 1-d input is one sample) and the one-hot [N, C] of a per-sample class index.
+Instruction* AsBatch(Builder& b, Instruction* x) {
+  std::vector<int64_t> d = Dims(x);
+  if (d.size() == 2) return x;
+  return b.Reshape(x, {1, d.empty() ? 1 : d[0]});
+}
+
+Instruction* ReduceAll(Builder& b, Instruction* x) {
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < x->shape.rank(); ++i) all.push_back(i);
+  return ReduceSum(b, x, all);
+}
+
+// Per-sample losses [N] reduced (0 none: reshaped to the op's output, 1 mean, 2 sum).
+Instruction* ReducePerSample(const Ctx& c, Instruction* per, int64_t reduction) {
+  Builder& b = c.b;
+  if (reduction == 0) {
+    const TensorMeta* o = c.Out(0);
+    return o ? b.Reshape(per, o->sizes) : per;
+  }
+  Instruction* s = ReduceAll(b, per);
+  if (reduction == 1) s = Div(b, s, Scalar(b, s->shape.element_type(), static_cast<double>(per->shape.elements())));
+  return s;
+}
+
+}  // namespace
+
+// multi_margin_loss: per sample sum over j != y of w[y] * max(0, margin - x[y] + x[j])^p, over C.
+// x[y] and w[y] come from a one-hot mask (iota == target) and a sum, as nll_loss does.
+Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 1));
+  int64_t p = c.Int("p", 2, 1);
+  double margin = c.Double("margin", 3, 1);
+  Instruction* w0 = c.T("weight", 4);
+  int64_t reduction = c.Int("reduction", 5, 1);
+  if (p != 1 && p != 2) return Bad(c, "p must be 1 or 2");
+  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+  PrimitiveType t = x0->shape.element_type();
+  Instruction* x = AsBatch(b, x0);
+  std::vector<int64_t> xd = Dims(x);
+  int64_t N = xd[0], C = xd[1];
+  if (y0->shape.elements() != N) return Bad(c, "target does not fit input");
+  Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {N});
+  Instruction* hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, xd), 1), b.Broadcast(y, xd, {0}), ComparisonDirection::kEq);
+  Instruction* zeros = Full(b, t, 0, xd);
+  Instruction* xy = ReduceSum(b, b.Select(hot, x, zeros), {1});
+  Instruction* z = Add(b, Sub(b, Full(b, t, margin, xd), b.Broadcast(xy, xd, {0})), x);
+  z = b.Binary(Opcode::kMaximum, z, zeros);
+  if (p == 2) z = Mul(b, z, z);
+  if (w0) {
+    Instruction* w = b.Broadcast(b.Reshape(b.Convert(w0, t), {C}), xd, {1});
+    Instruction* wy = ReduceSum(b, b.Select(hot, w, zeros), {1});
+    z = Mul(b, z, b.Broadcast(wy, xd, {0}));
+  }
+  z = b.Select(hot, zeros, z);
+  Instruction* per = Div(b, ReduceSum(b, z, {1}), Full(b, t, static_cast<double>(C), {N}));
+  return Done(c, {ReducePerSample(c, per, reduction)});
+}
+
+// multilabel_margin_loss_forward: the targets of a sample are its target entries before the first
+// negative one (a prefix minimum); is_target marks them; the loss sums, over every target k and
+// every non-target j, max(0, 1 - x[y_k] + x[j]), over C.
+Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 1));
+  int64_t reduction = c.Int("reduction", 2, 1);
+  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+  PrimitiveType t = x0->shape.element_type();
+  const PrimitiveType S = PrimitiveType::S64;
+  Instruction* x = AsBatch(b, x0);
+  std::vector<int64_t> xd = Dims(x);
+  int64_t N = xd[0], C = xd[1];
+  if (Dims(y0) != Dims(x0)) return Bad(c, "target must have the input's shape");
+  Instruction* y = b.Reshape(b.Convert(y0, S), xd);
+  // valid[n, k]: no negative target at or before k.
+  hlo::Window win;
+  win.dimensions.resize(2);
+  win.dimensions[1].size = C;
+  win.dimensions[1].padding_low = C - 1;
+  Instruction* nonneg = b.Convert(CmpScalar(b, y, 0, ComparisonDirection::kGe), PrimitiveType::S32);
+  Instruction* valid = b.Compare(b.ReduceWindow({nonneg}, {Scalar(b, PrimitiveType::S32, 1)}, win,
+                                                b.ScalarBinaryComputation(Opcode::kMinimum, PrimitiveType::S32)),
+                                 Full(b, PrimitiveType::S32, 1, xd), ComparisonDirection::kEq);
+  // [N, K, C]: target k of sample n is class j.
+  std::vector<int64_t> kd = {N, C, C};
+  Instruction* hot = b.Binary(Opcode::kAnd,
+                              b.Compare(b.Broadcast(y, kd, {0, 1}), b.Iota(Shape::Array(S, kd), 2), ComparisonDirection::kEq),
+                              b.Broadcast(valid, kd, {0, 1}));
+  Instruction* is_t = Reduce(b, hot, {1}, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));  // [N, C]
+  Instruction* xk = ReduceSum(b, b.Select(hot, b.Broadcast(x, kd, {0, 2}), Full(b, t, 0, kd)), {2});  // x[y_k]: [N, K]
+  Instruction* z = Add(b, Sub(b, Full(b, t, 1, kd), b.Broadcast(xk, kd, {0, 1})), b.Broadcast(x, kd, {0, 2}));
+  Instruction* use = b.Binary(Opcode::kAnd, b.Broadcast(valid, kd, {0, 1}),
+                              b.Unary(Opcode::kNot, b.Broadcast(is_t, kd, {0, 2})));
+  use = b.Binary(Opcode::kAnd, use, CmpScalar(b, z, 0, ComparisonDirection::kGt));
+  z = b.Select(use, z, Full(b, t, 0, kd));
+  Instruction* per = Div(b, ReduceSum(b, z, {1, 2}), Full(b, t, static_cast<double>(C), {N}));
+  Instruction* loss = ReducePerSample(c, per, reduction);
+  return Done(c, {loss, b.Reshape(b.Convert(is_t, t), Dims(y0))});
+}
+
+namespace {
+// Shifts [N, L] right by k along dim 1, filling with `fill`.
+Instruction* ShiftRight(Builder& b, Instruction* a, int64_t k, Instruction* fill) {
+  std::vector<int64_t> d = Dims(a);
+  int64_t L = d[1];
+  if (k >= L) return b.Broadcast(fill, d, {});
+  Instruction* head = b.Broadcast(fill, {d[0], k}, {});
+  return b.Concatenate({head, b.SliceInDim(a, 0, L - k, 1, 1)}, 1);
+}
+
+// exp(a - m) summed, logged, plus m, where m is the max (0 when it is -inf), in torch's order.
+Instruction* LogSumExpOf(Builder& b, const std::vector<Instruction*>& xs) {
+  Instruction* m = xs[0];
+  for (size_t i = 1; i < xs.size(); ++i) m = b.Binary(Opcode::kMaximum, m, xs[i]);
+  Instruction* ninf = b.Broadcast(MinValue(b, m->shape.element_type()), Dims(m), {});
+  m = b.Select(b.Compare(m, ninf, ComparisonDirection::kEq), FullLike(b, m, 0), m);
+  Instruction* s = nullptr;
+  for (Instruction* x : xs) {
+    Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, m));
+    s = s ? Add(b, s, e) : e;
+  }
+  return Add(b, b.Unary(Opcode::kLog, s), m);
+}
+}  // namespace
+
+// _ctc_loss (forward, as ATen's CPU kernel): the alpha recursion over the extended target (blanks
+// interleaved, built with an interior pad) runs as an HLO `while` loop over time; the loop state
+// carries t, alpha[N, L], the log_alpha output [N, T, L] and the loop invariants (log-probs
+// gathered at the extended labels, the skip mask, the valid-state mask, the input lengths).
+// Samples freeze their alpha once t reaches their input length; states beyond 2 * target_length
+// stay -inf (ATen leaves those entries of log_alpha unwritten).
+Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, c.Req("log_probs", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, c.Req("targets", 1));
+  int64_t blank = c.Int("blank", 4, 0);
+  const TensorMeta* la_meta = c.Out(1);
+  if (!la_meta || la_meta->rank() != 3) return Bad(c, "the log_alpha width comes from the traced output");
+  if (lp->shape.rank() != 3) return Bad(c, "log_probs must be [T, N, C]");
+  PrimitiveType t = lp->shape.element_type();
+  if (!hlo::IsFloatingPoint(t)) return Bad(c, "log_probs must be float");
+  const PrimitiveType S = PrimitiveType::S64;
+  std::vector<int64_t> ld = Dims(lp);
+  int64_t T = ld[0], N = ld[1];
+  int64_t L = la_meta->sizes[2], K = (L - 1) / 2;
+  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return Bad(c, "unexpected log_alpha shape");
+  if (T == 0) return Bad(c, "empty time dimension");
+  // Lengths: tensors (_ctc_loss.Tensor) or int lists (_ctc_loss), as s64 [N].
+  auto lengths = [&](const char* name, size_t pos) -> Instruction* {
+    if (Instruction* v = c.T(name, pos)) return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
+    auto ints = c.OptInts(name, pos);
+    if (!ints || static_cast<int64_t>(ints->size()) != N) return nullptr;
+    hlo::Literal l(Shape::Array(S, {N}));
+    for (int64_t i = 0; i < N; ++i) l.SetFromInt64(i, (*ints)[static_cast<size_t>(i)]);
+    return b.Constant(std::move(l));
+  };
+  Instruction* il = lengths("input_lengths", 2);
+  Instruction* tl = lengths("target_lengths", 3);
+  if (!il || !tl) return Bad(c, "input_lengths / target_lengths must have one entry per batch element");
+  // Targets [N, K] (padded rows or the concatenated form).
+  Instruction* tk;
+  Instruction* tg = b.Convert(tg0, S);
+  if (K == 0) {
+    tk = Full(b, S, static_cast<double>(blank), {N, 0});
+  } else if (tg->shape.rank() == 2) {
+    if (Dims(tg)[0] != N || Dims(tg)[1] < K) return Bad(c, "targets do not fit");
+    tk = b.SliceInDim(tg, 0, K, 1, 1);
+  } else if (tg->shape.rank() == 1) {
+    int64_t total = tg->shape.elements();
+    if (total == 0) return Bad(c, "empty targets");
+    hlo::Window win;
+    win.dimensions.resize(1);
+    win.dimensions[0].size = N;
+    win.dimensions[0].padding_low = N;
+    win.dimensions[0].padding_high = -1;
+    Instruction* off = b.ReduceWindow({tl}, {ConstS64(b, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, S));  // exclusive cumsum
+    Instruction* pos = Add(b, b.Broadcast(off, {N, K}, {0}), b.Iota(Shape::Array(S, {N, K}), 1));
+    pos = b.Clamp(ConstS64(b, 0), pos, ConstS64(b, total - 1));
+    hlo::GatherDimensionNumbers dn;
+    dn.collapsed_slice_dims = {0};
+    dn.start_index_map = {0};
+    dn.index_vector_dim = 2;
+    tk = b.Gather(tg, b.Reshape(pos, {N, K, 1}), dn, {1}, Shape::Array(S, {N, K}));
+  } else {
+    return Bad(c, "targets must be 1-d or 2-d");
+  }
+  // Extended labels [N, L]: blank, t1, blank, t2, ..., blank.
+  hlo::PaddingConfig pc;
+  pc.dimensions.resize(2);
+  pc.dimensions[1].edge_padding_low = 1;
+  pc.dimensions[1].edge_padding_high = 1;
+  pc.dimensions[1].interior_padding = 1;
+  Instruction* lab = K == 0 ? Full(b, S, static_cast<double>(blank), {N, 1}) : b.Pad(tk, ConstS64(b, blank), pc);
+  Instruction* s_io = b.Iota(Shape::Array(S, {N, L}), 1);
+  Instruction* skip = b.Binary(Opcode::kAnd, CmpScalar(b, s_io, 2, ComparisonDirection::kGe),
+                               b.Compare(lab, ShiftRight(b, lab, 2, ConstS64(b, -1)), ComparisonDirection::kNe));
+  Instruction* tl2 = Add(b, Add(b, tl, tl), Full(b, S, 1, {N}));
+  Instruction* smask = b.Compare(s_io, b.Broadcast(tl2, {N, L}, {0}), ComparisonDirection::kLt);
+  // lp_ext[t, n, s] = lp[t, n, lab[n, s]] (a gather of [T] columns, then a transpose).
+  hlo::GatherDimensionNumbers gdn;
+  gdn.offset_dims = {2};
+  gdn.collapsed_slice_dims = {1, 2};
+  gdn.start_index_map = {1, 2};
+  gdn.index_vector_dim = 2;
+  Instruction* gidx = b.Concatenate({b.Reshape(b.Iota(Shape::Array(S, {N, L}), 0), {N, L, 1}), b.Reshape(lab, {N, L, 1})}, 2);
+  Instruction* lpe = b.Transpose(b.Gather(lp, gidx, gdn, {T, 1, 1}, Shape::Array(t, {N, L, T})), {2, 0, 1});
+  Instruction* ninf = MinValue(b, t);
+  // alpha at t = 0: state 0 and (if the target is not empty) state 1.
+  Instruction* lp0 = b.Reshape(b.SliceInDim(lpe, 0, 1, 1, 0), {N, L});
+  Instruction* first = b.Binary(Opcode::kOr, CmpScalar(b, s_io, 0, ComparisonDirection::kEq),
+                                b.Binary(Opcode::kAnd, CmpScalar(b, s_io, 1, ComparisonDirection::kEq),
+                                         b.Broadcast(CmpScalar(b, tl, 0, ComparisonDirection::kGt), {N, L}, {0})));
+  Instruction* alpha0 = b.Select(first, lp0, b.Broadcast(ninf, {N, L}, {}));
+  Instruction* la0 = b.DynamicUpdateSlice(b.Broadcast(ninf, {N, T, L}, {}), b.Reshape(alpha0, {N, 1, L}),
+                                          {ConstS64(b, 0), ConstS64(b, 0), ConstS64(b, 0)});
+  Shape st = Shape::Tuple({Shape::Scalar(S), Shape::Array(t, {N, L}), Shape::Array(t, {N, T, L}), Shape::Array(t, {T, N, L}),
+                           Shape::Array(PrimitiveType::PRED, {N, L}), Shape::Array(PrimitiveType::PRED, {N, L}),
+                           Shape::Array(S, {N})});
+  Computation* cond;
+  {
+    Builder cb = b.CreateSubBuilder("ctc_condition");
+    Instruction* p = cb.Parameter(0, st);
+    cond = cb.Finish(cb.Compare(cb.GetTupleElement(p, 0), ConstS64(cb, T), ComparisonDirection::kLt));
+  }
+  Computation* body;
+  {
+    Builder bb = b.CreateSubBuilder("ctc_body");
+    Instruction* p = bb.Parameter(0, st);
+    Instruction* ti = bb.GetTupleElement(p, 0);
+    Instruction* a = bb.GetTupleElement(p, 1);
+    Instruction* la = bb.GetTupleElement(p, 2);
+    Instruction* e = bb.GetTupleElement(p, 3);
+    Instruction* sk = bb.GetTupleElement(p, 4);
+    Instruction* sm = bb.GetTupleElement(p, 5);
+    Instruction* ilb = bb.GetTupleElement(p, 6);
+    Instruction* ni = MinValue(bb, t);
+    Instruction* ninfs = bb.Broadcast(ni, {N, L}, {});
+    Instruction* la2 = ShiftRight(bb, a, 1, ni);
+    Instruction* la3 = bb.Select(sk, ShiftRight(bb, a, 2, ni), ninfs);
+    Instruction* lpt = bb.Reshape(bb.DynamicSlice(e, {ti, ConstS64(bb, 0), ConstS64(bb, 0)}, {1, N, L}), {N, L});
+    Instruction* na = Add(bb, LogSumExpOf(bb, {a, la2, la3}), lpt);
+    Instruction* active = bb.Broadcast(bb.Compare(bb.Broadcast(ti, {N}, {}), ilb, ComparisonDirection::kLt), {N, L}, {0});
+    na = bb.Select(active, bb.Select(sm, na, ninfs), a);
+    Instruction* nla = bb.DynamicUpdateSlice(la, bb.Reshape(na, {N, 1, L}), {ConstS64(bb, 0), ti, ConstS64(bb, 0)});
+    Instruction* nt = bb.Binary(Opcode::kAdd, ti, ConstS64(bb, 1));
+    body = bb.Finish(bb.Tuple({nt, na, nla, e, sk, sm, ilb}));
+  }
+  Instruction* init = b.Tuple({ConstS64(b, 1), alpha0, la0, lpe, skip, smask, il});
+  Instruction* loop = b.While(init, cond, body);
+  Instruction* alpha = b.GetTupleElement(loop, 1);
+  Instruction* log_alpha = b.GetTupleElement(loop, 2);
+  // The likelihood: alpha[2 tl] (+ alpha[2 tl - 1] when the target is not empty).
+  Instruction* ninfs = b.Broadcast(ninf, {N, L}, {});
+  auto at = [&](Instruction* pos) {
+    Instruction* m = b.Compare(s_io, b.Broadcast(pos, {N, L}, {0}), ComparisonDirection::kEq);
+    return ReduceMax(b, b.Select(m, alpha, ninfs), {1});
+  };
+  Instruction* l1 = at(Add(b, tl, tl));
+  Instruction* l2 = at(AddScalar(b, Add(b, tl, tl), -1));
+  Instruction* ll = LogSumExpOf(b, {l1, l2});
+  Instruction* empty_t = CmpScalar(b, tl, 0, ComparisonDirection::kEq);
+  ll = b.Select(empty_t, l1, ll);
+  // No input: likelihood 1 for an empty target, 0 otherwise.
+  Instruction* no_in = CmpScalar(b, il, 0, ComparisonDirection::kEq);
+  ll = b.Select(no_in, b.Select(empty_t, Full(b, t, 0, {N}), b.Broadcast(ninf, {N}, {})), ll);
+  return Done(c, {b.Unary(Opcode::kNegate, ll), log_alpha});
+}
+
+}  // namespace opprobe::analyzer::lowering

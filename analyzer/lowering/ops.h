@@ -56,6 +56,7 @@ Expected<LoweredOp> ReflectionPad(const Node&, Builder&);
 Expected<LoweredOp> ReplicationPad(const Node&, Builder&);
 Expected<LoweredOp> Diagonal(const Node&, Builder&);
 Expected<LoweredOp> AsStrided(const Node&, Builder&);
+Expected<LoweredOp> AsStridedScatter(const Node&, Builder&);
 Expected<LoweredOp> SliceScatter(const Node&, Builder&);
 Expected<LoweredOp> SelectScatter(const Node&, Builder&);
 Expected<LoweredOp> DiagonalScatter(const Node&, Builder&);
@@ -87,6 +88,7 @@ Expected<LoweredOp> NativeDropout(const Node&, Builder&);
 Expected<LoweredOp> NativeDropoutBackward(const Node&, Builder&);
 Expected<LoweredOp> Randperm(const Node&, Builder&);
 Expected<LoweredOp> Multinomial(const Node&, Builder&);
+Expected<LoweredOp> RreluWithNoise(const Node&, Builder&);
 
 // linalg.cpp
 Expected<LoweredOp> Mm(const Node&, Builder&);
@@ -108,6 +110,7 @@ Expected<LoweredOp> ConvNd(const Node&, Builder&);  // conv1d/2d/3d, conv_transp
 Expected<LoweredOp> MaxPoolWithIndices(const Node&, Builder&);
 Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node&, Builder&);
 Expected<LoweredOp> MaxPool(const Node&, Builder&);  // max_pool1d/2d/3d without indices
+Expected<LoweredOp> FractionalMaxPool(const Node&, Builder&);  // fractional_max_pool2d/3d
 Expected<LoweredOp> AvgPool(const Node&, Builder&);
 Expected<LoweredOp> AvgPoolBackward(const Node&, Builder&);
 Expected<LoweredOp> AdaptiveAvgPool(const Node&, Builder&);
@@ -136,7 +139,9 @@ Expected<LoweredOp> SoftmaxBackward(const Node&, Builder&);
 Expected<LoweredOp> LogSoftmaxBackward(const Node&, Builder&);
 Expected<LoweredOp> Sort(const Node&, Builder&);
 Expected<LoweredOp> Topk(const Node&, Builder&);
-Expected<LoweredOp> Kthvalue(const Node&, Builder&);
+Expected<LoweredOp> Kthvalue(const Node&, Builder&);  // kthvalue, median, nanmedian
+Expected<LoweredOp> ModeOp(const Node&, Builder&);
+Expected<LoweredOp> SegmentReduce(const Node&, Builder&);
 Expected<LoweredOp> CountNonzero(const Node&, Builder&);
 
 // norm.cpp
@@ -160,6 +165,9 @@ Expected<LoweredOp> HuberLossBackward(const Node&, Builder&);
 Expected<LoweredOp> BinaryCrossEntropy(const Node&, Builder&);
 Expected<LoweredOp> BinaryCrossEntropyBackward(const Node&, Builder&);
 Expected<LoweredOp> BinaryCrossEntropyWithLogits(const Node&, Builder&);
+Expected<LoweredOp> MultiMarginLoss(const Node&, Builder&);
+Expected<LoweredOp> MultilabelMarginLoss(const Node&, Builder&);  // multilabel_margin_loss_forward
+Expected<LoweredOp> CtcLoss(const Node&, Builder&);  // _ctc_loss.Tensor (a while loop over time)
 
 // indexing.cpp
 Expected<LoweredOp> Embedding(const Node&, Builder&);
@@ -180,6 +188,17 @@ Expected<LoweredOp> Unique(const Node&, Builder&);
 Expected<LoweredOp> Take(const Node&, Builder&);
 Expected<LoweredOp> OneHot(const Node&, Builder&);
 Expected<LoweredOp> EmbeddingBag(const Node&, Builder&);
+Expected<LoweredOp> IndexReduce(const Node&, Builder&);
+Expected<LoweredOp> RepeatInterleave(const Node&, Builder&);  // repeat_interleave.Tensor (bounded dynamic)
+
+// attention.cpp
+Expected<LoweredOp> ScaledDotProductAttention(const Node&, Builder&);  // _scaled_dot_product_attention_forward
+
+// histogram.cpp
+Expected<LoweredOp> Histogram(const Node&, Builder&);  // histogram.bin_ct, histogram.bins_tensor
+Expected<LoweredOp> HistogramddBinEdges(const Node&, Builder&);
+Expected<LoweredOp> HistogramddFromBinCts(const Node&, Builder&);
+Expected<LoweredOp> HistogramddFromBinTensors(const Node&, Builder&);
 
 // fft.cpp
 Expected<LoweredOp> FftR2C(const Node&, Builder&);

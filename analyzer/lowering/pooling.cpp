@@ -127,6 +127,85 @@ Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
   return Done(c, {b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
 }
 
+// fractional_max_pool2d/3d: ATen's window starts per plane and dim from the plane's random sample u
+// (start_j = int((j + u) * alpha) - int(u * alpha), alpha = (in - k) / (out - 1), the last window
+// ending at the input's end), computed in HLO from the random_samples input; the windows are a
+// `gather` of [k...] slices (of the values and of a flat-index iota) and a variadic `reduce` with
+// the argmax reducer (first maximum in row-major order, as ATen's strict > scan).
+Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * u0, c.Req("random_samples", 3));
+  size_t nsp = SpatialCount(n.op);
+  std::vector<int64_t> k = Fill(c.Ints("kernel_size", 1), nsp, 1);
+  std::vector<int64_t> out = Fill(c.Ints("output_size", 2), nsp, 1);
+  if (k.size() != nsp || out.size() != nsp) return Bad(c, "kernel_size/output_size of the wrong length");
+  std::vector<int64_t> dims = Dims(x);
+  if (dims.size() != nsp + 1 && dims.size() != nsp + 2) return Bad(c, "input must be (N,) C, spatial...");
+  PrimitiveType t = x->shape.element_type();
+  if (!hlo::IsFloatingPoint(t)) return Bad(c, "fractional max pool needs a float input");
+  const PrimitiveType S = PrimitiveType::S64;
+  size_t lead = dims.size() - nsp;
+  int64_t P = 1;
+  for (size_t i = 0; i < lead; ++i) P *= dims[i];
+  std::vector<int64_t> sp(dims.begin() + static_cast<long>(lead), dims.end());
+  for (size_t i = 0; i < nsp; ++i)
+    if (k[i] > sp[i] || out[i] < 1 || out[i] + k[i] - 1 > sp[i]) return Bad(c, "output_size + kernel_size too big");
+  if (u0->shape.elements() != P * static_cast<int64_t>(nsp)) return Bad(c, "random_samples does not fit the input");
+  Instruction* u = b.Reshape(b.Convert(u0, t), {P, static_cast<int64_t>(nsp)});
+  std::vector<int64_t> xs_dims = {P};
+  xs_dims.insert(xs_dims.end(), sp.begin(), sp.end());
+  Instruction* xs = b.Reshape(x, xs_dims);
+  // Index vectors [P, out..., 1 + nsp]: (plane, start per dim).
+  std::vector<int64_t> bd = {P};
+  bd.insert(bd.end(), out.begin(), out.end());
+  std::vector<int64_t> bd1 = bd;
+  bd1.push_back(1);
+  std::vector<Instruction*> cols = {b.Reshape(b.Iota(Shape::Array(S, bd), 0), bd1)};
+  for (size_t i = 0; i < nsp; ++i) {
+    // The sample of this dim: 2-d uses (W, H) = (u0, u1); 3-d uses (T, H, W) = (u0, u1, u2).
+    int64_t col = nsp == 2 ? (i == 0 ? 1 : 0) : static_cast<int64_t>(i);
+    int64_t o = out[i];
+    std::vector<int64_t> sd = {P, o};
+    Instruction* us = b.Broadcast(b.Reshape(b.SliceInDim(u, col, col + 1, 1, 1), {P}), sd, {0});
+    Instruction* last = Full(b, S, static_cast<double>(sp[i] - k[i]), sd);
+    Instruction* start = last;
+    if (o > 1) {
+      Instruction* alpha = b.Broadcast(Div(b, Scalar(b, t, static_cast<double>(sp[i] - k[i])), Scalar(b, t, static_cast<double>(o - 1))), sd, {});
+      Instruction* j = b.Iota(Shape::Array(t, sd), 1);
+      Instruction* v = Sub(b, b.Convert(b.Convert(Mul(b, Add(b, j, us), alpha), PrimitiveType::S32), S),
+                           b.Convert(b.Convert(Mul(b, us, alpha), PrimitiveType::S32), S));
+      Instruction* is_last = CmpScalar(b, b.Iota(Shape::Array(S, sd), 1), static_cast<double>(o - 1), ComparisonDirection::kEq);
+      start = b.Select(is_last, last, v);
+    }
+    cols.push_back(b.Reshape(b.Broadcast(start, bd, {0, static_cast<int64_t>(i) + 1}), bd1));
+  }
+  Instruction* index = b.Concatenate(cols, static_cast<int64_t>(nsp) + 1);
+  hlo::GatherDimensionNumbers dn;
+  for (size_t i = 0; i < nsp; ++i) dn.offset_dims.push_back(static_cast<int64_t>(nsp + 1 + i));
+  dn.collapsed_slice_dims = {0};
+  for (size_t i = 0; i <= nsp; ++i) dn.start_index_map.push_back(static_cast<int64_t>(i));
+  dn.index_vector_dim = static_cast<int64_t>(nsp) + 1;
+  std::vector<int64_t> slice = {1};
+  slice.insert(slice.end(), k.begin(), k.end());
+  std::vector<int64_t> gd = bd;
+  gd.insert(gd.end(), k.begin(), k.end());
+  Instruction* win = b.Gather(xs, index, dn, slice, Shape::Array(t, gd));
+  Instruction* flat = b.Broadcast(b.Reshape(b.Iota(Shape::Array(S, {Numel(sp)}), 0), sp), xs_dims,
+                                  [&] {
+                                    std::vector<int64_t> m;
+                                    for (size_t i = 0; i < nsp; ++i) m.push_back(static_cast<int64_t>(i) + 1);
+                                    return m;
+                                  }());
+  Instruction* widx = b.Gather(flat, index, dn, slice, Shape::Array(S, gd));
+  std::vector<int64_t> red;
+  for (size_t i = 0; i < nsp; ++i) red.push_back(static_cast<int64_t>(nsp + 1 + i));
+  Instruction* r = b.Reduce({win, widx}, {MinValue(b, t), MaxValue(b, S)}, red, ArgMaxReducer(b, t, S, true));
+  std::vector<int64_t> od(dims.begin(), dims.begin() + static_cast<long>(lead));
+  od.insert(od.end(), out.begin(), out.end());
+  return Done(c, {b.Reshape(b.GetTupleElement(r, 0), od), b.Reshape(b.GetTupleElement(r, 1), od)});
+}
+
 Expected<LoweredOp> MaxPool(const Node& n, Builder& b) {
   Ctx c(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));

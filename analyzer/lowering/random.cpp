@@ -130,6 +130,23 @@ Expected<LoweredOp> NativeDropoutBackward(const Node& n, Builder& b) {
   return Done(c, {MulScalar(b, Mul(b, g, b.Convert(m, t)), scale)});
 }
 
+// rrelu_with_noise: negative inputs scaled by a slope drawn uniformly from [lower, upper) when
+// training (an `rng`; the drawn slopes are what PyTorch writes into `noise`), by the mean slope
+// (lower + upper) / 2 otherwise.
+Expected<LoweredOp> RreluWithNoise(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  double lower = c.Double("lower", 2, 1.0 / 8), upper = c.Double("upper", 3, 1.0 / 3);
+  bool training = c.Bool("training", 4, false);
+  PrimitiveType t = x->shape.element_type();
+  if (!hlo::IsFloatingPoint(t)) return Bad(c, "rrelu needs a float input");
+  std::vector<int64_t> dims = Dims(x);
+  Instruction* slope = training ? b.Convert(RngIn(b, t, lower, upper, hlo::RandomDistribution::kUniform, dims), t)
+                                : Full(b, t, (lower + upper) / 2, dims);
+  Instruction* neg = CmpScalar(b, x, 0, ComparisonDirection::kLt);
+  return Done(c, {b.Select(neg, Mul(b, x, slope), x)});
+}
+
 Expected<LoweredOp> Randperm(const Node& n, Builder& b) {
   Ctx c(n, b);
   auto [dims, t] = OutShape(c);

@@ -387,13 +387,52 @@ Expected<LoweredOp> Topk(const Node& n, Builder& b) {
   return Done(c, {b.SliceInDim(v, 0, k, 1, *w), b.SliceInDim(i, 0, k, 1, *w)});
 }
 
+namespace {
+// Ascending comparator over (x, iota) that puts every NaN last whatever its sign bit (TOTALORDER
+// would put -NaN first) and treats -0 == 0, as torch's median/nanmedian order does.
+Computation* NanLastLess(Builder& b, PrimitiveType t) {
+  Builder sub = b.CreateSubBuilder("compare-nan-last");
+  Instruction* x = sub.Parameter(0, Shape::Scalar(t));
+  Instruction* y = sub.Parameter(1, Shape::Scalar(t));
+  sub.Parameter(2, Shape::Scalar(PrimitiveType::S64));
+  sub.Parameter(3, Shape::Scalar(PrimitiveType::S64));
+  Instruction* xnan = sub.Compare(x, x, ComparisonDirection::kNe);
+  Instruction* ynan = sub.Compare(y, y, ComparisonDirection::kNe);
+  Instruction* lt = sub.Compare(x, y, ComparisonDirection::kLt);
+  // !xnan && (ynan || x < y)
+  Instruction* r = sub.Binary(Opcode::kAnd, sub.Unary(Opcode::kNot, xnan), sub.Binary(Opcode::kOr, ynan, lt));
+  return sub.Finish(r);
+}
+
+// nanmedian along `dim`: a stable NaN-last sort, then the element at (count of non-NaN - 1) / 2 of
+// each slice (position 0, a NaN, when the slice is all NaN), picked with a one-hot mask.
+std::pair<Instruction*, Instruction*> NanMedian(Builder& b, Instruction* x, int64_t dim) {
+  PrimitiveType t = x->shape.element_type();
+  std::vector<int64_t> dims = Dims(x);
+  Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, dims), dim);
+  Instruction* s = b.Sort({x, io}, dim, NanLastLess(b, t), true);
+  Instruction* v = b.GetTupleElement(s, 0);
+  Instruction* i = b.GetTupleElement(s, 1);
+  Instruction* ok = b.Convert(b.Compare(x, x, ComparisonDirection::kEq), PrimitiveType::S64);
+  Instruction* cnt = ReduceSum(b, ok, {dim});
+  Instruction* k = Div(b, AddScalar(b, cnt, -1), Full(b, PrimitiveType::S64, 2, Dims(cnt)));
+  Instruction* pick = b.Compare(io, BcastBack(b, k, dims, {dim}), ComparisonDirection::kEq);
+  Instruction* val = ReduceMax(b, b.Select(pick, v, b.Broadcast(MinValue(b, t), dims, {})), {dim});
+  Instruction* idx = ReduceSum(b, b.Select(pick, i, Full(b, PrimitiveType::S64, 0, dims)), {dim});
+  return {val, idx};
+}
+}  // namespace
+
 Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) {
   Ctx c(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
   std::vector<int64_t> dims = Dims(x);
   bool is_median = n.op == "aten::median" || n.op == "aten::nanmedian";
+  // nanmedian skips NaNs (median propagates them; the plain sort puts them last).
+  bool skip_nan = n.op == "aten::nanmedian" && hlo::IsFloatingPoint(x->shape.element_type());
   if (is_median && (n.overload == "default" || n.overload.empty())) {
     Instruction* flat = b.Reshape(x, {x->shape.elements()});
+    if (skip_nan && x->shape.elements() > 0) return Done(c, {NanMedian(b, flat, 0).first});
     auto [v, i] = SortWithIndices(b, flat, 0, false);
     (void)i;
     int64_t k = (x->shape.elements() - 1) / 2;
@@ -404,13 +443,186 @@ Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) {
   if (!w) return Bad(c, "dimension out of range");
   int64_t k = is_median ? (dims[static_cast<size_t>(*w)] - 1) / 2 : c.Int("k", 1, 1) - 1;
   bool keepdim = c.Bool("keepdim", is_median ? 2 : 3, false);
-  auto [v, i] = SortWithIndices(b, x, *w, false);
-  Instruction* vs = b.SliceInDim(v, k, k + 1, 1, *w);
-  Instruction* is = b.SliceInDim(i, k, k + 1, 1, *w);
   std::vector<int64_t> od = dims;
   if (!keepdim) od.erase(od.begin() + *w);
   else od[static_cast<size_t>(*w)] = 1;
+  if (skip_nan && dims[static_cast<size_t>(*w)] > 0) {
+    auto [v, i] = NanMedian(b, x, *w);
+    return Done(c, {b.Reshape(v, od), b.Reshape(i, od)});
+  }
+  auto [v, i] = SortWithIndices(b, x, *w, false);
+  Instruction* vs = b.SliceInDim(v, k, k + 1, 1, *w);
+  Instruction* is = b.SliceInDim(i, k, k + 1, 1, *w);
   return Done(c, {b.Reshape(vs, od), b.Reshape(is, od)});
+}
+
+namespace {
+// A cumulative window over all of `dim` (reduce-window with low padding n-1).
+hlo::Window PrefixWindow(const std::vector<int64_t>& dims, int64_t dim) {
+  hlo::Window win;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    hlo::WindowDimension wd;
+    if (static_cast<int64_t>(i) == dim) {
+      wd.size = std::max<int64_t>(dims[i], 1);
+      wd.padding_low = std::max<int64_t>(dims[i] - 1, 0);
+    }
+    win.dimensions.push_back(wd);
+  }
+  return win;
+}
+
+// Reducer over (key, pos, value, index): the larger key wins, the lower pos on ties; value and
+// index ride along.
+Computation* ModeReducer(Builder& b, PrimitiveType vt) {
+  Builder sub = b.CreateSubBuilder("mode_pick");
+  const PrimitiveType S = PrimitiveType::S64;
+  Instruction* k1 = sub.Parameter(0, Shape::Scalar(S));
+  Instruction* p1 = sub.Parameter(1, Shape::Scalar(S));
+  Instruction* v1 = sub.Parameter(2, Shape::Scalar(vt));
+  Instruction* i1 = sub.Parameter(3, Shape::Scalar(S));
+  Instruction* k2 = sub.Parameter(4, Shape::Scalar(S));
+  Instruction* p2 = sub.Parameter(5, Shape::Scalar(S));
+  Instruction* v2 = sub.Parameter(6, Shape::Scalar(vt));
+  Instruction* i2 = sub.Parameter(7, Shape::Scalar(S));
+  Instruction* gt = sub.Compare(k1, k2, ComparisonDirection::kGt);
+  Instruction* eq = sub.Compare(k1, k2, ComparisonDirection::kEq);
+  Instruction* lo = sub.Compare(p1, p2, ComparisonDirection::kLt);
+  Instruction* pick = sub.Binary(Opcode::kOr, gt, sub.Binary(Opcode::kAnd, eq, lo));
+  return sub.Finish(sub.Tuple({sub.Select(pick, k1, k2), sub.Select(pick, p1, p2), sub.Select(pick, v1, v2),
+                               sub.Select(pick, i1, i2)}));
+}
+}  // namespace
+
+// mode: torch sorts each slice, walks the runs of equal values and keeps the first (smallest) value
+// whose run is strictly longest, returning the last index of that value (its stable sort keeps equal
+// values in index order). Here: a stable sort of (x, iota), run starts by a cumulative max of the
+// positions where a run begins, run lengths at run ends, then a variadic reduce picking the longest
+// run (the earliest on ties) with its value and original index.
+Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> dims = Dims(x);
+  if (dims.empty()) return Done(c, {x, ConstS64(b, 0)});
+  auto w = WrapDim(c.Int("dim", 1, -1), x->shape.rank());
+  if (!w) return Bad(c, "dimension out of range");
+  int64_t d = *w;
+  bool keepdim = c.Bool("keepdim", 2, false);
+  int64_t len = dims[static_cast<size_t>(d)];
+  if (len == 0) return Bad(c, "mode of an empty dimension");
+  PrimitiveType t = x->shape.element_type();
+  const PrimitiveType S = PrimitiveType::S64;
+  auto [s, idx] = SortWithIndices(b, x, d, false);
+  std::vector<int64_t> one = dims;
+  one[static_cast<size_t>(d)] = 1;
+  Instruction *first, *last;
+  if (len == 1) {
+    first = last = Full(b, PrimitiveType::PRED, 1, dims);
+  } else {
+    Instruction* ne = b.Compare(b.SliceInDim(s, 1, len, 1, d), b.SliceInDim(s, 0, len - 1, 1, d), ComparisonDirection::kNe);
+    first = b.Concatenate({Full(b, PrimitiveType::PRED, 1, one), ne}, d);
+    last = b.Concatenate({ne, Full(b, PrimitiveType::PRED, 1, one)}, d);
+  }
+  Instruction* pos = b.Iota(Shape::Array(S, dims), d);
+  Instruction* zeros = Full(b, S, 0, dims);
+  Instruction* start = b.ReduceWindow({b.Select(first, pos, zeros)}, {ConstS64(b, 0)}, PrefixWindow(dims, d),
+                                      b.ScalarBinaryComputation(Opcode::kMaximum, S));
+  Instruction* run = AddScalar(b, Sub(b, pos, start), 1);
+  Instruction* key = b.Select(last, run, zeros);
+  Instruction* r = b.Reduce({key, pos, s, idx}, {ConstS64(b, -1), ConstS64(b, 0), Scalar(b, t, 0), ConstS64(b, 0)}, {d},
+                            ModeReducer(b, t));
+  std::vector<int64_t> od = dims;
+  if (keepdim) od[static_cast<size_t>(d)] = 1;
+  else od.erase(od.begin() + d);
+  return Done(c, {b.Reshape(b.GetTupleElement(r, 2), od), b.Reshape(b.GetTupleElement(r, 3), od)});
+}
+
+// segment_reduce: each row of `data` along `axis` belongs to the segment whose offsets bracket it
+// (a count of offsets <= row, minus one; rows outside every segment get an out-of-range index and
+// are dropped, as scatter does). A scatter with the reduction's combiner into the initial value (or
+// the identity); mean divides by the segment lengths (an empty segment: the initial value, else NaN).
+Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * data, c.Req("data", 0));
+  std::string reduce = c.Str("reduce", 1);
+  Instruction* lengths = c.T("lengths", 2);
+  Instruction* offsets = c.T("offsets", 4);
+  if (!lengths && !offsets) return Bad(c, "needs lengths or offsets");
+  std::vector<int64_t> dd = Dims(data);
+  int64_t rank = static_cast<int64_t>(dd.size());
+  auto wa = WrapDim(c.Int("axis", 5, 0), rank);
+  if (!wa || rank == 0) return Bad(c, "axis out of range");
+  int64_t axis = *wa;
+  PrimitiveType t = data->shape.element_type();
+  const PrimitiveType S = PrimitiveType::S64;
+  Instruction* offs;  // [outer..., S+1]
+  if (lengths) {
+    Instruction* l = b.Convert(lengths, S);
+    if (l->shape.rank() != axis + 1) return Bad(c, "lengths must have axis + 1 dims");
+    std::vector<int64_t> ld = Dims(l);
+    Instruction* ends = b.ReduceWindow({l}, {ConstS64(b, 0)}, PrefixWindow(ld, axis),
+                                       b.ScalarBinaryComputation(Opcode::kAdd, S));
+    std::vector<int64_t> zd = ld;
+    zd.back() = 1;
+    offs = b.Concatenate({Full(b, S, 0, zd), ends}, axis);
+  } else {
+    offs = b.Convert(offsets, S);
+    if (offs->shape.rank() != axis + 1 || Dims(offs).back() < 1) return Bad(c, "offsets must have axis + 1 dims");
+  }
+  std::vector<int64_t> od0 = Dims(offs);
+  int64_t nseg = od0.back() - 1;
+  std::vector<int64_t> outer(dd.begin(), dd.begin() + axis);
+  if (std::vector<int64_t>(od0.begin(), od0.end() - 1) != outer) return Bad(c, "lengths/offsets do not fit data");
+  int64_t rows = dd[static_cast<size_t>(axis)];
+  std::vector<int64_t> cd = outer;
+  cd.push_back(rows);
+  cd.push_back(nseg + 1);
+  std::vector<int64_t> omap;
+  for (int64_t i = 0; i < axis; ++i) omap.push_back(i);
+  omap.push_back(axis + 1);
+  Instruction* ob = b.Broadcast(offs, cd, omap);
+  Instruction* r = b.Iota(Shape::Array(S, cd), axis);
+  Instruction* seg = AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, r, ComparisonDirection::kLe), S), {axis + 1}), -1);
+  std::vector<int64_t> sd = outer;
+  sd.push_back(rows);  // seg: [outer..., rows]
+  std::vector<int64_t> sd1 = sd;
+  sd1.push_back(1);
+  std::vector<Instruction*> cols;
+  for (int64_t k = 0; k < axis; ++k) cols.push_back(b.Reshape(b.Iota(Shape::Array(S, sd), k), sd1));
+  cols.push_back(b.Reshape(seg, sd1));
+  Instruction* index = cols.size() == 1 ? cols[0] : b.Concatenate(cols, axis + 1);
+  std::vector<int64_t> out = outer;
+  out.push_back(nseg);
+  out.insert(out.end(), dd.begin() + axis + 1, dd.end());
+  const Value* init = c.V("initial", 7);
+  bool has_init = init && !init->is_none();
+  Opcode op;
+  Instruction* base;
+  if (reduce == "max") op = Opcode::kMaximum, base = b.Broadcast(MinValue(b, t), out, {});
+  else if (reduce == "min") op = Opcode::kMinimum, base = b.Broadcast(MaxValue(b, t), out, {});
+  else if (reduce == "sum" || reduce == "mean") op = Opcode::kAdd, base = Full(b, t, 0, out);
+  else if (reduce == "prod") op = Opcode::kMultiply, base = Full(b, t, 1, out);
+  else return Bad(c, "unknown reduce " + reduce);
+  if (has_init) base = b.Broadcast(ScalarOf(b, t, *init), out, {});
+  hlo::ScatterDimensionNumbers dn;
+  for (int64_t i = axis + 1; i < rank; ++i) dn.update_window_dims.push_back(i);
+  for (int64_t i = 0; i <= axis; ++i) {
+    dn.inserted_window_dims.push_back(i);
+    dn.scatter_dims_to_operand_dims.push_back(i);
+  }
+  dn.index_vector_dim = axis + 1;
+  Instruction* res = b.Scatter({base}, index, {data}, dn, b.ScalarBinaryComputation(op, t));
+  if (reduce == "mean") {
+    Instruction* cnt = Sub(b, b.SliceInDim(offs, 1, nseg + 1, 1, axis), b.SliceInDim(offs, 0, nseg, 1, axis));
+    std::vector<int64_t> cmap;
+    for (int64_t i = 0; i <= axis; ++i) cmap.push_back(i);
+    Instruction* cb = b.Broadcast(cnt, out, cmap);
+    Instruction* empty = b.Compare(cb, Full(b, S, 0, out), ComparisonDirection::kEq);
+    Instruction* q = Div(b, res, b.Convert(cb, t));
+    Instruction* fill = has_init ? b.Broadcast(ScalarOf(b, t, *init), out, {})
+                                 : Full(b, t, std::numeric_limits<double>::quiet_NaN(), out);
+    res = b.Select(empty, fill, q);
+  }
+  return Done(c, {res});
 }
 
 }  // namespace opprobe::analyzer::lowering

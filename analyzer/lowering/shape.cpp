@@ -416,6 +416,41 @@ Expected<LoweredOp> AsStrided(const Node& n, Builder& b) {
   return Done(c, {b.Reshape(g, size)});
 }
 
+// as_strided_scatter: the element (i_0, ..., i_k) of src goes to flat position
+// offset + sum(i_j * stride_j) of self (contiguous): a scatter with a replace computation into the
+// flattened self, the index computed as AsStrided's gather index is.
+Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("src", 1));
+  std::vector<int64_t> size = c.Ints("size", 2), stride = c.Ints("stride", 3);
+  int64_t offset = c.Int("storage_offset", 4, 0);
+  if (size.size() != stride.size()) return Bad(c, "size and stride differ in length");
+  PrimitiveType t = x->shape.element_type();
+  Instruction* src = b.Convert(src0, t);
+  if (Dims(src) != size) {
+    if (Numel(Dims(src)) != Numel(size)) return Bad(c, "src does not have the view's size");
+    src = b.Reshape(src, size);
+  }
+  int64_t total = x->shape.elements();
+  int64_t count = Numel(size);
+  Instruction* index = Full(b, PrimitiveType::S64, static_cast<double>(offset), size);
+  for (size_t k = 0; k < size.size(); ++k) {
+    if (stride[k] == 0) continue;
+    Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, size), static_cast<int64_t>(k));
+    index = Add(b, index, MulScalar(b, io, static_cast<double>(stride[k])));
+  }
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Builder sub = b.CreateSubBuilder("replace");
+  sub.Parameter(0, Shape::Scalar(t));
+  Computation* replace = sub.Finish(sub.Parameter(1, Shape::Scalar(t)));
+  Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(index, {count, 1}), {b.Reshape(src, {count})}, dn, replace);
+  return Done(c, {b.Reshape(s, Dims(x))});
+}
+
 namespace {
 // Writes `src` into `x` at a static position: a pad of src to x's shape plus a select on a mask of
 // the same pad (XLA's UpdateSlice with static starts uses dynamic-update-slice; strided writes need
