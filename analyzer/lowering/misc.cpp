@@ -397,11 +397,9 @@ Fn Special(const std::string& op) {
       Instruction* e = ApplyUnary(b, "erfinv", AddScalar(b, MulScalar(b, x, 2), -1));
       r = MulScalar(b, e, std::numbers::sqrt2);
     } else if (op == "log_ndtr") {
-      Instruction* erfc = Sub(b, FullLike(b, x, 1), U(b, Opcode::kErf, MulScalar(b, x, -1 / std::numbers::sqrt2)));
-      r = U(b, Opcode::kLog, MulScalar(b, erfc, 0.5));
+      r = LogNdtr(b, x);  // special.cpp: -x^2/2 + log(erfcx(-x/sqrt2)/2) in the far left tail
     } else if (op == "erfcx") {
-      Instruction* erfc = Sub(b, FullLike(b, x, 1), U(b, Opcode::kErf, x));
-      r = Mul(b, U(b, Opcode::kExp, Mul(b, x, x)), erfc);
+      r = Erfcx(b, x);  // special.cpp: a continued fraction for x >= 2
     } else if (op == "xlog1py") {
       OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Operand("other", 1, t, dims));
       Instruction* p = Mul(b, x, U(b, Opcode::kLog1p, y));

@@ -238,6 +238,14 @@ Expected<LoweredOp> WeightNorm(const Node&, Builder&);          // _weight_norm_
 Expected<LoweredOp> WeightNormBackward(const Node&, Builder&);  // _weight_norm_interface_backward
 Expected<LoweredOp> GluBackward(const Node&, Builder&);  // host-side checks: _linalg_check_errors
 
+// special.cpp
+Fn SpecialUnary(const std::string& op);   // i0/i0e/i1/i1e, modified_bessel_*, bessel_j0/j1/y0/y1, airy_ai, ...
+Fn SpecialBinary(const std::string& op);  // zeta, igamma, igammac, chebyshev/hermite/laguerre/legendre polynomials
+Fn GcdLcm(bool lcm);
+Expected<LoweredOp> Nextafter(const Node&, Builder&);
+Instruction* Erfcx(Builder& b, Instruction* x);    // exp(x^2) erfc(x) without overflow (misc.cpp's special_erfcx)
+Instruction* LogNdtr(Builder& b, Instruction* x);  // log(Phi(x)) without underflow (misc.cpp's special_log_ndtr)
+
 // optimizer.cpp
 Fn ForeachUnary(const std::string& op);
 Fn ForeachBinary(const std::string& op);
