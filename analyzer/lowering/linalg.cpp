@@ -252,3 +252,35 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
 }
 
 }  // namespace opprobe::analyzer::lowering
+
+namespace opprobe::analyzer::lowering {
+
+// _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim) (nn.functional.bilinear):
+// each input gets unit dims at its expand positions, the three are multiplied with broadcasting and
+// the sumdim dims are summed away.
+Expected<LoweredOp> Trilinear(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  std::vector<Instruction*> xs;
+  const char* names[3] = {"i1", "i2", "i3"};
+  const char* expands[3] = {"expand1", "expand2", "expand3"};
+  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < 3; ++i) {
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req(names[i], i));
+    std::vector<int64_t> d = Dims(x);
+    std::vector<int64_t> ex = c.Ints(expands[i], 3 + i);
+    std::sort(ex.begin(), ex.end());
+    for (int64_t e : ex) {
+      if (e < 0 || e > static_cast<int64_t>(d.size())) return Bad(c, fmt::format("{} has a bad dim {}", expands[i], e));
+      d.insert(d.begin() + e, 1);
+    }
+    xs.push_back(b.Reshape(Conv(b, x, t), d));
+    out = out.empty() ? d : BroadcastShapes(out, d);
+  }
+  Instruction* p = Mul(b, Bcast(b, xs[0], out), Bcast(b, xs[1], out));
+  p = Mul(b, p, Bcast(b, xs[2], out));
+  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> sum, NormDims(c.Ints("sumdim", 6), static_cast<int64_t>(out.size()), false));
+  return Done(c, {sum.empty() ? p : ReduceSum(b, p, sum)});
+}
+
+}  // namespace opprobe::analyzer::lowering

@@ -100,6 +100,27 @@ Expected<LoweredOp> Matmul(const Node&, Builder&);
 Expected<LoweredOp> Linear(const Node&, Builder&);
 Expected<LoweredOp> Dot(const Node&, Builder&);   // dot, vdot, mv, outer
 Expected<LoweredOp> Einsum(const Node&, Builder&);
+Expected<LoweredOp> Trilinear(const Node&, Builder&);  // _trilinear (bilinear)
+
+// decomposition.cpp (LAPACK-style linear algebra through XLA's cholesky / triangular-solve opcodes and
+// its "Qr", "ProductOfElementaryHouseholderReflectors", "Eigh" and "LuDecomposition" custom calls)
+Expected<LoweredOp> Cholesky(const Node&, Builder&);       // cholesky, linalg_cholesky(_ex)
+Expected<LoweredOp> CholeskySolve(const Node&, Builder&);  // cholesky_solve, cholesky_inverse
+Expected<LoweredOp> TriangularSolve(const Node&, Builder&);  // triangular_solve, linalg_solve_triangular
+Expected<LoweredOp> LuFactor(const Node&, Builder&);       // linalg_lu_factor(_ex), linalg_lu
+Expected<LoweredOp> LuUnpack(const Node&, Builder&);
+Expected<LoweredOp> LuSolveOp(const Node&, Builder&);      // linalg_lu_solve, lu_solve
+Expected<LoweredOp> Inverse(const Node&, Builder&);        // linalg_inv(_ex), inverse
+Expected<LoweredOp> Solve(const Node&, Builder&);          // _linalg_solve_ex, linalg_solve(_ex)
+Expected<LoweredOp> Det(const Node&, Builder&);            // det, slogdet, logdet and the linalg_ forms
+Expected<LoweredOp> QrOp(const Node&, Builder&);           // linalg_qr, qr, geqrf
+Expected<LoweredOp> HouseholderProductOp(const Node&, Builder&);  // linalg_householder_product, orgqr
+Expected<LoweredOp> Ormqr(const Node&, Builder&);
+Expected<LoweredOp> EighOp(const Node&, Builder&);         // _linalg_eigh, linalg_eigh/eigvalsh, symeig
+Expected<LoweredOp> SvdOp(const Node&, Builder&);          // _linalg_svd, linalg_svd/svdvals, svd
+Expected<LoweredOp> Pinv(const Node&, Builder&);           // linalg_pinv (every overload)
+Expected<LoweredOp> MatrixExp(const Node&, Builder&);      // linalg_matrix_exp, matrix_exp
+Expected<LoweredOp> Lstsq(const Node&, Builder&);          // linalg_lstsq
 
 // conv.cpp
 Expected<LoweredOp> Convolution(const Node&, Builder&);

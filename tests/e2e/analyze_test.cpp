@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "testing/run_binary.h"
 #include "testing/temp_dir_test.h"
@@ -68,6 +69,40 @@ TEST_F(AnalyzeE2E, NeuronTutorialSupportedScriptIsFullySupported) {
   EXPECT_TRUE(r["unsupported_operators"]["aten"].empty());
   EXPECT_TRUE(r["supported_operators"]["aten"].contains("aten::mm") ||
               r["supported_operators"]["aten"].contains("aten::addmm"));
+}
+
+TEST_F(AnalyzeE2E, LinalgScriptPerTargetVerdicts) {
+  // XLA's linear-algebra custom calls: the TPU compiler rewrites all of them, XLA's GPU compiler
+  // expands Qr/Eigh but not LuDecomposition, Neuron rejects custom calls it does not know.
+  std::vector<std::string> script = {"--", "/usr/bin/python3", "samples/scripts/linalg.py"};
+  auto with = [&](std::vector<std::string> a) {
+    a.insert(a.end(), script.begin(), script.end());
+    return a;
+  };
+  json tpu = Analyze(with({"--backend", "rules:tpu"}));
+  ASSERT_TRUE(tpu.is_object());
+  EXPECT_EQ(tpu["support_percentage"], "100.00%") << tpu.dump(2);
+  json gpu = Analyze(with({"--backend", "rules:gpu", "--verbosity", "2"}));
+  ASSERT_TRUE(gpu.is_object());
+  std::set<std::string> gpu_bad;
+  for (const auto& e : gpu["unsupported_operators"]["aten"]) gpu_bad.insert(e["kind"].get<std::string>());
+  EXPECT_EQ(gpu_bad, (std::set<std::string>{"aten::linalg_inv_ex"})) << gpu.dump(2);
+  json neuron = Analyze(with({"--backend", "rules:neuron-trn1", "--verbosity", "1"}));
+  ASSERT_TRUE(neuron.is_object());
+  std::set<std::string> bad;
+  for (const auto& e : neuron["unsupported_operators"]["aten"]) {
+    bad.insert(e["kind"].get<std::string>());
+    EXPECT_NE(e["reason"].get<std::string>().find("NCC_EHCA005"), std::string::npos) << e.dump();
+    EXPECT_EQ(e["call"].get<std::string>().rfind("linalg.py ", 0), 0u) << e.dump();
+  }
+  EXPECT_EQ(bad, (std::set<std::string>{"aten::linalg_inv_ex", "aten::linalg_qr", "aten::_linalg_eigh",
+                                        "aten::_linalg_svd"}))
+      << neuron.dump(2);
+  bool eigh_seen = false;
+  for (const auto& e : neuron["unsupported_operators"]["xla"])
+    eigh_seen |= e.value("hlo_instruction", "").find("custom-call(") != std::string::npos &&
+                 e.value("aten_op", "") == "aten::_linalg_eigh";
+  EXPECT_TRUE(eigh_seen) << neuron["unsupported_operators"]["xla"].dump(2);
 }
 
 TEST_F(AnalyzeE2E, Resnet18TrainingStepOnCpuRules) {
