@@ -40,6 +40,11 @@ NONDETERMINISTIC = {
     "aten::_fused_dropout", "aten::poisson", "aten::_standard_gamma", "aten::binomial",
 }
 
+RANDOM_WITH_DROPOUT = {"aten::_scaled_dot_product_attention_forward", "aten::_scaled_dot_product_attention"}
+# Outputs that PyTorch leaves partly uninitialized (at::empty): only dtype and shape are compared.
+# _ctc_loss's log_alpha holds values only for the 2·target_length+1 states of each sample.
+UNINITIALIZED_OUTPUTS = {"aten::_ctc_loss": [1]}
+
 
 def tensor_value(t):
     """{"dtype", "shape", "data"} with NaN/inf as strings; complex interleaved (re, im)."""
@@ -159,6 +164,11 @@ class Recorder(TorchDispatchMode):
             rec["results"] = results
         if name + "" in NONDETERMINISTIC:
             rec["random"] = True
+        # Random only with dropout (scaled_dot_product_attention's dropout_p).
+        if name in RANDOM_WITH_DROPOUT and any(n == "dropout_p" and isinstance(v, float) and v > 0 for n, _, v in vals):
+            rec["random"] = True
+        if name in UNINITIALIZED_OUTPUTS:
+            rec["uninitialized_outputs"] = UNINITIALIZED_OUTPUTS[name]
         self.calls.append(rec)
         return out
 
