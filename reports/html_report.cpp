@@ -29,8 +29,6 @@ const char* VerdictClass(compiler_probe::Verdict::Kind k) {
   }
 }
 
-std::string Pct(const Tally& t) { return FormatPercent(t.Percentage()); }
-
 // A percentage bar for table cells.
 std::string Meter(const Tally& t) {
   double pct = RoundPercent(t.Percentage());

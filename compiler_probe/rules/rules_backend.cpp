@@ -24,11 +24,6 @@ constexpr EmbeddedProfile kBuiltin[] = {
 
 using json = nlohmann::json;
 
-Status Expect(bool cond, const std::string& path, const std::string& what) {
-  if (cond) return Status::Ok();
-  return InvalidInput(fmt::format("{}: {}", path, what));
-}
-
 Expected<std::vector<std::string>> StringList(const json& j, const std::string& path) {
   if (!j.is_array()) return InvalidInput(path + ": expected a list of strings");
   std::vector<std::string> out;

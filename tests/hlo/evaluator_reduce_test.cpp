@@ -17,7 +17,6 @@ using testing::EvalText;
 
 const char* kAdd = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n";
 const char* kMax = "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] maximum(a, b)\n}\n\n";
-const char* kAddS = "adds {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n  ROOT s = s32[] add(a, b)\n}\n\n";
 
 std::string Mod(const std::string& comps, const std::string& body) {
   return "HloModule t\n\n" + comps + "ENTRY main {\n" + body + "\n}\n";
