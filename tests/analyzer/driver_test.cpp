@@ -68,7 +68,7 @@ LoweringTable ToyTable() {
   LoweringTable t;
   t.Register("test::neg", "toy", [](const Node& n, hlo::Builder& b) -> Expected<LoweredOp> {
     auto* x = b.NextParameter(hlo::Shape::Array(PrimitiveType::F32, n.args[0].value.tensor.sizes));
-    return LoweredOp{{b.Unary(hlo::Opcode::kNegate, x)}};
+    return LoweredOp{{b.Unary(hlo::Opcode::kNegate, x)}, false, ""};
   });
   t.Register("test::neg_exp", "toy", [](const Node& n, hlo::Builder& b) -> Expected<LoweredOp> {
     auto* x = b.NextParameter(hlo::Shape::Array(PrimitiveType::F32, n.args[0].value.tensor.sizes));
@@ -76,7 +76,7 @@ LoweringTable ToyTable() {
     hlo::OpMetadata md = b.metadata();
     md.op_type = "aten__exp";
     b.SetMetadata(md);
-    return LoweredOp{{b.Unary(hlo::Opcode::kExp, neg)}};
+    return LoweredOp{{b.Unary(hlo::Opcode::kExp, neg)}, false, ""};
   });
   return t;
 }

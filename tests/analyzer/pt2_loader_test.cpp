@@ -623,7 +623,9 @@ TEST(Pt2LoaderFixtures, Resnet18MatchesCaptureForward) {
       "aten::ones",     "aten::lift_fresh",     "aten::rand",          "aten::randint.low",
       "aten::_log_softmax", "aten::nll_loss_forward"};
   for (const auto& [op, count] : capture_ops)
-    if (!pt2_ops.count(op)) EXPECT_TRUE(outside_the_model.count(op)) << op << " unexplained difference";
+    if (!pt2_ops.count(op)) {
+      EXPECT_TRUE(outside_the_model.count(op)) << op << " unexplained difference";
+    }
   const Node* conv1 = nullptr;
   for (const auto& n : g->nodes)
     if (n.op == "aten::convolution" && n.module_path == "conv1") conv1 = &n;

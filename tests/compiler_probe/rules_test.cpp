@@ -125,7 +125,9 @@ TEST(RulesProfile, EveryBuiltinProfileParses) {
     ASSERT_TRUE(p.ok()) << p.status().message();
     EXPECT_EQ(p->name, n);
     for (const auto& r : p->rules)
-      if (!r.supported) EXPECT_FALSE(r.source.empty()) << n << " rule " << r.id << " has no source";
+      if (!r.supported) {
+        EXPECT_FALSE(r.source.empty()) << n << " rule " << r.id << " has no source";
+      }
   }
 }
 
