@@ -105,7 +105,10 @@ TEST(FinishReports, OutputIsTheFileOfALoneFormat) {
   o.output = dir / "r.json";
   r = Finish(t::NeuronUnsupported(), o);
   EXPECT_EQ(r.code, 0);
-  EXPECT_NO_THROW((void)nlohmann::json::parse(t::ReadText(dir / "r.json")));
+  EXPECT_NO_THROW({
+    nlohmann::json parsed = nlohmann::json::parse(t::ReadText(dir / "r.json"));
+    EXPECT_TRUE(parsed.is_object());
+  });
   EXPECT_EQ(r.out.rfind("::error file=", 0), 0u) << r.out;
 }
 
