@@ -39,6 +39,13 @@ double EpsOf(PrimitiveType t) {
 
 std::vector<int64_t> BatchOf(const std::vector<int64_t>& d) { return {d.begin(), d.end() - 2}; }
 
+// {0, 1, ..., n - 1}: the leading (batch) dims of a broadcast.
+std::vector<int64_t> Upto(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
 std::vector<int64_t> With(std::vector<int64_t> batch, std::initializer_list<int64_t> tail) {
   batch.insert(batch.end(), tail.begin(), tail.end());
   return batch;
@@ -52,8 +59,7 @@ Instruction* Conj(Builder& b, Instruction* x) {
 // Swaps the last two dims (and conjugates for the adjoint).
 Instruction* MT(Builder& b, Instruction* x) {
   int64_t r = Rank(x);
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < r; ++i) perm.push_back(i);
+  std::vector<int64_t> perm = Upto(r);
   std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
   return b.Transpose(x, perm);
 }
@@ -89,6 +95,15 @@ Instruction* Diag(Builder& b, Instruction* x) {
   Instruction* masked = b.Select(EyeMask(b, Dims(sq)), sq, FullLike(b, sq, 0));
   return ReduceSum(b, masked, {r - 1});
 }
+// x[..., start:limit] along the last dim.
+Instruction* SliceLast(Builder& b, Instruction* x, int64_t start, int64_t limit) {
+  int64_t r = Rank(x);
+  std::vector<int64_t> starts(static_cast<size_t>(r), 0), limits = Dims(x), strides(static_cast<size_t>(r), 1);
+  starts.back() = start;
+  limits.back() = limit;
+  return b.Slice(x, starts, limits, strides);
+}
+
 // Last-two-dims slice [r0, r1) x [c0, c1).
 Instruction* Block(Builder& b, Instruction* x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   int64_t r = Rank(x);
@@ -103,7 +118,7 @@ Instruction* Block(Builder& b, Instruction* x, int64_t r0, int64_t r1, int64_t c
 Instruction* MatMul(Builder& b, Instruction* x, Instruction* y) {
   int64_t r = Rank(x);
   hlo::DotDimensionNumbers d;
-  for (int64_t i = 0; i + 2 < r; ++i) d.lhs_batch_dimensions.push_back(i), d.rhs_batch_dimensions.push_back(i);
+  d.lhs_batch_dimensions = d.rhs_batch_dimensions = Upto(r - 2);
   d.lhs_contracting_dimensions = {r - 1};
   d.rhs_contracting_dimensions = {r - 2};
   return b.Dot(x, y, d);
@@ -170,9 +185,7 @@ Instruction* PermMatrix(Builder& b, Instruction* perm, PrimitiveType t) {
   int64_t m = d.back(), r = Rank(perm);
   std::vector<int64_t> md = BatchOf(With(d, {0}));  // batch dims
   md = With(md, {m, m});
-  std::vector<int64_t> map;
-  for (int64_t i = 0; i + 1 < r; ++i) map.push_back(i);
-  map.push_back(r);  // perm's last dim is the column index c
+  std::vector<int64_t> map = With(Upto(r - 1), {r});  // perm's last dim is the column index c
   Instruction* pc = BcastIn(b, perm, md, map);
   Instruction* rows = b.Iota(Shape::Array(PrimitiveType::S32, md), r - 1);
   return b.Convert(b.Compare(rows, pc, ComparisonDirection::kEq), t);
@@ -211,16 +224,11 @@ Instruction* PivotsToPerm(Builder& b, Instruction* piv, int64_t m) {
   Instruction* target = bb.DynamicSlice(pv, starts, one);        // piv[..., i]  [..., 1]
   Instruction* here = bb.DynamicSlice(perm, starts, one);        // perm[..., i] [..., 1]
   Instruction* lanes = bb.Iota(ps, r - 1);
-  Instruction* tb = bb.Broadcast(bb.Reshape(target, batch), pd, [&] {
-    std::vector<int64_t> m2;
-    for (int64_t j = 0; j + 1 < r; ++j) m2.push_back(j);
-    return m2;
-  }());
+  std::vector<int64_t> bmap = Upto(r - 1);
+  Instruction* tb = bb.Broadcast(bb.Reshape(target, batch), pd, bmap);
   Instruction* is_target = bb.Compare(lanes, tb, ComparisonDirection::kEq);
   Instruction* there = Reduce(bb, bb.Select(is_target, perm, Full(bb, PrimitiveType::S32, 0, pd)), {r - 1}, Opcode::kAdd,
                               bb.ConstantScalar(PrimitiveType::S32, 0));  // perm[..., piv[i]]
-  std::vector<int64_t> bmap;
-  for (int64_t j = 0; j + 1 < r; ++j) bmap.push_back(j);
   Instruction* there_b = bb.Broadcast(there, pd, bmap);
   Instruction* here_b = bb.Broadcast(bb.Reshape(here, batch), pd, bmap);
   Instruction* is_i = bb.Compare(lanes, bb.Broadcast(i, pd, {}), ComparisonDirection::kEq);
@@ -315,9 +323,7 @@ Svd SvdOf(Builder& b, Instruction* a, bool full) {
   Instruction* bottom = b.Concatenate({MH(b, a), Full(b, t, 0, With(batch, {n, n}))}, r - 1);
   Eig e = EighOf(b, b.Concatenate({top, bottom}, r - 2), true);
   Svd out;
-  std::vector<int64_t> ws(static_cast<size_t>(r - 1), 0), wl = With(batch, {N}), w1(static_cast<size_t>(r - 1), 1);
-  ws.back() = N - k;
-  out.s = b.Reverse(b.Slice(e.w, ws, wl, w1), {r - 2});
+  out.s = b.Reverse(SliceLast(b, e.w, N - k, N), {r - 2});
   Instruction* vk = b.Reverse(Block(b, e.v, 0, N, N - k, N), {r - 1});  // [..., N, k], σ descending
   Instruction* root2 = Scalar(b, t, std::sqrt(2.0));
   Instruction* u = b.Binary(Opcode::kMultiply, Block(b, vk, 0, m, 0, k), b.Broadcast(root2, With(batch, {m, k}), {}));
@@ -694,29 +700,25 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
     rtol = atol_given ? b.Select(CmpScalar(b, atol, 0, ComparisonDirection::kGt), Full(b, rt, 0, batch), default_rtol)
                       : default_rtol;
   }
-  std::vector<int64_t> bmap;
-  for (int64_t i = 0; i + 2 < r; ++i) bmap.push_back(i);
+  std::vector<int64_t> bmap = Upto(r - 2);
+  // left · diag(1/values where mag > max(atol, rtol·largest), else 0) · rightᴴ, values [..., k].
+  auto pseudo_inverse = [&](Instruction* values, Instruction* mag, Instruction* largest, Instruction* left,
+                            Instruction* right) {
+    Instruction* tol = b.Binary(Opcode::kMaximum, atol, b.Binary(Opcode::kMultiply, rtol, largest));
+    Instruction* keep = b.Compare(mag, b.Broadcast(tol, Dims(mag), bmap), ComparisonDirection::kGt);
+    Instruction* inv = b.Select(keep, b.Binary(Opcode::kDivide, FullLike(b, values, 1), values), FullLike(b, values, 0));
+    Instruction* scaled = b.Binary(Opcode::kMultiply, left, b.Broadcast(Conv(b, inv, t), Dims(left), With(bmap, {r - 1})));
+    return MatMul(b, scaled, MH(b, right));
+  };
   Instruction* result;
   if (hermitian) {
     Eig e = EighOf(b, a, true);
     Instruction* absw = b.Unary(Opcode::kAbs, e.w);
-    Instruction* maxw = ReduceMax(b, absw, {r - 2});
-    Instruction* tol = b.Binary(Opcode::kMaximum, atol, b.Binary(Opcode::kMultiply, rtol, maxw));
-    Instruction* keep = b.Compare(absw, b.Broadcast(tol, Dims(absw), bmap), ComparisonDirection::kGt);
-    Instruction* inv = b.Select(keep, b.Binary(Opcode::kDivide, FullLike(b, e.w, 1), e.w), FullLike(b, e.w, 0));
-    Instruction* scaled = b.Binary(Opcode::kMultiply, e.v, b.Broadcast(Conv(b, inv, t), d, With(bmap, {r - 1})));
-    result = MatMul(b, scaled, MH(b, e.v));
+    result = pseudo_inverse(e.w, absw, ReduceMax(b, absw, {r - 2}), e.v, e.v);
   } else {
     Svd s = SvdOf(b, a, false);
-    int64_t k = std::min(m, nn);
-    std::vector<int64_t> s0(static_cast<size_t>(r - 1), 0), s1 = With(batch, {1}), st(static_cast<size_t>(r - 1), 1);
-    Instruction* maxs = b.Reshape(b.Slice(s.s, s0, s1, st), batch);
-    Instruction* tol = b.Binary(Opcode::kMaximum, atol, b.Binary(Opcode::kMultiply, rtol, maxs));
-    Instruction* keep = b.Compare(s.s, b.Broadcast(tol, Dims(s.s), bmap), ComparisonDirection::kGt);
-    Instruction* inv = b.Select(keep, b.Binary(Opcode::kDivide, FullLike(b, s.s, 1), s.s), FullLike(b, s.s, 0));
-    Instruction* v = MH(b, s.vh);  // [..., n, k]
-    Instruction* scaled = b.Binary(Opcode::kMultiply, v, b.Broadcast(Conv(b, inv, t), With(batch, {nn, k}), With(bmap, {r - 1})));
-    result = MatMul(b, scaled, MH(b, s.u));
+    Instruction* largest = b.Reshape(SliceLast(b, s.s, 0, 1), batch);  // σ are descending
+    result = pseudo_inverse(s.s, s.s, largest, MH(b, s.vh), s.u);
   }
   return Done(c, {result});
 }
@@ -733,8 +735,7 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
   if (Numel(d) == 0) return Done(c, {a});
   PrimitiveType rt = RealOf(t);
   std::vector<int64_t> batch = BatchOf(d);
-  std::vector<int64_t> bmap;
-  for (int64_t i = 0; i + 2 < r; ++i) bmap.push_back(i);
+  std::vector<int64_t> bmap = Upto(r - 2);
   Instruction* norm = ReduceMax(b, ReduceSum(b, b.Unary(Opcode::kAbs, a), {r - 2}), {r - 2});  // [...]
   Instruction* s = b.Unary(Opcode::kCeil, b.Binary(Opcode::kDivide, b.Unary(Opcode::kLog, MulScalar(b, norm, 2.0)),
                                                    Full(b, rt, std::log(2.0), batch)));
@@ -747,7 +748,7 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
   for (int j = 12; j >= 1; --j) p = b.Binary(Opcode::kAdd, eye, MulScalar(b, MatMul(b, x, p), 1.0 / j));
   // Square s times: the loop runs max(s) times, each matrix squares while i < its s.
   Instruction* si = b.Convert(s, PrimitiveType::S32);
-  Instruction* count = Reduce(b, si, bmap.empty() ? std::vector<int64_t>{} : bmap, Opcode::kMaximum,
+  Instruction* count = Reduce(b, si, bmap, Opcode::kMaximum,
                               b.ConstantScalar(PrimitiveType::S32, 0));
   Shape cs = Shape::Scalar(PrimitiveType::S32);
   Shape state = Shape::Tuple({cs, cs, si->shape, p->shape});
@@ -810,12 +811,10 @@ Expected<LoweredOp> Lstsq(const Node& n, Builder& b) {
   const TensorMeta* o3 = c.Out(3);
   if ((o2 && Numel(o2->sizes) > 0) || (o3 && Numel(o3->sizes) > 0)) {
     Svd s = SvdOf(b, a, false);
-    std::vector<int64_t> batch = BatchOf(d), bmap;
-    for (int64_t i = 0; i + 2 < r; ++i) bmap.push_back(i);
+    std::vector<int64_t> batch = BatchOf(d);
     PrimitiveType rt = RealOf(t);
     double rc = c.Double("rcond", 2, EpsOf(t) * static_cast<double>(std::max(m, nn)));
-    std::vector<int64_t> s0(static_cast<size_t>(r - 1), 0), s1 = With(batch, {1}), st(static_cast<size_t>(r - 1), 1);
-    Instruction* maxs = b.Broadcast(b.Reshape(b.Slice(s.s, s0, s1, st), batch), Dims(s.s), bmap);
+    Instruction* maxs = b.Broadcast(b.Reshape(SliceLast(b, s.s, 0, 1), batch), Dims(s.s), Upto(r - 2));
     Instruction* big = b.Compare(s.s, MulScalar(b, maxs, rc), ComparisonDirection::kGt);
     if (o2 && Numel(o2->sizes) > 0) outs.push_back(ReduceSum(b, b.Convert(big, o2->dtype), {r - 2}));
     else {
