@@ -6,44 +6,23 @@
 
 #include <cmath>
 
-#include "analyzer/lowering/lowering.h"
-#include "hlo/evaluator/evaluator.h"
-#include "hlo/printer.h"
+#include "tests/analyzer/lowering_test_util.h"
 
 namespace opprobe::analyzer {
 namespace {
 
 using hlo::Literal;
 using hlo::PrimitiveType;
+using testing::ExpectValues;
+using testing::Lit;
+using testing::LowerAndRun;
+using testing::MakeNode;
+using testing::T;
 constexpr auto F64 = PrimitiveType::F64;
 constexpr auto S32 = PrimitiveType::S32;
 
-Value T(PrimitiveType t, std::vector<int64_t> sizes) {
-  TensorMeta m;
-  m.dtype = t;
-  m.sizes = std::move(sizes);
-  return Value::Tensor(m);
-}
-
-Node MakeNode(std::string op, std::string overload, std::vector<Argument> args, std::vector<Value> outputs) {
-  Node n;
-  n.op = std::move(op);
-  n.overload = std::move(overload);
-  n.args = std::move(args);
-  n.outputs = std::move(outputs);
-  return n;
-}
-
-Literal F64s(std::vector<int64_t> dims, std::vector<double> v) {
-  Literal l(hlo::Shape::Array(F64, dims));
-  for (size_t i = 0; i < v.size(); ++i) l.SetFromDouble(static_cast<int64_t>(i), v[i]);
-  return l;
-}
-Literal S32s(std::vector<int64_t> dims, std::vector<int64_t> v) {
-  Literal l(hlo::Shape::Array(S32, dims));
-  for (size_t i = 0; i < v.size(); ++i) l.SetFromInt64(static_cast<int64_t>(i), v[i]);
-  return l;
-}
+Literal F64s(std::vector<int64_t> dims, std::vector<double> v) { return Lit(F64, std::move(dims), v); }
+Literal S32s(std::vector<int64_t> dims, std::vector<double> v) { return Lit(S32, std::move(dims), v); }
 
 struct Evaluated {
   std::string hlo;
@@ -52,21 +31,8 @@ struct Evaluated {
 
 Evaluated LowerAndEval(const Node& n, const std::vector<Literal>& args) {
   Evaluated r;
-  auto m = Lower(n, LoweringTable::Builtin());
-  EXPECT_TRUE(m.ok()) << n.op << ": " << m.status().message();
-  if (!m.ok()) return r;
-  r.hlo = hlo::ToString(*m->module);
-  auto v = hlo::Evaluate(*m->module, args);
-  EXPECT_TRUE(v.ok()) << n.op << ": " << v.status().message() << "\n" << r.hlo;
-  if (!v.ok()) return r;
-  if (v->shape().IsTuple()) r.outs = v->tuple_elements();
-  else r.outs.push_back(*v);
+  r.outs = LowerAndRun(n, args, &r.hlo);
   return r;
-}
-
-void ExpectValues(const Literal& got, const std::vector<double>& want, double tol = 1e-12) {
-  ASSERT_EQ(got.element_count(), static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got.GetAsDouble(static_cast<int64_t>(i)), want[i], tol) << "element " << i;
 }
 
 TEST(LoweringLinalg, CholeskyUpperAndInfo) {
@@ -76,11 +42,11 @@ TEST(LoweringLinalg, CholeskyUpperAndInfo) {
   Evaluated r = LowerAndEval(n, {F64s({2, 2}, {4, 2, 2, 5})});
   EXPECT_NE(r.hlo.find("cholesky("), std::string::npos) << r.hlo;
   ASSERT_EQ(r.outs.size(), 2u);
-  ExpectValues(r.outs[0], {2, 1, 0, 2});  // U with UᵀU = A
-  ExpectValues(r.outs[1], {0});
+  ExpectValues(r.outs[0], {2, 1, 0, 2}, 1e-12);  // U with UᵀU = A
+  ExpectValues(r.outs[1], {0}, 1e-12);
   Evaluated bad = LowerAndEval(n, {F64s({2, 2}, {1, 2, 2, 1})});  // indefinite
   ASSERT_EQ(bad.outs.size(), 2u);
-  ExpectValues(bad.outs[1], {1});
+  ExpectValues(bad.outs[1], {1}, 1e-12);
 }
 
 TEST(LoweringLinalg, InverseAndSolveThroughLu) {
@@ -90,7 +56,7 @@ TEST(LoweringLinalg, InverseAndSolveThroughLu) {
   EXPECT_NE(r.hlo.find("custom_call_target=\"LuDecomposition\""), std::string::npos);
   EXPECT_NE(r.hlo.find("triangular-solve("), std::string::npos);
   ASSERT_EQ(r.outs.size(), 2u);
-  ExpectValues(r.outs[0], {0.6, -0.7, -0.2, 0.4});
+  ExpectValues(r.outs[0], {0.6, -0.7, -0.2, 0.4}, 1e-12);
   // A·x = b with b a vector: [[1,2],[3,4]]·[1,1] = [3,7]; LU and pivots are those of Aᵀ, as on the CPU.
   Node solve = MakeNode("aten::_linalg_solve_ex", "default",
                         {{"A", T(F64, {2, 2})}, {"B", T(F64, {2})}, {"left", Value::Bool(true)},
@@ -98,8 +64,8 @@ TEST(LoweringLinalg, InverseAndSolveThroughLu) {
                         {T(F64, {2}), T(F64, {2, 2}), T(S32, {2}), T(S32, {})});
   Evaluated s = LowerAndEval(solve, {F64s({2, 2}, {1, 2, 3, 4}), F64s({2}, {3, 7})});
   ASSERT_EQ(s.outs.size(), 4u);
-  ExpectValues(s.outs[0], {1, 1});
-  ExpectValues(s.outs[1], {2, 4, 0.5, 1});  // LU of [[1,3],[2,4]]
+  ExpectValues(s.outs[0], {1, 1}, 1e-12);
+  ExpectValues(s.outs[1], {2, 4, 0.5, 1}, 1e-12);  // LU of [[1,3],[2,4]]
   EXPECT_EQ(s.outs[2].GetAsInt64(0), 2);    // 1-based pivots
 }
 
@@ -107,13 +73,13 @@ TEST(LoweringLinalg, DetAndSlogdet) {
   Node det = MakeNode("aten::_linalg_det", "default", {{"A", T(F64, {2, 2})}}, {T(F64, {}), T(F64, {2, 2}), T(S32, {2})});
   Evaluated r = LowerAndEval(det, {F64s({2, 2}, {1, 2, 3, 4})});
   ASSERT_EQ(r.outs.size(), 3u);
-  ExpectValues(r.outs[0], {-2});
+  ExpectValues(r.outs[0], {-2}, 1e-12);
   Node slog = MakeNode("aten::_linalg_slogdet", "default", {{"A", T(F64, {2, 2})}},
                        {T(F64, {}), T(F64, {}), T(F64, {2, 2}), T(S32, {2})});
   Evaluated s = LowerAndEval(slog, {F64s({2, 2}, {1, 2, 3, 4})});
   ASSERT_EQ(s.outs.size(), 4u);
-  ExpectValues(s.outs[0], {-1});
-  ExpectValues(s.outs[1], {std::log(2.0)});
+  ExpectValues(s.outs[0], {-1}, 1e-12);
+  ExpectValues(s.outs[1], {std::log(2.0)}, 1e-12);
 }
 
 TEST(LoweringLinalg, LuUnpackRebuildsThePermutationFromPivots) {
@@ -126,9 +92,9 @@ TEST(LoweringLinalg, LuUnpackRebuildsThePermutationFromPivots) {
   EXPECT_NE(r.hlo.find("while("), std::string::npos);
   ASSERT_EQ(r.outs.size(), 3u);
   // A = P·L·U with P[perm[c], c] = 1, perm = [2, 0, 1].
-  ExpectValues(r.outs[0], {0, 1, 0, 0, 0, 1, 1, 0, 0});
-  ExpectValues(r.outs[1], {1, 0, 0, 4, 1, 0, 7, 8, 1});
-  ExpectValues(r.outs[2], {1, 2, 3, 0, 5, 6, 0, 0, 9});
+  ExpectValues(r.outs[0], {0, 1, 0, 0, 0, 1, 1, 0, 0}, 1e-12);
+  ExpectValues(r.outs[1], {1, 0, 0, 4, 1, 0, 7, 8, 1}, 1e-12);
+  ExpectValues(r.outs[2], {1, 2, 3, 0, 5, 6, 0, 0, 9}, 1e-12);
 }
 
 TEST(LoweringLinalg, QrReconstructsTheMatrix) {
@@ -160,7 +126,7 @@ TEST(LoweringLinalg, SvdThroughEighOfTheJordanWielandtMatrix) {
   Evaluated r = LowerAndEval(n, {F64s({3, 2}, a)});
   EXPECT_NE(r.hlo.find("custom_call_target=\"Eigh\""), std::string::npos);
   ASSERT_EQ(r.outs.size(), 3u);
-  ExpectValues(r.outs[1], {3, 2});
+  ExpectValues(r.outs[1], {3, 2}, 1e-12);
   const Literal &u = r.outs[0], &s = r.outs[1], &vh = r.outs[2];
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 2; ++j) {

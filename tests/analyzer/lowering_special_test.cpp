@@ -9,54 +9,36 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/lowering/lowering.h"
-#include "hlo/evaluator/evaluator.h"
-#include "hlo/literal.h"
+#include "tests/analyzer/lowering_test_util.h"
 
 namespace opprobe::analyzer {
 namespace {
 
 using hlo::Literal;
 using hlo::PrimitiveType;
-using hlo::Shape;
 constexpr auto F32 = PrimitiveType::F32;
 constexpr auto F64 = PrimitiveType::F64;
 constexpr auto S64 = PrimitiveType::S64;
 
-Value T(PrimitiveType t, std::vector<int64_t> sizes) {
-  TensorMeta m;
-  m.dtype = t;
-  m.sizes = std::move(sizes);
-  return Value::Tensor(m);
-}
-
-Literal Vec(PrimitiveType t, const std::vector<double>& v) {
-  Literal l(Shape::Array(t, {static_cast<int64_t>(v.size())}));
-  for (size_t i = 0; i < v.size(); ++i) l.SetFromDouble(static_cast<int64_t>(i), v[i]);
-  return l;
-}
+using testing::Lit;
+using testing::LowerAndRun;
+using testing::MakeNode;
+using testing::T;
 
 // Lowers `op` over 1-d tensors named `names` (one per input) of type t and evaluates it.
 std::vector<double> Eval(const std::string& op, const std::vector<std::string>& names, PrimitiveType t,
                         const std::vector<std::vector<double>>& inputs) {
-  Node n;
-  n.op = op;
-  n.overload = "default";
   int64_t len = static_cast<int64_t>(inputs[0].size());
-  std::vector<Literal> args;
+  std::vector<Argument> args;
+  std::vector<Literal> values;
   for (size_t i = 0; i < names.size(); ++i) {
-    n.args.push_back({names[i], T(t, {len})});
-    args.push_back(Vec(t, inputs[i]));
+    args.push_back({names[i], T(t, {len})});
+    values.push_back(Lit(t, {len}, inputs[i]));
   }
-  n.outputs = {T(t, {len})};
-  auto m = Lower(n, LoweringTable::Builtin());
-  EXPECT_TRUE(m.ok()) << op << ": " << m.status().message();
-  if (!m.ok()) return {};
-  auto r = hlo::Evaluate(*m->module, args);
-  EXPECT_TRUE(r.ok()) << op << ": " << r.status().message();
-  if (!r.ok()) return {};
+  std::vector<Literal> r = LowerAndRun(MakeNode(op, "default", std::move(args), {T(t, {len})}), values);
+  if (r.empty()) return {};
   std::vector<double> out;
-  for (int64_t i = 0; i < len; ++i) out.push_back(r->GetAsDouble(i));
+  for (int64_t i = 0; i < len; ++i) out.push_back(r[0].GetAsDouble(i));
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "analyzer/lowering/lowering.h"
 #include "hlo/printer.h"
 #include "opprobe_version.h"
+#include "tests/analyzer/lowering_test_util.h"
 
 namespace opprobe::analyzer {
 namespace {
@@ -25,34 +26,11 @@ constexpr auto F32 = PrimitiveType::F32;
 constexpr auto C64 = PrimitiveType::C64;
 constexpr auto S64 = PrimitiveType::S64;
 
-Value T(PrimitiveType t, std::vector<int64_t> sizes) {
-  TensorMeta m;
-  m.dtype = t;
-  m.sizes = std::move(sizes);
-  return Value::Tensor(m);
-}
-Value Ints(std::vector<int64_t> v) { return Value::IntList(std::move(v)); }
-Value Bools(std::vector<bool> v) {
-  Value x;
-  x.kind = Value::Kind::kBoolList;
-  x.bools = std::move(v);
-  return x;
-}
-Value TList(std::vector<Value> ts) {
-  Value x;
-  x.kind = Value::Kind::kTensorList;
-  for (auto& t : ts) x.tensors.push_back(t.is_none() ? std::nullopt : std::optional<TensorMeta>(t.tensor));
-  return x;
-}
-
-Node MakeNode(std::string op, std::string overload, std::vector<Argument> args, std::vector<Value> outputs) {
-  Node n;
-  n.op = std::move(op);
-  n.overload = std::move(overload);
-  n.args = std::move(args);
-  n.outputs = std::move(outputs);
-  return n;
-}
+using testing::Bools;
+using testing::Ints;
+using testing::MakeNode;
+using testing::T;
+using testing::TList;
 
 std::string ReadFile(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
