@@ -201,43 +201,29 @@ Instruction* PivotsToPerm(Builder& b, Instruction* piv, int64_t m) {
   Shape ps = Shape::Array(PrimitiveType::S32, pd);
   Instruction* perm0 = b.Iota(ps, r - 1);
   if (k == 0 || m == 0) return perm0;
-  Shape cs = Shape::Scalar(PrimitiveType::S32);
-  Shape state = Shape::Tuple({cs, ps, piv->shape});
-
-  Builder cb = b.CreateSubBuilder("pivots_to_permutation_condition");
-  Instruction* cp = cb.Parameter(0, state);
-  Instruction* ci = cb.GetTupleElement(cp, 0);
-  Computation* cond = cb.Finish(cb.Compare(ci, cb.ConstantScalar(PrimitiveType::S32, static_cast<double>(k)),
-                                           ComparisonDirection::kLt));
-
-  Builder bb = b.CreateSubBuilder("pivots_to_permutation_body");
-  Instruction* p = bb.Parameter(0, state);
-  Instruction* i = bb.GetTupleElement(p, 0);
-  Instruction* perm = bb.GetTupleElement(p, 1);
-  Instruction* pv = bb.GetTupleElement(p, 2);
   std::vector<int64_t> batch(d.begin(), d.end() - 1);
-  std::vector<Instruction*> starts;
-  for (int64_t j = 0; j + 1 < r; ++j) starts.push_back(bb.ConstantScalar(PrimitiveType::S32, 0));
-  starts.push_back(i);
-  std::vector<int64_t> one = batch;
-  one.push_back(1);
-  Instruction* target = bb.DynamicSlice(pv, starts, one);        // piv[..., i]  [..., 1]
-  Instruction* here = bb.DynamicSlice(perm, starts, one);        // perm[..., i] [..., 1]
-  Instruction* lanes = bb.Iota(ps, r - 1);
+  std::vector<int64_t> one = With(batch, {1});
   std::vector<int64_t> bmap = Upto(r - 1);
-  Instruction* tb = bb.Broadcast(bb.Reshape(target, batch), pd, bmap);
-  Instruction* is_target = bb.Compare(lanes, tb, ComparisonDirection::kEq);
-  Instruction* there = Reduce(bb, bb.Select(is_target, perm, Full(bb, PrimitiveType::S32, 0, pd)), {r - 1}, Opcode::kAdd,
-                              bb.ConstantScalar(PrimitiveType::S32, 0));  // perm[..., piv[i]]
-  Instruction* there_b = bb.Broadcast(there, pd, bmap);
-  Instruction* here_b = bb.Broadcast(bb.Reshape(here, batch), pd, bmap);
-  Instruction* is_i = bb.Compare(lanes, bb.Broadcast(i, pd, {}), ComparisonDirection::kEq);
-  Instruction* swapped = bb.Select(is_i, there_b, bb.Select(is_target, here_b, perm));
-  Instruction* next = bb.Binary(Opcode::kAdd, i, bb.ConstantScalar(PrimitiveType::S32, 1));
-  Computation* body = bb.Finish(bb.Tuple({next, swapped, pv}));
-
-  Instruction* init = b.Tuple({b.ConstantScalar(PrimitiveType::S32, 0), perm0, piv});
-  return b.GetTupleElement(b.While(init, cond, body), 1);
+  auto cond = [&](Builder& cb, const LoopState& st) {
+    return cb.Compare(st[0], cb.ConstantScalar(PrimitiveType::S32, static_cast<double>(k)), ComparisonDirection::kLt);
+  };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction *i = st[0], *perm = st[1], *pv = st[2];
+    std::vector<Instruction*> starts;
+    for (int64_t j = 0; j + 1 < r; ++j) starts.push_back(bb.ConstantScalar(PrimitiveType::S32, 0));
+    starts.push_back(i);
+    Instruction* target = bb.DynamicSlice(pv, starts, one);  // piv[..., i]  [..., 1]
+    Instruction* here = bb.DynamicSlice(perm, starts, one);  // perm[..., i] [..., 1]
+    Instruction* lanes = bb.Iota(ps, r - 1);
+    Instruction* is_target = bb.Compare(lanes, bb.Broadcast(bb.Reshape(target, batch), pd, bmap), ComparisonDirection::kEq);
+    Instruction* there = Reduce(bb, bb.Select(is_target, perm, Full(bb, PrimitiveType::S32, 0, pd)), {r - 1}, Opcode::kAdd,
+                                bb.ConstantScalar(PrimitiveType::S32, 0));  // perm[..., piv[i]]
+    Instruction* is_i = bb.Compare(lanes, bb.Broadcast(i, pd, {}), ComparisonDirection::kEq);
+    Instruction* swapped = bb.Select(is_i, bb.Broadcast(there, pd, bmap),
+                                     bb.Select(is_target, bb.Broadcast(bb.Reshape(here, batch), pd, bmap), perm));
+    return {bb.Binary(Opcode::kAdd, i, bb.ConstantScalar(PrimitiveType::S32, 1)), swapped, pv};
+  };
+  return Loop(b, {b.ConstantScalar(PrimitiveType::S32, 0), perm0, piv}, "pivots_to_permutation", cond, body)[1];
 }
 
 // X from the LU factors of A = P·L·U (lu square [..., n, n]); left: op(A)·X = B, else X·op(A) = B,
@@ -750,23 +736,15 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
   Instruction* si = b.Convert(s, PrimitiveType::S32);
   Instruction* count = Reduce(b, si, bmap, Opcode::kMaximum,
                               b.ConstantScalar(PrimitiveType::S32, 0));
-  Shape cs = Shape::Scalar(PrimitiveType::S32);
-  Shape state = Shape::Tuple({cs, cs, si->shape, p->shape});
-  Builder cb = b.CreateSubBuilder("matrix_exp_squarings_condition");
-  Instruction* cp = cb.Parameter(0, state);
-  Computation* cond = cb.Finish(cb.Compare(cb.GetTupleElement(cp, 0), cb.GetTupleElement(cp, 1), ComparisonDirection::kLt));
-  Builder bb = b.CreateSubBuilder("matrix_exp_squarings_body");
-  Instruction* bp = bb.Parameter(0, state);
-  Instruction* i = bb.GetTupleElement(bp, 0);
-  Instruction* lim = bb.GetTupleElement(bp, 1);
-  Instruction* sv = bb.GetTupleElement(bp, 2);
-  Instruction* cur = bb.GetTupleElement(bp, 3);
-  Instruction* go = bb.Compare(bb.Broadcast(i, batch, {}), sv, ComparisonDirection::kLt);
-  Instruction* sq = MatMul(bb, cur, cur);
-  Instruction* nxt = bb.Select(bb.Broadcast(go, d, bmap), sq, cur);
-  Computation* body = bb.Finish(bb.Tuple({bb.Binary(Opcode::kAdd, i, bb.ConstantScalar(PrimitiveType::S32, 1)), lim, sv, nxt}));
-  Instruction* w = b.While(b.Tuple({b.ConstantScalar(PrimitiveType::S32, 0), count, si, p}), cond, body);
-  return Done(c, {b.GetTupleElement(w, 3)});
+  auto cond = [](Builder& cb, const LoopState& st) { return cb.Compare(st[0], st[1], ComparisonDirection::kLt); };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction *i = st[0], *sv = st[2], *cur = st[3];
+    Instruction* go = bb.Compare(bb.Broadcast(i, batch, {}), sv, ComparisonDirection::kLt);
+    Instruction* next = bb.Select(bb.Broadcast(go, d, bmap), MatMul(bb, cur, cur), cur);
+    return {bb.Binary(Opcode::kAdd, i, bb.ConstantScalar(PrimitiveType::S32, 1)), st[1], sv, next};
+  };
+  LoopState out = Loop(b, {b.ConstantScalar(PrimitiveType::S32, 0), count, si, p}, "matrix_exp_squarings", cond, body);
+  return Done(c, {out[3]});
 }
 
 // linalg_lstsq(self=A, b, rcond, driver) -> (solution, residuals, rank, singular_values): the QR

@@ -468,4 +468,30 @@ int64_t Numel(const std::vector<int64_t>& dims) {
   return n;
 }
 
+Computation* ReplaceComputation(Builder& b, PrimitiveType t) {
+  Builder sub = b.CreateSubBuilder("replace");
+  sub.Parameter(0, Shape::Scalar(t));
+  Instruction* y = sub.Parameter(1, Shape::Scalar(t));
+  return sub.Finish(y);
+}
+
+LoopState Loop(Builder& b, const LoopState& init, const std::string& name,
+               const std::function<Instruction*(Builder&, const LoopState&)>& cond,
+               const std::function<LoopState(Builder&, const LoopState&)>& body) {
+  std::vector<Shape> shapes;
+  for (Instruction* v : init) shapes.push_back(v->shape);
+  Shape ts = Shape::Tuple(shapes);
+  auto unpack = [&](Builder& sb, Instruction* t) {
+    LoopState s;
+    for (size_t i = 0; i < init.size(); ++i) s.push_back(sb.GetTupleElement(t, static_cast<int64_t>(i)));
+    return s;
+  };
+  Builder cb = b.CreateSubBuilder(name + "_cond");
+  Computation* cc = cb.Finish(cond(cb, unpack(cb, cb.Parameter(0, ts, "state"))));
+  Builder bb = b.CreateSubBuilder(name + "_body");
+  Computation* bc = bb.Finish(bb.Tuple(body(bb, unpack(bb, bb.Parameter(0, ts, "state")))));
+  Instruction* w = b.While(b.Tuple(init), cc, bc);
+  return unpack(b, w);
+}
+
 }  // namespace opprobe::analyzer::lowering

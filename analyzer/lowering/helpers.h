@@ -10,6 +10,7 @@
 #pragma once
 
 #include <complex>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -146,5 +147,16 @@ Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_
 
 // Number of elements of dims.
 int64_t Numel(const std::vector<int64_t>& dims);
+
+// The scatter combiner that keeps the update (torch's plain scatter / index_put).
+Computation* ReplaceComputation(Builder& b, PrimitiveType t);
+
+// A `while` loop over a tuple of values: `cond` returns a scalar pred from the state, `body` the next
+// state (same shapes); the sub-computations are named `name`_cond and `name`_body. Returns the final
+// state's elements.
+using LoopState = std::vector<Instruction*>;
+LoopState Loop(Builder& b, const LoopState& init, const std::string& name,
+               const std::function<Instruction*(Builder&, const LoopState&)>& cond,
+               const std::function<LoopState(Builder&, const LoopState&)>& body);
 
 }  // namespace opprobe::analyzer::lowering

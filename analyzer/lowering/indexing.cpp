@@ -20,13 +20,6 @@ Instruction* WrapIndex(Builder& b, Instruction* idx, int64_t size) {
   return b.Select(neg, AddScalar(b, idx, static_cast<double>(size)), idx);
 }
 
-Computation* ReplaceComputation(Builder& b, PrimitiveType t) {
-  Builder sub = b.CreateSubBuilder("replace");
-  sub.Parameter(0, Shape::Scalar(t));
-  Instruction* y = sub.Parameter(1, Shape::Scalar(t));
-  return sub.Finish(y);
-}
-
 // Coordinates [N, rank] (s64) for every element of an array of `dims`, with coordinate `dim`
 // replaced by `index` (flattened): the full scatter/gather index of torch.gather/scatter.
 Instruction* FullIndex(Builder& b, Instruction* index, const std::vector<int64_t>& dims, int64_t dim) {

@@ -469,26 +469,11 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   Instruction* alpha0 = b.Select(first, lp0, b.Broadcast(ninf, {N, L}, {}));
   Instruction* la0 = b.DynamicUpdateSlice(b.Broadcast(ninf, {N, T, L}, {}), b.Reshape(alpha0, {N, 1, L}),
                                           {ConstS64(b, 0), ConstS64(b, 0), ConstS64(b, 0)});
-  Shape st = Shape::Tuple({Shape::Scalar(S), Shape::Array(t, {N, L}), Shape::Array(t, {N, T, L}), Shape::Array(t, {T, N, L}),
-                           Shape::Array(PrimitiveType::PRED, {N, L}), Shape::Array(PrimitiveType::PRED, {N, L}),
-                           Shape::Array(S, {N})});
-  Computation* cond;
-  {
-    Builder cb = b.CreateSubBuilder("ctc_condition");
-    Instruction* p = cb.Parameter(0, st);
-    cond = cb.Finish(cb.Compare(cb.GetTupleElement(p, 0), ConstS64(cb, T), ComparisonDirection::kLt));
-  }
-  Computation* body;
-  {
-    Builder bb = b.CreateSubBuilder("ctc_body");
-    Instruction* p = bb.Parameter(0, st);
-    Instruction* ti = bb.GetTupleElement(p, 0);
-    Instruction* a = bb.GetTupleElement(p, 1);
-    Instruction* la = bb.GetTupleElement(p, 2);
-    Instruction* e = bb.GetTupleElement(p, 3);
-    Instruction* sk = bb.GetTupleElement(p, 4);
-    Instruction* sm = bb.GetTupleElement(p, 5);
-    Instruction* ilb = bb.GetTupleElement(p, 6);
+  auto cond = [&](Builder& cb, const LoopState& st) {
+    return cb.Compare(st[0], ConstS64(cb, T), ComparisonDirection::kLt);
+  };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction *ti = st[0], *a = st[1], *la = st[2], *e = st[3], *sk = st[4], *sm = st[5], *ilb = st[6];
     Instruction* ni = MinValue(bb, t);
     Instruction* ninfs = bb.Broadcast(ni, {N, L}, {});
     Instruction* la2 = ShiftRight(bb, a, 1, ni);
@@ -498,13 +483,11 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
     Instruction* active = bb.Broadcast(bb.Compare(bb.Broadcast(ti, {N}, {}), ilb, ComparisonDirection::kLt), {N, L}, {0});
     na = bb.Select(active, bb.Select(sm, na, ninfs), a);
     Instruction* nla = bb.DynamicUpdateSlice(la, bb.Reshape(na, {N, 1, L}), {ConstS64(bb, 0), ti, ConstS64(bb, 0)});
-    Instruction* nt = bb.Binary(Opcode::kAdd, ti, ConstS64(bb, 1));
-    body = bb.Finish(bb.Tuple({nt, na, nla, e, sk, sm, ilb}));
-  }
-  Instruction* init = b.Tuple({ConstS64(b, 1), alpha0, la0, lpe, skip, smask, il});
-  Instruction* loop = b.While(init, cond, body);
-  Instruction* alpha = b.GetTupleElement(loop, 1);
-  Instruction* log_alpha = b.GetTupleElement(loop, 2);
+    return {bb.Binary(Opcode::kAdd, ti, ConstS64(bb, 1)), na, nla, e, sk, sm, ilb};
+  };
+  LoopState loop = Loop(b, {ConstS64(b, 1), alpha0, la0, lpe, skip, smask, il}, "ctc", cond, body);
+  Instruction* alpha = loop[1];
+  Instruction* log_alpha = loop[2];
   // The likelihood: alpha[2 tl] (+ alpha[2 tl - 1] when the target is not empty).
   Instruction* ninfs = b.Broadcast(ninf, {N, L}, {});
   auto at = [&](Instruction* pos) {

@@ -481,9 +481,7 @@ Expected<LoweredOp> Put(const Node& n, Builder& b) {
   if (acc) {
     comp = b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t);
   } else {
-    Builder sub = b.CreateSubBuilder("replace");
-    sub.Parameter(0, Shape::Scalar(t));
-    comp = sub.Finish(sub.Parameter(1, Shape::Scalar(t)));
+    comp = ReplaceComputation(b, t);
   }
   Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(i, {cnt, 1}),
                              {b.Reshape(b.Convert(src, t), {cnt})}, dn, comp);
@@ -606,10 +604,8 @@ Expected<LoweredOp> MaxUnpool(const Node& n, Builder& b) {
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  Builder sub = b.CreateSubBuilder("replace");
-  sub.Parameter(0, Shape::Scalar(t));
-  Computation* replace = sub.Finish(sub.Parameter(1, Shape::Scalar(t)));
-  Instruction* s = b.Scatter({Full(b, t, 0, {planes * out_plane})}, gidx, {b.Reshape(x, {planes * in_plane})}, dn, replace);
+  Instruction* s = b.Scatter({Full(b, t, 0, {planes * out_plane})}, gidx, {b.Reshape(x, {planes * in_plane})}, dn,
+                            ReplaceComputation(b, t));
   return Done(c, {b.Reshape(s, od)});
 }
 

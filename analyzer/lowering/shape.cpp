@@ -444,10 +444,8 @@ Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  Builder sub = b.CreateSubBuilder("replace");
-  sub.Parameter(0, Shape::Scalar(t));
-  Computation* replace = sub.Finish(sub.Parameter(1, Shape::Scalar(t)));
-  Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(index, {count, 1}), {b.Reshape(src, {count})}, dn, replace);
+  Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(index, {count, 1}), {b.Reshape(src, {count})}, dn,
+                            ReplaceComputation(b, t));
   return Done(c, {b.Reshape(s, Dims(x))});
 }
 

@@ -80,27 +80,7 @@ double Epsilon(PrimitiveType t) {
   return t == PrimitiveType::F64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
 }
 
-// A while loop over a tuple of values: `cond` returns a scalar pred from the state, `body` the
-// next state (same shapes). Returns the final state's elements.
-using State = std::vector<Instruction*>;
-State Loop(Builder& b, const State& init, const std::string& name,
-           const std::function<Instruction*(Builder&, const State&)>& cond,
-           const std::function<State(Builder&, const State&)>& body) {
-  std::vector<Shape> shapes;
-  for (Instruction* v : init) shapes.push_back(v->shape);
-  Shape ts = Shape::Tuple(shapes);
-  auto unpack = [&](Builder& sb, Instruction* t) {
-    State s;
-    for (size_t i = 0; i < init.size(); ++i) s.push_back(sb.GetTupleElement(t, static_cast<int64_t>(i)));
-    return s;
-  };
-  Builder cb = b.CreateSubBuilder(name + "_cond");
-  Computation* cc = cb.Finish(cond(cb, unpack(cb, cb.Parameter(0, ts, "state"))));
-  Builder bb = b.CreateSubBuilder(name + "_body");
-  Computation* bc = bb.Finish(bb.Tuple(body(bb, unpack(bb, bb.Parameter(0, ts, "state")))));
-  Instruction* w = b.While(b.Tuple(init), cc, bc);
-  return unpack(b, w);
-}
+using State = LoopState;
 
 // ---- modified Bessel functions of the first kind ----
 
