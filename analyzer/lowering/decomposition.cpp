@@ -23,20 +23,6 @@ namespace {
 using hlo::TransposeA;
 using hlo::TriangularSolveOptions;
 
-PrimitiveType RealOf(PrimitiveType t) {
-  if (t == PrimitiveType::C64) return PrimitiveType::F32;
-  if (t == PrimitiveType::C128) return PrimitiveType::F64;
-  return t;
-}
-
-double EpsOf(PrimitiveType t) {
-  t = RealOf(t);
-  if (t == PrimitiveType::F64) return std::numeric_limits<double>::epsilon();
-  if (t == PrimitiveType::BF16) return 0.0078125;
-  if (t == PrimitiveType::F16) return 0.0009765625;
-  return std::numeric_limits<float>::epsilon();
-}
-
 std::vector<int64_t> BatchOf(const std::vector<int64_t>& d) { return {d.begin(), d.end() - 2}; }
 
 // {0, 1, ..., n - 1}: the leading (batch) dims of a broadcast.
@@ -286,7 +272,7 @@ struct Eig {
 };
 Eig EighOf(Builder& b, Instruction* a, bool lower) {
   std::vector<int64_t> d = Dims(a);
-  Shape ws = Shape::Array(RealOf(a->shape.element_type()), std::vector<int64_t>(d.begin(), d.end() - 1));
+  Shape ws = Shape::Array(hlo::ComplexComponentType(a->shape.element_type()), std::vector<int64_t>(d.begin(), d.end() - 1));
   Instruction* cc = b.CustomCall({a}, "Eigh", Shape::Tuple({a->shape, ws}));
   // XLA's SelfAdjointEig: "lower,sort_eigenvalues,max_iter,tol".
   cc->backend_config = fmt::format("{},1,15,0.000010", lower ? 1 : 0);
@@ -659,7 +645,7 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
   int64_t r = Rank(a), m = d[d.size() - 2], nn = d[d.size() - 1];
   const TensorMeta* out = c.Out(0);
   if (out && Numel(out->sizes) == 0) return Done(c, {Full(b, t, 0, out->sizes)});
-  PrimitiveType rt = RealOf(t);
+  PrimitiveType rt = hlo::ComplexComponentType(t);
   std::vector<int64_t> batch = BatchOf(d);
   // atol and rtol as [...] batch tensors of the real type (None -> absent).
   auto tol_arg = [&](const std::string& name, size_t pos) -> Instruction* {
@@ -679,7 +665,7 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
     if (rc) rtol = rc, atol = nullptr;
     hermitian = c.Bool("hermitian", 2, hermitian);
   }
-  Instruction* default_rtol = Full(b, rt, EpsOf(t) * static_cast<double>(std::max(m, nn)), batch);
+  Instruction* default_rtol = Full(b, rt, MachineEpsilon(t) * static_cast<double>(std::max(m, nn)), batch);
   bool atol_given = atol != nullptr;
   if (!atol) atol = Full(b, rt, 0, batch);
   if (!rtol) {  // PyTorch: eps·max(m, n), or 0 when a positive atol is given
@@ -719,7 +705,7 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
   std::vector<int64_t> d = Dims(a);
   int64_t r = Rank(a);
   if (Numel(d) == 0) return Done(c, {a});
-  PrimitiveType rt = RealOf(t);
+  PrimitiveType rt = hlo::ComplexComponentType(t);
   std::vector<int64_t> batch = BatchOf(d);
   std::vector<int64_t> bmap = Upto(r - 2);
   Instruction* norm = ReduceMax(b, ReduceSum(b, b.Unary(Opcode::kAbs, a), {r - 2}), {r - 2});  // [...]
@@ -790,8 +776,8 @@ Expected<LoweredOp> Lstsq(const Node& n, Builder& b) {
   if ((o2 && Numel(o2->sizes) > 0) || (o3 && Numel(o3->sizes) > 0)) {
     Svd s = SvdOf(b, a, false);
     std::vector<int64_t> batch = BatchOf(d);
-    PrimitiveType rt = RealOf(t);
-    double rc = c.Double("rcond", 2, EpsOf(t) * static_cast<double>(std::max(m, nn)));
+    PrimitiveType rt = hlo::ComplexComponentType(t);
+    double rc = c.Double("rcond", 2, MachineEpsilon(t) * static_cast<double>(std::max(m, nn)));
     Instruction* maxs = b.Broadcast(b.Reshape(SliceLast(b, s.s, 0, 1), batch), Dims(s.s), Upto(r - 2));
     Instruction* big = b.Compare(s.s, MulScalar(b, maxs, rc), ComparisonDirection::kGt);
     if (o2 && Numel(o2->sizes) > 0) outs.push_back(ReduceSum(b, b.Convert(big, o2->dtype), {r - 2}));

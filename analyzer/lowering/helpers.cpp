@@ -468,6 +468,14 @@ int64_t Numel(const std::vector<int64_t>& dims) {
   return n;
 }
 
+double MachineEpsilon(PrimitiveType t) {
+  t = hlo::ComplexComponentType(t);
+  if (t == PrimitiveType::F64) return std::numeric_limits<double>::epsilon();
+  if (t == PrimitiveType::BF16) return 0.0078125;     // 2^-7
+  if (t == PrimitiveType::F16) return 0.0009765625;   // 2^-10
+  return std::numeric_limits<float>::epsilon();
+}
+
 Computation* ReplaceComputation(Builder& b, PrimitiveType t) {
   Builder sub = b.CreateSubBuilder("replace");
   sub.Parameter(0, Shape::Scalar(t));

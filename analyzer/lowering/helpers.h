@@ -89,6 +89,8 @@ bool IsFloatish(PrimitiveType t);  // float or complex
 PrimitiveType DefaultFloat();     // f32
 // The type computations run in for an op whose result is float (integers -> f32).
 PrimitiveType FloatType(PrimitiveType t);
+// torch.finfo(t).eps of a float type (of the component type for complex).
+double MachineEpsilon(PrimitiveType t);
 
 // ---- constants ----
 Instruction* Scalar(Builder& b, PrimitiveType t, double v);

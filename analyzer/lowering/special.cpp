@@ -76,9 +76,6 @@ Instruction* Any(Builder& b, Instruction* p) {
   std::iota(all.begin(), all.end(), 0);
   return Reduce(b, p, all, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));
 }
-double Epsilon(PrimitiveType t) {
-  return t == PrimitiveType::F64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
-}
 
 using State = LoopState;
 
@@ -570,7 +567,7 @@ Instruction* LgammaPos(Builder& b, Instruction* z) {
 // Regularized incomplete gamma P(a, x) (upper false) or Q(a, x).
 Instruction* Igamma(Builder& b, Instruction* a, Instruction* x, bool upper) {
   PrimitiveType t = a->shape.element_type();
-  double eps = Epsilon(t);
+  double eps = MachineEpsilon(t);
   // Lanes that need no iteration (edge cases, handled at the end) are computed at a = x = 1.
   Instruction* edge = Or(b, Or(b, Not(b, CmpScalar(b, a, 0, Dir::kGt)), Not(b, CmpScalar(b, x, 0, Dir::kGt))),
                          Or(b, IsInf(b, a), IsInf(b, x)));
