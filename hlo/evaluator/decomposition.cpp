@@ -94,7 +94,9 @@ Status ByScalar(PrimitiveType t, F&& f) {
   return InvalidInput(fmt::format("decompositions need float or complex values, got {}", PrimitiveTypeName(t)));
 }
 
-Expected<Literal> EvalCholeskyImpl(Evaluator& ev, const Instruction& ins, const Literal& a) {
+}  // namespace
+
+Expected<Literal> EvalCholesky(Evaluator& ev, const Instruction& ins, const Literal& a) {
   OPPROBE_ASSIGN_OR_RETURN(MatDims d, DimsOf(ins, a.shape(), "the operand"));
   if (d.m != d.n) return InvalidInput(fmt::format("{}: cholesky needs square matrices", ins.name));
   OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, a.shape().dimensions(), a.shape().element_type()));
@@ -116,7 +118,7 @@ Expected<Literal> EvalCholeskyImpl(Evaluator& ev, const Instruction& ins, const 
   return out;
 }
 
-Expected<Literal> EvalTriangularSolveImpl(Evaluator& ev, const Instruction& ins, const Literal& a, const Literal& bl) {
+Expected<Literal> EvalTriangularSolve(Evaluator& ev, const Instruction& ins, const Literal& a, const Literal& bl) {
   OPPROBE_ASSIGN_OR_RETURN(MatDims da, DimsOf(ins, a.shape(), "a"));
   OPPROBE_ASSIGN_OR_RETURN(MatDims db, DimsOf(ins, bl.shape(), "b"));
   const auto& o = ins.triangular_solve_options;
@@ -153,6 +155,8 @@ Expected<Literal> EvalTriangularSolveImpl(Evaluator& ev, const Instruction& ins,
   }));
   return out;
 }
+
+namespace {
 
 // LAPACK geqrf: R in and above the diagonal, the Householder vectors v_j (v_j[j] = 1 implied) below
 // it, and taus; H_j = I - tau_j v_j v_jᴴ, A = H_0 H_1 ... H_{k-1} R.
@@ -350,14 +354,6 @@ Expected<Literal> EvalLu(Evaluator& ev, const Instruction& ins, const Literal& a
 }
 
 }  // namespace
-
-Expected<Literal> EvalCholesky(Evaluator& ev, const Instruction& ins, const Literal& a) {
-  return EvalCholeskyImpl(ev, ins, a);
-}
-
-Expected<Literal> EvalTriangularSolve(Evaluator& ev, const Instruction& ins, const Literal& a, const Literal& b) {
-  return EvalTriangularSolveImpl(ev, ins, a, b);
-}
 
 Expected<Literal> EvalCustomCall(Evaluator& ev, const Instruction& ins, const std::vector<const Literal*>& ops) {
   const std::string& t = ins.custom_call_target;
