@@ -35,8 +35,9 @@ opprobe_install() {
     fi
   fi
   export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Another install (a second checkout's script) may hold the package lock: wait for it rather than fail.
+  $sudo apt-get -o DPkg::Lock::Timeout=900 update -qq
+  $sudo apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 opprobe_build() {
@@ -46,4 +47,31 @@ opprobe_build() {
   else
     cmake --build "$OPPROBE_BUILD_DIR" -j "$OPPROBE_JOBS"
   fi
+}
+
+# Python packages from PyPI live in virtual environments the scripts create and reuse, never in the system
+# Python: `opprobe_venv NAME` makes (or refreshes) $OPPROBE_VENV_ROOT/NAME from requirements/NAME.txt, whose
+# versions are pinned, and prints the environment's python. A stamp holding the requirements file's hash
+# makes a second call instant; pip's own download cache (~/.cache/pip) makes a rebuilt environment cheap.
+# OPPROBE_VENV_ROOT defaults to .venv in the checkout; point several checkouts at one folder to share them.
+OPPROBE_VENV_ROOT="${OPPROBE_VENV_ROOT:-$OPPROBE_ROOT/.venv}"
+
+opprobe_venv() {
+  local name="$1" req="$OPPROBE_ROOT/requirements/$1.txt"
+  local dir="$OPPROBE_VENV_ROOT/$name"
+  [ -f "$req" ] || { echo "opprobe: no requirements file $req" >&2; return 1; }
+  opprobe_install python3-venv >&2
+  mkdir -p "$OPPROBE_VENV_ROOT"
+  local want
+  want="$(sha256sum "$req" | cut -d' ' -f1)"
+  (
+    flock 9
+    if [ "$(cat "$dir/.opprobe-stamp" 2>/dev/null)" != "$want" ]; then
+      echo "opprobe: preparing the Python environment $dir from requirements/$name.txt" >&2
+      [ -x "$dir/bin/python" ] || /usr/bin/python3 -m venv "$dir" >&2
+      "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
+      echo "$want" > "$dir/.opprobe-stamp"
+    fi
+  ) 9>"$OPPROBE_VENV_ROOT/.$name.lock"
+  echo "$dir/bin/python"
 }
