@@ -113,12 +113,26 @@ struct Node {
   std::string TensorSignature() const;
 };
 
+// How a captured script ended, as the capture shim recorded it (trace `capture` object). A script that raised or
+// exited non-zero gives a partial graph: every report marks it so.
+struct CaptureStatus {
+  enum class Status { kOk, kFailed };
+  Status status = Status::kOk;
+  int exit_code = 0;
+  std::string exception_type;     // `RuntimeError`; empty when the script exited non-zero without raising
+  std::string exception_message;  // first line of the exception's message
+  SourceLoc location;             // innermost frame in the user's own files where it was raised
+  bool failed() const { return status == Status::kFailed; }
+  bool operator==(const CaptureStatus&) const = default;
+};
+
 struct Graph {
   std::string model;                  // what was analyzed: script or file name
   std::string input_kind;             // `trace`, `pt2`, `hlo`
   std::vector<std::string> programs;  // names of programs/modules in the input, in order
   std::vector<Node> nodes;
   std::string torch_version;          // as recorded by the capture or the archive, when known
+  std::optional<CaptureStatus> capture;  // traces only: how the captured script ended
 };
 
 // Maps torch dtype names (`float32`, `torch.float32`, `bfloat16`, `bool`, `complex64`, ...) to XLA types.
