@@ -86,6 +86,30 @@ TEST_F(HonestE2E, CustomOpsAndAFailedScriptInEveryFormat) {
   EXPECT_GT(j["summary"]["wall_seconds"].get<double>(), 0.0);
 }
 
+TEST_F(HonestE2E, AScriptThatRaisesMidwayIsAPartialAnalysis) {
+  auto r = RunOpprobe({"analyze", "--no-cache", "--fail-under", "0", "-o", Path("r.json"), "--format",
+                       "markdown=" + Path("r.md"), "--", "/usr/bin/python3",
+                       "tests/fixtures/traces/scripts/raises_midway.py"});
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  const std::string banner =
+      "partial analysis: the script failed at tests/fixtures/traces/scripts/raises_midway.py:13 (ValueError: boom "
+      "from the fixture)";
+  EXPECT_NE(r.out.find(banner), std::string::npos) << r.out;
+  // Markdown escapes `_`.
+  EXPECT_NE(ReadWholeFile(Path("r.md")).find("partial analysis: the script failed at "
+                                             "tests/fixtures/traces/scripts/raises\\_midway.py:13"),
+            std::string::npos)
+      << ReadWholeFile(Path("r.md"));
+  json j = json::parse(ReadWholeFile(Path("r.json")));
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_EQ(j["capture"]["status"], "error");
+  EXPECT_EQ(j["capture"]["exception_type"], "ValueError");
+  EXPECT_EQ(j["capture"]["line"], 13);
+  // Every call before the error is supported on interp, yet no gate passes.
+  EXPECT_NE(r.err.find("opprobe: gate failed: no gate passes on this analysis: partial analysis"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(HonestE2E, IgnoreOpLeavesOutWhatTheUserHandlesAndSaysSo) {
   auto r = RunOpprobe({"analyze", kFailed, "--no-cache", "--ignore-op", "torchvision::*", "--ignore-op",
                        "mylib::my_op", "-o", Path("r.json")});
