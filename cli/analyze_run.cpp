@@ -61,6 +61,8 @@ Expected<analyzer::Graph> LoadGraph(const std::vector<std::string>& inputs) {
     models.push_back(g->model.empty() ? path : g->model);
     merged.input_kind = merged.input_kind.empty() || merged.input_kind == g->input_kind ? g->input_kind : "mixed";
     if (merged.torch_version.empty()) merged.torch_version = g->torch_version;
+    // One failed capture makes the merged analysis partial too.
+    if (g->capture && (!merged.capture || (g->capture->failed() && !merged.capture->failed()))) merged.capture = g->capture;
     for (auto& p : g->programs) merged.programs.push_back(p);
     for (auto& n : g->nodes) merged.nodes.push_back(std::move(n));
   }

@@ -110,6 +110,14 @@ TEST_F(HonestE2E, AScriptThatRaisesMidwayIsAPartialAnalysis) {
       << r.err;
 }
 
+TEST_F(HonestE2E, OneFailedTraceAmongSeveralMakesThePartialBanner) {
+  auto r = RunOpprobe({"analyze", "--no-cache", "samples/traces/supported.json", kFailed, "-o", Path("r.json")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  json j = json::parse(ReadWholeFile(Path("r.json")));
+  EXPECT_EQ(j["capture"]["status"], "error");
+  EXPECT_EQ(j["complete"], false);
+}
+
 TEST_F(HonestE2E, IgnoreOpLeavesOutWhatTheUserHandlesAndSaysSo) {
   auto r = RunOpprobe({"analyze", kFailed, "--no-cache", "--ignore-op", "torchvision::*", "--ignore-op",
                        "mylib::my_op", "-o", Path("r.json")});
