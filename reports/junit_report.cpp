@@ -80,12 +80,16 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
     errors += !c.unsupported && c.error;
   }
   for (const auto& p : result.probes) total_time += p.verdict.seconds;
-  const int64_t main_cases = static_cast<int64_t>(cases.size()) - gap_cases;
+  // A script that failed while it was captured is a failing test case of its own, so that a CI's test view is red
+  // for a partial analysis even when every recorded call is supported.
+  const bool partial = result.partial();
+  failures += partial;
+  const int64_t main_cases = static_cast<int64_t>(cases.size()) - gap_cases + partial;
 
   std::string suite_name = fmt::format("opprobe: {} on {}", result.model, result.backend_id);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"opprobe\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
-                     cases.size(), failures, errors + gap_cases, Time(total_time));
+                     cases.size() + partial, failures, errors + gap_cases, Time(total_time));
   out += fmt::format(
       "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{}\">\n",
       XmlEscape(suite_name), main_cases, failures, errors, Time(total_time));
@@ -155,6 +159,13 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
                        XmlEscape(detail), element);
     out += "    </testcase>\n";
   };
+  if (partial) {
+    const std::string banner = result.IncompleteReasons().front();
+    out += fmt::format("    <testcase classname=\"opprobe\" name=\"capture of {}\" time=\"0.000\">\n",
+                       XmlEscape(result.model));
+    out += fmt::format("      <failure message=\"{}\" type=\"partial-analysis\">{}</failure>\n    </testcase>\n",
+                       XmlEscape(banner), XmlEscape(banner + "\n"));
+  }
   for (const auto& [key, c] : cases)
     if (!c.gap) write_case(c);
   out += "  </testsuite>\n";

@@ -72,6 +72,8 @@ TEST(Honest, EveryFormatShowsThePartialBannerBeforeThePercentage) {
   }
   std::string summary = RenderSummary(r, false);
   EXPECT_LT(summary.find(banner), summary.find("% of HLO instructions"));
+  // JUnit: a failing test case of its own, so a CI's test view is red for a partial analysis.
+  EXPECT_NE(Render(r, "junit").find("type=\"partial-analysis\""), std::string::npos);
 }
 
 TEST(Honest, CustomOpsAreUnsupportedEntriesWithTheirReasonAndCallSite) {
