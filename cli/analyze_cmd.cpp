@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "cli/analyze_run.h"
@@ -18,6 +19,7 @@ struct AnalyzeArgs {
   ReportOptions report;
   bool no_cache = false;
   bool no_progress = false;
+  bool progress = false;
   std::string save_trace;
 };
 
@@ -36,6 +38,18 @@ Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::strin
   return std::make_pair(trace, status);
 }
 
+// A backend that rejects every one of many units is more likely misconfigured than that strict.
+void WarnIfBackendRejectsEverything(const analyzer::AnalysisResult& r) {
+  constexpr size_t kMinUnits = 10;
+  if (r.probes.size() < kMinUnits) return;
+  for (const auto& p : r.probes)
+    if (p.verdict.supported()) return;
+  std::fprintf(stderr,
+               "opprobe: warning: the backend %s rejected all %zu probe units; check its configuration (run "
+               "`opprobe backends` and try one unit with `opprobe lower`)\n",
+               r.backend_id.c_str(), r.probes.size());
+}
+
 int RunAnalyze(AnalyzeArgs& a) {
   const std::vector<std::string>& command = ArgsAfterDoubleDash();
   std::vector<std::string> inputs = a.inputs;
@@ -45,8 +59,12 @@ int RunAnalyze(AnalyzeArgs& a) {
   if (command.empty() && inputs.empty())
     return ReportError(UsageError("nothing to analyze: give a trace, a .pt2, HLO, or `-- <python> script.py ...`"));
   if (Status st = CheckReportOptions(a.report); !st.ok()) return ReportError(st);
+  if (a.progress && a.no_progress) return ReportError(UsageError("--progress and --no-progress contradict each other"));
   a.run.use_cache = !a.no_cache;
-  a.run.progress = !a.no_progress;
+  a.run.progress = a.no_progress || a.report.quiet ? AnalyzeRunOptions::Progress::kOff
+                   : a.progress                    ? AnalyzeRunOptions::Progress::kOn
+                                                   : AnalyzeRunOptions::Progress::kAuto;
+  const auto start = std::chrono::steady_clock::now();
 
   auto backend = CreateBackend(a.run);
   if (!backend.ok()) return ReportError(backend.status().WithContext("--backend " + a.run.backend_spec));
@@ -58,7 +76,7 @@ int RunAnalyze(AnalyzeArgs& a) {
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
     script_status = captured->second;
-    if (script_status != 0)
+    if (script_status != 0 && !a.report.quiet)
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
                    script_status);
   }
@@ -68,10 +86,15 @@ int RunAnalyze(AnalyzeArgs& a) {
     std::filesystem::remove_all(temp_dir, ec);
   }
   if (!result.ok()) return ReportError(result.status());
-  for (const auto& w : result->warnings) std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str());
+  // The analysis's real wall time: capture, loading, lowering and probing.
+  result->summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!a.report.quiet)
+    for (const auto& w : result->warnings) std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str());
+  if (!a.report.quiet) WarnIfBackendRejectsEverything(*result);
   int code = FinishReports(*result, a.report);
-  // A script that failed is an input problem even when its partial analysis passed the gates.
-  if (script_status != 0 && code == 0) return 2;
+  // A script that failed is an input problem even when its partial analysis passed the gates: its reports are
+  // written (marked partial), and the exit code says the input was bad.
+  if ((script_status != 0 || result->partial()) && code != 2) return 2;
   return code;
 }
 
@@ -98,6 +121,12 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
   cmd->add_option("--dump-dir", args->run.dump_dir,
                   "Write each unsupported probe unit as <opcode>_<fingerprint>.hlo and .hlo.pb here");
   cmd->add_flag("--no-progress", args->no_progress, "No progress output on stderr");
+  cmd->add_flag("--progress", args->progress,
+                "Progress on stderr even when it is not a terminal (plain lines; default: a bar on a terminal only)");
+  cmd->add_option("--ignore-op", args->run.ignore_ops,
+                  "Leave calls of this op out of the analysis (you handle it yourself); glob-like, repeatable: "
+                  "torchvision::*, mylib::my_op, aten::add.Tensor. The report lists what was ignored")
+      ->type_name("PATTERN");
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
   AddReportOptions(cmd, args->report);
   cmd->footer(
@@ -107,7 +136,8 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "  opprobe analyze model.pt2 --backend interp --verbosity 1 -o report.json\n"
       "  opprobe analyze dump.hlo --backend rules:neuron-trn1 --dump-dir repro/\n"
       "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
-      "(or the captured script failed), 3 the backend cannot be used.");
+      "(or the captured script failed: reports are written, marked partial; or no aten call was captured),\n"
+      "3 the backend cannot be used. Gates never pass on a partial, empty or incomplete analysis.");
   cmd->callback([args, &exit_code] { exit_code = RunAnalyze(*args); });
 }
 

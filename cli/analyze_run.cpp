@@ -61,6 +61,8 @@ Expected<analyzer::Graph> LoadGraph(const std::vector<std::string>& inputs) {
     models.push_back(g->model.empty() ? path : g->model);
     merged.input_kind = merged.input_kind.empty() || merged.input_kind == g->input_kind ? g->input_kind : "mixed";
     if (merged.torch_version.empty()) merged.torch_version = g->torch_version;
+    // One failed capture makes the merged analysis partial too.
+    if (g->capture && (!merged.capture || (g->capture->failed() && !merged.capture->failed()))) merged.capture = g->capture;
     for (auto& p : g->programs) merged.programs.push_back(p);
     for (auto& n : g->nodes) merged.nodes.push_back(std::move(n));
   }
@@ -94,7 +96,11 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
     cache = std::move(opened).value();
     d.cache = cache.get();
   }
-  if (options.progress) d.on_progress = MakeProgressReporter(isatty(STDERR_FILENO) == 1);
+  d.ignore_ops = options.ignore_ops;
+  bool tty = isatty(STDERR_FILENO) == 1;
+  if (options.progress == AnalyzeRunOptions::Progress::kOn ||
+      (options.progress == AnalyzeRunOptions::Progress::kAuto && tty))
+    d.on_progress = MakeProgressReporter(tty);
 
   bool any_hlo = std::find(kinds.begin(), kinds.end(), "hlo") != kinds.end();
   if (any_hlo) {
@@ -111,6 +117,23 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
     return analyzer::AnalyzeHlo(model, named, backend, d);
   }
   OPPROBE_ASSIGN_OR_RETURN(analyzer::Graph graph, LoadGraph(inputs));
+  bool any_aten = false;
+  for (const auto& n : graph.nodes)
+    any_aten = any_aten || n.op.rfind("aten::", 0) == 0 || n.op.rfind("prims::", 0) == 0;
+  if (!any_aten) {
+    std::string what = graph.model.empty() ? fmt::format("{}", fmt::join(inputs, ", ")) : graph.model;
+    if (graph.input_kind == "trace") {
+      std::string why = graph.capture && graph.capture->failed()
+                            ? fmt::format(" (the script failed{} before its first aten call)",
+                                          graph.capture->location.empty()
+                                              ? std::string()
+                                              : fmt::format(" at {}:{}", graph.capture->location.file,
+                                                            graph.capture->location.line))
+                            : std::string(" (does it run a PyTorch model?)");
+      return InvalidInput(fmt::format("no aten calls were captured from {}{}", what, why));
+    }
+    return InvalidInput(fmt::format("no aten calls in {}: nothing to analyze", what));
+  }
   return analyzer::Analyze(graph, backend, analyzer::LoweringTable::Builtin(), d);
 }
 

@@ -20,7 +20,11 @@ struct AnalyzeRunOptions {
   std::string cache_dir;       // empty: the default under $XDG_CACHE_HOME
   double probe_timeout_seconds = 60;
   std::string dump_dir;        // repro files of unsupported units
-  bool progress = true;        // progress on stderr (a bar on a terminal, plain lines otherwise)
+  // Progress on stderr: kAuto shows a bar on a terminal and nothing otherwise; kOn (--progress) also prints plain
+  // lines without a terminal; kOff (--no-progress, -q) prints nothing.
+  enum class Progress { kAuto, kOn, kOff };
+  Progress progress = Progress::kAuto;
+  std::vector<std::string> ignore_ops;  // --ignore-op PATTERN
 };
 
 // What kind of input a path is: "trace" (opprobe trace JSON), "pt2" (zip archive / ETRecord), "hlo"
@@ -32,7 +36,8 @@ Expected<analyzer::Graph> LoadGraph(const std::vector<std::string>& inputs);
 
 Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const AnalyzeRunOptions& options);
 
-// Loads `inputs` (all aten inputs, or all HLO inputs) and analyzes them with `backend`.
+// Loads `inputs` (all aten inputs, or all HLO inputs) and analyzes them with `backend`. An aten input without a
+// single aten call is an input error (`no aten calls were captured from SCRIPT`), never an empty 100% report.
 Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>& inputs,
                                                  compiler_probe::Backend& backend,
                                                  const AnalyzeRunOptions& options);

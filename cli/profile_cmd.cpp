@@ -148,7 +148,10 @@ nlohmann::json RecordProfile(const std::vector<const analyzer::AnalysisResult*>&
     for (const auto& [r, by_op] : by_result)
       for (const auto& [o, units] : by_op) all.insert(all.end(), units.begin(), units.end());
     std::string base = key1.first + (key1.second.empty() ? "" : "-" + key1.second);
-    if (AllSame(all)) {
+    // A rule generalizes only as far as its evidence: an opcode-wide rule needs verdicts for at least two result
+    // types, a result-type rule verdicts for at least two operand-type combinations. One rejected `c64` convert
+    // rejects that convert, not every convert.
+    if (AllSame(all) && (all.front()->supported || by_result.size() >= 2)) {
       if (!all.front()->supported) rules.push_back(MakeRule(unique_id(base), all, *all.front(), 0));
       continue;
     }
@@ -156,7 +159,7 @@ nlohmann::json RecordProfile(const std::vector<const analyzer::AnalysisResult*>&
       std::vector<const Unit*> group;
       for (const auto& [o, units] : by_op) group.insert(group.end(), units.begin(), units.end());
       std::string id1 = base + "-" + Join(result_types, "-");
-      if (AllSame(group)) {
+      if (AllSame(group) && (group.front()->supported || by_op.size() >= 2)) {
         if (!group.front()->supported) rules.push_back(MakeRule(unique_id(id1), group, *group.front(), 1));
         continue;
       }
@@ -243,7 +246,11 @@ void RegisterProfile(CLI::App& app, int& exit_code) {
   profile->require_subcommand(1);
   auto args = std::make_shared<RecordArgs>();
   auto* record = profile->add_subcommand(
-      "record", "Analyze MODELs with a real backend (cmd:..., pjrt:...) and write its verdicts as a rules profile");
+      "record",
+      "Analyze MODELs with a real backend (cmd:..., pjrt:...) and write its verdicts as a rules profile.\n"
+      "A rule generalizes only as far as its evidence: opcode-wide when every recorded unit of the opcode agrees across\n"
+      "at least two result types, by result type when it agrees across two operand-type combinations, otherwise for\n"
+      "the exact types seen (one rejected c64 convert rejects that convert, not every convert).");
   record->add_option("--backend", args->backend, "The backend whose verdicts to record")->required();
   record->add_option("-o,--output", args->output, "The profile JSON to write")->required();
   record->add_option("--name", args->name, "The profile's name (default: the output file's stem)");

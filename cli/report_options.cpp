@@ -120,7 +120,7 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
                   "Accept a known gap: this aten op never fails a gate (repeatable; counted as supported by "
                   "--fail-under and the baseline's percentage check)")
       ->type_name("aten::op");
-  cmd->add_flag("-q,--quiet", options.quiet, "Print no summary (gate failures still go to stderr)");
+  cmd->add_flag("-q,--quiet", options.quiet, "Print only errors: no summary, progress or warnings (gate failures still go to stderr)");
 }
 
 Status CheckReportOptions(const ReportOptions& options) {

@@ -24,6 +24,23 @@ double GatedPercentage(const AnalysisResult& result, const std::vector<std::stri
   return t.Percentage();
 }
 
+// Why no gate may pass on this result: a partial (failed script), empty or incomplete analysis. Lowering gaps of
+// --allow'ed ops are accepted like their other gaps.
+std::vector<std::string> GateBlockers(const AnalysisResult& result, const std::vector<std::string>& allow) {
+  std::vector<std::string> out;
+  for (const auto& r : result.IncompleteReasons()) {
+    if (r.rfind("incomplete:", 0) == 0) continue;  // re-derived below without the allowed ops
+    out.push_back(r);
+  }
+  int64_t gaps = 0;
+  for (const OpRecord& op : result.ops)
+    if (op.part_of < 0 && op.lowering == OpRecord::Lowering::kFailed && !IsAllowed(op.op, allow)) gaps += op.count;
+  if (gaps > 0)
+    out.push_back(fmt::format("incomplete: opprobe cannot analyze {} aten call{} yet (missing lowerings)", gaps,
+                              gaps == 1 ? "" : "s"));
+  return out;
+}
+
 GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& options) {
   GateResult g;
   double gated = RoundPercent(GatedPercentage(result, options.allow));
@@ -33,6 +50,12 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
         g.notes.push_back(fmt::format("allowed gap: {} ({}) at {}", u.kind, u.signature, u.call.empty() ? "?" : u.call));
     if (gated != RoundPercent(result.SupportPercentage()))
       g.notes.push_back(fmt::format("gates use {} (allowed ops counted as supported)", FormatPercent(gated)));
+  }
+  if (options.fail_under >= 0 || options.baseline != nullptr) {
+    for (const auto& b : GateBlockers(result, options.allow)) {
+      g.failed = true;
+      g.messages.push_back("no gate passes on this analysis: " + b);
+    }
   }
   if (options.fail_under >= 0 && gated + 1e-9 < options.fail_under) {
     g.failed = true;
@@ -59,34 +82,54 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
   auto paint = [&](const std::string& s, const char* code) {
     return color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
   };
+  std::string out;
+  for (const auto& b : result.IncompleteReasons()) out += "opprobe: " + paint(b, "1;33") + "\n";
   double pct = result.SupportPercentage();
-  bool all = RoundPercent(pct) >= 100.0;
+  bool all = RoundPercent(pct) >= 100.0 && !result.incomplete();
   const auto& s = result.summary;
-  std::string out = fmt::format("opprobe: {} of HLO instructions supported on {} ({} of aten calls)\n",
-                                paint(FormatPercent(pct), all ? "1;32" : "1;31"), result.backend_id,
-                                FormatPercent(result.AtenSupportPercentage()));
+  out += fmt::format("opprobe: {} of HLO instructions supported on {} ({} of aten calls)\n",
+                     paint(PercentLabel(result, pct), all ? "1;32" : "1;31"), result.backend_id,
+                     PercentLabel(result, result.AtenSupportPercentage()));
   out += fmt::format("  {} ({}): {} aten calls at {} call sites, {} HLO instructions, {} unique probes ({} cached, {} run)\n",
                      result.model.empty() ? "model" : result.model, result.input_kind.empty() ? "?" : result.input_kind,
                      s.aten_calls, s.aten_nodes, s.hlo_instructions, s.unique_probes, s.cache_hits, s.probes_run);
-  auto unsupported = UnsupportedOps(result);
+  if (s.custom_op_calls > 0)
+    out += fmt::format("  {} of the calls are outside aten (custom ops without an XLA lowering)\n", s.custom_op_calls);
+  if (!result.ignored.empty()) {
+    std::string list;
+    for (const auto& ig : result.ignored) list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", ig.op, ig.count);
+    out += fmt::format("  ignored (--ignore-op): {} call{} of {}\n", s.ignored_calls, s.ignored_calls == 1 ? "" : "s",
+                       list);
+  }
+  auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
+  auto render_groups = [&](const std::vector<UnsupportedOp>& entries) {
+    auto groups = GroupUnsupported(entries);
+    for (size_t i = 0; i < groups.size() && i < max_ops; ++i) {
+      const auto& g = groups[i];
+      std::string ops;
+      for (size_t k = 0; k < g.entries.size() && k < 3; ++k)
+        ops += (k ? ", " : "") + paint(DisplayKind(g.entries[k]), "31") +
+               (g.entries[k].signature.empty() ? "" : " (" + g.entries[k].signature + ")");
+      if (g.entries.size() > 3) ops += fmt::format(", +{} more", g.entries.size() - 3);
+      out += fmt::format("    {}x at {}: {}\n      {}\n", g.count, g.place.empty() ? "(no call site recorded)" : g.place, ops,
+                         g.reason.empty() ? g.failure_at : g.reason);
+    }
+    if (groups.size() > max_ops) out += fmt::format("    ... and {} more groups\n", groups.size() - max_ops);
+  };
   if (unsupported.empty()) {
     out += "  no unsupported aten ops\n";
-    return out;
+  } else {
+    auto groups = GroupUnsupported(unsupported);
+    out += fmt::format("  {} unsupported entr{} in {} group{} (by source line and reason); top ones:\n",
+                       unsupported.size(), unsupported.size() == 1 ? "y" : "ies", groups.size(),
+                       groups.size() == 1 ? "" : "s");
+    render_groups(unsupported);
   }
-  int64_t lowering = 0;
-  for (const auto& u : unsupported) lowering += u.failure_at == "lowering";
-  out += fmt::format("  {} unsupported aten call site{}{}; top ones:\n", unsupported.size(),
-                     unsupported.size() == 1 ? "" : "s",
-                     lowering ? fmt::format(" ({} without a lowering)", lowering) : std::string());
-  std::stable_sort(unsupported.begin(), unsupported.end(), [](const UnsupportedOp& a, const UnsupportedOp& b) {
-    return a.failed_instructions > b.failed_instructions;
-  });
-  for (size_t i = 0; i < unsupported.size() && i < max_ops; ++i) {
-    const auto& u = unsupported[i];
-    out += fmt::format("    {} ({}) at {}: {}\n", paint(u.kind, "31"), u.signature, u.call.empty() ? "?" : u.call,
-                       u.reason.empty() ? u.failure_at : u.reason);
+  if (!gaps.empty()) {
+    out += fmt::format("  {} ({} entr{}, not a device verdict):\n", kLoweringGapTitle, gaps.size(),
+                       gaps.size() == 1 ? "y" : "ies");
+    render_groups(gaps);
   }
-  if (unsupported.size() > max_ops) out += fmt::format("    ... and {} more\n", unsupported.size() - max_ops);
   return out;
 }
 

@@ -26,6 +26,10 @@ struct GateResult {
 // The support percentage with the instructions of allowed ops counted as supported.
 double GatedPercentage(const analyzer::AnalysisResult& result, const std::vector<std::string>& allow);
 
+// Why no gate can pass on `result` (a failed script, nothing captured, lowering gaps of ops not allowed); empty when
+// the gates may judge it.
+std::vector<std::string> GateBlockers(const analyzer::AnalysisResult& result, const std::vector<std::string>& allow);
+
 GateResult EvaluateGates(const analyzer::AnalysisResult& result, const GateOptions& options);
 
 // The short summary `analyze` prints: support percentages, counts, the top unsupported ops with their

@@ -52,14 +52,25 @@ std::string Command(const char* level, const std::string& file, int line, const 
 
 std::string RenderGithub(const AnalysisResult& result, const RenderOptions& options) {
   std::string out;
+  if (result.partial()) {
+    const auto& c = *result.capture;
+    out += Command("error", RelativeToCwd(c.location.file, options.cwd), c.location.line, "opprobe: partial analysis",
+                   result.IncompleteReasons().front());
+  }
   auto unsupported = UnsupportedOps(result);
   for (const auto& u : unsupported) {
-    std::string title = u.failure_at == "lowering" ? fmt::format("opprobe: {} has no lowering", u.kind)
-                                                   : fmt::format("opprobe: {} unsupported on {}", u.kind, u.failure_at);
-    std::string message = fmt::format("{} ({}) {}: {}", u.kind, u.signature,
-                                      u.failure_at == "lowering" ? "has no HLO lowering"
-                                                                 : "is not supported by " + u.failure_at,
-                                      u.reason);
+    // opprobe's own gaps are warnings in their own words: they are not the backend's verdict.
+    bool gap = u.lowering_gap();
+    bool custom = u.failure_at == "custom_op";
+    std::string title = gap      ? fmt::format("opprobe cannot analyze {} yet", u.kind)
+                        : custom ? fmt::format("opprobe: {} has no XLA lowering", u.kind)
+                                 : fmt::format("opprobe: {} unsupported on {}", u.kind, u.failure_at);
+    std::string message = gap      ? fmt::format("{} ({}): {}: opprobe has no HLO lowering for it (not a device verdict): {}",
+                                                 u.kind, u.signature, kLoweringGapTitle, u.reason)
+                          : custom ? fmt::format("{} ({}): {}", u.kind, u.signature, u.reason)
+                                   : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature,
+                                                 u.failure_at, u.reason);
+    if (!u.part_of.empty()) message += fmt::format(" (part of the lowering of {})", u.part_of);
     if (u.count > 1) message += fmt::format(" ({} calls)", u.count);
     if (!u.module_path.empty()) message += " in module " + u.module_path;
     if (u.failing_probes.size() > 0) {
@@ -67,7 +78,7 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
       for (size_t p : u.failing_probes)
         message += "\n  " + result.probes[p].signature + ": " + result.probes[p].verdict.reason;
     }
-    out += Command("error", RelativeToCwd(u.file, options.cwd), u.line, title, message);
+    out += Command(gap ? "warning" : "error", RelativeToCwd(u.file, options.cwd), u.line, title, message);
   }
   std::vector<const analyzer::OpRecord*> dynamic;
   for (const auto& op : result.ops)
@@ -79,12 +90,16 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
     out += Command("warning", RelativeToCwd(op->loc.file, options.cwd), op->loc.line,
                    fmt::format("opprobe: {} has a data-dependent shape", op->op),
                    fmt::format("{} ({}): {}", op->op, op->signature, op->note));
+  for (const auto& r : result.IncompleteReasons())
+    if (!result.partial() || r != result.IncompleteReasons().front()) out += Command("warning", "", 0, "opprobe", r);
+  size_t gaps = 0;
+  for (const auto& u : unsupported) gaps += u.lowering_gap();
   out += Command("notice", "", 0, "opprobe",
-                 fmt::format("{}: {} of HLO instructions supported on {} ({} of aten calls); {} unsupported aten "
-                             "call site{}",
-                             result.model, FormatPercent(result.SupportPercentage()), result.backend_id,
-                             FormatPercent(result.AtenSupportPercentage()), unsupported.size(),
-                             unsupported.size() == 1 ? "" : "s"));
+                 fmt::format("{}: {} of HLO instructions supported on {} ({} of aten calls, {} analyzed); {} "
+                             "unsupported entr{}, {} of them opprobe cannot analyze yet",
+                             result.model, PercentLabel(result, result.SupportPercentage()), result.backend_id,
+                             PercentLabel(result, result.AtenSupportPercentage()), PercentLabel(result, result.AnalyzedPercentage()),
+                             unsupported.size(), unsupported.size() == 1 ? "y" : "ies", gaps));
   return out;
 }
 

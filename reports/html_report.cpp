@@ -49,6 +49,7 @@ code,.mono{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .card .n{font-size:22px;font-weight:600}.card .l{color:var(--muted);font-size:12px}
 .card.big .n{font-size:34px}
 .ok{color:var(--ok)}.bad{color:var(--bad)}.err{color:var(--err)}
+.banner{font-size:1.1em;border:2px solid var(--bad);padding:.5em 1em;margin:.5em 0}.derived{font-style:italic}
 table{border-collapse:collapse;width:100%;margin:6px 0}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-weight:600;background:var(--alt)}td.num,th.num{text-align:right}
@@ -194,59 +195,98 @@ std::string Chart(const AnalysisResult& result) {
 
 std::string RenderHtml(const AnalysisResult& result, const RenderOptions& options) {
   double pct = result.SupportPercentage();
-  bool all = RoundPercent(pct) >= 100;
+  bool all = RoundPercent(pct) >= 100 && !result.incomplete();
   Tally total;
   for (const auto& op : result.ops) total.Add(result, op);
-  auto unsupported = UnsupportedOps(result);
+  auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
   const auto& s = result.summary;
 
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += fmt::format("<title>opprobe: {} on {}: {}</title>\n", E(result.model), E(result.backend_id), FormatPercent(pct));
+  out += fmt::format("<title>opprobe: {} on {}: {}</title>\n", E(result.model), E(result.backend_id), E(PercentLabel(result, pct)));
   out += fmt::format("<style>{}</style>\n</head>\n<body>\n", kStyle);
   out += fmt::format("<header><h1>opprobe report: <code>{}</code></h1>\n<p class=\"meta\">{} input on backend "
                      "<code>{}</code>{} &middot; opprobe {}</p></header>\n",
                      E(result.model), E(result.input_kind), E(result.backend_id),
                      result.backend_version.empty() ? "" : " (" + E(result.backend_version) + ")", OPPROBE_VERSION);
 
+  // What was left out comes before any percentage.
+  for (const auto& b : result.IncompleteReasons())
+    out += fmt::format("<p class=\"banner bad\" role=\"alert\"><strong>{}</strong></p>\n", E(b));
+
   // Summary.
   out += "<section id=\"summary\"><div class=\"cards\">\n";
   out += fmt::format("<div class=\"card big\"><div class=\"n {}\" id=\"support-percentage\">{}</div><div class=\"l\">of "
                      "HLO instructions supported ({} of {})</div></div>\n",
-                     all ? "ok" : "bad", FormatPercent(pct), total.supported_instructions, total.instructions);
+                     all ? "ok" : "bad", E(PercentLabel(result, pct)), total.supported_instructions, total.instructions);
   out += fmt::format("<div class=\"card\"><div class=\"n\">{}</div><div class=\"l\">of aten calls supported ({} of "
                      "{})</div></div>\n",
-                     FormatPercent(result.AtenSupportPercentage()), total.supported_calls, total.calls);
-  out += fmt::format("<div class=\"card\"><div class=\"n {}\">{}</div><div class=\"l\">unsupported aten call "
-                     "sites</div></div>\n",
-                     unsupported.empty() ? "ok" : "bad", unsupported.size());
+                     PercentLabel(result, result.AtenSupportPercentage()), total.supported_calls, total.calls);
+  out += fmt::format("<div class=\"card\"><div class=\"n {}\">{}</div><div class=\"l\">of aten calls analyzed by "
+                     "opprobe</div></div>\n",
+                     result.AnalyzedPercentage() < 100 ? "bad" : "ok", PercentLabel(result, result.AnalyzedPercentage()));
+  out += fmt::format("<div class=\"card\"><div class=\"n {}\">{}</div><div class=\"l\">unsupported entries ({} aten "
+                     "calls at {} call sites)</div></div>\n",
+                     unsupported.empty() ? "ok" : "bad", unsupported.size(), s.aten_calls, s.aten_nodes);
   out += fmt::format("<div class=\"card\"><div class=\"n\">{}</div><div class=\"l\">unique probes ({} cached, {} "
                      "run)</div></div>\n",
                      s.unique_probes, s.cache_hits, s.probes_run);
-  out += fmt::format("<div class=\"card\"><div class=\"n\">{}</div><div class=\"l\">lowering failures</div></div>\n",
-                     s.lowering_failures);
+  out += fmt::format("<div class=\"card\"><div class=\"n\">{}</div><div class=\"l\">lowering gaps (opprobe cannot "
+                     "analyze these yet)</div></div>\n",
+                     gaps.size());
   out += fmt::format("<div class=\"card\"><div class=\"n\">{:.2f} s</div><div class=\"l\">probe time ({:.2f} s wall, {} "
                      "job{})</div></div>\n",
                      s.probe_seconds, s.wall_seconds, s.jobs, s.jobs == 1 ? "" : "s");
   out += "</div></section>\n";
 
-  // Unsupported ops.
-  out += fmt::format("<section id=\"unsupported\"><h2>Unsupported aten ops ({})</h2>\n", unsupported.size());
+  // Unsupported ops, grouped by source line and reason (most instances first); opprobe's gaps apart.
+  auto table = [&](const std::vector<UnsupportedOp>& entries, const char* id) {
+    std::string t = fmt::format("<table id=\"{}\"><thead><tr><th>call</th><th class=\"num\">count</th><th>aten op</th>"
+                                "<th>signature</th><th>module</th><th>failed at</th><th>reason</th></tr></thead><tbody>\n",
+                                id);
+    for (const auto& g : GroupUnsupported(entries)) {
+      bool first = true;
+      for (const auto& u : g.entries) {
+        t += fmt::format("<tr class=\"unsupported-op{}\"><td title=\"{}\">{}</td><td class=\"num\">{}</td>"
+                         "<td class=\"bad\"><code>{}</code>{}</td><td><code>{}</code></td><td><code>{}</code></td>"
+                         "<td><code>{}</code></td><td>{}{}</td></tr>\n",
+                         first ? " group-start" : "", E(RelativeToCwd(u.file, options.cwd)), first ? E(u.place) : "",
+                         u.count, E(u.kind),
+                         u.part_of.empty() ? "" : " <span class=\"derived\">(part of <code>" + E(u.part_of) + "</code>)</span>",
+                         E(u.signature), E(u.module_path), E(u.failure_at),
+                         u.error ? "<span class=\"err\">error:</span> " : "", E(u.reason));
+        first = false;
+      }
+    }
+    return t + "</tbody></table>\n";
+  };
+  size_t groups = GroupUnsupported(unsupported).size();
+  out += fmt::format("<section id=\"unsupported\"><h2>Unsupported aten ops ({} entr{} in {} group{} by source line and "
+                     "reason)</h2>\n",
+                     unsupported.size(), unsupported.size() == 1 ? "y" : "ies", groups, groups == 1 ? "" : "s");
   if (unsupported.empty()) {
-    out += "<p class=\"ok\">Every aten op is supported.</p>\n";
+    out += gaps.empty() ? "<p class=\"ok\">Every aten op is supported.</p>\n"
+                        : "<p>The backend rejected none of the calls opprobe could analyze.</p>\n";
   } else {
-    out += "<table id=\"unsupported-ops\"><thead><tr><th>aten op</th><th>signature</th><th>call</th><th>module</th>"
-           "<th class=\"num\">count</th><th>failed at</th><th>reason</th></tr></thead><tbody>\n";
-    for (const auto& u : unsupported)
-      out += fmt::format("<tr class=\"unsupported-op\"><td class=\"bad\"><code>{}</code></td><td><code>{}</code></td>"
-                         "<td title=\"{}\">{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td><code>{}</code></td>"
-                         "<td>{}{}</td></tr>\n",
-                         E(u.kind), E(u.signature), E(RelativeToCwd(u.file, options.cwd)), E(u.call),
-                         E(u.module_path), u.count, E(u.failure_at), u.error ? "<span class=\"err\">error:</span> " : "",
-                         E(u.reason));
-    out += "</tbody></table>\n";
+    out += table(unsupported, "unsupported-ops");
   }
   out += "</section>\n";
+  if (!gaps.empty()) {
+    out += fmt::format("<section id=\"lowering-gaps\"><h2>{} ({} entr{})</h2>\n<p>opprobe has no lowering for these "
+                       "calls yet: they are not the backend's verdict, and the analysis is incomplete.</p>\n",
+                       kLoweringGapTitle, gaps.size(), gaps.size() == 1 ? "y" : "ies");
+    out += table(gaps, "lowering-gap-ops");
+    out += "</section>\n";
+  }
+  if (!result.ignored.empty()) {
+    out += fmt::format("<section id=\"ignored\"><h2>Ignored ops (--ignore-op) ({})</h2>\n<table><thead><tr><th>op</th>"
+                       "<th>pattern</th><th class=\"num\">calls</th></tr></thead><tbody>\n",
+                       result.ignored.size());
+    for (const auto& ig : result.ignored)
+      out += fmt::format("<tr><td><code>{}</code></td><td><code>{}</code></td><td class=\"num\">{}</td></tr>\n",
+                         E(ig.op), E(ig.pattern), ig.count);
+    out += "</tbody></table></section>\n";
+  }
 
   // Chart.
   out += "<section id=\"chart\"><h2>Where the unsupported instructions sit</h2>\n"
@@ -275,7 +315,9 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
       const OpRecord& op = result.ops[i];
       bool ok = result.OpSupported(op);
       out += fmt::format("<p><code class=\"{}\">{}</code> <code>({})</code> at <span title=\"{}\">{}</span>, {} call{}{}</p>",
-                         ok ? "ok" : "bad", E(op.op), E(op.signature), E(RelativeToCwd(op.loc.file, options.cwd)),
+                         ok ? "ok" : "bad",
+                         E(op.op) + (op.part_of >= 0 ? " <span class=\"derived\">(" + E(op.note) + ")</span>" : ""),
+                         E(op.signature), E(RelativeToCwd(op.loc.file, options.cwd)),
                          E(op.loc.empty() ? "unknown place" : op.loc.ToString()), op.count, op.count == 1 ? "" : "s",
                          op.phase.empty() ? "" : " (" + E(op.phase) + ")");
       out += InstructionTable(result, op);
@@ -285,7 +327,8 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
   out += "</tbody></table></section>\n";
 
   // By aten op.
-  auto ops = GroupBy(result, [](const OpRecord& op) { return op.op; });
+  // Derived records (instructions a lowering attributes to another op) are their own, marked rows.
+  auto ops = GroupBy(result, [](const OpRecord& op) { return op.part_of >= 0 ? op.op + " (derived)" : op.op; });
   std::stable_sort(ops.begin(), ops.end(), [](const Group& a, const Group& b) { return a.key < b.key; });
   out += fmt::format("<section id=\"ops\"><h2>By aten op ({})</h2>\n", ops.size());
   out += "<div class=\"tools\"><button type=\"button\" data-expand=\"all\" data-table=\"by-op\">Expand all</button> "

@@ -40,6 +40,7 @@ Json UnsupportedAtenJson(const UnsupportedOp& u, bool several_programs) {
   if (several_programs && !u.program.empty()) e["program"] = u.program;
   if (!u.phase.empty()) e["phase"] = u.phase;
   e["count"] = u.count;
+  if (!u.part_of.empty()) e["part_of"] = u.part_of;
   if (u.dynamic_shape) e["dynamic_shape"] = true;
   if (u.error) e["error"] = true;
   return e;
@@ -49,6 +50,9 @@ Json SummaryJson(const analyzer::Summary& s) {
   Json j;
   j["aten_calls"] = s.aten_calls;
   j["aten_nodes"] = s.aten_nodes;
+  j["custom_op_calls"] = s.custom_op_calls;
+  j["lowering_gap_calls"] = s.lowering_gap_calls;
+  j["ignored_calls"] = s.ignored_calls;
   j["distinct_signatures"] = s.distinct_signatures;
   j["lowering_failures"] = s.lowering_failures;
   j["hlo_instructions"] = s.hlo_instructions;
@@ -90,13 +94,37 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
   j["input_kind"] = result.input_kind;
   if (!result.torch_version.empty()) j["torch_version"] = result.torch_version;
   j["verbosity"] = verbosity;
+  if (result.capture) {
+    const auto& c = *result.capture;
+    Json cj;
+    cj["status"] = c.failed() ? "error" : "ok";
+    cj["exit_status"] = c.exit_code;
+    if (!c.exception_type.empty()) cj["exception_type"] = c.exception_type;
+    if (!c.exception_message.empty()) cj["exception_message"] = c.exception_message;
+    if (!c.location.empty()) {
+      cj["file"] = c.location.file;
+      cj["line"] = c.location.line;
+    }
+    j["capture"] = std::move(cj);
+  }
+  j["complete"] = !result.incomplete();
+  j["incomplete_reasons"] = result.IncompleteReasons();
   j["support_percentage"] = FormatPercent(result.SupportPercentage());
   j["aten_support_percentage"] = FormatPercent(result.AtenSupportPercentage());
+  j["analyzed_percentage"] = FormatPercent(result.AnalyzedPercentage());
 
   Json supported;
   Json aten_counts = Json::object();
-  for (const auto& [op, count] : SupportedAtenCounts(result)) aten_counts[op] = count;
+  for (const auto& [op, count] : SupportedAtenCounts(result, /*mark_derived=*/false)) aten_counts[op] = count;
   supported["aten"] = std::move(aten_counts);
+  // Which of those counts are derived instructions rather than calls of the program.
+  Json derived = Json::object();
+  for (const auto& [key, count] : SupportedAtenCounts(result)) {
+    auto pos = key.find(" (part of ");
+    if (pos == std::string::npos) continue;
+    derived[key] = count;
+  }
+  if (!derived.empty()) supported["derived"] = std::move(derived);
   if (xla) supported["xla"] = SupportedSignatures(result);
   j["supported_operators"] = std::move(supported);
 
@@ -110,6 +138,7 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
       Json e;
       e["hlo_instruction"] = u.signature;
       e["aten_op"] = u.aten_op;
+      if (!u.part_of.empty()) e["part_of"] = u.part_of;
       e["reason"] = u.reason;
       e["call"] = u.call;
       if (!u.repro.empty()) e["repro"] = u.repro;
@@ -119,6 +148,18 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
     unsupported["xla"] = std::move(xla_list);
   }
   j["unsupported_operators"] = std::move(unsupported);
+
+  if (!result.ignored.empty()) {
+    Json list = Json::array();
+    for (const auto& ig : result.ignored) {
+      Json e;
+      e["kind"] = ig.op;
+      e["pattern"] = ig.pattern;
+      e["count"] = ig.count;
+      list.push_back(std::move(e));
+    }
+    j["ignored_operators"] = std::move(list);
+  }
 
   // Ops whose output shape depends on data, whether or not the backend accepted their bounded form.
   std::vector<const OpRecord*> dynamic;

@@ -20,6 +20,7 @@ namespace {
 
 struct Case {
   std::string op, signature;
+  std::string part_of;             // derived instructions: the aten op whose lowering made them
   int64_t calls = 0;
   std::set<std::string> call_sites;
   std::set<size_t> probes;         // unique probes used
@@ -27,6 +28,8 @@ struct Case {
   std::string lowering_error;      // first one, when a lowering failed
   bool unsupported = false;        // a rejection or a lowering failure
   bool error = false;              // a backend error
+  bool gap = false;                // opprobe has no lowering (not a device verdict)
+  bool custom = false;             // an op outside aten without an XLA lowering
 };
 
 std::string Time(double s) { return fmt::format("{:.3f}", s); }
@@ -34,14 +37,22 @@ std::string Time(double s) { return fmt::format("{:.3f}", s); }
 }  // namespace
 
 std::string RenderJunit(const AnalysisResult& result, const RenderOptions& options) {
-  std::map<std::pair<std::string, std::string>, Case> cases;
+  std::map<std::tuple<std::string, std::string, std::string>, Case> cases;
   for (const OpRecord& op : result.ops) {
-    Case& c = cases[{op.op, op.signature}];
+    std::string part_of;
+    if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
+      const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
+      part_of = parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload;
+    }
+    Case& c = cases[{op.op, op.signature, part_of}];
     c.op = op.op;
     c.signature = op.signature;
+    c.part_of = part_of;
     c.calls += op.count;
     if (!op.loc.empty()) c.call_sites.insert(op.loc.ToString());
     if (op.lowering != OpRecord::Lowering::kOk) {
+      c.gap = c.gap || op.lowering == OpRecord::Lowering::kFailed;
+      c.custom = c.custom || op.lowering == OpRecord::Lowering::kCustomOp;
       c.unsupported = true;
       if (c.lowering_error.empty()) c.lowering_error = op.lowering_error.empty() ? "lowering failed" : op.lowering_error;
       continue;
@@ -56,21 +67,32 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
     }
   }
 
-  int64_t failures = 0, errors = 0;
+  // Two suites: the backend's verdicts (and custom ops), then opprobe's own lowering gaps as errors ("could not
+  // run"), so that a gap never reads as the device's rejection.
+  int64_t failures = 0, errors = 0, gap_cases = 0;
   double total_time = 0;
   for (const auto& [key, c] : cases) {
+    if (c.gap) {
+      ++gap_cases;
+      continue;
+    }
     failures += c.unsupported;
     errors += !c.unsupported && c.error;
   }
   for (const auto& p : result.probes) total_time += p.verdict.seconds;
+  // A script that failed while it was captured is a failing test case of its own, so that a CI's test view is red
+  // for a partial analysis even when every recorded call is supported.
+  const bool partial = result.partial();
+  failures += partial;
+  const int64_t main_cases = static_cast<int64_t>(cases.size()) - gap_cases + partial;
 
   std::string suite_name = fmt::format("opprobe: {} on {}", result.model, result.backend_id);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"opprobe\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
-                     cases.size(), failures, errors, Time(total_time));
+                     cases.size() + partial, failures, errors + gap_cases, Time(total_time));
   out += fmt::format(
       "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{}\">\n",
-      XmlEscape(suite_name), cases.size(), failures, errors, Time(total_time));
+      XmlEscape(suite_name), main_cases, failures, errors, Time(total_time));
   out += "    <properties>\n";
   auto prop = [&](const std::string& name, const std::string& value) {
     out += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", XmlEscape(name), XmlEscape(value));
@@ -80,24 +102,32 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
   prop("backend_version", result.backend_version);
   prop("model", result.model);
   prop("input_kind", result.input_kind);
-  prop("support_percentage", FormatPercent(result.SupportPercentage()));
-  prop("aten_support_percentage", FormatPercent(result.AtenSupportPercentage()));
+  auto reasons = result.IncompleteReasons();
+  for (size_t i = 0; i < reasons.size(); ++i) prop(fmt::format("incomplete_{}", i + 1), reasons[i]);
+  prop("complete", reasons.empty() ? "true" : "false");
+  prop("support_percentage", PercentLabel(result, result.SupportPercentage()));
+  prop("aten_support_percentage", PercentLabel(result, result.AtenSupportPercentage()));
+  prop("analyzed_percentage", PercentLabel(result, result.AnalyzedPercentage()));
   out += "    </properties>\n";
 
-  for (const auto& [key, c] : cases) {
+  auto write_case = [&](const Case& c) {
     double time = 0;
     for (size_t p : c.probes) time += result.probes[p].verdict.seconds;
-    std::string name = fmt::format("{}({})", c.op, c.signature);
+    std::string name = c.part_of.empty() ? fmt::format("{}({})", c.op, c.signature)
+                                         : fmt::format("{}({}) part of {}", c.op, c.signature, c.part_of);
     std::string head = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"", XmlEscape(c.op),
                                    XmlEscape(name), Time(time));
     if (!c.unsupported && !c.error) {
       out += head + "/>\n";
-      continue;
+      return;
     }
     out += head + ">\n";
     // The reason: the lowering error, else the first failing instruction's verdict.
-    std::string reason = c.lowering_error;
-    std::string detail = fmt::format("{} ({}) is not supported by {}\n", c.op, c.signature, result.backend_id);
+    std::string reason = c.gap ? std::string(kLoweringGapTitle) + ": " + c.lowering_error : c.lowering_error;
+    std::string detail = c.gap ? fmt::format("{} ({}): {}; not a verdict of {}\n", c.op, c.signature, kLoweringGapTitle,
+                                             result.backend_id)
+                         : c.custom ? fmt::format("{} ({}) has no XLA lowering\n", c.op, c.signature)
+                                    : fmt::format("{} ({}) is not supported by {}\n", c.op, c.signature, result.backend_id);
     detail += fmt::format("calls: {}", c.calls);
     if (!c.call_sites.empty()) {
       detail += " at";
@@ -123,13 +153,31 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
         if (!tail.empty()) detail += "  compiler output (tail):\n" + tail + "\n";
       }
     }
-    const char* element = c.unsupported ? "failure" : "error";
-    const char* type = !c.lowering_error.empty() ? "lowering" : c.unsupported ? "unsupported" : "backend-error";
+    const char* element = c.gap ? "error" : c.unsupported ? "failure" : "error";
+    const char* type = c.gap ? "lowering" : c.custom ? "custom-op" : c.unsupported ? "unsupported" : "backend-error";
     out += fmt::format("      <{} message=\"{}\" type=\"{}\">{}</{}>\n", element, XmlEscape(reason), type,
                        XmlEscape(detail), element);
     out += "    </testcase>\n";
+  };
+  if (partial) {
+    const std::string banner = result.IncompleteReasons().front();
+    out += fmt::format("    <testcase classname=\"opprobe\" name=\"capture of {}\" time=\"0.000\">\n",
+                       XmlEscape(result.model));
+    out += fmt::format("      <failure message=\"{}\" type=\"partial-analysis\">{}</failure>\n    </testcase>\n",
+                       XmlEscape(banner), XmlEscape(banner + "\n"));
   }
-  out += "  </testsuite>\n</testsuites>\n";
+  for (const auto& [key, c] : cases)
+    if (!c.gap) write_case(c);
+  out += "  </testsuite>\n";
+  if (gap_cases > 0) {
+    out += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"0\" errors=\"{}\" skipped=\"0\" time=\"0.000\">\n",
+        XmlEscape(fmt::format("opprobe: {} ({})", kLoweringGapTitle, result.model)), gap_cases, gap_cases);
+    for (const auto& [key, c] : cases)
+      if (c.gap) write_case(c);
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
   return out;
 }
 

@@ -53,33 +53,65 @@ std::string Code(const std::string& s) {
 
 std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& options) {
   double pct = result.SupportPercentage();
-  bool all = RoundPercent(pct) >= 100;
-  auto unsupported = UnsupportedOps(result);
+  bool all = RoundPercent(pct) >= 100 && !result.incomplete();
+  auto all_unsupported = UnsupportedOps(result);
+  auto [unsupported, gaps] = SplitLoweringGaps(all_unsupported);
   Tally tally;
-  for (const auto& op : result.ops) tally.Add(result, op);
+  int64_t sites = 0;
+  for (const auto& op : result.ops) {
+    tally.Add(result, op);
+    sites += op.part_of < 0;
+  }
 
-  std::string out = fmt::format("## {} opprobe: {} of HLO instructions supported on {}\n\n",
-                                all ? ":white_check_mark:" : ":x:", FormatPercent(pct), Code(result.backend_id));
-  out += fmt::format("Model {} ({}), backend {}{}. aten calls supported: **{}**.\n\n", Code(result.model),
-                     Cell(result.input_kind), Code(result.backend_id),
+  std::string out;
+  for (const auto& b : result.IncompleteReasons()) out += "> :warning: **" + Cell(b) + "**\n>\n";
+  if (!out.empty()) out += "\n";
+  out += fmt::format("## {} opprobe: {} of HLO instructions supported on {}\n\n",
+                     all ? ":white_check_mark:" : ":x:", PercentLabel(result, pct), Code(result.backend_id));
+  out += fmt::format("Model {} ({}), backend {}{}. aten calls supported: **{}**; analyzed by opprobe: **{}**.\n\n",
+                     Code(result.model), Cell(result.input_kind), Code(result.backend_id),
                      result.backend_version.empty() ? "" : " " + Code(result.backend_version),
-                     FormatPercent(result.AtenSupportPercentage()));
-  out += "| HLO instructions | supported | aten calls | supported | call sites | unsupported call sites | unique probes | cached |\n";
-  out += "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n\n", tally.instructions, tally.supported_instructions,
-                     tally.calls, tally.supported_calls, result.ops.size(), unsupported.size(),
-                     result.summary.unique_probes, result.summary.cache_hits);
+                     PercentLabel(result, result.AtenSupportPercentage()), PercentLabel(result, result.AnalyzedPercentage()));
+  out += "| HLO instructions | supported | aten calls | supported | call sites | unsupported entries | lowering gaps | unique probes | cached |\n";
+  out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n", tally.instructions,
+                     tally.supported_instructions, tally.calls, tally.supported_calls, sites, unsupported.size(),
+                     gaps.size(), result.summary.unique_probes, result.summary.cache_hits);
 
+  auto table = [&](const std::vector<UnsupportedOp>& entries) {
+    std::string t = "| call | count | aten op | signature | module | failed at | reason |\n";
+    t += "|---|---:|---|---|---|---|---|\n";
+    for (const auto& g : GroupUnsupported(entries)) {
+      bool first = true;
+      for (const auto& u : g.entries) {
+        t += fmt::format("| {} | {} | {}{} | {} | {} | {} | {} |\n", first ? Code(u.place) : "", u.count,
+                         Code(u.kind), u.part_of.empty() ? "" : " (part of " + Code(u.part_of) + ")",
+                         Code(u.signature), Code(u.module_path), first ? Code(u.failure_at) : "",
+                         first ? (u.error ? "**error:** " : "") + Cell(u.reason) : "\"");
+        first = false;
+      }
+    }
+    return t + "\n";
+  };
   if (unsupported.empty()) {
     out += "No unsupported aten ops.\n\n";
   } else {
-    out += fmt::format("### Unsupported aten ops ({})\n\n", unsupported.size());
-    out += "| aten op | signature | call | module | count | failed at | reason |\n";
-    out += "|---|---|---|---|---:|---|---|\n";
-    for (const auto& u : unsupported)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {}{} |\n", Code(u.kind), Code(u.signature), Code(u.call),
-                         Code(u.module_path), u.count, Code(u.failure_at), u.error ? "**error:** " : "",
-                         Cell(u.reason));
+    size_t groups = GroupUnsupported(unsupported).size();
+    out += fmt::format("### Unsupported aten ops ({} entr{} in {} group{} by source line and reason)\n\n",
+                       unsupported.size(), unsupported.size() == 1 ? "y" : "ies", groups, groups == 1 ? "" : "s");
+    out += table(unsupported);
+  }
+  if (!gaps.empty()) {
+    out += fmt::format("### {} ({} entr{})\n\nopprobe has no lowering for these calls yet: they are not the backend's "
+                       "verdict, and the analysis is incomplete until they are lowered.\n\n",
+                       kLoweringGapTitle, gaps.size(), gaps.size() == 1 ? "y" : "ies");
+    out += table(gaps);
+  }
+  if (!result.ignored.empty()) {
+    out += fmt::format("### Ignored ops (`--ignore-op`) ({})\n\n| op | pattern | calls |\n|---|---|---:|\n",
+                       result.ignored.size());
+    for (const auto& ig : result.ignored)
+      out += fmt::format("| {} | {} | {} |\n", Code(ig.op), Code(ig.pattern), ig.count);
     out += "\n";
   }
 
@@ -117,7 +149,8 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
       out += fmt::format("<details><summary>Unsupported HLO instructions ({})</summary>\n\n", instrs.size());
       out += "| HLO instruction | aten op | call | reason |\n|---|---|---|---|\n";
       for (const auto& u : instrs)
-        out += fmt::format("| {} | {} | {} | {}{}{} |\n", Code(u.signature), Code(u.aten_op), Code(u.call),
+        out += fmt::format("| {} | {}{} | {} | {}{}{} |\n", Code(u.signature), Code(u.aten_op),
+                           u.part_of.empty() ? "" : " (part of " + Code(u.part_of) + ")", Code(u.call),
                            u.error ? "**error:** " : "", Cell(u.reason),
                            u.repro.empty() ? "" : " (repro: " + Code(u.repro) + ")");
       out += "\n</details>\n\n";

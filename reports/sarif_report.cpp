@@ -31,13 +31,21 @@ constexpr Rule kRules[] = {
      "An HLO instruction this aten op lowers to is rejected by the backend, so the model cannot run on it "
      "as written. The message names the instruction's reason; `opprobe lower` shows the HLO.",
      "error"},
-    {"opprobe/no-lowering", "NoLowering", "aten op without an HLO lowering",
-     "opprobe has no lowering for this aten op (or its arguments), so whether the backend supports it is unknown.",
-     "error"},
+    {"opprobe/no-lowering", "NoLowering", "opprobe cannot analyze these yet (aten op without an HLO lowering)",
+     "opprobe has no lowering for this aten op (or its arguments), so whether the backend supports it is unknown. "
+     "This is opprobe's gap, not the backend's verdict; the analysis is incomplete.",
+     "warning"},
     {"opprobe/backend-error", "BackendError", "backend failed while probing the op",
      "The backend crashed, timed out or failed internally while compiling an instruction of this aten op.", "error"},
     {"opprobe/dynamic-shape", "DynamicShape", "aten op with a data-dependent output shape",
      "The output shape of this aten op depends on data; XLA backends need a bounded or static form.", "warning"},
+    {"opprobe/custom-op", "CustomOp", "op outside aten without an XLA lowering",
+     "A call outside the aten namespace (torchvision::nms, quantized::linear_dynamic, a torch.library op) has no "
+     "XLA lowering: an XLA backend needs a custom call or a CPU fallback for it.",
+     "error"},
+    {"opprobe/partial-analysis", "PartialAnalysis", "the captured script failed: partial analysis",
+     "The script raised or exited non-zero while it was captured; only the calls before that were analyzed.",
+     "error"},
 };
 
 // Percent-encodes what may not appear in a URI path (RFC 3986 unreserved, `/` and sub-delims kept).
@@ -109,17 +117,28 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
     results.push_back(std::move(res));
   };
 
+  if (result.partial()) {
+    const auto& c = *result.capture;
+    Json props;
+    props["exit_status"] = c.exit_code;
+    if (!c.exception_type.empty()) props["exception_type"] = c.exception_type;
+    add_result(5, result.IncompleteReasons().front(), c.location.file, c.location.line, "",
+               fmt::format("5|{}|{}", RelativeToCwd(c.location.file, options.cwd), c.exception_type), std::move(props));
+  }
   for (const auto& u : UnsupportedOps(result)) {
-    int rule = u.failure_at == "lowering" ? 1 : u.error ? 2 : 0;
+    int rule = u.failure_at == "lowering" ? 1 : u.failure_at == "custom_op" ? 4 : u.error ? 2 : 0;
     std::string message =
-        rule == 1 ? fmt::format("{} ({}) has no HLO lowering: {}", u.kind, u.signature, u.reason)
-                  : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature, u.failure_at, u.reason);
+        rule == 1   ? fmt::format("{}: {} ({}) has no HLO lowering: {}", kLoweringGapTitle, u.kind, u.signature, u.reason)
+        : rule == 4 ? fmt::format("{}", u.reason)
+                    : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature, u.failure_at, u.reason);
+    if (!u.part_of.empty()) message += fmt::format(" (part of the lowering of {})", u.part_of);
     if (u.count > 1) message += fmt::format(" ({} calls)", u.count);
     Json props;
     props["aten_op"] = u.kind;
     props["signature"] = u.signature;
     props["failureAt"] = u.failure_at;
     props["count"] = u.count;
+    if (!u.part_of.empty()) props["part_of"] = u.part_of;
     if (!u.program.empty() && result.programs.size() > 1) props["program"] = u.program;
     if (!u.phase.empty()) props["phase"] = u.phase;
     Json instrs = Json::array();
@@ -165,8 +184,11 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
   run["properties"] = {{"backend", result.backend_id},
                        {"backend_version", result.backend_version},
                        {"model", result.model},
-                       {"support_percentage", FormatPercent(result.SupportPercentage())},
-                       {"aten_support_percentage", FormatPercent(result.AtenSupportPercentage())}};
+                       {"complete", !result.incomplete()},
+                       {"incomplete_reasons", result.IncompleteReasons()},
+                       {"support_percentage", PercentLabel(result, result.SupportPercentage())},
+                       {"aten_support_percentage", PercentLabel(result, result.AtenSupportPercentage())},
+                       {"analyzed_percentage", PercentLabel(result, result.AnalyzedPercentage())}};
 
   Json log;
   log["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";

@@ -87,24 +87,50 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
   std::string out = fmt::format("opprobe {} report: {} ({}) on {}{}\n\n", OPPROBE_VERSION, Clean(result.model),
                                 result.input_kind, result.backend_id,
                                 result.backend_version.empty() ? "" : " (" + result.backend_version + ")");
+  for (const auto& b : result.IncompleteReasons()) out += paint("! " + Clean(b), "1;33") + "\n";
   double pct = result.SupportPercentage();
   Tally all;
   for (const auto& op : result.ops) all.Add(result, op);
   out += fmt::format("Support: {} of HLO instructions ({} of {}), {} of aten calls ({} of {})\n",
-                     paint(FormatPercent(pct), RoundPercent(pct) >= 100 ? "1;32" : "1;31"), all.supported_instructions,
-                     all.instructions, FormatPercent(result.AtenSupportPercentage()), all.supported_calls, all.calls);
+                     paint(PercentLabel(result, pct), RoundPercent(pct) >= 100 && !result.incomplete() ? "1;32" : "1;31"),
+                     all.supported_instructions, all.instructions, PercentLabel(result, result.AtenSupportPercentage()),
+                     all.supported_calls, all.calls);
+  out += fmt::format("Analyzed: {} of aten calls lowered by opprobe ({} calls without a lowering, {} calls of custom "
+                     "ops outside aten)\n",
+                     PercentLabel(result, result.AnalyzedPercentage()), s.lowering_gap_calls, s.custom_op_calls);
 
-  auto unsupported = UnsupportedOps(result);
-  out += "\n" + paint(fmt::format("Unsupported aten ops ({})", unsupported.size()), "1") + "\n";
-  if (unsupported.empty()) {
-    out += "  none\n";
-  } else {
-    Table t({"OP", "SIGNATURE", "CALL", "MODULE", "COUNT", "FAILED AT", "REASON"},
-            {false, false, false, false, true, false, false});
-    for (const auto& u : unsupported)
-      t.Add({u.kind, u.signature, u.call.empty() ? "-" : u.call, u.module_path.empty() ? "-" : u.module_path,
-             std::to_string(u.count), u.failure_at, (u.error ? "error: " : "") + u.reason},
-            {"31", "", "", "", "", "", ""});
+  auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
+  auto table = [&](const std::vector<UnsupportedOp>& entries) {
+    Table t({"CALL", "COUNT", "OP", "SIGNATURE", "MODULE", "FAILED AT", "REASON"},
+            {false, true, false, false, false, false, false});
+    for (const auto& g : GroupUnsupported(entries)) {
+      bool first = true;
+      for (const auto& u : g.entries) {
+        t.Add({first ? (u.place.empty() ? "-" : u.place) : "", std::to_string(u.count), DisplayKind(u), u.signature,
+               u.module_path.empty() ? "-" : u.module_path, first ? u.failure_at : "",
+               first ? (u.error ? "error: " : "") + u.reason : "\"\""},
+              {"", "", "31", "", "", "", ""});
+        first = false;
+      }
+    }
+    return t.Render(color);
+  };
+  size_t groups = GroupUnsupported(unsupported).size();
+  out += "\n" + paint(fmt::format("Unsupported aten ops ({} entr{} in {} group{} by source line and reason)",
+                                   unsupported.size(), unsupported.size() == 1 ? "y" : "ies", groups,
+                                   groups == 1 ? "" : "s"),
+                       "1") + "\n";
+  out += unsupported.empty() ? "  none\n" : table(unsupported);
+  if (!gaps.empty()) {
+    out += "\n" + paint(fmt::format("{} ({} entr{}: opprobe has no lowering; not a device verdict)", kLoweringGapTitle,
+                                     gaps.size(), gaps.size() == 1 ? "y" : "ies"),
+                         "1") + "\n";
+    out += table(gaps);
+  }
+  if (!result.ignored.empty()) {
+    out += "\n" + paint(fmt::format("Ignored ops (--ignore-op) ({})", result.ignored.size()), "1") + "\n";
+    Table t({"OP", "PATTERN", "CALLS"}, {false, false, true});
+    for (const auto& ig : result.ignored) t.Add({ig.op, ig.pattern, std::to_string(ig.count)});
     out += t.Render(color);
   }
 
@@ -155,7 +181,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     } else {
       Table t({"INSTRUCTION", "ATEN OP", "CALL", "REASON"});
       for (const auto& u : instrs)
-        t.Add({u.signature, u.aten_op, u.call.empty() ? "-" : u.call,
+        t.Add({u.signature, u.part_of.empty() ? u.aten_op : u.aten_op + " (part of " + u.part_of + ")", u.call.empty() ? "-" : u.call,
                (u.error ? "error: " : "") + u.reason + (u.repro.empty() ? "" : " (repro: " + u.repro + ")")},
               {"31", "", "", ""});
       out += t.Render(color);

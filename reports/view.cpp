@@ -1,5 +1,7 @@
 #include "reports/view.h"
 
+#include "reports/report.h"
+
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -14,7 +16,7 @@ namespace {
 
 auto OpKey(const UnsupportedOp& u) {
   return std::tie(u.kind, u.file, u.line, u.signature, u.module_path, u.program, u.phase, u.reason, u.failure_at,
-                  u.dynamic_shape, u.error);
+                  u.dynamic_shape, u.error, u.part_of);
 }
 
 }  // namespace
@@ -36,6 +38,11 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     u.phase = op.phase;
     u.count = op.count;
     u.dynamic_shape = op.dynamic_shape;
+    if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
+      const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
+      u.part_of = parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload;
+    }
+    u.place = SourcePlace(op.loc, result.source_dir);
     if (op.lowering != OpRecord::Lowering::kOk) {
       u.failed_instructions = op.count;
     } else {
@@ -72,10 +79,64 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
   return merged;
 }
 
-std::map<std::string, int64_t> SupportedAtenCounts(const AnalysisResult& result) {
+std::vector<UnsupportedGroup> GroupUnsupported(const std::vector<UnsupportedOp>& ops) {
+  std::vector<UnsupportedGroup> groups;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
+  for (const auto& u : ops) {
+    auto [it, inserted] = index.try_emplace({u.place, u.reason, u.failure_at}, groups.size());
+    if (inserted) groups.push_back(UnsupportedGroup{u.place, u.reason, u.failure_at, 0, {}});
+    UnsupportedGroup& g = groups[it->second];
+    g.count += u.count;
+    g.entries.push_back(u);
+  }
+  for (auto& g : groups)
+    std::stable_sort(g.entries.begin(), g.entries.end(),
+                     [](const UnsupportedOp& a, const UnsupportedOp& b) { return a.count > b.count; });
+  std::stable_sort(groups.begin(), groups.end(), [](const UnsupportedGroup& a, const UnsupportedGroup& b) {
+    if (a.count != b.count) return a.count > b.count;
+    return std::tie(a.place, a.reason, a.failure_at) < std::tie(b.place, b.reason, b.failure_at);
+  });
+  return groups;
+}
+
+std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops) {
+  std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> out;
+  for (auto& u : ops) (u.lowering_gap() ? out.second : out.first).push_back(std::move(u));
+  return out;
+}
+
+std::string DisplayKind(const UnsupportedOp& u) {
+  return u.part_of.empty() ? u.kind : u.kind + " (part of " + u.part_of + ")";
+}
+
+std::string SourcePlace(const analyzer::SourceLoc& loc, const std::string& dir) {
+  if (loc.empty()) return "";
+  std::string file = loc.file;
+  if (!dir.empty() && dir != "." && file.size() > dir.size() + 1 && file.compare(0, dir.size(), dir) == 0 &&
+      file[dir.size()] == '/')
+    file = file.substr(dir.size() + 1);
+  if (file.empty()) file = "?";
+  return loc.line > 0 ? file + ":" + std::to_string(loc.line) : file;
+}
+
+std::string PercentLabel(const AnalysisResult& result, double pct) {
+  std::string s = FormatPercent(pct);
+  return result.incomplete() ? s + " (incomplete)" : s;
+}
+
+std::map<std::string, int64_t> SupportedAtenCounts(const AnalysisResult& result, bool mark_derived) {
   std::map<std::string, int64_t> out;
-  for (const OpRecord& op : result.ops)
-    if (result.OpSupported(op)) out[op.op] += op.count;
+  for (const OpRecord& op : result.ops) {
+    if (!result.OpSupported(op)) continue;
+    std::string key = op.op;
+    if (mark_derived && op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
+      const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
+      key += " (part of " +
+             (parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload) +
+             ")";
+    }
+    out[key] += op.count;
+  }
   return out;
 }
 
@@ -98,11 +159,17 @@ std::vector<UnsupportedInstruction> UnsupportedInstructions(const AnalysisResult
       if (p >= result.probes.size()) continue;
       const auto& probe = result.probes[p];
       if (probe.verdict.supported()) continue;
-      auto [it, inserted] = by_key.try_emplace({probe.signature, op.op, call, p});
+      std::string part_of;
+      if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
+        const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
+        part_of = parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload;
+      }
+      auto [it, inserted] = by_key.try_emplace({probe.signature, op.op + "|" + part_of, call, p});
       auto& u = it->second;
       if (inserted) {
         u.signature = probe.signature;
         u.aten_op = op.op;
+        u.part_of = part_of;
         u.reason = probe.verdict.reason;
         u.call = call;
         u.repro = probe.repro_path;
@@ -118,7 +185,7 @@ std::vector<UnsupportedInstruction> UnsupportedInstructions(const AnalysisResult
   for (auto& [key, u] : by_key) {
     if (!out.empty()) {
       auto& last = out.back();
-      if (last.signature == u.signature && last.aten_op == u.aten_op && last.call == u.call &&
+      if (last.signature == u.signature && last.aten_op == u.aten_op && last.part_of == u.part_of && last.call == u.call &&
           last.reason == u.reason && last.repro == u.repro) {
         last.count += u.count;
         continue;
@@ -156,8 +223,18 @@ std::vector<size_t> SortedProbeOrder(const AnalysisResult& result) {
 }
 
 void Tally::Add(const AnalysisResult& result, const OpRecord& op) {
-  calls += op.count;
-  if (result.OpSupported(op)) supported_calls += op.count;
+  // Calls are the program's own (derived records add instructions only), and a call is supported when its own
+  // instructions and those attributed to other ops from its lowering all are (AtenSupportPercentage's definition).
+  if (op.part_of < 0) {
+    calls += op.count;
+    bool ok = result.OpSupported(op);
+    if (ok && !result.ops.empty() && &op >= &result.ops.front() && &op <= &result.ops.back()) {
+      auto index = static_cast<int64_t>(&op - &result.ops.front());
+      for (const OpRecord& d : result.ops)
+        if (d.part_of == index && !result.OpSupported(d)) ok = false;
+    }
+    if (ok) supported_calls += op.count;
+  }
   if (op.lowering != OpRecord::Lowering::kOk) {
     instructions += op.count;
     return;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/driver/result.h"
@@ -28,13 +29,44 @@ struct UnsupportedOp {
   bool dynamic_shape = false;
   bool error = false;      // the first failing verdict was a backend error, not a rejection
   std::vector<size_t> failing_probes;  // unique indices into result.probes, ascending
+  std::string part_of;     // derived: `aten::add.Tensor` whose lowering made this instruction; empty for a real call
+  std::string place;       // `models/det.py:24`: the call site relative to the script's folder; empty when unknown
+  bool lowering_gap() const { return failure_at == "lowering"; }
 };
 
 // Sorted by (kind, file, line, signature, module_path, program, phase, reason).
 std::vector<UnsupportedOp> UnsupportedOps(const analyzer::AnalysisResult& result);
 
-// op -> supported call instances (count-weighted), sorted by op.
-std::map<std::string, int64_t> SupportedAtenCounts(const analyzer::AnalysisResult& result);
+// Unsupported entries that share the user's source line, reason and failure place: one root cause.
+struct UnsupportedGroup {
+  std::string place;       // `models/det.py:24`, empty when unknown
+  std::string reason;
+  std::string failure_at;
+  int64_t count = 0;       // call instances of all entries
+  std::vector<UnsupportedOp> entries;
+};
+
+// Groups `ops` (from UnsupportedOps) by (place, reason, failure_at); most call instances first, then by place.
+std::vector<UnsupportedGroup> GroupUnsupported(const std::vector<UnsupportedOp>& ops);
+
+// `ops` split into the backend's rejections and custom ops (first) and opprobe's lowering gaps (second).
+std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops);
+
+// `aten::mul` or `aten::mul (part of aten::add.Tensor)`.
+std::string DisplayKind(const UnsupportedOp& u);
+
+// `file:line` with `file` relative to `dir` (the script's folder) when it lies under it; empty when unknown.
+std::string SourcePlace(const analyzer::SourceLoc& loc, const std::string& dir);
+
+// A percentage as reports print it: `60.00%`, or `60.00% (incomplete)` when the analysis left something out.
+std::string PercentLabel(const analyzer::AnalysisResult& result, double pct);
+
+// The heading of the lowering-gap section in every format.
+inline constexpr const char* kLoweringGapTitle = "opprobe cannot analyze these yet";
+
+// op -> supported call instances (count-weighted), sorted by op. With `mark_derived`, a derived record is keyed
+// `aten::mul (part of aten::add.Tensor)`; without (the JSON's Neuron-compatible map), it counts under its op.
+std::map<std::string, int64_t> SupportedAtenCounts(const analyzer::AnalysisResult& result, bool mark_derived = true);
 
 // Unique signatures of supported instructions that some op uses, sorted.
 std::vector<std::string> SupportedSignatures(const analyzer::AnalysisResult& result);
@@ -43,6 +75,7 @@ std::vector<std::string> SupportedSignatures(const analyzer::AnalysisResult& res
 struct UnsupportedInstruction {
   std::string signature;
   std::string aten_op;
+  std::string part_of;  // derived instruction: the aten op whose lowering made it (`aten::add.Tensor`)
   std::string reason;
   std::string call;
   std::string repro;
@@ -66,7 +99,7 @@ std::vector<size_t> SortedProbeOrder(const analyzer::AnalysisResult& result);
 
 // Instruction-instance and call counts over a subset of ops.
 struct Tally {
-  int64_t calls = 0;
+  int64_t calls = 0;                   // the program's calls (derived records, part_of >= 0, are not calls)
   int64_t supported_calls = 0;
   int64_t instructions = 0;            // lowering failure: 1 each
   int64_t supported_instructions = 0;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -9,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "analyzer/loaders/trace_loader.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/repro.h"
@@ -129,8 +133,10 @@ void FillSummary(AnalysisResult& r) {
       s.aten_calls += op.count;
     }
     if (op.dynamic_shape) ++s.dynamic_shape_ops;
+    if (op.lowering == OpRecord::Lowering::kCustomOp) s.custom_op_calls += op.count;
+    if (op.lowering == OpRecord::Lowering::kFailed && op.part_of < 0) s.lowering_gap_calls += op.count;
     if (op.lowering != OpRecord::Lowering::kOk) {
-      ++s.lowering_failures;
+      if (op.lowering == OpRecord::Lowering::kFailed) ++s.lowering_failures;
       s.hlo_instructions += op.count;
       continue;
     }
@@ -141,7 +147,38 @@ void FillSummary(AnalysisResult& r) {
   }
 }
 
+// Namespaces the lowering table covers; a call elsewhere without a table entry is a custom op.
+bool IsAtenNamespace(const std::string& op) {
+  return op.rfind("aten::", 0) == 0 || op.rfind("prims::", 0) == 0 || op.rfind("prim::", 0) == 0;
+}
+
+std::string Dirname(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 }  // namespace
+
+std::string MatchIgnorePattern(const std::string& op, const std::string& overload,
+                               const std::vector<std::string>& patterns) {
+  std::string qualified = overload.empty() || overload == "default" ? op : op + "." + overload;
+  for (const auto& p : patterns)
+    if (::fnmatch(p.c_str(), op.c_str(), 0) == 0 || ::fnmatch(p.c_str(), qualified.c_str(), 0) == 0) return p;
+  return "";
+}
+
+std::string CustomOpReason(const std::string& op) {
+  std::string ns = op.substr(0, op.find("::"));
+  std::string what = ns == "torchvision"   ? "a torchvision operator"
+                     : ns == "torchaudio"  ? "a torchaudio operator"
+                     : ns == "quantized"   ? "a quantized-engine (fbgemm/qnnpack) operator"
+                     : ns == "_quantized"  ? "a quantized-engine operator"
+                     : ns == "sparse"      ? "a sparse-layout operator"
+                                           : "an operator registered outside aten (torch.library or a C++ extension)";
+  return fmt::format("{} has no XLA lowering: an XLA backend needs a custom call or a CPU fallback for it ({})", op,
+                     what);
+}
 
 AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table,
                        const DriverOptions& options) {
@@ -153,11 +190,25 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
   r.backend_id = backend.id();
   r.backend_version = backend.version();
   r.programs = graph.programs;
+  r.capture = graph.capture;
+  if (graph.input_kind == "trace") r.source_dir = Dirname(graph.model);
 
   // 1. Merge identical calls at the same place: memory grows with distinct calls, not total calls.
   std::unordered_map<std::string, size_t> op_index;
   std::vector<const Node*> representative;
+  std::map<std::string, IgnoredOp> ignored;
   for (const Node& n : graph.nodes) {
+    if (IsBookkeepingOp(n.op)) continue;  // never reaches a device
+    if (!options.ignore_ops.empty()) {
+      std::string pattern = MatchIgnorePattern(n.op, n.overload, options.ignore_ops);
+      if (!pattern.empty()) {
+        IgnoredOp& ig = ignored[n.op];
+        if (ig.op.empty()) ig = IgnoredOp{n.op, pattern, 0};
+        ig.count += n.count;
+        r.summary.ignored_calls += n.count;
+        continue;
+      }
+    }
     std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", n.SignatureKey(), n.loc.file, n.loc.line, n.module_path,
                                   n.program, n.phase, n.dynamic_shape);
     auto [it, inserted] = op_index.emplace(std::move(key), r.ops.size());
@@ -179,6 +230,7 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
     r.ops.push_back(std::move(op));
     representative.push_back(&n);
   }
+  for (auto& [name, ig] : ignored) r.ignored.push_back(std::move(ig));
 
   // 2. Lower each distinct signature once; 3. dedup probe units by fingerprint.
   struct Lowered {
@@ -196,6 +248,12 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
   ProbeSet set;
   for (size_t i = 0; i < r.ops.size(); ++i) {
     const Node& n = *representative[i];
+    if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
+      // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
+      r.ops[i].lowering = OpRecord::Lowering::kCustomOp;
+      r.ops[i].lowering_error = CustomOpReason(n.op);
+      continue;
+    }
     std::string key = n.SignatureKey();
     auto it = lowered.find(key);
     if (it == lowered.end()) {

@@ -22,7 +22,17 @@ struct DriverOptions {
   std::string dump_dir;                        // write unsupported units as <opcode>_<fingerprint>.hlo/.hlo.pb
   // Called after each probe finishes with (done, total); from probe threads, serialized.
   std::function<void(int64_t, int64_t)> on_progress;
+  // `--ignore-op PATTERN`: calls whose op (`torchvision::nms`, or `aten::add.Tensor` with its overload) matches a
+  // pattern (`*` any text, `?` one character) are left out and listed in AnalysisResult::ignored.
+  std::vector<std::string> ignore_ops;
 };
+
+// Whether `op` (`torchvision::nms`) or its overload-qualified name matches a --ignore-op pattern; the pattern or "".
+std::string MatchIgnorePattern(const std::string& op, const std::string& overload,
+                               const std::vector<std::string>& patterns);
+
+// The reason shown for a call outside aten that has no lowering: `torchvision::nms has no XLA lowering: ...`.
+std::string CustomOpReason(const std::string& op);
 
 // Analyzes an aten graph: lowering through `table`, probing through `backend`.
 AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table,

@@ -1,5 +1,7 @@
 #include "analyzer/driver/result.h"
 
+#include <fmt/format.h>
+
 namespace opprobe::analyzer {
 
 bool AnalysisResult::OpSupported(const OpRecord& op) const {
@@ -9,6 +11,7 @@ bool AnalysisResult::OpSupported(const OpRecord& op) const {
   return true;
 }
 
+// An analysis of nothing supports nothing: 0%, never a reassuring 100% (the report also says it is incomplete).
 double AnalysisResult::SupportPercentage() const {
   int64_t total = 0, ok = 0;
   for (const auto& op : ops) {
@@ -21,7 +24,7 @@ double AnalysisResult::SupportPercentage() const {
       if (probes[p].verdict.supported()) ok += op.count;
     }
   }
-  return total == 0 ? 100.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
+  return total == 0 ? 0.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
 }
 
 double AnalysisResult::AtenSupportPercentage() const {
@@ -35,7 +38,7 @@ double AnalysisResult::AtenSupportPercentage() const {
     total += ops[i].count;
     if (supported[i]) ok += ops[i].count;
   }
-  return total == 0 ? 100.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
+  return total == 0 ? 0.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
 }
 
 std::string AnalysisResult::FailureReason(const OpRecord& op) const {
@@ -46,7 +49,53 @@ std::string AnalysisResult::FailureReason(const OpRecord& op) const {
 }
 
 std::string AnalysisResult::FailureAt(const OpRecord& op) const {
-  return op.lowering != OpRecord::Lowering::kOk ? "lowering" : backend_id;
+  switch (op.lowering) {
+    case OpRecord::Lowering::kFailed: return "lowering";
+    case OpRecord::Lowering::kCustomOp: return "custom_op";
+    case OpRecord::Lowering::kOk: break;
+  }
+  return backend_id;
+}
+
+double AnalysisResult::AnalyzedPercentage() const {
+  int64_t total = 0, ok = 0;
+  for (const auto& op : ops) {
+    if (op.part_of >= 0 || op.lowering == OpRecord::Lowering::kCustomOp) continue;
+    total += op.count;
+    if (op.lowering == OpRecord::Lowering::kOk) ok += op.count;
+  }
+  return total == 0 ? 0.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
+}
+
+bool AnalysisResult::incomplete() const { return !IncompleteReasons().empty(); }
+
+std::vector<std::string> AnalysisResult::IncompleteReasons() const {
+  std::vector<std::string> out;
+  if (partial()) {
+    const CaptureStatus& c = *capture;
+    std::string where = c.location.empty() ? fmt::format("with exit status {}", c.exit_code)
+                                           : fmt::format("at {}:{}", c.location.file, c.location.line);
+    std::string what = c.exception_type.empty() ? std::string()
+                       : c.exception_message.empty() ? fmt::format(" ({})", c.exception_type)
+                                                     : fmt::format(" ({}: {})", c.exception_type, c.exception_message);
+    out.push_back(fmt::format("partial analysis: the script failed {}{}; only the calls before that were analyzed",
+                              where, what));
+  }
+  int64_t calls = 0, gap_calls = 0, gap_sites = 0;
+  for (const auto& op : ops) {
+    if (op.part_of >= 0) continue;
+    calls += op.count;
+    if (op.lowering == OpRecord::Lowering::kFailed) {
+      gap_calls += op.count;
+      ++gap_sites;
+    }
+  }
+  if (calls == 0) out.push_back("nothing analyzed: no aten calls were recorded");
+  if (gap_calls > 0)
+    out.push_back(fmt::format("incomplete: opprobe cannot analyze {} of {} aten calls yet ({} call site{} without a "
+                              "lowering); they count as unsupported",
+                              gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s"));
+  return out;
 }
 
 }  // namespace opprobe::analyzer

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,9 @@ struct OpRecord {
   // PyTorch/XLA's IR): the index of the call's own record in AnalysisResult::ops; -1 for a real call.
   int64_t part_of = -1;
 
-  enum class Lowering { kOk, kFailed };
+  // kFailed: opprobe's own gap (no or a broken lowering; "opprobe cannot analyze these yet").
+  // kCustomOp: a call outside aten/prims (`torchvision::nms`, `mylib::my_op`): XLA has no lowering for it.
+  enum class Lowering { kOk, kFailed, kCustomOp };
   Lowering lowering = Lowering::kOk;
   std::string lowering_error;
   bool dynamic_shape = false;
@@ -49,8 +52,11 @@ struct OpRecord {
 };
 
 struct Summary {
-  int64_t aten_calls = 0;            // sum of counts of real calls (records with part_of == -1)
-  int64_t aten_nodes = 0;            // OpRecords of real calls
+  int64_t aten_calls = 0;            // sum of counts of real calls (records with part_of == -1), other namespaces included
+  int64_t aten_nodes = 0;            // OpRecords of real calls (call sites)
+  int64_t custom_op_calls = 0;       // of aten_calls: calls outside aten/prims (`torchvision::nms`)
+  int64_t lowering_gap_calls = 0;    // of aten_calls: calls opprobe could not lower (not analyzed)
+  int64_t ignored_calls = 0;         // calls left out by --ignore-op (not in aten_calls)
   int64_t distinct_signatures = 0;   // lowerings performed
   int64_t lowering_failures = 0;     // OpRecords whose lowering failed
   int64_t hlo_instructions = 0;      // instruction instances (count-weighted), lowering failures as 1 each
@@ -62,6 +68,13 @@ struct Summary {
   double probe_seconds = 0;          // sum of verdict times of probes run
   double wall_seconds = 0;
   int jobs = 1;
+};
+
+// Calls left out of the analysis by `--ignore-op PATTERN`, one entry per op.
+struct IgnoredOp {
+  std::string op;       // `torchvision::nms`
+  std::string pattern;  // the first pattern that matched
+  int64_t count = 0;    // call instances
 };
 
 struct AnalysisResult {
@@ -76,6 +89,11 @@ struct AnalysisResult {
   Summary summary;
   // Problems that did not stop the analysis (e.g. a repro file that could not be written).
   std::vector<std::string> warnings;
+  // How the captured script ended (trace inputs that record it); a failed script gives a partial analysis.
+  std::optional<CaptureStatus> capture;
+  std::vector<IgnoredOp> ignored;  // sorted by op
+  // The folder of the analyzed script (or input file) when known: call sites are shown relative to it.
+  std::string source_dir;
 
   bool OpSupported(const OpRecord& op) const;
   // Supported instruction instances / all instances, in percent (Neuron's definition). A failed
@@ -86,8 +104,17 @@ struct AnalysisResult {
   double AtenSupportPercentage() const;
   // The first reason an op is unsupported (lowering error or first failing probe's reason).
   std::string FailureReason(const OpRecord& op) const;
-  // `lowering`, or the backend id.
+  // `lowering`, `custom_op`, or the backend id.
   std::string FailureAt(const OpRecord& op) const;
+  // aten calls (count-weighted, custom ops left out) whose lowering opprobe could build, in percent. All three
+  // percentages are 0 when there is nothing to count.
+  double AnalyzedPercentage() const;
+  bool partial() const { return capture && capture->failed(); }
+  // Anything left out: calls opprobe could not lower, a script that failed midway, or nothing at all.
+  bool incomplete() const;
+  // One line per reason the analysis is incomplete (empty when complete), e.g.
+  // `partial analysis: the script failed at model.py:12 (RuntimeError: boom)`.
+  std::vector<std::string> IncompleteReasons() const;
 };
 
 }  // namespace opprobe::analyzer

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -326,6 +327,74 @@ std::string LineColumn(std::string_view text, size_t byte) {
   return fmt::format("line {}, column {}", line, col);
 }
 
+// `status`, `exit_status` and `error` (how the captured script ended) into Graph::capture.
+Status ParseCaptureStatus(const json& doc, const Path& root, Graph& g) {
+  const json* status = Member(doc, "status");
+  if (status == nullptr) return Status::Ok();
+  CaptureStatus c;
+  OPPROBE_ASSIGN_OR_RETURN(std::string s, GetString(*status, root.Key("status")));
+  if (s == "error") c.status = CaptureStatus::Status::kFailed;
+  else if (s != "ok") return Bad(root.Key("status"), fmt::format("expected \"ok\" or \"error\", got \"{}\"", s));
+  if (const json* es = Member(doc, "exit_status")) {
+    OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, root.Key("exit_status")));
+    c.exit_code = static_cast<int>(std::clamp<int64_t>(code, -1000000, 1000000));
+  }
+  if (const json* err = Member(doc, "error")) {
+    Path ep = root.Key("error");
+    if (!err->is_object()) return Expect(*err, ep, "an object {\"type\", \"message\", \"exit_status\"}");
+    if (const json* t = Member(*err, "type")) {
+      OPPROBE_ASSIGN_OR_RETURN(c.exception_type, GetString(*t, ep.Key("type")));
+    }
+    if (const json* m = Member(*err, "message")) {
+      OPPROBE_ASSIGN_OR_RETURN(std::string msg, GetString(*m, ep.Key("message")));
+      c.exception_message = msg.substr(0, msg.find('\n'));  // one line in reports
+    }
+    if (const json* es = Member(*err, "exit_status"); es != nullptr && Member(doc, "exit_status") == nullptr) {
+      OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, ep.Key("exit_status")));
+      c.exit_code = static_cast<int>(std::clamp<int64_t>(code, -1000000, 1000000));
+    }
+    if (const json* loc = Member(*err, "loc")) {
+      Path lp = ep.Key("loc");
+      if (!loc->is_object()) return Expect(*loc, lp, "an object {\"file\", \"line\"}");
+      if (const json* f = Member(*loc, "file")) {
+        OPPROBE_ASSIGN_OR_RETURN(c.location.file, GetString(*f, lp.Key("file")));
+      }
+      if (const json* l = Member(*loc, "line")) {
+        OPPROBE_ASSIGN_OR_RETURN(int64_t line, GetInt(*l, lp.Key("line")));
+        if (line < 0 || line > std::numeric_limits<int>::max()) return Bad(lp.Key("line"), "line out of range");
+        c.location.line = static_cast<int>(line);
+      }
+    }
+  }
+  if (c.status == CaptureStatus::Status::kOk && c.exit_code != 0) c.status = CaptureStatus::Status::kFailed;
+  g.capture = c;
+  return Status::Ok();
+}
+
+// Traces written before the shim recorded calls outside aten list them only in `skipped_ops` (name -> count):
+// each becomes a node without a call site, so that reports list it instead of dropping it.
+Status ParseSkippedOps(const json& doc, const Path& root, Graph& g) {
+  const json* skipped = Member(doc, "skipped_ops");
+  if (skipped == nullptr) return Status::Ok();
+  Path sp = root.Key("skipped_ops");
+  if (!skipped->is_object()) return Expect(*skipped, sp, "an object {op: count}");
+  for (const auto& [name, count_j] : skipped->items()) {
+    OPPROBE_ASSIGN_OR_RETURN(int64_t count, GetInt(count_j, sp.Key(name)));
+    if (name.find("::") == std::string::npos || name.rfind("aten::", 0) == 0 || IsBookkeepingOp(name) || count < 1)
+      continue;
+    bool recorded = false;  // newer shims record such calls in `calls`
+    for (const auto& n : g.nodes) recorded = recorded || n.op == name;
+    if (recorded) continue;
+    Node n;
+    n.op = name;
+    n.overload = "default";
+    n.count = count;
+    n.note = "listed in the trace's skipped_ops without a call site (captured by an older opprobe)";
+    g.nodes.push_back(std::move(n));
+  }
+  return Status::Ok();
+}
+
 Expected<Graph> ParseDocument(const json& doc) {
   Path root;
   if (!doc.is_object()) return Expect(doc, Path().Key("(root)"), "a JSON object");
@@ -355,10 +424,21 @@ Expected<Graph> ParseDocument(const json& doc) {
     OPPROBE_ASSIGN_OR_RETURN(Node n, ParseCall((*calls)[i], root.Key("calls").Index(i)));
     g.nodes.push_back(std::move(n));
   }
+  OPPROBE_RETURN_IF_ERROR(ParseCaptureStatus(doc, root, g));
+  OPPROBE_RETURN_IF_ERROR(ParseSkippedOps(doc, root, g));
   return g;
 }
 
 }  // namespace
+
+bool IsBookkeepingOp(const std::string& op) {
+  for (const char* ns : {"profiler::", "prims::", "prim::", "debugprims::"})
+    if (op.rfind(ns, 0) == 0) return true;
+  // Version queries that libraries dispatch at import time; they compute nothing on a tensor.
+  for (const char* name : {"torchvision::_cuda_version", "torchaudio::cuda_version", "torchaudio::_cuda_version"})
+    if (op == name) return true;
+  return false;
+}
 
 Expected<Graph> ParseTrace(std::string_view json_text, const std::string& source_name) {
   try {

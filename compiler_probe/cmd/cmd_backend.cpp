@@ -230,8 +230,25 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
       return BackendUnavailable(fmt::format("cmd backend: the program name '{}' may not contain a placeholder", words[0]));
   auto program = FindProgram(words[0]);
   if (!program) {
-    return BackendUnavailable(fmt::format("cmd backend: compiler '{}' not found{}", words[0],
-                                          words[0].find('/') == std::string::npos ? " on PATH" : " or not executable"));
+    if (words[0].find('/') == std::string::npos) {
+      const char* path_env = std::getenv("PATH");
+      return BackendUnavailable(fmt::format("cmd backend: compiler '{}' not found on PATH ({}); nothing was probed",
+                                            words[0], path_env && *path_env ? path_env : "PATH is empty"));
+    }
+    // A path: name where it resolves (relative to the working directory) and why it cannot be started.
+    std::error_code fec;
+    fs::path resolved = fs::absolute(words[0], fec).lexically_normal();
+    std::string why = !fs::exists(resolved, fec)       ? "does not exist"
+                      : fs::is_directory(resolved, fec) ? "is a directory"
+                                                        : "is not executable";
+    return BackendUnavailable(fmt::format("cmd backend: compiler '{}' cannot be started: {} {}; nothing was probed",
+                                          words[0], resolved.string(), why));
+  }
+  {
+    // Probes run in their own work directories: a relative program path must not be looked up from there.
+    std::error_code aec;
+    fs::path abs = fs::absolute(*program, aec);
+    if (!aec) program = abs.lexically_normal().string();
   }
   std::string version = fmt::format("template={} program={}", hlo::Fnv1a64Hex(command_template), ProgramVersion(*program));
 

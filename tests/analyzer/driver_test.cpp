@@ -85,7 +85,7 @@ TEST(Driver, MergesCallsDedupsUnitsAndFansVerdictsOut) {
   Graph g;
   g.model = "model.py";
   g.nodes = {Call("test::neg", {4}, 10, 3), Call("test::neg", {4}, 10, 2), Call("test::neg", {4}, 11),
-             Call("test::neg", {8}, 12), Call("test::missing", {4}, 13)};
+             Call("test::neg", {8}, 12), Call("aten::opprobe_test_missing", {4}, 13)};
   FakeBackend backend("negate");
   DriverOptions opts;
   opts.jobs = 2;
@@ -100,7 +100,7 @@ TEST(Driver, MergesCallsDedupsUnitsAndFansVerdictsOut) {
   EXPECT_EQ(backend.probes.load(), 2);
   EXPECT_EQ(r.ops[3].lowering, OpRecord::Lowering::kFailed);
   EXPECT_EQ(r.FailureAt(r.ops[3]), "lowering");
-  EXPECT_EQ(r.ops[3].lowering_error, "no lowering for test::missing");
+  EXPECT_EQ(r.ops[3].lowering_error, "no lowering for aten::opprobe_test_missing");
   for (int i = 0; i < 3; ++i) {
     EXPECT_FALSE(r.OpSupported(r.ops[i]));
     EXPECT_EQ(r.FailureReason(r.ops[i]), "no negate here");

@@ -90,20 +90,36 @@ TEST(ProfileRecordTest, RulesAreAsGeneralAsTheVerdictsAllow) {
   EXPECT_EQ(by_id["multiply"]["match"], nlohmann::json({{"opcodes", {"multiply"}}}));
   EXPECT_EQ(by_id["multiply"]["reason"], "exit status 1: no multiply");
   EXPECT_EQ(by_id["multiply"]["verdict"], "unsupported");
-  // add differs by result type.
-  ASSERT_TRUE(by_id.count("add-c64")) << p.dump(2);
-  EXPECT_EQ(by_id["add-c64"]["match"], nlohmann::json({{"opcodes", {"add"}}, {"result_types", {"c64"}}}));
+  // add differs by result type; one c64 add is evidence for its own operand types only.
+  ASSERT_TRUE(by_id.count("add-c64-from-c64")) << p.dump(2);
+  EXPECT_EQ(by_id["add-c64-from-c64"]["match"],
+            nlohmann::json({{"opcodes", {"add"}}, {"result_types", {"c64"}}, {"operand_types", {"c64"}}}));
   // convert's result types agree; its operand types decide.
   ASSERT_TRUE(by_id.count("convert-s32-from-s64")) << p.dump(2);
   EXPECT_EQ(by_id["convert-s32-from-s64"]["match"]["operand_types"], nlohmann::json({"s64"}));
-  // A crash is recorded as unsupported.
-  ASSERT_TRUE(by_id.count("divide"));
-  EXPECT_EQ(by_id["divide"]["reason"], "compiler error: compiler killed by signal 11 (SIGSEGV)");
+  // A crash is recorded as unsupported; one unit is evidence for its own types only.
+  ASSERT_TRUE(by_id.count("divide-f32-from-f32")) << p.dump(2);
+  EXPECT_EQ(by_id["divide-f32-from-f32"]["reason"], "compiler error: compiler killed by signal 11 (SIGSEGV)");
+  EXPECT_FALSE(by_id.count("divide"));
   EXPECT_FALSE(by_id.count("subtract"));
   auto backend = Load(p);
   EXPECT_FALSE(backend.probe(*BinaryUnit(Opcode::kMultiply, PrimitiveType::BF16)).supported());
   EXPECT_TRUE(backend.probe(*BinaryUnit(Opcode::kAdd, PrimitiveType::F64)).supported());
   EXPECT_FALSE(backend.probe(*BinaryUnit(Opcode::kAdd, PrimitiveType::C64, {2, 2})).supported());
+}
+
+TEST(ProfileRecordTest, OneRejectedConvertDoesNotRejectEveryConvert) {
+  analyzer::AnalysisResult r;
+  r.backend_id = "cmd:x {hlo_txt}";
+  AddProbe(r, *ConvertUnit(PrimitiveType::C64, PrimitiveType::F32), Verdict::Unsupported("no complex input"));
+  nlohmann::json p = RecordProfile(r, "x");
+  ASSERT_EQ(p["rules"].size(), 1u) << p.dump(2);
+  EXPECT_EQ(p["rules"][0]["match"],
+            nlohmann::json({{"opcodes", {"convert"}}, {"result_types", {"f32"}}, {"operand_types", {"c64"}}}));
+  auto backend = Load(p);
+  EXPECT_FALSE(backend.probe(*ConvertUnit(PrimitiveType::C64, PrimitiveType::F32)).supported());
+  EXPECT_TRUE(backend.probe(*ConvertUnit(PrimitiveType::F32, PrimitiveType::S32)).supported());
+  EXPECT_TRUE(backend.probe(*ConvertUnit(PrimitiveType::S32, PrimitiveType::F32)).supported());
 }
 
 TEST(ProfileRecordTest, ConflictingVerdictsTakeTheMajorityAndSaySo) {

@@ -55,10 +55,14 @@ inline void FillSummary(AnalysisResult& r, double probe_seconds, double wall_sec
   auto& s = r.summary;
   s = {};
   for (const auto& op : r.ops) {
-    s.aten_calls += op.count;
-    s.aten_nodes += 1;
+    if (op.part_of < 0) {
+      s.aten_calls += op.count;
+      s.aten_nodes += 1;
+    }
+    if (op.lowering == OpRecord::Lowering::kCustomOp) s.custom_op_calls += op.count;
+    if (op.lowering == OpRecord::Lowering::kFailed && op.part_of < 0) s.lowering_gap_calls += op.count;
     if (op.lowering != OpRecord::Lowering::kOk) {
-      s.lowering_failures += 1;
+      if (op.lowering == OpRecord::Lowering::kFailed) s.lowering_failures += 1;
       s.hlo_instructions += op.count;
       continue;
     }
@@ -200,6 +204,56 @@ inline AnalysisResult AllSupported() {
   r.ops[1].module_path = "nl1";
   r.ops[2].module_path = "nl2";
   FillSummary(r, 0.0, 0.2, 2);
+  return r;
+}
+
+// What issue 12 is about: a detection script that failed midway (partial), a torchvision::nms call (custom op)
+// and a torch.library op, an op opprobe cannot lower (a gap, apart from the verdicts), add's alpha multiply
+// (derived, part_of), one source line with several rejected ops (one group), and ops left out by --ignore-op.
+inline AnalysisResult Honest() {
+  AnalysisResult r;
+  r.model = "/work/demo/detect.py";
+  r.source_dir = "/work/demo";
+  r.input_kind = "trace";
+  r.torch_version = "2.3.0";
+  r.backend_id = "rules:neuron-trn1";
+  r.backend_version = "neuron-trn1@3f9c2a1b";
+  analyzer::CaptureStatus c;
+  c.status = analyzer::CaptureStatus::Status::kFailed;
+  c.exit_code = 1;
+  c.exception_type = "RuntimeError";
+  c.exception_message = "boxes must be 2-D";
+  c.location = {"/work/demo/detect.py", 41};
+  r.capture = c;
+  const std::string kC64 = "element type c64 is not supported: Neuron has no complex types";
+  r.probes = {
+      Probe("c000000000000001", "add", "f32[4]{0} add(f32[4]{0}, f32[4]{0})", Accepted()),
+      Probe("c000000000000002", "multiply", "c64[4]{0} multiply(c64[4]{0}, c64[4]{0})", Rejected(kC64)),
+      Probe("c000000000000003", "convert", "c64[4]{0} convert(f32[4]{0})", Rejected(kC64)),
+      Probe("c000000000000004", "exponential", "c64[4]{0} exponential(c64[4]{0})", Rejected(kC64)),
+  };
+  auto add = Op("aten::add", "Tensor", "c64[4], c64[4]", "/work/demo/detect.py", 30, {0}, 2);
+  auto mul = Op("aten::mul", "", "c64[4], c64[4]", "/work/demo/detect.py", 30, {1}, 2);
+  mul.part_of = 0;
+  mul.note = "part of the lowering of aten::add.Tensor";
+  auto cast = Op("aten::_to_copy", "default", "f32[4]", "/work/demo/models/head.py", 12, {2}, 6);
+  cast.module_path = "head";
+  auto ex = Op("aten::exp", "default", "c64[4]", "/work/demo/models/head.py", 12, {3}, 3);
+  ex.module_path = "head";
+  auto nms = Op("torchvision::nms", "default", "f32[100,4], f32[100]", "/work/demo/detect.py", 35, {}, 1);
+  nms.lowering = OpRecord::Lowering::kCustomOp;
+  nms.lowering_error = "torchvision::nms has no XLA lowering: an XLA backend needs a custom call or a CPU fallback "
+                       "for it (a torchvision operator)";
+  auto mine = Op("mylib::my_op", "default", "f32[4]", "", 0, {}, 5);
+  mine.lowering = OpRecord::Lowering::kCustomOp;
+  mine.lowering_error = "mylib::my_op has no XLA lowering: an XLA backend needs a custom call or a CPU fallback for it";
+  auto gap = Op("aten::_fft_c2c", "default", "c64[8]", "/work/demo/detect.py", 38, {}, 2);
+  gap.lowering = OpRecord::Lowering::kFailed;
+  gap.lowering_error = "no lowering for aten::_fft_c2c";
+  r.ops = {add, mul, cast, ex, nms, mine, gap};
+  r.ignored = {{"torchvision::roi_align", "torchvision::roi*", 4}};
+  FillSummary(r, 0.0, 0.3, 1);
+  r.summary.ignored_calls = 4;
   return r;
 }
 

@@ -51,14 +51,16 @@ TEST(FormatPercent, TwoDecimalsAndPercentSign) {
 TEST(ToJson, TopLevelKeysInFixedOrder) {
   Json j = ToJson(NeuronUnsupported(), 2);
   EXPECT_EQ(Keys(j), (std::vector<std::string>{"opprobe_version", "schema_version", "backend", "backend_version",
-                                               "model", "input_kind", "torch_version", "verbosity",
-                                               "support_percentage", "aten_support_percentage",
-                                               "supported_operators", "unsupported_operators", "summary"}));
+                                               "model", "input_kind", "torch_version", "verbosity", "complete",
+                                               "incomplete_reasons", "support_percentage", "aten_support_percentage",
+                                               "analyzed_percentage", "supported_operators", "unsupported_operators",
+                                               "summary"}));
   EXPECT_EQ(j["schema_version"], kSchemaVersion);
   EXPECT_EQ(j["backend"], "rules:neuron-trn1");
   EXPECT_EQ(j["model"], "unsupported.py");
   EXPECT_EQ(Keys(j["summary"]),
-            (std::vector<std::string>{"aten_calls", "aten_nodes", "distinct_signatures", "lowering_failures",
+            (std::vector<std::string>{"aten_calls", "aten_nodes", "custom_op_calls", "lowering_gap_calls",
+                                      "ignored_calls", "distinct_signatures", "lowering_failures",
                                       "hlo_instructions", "supported_instructions", "unique_probes", "cache_hits",
                                       "probes_run", "dynamic_shape_ops", "probe_seconds", "wall_seconds", "jobs"}));
 }
@@ -176,8 +178,12 @@ TEST(ToJson, AllSupportedAndEmpty) {
   EXPECT_EQ(j["unsupported_operators"]["aten"], Json::array());
   EXPECT_EQ(j["unsupported_operators"]["xla"], Json::array());
   EXPECT_EQ(j["supported_operators"]["aten"]["aten::mm"], 4);
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_EQ(j["incomplete_reasons"], Json::array());
+  // An analysis of nothing is never 100%: 0% and incomplete.
   Json e = ToJson(Empty(), 2);
-  EXPECT_EQ(e["support_percentage"], "100.00%");
+  EXPECT_EQ(e["support_percentage"], "0.00%");
+  EXPECT_EQ(e["complete"], false);
   EXPECT_TRUE(e["supported_operators"]["aten"].is_object());
   EXPECT_TRUE(e["unsupported_operators"]["aten"].is_array());
 }
