@@ -7,7 +7,11 @@
 //   - `_foreach_norm` (clip_grad_norm_ with foreach): one p-norm per list entry;
 //   - `_scaled_dot_product_flash_attention_for_cpu` and its backward (scaled_dot_product_attention on the
 //     CPU in 2.x): the math path, softmax in f32 with the log-sum-exp the op also returns;
-//   - `_safe_softmax` (the math path of scaled_dot_product_attention with a mask, torchaudio's wav2vec2).
+//   - `_safe_softmax` (the math path of scaled_dot_product_attention with a mask, torchaudio's wav2vec2);
+//   - `_batch_norm_with_update` (BatchNorm in training mode), `empty_permuted`, `unsafe_split` (OpInfo on 2.9);
+//   - the composite ops torch.export (2.5+) keeps in its programs: batch_norm, layer_norm, dropout,
+//     scaled_dot_product_attention, flatten, unflatten, adaptive_avg_pool2d, and PT2E quantization's
+//     quantized_decomposed::quantize_per_tensor / dequantize_per_tensor.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -268,8 +272,161 @@ Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
   return Done(c, {out});
 }
 
+// _batch_norm_with_update (BatchNorm in training mode, 2.4+): native_batch_norm with training=True, plus the
+// empty `reserve` tensor the op also returns. (Its in-place update of running_mean/var is not an output.)
+Expected<LoweredOp> BatchNormWithUpdate(const Node& n, Builder& b) {
+  Node bn = n;
+  bn.op = "aten::native_batch_norm";
+  bn.overload = "default";
+  bn.args.clear();
+  for (const char* name : {"input", "weight", "bias", "running_mean", "running_var"}) {
+    const Value* v = n.arg(name, bn.args.size());
+    bn.args.push_back({name, v ? *v : Value::None()});
+  }
+  bn.args.push_back({"training", Value::Bool(true)});
+  const Value* momentum = n.arg("momentum", 5);
+  const Value* eps = n.arg("eps", 6);
+  bn.args.push_back({"momentum", momentum ? *momentum : Value::Float(0.1)});
+  bn.args.push_back({"eps", eps ? *eps : Value::Float(1e-5)});
+  if (bn.outputs.size() > 3) bn.outputs.resize(3);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, BatchNorm(bn, b));
+  if (n.outputs.size() > 3 && n.outputs[3].kind == Value::Kind::kTensor)
+    op.outputs.push_back(Full(b, n.outputs[3].tensor.dtype, 0, n.outputs[3].tensor.sizes));
+  return op;
+}
+
+// ---- the composite ops of torch.export's training IR (torch 2.5+ exports keep them undecomposed) ----
+namespace {
+
+// Lowers `n` as the op `op` with `args` (same tensor arguments, in the same order) and keeps its first value.
+Expected<LoweredOp> AsFirstOutputOf(const Node& n, Builder& b, const char* op, const LoweringFn& fn,
+                                    std::vector<Argument> args) {
+  Node m = n;
+  m.op = op;
+  m.overload = "default";
+  m.args = std::move(args);
+  m.outputs.clear();
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp r, fn(m, b));
+  if (r.outputs.empty()) return Unimplemented(fmt::format("{}: {} gave no value", n.qualified_name(), op));
+  r.outputs.resize(1);
+  return r;
+}
+
+Value ArgOr(const Node& n, const char* name, size_t pos, Value def) {
+  const Value* v = n.arg(name, pos);
+  return v && !v->is_none() ? *v : def;
+}
+
+}  // namespace
+
+Expected<LoweredOp> BatchNormComposite(const Node& n, Builder& b) {
+  std::vector<Argument> args;
+  const char* names[] = {"input", "weight", "bias", "running_mean", "running_var"};
+  for (size_t i = 0; i < 5; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
+  args.push_back({"training", ArgOr(n, "training", 5, Value::Bool(false))});
+  args.push_back({"momentum", ArgOr(n, "momentum", 6, Value::Float(0.1))});
+  args.push_back({"eps", ArgOr(n, "eps", 7, Value::Float(1e-5))});
+  return AsFirstOutputOf(n, b, "aten::native_batch_norm", BatchNorm, std::move(args));
+}
+
+Expected<LoweredOp> LayerNormComposite(const Node& n, Builder& b) {
+  std::vector<Argument> args;
+  const char* names[] = {"input", "normalized_shape", "weight", "bias"};
+  for (size_t i = 0; i < 4; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
+  args.push_back({"eps", ArgOr(n, "eps", 4, Value::Float(1e-5))});
+  return AsFirstOutputOf(n, b, "aten::native_layer_norm", LayerNorm, std::move(args));
+}
+
+Expected<LoweredOp> DropoutComposite(const Node& n, Builder& b) {
+  bool train = ArgOr(n, "train", 2, Value::Bool(false)).AsDouble() != 0;
+  double p = ArgOr(n, "p", 1, Value::Float(0.5)).AsDouble();
+  if (!train || p == 0) {  // eval mode: the identity
+    Ctx c(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
+    return Done(c, {b.Convert(x, c.OutType(0, x->shape.element_type()))});
+  }
+  return AsFirstOutputOf(n, b, "aten::native_dropout", NativeDropout,
+                         {{"input", ArgOr(n, "input", 0, Value::None())}, {"p", Value::Float(p)}, {"train", Value::Bool(true)}});
+}
+
+Expected<LoweredOp> SdpaComposite(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  if (c.Double("dropout_p", 4, 0) > 0) return Bad(c, "dropout_p > 0 in an exported program");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(c, 0));
+  PrimitiveType t = c.OutType(0, c.T("query", 0)->shape.element_type());
+  return Done(c, {b.Convert(BatchDot(b, s.probs, s.v, false, false), t)});
+}
+
+Expected<LoweredOp> Flatten(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> d = Dims(x);
+  if (d.empty()) return Done(c, {b.Reshape(x, {1})});
+  auto start = WrapDim(c.Int("start_dim", 1, 0), Rank(x)), end = WrapDim(c.Int("end_dim", 2, -1), Rank(x));
+  if (!start || !end || *start > *end) return Bad(c, "start_dim/end_dim out of range");
+  std::vector<int64_t> out(d.begin(), d.begin() + *start);
+  int64_t m = 1;
+  for (int64_t i = *start; i <= *end; ++i) m *= d[static_cast<size_t>(i)];
+  out.push_back(m);
+  out.insert(out.end(), d.begin() + *end + 1, d.end());
+  return Done(c, {b.Reshape(x, out)});
+}
+
+Expected<LoweredOp> Unflatten(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> d = Dims(x);
+  auto dim = WrapDim(c.Int("dim", 1, 0), Rank(x));
+  std::vector<int64_t> sizes = c.Ints("sizes", 2);
+  if (!dim || sizes.empty()) return Bad(c, "bad dim or sizes");
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) infer = static_cast<int64_t>(i);
+    else known *= sizes[i];
+  }
+  if (infer >= 0) sizes[static_cast<size_t>(infer)] = known ? d[static_cast<size_t>(*dim)] / known : 0;
+  std::vector<int64_t> out(d.begin(), d.begin() + *dim);
+  out.insert(out.end(), sizes.begin(), sizes.end());
+  out.insert(out.end(), d.begin() + *dim + 1, d.end());
+  return Done(c, {b.Reshape(x, out)});
+}
+
+// PT2E quantization's quantize/dequantize (quantized_decomposed::*_per_tensor with scalar scale and zero point).
+Expected<LoweredOp> QuantizePerTensor(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
+  double scale = c.Double("scale", 1, 1), zp = c.Double("zero_point", 2, 0);
+  double lo = c.Double("quant_min", 3, -128), hi = c.Double("quant_max", 4, 127);
+  PrimitiveType q = c.OutType(0, c.Dtype("dtype", 5).value_or(PrimitiveType::S8));
+  Instruction* x = b.Convert(x0, PrimitiveType::F32);
+  std::vector<int64_t> d = Dims(x);
+  Instruction* r = AddScalar(b, b.Unary(Opcode::kRoundNearestEven, MulScalar(b, x, 1.0 / scale)), zp);
+  r = b.Clamp(Full(b, PrimitiveType::F32, lo, d), r, Full(b, PrimitiveType::F32, hi, d));
+  return Done(c, {b.Convert(r, q)});
+}
+
+Expected<LoweredOp> DequantizePerTensor(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
+  double scale = c.Double("scale", 1, 1), zp = c.Double("zero_point", 2, 0);
+  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
+  Instruction* r = MulScalar(b, AddScalar(b, b.Convert(x0, PrimitiveType::F32), -zp), scale);
+  return Done(c, {b.Convert(r, t)});
+}
+
 const std::vector<Torch2Lowering>& Torch2Lowerings() {
   static const auto* entries = new std::vector<Torch2Lowering>{
+      {"aten::_batch_norm_with_update", "norm", BatchNormWithUpdate},
+      {"aten::adaptive_avg_pool2d", "pooling", AdaptiveAvgPool},
+      {"aten::adaptive_avg_pool3d", "pooling", AdaptiveAvgPool},
+      {"aten::batch_norm", "norm", BatchNormComposite},
+      {"aten::dropout", "random", DropoutComposite},
+      {"aten::flatten", "shape", Flatten},
+      {"aten::layer_norm", "norm", LayerNormComposite},
+      {"aten::scaled_dot_product_attention", "attention", SdpaComposite},
+      {"aten::unflatten", "shape", Unflatten},
+      {"quantized_decomposed::dequantize_per_tensor", "quantized", DequantizePerTensor},
+      {"quantized_decomposed::quantize_per_tensor", "quantized", QuantizePerTensor},
       {"aten::_foreach_norm", "optimizer", ForeachNorm},
       {"aten::_safe_softmax", "reduction", SafeSoftmax},
       {"aten::_fused_adam_", "optimizer", FusedAdamOp},
@@ -277,6 +434,9 @@ const std::vector<Torch2Lowering>& Torch2Lowerings() {
       {"aten::_fused_sgd_", "optimizer", FusedSgd},
       {"aten::_scaled_dot_product_flash_attention_for_cpu", "attention", SdpaFlashCpu},
       {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", "attention", SdpaFlashCpuBackward},
+      {"aten::empty_permuted", "factory", FullOutput},  // uninitialized, like empty
+      {"aten::unsafe_split", "shape", Split},
+      {"aten::unsafe_split_with_sizes", "shape", Split},
   };
   return *entries;
 }
