@@ -8,6 +8,7 @@
 #include "cli/capture_run.h"
 #include "cli/commands.h"
 #include "cli/report_options.h"
+#include "cli/torch_xla_run.h"
 
 namespace opprobe::cli {
 namespace {
@@ -19,6 +20,7 @@ struct AnalyzeArgs {
   bool no_cache = false;
   bool no_progress = false;
   std::string save_trace;
+  std::string lowering = "opprobe";  // or torch_xla: analyze the HLO the real torch_xla emits (-- script)
 };
 
 // Captures the script after `--` into a temporary trace (or --save-trace FILE); returns its path and
@@ -53,7 +55,24 @@ int RunAnalyze(AnalyzeArgs& a) {
 
   std::filesystem::path temp_dir;
   int script_status = 0;
-  if (!command.empty()) {
+  if (a.lowering == "torch_xla") {
+    if (command.empty())
+      return ReportError(UsageError("--lowering torch_xla runs a script: give `-- <python> script.py args...`"));
+    std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return ReportError(Internal("cannot create a temporary folder for the HLO dump"));
+    temp_dir = tmpl;
+    auto ran = RunWithTorchXla(command, tmpl);
+    if (!ran.ok()) {
+      std::error_code ec;
+      std::filesystem::remove_all(temp_dir, ec);
+      return ReportError(ran.status());
+    }
+    inputs = ran->hlo_files;
+    script_status = ran->script_status;
+    if (script_status != 0)
+      std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
+                   script_status);
+  } else if (!command.empty()) {
     auto captured = CaptureScript(command, a.save_trace, temp_dir);
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
@@ -68,6 +87,7 @@ int RunAnalyze(AnalyzeArgs& a) {
     std::filesystem::remove_all(temp_dir, ec);
   }
   if (!result.ok()) return ReportError(result.status());
+  if (a.lowering == "torch_xla") result->model = command.size() > 1 ? command[1] : command[0];  // not the temp dump
   for (const auto& w : result->warnings) std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str());
   int code = FinishReports(*result, a.report);
   // A script that failed is an input problem even when its partial analysis passed the gates.
@@ -99,6 +119,11 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "Write each unsupported probe unit as <opcode>_<fingerprint>.hlo and .hlo.pb here");
   cmd->add_flag("--no-progress", args->no_progress, "No progress output on stderr");
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
+  cmd->add_option("--lowering", args->lowering,
+                  "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
+                  "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step")
+      ->check(CLI::IsMember({"opprobe", "torch_xla"}))
+      ->capture_default_str();
   AddReportOptions(cmd, args->report);
   cmd->footer(
       "Examples:\n"
@@ -106,6 +131,7 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "  opprobe analyze samples/traces/resnet18_train.json --backend rules:cpu -o report.json\n"
       "  opprobe analyze model.pt2 --backend interp --verbosity 1 -o report.json\n"
       "  opprobe analyze dump.hlo --backend rules:neuron-trn1 --dump-dir repro/\n"
+      "  opprobe analyze --lowering torch_xla --backend rules:neuron-trn1 -- venv/bin/python train_xla.py\n"
       "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
       "(or the captured script failed), 3 the backend cannot be used.");
   cmd->callback([args, &exit_code] { exit_code = RunAnalyze(*args); });
