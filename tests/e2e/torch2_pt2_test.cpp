@@ -3,10 +3,13 @@
 // node by node against each program's own node list, and `opprobe analyze` runs on each file.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -34,19 +37,27 @@ class Torch2Pt2 : public ::testing::Test {
       setup_error_ = "OPPROBE_TORCH2_PYTHON is not set (scripts/test creates the torch2 environment and sets it)";
       return;
     }
-    dir_ = fs::temp_directory_path() / ("opprobe_torch2_pt2_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    std::string cmd = std::string("cd '") + OPPROBE_SOURCE_DIR + "' && '" + py + "' tests/torch2/make_pt2.py '" +
-                      dir_.string() + "' >'" + (dir_ / "make.log").string() + "' 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      setup_error_ = "tests/torch2/make_pt2.py failed: " + ReadWholeFile((dir_ / "make.log").string());
-      return;
+    // ctest runs each test in its own process: the programs are made once per (python, make_pt2.py version)
+    // into a shared folder, under a lock, and reused by the other tests.
+    const std::string script = std::string(OPPROBE_SOURCE_DIR) + "/tests/torch2/make_pt2.py";
+    std::error_code ec;
+    auto stamp = fs::last_write_time(script, ec).time_since_epoch().count();
+    dir_ = fs::temp_directory_path() /
+           ("opprobe_torch2_pt2_" + std::to_string(std::hash<std::string>{}(std::string(py) + "|" + script + "|" +
+                                                                             std::to_string(stamp))));
+    fs::create_directories(dir_, ec);
+    int lock = open((dir_.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock >= 0) flock(lock, LOCK_EX);
+    if (!fs::exists(dir_ / "manifest.json")) {
+      std::string cmd = std::string("cd '") + OPPROBE_SOURCE_DIR + "' && '" + py + "' tests/torch2/make_pt2.py '" +
+                        dir_.string() + "' >'" + (dir_ / "make.log").string() + "' 2>&1";
+      if (std::system(cmd.c_str()) != 0) {
+        setup_error_ = "tests/torch2/make_pt2.py failed: " + ReadWholeFile((dir_ / "make.log").string());
+        fs::remove(dir_ / "manifest.json", ec);
+      }
     }
-    manifest_ = json::parse(ReadWholeFile((dir_ / "manifest.json").string()));
-  }
-  static void TearDownTestSuite() {
-    if (!dir_.empty() && !::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(dir_);
+    if (lock >= 0) close(lock);
+    if (setup_error_.empty()) manifest_ = json::parse(ReadWholeFile((dir_ / "manifest.json").string()));
   }
   void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
 
