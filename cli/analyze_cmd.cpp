@@ -9,6 +9,7 @@
 #include "cli/capture_run.h"
 #include "cli/commands.h"
 #include "cli/report_options.h"
+#include "cli/torch_xla_run.h"
 
 namespace opprobe::cli {
 namespace {
@@ -21,6 +22,7 @@ struct AnalyzeArgs {
   bool no_progress = false;
   bool progress = false;
   std::string save_trace;
+  std::string lowering = "opprobe";  // or torch_xla: analyze the HLO the real torch_xla emits (-- script)
 };
 
 // Captures the script after `--` into a temporary trace (or --save-trace FILE); returns its path and
@@ -71,7 +73,24 @@ int RunAnalyze(AnalyzeArgs& a) {
 
   std::filesystem::path temp_dir;
   int script_status = 0;
-  if (!command.empty()) {
+  if (a.lowering == "torch_xla") {
+    if (command.empty())
+      return ReportError(UsageError("--lowering torch_xla runs a script: give `-- <python> script.py args...`"));
+    std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return ReportError(Internal("cannot create a temporary folder for the HLO dump"));
+    temp_dir = tmpl;
+    auto ran = RunWithTorchXla(command, tmpl);
+    if (!ran.ok()) {
+      std::error_code ec;
+      std::filesystem::remove_all(temp_dir, ec);
+      return ReportError(ran.status());
+    }
+    inputs = ran->hlo_files;
+    script_status = ran->script_status;
+    if (script_status != 0 && !a.report.quiet)
+      std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
+                   script_status);
+  } else if (!command.empty()) {
     auto captured = CaptureScript(command, a.save_trace, temp_dir);
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
@@ -86,6 +105,7 @@ int RunAnalyze(AnalyzeArgs& a) {
     std::filesystem::remove_all(temp_dir, ec);
   }
   if (!result.ok()) return ReportError(result.status());
+  if (a.lowering == "torch_xla") result->model = command.size() > 1 ? command[1] : command[0];  // not the temp dump
   // The analysis's real wall time: capture, loading, lowering and probing.
   result->summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!a.report.quiet)
@@ -128,6 +148,11 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "torchvision::*, mylib::my_op, aten::add.Tensor. The report lists what was ignored")
       ->type_name("PATTERN");
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
+  cmd->add_option("--lowering", args->lowering,
+                  "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
+                  "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step")
+      ->check(CLI::IsMember({"opprobe", "torch_xla"}))
+      ->capture_default_str();
   AddReportOptions(cmd, args->report);
   cmd->footer(
       "Examples:\n"
@@ -135,6 +160,7 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "  opprobe analyze samples/traces/resnet18_train.json --backend rules:cpu -o report.json\n"
       "  opprobe analyze model.pt2 --backend interp --verbosity 1 -o report.json\n"
       "  opprobe analyze dump.hlo --backend rules:neuron-trn1 --dump-dir repro/\n"
+      "  opprobe analyze --lowering torch_xla --backend rules:neuron-trn1 -- venv/bin/python train_xla.py\n"
       "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
       "(or the captured script failed: reports are written, marked partial; or no aten call was captured),\n"
       "3 the backend cannot be used. Gates never pass on a partial, empty or incomplete analysis.");

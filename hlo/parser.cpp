@@ -1577,7 +1577,9 @@ std::vector<std::pair<size_t, size_t>> SplitRanges(std::string_view text) {
       size_t begin = k + 1 < lines.size() ? lines[k + 1] : text.size();
       size_t end = text.size();
       for (size_t j = k + 1; j < lines.size(); ++j)
-        if (line_starts_with(lines[j], "## END_GRAPH") || line_starts_with(lines[j], "## BEGIN_GRAPH")) {
+        // torch_xla 2.x writes `Graph Hash: <hex>` after the module, before `## END_GRAPH`.
+        if (line_starts_with(lines[j], "## END_GRAPH") || line_starts_with(lines[j], "## BEGIN_GRAPH") ||
+            line_starts_with(lines[j], "Graph Hash:")) {
           end = lines[j];
           break;
         }

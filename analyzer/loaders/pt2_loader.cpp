@@ -87,6 +87,13 @@ Expected<std::vector<ProgramEntry>> FindPrograms(const ZipReader& zip, const std
         if (rel.find('/') != std::string::npos) continue;
         programs.push_back({&e, Stem(rel)});
       }
+      if (programs.empty())  // an AOTInductor package of torch 2.8+: compiled code only
+        for (const auto& e : entries)
+          if (e.name.starts_with(root + "data/aotinductor/"))
+            return InvalidInput(fmt::format(
+                "{}: an AOTInductor package (compiled code in '{}data/aotinductor/', no '{}<name>.json' "
+                "program): nothing to analyze; save the torch.export program itself (torch.export.save)",
+                path, root, models));
       if (programs.empty())
         return InvalidInput(fmt::format("{}: PT2 archive without a program (no '{}<name>.json' entry)", path, models));
       return programs;
@@ -97,6 +104,14 @@ Expected<std::vector<ProgramEntry>> FindPrograms(const ZipReader& zip, const std
       return programs;
     }
   }
+  // An AOTInductor package (torch._inductor.aoti_compile_and_package before torch 2.8): compiled C++ and a
+  // shared library under data/aotinductor/, no ExportedProgram to read.
+  for (const auto& e : entries)
+    if (e.name.starts_with("data/aotinductor/") || e.name.find("/data/aotinductor/") != std::string::npos)
+      return InvalidInput(fmt::format(
+          "{}: an AOTInductor package (compiled code in '{}', no ExportedProgram JSON): nothing to analyze; "
+          "save the torch.export program itself (torch.export.save)",
+          path, e.name.substr(0, e.name.find("aotinductor/") + std::string_view("aotinductor/").size())));
   return InvalidInput(fmt::format(
       "{}: zip archive without a program (no serialized_exported_program.json, <root>/models/<name>.json, or "
       "ETRecord entries)",

@@ -4,7 +4,7 @@
 //   - ExecuTorch ETRecords (`ETRECORD_V0`; programs `aten_dialect_output/<method>`,
 //     `edge_dialect_exported_program`, ...),
 //   - and a bare ExportedProgram JSON file (an extracted member).
-// Schema 1 (every union key present, unused ones null) and 8.x (one key per union) are read.
+// Schema majors 1 to 8 are read (early files write every union key with the unused ones null, later ones one key).
 // Only the program JSON entries are read (each capped, see ZipReader::Limits); weights never are.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Decoding of one torch.export ExportedProgram JSON (schema 1 and 8.x; research/formats.md A.6-A.8)
+// Decoding of one torch.export ExportedProgram JSON (schema majors 1 to 8; research/formats.md A.6-A.8)
 // into analyzer::Graph nodes.
 #include <cmath>
 #include <limits>
@@ -20,6 +20,8 @@ using json = nlohmann::json;
 using hlo::PrimitiveType;
 
 constexpr int kMaxSubgraphDepth = 32;
+// The newest ExportedProgram schema major (torch/_export/serde/schema.py SCHEMA_VERSION, torch 2.9: 8.x).
+constexpr int kNewestSchemaMajor = 8;
 
 // Serialized ScalarType (torch/_export/serde/schema.py numbering, not c10's) -> XLA element type.
 // nullopt: not a known value; PRIMITIVE_TYPE_INVALID: known, but without an XLA type.
@@ -48,8 +50,8 @@ std::optional<PrimitiveType> SerdeDtype(int64_t v, int schema_major, int schema_
     case 35: *name = "uint64"; return PrimitiveType::U64;
     default: break;
   }
-  // The 8.1 snapshot numbered the float8 kinds 14 and 15 (renumbered to 29/30 by 8.6).
-  if (schema_major == 8 && schema_minor <= 1) {
+  // Up to the 8.1 snapshot the float8 kinds were numbered 14 and 15 (renumbered to 29/30 by 8.6).
+  if (schema_major < 8 || (schema_major == 8 && schema_minor <= 1)) {
     if (v == 14) { *name = "float8_e4m3fn"; return PrimitiveType::F8E4M3FN; }
     if (v == 15) { *name = "float8_e5m2"; return PrimitiveType::F8E5M2; }
   }
@@ -901,9 +903,11 @@ Status Decoder::Run(std::string_view text) {
     } else {
       Fail("$.schema_version", "expected an integer or {\"major\", \"minor\"}");
     }
-    if (major_ != 1 && major_ != 8)
+    // Majors 1-8 share one layout; early files write every union member (unused ones null), later ones
+    // only the set one, and Union() reads both (real files: schema 2 of torch 2.3, 7.3/7.4 of torch 2.6).
+    if (major_ < 1 || major_ > kNewestSchemaMajor)
       Fail(version.is_object() ? "$.schema_version.major" : "$.schema_version",
-           fmt::format("unknown schema major version {} (this reader knows 1 and 8)", major_));
+           fmt::format("unknown schema major version {} (this reader knows 1 to {})", major_, kNewestSchemaMajor));
     if (const json* tv = Optional(doc, "torch_version"); tv && tv->is_string() && graph_.torch_version.empty())
       graph_.torch_version = tv->get<std::string>();
     if (const json* rc = Optional(doc, "range_constraints"); rc && rc->is_object()) {

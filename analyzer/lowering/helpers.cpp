@@ -191,6 +191,15 @@ Expected<LoweredOp> Done(const Ctx& c, std::vector<Instruction*> outs) {
         want.push_back(std::nullopt);
       }
     }
+    // An in-place op that returns nothing (`_foreach_add_`, `_fused_adam_`: `-> ()`, recorded as None) has
+    // no output to check: its lowering's values are the tensors it writes.
+    bool void_op = want.empty() && std::all_of(c.node.outputs.begin(), c.node.outputs.end(),
+                                               [](const Value& o) { return o.is_none(); });
+    if (void_op) {
+      LoweredOp op;
+      op.outputs = std::move(outs);
+      return op;
+    }
     if (want.size() != outs.size())
       return Internal(fmt::format("{}: lowering produced {} outputs, the op has {}", c.node.qualified_name(),
                                   outs.size(), want.size()));

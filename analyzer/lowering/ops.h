@@ -274,4 +274,13 @@ Expected<LoweredOp> ForeachAddcmul(const Node&, Builder&);
 Expected<LoweredOp> ForeachAddcdiv(const Node&, Builder&);
 Expected<LoweredOp> ForeachZero(const Node&, Builder&);
 
+// torch2.cpp: ops of PyTorch 2.x training steps (fused optimizers, _foreach_norm, CPU flash attention),
+// registered by LoweringTable::Builtin() after the main table.
+struct Torch2Lowering {
+  const char* name;
+  const char* family;
+  LoweringFn fn;
+};
+const std::vector<Torch2Lowering>& Torch2Lowerings();
+
 }  // namespace opprobe::analyzer::lowering

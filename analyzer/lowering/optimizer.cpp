@@ -72,7 +72,8 @@ Fn ForeachBinary(const std::string& op) {
       if (op == "div") t = FloatType(t);
       x = b.Convert(x, t);
       std::vector<int64_t> dims = Dims(x);
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * y, Other(c, "other", 1, i, t, dims));
+      // _foreach_lerp names its second list `tensors1`.
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * y, Other(c, op == "lerp" ? "tensors1" : "other", 1, i, t, dims));
       const Value* alpha = c.V("alpha", 2);
       if (alpha && !alpha->is_none() && alpha->AsDouble() != 1 && (op == "add" || op == "sub"))
         y = Mul(b, y, b.Broadcast(ScalarOf(b, t, *alpha), dims, {}));

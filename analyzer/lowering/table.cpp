@@ -775,6 +775,7 @@ const LoweringTable& LoweringTable::Builtin() {
   static const LoweringTable* table = [] {
     auto* t = new LoweringTable();
     for (const auto& e : Entries()) t->Register(e.name, e.family, e.fn);
+    for (const auto& e : Torch2Lowerings()) t->Register(e.name, e.family, e.fn);
     return t;
   }();
   return *table;

@@ -17,6 +17,8 @@ OPPROBE_PACKAGES=(
 )
 # Test-only tools: the HTML report is checked in a real browser, JUnit output against its XSD (xmllint).
 OPPROBE_TEST_PACKAGES=(chromium libxml2-utils)
+# The Python API's `pip install` test builds the package offline with Debian's setuptools.
+OPPROBE_TEST_PACKAGES+=(python3-setuptools python3-pip python3-venv)
 
 opprobe_install() {
   local wanted=("$@") missing=()
@@ -62,13 +64,21 @@ opprobe_venv() {
   [ -f "$req" ] || { echo "opprobe: no requirements file $req" >&2; return 1; }
   opprobe_install python3-venv >&2
   mkdir -p "$OPPROBE_VENV_ROOT"
-  local want
-  want="$(sha256sum "$req" | cut -d' ' -f1)"
+  local want base base_python=""
+  # A line `# opprobe-venv-base: OTHER` layers this environment on OTHER's packages (a .pth file names
+  # OTHER's site-packages) instead of installing them twice (torch_xla on top of torch2: no second torch).
+  base="$(sed -n 's/^# opprobe-venv-base: *\([A-Za-z0-9_]*\).*/\1/p' "$req")"
+  [ -z "$base" ] || base_python="$(opprobe_venv "$base")" || return 1
+  want="$(cat "$req" ${base:+"$OPPROBE_ROOT/requirements/$base.txt"} | sha256sum | cut -d' ' -f1)"
   (
     flock 9
     if [ "$(cat "$dir/.opprobe-stamp" 2>/dev/null)" != "$want" ]; then
       echo "opprobe: preparing the Python environment $dir from requirements/$name.txt" >&2
       [ -x "$dir/bin/python" ] || /usr/bin/python3 -m venv "$dir" >&2
+      if [ -n "$base_python" ]; then
+        "$base_python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+          > "$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/opprobe-venv-base.pth"
+      fi
       "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
       echo "$want" > "$dir/.opprobe-stamp"
     fi

@@ -199,11 +199,19 @@ def main():
     ap.add_argument("--per-dtype", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated OpInfo names (for debugging)")
     ap.add_argument("--reuse-samples", action="store_true", help="do not re-record samples.json if present")
+    ap.add_argument("--python", default="/usr/bin/python3", help="the Python (with PyTorch) that records the samples")
+    ap.add_argument("--tier", default="", help="another PyTorch tier (torch2): writes/compares "
+                    "expectations-TIER.txt and docs/coverage-TIER.md, with models-TIER.md")
     a = ap.parse_args()
-    python = "/usr/bin/python3"
+    global EXPECTATIONS, COVERAGE, MODELS
+    if a.tier:
+        EXPECTATIONS = os.path.join(HERE, "expectations-%s.txt" % a.tier)
+        COVERAGE = os.path.join(ROOT, "docs", "coverage-%s.md" % a.tier)
+        MODELS = os.path.join(HERE, "models-%s.md" % a.tier)
+    python = a.python
     probe = subprocess.run([python, "-c", "import torch"], capture_output=True)
     if probe.returncode != 0:
-        print("conformance: skipped: /usr/bin/python3 has no torch")
+        print("conformance: skipped: %s has no torch" % python)
         return 77
     if not a.runner or not os.path.exists(a.runner):
         print("conformance: --runner must name the built conformance_runner", file=sys.stderr)

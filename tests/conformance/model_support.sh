@@ -2,6 +2,8 @@
 # Captures one training step (SGD, then Adam) of each listed model with the capture shim, analyzes it
 # with the interp backend and every built-in rules profile, and prints the Markdown table kept in
 # docs/coverage.md. Usage: tests/conformance/model_support.sh [WORK_DIR]  (traces are reused when present)
+# OPPROBE_SWEEP_PYTHON picks the PyTorch (default /usr/bin/python3, torch 1.13; the torch2 tier:
+# OPPROBE_SWEEP_PYTHON=$OPPROBE_VENV_ROOT/torch2/bin/python with its own WORK_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work="${1:-${OPPROBE_BUILD_DIR:-build}/model-traces}"
@@ -17,7 +19,7 @@ printf '\n'
 for m in "${models[@]}"; do
   trace="$work/$m.json"
   if [ ! -f "$trace" ]; then
-    "$bin" capture -o "$trace" -- /usr/bin/python3 tests/conformance/models_train.py "$m" >/dev/null
+    "$bin" capture -o "$trace" -- "${OPPROBE_SWEEP_PYTHON:-/usr/bin/python3}" tests/conformance/models_train.py "$m" >/dev/null
   fi
   row=""
   for b in "${backends[@]}"; do

@@ -1,0 +1,444 @@
+// Lowerings for aten ops that PyTorch 2.x training steps dispatch and 1.13 never did (found by capturing
+// tests/torch2/scripts/train_ops.py and the model sweep on torch 2.9):
+//   - the fused optimizers `_fused_adam_`, `_fused_adamw_` and `_fused_sgd_` (Adam/AdamW/SGD with
+//     fused=True), lowered as the per-parameter update they compute; they return nothing (they write
+//     the parameters and their state), so the lowering's values are the updated tensors in list order:
+//     every param, then every state tensor it writes;
+//   - `_foreach_norm` (clip_grad_norm_ with foreach): one p-norm per list entry;
+//   - `_scaled_dot_product_flash_attention_for_cpu` and its backward (scaled_dot_product_attention on the
+//     CPU in 2.x): the math path, softmax in f32 with the log-sum-exp the op also returns;
+//   - `_safe_softmax` (the math path of scaled_dot_product_attention with a mask, torchaudio's wav2vec2);
+//   - `_batch_norm_with_update` (BatchNorm in training mode), `empty_permuted`, `unsafe_split` (OpInfo on 2.9);
+//   - the composite ops torch.export (2.5+) keeps in its programs: batch_norm, layer_norm, dropout,
+//     scaled_dot_product_attention, flatten, unflatten, adaptive_avg_pool2d, and PT2E quantization's
+//     quantized_decomposed::quantize_per_tensor / dequantize_per_tensor.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "analyzer/lowering/ops.h"
+
+namespace opprobe::analyzer::lowering {
+namespace {
+
+// A scalar optimizer hyper-parameter: a number, or a 0-d/1-element tensor (the `tensor_lr` overloads).
+Expected<Instruction*> Hyper(const Ctx& c, const std::string& name, size_t pos, PrimitiveType t,
+                             const std::vector<int64_t>& dims) {
+  Builder& b = c.b;
+  const Value* v = c.V(name, pos);
+  if (!v || v->is_none()) return Bad(c, "missing argument " + name);
+  if (v->kind == Value::Kind::kTensor) {
+    Instruction* x = c.T(name, pos);
+    return b.Broadcast(b.Reshape(b.Convert(x, t), {}), dims, {});
+  }
+  return b.Broadcast(ScalarOf(b, t, *v), dims, {});
+}
+
+// grad (divided by grad_scale when given, negated for maximize) of entry i.
+Expected<Instruction*> Grad(const Ctx& c, const std::vector<Instruction*>& grads, size_t i, PrimitiveType t,
+                            const std::vector<int64_t>& dims, bool maximize) {
+  Builder& b = c.b;
+  Instruction* g = Bcast(b, b.Convert(grads[i], t), dims);
+  if (Instruction* scale = c.T("grad_scale", 100)) g = Div(b, g, Bcast(b, b.Convert(b.Reshape(scale, {}), t), dims));
+  if (maximize) g = b.Unary(Opcode::kNegate, g);
+  return g;
+}
+
+Expected<LoweredOp> FusedAdam(const Node& n, Builder& b, bool adamw) {
+  Ctx c(n, b);
+  std::vector<Instruction*> ps = c.TList("self", 0), gs = c.TList("grads", 1), ms = c.TList("exp_avgs", 2),
+                            vs = c.TList("exp_avg_sqs", 3), maxs = c.TList("max_exp_avg_sqs", 4),
+                            steps = c.TList("state_steps", 5);
+  bool amsgrad = c.Bool("amsgrad", 12, false), maximize = c.Bool("maximize", 13, false);
+  if (gs.size() != ps.size() || ms.size() != ps.size() || vs.size() != ps.size() || steps.size() != ps.size() ||
+      (amsgrad && maxs.size() != ps.size()))
+    return Bad(c, "tensor lists of different lengths");
+  const double beta1 = c.Double("beta1", 7, 0.9), beta2 = c.Double("beta2", 8, 0.999);
+  const double wd = c.Double("weight_decay", 9, 0), eps = c.Double("eps", 10, 1e-8);
+  std::vector<Instruction*> new_p, new_m, new_v, new_max;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (!ps[i] || !gs[i] || !ms[i] || !vs[i] || !steps[i]) return Bad(c, "None in a tensor list");
+    PrimitiveType t = ps[i]->shape.element_type();
+    std::vector<int64_t> dims = Dims(ps[i]);
+    Instruction* p = ps[i];
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(c, "lr", 6, t, dims));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(c, gs, i, t, dims, maximize));
+    if (wd != 0) {
+      if (adamw) p = Mul(b, p, Sub(b, Full(b, t, 1, dims), MulScalar(b, lr, wd)));  // decoupled decay
+      else g = Add(b, g, MulScalar(b, p, wd));
+    }
+    Instruction* m = Add(b, MulScalar(b, ms[i], beta1), MulScalar(b, g, 1 - beta1));
+    Instruction* v = Add(b, MulScalar(b, vs[i], beta2), MulScalar(b, Mul(b, g, g), 1 - beta2));
+    // Bias corrections from the step count (already incremented by the optimizer).
+    Instruction* step = b.Broadcast(b.Reshape(b.Convert(steps[i], t), {}), dims, {});
+    auto pow = [&](double base) { return b.Binary(Opcode::kPower, Full(b, t, base, dims), step); };
+    Instruction* bc1 = Sub(b, Full(b, t, 1, dims), pow(beta1));
+    Instruction* bc2 = Sub(b, Full(b, t, 1, dims), pow(beta2));
+    Instruction* vhat = v;
+    if (amsgrad) {
+      vhat = b.Binary(Opcode::kMaximum, b.Convert(maxs[i], t), v);
+      new_max.push_back(vhat);
+    }
+    Instruction* denom = Add(b, Div(b, b.Unary(Opcode::kSqrt, vhat), b.Unary(Opcode::kSqrt, bc2)), Full(b, t, eps, dims));
+    p = Sub(b, p, Div(b, Mul(b, Div(b, lr, bc1), m), denom));
+    new_p.push_back(p), new_m.push_back(m), new_v.push_back(v);
+  }
+  std::vector<Instruction*> outs = new_p;
+  outs.insert(outs.end(), new_m.begin(), new_m.end());
+  outs.insert(outs.end(), new_v.begin(), new_v.end());
+  outs.insert(outs.end(), new_max.begin(), new_max.end());
+  return Done(c, outs);
+}
+
+}  // namespace
+
+Expected<LoweredOp> FusedAdamOp(const Node& n, Builder& b) { return FusedAdam(n, b, false); }
+Expected<LoweredOp> FusedAdamWOp(const Node& n, Builder& b) { return FusedAdam(n, b, true); }
+
+Expected<LoweredOp> FusedSgd(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  std::vector<Instruction*> ps = c.TList("self", 0), gs = c.TList("grads", 1),
+                            bufs = c.TList("momentum_buffer_list", 2);
+  const double wd = c.Double("weight_decay", 3, 0), momentum = c.Double("momentum", 4, 0);
+  const double dampening = c.Double("dampening", 6, 0);
+  const bool nesterov = c.Bool("nesterov", 7, false), maximize = c.Bool("maximize", 8, false);
+  const bool first = c.Bool("is_first_step", 9, false);
+  if (gs.size() != ps.size() || (momentum != 0 && bufs.size() != ps.size()))
+    return Bad(c, "tensor lists of different lengths");
+  std::vector<Instruction*> new_p, new_buf;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (!ps[i] || !gs[i]) return Bad(c, "None in a tensor list");
+    PrimitiveType t = ps[i]->shape.element_type();
+    std::vector<int64_t> dims = Dims(ps[i]);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(c, "lr", 5, t, dims));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(c, gs, i, t, dims, maximize));
+    if (wd != 0) g = Add(b, g, MulScalar(b, ps[i], wd));
+    if (momentum != 0) {
+      if (!bufs[i]) return Bad(c, "None in the momentum buffers");
+      Instruction* buf = first ? g : Add(b, MulScalar(b, bufs[i], momentum), MulScalar(b, g, 1 - dampening));
+      new_buf.push_back(buf);
+      g = nesterov ? Add(b, g, MulScalar(b, buf, momentum)) : buf;
+    }
+    new_p.push_back(Sub(b, ps[i], Mul(b, lr, g)));
+  }
+  std::vector<Instruction*> outs = new_p;
+  outs.insert(outs.end(), new_buf.begin(), new_buf.end());
+  return Done(c, outs);
+}
+
+Expected<LoweredOp> ForeachNorm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  std::vector<Instruction*> xs = c.TList("self", 0);
+  const double ord = c.Double("ord", 1, 2);
+  std::optional<PrimitiveType> dtype = c.Dtype("dtype", 2);
+  std::vector<Instruction*> outs;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (!xs[i]) return Bad(c, "None in a tensor list");
+    PrimitiveType t = dtype ? *dtype : FloatType(xs[i]->shape.element_type());
+    Instruction* a = b.Unary(Opcode::kAbs, b.Convert(xs[i], t));
+    std::vector<int64_t> all;
+    for (int64_t d = 0; d < Rank(a); ++d) all.push_back(d);
+    Instruction* r;
+    if (std::isinf(ord)) {
+      r = ord > 0 ? ReduceMax(b, a, all) : ReduceMin(b, a, all);
+    } else if (ord == 0) {
+      r = ReduceSum(b, b.Convert(CmpScalar(b, a, 0, ComparisonDirection::kNe), t), all);
+    } else if (ord == 1) {
+      r = ReduceSum(b, a, all);
+    } else if (ord == 2) {
+      r = b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, a, a), all));
+    } else {
+      Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, a, Full(b, t, ord, Dims(a))), all);
+      r = b.Binary(Opcode::kPower, s, Scalar(b, t, 1.0 / ord));
+    }
+    outs.push_back(r);
+  }
+  return Done(c, outs);
+}
+
+namespace {
+
+// Batched matmul over the leading dims: x [B..., M, K] . y [B..., K, N] (or y transposed: [B..., N, K]).
+Instruction* BatchDot(Builder& b, Instruction* x, Instruction* y, bool x_t, bool y_t) {
+  int64_t r = Rank(x);
+  hlo::DotDimensionNumbers dn;
+  for (int64_t i = 0; i < r - 2; ++i) dn.lhs_batch_dimensions.push_back(i), dn.rhs_batch_dimensions.push_back(i);
+  dn.lhs_contracting_dimensions = {x_t ? r - 2 : r - 1};
+  dn.rhs_contracting_dimensions = {y_t ? r - 1 : r - 2};
+  return b.Dot(x, y, dn);
+}
+
+struct Sdpa {
+  Instruction *q, *k, *v;  // f32
+  Instruction* probs;      // softmax, [B..., L, S] f32
+  Instruction* lse;        // [B..., L] f32
+  double scale;
+};
+
+// Scores, the causal/explicit mask, softmax and log-sum-exp in f32 (what the CPU flash kernel accumulates in).
+Expected<Sdpa> Attention(const Ctx& c, size_t qpos) {
+  Builder& b = c.b;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, c.Req("query", qpos));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, c.Req("key", qpos + 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("value", qpos + 2));
+  int64_t r = Rank(q0);
+  if (r < 2 || Rank(k0) != r || Rank(v0) != r) return Bad(c, "query, key and value must have the same rank >= 2");
+  if (Dims(q0).back() != Dims(k0).back() || Dims(k0)[static_cast<size_t>(r - 2)] != Dims(v0)[static_cast<size_t>(r - 2)])
+    return Bad(c, "query/key/value sizes do not fit");
+  PrimitiveType f = PrimitiveType::F32;
+  if (q0->shape.element_type() == PrimitiveType::F64) f = PrimitiveType::F64;
+  Sdpa s;
+  s.q = b.Convert(q0, f), s.k = b.Convert(k0, f), s.v = b.Convert(v0, f);
+  std::vector<int64_t> qd = Dims(q0), kd = Dims(k0);
+  int64_t L = qd[static_cast<size_t>(r - 2)], S = kd[static_cast<size_t>(r - 2)], E = qd.back();
+  const Value* sv = c.V("scale", 100);
+  s.scale = sv && !sv->is_none() ? sv->AsDouble() : 1.0 / std::sqrt(static_cast<double>(E));
+  Instruction* scores = MulScalar(b, BatchDot(b, s.q, s.k, false, true), s.scale);  // [B..., L, S]
+  std::vector<int64_t> sd = Dims(scores);
+  Instruction* mask = c.T("attn_mask", 100);
+  bool causal = c.Bool("is_causal", 100, false);
+  if (causal) {
+    Shape ms = Shape::Array(PrimitiveType::S64, {L, S});
+    Instruction* keep = Bcast(b, b.Compare(b.Iota(ms, 1), b.Iota(ms, 0), ComparisonDirection::kLe), sd);
+    scores = b.Select(keep, scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
+  } else if (mask) {
+    if (BroadcastShapes(Dims(mask), sd) != sd) return Bad(c, "attn_mask does not broadcast to the scores");
+    if (mask->shape.element_type() == PrimitiveType::PRED)
+      scores = b.Select(Bcast(b, mask, sd), scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
+    else
+      scores = Add(b, scores, Bcast(b, b.Convert(mask, f), sd));
+  }
+  int64_t last = Rank(scores) - 1;
+  Instruction* mx = ReduceMax(b, scores, {last});
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, scores, BcastBack(b, mx, sd, {last})));
+  Instruction* sum = ReduceSum(b, e, {last});
+  s.probs = Div(b, e, BcastBack(b, sum, sd, {last}));
+  s.lse = Add(b, mx, b.Unary(Opcode::kLog, sum));
+  return s;
+}
+
+}  // namespace
+
+Expected<LoweredOp> SdpaFlashCpu(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  if (c.Double("dropout_p", 3, 0) > 0) return Bad(c, "dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(c, 0));
+  PrimitiveType t = c.OutType(0, c.T("query", 0)->shape.element_type());
+  Instruction* out = b.Convert(BatchDot(b, s.probs, s.v, false, false), t);  // [B..., L, Ev]
+  return Done(c, {out, s.lse});
+}
+
+Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  if (c.Double("dropout_p", 6, 0) > 0) return Bad(c, "dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * dout0, c.Req("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(c, 1));
+  PrimitiveType f = s.q->shape.element_type();
+  Instruction* dout = b.Convert(dout0, f);
+  // dV = P^T dO; dP = dO V^T; dS = P * (dP - rowsum(dP * P)); dQ = scale dS K; dK = scale dS^T Q.
+  Instruction* dv = BatchDot(b, s.probs, dout, true, false);
+  Instruction* dp = BatchDot(b, dout, s.v, false, true);
+  std::vector<int64_t> sd = Dims(s.probs);
+  int64_t last = static_cast<int64_t>(sd.size()) - 1;
+  Instruction* rows = ReduceSum(b, Mul(b, dp, s.probs), {last});
+  Instruction* ds = Mul(b, s.probs, Sub(b, dp, BcastBack(b, rows, sd, {last})));
+  Instruction* dq = MulScalar(b, BatchDot(b, ds, s.k, false, false), s.scale);
+  Instruction* dk = MulScalar(b, BatchDot(b, ds, s.q, true, false), s.scale);
+  PrimitiveType t = c.T("query", 1)->shape.element_type();
+  return Done(c, {b.Convert(dq, c.OutType(0, t)), b.Convert(dk, c.OutType(1, t)), b.Convert(dv, c.OutType(2, t))});
+}
+
+// _safe_softmax (scaled_dot_product_attention's math path in 2.5+): softmax, except that a row whose
+// inputs are all -inf gives zeros rather than NaN.
+Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+  std::optional<PrimitiveType> dtype = c.Dtype("dtype", 2);
+  PrimitiveType t = dtype ? *dtype : c.OutType(0, FloatType(x0->shape.element_type()));
+  Instruction* x = b.Convert(x0, t);
+  std::vector<int64_t> xd = Dims(x);
+  if (xd.empty()) x = b.Reshape(x, {1});
+  std::vector<int64_t> d1 = Dims(x);
+  auto dim = WrapDim(c.Int("dim", 1, -1), Rank(x));
+  if (!dim) return Bad(c, "dim out of range");
+  Instruction* m = ReduceMax(b, x, {*dim});
+  Instruction* mb = BcastBack(b, m, d1, {*dim});
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, mb));
+  Instruction* out = Div(b, e, BcastBack(b, ReduceSum(b, e, {*dim}), d1, {*dim}));
+  Instruction* dead = CmpScalar(b, mb, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
+  out = b.Select(dead, Full(b, t, 0, d1), out);
+  if (xd.empty()) out = b.Reshape(out, {});
+  return Done(c, {out});
+}
+
+// _batch_norm_with_update (BatchNorm in training mode, 2.4+): native_batch_norm with training=True, plus the
+// empty `reserve` tensor the op also returns. (Its in-place update of running_mean/var is not an output.)
+Expected<LoweredOp> BatchNormWithUpdate(const Node& n, Builder& b) {
+  Node bn = n;
+  bn.op = "aten::native_batch_norm";
+  bn.overload = "default";
+  bn.args.clear();
+  for (const char* name : {"input", "weight", "bias", "running_mean", "running_var"}) {
+    const Value* v = n.arg(name, bn.args.size());
+    bn.args.push_back({name, v ? *v : Value::None()});
+  }
+  bn.args.push_back({"training", Value::Bool(true)});
+  const Value* momentum = n.arg("momentum", 5);
+  const Value* eps = n.arg("eps", 6);
+  bn.args.push_back({"momentum", momentum ? *momentum : Value::Float(0.1)});
+  bn.args.push_back({"eps", eps ? *eps : Value::Float(1e-5)});
+  if (bn.outputs.size() > 3) bn.outputs.resize(3);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, BatchNorm(bn, b));
+  if (n.outputs.size() > 3 && n.outputs[3].kind == Value::Kind::kTensor)
+    op.outputs.push_back(Full(b, n.outputs[3].tensor.dtype, 0, n.outputs[3].tensor.sizes));
+  return op;
+}
+
+// ---- the composite ops of torch.export's training IR (torch 2.5+ exports keep them undecomposed) ----
+namespace {
+
+// Lowers `n` as the op `op` with `args` (same tensor arguments, in the same order) and keeps its first value.
+Expected<LoweredOp> AsFirstOutputOf(const Node& n, Builder& b, const char* op, const LoweringFn& fn,
+                                    std::vector<Argument> args) {
+  Node m = n;
+  m.op = op;
+  m.overload = "default";
+  m.args = std::move(args);
+  m.outputs.clear();
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp r, fn(m, b));
+  if (r.outputs.empty()) return Unimplemented(fmt::format("{}: {} gave no value", n.qualified_name(), op));
+  r.outputs.resize(1);
+  return r;
+}
+
+Value ArgOr(const Node& n, const char* name, size_t pos, Value def) {
+  const Value* v = n.arg(name, pos);
+  return v && !v->is_none() ? *v : def;
+}
+
+}  // namespace
+
+Expected<LoweredOp> BatchNormComposite(const Node& n, Builder& b) {
+  std::vector<Argument> args;
+  const char* names[] = {"input", "weight", "bias", "running_mean", "running_var"};
+  for (size_t i = 0; i < 5; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
+  args.push_back({"training", ArgOr(n, "training", 5, Value::Bool(false))});
+  args.push_back({"momentum", ArgOr(n, "momentum", 6, Value::Float(0.1))});
+  args.push_back({"eps", ArgOr(n, "eps", 7, Value::Float(1e-5))});
+  return AsFirstOutputOf(n, b, "aten::native_batch_norm", BatchNorm, std::move(args));
+}
+
+Expected<LoweredOp> LayerNormComposite(const Node& n, Builder& b) {
+  std::vector<Argument> args;
+  const char* names[] = {"input", "normalized_shape", "weight", "bias"};
+  for (size_t i = 0; i < 4; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
+  args.push_back({"eps", ArgOr(n, "eps", 4, Value::Float(1e-5))});
+  return AsFirstOutputOf(n, b, "aten::native_layer_norm", LayerNorm, std::move(args));
+}
+
+Expected<LoweredOp> DropoutComposite(const Node& n, Builder& b) {
+  bool train = ArgOr(n, "train", 2, Value::Bool(false)).AsDouble() != 0;
+  double p = ArgOr(n, "p", 1, Value::Float(0.5)).AsDouble();
+  if (!train || p == 0) {  // eval mode: the identity
+    Ctx c(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
+    return Done(c, {b.Convert(x, c.OutType(0, x->shape.element_type()))});
+  }
+  return AsFirstOutputOf(n, b, "aten::native_dropout", NativeDropout,
+                         {{"input", ArgOr(n, "input", 0, Value::None())}, {"p", Value::Float(p)}, {"train", Value::Bool(true)}});
+}
+
+Expected<LoweredOp> SdpaComposite(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  if (c.Double("dropout_p", 4, 0) > 0) return Bad(c, "dropout_p > 0 in an exported program");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(c, 0));
+  PrimitiveType t = c.OutType(0, c.T("query", 0)->shape.element_type());
+  return Done(c, {b.Convert(BatchDot(b, s.probs, s.v, false, false), t)});
+}
+
+Expected<LoweredOp> Flatten(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> d = Dims(x);
+  if (d.empty()) return Done(c, {b.Reshape(x, {1})});
+  auto start = WrapDim(c.Int("start_dim", 1, 0), Rank(x)), end = WrapDim(c.Int("end_dim", 2, -1), Rank(x));
+  if (!start || !end || *start > *end) return Bad(c, "start_dim/end_dim out of range");
+  std::vector<int64_t> out(d.begin(), d.begin() + *start);
+  int64_t m = 1;
+  for (int64_t i = *start; i <= *end; ++i) m *= d[static_cast<size_t>(i)];
+  out.push_back(m);
+  out.insert(out.end(), d.begin() + *end + 1, d.end());
+  return Done(c, {b.Reshape(x, out)});
+}
+
+Expected<LoweredOp> Unflatten(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  std::vector<int64_t> d = Dims(x);
+  auto dim = WrapDim(c.Int("dim", 1, 0), Rank(x));
+  std::vector<int64_t> sizes = c.Ints("sizes", 2);
+  if (!dim || sizes.empty()) return Bad(c, "bad dim or sizes");
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) infer = static_cast<int64_t>(i);
+    else known *= sizes[i];
+  }
+  if (infer >= 0) sizes[static_cast<size_t>(infer)] = known ? d[static_cast<size_t>(*dim)] / known : 0;
+  std::vector<int64_t> out(d.begin(), d.begin() + *dim);
+  out.insert(out.end(), sizes.begin(), sizes.end());
+  out.insert(out.end(), d.begin() + *dim + 1, d.end());
+  return Done(c, {b.Reshape(x, out)});
+}
+
+// PT2E quantization's quantize/dequantize (quantized_decomposed::*_per_tensor with scalar scale and zero point).
+Expected<LoweredOp> QuantizePerTensor(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
+  double scale = c.Double("scale", 1, 1), zp = c.Double("zero_point", 2, 0);
+  double lo = c.Double("quant_min", 3, -128), hi = c.Double("quant_max", 4, 127);
+  PrimitiveType q = c.OutType(0, c.Dtype("dtype", 5).value_or(PrimitiveType::S8));
+  Instruction* x = b.Convert(x0, PrimitiveType::F32);
+  std::vector<int64_t> d = Dims(x);
+  Instruction* r = AddScalar(b, b.Unary(Opcode::kRoundNearestEven, MulScalar(b, x, 1.0 / scale)), zp);
+  r = b.Clamp(Full(b, PrimitiveType::F32, lo, d), r, Full(b, PrimitiveType::F32, hi, d));
+  return Done(c, {b.Convert(r, q)});
+}
+
+Expected<LoweredOp> DequantizePerTensor(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
+  double scale = c.Double("scale", 1, 1), zp = c.Double("zero_point", 2, 0);
+  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
+  Instruction* r = MulScalar(b, AddScalar(b, b.Convert(x0, PrimitiveType::F32), -zp), scale);
+  return Done(c, {b.Convert(r, t)});
+}
+
+const std::vector<Torch2Lowering>& Torch2Lowerings() {
+  static const auto* entries = new std::vector<Torch2Lowering>{
+      {"aten::_batch_norm_with_update", "norm", BatchNormWithUpdate},
+      {"aten::adaptive_avg_pool2d", "pooling", AdaptiveAvgPool},
+      {"aten::adaptive_avg_pool3d", "pooling", AdaptiveAvgPool},
+      {"aten::batch_norm", "norm", BatchNormComposite},
+      {"aten::dropout", "random", DropoutComposite},
+      {"aten::flatten", "shape", Flatten},
+      {"aten::layer_norm", "norm", LayerNormComposite},
+      {"aten::scaled_dot_product_attention", "attention", SdpaComposite},
+      {"aten::unflatten", "shape", Unflatten},
+      {"quantized_decomposed::dequantize_per_tensor", "quantized", DequantizePerTensor},
+      {"quantized_decomposed::quantize_per_tensor", "quantized", QuantizePerTensor},
+      {"aten::_foreach_norm", "optimizer", ForeachNorm},
+      {"aten::_safe_softmax", "reduction", SafeSoftmax},
+      {"aten::_fused_adam_", "optimizer", FusedAdamOp},
+      {"aten::_fused_adamw_", "optimizer", FusedAdamWOp},
+      {"aten::_fused_sgd_", "optimizer", FusedSgd},
+      {"aten::_scaled_dot_product_flash_attention_for_cpu", "attention", SdpaFlashCpu},
+      {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", "attention", SdpaFlashCpuBackward},
+      {"aten::empty_permuted", "factory", FullOutput},  // uninitialized, like empty
+      {"aten::unsafe_split", "shape", Split},
+      {"aten::unsafe_split_with_sizes", "shape", Split},
+  };
+  return *entries;
+}
+
+}  // namespace opprobe::analyzer::lowering

@@ -1,0 +1,144 @@
+#include "cli/torch_xla_run.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+extern char** environ;
+
+namespace opprobe::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kInstall =
+    "install it into that Python environment: pip install torch==2.9.0 torch_xla==2.9.0 (requirements/torch_xla.txt; "
+    "scripts use the CPU PJRT device, PJRT_DEVICE=CPU), or analyze with opprobe's own lowering (drop --lowering)";
+
+std::optional<std::string> Resolve(const std::string& name) {
+  std::error_code ec;
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos)
+    return access(name.c_str(), X_OK) == 0 && fs::is_regular_file(name, ec) ? std::optional(name) : std::nullopt;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string c = (end > start ? dirs.substr(start, end - start) : ".") + "/" + name;
+    if (access(c.c_str(), X_OK) == 0 && fs::is_regular_file(c, ec)) return c;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// Runs argv with `env` (a full environment); stdio inherited unless `silent` (then /dev/null).
+// Returns the exit status (128+N for signal N), or -1 when exec failed.
+int RunChild(const std::vector<std::string>& argv_s, const std::vector<std::string>& env_s, bool silent) {
+  std::vector<char*> argv, envp;
+  for (const auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (silent) {
+      int null_fd = open("/dev/null", O_RDWR);
+      dup2(null_fd, 0), dup2(null_fd, 1), dup2(null_fd, 2);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  int ws = 0;
+  pid_t w;
+  do {
+    w = waitpid(pid, &ws, 0);
+  } while (w < 0 && errno == EINTR);
+  if (w < 0) return -1;
+  if (WIFEXITED(ws)) return WEXITSTATUS(ws);
+  if (WIFSIGNALED(ws)) return 128 + WTERMSIG(ws);
+  return 128;
+}
+
+std::vector<std::string> Environment(const std::map<std::string, std::string>& set,
+                                     const std::map<std::string, std::string>& defaults) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : defaults) env.emplace(k, v);
+  for (const auto& [k, v] : set) env[k] = v;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace
+
+Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, const std::string& dump_dir) {
+  const char* form = "give `-- <python> script.py args...`";
+  if (command.empty()) return UsageError(fmt::format("--lowering torch_xla needs a script to run: {}", form));
+  if (command[0].ends_with(".py"))
+    return UsageError(fmt::format("'{}' is a script, not a Python interpreter: {}", command[0], form));
+  auto python = Resolve(command[0]);
+  if (!python) return UsageError(fmt::format("Python interpreter '{}' not found; {}", command[0], form));
+  size_t i = 1;
+  while (i < command.size() && command[i].starts_with("-") && command[i] != "-") ++i;
+  if (i >= command.size()) return UsageError(fmt::format("no script given after '{}'; {}", command[0], form));
+  std::error_code ec;
+  if (!fs::is_regular_file(command[i], ec)) return UsageError(fmt::format("script not found: {}", command[i]));
+
+  // Is the real torch_xla importable by this python?
+  int probe = RunChild({*python, "-c", "import torch_xla"}, Environment({}, {{"PJRT_DEVICE", "CPU"}}), true);
+  if (probe != 0)
+    return BackendUnavailable(fmt::format("--lowering torch_xla: the Python interpreter {} cannot import torch_xla; {}",
+                                          *python, kInstall));
+
+  const std::string dump = (fs::path(dump_dir) / "torch_xla.hlo").string();
+  std::vector<std::string> argv{*python};
+  argv.insert(argv.end(), command.begin() + 1, command.end());
+  int status = RunChild(argv,
+                        Environment({{"XLA_SAVE_TENSORS_FILE", dump},
+                                     {"XLA_SAVE_TENSORS_FMT", "hlo"},
+                                     {"XLA_HLO_DEBUG", "1"},
+                                     {"XLA_IR_DEBUG", "1"}},
+                                    {{"PJRT_DEVICE", "CPU"}}),
+                        false);
+  if (status < 0) return UsageError(fmt::format("cannot run the Python interpreter {}", *python));
+  TorchXlaRun run;
+  run.script_status = status;
+  // torch_xla appends the process ordinal (torch_xla.hlo.0, .1, ...): named <name>.<ordinal>.hlo for the loader.
+  std::vector<fs::path> dumped;
+  for (const auto& e : fs::directory_iterator(dump_dir, ec))
+    if (e.path().filename().string().starts_with("torch_xla.hlo.") && e.file_size(ec) > 0) dumped.push_back(e.path());
+  for (const auto& p : dumped) {
+    fs::path renamed = p.parent_path() / ("torch_xla." + p.filename().string().substr(14) + ".hlo");
+    fs::rename(p, renamed, ec);
+    if (!ec) run.hlo_files.push_back(renamed.string());
+  }
+  std::sort(run.hlo_files.begin(), run.hlo_files.end());
+  if (run.hlo_files.empty())
+    return InvalidInput(fmt::format(
+        "--lowering torch_xla: {} emitted no HLO (exit status {}): nothing ran on the XLA device; the script must "
+        "move its model and data to torch_xla.device() (xm.xla_device()) and call torch_xla.sync()/xm.mark_step()",
+        command[i], status));
+  return run;
+}
+
+}  // namespace opprobe::cli

@@ -1,0 +1,171 @@
+"""opprobe.analyze: record the aten calls of one call of a model (with the capture recorder that
+`opprobe capture` runs), then analyze them with the opprobe binary and return its JSON report."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from opprobe._locate import OpprobeError, capture_dir, find_binary
+
+
+def _recorder_module():
+    d = capture_dir()
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py, the one recorder)
+    return capture_recorder
+
+
+def _own_code_objects():
+    """Code objects of this module's functions (nested ones included)."""
+    todo = [f.__code__ for f in globals().values() if callable(f) and hasattr(f, "__code__")]
+    seen = []
+    while todo:
+        c = todo.pop()
+        if c.co_filename != __file__ or c in seen:
+            continue
+        seen.append(c)
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_filename"))
+    return seen
+
+
+def _new_recorder(cr):
+    recorder = cr.Recorder()
+    # This package's frames are not the user's code: the recorder treats them like its own (internal,
+    # no phase marker), so calls are attributed to the model's code or to the line that called analyze().
+    # (What the recorder computes for its own dispatch method: internal, no phase marker.)
+    internal = recorder._code_info(cr._CaptureMode.__torch_dispatch__.__code__)
+    for code in _own_code_objects():
+        recorder._code_cache[code] = internal
+    return recorder
+
+
+def _tensors(x):
+    import torch
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for e in x:
+            yield from _tensors(e)
+    elif isinstance(x, dict):
+        for e in x.values():
+            yield from _tensors(e)
+    elif hasattr(x, "to_tuple"):  # transformers' ModelOutput
+        yield from _tensors(x.to_tuple())
+
+
+def _default_loss(output):
+    """The sum of every floating-point output that requires grad (so backward reaches every parameter)."""
+    parts = [t.float().sum() for t in _tensors(output) if t.is_floating_point() and t.requires_grad]
+    if not parts:
+        raise OpprobeError("train=True: the model's output has no floating-point tensor that requires grad; "
+                           "pass loss_fn")
+    loss = parts[0]
+    for p in parts[1:]:
+        loss = loss + p
+    return loss
+
+
+def _call(fn, example_inputs):
+    if isinstance(example_inputs, dict):
+        return fn(**example_inputs)
+    if isinstance(example_inputs, (tuple, list)):
+        return fn(*example_inputs)
+    return fn(example_inputs)
+
+
+def _ignored(call, ignore_ops):
+    op = call["op"]
+    short = op.split("::", 1)[-1]
+    names = {op, short, op + "." + call.get("overload", ""), short + "." + call.get("overload", "")}
+    return any(i in names for i in ignore_ops)
+
+
+def _model_name(fn):
+    import torch
+    if isinstance(fn, torch.nn.Module):
+        return "opprobe.analyze(%s)" % type(fn).__name__
+    return "opprobe.analyze(%s)" % (getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+def record(model_or_function, example_inputs, *, train=False, loss_fn=None, optimizer=None):
+    """Runs one step (forward; with train=True also loss, backward and optimizer.step()) under the capture
+    recorder and returns the trace document (schemas/trace.schema.json) as a dict."""
+    import torch
+    cr = _recorder_module()
+    recorder = _new_recorder(cr)
+    hooks = []
+    mod = torch.nn.modules.module
+    if hasattr(mod, "register_module_forward_pre_hook"):
+        hooks.append(mod.register_module_forward_pre_hook(recorder.forward_pre_hook))
+    if hasattr(mod, "register_module_forward_hook"):
+        hooks.append(mod.register_module_forward_hook(recorder.forward_hook))
+    saved = {n: getattr(torch.autograd, n) for n in ("backward", "grad") if hasattr(torch.autograd, n)}
+    recorder.wrap_autograd()
+    try:
+        grad = torch.enable_grad() if train else torch.no_grad()
+        with grad, cr._CaptureMode(recorder):
+            output = _call(model_or_function, example_inputs)
+            if train:
+                loss = loss_fn(output) if loss_fn is not None else _default_loss(output)
+                loss.backward()
+                if optimizer is not None:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    finally:
+        for h in hooks:
+            h.remove()
+        for n, f in saved.items():
+            setattr(torch.autograd, n, f)
+    name = _model_name(model_or_function)
+    return {
+        "format": cr.TRACE_FORMAT,
+        "version": cr.TRACE_VERSION,
+        "torch_version": str(torch.__version__),
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "script": name,
+        "argv": [name],
+        "status": "ok",
+        "exit_status": 0,
+        "total_calls": recorder.total,
+        "calls": recorder.calls_json(),
+    }
+
+
+def analyze(model_or_function, example_inputs, *, backend="interp", train=False, loss_fn=None, optimizer=None,
+            verbosity=2, ignore_ops=(), args=(), trace_path=None):
+    """Analyzes one call of `model_or_function` on `example_inputs` (a tuple of positional arguments, a dict
+    of keyword arguments, or one tensor) and returns opprobe's JSON report (schemas/report.schema.json) as
+    a dict: `support_percentage`, `supported_operators`, `unsupported_operators` (the keys
+    torch_neuronx.analyze returns) and the rest of opprobe's report.
+
+    backend: an `opprobe analyze --backend` spec (`interp`, `rules:neuron-trn1`, `cmd:...`, `pjrt:...`).
+    train: also run the loss (`loss_fn(output)`, default: the sum of the floating-point outputs), its
+      backward and, when `optimizer` is given, `optimizer.step()` and `zero_grad()`; without it the call
+      runs under torch.no_grad(). The model is left in the mode (train/eval) it is in.
+    verbosity: the report's verbosity (2 aten ops, 1 adds HLO instructions, 0 per-instruction detail).
+    ignore_ops: aten ops left out of the analysis (`aten::mul`, `mul` or `mul.Tensor`).
+    args: further `opprobe analyze` options (e.g. ["--no-cache"]). trace_path: keep the recorded trace there.
+    Raises OpprobeError when the binary is missing or exits with 2 (bad input) or 3 (backend unusable).
+    """
+    binary = find_binary()
+    doc = record(model_or_function, example_inputs, train=train, loss_fn=loss_fn, optimizer=optimizer)
+    if ignore_ops:
+        ignore = set(ignore_ops)
+        kept = [c for c in doc["calls"] if not _ignored(c, ignore)]
+        doc["total_calls"] -= sum(c["count"] for c in doc["calls"] if _ignored(c, ignore))
+        doc["calls"] = kept
+    with tempfile.TemporaryDirectory(prefix="opprobe-py-") as tmp:
+        trace = trace_path or os.path.join(tmp, "trace.json")
+        with open(trace, "w") as f:
+            json.dump(doc, f)
+        report = os.path.join(tmp, "report.json")
+        cmd = [binary, "analyze", trace, "--backend", backend, "--verbosity", str(verbosity), "-o", report, "-q",
+               "--no-progress"] + list(args)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        if p.returncode not in (0, 1) or not os.path.isfile(report):
+            msg = (p.stderr.strip() or p.stdout.strip() or "no output").splitlines()[-1]
+            raise OpprobeError("opprobe analyze exited with %d: %s" % (p.returncode, msg), p.returncode)
+        with open(report) as f:
+            return json.load(f)

@@ -1,0 +1,67 @@
+// `opprobe analyze --lowering torch_xla -- <python> script.py`: the real PyTorch/XLA from PyPI (the
+// torch_xla virtual environment, OPPROBE_TORCH_XLA_PYTHON, which scripts/test creates) runs the script on
+// its CPU PJRT device; opprobe analyzes the HLO torch_xla emits, attributed to aten ops and script lines.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "opprobe_version.h"
+#include "testing/run_binary.h"
+#include "testing/temp_dir_test.h"
+
+namespace opprobe {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using testing::ReadWholeFile;
+using testing::RunOpprobe;
+
+class TorchXlaLowering : public testing::TempDirTest {
+ protected:
+  std::string Python() {
+    const char* py = std::getenv("OPPROBE_TORCH_XLA_PYTHON");
+    return py ? py : "";
+  }
+};
+
+TEST_F(TorchXlaLowering, AnalyzesTheHloTorchXlaEmits) {
+  ASSERT_FALSE(Python().empty())
+      << "OPPROBE_TORCH_XLA_PYTHON is not set (scripts/test creates the torch_xla environment and sets it)";
+  std::string out = Path("report.json");
+  auto r = RunOpprobe({"analyze", "--lowering", "torch_xla", "--no-cache", "--no-progress", "-q", "--backend",
+                       "rules:neuron-trn1", "-o", out, "--", Python(), "tests/torch2/scripts/xla_train.py"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_THAT(r.out, HasSubstr("loss"));  // the script's own output streams through
+  json report = json::parse(ReadWholeFile(out));
+  EXPECT_EQ(report["input_kind"], "hlo");
+  json ops = report["supported_operators"]["aten"];
+  for (const auto& e : report["unsupported_operators"]["aten"]) ops[e.value("kind", "?")] = 0;
+  // torch_xla's own lowering of the forward, backward and optimizer ops, named by its metadata.
+  for (const char* op : {"aten::addmm", "aten::relu", "aten::mm", "aten::threshold_backward"})
+    EXPECT_TRUE(ops.contains(op)) << op << "\n" << report.dump(1);
+  EXPECT_EQ(report["model"], "tests/torch2/scripts/xla_train.py");  // the script, not the temporary dump
+  EXPECT_GT(report["summary"]["hlo_instructions"].get<int>(), 0);
+}
+
+TEST_F(TorchXlaLowering, PythonWithoutTorchXlaExits3WithHowToInstall) {
+  auto r = RunOpprobe({"analyze", "--lowering", "torch_xla", "--no-progress", "-q", "--", "/usr/bin/python3",
+                       "tests/torch2/scripts/xla_train.py"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cannot import torch_xla"));
+  EXPECT_THAT(r.err, HasSubstr("pip install"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(TorchXlaLowering, NeedsAScript) {
+  auto r = RunOpprobe({"analyze", "--lowering", "torch_xla", "samples/traces/unsupported.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--lowering torch_xla runs a script"));
+}
+
+}  // namespace
+}  // namespace opprobe
