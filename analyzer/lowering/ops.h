@@ -274,4 +274,9 @@ Expected<LoweredOp> ForeachAddcmul(const Node&, Builder&);
 Expected<LoweredOp> ForeachAddcdiv(const Node&, Builder&);
 Expected<LoweredOp> ForeachZero(const Node&, Builder&);
 
+// quantized.cpp
+// Why the node cannot lower when one of its tensors (or dtype arguments) has a torch dtype without an XLA
+// element type (qint8, complex32, bits8, ...); empty when all have one.
+std::string NoXlaTypeReason(const Node& node);
+
 }  // namespace opprobe::analyzer::lowering
