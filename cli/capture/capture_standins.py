@@ -131,7 +131,13 @@ def _patch_device_mapping():
                 return fn(*args, **kwargs)
             return factory
 
-        setattr(torch, name, make(fn))
+        wrapper = make(fn)
+        setattr(torch, name, wrapper)
+        # TorchScript resolves torch.zeros & co. through its builtin table: the wrapper stands for the same op.
+        try:
+            torch.jit._builtins._register_builtin(wrapper, "aten::" + name)
+        except Exception:  # noqa: BLE001  (an older or newer torch without this table: scripting is rare)
+            pass
 
 
 def _map_device_type(device_type):

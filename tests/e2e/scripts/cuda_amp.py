@@ -24,4 +24,12 @@ for step in range(2):
     scaler.step(optimizer)
     scaler.update()
 torch.cuda.synchronize()
+
+
+@torch.jit.script
+def one_hot(labels: torch.Tensor, n: int) -> torch.Tensor:
+    return torch.zeros(labels.shape[0], n, device=labels.device).scatter_(1, labels.unsqueeze(1), 1.0)
+
+
+print("one-hot", one_hot(labels, 5).shape)
 print("max memory", torch.cuda.max_memory_allocated() // 2**20, "MiB on", torch.cuda.get_device_name(0))
