@@ -52,7 +52,14 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
       "records each call's op and overload, every schema argument (dtypes, shapes, scalar values), the outputs,\n"
       "the innermost source line outside torch, the nn.Module path and the phase. Identical calls are counted,\n"
       "not stored twice. Works with PyTorch 1.13 and 2.x; the trace format is schemas/trace.schema.json.\n"
-      "The script's own output goes to the terminal as usual.");
+      "The script's own output goes to the terminal as usual.\n\n"
+      "Scripts written for an XLA device or for CUDA run unmodified: where torch_xla, torchax or torch_xla2 is not\n"
+      "installed (or no GPU is present), the shim provides a stand-in (cli/capture/capture_standins.py) that maps\n"
+      "the device to the CPU (xm.xla_device(), torch_xla.device(), env.to_xla(), .cuda(), device=\"cuda\", ...)\n"
+      "and records xm.mark_step, torch_xla.sync/step/compile, xm.optimizer_step(barrier=True) and each\n"
+      "MpDeviceLoader batch as step boundaries (each call's `step` in the trace). torch.compile runs eagerly.\n"
+      "Calls of every namespace are recorded (torchvision::nms, quantized::linear_dynamic, mylib::my_op), except\n"
+      "the bookkeeping ones (profiler::*).");
   cmd->add_option("-o,--output", args->output, "Trace file to write (JSON; written atomically)")
       ->required()
       ->type_name("TRACE.json");

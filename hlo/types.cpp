@@ -12,7 +12,7 @@ struct TypeInfo {
   int bits;
 };
 
-constexpr std::array<TypeInfo, 25> kTypes = {{
+constexpr std::array<TypeInfo, 33> kTypes = {{
     {PrimitiveType::PRED, "pred", 8},
     {PrimitiveType::S8, "s8", 8},
     {PrimitiveType::S16, "s16", 16},
@@ -38,6 +38,14 @@ constexpr std::array<TypeInfo, 25> kTypes = {{
     {PrimitiveType::F8E4M3B11FNUZ, "f8e4m3b11fnuz", 8},
     {PrimitiveType::F8E5M2FNUZ, "f8e5m2fnuz", 8},
     {PrimitiveType::F8E4M3FNUZ, "f8e4m3fnuz", 8},
+    {PrimitiveType::S2, "s2", 2},
+    {PrimitiveType::U2, "u2", 2},
+    {PrimitiveType::F8E4M3, "f8e4m3", 8},
+    {PrimitiveType::F8E3M4, "f8e3m4", 8},
+    {PrimitiveType::S1, "s1", 1},
+    {PrimitiveType::U1, "u1", 1},
+    {PrimitiveType::F4E2M1FN, "f4e2m1fn", 4},
+    {PrimitiveType::F8E8M0FNU, "f8e8m0fnu", 8},
 }};
 
 const TypeInfo* Find(PrimitiveType t) {
@@ -64,7 +72,8 @@ bool IsFloatingPoint(PrimitiveType t) {
   switch (t) {
     case PrimitiveType::F16: case PrimitiveType::BF16: case PrimitiveType::F32: case PrimitiveType::F64:
     case PrimitiveType::F8E5M2: case PrimitiveType::F8E4M3FN: case PrimitiveType::F8E4M3B11FNUZ:
-    case PrimitiveType::F8E5M2FNUZ: case PrimitiveType::F8E4M3FNUZ:
+    case PrimitiveType::F8E5M2FNUZ: case PrimitiveType::F8E4M3FNUZ: case PrimitiveType::F8E4M3:
+    case PrimitiveType::F8E3M4: case PrimitiveType::F4E2M1FN: case PrimitiveType::F8E8M0FNU:
       return true;
     default:
       return false;
@@ -74,12 +83,12 @@ bool IsFloatingPoint(PrimitiveType t) {
 bool IsComplex(PrimitiveType t) { return t == PrimitiveType::C64 || t == PrimitiveType::C128; }
 
 bool IsSignedInteger(PrimitiveType t) {
-  return t == PrimitiveType::S4 || t == PrimitiveType::S8 || t == PrimitiveType::S16 ||
+  return t == PrimitiveType::S1 || t == PrimitiveType::S2 || t == PrimitiveType::S4 || t == PrimitiveType::S8 || t == PrimitiveType::S16 ||
          t == PrimitiveType::S32 || t == PrimitiveType::S64;
 }
 
 bool IsUnsignedInteger(PrimitiveType t) {
-  return t == PrimitiveType::U4 || t == PrimitiveType::U8 || t == PrimitiveType::U16 ||
+  return t == PrimitiveType::U1 || t == PrimitiveType::U2 || t == PrimitiveType::U4 || t == PrimitiveType::U8 || t == PrimitiveType::U16 ||
          t == PrimitiveType::U32 || t == PrimitiveType::U64;
 }
 

@@ -34,6 +34,14 @@ enum class PrimitiveType : int {
   F8E4M3B11FNUZ = 23,
   F8E5M2FNUZ = 24,
   F8E4M3FNUZ = 25,
+  S2 = 26,
+  U2 = 27,
+  F8E4M3 = 28,
+  F8E3M4 = 29,
+  S1 = 30,
+  U1 = 31,
+  F4E2M1FN = 32,
+  F8E8M0FNU = 33,
 };
 
 // `f32`, `bf16`, `pred`, `opaque`, ...; "invalid" for unknown values.

@@ -20,7 +20,7 @@ int64_t TensorMeta::numel() const {
 }
 
 std::string TensorMeta::ToString() const {
-  std::string out(hlo::PrimitiveTypeName(dtype));
+  std::string out = torch_dtype.empty() ? std::string(hlo::PrimitiveTypeName(dtype)) : torch_dtype;
   out += '[';
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (i) out += ',';
@@ -108,7 +108,7 @@ std::string Value::ToString() const {
       for (bool x : bools) parts.push_back(x ? "True" : "False");
       return fmt::format("[{}]", fmt::join(parts, ","));
     }
-    case Kind::kDtype: return std::string(hlo::PrimitiveTypeName(dtype));
+    case Kind::kDtype: return s.empty() ? std::string(hlo::PrimitiveTypeName(dtype)) : s;
     case Kind::kDevice: case Kind::kLayout: case Kind::kMemoryFormat: return s;
   }
   return "?";
@@ -150,27 +150,86 @@ std::string Node::TensorSignature() const {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::optional<hlo::PrimitiveType> DtypeFromTorchName(std::string_view name) {
-  using hlo::PrimitiveType;
+namespace {
+
+struct TorchDtype {
+  std::string_view name;
+  hlo::PrimitiveType type;  // the XLA element type, or the storage type when `exact` is false
+  bool exact;               // XLA has this element type
+};
+
+// Every torch dtype (c10::ScalarType and its Python aliases) with its XLA element type.
+constexpr TorchDtype kTorchDtypes[] = {
+    {"float32", hlo::PrimitiveType::F32, true},    {"float", hlo::PrimitiveType::F32, true},
+    {"float64", hlo::PrimitiveType::F64, true},    {"double", hlo::PrimitiveType::F64, true},
+    {"float16", hlo::PrimitiveType::F16, true},    {"half", hlo::PrimitiveType::F16, true},
+    {"bfloat16", hlo::PrimitiveType::BF16, true},  {"int64", hlo::PrimitiveType::S64, true},
+    {"long", hlo::PrimitiveType::S64, true},       {"int32", hlo::PrimitiveType::S32, true},
+    {"int", hlo::PrimitiveType::S32, true},        {"int16", hlo::PrimitiveType::S16, true},
+    {"short", hlo::PrimitiveType::S16, true},      {"int8", hlo::PrimitiveType::S8, true},
+    {"uint8", hlo::PrimitiveType::U8, true},       {"uint16", hlo::PrimitiveType::U16, true},
+    {"uint32", hlo::PrimitiveType::U32, true},     {"uint64", hlo::PrimitiveType::U64, true},
+    {"bool", hlo::PrimitiveType::PRED, true},      {"complex64", hlo::PrimitiveType::C64, true},
+    {"cfloat", hlo::PrimitiveType::C64, true},     {"complex128", hlo::PrimitiveType::C128, true},
+    {"cdouble", hlo::PrimitiveType::C128, true},
+    {"float8_e4m3fn", hlo::PrimitiveType::F8E4M3FN, true},
+    {"float8_e5m2", hlo::PrimitiveType::F8E5M2, true},
+    {"float8_e4m3fnuz", hlo::PrimitiveType::F8E4M3FNUZ, true},
+    {"float8_e5m2fnuz", hlo::PrimitiveType::F8E5M2FNUZ, true},
+    {"float8_e8m0fnu", hlo::PrimitiveType::F8E8M0FNU, true},
+    {"int1", hlo::PrimitiveType::S1, true},        {"int2", hlo::PrimitiveType::S2, true},
+    {"int4", hlo::PrimitiveType::S4, true},        {"uint1", hlo::PrimitiveType::U1, true},
+    {"uint2", hlo::PrimitiveType::U2, true},       {"uint4", hlo::PrimitiveType::U4, true},
+    // No XLA element type: the storage type stands in, and the torch name is kept (TensorMeta::torch_dtype).
+    {"complex32", hlo::PrimitiveType::C64, false}, {"chalf", hlo::PrimitiveType::C64, false},
+    {"qint8", hlo::PrimitiveType::S8, false},      {"quint8", hlo::PrimitiveType::U8, false},
+    {"qint32", hlo::PrimitiveType::S32, false},    {"quint4x2", hlo::PrimitiveType::U8, false},
+    {"quint2x4", hlo::PrimitiveType::U8, false},   {"bits1x8", hlo::PrimitiveType::U8, false},
+    {"bits2x4", hlo::PrimitiveType::U8, false},    {"bits4x2", hlo::PrimitiveType::U8, false},
+    {"bits8", hlo::PrimitiveType::U8, false},      {"bits16", hlo::PrimitiveType::U16, false},
+    {"int3", hlo::PrimitiveType::S8, false},       {"int5", hlo::PrimitiveType::S8, false},
+    {"int6", hlo::PrimitiveType::S8, false},       {"int7", hlo::PrimitiveType::S8, false},
+    {"uint3", hlo::PrimitiveType::U8, false},      {"uint5", hlo::PrimitiveType::U8, false},
+    {"uint6", hlo::PrimitiveType::U8, false},      {"uint7", hlo::PrimitiveType::U8, false},
+    {"float4_e2m1fn_x2", hlo::PrimitiveType::U8, false},
+};
+
+const TorchDtype* FindTorchDtype(std::string_view name) {
   if (name.starts_with("torch.")) name.remove_prefix(6);
-  struct M {
-    std::string_view n;
-    PrimitiveType t;
+  for (const auto& d : kTorchDtypes)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<hlo::PrimitiveType> DtypeFromTorchName(std::string_view name) {
+  const TorchDtype* d = FindTorchDtype(name);
+  if (!d) return std::nullopt;
+  return d->type;
+}
+
+std::string TorchDtypeWithoutXlaType(std::string_view name) {
+  const TorchDtype* d = FindTorchDtype(name);
+  if (!d || d->exact) return "";
+  std::string_view n = d->name == "chalf" ? std::string_view("complex32") : d->name;
+  return std::string(n);
+}
+
+std::string FirstDtypeWithoutXlaType(const Node& node) {
+  auto of = [](const Value& v) -> std::string {
+    if (v.kind == Value::Kind::kTensor) return v.tensor.torch_dtype;
+    if (v.kind == Value::Kind::kDtype) return v.s;
+    if (v.kind == Value::Kind::kTensorList)
+      for (const auto& t : v.tensors)
+        if (t && !t->torch_dtype.empty()) return t->torch_dtype;
+    return "";
   };
-  static constexpr M kMap[] = {
-      {"float32", PrimitiveType::F32},   {"float", PrimitiveType::F32},      {"float64", PrimitiveType::F64},
-      {"double", PrimitiveType::F64},    {"float16", PrimitiveType::F16},    {"half", PrimitiveType::F16},
-      {"bfloat16", PrimitiveType::BF16}, {"int64", PrimitiveType::S64},      {"long", PrimitiveType::S64},
-      {"int32", PrimitiveType::S32},     {"int", PrimitiveType::S32},        {"int16", PrimitiveType::S16},
-      {"short", PrimitiveType::S16},     {"int8", PrimitiveType::S8},        {"uint8", PrimitiveType::U8},
-      {"uint16", PrimitiveType::U16},    {"uint32", PrimitiveType::U32},     {"uint64", PrimitiveType::U64},
-      {"bool", PrimitiveType::PRED},     {"complex64", PrimitiveType::C64},  {"cfloat", PrimitiveType::C64},
-      {"complex128", PrimitiveType::C128}, {"cdouble", PrimitiveType::C128},
-      {"float8_e4m3fn", PrimitiveType::F8E4M3FN}, {"float8_e5m2", PrimitiveType::F8E5M2},
-  };
-  for (const auto& m : kMap)
-    if (m.n == name) return m.t;
-  return std::nullopt;
+  for (const auto& a : node.args)
+    if (std::string d = of(a.value); !d.empty()) return d;
+  for (const auto& o : node.outputs)
+    if (std::string d = of(o); !d.empty()) return d;
+  return "";
 }
 
 }  // namespace opprobe::analyzer

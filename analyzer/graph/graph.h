@@ -16,6 +16,9 @@ struct TensorMeta {
   hlo::PrimitiveType dtype = hlo::PrimitiveType::F32;
   std::vector<int64_t> sizes;
   std::vector<bool> dynamic;  // empty, or one flag per size (true: a SymInt; sizes holds its hint)
+  // The torch dtype when XLA has no element type for it (`qint8`, `quint4x2`, `complex32`, `bits8`, ...): `dtype`
+  // then holds its storage type (s8, u8, c64, ...) and no lowering treats the tensor as that type. Empty otherwise.
+  std::string torch_dtype;
   bool is_dynamic() const;
   int64_t numel() const;
   int rank() const { return static_cast<int>(sizes.size()); }
@@ -54,7 +57,8 @@ struct Value {
   std::vector<int64_t> ints;
   std::vector<double> floats;
   std::vector<bool> bools;
-  hlo::PrimitiveType dtype = hlo::PrimitiveType::PRIMITIVE_TYPE_INVALID;
+  hlo::PrimitiveType dtype = hlo::PrimitiveType::PRIMITIVE_TYPE_INVALID;  // kDtype; `s` names a torch dtype
+                                                                         // without an XLA type (TensorMeta::torch_dtype)
   bool symbolic = false;  // an int (or int list) that came from a SymInt without a hint
 
   static Value None() { return {}; }
@@ -100,6 +104,8 @@ struct Node {
   std::string phase;        // `forward`, `backward`, `optimizer`, or empty
   std::string program;      // which program of a multi-program input (pt2 method, HLO module)
   int64_t count = 1;        // identical calls merged into this node
+  int64_t step = 0;         // traces: the step (between step boundaries such as xm.mark_step) of the first call
+  SourceLoc lib_loc;        // traces: the innermost library frame (site-packages, stdlib) inside `loc`, if any
   bool dynamic_shape = false;
   std::string note;         // e.g. why the node is dynamic-shape
 
@@ -135,7 +141,15 @@ struct Graph {
   std::optional<CaptureStatus> capture;  // traces only: how the captured script ended
 };
 
-// Maps torch dtype names (`float32`, `torch.float32`, `bfloat16`, `bool`, `complex64`, ...) to XLA types.
+// Maps torch dtype names (`float32`, `torch.float32`, `bfloat16`, `bool`, `complex64`, ...) to XLA types. Every
+// torch dtype maps: one without an XLA element type (quantized, complex32, bits, sub-byte uints) to its storage
+// type, which TorchDtypeWithoutXlaType tells apart.
 std::optional<hlo::PrimitiveType> DtypeFromTorchName(std::string_view name);
+// The canonical torch name (`qint8`, `complex32`) when `name` is a torch dtype that XLA has no element type for;
+// empty for the others (and for unknown names).
+std::string TorchDtypeWithoutXlaType(std::string_view name);
+// The first tensor (argument or output) or dtype argument of the node whose torch dtype has no XLA element
+// type; empty when there is none.
+std::string FirstDtypeWithoutXlaType(const Node& node);
 
 }  // namespace opprobe::analyzer

@@ -24,7 +24,8 @@ constexpr int kMaxSubgraphDepth = 32;
 constexpr int kNewestSchemaMajor = 8;
 
 // Serialized ScalarType (torch/_export/serde/schema.py numbering, not c10's) -> XLA element type.
-// nullopt: not a known value; PRIMITIVE_TYPE_INVALID: known, but without an XLA type.
+// nullopt: not a known value. A dtype without an XLA element type (complex32) gives its storage type;
+// TorchDtypeWithoutXlaType(*name) tells it apart.
 std::optional<PrimitiveType> SerdeDtype(int64_t v, int schema_major, int schema_minor, std::string* name) {
   switch (v) {
     case 1: *name = "uint8"; return PrimitiveType::U8;
@@ -35,7 +36,7 @@ std::optional<PrimitiveType> SerdeDtype(int64_t v, int schema_major, int schema_
     case 6: *name = "float16"; return PrimitiveType::F16;
     case 7: *name = "float32"; return PrimitiveType::F32;
     case 8: *name = "float64"; return PrimitiveType::F64;
-    case 9: *name = "complex32"; return PrimitiveType::PRIMITIVE_TYPE_INVALID;
+    case 9: *name = "complex32"; return PrimitiveType::C64;
     case 10: *name = "complex64"; return PrimitiveType::C64;
     case 11: *name = "complex128"; return PrimitiveType::C128;
     case 12: *name = "bool"; return PrimitiveType::PRED;
@@ -45,7 +46,7 @@ std::optional<PrimitiveType> SerdeDtype(int64_t v, int schema_major, int schema_
     case 30: *name = "float8_e5m2"; return PrimitiveType::F8E5M2;
     case 31: *name = "float8_e4m3fnuz"; return PrimitiveType::F8E4M3FNUZ;
     case 32: *name = "float8_e5m2fnuz"; return PrimitiveType::F8E5M2FNUZ;
-    case 33: *name = "float8_e8m0fnu"; return PrimitiveType::PRIMITIVE_TYPE_INVALID;
+    case 33: *name = "float8_e8m0fnu"; return PrimitiveType::F8E8M0FNU;
     case 34: *name = "uint32"; return PrimitiveType::U32;
     case 35: *name = "uint64"; return PrimitiveType::U64;
     default: break;
@@ -58,16 +59,17 @@ std::optional<PrimitiveType> SerdeDtype(int64_t v, int schema_major, int schema_
   return std::nullopt;
 }
 
-// c10::ScalarType numbering (used by operator-schema defaults) -> XLA element type.
+// c10::ScalarType numbering (used by operator-schema defaults) -> XLA element type (DtypeFromTorchName: the
+// storage type for a dtype without one).
 PrimitiveType C10Dtype(int64_t v) {
-  static constexpr PrimitiveType kMap[] = {
-      PrimitiveType::U8,  PrimitiveType::S8,   PrimitiveType::S16, PrimitiveType::S32,
-      PrimitiveType::S64, PrimitiveType::F16,  PrimitiveType::F32, PrimitiveType::F64,
-      PrimitiveType::PRIMITIVE_TYPE_INVALID /*complex32*/, PrimitiveType::C64, PrimitiveType::C128,
-      PrimitiveType::PRED, PrimitiveType::PRIMITIVE_TYPE_INVALID /*qint8*/,
-      PrimitiveType::PRIMITIVE_TYPE_INVALID /*quint8*/, PrimitiveType::PRIMITIVE_TYPE_INVALID /*qint32*/,
-      PrimitiveType::BF16};
-  if (v >= 0 && v < static_cast<int64_t>(std::size(kMap))) return kMap[v];
+  static constexpr const char* kNames[] = {
+      "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
+      "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
+      "bits4x2", "bits8", "bits16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz", "uint16",
+      "uint32", "uint64", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3",
+      "int4", "int5", "int6", "int7", "float8_e8m0fnu", "float4_e2m1fn_x2"};
+  if (v >= 0 && v < static_cast<int64_t>(std::size(kNames)))
+    return DtypeFromTorchName(kNames[v]).value_or(PrimitiveType::PRIMITIVE_TYPE_INVALID);
   return PrimitiveType::PRIMITIVE_TYPE_INVALID;
 }
 
@@ -334,6 +336,7 @@ DecodedTensor Decoder::DecodeTensorMeta(const json& j0, const std::string& path0
   auto dtype = SerdeDtype(code, major_, minor_, &dtype_name);
   if (!dtype) Fail(path + ".dtype", fmt::format("unknown ScalarType {}", code));
   t.meta.dtype = *dtype;
+  t.meta.torch_dtype = TorchDtypeWithoutXlaType(dtype_name);
   const json& sizes = Array(Require(*j, "sizes", path), path + ".sizes");
   bool any_dynamic = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -476,8 +479,9 @@ Value Decoder::DecodeArgument(const json& j, const std::string& path, const std:
     std::string name;
     auto t = SerdeDtype(code, major_, minor_, &name);
     if (!t) Fail(p, fmt::format("unknown ScalarType {}", code));
-    if (*t == PrimitiveType::PRIMITIVE_TYPE_INVALID) ns.Note(fmt::format("dtype {} has no XLA element type", name));
-    return Value::Dtype(*t);
+    Value d = Value::Dtype(*t);
+    d.s = TorchDtypeWithoutXlaType(name);
+    return d;
   }
   if (key == "as_memory_format") {
     out.kind = Value::Kind::kMemoryFormat;

@@ -115,6 +115,7 @@ Expected<TensorMeta> ParseTensorMeta(const json& j, const Path& p) {
   TensorMeta m;
   OPPROBE_ASSIGN_OR_RETURN(const json* dtype, Required(j, p, "dtype"));
   OPPROBE_ASSIGN_OR_RETURN(m.dtype, GetDtype(*dtype, p.Key("dtype")));
+  m.torch_dtype = TorchDtypeWithoutXlaType(dtype->get<std::string>());
   OPPROBE_ASSIGN_OR_RETURN(const json* shape, RequiredArray(j, p, "shape"));
   for (size_t i = 0; i < shape->size(); ++i) {
     OPPROBE_ASSIGN_OR_RETURN(int64_t d, GetInt((*shape)[i], p.Key("shape").Index(i)));
@@ -226,7 +227,9 @@ Expected<Value> ParseValue(const json& j, const Path& p) {
   } else if (kind == "dtype") {
     OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
     OPPROBE_ASSIGN_OR_RETURN(hlo::PrimitiveType t, GetDtype(*x, vp));
-    return Value::Dtype(t);
+    Value d = Value::Dtype(t);
+    d.s = TorchDtypeWithoutXlaType(x->get<std::string>());
+    return d;
   } else if (kind == "other") {
     // A value the capture could not type (a Generator object, ...): kept as its Python repr.
     OPPROBE_ASSIGN_OR_RETURN(const json* type, Required(j, p, "type"));
@@ -252,6 +255,57 @@ bool HasDynamicTensor(const Value& v) {
     for (const auto& t : v.tensors)
       if (t && t->is_dynamic()) return true;
   return v.symbolic;
+}
+
+// {"file": "train.py", "line": 12}
+Expected<SourceLoc> ParseLoc(const json& loc, const Path& lp) {
+  SourceLoc out;
+  if (!loc.is_object()) return Expect(loc, lp, "an object {\"file\", \"line\"}");
+  if (const json* f = Member(loc, "file")) {
+    OPPROBE_ASSIGN_OR_RETURN(out.file, GetString(*f, lp.Key("file")));
+  }
+  if (const json* l = Member(loc, "line")) {
+    OPPROBE_ASSIGN_OR_RETURN(int64_t line, GetInt(*l, lp.Key("line")));
+    if (line < 0 || line > std::numeric_limits<int>::max()) return Bad(lp.Key("line"), "line out of range");
+    out.line = static_cast<int>(line);
+  }
+  return out;
+}
+
+// The trace's `status`, `exit_status` and `error` as the Graph's CaptureStatus.
+Expected<CaptureStatus> ParseCaptureStatus(const json& doc, const Path& root) {
+  CaptureStatus c;
+  if (const json* st = Member(doc, "status")) {
+    OPPROBE_ASSIGN_OR_RETURN(std::string status, GetString(*st, root.Key("status")));
+    if (status != "ok" && status != "error")
+      return Bad(root.Key("status"), fmt::format("unknown status '{}' (expected ok or error)", status));
+    if (status == "error") c.status = CaptureStatus::Status::kFailed;
+  }
+  if (const json* es = Member(doc, "exit_status")) {
+    OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, root.Key("exit_status")));
+    c.exit_code = static_cast<int>(code);
+  }
+  if (const json* err = Member(doc, "error")) {
+    Path ep = root.Key("error");
+    if (!err->is_object()) return Expect(*err, ep, "an error object");
+    c.status = CaptureStatus::Status::kFailed;
+    if (const json* t = Member(*err, "type")) {
+      OPPROBE_ASSIGN_OR_RETURN(c.exception_type, GetString(*t, ep.Key("type")));
+    }
+    if (const json* m = Member(*err, "message")) {
+      OPPROBE_ASSIGN_OR_RETURN(std::string message, GetString(*m, ep.Key("message")));
+      c.exception_message = message.substr(0, message.find('\n'));
+    }
+    if (const json* es = Member(*err, "exit_status")) {
+      OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, ep.Key("exit_status")));
+      c.exit_code = static_cast<int>(code);
+    }
+    if (const json* loc = Member(*err, "loc")) {
+      OPPROBE_ASSIGN_OR_RETURN(c.location, ParseLoc(*loc, ep.Key("loc")));
+    }
+  }
+  if (c.failed() && c.exception_type == "SystemExit") c.exception_type.clear();  // exited, did not raise
+  return c;
 }
 
 Expected<Node> ParseCall(const json& j, const Path& p) {
@@ -283,16 +337,14 @@ Expected<Node> ParseCall(const json& j, const Path& p) {
     OPPROBE_ASSIGN_OR_RETURN(n.outputs, ParseList<Value>(*outs, p.Key("outputs"), ParseValue));
   }
   if (const json* loc = Member(j, "loc")) {
-    Path lp = p.Key("loc");
-    if (!loc->is_object()) return Expect(*loc, lp, "an object {\"file\", \"line\"}");
-    if (const json* f = Member(*loc, "file")) {
-      OPPROBE_ASSIGN_OR_RETURN(n.loc.file, GetString(*f, lp.Key("file")));
-    }
-    if (const json* l = Member(*loc, "line")) {
-      OPPROBE_ASSIGN_OR_RETURN(int64_t line, GetInt(*l, lp.Key("line")));
-      if (line < 0 || line > std::numeric_limits<int>::max()) return Bad(lp.Key("line"), "line out of range");
-      n.loc.line = static_cast<int>(line);
-    }
+    OPPROBE_ASSIGN_OR_RETURN(n.loc, ParseLoc(*loc, p.Key("loc")));
+  }
+  if (const json* loc = Member(j, "lib_loc")) {
+    OPPROBE_ASSIGN_OR_RETURN(n.lib_loc, ParseLoc(*loc, p.Key("lib_loc")));
+  }
+  if (const json* st = Member(j, "step")) {
+    OPPROBE_ASSIGN_OR_RETURN(n.step, GetInt(*st, p.Key("step")));
+    if (n.step < 0) return Bad(p.Key("step"), fmt::format("expected a step >= 0, got {}", n.step));
   }
   if (const json* mp = Member(j, "module_path")) {
     OPPROBE_ASSIGN_OR_RETURN(n.module_path, GetString(*mp, p.Key("module_path")));
@@ -417,6 +469,9 @@ Expected<Graph> ParseDocument(const json& doc) {
   }
   if (const json* tv = Member(doc, "torch_version")) {
     OPPROBE_ASSIGN_OR_RETURN(g.torch_version, GetString(*tv, root.Key("torch_version")));
+  }
+  if (Member(doc, "status") || Member(doc, "error")) {
+    OPPROBE_ASSIGN_OR_RETURN(g.capture, ParseCaptureStatus(doc, root));
   }
   OPPROBE_ASSIGN_OR_RETURN(const json* calls, RequiredArray(doc, root, "calls"));
   g.nodes.reserve(calls->size());

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/lowering/ops.h"
+
 namespace opprobe::analyzer {
 
 void LoweringTable::Register(std::string name, std::string family, LoweringFn fn) {
@@ -24,6 +26,7 @@ std::vector<const LoweringTable::Entry*> LoweringTable::entries() const {
 }
 
 Expected<LoweredModule> Lower(const Node& node, const LoweringTable& table) {
+  if (std::string reason = lowering::NoXlaTypeReason(node); !reason.empty()) return Unimplemented(reason);
   const LoweringTable::Entry* entry = table.Find(node.op, node.overload);
   if (!entry) return Unimplemented(fmt::format("no lowering for {}", node.qualified_name()));
   std::string name = node.op.substr(node.op.find("::") == std::string::npos ? 0 : node.op.find("::") + 2);

@@ -283,4 +283,9 @@ struct Torch2Lowering {
 };
 const std::vector<Torch2Lowering>& Torch2Lowerings();
 
+// quantized.cpp
+// Why the node cannot lower when one of its tensors (or dtype arguments) has a torch dtype without an XLA
+// element type (qint8, complex32, bits8, ...); empty when all have one.
+std::string NoXlaTypeReason(const Node& node);
+
 }  // namespace opprobe::analyzer::lowering

@@ -12,6 +12,7 @@ import os
 import runpy
 import signal
 import sys
+import sysconfig
 import tempfile
 import threading
 import traceback
@@ -28,12 +29,51 @@ _AUTOGRAD_DIR = _TORCH_DIR + "autograd" + os.sep
 _OPTIM_DIR = _TORCH_DIR + "optim" + os.sep
 _RUNPY_FILE = os.path.abspath(runpy.__file__) if getattr(runpy, "__file__", None) else "<runpy>"
 
+# Namespaces of ops that never reach a device (profiler ranges and similar bookkeeping): counted in the
+# trace's `skipped_ops`, not recorded as calls. Every other namespace (aten, torchvision, quantized, a user's
+# torch.library namespace, ...) is recorded.
+BOOKKEEPING_NAMESPACES = ("profiler",)
+
+
+def _library_roots():
+    """Folders whose files are libraries, not the user's own code: the standard library and site-packages."""
+    roots = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            p = sysconfig.get_paths().get(key)
+        except Exception:  # noqa: BLE001
+            p = None
+        if p:
+            roots.add(os.path.abspath(p))
+    for p in sys.path:
+        if p and os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages"):
+            roots.add(os.path.abspath(p))
+    # Longest first, so a path is made relative to its innermost root.
+    return sorted((r.rstrip(os.sep) + os.sep for r in roots), key=len, reverse=True)
+
+
+_LIBRARY_ROOTS = _library_roots()
+
+
+def _library_path(ap):
+    """The path of a library file relative to its library root (`torchvision/models/resnet.py`), else None."""
+    if not ap or ap.startswith("<"):
+        return None
+    for root in _LIBRARY_ROOTS:
+        if ap.startswith(root):
+            return ap[len(root):]
+    if os.sep + "site-packages" + os.sep in ap or os.sep + "dist-packages" + os.sep in ap:
+        cut = ap.rfind("-packages" + os.sep)
+        return ap[cut + len("-packages" + os.sep):]
+    return None
+
 # c10::ScalarType numbering: schema defaults such as `ScalarType? dtype=4` arrive as these ints.
 _SCALAR_TYPES = [
     "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
     "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2", "quint2x4", "bits1x8",
     "bits2x4", "bits4x2", "bits8", "bits16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz",
-    "float8_e4m3fnuz", "uint16", "uint32", "uint64",
+    "float8_e4m3fnuz", "uint16", "uint32", "uint64", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7",
+    "int1", "int2", "int3", "int4", "int5", "int6", "int7", "float8_e8m0fnu", "float4_e2m1fn_x2",
 ]
 # c10::Layout and c10::MemoryFormat numbering (same reason).
 _LAYOUTS = ["strided", "sparse_coo", "sparse_csr", "mkldnn", "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged"]
@@ -136,14 +176,15 @@ def _declared_types(schema):
 
 
 class _OpInfo(object):
-    __slots__ = ("name", "overload", "record", "args")
+    __slots__ = ("name", "overload", "record", "aten", "args")
 
     def __init__(self, func):
         schema = func._schema
         self.name = schema.name
         ov = schema.overload_name
         self.overload = ov if ov else "default"
-        self.record = self.name.startswith("aten::")
+        self.record = self.name.split("::", 1)[0] not in BOOKKEEPING_NAMESPACES
+        self.aten = self.name.startswith("aten::")
         self.args = []  # (name, declared type, kwarg_only, has_default, default)
         types = _declared_types(schema)
         for a, t in zip(schema.arguments, types):
@@ -321,10 +362,12 @@ def _value_json(e):
 
 class Recorder(object):
     def __init__(self):
-        self.calls = {}        # key -> [first sequence number, count]
+        self.calls = {}        # key -> [first sequence number, count, step of the first occurrence]
         self.order = []        # keys in order of first occurrence
         self.total = 0
-        self.skipped = {}      # non-aten ops (profiler::..., prims::...) -> count
+        self.skipped = {}      # bookkeeping ops (profiler::...) -> count
+        self.step = 0          # step boundaries seen so far (xm.mark_step, torch_xla.sync, ...)
+        self.boundaries = {}   # boundary kind -> count
         self.internal_errors = {}  # recorder failures by message (the call itself still ran)
         self._ops = {}         # OpOverload -> _OpInfo
         self._code_cache = {}  # code object -> (internal, phase marker, file as recorded)
@@ -353,7 +396,8 @@ class Recorder(object):
                     marker = "optimizer"
             elif code.co_name in ("step", "zero_grad"):
                 marker = "optimizer?"  # a user-defined optimizer method: checked against `self`
-            info = (internal, marker, None if internal else _rel_path(f))
+            lib = None if internal else _library_path(ap)
+            info = (internal, marker, None if internal else _rel_path(f), lib)
             self._code_cache[code] = info
         return info
 
@@ -361,16 +405,25 @@ class Recorder(object):
         return self._code_info(code)[0]
 
     def _where(self):
-        """(file, line, phase) of the current call."""
+        """(file, line, phase, library loc) of the current call: the innermost frame in the user's own files
+        (outside torch, the shim, the standard library and site-packages), the phase, and the innermost
+        library frame inside it (None when the user's code called torch directly)."""
         frame = sys._getframe(2)
         loc = None
+        lib_loc = None
+        first = None  # innermost frame outside torch and the shim (a library's when no user frame exists)
         phase = None
         cache = self._code_cache
         while frame is not None:
             code = frame.f_code
             info = cache.get(code) or self._code_info(code)
             if not info[0] and loc is None:
-                loc = (info[2], frame.f_lineno)
+                if first is None:
+                    first = (info[2], frame.f_lineno)
+                if info[3] is None:
+                    loc = (info[2], frame.f_lineno)
+                elif lib_loc is None:
+                    lib_loc = (info[3], frame.f_lineno)
             marker = info[1]
             if marker is not None and phase is None:
                 if marker != "optimizer?":
@@ -388,9 +441,12 @@ class Recorder(object):
                 pass
         if phase is None and loc is None and self._backward_depth > 0:
             phase = "backward"  # an autograd worker thread: no Python frames of the script
+        if loc is None:
+            lib_loc = None
+            loc = first
         if loc is None and phase == "backward" and self._backward_loc is not None:
             loc = self._backward_loc
-        return (loc or ("", 0)) + (phase or "forward",)
+        return (loc or ("", 0)) + (phase or "forward", lib_loc)
 
     # -- module paths ---------------------------------------------------------------------------------
     def forward_pre_hook(self, module, inputs):
@@ -490,15 +546,26 @@ class Recorder(object):
                 enc_outs.extend(("tensor",) + _tensor_meta(x) for x in o)
             else:
                 enc_outs.append(_encode(o, "Tensor" if isinstance(o, torch.Tensor) else ""))
-        file, line, phase = self._where()
-        key = (info.name, info.overload, tuple(enc_args), tuple(enc_outs), file, line, self.module_path(phase), phase)
+        if not info.aten and not any(e[0] in ("tensor", "tensor_list") for e in
+                                     [v for _, v in enc_args] + enc_outs):
+            # A non-aten op that takes and returns no tensor (torchvision::_cuda_version) never reaches a device.
+            self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
+            return
+        file, line, phase, lib_loc = self._where()
+        key = (info.name, info.overload, tuple(enc_args), tuple(enc_outs), file, line, self.module_path(phase), phase,
+               lib_loc)
         self.total += 1
         entry = self.calls.get(key)
         if entry is None:
-            self.calls[key] = [self.total, 1]
+            self.calls[key] = [self.total, 1, self.step]
             self.order.append(key)
         else:
             entry[1] += 1
+
+    def boundary(self, kind):
+        """A step boundary (xm.mark_step, torch_xla.sync, ...): later calls belong to the next step."""
+        self.step += 1
+        self.boundaries[kind] = self.boundaries.get(kind, 0) + 1
 
     def note_internal_error(self, func, exc):
         msg = "%s: %s: %s" % (getattr(func, "__name__", str(func)), type(exc).__name__, exc)
@@ -508,7 +575,7 @@ class Recorder(object):
     def calls_json(self):
         out = []
         for key in self.order:
-            op, overload, args, outs, file, line, module_path, phase = key
+            op, overload, args, outs, file, line, module_path, phase, lib_loc = key
             c = {
                 "op": op,
                 "overload": overload,
@@ -518,19 +585,52 @@ class Recorder(object):
                 "module_path": module_path,
                 "phase": phase,
                 "count": self.calls[key][1],
+                "step": self.calls[key][2],
             }
+            if lib_loc is not None:
+                c["lib_loc"] = {"file": lib_loc[0], "line": lib_loc[1]}
             out.append(c)
         return out
 
 
+def _is_dtype_mismatch(exc):
+    msg = str(exc)
+    return msg.startswith("Found dtype") or "expected scalar type" in msg or "must have the same dtype" in msg
+
+
+def _promoted(args, kwargs):
+    """args and kwargs with their tensors cast to their common (promoted) dtype; None when nothing changes."""
+    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+    if len(tensors) < 2 or len(set(t.dtype for t in tensors)) < 2:
+        return None
+    common = tensors[0].dtype
+    for t in tensors[1:]:
+        common = torch.promote_types(common, t.dtype)
+
+    def cast(a):
+        return a.to(common) if isinstance(a, torch.Tensor) and a.dtype != common else a
+    return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
+
+
 class _CaptureMode(TorchDispatchMode):
-    def __init__(self, recorder):
+    def __init__(self, recorder, promote_dtypes=False):
         super(_CaptureMode, self).__init__()
         self.recorder = recorder
+        # With the XLA stand-in, an aten call whose CPU kernel rejects mixed dtypes that PyTorch/XLA's lowering
+        # promotes (mse_loss_backward of a float output and an int64 target, as in Neuron's supported.py) runs
+        # on the promoted tensors; the call is recorded as the script dispatched it. A callable: whether the
+        # script is using an XLA stand-in.
+        self.promote_dtypes = promote_dtypes or (lambda: False)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as e:
+            p = _promoted(args, kwargs) if _is_dtype_mismatch(e) and self.promote_dtypes() else None
+            if p is None:
+                raise
+            out = func(*p[0], **p[1])
         try:
             self.recorder.record(func, args, kwargs, out)
         except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
@@ -580,13 +680,17 @@ def _write_atomic(path, doc):
 
 
 def _error_location(tb):
-    """Innermost frame of the traceback that belongs to the script (not torch, not the shim)."""
-    loc = None
+    """Innermost frame of the traceback in the user's own files (not torch, the shim, the standard library or
+    site-packages); the innermost frame outside torch and the shim when there is none."""
+    loc = fallback = None
     for fs in traceback.extract_tb(tb):
         ap = _abs(fs.filename) if fs.filename and not fs.filename.startswith("<") else fs.filename
-        if ap and not ap.startswith(_TORCH_DIR) and not ap.startswith(_SHIM_DIR):
-            loc = {"file": _rel_path(fs.filename), "line": fs.lineno or 0}
-    return loc
+        if ap and not ap.startswith(_TORCH_DIR) and not ap.startswith(_SHIM_DIR) and ap != _RUNPY_FILE:
+            here = {"file": _rel_path(fs.filename), "line": fs.lineno or 0}
+            fallback = here
+            if _library_path(ap) is None:
+                loc = here
+    return loc or fallback
 
 
 class _Terminated(BaseException):
@@ -613,13 +717,58 @@ def _ignore_signals():
             pass
 
 
+_PYTHON_DISPATCH_FILE = os.path.join(_TORCH_DIR, "utils", "_python_dispatch.py")
+_OPS_FILE = os.path.join(_TORCH_DIR, "_ops.py")
+
+
+def _is_shim_frame(filename):
+    if not filename:
+        return False
+    if filename.startswith("<"):
+        return filename.startswith("<frozen runpy")
+    ap = _abs(filename)
+    return ap.startswith(_SHIM_DIR) or ap == _RUNPY_FILE
+
+
+def _script_frames(stack):
+    """The frames a plain run of the script would show: without the shim's and runpy's frames, and without the
+    dispatch-mode frames (torch/utils/_python_dispatch.py and the torch/_ops.py calls below it) that exist only
+    because the capture records the aten calls."""
+    out = []
+    in_dispatch = False
+    for fs in stack:
+        if _is_shim_frame(fs.filename):
+            continue
+        ap = _abs(fs.filename) if fs.filename and not fs.filename.startswith("<") else fs.filename
+        if ap == _PYTHON_DISPATCH_FILE:
+            in_dispatch = True
+            continue
+        if in_dispatch and ap in (_OPS_FILE, _PYTHON_DISPATCH_FILE):
+            continue
+        in_dispatch = False
+        out.append(fs)
+    return out
+
+
+def _drop_shim_frames(te, seen):
+    """Removes the capture's own frames from a TracebackException and the exceptions chained to it."""
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list(_script_frames(te.stack))
+    _drop_shim_frames(getattr(te, "__cause__", None), seen)
+    _drop_shim_frames(getattr(te, "__context__", None), seen)
+    for sub in getattr(te, "exceptions", None) or ():
+        _drop_shim_frames(sub, seen)
+
+
 def _print_script_traceback(exc_info, script_abs):
-    """Prints the traceback as Python would for the script alone (without the shim's and runpy's frames)."""
+    """Prints the traceback as Python would for the script alone: no frame of the shim (stand-ins included)
+    or of runpy."""
     etype, value, tb = exc_info
-    t = tb
-    while t is not None and _abs(t.tb_frame.f_code.co_filename) != script_abs:
-        t = t.tb_next
-    traceback.print_exception(etype, value, t if t is not None else tb)
+    te = traceback.TracebackException(etype, value, tb)
+    _drop_shim_frames(te, set())
+    sys.stderr.write("".join(te.format()))
     sys.stderr.flush()
 
 
@@ -638,6 +787,8 @@ def run_script(script, script_args, output, quiet=False):
     if hasattr(mod, "register_module_forward_hook"):
         hooks.append(mod.register_module_forward_hook(recorder.forward_hook))
     recorder.wrap_autograd()
+    import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
+    capture_standins.install(recorder.boundary)
 
     script_abs = os.path.abspath(script)
     sys.argv = [script] + list(script_args)
@@ -647,7 +798,8 @@ def run_script(script, script_args, output, quiet=False):
     error = None
     _install_sigterm()
     try:
-        with _CaptureMode(recorder):
+        with _CaptureMode(recorder, promote_dtypes=lambda: any(
+                r in capture_standins.used() for r in ("torch_xla", "torchax", "torch_xla2"))):
             runpy.run_path(script_abs, run_name="__main__")
     except SystemExit as e:
         code = e.code
@@ -691,8 +843,14 @@ def run_script(script, script_args, output, quiet=False):
         "status": "ok" if error is None else "error",
         "exit_status": exit_status,
         "total_calls": recorder.total,
+        "steps": recorder.step,
         "calls": recorder.calls_json(),
     }
+    standins_used = capture_standins.used()
+    if standins_used:
+        doc["standins"] = standins_used
+    if recorder.boundaries:
+        doc["step_boundaries"] = dict(sorted(recorder.boundaries.items()))
     if error is not None:
         doc["error"] = error
     if recorder.skipped:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""opprobe capture shim: runs a PyTorch script and records every aten call it dispatches.
+"""opprobe capture shim: runs a PyTorch script and records every operator call it dispatches.
 
 Usage (normally through `opprobe capture -o trace.json -- python script.py args...`):
 
@@ -11,6 +11,11 @@ backward ops through the dispatcher) and optimizer steps. Each call is recorded 
 overload, every schema argument by name (defaults filled in from the schema), its outputs, the
 innermost source line outside torch, the nn.Module path and the phase. Identical calls are counted,
 not stored twice. The trace format is documented by schemas/trace.schema.json.
+
+Scripts written for PyTorch/XLA, torchax/torch_xla2 or CUDA run unmodified: where the package (or the GPU) is
+missing, capture_standins.py maps the device to the CPU and records the step boundaries (xm.mark_step,
+torch_xla.sync, ...) so each call carries the step it belongs to. Calls of every op namespace are recorded
+(torchvision::nms, quantized::linear_dynamic, a user's torch.library op) except bookkeeping ones (profiler::*).
 
 A script that raises or calls sys.exit(n) still leaves the trace recorded so far, with the error in
 the trace; the shim then exits with the script's status (1 for an exception). The trace file is

@@ -1,15 +1,13 @@
-# AWS Neuron's "Analyze for Training" supported.py, rewritten for plain CPU PyTorch (no torch_xla):
-# Linear/ReLU/Linear/Tanh trained with MSELoss and SGD for two steps.
 import torch
-
+import torch_xla.core.xla_model as xm
 
 class NN(torch.nn.Module):
     def __init__(self):
         super().__init__()
 
-        self.layer1 = torch.nn.Linear(4, 4)
+        self.layer1 = torch.nn.Linear(4,4)
         self.nl1 = torch.nn.ReLU()
-        self.layer2 = torch.nn.Linear(4, 2)
+        self.layer2 = torch.nn.Linear(4,2)
         self.nl2 = torch.nn.Tanh()
 
     def forward(self, x):
@@ -18,15 +16,14 @@ class NN(torch.nn.Module):
 
 
 def main():
-    torch.manual_seed(0)
-    device = torch.device("cpu")
+    device = xm.xla_device()
 
     model = NN().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = torch.nn.MSELoss()
 
     inp = torch.rand(4)
-    target = torch.tensor([1.0, 0.0])
+    target = torch.tensor([1,0])
 
     model.train()
     for epoch in range(2):
@@ -34,10 +31,10 @@ def main():
         inp = inp.to(device)
         target = target.to(device)
         output = model(inp)
-        loss = loss_fn(output, target)
+        loss = loss_fn(output,target)
         loss.backward()
         optimizer.step()
-
+        xm.mark_step()
 
 if __name__ == '__main__':
     main()

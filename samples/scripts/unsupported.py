@@ -1,21 +1,18 @@
-# AWS Neuron's "Analyze for Training" unsupported.py, rewritten for plain CPU PyTorch (no torch_xla):
-# torch.fft.fft makes a complex64 tensor, so `x * y` multiplies in c64.
 import torch
-
+import torch_xla.core.xla_model as xm
 
 class UnsupportedModel(torch.nn.Module):
     def __init__(self):
         super().__init__()
 
     def forward(self, x):
-        y = torch.fft.fft(x)
+        y =  torch.fft.fft(x)
         x = x + 10
         return x * y
 
 
 def main():
-    torch.manual_seed(0)
-    device = torch.device("cpu")
+    device = xm.xla_device()
 
     model = UnsupportedModel().to(device)
 
@@ -26,6 +23,7 @@ def main():
         inp = inp.to(device)
         output = model(inp)
 
+        xm.mark_step()
 
 if __name__ == '__main__':
     main()

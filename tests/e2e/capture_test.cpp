@@ -96,7 +96,7 @@ TEST_F(CaptureTest, UnsupportedSample) {
   const analyzer::Node* mul = Find(*g, "aten::mul.Tensor");
   ASSERT_NE(mul, nullptr);
   EXPECT_EQ(mul->TensorSignature(), "f32[4], c64[4]");
-  EXPECT_EQ(mul->loc.ToString(), "unsupported.py 13");
+  EXPECT_EQ(mul->loc.ToString(), "unsupported.py 11");
   EXPECT_NE(Find(*g, "aten::_fft_r2c"), nullptr);
   // The checked-in sample is what a capture gives today.
   auto sample = analyzer::LoadTrace(std::string(OPPROBE_SOURCE_DIR) + "/samples/traces/unsupported.json");
