@@ -113,10 +113,13 @@ def main():
     expected = load_expected(a.expected, a.family)
     seen = set()
     new = []
+    expected_calls = 0
     for op, reason, sig, where in mismatches + other:
-        key = (op.split(".")[0] if False else op, reason)
+        key = (op, reason)
         seen.add(key)
-        if key not in expected:
+        if key in expected:
+            expected_calls += 1
+        else:
             new.append((op, reason, sig, where))
     fixed = sorted(expected - seen)
     figures = {
@@ -129,15 +132,16 @@ def main():
         "distinct_calls": distinct,
         "lowering_failures": len(other),
         "shape_mismatches": len(mismatches),
-        "expected_failures": len(expected & seen),
+        "expected_failures": expected_calls,
         "sparse_calls": len(sparse),
         "non_aten_ops": non_aten,
     }
     print("sweep %s (%s, torch %s): %d cases ran (%d raised before finishing, listed below), %d aten calls, %d distinct; "
-          "%d lowering failures, %d shape mismatches (%d of them expected), %d sparse calls, %d non-aten ops %s" % (
+          "%d lowering failures and %d shape mismatches (%d of these listed in %s, %d not), %d sparse-layout calls, "
+          "%d non-aten ops %s" % (
               a.family, a.python, figures["torch_version"], cases_ok, cases_skipped, figures["aten_calls"], distinct,
-              len(other), len(mismatches), figures["expected_failures"], len(sparse), len(non_aten),
-              json.dumps(non_aten, sort_keys=True)))
+              len(other), len(mismatches), expected_calls, os.path.basename(a.expected), len(new), len(sparse),
+              len(non_aten), json.dumps(non_aten, sort_keys=True)))
     for s in skips:
         print("  skipped: " + s)
     for op, reason, sig, where in sparse:

@@ -309,8 +309,9 @@ def vision_run(name, fn, kind):
         if name.startswith("vit_"):
             kw["image_size"] = 32 if name.endswith("14") is False else 28
             size = kw["image_size"]
-        elif name.startswith("maxvit"):
-            kw["input_size"] = (64, 64)
+        elif name.startswith("maxvit"):  # every stage's size must divide by the partition size 7
+            kw["input_size"] = (224, 224)
+            size = 224
         elif name in ("inception_v3", "googlenet"):
             kw["aux_logits"] = True
             kw["init_weights"] = False
