@@ -48,7 +48,8 @@ Expected<LoweredOp> MultiMarginLossBackward(const Node&, Builder&);    // loss.c
 Expected<LoweredOp> FractionalMaxPoolBackward(const Node&, Builder&);  // pooling.cpp
 Expected<LoweredOp> EmbeddingRenorm(const Node&, Builder&);            // pooling.cpp (embedding_renorm_)
 Expected<LoweredOp> Window(const Node&, Builder&);
-Expected<LoweredOp> NativeMultiHeadAttention(const Node&, Builder&);  // attention.cpp  // hann/hamming/blackman/bartlett/kaiser_window (factory.cpp)
+Expected<LoweredOp> NativeMultiHeadAttention(const Node&, Builder&);  // attention.cpp
+Expected<LoweredOp> TransformerEncoderLayerFwd(const Node&, Builder&);  // attention.cpp  // hann/hamming/blackman/bartlett/kaiser_window (factory.cpp)
 Instruction* BesselI0(Builder& b, Instruction* x);   // special.cpp
 Expected<LoweredOp> RandDerived(const Node&, Builder&);  // exponential_, cauchy_, log_normal_, geometric_
 Expected<LoweredOp> NoTensorResult(const Node&, Builder&);  // promote_types, ... (no device computation)

@@ -96,6 +96,7 @@ const std::vector<TableEntry>& Entries() {
     {"aten::_native_batch_norm_legit_functional", "norm", BatchNorm},
     {"aten::_native_batch_norm_legit_no_training", "norm", BatchNorm},
     {"aten::_native_multi_head_attention", "attention", NativeMultiHeadAttention},
+    {"aten::_transformer_encoder_layer_fwd", "attention", TransformerEncoderLayerFwd},
     {"aten::_pdist_forward", "sampling", Pdist},
     {"aten::_prelu_kernel", "misc", Prelu},
     {"aten::_reshape_alias", "shape", View},

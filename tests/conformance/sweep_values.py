@@ -81,7 +81,18 @@ def mha(need_weights, padding):
 CASES["native_multi_head_attention"] = lambda: mha(True, False)
 CASES["native_multi_head_attention_no_weights_padding"] = lambda: mha(False, True)
 
-CHECKED = {"_native_multi_head_attention", "hardshrink_backward", "softshrink_backward", "prelu_backward", "rrelu_with_noise_backward", "elu_backward",
+
+
+def encoder_layer(**kw):
+    m = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, **kw).eval()
+    with torch.no_grad():
+        m(torch.randn(2, 5, 8))
+
+
+CASES["transformer_encoder_layer_fwd"] = lambda: encoder_layer()
+CASES["transformer_encoder_layer_fwd_norm_first_gelu"] = lambda: encoder_layer(norm_first=True, activation="gelu")
+
+CHECKED = {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "hardshrink_backward", "softshrink_backward", "prelu_backward", "rrelu_with_noise_backward", "elu_backward",
            "soft_margin_loss_backward", "multi_margin_loss_backward", "reflection_pad1d_backward",
            "reflection_pad2d_backward", "replication_pad2d_backward", "replication_pad3d_backward",
            "channel_shuffle", "native_channel_shuffle", "unsafe_split",
