@@ -87,4 +87,157 @@ Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
   return Done(c, outs);
 }
 
+namespace {
+// x [B, L, In] times w[rows]^T [In, Out] plus b[rows]: a linear layer on a row block of a packed weight.
+Instruction* LinearRows(Builder& b, Instruction* x, Instruction* w, Instruction* bias, int64_t row0, int64_t rows) {
+  Instruction* wr = b.SliceInDim(w, row0, row0 + rows, 1, 0);
+  hlo::DotDimensionNumbers dn;
+  dn.lhs_contracting_dimensions = {2};
+  dn.rhs_contracting_dimensions = {1};
+  Instruction* y = b.Dot(x, wr, dn);  // [B, L, rows]
+  if (bias) y = Add(b, y, b.Broadcast(b.SliceInDim(bias, row0, row0 + rows, 1, 0), Dims(y), {2}));
+  return y;
+}
+}  // namespace
+
+// _native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
+// mask, need_weights, average_attn_weights, mask_type): nn.MultiheadAttention's inference fast path on [B, L, E]
+// inputs. The packed projections, per-head scaled dot products (a mask's true entries are left out), softmax, the
+// output projection; the weights averaged over the heads unless asked not to, empty without need_weights.
+namespace {
+struct MhaResult {
+  Instruction* out = nullptr;   // [B, L, E]
+  Instruction* attn = nullptr;  // [B, H, L, S] softmax weights
+};
+
+// The packed-projection multi-head attention both fast paths compute (a mask's true entries are left out).
+Expected<MhaResult> Mha(const Ctx& c, Builder& b, Instruction* q0, Instruction* k0, Instruction* v0, int64_t E,
+                        int64_t H, Instruction* wqkv, Instruction* bqkv, Instruction* wo, Instruction* bo,
+                        Instruction* mask) {
+  if (q0->shape.rank() != 3 || k0->shape.rank() != 3 || v0->shape.rank() != 3) return Bad(c, "expects [B, L, E] inputs");
+  if (H <= 0 || E <= 0 || E % H != 0) return Bad(c, "embed_dim not divisible by num_head");
+  PrimitiveType t = q0->shape.element_type();
+  int64_t B = Dims(q0)[0], L = Dims(q0)[1], S = Dims(k0)[1], D = E / H;
+  auto Heads = [&](Instruction* x, int64_t len) {  // [B, len, E] -> [B, H, len, D]
+    return b.Transpose(b.Reshape(x, {B, len, H, D}), {0, 2, 1, 3});
+  };
+  Instruction* q = Heads(LinearRows(b, b.Convert(q0, t), wqkv, bqkv, 0, E), L);
+  Instruction* k = Heads(LinearRows(b, b.Convert(k0, t), wqkv, bqkv, E, E), S);
+  Instruction* v = Heads(LinearRows(b, b.Convert(v0, t), wqkv, bqkv, 2 * E, E), S);
+  q = MulScalar(b, q, 1.0 / std::sqrt(static_cast<double>(D)));
+  hlo::DotDimensionNumbers dn;
+  dn.lhs_batch_dimensions = {0, 1};
+  dn.rhs_batch_dimensions = {0, 1};
+  dn.lhs_contracting_dimensions = {3};
+  dn.rhs_contracting_dimensions = {3};
+  Instruction* attn = b.Dot(q, k, dn);  // [B, H, L, S]
+  std::vector<int64_t> ad = {B, H, L, S};
+  if (mask) {
+    std::vector<int64_t> md = Dims(mask);
+    Instruction* mb;
+    if (md == std::vector<int64_t>{B, S}) mb = b.Broadcast(mask, ad, {0, 3});
+    else if (md == std::vector<int64_t>{L, S}) mb = b.Broadcast(mask, ad, {2, 3});
+    else if (BroadcastShapes(md, ad) == ad) mb = Bcast(b, mask, ad);
+    else return Bad(c, "mask does not fit the attention scores");
+    if (mb->shape.element_type() == PrimitiveType::PRED)
+      attn = b.Select(mb, Full(b, t, -std::numeric_limits<double>::infinity(), ad), attn);
+    else
+      attn = Add(b, attn, b.Convert(mb, t));
+  }
+  Instruction* m = ReduceMax(b, attn, {3});
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, attn, BcastBack(b, m, ad, {3})));
+  attn = Div(b, e, BcastBack(b, ReduceSum(b, e, {3}), ad, {3}));
+  hlo::DotDimensionNumbers dn2 = dn;
+  dn2.rhs_contracting_dimensions = {2};
+  Instruction* o = b.Dot(attn, v, dn2);  // [B, H, L, D]
+  o = b.Reshape(b.Transpose(o, {0, 2, 1, 3}), {B, L, E});
+  return MhaResult{LinearRows(b, o, wo, bo, 0, Dims(wo)[0]), attn};
+}
+
+// Layer norm over the last dim of x [B, L, E] with weight and bias [E].
+Instruction* LayerNormLast(Builder& b, Instruction* x, Instruction* w, Instruction* bias, double eps) {
+  std::vector<int64_t> d = Dims(x);
+  int64_t last = static_cast<int64_t>(d.size()) - 1;
+  double inv = 1.0 / static_cast<double>(d.back());
+  Instruction* mean = BcastBack(b, MulScalar(b, ReduceSum(b, x, {last}), inv), d, {last});
+  Instruction* xc = Sub(b, x, mean);
+  Instruction* var = BcastBack(b, MulScalar(b, ReduceSum(b, Mul(b, xc, xc), {last}), inv), d, {last});
+  Instruction* y = Mul(b, xc, b.Unary(Opcode::kRsqrt, AddScalar(b, var, eps)));
+  if (w) y = Mul(b, y, b.Broadcast(b.Convert(w, x->shape.element_type()), d, {last}));
+  if (bias) y = Add(b, y, b.Broadcast(b.Convert(bias, x->shape.element_type()), d, {last}));
+  return y;
+}
+}  // namespace
+
+Expected<LoweredOp> NativeMultiHeadAttention(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, c.Req("query", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, c.Req("key", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("value", 2));
+  int64_t E = c.Int("embed_dim", 3, 0), H = c.Int("num_head", 4, 1);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, c.Req("qkv_weight", 5));
+  Instruction* bqkv = c.T("qkv_bias", 6);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, c.Req("proj_weight", 7));
+  Instruction* bo = c.T("proj_bias", 8);
+  Instruction* mask = c.T("mask", 9);
+  bool need_weights = c.Bool("need_weights", 10, true), average = c.Bool("average_attn_weights", 11, true);
+  PrimitiveType t = q0->shape.element_type();
+  OPPROBE_ASSIGN_OR_RETURN(MhaResult r, Mha(c, b, q0, k0, v0, E, H, wqkv, bqkv, wo, bo, mask));
+  std::vector<Instruction*> outs = {r.out};
+  const TensorMeta* w = c.Out(1);
+  if (w && w->numel() == 0) {
+    outs.push_back(Full(b, t, 0, w->sizes));
+  } else if (need_weights || w) {
+    outs.push_back(average ? MulScalar(b, ReduceSum(b, r.attn, {1}), 1.0 / static_cast<double>(H)) : r.attn);
+  }
+  return Done(c, outs);
+}
+
+// _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+// norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2,
+// ffn_bias_2, mask, mask_type): TransformerEncoderLayer's eval fast path: self-attention and the feed-forward
+// block, each with its residual and layer norm (before the block with norm_first, after it otherwise).
+Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("src", 0));
+  int64_t E = c.Int("embed_dim", 1, 0), H = c.Int("num_heads", 2, 1);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, c.Req("qkv_weight", 3));
+  Instruction* bqkv = c.T("qkv_bias", 4);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, c.Req("proj_weight", 5));
+  Instruction* bo = c.T("proj_bias", 6);
+  bool gelu = c.Bool("use_gelu", 7, false), norm_first = c.Bool("norm_first", 8, false);
+  double eps = c.Double("eps", 9, 1e-5);
+  Instruction* n1w = c.T("norm_weight_1", 10);
+  Instruction* n1b = c.T("norm_bias_1", 11);
+  Instruction* n2w = c.T("norm_weight_2", 12);
+  Instruction* n2b = c.T("norm_bias_2", 13);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * f1w, c.Req("ffn_weight_1", 14));
+  Instruction* f1b = c.T("ffn_bias_1", 15);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * f2w, c.Req("ffn_weight_2", 16));
+  Instruction* f2b = c.T("ffn_bias_2", 17);
+  Instruction* mask = c.T("mask", 18);
+  auto Attn = [&](Instruction* in) { return Mha(c, b, in, in, in, E, H, wqkv, bqkv, wo, bo, mask); };
+  auto Ffn = [&](Instruction* in) {
+    Instruction* h = LinearRows(b, in, f1w, f1b, 0, Dims(f1w)[0]);
+    if (gelu) {
+      h = Mul(b, MulScalar(b, h, 0.5),
+              AddScalar(b, b.Unary(Opcode::kErf, MulScalar(b, h, std::sqrt(0.5))), 1.0));
+    } else {
+      h = b.Binary(Opcode::kMaximum, h, FullLike(b, h, 0));
+    }
+    return LinearRows(b, h, f2w, f2b, 0, Dims(f2w)[0]);
+  };
+  Instruction* y = x;
+  if (norm_first) {
+    OPPROBE_ASSIGN_OR_RETURN(MhaResult a, Attn(LayerNormLast(b, y, n1w, n1b, eps)));
+    y = Add(b, y, a.out);
+    y = Add(b, y, Ffn(LayerNormLast(b, y, n2w, n2b, eps)));
+  } else {
+    OPPROBE_ASSIGN_OR_RETURN(MhaResult a, Attn(y));
+    y = LayerNormLast(b, Add(b, y, a.out), n1w, n1b, eps);
+    y = LayerNormLast(b, Add(b, y, Ffn(y)), n2w, n2b, eps);
+  }
+  return Done(c, {y});
+}
+
 }  // namespace opprobe::analyzer::lowering

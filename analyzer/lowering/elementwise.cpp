@@ -564,7 +564,7 @@ Fn ActivationBackward(const std::string& op) {
   return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
     Ctx c(n, b);
     OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-    Instruction* y = c.T("output", 1);
+    Instruction* y = op == "elu_backward" ? g : c.T("output", 1);  // elu_backward's tensor is self_or_result (6)
     if (!y) y = c.T("self", 1);
     if (!y) return Bad(c, "needs output/self");
     PrimitiveType t = c.OutType(0, g->shape.element_type());

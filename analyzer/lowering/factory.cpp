@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include <numbers>
+
 #include "analyzer/lowering/ops.h"
 
 namespace opprobe::analyzer::lowering {
@@ -121,6 +123,44 @@ Expected<LoweredOp> LocalScalarDense(const Node& n, Builder& b) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
   // .item(): the value leaves the device; in HLO it is the scalar itself.
   return Done(c, {b.Reshape(x, {})});
+}
+
+// hann/hamming/blackman/bartlett/kaiser_window(window_length, [periodic], [alpha, beta | beta]): computed from an
+// iota in f32 (f64 for a f64 window) and converted to the output type. A periodic window of length N is the
+// symmetric one of length N + 1 without its last element; a window of length 1 is [1].
+Expected<LoweredOp> Window(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  const TensorMeta* out = c.Out(0);
+  int64_t len = out && out->rank() == 1 ? out->sizes[0] : c.Int("window_length", 0, 0);
+  PrimitiveType t = out ? out->dtype : c.Dtype("dtype", 2).value_or(PrimitiveType::F32);
+  bool periodic = true;
+  if (const Value* v = c.V("periodic", 1); v && v->kind == Value::Kind::kBool) periodic = v->b;
+  PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
+  if (len <= 1) return Done(c, {Full(b, t, 1, {len})});
+  double m = static_cast<double>(periodic ? len : len - 1);  // N - 1 of the symmetric window
+  Instruction* i = b.Iota(Shape::Array(ct, {len}), 0);
+  std::string name = n.op.substr(n.op.find("::") + 2);
+  Instruction* w = nullptr;
+  auto CosK = [&](double k) { return b.Unary(Opcode::kCos, MulScalar(b, i, k * 2.0 * std::numbers::pi / m)); };
+  if (name == "hann_window") {
+    w = AddScalar(b, MulScalar(b, CosK(1), -0.5), 0.5);
+  } else if (name == "hamming_window") {
+    double alpha = c.Double("alpha", 2, 0.54), beta = c.Double("beta", 3, 0.46);
+    w = AddScalar(b, MulScalar(b, CosK(1), -beta), alpha);
+  } else if (name == "blackman_window") {
+    w = Add(b, AddScalar(b, MulScalar(b, CosK(1), -0.5), 0.42), MulScalar(b, CosK(2), 0.08));
+  } else if (name == "bartlett_window") {  // 1 - |2i/m - 1|
+    w = Sub(b, FullLike(b, i, 1), b.Unary(Opcode::kAbs, AddScalar(b, MulScalar(b, i, 2.0 / m), -1)));
+  } else if (name == "kaiser_window") {  // I0(beta sqrt(1 - (2i/m - 1)^2)) / I0(beta)
+    double beta = c.Double("beta", 2, 12.0);
+    Instruction* r = AddScalar(b, MulScalar(b, i, 2.0 / m), -1);
+    Instruction* arg = MulScalar(b, b.Unary(Opcode::kSqrt, b.Clamp(Scalar(b, ct, 0), Sub(b, FullLike(b, r, 1), Mul(b, r, r)),
+                                                                   Scalar(b, ct, 1))), beta);
+    w = Div(b, BesselI0(b, arg), BesselI0(b, FullLike(b, arg, beta)));
+  } else {
+    return Bad(c, "unknown window");
+  }
+  return Done(c, {b.Convert(w, t)});
 }
 
 }  // namespace opprobe::analyzer::lowering

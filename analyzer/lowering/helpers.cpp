@@ -201,7 +201,7 @@ Expected<LoweredOp> Done(const Ctx& c, std::vector<Instruction*> outs) {
       return op;
     }
     if (want.size() != outs.size())
-      return Internal(fmt::format("{}: lowering produced {} outputs, the op has {}", c.node.qualified_name(),
+      return Internal(fmt::format("lowering of {} produced {} outputs but PyTorch returned {}", c.node.qualified_name(),
                                   outs.size(), want.size()));
     for (size_t i = 0; i < outs.size(); ++i) {
       if (!outs[i]) return Internal(fmt::format("{}: output {} missing", c.node.qualified_name(), i));
@@ -219,8 +219,9 @@ Expected<LoweredOp> Done(const Ctx& c, std::vector<Instruction*> outs) {
         dims_ok = s.is_dynamic_dimension(d) ? need <= have : need == have;
       }
       if (s.element_type() != want[i]->dtype || !dims_ok)
-        return Internal(fmt::format("{}: lowering produced {} for output {}, the op returns {}", c.node.qualified_name(),
-                                    s.ToString(false), i, want[i]->ToString()));
+        return Internal(fmt::format("lowering of {} produced {} but PyTorch returned {}{}", c.node.qualified_name(),
+                                    s.ToString(false), want[i]->ToString(),
+                                    want.size() == 1 ? "" : fmt::format(" (output {})", i)));
     }
   }
   LoweredOp op;

@@ -312,6 +312,49 @@ Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
   return Done(c, {ReducePerSample(c, per, reduction)});
 }
 
+// multi_margin_loss_backward(grad_output, self, target, p, margin, weight, reduction): where the margin term
+// z_j = margin - x[y] + x[j] (j != y) is positive, d/dx[j] = p z^(p-1) w[y] / C and d/dx[y] is minus their sum;
+// times grad_output (per sample without reduction, / N for mean).
+Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 2));
+  int64_t p = c.Int("p", 3, 1);
+  double margin = c.Double("margin", 4, 1);
+  Instruction* w0 = c.T("weight", 5);
+  int64_t reduction = c.Int("reduction", 6, 1);
+  if (p != 1 && p != 2) return Bad(c, "p must be 1 or 2");
+  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+  PrimitiveType t = x0->shape.element_type();
+  Instruction* x = AsBatch(b, x0);
+  std::vector<int64_t> xd = Dims(x);
+  int64_t N = xd[0], C = xd[1];
+  if (y0->shape.elements() != N) return Bad(c, "target does not fit input");
+  Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {N});
+  Instruction* hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, xd), 1), b.Broadcast(y, xd, {0}), ComparisonDirection::kEq);
+  Instruction* zeros = Full(b, t, 0, xd);
+  Instruction* xy = ReduceSum(b, b.Select(hot, x, zeros), {1});
+  Instruction* z = Add(b, Sub(b, Full(b, t, margin, xd), b.Broadcast(xy, xd, {0})), x);
+  Instruction* active = b.Binary(Opcode::kAnd, CmpScalar(b, z, 0, ComparisonDirection::kGt), b.Unary(Opcode::kNot, hot));
+  Instruction* d = p == 2 ? MulScalar(b, z, 2.0) : Full(b, t, 1, xd);
+  d = b.Select(active, MulScalar(b, d, 1.0 / static_cast<double>(C)), zeros);
+  if (w0) {
+    Instruction* w = b.Broadcast(b.Reshape(b.Convert(w0, t), {C}), xd, {1});
+    d = Mul(b, d, b.Broadcast(ReduceSum(b, b.Select(hot, w, zeros), {1}), xd, {0}));
+  }
+  Instruction* dy = b.Broadcast(ReduceSum(b, d, {1}), xd, {0});
+  Instruction* gx = b.Select(hot, b.Unary(Opcode::kNegate, dy), d);
+  Instruction* g = b.Convert(g0, t);
+  if (reduction == 0 && g->shape.elements() == N) {
+    g = b.Broadcast(b.Reshape(g, {N}), xd, {0});
+  } else {
+    g = b.Broadcast(b.Reshape(g, {}), xd, {});
+    if (reduction == 1) g = MulScalar(b, g, 1.0 / static_cast<double>(std::max<int64_t>(N, 1)));
+  }
+  return Done(c, {b.Reshape(Mul(b, gx, g), Dims(x0))});
+}
+
 // multilabel_margin_loss_forward: the targets of a sample are its target entries before the first
 // negative one (a prefix minimum); is_target marks them; the loss sums, over every target k and
 // every non-target j, max(0, 1 - x[y_k] + x[j]), over C.

@@ -57,6 +57,16 @@ struct LoweredModule {
   std::string note;
 };
 
+// The check Lower applies to every lowering: each output's element type and dimensions equal what the trace or
+// program recorded (Node::outputs; non-tensor outputs such as None or a Scalar are not compared, a bounded
+// dynamic-shape result compares dtype and rank only). A mismatch is a kInternal error naming both shapes:
+// "lowering of aten::transpose_ produced c64[1,63,129] but PyTorch returned c64[1,129,63]".
+Status CheckLoweredOutputs(const Node& node, const std::vector<hlo::Instruction*>& outputs, bool dynamic_shape);
+
+// Calls on sparse tensors (to_sparse, _values, coalesce, a factory with a sparse layout, ...): XLA has dense arrays
+// only, so Lower reports them as such instead of "no lowering".
+bool IsSparseLayoutCall(const Node& node);
+
 // Errors: kUnimplemented when the table has no entry ("no lowering for aten::foo.bar"), or whatever
 // the lowering returned.
 Expected<LoweredModule> Lower(const Node& node, const LoweringTable& table);

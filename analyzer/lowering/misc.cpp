@@ -270,6 +270,80 @@ Expected<LoweredOp> Shrink(const Node& n, Builder& b) {
   return Done(c, {b.Select(b.Compare(x, x, ComparisonDirection::kNe), x, r)});
 }
 
+// hardshrink_backward(grad_out, self, lambd) / softshrink_backward: the gradient passes where |x| > lambd.
+Expected<LoweredOp> ShrinkBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  // hardshrink_backward names its gradient grad_out, softshrink_backward grad_output.
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req(n.op == "aten::hardshrink_backward" ? "grad_out" : "grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 1));
+  double l = c.Double("lambd", 2, 0.5);
+  std::vector<int64_t> dims = BroadcastShapes(Dims(g0), Dims(x0));
+  PrimitiveType t = c.OutType(0, g0->shape.element_type());
+  Instruction* g = Bcast(b, b.Convert(g0, t), dims);
+  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+  Instruction* keep = b.Binary(Opcode::kOr, CmpScalar(b, x, l, ComparisonDirection::kGt),
+                               CmpScalar(b, x, -l, ComparisonDirection::kLt));
+  return Done(c, {b.Select(keep, g, FullLike(b, g, 0))});
+}
+
+// prelu_backward(grad_output, self, weight) -> (grad_input, grad_weight).
+Expected<LoweredOp> PreluBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, c.Req("weight", 2));
+  std::vector<int64_t> dims = Dims(x);
+  PrimitiveType t = x->shape.element_type();
+  g = b.Convert(g, t);
+  Instruction* w = b.Convert(w0, t);
+  bool per_channel = w->shape.elements() != 1 && dims.size() >= 2;
+  Instruction* wb = per_channel ? b.Broadcast(b.Reshape(w, {w->shape.elements()}), dims, {1})
+                                : b.Broadcast(b.Reshape(w, {}), dims, {});
+  Instruction* pos = CmpScalar(b, x, 0, ComparisonDirection::kGt);
+  Instruction* zero = FullLike(b, x, 0);
+  Instruction* gi = b.Select(pos, g, Mul(b, wb, g));
+  Instruction* gw_full = b.Select(pos, zero, Mul(b, x, g));
+  std::vector<int64_t> red;
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d)
+    if (!per_channel || d != 1) red.push_back(d);
+  Instruction* gw = b.Reshape(ReduceSum(b, gw_full, red), Dims(w0));
+  return Done(c, {gi, b.Convert(gw, w0->shape.element_type())});
+}
+
+// soft_margin_loss_backward(grad_output, self, target, reduction): g * -y e^{-yx} / (1 + e^{-yx}) [/ numel].
+Expected<LoweredOp> SoftMarginLossBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 2));
+  int64_t red = c.Int("reduction", 3, 1);
+  std::vector<int64_t> dims = Dims(x);
+  PrimitiveType t = x->shape.element_type();
+  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
+  Instruction* g = Bcast(b, b.Convert(g0, t), dims);
+  Instruction* s = U(b, Opcode::kLogistic, U(b, Opcode::kNegate, Mul(b, y, x)));  // e^{-yx}/(1+e^{-yx})
+  Instruction* r = Mul(b, g, Mul(b, U(b, Opcode::kNegate, y), s));
+  if (red == 1) r = MulScalar(b, r, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)));
+  return Done(c, {r});
+}
+
+// rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result): in training the
+// forward multiplied negatives by `noise`; in eval by (lower + upper) / 2, like leaky_relu.
+Expected<LoweredOp> RreluWithNoiseBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * noise0, c.Req("noise", 2));
+  double lower = c.Double("lower", 3, 1.0 / 8), upper = c.Double("upper", 4, 1.0 / 3);
+  bool training = c.Bool("training", 5, false);
+  PrimitiveType t = g0->shape.element_type();
+  std::vector<int64_t> dims = Dims(g0);
+  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+  if (training && upper - lower > 1e-6) return Done(c, {Mul(b, g0, Bcast(b, b.Convert(noise0, t), dims))});
+  Instruction* pos = CmpScalar(b, x, 0, ComparisonDirection::kGt);
+  return Done(c, {b.Select(pos, g0, MulScalar(b, g0, (lower + upper) / 2))});
+}
+
 Expected<LoweredOp> Logit(const Node& n, Builder& b) {
   Ctx c(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
@@ -731,5 +805,8 @@ Expected<LoweredOp> GluBackward(const Node& n, Builder& b) {
   Instruction* gb = Mul(b, Mul(b, g, a), Mul(b, s, Sub(b, FullLike(b, s, 1), s)));
   return Done(c, {b.Concatenate({ga, gb}, *d)});
 }
+
+// Ops whose result is not a tensor and that no device runs (promote_types, result_type): nothing to lower.
+Expected<LoweredOp> NoTensorResult(const Node& n, Builder& b) { return LoweredOp{}; }
 
 }  // namespace opprobe::analyzer::lowering

@@ -43,6 +43,17 @@ Expected<LoweredOp> Permute(const Node&, Builder&);
 Expected<LoweredOp> TransposeOp(const Node&, Builder&);  // transpose.int, t, swapaxes, numpy_T
 Expected<LoweredOp> Squeeze(const Node&, Builder&);
 Expected<LoweredOp> Unsqueeze(const Node&, Builder&);
+Expected<LoweredOp> ChannelShuffle(const Node&, Builder&);
+Expected<LoweredOp> MultiMarginLossBackward(const Node&, Builder&);    // loss.cpp
+Expected<LoweredOp> FractionalMaxPoolBackward(const Node&, Builder&);  // pooling.cpp
+Expected<LoweredOp> EmbeddingRenorm(const Node&, Builder&);            // pooling.cpp (embedding_renorm_)
+Expected<LoweredOp> Window(const Node&, Builder&);
+Expected<LoweredOp> NativeMultiHeadAttention(const Node&, Builder&);  // attention.cpp
+Expected<LoweredOp> TransformerEncoderLayerFwd(const Node&, Builder&);  // attention.cpp  // hann/hamming/blackman/bartlett/kaiser_window (factory.cpp)
+Instruction* BesselI0(Builder& b, Instruction* x);   // special.cpp
+Expected<LoweredOp> RandDerived(const Node&, Builder&);  // exponential_, cauchy_, log_normal_, geometric_
+Expected<LoweredOp> NoTensorResult(const Node&, Builder&);  // promote_types, ... (no device computation)
+Fn InPlaceView(Fn fn);  // transpose_, t_, swapdims_, swapaxes_, unsqueeze_: self recorded after the call
 Expected<LoweredOp> SliceOp(const Node&, Builder&);
 Expected<LoweredOp> Select(const Node&, Builder&);
 Expected<LoweredOp> Cat(const Node&, Builder&);
@@ -54,6 +65,7 @@ Expected<LoweredOp> Repeat(const Node&, Builder&);
 Expected<LoweredOp> ConstantPad(const Node&, Builder&);
 Expected<LoweredOp> ReflectionPad(const Node&, Builder&);
 Expected<LoweredOp> ReplicationPad(const Node&, Builder&);
+Expected<LoweredOp> MirrorPadBackward(const Node&, Builder&);  // reflection/replication_padNd_backward
 Expected<LoweredOp> Diagonal(const Node&, Builder&);
 Expected<LoweredOp> AsStrided(const Node&, Builder&);
 Expected<LoweredOp> AsStridedScatter(const Node&, Builder&);
@@ -237,6 +249,10 @@ Expected<LoweredOp> Aminmax(const Node&, Builder&);
 Expected<LoweredOp> Glu(const Node&, Builder&);
 Expected<LoweredOp> Prelu(const Node&, Builder&);
 Expected<LoweredOp> Shrink(const Node&, Builder&);  // hardshrink, softshrink
+Expected<LoweredOp> ShrinkBackward(const Node&, Builder&);  // hardshrink_backward, softshrink_backward
+Expected<LoweredOp> PreluBackward(const Node&, Builder&);
+Expected<LoweredOp> RreluWithNoiseBackward(const Node&, Builder&);
+Expected<LoweredOp> SoftMarginLossBackward(const Node&, Builder&);
 Expected<LoweredOp> Logit(const Node&, Builder&);
 Expected<LoweredOp> Trace(const Node&, Builder&);
 Expected<LoweredOp> Dist(const Node&, Builder&);

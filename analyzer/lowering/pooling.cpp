@@ -545,4 +545,59 @@ Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b) {
   return Done(c, {b.Reshape(s, dims)});
 }
 
+// fractional_max_pool{2,3}d_backward(grad_output, self, kernel_size, output_size, indices): scatter-add of
+// grad_output into a zero input at the saved (per-plane flat) indices.
+Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 4));
+  size_t nsp = n.op.find("3d") != std::string::npos ? 3 : 2;
+  std::vector<int64_t> dims = Dims(x), gd = Dims(g);
+  if (dims.size() < nsp || gd.size() != dims.size() || idx->shape.elements() != g->shape.elements())
+    return Bad(c, "shapes of grad_output, self and indices do not fit");
+  PrimitiveType t = x->shape.element_type();
+  size_t lead = dims.size() - nsp;
+  int64_t plane = 1, gplane = 1, planes = 1;
+  for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i], gplane *= gd[i];
+  for (size_t i = 0; i < lead; ++i) planes *= dims[i];
+  Instruction* local = b.Reshape(b.Convert(idx, PrimitiveType::S64), {planes, gplane});
+  Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
+  Instruction* gidx = b.Reshape(Add(b, local, base), {planes * gplane, 1});
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})}, dn,
+                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  return Done(c, {b.Reshape(s, dims)});
+}
+
+// embedding_renorm_(self, indices, max_norm, norm_type): the rows named by indices whose p-norm exceeds max_norm
+// are scaled to max_norm / (norm + 1e-7); the other rows stay.
+Expected<LoweredOp> EmbeddingRenorm(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
+  double max_norm = c.Double("max_norm", 2, 1), p = c.Double("norm_type", 3, 2);
+  std::vector<int64_t> dims = Dims(w);
+  if (dims.size() != 2) return Bad(c, "weight must be 2-d");
+  PrimitiveType t = w->shape.element_type();
+  int64_t V = dims[0], K = idx->shape.elements();
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* hit = b.Scatter({Full(b, t, 0, {V})}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {K, 1}),
+                               {Full(b, t, 1, {K})}, dn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
+  Instruction* a = b.Unary(Opcode::kAbs, w);
+  Instruction* norm = b.Binary(Opcode::kPower, ReduceSum(b, b.Binary(Opcode::kPower, a, FullLike(b, a, p)), {1}),
+                               Full(b, t, 1 / p, {V}));
+  Instruction* scale = Div(b, Full(b, t, max_norm, {V}), AddScalar(b, norm, 1e-7));
+  Instruction* apply = b.Binary(Opcode::kAnd, CmpScalar(b, hit, 0, ComparisonDirection::kGt),
+                                CmpScalar(b, norm, max_norm, ComparisonDirection::kGt));
+  scale = b.Select(apply, scale, Full(b, t, 1, {V}));
+  return Done(c, {Mul(b, w, b.Broadcast(scale, dims, {0}))});
+}
+
 }  // namespace opprobe::analyzer::lowering

@@ -209,4 +209,33 @@ Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
   return Done(c, {b.Binary(Opcode::kMinimum, cnt, maxi)});
 }
 
+// exponential_(lambd), cauchy_(median, sigma), log_normal_(mean, std), geometric_(p): a transform of a uniform
+// or normal rng sample, as PyTorch's CPU kernels draw them.
+Expected<LoweredOp> RandDerived(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  auto [dims, t] = OutShape(c);
+  PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
+  Instruction* r = nullptr;
+  if (n.op == "aten::log_normal_") {
+    Instruction* z = RngIn(b, ct, c.Double("mean", 1, 1), c.Double("std", 2, 2), hlo::RandomDistribution::kNormal, dims);
+    r = b.Unary(Opcode::kExp, z);
+  } else {
+    Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
+    Instruction* log1mu = b.Unary(Opcode::kLog1p, b.Unary(Opcode::kNegate, u));  // log(1 - u), u in [0, 1)
+    if (n.op == "aten::exponential_") {
+      r = MulScalar(b, log1mu, -1.0 / c.Double("lambd", 1, 1));
+    } else if (n.op == "aten::cauchy_") {
+      Instruction* tan = b.Unary(Opcode::kTan, MulScalar(b, AddScalar(b, u, -0.5), std::acos(-1.0)));
+      r = AddScalar(b, MulScalar(b, tan, c.Double("sigma", 2, 1)), c.Double("median", 1, 0));
+    } else if (n.op == "aten::geometric_") {
+      double p = c.Double("p", 1, 0.5);
+      if (!(p > 0 && p < 1)) return Bad(c, "p must be in (0, 1)");
+      r = b.Unary(Opcode::kCeil, MulScalar(b, log1mu, 1.0 / std::log1p(-p)));
+    } else {
+      return Bad(c, "unknown distribution");
+    }
+  }
+  return Done(c, {b.Convert(r, t)});
+}
+
 }  // namespace opprobe::analyzer::lowering

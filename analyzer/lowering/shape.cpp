@@ -84,6 +84,44 @@ Expected<LoweredOp> TransposeOp(const Node& n, Builder& b) {
   return Done(c, {b.Transpose(x, perm)});
 }
 
+// transpose_, t_, swapdims_, swapaxes_ and unsqueeze_ change self's sizes in place. A trace that encoded the
+// arguments after the call (the capture shim records from __torch_dispatch__ once the op has run) holds self with
+// the new sizes, equal to the output: the sizes self had before the call are the inverse of the op's.
+Fn InPlaceView(Fn fn) {
+  return [fn](const Node& n, Builder& b) -> Expected<LoweredOp> {
+    if (n.args.empty() || !n.args[0].value.is_tensor() || n.outputs.empty() || !n.outputs[0].is_tensor() ||
+        !(n.args[0].value.tensor.sizes == n.outputs[0].tensor.sizes))
+      return fn(n, b);
+    Node pre = n;
+    TensorMeta& self = pre.args[0].value.tensor;
+    int64_t r = self.rank();
+    auto IntArg = [&](size_t pos, int64_t dflt) {
+      const Value* v = n.arg(pos == 1 ? "dim0" : "dim1", pos);
+      if (n.op == "aten::unsqueeze_") v = n.arg("dim", 1);
+      return v && v->kind == Value::Kind::kInt ? v->i : dflt;
+    };
+    auto Swap = [&](int64_t d0, int64_t d1) {
+      auto w0 = WrapDim(d0, r), w1 = WrapDim(d1, r);
+      if (!w0 || !w1) return;
+      std::swap(self.sizes[static_cast<size_t>(*w0)], self.sizes[static_cast<size_t>(*w1)]);
+      if (self.dynamic.size() == self.sizes.size())
+        self.dynamic.swap(self.dynamic[static_cast<size_t>(*w0)], self.dynamic[static_cast<size_t>(*w1)]);
+    };
+    if (n.op == "aten::t_") {
+      if (r == 2) Swap(0, 1);
+    } else if (n.op == "aten::unsqueeze_") {
+      auto w = WrapDim(IntArg(1, 0), r);
+      if (w && self.sizes[static_cast<size_t>(*w)] == 1) {
+        self.sizes.erase(self.sizes.begin() + *w);
+        if (self.dynamic.size() > static_cast<size_t>(*w)) self.dynamic.erase(self.dynamic.begin() + *w);
+      }
+    } else if (r >= 2) {
+      Swap(IntArg(1, 0), IntArg(2, 1));
+    }
+    return fn(pre, b);
+  };
+}
+
 Expected<LoweredOp> Squeeze(const Node& n, Builder& b) {
   Ctx c(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
@@ -194,6 +232,21 @@ Expected<LoweredOp> Stack(const Node& n, Builder& b) {
   return Done(c, {r});
 }
 
+// channel_shuffle(self, groups): [N, g*k, ...] -> reshape [N, g, k, ...] -> swap g, k -> reshape back.
+Expected<LoweredOp> ChannelShuffle(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  int64_t groups = c.Int("groups", 1, 1);
+  std::vector<int64_t> dims = Dims(x);
+  if (dims.size() < 3 || groups <= 0 || dims[1] % groups != 0) return Bad(c, "channels not divisible by groups");
+  std::vector<int64_t> split = {dims[0], groups, dims[1] / groups};
+  split.insert(split.end(), dims.begin() + 2, dims.end());
+  std::vector<int64_t> perm(split.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[1], perm[2]);
+  return Done(c, {b.Reshape(b.Transpose(b.Reshape(x, split), perm), dims)});
+}
+
 Expected<LoweredOp> Split(const Node& n, Builder& b) {
   Ctx c(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
@@ -204,7 +257,7 @@ Expected<LoweredOp> Split(const Node& n, Builder& b) {
   std::vector<int64_t> sizes;
   if (n.op == "aten::unbind" || n.op == "aten::unbind_copy") {
     sizes.assign(static_cast<size_t>(size), 1);
-  } else if (n.op == "aten::chunk") {
+  } else if (n.op == "aten::chunk" || n.op == "aten::unsafe_chunk") {
     int64_t chunks = c.Int("chunks", 1, 1);
     int64_t each = (size + chunks - 1) / std::max<int64_t>(chunks, 1);
     for (int64_t s = 0; s < size; s += each) sizes.push_back(std::min(each, size - s));
@@ -354,6 +407,64 @@ Expected<LoweredOp> MirrorPad(const Node& n, Builder& b, bool reflect) {
 
 Expected<LoweredOp> ReflectionPad(const Node& n, Builder& b) { return MirrorPad(n, b, true); }
 Expected<LoweredOp> ReplicationPad(const Node& n, Builder& b) { return MirrorPad(n, b, false); }
+
+namespace {
+// Pads `x` with zeros: `lo` before and `hi` after along `dim`.
+Instruction* ZeroPadDim(Builder& b, Instruction* x, int64_t dim, int64_t lo, int64_t hi) {
+  hlo::PaddingConfig cfg;
+  cfg.dimensions.resize(static_cast<size_t>(x->shape.rank()));
+  cfg.dimensions[static_cast<size_t>(dim)].edge_padding_low = lo;
+  cfg.dimensions[static_cast<size_t>(dim)].edge_padding_high = hi;
+  return b.Pad(x, Scalar(b, x->shape.element_type(), 0), cfg);
+}
+
+// The gradient of PadDimMirror: g has size lo + size + hi along dim; the result has `size`. Each padded
+// element's gradient goes back to the element it copied (reflected or the edge).
+Instruction* PadDimMirrorBackward(Builder& b, Instruction* g, int64_t dim, int64_t lo, int64_t hi, int64_t size,
+                                  bool reflect) {
+  Instruction* r = b.SliceInDim(g, lo, lo + size, 1, dim);
+  if (lo > 0) {
+    Instruction* left = b.SliceInDim(g, 0, lo, 1, dim);
+    if (reflect) {  // g[0:lo] reversed went to x[1:lo+1]
+      r = Add(b, r, ZeroPadDim(b, b.Reverse(left, {dim}), dim, 1, size - lo - 1));
+    } else {  // every one came from x[0]
+      std::vector<int64_t> kd = Dims(left);
+      kd[static_cast<size_t>(dim)] = 1;
+      r = Add(b, r, ZeroPadDim(b, b.Reshape(ReduceSum(b, left, {dim}), kd), dim, 0, size - 1));
+    }
+  }
+  if (hi > 0) {
+    Instruction* right = b.SliceInDim(g, lo + size, lo + size + hi, 1, dim);
+    if (reflect) {  // g[lo+size:] reversed went to x[size-hi-1:size-1]
+      r = Add(b, r, ZeroPadDim(b, b.Reverse(right, {dim}), dim, size - hi - 1, 1));
+    } else {
+      std::vector<int64_t> kd = Dims(right);
+      kd[static_cast<size_t>(dim)] = 1;
+      r = Add(b, r, ZeroPadDim(b, b.Reshape(ReduceSum(b, right, {dim}), kd), dim, size - 1, 0));
+    }
+  }
+  return r;
+}
+}  // namespace
+
+// reflection_padNd_backward / replication_padNd_backward(grad_output, self, padding).
+Expected<LoweredOp> MirrorPadBackward(const Node& n, Builder& b) {
+  Ctx c(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  std::vector<int64_t> pad = c.Ints("padding", 2);
+  bool reflect = n.op.find("reflection") != std::string::npos;
+  Instruction* r = b.Convert(g, x->shape.element_type());
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    int64_t dim = x->shape.rank() - 1 - static_cast<int64_t>(i);
+    if (dim < 0) return Bad(c, "padding longer than the rank");
+    int64_t lo = pad[2 * i], hi = pad[2 * i + 1], size = x->shape.dimensions(static_cast<int>(dim));
+    if (lo < 0 || hi < 0) return Bad(c, "negative padding");
+    if (reflect && (lo >= size || hi >= size)) return Bad(c, "reflection padding not smaller than the input");
+    r = PadDimMirrorBackward(b, r, dim, lo, hi, size, reflect);
+  }
+  return Done(c, {r});
+}
 
 namespace {
 // The positions of a diagonal as a gather: returns the diagonal of dims (d1, d2) moved to the end.

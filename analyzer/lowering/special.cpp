@@ -800,4 +800,6 @@ Expected<LoweredOp> Nextafter(const Node& n, Builder& b) {
   return Done(c, {r});
 }
 
+Instruction* BesselI0(Builder& b, Instruction* x) { return BesselI(b, x, 0, false); }
+
 }  // namespace opprobe::analyzer::lowering

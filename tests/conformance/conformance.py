@@ -25,6 +25,7 @@ EXPECTATIONS = os.path.join(HERE, "expectations.txt")
 COVERAGE = os.path.join(ROOT, "docs", "coverage.md")
 CORE = os.path.join(ROOT, "analyzer", "lowering", "core_aten_ops.txt")
 MODELS = os.path.join(HERE, "models.md")
+SWEEP = os.path.join(HERE, "sweep.md")  # the coverage sweep's section (tests/conformance/sweep.py), kept by hand
 
 LOWERING_FAIL = ("no-lowering", "lowering-error")
 
@@ -144,10 +145,11 @@ def write_coverage(results, classes, runner_bin, seconds):
     L.append("For comparison (research/lowering.md): torch_xla lowers 156 of the 193 core ops natively; "
              "torchax skips 29 OpInfo entries.")
     L.append("")
-    if os.path.exists(MODELS):
-        with open(MODELS) as f:
-            L.append(f.read().rstrip("\n"))
-        L.append("")
+    for part in (MODELS, SWEEP):
+        if os.path.exists(part):
+            with open(part) as f:
+                L.append(f.read().rstrip("\n"))
+            L.append("")
     L.append("## Core aten ops")
     L.append("")
     L.append("| Op | Lowered | Family | Calls in samples: match / other |")
@@ -261,6 +263,13 @@ def main():
         if newly:
             print("conformance: %d entries match that expectations.txt does not list as matching "
                   "(run scripts/conformance to update): %s" % (len(newly), ", ".join(sorted(newly)[:20])))
+        # Issue #12.6: no lowering may disagree with PyTorch about an output's dtype or shape, whatever the entry's
+        # expectation says.
+        for e in results["entries"]:
+            for smp in e.get("samples", []):
+                for call in smp.get("calls", []):
+                    if "but PyTorch returned" in call.get("detail", ""):
+                        regressions.append("%s: shape mismatch: %s" % (e["name"], call["detail"]))
         if regressions:
             print("conformance: %d regressions:" % len(regressions))
             for line in regressions:

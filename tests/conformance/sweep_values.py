@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+# Value check of the lowerings the coverage sweep added (backward ops of torch.nn modules, windows, pad
+# gradients, ...), which OpInfo's samples do not dispatch: records each case's aten calls with their values
+# (gen_samples.py's recorder), runs conformance_runner on them (lower + evaluate with `interp` + compare with
+# PyTorch) and fails unless every call of the ops listed in CHECKED matches.
+# Usage: /usr/bin/python3 sweep_values.py RUNNER WORK_DIR
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "cli", "capture"))
+import torch  # noqa: E402
+import gen_samples  # noqa: E402
+import capture_recorder as cr  # noqa: E402
+
+nn = torch.nn
+F = torch.nn.functional
+
+
+def grad(fn, *xs):
+    xs = [x.detach().requires_grad_() for x in xs]
+    out = fn(*xs)
+    out.backward(torch.linspace(-1, 1, out.numel()).reshape(out.shape) if out.dim() else None)
+
+
+CASES = {
+    "hardshrink_backward": lambda: grad(lambda x: F.hardshrink(x, 0.3), torch.randn(3, 4)),
+    "softshrink_backward": lambda: grad(lambda x: F.softshrink(x, 0.3), torch.randn(3, 4)),
+    "prelu_backward": lambda: grad(lambda x, w: F.prelu(x, w), torch.randn(2, 3, 4), torch.rand(3)),
+    "prelu_backward_single": lambda: grad(lambda x, w: F.prelu(x, w), torch.randn(2, 3), torch.rand(1)),
+    "rrelu_backward_eval": lambda: grad(lambda x: F.rrelu(x, training=False), torch.randn(3, 4)),
+    "elu_backward": lambda: grad(lambda x: F.elu(x, 0.7), torch.randn(3, 4)),
+    "soft_margin_loss_backward": lambda: grad(lambda x: F.soft_margin_loss(x, torch.sign(torch.randn(3, 4))),
+                                              torch.randn(3, 4)),
+    "multi_margin_loss_backward": lambda: grad(lambda x: F.multi_margin_loss(x, torch.tensor([0, 2, 1])),
+                                               torch.randn(3, 4)),
+    "multi_margin_loss_backward_p2_weight_none": lambda: grad(
+        lambda x: F.multi_margin_loss(x, torch.tensor([0, 2, 1]), p=2, weight=torch.rand(4), reduction="none"),
+        torch.randn(3, 4)),
+    "reflection_pad1d_backward": lambda: grad(lambda x: F.pad(x, (2, 3), mode="reflect"), torch.randn(2, 3, 5)),
+    "reflection_pad2d_backward": lambda: grad(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect"), torch.randn(1, 2, 4, 5)),
+    "replication_pad2d_backward": lambda: grad(lambda x: F.pad(x, (1, 2, 3, 1), mode="replicate"),
+                                               torch.randn(1, 2, 4, 5)),
+    "replication_pad3d_backward": lambda: grad(lambda x: F.pad(x, (1, 0, 0, 2, 1, 1), mode="replicate"),
+                                               torch.randn(1, 1, 3, 3, 3)),
+    "channel_shuffle": lambda: nn.ChannelShuffle(3)(torch.randn(2, 6, 2, 2)),
+    "unsafe_split": lambda: torch.randn(2, 7).unsafe_split(3, 1),
+    "unsafe_chunk": lambda: torch.randn(2, 7).unsafe_chunk(3, 1),
+    "fractional_max_pool2d_backward": lambda: grad(lambda x: F.fractional_max_pool2d(
+        x, 2, output_size=3, _random_samples=torch.rand(1, 2, 2)), torch.randn(1, 2, 6, 6)),
+    "fractional_max_pool3d_backward": lambda: grad(lambda x: F.fractional_max_pool3d(
+        x, 2, output_size=2, _random_samples=torch.rand(1, 2, 3)), torch.randn(1, 2, 4, 4, 4)),
+    "embedding_renorm_": lambda: F.embedding(torch.tensor([[1, 3], [3, 0]]), torch.randn(5, 3) * 3, max_norm=1.0),
+    "transpose_": lambda: torch.randn(2, 3, 4).transpose_(0, 2),
+    "transpose_complex": lambda: torch.randn(1, 4, 5, dtype=torch.cfloat).transpose_(1, 2),
+    "t_": lambda: torch.randn(3, 2).t_(),
+    "unsqueeze_": lambda: torch.randn(3, 2).unsqueeze_(1),
+    "swapdims_": lambda: torch.randn(3, 2, 4).swapdims_(0, 2),
+}
+for w in ("hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"):
+    CASES[w] = (lambda w=w: (getattr(torch, w)(8), getattr(torch, w)(7, periodic=False),
+                             getattr(torch, w)(6, dtype=torch.float64), getattr(torch, w)(1)))
+CASES["hamming_window_alpha_beta"] = lambda: torch.hamming_window(9, False, 0.5, 0.3)
+CASES["kaiser_window_beta"] = lambda: torch.kaiser_window(9, False, 5.0)
+CASES["random_derived"] = lambda: (torch.empty(3, 4).exponential_(), torch.empty(5).cauchy_(),
+                                   torch.empty(5).log_normal_(), torch.empty(2, 3).geometric_(0.3))
+
+
+
+def mha(need_weights, padding):
+    m = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = torch.randn(2, 5, 8)
+    kpm = torch.tensor([[False] * 5, [False] * 3 + [True] * 2]) if padding else None
+    with torch.no_grad():
+        m(x, x, x, need_weights=need_weights, key_padding_mask=kpm)
+
+
+CASES["native_multi_head_attention"] = lambda: mha(True, False)
+CASES["native_multi_head_attention_no_weights_padding"] = lambda: mha(False, True)
+
+
+
+def encoder_layer(**kw):
+    m = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, **kw).eval()
+    with torch.no_grad():
+        m(torch.randn(2, 5, 8))
+
+
+CASES["transformer_encoder_layer_fwd"] = lambda: encoder_layer()
+CASES["transformer_encoder_layer_fwd_norm_first_gelu"] = lambda: encoder_layer(norm_first=True, activation="gelu")
+
+CHECKED = {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "hardshrink_backward", "softshrink_backward", "prelu_backward", "rrelu_with_noise_backward", "elu_backward",
+           "soft_margin_loss_backward", "multi_margin_loss_backward", "reflection_pad1d_backward",
+           "reflection_pad2d_backward", "replication_pad2d_backward", "replication_pad3d_backward",
+           "channel_shuffle", "native_channel_shuffle", "unsafe_split",
+           "fractional_max_pool2d_backward",
+           "fractional_max_pool3d_backward", "embedding_renorm_", "transpose_", "t_", "unsqueeze_",
+           "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "exponential_",
+           "cauchy_", "log_normal_", "geometric_"}
+RANDOM = {"exponential_", "cauchy_", "log_normal_", "geometric_"}
+
+
+def main():
+    runner, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    entries = []
+    for name, fn in sorted(CASES.items()):
+        rec = gen_samples.Recorder(20000)
+        error = None
+        try:
+            with rec:
+                fn()
+        except Exception as e:  # noqa: BLE001
+            error = "%s: %s" % (type(e).__name__, e)
+        for call in rec.calls:
+            if call["op"].split("::")[-1] in RANDOM:
+                call["random"] = True
+        entries.append({"name": name, "samples": [{"dtype": "float32", "calls": rec.calls, "error": error}]})
+    samples = os.path.join(work, "sweep_values.samples.json")
+    results = os.path.join(work, "sweep_values.results.json")
+    with open(samples, "w") as fh:
+        json.dump({"format": "opprobe-conformance-samples", "version": 1, "torch_version": torch.__version__,
+                   "per_dtype": 1, "seconds": 0, "entries": entries}, fh)
+    subprocess.run([runner, samples, results], check=True)
+    with open(results) as fh:
+        res = json.load(fh)
+    bad, seen = [], set()
+    for e in res["entries"]:
+        for s in e["samples"]:
+            if s.get("error"):
+                bad.append("%s: PyTorch raised %s" % (e["name"], s["error"]))
+            for call in s["calls"]:
+                op = call["op"].split("::")[-1].split(".")[0]
+                if op not in CHECKED:
+                    continue
+                seen.add(op)
+                if call["status"] != "match":
+                    bad.append("%s: %s %s: %s" % (e["name"], call["op"], call["status"],
+                                                     call.get("detail", "")))
+    missing = sorted(CHECKED - seen - {"native_channel_shuffle", "channel_shuffle"} -
+                     ({"channel_shuffle"} if "native_channel_shuffle" in seen else set()))
+    for op in missing:
+        bad.append("no case dispatched aten::%s" % op)
+    print("sweep_values: %d cases, %d checked ops seen, %d problems" % (len(CASES), len(seen), len(bad)))
+    for b in bad:
+        print("  " + b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
