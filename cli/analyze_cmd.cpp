@@ -8,6 +8,7 @@
 #include "cli/capture_run.h"
 #include "cli/commands.h"
 #include "cli/report_options.h"
+#include "compiler_probe/remote/shared_cache.h"
 
 namespace opprobe::cli {
 namespace {
@@ -17,6 +18,8 @@ struct AnalyzeArgs {
   AnalyzeRunOptions run;
   ReportOptions report;
   bool no_cache = false;
+  std::vector<std::string> caches;  // --cache DIR and/or --cache redis://... | http(s)://...
+  std::string shard;
   bool no_progress = false;
   std::string save_trace;
 };
@@ -46,6 +49,18 @@ int RunAnalyze(AnalyzeArgs& a) {
     return ReportError(UsageError("nothing to analyze: give a trace, a .pt2, HLO, or `-- <python> script.py ...`"));
   if (Status st = CheckReportOptions(a.report); !st.ok()) return ReportError(st);
   a.run.use_cache = !a.no_cache;
+  for (const auto& c : a.caches) {
+    std::string& slot = compiler_probe::IsRemoteCacheUrl(c) ? a.run.remote_cache : a.run.cache_dir;
+    if (!slot.empty()) return ReportError(UsageError("--cache: give at most one folder and one server"));
+    slot = c;
+  }
+  if (!a.shard.empty()) {
+    auto shard = compiler_probe::ParseShard(a.shard);
+    if (!shard.ok()) return ReportError(shard.status());
+    if (a.no_cache) return ReportError(UsageError("--shard needs the probe cache (drop --no-cache)"));
+    a.run.shard_index = shard->index;
+    a.run.shard_count = shard->count;
+  }
   a.run.progress = !a.no_progress;
 
   auto backend = CreateBackend(a.run);
@@ -91,7 +106,13 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "`opprobe backends`")
       ->capture_default_str();
   cmd->add_option("-j,--jobs", args->run.jobs, "Probes run in parallel (default: the number of cores)");
-  cmd->add_option("--cache", args->run.cache_dir, "Probe cache folder (default: $XDG_CACHE_HOME/opprobe)");
+  cmd->add_option("--cache", args->caches,
+                  "Probe cache folder (default: $XDG_CACHE_HOME/opprobe), and/or a shared cache server behind it: "
+                  "redis://HOST:PORT[/DB] or http(s)://HOST[:PORT]/PATH (secrets from $OPPROBE_CACHE_PASSWORD, "
+                  "$OPPROBE_CACHE_TOKEN or their _FILE variants)");
+  cmd->add_option("--shard", args->shard,
+                  "Probe only the units of shard K of N (e.g. 2/4) and write a partial result; a final run with "
+                  "the same cache finds every verdict");
   cmd->add_flag("--no-cache", args->no_cache, "Neither read nor write the probe cache");
   cmd->add_option("--probe-timeout", args->run.probe_timeout_seconds, "Seconds one probe may take (cmd, pjrt)")
       ->capture_default_str();

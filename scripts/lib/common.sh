@@ -17,6 +17,9 @@ OPPROBE_PACKAGES=(
 )
 # Test-only tools: the HTML report is checked in a real browser, JUnit output against its XSD (xmllint).
 OPPROBE_TEST_PACKAGES=(chromium libxml2-utils)
+# Shared probe caches: Redis through hiredis, HTTP through libcurl; their tests start real servers.
+OPPROBE_PACKAGES+=(libhiredis-dev libcurl4-openssl-dev)
+OPPROBE_TEST_PACKAGES+=(redis-server nginx)
 
 opprobe_install() {
   local wanted=("$@") missing=()
