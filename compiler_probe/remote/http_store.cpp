@@ -137,6 +137,7 @@ class HttpStore : public RemoteStore {
         ++b.entries;
         b.bytes += f.size;
       }
+      if (b.entries == 0) continue;  // a folder left empty by `cache clear`
       StoreReply rec = GetLocked("b/" + d.name);
       if (rec.code == StoreReply::Code::kFault) return BackendUnavailable(fmt::format("remote cache {}: {}", Where(), rec.error));
       nlohmann::json j = nlohmann::json::parse(rec.value, nullptr, false);
@@ -187,6 +188,7 @@ class HttpStore : public RemoteStore {
           if (!r.error.empty()) return BackendUnavailable(fmt::format("remote cache {}: {}", Where(), r.error));
           if (std::string(top) == "e/" && r.code >= 200 && r.code < 300) ++removed;
         }
+        if (it.dir) Request("DELETE", Url(std::string(top) + it.name + "/"), nullptr);  // the emptied folder
       }
     }
     return removed;

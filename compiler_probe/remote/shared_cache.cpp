@@ -182,10 +182,23 @@ Verdict FleetBackend::probe(const hlo::Module& unit) {
                                           shard_.count, owner));
       }
     }
-    if (shared_ && shared_->remote_usable())
-      return shared_->ProbeOnce({id_, version_, fp}, lease_seconds_, [&] { return inner_.probe(unit); });
+    // Leases cost a few round trips per unit: worth it for a compiler that takes seconds, not for a
+    // backend that answers in microseconds (rules, interp), whose units are probed unleased.
+    int64_t n = probes_;
+    bool slow = n == 0 || probe_seconds_ / static_cast<double>(n) >= kLeaseWorthSeconds;
+    if (shared_ && shared_->remote_usable() && slow)
+      return shared_->ProbeOnce({id_, version_, fp}, lease_seconds_, [&] { return Timed(unit); });
   }
-  return inner_.probe(unit);
+  return Timed(unit);
+}
+
+Verdict FleetBackend::Timed(const hlo::Module& unit) {
+  auto start = std::chrono::steady_clock::now();
+  Verdict v = inner_.probe(unit);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  probe_seconds_ = probe_seconds_ + s;  // a racy sum is fine for a heuristic
+  ++probes_;
+  return v;
 }
 
 }  // namespace opprobe::compiler_probe

@@ -73,7 +73,8 @@ int ShardOf(const std::string& fingerprint, int count);
 Expected<ShardSpec> ParseShard(const std::string& text);
 
 // Wraps a backend: units outside `shard` are not probed (an error verdict that says so, never cached),
-// and with a usable `shared` cache each unit is probed once per server.
+// and with a usable `shared` cache each unit is probed once per server (when probes are slow enough for
+// a lease to pay: see kLeaseWorthSeconds).
 class FleetBackend : public Backend {
  public:
   FleetBackend(Backend& inner, SharedProbeCache* shared, ShardSpec shard, double lease_seconds);
@@ -81,6 +82,8 @@ class FleetBackend : public Backend {
   std::string version() const override { return version_; }
   bool thread_safe() const override { return inner_.thread_safe(); }
   Verdict probe(const hlo::Module& unit) override;
+  // Probes that took less than this on average are not worth a lease.
+  static constexpr double kLeaseWorthSeconds = 0.05;
 
   int64_t skipped() const { return skipped_; }  // units left to other shards
 
@@ -91,6 +94,10 @@ class FleetBackend : public Backend {
   double lease_seconds_;
   std::string id_, version_;
   std::atomic<int64_t> skipped_{0};
+  std::atomic<int64_t> probes_{0};
+  std::atomic<double> probe_seconds_{0};
+
+  Verdict Timed(const hlo::Module& unit);
 };
 
 }  // namespace opprobe::compiler_probe

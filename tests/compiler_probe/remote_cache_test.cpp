@@ -123,6 +123,12 @@ TEST_F(RemoteCacheTest, RedisTwoRunsAtOnceProbeEachUnitOnce) {
   EXPECT_NE(stats.find(backend), std::string::npos) << stats;
   EXPECT_NE(stats.find("hits: "), std::string::npos) << stats;
   EXPECT_EQ(stats.find("hits: 0,"), std::string::npos) << stats;
+
+  pid_t clear = opprobe::testing::Spawn({OPPROBE_BIN, "cache", "clear", "--cache", redis.url()}, {}, Path("clear.out"));
+  EXPECT_EQ(opprobe::testing::WaitExit(clear), 0);
+  EXPECT_NE(ReadWholeFile(Path("clear.out")).find("removed " + std::to_string(units) + " entries"), std::string::npos);
+  stats = Stats(redis.url());
+  EXPECT_NE(stats.find("entries: 0 (0 B)\nhits: 0,"), std::string::npos) << stats;
 }
 
 TEST_F(RemoteCacheTest, HttpTwoRunsAtOnceShareVerdicts) {
@@ -155,6 +161,12 @@ TEST_F(RemoteCacheTest, HttpTwoRunsAtOnceShareVerdicts) {
   std::string stats = Stats(nginx.url());
   EXPECT_NE(stats.find("entries: " + std::to_string(units) + " ("), std::string::npos) << stats;
   EXPECT_EQ(stats.find("hits: 0,"), std::string::npos) << stats;
+
+  pid_t clear = opprobe::testing::Spawn({OPPROBE_BIN, "cache", "clear", "--cache", nginx.url()}, {}, Path("clear.out"));
+  EXPECT_EQ(opprobe::testing::WaitExit(clear), 0);
+  EXPECT_NE(ReadWholeFile(Path("clear.out")).find("removed " + std::to_string(units) + " entries"), std::string::npos);
+  stats = Stats(nginx.url());
+  EXPECT_NE(stats.find("entries: 0 (0 B)\nhits: 0,"), std::string::npos) << stats;
 }
 
 // The server dies mid-run: one warning, the run completes with the local cache, same report.
