@@ -15,6 +15,7 @@
 #include "testing/run_binary.h"
 #include "testing/servers.h"
 #include "testing/temp_dir_test.h"
+#include "tests/reports/json_schema.h"
 
 namespace opprobe::compiler_probe {
 namespace {
@@ -323,6 +324,9 @@ TEST_F(RemoteCacheTest, ShardsThenOneFullReport) {
     EXPECT_EQ(s.report["summary"]["shard"]["count"], 3);
     EXPECT_EQ(s.report["summary"]["shard"]["partial"], true);
     skipped += s.report["summary"]["shard"]["skipped"].get<int64_t>();
+    opprobe::testing::JsonSchemaValidator schema(json::parse(ReadWholeFile("schemas/report.schema.json")));
+    auto errors = schema.Validate(s.report);
+    EXPECT_TRUE(errors.empty()) << errors.front();
   }
   EXPECT_EQ(TotalProbes() - before, units) << "each unit probed by exactly one shard";
   EXPECT_GT(skipped, 0);
