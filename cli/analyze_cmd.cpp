@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/report_options.h"
 #include "cli/torch_xla_run.h"
+#include "compiler_probe/remote/shared_cache.h"
 
 namespace opprobe::cli {
 namespace {
@@ -19,6 +20,8 @@ struct AnalyzeArgs {
   AnalyzeRunOptions run;
   ReportOptions report;
   bool no_cache = false;
+  std::vector<std::string> caches;  // --cache DIR and/or --cache redis://... | http(s)://...
+  std::string shard;
   bool no_progress = false;
   bool progress = false;
   std::string save_trace;
@@ -63,6 +66,18 @@ int RunAnalyze(AnalyzeArgs& a) {
   if (Status st = CheckReportOptions(a.report); !st.ok()) return ReportError(st);
   if (a.progress && a.no_progress) return ReportError(UsageError("--progress and --no-progress contradict each other"));
   a.run.use_cache = !a.no_cache;
+  for (const auto& c : a.caches) {
+    std::string& slot = compiler_probe::IsRemoteCacheUrl(c) ? a.run.remote_cache : a.run.cache_dir;
+    if (!slot.empty()) return ReportError(UsageError("--cache: give at most one folder and one server"));
+    slot = c;
+  }
+  if (!a.shard.empty()) {
+    auto shard = compiler_probe::ParseShard(a.shard);
+    if (!shard.ok()) return ReportError(shard.status());
+    if (a.no_cache) return ReportError(UsageError("--shard needs the probe cache (drop --no-cache)"));
+    a.run.shard_index = shard->index;
+    a.run.shard_count = shard->count;
+  }
   a.run.progress = a.no_progress || a.report.quiet ? AnalyzeRunOptions::Progress::kOff
                    : a.progress                    ? AnalyzeRunOptions::Progress::kOn
                                                    : AnalyzeRunOptions::Progress::kAuto;
@@ -134,7 +149,13 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "`opprobe backends`")
       ->capture_default_str();
   cmd->add_option("-j,--jobs", args->run.jobs, "Probes run in parallel (default: the number of cores)");
-  cmd->add_option("--cache", args->run.cache_dir, "Probe cache folder (default: $XDG_CACHE_HOME/opprobe)");
+  cmd->add_option("--cache", args->caches,
+                  "Probe cache folder (default: $XDG_CACHE_HOME/opprobe), and/or a shared cache server behind it: "
+                  "redis://HOST:PORT[/DB] or http(s)://HOST[:PORT]/PATH (secrets from $OPPROBE_CACHE_PASSWORD, "
+                  "$OPPROBE_CACHE_TOKEN or their _FILE variants)");
+  cmd->add_option("--shard", args->shard,
+                  "Probe only the units of shard K of N (e.g. 2/4) and write a partial result; a final run with "
+                  "the same cache finds every verdict");
   cmd->add_flag("--no-cache", args->no_cache, "Neither read nor write the probe cache");
   cmd->add_option("--probe-timeout", args->run.probe_timeout_seconds, "Seconds one probe may take (cmd, pjrt)")
       ->capture_default_str();

@@ -16,6 +16,7 @@
 #include "cli/progress.h"
 #include "compiler_probe/disk_cache.h"
 #include "compiler_probe/registry.h"
+#include "compiler_probe/remote/shared_cache.h"
 
 namespace opprobe::cli {
 
@@ -89,11 +90,21 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
   d.jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   d.dump_dir = options.dump_dir;
   std::unique_ptr<compiler_probe::ProbeCache> cache;
+  compiler_probe::SharedProbeCache* shared = nullptr;
   if (options.use_cache) {
     std::string dir = options.cache_dir.empty() ? compiler_probe::DefaultCacheDir() : options.cache_dir;
     auto opened = compiler_probe::OpenDiskCache(dir);
     if (!opened.ok()) return opened.status().WithContext("--cache");
     cache = std::move(opened).value();
+    if (!options.remote_cache.empty()) {
+      auto store = compiler_probe::OpenRemoteStore(options.remote_cache);
+      if (!store.ok()) return store.status().WithContext("--cache");
+      auto s = std::make_unique<compiler_probe::SharedProbeCache>(std::move(cache), std::move(store).value(), [](const std::string& w) {
+        std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str());
+      });
+      shared = s.get();
+      cache = std::move(s);
+    }
     d.cache = cache.get();
   }
   d.ignore_ops = options.ignore_ops;
@@ -101,6 +112,15 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
   if (options.progress == AnalyzeRunOptions::Progress::kOn ||
       (options.progress == AnalyzeRunOptions::Progress::kAuto && tty))
     d.on_progress = MakeProgressReporter(tty);
+  // Shards and per-unit leases on a shared cache; a lease outlives the longest probe.
+  compiler_probe::FleetBackend fleet(backend, shared, {options.shard_index, options.shard_count},
+                                     options.probe_timeout_seconds + 30);
+  auto mark_shard = [&](analyzer::AnalysisResult r) {
+    r.summary.shard_index = options.shard_index;
+    r.summary.shard_count = options.shard_count;
+    r.summary.shard_skipped = fleet.skipped();
+    return r;
+  };
 
   bool any_hlo = std::find(kinds.begin(), kinds.end(), "hlo") != kinds.end();
   if (any_hlo) {
@@ -114,7 +134,7 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
     std::vector<analyzer::NamedModule> named;
     for (const auto& m : loaded) named.push_back({m.name, m.module.get()});
     std::string model = fmt::format("{}", fmt::join(inputs, ", "));
-    return analyzer::AnalyzeHlo(model, named, backend, d);
+    return mark_shard(analyzer::AnalyzeHlo(model, named, fleet, d));
   }
   OPPROBE_ASSIGN_OR_RETURN(analyzer::Graph graph, LoadGraph(inputs));
   bool any_aten = false;
@@ -134,7 +154,7 @@ Expected<analyzer::AnalysisResult> AnalyzeInputs(const std::vector<std::string>&
     }
     return InvalidInput(fmt::format("no aten calls in {}: nothing to analyze", what));
   }
-  return analyzer::Analyze(graph, backend, analyzer::LoweringTable::Builtin(), d);
+  return mark_shard(analyzer::Analyze(graph, fleet, analyzer::LoweringTable::Builtin(), d));
 }
 
 }  // namespace opprobe::cli

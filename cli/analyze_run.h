@@ -18,6 +18,9 @@ struct AnalyzeRunOptions {
   int jobs = 0;                // 0: the number of cores
   bool use_cache = true;
   std::string cache_dir;       // empty: the default under $XDG_CACHE_HOME
+  std::string remote_cache;    // redis://... or http(s)://...: a shared cache behind the local one
+  int shard_index = 0;         // --shard K/N: probe only shard K of N (0: everything)
+  int shard_count = 0;
   double probe_timeout_seconds = 60;
   std::string dump_dir;        // repro files of unsupported units
   // Progress on stderr: kAuto shows a bar on a terminal and nothing otherwise; kOn (--progress) also prints plain

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "compiler_probe/disk_cache.h"
+#include "compiler_probe/remote/store.h"
 
 namespace opprobe::cli {
 
@@ -17,6 +18,34 @@ std::string HumanBytes(int64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
 }
 
+// `cache stats --cache redis://...|http(s)://...`: the server's entries per backend and its hit counters.
+int RemoteStats(const std::string& url) {
+  auto store = compiler_probe::OpenRemoteStore(url);
+  if (!store.ok()) return ReportError(store.status().WithContext("--cache"));
+  auto s = (*store)->Stats();
+  if (!s.ok()) return ReportError(s.status());
+  std::printf("cache: %s\n", s->where.c_str());
+  if (s->listed) {
+    std::printf("entries: %lld (%s)\n", static_cast<long long>(s->entries), HumanBytes(s->bytes).c_str());
+  } else {
+    std::printf("entries: unknown (the server does not list its folders; nginx: autoindex on; autoindex_format json;)\n");
+  }
+  for (const auto& b : s->backends)
+    std::printf("  %lld  %s  [%s]\n", static_cast<long long>(b.entries), b.id.c_str(), b.version.c_str());
+  std::printf("hits: %lld, misses: %lld, stores: %lld (all runs)\n", static_cast<long long>(s->hits),
+              static_cast<long long>(s->misses), static_cast<long long>(s->stores));
+  return 0;
+}
+
+int RemoteClear(const std::string& url) {
+  auto store = compiler_probe::OpenRemoteStore(url);
+  if (!store.ok()) return ReportError(store.status().WithContext("--cache"));
+  auto n = (*store)->Clear();
+  if (!n.ok()) return ReportError(n.status());
+  std::printf("removed %lld entries from %s\n", static_cast<long long>(*n), (*store)->Where().c_str());
+  return 0;
+}
+
 }  // namespace
 
 void RegisterCache(CLI::App& app, int& exit_code) {
@@ -24,8 +53,14 @@ void RegisterCache(CLI::App& app, int& exit_code) {
   cache->require_subcommand(1);
   auto dir = std::make_shared<std::string>();
   auto* stats = cache->add_subcommand("stats", "Show the cache directory, its entries and size, per backend");
-  stats->add_option("--cache", *dir, "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe)");
+  stats->add_option("--cache", *dir,
+                    "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe), or a cache server: "
+                    "redis://HOST:PORT[/DB], http(s)://HOST[:PORT]/PATH");
   stats->callback([dir, &exit_code] {
+    if (compiler_probe::IsRemoteCacheUrl(*dir)) {
+      exit_code = RemoteStats(*dir);
+      return;
+    }
     std::string d = dir->empty() ? compiler_probe::DefaultCacheDir() : *dir;
     auto s = compiler_probe::GetDiskCacheStats(d);
     if (!s.ok()) {
@@ -39,8 +74,14 @@ void RegisterCache(CLI::App& app, int& exit_code) {
     exit_code = 0;
   });
   auto* clear = cache->add_subcommand("clear", "Remove every cached verdict");
-  clear->add_option("--cache", *dir, "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe)");
+  clear->add_option("--cache", *dir,
+                    "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe), or a cache server: "
+                    "redis://HOST:PORT[/DB], http(s)://HOST[:PORT]/PATH");
   clear->callback([dir, &exit_code] {
+    if (compiler_probe::IsRemoteCacheUrl(*dir)) {
+      exit_code = RemoteClear(*dir);
+      return;
+    }
     std::string d = dir->empty() ? compiler_probe::DefaultCacheDir() : *dir;
     auto n = compiler_probe::ClearDiskCache(d);
     if (!n.ok()) {

@@ -51,6 +51,12 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
     if (gated != RoundPercent(result.SupportPercentage()))
       g.notes.push_back(fmt::format("gates use {} (allowed ops counted as supported)", FormatPercent(gated)));
   }
+  if (result.summary.shard_count > 0 && (options.fail_under >= 0 || options.baseline != nullptr)) {
+    g.failed = true;
+    g.messages.push_back(fmt::format("a --shard {}/{} result is partial; gates need the full report (`opprobe analyze` "
+                                     "with the same cache, without --shard)",
+                                     result.summary.shard_index, result.summary.shard_count));
+  }
   if (options.fail_under >= 0 || options.baseline != nullptr) {
     for (const auto& b : GateBlockers(result, options.allow)) {
       g.failed = true;
@@ -93,6 +99,10 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
   out += fmt::format("  {} ({}): {} aten calls at {} call sites, {} HLO instructions, {} unique probes ({} cached, {} run)\n",
                      result.model.empty() ? "model" : result.model, result.input_kind.empty() ? "?" : result.input_kind,
                      s.aten_calls, s.aten_nodes, s.hlo_instructions, s.unique_probes, s.cache_hits, s.probes_run);
+  if (s.shard_count > 0)
+    out += fmt::format("  {}: shard {}/{} only, {} units left to other shards; their verdicts are in the cache for a "
+                       "final `opprobe analyze` without --shard\n",
+                       paint("PARTIAL", "1;33"), s.shard_index, s.shard_count, s.shard_skipped);
   if (s.custom_op_calls > 0)
     out += fmt::format("  {} of the calls are outside aten (custom ops without an XLA lowering)\n", s.custom_op_calls);
   if (!result.ignored.empty()) {

@@ -64,6 +64,8 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["probe_seconds"] = RoundSeconds(s.probe_seconds);
   j["wall_seconds"] = RoundSeconds(s.wall_seconds);
   j["jobs"] = s.jobs;
+  if (s.shard_count > 0)
+    j["shard"] = {{"index", s.shard_index}, {"count", s.shard_count}, {"skipped", s.shard_skipped}, {"partial", true}};
   return j;
 }
 

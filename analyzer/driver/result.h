@@ -68,6 +68,10 @@ struct Summary {
   double probe_seconds = 0;          // sum of verdict times of probes run
   double wall_seconds = 0;
   int jobs = 1;
+  // `--shard K/N`: this run probed only the units of shard K of N, so the result is partial (0: a full run).
+  int shard_index = 0;
+  int shard_count = 0;
+  int64_t shard_skipped = 0;         // units left to other shards (their verdicts read "not probed")
 };
 
 // Calls left out of the analysis by `--ignore-op PATTERN`, one entry per op.

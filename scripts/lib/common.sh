@@ -19,6 +19,9 @@ OPPROBE_PACKAGES=(
 OPPROBE_TEST_PACKAGES=(chromium libxml2-utils)
 # The Python API's `pip install` test builds the package offline with Debian's setuptools.
 OPPROBE_TEST_PACKAGES+=(python3-setuptools python3-pip python3-venv)
+# Shared probe caches: Redis through hiredis, HTTP through libcurl; their tests start real servers.
+OPPROBE_PACKAGES+=(libhiredis-dev libcurl4-openssl-dev)
+OPPROBE_TEST_PACKAGES+=(redis-server nginx)
 
 opprobe_install() {
   local wanted=("$@") missing=()

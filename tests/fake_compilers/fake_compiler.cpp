@@ -14,7 +14,11 @@
 //   --sleep=SECONDS         sleep first, then go on
 //   --pb=PATH               fail (exit 4) unless PATH exists and is not empty
 //   --fail-version          make --version exit 1
+//   --log=FILE              append one line per probe (a hash of the unit's text, its ROOT opcode) to FILE,
+//                           so that tests can count how often each unit was probed, across processes
 // Without a rejecting flag, exit 0 (supported).
+#include <fcntl.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -86,7 +90,7 @@ void Flood(long bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string reject_opcode, reject_type, crash_opcode, hang_opcode, pb;
+  std::string reject_opcode, reject_type, crash_opcode, hang_opcode, pb, log;
   bool hang = false, segv = false, garbage = false, fail_version = false, version = false;
   long flood = 0;
   double sleep_s = 0;
@@ -109,6 +113,7 @@ int main(int argc, char** argv) {
     else if (const char* v = val("--flood=")) flood = std::atol(v);
     else if (const char* v = val("--sleep=")) sleep_s = std::atof(v);
     else if (const char* v = val("--pb=")) pb = v;
+    else if (const char* v = val("--log=")) log = v;
     else if (a.compare(0, 2, "--") == 0) {
       std::fprintf(stderr, "fake_compiler: unknown flag %s\n", a.c_str());
       return 64;
@@ -156,6 +161,15 @@ int main(int argc, char** argv) {
   ss << in.rdbuf();
   std::string line = RootLine(ss.str());
   std::string opcode = RootOpcode(line);
+  if (!log.empty()) {
+    unsigned long long h = 1469598103934665603ull;
+    for (unsigned char c : ss.str()) h = (h ^ c) * 1099511628211ull;
+    char entry[256];
+    int n = std::snprintf(entry, sizeof entry, "%016llx %s\n", h, opcode.c_str());
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);  // one write per line: atomic appends
+    if (fd >= 0 && n > 0 && write(fd, entry, static_cast<size_t>(n)) < 0) std::perror("fake_compiler: --log");
+    if (fd >= 0) close(fd);
+  }
   if (!hang_opcode.empty() && opcode == hang_opcode) Hang();
   if (!crash_opcode.empty() && opcode == crash_opcode) {
     std::fprintf(stderr, "fake_compiler: internal error while lowering %s\n", opcode.c_str());
