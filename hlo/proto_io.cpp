@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <google/protobuf/stubs/logging.h>
 
@@ -528,6 +529,23 @@ Status FillModuleProto(const Module& m, xla::HloModuleProto* p) {
     cp->set_root_id(ids.instr.at(root));
     OPPROBE_RETURN_IF_ERROR(WriteProgramShape(*c, cp->mutable_program_shape()));
   }
+  // XLA requires instruction names to be unique across the module (HloModule::CreateFromProto rejects a
+  // repeat); the IR keeps them unique per computation only, so a later repeat gets a `.N` suffix here.
+  std::unordered_set<std::string> taken, seen;
+  for (const auto& cp : p->computations())
+    for (const auto& ip : cp.instructions()) taken.insert(ip.name());
+  for (auto& cp : *p->mutable_computations())
+    for (auto& ip : *cp.mutable_instructions()) {
+      if (seen.insert(ip.name()).second) continue;
+      for (int k = 1;; ++k) {
+        std::string fresh = fmt::format("{}.{}", ip.name(), k);
+        if (taken.insert(fresh).second) {
+          seen.insert(fresh);
+          ip.set_name(fresh);
+          break;
+        }
+      }
+    }
   if (!m.entry()) return InvalidInput(fmt::format("module {} has no entry computation", m.name()));
   p->set_entry_computation_name(m.entry()->name());
   p->set_entry_computation_id(ids.comp.at(m.entry()));

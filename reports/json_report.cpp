@@ -60,6 +60,11 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["probe_seconds"] = RoundSeconds(s.probe_seconds);
   j["wall_seconds"] = RoundSeconds(s.wall_seconds);
   j["jobs"] = s.jobs;
+  if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0) {
+    j["interp_agree"] = s.interp_agree;
+    j["interp_differ"] = s.interp_differ;
+    j["interp_not_compared"] = s.interp_not_compared;
+  }
   return j;
 }
 

@@ -203,6 +203,9 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
       "{} unique probes ({} cached, {} run), probe time {:.2f} s, wall {:.2f} s, {} job{}\n",
       s.aten_calls, s.aten_nodes, s.distinct_signatures, s.lowering_failures, s.hlo_instructions, s.unique_probes,
       s.cache_hits, s.probes_run, s.probe_seconds, s.wall_seconds, s.jobs, s.jobs == 1 ? "" : "s");
+  if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0)
+    out += fmt::format("Numerics vs interp: {} unique probes agree, {} differ, {} not compared\n", s.interp_agree,
+                       s.interp_differ, s.interp_not_compared);
   return out;
 }
 

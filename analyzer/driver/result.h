@@ -62,6 +62,11 @@ struct Summary {
   double probe_seconds = 0;          // sum of verdict times of probes run
   double wall_seconds = 0;
   int jobs = 1;
+  // Backends that compare their results with interp (pjrt, xla; backend.h's prefixes): unique probes
+  // whose outputs agree, differ (unsupported `numerics: ...`), or were not compared.
+  int64_t interp_agree = 0;
+  int64_t interp_differ = 0;
+  int64_t interp_not_compared = 0;
 };
 
 struct AnalysisResult {
