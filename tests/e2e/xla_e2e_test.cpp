@@ -62,8 +62,7 @@ std::map<std::string, std::string> Verdicts(const json& report) {
 
 // A profile recorded from xla:cpu's verdicts gives xla:cpu's answer on every unit it was recorded from.
 TEST_F(XlaE2E, ProfileRecordedFromXlaReproducesXla) {
-  const std::vector<std::string> inputs = {"samples/traces/unsupported.json", "samples/traces/supported.json",
-                                           "../shared/corpus/hlo/torch_xla_neuron_linear_SyncTensorsGraph.75.hlo.txt"};
+  const std::vector<std::string> inputs = {"samples/traces/unsupported.json", "samples/traces/supported.json"};
   std::string profile = Path("xla-cpu.json"), cache = Path("cache");
   std::vector<std::string> rec = {"profile", "record", "--backend", "xla:cpu", "-o", profile, "--cache", cache};
   rec.insert(rec.end(), inputs.begin(), inputs.end());
@@ -84,7 +83,7 @@ TEST_F(XlaE2E, ProfileRecordedFromXlaReproducesXla) {
       ++units;
     }
   }
-  EXPECT_GT(units, 50);
+  EXPECT_GT(units, 40);
 }
 
 // pjrt: against a real plugin from PyPI (XLA's CPU client built as a PJRT C API plugin, requirements/pjrt-cpu.txt;
