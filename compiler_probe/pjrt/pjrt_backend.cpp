@@ -145,7 +145,7 @@ class PjrtBackend : public Backend {
       worker_ = std::move(w).value();
       ++restarts_;
     }
-    auto bytes = hlo::ModuleToProtoBytes(unit);  // a bare HloModuleProto, as format "hlo" wants
+    auto bytes = hlo::ModuleToProtoBytes(unit, /*unique_names=*/true);  // a bare HloModuleProto, as format "hlo" wants
     if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
     const std::string& proto = *bytes;
     const hlo::Computation* entry = unit.entry();
