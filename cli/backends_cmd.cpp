@@ -21,8 +21,11 @@ int RunBackends(const std::string& show) {
   }
   std::printf("Backends (--backend SPEC):\n");
   const compiler_probe::Registry registry = compiler_probe::Registry::Builtin();
-  for (const auto& e : registry.entries())
+  for (const auto& e : registry.entries()) {
     std::printf("  %-28s %s\n", e.usage.c_str(), e.description.c_str());
+    if (std::string installed = registry.Installed(e.name); !installed.empty())
+      std::printf("  %-28s %s\n", "", installed.c_str());
+  }
   std::printf("\nBuilt-in rules profiles (rules:NAME; print one with --show-profile NAME):\n");
   for (const auto& name : rules::BuiltinProfileNames()) {
     auto p = rules::ParseProfile(rules::BuiltinProfileText(name), name);

@@ -22,7 +22,14 @@ struct Verdict {
   bool supported() const { return kind == Kind::kSupported; }
 };
 
-std::string_view VerdictKindName(Verdict::Kind k);  // "supported" | "unsupported" | "error"
+std::string_view VerdictKindName(Verdict::Kind k);
+
+// Backends that run a unit and compare its results with interp (pjrt, xla) say how the comparison went:
+// an unsupported reason starting with kNumericsPrefix (the results differ), or a supported verdict's
+// output_tail starting with kInterpAgreePrefix or kInterpNotComparedPrefix. Reports count them.
+inline constexpr std::string_view kNumericsPrefix = "numerics: ";
+inline constexpr std::string_view kInterpAgreePrefix = "compared with interp: ";
+inline constexpr std::string_view kInterpNotComparedPrefix = "not compared with interp: ";  // "supported" | "unsupported" | "error"
 
 // Options every backend may honour; each backend documents which it uses.
 struct BackendOptions {

@@ -3,6 +3,7 @@
 #include "compiler_probe/interp/interp_backend.h"
 #include "compiler_probe/pjrt/pjrt_backend.h"
 #include "compiler_probe/rules/rules_backend.h"
+#include "compiler_probe/xla/xla_backend.h"
 
 namespace opprobe::compiler_probe {
 
@@ -12,6 +13,7 @@ Registry Registry::Builtin() {
   cmd::Register(r);
   interp::Register(r);
   pjrt::Register(r);
+  xla::Register(r);
   return r;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,12 +30,19 @@ class Registry {
   // (kBackendUnavailable for a missing compiler or plugin).
   Expected<std::unique_ptr<Backend>> Create(const std::string& spec, const BackendOptions& options = {}) const;
   const std::vector<Entry>& entries() const { return entries_; }
+  // Optional per backend: what is installed (e.g. `jaxlib 0.10.2`), for `opprobe backends`; may run a program.
+  void SetInstalled(const std::string& name, std::function<std::string()> describe) { installed_[name] = std::move(describe); }
+  std::string Installed(const std::string& name) const {
+    auto it = installed_.find(name);
+    return it == installed_.end() ? "" : it->second();
+  }
 
   // The registry with every built-in backend (one registration line per backend folder).
   static Registry Builtin();
 
  private:
   std::vector<Entry> entries_;
+  std::map<std::string, std::function<std::string()>> installed_;
 };
 
 }  // namespace opprobe::compiler_probe

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <google/protobuf/stubs/logging.h>
 
@@ -511,7 +512,7 @@ bool ParseInputOutputAlias(const std::string& text, xla::HloInputOutputAliasProt
   return true;
 }
 
-Status FillModuleProto(const Module& m, xla::HloModuleProto* p) {
+Status FillModuleProto(const Module& m, xla::HloModuleProto* p, bool unique_names = false) {
   OPPROBE_ASSIGN_OR_RETURN(Ids ids, AssignProtoIds(m));
   p->set_name(m.name());
   p->set_id(m.id);
@@ -527,6 +528,25 @@ Status FillModuleProto(const Module& m, xla::HloModuleProto* p) {
     const Instruction* root = c->root() ? c->root() : c->instructions().back().get();
     cp->set_root_id(ids.instr.at(root));
     OPPROBE_RETURN_IF_ERROR(WriteProgramShape(*c, cp->mutable_program_shape()));
+  }
+  // XLA requires instruction names to be unique across the module (HloModule::CreateFromProto rejects a
+  // repeat); the IR keeps them unique per computation only, so with unique_names a later repeat gets a `.N` suffix.
+  if (unique_names) {
+    std::unordered_set<std::string> taken, seen;
+    for (const auto& cp : p->computations())
+      for (const auto& ip : cp.instructions()) taken.insert(ip.name());
+    for (auto& cp : *p->mutable_computations())
+      for (auto& ip : *cp.mutable_instructions()) {
+        if (seen.insert(ip.name()).second) continue;
+        for (int k = 1;; ++k) {
+          std::string fresh = fmt::format("{}.{}", ip.name(), k);
+          if (taken.insert(fresh).second) {
+            seen.insert(fresh);
+            ip.set_name(fresh);
+            break;
+          }
+        }
+      }
   }
   if (!m.entry()) return InvalidInput(fmt::format("module {} has no entry computation", m.name()));
   p->set_entry_computation_name(m.entry()->name());
@@ -1077,9 +1097,9 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
 
 }  // namespace
 
-Expected<std::string> ModuleToProtoBytes(const Module& module) {
+Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names) {
   xla::HloModuleProto p;
-  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p).WithContext(fmt::format("module {}", module.name())));
+  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", module.name())));
   std::string out;
   if (!p.SerializeToString(&out)) return Internal(fmt::format("module {}: proto serialization failed", module.name()));
   return out;

@@ -14,7 +14,9 @@ namespace opprobe::hlo {
 // order, entry_computation_id/name, host_program_shape and every computation's program_shape,
 // called_computation_ids in XLA's order, and every attribute the IR holds (attributes kept as text are
 // written to their XLA field where there is one, and verbatim to opprobe_text_attributes).
-Expected<std::string> ModuleToProtoBytes(const Module& module);
+// `unique_names`: instruction names repeated in different computations get a `.N` suffix, as XLA's
+// HloModule::CreateFromProto requires module-wide unique names (for modules handed to a real compiler).
+Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names = false);
 
 // Serialized HloProto (the wrapper `--xla_dump_hlo_as_proto` writes as *.hlo.pb) around the module.
 Expected<std::string> ModuleToHloProtoBytes(const Module& module);

@@ -66,6 +66,11 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["jobs"] = s.jobs;
   if (s.shard_count > 0)
     j["shard"] = {{"index", s.shard_index}, {"count", s.shard_count}, {"skipped", s.shard_skipped}, {"partial", true}};
+  if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0) {
+    j["interp_agree"] = s.interp_agree;
+    j["interp_differ"] = s.interp_differ;
+    j["interp_not_compared"] = s.interp_not_compared;
+  }
   return j;
 }
 

@@ -232,6 +232,9 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
   if (s.shard_count > 0)
     out += fmt::format("PARTIAL: --shard {}/{} probed only its own units; {} were left to other shards\n", s.shard_index,
                        s.shard_count, s.shard_skipped);
+  if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0)
+    out += fmt::format("Numerics vs interp: {} unique probes agree, {} differ, {} not compared\n", s.interp_agree,
+                       s.interp_differ, s.interp_not_compared);
   return out;
 }
 

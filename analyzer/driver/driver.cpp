@@ -115,6 +115,11 @@ Status ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_
       ++summary.probes_run;
       summary.probe_seconds += probes[i].verdict.seconds;
     }
+    const compiler_probe::Verdict& v = probes[i].verdict;
+    if (v.supported() && v.output_tail.rfind(compiler_probe::kInterpAgreePrefix, 0) == 0) ++summary.interp_agree;
+    if (!v.supported() && v.reason.rfind(compiler_probe::kNumericsPrefix, 0) == 0) ++summary.interp_differ;
+    if (v.supported() && v.output_tail.rfind(compiler_probe::kInterpNotComparedPrefix, 0) == 0)
+      ++summary.interp_not_compared;
     if (!options.dump_dir.empty() && !probes[i].verdict.supported()) {
       auto path = hlo::WriteRepro(*set.modules()[i], options.dump_dir, probes[i].opcode, probes[i].fingerprint);
       if (path.ok()) probes[i].repro_path = *path;

@@ -72,6 +72,11 @@ struct Summary {
   int shard_index = 0;
   int shard_count = 0;
   int64_t shard_skipped = 0;         // units left to other shards (their verdicts read "not probed")
+  // Backends that compare their results with interp (pjrt, xla; backend.h's prefixes): unique probes
+  // whose outputs agree, differ (unsupported `numerics: ...`), or were not compared.
+  int64_t interp_agree = 0;
+  int64_t interp_differ = 0;
+  int64_t interp_not_compared = 0;
 };
 
 // Calls left out of the analysis by `--ignore-op PATTERN`, one entry per op.

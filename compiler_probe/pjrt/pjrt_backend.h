@@ -31,6 +31,17 @@ Expected<PjrtSpec> ParsePjrtSpec(const std::string& arg);
 // version() names the platform, the plugin's PJRT API version and the plugin file's size and mtime.
 Expected<std::unique_ptr<Backend>> CreatePjrtBackend(const std::string& arg, const BackendOptions& options);
 
+// A backend whose worker is another program speaking the pjrt worker's protocol (worker.h), such as the
+// xla backend's Python worker: the same inputs, comparison with interp, crash and timeout handling as
+// `pjrt:`. version() is the platform version the worker greets with, plus the evaluator revision.
+struct WorkerBackendSpec {
+  std::string id;                     // `xla:cpu`
+  std::string what;                   // names the compiler in reasons: `XLA` -> `XLA crashed: ...`
+  std::vector<std::string> launcher;  // the start of the worker's command line (WorkerProcess::Start)
+  std::string target;                 // what the worker is asked to load, in place of a plugin path (`cpu`)
+};
+Expected<std::unique_ptr<Backend>> CreateWorkerBackend(WorkerBackendSpec spec, const BackendOptions& options);
+
 // Registers `pjrt` (one line in compiler_probe/builtin.cpp).
 void Register(Registry& registry);
 
@@ -43,6 +54,9 @@ Tolerance ToleranceFor(hlo::PrimitiveType type);
 
 // Compares one output read back from the plugin with the evaluator's value; nullopt when they agree,
 // else a one-line description of the first difference (`output 0 element [1,2]: got 1.5, expected 0.5 ...`).
-std::optional<std::string> CompareOutput(const hlo::Literal& expected, const HostArray& got, size_t output_index);
+// `accumulated` (dot, convolution, reductions): floating-point elements are compared with an absolute
+// tolerance of at least rtol times the output's largest magnitude, since summation order is free.
+std::optional<std::string> CompareOutput(const hlo::Literal& expected, const HostArray& got, size_t output_index,
+                                         bool accumulated = false);
 
 }  // namespace opprobe::compiler_probe::pjrt

@@ -214,7 +214,8 @@ int WorkerMainEntry(int argc, char** argv) {
 
 Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string& plugin_path,
                                                               const std::vector<PluginOption>& options,
-                                                              double load_timeout_seconds) {
+                                                              double load_timeout_seconds,
+                                                              const std::vector<std::string>& launcher) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Internal(fmt::format("socketpair: {}", std::strerror(errno)));
@@ -223,12 +224,14 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string&
     ::close(sv[0]), ::close(sv[1]);
     return Internal(fmt::format("pipe: {}", std::strerror(errno)));
   }
-  auto worker_path = FindWorkerProgram();
+  auto worker_path = launcher.empty() ? FindWorkerProgram() : Expected<std::string>(launcher[0]);
   if (!worker_path.ok()) {
     ::close(sv[0]), ::close(sv[1]), ::close(log_pipe[0]), ::close(log_pipe[1]);
     return worker_path.status();
   }
-  std::vector<std::string> args = {*worker_path, fmt::format("--parent={}", ::getpid()), plugin_path};
+  std::vector<std::string> args = launcher.empty() ? std::vector<std::string>{*worker_path} : launcher;
+  args.push_back(fmt::format("--parent={}", ::getpid()));
+  args.push_back(plugin_path);
   for (const auto& o : options) {
     switch (o.type) {
       case PluginOption::Type::kString: args.push_back(o.name + "=" + o.string_value); break;

@@ -32,9 +32,13 @@ class WorkerProcess {
  public:
   // Forks the worker and waits up to `load_timeout_seconds` for it to load the plugin and create a
   // client. A plugin that cannot be used (or a worker that dies while loading it) is kBackendUnavailable.
+  // `launcher`, when not empty, replaces the worker program: it is the start of the command line (e.g. a
+  // Python and a worker script speaking the same protocol, as the xla backend's does), followed by
+  // `--parent=PID PLUGIN [name=value ...]`.
   static Expected<std::unique_ptr<WorkerProcess>> Start(const std::string& plugin_path,
                                                         const std::vector<PluginOption>& options,
-                                                        double load_timeout_seconds);
+                                                        double load_timeout_seconds,
+                                                        const std::vector<std::string>& launcher = {});
   ~WorkerProcess();  // kills the worker's process group
 
   const SessionInfo& info() const { return info_; }

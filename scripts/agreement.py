@@ -1,0 +1,216 @@
+"""Measures opprobe's verdict sources against XLA's real CPU compiler: runs the probe units of a set of inputs
+through interp, rules:cpu and xla:cpu and writes docs/agreement.md (see scripts/agreement for the usage)."""
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BACKENDS = ["interp", "rules:cpu", "xla:cpu"]
+# The quick subset the ctest entry checks; the full set adds XLA's corpus dumps and the bundled traces.
+QUICK = ["samples/traces/supported.json", "samples/traces/unsupported.json",
+         "../shared/corpus/hlo/jax_tpu_module_0000.jit_iota.before_optimizations.txt",
+         "../shared/corpus/hlo/jax_tpu_module_0002.jit_f.before_optimizations.txt",
+         "../shared/corpus/hlo/torch_xla_neuron_linear_SyncTensorsGraph.75.hlo.txt"]
+FIGURES_BEGIN, FIGURES_END = "<!-- quick-figures", "-->"
+
+
+# Left out of the full set for time: their units are large (BERT's vocabulary-sized dots, FSDP's 2 MB dump), and
+# interp's reference evaluation of each takes minutes on a CI machine.
+TOO_SLOW = {"torch_xla_neuron_bert_SyncTensorsGraph.1864.hlo.txt", "torch_xla_fsdp_mnist_bf16.hlo_dump.txt"}
+
+
+def full_inputs():
+    corpus = os.path.join(ROOT, "..", "shared", "corpus", "hlo")
+    files = sorted("../shared/corpus/hlo/" + f for f in os.listdir(corpus) if f.endswith(".txt") and f not in TOO_SLOW)
+    traces = sorted("samples/traces/" + f for f in os.listdir(os.path.join(ROOT, "samples", "traces"))
+                    if f.endswith(".json"))
+    return files + traces
+
+
+def run(opprobe, inp, backend, tmp):
+    out = os.path.join(tmp, "report.json")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = [opprobe, "analyze", inp, "--backend", backend, "--verbosity", "0", "--no-progress", "--no-cache", "-o", out]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if not os.path.exists(out):
+        sys.exit("agreement: {} failed (exit {}): {}".format(" ".join(cmd), r.returncode, r.stderr.strip()[-500:]))
+    with open(out) as f:
+        return json.load(f)
+
+
+def element_type(signature):
+    m = re.match(r"\(?([a-z][a-z0-9]*)\[", signature)
+    return m.group(1) if m else "?"
+
+
+def collect(opprobe, inputs):
+    units = {}  # fingerprint -> {opcode, type, signature, inputs, verdicts{backend: (kind, reason, tail)}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for inp in inputs:
+            for backend in BACKENDS:
+                report = run(opprobe, inp, backend, tmp)
+                for u in report.get("instructions", []):
+                    e = units.setdefault(u["fingerprint"], {"opcode": u["opcode"], "type": element_type(u["signature"]),
+                                                            "signature": u["signature"], "inputs": set(),
+                                                            "verdicts": {}})
+                    e["inputs"].add(os.path.basename(inp))
+                    e["verdicts"][backend] = (u["verdict"], u.get("reason", ""), u.get("output_tail", ""))
+    return units
+
+
+def runs(v):
+    """Whether a verdict says the unit compiles and runs (a numerics difference still ran)."""
+    return v[0] == "supported" or v[1].startswith("numerics: ")
+
+
+def figures(units):
+    f = collections.Counter()
+    for u in units.values():
+        v = u["verdicts"]
+        if len(v) < len(BACKENDS):
+            continue
+        f["units"] += 1
+        x = v["xla:cpu"]
+        f["xla_runs"] += runs(x)
+        f["interp_runs"] += runs(v["interp"])
+        f["rules_runs"] += runs(v["rules:cpu"])
+        f["interp_xla_agree"] += runs(v["interp"]) == runs(x)
+        f["rules_xla_agree"] += runs(v["rules:cpu"]) == runs(x)
+        f["numbers_match"] += x[0] == "supported" and x[2].startswith("compared with interp: ")
+        f["numbers_differ"] += x[1].startswith("numerics: ")
+        f["numbers_not_compared"] += x[0] == "supported" and x[2].startswith("not compared with interp: ")
+        f["xla_errors"] += x[0] == "error"
+    return dict(sorted(f.items()))
+
+
+def cell(n, d):
+    return "{}/{}".format(n, d)
+
+
+def write_doc(units, inputs, quick_figures, path):
+    full = figures(units)
+    rows = collections.defaultdict(lambda: collections.Counter())
+    for u in units.values():
+        v = u["verdicts"]
+        if len(v) < len(BACKENDS):
+            continue
+        r = rows[(u["opcode"], u["type"])]
+        x = v["xla:cpu"]
+        r["n"] += 1
+        r["xla"] += runs(x)
+        r["ii"] += runs(v["interp"]) == runs(x)
+        r["rr"] += runs(v["rules:cpu"]) == runs(x)
+        r["match"] += x[2].startswith("compared with interp: ") and x[0] == "supported"
+        r["differ"] += x[1].startswith("numerics: ")
+        r["nc"] += x[0] == "supported" and x[2].startswith("not compared with interp: ")
+    lines = [
+        "# Agreement of opprobe's verdict sources with XLA's real CPU compiler",
+        "",
+        "Generated by `scripts/agreement` (do not edit by hand; `scripts/agreement --check` is the ctest entry",
+        "`agreement_quick`, which recomputes the quick subset below and fails when an agreement figure drops).",
+        "Every unique probe unit of the inputs below goes through `interp` (opprobe's evaluator), `rules:cpu`",
+        "(the built-in CPU profile) and `xla:cpu` (XLA's own CPU compiler and runtime from jaxlib,",
+        "requirements/xla.txt). A unit *runs* on a backend when its verdict is supported (for xla:cpu also when",
+        "it ran but its numbers differ from interp's). *Numbers* compares xla:cpu's results with interp's on the",
+        "same deterministic inputs (tolerances in compiler_probe/pjrt/pjrt_backend.h).",
+        "",
+        "Inputs: " + ", ".join("`{}`".format(os.path.basename(i)) for i in inputs) + " (left out for time: " +
+        ", ".join("`{}`".format(f) for f in sorted(TOO_SLOW)) + ").",
+        "",
+        "## Totals",
+        "",
+        "| figure | all inputs | quick subset |",
+        "| --- | --- | --- |",
+    ]
+    for k in sorted(set(full) | set(quick_figures)):
+        lines.append("| {} | {} | {} |".format(k, full.get(k, 0), quick_figures.get(k, 0)))
+    lines += ["", "## Per opcode and element type", "",
+              "| opcode | type | units | xla:cpu runs | interp = xla (runs) | rules:cpu = xla (runs) | numbers match | "
+              "differ | not compared |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (op, t), r in sorted(rows.items()):
+        lines.append("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            op, t, r["n"], r["xla"], cell(r["ii"], r["n"]), cell(r["rr"], r["n"]), r["match"], r["differ"], r["nc"]))
+    lines += ["", "## Disagreements", ""]
+    dis = []
+    for fp, u in sorted(units.items(), key=lambda kv: (kv[1]["opcode"], kv[1]["signature"])):
+        v = u["verdicts"]
+        if len(v) < len(BACKENDS):
+            continue
+        x = v["xla:cpu"]
+        what = []
+        if runs(v["rules:cpu"]) != runs(x):
+            what.append("rules:cpu says {}".format(v["rules:cpu"][0]))
+        if runs(v["interp"]) != runs(x):
+            what.append("interp says {}: {}".format(v["interp"][0], v["interp"][1][:160]))
+        if what or not runs(x) or x[1].startswith("numerics: "):
+            dis.append("- `{}` ({}): xla:cpu {}{}{}".format(
+                u["signature"][:160], ", ".join(sorted(u["inputs"])), x[0],
+                ": " + x[1][:300].replace("|", "\\|") if x[1] else "", "; " + "; ".join(what) if what else ""))
+    lines += dis if dis else ["None: every unit runs on xla:cpu exactly where interp and rules:cpu say it does, and "
+                              "every compared result matches."]
+    lines += ["", "## Explained differences", "",
+              "- Random number generators (`rng`, `rng-bit-generator`) run but are not compared: which numbers a",
+              "  generator draws is the implementation's choice (XLA's streams are not interp's).",
+              "- Reductions (`reduce`, `reduce-window`, `select-and-scatter`) get their reducer's identity as init",
+              "  value instead of a random one: XLA only defines reductions whose init is an identity and may apply",
+              "  it any number of times, so a random init would measure XLA's reduction tree, not the op.",
+              "- `dot`, `convolution` and reductions are compared with an absolute tolerance of at least rtol times",
+              "  the output's largest magnitude: summation order is XLA's choice, and sums that cancel to near zero",
+              "  differ by rounding.",
+              "- Open gap: scalar `constant` units are refused by jaxlib's converter (`LiteralProto has no layout`):",
+              "  opprobe's HloModuleProto writer leaves the literal's shape without a layout. rules:cpu and interp say",
+              "  supported, and XLA compiles constants in any real module; the fix belongs in hlo/proto_io.cpp.",
+              "- `AwsNeuron*` custom calls: XLA's CPU compiler has no implementation; rules:cpu and interp agree",
+              "  (unsupported): listed because xla:cpu refuses them.",
+              "- xla:cpu compiles through jaxlib's HloModuleProto-to-StableHLO converter (the one jax uses), so a",
+              "  unit the converter cannot import is unsupported with the converter's message.",
+              "", FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True), FIGURES_END, ""]
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def recorded_figures(path):
+    text = open(path).read()
+    start = text.index(FIGURES_BEGIN) + len(FIGURES_BEGIN)
+    return json.loads(text[start:text.index(FIGURES_END, start)])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--opprobe", default=os.path.join(ROOT, "build", "opprobe"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "agreement.md"))
+    ap.add_argument("--check", action="store_true",
+                    help="recompute the quick subset and fail when an agreement figure is below the recorded one")
+    a = ap.parse_args()
+    quick = figures(collect(a.opprobe, QUICK))
+    if a.check:
+        want = recorded_figures(a.out)
+        higher_is_better = ["interp_xla_agree", "rules_xla_agree", "numbers_match", "xla_runs"]
+        lower_is_better = ["numbers_differ", "xla_errors"]
+        bad = ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0)) for k in higher_is_better
+               if quick.get(k, 0) < want.get(k, 0)]
+        bad += ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0)) for k in lower_is_better
+                if quick.get(k, 0) > want.get(k, 0)]
+        if quick.get("units", 0) != want.get("units", 0):
+            bad.append("units: {} (recorded {}): regenerate docs/agreement.md with scripts/agreement".format(
+                quick.get("units", 0), want.get("units", 0)))
+        print("agreement (quick subset): " + json.dumps(quick, sort_keys=True))
+        if bad:
+            sys.exit("agreement regressed: " + "; ".join(bad))
+        print("agreement: no regression against docs/agreement.md")
+        return
+    inputs = full_inputs()
+    write_doc(collect(a.opprobe, inputs), inputs, quick, a.out)
+    print("agreement: wrote {} (quick subset: {})".format(a.out, json.dumps(quick, sort_keys=True)))
+
+
+if __name__ == "__main__":
+    main()
