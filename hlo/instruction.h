@@ -192,6 +192,7 @@ class Computation {
   void set_name(std::string n) { name_ = std::move(n); }
   int64_t id = 0;
   bool is_fusion_computation = false;
+  std::string execution_thread;  // `}, execution_thread="worker"`; empty: the main thread
 
   // Appends an instruction; instructions are kept in operands-before-users order.
   Instruction* AddInstruction(std::unique_ptr<Instruction> instr);

@@ -1,4 +1,6 @@
 #include "hlo/parser.h"
+#include "hlo/quote.h"
+#include "hlo/shape_inference.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +9,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -61,7 +65,7 @@ class Parser {
         ++col;
       }
     }
-    return InvalidInput(fmt::format("{}:{}:{}: {}", src_, line, col, msg));
+    return InvalidInput(fmt::format("{}:{}:{}: {}", src_, line, col, OneLine(msg, 1000)));
   }
   char Peek(size_t k = 0) const { return p_ + k < end_ ? s_[p_ + k] : '\0'; }
   bool AtEnd() const { return p_ >= end_; }
@@ -120,7 +124,7 @@ class Parser {
     if (p_ >= end_) return "end of input";
     size_t n = 0;
     while (p_ + n < end_ && n < 16 && s_[p_ + n] != '\n') ++n;
-    return fmt::format("'{}'", s_.substr(p_, n));
+    return Quote(s_.substr(p_, n));
   }
   // A name, with an optional leading '%' dropped.
   std::string ReadName() {
@@ -170,8 +174,10 @@ class Parser {
     return neg ? static_cast<int64_t>(-static_cast<__int128>(v)) : static_cast<int64_t>(v);
   }
   // Reads a value verbatim up to the next ',' or newline outside brackets and quotes.
+  // One attribute value: brackets and quotes balanced; outside them it ends at ',' or whitespace (so a
+  // value may start on the next line, and the line layout never matters).
   std::string_view CaptureValue() {
-    SkipInlineWs();
+    SkipWs();
     size_t start = p_;
     int depth = 0;
     while (p_ < end_) {
@@ -187,7 +193,7 @@ class Parser {
       } else if (c == '}' || c == ')' || c == ']') {
         if (depth == 0) break;
         --depth;
-      } else if (depth == 0 && (c == ',' || c == '\n')) {
+      } else if (depth == 0 && (c == ',' || c == '\n' || c == ' ' || c == '\t' || c == '\r')) {
         break;
       }
       ++p_;
@@ -242,11 +248,21 @@ class Parser {
   Status ParseComputation(Module& module, std::vector<PendingCall>& calls, Computation*& entry);
   Status ParseInstruction(Computation& comp, std::vector<std::vector<PendingOperand>>& operands,
                           std::vector<size_t>& positions, std::vector<PendingCall>& calls, bool& is_root);
+  // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
+  Status InferShapes(Module& module);
+  Status ParseInstructionRhs(Computation& comp, const std::string& name, size_t name_pos, size_t start,
+                             std::optional<Shape> shape, std::vector<std::vector<PendingOperand>>& operands,
+                             std::vector<size_t>& positions, std::vector<PendingCall>& calls, int depth,
+                             Instruction*& added);
+  std::string SyntheticName(const std::string& base);
 
   std::string_view s_;
   size_t p_;
   size_t end_;
   const std::string& src_;
+  std::unordered_map<const Instruction*, size_t> infer_;  // instructions without a written shape -> position
+  std::set<std::string> names_in_computation_;  // names the text gives in the computation being parsed
+  int64_t synthetic_count_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -296,7 +312,7 @@ Expected<Shape> Parser::ParseShape(int depth) {
   if (type_name.empty()) return Err(p_, fmt::format("expected a shape, got {}", Describe()));
   auto type = PrimitiveTypeFromName(type_name);
   if (!type || *type == PrimitiveType::TUPLE)
-    return Err(name_start, fmt::format("unknown element type '{}'", type_name));
+    return Err(name_start, fmt::format("unknown element type {}", Quote(type_name)));
   if (Peek() != '[') return Err(p_, fmt::format("expected '[' after element type {}", type_name));
   ++p_;
   std::vector<int64_t> dims;
@@ -375,6 +391,19 @@ Status Parser::ParseLayout(Shape& shape) {
       ++p_;
     }
     suffix = std::string(s_.substr(suffix_start, p_ - suffix_start));
+    // Tile sizes, element sizes and memory spaces are int64 in XLA's LayoutProto.
+    for (size_t i = 0; i < suffix.size();) {
+      size_t j = i;
+      while (j < suffix.size() && IsDigit(suffix[j])) ++j;
+      if (j > i) {
+        errno = 0;
+        std::strtoll(suffix.c_str() + i, nullptr, 10);
+        if (errno == ERANGE) return Err(suffix_start + i, "layout number out of the 64-bit range");
+        i = j;
+      } else {
+        ++i;
+      }
+    }
   }
   if (Peek() != '}') return Err(p_, "unterminated layout");
   ++p_;
@@ -498,7 +527,7 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
   if (t == PrimitiveType::PRED) {
     if (tok == "true" || tok == "1") lit.Set<uint8_t>(i, 1);
     else if (tok == "false" || tok == "0") lit.Set<uint8_t>(i, 0);
-    else return Err(pos, fmt::format("'{}' is not a pred value", tok));
+    else return Err(pos, fmt::format("{} is not a pred value", Quote(tok)));
     return Status::Ok();
   }
   if (IsInteger(t)) {
@@ -506,7 +535,7 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     errno = 0;
     if (IsSignedInteger(t)) {
       long long v = std::strtoll(tok.c_str(), &endp, 10);
-      if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("'{}' is not an integer", tok));
+      if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", Quote(tok)));
       int bits = BitWidth(t);
       if (bits < 64) {
         long long lo = -(1LL << (bits - 1)), hi = (1LL << (bits - 1)) - 1;
@@ -521,7 +550,7 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     } else {
       if (!tok.empty() && tok[0] == '-') return Err(pos, fmt::format("{} is negative for {}", tok, PrimitiveTypeName(t)));
       unsigned long long v = std::strtoull(tok.c_str(), &endp, 10);
-      if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("'{}' is not an integer", tok));
+      if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", Quote(tok)));
       int bits = BitWidth(t);
       if (bits < 64 && v > ((1ULL << bits) - 1))
         return Err(pos, fmt::format("{} does not fit in {}", tok, PrimitiveTypeName(t)));
@@ -537,10 +566,10 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
   if (IsComplex(t)) {
     std::string_view body = text;
     if (body.size() < 2 || body.front() != '(' || body.back() != ')')
-      return Err(pos, fmt::format("'{}' is not a complex value (re, im)", tok));
+      return Err(pos, fmt::format("{} is not a complex value (re, im)", Quote(tok)));
     body = body.substr(1, body.size() - 2);
     size_t comma = body.find(',');
-    if (comma == std::string_view::npos) return Err(pos, fmt::format("'{}' is not a complex value (re, im)", tok));
+    if (comma == std::string_view::npos) return Err(pos, fmt::format("{} is not a complex value (re, im)", Quote(tok)));
     auto trim = [](std::string_view v) {
       while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
       while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
@@ -548,20 +577,20 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     };
     double re, im;
     if (!ParseDoubleText(trim(body.substr(0, comma)), &re) || !ParseDoubleText(trim(body.substr(comma + 1)), &im))
-      return Err(pos, fmt::format("'{}' is not a complex value (re, im)", tok));
+      return Err(pos, fmt::format("{} is not a complex value (re, im)", Quote(tok)));
     lit.SetFromComplex(i, {re, im});
     return Status::Ok();
   }
   if (IsFloatingPoint(t)) {
     if (t == PrimitiveType::F32) {
       double d;
-      if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("'{}' is not a number", tok));
+      if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("{} is not a number", Quote(tok)));
       float f = std::isfinite(d) ? std::strtof(tok.c_str(), nullptr) : static_cast<float>(d);
       lit.Set<float>(i, f);
       return Status::Ok();
     }
     double d;
-    if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("'{}' is not a number", tok));
+    if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("{} is not a number", Quote(tok)));
     lit.SetFromDouble(i, d);
     return Status::Ok();
   }
@@ -601,6 +630,22 @@ Expected<Literal> Parser::ParseLiteral(const Shape& shape, int depth) {
     return lit;
   }
   std::vector<std::pair<std::string_view, size_t>> elements;
+  SkipWs();
+  if (shape.rank() > 0 && Peek() != '{') {
+    // `s32[3,3] constant(1)`: one value for every element. Bounded, since the text no longer bounds the size.
+    size_t pos = p_;
+    std::string_view tok = ReadElementToken();
+    if (tok.empty()) return Err(pos, fmt::format("expected a constant value, got {}", Describe()));
+    int64_t width = std::max<int64_t>(ByteWidth(shape.element_type()), 1);
+    if (shape.elements() > (int64_t{64} << 20) / width)
+      return Err(pos, fmt::format("a scalar constant for shape {} would take more than 64 MiB", shape.ToString()));
+    Literal lit(shape);
+    OPPROBE_RETURN_IF_ERROR(SetElement(lit, 0, tok, pos));
+    const int64_t es = ByteWidth(shape.element_type());
+    for (int64_t k = 1; k < shape.elements(); ++k)
+      std::memcpy(lit.data().data() + k * es, lit.data().data(), static_cast<size_t>(es));
+    return lit;
+  }
   if (shape.rank() == 0) {
     size_t pos = p_;
     std::string_view tok = ReadElementToken();
@@ -689,7 +734,7 @@ Expected<std::string> Parser::ParseQuoted() {
           }
           out += static_cast<char>(v);
         } else {
-          return Err(p_ - 2, fmt::format("unknown escape '\\{}'", e));
+          return Err(p_ - 2, fmt::format("unknown escape {}", Quote(s_.substr(p_ - 2, 2))));
         }
     }
   }
@@ -744,18 +789,18 @@ Status Parser::ParseWindow(Window& w) {
         size_t u = parts[i].find('_');
         int64_t lo, hi;
         if (u == std::string::npos || !to_int(parts[i].substr(0, u), &lo) || !to_int(parts[i].substr(u + 1), &hi))
-          return Err(p_, fmt::format("bad window padding '{}'", parts[i]));
+          return Err(p_, fmt::format("bad window padding {}", Quote(parts[i])));
         d.padding_low = lo;
         d.padding_high = hi;
         continue;
       }
-      if (!to_int(parts[i], &v)) return Err(p_, fmt::format("bad window {} '{}'", key, parts[i]));
+      if (!to_int(parts[i], &v)) return Err(p_, fmt::format("bad window {} {}", key, Quote(parts[i])));
       if (key == "size") d.size = v;
       else if (key == "stride") d.stride = v;
       else if (key == "lhs_dilate") d.base_dilation = v;
       else if (key == "rhs_dilate") d.window_dilation = v;
       else if (key == "rhs_reversal") d.window_reversal = v != 0;
-      else return Err(p_, fmt::format("unknown window field '{}'", key));
+      else return Err(p_, fmt::format("unknown window field {}", Quote(key)));
     }
   }
   return Status::Ok();
@@ -768,10 +813,10 @@ Status Parser::ParseDimLabels(ConvolutionDimensionNumbers& d) {
   std::string text(s_.substr(start, p_ - start));
   size_t u = text.find('_'), arrow = text.find("->");
   if (u == std::string::npos || arrow == std::string::npos || arrow < u)
-    return Err(start, fmt::format("bad dim_labels '{}'", text));
+    return Err(start, fmt::format("bad dim_labels {}", Quote(text)));
   std::string lhs = text.substr(0, u), rhs = text.substr(u + 1, arrow - u - 1), out = text.substr(arrow + 2);
   if (lhs.size() != rhs.size() || lhs.size() != out.size() || lhs.size() < 2)
-    return Err(start, fmt::format("dim_labels '{}' have different ranks", text));
+    return Err(start, fmt::format("dim_labels {} have different ranks", Quote(text)));
   size_t spatial = lhs.size() - 2;
   auto parse = [&](const std::string& labels, char a, char b, int64_t& da, int64_t& db,
                    std::vector<int64_t>& sp) -> bool {
@@ -791,7 +836,7 @@ Status Parser::ParseDimLabels(ConvolutionDimensionNumbers& d) {
       !parse(rhs, 'i', 'o', d.kernel_input_feature_dimension, d.kernel_output_feature_dimension,
              d.kernel_spatial_dimensions) ||
       !parse(out, 'b', 'f', d.output_batch_dimension, d.output_feature_dimension, d.output_spatial_dimensions))
-    return Err(start, fmt::format("bad dim_labels '{}'", text));
+    return Err(start, fmt::format("bad dim_labels {}", Quote(text)));
   return Status::Ok();
 }
 
@@ -846,12 +891,12 @@ Status Parser::ParsePadding(PaddingConfig& c) {
       char* e = nullptr;
       errno = 0;
       long long v = std::strtoll(n.c_str(), &e, 10);
-      if (errno || !e || *e || n.empty()) return Err(start, fmt::format("bad padding '{}'", text));
+      if (errno || !e || *e || n.empty()) return Err(start, fmt::format("bad padding {}", Quote(text)));
       nums.push_back(v);
       if (u == std::string::npos) break;
       q = u + 1;
     }
-    if (nums.size() != 2 && nums.size() != 3) return Err(start, fmt::format("bad padding '{}'", text));
+    if (nums.size() != 2 && nums.size() != 3) return Err(start, fmt::format("bad padding {}", Quote(text)));
     c.dimensions.push_back({nums[0], nums[1], nums.size() == 3 ? nums[2] : 0});
     if (x == std::string::npos) break;
     b = x + 1;
@@ -892,10 +937,14 @@ Status Parser::ParseMetadata(OpMetadata& m, bool& has_unknown) {
           if (c == '}' && --depth == 0) break;
         }
       } else {
-        while (p_ < end_ && s_[p_] != '}' && s_[p_] != ' ' && s_[p_] != '\n') ++p_;
+        while (p_ < end_ && s_[p_] != '}' && s_[p_] != ' ' && s_[p_] != '\n' && s_[p_] != ',') ++p_;
       }
     }
     SkipWs();
+    if (Peek() == ',') {  // XLA also accepts fields separated by commas
+      ++p_;
+      SkipWs();
+    }
   }
   ++p_;
   return Status::Ok();
@@ -1033,13 +1082,13 @@ Status Parser::ParseAttribute(Instruction& in, const std::string& key, size_t ke
     case Opcode::kCompare:
       if (key == "direction") {
         auto d = ComparisonDirectionFromName(value);
-        if (!d) return Err(value_pos, fmt::format("unknown comparison direction '{}'", value));
+        if (!d) return Err(value_pos, fmt::format("unknown comparison direction {}", Quote(value)));
         in.comparison_direction = *d;
         return Status::Ok();
       }
       if (key == "type") {
         if (value != "FLOAT" && value != "TOTALORDER" && value != "SIGNED" && value != "UNSIGNED")
-          return Err(value_pos, fmt::format("unknown comparison type '{}'", value));
+          return Err(value_pos, fmt::format("unknown comparison type {}", Quote(value)));
         in.comparison_type = std::string(value);
         return Status::Ok();
       }
@@ -1104,7 +1153,7 @@ Status Parser::ParseAttribute(Instruction& in, const std::string& key, size_t ke
     case Opcode::kFft:
       if (key == "fft_type") {
         auto t = FftTypeFromName(value);
-        if (!t) return Err(value_pos, fmt::format("unknown fft_type '{}'", value));
+        if (!t) return Err(value_pos, fmt::format("unknown fft_type {}", Quote(value)));
         in.fft_type = *t;
         return Status::Ok();
       }
@@ -1124,7 +1173,7 @@ Status Parser::ParseAttribute(Instruction& in, const std::string& key, size_t ke
         std::string t(value);
         char* e = nullptr;
         float f = std::strtof(t.c_str(), &e);
-        if (!e || *e || t.empty()) return Err(value_pos, fmt::format("bad epsilon '{}'", value));
+        if (!e || *e || t.empty()) return Err(value_pos, fmt::format("bad epsilon {}", Quote(value)));
         in.epsilon = f;
         return Status::Ok();
       }
@@ -1134,14 +1183,14 @@ Status Parser::ParseAttribute(Instruction& in, const std::string& key, size_t ke
       if (key == "distribution") {
         if (value == "rng_uniform") in.distribution = RandomDistribution::kUniform;
         else if (value == "rng_normal") in.distribution = RandomDistribution::kNormal;
-        else return Err(value_pos, fmt::format("unknown distribution '{}'", value));
+        else return Err(value_pos, fmt::format("unknown distribution {}", Quote(value)));
         return Status::Ok();
       }
       break;
     case Opcode::kRngBitGenerator:
       if (key == "algorithm") {
         if (value != "rng_default" && value != "rng_three_fry" && value != "rng_philox")
-          return Err(value_pos, fmt::format("unknown rng algorithm '{}'", value));
+          return Err(value_pos, fmt::format("unknown rng algorithm {}", Quote(value)));
         in.rng_algorithm = std::string(value);
         return Status::Ok();
       }
@@ -1178,7 +1227,7 @@ Status Parser::ParseAttribute(Instruction& in, const std::string& key, size_t ke
       if (key == "unit_diagonal") return bool_attr(t.unit_diagonal);
       if (key == "transpose_a") {
         auto v = TransposeAFromName(value);
-        if (!v) return Err(value_pos, fmt::format("unknown transpose_a '{}'", value));
+        if (!v) return Err(value_pos, fmt::format("unknown transpose_a {}", Quote(value)));
         t.transpose_a = *v;
         return Status::Ok();
       }
@@ -1216,7 +1265,7 @@ Status Parser::ParseAttribute(Instruction& in, const std::string& key, size_t ke
         if (w == "default" || w == "DEFAULT") levels.push_back(PrecisionLevel::kDefault);
         else if (w == "high" || w == "HIGH") levels.push_back(PrecisionLevel::kHigh);
         else if (w == "highest" || w == "HIGHEST") levels.push_back(PrecisionLevel::kHighest);
-        else return Err(pos, fmt::format("unknown precision '{}'", w));
+        else return Err(pos, fmt::format("unknown precision {}", Quote(w)));
         SkipWs();
         if (Peek() == ',') ++p_;
         else if (Peek() != '}') return Err(p_, "expected ',' or '}' in operand_precision");
@@ -1249,17 +1298,45 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
   size_t name_pos = p_;
   std::string name = ReadName();
   if (name.empty()) return Err(name_pos, fmt::format("expected an instruction name, got {}", Describe()));
+  names_in_computation_.insert(name);
   OPPROBE_RETURN_IF_ERROR(Expect('=', fmt::format("after instruction name {}", name)));
-  auto shape = ParseShape(0);
-  if (!shape.ok()) return shape.status();
+  SkipWs();
+  // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
+  std::optional<Shape> shape;
+  if (LooksLikeShape()) {
+    auto parsed = ParseShape(0);
+    if (!parsed.ok()) return parsed.status();
+    shape = std::move(*parsed);
+  }
+  Instruction* added = nullptr;
+  return ParseInstructionRhs(comp, name, name_pos, start, std::move(shape), operands, positions, calls, 0, added);
+}
+
+// A name for an instruction the text does not name (an inline operand, a `%t#1` tuple element).
+std::string Parser::SyntheticName(const std::string& base) {
+  std::string name;
+  do {
+    name = fmt::format("{}.{}", base, ++synthetic_count_);
+  } while (names_in_computation_.count(name));
+  names_in_computation_.insert(name);
+  return name;
+}
+
+Status Parser::ParseInstructionRhs(Computation& comp, const std::string& name, size_t name_pos, size_t start,
+                                   std::optional<Shape> shape, std::vector<std::vector<PendingOperand>>& operands,
+                                   std::vector<size_t>& positions, std::vector<PendingCall>& calls, int depth,
+                                   Instruction*& added) {
+  if (depth > kMaxDepth) return Err(p_, "inline operands nested too deeply");
+  const bool infer_shape = !shape.has_value();
   SkipWs();
   size_t op_pos = p_;
   while (p_ < end_ && (IsNameChar(s_[p_]))) ++p_;
   std::string opname(s_.substr(op_pos, p_ - op_pos));
   if (opname.empty()) return Err(op_pos, fmt::format("expected an opcode, got {}", Describe()));
+  if (infer_shape && Peek() == '[') return Err(op_pos, fmt::format("unknown element type {}", Quote(opname)));
   auto instr = std::make_unique<Instruction>();
   instr->name = name;
-  instr->shape = std::move(*shape);
+  if (shape) instr->shape = std::move(*shape);
   if (auto op = OpcodeFromName(opname)) {
     instr->opcode = *op;
   } else {
@@ -1276,6 +1353,7 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
     if (*n < 0) return Err(pos, "negative parameter number");
     instr->parameter_number = *n;
   } else if (instr->opcode == Opcode::kConstant) {
+    if (infer_shape) return Err(name_pos, fmt::format("constant {} needs a shape", name));
     auto lit = ParseLiteral(instr->shape, 0);
     if (!lit.ok()) return lit.status();
     instr->literal = std::move(*lit);
@@ -1284,15 +1362,45 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
     if (Peek() != ')') {
       while (true) {
         SkipWs();
+        std::optional<Shape> operand_shape;
         if (LooksLikeShape()) {
-          auto operand_shape = ParseShape(0);
-          if (!operand_shape.ok()) return operand_shape.status();
+          auto parsed = ParseShape(0);
+          if (!parsed.ok()) return parsed.status();
+          operand_shape = std::move(*parsed);
         }
         SkipWs();
         size_t pos = p_;
-        std::string operand = ReadName();
-        if (operand.empty()) return Err(pos, fmt::format("expected an operand name, got {}", Describe()));
-        ops.push_back({operand, pos});
+        // An inline operand: `add(p, s32[] constant(1))` defines an unnamed instruction in place.
+        size_t q = p_;
+        while (q < end_ && IsNameChar(s_[q])) ++q;
+        if (q > p_ && q < end_ && s_[q] == '(') {
+          std::string inline_name = SyntheticName(std::string(s_.substr(p_, q - p_)));
+          Instruction* inner = nullptr;
+          OPPROBE_RETURN_IF_ERROR(ParseInstructionRhs(comp, inline_name, pos, pos, std::move(operand_shape), operands,
+                                                      positions, calls, depth + 1, inner));
+          ops.push_back({inline_name, pos});
+        } else {
+          std::string operand = ReadName();
+          if (operand.empty()) return Err(pos, fmt::format("expected an operand name, got {}", Describe()));
+          // `%t#1#0`: element 0 of element 1 of tuple t, an implicit get-tuple-element per index.
+          while (Peek() == '#') {
+            ++p_;
+            size_t index_pos = p_;
+            auto index = ParseInt();
+            if (!index.ok()) return index.status();
+            if (*index < 0) return Err(index_pos, "negative tuple index");
+            auto gte = std::make_unique<Instruction>();
+            gte->opcode = Opcode::kGetTupleElement;
+            gte->name = SyntheticName(operand);
+            gte->tuple_index = *index;
+            operands.push_back({{operand, pos}});
+            positions.push_back(pos);
+            infer_.emplace(gte.get(), pos);
+            operand = gte->name;
+            comp.AddInstruction(std::move(gte));
+          }
+          ops.push_back({operand, pos});
+        }
         SkipWs();
         if (Peek() == ',') {
           ++p_;
@@ -1305,11 +1413,14 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
   OPPROBE_RETURN_IF_ERROR(Expect(')', fmt::format("to close the operands of {}", name)));
   if (instr->unknown_opcode.empty()) {
     int arity = OpcodeArity(instr->opcode);
-    if (arity >= 0 && instr->opcode != Opcode::kParameter && instr->opcode != Opcode::kConstant &&
+    // async-update and async-done pass on every operand of the wrapped computation, as XLA writes them.
+    const bool any_count = instr->opcode == Opcode::kAsyncUpdate || instr->opcode == Opcode::kAsyncDone;
+    if (arity >= 0 && !any_count && instr->opcode != Opcode::kParameter && instr->opcode != Opcode::kConstant &&
         static_cast<int>(ops.size()) != arity)
       return Err(op_pos, fmt::format("{} takes {} operand(s), {} has {}", opname, arity, name, ops.size()));
   }
-  // Attributes.
+  // Attributes. After an inline operand, `, x` is the next operand of the enclosing instruction, not an
+  // attribute: only `, key=` continues the attributes there.
   const size_t first_call = calls.size();
   std::set<std::string> seen;
   while (true) {
@@ -1324,12 +1435,22 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
     size_t key_pos = p_;
     while (p_ < end_ && (IsNameChar(s_[p_]))) ++p_;
     std::string key(s_.substr(key_pos, p_ - key_pos));
+    if (depth > 0) {
+      size_t after_key = p_;
+      SkipWs();
+      bool is_attribute = !key.empty() && Peek() == '=';
+      p_ = after_key;
+      if (!is_attribute) {
+        p_ = save;
+        break;
+      }
+    }
     if (key.empty()) return Err(key_pos, fmt::format("expected an attribute name, got {}", Describe()));
     if (!seen.insert(key).second) return Err(key_pos, fmt::format("attribute {} given twice", key));
-    SkipInlineWs();
+    SkipWs();
     if (Peek() != '=') return Err(p_, fmt::format("expected '=' after attribute {}", key));
     ++p_;
-    SkipInlineWs();
+    SkipWs();
     size_t value_pos = p_;
     std::string_view value = CaptureValue();
     if (value.empty()) return Err(value_pos, fmt::format("attribute {} has no value", key));
@@ -1346,7 +1467,8 @@ Status Parser::ParseInstruction(Computation& comp, std::vector<std::vector<Pendi
     return Err(op_pos, fmt::format("select-and-scatter {} needs select= and scatter=", name));
   operands.push_back(std::move(ops));
   positions.push_back(name_pos);
-  comp.AddInstruction(std::move(instr));
+  if (infer_shape) infer_.emplace(instr.get(), name_pos);
+  added = comp.AddInstruction(std::move(instr));
   return Status::Ok();
 }
 
@@ -1389,6 +1511,7 @@ Status Parser::ParseComputation(Module& module, std::vector<PendingCall>& calls,
   }
   OPPROBE_RETURN_IF_ERROR(Expect('{', fmt::format("to open computation {}", name)));
   auto comp = std::make_unique<Computation>(name);
+  names_in_computation_.clear();
   std::vector<std::vector<PendingOperand>> operands;
   std::vector<size_t> positions;
   Instruction* root = nullptr;
@@ -1397,6 +1520,22 @@ Status Parser::ParseComputation(Module& module, std::vector<PendingCall>& calls,
     if (AtEnd()) return Err(p_, fmt::format("computation {} is not closed with '}}'", name));
     if (Peek() == '}') {
       ++p_;
+      // `}, execution_thread="worker"`: the thread the computation runs on.
+      size_t save = p_;
+      SkipWs();
+      if (Peek() == ',') {
+        ++p_;
+        SkipWs();
+        if (!LookingAtWord("execution_thread")) return Err(p_, fmt::format("expected execution_thread, got {}", Describe()));
+        p_ += 16;
+        OPPROBE_RETURN_IF_ERROR(Expect('=', "after execution_thread"));
+        SkipWs();
+        auto thread = ParseQuoted();
+        if (!thread.ok()) return thread.status();
+        comp->execution_thread = std::move(*thread);
+      } else {
+        p_ = save;
+      }
       break;
     }
     bool is_root = false;
@@ -1481,16 +1620,21 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
     while (p_ < end_ && s_[p_] != ',' && s_[p_] != ' ' && s_[p_] != '\n' && s_[p_] != '\r' && s_[p_] != '\t') ++p_;
     if (p_ == name_start) return Err(p_, "expected a module name after HloModule");
     module->set_name(std::string(s_.substr(name_start, p_ - name_start)));
+    // The header's attributes may continue over several lines (`entry_computation_layout={\n ...}`).
     while (true) {
-      SkipInlineWs();
-      if (Peek() != ',') break;
+      size_t save = p_;
+      SkipWs();
+      if (Peek() != ',') {
+        p_ = save;
+        break;
+      }
       ++p_;
-      SkipInlineWs();
+      SkipWs();
       size_t kpos = p_;
       while (p_ < end_ && IsNameChar(s_[p_])) ++p_;
       std::string key(s_.substr(kpos, p_ - kpos));
       if (key.empty()) return Err(kpos, fmt::format("expected a module attribute, got {}", Describe()));
-      SkipInlineWs();
+      SkipWs();
       if (Peek() != '=') return Err(p_, fmt::format("expected '=' after module attribute {}", key));
       ++p_;
       std::string_view value = CaptureValue();
@@ -1498,7 +1642,7 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
       module->header_attributes.emplace_back(key, std::string(value));
     }
     SkipInlineWs();
-    if (!AtEnd() && Peek() != '\n' && Peek() != '\r')
+    if (!AtEnd() && Peek() != '\n' && Peek() != '\r' && !(Peek() == '/' && (Peek(1) == '/' || Peek(1) == '*')))
       return Err(p_, fmt::format("unexpected {} in the HloModule line", Describe()));
   }
   std::vector<PendingCall> calls;
@@ -1507,6 +1651,25 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
     SkipWs();
     if (AtEnd()) break;
     if (LookingAtWord("HloModule")) return Err(p_, "a second HloModule in the same module text");
+    // Stack-frame sections (`FileNames`, `FunctionNames`, `FileLocations`, `StackFrames`): numbered entries of
+    // a string or a {...} record. opprobe reads no stack frames yet; the sections are skipped.
+    if (LookingAtWord("FileNames") || LookingAtWord("FunctionNames") || LookingAtWord("FileLocations") ||
+        LookingAtWord("StackFrames")) {
+      size_t save = p_;
+      while (p_ < end_ && IsNameChar(s_[p_])) ++p_;
+      SkipWs();
+      if (AtEnd() || IsDigit(Peek())) {
+        while (true) {
+          SkipWs();
+          if (!IsDigit(Peek())) break;
+          while (p_ < end_ && IsDigit(s_[p_])) ++p_;
+          size_t value_pos = p_;
+          if (CaptureValue().empty()) return Err(value_pos, "expected a string or {...} entry in a stack-frame section");
+        }
+        continue;
+      }
+      p_ = save;  // a computation that happens to have one of these names
+    }
     OPPROBE_RETURN_IF_ERROR(ParseComputation(*module, calls, entry));
   }
   if (module->computations().empty()) return Err(p_, "module has no computations");
@@ -1553,8 +1716,30 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
       }
     }
   }
+  OPPROBE_RETURN_IF_ERROR(InferShapes(*module));
   module->AssignIds();
   return module;
+}
+
+Status Parser::InferShapes(Module& module) {
+  if (infer_.empty()) return Status::Ok();
+  // Callees first (the call graph is acyclic by now); within a computation, instructions are in operand order.
+  std::set<const Computation*> done;
+  std::function<Status(const Computation*, int)> visit = [&](const Computation* c, int depth) -> Status {
+    if (!c || !done.insert(c).second) return Status::Ok();
+    if (depth > 512) return InvalidInput(fmt::format("{}: computations nested too deeply to infer shapes", src_));
+    for (const auto& i : c->instructions()) {
+      for (const Computation* callee : i->called_computations) OPPROBE_RETURN_IF_ERROR(visit(callee, depth + 1));
+      auto it = infer_.find(i.get());
+      if (it == infer_.end()) continue;
+      auto shape = InferShape(*i);
+      if (!shape.ok()) return Err(it->second, shape.status().message());
+      i->shape = std::move(*shape);
+    }
+    return Status::Ok();
+  };
+  for (const auto& c : module.computations()) OPPROBE_RETURN_IF_ERROR(visit(c.get(), 0));
+  return Status::Ok();
 }
 
 // Byte ranges of module texts in a file.

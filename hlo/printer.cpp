@@ -503,7 +503,9 @@ std::string ToString(const Computation& c, const PrintOptions& o, bool is_entry)
     out += ToString(*i, o);
     out += "\n";
   }
-  out += "}\n";
+  out += "}";
+  if (!c.execution_thread.empty()) out += fmt::format(", execution_thread=\"{}\"", CEscape(c.execution_thread));
+  out += "\n";
   return out;
 }
 

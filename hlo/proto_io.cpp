@@ -1,4 +1,5 @@
 #include "hlo/proto_io.h"
+#include "hlo/quote.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,7 +27,7 @@ namespace {
 Status SuffixToLayout(const std::string& suffix, xla::LayoutProto* layout) {
   size_t i = 0;
   if (suffix.empty()) return Status::Ok();
-  if (suffix[0] != ':') return Unimplemented(fmt::format("layout suffix '{}' has no XLA proto form", suffix));
+  if (suffix[0] != ':') return Unimplemented(fmt::format("layout suffix {} has no XLA proto form", Quote(suffix)));
   ++i;
   auto read_group = [&](std::vector<int64_t>& out) -> bool {
     if (i >= suffix.size() || suffix[i] != '(') return false;
@@ -36,7 +37,11 @@ Status SuffixToLayout(const std::string& suffix, xla::LayoutProto* layout) {
       bool neg = suffix[i] == '-';
       if (neg) ++i;
       int64_t v = 0;
-      while (i < suffix.size() && std::isdigit(static_cast<unsigned char>(suffix[i]))) v = v * 10 + (suffix[i++] - '0');
+      while (i < suffix.size() && std::isdigit(static_cast<unsigned char>(suffix[i]))) {
+        int digit = suffix[i++] - '0';
+        if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) return false;  // out of int64 range
+        v = v * 10 + digit;
+      }
       if (i == start) return false;
       out.push_back(neg ? -v : v);
       if (i < suffix.size() && suffix[i] == ',') ++i;
@@ -63,9 +68,9 @@ Status SuffixToLayout(const std::string& suffix, xla::LayoutProto* layout) {
       else layout->set_memory_space(v[0]);
       continue;
     }
-    return Unimplemented(fmt::format("layout suffix '{}' has no XLA proto form here", suffix));
+    return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", Quote(suffix)));
   }
-  if (i != suffix.size()) return Unimplemented(fmt::format("layout suffix '{}' has no XLA proto form here", suffix));
+  if (i != suffix.size()) return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", Quote(suffix)));
   return Status::Ok();
 }
 
@@ -911,7 +916,7 @@ Expected<std::unique_ptr<Instruction>> ReadInstruction(const xla::HloInstruction
   }
   if (op == Opcode::kCompare && known) {
     auto d = ComparisonDirectionFromName(p.comparison_direction());
-    if (!d) return InvalidInput(fmt::format("unknown comparison_direction '{}'", p.comparison_direction()));
+    if (!d) return InvalidInput(fmt::format("unknown comparison_direction {}", Quote(p.comparison_direction())));
     in->comparison_direction = *d;
     in->comparison_type = p.comparison_type();
   }
@@ -968,7 +973,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
   };
   std::vector<PendingCalls> pending;
   for (const auto& cp : mp.computations()) {
-    std::string cwhere = fmt::format("{}: computation {} (id {})", src, cp.name(), cp.id());
+    std::string cwhere = fmt::format("{}: computation {} (id {})", src, Quote(cp.name()), cp.id());
     if (comp_by_id.count(cp.id())) return InvalidInput(cwhere + ": duplicate computation id");
     if (module->FindComputation(cp.name())) return InvalidInput(cwhere + ": duplicate computation name");
     if (cp.instructions_size() == 0) return InvalidInput(cwhere + ": no instructions");
@@ -980,7 +985,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
     std::set<int64_t> params;
     for (int k = 0; k < cp.instructions_size(); ++k) {
       const auto& ip = cp.instructions(k);
-      std::string iwhere = fmt::format("{}, instruction {} (id {})", cwhere, ip.name(), ip.id());
+      std::string iwhere = fmt::format("{}, instruction {} (id {})", cwhere, Quote(ip.name()), ip.id());
       auto in = ReadInstruction(ip);
       if (!in.ok()) return InvalidInput(iwhere + ": " + in.status().message());
       if (instr_by_id.count(ip.id()) || local.count(ip.id())) return InvalidInput(iwhere + ": duplicate instruction id");
@@ -1000,12 +1005,12 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
         auto it = local.find(oid);
         if (it == local.end())
           return InvalidInput(fmt::format("{}, instruction {} (id {}): operand id {} is not an instruction of this computation",
-                                          cwhere, ip.name(), ip.id(), oid));
+                                          cwhere, Quote(ip.name()), ip.id(), oid));
         made[k]->operands.push_back(made[it->second].get());
         deps[k].push_back(it->second);
       }
       auto arity = CheckArity(*made[k]);
-      if (!arity.ok()) return InvalidInput(fmt::format("{}, instruction {}: {}", cwhere, ip.name(), arity.message()));
+      if (!arity.ok()) return InvalidInput(fmt::format("{}, instruction {}: {}", cwhere, Quote(ip.name()), arity.message()));
     }
     std::vector<int> state(n, 0);
     std::vector<size_t> order;
@@ -1019,7 +1024,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
           size_t d = deps[k][next++];
           if (state[d] == 1)
             return InvalidInput(fmt::format("{}, instruction {} (id {}): operand ids form a cycle", cwhere,
-                                            cp.instructions(static_cast<int>(d)).name(),
+                                            Quote(cp.instructions(static_cast<int>(d)).name()),
                                             cp.instructions(static_cast<int>(d)).id()));
           if (state[d] == 0) {
             state[d] = 1;
@@ -1051,13 +1056,13 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
       auto it = comp_by_id.find(cid);
       if (it == comp_by_id.end())
         return InvalidInput(fmt::format("{}: computation {}, instruction {} (id {}): called computation id {} does not exist",
-                                        src, pc.comp->name(), pc.instr->name, pc.proto->id(), cid));
+                                        src, Quote(pc.comp->name()), Quote(pc.instr->name), pc.proto->id(), cid));
       pc.instr->called_computations.push_back(it->second);
     }
     if (pc.instr->opcode == Opcode::kWhile && pc.instr->called_computations.size() != 2)
-      return InvalidInput(fmt::format("{}: while {} needs a body and a condition", src, pc.instr->name));
+      return InvalidInput(fmt::format("{}: while {} needs a body and a condition", src, Quote(pc.instr->name)));
     if (pc.instr->opcode == Opcode::kSelectAndScatter && pc.instr->called_computations.size() != 2)
-      return InvalidInput(fmt::format("{}: select-and-scatter {} needs select and scatter", src, pc.instr->name));
+      return InvalidInput(fmt::format("{}: select-and-scatter {} needs select and scatter", src, Quote(pc.instr->name)));
   }
   // The call graph must be acyclic.
   std::unordered_map<const Computation*, int> state;
@@ -1065,7 +1070,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
     if (depth > 1000) return InvalidInput(fmt::format("{}: call graph nested too deeply", src));
     int& s = state[c];
     if (s == 2) return Status::Ok();
-    if (s == 1) return InvalidInput(fmt::format("{}: computation {} calls itself (call cycle)", src, c->name()));
+    if (s == 1) return InvalidInput(fmt::format("{}: computation {} calls itself (call cycle)", src, Quote(c->name())));
     s = 1;
     for (const auto& i : c->instructions())
       for (const Computation* callee : i->called_computations) OPPROBE_RETURN_IF_ERROR(visit(callee, depth + 1));
@@ -1114,6 +1119,11 @@ Expected<std::string> ModuleToHloProtoBytes(const Module& module) {
 }
 
 Expected<std::unique_ptr<Module>> ModuleFromProtoBytes(std::string_view bytes, const std::string& source_name) {
+  // Names and strings from the proto reach the message quoted; OneLine is the last guard that it stays one line.
+  auto one_line = [](Expected<std::unique_ptr<Module>> m) -> Expected<std::unique_ptr<Module>> {
+    if (m.ok()) return m;
+    return Status(m.status().code(), OneLine(m.status().message(), 1000));
+  };
   if (bytes.empty()) return InvalidInput(source_name + ": empty file, not an HloProto or HloModuleProto");
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     return InvalidInput(source_name + ": file too large for a protobuf message");
@@ -1122,14 +1132,14 @@ Expected<std::unique_ptr<Module>> ModuleFromProtoBytes(std::string_view bytes, c
   {
     xla::HloProto hp;
     if (hp.ParseFromArray(bytes.data(), size) && hp.has_hlo_module() && hp.hlo_module().computations_size() > 0)
-      return ReadModule(hp.hlo_module(), source_name);
+      return one_line(ReadModule(hp.hlo_module(), source_name));
   }
   xla::HloModuleProto mp;
   if (!mp.ParseFromArray(bytes.data(), size))
     return InvalidInput(source_name + ": not an HloProto or HloModuleProto (truncated or not protobuf)");
   if (mp.computations_size() == 0)
     return InvalidInput(source_name + ": not an HloProto or HloModuleProto (no computations)");
-  return ReadModule(mp, source_name);
+  return one_line(ReadModule(mp, source_name));
 }
 
 }  // namespace opprobe::hlo

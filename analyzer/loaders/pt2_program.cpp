@@ -11,6 +11,7 @@
 
 #include "analyzer/loaders/op_schemas.h"
 #include "analyzer/loaders/pt2_loader.h"
+#include "hlo/quote.h"
 
 namespace opprobe::analyzer {
 
@@ -153,7 +154,8 @@ class Decoder {
 
  private:
   [[noreturn]] void Fail(const std::string& path, const std::string& msg) const {
-    throw Failure(InvalidInput(fmt::format("{}: {}: {}", where_, path, msg)));
+    // Paths and messages carry keys and strings from the file: one line, escaped and bounded.
+    throw Failure(InvalidInput(hlo::OneLine(fmt::format("{}: {}: {}", where_, path, msg), 1000)));
   }
 
   const json& Require(const json& obj, const char* key, const std::string& path) const {
@@ -361,7 +363,7 @@ const DecodedTensor& Decoder::Tensor(const std::string& name, const std::string&
       return s->cache->emplace(name, std::move(t)).first->second;
     }
   }
-  Fail(path, fmt::format("tensor '{}' is not in tensor_values", name));
+  Fail(path, fmt::format("tensor {} is not in tensor_values", hlo::Quote(name)));
 }
 
 std::string Decoder::TensorName(const json& j, const std::string& path) const {
@@ -894,7 +896,7 @@ Status Decoder::Run(std::string_view text) {
   try {
     doc = json::parse(text);
   } catch (const json::exception& e) {
-    return InvalidInput(fmt::format("{}: invalid JSON: {}", where_, e.what()));
+    return InvalidInput(fmt::format("{}: invalid JSON: {}", where_, hlo::OneLine(e.what())));
   }
   try {
     if (!doc.is_object()) Fail("$", "expected an ExportedProgram object");
@@ -930,7 +932,7 @@ Status Decoder::Run(std::string_view text) {
   } catch (const Failure& f) {
     return f.status;
   } catch (const json::exception& e) {
-    return InvalidInput(fmt::format("{}: malformed program: {}", where_, e.what()));
+    return InvalidInput(fmt::format("{}: malformed program: {}", where_, hlo::OneLine(e.what())));
   }
   return Status::Ok();
 }

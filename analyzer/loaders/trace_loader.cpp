@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hlo/quote.h"
+
 namespace opprobe::analyzer {
 
 namespace {
@@ -45,7 +47,8 @@ std::string TypeName(const json& j) {
 }
 
 Status Bad(const Path& p, const std::string& what) {
-  return InvalidInput(p.str().empty() ? what : p.str() + ": " + what);
+  // Paths and messages may carry keys and strings from the file: one line, escaped and bounded.
+  return InvalidInput(hlo::OneLine(p.str().empty() ? what : p.str() + ": " + what, 1000));
 }
 
 Status Expect(const json& j, const Path& p, std::string_view what) {
@@ -515,7 +518,7 @@ Expected<Graph> ParseTrace(std::string_view json_text, const std::string& source
     if (g->model.empty()) g->model = source_name;
     return g;
   } catch (const std::exception& e) {  // nlohmann type errors and allocation failures: never escape
-    return InvalidInput(fmt::format("{}: cannot read trace: {}", source_name, e.what()));
+    return InvalidInput(fmt::format("{}: cannot read trace: {}", source_name, hlo::OneLine(e.what())));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <new>
@@ -28,7 +29,11 @@ namespace {
 Verdict ProbeUnit(const hlo::Module& unit, const hlo::EvaluatorOptions& options) {
   const hlo::Computation* entry = unit.entry();
   if (!entry) return Verdict::Unsupported("the module has no entry computation");
-  // Refuse inputs too large to materialise before allocating them.
+  // Refuse inputs too large to materialise before allocating them. A probe answers whether the op runs, so
+  // one unit's inputs together get at most kProbeInputBudget (256 MiB): real tensors of billions of elements
+  // (`f32[20000,20000]`) get an unsupported verdict that says so at once instead of minutes of evaluation.
+  constexpr int64_t kProbeInputBudget = int64_t{256} << 20;
+  int64_t total_bytes = 0;
   for (const hlo::Instruction* p : entry->parameters()) {
     std::vector<const hlo::Shape*> shapes{&p->shape};
     while (!shapes.empty()) {
@@ -45,9 +50,15 @@ Verdict ProbeUnit(const hlo::Module& unit, const hlo::EvaluatorOptions& options)
       if (width && *n > options.max_literal_bytes / width)
         return Verdict::Unsupported(fmt::format("input {} of shape {} is too large for the interpreter", p->name,
                                                 s->ToString(false)));
+      if (width && *n > (kProbeInputBudget - total_bytes) / width)
+        return Verdict::Unsupported(fmt::format(
+            "inputs too large for the interpreter: more than its {} MiB budget for one probe (at {} of shape {})",
+            kProbeInputBudget >> 20, p->name, s->ToString(false)));
+      total_bytes += *n * width;
     }
   }
   hlo::EvaluatorOptions o = options;
+  o.max_literal_bytes = std::min(o.max_literal_bytes, kProbeInputBudget);
   o.seed = SeedFor(unit);
   std::vector<hlo::Literal> args = hlo::RandomArguments(*entry, o.seed);
   auto result = hlo::Evaluate(unit, args, o);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hlo/probe_unit.h"
+#include "hlo/quote.h"
 #include "hlo/types.h"
 
 namespace opprobe::compiler_probe::rules {
@@ -107,12 +108,14 @@ bool Matches(const Rule& r, const hlo::Instruction& in) {
 
 }  // namespace
 
-Expected<Profile> ParseProfile(const std::string& text, const std::string& source_name) {
+static Expected<Profile> ParseProfileUnguarded(const std::string& text, const std::string& source_name) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     return InvalidInput(fmt::format("{}: not valid JSON at byte {}", source_name, e.byte));
+  } catch (const json::exception& e) {  // out_of_range (a number like 1e999): never escape
+    return InvalidInput(fmt::format("{}: unreadable JSON: {}", source_name, hlo::OneLine(e.what())));
   }
   auto fail = [&](const Status& s) { return s.WithContext(source_name); };
   if (!j.is_object()) return fail(InvalidInput("expected a JSON object"));
@@ -189,6 +192,18 @@ Expected<Profile> ParseProfile(const std::string& text, const std::string& sourc
     p.rules.push_back(std::move(r));
   }
   return p;
+}
+
+// No nlohmann exception (a number-valued "description" is a type_error) escapes, and keys echoed from the
+// file stay on one line.
+Expected<Profile> ParseProfile(const std::string& text, const std::string& source_name) {
+  try {
+    auto p = ParseProfileUnguarded(text, source_name);
+    if (!p.ok()) return Status(p.status().code(), hlo::OneLine(p.status().message(), 1000));
+    return p;
+  } catch (const json::exception& e) {
+    return InvalidInput(fmt::format("{}: malformed profile: {}", source_name, hlo::OneLine(e.what())));
+  }
 }
 
 std::vector<std::string> BuiltinProfileNames() {

@@ -547,6 +547,13 @@ Expected<Literal> EvalGather(Evaluator& ev, const Instruction& ins, const Litera
     }
   }
   OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, out_dims, operand.shape().element_type()));
+  // A collapsed dimension of slice size 0 (`f32[0,2]`, slice_sizes={0,2}) still yields result elements, and
+  // there is no operand element for them to read.
+  int64_t out_count = 1;
+  for (int64_t d : out_dims) out_count *= d;
+  if (operand.element_count() == 0 && out_count > 0)
+    return InvalidInput(fmt::format("{}: gather of {} elements from the empty operand {}", ins.name, out_count,
+                                    operand.shape().ToString(false)));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   auto ostr = Strides(od), istr = Strides(id);
   int64_t es = ByteWidth(operand.shape().element_type());

@@ -255,11 +255,11 @@ TEST(HloProtoTest, DanglingIdsAndCyclesAreErrors) {
   auto dangling = ModuleFromProtoBytes(HandWrittenModule(false, 99), "d.pb");
   ASSERT_FALSE(dangling.ok());
   EXPECT_EQ(dangling.status().message(),
-            "d.pb: computation main, instruction sum (id 6): called computation id 99 does not exist");
+            "d.pb: computation 'main', instruction 'sum' (id 6): called computation id 99 does not exist");
   auto cycle = ModuleFromProtoBytes(HandWrittenModule(true), "c.pb");
   ASSERT_FALSE(cycle.ok());
   EXPECT_NE(cycle.status().message().find("operand ids form a cycle"), std::string::npos) << cycle.status().message();
-  EXPECT_NE(cycle.status().message().find("computation main (id 11)"), std::string::npos);
+  EXPECT_NE(cycle.status().message().find("computation 'main' (id 11)"), std::string::npos);
 
   Msg p = Instr("p", "parameter", 1, ShapeMsg(kF32, {2}));
   Msg n = Instr("n", "negate", 2, ShapeMsg(kF32, {2}));
@@ -271,7 +271,7 @@ TEST(HloProtoTest, DanglingIdsAndCyclesAreErrors) {
   auto op = ModuleFromProtoBytes(module.str(), "op.pb");
   ASSERT_FALSE(op.ok());
   EXPECT_EQ(op.status().message(),
-            "op.pb: computation e (id 1), instruction n (id 2): operand id 7 is not an instruction of this computation");
+            "op.pb: computation 'e' (id 1), instruction 'n' (id 2): operand id 7 is not an instruction of this computation");
 }
 
 TEST(HloProtoTest, ElementCountOverflowIsAnError) {
@@ -282,7 +282,7 @@ TEST(HloProtoTest, ElementCountOverflowIsAnError) {
   module.Bytes(1, "x").Sub(3, comp).Varint(6, 1);
   auto m = ModuleFromProtoBytes(module.str(), "big.pb");
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("instruction p (id 1)"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("instruction 'p' (id 1)"), std::string::npos) << m.status().message();
   EXPECT_NE(m.status().message().find("more than 2^63 elements"), std::string::npos) << m.status().message();
 }
 
