@@ -275,42 +275,6 @@ Expected<SourceLoc> ParseLoc(const json& loc, const Path& lp) {
   return out;
 }
 
-// The trace's `status`, `exit_status` and `error` as the Graph's CaptureStatus.
-Expected<CaptureStatus> ParseCaptureStatus(const json& doc, const Path& root) {
-  CaptureStatus c;
-  if (const json* st = Member(doc, "status")) {
-    OPPROBE_ASSIGN_OR_RETURN(std::string status, GetString(*st, root.Key("status")));
-    if (status != "ok" && status != "error")
-      return Bad(root.Key("status"), fmt::format("unknown status '{}' (expected ok or error)", status));
-    if (status == "error") c.status = CaptureStatus::Status::kFailed;
-  }
-  if (const json* es = Member(doc, "exit_status")) {
-    OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, root.Key("exit_status")));
-    c.exit_code = static_cast<int>(code);
-  }
-  if (const json* err = Member(doc, "error")) {
-    Path ep = root.Key("error");
-    if (!err->is_object()) return Expect(*err, ep, "an error object");
-    c.status = CaptureStatus::Status::kFailed;
-    if (const json* t = Member(*err, "type")) {
-      OPPROBE_ASSIGN_OR_RETURN(c.exception_type, GetString(*t, ep.Key("type")));
-    }
-    if (const json* m = Member(*err, "message")) {
-      OPPROBE_ASSIGN_OR_RETURN(std::string message, GetString(*m, ep.Key("message")));
-      c.exception_message = message.substr(0, message.find('\n'));
-    }
-    if (const json* es = Member(*err, "exit_status")) {
-      OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, ep.Key("exit_status")));
-      c.exit_code = static_cast<int>(code);
-    }
-    if (const json* loc = Member(*err, "loc")) {
-      OPPROBE_ASSIGN_OR_RETURN(c.location, ParseLoc(*loc, ep.Key("loc")));
-    }
-  }
-  if (c.failed() && c.exception_type == "SystemExit") c.exception_type.clear();  // exited, did not raise
-  return c;
-}
-
 Expected<Node> ParseCall(const json& j, const Path& p) {
   if (!j.is_object()) return Expect(j, p, "a call object");
   Node n;
@@ -472,9 +436,6 @@ Expected<Graph> ParseDocument(const json& doc) {
   }
   if (const json* tv = Member(doc, "torch_version")) {
     OPPROBE_ASSIGN_OR_RETURN(g.torch_version, GetString(*tv, root.Key("torch_version")));
-  }
-  if (Member(doc, "status") || Member(doc, "error")) {
-    OPPROBE_ASSIGN_OR_RETURN(g.capture, ParseCaptureStatus(doc, root));
   }
   OPPROBE_ASSIGN_OR_RETURN(const json* calls, RequiredArray(doc, root, "calls"));
   g.nodes.reserve(calls->size());

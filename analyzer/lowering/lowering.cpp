@@ -77,6 +77,9 @@ Status CheckLoweredOutputs(const Node& node, const std::vector<hlo::Instruction*
     }
     want = std::move(present);
   }
+  // An op that returns nothing (the in-place `_foreach_*_` and fused optimizer ops) has its lowering return the
+  // updated inputs instead: there is no recorded output to compare them with.
+  if (want.empty()) return Status::Ok();
   if (want.size() != outputs.size()) {
     // A lowering returns its outputs in schema order; a different count would pair the wrong values.
     return Internal(fmt::format("lowering of {} produced {} output{} but PyTorch returned {}", node.qualified_name(),

@@ -49,7 +49,7 @@ class MapCache : public compiler_probe::ProbeCache {
   std::map<std::string, compiler_probe::Verdict> map_;
 };
 
-TensorMeta F32(std::vector<int64_t> sizes) { return TensorMeta{PrimitiveType::F32, std::move(sizes), {}}; }
+TensorMeta F32(std::vector<int64_t> sizes) { return TensorMeta{PrimitiveType::F32, std::move(sizes), {}, {}}; }
 
 Node Call(const std::string& op, std::vector<int64_t> shape, int line, int64_t count = 1) {
   Node n;
