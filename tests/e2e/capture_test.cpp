@@ -236,7 +236,9 @@ TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
   EXPECT_EQ(mul->outputs[0].tensor.dtype, hlo::PrimitiveType::C64);
   const analyzer::Node* up = Find(*g, torch1 ? "aten::upsample_nearest2d.vec" : "aten::upsample_nearest2d");
   ASSERT_NE(up, nullptr);
-  if (torch1) EXPECT_EQ(up->arg("scale_factors", 2)->floats, (std::vector<double>{2.0, 1.5}));
+  if (torch1) {
+    EXPECT_EQ(up->arg("scale_factors", 2)->floats, (std::vector<double>{2.0, 1.5}));
+  }
   EXPECT_NE(Find(*g, "aten::native_layer_norm_backward", "backward"), nullptr);
 }
 

@@ -50,9 +50,11 @@ TEST_F(HonestE2E, CustomOpsAndAFailedScriptInEveryFormat) {
     // (HTML: the summary cards; its per-module bars may show a module's own 100%. GitHub escapes % as %25.)
     std::string shown = f == "html" ? text.substr(0, text.find("<section id=\"unsupported\"")) : text;
     std::string hundred = f == "github" ? "100.00%25" : "100.00%";
-    if (f != "json")
-      for (size_t pos = shown.find(hundred); pos != std::string::npos; pos = shown.find(hundred, pos + 1))
+    if (f != "json") {
+      for (size_t pos = shown.find(hundred); pos != std::string::npos; pos = shown.find(hundred, pos + 1)) {
         EXPECT_EQ(shown.substr(pos, hundred.size() + 13), hundred + " (incomplete)") << f;
+      }
+    }
   }
   json j = json::parse(ReadWholeFile(Path("r.json")));
   EXPECT_EQ(j["complete"], false);
