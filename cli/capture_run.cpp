@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "compiler_probe/subprocess.h"
 #include "opprobe_version.h"
 
 extern char** environ;
@@ -27,28 +28,6 @@ namespace fs = std::filesystem;
 bool IsRegularFile(const std::string& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
-}
-
-// Resolves an interpreter name like `python3` through PATH (a name with a slash is taken as is).
-std::optional<std::string> ResolveExecutable(const std::string& name) {
-  if (name.empty()) return std::nullopt;
-  if (name.find('/') != std::string::npos) {
-    if (access(name.c_str(), X_OK) == 0 && IsRegularFile(name)) return name;
-    return std::nullopt;
-  }
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0 && IsRegularFile(candidate)) return candidate;
-    start = end + 1;
-  }
-  return std::nullopt;
 }
 
 // Identity of the trace file before the run, to tell a freshly written trace from a stale one.
@@ -116,7 +95,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   const std::string& interpreter_name = command[0];
   if (EndsWith(interpreter_name, ".py"))
     return UsageError(fmt::format("'{}' is a script, not a Python interpreter: {}", interpreter_name, kCommandForm));
-  auto interpreter = ResolveExecutable(interpreter_name);
+  auto interpreter = compiler_probe::FindProgram(interpreter_name);
   if (!interpreter)
     return UsageError(fmt::format("Python interpreter '{}' not found; {}", interpreter_name, kCommandForm));
 

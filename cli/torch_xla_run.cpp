@@ -14,6 +14,8 @@
 #include <map>
 #include <optional>
 
+#include "compiler_probe/subprocess.h"
+
 extern char** environ;
 
 namespace opprobe::cli {
@@ -25,24 +27,6 @@ namespace fs = std::filesystem;
 constexpr const char* kInstall =
     "install it into that Python environment: pip install torch==2.9.0 torch_xla==2.9.0 (requirements/torch_xla.txt; "
     "scripts use the CPU PJRT device, PJRT_DEVICE=CPU), or analyze with opprobe's own lowering (drop --lowering)";
-
-std::optional<std::string> Resolve(const std::string& name) {
-  std::error_code ec;
-  if (name.empty()) return std::nullopt;
-  if (name.find('/') != std::string::npos)
-    return access(name.c_str(), X_OK) == 0 && fs::is_regular_file(name, ec) ? std::optional(name) : std::nullopt;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string c = (end > start ? dirs.substr(start, end - start) : ".") + "/" + name;
-    if (access(c.c_str(), X_OK) == 0 && fs::is_regular_file(c, ec)) return c;
-    start = end + 1;
-  }
-  return std::nullopt;
-}
 
 // Runs argv with `env` (a full environment); stdio inherited unless `silent` (then /dev/null).
 // Returns the exit status (128+N for signal N), or -1 when exec failed.
@@ -96,7 +80,7 @@ Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, c
   if (command.empty()) return UsageError(fmt::format("--lowering torch_xla needs a script to run: {}", form));
   if (command[0].ends_with(".py"))
     return UsageError(fmt::format("'{}' is a script, not a Python interpreter: {}", command[0], form));
-  auto python = Resolve(command[0]);
+  auto python = compiler_probe::FindProgram(command[0]);
   if (!python) return UsageError(fmt::format("Python interpreter '{}' not found; {}", command[0], form));
   size_t i = 1;
   while (i < command.size() && command[i].starts_with("-") && command[i] != "-") ++i;
