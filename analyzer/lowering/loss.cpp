@@ -278,6 +278,40 @@ Instruction* ReducePerSample(const Ctx& c, Instruction* per, int64_t reduction) 
 
 }  // namespace
 
+namespace {
+
+// What multi_margin_loss and its backward share: the [N, C] input, the one-hot mask of each sample's target
+// class, and the margin term z_j = margin - x[y] + x[j].
+struct MultiMarginTerms {
+  PrimitiveType t;
+  std::vector<int64_t> xd;  // [N, C]
+  int64_t N, C;
+  Instruction* hot;    // pred[N, C]: j == y
+  Instruction* zeros;  // [N, C]
+  Instruction* z;      // margin - x[y] + x[j]
+};
+
+Expected<MultiMarginTerms> MultiMargin(Ctx& c, Builder& b, Instruction* x0, Instruction* y0, int64_t p, double margin) {
+  if (p != 1 && p != 2) return Bad(c, "p must be 1 or 2");
+  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+  MultiMarginTerms m;
+  m.t = x0->shape.element_type();
+  Instruction* x = AsBatch(b, x0);
+  m.xd = Dims(x);
+  m.N = m.xd[0];
+  m.C = m.xd[1];
+  if (y0->shape.elements() != m.N) return Bad(c, "target does not fit input");
+  Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {m.N});
+  m.hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, m.xd), 1), b.Broadcast(y, m.xd, {0}),
+                    ComparisonDirection::kEq);
+  m.zeros = Full(b, m.t, 0, m.xd);
+  Instruction* xy = ReduceSum(b, b.Select(m.hot, x, m.zeros), {1});
+  m.z = Add(b, Sub(b, Full(b, m.t, margin, m.xd), b.Broadcast(xy, m.xd, {0})), x);
+  return m;
+}
+
+}  // namespace
+
 // multi_margin_loss: per sample sum over j != y of w[y] * max(0, margin - x[y] + x[j])^p, over C.
 // x[y] and w[y] come from a one-hot mask (iota == target) and a sum, as nll_loss does.
 Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
@@ -288,18 +322,8 @@ Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
   double margin = c.Double("margin", 3, 1);
   Instruction* w0 = c.T("weight", 4);
   int64_t reduction = c.Int("reduction", 5, 1);
-  if (p != 1 && p != 2) return Bad(c, "p must be 1 or 2");
-  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
-  PrimitiveType t = x0->shape.element_type();
-  Instruction* x = AsBatch(b, x0);
-  std::vector<int64_t> xd = Dims(x);
-  int64_t N = xd[0], C = xd[1];
-  if (y0->shape.elements() != N) return Bad(c, "target does not fit input");
-  Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {N});
-  Instruction* hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, xd), 1), b.Broadcast(y, xd, {0}), ComparisonDirection::kEq);
-  Instruction* zeros = Full(b, t, 0, xd);
-  Instruction* xy = ReduceSum(b, b.Select(hot, x, zeros), {1});
-  Instruction* z = Add(b, Sub(b, Full(b, t, margin, xd), b.Broadcast(xy, xd, {0})), x);
+  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(c, b, x0, y0, p, margin));
+  auto [t, xd, N, C, hot, zeros, z] = m;
   z = b.Binary(Opcode::kMaximum, z, zeros);
   if (p == 2) z = Mul(b, z, z);
   if (w0) {
@@ -324,18 +348,8 @@ Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
   double margin = c.Double("margin", 4, 1);
   Instruction* w0 = c.T("weight", 5);
   int64_t reduction = c.Int("reduction", 6, 1);
-  if (p != 1 && p != 2) return Bad(c, "p must be 1 or 2");
-  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
-  PrimitiveType t = x0->shape.element_type();
-  Instruction* x = AsBatch(b, x0);
-  std::vector<int64_t> xd = Dims(x);
-  int64_t N = xd[0], C = xd[1];
-  if (y0->shape.elements() != N) return Bad(c, "target does not fit input");
-  Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {N});
-  Instruction* hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, xd), 1), b.Broadcast(y, xd, {0}), ComparisonDirection::kEq);
-  Instruction* zeros = Full(b, t, 0, xd);
-  Instruction* xy = ReduceSum(b, b.Select(hot, x, zeros), {1});
-  Instruction* z = Add(b, Sub(b, Full(b, t, margin, xd), b.Broadcast(xy, xd, {0})), x);
+  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(c, b, x0, y0, p, margin));
+  auto [t, xd, N, C, hot, zeros, z] = m;
   Instruction* active = b.Binary(Opcode::kAnd, CmpScalar(b, z, 0, ComparisonDirection::kGt), b.Unary(Opcode::kNot, hot));
   Instruction* d = p == 2 ? MulScalar(b, z, 2.0) : Full(b, t, 1, xd);
   d = b.Select(active, MulScalar(b, d, 1.0 / static_cast<double>(C)), zeros);
