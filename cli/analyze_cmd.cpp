@@ -5,9 +5,10 @@
 #include <chrono>
 #include <filesystem>
 
-#include "cli/analyze_run.h"
+#include "analyzer/pipeline/pipeline.h"
 #include "cli/capture_run.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/report_options.h"
 #include "cli/torch_xla_run.h"
 #include "compiler_probe/remote/shared_cache.h"
@@ -17,7 +18,8 @@ namespace {
 
 struct AnalyzeArgs {
   std::vector<std::string> inputs;
-  AnalyzeRunOptions run;
+  std::string backend_spec = "interp";
+  analyzer::AnalysisOptions run;
   ReportOptions report;
   bool no_cache = false;
   std::vector<std::string> caches;  // --cache DIR and/or --cache redis://... | http(s)://...
@@ -60,37 +62,39 @@ int RunAnalyze(AnalyzeArgs& a) {
   std::vector<std::string> inputs = a.inputs;
   if (!command.empty()) inputs.resize(inputs.size() >= command.size() ? inputs.size() - command.size() : 0);
   if (!command.empty() && !inputs.empty())
-    return ReportError(UsageError("give either model files or `-- <python> script.py ...`, not both"));
+    return ReportError(InvalidInput("give either model files or `-- <python> script.py ...`, not both"));
   if (command.empty() && inputs.empty())
-    return ReportError(UsageError("nothing to analyze: give a trace, a .pt2, HLO, or `-- <python> script.py ...`"));
+    return ReportError(InvalidInput("nothing to analyze: give a trace, a .pt2, HLO, or `-- <python> script.py ...`"));
   if (Status st = CheckReportOptions(a.report); !st.ok()) return ReportError(st);
-  if (a.progress && a.no_progress) return ReportError(UsageError("--progress and --no-progress contradict each other"));
+  if (a.progress && a.no_progress) return ReportError(InvalidInput("--progress and --no-progress contradict each other"));
   a.run.use_cache = !a.no_cache;
   for (const auto& c : a.caches) {
     std::string& slot = compiler_probe::IsRemoteCacheUrl(c) ? a.run.remote_cache : a.run.cache_dir;
-    if (!slot.empty()) return ReportError(UsageError("--cache: give at most one folder and one server"));
+    if (!slot.empty()) return ReportError(InvalidInput("--cache: give at most one folder and one server"));
     slot = c;
   }
   if (!a.shard.empty()) {
     auto shard = compiler_probe::ParseShard(a.shard);
-    if (!shard.ok()) return ReportError(shard.status());
-    if (a.no_cache) return ReportError(UsageError("--shard needs the probe cache (drop --no-cache)"));
+    if (!shard.ok()) return ReportError(shard.status().WithContext("--shard"));
+    if (a.no_cache) return ReportError(InvalidInput("--shard needs the probe cache (drop --no-cache)"));
     a.run.shard_index = shard->index;
     a.run.shard_count = shard->count;
   }
-  a.run.progress = a.no_progress || a.report.quiet ? AnalyzeRunOptions::Progress::kOff
-                   : a.progress                    ? AnalyzeRunOptions::Progress::kOn
-                                                   : AnalyzeRunOptions::Progress::kAuto;
+  a.run.on_progress = ProgressFor(a.no_progress || a.report.quiet ? ProgressMode::kOff
+                                  : a.progress                    ? ProgressMode::kOn
+                                                                  : ProgressMode::kAuto);
+  // A shared cache that stops answering is worth a line even with -q: the run is slower than the user expects.
+  a.run.on_warning = [](const std::string& w) { std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str()); };
   const auto start = std::chrono::steady_clock::now();
 
-  auto backend = CreateBackend(a.run);
-  if (!backend.ok()) return ReportError(backend.status().WithContext("--backend " + a.run.backend_spec));
+  auto backend = analyzer::CreateBackend(a.backend_spec, a.run.probe_timeout_seconds);
+  if (!backend.ok()) return ReportError(backend.status().WithContext("--backend " + a.backend_spec));
 
   std::filesystem::path temp_dir;
   int script_status = 0;
   if (a.lowering == "torch_xla") {
     if (command.empty())
-      return ReportError(UsageError("--lowering torch_xla runs a script: give `-- <python> script.py args...`"));
+      return ReportError(InvalidInput("--lowering torch_xla runs a script: give `-- <python> script.py args...`"));
     std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) return ReportError(Internal("cannot create a temporary folder for the HLO dump"));
     temp_dir = tmpl;
@@ -114,7 +118,7 @@ int RunAnalyze(AnalyzeArgs& a) {
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
                    script_status);
   }
-  auto result = AnalyzeInputs(inputs, **backend, a.run);
+  auto result = analyzer::AnalyzeInputs(inputs, **backend, a.run);
   if (!temp_dir.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(temp_dir, ec);
@@ -129,7 +133,7 @@ int RunAnalyze(AnalyzeArgs& a) {
   int code = FinishReports(*result, a.report);
   // A script that failed is an input problem even when its partial analysis passed the gates: its reports are
   // written (marked partial), and the exit code says the input was bad.
-  if ((script_status != 0 || result->partial()) && code != 2) return 2;
+  if ((script_status != 0 || result->partial()) && code != kExitBadInput) return kExitBadInput;
   return code;
 }
 
@@ -144,7 +148,7 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "an HloProto/HloModuleProto (.hlo.pb), a folder of HLO dumps, or `-- <python> script.py args...` to capture\n"
       "and analyze a script in one step.");
   cmd->add_option("inputs", args->inputs, "Model files (or, after `--`, the Python command to capture)");
-  cmd->add_option("-b,--backend", args->run.backend_spec,
+  cmd->add_option("-b,--backend", args->backend_spec,
                   "Backend spec: interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...]; see "
                   "`opprobe backends`")
       ->capture_default_str();

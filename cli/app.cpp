@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "opprobe_version.h"
 
 namespace opprobe::cli {
@@ -29,15 +30,6 @@ std::vector<std::string>& AfterDashes() {
 
 const std::vector<std::string>& ArgsAfterDoubleDash() { return AfterDashes(); }
 
-int ExitCodeFor(const Status& status) {
-  switch (status.code()) {
-    case ErrorCode::kOk: return 0;
-    case ErrorCode::kInvalidInput: case ErrorCode::kUsage: return 2;
-    case ErrorCode::kBackendUnavailable: return 3;
-    default: return 4;
-  }
-}
-
 int ReportError(const Status& status) {
   std::fprintf(stderr, "opprobe: %s\n", status.message().c_str());
   return ExitCodeFor(status);
@@ -54,7 +46,7 @@ int Run(int argc, char** argv) {
     AfterDashes().assign(argv + i + 1, argv + argc);
     break;
   }
-  int exit_code = 0;
+  int exit_code = kExitOk;
   for (RegisterFn reg : kCommands) reg(app, exit_code);
   try {
     app.parse(argc, argv);
@@ -65,9 +57,9 @@ int Run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11 prints the message; usage errors are exit 2 (DESIGN.md).
+    // CLI11 prints the message; usage errors are bad input.
     app.exit(e);
-    return 2;
+    return kExitBadInput;
   }
   return exit_code;
 }

@@ -14,7 +14,7 @@ int RunBackends(const std::string& show) {
   if (!show.empty()) {
     std::string text = rules::BuiltinProfileText(show);
     if (text.empty())
-      return ReportError(UsageError(fmt::format("--show-profile: no built-in profile '{}' (built-in: {})", show,
+      return ReportError(InvalidInput(fmt::format("--show-profile: no built-in profile '{}' (built-in: {})", show,
                                                 fmt::join(rules::BuiltinProfileNames(), ", "))));
     std::fputs(text.c_str(), stdout);
     return 0;

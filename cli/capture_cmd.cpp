@@ -34,9 +34,9 @@ int RunCaptureCommand(const CaptureArgs& args) {
   if (*status != 0) {
     std::fprintf(stderr, "opprobe: script exited with status %d; the trace holds the calls recorded before that\n",
                  *status);
-    return 2;
+    return kExitBadInput;
   }
-  return graph.ok() ? 0 : 2;
+  return graph.ok() ? kExitOk : kExitBadInput;
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ constexpr const char* kCommandForm = "expected `-- <python> script.py [args...]`
 
 Expected<std::string> FindCaptureShim() {
   if (const char* env = std::getenv("OPPROBE_CAPTURE_SHIM"); env && *env) {
-    if (!IsRegularFile(env)) return UsageError(fmt::format("OPPROBE_CAPTURE_SHIM={}: no such file", env));
+    if (!IsRegularFile(env)) return InvalidInput(fmt::format("OPPROBE_CAPTURE_SHIM={}: no such file", env));
     return std::string(env);
   }
   std::error_code ec;
@@ -83,21 +83,21 @@ Expected<std::string> FindCaptureShim() {
   }
   std::string in_tree = std::string(OPPROBE_SOURCE_DIR) + "/cli/capture/opprobe_capture.py";
   if (IsRegularFile(in_tree)) return in_tree;
-  return UsageError(fmt::format(
+  return InvalidInput(fmt::format(
       "cannot find the capture shim opprobe_capture.py (looked in <binary dir>/../share/opprobe/capture and {}); "
       "set OPPROBE_CAPTURE_SHIM to its path",
       std::string(OPPROBE_SOURCE_DIR) + "/cli/capture"));
 }
 
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet) {
-  if (command.empty()) return UsageError(fmt::format("no script to capture: {}", kCommandForm));
-  if (trace_path.empty()) return UsageError("no trace file given");
+  if (command.empty()) return InvalidInput(fmt::format("no script to capture: {}", kCommandForm));
+  if (trace_path.empty()) return InvalidInput("no trace file given");
   const std::string& interpreter_name = command[0];
   if (EndsWith(interpreter_name, ".py"))
-    return UsageError(fmt::format("'{}' is a script, not a Python interpreter: {}", interpreter_name, kCommandForm));
+    return InvalidInput(fmt::format("'{}' is a script, not a Python interpreter: {}", interpreter_name, kCommandForm));
   auto interpreter = compiler_probe::FindProgram(interpreter_name);
   if (!interpreter)
-    return UsageError(fmt::format("Python interpreter '{}' not found; {}", interpreter_name, kCommandForm));
+    return InvalidInput(fmt::format("Python interpreter '{}' not found; {}", interpreter_name, kCommandForm));
 
   // Interpreter options stay before the shim (`python -X dev script.py`); the first non-option is the script.
   std::vector<std::string> argv{*interpreter};
@@ -105,16 +105,16 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   for (; i < command.size(); ++i) {
     const std::string& a = command[i];
     if (a == "-m" || a == "-c" || (a.size() > 2 && (a.starts_with("-m") || a.starts_with("-c")) && a[1] != '-'))
-      return UsageError(fmt::format("capture runs a script file; `{}` (python {}) is not supported: {}", a,
+      return InvalidInput(fmt::format("capture runs a script file; `{}` (python {}) is not supported: {}", a,
                                     a.substr(0, 2), kCommandForm));
     if (a == "-" || !a.starts_with("-")) break;
     argv.push_back(a);
     if ((a == "-X" || a == "-W") && i + 1 < command.size()) argv.push_back(command[++i]);
   }
   if (i >= command.size())
-    return UsageError(fmt::format("no script given after the interpreter '{}'; {}", interpreter_name, kCommandForm));
+    return InvalidInput(fmt::format("no script given after the interpreter '{}'; {}", interpreter_name, kCommandForm));
   const std::string script = command[i];
-  if (script != "-" && !IsRegularFile(script)) return UsageError(fmt::format("script not found: {}", script));
+  if (script != "-" && !IsRegularFile(script)) return InvalidInput(fmt::format("script not found: {}", script));
   OPPROBE_ASSIGN_OR_RETURN(std::string shim, FindCaptureShim());
   argv.push_back(shim);
   argv.push_back("--output");
@@ -188,7 +188,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   restore_signals();
 
   if (n == static_cast<ssize_t>(sizeof exec_errno))
-    return UsageError(fmt::format("cannot run Python interpreter '{}': {}", *interpreter, std::strerror(exec_errno)));
+    return InvalidInput(fmt::format("cannot run Python interpreter '{}': {}", *interpreter, std::strerror(exec_errno)));
   if (w < 0) return Internal(fmt::format("waitpid: {}", std::strerror(errno)));
 
   int status = 0;

@@ -20,7 +20,7 @@ Expected<std::string> FindCaptureShim();
 // SIGQUIT and SIGTERM sent to this process are passed on to the child (which still writes the trace
 // recorded so far); a Ctrl-C from the terminal reaches the child directly.
 // Returns the script's exit status (128+N when killed by signal N). Errors: an empty command, a missing
-// interpreter, a script given without an interpreter, or an unexecutable interpreter -> kUsage;
+// interpreter, a script given without an interpreter, or an unexecutable interpreter -> kInvalidInput;
 // a child that wrote no trace (e.g. torch not importable) -> kInvalidInput naming the exit status.
 // With `quiet` false the shim also prints its one-line summary on stderr.
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/exit_codes.h"
 #include "hlo/status.h"
 
 namespace opprobe::cli {
@@ -27,9 +28,7 @@ void RegisterDiff(CLI::App& app, int& exit_code);      // diff_cmd.cpp
 // script command of `analyze -- python train.py` and `capture -- ...`.
 const std::vector<std::string>& ArgsAfterDoubleDash();
 
-// Prints `opprobe: <message>` on stderr and returns the exit code for the status (DESIGN.md: 2 bad
-// usage or input, 3 backend unusable, 4 internal).
+// Prints `opprobe: <message>` on stderr and returns the exit code for the status (cli/exit_codes.h).
 int ReportError(const Status& status);
-int ExitCodeFor(const Status& status);
 
 }  // namespace opprobe::cli

@@ -30,7 +30,7 @@ int RunDiff(const DiffArgs& args) {
     std::string text = reports::FormatDiff(diff, args.old_path, args.new_path);
     std::fputs(text.c_str(), stdout);
   }
-  return diff.Regression() ? 1 : 0;
+  return diff.Regression() ? kExitGateFailed : kExitOk;
 }
 
 }  // namespace

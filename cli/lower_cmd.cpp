@@ -5,11 +5,11 @@
 #include <set>
 
 #include "analyzer/lowering/lowering.h"
-#include "cli/analyze_run.h"
+#include "analyzer/pipeline/pipeline.h"
 #include "cli/commands.h"
+#include "hlo/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
-#include "reports/report.h"
 
 namespace opprobe::cli {
 namespace {
@@ -31,10 +31,10 @@ std::string FileStem(const analyzer::Node& n, size_t index) {
 }
 
 int RunLower(const LowerArgs& a) {
-  auto graph = LoadGraph(a.inputs);
+  auto graph = analyzer::LoadGraph(a.inputs);
   if (!graph.ok()) return ReportError(graph.status());
-  if (a.emit != "hlo" && a.emit != "proto") return ReportError(UsageError("--emit: expected hlo or proto"));
-  if (a.emit == "proto" && a.out_dir.empty()) return ReportError(UsageError("--emit proto needs -o DIR"));
+  if (a.emit != "hlo" && a.emit != "proto") return ReportError(InvalidInput("--emit: expected hlo or proto"));
+  if (a.emit == "proto" && a.out_dir.empty()) return ReportError(InvalidInput("--emit proto needs -o DIR"));
   hlo::PrintOptions style = a.style == "short" ? hlo::PrintOptions::Short() : hlo::PrintOptions::Long();
   if (!a.out_dir.empty()) {
     std::error_code ec;
@@ -68,11 +68,11 @@ int RunLower(const LowerArgs& a) {
       std::string stem = (std::filesystem::path(a.out_dir) / FileStem(n, index)).string();
       Status st;
       if (a.emit == "hlo") {
-        st = reports::WriteFileAtomically(stem + ".hlo", header + "\n" + text);
+        st = io::WriteFileAtomically(stem + ".hlo", header + "\n" + text);
       } else {
         lowered->module->AssignIds();
         auto bytes = hlo::ModuleToHloProtoBytes(*lowered->module);
-        st = bytes.ok() ? reports::WriteFileAtomically(stem + ".hlo.pb", *bytes) : bytes.status();
+        st = bytes.ok() ? io::WriteFileAtomically(stem + ".hlo.pb", *bytes) : bytes.status();
       }
       if (!st.ok()) return ReportError(st);
     }
@@ -83,7 +83,7 @@ int RunLower(const LowerArgs& a) {
     for (const auto& n : graph->nodes) names.insert(n.op);
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    return ReportError(UsageError(fmt::format("--op: the model has no call of {}; it calls: {}", a.ops[0], known)));
+    return ReportError(InvalidInput(fmt::format("--op: the model has no call of {}; it calls: {}", a.ops[0], known)));
   }
   if (!a.out_dir.empty())
     std::printf("wrote %zu lowered module%s to %s%s\n", index, index == 1 ? "" : "s", a.out_dir.c_str(),

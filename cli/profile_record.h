@@ -11,12 +11,9 @@
 
 namespace opprobe::cli {
 
-// Synthesizes a profile from the unique probe units of one or more analyses (all made with the same
-// backend). Rules are as general as the verdicts allow: one rule per opcode whose units are all
-// unsupported; per (opcode, result types) or (opcode, result types, operand types) where verdicts
-// differ; a custom-call is keyed by its target. `error` verdicts (crash, timeout) count as
-// unsupported. Units whose verdicts still differ within one key take the majority verdict; the
-// profile's description says how many recorded verdicts the rules reproduce.
+// The unique probe units of one or more analyses (all made with the same backend, taken once per fingerprint, in
+// fingerprint order) turned into a profile by compiler_probe::rules::SynthesizeProfile, which says how general
+// its rules are.
 nlohmann::json RecordProfile(const std::vector<const analyzer::AnalysisResult*>& results, const std::string& name);
 nlohmann::json RecordProfile(const analyzer::AnalysisResult& result, const std::string& name);
 

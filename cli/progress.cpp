@@ -1,6 +1,7 @@
 #include "cli/progress.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -89,6 +90,12 @@ std::function<void(int64_t, int64_t)> MakeProgressReporter(bool is_tty) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
   return [reporter](int64_t done, int64_t total) { reporter->Update(done, total); };
+}
+
+std::function<void(int64_t, int64_t)> ProgressFor(ProgressMode mode) {
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (mode == ProgressMode::kOff || (mode == ProgressMode::kAuto && !tty)) return {};
+  return MakeProgressReporter(tty);
 }
 
 }  // namespace opprobe::cli

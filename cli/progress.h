@@ -14,6 +14,12 @@ namespace opprobe::cli {
 // `is_tty`: whether stderr is a terminal (isatty(2)). The returned function is thread-safe.
 std::function<void(int64_t done, int64_t total)> MakeProgressReporter(bool is_tty);
 
+// kAuto shows a bar on a terminal and nothing otherwise; kOn (--progress) also prints plain lines without a
+// terminal; kOff (--no-progress, -q) prints nothing.
+enum class ProgressMode { kAuto, kOn, kOff };
+// The reporter for `mode` on stderr, or none (an empty function) when nothing is to be shown.
+std::function<void(int64_t done, int64_t total)> ProgressFor(ProgressMode mode);
+
 // The testable core: writes to `out`, reads time (seconds) from `now`.
 class ProgressReporter {
  public:

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "hlo/file_io.h"
 #include "reports/diff.h"
 #include "reports/gates.h"
 #include "reports/report.h"
@@ -38,11 +39,11 @@ Expected<std::vector<Target>> ResolveTargets(const ReportOptions& options) {
     std::string name = spec.substr(0, eq);
     const reports::Format* f = reports::FindFormat(name);
     if (f == nullptr)
-      return UsageError(fmt::format("--format {}: unknown report format '{}' (known: {})", spec, name, FormatNames()));
+      return InvalidInput(fmt::format("--format {}: unknown report format '{}' (known: {})", spec, name, FormatNames()));
     Target t{f, "", eq != std::string::npos};
     if (t.explicit_file) {
       t.file = spec.substr(eq + 1);
-      if (t.file.empty()) return UsageError(fmt::format("--format {}: missing file name after '='", spec));
+      if (t.file.empty()) return InvalidInput(fmt::format("--format {}: missing file name after '='", spec));
       if (t.file == "-") t.file.clear();
     }
     targets.push_back(std::move(t));
@@ -67,7 +68,7 @@ Expected<std::vector<Target>> ResolveTargets(const ReportOptions& options) {
   for (const auto& t : targets) {
     if (t.file.empty()) continue;
     if (!files.insert(std::filesystem::path(t.file).lexically_normal().string()).second)
-      return UsageError(fmt::format("two reports would be written to '{}'", t.file));
+      return InvalidInput(fmt::format("two reports would be written to '{}'", t.file));
   }
   return targets;
 }
@@ -125,7 +126,7 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
 
 Status CheckReportOptions(const ReportOptions& options) {
   if (options.verbosity < 0 || options.verbosity > 2)
-    return UsageError(fmt::format("--verbosity {}: expected 0, 1 or 2", options.verbosity));
+    return InvalidInput(fmt::format("--verbosity {}: expected 0, 1 or 2", options.verbosity));
   auto targets = ResolveTargets(options);
   if (!targets.ok()) return targets.status();
   if (!options.baseline.empty()) {
@@ -151,7 +152,7 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
   FILE* summary = stdout_report ? stderr : stdout;
   const std::string cwd = CurrentDir();
 
-  // Render everything first, then write: a rendering never leaves some files new and others old.
+  // Render everything first, then replace the files all together or none of them.
   std::vector<std::string> contents;
   for (const auto& t : targets) {
     reports::RenderOptions ro;
@@ -160,11 +161,11 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
     ro.cwd = cwd;
     contents.push_back(t.format->render(result, ro));
   }
-  for (size_t i = 0; i < targets.size(); ++i) {
-    if (!targets[i].file.empty()) {
-      if (Status st = reports::WriteFileAtomically(targets[i].file, contents[i]); !st.ok()) return ReportError(st);
-    }
-  }
+  io::FileSet files;
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (!targets[i].file.empty())
+      if (Status st = files.Stage(targets[i].file, contents[i]); !st.ok()) return ReportError(st);
+  if (Status st = files.Commit(); !st.ok()) return ReportError(st);
   for (size_t i = 0; i < targets.size(); ++i)
     if (targets[i].file.empty()) std::fwrite(contents[i].data(), 1, contents[i].size(), stdout);
   std::fflush(stdout);
@@ -193,7 +194,7 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
     std::fflush(summary);
   }
   for (const auto& m : gates.messages) std::fprintf(stderr, "opprobe: gate failed: %s\n", m.c_str());
-  return gates.failed ? 1 : 0;
+  return gates.failed ? kExitGateFailed : kExitOk;
 }
 
 }  // namespace opprobe::cli

@@ -77,21 +77,21 @@ std::vector<std::string> Environment(const std::map<std::string, std::string>& s
 
 Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, const std::string& dump_dir) {
   const char* form = "give `-- <python> script.py args...`";
-  if (command.empty()) return UsageError(fmt::format("--lowering torch_xla needs a script to run: {}", form));
+  if (command.empty()) return InvalidInput(fmt::format("--lowering torch_xla needs a script to run: {}", form));
   if (command[0].ends_with(".py"))
-    return UsageError(fmt::format("'{}' is a script, not a Python interpreter: {}", command[0], form));
+    return InvalidInput(fmt::format("'{}' is a script, not a Python interpreter: {}", command[0], form));
   auto python = compiler_probe::FindProgram(command[0]);
-  if (!python) return UsageError(fmt::format("Python interpreter '{}' not found; {}", command[0], form));
+  if (!python) return InvalidInput(fmt::format("Python interpreter '{}' not found; {}", command[0], form));
   size_t i = 1;
   while (i < command.size() && command[i].starts_with("-") && command[i] != "-") ++i;
-  if (i >= command.size()) return UsageError(fmt::format("no script given after '{}'; {}", command[0], form));
+  if (i >= command.size()) return InvalidInput(fmt::format("no script given after '{}'; {}", command[0], form));
   std::error_code ec;
-  if (!fs::is_regular_file(command[i], ec)) return UsageError(fmt::format("script not found: {}", command[i]));
+  if (!fs::is_regular_file(command[i], ec)) return InvalidInput(fmt::format("script not found: {}", command[i]));
 
   // Is the real torch_xla importable by this python?
   int probe = RunChild({*python, "-c", "import torch_xla"}, Environment({}, {{"PJRT_DEVICE", "CPU"}}), true);
   if (probe != 0)
-    return BackendUnavailable(fmt::format("--lowering torch_xla: the Python interpreter {} cannot import torch_xla; {}",
+    return Unavailable(fmt::format("--lowering torch_xla: the Python interpreter {} cannot import torch_xla; {}",
                                           *python, kInstall));
 
   const std::string dump = (fs::path(dump_dir) / "torch_xla.hlo").string();
@@ -104,7 +104,7 @@ Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, c
                                      {"XLA_IR_DEBUG", "1"}},
                                     {{"PJRT_DEVICE", "CPU"}}),
                         false);
-  if (status < 0) return UsageError(fmt::format("cannot run the Python interpreter {}", *python));
+  if (status < 0) return InvalidInput(fmt::format("cannot run the Python interpreter {}", *python));
   TorchXlaRun run;
   run.script_status = status;
   // torch_xla appends the process ordinal (torch_xla.hlo.0, .1, ...): named <name>.<ordinal>.hlo for the loader.

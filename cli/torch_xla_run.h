@@ -20,8 +20,8 @@ struct TorchXlaRun {
 // metadata names its aten op, op_type `aten__mul`, and the script's source line), and
 // XLA_SAVE_TENSORS_FILE=<dump_dir>/torch_xla.hlo with XLA_SAVE_TENSORS_FMT=hlo (one HLO module per graph
 // torch_xla compiles and runs: each mark_step/sync).
-// Errors: a missing interpreter or script -> kUsage; torch_xla not importable by that python ->
-// kBackendUnavailable (exit 3) with how to install it; a script that sent nothing to the XLA device
+// Errors: a missing interpreter or script -> kInvalidInput; torch_xla not importable by that python ->
+// kUnavailable (exit 3) with how to install it; a script that sent nothing to the XLA device
 // (no HLO emitted) -> kInvalidInput.
 Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, const std::string& dump_dir);
 

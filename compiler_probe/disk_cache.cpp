@@ -5,15 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
-#include <thread>
 
+#include "hlo/file_io.h"
 #include "hlo/probe_unit.h"
 
 namespace opprobe::compiler_probe {
@@ -31,34 +28,18 @@ bool IsSafeName(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
 }
 
+// A cache entry or backend description; anything larger is not one of ours.
+constexpr uint64_t kMaxEntryBytes = 16 << 20;
+
 std::optional<std::string> ReadSmallFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  auto text = io::ReadFile(p.string(), kMaxEntryBytes);
+  if (!text.ok()) return std::nullopt;
+  return std::move(text).value();
 }
 
-// Writes `data` to `path` through a unique temporary file in the same directory and a rename.
+// A lost entry is probed again, so entries skip the fsync; the rename still keeps them whole.
 bool WriteAtomically(const fs::path& path, const std::string& data) {
-  static std::atomic<uint64_t> counter{0};
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp.{}.{}.{}", ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()),
-                     counter.fetch_add(1));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return false;
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
-  return !ec;
+  return io::WriteFileAtomically(path.string(), data, io::Durability::kNoSync).ok();
 }
 
 std::string KindName(Verdict::Kind k) { return std::string(VerdictKindName(k)); }
@@ -152,13 +133,13 @@ std::string DefaultCacheDir() {
 }
 
 Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir) {
-  if (dir.empty()) return UsageError("cache directory is empty");
+  if (dir.empty()) return InvalidInput("cache directory is empty");
   std::error_code ec;
   fs::path root(dir);
   fs::create_directories(root / kLayout, ec);
-  if (ec) return UsageError(fmt::format("cannot use cache directory '{}': {}", dir, ec.message()));
+  if (ec) return InvalidInput(fmt::format("cannot use cache directory '{}': {}", dir, ec.message()));
   if (::access((root / kLayout).c_str(), W_OK | X_OK) != 0)
-    return UsageError(fmt::format("cannot use cache directory '{}': not writable", dir));
+    return InvalidInput(fmt::format("cannot use cache directory '{}': not writable", dir));
   return std::unique_ptr<ProbeCache>(std::make_unique<DiskCache>(root));
 }
 

@@ -49,7 +49,7 @@ Expected<std::unique_ptr<Backend>> Registry::Create(const std::string& spec, con
   std::string msg = fmt::format("unknown backend '{}' in spec '{}'", name, spec);
   if (!best.empty()) msg += fmt::format("; did you mean '{}'?", best);
   msg += fmt::format(" (known: {})", fmt::join(names, ", "));
-  return UsageError(msg);
+  return InvalidInput(msg);
 }
 
 }  // namespace opprobe::compiler_probe

@@ -27,7 +27,7 @@ class Registry {
 
   void Register(Entry entry);
   // Unknown names are a usage error with a "did you mean" suggestion; a factory failure is returned as is
-  // (kBackendUnavailable for a missing compiler or plugin).
+  // (kUnavailable for a missing compiler or plugin).
   Expected<std::unique_ptr<Backend>> Create(const std::string& spec, const BackendOptions& options = {}) const;
   const std::vector<Entry>& entries() const { return entries_; }
   // Optional per backend: what is installed (e.g. `jaxlib 0.10.2`), for `opprobe backends`; may run a program.

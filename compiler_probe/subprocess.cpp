@@ -116,7 +116,7 @@ std::optional<std::string> FindProgram(const std::string& program) {
 Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
   if (options.argv.empty()) return Internal("RunSubprocess: empty argv");
   auto program = FindProgram(options.argv[0]);
-  if (!program) return BackendUnavailable(fmt::format("program '{}' not found or not executable", options.argv[0]));
+  if (!program) return Unavailable(fmt::format("program '{}' not found or not executable", options.argv[0]));
 
   // Everything the child needs is prepared before spawning (posix_spawn is safe in threaded programs).
   std::vector<char*> argv;
@@ -169,8 +169,8 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     if (rc == ENOENT && !options.cwd.empty())
-      return BackendUnavailable(fmt::format("cannot start '{}' in '{}': {}", *program, options.cwd, std::strerror(rc)));
-    return BackendUnavailable(fmt::format("cannot start '{}': {}", *program, std::strerror(rc)));
+      return Unavailable(fmt::format("cannot start '{}' in '{}': {}", *program, options.cwd, std::strerror(rc)));
+    return Unavailable(fmt::format("cannot start '{}': {}", *program, std::strerror(rc)));
   }
   out_w.reset();
   err_w.reset();

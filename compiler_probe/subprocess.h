@@ -41,7 +41,7 @@ struct SubprocessResult {
 // Starts argv in a new process group with stdin from /dev/null, waits for it (killing the whole group
 // when the timeout expires) and returns what happened. After the child exits, any process it left
 // behind in its group is killed too. An error only when the child could not be started (program not
-// found, not executable): kBackendUnavailable.
+// found, not executable): kUnavailable.
 Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options);
 
 // The full path of `program` (a name looked up on $PATH, or a path containing '/' checked for

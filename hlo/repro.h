@@ -9,13 +9,10 @@
 
 namespace opprobe::hlo {
 
-// Writes both files atomically (temporary file + rename), creating `dir` when needed, and returns the
+// Writes both files atomically (hlo/file_io.h), creating `dir` when needed, and returns the
 // path of the .hlo file. `opcode` and `fingerprint` become part of the file name; characters other than
 // [A-Za-z0-9._-] are replaced by '_'.
 Expected<std::string> WriteRepro(const Module& unit, const std::string& dir, const std::string& opcode,
                                  const std::string& fingerprint);
-
-// Writes `contents` to `path` atomically (a temporary file in the same folder, then rename).
-Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
 }  // namespace opprobe::hlo

@@ -9,14 +9,14 @@
 
 namespace opprobe {
 
-// What kind of failure a Status carries; the CLI maps it to an exit code (DESIGN.md "Exit codes").
+// What went wrong, in no layer's vocabulary: the libraries say what failed, and only the CLI decides what that
+// means for its exit code (cli/exit_codes.h).
 enum class ErrorCode {
   kOk = 0,
-  kInvalidInput,        // unreadable or malformed input file: exit 2
-  kUsage,               // bad flags or arguments: exit 2
-  kBackendUnavailable,  // the backend itself cannot be used (plugin will not load, compiler missing): exit 3
-  kUnimplemented,       // a feature that is not (yet) there: becomes a verdict, not a crash
-  kInternal,            // a bug in opprobe
+  kInvalidInput,   // the caller's input is wrong: a malformed file, a bad argument or option value, a bad spec
+  kUnavailable,    // something needed is not there or will not start (a plugin, a compiler, a Python package)
+  kUnimplemented,  // a feature that is not (yet) there: becomes a verdict, not a crash
+  kInternal,       // a bug in opprobe
 };
 
 class Status {
@@ -41,8 +41,7 @@ class Status {
 };
 
 inline Status InvalidInput(std::string m) { return Status(ErrorCode::kInvalidInput, std::move(m)); }
-inline Status UsageError(std::string m) { return Status(ErrorCode::kUsage, std::move(m)); }
-inline Status BackendUnavailable(std::string m) { return Status(ErrorCode::kBackendUnavailable, std::move(m)); }
+inline Status Unavailable(std::string m) { return Status(ErrorCode::kUnavailable, std::move(m)); }
 inline Status Unimplemented(std::string m) { return Status(ErrorCode::kUnimplemented, std::move(m)); }
 inline Status Internal(std::string m) { return Status(ErrorCode::kInternal, std::move(m)); }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "hlo/quote.h"
+#include "hlo/file_io.h"
 
 namespace opprobe::reports {
 
@@ -203,11 +204,7 @@ Status CheckReport(const Json& report, const std::string& name) {
 }
 
 Expected<Json> LoadReport(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidInput(fmt::format("{}: cannot open the report", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
+  OPPROBE_ASSIGN_OR_RETURN(std::string text, io::ReadFile(path));
   Json report;
   try {
     report = Json::parse(text);

@@ -1,15 +1,8 @@
 // The JSON report: Neuron's result.json shape plus opprobe's fields (DESIGN.md "Report",
 // schemas/report.schema.json).
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <algorithm>
-#include <filesystem>
 #include <tuple>
 #include <vector>
 
@@ -241,48 +234,6 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
 std::string RenderJson(const AnalysisResult& result, const RenderOptions& options) {
   // Invalid UTF-8 in recorded strings (file names, compiler output) is replaced, never a throw.
   return ToJson(result, options.verbosity).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-}
-
-Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  if (path.empty()) return UsageError("empty output file name");
-  fs::path target(path);
-  fs::path dir = target.parent_path();
-  std::string tmpl = (dir.empty() ? fs::path(".") : dir).string() + "/." + target.filename().string() + ".tmp.XXXXXX";
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  int fd = ::mkstemp(name.data());
-  if (fd < 0) return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  auto fail = [&](int err) {
-    ::close(fd);
-    ::unlink(name.data());
-    return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
-  };
-  // mkstemp creates 0600; a report is an ordinary file (0666 less the umask).
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) return fail(errno);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) return fail(errno);
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(name.data());
-    return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
-  }
-  if (::rename(name.data(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(name.data());
-    return InvalidInput(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
-  }
-  return Status::Ok();
 }
 
 }  // namespace opprobe::reports

@@ -26,10 +26,6 @@ std::string FormatPercent(double pct);
 // `pct` rounded to the two decimals FormatPercent prints (gates compare what the report shows).
 double RoundPercent(double pct);
 
-// Writes `content` to `path` atomically (temporary file in the same folder, then rename). On failure
-// nothing is left behind and `path` is unchanged.
-Status WriteFileAtomically(const std::string& path, const std::string& content);
-
 // What a renderer may vary on besides the result. Renderers never read the environment themselves.
 struct RenderOptions {
   int verbosity = 2;  // json (and the detail of text/markdown): 2 aten, 1 +xla, 0 +per-instruction

@@ -322,7 +322,7 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
 
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
   if (Status st = ProbeAll(set, r.probes, backend, options, r.summary); !st.ok())
-    r.warnings.push_back("--dump-dir: " + st.message());
+    r.warnings.push_back("repro files: " + st.message());
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(start);
   return r;
@@ -374,7 +374,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
     }
   }
   if (Status st = ProbeAll(set, r.probes, backend, options, r.summary); !st.ok())
-    r.warnings.push_back("--dump-dir: " + st.message());
+    r.warnings.push_back("repro files: " + st.message());
   r.summary.distinct_signatures = static_cast<int64_t>(r.ops.size());
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(start);

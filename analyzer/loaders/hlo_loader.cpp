@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
+#include "hlo/file_io.h"
 #include "hlo/parser.h"
 #include "hlo/proto_io.h"
 
@@ -16,27 +15,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uintmax_t kMaxFileBytes = uintmax_t{2} << 30;  // 2 GiB
-
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool IsBinaryName(const std::string& name) { return EndsWith(name, ".pb"); }
 bool IsTextName(const std::string& name) { return EndsWith(name, ".hlo") || EndsWith(name, ".txt"); }
-
-Expected<std::string> ReadFile(const std::string& path) {
-  std::error_code ec;
-  uintmax_t size = fs::file_size(path, ec);
-  if (ec) return InvalidInput(fmt::format("{}: cannot read: {}", path, ec.message()));
-  if (size > kMaxFileBytes) return InvalidInput(fmt::format("{}: file larger than 2 GiB", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidInput(fmt::format("{}: cannot open", path));
-  std::string data(static_cast<size_t>(size), '\0');
-  in.read(data.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uintmax_t>(in.gcount()) != size) return InvalidInput(fmt::format("{}: read failed", path));
-  return data;
-}
 
 // Whether text holds HLO: a line that starts with `HloModule ` or torch_xla's `## BEGIN_GRAPH`.
 bool TextLooksLikeHlo(std::string_view text) {
@@ -56,16 +40,12 @@ bool FileLooksLikeHlo(const fs::path& p) {
   const std::string name = p.filename().string();
   if (EndsWith(name, ".hlo") || IsBinaryName(name)) return true;
   if (!EndsWith(name, ".txt")) return false;
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return false;
-  std::string head(1 << 16, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  return TextLooksLikeHlo(head);
+  auto head = io::ReadFileHead(p.string(), 1 << 16);
+  return head.ok() && TextLooksLikeHlo(*head);
 }
 
 Expected<std::vector<LoadedHloModule>> LoadFile(const std::string& path, const std::string& suffix) {
-  OPPROBE_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
+  OPPROBE_ASSIGN_OR_RETURN(std::string data, io::ReadFile(path));
   std::vector<LoadedHloModule> out;
   const std::string name = fs::path(path).filename().string();
   if (EndsWith(name, ".gz")) return InvalidInput(fmt::format("{}: compressed HLO is not supported; gunzip it first", path));

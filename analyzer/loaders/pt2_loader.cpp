@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "analyzer/loaders/zip_reader.h"
+#include "hlo/file_io.h"
 
 namespace opprobe::analyzer {
 
@@ -125,32 +125,20 @@ Expected<Graph> LoadPt2(const std::string& path) {
   graph.model = BaseName(path);
   graph.input_kind = "pt2";
 
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidInput(fmt::format("{}: cannot open file", path));
-  char head[16] = {};
-  in.read(head, sizeof(head));
-  std::string_view magic(head, static_cast<size_t>(in.gcount()));
+  auto head = io::ReadFileHead(path, 16);
+  if (!head.ok()) return head.status();
+  std::string_view magic(*head);
   if (magic.starts_with("PYTORCH1"))
     return InvalidInput(fmt::format("{}: legacy pre-zip PyTorch format (PYTORCH1) is not a torch.export program", path));
   size_t first = magic.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && magic[first] == '{') {
     // A bare ExportedProgram JSON (e.g. a member extracted from an archive).
-    in.clear();
-    in.seekg(0, std::ios::end);
-    auto size = static_cast<uint64_t>(in.tellg());
-    if (size > ZipReader::Limits{}.max_entry_size)
-      return InvalidInput(fmt::format("{}: {} bytes exceeds the {} byte limit for program JSON", path, size,
-                                      ZipReader::Limits{}.max_entry_size));
-    in.seekg(0);
-    std::string text(size, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(size));
+    OPPROBE_ASSIGN_OR_RETURN(std::string text, io::ReadFile(path, ZipReader::Limits{}.max_entry_size));
     std::string program = Stem(path);
     graph.programs.push_back(program);
     OPPROBE_RETURN_IF_ERROR(DecodeExportedProgram(text, program, path, graph));
     return graph;
   }
-  in.close();
-
   OPPROBE_ASSIGN_OR_RETURN(auto zip, ZipReader::Open(path));
   OPPROBE_ASSIGN_OR_RETURN(auto programs, FindPrograms(*zip, path));
   for (const auto& p : programs) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "hlo/quote.h"
+#include "hlo/file_io.h"
 
 namespace opprobe::analyzer {
 
@@ -484,14 +485,7 @@ Expected<Graph> ParseTrace(std::string_view json_text, const std::string& source
 }
 
 Expected<Graph> LoadTrace(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return InvalidInput(fmt::format("{}: is a directory, not a trace file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidInput(fmt::format("{}: cannot open trace file", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return InvalidInput(fmt::format("{}: cannot read trace file", path));
-  std::string text = buf.str();
+  OPPROBE_ASSIGN_OR_RETURN(std::string text, io::ReadFile(path));
   return ParseTrace(text, path);
 }
 

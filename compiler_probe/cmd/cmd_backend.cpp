@@ -8,9 +8,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "compiler_probe/subprocess.h"
+#include "hlo/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
@@ -30,12 +30,6 @@ std::string ReplaceAll(std::string s, const std::string& from, const std::string
     pos += to.size();
   }
   return s;
-}
-
-bool WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-  return static_cast<bool>(f);
 }
 
 // The first line of `<program> --version` when it exits 0 within 5 s, else the program's size and mtime.
@@ -92,14 +86,17 @@ class CmdBackend : public Backend {
 
     std::string txt_path = workdir + "/" + fingerprint + ".hlo";
     std::string pb_path = workdir + "/" + fingerprint + ".hlo.pb";
-    if (!WriteFile(txt_path, hlo::ToString(unit, hlo::PrintOptions::Long())))
-      return Verdict::Error(fmt::format("cannot write '{}'", txt_path));
+    // The unit's files live in a private folder removed after the probe: no need to reach the disk.
+    if (Status st = io::WriteFileAtomically(txt_path, hlo::ToString(unit, hlo::PrintOptions::Long()),
+                                            io::Durability::kNoSync);
+        !st.ok())
+      return Verdict::Error(st.message());
     auto bytes = hlo::ModuleToHloProtoBytes(unit);
     if (!bytes.ok()) {
       // A unit the proto writer cannot express cannot be handed to the compiler as a proto.
       if (needs_pb_) return Verdict::Error("cannot serialize the unit as HloProto: " + bytes.status().message());
-    } else if (!WriteFile(pb_path, *bytes)) {
-      return Verdict::Error(fmt::format("cannot write '{}'", pb_path));
+    } else if (Status st = io::WriteFileAtomically(pb_path, *bytes, io::Durability::kNoSync); !st.ok()) {
+      return Verdict::Error(st.message());
     }
 
     SubprocessOptions o;
@@ -169,7 +166,7 @@ Expected<std::vector<std::string>> SplitCommandLine(const std::string& text) {
       ++i;
     } else if (c == '\'') {
       size_t end = text.find('\'', i + 1);
-      if (end == std::string::npos) return UsageError(fmt::format("unterminated ' at column {} in '{}'", i + 1, text));
+      if (end == std::string::npos) return InvalidInput(fmt::format("unterminated ' at column {} in '{}'", i + 1, text));
       cur.append(text, i + 1, end - i - 1);
       in_word = true;
       i = end + 1;
@@ -190,11 +187,11 @@ Expected<std::vector<std::string>> SplitCommandLine(const std::string& text) {
         cur.push_back(d);
         ++j;
       }
-      if (!closed) return UsageError(fmt::format("unterminated \" at column {} in '{}'", i + 1, text));
+      if (!closed) return InvalidInput(fmt::format("unterminated \" at column {} in '{}'", i + 1, text));
       in_word = true;
       i = j + 1;
     } else if (c == '\\') {
-      if (i + 1 >= text.size()) return UsageError(fmt::format("trailing backslash in '{}'", text));
+      if (i + 1 >= text.size()) return InvalidInput(fmt::format("trailing backslash in '{}'", text));
       if (text[i + 1] != '\n') cur.push_back(text[i + 1]), in_word = true;
       i += 2;
     } else {
@@ -209,10 +206,10 @@ Expected<std::vector<std::string>> SplitCommandLine(const std::string& text) {
 
 Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_template, const BackendOptions& options) {
   auto split = SplitCommandLine(command_template);
-  if (!split.ok()) return BackendUnavailable("cmd backend: " + split.status().message());
+  if (!split.ok()) return Unavailable("cmd backend: " + split.status().message());
   std::vector<std::string> words = std::move(split).value();
   if (words.empty())
-    return BackendUnavailable("cmd backend: empty command template (expected e.g. 'cmd:mycc --check {hlo_txt}')");
+    return Unavailable("cmd backend: empty command template (expected e.g. 'cmd:mycc --check {hlo_txt}')");
   bool has_placeholder = false, needs_pb = false;
   for (const auto& w : words)
     for (const char* p : kPlaceholders)
@@ -221,18 +218,18 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
         if (std::string(p) == "{hlo_pb}") needs_pb = true;
       }
   if (!has_placeholder)
-    return BackendUnavailable(fmt::format(
+    return Unavailable(fmt::format(
         "cmd backend: template '{}' has no placeholder; use {{hlo_pb}}, {{hlo_txt}}, {{workdir}} or {{fingerprint}} "
         "to pass the probe unit to the compiler",
         command_template));
   for (const char* p : kPlaceholders)
     if (words[0].find(p) != std::string::npos)
-      return BackendUnavailable(fmt::format("cmd backend: the program name '{}' may not contain a placeholder", words[0]));
+      return Unavailable(fmt::format("cmd backend: the program name '{}' may not contain a placeholder", words[0]));
   auto program = FindProgram(words[0]);
   if (!program) {
     if (words[0].find('/') == std::string::npos) {
       const char* path_env = std::getenv("PATH");
-      return BackendUnavailable(fmt::format("cmd backend: compiler '{}' not found on PATH ({}); nothing was probed",
+      return Unavailable(fmt::format("cmd backend: compiler '{}' not found on PATH ({}); nothing was probed",
                                             words[0], path_env && *path_env ? path_env : "PATH is empty"));
     }
     // A path: name where it resolves (relative to the working directory) and why it cannot be started.
@@ -241,7 +238,7 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
     std::string why = !fs::exists(resolved, fec)       ? "does not exist"
                       : fs::is_directory(resolved, fec) ? "is a directory"
                                                         : "is not executable";
-    return BackendUnavailable(fmt::format("cmd backend: compiler '{}' cannot be started: {} {}; nothing was probed",
+    return Unavailable(fmt::format("cmd backend: compiler '{}' cannot be started: {} {}; nothing was probed",
                                           words[0], resolved.string(), why));
   }
   {
@@ -259,12 +256,12 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/opprobe-cmd-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
-      return BackendUnavailable(fmt::format("cmd backend: cannot create a work directory from '{}'", pattern));
+      return Unavailable(fmt::format("cmd backend: cannot create a work directory from '{}'", pattern));
     base = pattern;
     own = true;
   } else {
     fs::create_directories(base, ec);
-    if (ec) return BackendUnavailable(fmt::format("cmd backend: cannot create work directory '{}': {}", base, ec.message()));
+    if (ec) return Unavailable(fmt::format("cmd backend: cannot create work directory '{}': {}", base, ec.message()));
   }
   base = fs::absolute(base, ec).string();
   auto backend = std::make_unique<CmdBackend>(command_template, std::move(words), *program, std::move(version), base,

@@ -21,7 +21,7 @@ namespace opprobe::compiler_probe::cmd {
 Expected<std::vector<std::string>> SplitCommandLine(const std::string& text);
 
 // Validates the template (at least one placeholder, program found on PATH) and computes the version.
-// Errors are kBackendUnavailable (exit 3).
+// Errors are kUnavailable (exit 3).
 Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_template, const BackendOptions& options);
 
 // Registers `cmd` (one line in compiler_probe/builtin.cpp).

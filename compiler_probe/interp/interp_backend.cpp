@@ -65,7 +65,7 @@ Verdict ProbeUnit(const hlo::Module& unit, const hlo::EvaluatorOptions& options)
   if (result.ok()) return Verdict::Supported();
   const Status& st = result.status();
   switch (st.code()) {
-    case ErrorCode::kUnimplemented: case ErrorCode::kInvalidInput: case ErrorCode::kUsage:
+    case ErrorCode::kUnimplemented: case ErrorCode::kInvalidInput:
       return Verdict::Unsupported(st.message());
     default:
       return Verdict::Error(st.message());
@@ -94,7 +94,7 @@ void Register(Registry& registry) {
   registry.Register({"interp", "interp",
                      "built-in executing runtime: evaluates each unit on random inputs (XLA semantics, Eigen dot/conv)",
                      [](const std::string& arg, const BackendOptions&) -> Expected<std::unique_ptr<Backend>> {
-                       if (!arg.empty()) return UsageError(fmt::format("interp takes no argument (got 'interp:{}')", arg));
+                       if (!arg.empty()) return InvalidInput(fmt::format("interp takes no argument (got 'interp:{}')", arg));
                        return std::unique_ptr<Backend>(std::make_unique<InterpBackend>());
                      }});
 }

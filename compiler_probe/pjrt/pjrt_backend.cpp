@@ -356,11 +356,11 @@ Expected<PjrtSpec> ParsePjrtSpec(const std::string& arg) {
   }
   spec.plugin_path = parts[0];
   if (spec.plugin_path.empty())
-    return BackendUnavailable("pjrt backend: missing plugin path (expected pjrt:PLUGIN.so[,key=value...])");
+    return Unavailable("pjrt backend: missing plugin path (expected pjrt:PLUGIN.so[,key=value...])");
   for (size_t i = 1; i < parts.size(); ++i) {
     size_t eq = parts[i].find('=');
     if (eq == std::string::npos || eq == 0)
-      return UsageError(fmt::format("pjrt backend: option '{}' in '{}' is not key=value", parts[i], arg));
+      return InvalidInput(fmt::format("pjrt backend: option '{}' in '{}' is not key=value", parts[i], arg));
     spec.options.push_back(PluginOption::Parse(parts[i].substr(0, eq), parts[i].substr(eq + 1)));
   }
   return spec;
@@ -370,9 +370,9 @@ Expected<std::unique_ptr<Backend>> CreatePjrtBackend(const std::string& arg, con
   OPPROBE_ASSIGN_OR_RETURN(PjrtSpec spec, ParsePjrtSpec(arg));
   struct stat st;
   if (::stat(spec.plugin_path.c_str(), &st) != 0)
-    return BackendUnavailable(fmt::format("pjrt backend: plugin '{}' not found", spec.plugin_path));
+    return Unavailable(fmt::format("pjrt backend: plugin '{}' not found", spec.plugin_path));
   if (!S_ISREG(st.st_mode))
-    return BackendUnavailable(fmt::format("pjrt backend: plugin '{}' is not a file", spec.plugin_path));
+    return Unavailable(fmt::format("pjrt backend: plugin '{}' is not a file", spec.plugin_path));
   std::string identity = fmt::format("{} size={} mtime={}", std::filesystem::path(spec.plugin_path).filename().string(),
                                      static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtime));
   auto worker = WorkerProcess::Start(spec.plugin_path, spec.options, std::max(60.0, options.probe_timeout_seconds));

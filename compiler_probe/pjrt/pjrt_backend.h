@@ -27,7 +27,7 @@ struct PjrtSpec {
 Expected<PjrtSpec> ParsePjrtSpec(const std::string& arg);
 
 // Starts the worker (which loads the plugin and creates a client). Not a file, not a PJRT plugin, an
-// unsupported API version or a failing client: kBackendUnavailable (exit 3). id() is `pjrt:` + arg;
+// unsupported API version or a failing client: kUnavailable (exit 3). id() is `pjrt:` + arg;
 // version() names the platform, the plugin's PJRT API version and the plugin file's size and mtime.
 Expected<std::unique_ptr<Backend>> CreatePjrtBackend(const std::string& arg, const BackendOptions& options);
 

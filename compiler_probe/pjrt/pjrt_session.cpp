@@ -219,20 +219,20 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
                                                          const std::vector<PluginOption>& options) {
   struct stat st;
   if (::stat(plugin_path.c_str(), &st) != 0)
-    return BackendUnavailable(fmt::format("PJRT plugin '{}' not found", plugin_path));
-  if (!S_ISREG(st.st_mode)) return BackendUnavailable(fmt::format("PJRT plugin '{}' is not a file", plugin_path));
+    return Unavailable(fmt::format("PJRT plugin '{}' not found", plugin_path));
+  if (!S_ISREG(st.st_mode)) return Unavailable(fmt::format("PJRT plugin '{}' is not a file", plugin_path));
   // Local binding: XLA plugins carry their own LLVM, absl and protobuf.
   void* handle = ::dlopen(plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = ::dlerror();
-    return BackendUnavailable(fmt::format("'{}' is not a loadable PJRT plugin: {}", plugin_path, err ? err : "dlopen failed"));
+    return Unavailable(fmt::format("'{}' is not a loadable PJRT plugin: {}", plugin_path, err ? err : "dlopen failed"));
   }
   using GetApiFn = const abi::ApiHeader* (*)();
   auto get_api = reinterpret_cast<GetApiFn>(::dlsym(handle, "GetPjrtApi"));
   if (!get_api)
-    return BackendUnavailable(fmt::format("'{}' is not a PJRT plugin: it has no GetPjrtApi symbol", plugin_path));
+    return Unavailable(fmt::format("'{}' is not a PJRT plugin: it has no GetPjrtApi symbol", plugin_path));
   const abi::ApiHeader* api = get_api();
-  if (!api) return BackendUnavailable(fmt::format("PJRT plugin '{}': GetPjrtApi returned null", plugin_path));
+  if (!api) return Unavailable(fmt::format("PJRT plugin '{}': GetPjrtApi returned null", plugin_path));
 
   std::unique_ptr<PjrtSession> session(new PjrtSession());
   session->impl_ = std::make_unique<Impl>();
@@ -245,7 +245,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
   info.api_minor = api->pjrt_api_version.minor_version;
   info.api_struct_size = api->struct_size;
   if (info.api_major != abi::kOurMajor || info.api_minor < abi::kMinMinor)
-    return BackendUnavailable(fmt::format(
+    return Unavailable(fmt::format(
         "PJRT plugin '{}' has unsupported PJRT API version {}.{} (opprobe supports {}.{} and later {}.x versions)",
         plugin_path, info.api_major, info.api_minor, abi::kOurMajor, abi::kMinMinor, abi::kOurMajor));
   constexpr int kRequired[] = {abi::kError_Destroy,  abi::kError_Message,      abi::kError_GetCode,
@@ -254,11 +254,11 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
                                abi::kLoadedExecutable_Destroy, abi::kLoadedExecutable_Execute,
                                abi::kBuffer_Destroy, abi::kBuffer_ToHostBuffer};
   if (api->struct_size < abi::kFirstSlotOffset + sizeof(void*) * (abi::kBuffer_ToHostBuffer + 1))
-    return BackendUnavailable(fmt::format("PJRT plugin '{}': PJRT_Api table of {} bytes is too small for API {}.{}",
+    return Unavailable(fmt::format("PJRT plugin '{}': PJRT_Api table of {} bytes is too small for API {}.{}",
                                           plugin_path, api->struct_size, info.api_major, info.api_minor));
   for (int k : kRequired)
     if (!im.slot(k))
-      return BackendUnavailable(fmt::format("PJRT plugin '{}' lacks required function slot {}", plugin_path, k));
+      return Unavailable(fmt::format("PJRT plugin '{}' lacks required function slot {}", plugin_path, k));
   // Our header's sizes, as they were at the plugin's minor (older plugins may want exact sizes).
   im.sizes = abi::StructSizesForMinor(std::min(info.api_minor, abi::kOurMinor));
 
@@ -266,7 +266,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
     abi::Plugin_Initialize_Args a{};
     a.struct_size = im.sizes.plugin_initialize;
     CallStatus s = im.Call(abi::kPlugin_Initialize, &a, "PJRT_Plugin_Initialize");
-    if (!s.ok) return BackendUnavailable(fmt::format("PJRT plugin '{}': {}", plugin_path, s.message));
+    if (!s.ok) return Unavailable(fmt::format("PJRT plugin '{}': {}", plugin_path, s.message));
   }
 
   std::vector<abi::NamedValue> values(options.size());
@@ -295,7 +295,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
   ca.num_options = values.size();
   CallStatus s = im.Call(abi::kClient_Create, &ca, "PJRT_Client_Create");
   if (!s.ok || !ca.client)
-    return BackendUnavailable(fmt::format("PJRT plugin '{}' (API {}.{}): cannot create a client: {}", plugin_path,
+    return Unavailable(fmt::format("PJRT plugin '{}' (API {}.{}): cannot create a client: {}", plugin_path,
                                           info.api_major, info.api_minor, s.ok ? "no client returned" : s.message));
   im.client = ca.client;
   info.platform_name = im.ClientString(abi::kClient_PlatformName, "PJRT_Client_PlatformName");
@@ -307,7 +307,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
     im.devices.assign(da.addressable_devices, da.addressable_devices + da.num_addressable_devices);
   info.num_devices = static_cast<int64_t>(im.devices.size());
   if (im.devices.empty())
-    return BackendUnavailable(fmt::format("PJRT plugin '{}' ({}) has no addressable device", plugin_path, info.platform_name));
+    return Unavailable(fmt::format("PJRT plugin '{}' ({}) has no addressable device", plugin_path, info.platform_name));
   return session;
 }
 

@@ -64,7 +64,7 @@ class PjrtSession {
  public:
   // dlopen + GetPjrtApi + version gate + Plugin_Initialize + Client_Create + device query. Failures
   // (not found, not a PJRT plugin, unsupported API version, client creation failed) are
-  // kBackendUnavailable with a one-line reason.
+  // kUnavailable with a one-line reason.
   static Expected<std::unique_ptr<PjrtSession>> Load(const std::string& plugin_path,
                                                      const std::vector<PluginOption>& options);
   ~PjrtSession();

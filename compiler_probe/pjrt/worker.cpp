@@ -124,7 +124,7 @@ Expected<std::string> FindWorkerProgram() {
   const char* env = std::getenv("OPPROBE_PJRT_WORKER");
   if (env && *env) {
     if (auto p = FindProgram(env)) return *p;
-    return BackendUnavailable(fmt::format("pjrt backend: OPPROBE_PJRT_WORKER='{}' is not an executable program", env));
+    return Unavailable(fmt::format("pjrt backend: OPPROBE_PJRT_WORKER='{}' is not an executable program", env));
   }
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -135,7 +135,7 @@ Expected<std::string> FindWorkerProgram() {
     }
   }
   if (auto p = FindProgram(kWorkerProgram)) return *p;
-  return BackendUnavailable(fmt::format(
+  return Unavailable(fmt::format(
       "pjrt backend: the helper program {} was not found next to this program or on PATH (set OPPROBE_PJRT_WORKER)",
       kWorkerProgram));
 }
@@ -262,7 +262,7 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string&
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     ::close(sv[0]), ::close(sv[1]), ::close(log_pipe[0]), ::close(log_pipe[1]);
-    return BackendUnavailable(fmt::format("pjrt backend: cannot start '{}': {}", *worker_path, std::strerror(rc)));
+    return Unavailable(fmt::format("pjrt backend: cannot start '{}': {}", *worker_path, std::strerror(rc)));
   }
   ::close(sv[1]);
   ::close(log_pipe[1]);
@@ -277,16 +277,16 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string&
   bool timed_out = false;
   if (!w->ReadMessage(hello, load_timeout_seconds, what, timed_out)) {
     std::string log = LastLines(w->log_.str(), 3);
-    return BackendUnavailable(fmt::format("PJRT plugin '{}': the worker {} while loading it{}", plugin_path, what,
+    return Unavailable(fmt::format("PJRT plugin '{}': the worker {} while loading it{}", plugin_path, what,
                                           log.empty() ? "" : ": " + log));
   }
   Reader r(hello);
   uint8_t ok = 0;
-  if (!r.Pod(ok)) return BackendUnavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
+  if (!r.Pod(ok)) return Unavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
   if (!ok) {
     std::string msg;
     r.Str(msg);
-    return BackendUnavailable(msg);
+    return Unavailable(msg);
   }
   SessionInfo& info = w->info_;
   info.plugin_path = plugin_path;
@@ -294,7 +294,7 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string&
   uint64_t struct_size = 0;
   if (!(r.Pod(major) && r.Pod(minor) && r.Pod(struct_size) && r.Str(info.platform_name) &&
         r.Str(info.platform_version) && r.Pod(info.num_devices)))
-    return BackendUnavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
+    return Unavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
   info.api_major = major;
   info.api_minor = minor;
   info.api_struct_size = struct_size;

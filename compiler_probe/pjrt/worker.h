@@ -22,7 +22,7 @@ namespace opprobe::compiler_probe::pjrt {
 inline constexpr const char* kWorkerProgram = "opprobe-pjrt-worker";
 
 // $OPPROBE_PJRT_WORKER, else opprobe-pjrt-worker next to (or one folder above) the running program,
-// else on PATH; kBackendUnavailable when there is none.
+// else on PATH; kUnavailable when there is none.
 Expected<std::string> FindWorkerProgram();
 
 // The worker program's main(): `opprobe-pjrt-worker --parent=PID PLUGIN [name=value ...]`, requests on fd 3.
@@ -31,7 +31,7 @@ int WorkerMainEntry(int argc, char** argv);
 class WorkerProcess {
  public:
   // Forks the worker and waits up to `load_timeout_seconds` for it to load the plugin and create a
-  // client. A plugin that cannot be used (or a worker that dies while loading it) is kBackendUnavailable.
+  // client. A plugin that cannot be used (or a worker that dies while loading it) is kUnavailable.
   // `launcher`, when not empty, replaces the worker program: it is the start of the command line (e.g. a
   // Python and a worker script speaking the same protocol, as the xla backend's does), followed by
   // `--parent=PID PLUGIN [name=value ...]`.

@@ -139,7 +139,7 @@ class HttpStore : public RemoteStore {
       }
       if (b.entries == 0) continue;  // a folder left empty by `cache clear`
       StoreReply rec = GetLocked("b/" + d.name);
-      if (rec.code == StoreReply::Code::kFault) return BackendUnavailable(fmt::format("remote cache {}: {}", Where(), rec.error));
+      if (rec.code == StoreReply::Code::kFault) return Unavailable(fmt::format("remote cache {}: {}", Where(), rec.error));
       nlohmann::json j = nlohmann::json::parse(rec.value, nullptr, false);
       if (j.is_object() && j.value("backend_id", nlohmann::json()).is_string()) b.id = j["backend_id"];
       if (j.is_object() && j.value("backend_version", nlohmann::json()).is_string()) b.version = j["backend_version"];
@@ -171,7 +171,7 @@ class HttpStore : public RemoteStore {
       auto items = List(top);
       if (!items.ok()) return items.status();
       if (!items->has_value())
-        return UsageError(fmt::format("remote cache {}: the server does not list its folders, so it cannot be cleared "
+        return InvalidInput(fmt::format("remote cache {}: the server does not list its folders, so it cannot be cleared "
                                       "from here (nginx: autoindex on; autoindex_format json;)", Where()));
       for (const auto& it : **items) {
         std::vector<std::string> files;
@@ -185,7 +185,7 @@ class HttpStore : public RemoteStore {
         }
         for (const auto& f : files) {
           Response r = Request("DELETE", Url(f), nullptr);
-          if (!r.error.empty()) return BackendUnavailable(fmt::format("remote cache {}: {}", Where(), r.error));
+          if (!r.error.empty()) return Unavailable(fmt::format("remote cache {}: {}", Where(), r.error));
           if (std::string(top) == "e/" && r.code >= 200 && r.code < 300) ++removed;
         }
         if (it.dir) Request("DELETE", Url(std::string(top) + it.name + "/"), nullptr);  // the emptied folder
@@ -229,9 +229,9 @@ class HttpStore : public RemoteStore {
   // A folder listing: nullopt when the server gives no JSON listing (or no such folder: an empty list).
   Expected<std::optional<std::vector<Item>>> List(const std::string& folder) {
     Response r = Request("GET", Url(folder), nullptr);
-    if (!r.error.empty()) return BackendUnavailable(fmt::format("remote cache {}: {}", Where(), r.error));
+    if (!r.error.empty()) return Unavailable(fmt::format("remote cache {}: {}", Where(), r.error));
     if (r.code == 404) return std::optional<std::vector<Item>>(std::vector<Item>{});
-    if (r.code != 200) return BackendUnavailable(fmt::format("remote cache {}: GET answered HTTP {}", Where(), r.code));
+    if (r.code != 200) return Unavailable(fmt::format("remote cache {}: GET answered HTTP {}", Where(), r.code));
     nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
     if (!j.is_array()) return std::optional<std::vector<Item>>();
     std::vector<Item> items;

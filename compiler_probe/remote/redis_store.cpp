@@ -196,7 +196,7 @@ class RedisStore : public RemoteStore {
   static bool AnyInteger(redisReply* r, StoreReply&) { return r->type == REDIS_REPLY_INTEGER; }
 
   Status Fail(const StoreReply& r) const {
-    return BackendUnavailable(fmt::format("remote cache {}: {}", Where(), r.error));
+    return Unavailable(fmt::format("remote cache {}: {}", Where(), r.error));
   }
 
   // Connects (with AUTH and SELECT) when there is no live connection; empty string on success.

@@ -155,7 +155,7 @@ int ShardOf(const std::string& fingerprint, int count) {
 
 Expected<ShardSpec> ParseShard(const std::string& text) {
   auto bad = [&] {
-    return UsageError("--shard: expected K/N with 1 <= K <= N <= 4096 (e.g. --shard 2/4)");
+    return InvalidInput("expected K/N with 1 <= K <= N <= 4096 (e.g. 2/4)");
   };
   size_t slash = text.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 >= text.size() || text.size() > 9) return bad();

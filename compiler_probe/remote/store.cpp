@@ -1,4 +1,5 @@
 #include "compiler_probe/remote/store.h"
+#include "hlo/file_io.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -20,11 +21,9 @@ Expected<std::string> SecretFromEnv(const char* name) {
   std::string file_var = std::string(name) + "_FILE";
   const char* path = std::getenv(file_var.c_str());
   if (!path || !*path) return std::string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return UsageError(fmt::format("${}: cannot read the file it names", file_var));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+  auto read = io::ReadFile(path, 1 << 16);
+  if (!read.ok()) return read.status().WithContext("$" + file_var);
+  std::string s = std::move(read).value();
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
 }
@@ -54,7 +53,7 @@ double RemoteTimeoutSeconds() {
 
 Expected<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& url) {
   auto bad = [&](const std::string& why) {
-    return UsageError(fmt::format("remote cache URL: {} (expected redis://HOST:PORT[/DB] or http(s)://HOST[:PORT]/PATH)", why));
+    return InvalidInput(fmt::format("remote cache URL: {} (expected redis://HOST:PORT[/DB] or http(s)://HOST[:PORT]/PATH)", why));
   };
   if (url.size() > 2048 || std::any_of(url.begin(), url.end(), [](char c) {
         return static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f;
@@ -72,7 +71,7 @@ Expected<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& url) {
     user = authority.substr(0, at);
     authority = authority.substr(at + 1);
     if (user.find(':') != std::string::npos)
-      return UsageError(
+      return InvalidInput(
           "remote cache URL: a password does not belong in the URL (it would show in process lists and logs); "
           "put it in $OPPROBE_CACHE_PASSWORD or a file named by $OPPROBE_CACHE_PASSWORD_FILE");
   }

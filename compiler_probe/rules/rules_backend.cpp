@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <fstream>
 #include <sstream>
 
+#include "hlo/file_io.h"
 #include "hlo/probe_unit.h"
 #include "hlo/quote.h"
 #include "hlo/types.h"
@@ -19,6 +21,9 @@ struct EmbeddedProfile {
   const char* name;
   const char* json;
 };
+// A profile file larger than this is not a rules profile.
+constexpr uint64_t kMaxProfileBytes = 64 << 20;
+
 constexpr EmbeddedProfile kBuiltin[] = {
 #include "builtin_profiles.inc"
 };
@@ -59,11 +64,11 @@ bool MatchesTarget(const std::vector<std::string>& patterns, const std::string& 
   return false;
 }
 
-void CollectTypes(const hlo::Shape& s, std::vector<std::string>& out) {
+void CollectTypes(const hlo::Shape& s, std::set<std::string>& out) {
   if (s.IsTuple()) {
     for (const auto& t : s.tuple_shapes()) CollectTypes(t, out);
   } else {
-    out.emplace_back(hlo::PrimitiveTypeName(s.element_type()));
+    out.emplace(hlo::PrimitiveTypeName(s.element_type()));
   }
 }
 
@@ -73,20 +78,17 @@ bool AnyType(const std::vector<std::string>& types, const std::vector<std::strin
   return false;
 }
 
-bool Matches(const Rule& r, const hlo::Instruction& in) {
-  std::string opname = in.unknown_opcode.empty() ? std::string(hlo::OpcodeName(in.opcode)) : in.unknown_opcode;
-  if (!r.opcodes.empty() && !Contains(r.opcodes, opname)) return false;
-  if (r.unknown_opcode != -1 && (r.unknown_opcode == 1) != !in.unknown_opcode.empty()) return false;
-  std::vector<std::string> result_types, operand_types;
-  CollectTypes(in.shape, result_types);
-  for (const auto* op : in.operands) CollectTypes(op->shape, operand_types);
-  if (!r.result_types.empty() && !AnyType(result_types, r.result_types)) return false;
-  if (!r.operand_types.empty() && !AnyType(operand_types, r.operand_types)) return false;
-  if (!r.element_types.empty() && !AnyType(result_types, r.element_types) && !AnyType(operand_types, r.element_types))
+bool Matches(const Rule& r, const hlo::Instruction& in, const InstructionFacts& f) {
+  if (!r.opcodes.empty() && !Contains(r.opcodes, f.opcode)) return false;
+  if (r.unknown_opcode != -1 && (r.unknown_opcode == 1) != f.unknown_opcode) return false;
+  if (!r.result_types.empty() && !AnyType(f.result_types, r.result_types)) return false;
+  if (!r.operand_types.empty() && !AnyType(f.operand_types, r.operand_types)) return false;
+  if (!r.element_types.empty() && !AnyType(f.result_types, r.element_types) &&
+      !AnyType(f.operand_types, r.element_types))
     return false;
   if (!r.custom_call_targets.empty() &&
-      (in.opcode != hlo::Opcode::kCustomCall || !in.unknown_opcode.empty() ||
-       !MatchesTarget(r.custom_call_targets, in.custom_call_target)))
+      (in.opcode != hlo::Opcode::kCustomCall || f.unknown_opcode ||
+       !MatchesTarget(r.custom_call_targets, f.custom_call_target)))
     return false;
   if (!r.comparison_directions.empty() &&
       (in.opcode != hlo::Opcode::kCompare ||
@@ -107,6 +109,19 @@ bool Matches(const Rule& r, const hlo::Instruction& in) {
 }
 
 }  // namespace
+
+InstructionFacts FactsOf(const hlo::Instruction& in) {
+  InstructionFacts f;
+  f.unknown_opcode = !in.unknown_opcode.empty();
+  f.opcode = f.unknown_opcode ? in.unknown_opcode : std::string(hlo::OpcodeName(in.opcode));
+  if (in.opcode == hlo::Opcode::kCustomCall && !f.unknown_opcode) f.custom_call_target = in.custom_call_target;
+  std::set<std::string> results, operands;
+  CollectTypes(in.shape, results);
+  for (const auto* op : in.operands) CollectTypes(op->shape, operands);
+  f.result_types.assign(results.begin(), results.end());
+  f.operand_types.assign(operands.begin(), operands.end());
+  return f;
+}
 
 static Expected<Profile> ParseProfileUnguarded(const std::string& text, const std::string& source_name) {
   json j;
@@ -224,18 +239,18 @@ std::string RulesBackend::version() const { return "profile-" + hlo::Fnv1a64Hex(
 
 Verdict RulesBackend::probe(const hlo::Module& unit) {
   auto start = std::chrono::steady_clock::now();
-  std::vector<const hlo::Instruction*> instrs;
-  if (unit.entry() && unit.entry()->root()) instrs.push_back(unit.entry()->root());
+  std::vector<std::pair<const hlo::Instruction*, InstructionFacts>> instrs;
+  if (unit.entry() && unit.entry()->root()) instrs.emplace_back(unit.entry()->root(), FactsOf(*unit.entry()->root()));
   for (const auto& c : unit.computations()) {
     if (c.get() == unit.entry()) continue;
     for (const auto& i : c->instructions())
-      if (i->opcode != hlo::Opcode::kParameter) instrs.push_back(i.get());
+      if (i->opcode != hlo::Opcode::kParameter) instrs.emplace_back(i.get(), FactsOf(*i));
   }
   Verdict v = profile_.default_supported ? Verdict::Supported() : Verdict::Unsupported(profile_.default_reason);
   bool decided = false;
   for (const Rule& r : profile_.rules) {
-    for (const hlo::Instruction* in : instrs) {
-      if (!Matches(r, *in)) continue;
+    for (const auto& [in, facts] : instrs) {
+      if (!Matches(r, *in, facts)) continue;
       v = r.supported ? Verdict::Supported() : Verdict::Unsupported(r.reason);
       if (!r.supported && !r.source.empty()) v.output_tail = fmt::format("rule {} ({})", r.id, r.source);
       decided = true;
@@ -254,18 +269,16 @@ void Register(Registry& registry) {
                    fmt::join(BuiltinProfileNames(), ", ")),
        [](const std::string& arg, const BackendOptions&) -> Expected<std::unique_ptr<Backend>> {
          if (arg.empty())
-           return UsageError(fmt::format("rules: name a profile, e.g. rules:neuron-trn1 (built-in: {})",
+           return InvalidInput(fmt::format("rules: name a profile, e.g. rules:neuron-trn1 (built-in: {})",
                                          fmt::join(BuiltinProfileNames(), ", ")));
          std::string text = BuiltinProfileText(arg);
          std::string source = "built-in profile " + arg;
          if (text.empty()) {
-           std::ifstream in(arg, std::ios::binary);
-           if (!in)
-             return UsageError(fmt::format("rules: '{}' is neither a built-in profile ({}) nor a readable file", arg,
-                                           fmt::join(BuiltinProfileNames(), ", ")));
-           std::stringstream ss;
-           ss << in.rdbuf();
-           text = ss.str();
+           auto read = io::ReadFile(arg, kMaxProfileBytes);
+           if (!read.ok())
+             return InvalidInput(fmt::format("rules: '{}' is neither a built-in profile ({}) nor a readable file ({})",
+                                             arg, fmt::join(BuiltinProfileNames(), ", "), read.status().message()));
+           text = std::move(read).value();
            source = arg;
          }
          auto profile = ParseProfile(text, source);

@@ -64,4 +64,15 @@ class RulesBackend : public Backend {
 // `rules:NAME` (a built-in profile) or `rules:FILE` (a path to a profile JSON).
 void Register(Registry& registry);
 
+// What the match fields `opcodes`, `custom_call_targets`, `result_types` and `operand_types` see of one
+// instruction (tuples looked through; types sorted, each once). The matcher and profile synthesis share it.
+struct InstructionFacts {
+  std::string opcode;              // the opcode's name, or the unknown opcode's own name
+  bool unknown_opcode = false;
+  std::string custom_call_target;  // custom-call only
+  std::vector<std::string> result_types;
+  std::vector<std::string> operand_types;
+};
+InstructionFacts FactsOf(const hlo::Instruction& instruction);
+
 }  // namespace opprobe::compiler_probe::rules

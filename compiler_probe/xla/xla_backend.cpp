@@ -49,14 +49,14 @@ Expected<XlaSpec> ParseXlaSpec(const std::string& arg) {
     std::string part = arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (first) {
       if (part != "cpu")
-        return UsageError(fmt::format("xla backend: unknown platform '{}' in 'xla:{}' (expected xla:cpu[,python=PATH])",
+        return InvalidInput(fmt::format("xla backend: unknown platform '{}' in 'xla:{}' (expected xla:cpu[,python=PATH])",
                                       part, arg));
       spec.platform = part;
       first = false;
     } else if (part.rfind("python=", 0) == 0 && part.size() > 7) {
       spec.python = part.substr(7);
     } else {
-      return UsageError(fmt::format("xla backend: unknown option '{}' in 'xla:{}' (expected python=PATH)", part, arg));
+      return InvalidInput(fmt::format("xla backend: unknown option '{}' in 'xla:{}' (expected python=PATH)", part, arg));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -69,7 +69,7 @@ Expected<std::string> FindPython(const XlaSpec& spec) {
   std::string rule = "python=";
   if (python.empty()) std::tie(python, rule) = DefaultPython();
   if (auto p = FindProgram(python)) return *p;
-  return BackendUnavailable(fmt::format("xla backend: no Python at '{}' (from {}); {}", python, rule,
+  return Unavailable(fmt::format("xla backend: no Python at '{}' (from {}); {}", python, rule,
                                         InstallHint(python.find('/') == std::string::npos ? "venv/bin/python" : python)));
 }
 
@@ -77,7 +77,7 @@ Expected<std::string> FindWorkerScript() {
   namespace fs = std::filesystem;
   if (std::string env = Env("OPPROBE_XLA_WORKER"); !env.empty()) {
     if (fs::is_regular_file(env)) return env;
-    return BackendUnavailable(fmt::format("xla backend: OPPROBE_XLA_WORKER='{}' is not a file", env));
+    return Unavailable(fmt::format("xla backend: OPPROBE_XLA_WORKER='{}' is not a file", env));
   }
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -86,7 +86,7 @@ Expected<std::string> FindWorkerScript() {
       if (fs::is_regular_file(dir / kWorkerScript)) return (dir / kWorkerScript).string();
   fs::path source = fs::path(OPPROBE_SOURCE_ROOT) / "compiler_probe" / "xla" / "xla_worker.py";
   if (fs::is_regular_file(source)) return source.string();
-  return BackendUnavailable(fmt::format(
+  return Unavailable(fmt::format(
       "xla backend: the worker script {} was not found next to this program (set OPPROBE_XLA_WORKER)", kWorkerScript));
 }
 

@@ -28,11 +28,11 @@ struct XlaSpec {
 // Parses what follows `xla:` (`cpu[,python=PATH]`); anything else is a usage error.
 Expected<XlaSpec> ParseXlaSpec(const std::string& arg);
 
-// The Python the backend runs (see above) and the worker script; kBackendUnavailable when absent.
+// The Python the backend runs (see above) and the worker script; kUnavailable when absent.
 Expected<std::string> FindPython(const XlaSpec& spec);
 Expected<std::string> FindWorkerScript();
 
-// Starts the worker; a missing Python or jaxlib is kBackendUnavailable (exit 3) with the command that
+// Starts the worker; a missing Python or jaxlib is kUnavailable (exit 3) with the command that
 // installs it. id() is `xla:cpu`; version() names jaxlib's version and XLA's CPU platform version.
 Expected<std::unique_ptr<Backend>> CreateXlaBackend(const std::string& arg, const BackendOptions& options);
 

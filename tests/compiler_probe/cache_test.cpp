@@ -178,7 +178,7 @@ TEST(DiskCacheTest, ConcurrentProcessesShareOneDirectory) {
 TEST(DiskCacheTest, UnusableDirectoryIsAUsageError) {
   auto c = OpenDiskCache("/proc/opprobe-cannot-create-here");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), ErrorCode::kUsage);
+  EXPECT_EQ(c.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(c.status().message().find("/proc/opprobe-cannot-create-here"), std::string::npos);
 }
 

@@ -64,25 +64,25 @@ TEST(SplitCommandLineTest, QuotingRules) {
 TEST(CmdBackendTest, TemplateWithoutPlaceholderIsBackendUnavailable) {
   auto b = CreateCmdBackend(Fake("--sleep=0"), {});
   ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(b.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(b.status().message().find("no placeholder"), std::string::npos) << b.status().message();
 }
 
 TEST(CmdBackendTest, MissingCompilerIsBackendUnavailable) {
   auto b = CreateCmdBackend("opprobe-no-such-compiler {hlo_txt}", {});
   ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(b.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(b.status().message().find("'opprobe-no-such-compiler' not found on PATH"), std::string::npos)
       << b.status().message();
   auto c = CreateCmdBackend("/nonexistent/cc {hlo_txt}", {});
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(c.status().code(), ErrorCode::kUnavailable);
   auto d = CreateCmdBackend("", {});
   ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(d.status().code(), ErrorCode::kUnavailable);
   auto e = CreateCmdBackend("cc 'unterminated {hlo_txt}", {});
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(e.status().code(), ErrorCode::kUnavailable);
 }
 
 TEST(CmdBackendTest, CreatedThroughTheBuiltinRegistry) {
@@ -90,7 +90,7 @@ TEST(CmdBackendTest, CreatedThroughTheBuiltinRegistry) {
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ((*b)->id(), "cmd:" + Fake("{hlo_txt}"));
   auto missing = Registry::Builtin().Create("cmd:opprobe-no-such-compiler {hlo_txt}");
-  EXPECT_EQ(missing.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(missing.status().code(), ErrorCode::kUnavailable);
 }
 
 TEST(CmdBackendTest, VersionUsesTheCompilersVersionLineAndTheTemplate) {

@@ -28,7 +28,7 @@ TEST(InterpBackend, IdentityAndVersion) {
   auto interp = MakeInterp();
   EXPECT_EQ(interp->id(), "interp");
   EXPECT_NE(interp->version().find(std::string(hlo::kEvaluatorRevision)), std::string::npos);
-  EXPECT_EQ(Registry::Builtin().Create("interp:extra").status().code(), ErrorCode::kUsage);
+  EXPECT_EQ(Registry::Builtin().Create("interp:extra").status().code(), ErrorCode::kInvalidInput);
 }
 
 TEST(InterpBackend, SupportedWhenItEvaluates) {

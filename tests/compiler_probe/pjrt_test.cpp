@@ -94,12 +94,12 @@ TEST(PjrtBackendTest, CreatedThroughTheBuiltinRegistryWithCreateOptions) {
   // Plugins reject create options they do not know; that makes the backend unusable.
   auto bad = Registry::Builtin().Create(std::string("pjrt:") + kPlugin + ",bogus_option=1");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(bad.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(bad.status().message().find("Unexpected option name passed to PJRT_Client_Create: bogus_option"),
             std::string::npos)
       << bad.status().message();
   auto malformed = Registry::Builtin().Create(std::string("pjrt:") + kPlugin + ",novalue");
-  EXPECT_EQ(malformed.status().code(), ErrorCode::kUsage);
+  EXPECT_EQ(malformed.status().code(), ErrorCode::kInvalidInput);
 }
 
 TEST(PjrtBackendTest, CompileFailureIsUnsupportedWithThePluginsMessage) {
@@ -185,7 +185,7 @@ TEST(PjrtBackendTest, UnsupportedApiVersionIsBackendUnavailable) {
     ScopedEnv env({{"OPPROBE_TEST_PJRT_API_VERSION", version}});
     auto b = CreatePjrtBackend(kPlugin, {});
     ASSERT_FALSE(b.ok()) << version;
-    EXPECT_EQ(b.status().code(), ErrorCode::kBackendUnavailable);
+    EXPECT_EQ(b.status().code(), ErrorCode::kUnavailable);
     EXPECT_NE(b.status().message().find(std::string("unsupported PJRT API version ") + version), std::string::npos)
         << b.status().message();
   }
@@ -194,18 +194,18 @@ TEST(PjrtBackendTest, UnsupportedApiVersionIsBackendUnavailable) {
 TEST(PjrtBackendTest, NotAPluginIsBackendUnavailable) {
   auto missing = CreatePjrtBackend("/nonexistent/plugin.so", {});
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(missing.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(missing.status().message().find("not found"), std::string::npos);
 
   auto empty = CreatePjrtBackend("", {});
-  EXPECT_EQ(empty.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(empty.status().code(), ErrorCode::kUnavailable);
 
   auto text = std::filesystem::temp_directory_path() / ("opprobe-not-a-plugin-" + std::to_string(::getpid()) + ".so");
   std::ofstream(text) << "this is not a shared library\n";
   auto not_elf = CreatePjrtBackend(text.string(), {});
   std::filesystem::remove(text);
   ASSERT_FALSE(not_elf.ok());
-  EXPECT_EQ(not_elf.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(not_elf.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(not_elf.status().message().find("is not a loadable PJRT plugin"), std::string::npos)
       << not_elf.status().message();
 
@@ -214,7 +214,7 @@ TEST(PjrtBackendTest, NotAPluginIsBackendUnavailable) {
     if (!std::filesystem::exists(lib)) continue;
     auto no_symbol = CreatePjrtBackend(lib, {});
     ASSERT_FALSE(no_symbol.ok());
-    EXPECT_EQ(no_symbol.status().code(), ErrorCode::kBackendUnavailable);
+    EXPECT_EQ(no_symbol.status().code(), ErrorCode::kUnavailable);
     EXPECT_NE(no_symbol.status().message().find("is not a PJRT plugin: it has no GetPjrtApi symbol"), std::string::npos)
         << no_symbol.status().message();
     break;
@@ -225,7 +225,7 @@ TEST(PjrtBackendTest, MissingWorkerProgramIsBackendUnavailable) {
   ScopedEnv env({{"OPPROBE_PJRT_WORKER", "/nonexistent/opprobe-pjrt-worker"}});
   auto b = CreatePjrtBackend(kPlugin, {});
   ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(b.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(b.status().message().find("OPPROBE_PJRT_WORKER"), std::string::npos) << b.status().message();
 }
 

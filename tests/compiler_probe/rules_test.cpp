@@ -134,7 +134,7 @@ TEST(RulesProfile, EveryBuiltinProfileParses) {
 TEST(Registry, UnknownBackendSuggestsTheClosestName) {
   auto b = Registry::Builtin().Create("rulez:cpu");
   ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), ErrorCode::kUsage);
+  EXPECT_EQ(b.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(b.status().message().find("did you mean 'rules'?"), std::string::npos) << b.status().message();
   auto missing = Registry::Builtin().Create("rules:no-such-profile");
   ASSERT_FALSE(missing.ok());

@@ -93,7 +93,7 @@ TEST(SubprocessTest, MissingProgramIsBackendUnavailable) {
   o.argv = {"opprobe-no-such-program-xyz"};
   auto r = RunSubprocess(o);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(r.status().message().find("opprobe-no-such-program-xyz"), std::string::npos);
 }
 

@@ -182,5 +182,29 @@ TEST_F(GateE2E, BadBaselineIsExit2) {
   EXPECT_EQ(missing_diff.exit_code, 2) << missing_diff.err;
 }
 
+// Several report files are replaced all together or not at all: one that cannot be written leaves the others
+// as they were (and no temporary file beside them).
+TEST_F(GateE2E, AReportRunReplacesAllItsFilesOrNone) {
+  Write(Path("old.json"), "earlier json report");
+  Write(Path("old.md"), "earlier markdown report");
+  auto r = Analyze("samples/traces/supported.json",
+                   {"-o", Path("old.json"), "--format", "markdown=" + Path("old.md"), "--format",
+                    "sarif=" + Path("no/such/folder/r.sarif")});
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("no/such/folder/r.sarif: cannot write"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  EXPECT_EQ(ReadWholeFile(Path("old.json")), "earlier json report");
+  EXPECT_EQ(ReadWholeFile(Path("old.md")), "earlier markdown report");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"old.json", "old.md"}));
+
+  auto ok = Analyze("samples/traces/supported.json", {"-o", Path("old.json"), "--format", "markdown=" + Path("old.md")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err << ok.out;
+  EXPECT_NE(ReadWholeFile(Path("old.json")), "earlier json report");
+  EXPECT_NE(ReadWholeFile(Path("old.md")), "earlier markdown report");
+}
+
 }  // namespace
 }  // namespace opprobe

@@ -1,14 +1,9 @@
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "reports/report.h"
 #include "reports/view.h"
@@ -17,7 +12,6 @@
 namespace opprobe::reports {
 namespace {
 
-namespace fs = std::filesystem;
 using analyzer::AnalysisResult;
 using testing::AllSupported;
 using testing::Empty;
@@ -28,13 +22,6 @@ std::vector<std::string> Keys(const Json& j) {
   std::vector<std::string> out;
   for (const auto& [k, v] : j.items()) out.push_back(k);
   return out;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 TEST(FormatPercent, TwoDecimalsAndPercentSign) {
@@ -227,57 +214,6 @@ TEST(View, TailLines) {
   EXPECT_EQ(TailLines("a\nb\nc\n", 2), "b\nc");
   EXPECT_EQ(TailLines("a\nb\nc", 5), "a\nb\nc");
   EXPECT_EQ(TailLines("", 3), "");
-}
-
-class AtomicWrite : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/opprobe_reports_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  size_t Entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator())); }
-  fs::path dir_;
-};
-
-TEST_F(AtomicWrite, WritesAndReplaces) {
-  fs::path p = dir_ / "result.json";
-  ASSERT_TRUE(WriteFileAtomically(p.string(), "first\n").ok());
-  EXPECT_EQ(ReadFile(p), "first\n");
-  ASSERT_TRUE(WriteFileAtomically(p.string(), "second\n").ok());
-  EXPECT_EQ(ReadFile(p), "second\n");
-  EXPECT_EQ(Entries(), 1u) << "no temporary file left behind";
-  struct stat st {};
-  ASSERT_EQ(::stat(p.c_str(), &st), 0);
-  EXPECT_NE(st.st_mode & S_IRUSR, 0u);
-}
-
-TEST_F(AtomicWrite, MissingFolderFailsWithoutFiles) {
-  fs::path p = dir_ / "no" / "such" / "result.json";
-  Status st = WriteFileAtomically(p.string(), "x");
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), ErrorCode::kInvalidInput);
-  EXPECT_NE(st.message().find(p.string()), std::string::npos);
-  EXPECT_EQ(st.message().find('\n'), std::string::npos);
-  EXPECT_EQ(Entries(), 0u);
-}
-
-TEST_F(AtomicWrite, TargetIsAFolderKeepsItAndLeavesNoTemp) {
-  fs::create_directory(dir_ / "taken");
-  Status st = WriteFileAtomically((dir_ / "taken").string(), "x");
-  ASSERT_FALSE(st.ok());
-  EXPECT_TRUE(fs::is_directory(dir_ / "taken"));
-  EXPECT_EQ(Entries(), 1u);
-}
-
-TEST_F(AtomicWrite, RelativePathInCurrentFolder) {
-  auto old = fs::current_path();
-  fs::current_path(dir_);
-  Status st = WriteFileAtomically("plain.txt", "ok");
-  fs::current_path(old);
-  ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(ReadFile(dir_ / "plain.txt"), "ok");
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
-// cli/progress: the progress reporter the driver's on_progress calls while probing (tested here with
-// the probe backends because tests/ has no cli test binary).
+// cli/progress: the progress reporter the driver's on_progress calls while probing.
 #include "cli/progress.h"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,188 @@
+#include "analyzer/pipeline/pipeline.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "analyzer/driver/driver.h"
+#include "analyzer/loaders/hlo_loader.h"
+#include "analyzer/loaders/pt2_loader.h"
+#include "analyzer/loaders/trace_loader.h"
+#include "compiler_probe/disk_cache.h"
+#include "compiler_probe/registry.h"
+#include "compiler_probe/remote/shared_cache.h"
+#include "hlo/file_io.h"
+
+namespace opprobe::analyzer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// An opprobe trace names its format near the top; a JSON object that does not is taken for an ExportedProgram
+// JSON (a program extracted from a .pt2), whose loader says what is wrong with it.
+constexpr std::string_view kTraceFormat = "\"opprobe-trace\"";
+constexpr size_t kSniffBytes = 4096;
+
+Expected<InputKind> KindOfJson(const std::string& path, std::string_view head) {
+  if (head.find(kTraceFormat) != std::string_view::npos) return InputKind::kTrace;
+  if (head.size() < kSniffBytes) return InputKind::kPt2;  // the whole file was read
+  OPPROBE_ASSIGN_OR_RETURN(std::string text, io::ReadFile(path));
+  return text.find(kTraceFormat) != std::string::npos ? InputKind::kTrace : InputKind::kPt2;
+}
+
+}  // namespace
+
+std::string_view InputKindName(InputKind kind) {
+  switch (kind) {
+    case InputKind::kTrace: return "trace";
+    case InputKind::kPt2: return "pt2";
+    case InputKind::kHlo: return "hlo";
+  }
+  return "?";
+}
+
+Expected<Input> DetectInput(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return InvalidInput(fmt::format("{}: no such file or directory", path));
+  if (fs::is_directory(path, ec)) return Input{path, InputKind::kHlo};
+  auto head = io::ReadFileHead(path, kSniffBytes);
+  if (!head.ok()) return head.status();
+  std::string_view h(*head);
+  if (h.starts_with(std::string_view("PK\x03\x04", 4))) return Input{path, InputKind::kPt2};
+  auto first = h.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && h[first] == '{') {
+    OPPROBE_ASSIGN_OR_RETURN(InputKind kind, KindOfJson(path, h));
+    return Input{path, kind};
+  }
+  if (LooksLikeHlo(path)) return Input{path, InputKind::kHlo};
+  return InvalidInput(fmt::format(
+      "{}: not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, "
+      "an ExecuTorch ETRecord, HLO text, an .hlo.pb proto, or a folder of HLO dumps)",
+      path));
+}
+
+Expected<Graph> LoadGraph(const std::vector<Input>& inputs) {
+  Graph merged;
+  std::vector<std::string> models;
+  for (const auto& in : inputs) {
+    if (in.kind == InputKind::kHlo)
+      return InvalidInput(fmt::format("{}: HLO input cannot be mixed with aten inputs", in.path));
+    Expected<Graph> g = in.kind == InputKind::kTrace ? LoadTrace(in.path) : LoadPt2(in.path);
+    if (!g.ok()) return g.status();
+    if (inputs.size() == 1) return g;
+    models.push_back(g->model.empty() ? in.path : g->model);
+    merged.input_kind = merged.input_kind.empty() || merged.input_kind == g->input_kind ? g->input_kind : "mixed";
+    if (merged.torch_version.empty()) merged.torch_version = g->torch_version;
+    // One failed capture makes the merged analysis partial too.
+    if (g->capture && (!merged.capture || (g->capture->failed() && !merged.capture->failed()))) merged.capture = g->capture;
+    for (auto& p : g->programs) merged.programs.push_back(p);
+    for (auto& n : g->nodes) merged.nodes.push_back(std::move(n));
+  }
+  merged.model = fmt::format("{}", fmt::join(models, ", "));
+  return merged;
+}
+
+Expected<Graph> LoadGraph(const std::vector<std::string>& paths) {
+  std::vector<Input> inputs;
+  for (const auto& p : paths) {
+    OPPROBE_ASSIGN_OR_RETURN(Input in, DetectInput(p));
+    inputs.push_back(std::move(in));
+  }
+  return LoadGraph(inputs);
+}
+
+Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const std::string& spec, double probe_timeout_seconds) {
+  compiler_probe::BackendOptions bo;
+  bo.probe_timeout_seconds = probe_timeout_seconds;
+  return compiler_probe::Registry::Builtin().Create(spec, bo);
+}
+
+namespace {
+
+// The local cache, with the shared one behind it when there is one; `shared` points into the result.
+Expected<std::unique_ptr<compiler_probe::ProbeCache>> OpenCaches(const AnalysisOptions& options,
+                                                               compiler_probe::SharedProbeCache*& shared) {
+  std::string dir = options.cache_dir.empty() ? compiler_probe::DefaultCacheDir() : options.cache_dir;
+  auto opened = compiler_probe::OpenDiskCache(dir);
+  if (!opened.ok()) return opened.status().WithContext("probe cache");
+  std::unique_ptr<compiler_probe::ProbeCache> cache = std::move(opened).value();
+  if (options.remote_cache.empty()) return cache;
+  auto store = compiler_probe::OpenRemoteStore(options.remote_cache);
+  if (!store.ok()) return store.status().WithContext("shared probe cache");
+  auto warn = options.on_warning ? options.on_warning : [](const std::string&) {};
+  auto s = std::make_unique<compiler_probe::SharedProbeCache>(std::move(cache), std::move(store).value(), warn);
+  shared = s.get();
+  return std::unique_ptr<compiler_probe::ProbeCache>(std::move(s));
+}
+
+// Why a graph without aten calls cannot be analyzed: a script that captured nothing, or an empty program.
+Status NothingToAnalyze(const Graph& graph, const std::vector<std::string>& paths) {
+  std::string what = graph.model.empty() ? fmt::format("{}", fmt::join(paths, ", ")) : graph.model;
+  if (graph.input_kind != "trace") return InvalidInput(fmt::format("no aten calls in {}: nothing to analyze", what));
+  std::string why = " (does it run a PyTorch model?)";
+  if (graph.capture && graph.capture->failed()) {
+    std::string at = graph.capture->location.empty()
+                         ? std::string()
+                         : fmt::format(" at {}:{}", graph.capture->location.file, graph.capture->location.line);
+    why = fmt::format(" (the script failed{} before its first aten call)", at);
+  }
+  return InvalidInput(fmt::format("no aten calls were captured from {}{}", what, why));
+}
+
+}  // namespace
+
+Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
+                                       const AnalysisOptions& options) {
+  if (paths.empty()) return InvalidInput("no input: give a trace, a .pt2, HLO, or a script to capture");
+  std::vector<Input> inputs;
+  for (const auto& p : paths) {
+    OPPROBE_ASSIGN_OR_RETURN(Input in, DetectInput(p));
+    inputs.push_back(std::move(in));
+  }
+  DriverOptions d;
+  d.jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  d.dump_dir = options.dump_dir;
+  d.ignore_ops = options.ignore_ops;
+  d.on_progress = options.on_progress;
+  std::unique_ptr<compiler_probe::ProbeCache> cache;
+  compiler_probe::SharedProbeCache* shared = nullptr;
+  if (options.use_cache) {
+    OPPROBE_ASSIGN_OR_RETURN(cache, OpenCaches(options, shared));
+    d.cache = cache.get();
+  }
+  // Shards and per-unit leases on a shared cache; a lease outlives the longest probe.
+  compiler_probe::FleetBackend fleet(backend, shared, {options.shard_index, options.shard_count},
+                                     options.probe_timeout_seconds + 30);
+  auto mark_shard = [&](AnalysisResult r) {
+    r.summary.shard_index = options.shard_index;
+    r.summary.shard_count = options.shard_count;
+    r.summary.shard_skipped = fleet.skipped();
+    return r;
+  };
+
+  const bool any_hlo = std::any_of(inputs.begin(), inputs.end(), [](const Input& in) { return in.kind == InputKind::kHlo; });
+  if (any_hlo) {
+    std::vector<LoadedHloModule> loaded;
+    for (const auto& in : inputs) {
+      if (in.kind != InputKind::kHlo)
+        return InvalidInput(fmt::format("{}: aten inputs cannot be mixed with HLO inputs", in.path));
+      OPPROBE_ASSIGN_OR_RETURN(auto modules, LoadHlo(in.path));
+      for (auto& m : modules) loaded.push_back(std::move(m));
+    }
+    std::vector<NamedModule> named;
+    for (const auto& m : loaded) named.push_back({m.name, m.module.get()});
+    return mark_shard(AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d));
+  }
+  OPPROBE_ASSIGN_OR_RETURN(Graph graph, LoadGraph(inputs));
+  const bool any_aten = std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const Node& n) {
+    return n.op.rfind("aten::", 0) == 0 || n.op.rfind("prims::", 0) == 0;
+  });
+  if (!any_aten) return NothingToAnalyze(graph, paths);
+  return mark_shard(Analyze(graph, fleet, LoweringTable::Builtin(), d));
+}
+
+}  // namespace opprobe::analyzer

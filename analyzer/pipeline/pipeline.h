@@ -1,0 +1,65 @@
+// The analysis pipeline as one library call, shared by the CLI (`analyze`, `profile record`, `lower`), the tests
+// and the Python API: tell each input's kind once, load and merge the inputs, open the probe caches, run the
+// driver. Options are plain values; nothing here prints or knows a command-line flag (callers give callbacks
+// for progress and warnings, and put their flag names into error messages themselves).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/driver/result.h"
+#include "analyzer/graph/graph.h"
+#include "compiler_probe/backend.h"
+#include "hlo/status.h"
+
+namespace opprobe::analyzer {
+
+// What a path holds: an opprobe trace JSON; a torch.export .pt2 archive, an ExecuTorch ETRecord or a bare
+// ExportedProgram JSON; HLO (text, HloProto/HloModuleProto binary, or a folder of dumps).
+enum class InputKind { kTrace, kPt2, kHlo };
+std::string_view InputKindName(InputKind kind);  // "trace", "pt2", "hlo"
+
+struct Input {
+  std::string path;
+  InputKind kind;
+};
+
+// Looks at `path` once (its first bytes, or that it is a folder). Errors name the path and what it may be.
+Expected<Input> DetectInput(const std::string& path);
+
+// Loads trace and .pt2 inputs into one aten Graph: nodes of several inputs are concatenated, the model names
+// joined, and one failed capture makes the whole graph's capture failed. HLO inputs are an error here.
+Expected<Graph> LoadGraph(const std::vector<Input>& inputs);
+// The same for paths not yet detected.
+Expected<Graph> LoadGraph(const std::vector<std::string>& paths);
+
+// A backend from its spec (`rules:neuron-trn1`, `cmd:...`, `pjrt:...`, `xla:cpu`, `interp`) through the built-in
+// registry.
+Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const std::string& spec, double probe_timeout_seconds);
+
+struct AnalysisOptions {
+  int jobs = 0;                      // probe threads; 0: the number of cores
+  bool use_cache = true;             // the local probe cache (a folder; see compiler_probe/disk_cache.h)
+  std::string cache_dir;             // empty: compiler_probe::DefaultCacheDir()
+  std::string remote_cache;          // redis://... or http(s)://...: a shared cache behind the local one
+  int shard_index = 0;               // probe only shard K of N (0 of 0: everything)
+  int shard_count = 0;
+  double probe_timeout_seconds = 60; // also how long a shared-cache lease lasts past one probe
+  std::string dump_dir;              // repro files of unsupported units
+  std::vector<std::string> ignore_ops;  // calls left out (driver.h: MatchIgnorePattern)
+  // After each probe: (done, total); from probe threads, one at a time.
+  std::function<void(int64_t, int64_t)> on_progress;
+  // A shared cache that stops answering says so once, and the run goes on without it.
+  std::function<void(const std::string&)> on_warning;
+};
+
+// Loads `paths` (all aten inputs, or all HLO inputs) and analyzes them with `backend`. An aten input without a
+// single aten call is bad input ("no aten calls were captured from SCRIPT"), never an empty 100% report.
+Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
+                                       const AnalysisOptions& options);
+
+}  // namespace opprobe::analyzer

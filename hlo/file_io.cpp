@@ -1,0 +1,187 @@
+#include "hlo/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace opprobe::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Status ReadError(const std::string& path, const std::string& why) {
+  return InvalidInput(fmt::format("{}: cannot read: {}", path, why));
+}
+
+Status WriteError(const std::string& path, int err) {
+  return InvalidInput(fmt::format("{}: cannot write: {}", path, std::strerror(err)));
+}
+
+// A fresh name beside `target`: `.NAME.KIND.PID.N` (hidden, so a folder listing does not show it mid-write).
+std::string SiblingName(const std::string& target, const char* kind) {
+  static std::atomic<uint64_t> counter{0};
+  fs::path t(target);
+  fs::path dir = t.parent_path();
+  std::string name = fmt::format(".{}.{}.{}.{}", t.filename().string(), kind, static_cast<long>(::getpid()),
+                                 counter.fetch_add(1));
+  return dir.empty() ? name : (dir / name).string();
+}
+
+// Reads from an open descriptor into `out` until EOF or `limit` bytes.
+bool ReadAll(int fd, std::string& out, uint64_t limit) {
+  char buf[1 << 16];
+  while (out.size() < limit) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, limit - out.size()));
+    ssize_t n = ::read(fd, buf, want);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool whole) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) return InvalidInput(fmt::format("{}: no such file", path));
+    return ReadError(path, std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ReadError(path, std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return InvalidInput(fmt::format("{}: is a folder, not a file", path));
+  }
+  const bool regular = S_ISREG(st.st_mode);
+  const uint64_t size = regular ? static_cast<uint64_t>(st.st_size) : 0;
+  if (whole && regular && size > max_bytes) {
+    ::close(fd);
+    return InvalidInput(fmt::format("{}: the file has {} bytes, more than the {} this input may have", path, size,
+                                    max_bytes));
+  }
+  std::string data;
+  if (regular) data.reserve(static_cast<size_t>(std::min(size, max_bytes)));
+  // A pipe or device has no size: read one byte past the cap to tell "exactly at the cap" from "over it".
+  const uint64_t limit = whole ? max_bytes + 1 : max_bytes;
+  bool ok = ReadAll(fd, data, limit);
+  int err = errno;
+  ::close(fd);
+  if (!ok) return ReadError(path, std::strerror(err));
+  if (whole && data.size() > max_bytes)
+    return InvalidInput(fmt::format("{}: more than the {} bytes this input may have", path, max_bytes));
+  if (whole && regular && data.size() != size)
+    return ReadError(path, fmt::format("it changed while being read ({} of {} bytes)", data.size(), size));
+  return data;
+}
+
+// Writes `contents` to a new file `temp` (0666 less the umask) and flushes it to disk.
+Status WriteTemp(const std::string& target, const std::string& temp, std::string_view contents,
+                 Durability durability) {
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) return WriteError(target, errno);
+  auto fail = [&](int err) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return WriteError(target, err);
+  };
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  // Some file systems (tmpfs in a few kernels, read-only overlays) do not support fsync: not an error.
+  if (durability == Durability::kSync && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) return fail(errno);
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return WriteError(target, err);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes) { return Read(path, max_bytes, true); }
+
+Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes) { return Read(path, max_bytes, false); }
+
+Status WriteFileAtomically(const std::string& path, std::string_view contents, Durability durability) {
+  FileSet set;
+  OPPROBE_RETURN_IF_ERROR(set.Stage(path, contents, durability));
+  return set.Commit();
+}
+
+FileSet::~FileSet() {
+  for (const auto& s : staged_) ::unlink(s.temp.c_str());
+}
+
+Status FileSet::Stage(const std::string& path, std::string_view contents, Durability durability) {
+  if (path.empty()) return InvalidInput("an output file name is empty");
+  std::string temp = SiblingName(path, "tmp");
+  OPPROBE_RETURN_IF_ERROR(WriteTemp(path, temp, contents, durability));
+  staged_.push_back({path, std::move(temp)});
+  return Status::Ok();
+}
+
+Status FileSet::Commit() {
+  // Before each rename, the file it replaces (if any) gets a second name, so a failure part way can put it back.
+  // (A file system without hard links cannot give that second name; such a file stays replaced.)
+  struct Done {
+    const Staged* s;
+    bool existed;        // a file was at the target before
+    std::string backup;  // its second name; empty when it could not be made
+  };
+  std::vector<Done> done;
+  Status failure;
+  for (const auto& s : staged_) {
+    std::string backup = SiblingName(s.target, "old");
+    bool existed = true;
+    if (::link(s.target.c_str(), backup.c_str()) != 0) {
+      existed = errno != ENOENT;
+      backup.clear();
+    }
+    if (::rename(s.temp.c_str(), s.target.c_str()) != 0) {
+      failure = WriteError(s.target, errno);
+      if (!backup.empty()) ::unlink(backup.c_str());
+      break;
+    }
+    done.push_back({&s, existed, std::move(backup)});
+  }
+  if (failure.ok()) {
+    for (const auto& d : done)
+      if (!d.backup.empty()) ::unlink(d.backup.c_str());
+    staged_.clear();
+    return failure;
+  }
+  for (auto it = done.rbegin(); it != done.rend(); ++it) {
+    if (!it->backup.empty()) {
+      ::rename(it->backup.c_str(), it->s->target.c_str());
+    } else if (!it->existed) {
+      ::unlink(it->s->target.c_str());
+    }
+  }
+  // The destructor removes the temporary files that were not renamed (the renamed ones are gone already).
+  return failure;
+}
+
+}  // namespace opprobe::io

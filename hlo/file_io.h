@@ -1,0 +1,57 @@
+// Reading and writing whole files, the one way every folder does it: reads are size-capped and name the file in
+// their errors; writes go to a temporary file beside the target, are flushed to disk (fsync) and renamed into
+// place, so a reader sees the old file or the new one and never half of one. A FileSet replaces several files
+// all together or not at all (a multi-format report run).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hlo/status.h"
+
+namespace opprobe::io {
+
+// The default cap of ReadFile: larger inputs are refused with a located error instead of exhausting memory.
+inline constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;  // 2 GiB
+
+// The whole file. Errors (kInvalidInput) start with the path: missing, a folder, unreadable, larger than
+// `max_bytes`, or shorter than its size said.
+Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes = kMaxReadBytes);
+
+// Up to `max_bytes` from the start of the file (for telling formats apart); errors as ReadFile.
+Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes);
+
+// Whether a write waits for the data to reach the disk before the rename. kNoSync is for files that are cheap to
+// lose but must never be seen half-written (probe cache entries: a lost one is probed again).
+enum class Durability { kSync, kNoSync };
+
+// Replaces `path` with `contents` atomically (temporary file in the same folder, fsync, rename). The new file
+// has the permissions of an ordinary new file (0666 less the umask). On error nothing at `path` has changed and
+// no temporary file is left; the message names `path`.
+Status WriteFileAtomically(const std::string& path, std::string_view contents,
+                           Durability durability = Durability::kSync);
+
+// Several files replaced together: Stage writes each one's full contents to a temporary file beside its target
+// (fsync'd); Commit renames them all into place, putting back the earlier files if a rename fails part way. A
+// FileSet destroyed without a successful Commit removes its temporary files and leaves every target as it was.
+class FileSet {
+ public:
+  FileSet() = default;
+  FileSet(const FileSet&) = delete;
+  FileSet& operator=(const FileSet&) = delete;
+  ~FileSet();
+
+  Status Stage(const std::string& path, std::string_view contents, Durability durability = Durability::kSync);
+  Status Commit();
+
+ private:
+  struct Staged {
+    std::string target;
+    std::string temp;
+  };
+  std::vector<Staged> staged_;
+};
+
+}  // namespace opprobe::io
