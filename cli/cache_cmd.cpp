@@ -61,16 +61,30 @@ void RegisterCache(CLI::App& app, int& exit_code) {
       exit_code = RemoteStats(*dir);
       return;
     }
-    std::string d = dir->empty() ? compiler_probe::DefaultCacheDir() : *dir;
+    const bool named = !dir->empty();
+    std::string d = named ? *dir : compiler_probe::DefaultCacheDir();
     auto s = compiler_probe::GetDiskCacheStats(d);
     if (!s.ok()) {
       exit_code = ReportError(s.status());
       return;
     }
+    if (!s->unusable.empty()) {
+      // As `analyze` treats it: a folder the user named is refused; the default one starts afresh next time.
+      std::string what = fmt::format("{}: not a usable probe cache ({})", s->file, s->unusable);
+      if (named) {
+        exit_code = ReportError(InvalidInput(what + ": move it away or clear the cache"));
+        return;
+      }
+      std::fprintf(stderr, "opprobe: warning: %s: the next analysis sets it aside and starts a fresh cache\n",
+                   what.c_str());
+    }
     std::printf("cache: %s\n", d.c_str());
     std::printf("entries: %lld (%s)\n", static_cast<long long>(s->entries), HumanBytes(s->bytes).c_str());
     for (const auto& b : s->backends)
       std::printf("  %lld  %s  [%s]\n", static_cast<long long>(b.entries), b.id.c_str(), b.version.c_str());
+    if (s->old_layout_entries > 0)
+      std::printf("old layout (v1/, one file per verdict): %lld entries, moved into %s by the next analysis\n",
+                  static_cast<long long>(s->old_layout_entries), compiler_probe::kCacheStoreFile);
     exit_code = 0;
   });
   auto* clear = cache->add_subcommand("clear", "Remove every cached verdict");
@@ -88,7 +102,9 @@ void RegisterCache(CLI::App& app, int& exit_code) {
       exit_code = ReportError(n.status());
       return;
     }
-    std::printf("removed %lld entries from %s\n", static_cast<long long>(*n), d.c_str());
+    if (!n->removed_file.empty())
+      std::printf("removed %s, which was not a usable probe cache (%s)\n", n->removed_file.c_str(), n->why.c_str());
+    std::printf("removed %lld entries from %s\n", static_cast<long long>(n->removed), d.c_str());
     exit_code = 0;
   });
 }
