@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -71,17 +72,19 @@ bool IsOldTempFile(const fs::directory_entry& e) {
 
 int KindCode(Verdict::Kind k) { return k == Verdict::Kind::kSupported ? 1 : 2; }
 
-// Length-prefixed fields, so that no two entries hash the same text.
+// Length-prefixed fields, so that no two entries hash the same text. (Every lookup checks one: no formatting.)
 std::string EntryChecksum(const std::string& id, const std::string& version, std::string_view fingerprint, int kind,
                           std::string_view reason, double seconds, std::string_view tail) {
   std::string text;
-  text.reserve(id.size() + version.size() + fingerprint.size() + reason.size() + tail.size() + 64);
+  text.reserve(id.size() + version.size() + fingerprint.size() + reason.size() + tail.size() + 80);
+  char num[32];
   for (std::string_view f : {std::string_view(id), std::string_view(version), fingerprint, reason, tail}) {
-    text += std::to_string(f.size());
+    text.append(num, std::to_chars(num, num + sizeof num, f.size()).ptr);
     text += ':';
     text += f;
   }
-  text += fmt::format("{}|{}", kind, seconds);
+  text += static_cast<char>('0' + kind);
+  text.append(num, std::to_chars(num, num + sizeof num, seconds).ptr);  // shortest text that reads back the same
   return hlo::Fnv1a64Hex(text);
 }
 
@@ -108,12 +111,10 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
+// Every use binds all of a statement's parameters, so a reset is enough.
 struct ResetOnExit {
   sqlite3_stmt* s;
-  ~ResetOnExit() {
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-  }
+  ~ResetOnExit() { sqlite3_reset(s); }
 };
 
 void BindBlob(sqlite3_stmt* s, int i, std::string_view v) {
