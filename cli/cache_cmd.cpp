@@ -1,4 +1,5 @@
-// `opprobe cache stats|clear [--cache DIR]`: inspect or empty the persistent probe cache.
+// `opprobe cache stats|clear [--cache DIR]`: inspect or empty the persistent probe cache (compiler_probe/disk_cache.h),
+// or a cache server.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -52,7 +53,9 @@ void RegisterCache(CLI::App& app, int& exit_code) {
   auto* cache = app.add_subcommand("cache", "Inspect or clear the persistent probe cache");
   cache->require_subcommand(1);
   auto dir = std::make_shared<std::string>();
-  auto* stats = cache->add_subcommand("stats", "Show the cache directory, its entries and size, per backend");
+  auto* stats = cache->add_subcommand(
+      "stats", "Show the cache folder's database (verdicts.sqlite3): its entries and size, per backend, and files of "
+               "the old one-file-per-verdict layout that the next analysis moves into it");
   stats->add_option("--cache", *dir,
                     "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe), or a cache server: "
                     "redis://HOST:PORT[/DB], http(s)://HOST[:PORT]/PATH");

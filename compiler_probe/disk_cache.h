@@ -1,21 +1,23 @@
 // The persistent local probe cache: one SQLite database per cache folder, <dir>/verdicts.sqlite3 (Debian's
-// libsqlite3), in WAL mode with a busy timeout, so that the threads of one run and any number of opprobe
-// processes on this machine share one folder: readers never wait for a writer, writers take turns. A verdict is
-// one row keyed by (hash of backend id and version, fingerprint) that also holds a checksum of its whole key and
-// contents: a damaged or hand-edited row reads as a miss and the next verdict overwrites it. Error verdicts
-// (crash, timeout) are not stored: they may be transient. The folder must be on a local file system (WAL
-// shares memory between the processes; a fleet shares verdicts through compiler_probe/remote/ instead).
+// libsqlite3), in WAL mode with a busy timeout, so that the threads of one run and any number of opprobe processes
+// on this machine share one folder: readers never wait for a writer, writers take turns. A verdict is one row keyed
+// by (hash of backend id and version, fingerprint) that also holds a checksum of its whole key and contents: a
+// damaged or hand-edited row reads as a miss and the next verdict overwrites it. Error verdicts (crash, timeout) are
+// not stored: they may be transient. Verdicts that come fast (a rules backend) are committed in batches, so a killed
+// run may lose the few still waiting for theirs; a verdict that comes alone is committed at once. The folder must be on a local file system (WAL shares memory
+// between the processes; a fleet shares verdicts through compiler_probe/remote/ instead).
 //
-// A file at that place that is not an opprobe cache, is damaged, or was written by a newer opprobe: when the
-// folder is the default one, one warning, the file is set aside as verdicts.sqlite3.damaged (a newer format is
-// left alone and the run goes on without a local cache) and a fresh cache starts; when the caller named the
-// folder (`--cache DIR`), OpenDiskCache refuses with kInvalidInput naming the file. Damage found only while
-// reading (a bad page) is one warning and a fresh cache either way, since the analysis is already under way.
+// A file at that place that is not an opprobe cache or is damaged: for the default folder, one warning, the file is
+// set aside as verdicts.sqlite3.damaged and a fresh cache starts; for a folder the caller named (`--cache DIR`),
+// OpenDiskCache refuses with kInvalidInput naming the file (ClearDiskCache removes it). A file written by a newer
+// opprobe is never touched: the default folder runs without a local cache (one warning), a named one is refused.
+// Damage that only shows while reading (a bad page) is one warning and a fresh cache either way: the analysis is
+// already under way.
 //
-// The layout before this one (up to opprobe 0.x: <dir>/v1/<backend hash>/<fingerprint>.json, one file per
-// verdict) is migrated: the first open that finds v1/ copies its valid entries into the database in one
-// transaction and removes the files it wrote, with one note. GetDiskCacheStats counts such files that are
-// still there (a folder only ever read by `cache stats`).
+// The layout before this one, <dir>/v1/<backend hash>/<fingerprint>.json (one file per verdict), is migrated: the
+// first open that finds such files copies the valid ones into the database in one transaction, removes the files
+// that layout wrote (leaving anything else) and says so in one line. GetDiskCacheStats counts the files that are
+// still there.
 #pragma once
 
 #include <cstdint>
