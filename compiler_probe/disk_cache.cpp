@@ -93,7 +93,7 @@ bool IsDamage(int rc) {
   return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
 }
 
-// One prepared statement; reset (and its bindings cleared) when the scope that used it ends.
+// One prepared statement, finalized with its owner (or when prepared again).
 class Stmt {
  public:
   Stmt() = default;
@@ -212,8 +212,9 @@ class Db {
   Status CreateSchema(const std::string& file) {
     // WAL: readers never wait for the writer. Where the file system cannot share the index in memory the mode
     // stays a rollback journal, which is slower but as correct.
-    // A crash while creating leaves a file that the next open finds damaged and replaces: no need to wait for
-    // the disk here (a first run would spend more time in fsync than in everything else the cache does).
+    // No waiting for the disk while creating (a first run would spend more time in fsync than in everything else
+    // the cache does): a process that dies here leaves its writes to the system; only a power cut could leave a
+    // damaged file, which the next open sets aside (or, for a folder the user named, reports).
     Exec("PRAGMA synchronous=OFF");
     Exec("PRAGMA journal_mode=WAL");
     struct Normal {
