@@ -1,4 +1,4 @@
-// Helpers for the report tests: golden files (OPPROBE_UPDATE_GOLDEN=1 rewrites them), temp folders,
+// Helpers for the report tests: the golden folder (OPPROBE_UPDATE_GOLDEN=1 rewrites it), temp folders,
 // running a program and capturing its output.
 #pragma once
 
@@ -37,21 +37,6 @@ inline std::filesystem::path GoldenDir() { return SourceDir() / "tests" / "golde
 inline bool UpdateGolden() {
   const char* v = std::getenv("OPPROBE_UPDATE_GOLDEN");
   return v != nullptr && std::string(v) == "1";
-}
-
-// Compares `actual` with tests/golden/reports/<name>, or rewrites it under OPPROBE_UPDATE_GOLDEN=1.
-inline void ExpectGolden(const std::string& name, const std::string& actual) {
-  auto path = GoldenDir() / name;
-  if (UpdateGolden()) {
-    std::filesystem::create_directories(path.parent_path());
-    WriteText(path, actual);
-    return;
-  }
-  ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing; run the test with OPPROBE_UPDATE_GOLDEN=1";
-  std::string expected = ReadText(path);
-  EXPECT_TRUE(expected == actual) << "golden " << path
-                                  << " differs (review, then OPPROBE_UPDATE_GOLDEN=1 rewrites it)\n--- actual ---\n"
-                                  << actual.substr(0, 4000);
 }
 
 // A fresh folder under /tmp, removed with the object.
