@@ -1,4 +1,4 @@
-# Writes every profile JSON as a {name, raw string} initializer for compiler_probe/rules/rules_backend.cpp.
+# Writes every given file (rules profiles' JSON, the HTML report's template) as a {name without extension, raw string} initializer.
 set(content "")
 foreach(f ${FILES})
   get_filename_component(name ${f} NAME_WE)

@@ -1,9 +1,11 @@
 // One self-contained HTML page (no external resources): the summary on top, the unsupported ops, an inline
 // SVG chart of where the unsupported instructions sit in the model, and tables by module path and by aten
-// op whose rows expand to their HLO instructions and verdicts (drill-down module -> aten op -> HLO).
+// op whose rows expand to their HLO instructions and verdicts (drill-down module -> aten op -> HLO). This file
+// writes the report's data as HTML; the page around it (CSS, JavaScript, skeleton) is reports/html_template.html.
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -36,55 +38,38 @@ std::string Meter(const Tally& t) {
                      FormatPercent(pct), pct, FormatPercent(pct));
 }
 
-constexpr const char* kStyle = R"css(
-:root{--ok:#1a7f37;--bad:#cf222e;--err:#bc4c00;--fg:#1f2328;--muted:#59636e;--bg:#fff;--line:#d1d9e0;--alt:#f6f8fa}
-@media (prefers-color-scheme:dark){:root{--ok:#3fb950;--bad:#f85149;--err:#db6d28;--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--alt:#151b23}}
-*{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1200px;padding:16px 24px}
-h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-code,.mono{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.meta{color:var(--muted);margin:0 0 12px}
-.cards{display:flex;flex-wrap:wrap;gap:12px}
-.card{border:1px solid var(--line);border-radius:8px;padding:10px 14px;min-width:150px}
-.card .n{font-size:22px;font-weight:600}.card .l{color:var(--muted);font-size:12px}
-.card.big .n{font-size:34px}
-.ok{color:var(--ok)}.bad{color:var(--bad)}.err{color:var(--err)}
-.banner{font-size:1.1em;border:2px solid var(--bad);padding:.5em 1em;margin:.5em 0}.derived{font-style:italic}
-table{border-collapse:collapse;width:100%;margin:6px 0}
-th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600;background:var(--alt)}td.num,th.num{text-align:right}
-tr.detail>td{background:var(--alt);padding:8px 8px 8px 32px}
-tr.detail table{background:var(--bg)}
-button.tog{border:0;background:none;color:inherit;cursor:pointer;font:inherit;padding:0 4px 0 0;width:1.4em}
-button.tog::before{content:"\25B8"}button.tog[aria-expanded="true"]::before{content:"\25BE"}
-.tools{margin:4px 0}.tools button{font:inherit;padding:2px 10px;cursor:pointer}
-.meter{display:inline-block;width:60px;height:8px;background:var(--bad);border-radius:4px;overflow:hidden;vertical-align:middle}
-.meter>span{display:block;height:100%;background:var(--ok)}
-pre{white-space:pre-wrap;margin:4px 0;padding:6px;border:1px solid var(--line);border-radius:4px;max-height:16em;overflow:auto}
-svg text{fill:var(--fg);font:12px system-ui,sans-serif}
-.none{color:var(--muted)}
-footer{color:var(--muted);margin:32px 0 8px;font-size:12px}
-)css";
+// The page around the report: reports/html_template.html (CSS, JavaScript, skeleton), embedded at build time
+// (reports/CMakeLists.txt) as one {name, text} entry. Its {{title}} and {{body}} slots take the report.
+struct EmbeddedFile {
+  const char* name;
+  const char* text;
+};
+constexpr EmbeddedFile kTemplate[] = {
+#include "html_template.inc"
+};
 
-constexpr const char* kScript = R"js(
-(function () {
-  function setRow(button, open) {
-    var row = document.getElementById(button.getAttribute('aria-controls'));
-    if (!row) return;
-    button.setAttribute('aria-expanded', open ? 'true' : 'false');
-    row.hidden = !open;
+// The template with each {{slot}} replaced by its text. Only the template is scanned for slots, so text
+// from the report is never read as one.
+std::string FillTemplate(std::string_view page, const std::map<std::string_view, std::string>& slots) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t open = page.find("{{", pos);
+    size_t close = open == std::string_view::npos ? open : page.find("}}", open + 2);
+    if (close == std::string_view::npos) break;
+    auto it = slots.find(page.substr(open + 2, close - open - 2));
+    if (it == slots.end()) {  // not a slot: kept as written
+      out.append(page.substr(pos, open + 2 - pos));
+      pos = open + 2;
+      continue;
+    }
+    out.append(page.substr(pos, open - pos));
+    out += it->second;
+    pos = close + 2;
   }
-  document.querySelectorAll('button.tog').forEach(function (b) {
-    b.addEventListener('click', function () { setRow(b, b.getAttribute('aria-expanded') !== 'true'); });
-  });
-  document.querySelectorAll('button[data-expand]').forEach(function (b) {
-    b.addEventListener('click', function () {
-      var open = b.getAttribute('data-expand') === 'all';
-      document.querySelectorAll('#' + b.getAttribute('data-table') + ' button.tog').forEach(function (t) { setRow(t, open); });
-    });
-  });
-})();
-)js";
+  out.append(page.substr(pos));
+  return out;
+}
 
 // The instructions of one op (in lowering order) with their verdicts.
 std::string InstructionTable(const AnalysisResult& result, const OpRecord& op) {
@@ -201,10 +186,8 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
   auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
   const auto& s = result.summary;
 
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += fmt::format("<title>opprobe: {} on {}: {}</title>\n", E(result.model), E(result.backend_id), E(PercentLabel(result, pct)));
-  out += fmt::format("<style>{}</style>\n</head>\n<body>\n", kStyle);
+  std::string title = fmt::format("opprobe: {} on {}: {}", E(result.model), E(result.backend_id), E(PercentLabel(result, pct)));
+  std::string out;
   out += fmt::format("<header><h1>opprobe report: <code>{}</code></h1>\n<p class=\"meta\">{} input on backend "
                      "<code>{}</code>{} &middot; opprobe {}</p></header>\n",
                      E(result.model), E(result.input_kind), E(result.backend_id),
@@ -403,10 +386,9 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
   }
 
   out += fmt::format("<footer>Generated by opprobe {} (report schema {}). Support percentage = supported HLO "
-                     "instruction instances / all instances.</footer>\n",
+                     "instruction instances / all instances.</footer>",
                      OPPROBE_VERSION, kSchemaVersion);
-  out += fmt::format("<script>{}</script>\n</body>\n</html>\n", kScript);
-  return out;
+  return FillTemplate(kTemplate[0].text, {{"title", std::move(title)}, {"body", std::move(out)}});
 }
 
 }  // namespace opprobe::reports

@@ -1,5 +1,6 @@
 // Printer golden tests: every attribute kind in both printer styles (tests/golden/hlo/attributes.*),
-// shapes, literals and unknown opcodes. OPPROBE_UPDATE_GOLDEN=1 rewrites the golden files.
+// shapes, literals and unknown opcodes. Regenerate the golden files (from the repository root) with
+//   OPPROBE_UPDATE_GOLDEN=1 build/tests/hlo_tests --gtest_filter='HloPrinterTest.*'
 #include <gtest/gtest.h>
 
 #include "hlo/parser.h"

@@ -268,4 +268,20 @@ inline AnalysisResult Empty() {
   return r;
 }
 
+// Every fixture by name, with the working directory its reports are rendered from (sarif, github and html show
+// source paths under it relative to it). The golden files are named after `name`.
+struct NamedFixture {
+  const char* name;
+  AnalysisResult (*make)();
+  const char* cwd;
+};
+
+inline const NamedFixture kNamedFixtures[] = {
+    {"neuron_unsupported", NeuronUnsupported, "/work/demo"},
+    {"kitchen_sink", KitchenSink, "/home/user/proj"},
+    {"all_supported", AllSupported, "/work/demo"},
+    {"empty", Empty, "/work/demo"},
+    {"honest", Honest, "/work/demo"},
+};
+
 }  // namespace opprobe::reports::testing

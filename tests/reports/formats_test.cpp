@@ -1,6 +1,6 @@
-// Every report format from hand-built AnalysisResults: golden files (tests/golden/reports/, regenerated
-// with OPPROBE_UPDATE_GOLDEN=1), the JSON report against schemas/report.schema.json, SARIF against the
-// SARIF 2.1.0 schema subset, JUnit against junit-10.xsd (xmllint), and format-specific escaping.
+// Every report format from hand-built AnalysisResults (tests/reports/fixtures.h): the JSON report against
+// schemas/report.schema.json, SARIF against the SARIF 2.1.0 schema subset, JUnit against junit-10.xsd (xmllint),
+// and format-specific escaping. The golden files are tests/reports/golden_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -18,19 +18,8 @@ namespace {
 using analyzer::AnalysisResult;
 namespace t = testing;
 
-struct Fixture {
-  const char* name;
-  AnalysisResult (*make)();
-  const char* cwd;
-};
-
-const Fixture kFixtures[] = {
-    {"neuron_unsupported", t::NeuronUnsupported, "/work/demo"},
-    {"kitchen_sink", t::KitchenSink, "/home/user/proj"},
-    {"all_supported", t::AllSupported, "/work/demo"},
-    {"empty", t::Empty, "/work/demo"},
-    {"honest", t::Honest, "/work/demo"},
-};
+using Fixture = t::NamedFixture;
+const auto& kFixtures = t::kNamedFixtures;
 
 std::string Render(const Fixture& f, std::string_view format, int verbosity, bool color = false) {
   RenderOptions o;
@@ -42,35 +31,11 @@ std::string Render(const Fixture& f, std::string_view format, int verbosity, boo
   return fmt == nullptr ? "" : fmt->render(f.make(), o);
 }
 
-std::string Extension(std::string_view format) {
-  const Format* f = FindFormat(format);
-  if (format == "github") return ".github.txt";
-  if (format == "text") return ".txt";
-  return f ? std::string(f->extension) : ".out";
-}
-
 TEST(Formats, RegistryListsEveryFormat) {
   std::vector<std::string> names;
   for (const auto& f : Formats()) names.push_back(std::string(f.name));
   EXPECT_EQ(names, (std::vector<std::string>{"json", "text", "markdown", "junit", "sarif", "github", "html"}));
   EXPECT_EQ(FindFormat("pdf"), nullptr);
-}
-
-// One golden file per fixture, format and verbosity (verbosity matters to json, text, markdown, html, junit).
-TEST(Formats, Golden) {
-  for (const auto& f : kFixtures) {
-    for (const auto& format : Formats()) {
-      for (int verbosity : {2, 1, 0}) {
-        bool verbosity_matters = format.name != "sarif" && format.name != "github";
-        if (!verbosity_matters && verbosity != 2) continue;
-        std::string name = std::string(f.name) + ".v" + std::to_string(verbosity) + Extension(format.name);
-        SCOPED_TRACE(name);
-        t::ExpectGolden(name, Render(f, format.name, verbosity));
-      }
-    }
-  }
-  // Colour on: the same table with ANSI escapes.
-  t::ExpectGolden("neuron_unsupported.v2.color.txt", Render(kFixtures[0], "text", 2, true));
 }
 
 TEST(Formats, EveryFormatIsDeterministic) {

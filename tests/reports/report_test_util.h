@@ -1,13 +1,11 @@
-// Helpers for the report tests: golden files (OPPROBE_UPDATE_GOLDEN=1 rewrites them), temp folders,
-// running a program and capturing its output.
+// Helpers for the report tests: the golden folder (OPPROBE_UPDATE_GOLDEN=1 rewrites it), temp folders, and
+// running a program with its output captured (tests/testing/run_binary.h).
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "opprobe_version.h"
+#include "testing/run_binary.h"
 
 namespace opprobe::reports::testing {
 
@@ -39,21 +38,6 @@ inline bool UpdateGolden() {
   return v != nullptr && std::string(v) == "1";
 }
 
-// Compares `actual` with tests/golden/reports/<name>, or rewrites it under OPPROBE_UPDATE_GOLDEN=1.
-inline void ExpectGolden(const std::string& name, const std::string& actual) {
-  auto path = GoldenDir() / name;
-  if (UpdateGolden()) {
-    std::filesystem::create_directories(path.parent_path());
-    WriteText(path, actual);
-    return;
-  }
-  ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing; run the test with OPPROBE_UPDATE_GOLDEN=1";
-  std::string expected = ReadText(path);
-  EXPECT_TRUE(expected == actual) << "golden " << path
-                                  << " differs (review, then OPPROBE_UPDATE_GOLDEN=1 rewrites it)\n--- actual ---\n"
-                                  << actual.substr(0, 4000);
-}
-
 // A fresh folder under /tmp, removed with the object.
 class TempDir {
  public:
@@ -74,53 +58,8 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-struct Captured {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs argv (no shell) with stdout and stderr captured.
-inline Captured RunProgram(const std::vector<std::string>& args) {
-  Captured c;
-  char out_path[] = "/tmp/opprobe-reports-out-XXXXXX";
-  char err_path[] = "/tmp/opprobe-reports-err-XXXXXX";
-  int out_fd = ::mkstemp(out_path);
-  int err_fd = ::mkstemp(err_path);
-  if (out_fd < 0 || err_fd < 0) return c;
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    ::execvp(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ::close(out_fd);
-  ::close(err_fd);
-  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  c.out = ReadText(out_path);
-  c.err = ReadText(err_path);
-  ::unlink(out_path);
-  ::unlink(err_path);
-  return c;
-}
-
-// Finds an executable on PATH; empty when absent.
-inline std::string FindProgram(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    auto p = std::filesystem::path(dir) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
+// Running programs: tests/testing/run_binary.h.
+using ::opprobe::testing::FindProgram;
+using ::opprobe::testing::RunProgram;
 
 }  // namespace opprobe::reports::testing
