@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler_probe/backend.h"
 
@@ -15,6 +16,16 @@ class ProbeCache {
                                         const std::string& fingerprint) = 0;
   virtual void Store(const std::string& backend_id, const std::string& backend_version,
                      const std::string& fingerprint, const Verdict& verdict) = 0;
+  // One answer per fingerprint, in order: what Lookup would say for each. A store that answers many at once
+  // for less than one round trip each (the disk cache: one read transaction) overrides it.
+  virtual std::vector<std::optional<Verdict>> LookupMany(const std::string& backend_id,
+                                                         const std::string& backend_version,
+                                                         const std::vector<std::string>& fingerprints) {
+    std::vector<std::optional<Verdict>> out;
+    out.reserve(fingerprints.size());
+    for (const auto& fp : fingerprints) out.push_back(Lookup(backend_id, backend_version, fp));
+    return out;
+  }
 };
 
 }  // namespace opprobe::compiler_probe

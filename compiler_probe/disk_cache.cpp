@@ -1,125 +1,622 @@
 #include "compiler_probe/disk_cache.h"
 
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
+#include "compiler_probe/remote/entry.h"
 #include "hlo/file_io.h"
 #include "hlo/probe_unit.h"
+#include "hlo/quote.h"
 
 namespace opprobe::compiler_probe {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
-constexpr const char* kLayout = "v1";
-constexpr const char* kBackendFile = "backend.json";
+// The database: marked as ours in its header (application_id "oppb") with the schema's format in user_version.
+constexpr int32_t kApplicationId = 0x6f707062;
+constexpr int kFormat = 1;
+constexpr const char* kSchema = R"sql(
+CREATE TABLE backends(
+  key BLOB PRIMARY KEY NOT NULL,  -- BackendKeyHash(backend_id, backend_version)
+  backend_id BLOB NOT NULL,
+  backend_version BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE verdicts(
+  backend BLOB NOT NULL,          -- backends.key
+  fingerprint BLOB NOT NULL,
+  kind INTEGER NOT NULL,          -- 1 supported, 2 unsupported
+  reason BLOB NOT NULL,
+  seconds REAL NOT NULL,
+  output_tail BLOB NOT NULL,
+  checksum BLOB NOT NULL,         -- EntryChecksum: the whole key and verdict
+  PRIMARY KEY(backend, fingerprint)
+) WITHOUT ROWID;
+)sql";
+// A writer waits this long for another process's write before the store gives up (a lost store is probed again).
+constexpr int kBusyTimeoutMs = 60000;
+// Taken (flock) only to create the database, migrate the old layout, or set a damaged file aside.
+constexpr const char* kLockFile = "verdicts.lock";
+constexpr const char* kDamagedSuffix = ".damaged";
 
-bool IsSafeName(const std::string& s) {
-  if (s.empty() || s.size() > 128) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+// The layout before the database: <dir>/v1/<backend hash>/<fingerprint>.json plus backend.json per folder.
+constexpr const char* kOldLayout = "v1";
+constexpr const char* kOldBackendFile = "backend.json";
+constexpr uint64_t kMaxOldEntryBytes = 16 << 20;
+
+bool IsOldEntryFile(const fs::directory_entry& e) {
+  const std::string name = e.path().filename().string();
+  std::error_code ec;
+  return e.is_regular_file(ec) && name != kOldBackendFile && name.size() > 5 &&
+         name.compare(name.size() - 5, 5, ".json") == 0;
+}
+bool IsOldTempFile(const fs::directory_entry& e) {
+  std::error_code ec;
+  return e.is_regular_file(ec) && e.path().filename().string().find(".json.tmp.") != std::string::npos;
 }
 
-// A cache entry or backend description; anything larger is not one of ours.
-constexpr uint64_t kMaxEntryBytes = 16 << 20;
+int KindCode(Verdict::Kind k) { return k == Verdict::Kind::kSupported ? 1 : 2; }
 
-std::optional<std::string> ReadSmallFile(const fs::path& p) {
-  auto text = io::ReadFile(p.string(), kMaxEntryBytes);
-  if (!text.ok()) return std::nullopt;
-  return std::move(text).value();
+// Length-prefixed fields, so that no two entries hash the same text. (Every lookup checks one: no formatting.)
+std::string EntryChecksum(const std::string& id, const std::string& version, std::string_view fingerprint, int kind,
+                          std::string_view reason, double seconds, std::string_view tail) {
+  std::string text;
+  text.reserve(id.size() + version.size() + fingerprint.size() + reason.size() + tail.size() + 80);
+  char num[32];
+  for (std::string_view f : {std::string_view(id), std::string_view(version), fingerprint, reason, tail}) {
+    text.append(num, std::to_chars(num, num + sizeof num, f.size()).ptr);
+    text += ':';
+    text += f;
+  }
+  text += static_cast<char>('0' + kind);
+  text.append(num, std::to_chars(num, num + sizeof num, seconds).ptr);  // shortest text that reads back the same
+  return hlo::Fnv1a64Hex(text);
 }
 
-// A lost entry is probed again, so entries skip the fsync; the rename still keeps them whole.
-bool WriteAtomically(const fs::path& path, const std::string& data) {
-  return io::WriteFileAtomically(path.string(), data, io::Durability::kNoSync).ok();
+bool IsDamage(int rc) {
+  rc &= 0xff;
+  return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
 }
 
-std::string KindName(Verdict::Kind k) { return std::string(VerdictKindName(k)); }
+// One prepared statement, finalized with its owner (or when prepared again).
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(s_); }
+  sqlite3_stmt*& ref() { return s_; }
+  sqlite3_stmt* get() const { return s_; }
+  void Finalize() {
+    sqlite3_finalize(s_);
+    s_ = nullptr;
+  }
 
-std::optional<Verdict::Kind> KindFromName(const std::string& s) {
-  if (s == "supported") return Verdict::Kind::kSupported;
-  if (s == "unsupported") return Verdict::Kind::kUnsupported;
-  if (s == "error") return Verdict::Kind::kError;
-  return std::nullopt;
+ private:
+  sqlite3_stmt* s_ = nullptr;
+};
+
+// Every use binds all of a statement's parameters, so a reset is enough.
+struct ResetOnExit {
+  sqlite3_stmt* s;
+  ~ResetOnExit() { sqlite3_reset(s); }
+};
+
+void BindBlob(sqlite3_stmt* s, int i, std::string_view v) {
+  sqlite3_bind_blob(s, i, v.empty() ? "" : v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+
+std::string_view ColumnBlob(sqlite3_stmt* s, int i) {
+  const void* p = sqlite3_column_blob(s, i);
+  int n = sqlite3_column_bytes(s, i);
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
+}
+
+// A connection to a cache file, and what is in the file.
+class Db {
+ public:
+  enum class State { kReady, kEmpty, kNewer, kDamaged, kError };
+
+  Db() = default;
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+  ~Db() { Close(); }
+
+  sqlite3* get() const { return db_; }
+  bool open() const { return db_ != nullptr; }
+
+  Status Open(const std::string& file, bool create) {
+    Close();
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    int rc = sqlite3_open_v2(file.c_str(), &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      Close();
+      return InvalidInput(fmt::format("{}: cannot open the probe cache: {}", file, why));
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    // In WAL mode a commit is not flushed to disk (a checkpoint is): a crash may lose the last verdicts, which are
+    // then probed again, but never leaves a half-written one.
+    Exec("PRAGMA synchronous=NORMAL");
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0) {
+      dev_ = st.st_dev;
+      ino_ = st.st_ino;
+    }
+    return Status::Ok();
+  }
+  void Close() {
+    if (db_) sqlite3_close_v2(db_);
+    db_ = nullptr;
+  }
+  // Whether `file` is still the file this connection opened (not set aside and replaced by another process).
+  bool StillAt(const std::string& file) const {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+  }
+
+  int Exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
+  int Prepare(const char* sql, Stmt& stmt) {
+    stmt.Finalize();
+    return sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt.ref(), nullptr);
+  }
+  std::string Error() const { return db_ ? sqlite3_errmsg(db_) : "not open"; }
+
+  // One integer from a query; the SQLite result code on failure.
+  int QueryInt(const char* sql, int64_t& out) {
+    Stmt s;
+    int rc = Prepare(sql, s);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_step(s.get());
+    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
+    out = sqlite3_column_int64(s.get(), 0);
+    return SQLITE_OK;
+  }
+
+  // Reads the header and the schema: ours and ready, empty (a new file), newer, damaged or not a cache (with why),
+  // or not readable at all (an I/O or permission error, with why).
+  struct Inspection {
+    State state;
+    std::string why;
+    int newer_format = 0;
+  };
+  Inspection Inspect() {
+    int64_t app = 0, version = 0, tables = 0;
+    int rc = QueryInt("PRAGMA application_id", app);
+    if (rc == SQLITE_OK) rc = QueryInt("PRAGMA user_version", version);
+    if (rc == SQLITE_OK) rc = QueryInt("SELECT count(*) FROM sqlite_master", tables);
+    if (rc != SQLITE_OK) return {IsDamage(rc) ? State::kDamaged : State::kError, sqlite3_errstr(rc)};
+    if (app == 0 && version == 0 && tables == 0) return {State::kEmpty, ""};
+    if (app != kApplicationId) return {State::kDamaged, "another program's SQLite database"};
+    if (version > kFormat) return {State::kNewer, "", static_cast<int>(version)};
+    if (version != kFormat) return {State::kDamaged, fmt::format("unknown cache format {}", version)};
+    return {State::kReady, ""};
+  }
+
+  // Makes an empty file a cache. The caller holds the folder's lock.
+  Status CreateSchema(const std::string& file) {
+    // WAL: readers never wait for the writer. Where the file system cannot share the index in memory the mode
+    // stays a rollback journal, which is slower but as correct.
+    // No waiting for the disk while creating (a first run would spend more time in fsync than in everything else
+    // the cache does): a process that dies here leaves its writes to the system; only a power cut could leave a
+    // damaged file, which the next open sets aside (or, for a folder the user named, reports).
+    Exec("PRAGMA synchronous=OFF");
+    Exec("PRAGMA journal_mode=WAL");
+    struct Normal {
+      Db* db;
+      ~Normal() { db->Exec("PRAGMA synchronous=NORMAL"); }
+    } normal{this};
+    std::string sql = fmt::format("BEGIN IMMEDIATE; {} PRAGMA application_id={}; PRAGMA user_version={}; COMMIT;",
+                                  kSchema, kApplicationId, kFormat);
+    if (Exec(sql.c_str()) != SQLITE_OK) {
+      std::string why = Error();
+      Exec("ROLLBACK");
+      return InvalidInput(fmt::format("{}: cannot create the probe cache: {}", file, why));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
+// An exclusive flock on the folder's lock file for the scope (best effort: without one, SQLite's own locking
+// still keeps the database whole; the lock only keeps two processes from setting aside the same file twice).
+class FolderLock {
+ public:
+  explicit FolderLock(const fs::path& dir) {
+    fd_ = ::open((dir / kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  ~FolderLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// The old layout's entry files, up to `stop_at` (0: all).
+int64_t CountOldLayout(const fs::path& dir, int64_t stop_at = 0) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (const auto& bdir : fs::directory_iterator(dir / kOldLayout, ec)) {
+    if (!bdir.is_directory(ec)) continue;
+    for (const auto& e : fs::directory_iterator(bdir.path(), ec))
+      if (IsOldEntryFile(e) && ++n == stop_at) return n;
+  }
+  return n;
+}
+
+void RemoveStoreFiles(const std::string& file) {
+  std::error_code ec;
+  fs::remove(file, ec);
+  fs::remove(file + "-wal", ec);
+  fs::remove(file + "-shm", ec);
+}
+
+// Moves a damaged database out of the way (replacing an earlier one set aside); its log and index go with it.
+void SetAside(const std::string& file) {
+  std::error_code ec;
+  fs::rename(file, file + kDamagedSuffix, ec);
+  if (ec) fs::remove(file, ec);
+  fs::remove(file + "-wal", ec);
+  fs::remove(file + "-shm", ec);
 }
 
 class DiskCache : public ProbeCache {
  public:
-  explicit DiskCache(fs::path root) : root_(std::move(root)) {}
+  DiskCache(fs::path dir, DiskCacheOptions options)
+      : dir_(std::move(dir)), file_((dir_ / kCacheStoreFile).string()), options_(std::move(options)) {}
+  ~DiskCache() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    FlushLocked();
+    Finalize();
+  }
+
+  Status Open() {
+    OPPROBE_RETURN_IF_ERROR(db_.Open(file_, /*create=*/true));
+    Db::Inspection in = db_.Inspect();
+    std::error_code ec;
+    const bool old_layout = fs::exists(dir_ / kOldLayout, ec) && CountOldLayout(dir_, /*stop_at=*/1) > 0;
+    if (in.state == Db::State::kReady && !old_layout && Prepare()) return Status::Ok();  // the usual case
+    // Something to set up: under the folder's lock, looking again (another process may have done it meanwhile).
+    FolderLock lock(dir_);
+    OPPROBE_RETURN_IF_ERROR(Reopen(/*refuse=*/options_.named));
+    if (old_layout && db_.open()) {
+      Migrate();
+      if (!Prepare()) {
+        Finalize();
+        db_.Close();
+      }
+    }
+    return Status::Ok();
+  }
 
   std::optional<Verdict> Lookup(const std::string& backend_id, const std::string& backend_version,
                                 const std::string& fingerprint) override {
-    auto text = ReadSmallFile(EntryPath(backend_id, backend_version, fingerprint));
-    if (!text) return std::nullopt;
-    json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) return std::nullopt;
-    auto str = [&](const char* key) -> std::optional<std::string> {
-      auto it = j.find(key);
-      if (it == j.end() || !it->is_string()) return std::nullopt;
-      return it->get<std::string>();
-    };
-    // Guard against hash collisions and hand-edited files: every key must match.
-    if (str("backend_id") != backend_id || str("backend_version") != backend_version ||
-        str("fingerprint") != fingerprint)
-      return std::nullopt;
-    auto kind_name = str("verdict");
-    if (!kind_name) return std::nullopt;
-    auto kind = KindFromName(*kind_name);
-    if (!kind) return std::nullopt;
-    Verdict v;
-    v.kind = *kind;
-    v.reason = str("reason").value_or("");
-    v.output_tail = str("output_tail").value_or("");
-    if (auto it = j.find("seconds"); it != j.end() && it->is_number()) v.seconds = it->get<double>();
-    return v;
+    std::lock_guard<std::mutex> lock(mu_);
+    return LookupLocked(BackendKeyHash(backend_id, backend_version), backend_id, backend_version, fingerprint);
   }
 
+  std::vector<std::optional<Verdict>> LookupMany(const std::string& backend_id, const std::string& backend_version,
+                                                 const std::vector<std::string>& fingerprints) override {
+    std::vector<std::optional<Verdict>> out;
+    out.reserve(fingerprints.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string key = BackendKeyHash(backend_id, backend_version);
+    // One read transaction (one snapshot, one lock of the log's index) for them all.
+    const bool txn = db_.open() && sqlite3_step(begin_.get()) == SQLITE_DONE;
+    if (db_.open()) sqlite3_reset(begin_.get());
+    for (const auto& fp : fingerprints) out.push_back(LookupLocked(key, backend_id, backend_version, fp));
+    if (txn && db_.open()) {
+      sqlite3_step(commit_.get());
+      sqlite3_reset(commit_.get());
+    }
+    return out;
+  }
+
+  // Verdicts that come fast (a rules backend answers in microseconds) are written in batches: a verdict is
+  // committed at once unless the last commit was less than kBatchWindow ago; then it waits, visible to this
+  // handle's lookups, until a later one finds the batch kBatchWindow old or kMaxBatch long, or the cache closes.
+  // A killed run loses at most those waiting verdicts, which are probed again next time.
   void Store(const std::string& backend_id, const std::string& backend_version, const std::string& fingerprint,
              const Verdict& verdict) override {
     if (verdict.kind == Verdict::Kind::kError) return;
-    fs::path dir = BackendDir(backend_id, backend_version);
-    std::error_code ec;
-    if (!fs::exists(dir / kBackendFile, ec)) {
-      fs::create_directories(dir, ec);
-      json b = {{"backend_id", backend_id}, {"backend_version", backend_version}};
-      WriteAtomically(dir / kBackendFile, b.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-    }
-    json j = {{"backend_id", backend_id},       {"backend_version", backend_version},
-              {"fingerprint", fingerprint},     {"verdict", KindName(verdict.kind)},
-              {"reason", verdict.reason},       {"seconds", verdict.seconds},
-              {"output_tail", verdict.output_tail}};
-    // A failed write only costs a future probe; the cache never fails an analysis.
-    WriteAtomically(EntryPath(backend_id, backend_version, fingerprint),
-                    j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!db_.open()) return;
+    const auto now = Clock::now();
+    if (pending_.empty()) pending_since_ = now;
+    pending_.push_back({BackendKeyHash(backend_id, backend_version), backend_id, backend_version, fingerprint, verdict});
+    if (now - last_commit_ >= kBatchWindow || now - pending_since_ >= kBatchWindow || pending_.size() >= kMaxBatch)
+      FlushLocked();
   }
 
  private:
-  fs::path BackendDir(const std::string& id, const std::string& version) const {
-    return root_ / kLayout / hlo::Fnv1a64Hex(id + '\0' + version);
-  }
-  fs::path EntryPath(const std::string& id, const std::string& version, const std::string& fingerprint) const {
-    std::string name = IsSafeName(fingerprint) ? fingerprint : "h" + hlo::Fnv1a64Hex(fingerprint);
-    return BackendDir(id, version) / (name + ".json");
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kBatchWindow = std::chrono::milliseconds(50);
+  static constexpr size_t kMaxBatch = 256;
+
+  struct Entry {
+    std::string key;  // BackendKeyHash(backend_id, backend_version)
+    std::string backend_id, backend_version, fingerprint;
+    Verdict verdict;
+  };
+
+  // Writes the waiting verdicts in one transaction. A failed write only costs future probes; the cache never
+  // fails an analysis.
+  void FlushLocked() {
+    if (pending_.empty() || !db_.open()) return;
+    std::vector<Entry> batch;
+    batch.swap(pending_);
+    int rc = sqlite3_step(begin_write_.get());
+    sqlite3_reset(begin_write_.get());
+    if (rc != SQLITE_DONE) return Fault(rc, "write");
+    for (const Entry& e : batch)
+      if ((rc = Insert(put_.get(), e)) != SQLITE_DONE) break;
+    if (rc == SQLITE_DONE) {
+      rc = sqlite3_step(commit_.get());
+      sqlite3_reset(commit_.get());
+      if (rc == SQLITE_DONE) {
+        last_commit_ = Clock::now();
+        return;
+      }
+    }
+    db_.Exec("ROLLBACK");
+    Fault(rc, "write");
   }
 
-  fs::path root_;
+  // The two rows of one entry (its backend's name, its verdict), inside the caller's transaction.
+  int Insert(sqlite3_stmt* put, const Entry& e) {
+    int rc;
+    {
+      ResetOnExit r{put_backend_.get()};
+      BindBlob(put_backend_.get(), 1, e.key);
+      BindBlob(put_backend_.get(), 2, e.backend_id);
+      BindBlob(put_backend_.get(), 3, e.backend_version);
+      rc = sqlite3_step(put_backend_.get());
+    }
+    if (rc != SQLITE_DONE) return rc;
+    const Verdict& v = e.verdict;
+    const int kind = KindCode(v.kind);
+    ResetOnExit r{put};
+    BindBlob(put, 1, e.key);
+    BindBlob(put, 2, e.fingerprint);
+    sqlite3_bind_int(put, 3, kind);
+    BindBlob(put, 4, v.reason);
+    sqlite3_bind_double(put, 5, v.seconds);
+    BindBlob(put, 6, v.output_tail);
+    BindBlob(put, 7, EntryChecksum(e.backend_id, e.backend_version, e.fingerprint, kind, v.reason, v.seconds, v.output_tail));
+    return sqlite3_step(put);
+  }
+
+  std::optional<Verdict> LookupLocked(const std::string& key, const std::string& backend_id,
+                                      const std::string& backend_version, const std::string& fingerprint) {
+    if (!db_.open()) return std::nullopt;
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+      if (it->fingerprint == fingerprint && it->key == key && it->backend_id == backend_id &&
+          it->backend_version == backend_version)
+        return it->verdict;
+    sqlite3_stmt* s = get_.get();
+    int rc;
+    std::optional<Verdict> v;
+    {
+      ResetOnExit r{s};
+      BindBlob(s, 1, key);
+      BindBlob(s, 2, fingerprint);
+      rc = sqlite3_step(s);
+      if (rc == SQLITE_ROW) v = Decode(s, backend_id, backend_version, fingerprint);
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) Fault(rc, "read");
+    return v;
+  }
+
+  // A row that does not check out (wrong types, unknown kind, checksum) is a miss; the next Store replaces it.
+  static std::optional<Verdict> Decode(sqlite3_stmt* s, const std::string& backend_id,
+                                       const std::string& backend_version, const std::string& fingerprint) {
+    if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || sqlite3_column_type(s, 2) != SQLITE_FLOAT) return std::nullopt;
+    const int kind = sqlite3_column_int(s, 0);
+    if (kind != 1 && kind != 2) return std::nullopt;
+    Verdict v;
+    v.kind = kind == 1 ? Verdict::Kind::kSupported : Verdict::Kind::kUnsupported;
+    v.reason = std::string(ColumnBlob(s, 1));
+    v.seconds = sqlite3_column_double(s, 2);
+    v.output_tail = std::string(ColumnBlob(s, 3));
+    if (ColumnBlob(s, 4) !=
+        EntryChecksum(backend_id, backend_version, fingerprint, kind, v.reason, v.seconds, v.output_tail))
+      return std::nullopt;
+    return v;
+  }
+
+  bool Prepare() {
+    return db_.Prepare("SELECT kind, reason, seconds, output_tail, checksum FROM verdicts "
+                       "WHERE backend = ?1 AND fingerprint = ?2",
+                       get_) == SQLITE_OK &&
+           db_.Prepare("INSERT OR REPLACE INTO verdicts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", put_) == SQLITE_OK &&
+           db_.Prepare("INSERT OR IGNORE INTO backends VALUES (?1, ?2, ?3)", put_backend_) == SQLITE_OK &&
+           db_.Prepare("BEGIN", begin_) == SQLITE_OK && db_.Prepare("BEGIN IMMEDIATE", begin_write_) == SQLITE_OK &&
+           db_.Prepare("COMMIT", commit_) == SQLITE_OK;
+  }
+  void Finalize() {
+    for (Stmt* s : {&get_, &put_, &put_backend_, &begin_, &begin_write_, &commit_}) s->Finalize();
+  }
+
+  // Opens the file again and makes it a usable cache: as it is when ready, created when empty, set aside and
+  // started afresh when damaged or not a cache, closed (no local cache) when a newer opprobe wrote it; with
+  // `refuse`, a damaged or newer file is an error naming it instead. The caller holds the folder's lock.
+  Status Reopen(bool refuse) {
+    Finalize();
+    OPPROBE_RETURN_IF_ERROR(db_.Open(file_, true));
+    Db::Inspection in = db_.Inspect();
+    if (in.state == Db::State::kReady && !Prepare()) in = {Db::State::kDamaged, db_.Error(), 0};
+    switch (in.state) {
+      case Db::State::kReady:
+        return Status::Ok();
+      case Db::State::kError:
+        db_.Close();
+        return InvalidInput(fmt::format("{}: cannot read the probe cache: {}", file_, in.why));
+      case Db::State::kEmpty:
+        return Create();
+      case Db::State::kNewer: {
+        std::string what = fmt::format("{}: written by a newer opprobe (cache format {}; this one reads format {})",
+                                       file_, in.newer_format, kFormat);
+        db_.Close();
+        if (refuse) return InvalidInput(what + ": give another cache folder");
+        Warn(what + "; going on without the local cache");
+        return Status::Ok();
+      }
+      case Db::State::kDamaged:
+        if (refuse)
+          return InvalidInput(
+              fmt::format("{}: not a usable probe cache ({}): move it away or clear the cache", file_, in.why));
+        Finalize();
+        db_.Close();
+        SetAside(file_);
+        Warn(fmt::format("{}: not a usable probe cache ({}): set it aside as {}{} and started a fresh cache", file_,
+                         in.why, kCacheStoreFile, kDamagedSuffix));
+        OPPROBE_RETURN_IF_ERROR(db_.Open(file_, true));
+        return Create();
+    }
+    return Status::Ok();
+  }
+
+  // A new (empty) file becomes a cache. The caller holds the folder's lock.
+  Status Create() {
+    Status st = db_.CreateSchema(file_);
+    if (st.ok() && !Prepare()) st = InvalidInput(fmt::format("{}: cannot use the probe cache: {}", file_, db_.Error()));
+    if (!st.ok()) {
+      Finalize();
+      db_.Close();
+    }
+    return st;
+  }
+
+  // A read or write that failed. Damage (a bad page found only now) is one warning and a fresh cache, once per
+  // run (a second time, the run goes on without a local cache); anything else but a busy database, one warning.
+  void Fault(int rc, const char* what) {
+    if (!IsDamage(rc)) {
+      if ((rc & 0xff) != SQLITE_BUSY && !warned_fault_) {
+        warned_fault_ = true;
+        Warn(fmt::format("{}: cannot {} the probe cache ({}); going on", file_, what, sqlite3_errstr(rc)));
+      }
+      return;
+    }
+    Finalize();
+    if (recovered_) {
+      db_.Close();
+      Warn(fmt::format("{}: damaged again ({}); going on without the local cache", file_, sqlite3_errstr(rc)));
+      return;
+    }
+    recovered_ = true;
+    FolderLock lock(dir_);
+    if (db_.StillAt(file_)) {  // else another run has set it aside already: use what is there now
+      db_.Close();
+      SetAside(file_);
+      Warn(fmt::format("{}: not a usable probe cache ({}): set it aside as {}{} and started a fresh cache", file_,
+                       sqlite3_errstr(rc), kCacheStoreFile, kDamagedSuffix));
+    }
+    if (!Reopen(/*refuse=*/false).ok()) {
+      Finalize();
+      db_.Close();
+    }
+  }
+
+  // Copies the old layout's entries (checked as its reader checked them) into the database in one transaction,
+  // then removes the files it wrote. The caller holds the folder's lock.
+  void Migrate() {
+    using nlohmann::json;
+    fs::path old = dir_ / kOldLayout;
+    std::error_code ec;
+    Stmt ins;
+    if (!db_.open() || db_.Prepare("INSERT OR IGNORE INTO verdicts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", ins) != SQLITE_OK ||
+        db_.Prepare("INSERT OR IGNORE INTO backends VALUES (?1, ?2, ?3)", put_backend_) != SQLITE_OK)
+      return;
+    if (db_.Exec("BEGIN IMMEDIATE") != SQLITE_OK) return;
+    int64_t moved = 0;
+    std::vector<fs::path> ours;
+    for (const auto& bdir : fs::directory_iterator(old, ec)) {
+      if (!bdir.is_directory(ec)) continue;
+      for (const auto& e : fs::directory_iterator(bdir.path(), ec)) {
+        const bool entry = IsOldEntryFile(e);
+        if (entry || IsOldTempFile(e) || e.path().filename() == kOldBackendFile) ours.push_back(e.path());
+        if (!entry) continue;
+        auto text = io::ReadFile(e.path().string(), kMaxOldEntryBytes);
+        if (!text.ok()) continue;
+        json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+        if (!j.is_object()) continue;
+        auto str = [&](const char* k) -> std::optional<std::string> {
+          auto it = j.find(k);
+          if (it == j.end() || !it->is_string()) return std::nullopt;
+          return it->get<std::string>();
+        };
+        auto id = str("backend_id"), version = str("backend_version"), fp = str("fingerprint"), kind = str("verdict");
+        if (!id || !version || !fp || !kind || (*kind != "supported" && *kind != "unsupported")) continue;
+        const std::string key = BackendKeyHash(*id, *version);
+        // Where the old cache would have looked for this entry, or it was never one of its answers.
+        if (bdir.path().filename() != key || e.path().filename() != SafeFingerprint(*fp) + ".json") continue;
+        Entry row{key, *id, *version, *fp, {}};
+        Verdict& v = row.verdict;
+        v.kind = *kind == "supported" ? Verdict::Kind::kSupported : Verdict::Kind::kUnsupported;
+        v.reason = str("reason").value_or("");
+        v.output_tail = str("output_tail").value_or("");
+        if (auto it = j.find("seconds"); it != j.end() && it->is_number()) v.seconds = it->get<double>();
+        if (Insert(ins.get(), row) == SQLITE_DONE) moved += sqlite3_changes(db_.get());  // 0: already there
+      }
+    }
+    if (db_.Exec("COMMIT") != SQLITE_OK) {
+      db_.Exec("ROLLBACK");
+      return;  // the files stay; the next open tries again
+    }
+    for (const auto& p : ours) fs::remove(p, ec);
+    for (const auto& bdir : fs::directory_iterator(old, ec)) fs::remove(bdir.path(), ec);  // only when empty
+    fs::remove(old, ec);
+    Warn(fmt::format("{}: moved {} cached verdicts from the one-file-per-verdict layout ({}/) into {}", dir_.string(),
+                     moved, kOldLayout, kCacheStoreFile));
+  }
+
+  void Warn(const std::string& line) {
+    if (options_.on_warning) options_.on_warning(line);
+  }
+
+  const fs::path dir_;
+  const std::string file_;
+  const DiskCacheOptions options_;
+  std::mutex mu_;  // one connection, used by one thread at a time
+  Db db_;          // closed: no usable cache; every lookup misses and stores are dropped
+  Stmt get_, put_, put_backend_, begin_, begin_write_, commit_;
+  std::vector<Entry> pending_;  // stored, not yet committed
+  Clock::time_point pending_since_{}, last_commit_{};
+  bool recovered_ = false;
+  bool warned_fault_ = false;
 };
 
-bool IsEntryFile(const fs::directory_entry& e) {
-  const std::string name = e.path().filename().string();
-  return e.is_regular_file() && name != kBackendFile && name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
-}
 
-bool IsTempFile(const fs::directory_entry& e) {
-  return e.is_regular_file() && e.path().filename().string().find(".json.tmp.") != std::string::npos;
+int64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  auto n = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
 }
 
 }  // namespace
@@ -132,67 +629,129 @@ std::string DefaultCacheDir() {
   return fmt::format("/tmp/opprobe-cache-{}", ::getuid());
 }
 
-Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir) {
+Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir, const DiskCacheOptions& options) {
   if (dir.empty()) return InvalidInput("cache directory is empty");
   std::error_code ec;
   fs::path root(dir);
-  fs::create_directories(root / kLayout, ec);
+  fs::create_directories(root, ec);
   if (ec) return InvalidInput(fmt::format("cannot use cache directory '{}': {}", dir, ec.message()));
-  if (::access((root / kLayout).c_str(), W_OK | X_OK) != 0)
+  if (::access(root.c_str(), W_OK | X_OK) != 0)
     return InvalidInput(fmt::format("cannot use cache directory '{}': not writable", dir));
-  return std::unique_ptr<ProbeCache>(std::make_unique<DiskCache>(root));
+  auto cache = std::make_unique<DiskCache>(root, options);
+  OPPROBE_RETURN_IF_ERROR(cache->Open());
+  return std::unique_ptr<ProbeCache>(std::move(cache));
 }
 
 Expected<DiskCacheStats> GetDiskCacheStats(const std::string& dir) {
   DiskCacheStats stats;
   stats.dir = dir;
-  fs::path layout = fs::path(dir) / kLayout;
   std::error_code ec;
-  if (!fs::exists(layout, ec)) return stats;
-  fs::directory_iterator it(layout, ec);
-  if (ec) return InvalidInput(fmt::format("cannot read cache directory '{}': {}", layout.string(), ec.message()));
-  for (const auto& bdir : it) {
-    if (!bdir.is_directory(ec)) continue;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    return InvalidInput(fmt::format("{}: not a cache directory (a file)", dir));
+  stats.old_layout_entries = CountOldLayout(dir);
+  const std::string file = (fs::path(dir) / kCacheStoreFile).string();
+  if (!fs::exists(file, ec)) return stats;
+  stats.file = file;
+  stats.bytes = FileSize(file) + FileSize(file + "-wal");
+  Db db;
+  OPPROBE_RETURN_IF_ERROR(db.Open(file, /*create=*/false));
+  Db::Inspection in = db.Inspect();
+  switch (in.state) {
+    case Db::State::kEmpty: return stats;
+    case Db::State::kError: return InvalidInput(fmt::format("{}: cannot read the probe cache: {}", file, in.why));
+    case Db::State::kNewer:
+      stats.unusable = fmt::format("written by a newer opprobe (cache format {}; this one reads format {})",
+                                   in.newer_format, kFormat);
+      return stats;
+    case Db::State::kDamaged: stats.unusable = in.why; return stats;
+    case Db::State::kReady: break;
+  }
+  Stmt s;
+  int rc = db.Prepare(
+      "SELECT v.backend, b.backend_id, b.backend_version, count(*), "
+      "sum(length(v.backend) + length(v.fingerprint) + length(v.reason) + length(v.output_tail) + "
+      "length(v.checksum) + 16) "
+      "FROM verdicts v LEFT JOIN backends b ON b.key = v.backend GROUP BY v.backend",
+      s);
+  while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+    if ((rc = sqlite3_step(s.get())) != SQLITE_ROW) break;
     DiskCacheStats::Backend b;
-    if (auto text = ReadSmallFile(bdir.path() / kBackendFile)) {
-      json j = json::parse(*text, nullptr, false);
-      if (j.is_object() && j.contains("backend_id") && j["backend_id"].is_string()) b.id = j["backend_id"];
-      if (j.is_object() && j.contains("backend_version") && j["backend_version"].is_string())
-        b.version = j["backend_version"];
+    if (sqlite3_column_type(s.get(), 1) != SQLITE_NULL) {
+      b.id = std::string(ColumnBlob(s.get(), 1));
+      b.version = std::string(ColumnBlob(s.get(), 2));
+    } else {
+      b.id = fmt::format("(unknown backend {})", hlo::OneLine(ColumnBlob(s.get(), 0), 40));
     }
-    if (b.id.empty()) b.id = "(unknown backend " + bdir.path().filename().string() + ")";
-    for (const auto& e : fs::directory_iterator(bdir.path(), ec)) {
-      if (!IsEntryFile(e)) continue;
-      ++b.entries;
-      b.bytes += static_cast<int64_t>(e.file_size(ec));
-    }
+    b.entries = sqlite3_column_int64(s.get(), 3);
+    b.bytes = sqlite3_column_int64(s.get(), 4);
     stats.entries += b.entries;
-    stats.bytes += b.bytes;
     stats.backends.push_back(std::move(b));
+  }
+  if (rc != SQLITE_DONE) {
+    stats.unusable = sqlite3_errstr(rc);
+    stats.entries = 0;
+    stats.backends.clear();
+    return stats;
   }
   std::sort(stats.backends.begin(), stats.backends.end(),
             [](const auto& a, const auto& b) { return std::tie(a.id, a.version) < std::tie(b.id, b.version); });
   return stats;
 }
 
-Expected<int64_t> ClearDiskCache(const std::string& dir) {
-  fs::path layout = fs::path(dir) / kLayout;
+Expected<DiskCacheClear> ClearDiskCache(const std::string& dir) {
+  DiskCacheClear result;
   std::error_code ec;
-  if (!fs::exists(layout, ec)) return int64_t{0};
-  int64_t removed = 0;
-  fs::directory_iterator it(layout, ec);
-  if (ec) return InvalidInput(fmt::format("cannot read cache directory '{}': {}", layout.string(), ec.message()));
-  for (const auto& bdir : it) {
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    return InvalidInput(fmt::format("{}: not a cache directory (a file)", dir));
+  // The old layout: only the files it wrote.
+  fs::path old = fs::path(dir) / kOldLayout;
+  for (const auto& bdir : fs::directory_iterator(old, ec)) {
     if (!bdir.is_directory(ec)) continue;
     for (const auto& e : fs::directory_iterator(bdir.path(), ec)) {
-      bool entry = IsEntryFile(e);
-      if (entry || IsTempFile(e) || e.path().filename() == kBackendFile) {
-        if (fs::remove(e.path(), ec) && entry) ++removed;
+      bool entry = IsOldEntryFile(e);
+      if (entry || IsOldTempFile(e) || e.path().filename() == kOldBackendFile) {
+        if (fs::remove(e.path(), ec) && entry) ++result.removed;
       }
     }
     fs::remove(bdir.path(), ec);  // only when empty
   }
-  return removed;
+  fs::remove(old, ec);
+  const std::string file = (fs::path(dir) / kCacheStoreFile).string();
+  if (!fs::exists(file, ec)) return result;
+  Db db;
+  OPPROBE_RETURN_IF_ERROR(db.Open(file, /*create=*/false));
+  Db::Inspection in = db.Inspect();
+  switch (in.state) {
+    case Db::State::kEmpty: return result;
+    case Db::State::kError: return InvalidInput(fmt::format("{}: cannot read the probe cache: {}", file, in.why));
+    case Db::State::kNewer:
+      return InvalidInput(fmt::format("{}: written by a newer opprobe (cache format {}; this one reads format {}): "
+                                      "clear it with that version",
+                                      file, in.newer_format, kFormat));
+    case Db::State::kDamaged: {
+      db.Close();
+      FolderLock lock(dir);
+      RemoveStoreFiles(file);
+      result.removed_file = file;
+      result.why = in.why;
+      return result;
+    }
+    case Db::State::kReady: break;
+  }
+  int64_t n = 0;
+  int rc = db.Exec("BEGIN IMMEDIATE");
+  if (rc == SQLITE_OK) rc = db.QueryInt("SELECT count(*) FROM verdicts", n);
+  if (rc == SQLITE_OK) rc = db.Exec("DELETE FROM verdicts; DELETE FROM backends; COMMIT");
+  if (rc != SQLITE_OK) {
+    std::string msg = db.Error();
+    db.Exec("ROLLBACK");
+    return InvalidInput(fmt::format("{}: cannot clear the probe cache: {}", file, msg));
+  }
+  result.removed += n;
+  // Give the space back when no other run is reading (else it is reused by the next entries).
+  db.Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  db.Exec("VACUUM");
+  return result;
 }
 
 }  // namespace opprobe::compiler_probe

@@ -58,13 +58,18 @@ Status ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_
   const std::string version = backend.version();
   const int64_t total = static_cast<int64_t>(probes.size());
   std::vector<size_t> todo;
+  std::vector<std::optional<compiler_probe::Verdict>> cached;
+  if (options.cache) {  // one batch: the disk cache answers it in one read transaction
+    std::vector<std::string> fingerprints;
+    fingerprints.reserve(probes.size());
+    for (const auto& p : probes) fingerprints.push_back(p.fingerprint);
+    cached = options.cache->LookupMany(id, version, fingerprints);
+  }
   for (size_t i = 0; i < probes.size(); ++i) {
-    if (options.cache) {
-      if (auto v = options.cache->Lookup(id, version, probes[i].fingerprint)) {
-        probes[i].verdict = *v;
-        probes[i].cache_hit = true;
-        continue;
-      }
+    if (i < cached.size() && cached[i]) {
+      probes[i].verdict = std::move(*cached[i]);
+      probes[i].cache_hit = true;
+      continue;
     }
     todo.push_back(i);
   }

@@ -107,13 +107,14 @@ namespace {
 Expected<std::unique_ptr<compiler_probe::ProbeCache>> OpenCaches(const AnalysisOptions& options,
                                                                compiler_probe::SharedProbeCache*& shared) {
   std::string dir = options.cache_dir.empty() ? compiler_probe::DefaultCacheDir() : options.cache_dir;
-  auto opened = compiler_probe::OpenDiskCache(dir);
+  auto warn = options.on_warning ? options.on_warning : [](const std::string&) {};
+  // A cache folder the caller named that holds no usable cache is refused; the default one starts afresh.
+  auto opened = compiler_probe::OpenDiskCache(dir, {!options.cache_dir.empty(), warn});
   if (!opened.ok()) return opened.status().WithContext("probe cache");
   std::unique_ptr<compiler_probe::ProbeCache> cache = std::move(opened).value();
   if (options.remote_cache.empty()) return cache;
   auto store = compiler_probe::OpenRemoteStore(options.remote_cache);
   if (!store.ok()) return store.status().WithContext("shared probe cache");
-  auto warn = options.on_warning ? options.on_warning : [](const std::string&) {};
   auto s = std::make_unique<compiler_probe::SharedProbeCache>(std::move(cache), std::move(store).value(), warn);
   shared = s.get();
   return std::unique_ptr<compiler_probe::ProbeCache>(std::move(s));

@@ -96,6 +96,22 @@ std::optional<Verdict> SharedProbeCache::Lookup(const std::string& backend_id, c
   if (local_) {
     if (auto v = local_->Lookup(backend_id, backend_version, fingerprint)) return v;  // never asks the server
   }
+  return LookupRemote(backend_id, backend_version, fingerprint);
+}
+
+std::vector<std::optional<Verdict>> SharedProbeCache::LookupMany(const std::string& backend_id,
+                                                                 const std::string& backend_version,
+                                                                 const std::vector<std::string>& fingerprints) {
+  // The local tier answers the whole batch at once; the server is asked only for what it did not have.
+  std::vector<std::optional<Verdict>> out = local_ ? local_->LookupMany(backend_id, backend_version, fingerprints)
+                                                   : std::vector<std::optional<Verdict>>(fingerprints.size());
+  for (size_t i = 0; i < fingerprints.size(); ++i)
+    if (!out[i]) out[i] = LookupRemote(backend_id, backend_version, fingerprints[i]);
+  return out;
+}
+
+std::optional<Verdict> SharedProbeCache::LookupRemote(const std::string& backend_id, const std::string& backend_version,
+                                                      const std::string& fingerprint) {
   CacheKey key{backend_id, backend_version, fingerprint};
   auto v = RemoteGet(key);
   if (!v) {

@@ -36,6 +36,8 @@ class SharedProbeCache : public ProbeCache {
                                 const std::string& fingerprint) override;
   void Store(const std::string& backend_id, const std::string& backend_version, const std::string& fingerprint,
              const Verdict& verdict) override;
+  std::vector<std::optional<Verdict>> LookupMany(const std::string& backend_id, const std::string& backend_version,
+                                                 const std::vector<std::string>& fingerprints) override;
 
   // Probes `key` through `probe` unless another run holds the unit's lease; then waits (up to about
   // `lease_seconds`) for that run's verdict. With the server unusable, just probes.
@@ -46,6 +48,9 @@ class SharedProbeCache : public ProbeCache {
 
  private:
   std::optional<Verdict> RemoteGet(const CacheKey& key);
+  // A local miss: the server's verdict (also stored locally), counted as a hit or miss.
+  std::optional<Verdict> LookupRemote(const std::string& backend_id, const std::string& backend_version,
+                                      const std::string& fingerprint);
   void RemotePut(const CacheKey& key, const Verdict& v);
   // Returns false (and disables the remote tier, warning once) for a fault.
   bool Check(const StoreReply& r, const char* what);

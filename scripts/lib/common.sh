@@ -22,6 +22,8 @@ OPPROBE_TEST_PACKAGES+=(python3-setuptools python3-pip python3-venv)
 # Shared probe caches: Redis through hiredis, HTTP through libcurl; their tests start real servers.
 OPPROBE_PACKAGES+=(libhiredis-dev libcurl4-openssl-dev)
 OPPROBE_TEST_PACKAGES+=(redis-server nginx)
+# The local probe cache: one SQLite database per cache folder.
+OPPROBE_PACKAGES+=(libsqlite3-dev)
 
 opprobe_install() {
   local wanted=("$@") missing=()

@@ -1,13 +1,18 @@
 #include "compiler_probe/disk_cache.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
+
+#include "compiler_probe/remote/entry.h"
 
 namespace opprobe::compiler_probe {
 namespace {
@@ -22,6 +27,7 @@ struct TempDir {
     fs::remove_all(path);
   }
   ~TempDir() { fs::remove_all(path); }
+  std::string File() const { return (path / kCacheStoreFile).string(); }
 };
 
 Verdict Unsupported(const std::string& reason, double seconds = 1.5) {
@@ -30,6 +36,28 @@ Verdict Unsupported(const std::string& reason, double seconds = 1.5) {
   v.output_tail = "tail\n";
   return v;
 }
+
+// Collects the warnings a cache gives.
+struct Warnings {
+  std::vector<std::string> lines;
+  DiskCacheOptions Options(bool named = false) {
+    return {named, [this](const std::string& w) { lines.push_back(w); }};
+  }
+};
+
+// Runs SQL on a cache file behind the cache's back (damage, another format, another program's database).
+void Sql(const std::string& file, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 TEST(DiskCacheTest, StoresAndLooksUpByAllThreeKeys) {
   TempDir tmp;
@@ -53,6 +81,33 @@ TEST(DiskCacheTest, StoresAndLooksUpByAllThreeKeys) {
   auto again = OpenDiskCache(tmp.path.string());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->Lookup("cmd:a", "1", "00ff")->reason, "no c64");
+  // The folder holds the database and its lock file, nothing per entry.
+  for (const auto& e : fs::directory_iterator(tmp.path))
+    EXPECT_EQ(e.path().filename().string().rfind(kCacheStoreFile, 0) == 0 || e.path().filename() == "verdicts.lock",
+              true)
+        << e.path();
+}
+
+TEST(DiskCacheTest, LookupManyAnswersAsLookupDoes) {
+  TempDir tmp;
+  auto cache = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(cache.ok());
+  auto& c = **cache;
+  for (int i = 0; i < 300; i += 2) c.Store("b", "1", "f" + std::to_string(i), Unsupported("r" + std::to_string(i)));
+  std::vector<std::string> fps;
+  for (int i = 0; i < 300; ++i) fps.push_back("f" + std::to_string(i));
+  auto many = c.LookupMany("b", "1", fps);
+  ASSERT_EQ(many.size(), fps.size());
+  for (int i = 0; i < 300; ++i) {
+    auto one = c.Lookup("b", "1", fps[i]);
+    ASSERT_EQ(many[i].has_value(), i % 2 == 0) << i;
+    ASSERT_EQ(one.has_value(), i % 2 == 0) << i;
+    if (one) {
+      EXPECT_EQ(many[i]->reason, one->reason);
+    }
+  }
+  EXPECT_TRUE(c.LookupMany("b", "2", fps)[0] == std::nullopt);  // the backend is part of the key
+  EXPECT_TRUE(c.LookupMany("b", "1", {}).empty());
 }
 
 TEST(DiskCacheTest, ErrorVerdictsAreNotStored) {
@@ -61,39 +116,55 @@ TEST(DiskCacheTest, ErrorVerdictsAreNotStored) {
   ASSERT_TRUE(cache.ok());
   (*cache)->Store("cmd:a", "1", "aa", Verdict::Error("timed out"));
   EXPECT_FALSE((*cache)->Lookup("cmd:a", "1", "aa").has_value());
+  cache->reset();
+  EXPECT_EQ(GetDiskCacheStats(tmp.path.string())->entries, 0);
 }
 
-TEST(DiskCacheTest, OddKeysAndTextSurvive) {
+TEST(DiskCacheTest, OddKeysAndTextSurviveByteForByte) {
   TempDir tmp;
   auto cache = OpenDiskCache(tmp.path.string());
   ASSERT_TRUE(cache.ok());
   std::string id = "cmd:cc --flag \"x y\" {hlo_pb} /../..";
   std::string fp = "../../etc/passwd";
+  std::string nul_fp("a\0b", 3);
   (*cache)->Store(id, "v\n2", fp, Unsupported("bad \xFF byte \"quoted\""));
-  auto v = (*cache)->Lookup(id, "v\n2", fp);
+  (*cache)->Store(id, "v\n2", nul_fp, Verdict::Supported());
+  cache->reset();  // through the file, not the batch waiting in memory
+  auto reopened = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(reopened.ok());
+  auto v = (*reopened)->Lookup(id, "v\n2", fp);
   ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->reason, "bad \xEF\xBF\xBD byte \"quoted\"");
+  EXPECT_EQ(v->reason, "bad \xFF byte \"quoted\"");
+  EXPECT_TRUE((*reopened)->Lookup(id, "v\n2", nul_fp).has_value());
+  EXPECT_FALSE((*reopened)->Lookup(id, "v\n2", "a").has_value());  // the whole key, embedded NUL and all
   for (const auto& e : fs::recursive_directory_iterator(tmp.path))
     EXPECT_EQ(e.path().string().rfind(tmp.path.string(), 0), 0u);
   EXPECT_FALSE(fs::exists(tmp.path / "etc"));
 }
 
-TEST(DiskCacheTest, CorruptEntriesAreMisses) {
+TEST(DiskCacheTest, DamagedOrEditedRowsAreMisses) {
   TempDir tmp;
-  auto cache = OpenDiskCache(tmp.path.string());
-  ASSERT_TRUE(cache.ok());
-  (*cache)->Store("b", "1", "abc", Verdict::Supported());
-  int files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(tmp.path)) {
-    if (e.path().filename() == "abc.json") {
-      std::ofstream(e.path()) << "{ not json";
-      ++files;
-    }
+  {
+    auto cache = OpenDiskCache(tmp.path.string());
+    ASSERT_TRUE(cache.ok());
+    (*cache)->Store("b", "1", "abc", Unsupported("why"));
+    (*cache)->Store("b", "1", "def", Verdict::Supported());
+    (*cache)->Store("b", "1", "ghi", Verdict::Supported());
   }
-  ASSERT_EQ(files, 1);
-  EXPECT_FALSE((*cache)->Lookup("b", "1", "abc").has_value());
-  (*cache)->Store("b", "1", "abc", Verdict::Supported());
-  EXPECT_TRUE((*cache)->Lookup("b", "1", "abc").has_value());
+  Sql(tmp.File(), "UPDATE verdicts SET reason = CAST('edited' AS BLOB) WHERE fingerprint = CAST('abc' AS BLOB);"
+                  "UPDATE verdicts SET kind = 7 WHERE fingerprint = CAST('def' AS BLOB);"
+                  "UPDATE verdicts SET seconds = 'x' WHERE fingerprint = CAST('ghi' AS BLOB);");
+  Warnings w;
+  auto cache = OpenDiskCache(tmp.path.string(), w.Options());
+  ASSERT_TRUE(cache.ok());
+  EXPECT_FALSE((*cache)->Lookup("b", "1", "abc").has_value());  // checksum
+  EXPECT_FALSE((*cache)->Lookup("b", "1", "def").has_value());  // unknown kind
+  EXPECT_FALSE((*cache)->Lookup("b", "1", "ghi").has_value());  // wrong type
+  EXPECT_TRUE(w.lines.empty());  // a bad row is a miss, not a damaged cache
+  (*cache)->Store("b", "1", "abc", Unsupported("fresh"));
+  EXPECT_EQ((*cache)->Lookup("b", "1", "abc")->reason, "fresh");
+  cache->reset();
+  EXPECT_EQ((*OpenDiskCache(tmp.path.string()))->Lookup("b", "1", "abc")->reason, "fresh");
 }
 
 TEST(DiskCacheTest, StatsAndClear) {
@@ -101,28 +172,39 @@ TEST(DiskCacheTest, StatsAndClear) {
   auto empty = GetDiskCacheStats(tmp.path.string());
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(empty->entries, 0);
+  EXPECT_FALSE(fs::exists(tmp.path));  // stats only reads
   auto cache = OpenDiskCache(tmp.path.string());
   ASSERT_TRUE(cache.ok());
   for (int i = 0; i < 5; ++i) (*cache)->Store("cmd:x", "1", "f" + std::to_string(i), Verdict::Supported());
   for (int i = 0; i < 3; ++i) (*cache)->Store("pjrt:p.so", "0.54", "f" + std::to_string(i), Unsupported("r"));
+  cache->reset();
+  cache = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(cache.ok());
   auto stats = GetDiskCacheStats(tmp.path.string());
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->entries, 8);
   EXPECT_GT(stats->bytes, 0);
+  EXPECT_EQ(stats->file, tmp.File());
   ASSERT_EQ(stats->backends.size(), 2u);
   EXPECT_EQ(stats->backends[0].id, "cmd:x");
   EXPECT_EQ(stats->backends[0].version, "1");
   EXPECT_EQ(stats->backends[0].entries, 5);
+  EXPECT_GT(stats->backends[0].bytes, 0);
   EXPECT_EQ(stats->backends[1].id, "pjrt:p.so");
   EXPECT_EQ(stats->backends[1].entries, 3);
   auto removed = ClearDiskCache(tmp.path.string());
-  ASSERT_TRUE(removed.ok());
-  EXPECT_EQ(*removed, 8);
+  ASSERT_TRUE(removed.ok()) << removed.status().message();
+  EXPECT_EQ(removed->removed, 8);
+  EXPECT_TRUE(removed->removed_file.empty());
   EXPECT_EQ(GetDiskCacheStats(tmp.path.string())->entries, 0);
+  // A handle that was open during the clear (another run) sees it, and stays usable.
   EXPECT_FALSE((*cache)->Lookup("cmd:x", "1", "f0").has_value());
-  // Still usable after a clear.
   (*cache)->Store("cmd:x", "1", "f0", Verdict::Supported());
   EXPECT_TRUE((*cache)->Lookup("cmd:x", "1", "f0").has_value());
+  cache->reset();
+  auto after = GetDiskCacheStats(tmp.path.string());
+  ASSERT_EQ(after->backends.size(), 1u);
+  EXPECT_EQ(after->backends[0].id, "cmd:x");
 }
 
 TEST(DiskCacheTest, ConcurrentThreadsShareOneCache) {
@@ -138,31 +220,41 @@ TEST(DiskCacheTest, ConcurrentThreadsShareOneCache) {
         (*cache)->Store("b", "1", fp, Unsupported("reason " + fp, t));
         auto v = (*cache)->Lookup("b", "1", fp);
         if (!v || v->reason != "reason " + fp) ++bad;  // never a torn or missing entry once written
+        auto many = (*cache)->LookupMany("b", "1", {fp, "none"});
+        if (!many[0] || many[0]->reason != "reason " + fp || many[1]) ++bad;
       }
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+  cache->reset();
   EXPECT_EQ(GetDiskCacheStats(tmp.path.string())->entries, 20);
-  for (const auto& e : fs::recursive_directory_iterator(tmp.path))
-    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
 }
 
-TEST(DiskCacheTest, ConcurrentProcessesShareOneDirectory) {
+// Several opprobe runs on one folder at once: each writes its own verdicts and the shared ones, reads them all
+// back, and every verdict of every run is in the file afterwards.
+TEST(DiskCacheTest, ConcurrentProcessesShareOneFolder) {
   TempDir tmp;
+  constexpr int kProcesses = 6;
   std::vector<pid_t> pids;
-  for (int p = 0; p < 4; ++p) {
+  for (int p = 0; p < kProcesses; ++p) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      auto cache = OpenDiskCache(tmp.path.string());
-      if (!cache.ok()) ::_exit(1);
       int bad = 0;
-      for (int i = 0; i < 100; ++i) {
-        std::string fp = "fp" + std::to_string(i % 10);
-        (*cache)->Store("b", "1", fp, Unsupported("r" + fp));
-        auto v = (*cache)->Lookup("b", "1", fp);
-        if (!v || v->reason != "r" + fp) ++bad;
-      }
+      {
+        auto cache = OpenDiskCache(tmp.path.string());  // all at once: the first creates it, under its lock
+        if (!cache.ok()) ::_exit(1);
+        for (int i = 0; i < 150; ++i) {
+          std::string shared = "shared" + std::to_string(i % 10);
+          std::string own = "p" + std::to_string(p) + "-" + std::to_string(i);
+          (*cache)->Store("b", "1", shared, Unsupported("r" + shared));
+          (*cache)->Store("b", "1", own, Verdict::Supported());
+          auto v = (*cache)->Lookup("b", "1", shared);
+          if (!v || v->reason != "r" + shared) ++bad;
+          if (!(*cache)->Lookup("b", "1", own)) ++bad;
+          if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(60));  // a commit of its own
+        }
+      }  // closing writes what is still waiting
       ::_exit(bad == 0 ? 0 : 2);
     }
     pids.push_back(pid);
@@ -170,9 +262,220 @@ TEST(DiskCacheTest, ConcurrentProcessesShareOneDirectory) {
   for (pid_t pid : pids) {
     int status = 0;
     ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
-  EXPECT_EQ(GetDiskCacheStats(tmp.path.string())->entries, 10);
+  EXPECT_EQ(GetDiskCacheStats(tmp.path.string())->entries, 10 + kProcesses * 150);
+  auto cache = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(cache.ok());
+  for (int p = 0; p < kProcesses; ++p) EXPECT_TRUE((*cache)->Lookup("b", "1", "p" + std::to_string(p) + "-149"));
+}
+
+TEST(DiskCacheTest, AFileThatIsNotACacheStartsAFreshOneWithOneWarning) {
+  TempDir tmp;
+  fs::create_directories(tmp.path);
+  WriteBytes(tmp.File(), "this is not a database, it is a note\n");
+  Warnings w;
+  auto cache = OpenDiskCache(tmp.path.string(), w.Options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find(tmp.File()), std::string::npos) << w.lines[0];
+  EXPECT_NE(w.lines[0].find("file is not a database"), std::string::npos) << w.lines[0];
+  EXPECT_NE(w.lines[0].find("fresh cache"), std::string::npos) << w.lines[0];
+  EXPECT_EQ(w.lines[0].find('\n'), std::string::npos);
+  // Set aside, not destroyed.
+  std::ifstream aside(tmp.File() + ".damaged");
+  std::string kept((std::istreambuf_iterator<char>(aside)), {});
+  EXPECT_EQ(kept, "this is not a database, it is a note\n");
+  EXPECT_FALSE((*cache)->Lookup("b", "1", "x").has_value());
+  (*cache)->Store("b", "1", "x", Verdict::Supported());
+  cache->reset();
+  EXPECT_EQ(GetDiskCacheStats(tmp.path.string())->entries, 1);
+  EXPECT_EQ(w.lines.size(), 1u);
+}
+
+TEST(DiskCacheTest, AnotherProgramsDatabaseIsNotACache) {
+  TempDir tmp;
+  fs::create_directories(tmp.path);
+  Sql(tmp.File(), "CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES ('keep me');");
+  auto stats = GetDiskCacheStats(tmp.path.string());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_NE(stats->unusable.find("another program's SQLite database"), std::string::npos) << stats->unusable;
+  // Named by the user: refused, one line naming the file, nothing touched.
+  auto named = OpenDiskCache(tmp.path.string(), {/*named=*/true, nullptr});
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(named.status().message().rfind(tmp.File() + ": not a usable probe cache (another program's", 0), 0u)
+      << named.status().message();
+  EXPECT_FALSE(fs::exists(tmp.File() + ".damaged"));
+  // The default folder: set aside, and a fresh cache.
+  Warnings w;
+  auto cache = OpenDiskCache(tmp.path.string(), w.Options());
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ(w.lines.size(), 1u);
+  EXPECT_TRUE(fs::exists(tmp.File() + ".damaged"));
+  (*cache)->Store("b", "1", "x", Verdict::Supported());
+  EXPECT_TRUE((*cache)->Lookup("b", "1", "x").has_value());
+}
+
+TEST(DiskCacheTest, ANamedFolderWithADamagedFileIsRefusedInOneLine) {
+  TempDir tmp;
+  fs::create_directories(tmp.path);
+  std::string junk = "SQLite format 3";
+  junk += std::string("\0\xff\xfe\n\x01", 5);
+  junk += std::string(200, 'x');
+  WriteBytes(tmp.File(), junk);
+  auto named = OpenDiskCache(tmp.path.string(), {/*named=*/true, nullptr});
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.status().code(), ErrorCode::kInvalidInput);
+  const std::string& m = named.status().message();
+  EXPECT_EQ(m.rfind(tmp.File() + ": not a usable probe cache (", 0), 0u) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+  EXPECT_EQ(m.find('\xff'), std::string::npos);  // no bytes of the file in the message
+  EXPECT_EQ(fs::file_size(tmp.File()), junk.size());  // left as it was
+  // Clearing it removes the file and says why.
+  auto cleared = ClearDiskCache(tmp.path.string());
+  ASSERT_TRUE(cleared.ok()) << cleared.status().message();
+  EXPECT_EQ(cleared->removed_file, tmp.File());
+  EXPECT_FALSE(cleared->why.empty());
+  EXPECT_FALSE(fs::exists(tmp.File()));
+  EXPECT_TRUE(OpenDiskCache(tmp.path.string(), {/*named=*/true, nullptr}).ok());
+}
+
+// Damage that the header does not show (a bad page) is found by the first read that reaches it: one warning, the
+// file set aside, and the run goes on with a fresh cache.
+TEST(DiskCacheTest, ADamagedPageFoundWhileReadingStartsAFreshCache) {
+  TempDir tmp;
+  std::vector<std::string> fps;
+  {
+    auto cache = OpenDiskCache(tmp.path.string());
+    ASSERT_TRUE(cache.ok());
+    for (int i = 0; i < 3000; ++i) {
+      fps.push_back("fingerprint-" + std::to_string(i));
+      (*cache)->Store("b", "1", fps.back(), Unsupported(std::string(100, 'r')));
+    }
+  }
+  auto size = fs::file_size(tmp.File());
+  ASSERT_GT(size, 40u * 4096);
+  {
+    std::fstream f(tmp.File(), std::ios::in | std::ios::out | std::ios::binary);
+    for (uint64_t page = 2; page < size / 4096; ++page) {  // every page but the first two: the tree's nodes
+      f.seekp(static_cast<std::streamoff>(page * 4096));
+      f << std::string(64, '\x5a');
+    }
+  }
+  Warnings w;
+  auto cache = OpenDiskCache(tmp.path.string(), w.Options(/*named=*/true));
+  ASSERT_TRUE(cache.ok()) << cache.status().message();  // the header is fine
+  auto found = (*cache)->LookupMany("b", "1", fps);
+  int hits = 0;
+  for (const auto& v : found) hits += v.has_value();
+  EXPECT_LT(hits, 3000);
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find("database disk image is malformed"), std::string::npos) << w.lines[0];
+  EXPECT_TRUE(fs::exists(tmp.File() + ".damaged"));
+  (*cache)->Store("b", "1", "new", Verdict::Supported());
+  EXPECT_TRUE((*cache)->Lookup("b", "1", "new").has_value());
+  cache->reset();
+  auto stats = GetDiskCacheStats(tmp.path.string());
+  EXPECT_TRUE(stats->unusable.empty()) << stats->unusable;
+  EXPECT_EQ(stats->entries, 1);
+  EXPECT_EQ(w.lines.size(), 1u);
+}
+
+TEST(DiskCacheTest, ANewerFormatIsLeftAlone) {
+  TempDir tmp;
+  {
+    auto cache = OpenDiskCache(tmp.path.string());
+    ASSERT_TRUE(cache.ok());
+    (*cache)->Store("b", "1", "x", Verdict::Supported());
+  }
+  Sql(tmp.File(), "PRAGMA user_version = 99");
+  auto named = OpenDiskCache(tmp.path.string(), {/*named=*/true, nullptr});
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.status().message().find("newer opprobe (cache format 99"), std::string::npos);
+  Warnings w;
+  auto cache = OpenDiskCache(tmp.path.string(), w.Options());
+  ASSERT_TRUE(cache.ok());
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find("without the local cache"), std::string::npos) << w.lines[0];
+  EXPECT_FALSE((*cache)->Lookup("b", "1", "x").has_value());
+  (*cache)->Store("b", "1", "y", Verdict::Supported());
+  cache->reset();
+  EXPECT_FALSE(fs::exists(tmp.File() + ".damaged"));
+  EXPECT_NE(GetDiskCacheStats(tmp.path.string())->unusable.find("newer"), std::string::npos);
+  EXPECT_FALSE(ClearDiskCache(tmp.path.string()).ok());
+  Sql(tmp.File(), "PRAGMA user_version = 1");
+  auto back = OpenDiskCache(tmp.path.string());
+  EXPECT_TRUE((*back)->Lookup("b", "1", "x").has_value());
+  EXPECT_FALSE((*back)->Lookup("b", "1", "y").has_value());
+}
+
+// The layout before the database, written as that version wrote it: <dir>/v1/<backend hash>/<fingerprint>.json.
+void WriteOldEntry(const fs::path& dir, const std::string& id, const std::string& version, const std::string& fp,
+                   const std::string& kind, const std::string& reason) {
+  fs::path bdir = dir / "v1" / BackendKeyHash(id, version);
+  fs::create_directories(bdir);
+  nlohmann::json b = {{"backend_id", id}, {"backend_version", version}};
+  std::ofstream(bdir / "backend.json") << b.dump(1);
+  nlohmann::json e = {{"backend_id", id}, {"backend_version", version}, {"fingerprint", fp}, {"verdict", kind},
+                      {"reason", reason}, {"seconds", 2.5}, {"output_tail", "t"}};
+  std::ofstream(bdir / (SafeFingerprint(fp) + ".json")) << e.dump(1);
+}
+
+TEST(DiskCacheTest, TheOldLayoutIsMigratedOnce) {
+  TempDir tmp;
+  WriteOldEntry(tmp.path, "cmd:a", "1", "f1", "unsupported", "no c64");
+  WriteOldEntry(tmp.path, "cmd:a", "1", "f2", "supported", "");
+  WriteOldEntry(tmp.path, "cmd:a", "1", "../odd", "supported", "");  // stored under a hashed name
+  WriteOldEntry(tmp.path, "pjrt:p", "2", "f1", "supported", "");
+  WriteOldEntry(tmp.path, "cmd:a", "1", "f3", "error", "timed out");  // never a cached answer
+  fs::path bdir = tmp.path / "v1" / BackendKeyHash("cmd:a", "1");
+  std::ofstream(bdir / "f4.json") << "{ not json";
+  std::ofstream(bdir / "notes.txt") << "someone else's file";
+  auto stats = GetDiskCacheStats(tmp.path.string());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->old_layout_entries, 6);
+  EXPECT_EQ(stats->entries, 0);
+
+  Warnings w;
+  auto cache = OpenDiskCache(tmp.path.string(), w.Options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find("moved 4 cached verdicts"), std::string::npos) << w.lines[0];
+  auto v = (*cache)->Lookup("cmd:a", "1", "f1");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->reason, "no c64");
+  EXPECT_EQ(v->output_tail, "t");
+  EXPECT_DOUBLE_EQ(v->seconds, 2.5);
+  EXPECT_TRUE((*cache)->Lookup("cmd:a", "1", "f2").has_value());
+  EXPECT_TRUE((*cache)->Lookup("cmd:a", "1", "../odd").has_value());
+  EXPECT_TRUE((*cache)->Lookup("pjrt:p", "2", "f1").has_value());
+  EXPECT_FALSE((*cache)->Lookup("cmd:a", "1", "f3").has_value());
+  // The files it wrote are gone; someone else's file stays.
+  EXPECT_FALSE(fs::exists(bdir / "f1.json"));
+  EXPECT_FALSE(fs::exists(bdir / "f4.json"));
+  EXPECT_FALSE(fs::exists(tmp.path / "v1" / BackendKeyHash("pjrt:p", "2")));
+  EXPECT_TRUE(fs::exists(bdir / "notes.txt"));
+  cache->reset();
+  auto after = GetDiskCacheStats(tmp.path.string());
+  EXPECT_EQ(after->old_layout_entries, 0);
+  EXPECT_EQ(after->entries, 4);
+  // Once: the next open has nothing to move and says nothing.
+  Warnings again;
+  ASSERT_TRUE(OpenDiskCache(tmp.path.string(), again.Options()).ok());
+  EXPECT_TRUE(again.lines.empty());
+}
+
+TEST(DiskCacheTest, VerdictsThatComeFastAreWrittenWhenTheCacheCloses) {
+  TempDir tmp;
+  auto writer = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(writer.ok());
+  for (int i = 0; i < 100; ++i) (*writer)->Store("b", "1", "f" + std::to_string(i), Verdict::Supported());
+  auto reader = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE((*reader)->Lookup("b", "1", "f0").has_value());  // the first is committed at once
+  writer->reset();
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE((*reader)->Lookup("b", "1", "f" + std::to_string(i))) << i;
 }
 
 TEST(DiskCacheTest, UnusableDirectoryIsAUsageError) {

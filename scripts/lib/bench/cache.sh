@@ -9,12 +9,8 @@ BENCH_TARGETS+=(opprobe opprobe_fake_compiler)
 bench_cache() {
   local bin="$OPPROBE_BUILD_DIR/opprobe" fake="$OPPROBE_BUILD_DIR/tests/fake_compilers/opprobe_fake_compiler"
   local sleep_s="${OPPROBE_BENCH_SLEEP:-0.5}" shards="${OPPROBE_BENCH_SHARDS:-4}" jobs="${OPPROBE_BENCH_JOBS:-1}"
-  local trace="$OPPROBE_BUILD_DIR/bench/resnet50_train.json"
-  mkdir -p "$OPPROBE_BUILD_DIR/bench"
-  if [ ! -s "$trace" ]; then
-    echo "bench cache: capturing the resnet50 training step once into $trace" >&2
-    "$bin" capture -o "$trace" -- /usr/bin/python3 "$OPPROBE_ROOT/scripts/lib/resnet50_train.py" >/dev/null
-  fi
+  local trace
+  trace="$(bench_resnet50_trace)"  # scripts/lib/bench/warm.sh
   local work
   work="$(mktemp -d /tmp/opprobe-bench-XXXXXX)"
   local port

@@ -1,0 +1,50 @@
+// The reference of `scripts/bench warm`: what `opprobe analyze INPUT` does before it lowers or probes anything,
+// and nothing else. One process per call, as opprobe is one: start (the same libraries), tell the input's kind
+// (analyzer::DetectInput), load it as AnalyzeInputs does (LoadHlo for HLO, LoadGraph for traces and .pt2), free it,
+// exit. `opprobe_parse_only INPUT...` prints what it loaded; exit 2 with the loader's message on bad input.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "analyzer/loaders/hlo_loader.h"
+#include "analyzer/pipeline/pipeline.h"
+
+int main(int argc, char** argv) {
+  using namespace opprobe::analyzer;
+  std::vector<Input> inputs;
+  for (int i = 1; i < argc; ++i) {
+    auto in = DetectInput(argv[i]);
+    if (!in.ok()) {
+      std::fprintf(stderr, "opprobe_parse_only: %s\n", in.status().message().c_str());
+      return 2;
+    }
+    inputs.push_back(*in);
+  }
+  if (inputs.empty()) {
+    std::fprintf(stderr, "usage: opprobe_parse_only INPUT...\n");
+    return 2;
+  }
+  if (inputs[0].kind == InputKind::kHlo) {
+    size_t modules = 0, instructions = 0;
+    for (const auto& in : inputs) {
+      auto loaded = LoadHlo(in.path);
+      if (!loaded.ok()) {
+        std::fprintf(stderr, "opprobe_parse_only: %s\n", loaded.status().message().c_str());
+        return 2;
+      }
+      for (const auto& m : *loaded) {
+        ++modules;
+        if (m.module->entry()) instructions += m.module->entry()->instructions().size();
+      }
+    }
+    std::printf("hlo: %zu modules, %zu entry instructions\n", modules, instructions);
+    return 0;
+  }
+  auto graph = LoadGraph(inputs);
+  if (!graph.ok()) {
+    std::fprintf(stderr, "opprobe_parse_only: %s\n", graph.status().message().c_str());
+    return 2;
+  }
+  std::printf("%s: %zu aten nodes\n", graph->input_kind.c_str(), graph->nodes.size());
+  return 0;
+}
