@@ -84,7 +84,7 @@ int RunAnalyze(AnalyzeArgs& a) {
                                   : a.progress                    ? ProgressMode::kOn
                                                                   : ProgressMode::kAuto);
   // A shared cache that stops answering is worth a line even with -q: the run is slower than the user expects.
-  a.run.on_warning = [](const std::string& w) { std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str()); };
+  a.run.on_warning = PrintWarning;
   const auto start = std::chrono::steady_clock::now();
 
   auto backend = analyzer::CreateBackend(a.backend_spec, a.run.probe_timeout_seconds);
@@ -128,7 +128,7 @@ int RunAnalyze(AnalyzeArgs& a) {
   // The analysis's real wall time: capture, loading, lowering and probing.
   result->summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!a.report.quiet)
-    for (const auto& w : result->warnings) std::fprintf(stderr, "opprobe: warning: %s\n", w.c_str());
+    for (const auto& w : result->warnings) PrintWarning(w);
   if (!a.report.quiet) WarnIfBackendRejectsEverything(*result);
   int code = FinishReports(*result, a.report);
   // A script that failed is an input problem even when its partial analysis passed the gates: its reports are

@@ -30,6 +30,8 @@ std::vector<std::string>& AfterDashes() {
 
 const std::vector<std::string>& ArgsAfterDoubleDash() { return AfterDashes(); }
 
+void PrintWarning(const std::string& message) { std::fprintf(stderr, "opprobe: warning: %s\n", message.c_str()); }
+
 int ReportError(const Status& status) {
   std::fprintf(stderr, "opprobe: %s\n", status.message().c_str());
   return ExitCodeFor(status);

@@ -30,5 +30,7 @@ const std::vector<std::string>& ArgsAfterDoubleDash();
 
 // Prints `opprobe: <message>` on stderr and returns the exit code for the status (cli/exit_codes.h).
 int ReportError(const Status& status);
+// Prints `opprobe: warning: <message>` on stderr (the pipeline's on_warning, result warnings).
+void PrintWarning(const std::string& message);
 
 }  // namespace opprobe::cli

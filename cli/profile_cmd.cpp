@@ -76,6 +76,7 @@ void RegisterProfile(CLI::App& app, int& exit_code) {
   record->add_option("MODEL", args->inputs, "Trace JSON, .pt2 or HLO inputs")->required();
   record->callback([args, &exit_code] {
     args->run.use_cache = !args->no_cache;
+    args->run.on_warning = PrintWarning;
     auto backend = analyzer::CreateBackend(args->backend, args->run.probe_timeout_seconds);
     if (!backend.ok()) {
       exit_code = ReportError(backend.status());

@@ -194,7 +194,7 @@ Verdict FleetBackend::probe(const hlo::Module& unit) {
       int owner = ShardOf(fp, shard_.count);
       if (owner != shard_.index) {
         ++skipped_;
-        return Verdict::Error(fmt::format("not probed: --shard {}/{} leaves this unit to shard {}", shard_.index,
+        return Verdict::Error(fmt::format("not probed: shard {} of {} leaves this unit to shard {}", shard_.index,
                                           shard_.count, owner));
       }
     }
