@@ -12,21 +12,21 @@
 namespace opprobe::analyzer::lowering {
 
 Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, c.Req("query", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, c.Req("key", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("value", 2));
-  Instruction* mask0 = c.T("attn_mask", 3);
-  double p = c.Double("dropout_p", 4, 0);
-  bool is_causal = c.Bool("is_causal", 6, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, ctx.RequiredTensor("query", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", 2));
+  Instruction* mask0 = ctx.Tensor("attn_mask", 3);
+  double p = ctx.Double("dropout_p", 4, 0);
+  bool is_causal = ctx.Bool("is_causal", 6, false);
   int64_t r = q0->shape.rank();
-  if (r < 2 || k0->shape.rank() != r || v0->shape.rank() != r) return Bad(c, "query, key and value must have the same rank >= 2");
-  if (is_causal && mask0) return Bad(c, "is_causal with an explicit mask");
+  if (r < 2 || k0->shape.rank() != r || v0->shape.rank() != r) return ctx.Unsupported("query, key and value must have the same rank >= 2");
+  if (is_causal && mask0) return ctx.Unsupported("is_causal with an explicit mask");
   PrimitiveType t = q0->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Bad(c, "attention needs float inputs");
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("attention needs float inputs");
   std::vector<int64_t> qd = Dims(q0), kd = Dims(k0), vd = Dims(v0);
   int64_t L = qd[static_cast<size_t>(r - 2)], E = qd.back(), S = kd[static_cast<size_t>(r - 2)], Ev = vd.back();
-  if (kd.back() != E || vd[static_cast<size_t>(r - 2)] != S) return Bad(c, "query/key/value sizes do not fit");
+  if (kd.back() != E || vd[static_cast<size_t>(r - 2)] != S) return ctx.Unsupported("query/key/value sizes do not fit");
   std::vector<int64_t> batch(qd.begin(), qd.end() - 2);
   batch = BroadcastShapes(batch, std::vector<int64_t>(kd.begin(), kd.end() - 2));
   batch = BroadcastShapes(batch, std::vector<int64_t>(vd.begin(), vd.end() - 2));
@@ -58,7 +58,7 @@ Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
     mask = mask0;
   }
   if (mask) {
-    if (BroadcastShapes(Dims(mask), ad) != ad) return Bad(c, "attn_mask does not broadcast to the scores");
+    if (BroadcastShapes(Dims(mask), ad) != ad) return ctx.Unsupported("attn_mask does not broadcast to the scores");
     Instruction* add;
     if (mask->shape.element_type() == PrimitiveType::PRED) {
       Instruction* mb = Bcast(b, mask, ad);
@@ -81,10 +81,10 @@ Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
   dn2.lhs_contracting_dimensions = {nb + 1};
   dn2.rhs_contracting_dimensions = {nb};
   Instruction* out = b.Dot(attn, v, dn2);  // [batch..., L, Ev]
-  if (const TensorMeta* o = c.Out(0); o && o->sizes != Dims(out)) out = b.Reshape(out, o->sizes);
+  if (const TensorMeta* o = ctx.OutputMeta(0); o && o->sizes != Dims(out)) out = b.Reshape(out, o->sizes);
   std::vector<Instruction*> outs = {out};
-  if (c.Out(1)) outs.push_back(attn);
-  return Done(c, outs);
+  if (ctx.OutputMeta(1)) outs.push_back(attn);
+  return ctx.Finish(outs);
 }
 
 namespace {
@@ -111,11 +111,11 @@ struct MhaResult {
 };
 
 // The packed-projection multi-head attention both fast paths compute (a mask's true entries are left out).
-Expected<MhaResult> Mha(const Ctx& c, Builder& b, Instruction* q0, Instruction* k0, Instruction* v0, int64_t E,
+Expected<MhaResult> Mha(const LoweringContext& ctx, Builder& b, Instruction* q0, Instruction* k0, Instruction* v0, int64_t E,
                         int64_t H, Instruction* wqkv, Instruction* bqkv, Instruction* wo, Instruction* bo,
                         Instruction* mask) {
-  if (q0->shape.rank() != 3 || k0->shape.rank() != 3 || v0->shape.rank() != 3) return Bad(c, "expects [B, L, E] inputs");
-  if (H <= 0 || E <= 0 || E % H != 0) return Bad(c, "embed_dim not divisible by num_head");
+  if (q0->shape.rank() != 3 || k0->shape.rank() != 3 || v0->shape.rank() != 3) return ctx.Unsupported("expects [B, L, E] inputs");
+  if (H <= 0 || E <= 0 || E % H != 0) return ctx.Unsupported("embed_dim not divisible by num_head");
   PrimitiveType t = q0->shape.element_type();
   int64_t B = Dims(q0)[0], L = Dims(q0)[1], S = Dims(k0)[1], D = E / H;
   auto Heads = [&](Instruction* x, int64_t len) {  // [B, len, E] -> [B, H, len, D]
@@ -138,7 +138,7 @@ Expected<MhaResult> Mha(const Ctx& c, Builder& b, Instruction* q0, Instruction* 
     if (md == std::vector<int64_t>{B, S}) mb = b.Broadcast(mask, ad, {0, 3});
     else if (md == std::vector<int64_t>{L, S}) mb = b.Broadcast(mask, ad, {2, 3});
     else if (BroadcastShapes(md, ad) == ad) mb = Bcast(b, mask, ad);
-    else return Bad(c, "mask does not fit the attention scores");
+    else return ctx.Unsupported("mask does not fit the attention scores");
     if (mb->shape.element_type() == PrimitiveType::PRED)
       attn = b.Select(mb, Full(b, t, -std::numeric_limits<double>::infinity(), ad), attn);
     else
@@ -170,27 +170,27 @@ Instruction* LayerNormLast(Builder& b, Instruction* x, Instruction* w, Instructi
 }  // namespace
 
 Expected<LoweredOp> NativeMultiHeadAttention(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, c.Req("query", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, c.Req("key", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("value", 2));
-  int64_t E = c.Int("embed_dim", 3, 0), H = c.Int("num_head", 4, 1);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, c.Req("qkv_weight", 5));
-  Instruction* bqkv = c.T("qkv_bias", 6);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, c.Req("proj_weight", 7));
-  Instruction* bo = c.T("proj_bias", 8);
-  Instruction* mask = c.T("mask", 9);
-  bool need_weights = c.Bool("need_weights", 10, true), average = c.Bool("average_attn_weights", 11, true);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, ctx.RequiredTensor("query", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", 2));
+  int64_t E = ctx.Int("embed_dim", 3, 0), H = ctx.Int("num_head", 4, 1);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, ctx.RequiredTensor("qkv_weight", 5));
+  Instruction* bqkv = ctx.Tensor("qkv_bias", 6);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, ctx.RequiredTensor("proj_weight", 7));
+  Instruction* bo = ctx.Tensor("proj_bias", 8);
+  Instruction* mask = ctx.Tensor("mask", 9);
+  bool need_weights = ctx.Bool("need_weights", 10, true), average = ctx.Bool("average_attn_weights", 11, true);
   PrimitiveType t = q0->shape.element_type();
-  OPPROBE_ASSIGN_OR_RETURN(MhaResult r, Mha(c, b, q0, k0, v0, E, H, wqkv, bqkv, wo, bo, mask));
+  OPPROBE_ASSIGN_OR_RETURN(MhaResult r, Mha(ctx, b, q0, k0, v0, E, H, wqkv, bqkv, wo, bo, mask));
   std::vector<Instruction*> outs = {r.out};
-  const TensorMeta* w = c.Out(1);
+  const TensorMeta* w = ctx.OutputMeta(1);
   if (w && w->numel() == 0) {
     outs.push_back(Full(b, t, 0, w->sizes));
   } else if (need_weights || w) {
     outs.push_back(average ? MulScalar(b, ReduceSum(b, r.attn, {1}), 1.0 / static_cast<double>(H)) : r.attn);
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 // _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
@@ -198,25 +198,25 @@ Expected<LoweredOp> NativeMultiHeadAttention(const Node& n, Builder& b) {
 // ffn_bias_2, mask, mask_type): TransformerEncoderLayer's eval fast path: self-attention and the feed-forward
 // block, each with its residual and layer norm (before the block with norm_first, after it otherwise).
 Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("src", 0));
-  int64_t E = c.Int("embed_dim", 1, 0), H = c.Int("num_heads", 2, 1);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, c.Req("qkv_weight", 3));
-  Instruction* bqkv = c.T("qkv_bias", 4);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, c.Req("proj_weight", 5));
-  Instruction* bo = c.T("proj_bias", 6);
-  bool gelu = c.Bool("use_gelu", 7, false), norm_first = c.Bool("norm_first", 8, false);
-  double eps = c.Double("eps", 9, 1e-5);
-  Instruction* n1w = c.T("norm_weight_1", 10);
-  Instruction* n1b = c.T("norm_bias_1", 11);
-  Instruction* n2w = c.T("norm_weight_2", 12);
-  Instruction* n2b = c.T("norm_bias_2", 13);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * f1w, c.Req("ffn_weight_1", 14));
-  Instruction* f1b = c.T("ffn_bias_1", 15);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * f2w, c.Req("ffn_weight_2", 16));
-  Instruction* f2b = c.T("ffn_bias_2", 17);
-  Instruction* mask = c.T("mask", 18);
-  auto Attn = [&](Instruction* in) { return Mha(c, b, in, in, in, E, H, wqkv, bqkv, wo, bo, mask); };
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("src", 0));
+  int64_t E = ctx.Int("embed_dim", 1, 0), H = ctx.Int("num_heads", 2, 1);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, ctx.RequiredTensor("qkv_weight", 3));
+  Instruction* bqkv = ctx.Tensor("qkv_bias", 4);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, ctx.RequiredTensor("proj_weight", 5));
+  Instruction* bo = ctx.Tensor("proj_bias", 6);
+  bool gelu = ctx.Bool("use_gelu", 7, false), norm_first = ctx.Bool("norm_first", 8, false);
+  double eps = ctx.Double("eps", 9, 1e-5);
+  Instruction* n1w = ctx.Tensor("norm_weight_1", 10);
+  Instruction* n1b = ctx.Tensor("norm_bias_1", 11);
+  Instruction* n2w = ctx.Tensor("norm_weight_2", 12);
+  Instruction* n2b = ctx.Tensor("norm_bias_2", 13);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * f1w, ctx.RequiredTensor("ffn_weight_1", 14));
+  Instruction* f1b = ctx.Tensor("ffn_bias_1", 15);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * f2w, ctx.RequiredTensor("ffn_weight_2", 16));
+  Instruction* f2b = ctx.Tensor("ffn_bias_2", 17);
+  Instruction* mask = ctx.Tensor("mask", 18);
+  auto Attn = [&](Instruction* in) { return Mha(ctx, b, in, in, in, E, H, wqkv, bqkv, wo, bo, mask); };
   auto Ffn = [&](Instruction* in) {
     Instruction* h = LinearRows(b, in, f1w, f1b, 0, Dims(f1w)[0]);
     if (gelu) {
@@ -237,7 +237,7 @@ Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
     y = LayerNormLast(b, Add(b, y, a.out), n1w, n1b, eps);
     y = LayerNormLast(b, Add(b, y, Ffn(y)), n2w, n2b, eps);
   }
-  return Done(c, {y});
+  return ctx.Finish({y});
 }
 
 }  // namespace opprobe::analyzer::lowering

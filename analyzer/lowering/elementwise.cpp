@@ -15,27 +15,26 @@ namespace {
 
 using UnaryBody = std::function<Instruction*(Builder&, Instruction*)>;
 
-Instruction* U(Builder& b, Opcode op, Instruction* x) { return b.Unary(op, x); }
 
 // Output dims of an elementwise node: its first output, else the broadcast of its tensor args.
-std::vector<int64_t> OutDims(const Ctx& c) {
-  if (const TensorMeta* m = c.Out(0)) return m->sizes;
+std::vector<int64_t> OutDims(const LoweringContext& ctx) {
+  if (const TensorMeta* m = ctx.OutputMeta(0)) return m->sizes;
   std::vector<int64_t> d;
-  for (const auto& a : c.node.args)
+  for (const auto& a : ctx.node.args)
     if (a.value.is_tensor()) d = BroadcastShapes(d, a.value.tensor.sizes);
   return d;
 }
 
 Instruction* Trunc(Builder& b, Instruction* x) {
   // sign(x) * floor(|x|), as XLA's client library does for round-toward-zero.
-  return Mul(b, U(b, Opcode::kSign, x), U(b, Opcode::kFloor, U(b, Opcode::kAbs, x)));
+  return Mul(b, b.Unary(Opcode::kSign, x), b.Unary(Opcode::kFloor, b.Unary(Opcode::kAbs, x)));
 }
 
 Instruction* Atan(Builder& b, Instruction* x) { return b.Binary(Opcode::kAtan2, x, FullLike(b, x, 1.0)); }
 
 // sqrt(1 - x*x)
 Instruction* OneMinusSq(Builder& b, Instruction* x) {
-  return U(b, Opcode::kSqrt, Sub(b, FullLike(b, x, 1.0), Mul(b, x, x)));
+  return b.Unary(Opcode::kSqrt, Sub(b, FullLike(b, x, 1.0), Mul(b, x, x)));
 }
 
 Instruction* Gelu(Builder& b, Instruction* x, bool tanh_approx) {
@@ -43,16 +42,16 @@ Instruction* Gelu(Builder& b, Instruction* x, bool tanh_approx) {
     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     Instruction* x3 = Mul(b, Mul(b, x, x), x);
     Instruction* inner = MulScalar(b, Add(b, x, MulScalar(b, x3, 0.044715)), std::sqrt(2.0 / std::numbers::pi));
-    return Mul(b, MulScalar(b, x, 0.5), AddScalar(b, U(b, Opcode::kTanh, inner), 1.0));
+    return Mul(b, MulScalar(b, x, 0.5), AddScalar(b, b.Unary(Opcode::kTanh, inner), 1.0));
   }
   // x * 0.5 * (erf(x / sqrt(2)) + 1)  (torch_xla BuildGelu)
-  Instruction* e = U(b, Opcode::kErf, MulScalar(b, x, std::numbers::sqrt2 / 2));
+  Instruction* e = b.Unary(Opcode::kErf, MulScalar(b, x, std::numbers::sqrt2 / 2));
   return Mul(b, MulScalar(b, x, 0.5), AddScalar(b, e, 1.0));
 }
 
 Instruction* Softplus(Builder& b, Instruction* x, double beta, double threshold) {
   Instruction* bx = beta == 1.0 ? x : MulScalar(b, x, beta);
-  Instruction* sp = U(b, Opcode::kLog1p, U(b, Opcode::kExp, bx));
+  Instruction* sp = b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, bx));
   if (beta != 1.0) sp = MulScalar(b, sp, 1.0 / beta);
   return b.Select(CmpScalar(b, bx, threshold, ComparisonDirection::kGt), x, sp);
 }
@@ -60,10 +59,10 @@ Instruction* Softplus(Builder& b, Instruction* x, double beta, double threshold)
 Instruction* Erfinv(Builder& b, Instruction* x) {
   // Giles' single-precision approximation (XLA's ErfInv32): w = -log((1-x)(1+x)); two polynomials.
   Instruction* one = FullLike(b, x, 1.0);
-  Instruction* w = U(b, Opcode::kNegate, U(b, Opcode::kLog, Mul(b, Sub(b, one, x), Add(b, one, x))));
+  Instruction* w = b.Unary(Opcode::kNegate, b.Unary(Opcode::kLog, Mul(b, Sub(b, one, x), Add(b, one, x))));
   Instruction* lt = CmpScalar(b, w, 5.0, ComparisonDirection::kLt);
   Instruction* w_small = AddScalar(b, w, -2.5);
-  Instruction* w_big = AddScalar(b, U(b, Opcode::kSqrt, w), -3.0);
+  Instruction* w_big = AddScalar(b, b.Unary(Opcode::kSqrt, w), -3.0);
   Instruction* ww = b.Select(lt, w_small, w_big);
   static const double kSmall[] = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
                                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941};
@@ -74,33 +73,33 @@ Instruction* Erfinv(Builder& b, Instruction* x) {
     p = Add(b, b.Select(lt, FullLike(b, x, kSmall[i]), FullLike(b, x, kBig[i])), Mul(b, p, ww));
   Instruction* r = Mul(b, p, x);
   // |x| == 1 -> +-inf
-  Instruction* is_one = CmpScalar(b, U(b, Opcode::kAbs, x), 1.0, ComparisonDirection::kEq);
+  Instruction* is_one = CmpScalar(b, b.Unary(Opcode::kAbs, x), 1.0, ComparisonDirection::kEq);
   return b.Select(is_one, MulScalar(b, x, std::numeric_limits<double>::infinity()), r);
 }
 
 // Unary bodies over the compute type (the output type, or the input type for predicates).
 const std::map<std::string, UnaryBody>& UnaryBodies() {
   static const auto* m = new std::map<std::string, UnaryBody>{
-      {"abs", [](Builder& b, Instruction* x) { return U(b, Opcode::kAbs, x); }},
-      {"absolute", [](Builder& b, Instruction* x) { return U(b, Opcode::kAbs, x); }},
-      {"neg", [](Builder& b, Instruction* x) { return U(b, Opcode::kNegate, x); }},
-      {"negative", [](Builder& b, Instruction* x) { return U(b, Opcode::kNegate, x); }},
+      {"abs", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kAbs, x); }},
+      {"absolute", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kAbs, x); }},
+      {"neg", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kNegate, x); }},
+      {"negative", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kNegate, x); }},
       {"positive", [](Builder&, Instruction* x) { return x; }},
-      {"exp", [](Builder& b, Instruction* x) { return U(b, Opcode::kExp, x); }},
+      {"exp", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kExp, x); }},
       {"exp2", [](Builder& b, Instruction* x) { return b.Binary(Opcode::kPower, FullLike(b, x, 2.0), x); }},
-      {"expm1", [](Builder& b, Instruction* x) { return U(b, Opcode::kExpm1, x); }},
-      {"log", [](Builder& b, Instruction* x) { return U(b, Opcode::kLog, x); }},
-      {"log2", [](Builder& b, Instruction* x) { return MulScalar(b, U(b, Opcode::kLog, x), 1.0 / std::numbers::ln2); }},
+      {"expm1", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kExpm1, x); }},
+      {"log", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kLog, x); }},
+      {"log2", [](Builder& b, Instruction* x) { return MulScalar(b, b.Unary(Opcode::kLog, x), 1.0 / std::numbers::ln2); }},
       {"log10",
-       [](Builder& b, Instruction* x) { return MulScalar(b, U(b, Opcode::kLog, x), 1.0 / std::numbers::ln10); }},
-      {"log1p", [](Builder& b, Instruction* x) { return U(b, Opcode::kLog1p, x); }},
-      {"sqrt", [](Builder& b, Instruction* x) { return U(b, Opcode::kSqrt, x); }},
-      {"rsqrt", [](Builder& b, Instruction* x) { return U(b, Opcode::kRsqrt, x); }},
-      {"sin", [](Builder& b, Instruction* x) { return U(b, Opcode::kSin, x); }},
-      {"cos", [](Builder& b, Instruction* x) { return U(b, Opcode::kCos, x); }},
-      {"tan", [](Builder& b, Instruction* x) { return U(b, Opcode::kTan, x); }},
-      {"tanh", [](Builder& b, Instruction* x) { return U(b, Opcode::kTanh, x); }},
-      {"sigmoid", [](Builder& b, Instruction* x) { return U(b, Opcode::kLogistic, x); }},
+       [](Builder& b, Instruction* x) { return MulScalar(b, b.Unary(Opcode::kLog, x), 1.0 / std::numbers::ln10); }},
+      {"log1p", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kLog1p, x); }},
+      {"sqrt", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kSqrt, x); }},
+      {"rsqrt", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kRsqrt, x); }},
+      {"sin", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kSin, x); }},
+      {"cos", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kCos, x); }},
+      {"tan", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kTan, x); }},
+      {"tanh", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kTanh, x); }},
+      {"sigmoid", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kLogistic, x); }},
       {"atan", [](Builder& b, Instruction* x) { return Atan(b, x); }},
       {"arctan", [](Builder& b, Instruction* x) { return Atan(b, x); }},
       {"asin",
@@ -115,49 +114,49 @@ const std::map<std::string, UnaryBody>& UnaryBodies() {
        }},
       {"sinh",
        [](Builder& b, Instruction* x) {
-         return MulScalar(b, Sub(b, U(b, Opcode::kExp, x), U(b, Opcode::kExp, U(b, Opcode::kNegate, x))), 0.5);
+         return MulScalar(b, Sub(b, b.Unary(Opcode::kExp, x), b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, x))), 0.5);
        }},
       {"cosh",
        [](Builder& b, Instruction* x) {
-         return MulScalar(b, Add(b, U(b, Opcode::kExp, x), U(b, Opcode::kExp, U(b, Opcode::kNegate, x))), 0.5);
+         return MulScalar(b, Add(b, b.Unary(Opcode::kExp, x), b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, x))), 0.5);
        }},
       {"asinh",
        [](Builder& b, Instruction* x) {
          // sign(x) * log(|x| + sqrt(x^2 + 1))
-         Instruction* a = U(b, Opcode::kAbs, x);
-         Instruction* r = U(b, Opcode::kLog, Add(b, a, U(b, Opcode::kSqrt, AddScalar(b, Mul(b, a, a), 1.0))));
-         return Mul(b, U(b, Opcode::kSign, x), r);
+         Instruction* a = b.Unary(Opcode::kAbs, x);
+         Instruction* r = b.Unary(Opcode::kLog, Add(b, a, b.Unary(Opcode::kSqrt, AddScalar(b, Mul(b, a, a), 1.0))));
+         return Mul(b, b.Unary(Opcode::kSign, x), r);
        }},
       {"acosh",
        [](Builder& b, Instruction* x) {
-         return U(b, Opcode::kLog, Add(b, x, U(b, Opcode::kSqrt, AddScalar(b, Mul(b, x, x), -1.0))));
+         return b.Unary(Opcode::kLog, Add(b, x, b.Unary(Opcode::kSqrt, AddScalar(b, Mul(b, x, x), -1.0))));
        }},
       {"atanh",
        [](Builder& b, Instruction* x) {
          // 0.5 * (log1p(x) - log1p(-x))
-         return MulScalar(b, Sub(b, U(b, Opcode::kLog1p, x), U(b, Opcode::kLog1p, U(b, Opcode::kNegate, x))), 0.5);
+         return MulScalar(b, Sub(b, b.Unary(Opcode::kLog1p, x), b.Unary(Opcode::kLog1p, b.Unary(Opcode::kNegate, x))), 0.5);
        }},
-      {"ceil", [](Builder& b, Instruction* x) { return U(b, Opcode::kCeil, x); }},
-      {"floor", [](Builder& b, Instruction* x) { return U(b, Opcode::kFloor, x); }},
-      {"round", [](Builder& b, Instruction* x) { return U(b, Opcode::kRoundNearestEven, x); }},
+      {"ceil", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kCeil, x); }},
+      {"floor", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kFloor, x); }},
+      {"round", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kRoundNearestEven, x); }},
       {"trunc", [](Builder& b, Instruction* x) { return Trunc(b, x); }},
       {"fix", [](Builder& b, Instruction* x) { return Trunc(b, x); }},
       {"frac", [](Builder& b, Instruction* x) { return Sub(b, x, Trunc(b, x)); }},
-      {"sign", [](Builder& b, Instruction* x) { return U(b, Opcode::kSign, x); }},
-      {"sgn", [](Builder& b, Instruction* x) { return U(b, Opcode::kSign, x); }},
+      {"sign", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kSign, x); }},
+      {"sgn", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kSign, x); }},
       {"reciprocal", [](Builder& b, Instruction* x) { return Div(b, FullLike(b, x, 1.0), x); }},
       {"square", [](Builder& b, Instruction* x) { return Mul(b, x, x); }},
-      {"erf", [](Builder& b, Instruction* x) { return U(b, Opcode::kErf, x); }},
-      {"erfc", [](Builder& b, Instruction* x) { return Sub(b, FullLike(b, x, 1.0), U(b, Opcode::kErf, x)); }},
+      {"erf", [](Builder& b, Instruction* x) { return b.Unary(Opcode::kErf, x); }},
+      {"erfc", [](Builder& b, Instruction* x) { return Sub(b, FullLike(b, x, 1.0), b.Unary(Opcode::kErf, x)); }},
       {"erfinv", [](Builder& b, Instruction* x) { return Erfinv(b, x); }},
       {"relu",
        [](Builder& b, Instruction* x) { return b.Binary(Opcode::kMaximum, x, FullLike(b, x, 0.0)); }},
       {"relu6",
        [](Builder& b, Instruction* x) { return b.Clamp(Scalar(b, x->shape.element_type(), 0), x,
                                                        Scalar(b, x->shape.element_type(), 6)); }},
-      {"silu", [](Builder& b, Instruction* x) { return Mul(b, x, U(b, Opcode::kLogistic, x)); }},
+      {"silu", [](Builder& b, Instruction* x) { return Mul(b, x, b.Unary(Opcode::kLogistic, x)); }},
       {"mish",
-       [](Builder& b, Instruction* x) { return Mul(b, x, U(b, Opcode::kTanh, Softplus(b, x, 1.0, 20.0))); }},
+       [](Builder& b, Instruction* x) { return Mul(b, x, b.Unary(Opcode::kTanh, Softplus(b, x, 1.0, 20.0))); }},
       {"hardsigmoid",
        [](Builder& b, Instruction* x) {
          PrimitiveType t = x->shape.element_type();
@@ -169,22 +168,22 @@ const std::map<std::string, UnaryBody>& UnaryBodies() {
          return Mul(b, x, MulScalar(b, b.Clamp(Scalar(b, t, 0), AddScalar(b, x, 3.0), Scalar(b, t, 6)), 1.0 / 6.0));
        }},
       {"logsigmoid",
-       [](Builder& b, Instruction* x) { return U(b, Opcode::kNegate, Softplus(b, U(b, Opcode::kNegate, x), 1.0, 1e30)); }},
+       [](Builder& b, Instruction* x) { return b.Unary(Opcode::kNegate, Softplus(b, b.Unary(Opcode::kNegate, x), 1.0, 1e30)); }},
       {"deg2rad", [](Builder& b, Instruction* x) { return MulScalar(b, x, std::numbers::pi / 180.0); }},
       {"rad2deg", [](Builder& b, Instruction* x) { return MulScalar(b, x, 180.0 / std::numbers::pi); }},
       {"bitwise_not",
-       [](Builder& b, Instruction* x) { return U(b, Opcode::kNot, x); }},
+       [](Builder& b, Instruction* x) { return b.Unary(Opcode::kNot, x); }},
       {"conj_physical",
        [](Builder& b, Instruction* x) {
          if (!hlo::IsComplex(x->shape.element_type())) return x;
-         return b.Complex(b.Real(x), U(b, Opcode::kNegate, b.Imag(x)));
+         return b.Complex(b.Real(x), b.Unary(Opcode::kNegate, b.Imag(x)));
        }},
       {"resolve_conj", [](Builder&, Instruction* x) { return x; }},
       {"resolve_neg", [](Builder&, Instruction* x) { return x; }},
       {"sinc",
        [](Builder& b, Instruction* x) {
          Instruction* px = MulScalar(b, x, std::numbers::pi);
-         Instruction* r = Div(b, U(b, Opcode::kSin, px), px);
+         Instruction* r = Div(b, b.Unary(Opcode::kSin, px), px);
          return b.Select(CmpScalar(b, x, 0.0, ComparisonDirection::kEq), FullLike(b, x, 1.0), r);
        }},
   };
@@ -198,7 +197,7 @@ const std::map<std::string, UnaryBody>& InputTypeBodies() {
       {"isinf",
        [](Builder& b, Instruction* x) {
          if (!IsFloatish(x->shape.element_type())) return Full(b, PrimitiveType::PRED, 0, Dims(x));
-         return CmpScalar(b, U(b, Opcode::kAbs, x), std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
+         return CmpScalar(b, b.Unary(Opcode::kAbs, x), std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
        }},
       {"isposinf",
        [](Builder& b, Instruction* x) {
@@ -211,7 +210,7 @@ const std::map<std::string, UnaryBody>& InputTypeBodies() {
       {"isfinite",
        [](Builder& b, Instruction* x) {
          if (!IsFloatish(x->shape.element_type())) return Full(b, PrimitiveType::PRED, 1, Dims(x));
-         return U(b, Opcode::kIsFinite, x);
+         return b.Unary(Opcode::kIsFinite, x);
        }},
       {"signbit",
        [](Builder& b, Instruction* x) {
@@ -223,11 +222,11 @@ const std::map<std::string, UnaryBody>& InputTypeBodies() {
        }},
       {"logical_not",
        [](Builder& b, Instruction* x) {
-         if (x->shape.element_type() == PrimitiveType::PRED) return U(b, Opcode::kNot, x);
+         if (x->shape.element_type() == PrimitiveType::PRED) return b.Unary(Opcode::kNot, x);
          return CmpScalar(b, x, 0, ComparisonDirection::kEq);
        }},
       {"abs",  // complex abs is real
-       [](Builder& b, Instruction* x) { return U(b, Opcode::kAbs, x); }},
+       [](Builder& b, Instruction* x) { return b.Unary(Opcode::kAbs, x); }},
       {"real", [](Builder& b, Instruction* x) { return hlo::IsComplex(x->shape.element_type()) ? b.Real(x) : x; }},
       {"imag", [](Builder& b, Instruction* x) { return b.Imag(x); }},
       {"angle",
@@ -243,29 +242,29 @@ const std::map<std::string, UnaryBody>& InputTypeBodies() {
 }
 
 Expected<LoweredOp> LowerUnary(const std::string& op, const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType in = x->shape.element_type();
-  PrimitiveType out = c.OutType(0, FloatType(in));
+  PrimitiveType out = ctx.OutputType(0, FloatType(in));
   auto& typed = InputTypeBodies();
   if (auto it = typed.find(op); it != typed.end() && (op != "abs" || hlo::IsComplex(in))) {
     Instruction* r = it->second(b, x);
-    return Done(c, {b.Convert(r, out)});
+    return ctx.Finish({b.Convert(r, out)});
   }
   auto& bodies = UnaryBodies();
   auto it = bodies.find(op);
-  if (it == bodies.end()) return Bad(c, "no unary body for " + op);
+  if (it == bodies.end()) return ctx.Unsupported("no unary body for " + op);
   // Integer inputs of float ops compute in the float output type; integer ops (abs, neg, sign,
   // bitwise_not, relu on ints) stay integral.
   Instruction* xin = b.Convert(x, out);
-  if (op == "round" && c.Int("decimals", 1, 0) != 0) {
+  if (op == "round" && ctx.Int("decimals", 1, 0) != 0) {
     // round(x * 10^d) / 10^d, as ATen does
-    double scale = std::pow(10.0, static_cast<double>(c.Int("decimals", 1, 0)));
-    Instruction* r = Div(b, U(b, Opcode::kRoundNearestEven, MulScalar(b, xin, scale)), FullLike(b, xin, scale));
-    return Done(c, {r});
+    double scale = std::pow(10.0, static_cast<double>(ctx.Int("decimals", 1, 0)));
+    Instruction* r = Div(b, b.Unary(Opcode::kRoundNearestEven, MulScalar(b, xin, scale)), FullLike(b, xin, scale));
+    return ctx.Finish({r});
   }
   Instruction* r = it->second(b, xin);
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
 // ---- binary ----
@@ -276,11 +275,11 @@ struct Bin {
   std::vector<int64_t> dims;
 };
 
-Expected<Bin> Operands(const Ctx& c, const std::string& an, size_t ap, const std::string& bn, size_t bp,
+Expected<Bin> Operands(const LoweringContext& ctx, const std::string& an, size_t ap, const std::string& bn, size_t bp,
                        PrimitiveType t) {
-  std::vector<int64_t> dims = OutDims(c);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, c.Operand(an, ap, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * bb, c.Operand(bn, bp, t, dims));
+  std::vector<int64_t> dims = OutDims(ctx);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, ctx.Operand(an, ap, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * bb, ctx.Operand(bn, bp, t, dims));
   return Bin{a, bb, t, dims};
 }
 
@@ -309,11 +308,11 @@ Instruction* PyRemainder(Builder& b, Instruction* x, Instruction* y) {
 // where the product is an aten::mul node of its IR, even for alpha == 1; a Python-number `other` is
 // multiplied with alpha as a scalar before the broadcast. The product's instructions carry
 // op_type aten__mul, so reports attribute them to aten::mul, as AWS Neuron's analyze does.
-Expected<LoweredOp> LowerAddSubWithAlpha(const std::string& op, const Ctx& c, const Value& other, const Value& alpha,
+Expected<LoweredOp> LowerAddSubWithAlpha(const std::string& op, const LoweringContext& ctx, const Value& other, const Value& alpha,
                                          PrimitiveType t, PrimitiveType out) {
-  Builder& b = c.b;
-  std::vector<int64_t> dims = OutDims(c);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 0, t, dims));
+  Builder& b = ctx.builder;
+  std::vector<int64_t> dims = OutDims(ctx);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 0, t, dims));
   const hlo::OpMetadata own = b.metadata();
   hlo::OpMetadata mul = own;
   mul.op_type = mul.op_name = "aten__mul";
@@ -328,7 +327,7 @@ Expected<LoweredOp> LowerAddSubWithAlpha(const std::string& op, const Ctx& c, co
     b.SetMetadata(own);
     scaled = dims.empty() ? product : b.Broadcast(product, dims, {});
   } else {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Operand("other", 1, t, dims));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 1, t, dims));
     Instruction* a = alpha_scalar();
     b.SetMetadata(mul);
     Instruction* product = Mul(b, y, dims.empty() ? a : b.Broadcast(a, dims, {}));
@@ -336,22 +335,22 @@ Expected<LoweredOp> LowerAddSubWithAlpha(const std::string& op, const Ctx& c, co
     scaled = product;
   }
   Instruction* r = op == "add" ? Add(b, x, scaled) : Sub(b, x, scaled);
-  return Done(c, {b.Convert(r, out)});
+  return ctx.Finish({b.Convert(r, out)});
 }
 
 Expected<LoweredOp> LowerBinary(const std::string& op, const Node& n, Builder& b) {
-  Ctx c(n, b);
-  const Value* self = c.V("self", 0);
-  if (!self) return Bad(c, "argument 'self' is missing");
+  LoweringContext ctx(n, b);
+  const Value* self = ctx.Arg("self", 0);
+  if (!self) return ctx.Unsupported("argument 'self' is missing");
   std::string other_name = op == "pow" ? "exponent" : "other";
-  const Value* other = c.V(other_name, 1);
-  if (!other) return Bad(c, fmt::format("argument '{}' is missing", other_name));
-  PrimitiveType out = c.OutType(0, ResultType({self, other}));
+  const Value* other = ctx.Arg(other_name, 1);
+  if (!other) return ctx.Unsupported(fmt::format("argument '{}' is missing", other_name));
+  PrimitiveType out = ctx.OutputType(0, ResultType({self, other}));
   // The type the arithmetic runs in: the output type (an in-place op keeps self's type, its
   // result is converted back).
   PrimitiveType t = out;
   if (op == "div" || op == "true_divide") {
-    std::string mode = c.Str("rounding_mode", 2);
+    std::string mode = ctx.String("rounding_mode", 2);
     PrimitiveType common = ResultType({self, other});
     if (mode.empty()) t = FloatType(common);
     else t = common;
@@ -365,15 +364,15 @@ Expected<LoweredOp> LowerBinary(const std::string& op, const Node& n, Builder& b
     if (op == "copysign") t = FloatType(t);
   }
   if ((op == "add" || op == "sub") && t != PrimitiveType::PRED) {
-    const Value* alpha = c.V("alpha", 2);
-    if (alpha && !alpha->is_none()) return LowerAddSubWithAlpha(op, c, *other, *alpha, t, out);
+    const Value* alpha = ctx.Arg("alpha", 2);
+    if (alpha && !alpha->is_none()) return LowerAddSubWithAlpha(op, ctx, *other, *alpha, t, out);
   }
-  OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(c, "self", 0, other_name, 1, t));
+  OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(ctx, "self", 0, other_name, 1, t));
   Instruction* x = v.a;
   Instruction* y = v.b;
   Instruction* r = nullptr;
   auto alpha_scaled = [&](Instruction* z) -> Instruction* {
-    const Value* alpha = c.V("alpha", 2);
+    const Value* alpha = ctx.Arg("alpha", 2);
     if (!alpha || alpha->is_none()) return z;
     if (alpha->kind == Value::Kind::kComplex) return Mul(b, z, b.Broadcast(ScalarC(b, t, alpha->c), Dims(z), {}));
     if (alpha->AsDouble() == 1.0) return z;
@@ -389,13 +388,13 @@ Expected<LoweredOp> LowerBinary(const std::string& op, const Node& n, Builder& b
   } else if (op == "mul") {
     r = t == PrimitiveType::PRED ? b.Binary(Opcode::kAnd, x, y) : Mul(b, x, y);
   } else if (op == "div" || op == "true_divide") {
-    std::string mode = c.Str("rounding_mode", 2);
+    std::string mode = ctx.String("rounding_mode", 2);
     if (mode.empty()) r = Div(b, x, y);
     else if (mode == "trunc") r = is_int ? Div(b, x, y) : Trunc(b, Div(b, x, y));
-    else if (mode == "floor") r = is_int ? FloorDivInt(b, x, y) : U(b, Opcode::kFloor, Div(b, x, y));
-    else return Bad(c, "unknown rounding_mode " + mode);
+    else if (mode == "floor") r = is_int ? FloorDivInt(b, x, y) : b.Unary(Opcode::kFloor, Div(b, x, y));
+    else return ctx.Unsupported("unknown rounding_mode " + mode);
   } else if (op == "floor_divide") {
-    r = is_int ? FloorDivInt(b, x, y) : U(b, Opcode::kFloor, Div(b, x, y));
+    r = is_int ? FloorDivInt(b, x, y) : b.Unary(Opcode::kFloor, Div(b, x, y));
   } else if (op == "pow") {
     r = b.Binary(Opcode::kPower, x, y);
   } else if (op == "maximum" || op == "max") {
@@ -428,35 +427,35 @@ Expected<LoweredOp> LowerBinary(const std::string& op, const Node& n, Builder& b
   } else if (op == "bitwise_right_shift" || op == "__rshift__") {
     r = b.Binary(hlo::IsUnsignedInteger(t) ? Opcode::kShiftRightLogical : Opcode::kShiftRightArithmetic, x, y);
   } else if (op == "hypot") {
-    r = U(b, Opcode::kSqrt, Add(b, Mul(b, x, x), Mul(b, y, y)));
+    r = b.Unary(Opcode::kSqrt, Add(b, Mul(b, x, x), Mul(b, y, y)));
   } else if (op == "copysign") {
-    Instruction* ax = U(b, Opcode::kAbs, x);
+    Instruction* ax = b.Unary(Opcode::kAbs, x);
     Instruction* neg = b.Compare(y, FullLike(b, y, 0), ComparisonDirection::kLt);
     // -0.0 has its sign bit set: compare the integer bits for the sign
     int w = hlo::BitWidth(t);
     PrimitiveType it = w == 64 ? PrimitiveType::S64 : w == 32 ? PrimitiveType::S32 : PrimitiveType::S16;
     if (hlo::IsFloatingPoint(t)) neg = CmpScalar(b, b.BitcastConvert(y, it), 0, ComparisonDirection::kLt);
-    r = b.Select(neg, U(b, Opcode::kNegate, ax), ax);
+    r = b.Select(neg, b.Unary(Opcode::kNegate, ax), ax);
   } else if (op == "xlogy") {
-    Instruction* p = Mul(b, x, U(b, Opcode::kLog, y));
+    Instruction* p = Mul(b, x, b.Unary(Opcode::kLog, y));
     Instruction* x0 = CmpScalar(b, x, 0, ComparisonDirection::kEq);
     Instruction* yn = b.Compare(y, y, ComparisonDirection::kNe);
-    r = b.Select(b.Binary(Opcode::kAnd, x0, U(b, Opcode::kNot, yn)), FullLike(b, x, 0), p);
+    r = b.Select(b.Binary(Opcode::kAnd, x0, b.Unary(Opcode::kNot, yn)), FullLike(b, x, 0), p);
   } else if (op == "logaddexp") {
     Instruction* m = b.Binary(Opcode::kMaximum, x, y);
-    Instruction* d = U(b, Opcode::kNegate, U(b, Opcode::kAbs, Sub(b, x, y)));
-    r = Add(b, m, U(b, Opcode::kLog1p, U(b, Opcode::kExp, d)));
-    r = b.Select(U(b, Opcode::kIsFinite, m), r, m);  // both -inf, or one +inf / NaN
+    Instruction* d = b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, Sub(b, x, y)));
+    r = Add(b, m, b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, d)));
+    r = b.Select(b.Unary(Opcode::kIsFinite, m), r, m);  // both -inf, or one +inf / NaN
   } else if (op == "logaddexp2") {
     Instruction* m = b.Binary(Opcode::kMaximum, x, y);
-    Instruction* d = U(b, Opcode::kNegate, U(b, Opcode::kAbs, Sub(b, x, y)));
+    Instruction* d = b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, Sub(b, x, y)));
     Instruction* e = b.Binary(Opcode::kPower, FullLike(b, d, 2.0), d);
-    r = Add(b, m, MulScalar(b, U(b, Opcode::kLog1p, e), 1.0 / std::numbers::ln2));
-    r = b.Select(U(b, Opcode::kIsFinite, m), r, m);
+    r = Add(b, m, MulScalar(b, b.Unary(Opcode::kLog1p, e), 1.0 / std::numbers::ln2));
+    r = b.Select(b.Unary(Opcode::kIsFinite, m), r, m);
   } else {
-    return Bad(c, "no binary body for " + op);
+    return ctx.Unsupported("no binary body for " + op);
   }
-  return Done(c, {b.Convert(r, out)});
+  return ctx.Finish({b.Convert(r, out)});
 }
 
 }  // namespace
@@ -477,58 +476,58 @@ Fn Binary(const std::string& op) {
 
 Fn Compare(ComparisonDirection d) {
   return [d](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    Ctx c(n, b);
-    const Value* self = c.V("self", 0);
-    const Value* other = c.V("other", 1);
-    if (!self || !other) return Bad(c, "needs self and other");
+    LoweringContext ctx(n, b);
+    const Value* self = ctx.Arg("self", 0);
+    const Value* other = ctx.Arg("other", 1);
+    if (!self || !other) return ctx.Unsupported("needs self and other");
     PrimitiveType t = ResultType({self, other});
-    OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(c, "self", 0, "other", 1, t));
+    OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(ctx, "self", 0, "other", 1, t));
     Instruction* r = b.Compare(v.a, v.b, d);
-    return Done(c, {b.Convert(r, c.OutType(0, PrimitiveType::PRED))});
+    return ctx.Finish({b.Convert(r, ctx.OutputType(0, PrimitiveType::PRED))});
   };
 }
 
 Fn Logical(Opcode op) {
   return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    Ctx c(n, b);
-    std::vector<int64_t> dims = OutDims(c);
+    LoweringContext ctx(n, b);
+    std::vector<int64_t> dims = OutDims(ctx);
     auto as_pred = [&](const std::string& name, size_t pos) -> Expected<Instruction*> {
-      const Value* v = c.V(name, pos);
-      if (!v) return Bad(c, "argument missing: " + name);
+      const Value* v = ctx.Arg(name, pos);
+      if (!v) return ctx.Unsupported("argument missing: " + name);
       PrimitiveType t = v->is_tensor() ? v->tensor.dtype : PrimitiveType::PRED;
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand(name, pos, t, dims));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand(name, pos, t, dims));
       if (t == PrimitiveType::PRED) return x;
       return CmpScalar(b, x, 0, ComparisonDirection::kNe);
     };
     OPPROBE_ASSIGN_OR_RETURN(Instruction * x, as_pred("self", 0));
     OPPROBE_ASSIGN_OR_RETURN(Instruction * y, as_pred("other", 1));
     Instruction* r = b.Binary(op, x, y);
-    return Done(c, {b.Convert(r, c.OutType(0, PrimitiveType::PRED))});
+    return ctx.Finish({b.Convert(r, ctx.OutputType(0, PrimitiveType::PRED))});
   };
 }
 
 Expected<LoweredOp> Where(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  const Value* self = c.V("self", 1);
-  const Value* other = c.V("other", 2);
-  PrimitiveType t = c.OutType(0, ResultType({self, other}));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * cond, c.Operand("condition", 0, PrimitiveType::PRED, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Operand("other", 2, t, dims));
-  return Done(c, {b.Select(cond, x, y)});
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = OutDims(ctx);
+  const Value* self = ctx.Arg("self", 1);
+  const Value* other = ctx.Arg("other", 2);
+  PrimitiveType t = ctx.OutputType(0, ResultType({self, other}));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * cond, ctx.Operand("condition", 0, PrimitiveType::PRED, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 1, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 2, t, dims));
+  return ctx.Finish({b.Select(cond, x, y)});
 }
 
 Expected<LoweredOp> Clamp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  PrimitiveType t = c.OutType(0, x0->shape.element_type());
-  std::vector<int64_t> dims = OutDims(c);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  std::vector<int64_t> dims = OutDims(ctx);
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
   auto bound = [&](const std::string& name, size_t pos) -> Expected<Instruction*> {
-    const Value* v = c.V(name, pos);
+    const Value* v = ctx.Arg(name, pos);
     if (!v || v->is_none()) return static_cast<Instruction*>(nullptr);
-    return c.Operand(name, pos, t, dims);
+    return ctx.Operand(name, pos, t, dims);
   };
   OPPROBE_ASSIGN_OR_RETURN(Instruction * lo, bound("min", 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * hi, bound("max", 2));
@@ -536,41 +535,41 @@ Expected<LoweredOp> Clamp(const Node& n, Builder& b) {
   Instruction* r = x;
   if (lo) r = b.Binary(Opcode::kMaximum, r, lo);
   if (hi) r = b.Binary(Opcode::kMinimum, r, hi);
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> Threshold(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
   PrimitiveType t = x->shape.element_type();
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Operand("threshold", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * val, c.Operand("value", 2, t, dims));
-  return Done(c, {b.Select(b.Compare(x, th, ComparisonDirection::kLe), val, x)});
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, ctx.Operand("threshold", 1, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * val, ctx.Operand("value", 2, t, dims));
+  return ctx.Finish({b.Select(b.Compare(x, th, ComparisonDirection::kLe), val, x)});
 }
 
 Expected<LoweredOp> ThresholdBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
   PrimitiveType t = g->shape.element_type();
-  std::vector<int64_t> dims = OutDims(c);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Operand("threshold", 2, x->shape.element_type(), dims));
+  std::vector<int64_t> dims = OutDims(ctx);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, ctx.Operand("threshold", 2, x->shape.element_type(), dims));
   Instruction* le = b.Compare(Bcast(b, x, dims), th, ComparisonDirection::kLe);
-  return Done(c, {b.Select(le, Full(b, t, 0, dims), Bcast(b, g, dims))});
+  return ctx.Finish({b.Select(le, Full(b, t, 0, dims), Bcast(b, g, dims))});
 }
 
 Fn ActivationBackward(const std::string& op) {
   return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    Ctx c(n, b);
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-    Instruction* y = op == "elu_backward" ? g : c.T("output", 1);  // elu_backward's tensor is self_or_result (6)
-    if (!y) y = c.T("self", 1);
-    if (!y) return Bad(c, "needs output/self");
-    PrimitiveType t = c.OutType(0, g->shape.element_type());
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+    Instruction* y = op == "elu_backward" ? g : ctx.Tensor("output", 1);  // elu_backward's tensor is self_or_result (6)
+    if (!y) y = ctx.Tensor("self", 1);
+    if (!y) return ctx.Unsupported("needs output/self");
+    PrimitiveType t = ctx.OutputType(0, g->shape.element_type());
     g = b.Convert(g, t);
     y = b.Convert(y, t);
-    std::vector<int64_t> dims = OutDims(c);
+    std::vector<int64_t> dims = OutDims(ctx);
     g = Bcast(b, g, dims);
     y = Bcast(b, y, dims);
     Instruction* r = nullptr;
@@ -579,24 +578,24 @@ Fn ActivationBackward(const std::string& op) {
     } else if (op == "sigmoid_backward") {  // g * y * (1 - y)
       r = Mul(b, g, Mul(b, y, Sub(b, FullLike(b, y, 1), y)));
     } else if (op == "silu_backward") {  // g * s * (1 + x (1 - s))
-      Instruction* s = U(b, Opcode::kLogistic, y);
+      Instruction* s = b.Unary(Opcode::kLogistic, y);
       r = Mul(b, g, Mul(b, s, AddScalar(b, Mul(b, y, Sub(b, FullLike(b, s, 1), s)), 1)));
     } else if (op == "gelu_backward") {
-      std::string approx = c.Str("approximate", 2, "none");
+      std::string approx = ctx.String("approximate", 2, "none");
       if (approx == "tanh") {
         // d/dx 0.5 x (1 + tanh(u)), u = k (x + 0.044715 x^3)
         double k = std::sqrt(2.0 / std::numbers::pi);
         Instruction* x2 = Mul(b, y, y);
         Instruction* u = MulScalar(b, Add(b, y, MulScalar(b, Mul(b, x2, y), 0.044715)), k);
-        Instruction* th = U(b, Opcode::kTanh, u);
+        Instruction* th = b.Unary(Opcode::kTanh, u);
         Instruction* du = MulScalar(b, AddScalar(b, MulScalar(b, x2, 3 * 0.044715), 1.0), k);
         Instruction* left = MulScalar(b, AddScalar(b, th, 1.0), 0.5);
         Instruction* right = Mul(b, MulScalar(b, y, 0.5), Mul(b, Sub(b, FullLike(b, th, 1), Mul(b, th, th)), du));
         r = Mul(b, g, Add(b, left, right));
       } else {
         // cdf + x * pdf
-        Instruction* cdf = MulScalar(b, AddScalar(b, U(b, Opcode::kErf, MulScalar(b, y, std::numbers::sqrt2 / 2)), 1), 0.5);
-        Instruction* pdf = MulScalar(b, U(b, Opcode::kExp, MulScalar(b, Mul(b, y, y), -0.5)),
+        Instruction* cdf = MulScalar(b, AddScalar(b, b.Unary(Opcode::kErf, MulScalar(b, y, std::numbers::sqrt2 / 2)), 1), 0.5);
+        Instruction* pdf = MulScalar(b, b.Unary(Opcode::kExp, MulScalar(b, Mul(b, y, y), -0.5)),
                                      1.0 / std::sqrt(2 * std::numbers::pi));
         r = Mul(b, g, Add(b, cdf, Mul(b, y, pdf)));
       }
@@ -609,40 +608,40 @@ Fn ActivationBackward(const std::string& op) {
       Instruction* r1 = b.Select(CmpScalar(b, y, 3, ComparisonDirection::kGe), g, mid);
       r = b.Select(CmpScalar(b, y, -3, ComparisonDirection::kLe), FullLike(b, g, 0), r1);
     } else if (op == "hardtanh_backward") {
-      double lo = c.Double("min_val", 2, -1), hi = c.Double("max_val", 3, 1);
+      double lo = ctx.Double("min_val", 2, -1), hi = ctx.Double("max_val", 3, 1);
       Instruction* out = b.Binary(Opcode::kOr, CmpScalar(b, y, lo, ComparisonDirection::kLe),
                                   CmpScalar(b, y, hi, ComparisonDirection::kGe));
       r = b.Select(out, FullLike(b, g, 0), g);
     } else if (op == "leaky_relu_backward") {
-      double slope = c.Double("negative_slope", 2, 0.01);
+      double slope = ctx.Double("negative_slope", 2, 0.01);
       r = b.Select(CmpScalar(b, y, 0, ComparisonDirection::kGt), g, MulScalar(b, g, slope));
     } else if (op == "elu_backward") {
-      double alpha = c.Double("alpha", 2, 1), scale = c.Double("scale", 3, 1), in_scale = c.Double("input_scale", 4, 1);
-      bool is_result = c.Bool("is_result", 5, false);
-      const Value* sx = c.V("self_or_result", 6);
-      Instruction* v = c.T("self_or_result", 6);
+      double alpha = ctx.Double("alpha", 2, 1), scale = ctx.Double("scale", 3, 1), in_scale = ctx.Double("input_scale", 4, 1);
+      bool is_result = ctx.Bool("is_result", 5, false);
+      const Value* sx = ctx.Arg("self_or_result", 6);
+      Instruction* v = ctx.Tensor("self_or_result", 6);
       (void)sx;
-      if (!v) return Bad(c, "needs self_or_result");
+      if (!v) return ctx.Unsupported("needs self_or_result");
       v = Bcast(b, b.Convert(v, t), dims);
       Instruction* neg;
       if (is_result) {  // g * in_scale * (v + alpha*scale)
         neg = Mul(b, g, MulScalar(b, AddScalar(b, v, alpha * scale), in_scale));
       } else {  // g * in_scale * alpha * scale * exp(v * in_scale)
-        neg = Mul(b, g, MulScalar(b, U(b, Opcode::kExp, MulScalar(b, v, in_scale)), in_scale * alpha * scale));
+        neg = Mul(b, g, MulScalar(b, b.Unary(Opcode::kExp, MulScalar(b, v, in_scale)), in_scale * alpha * scale));
       }
       r = b.Select(CmpScalar(b, v, 0, ComparisonDirection::kLe), neg, MulScalar(b, g, scale));
     } else if (op == "softplus_backward") {
-      double beta = c.Double("beta", 2, 1), threshold = c.Double("threshold", 3, 20);
+      double beta = ctx.Double("beta", 2, 1), threshold = ctx.Double("threshold", 3, 20);
       Instruction* bx = MulScalar(b, y, beta);
-      Instruction* s = U(b, Opcode::kLogistic, bx);
+      Instruction* s = b.Unary(Opcode::kLogistic, bx);
       r = b.Select(CmpScalar(b, bx, threshold, ComparisonDirection::kGt), g, Mul(b, g, s));
     } else if (op == "mish_backward") {
       Instruction* sp = Softplus(b, y, 1, 20);
-      Instruction* tsp = U(b, Opcode::kTanh, sp);
-      Instruction* s = U(b, Opcode::kLogistic, y);
+      Instruction* tsp = b.Unary(Opcode::kTanh, sp);
+      Instruction* s = b.Unary(Opcode::kLogistic, y);
       r = Mul(b, g, Add(b, tsp, Mul(b, Mul(b, y, s), Sub(b, FullLike(b, tsp, 1), Mul(b, tsp, tsp)))));
     } else if (op == "logit_backward") {
-      const Value* eps = c.V("eps", 2);
+      const Value* eps = ctx.Arg("eps", 2);
       Instruction* d = Div(b, g, Mul(b, y, Sub(b, FullLike(b, y, 1), y)));
       if (eps && !eps->is_none()) {
         double e = eps->AsDouble();
@@ -656,38 +655,38 @@ Fn ActivationBackward(const std::string& op) {
       }
     } else if (op == "log_sigmoid_backward") {
       // g * (1 - sigmoid(x)) = g * sigmoid(-x)
-      r = Mul(b, g, U(b, Opcode::kLogistic, U(b, Opcode::kNegate, y)));
+      r = Mul(b, g, b.Unary(Opcode::kLogistic, b.Unary(Opcode::kNegate, y)));
     } else {
-      return Bad(c, "no backward body for " + op);
+      return ctx.Unsupported("no backward body for " + op);
     }
-    return Done(c, {r});
+    return ctx.Finish({r});
   };
 }
 
 Expected<LoweredOp> Lerp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 0, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * e, c.Operand("end", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Operand("weight", 2, t, dims));
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = OutDims(ctx);
+  PrimitiveType t = ctx.OutputType(0, PrimitiveType::F32);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 0, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * e, ctx.Operand("end", 1, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.Operand("weight", 2, t, dims));
   // x + w (e - x)
-  return Done(c, {Add(b, x, Mul(b, w, Sub(b, e, x)))});
+  return ctx.Finish({Add(b, x, Mul(b, w, Sub(b, e, x)))});
 }
 
 namespace {
 Expected<LoweredOp> AddcOp(const Node& n, Builder& b, bool mul) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 0, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * t1, c.Operand("tensor1", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * t2, c.Operand("tensor2", 2, t, dims));
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = OutDims(ctx);
+  PrimitiveType t = ctx.OutputType(0, PrimitiveType::F32);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 0, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * t1, ctx.Operand("tensor1", 1, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * t2, ctx.Operand("tensor2", 2, t, dims));
   Instruction* p = mul ? Mul(b, t1, t2) : Div(b, t1, t2);
-  const Value* v = c.V("value", 3);
+  const Value* v = ctx.Arg("value", 3);
   if (v && !v->is_none() && !(v->kind != Value::Kind::kComplex && v->AsDouble() == 1.0))
     p = Mul(b, p, b.Broadcast(ScalarOf(b, t, *v), dims, {}));
-  return Done(c, {Add(b, x, p)});
+  return ctx.Finish({Add(b, x, p)});
 }
 }  // namespace
 
@@ -695,113 +694,113 @@ Expected<LoweredOp> Addcmul(const Node& n, Builder& b) { return AddcOp(n, b, tru
 Expected<LoweredOp> Addcdiv(const Node& n, Builder& b) { return AddcOp(n, b, false); }
 
 Expected<LoweredOp> ToCopy(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  PrimitiveType t = c.OutType(0, c.Dtype("dtype", 1).value_or(x->shape.element_type()));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Dtype("dtype", 1).value_or(x->shape.element_type()));
   Instruction* r = x;
   if (hlo::IsComplex(x->shape.element_type()) && !hlo::IsComplex(t)) r = b.Real(x);
-  return Done(c, {b.Convert(r, t)});
+  return ctx.Finish({b.Convert(r, t)});
 }
 
 Expected<LoweredOp> Copy(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * self, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * self, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   PrimitiveType t = self->shape.element_type();
   if (hlo::IsComplex(src->shape.element_type()) && !hlo::IsComplex(t)) src = b.Real(src);
-  return Done(c, {Bcast(b, b.Convert(src, t), Dims(self))});
+  return ctx.Finish({Bcast(b, b.Convert(src, t), Dims(self))});
 }
 
 Expected<LoweredOp> NanToNum(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Done(c, {x});
+  if (!hlo::IsFloatingPoint(t)) return ctx.Finish({x});
   double big = t == PrimitiveType::F64 ? std::numeric_limits<double>::max()
                : t == PrimitiveType::F16 ? 65504.0
                : t == PrimitiveType::BF16 ? 3.3895313892515355e38
                                           : std::numeric_limits<float>::max();
   auto opt = [&](const char* name, size_t pos, double def) {
-    const Value* v = c.V(name, pos);
+    const Value* v = ctx.Arg(name, pos);
     return v && !v->is_none() ? v->AsDouble() : def;
   };
   double nan = opt("nan", 1, 0.0), pos = opt("posinf", 2, big), neg = opt("neginf", 3, -big);
   Instruction* r = b.Select(b.Compare(x, x, ComparisonDirection::kNe), FullLike(b, x, nan), x);
   r = b.Select(CmpScalar(b, x, std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, pos), r);
   r = b.Select(CmpScalar(b, x, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, neg), r);
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> LeakyRelu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double slope = c.Double("negative_slope", 1, 0.01);
-  return Done(c, {b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), x, MulScalar(b, x, slope))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  double slope = ctx.Double("negative_slope", 1, 0.01);
+  return ctx.Finish({b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), x, MulScalar(b, x, slope))});
 }
 
 Expected<LoweredOp> Hardtanh(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
-  double lo = c.Double("min_val", 1, -1), hi = c.Double("max_val", 2, 1);
-  return Done(c, {b.Clamp(Scalar(b, t, lo), x, Scalar(b, t, hi))});
+  double lo = ctx.Double("min_val", 1, -1), hi = ctx.Double("max_val", 2, 1);
+  return ctx.Finish({b.Clamp(Scalar(b, t, lo), x, Scalar(b, t, hi))});
 }
 
 Expected<LoweredOp> Elu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double alpha = c.Double("alpha", 1, 1), scale = c.Double("scale", 2, 1), in_scale = c.Double("input_scale", 3, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  double alpha = ctx.Double("alpha", 1, 1), scale = ctx.Double("scale", 2, 1), in_scale = ctx.Double("input_scale", 3, 1);
   if (n.op == "aten::selu" || n.op == "aten::selu_") {
     alpha = 1.6732632423543772848170429916717;
     scale = 1.0507009873554804934193349852946;
   } else if (n.op == "aten::celu" || n.op == "aten::celu_") {
-    alpha = c.Double("alpha", 1, 1);
+    alpha = ctx.Double("alpha", 1, 1);
     scale = 1;
     in_scale = 1 / alpha;
   }
-  Instruction* neg = MulScalar(b, U(b, Opcode::kExpm1, MulScalar(b, x, in_scale)), alpha * scale);
-  return Done(c, {b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), MulScalar(b, x, scale), neg)});
+  Instruction* neg = MulScalar(b, b.Unary(Opcode::kExpm1, MulScalar(b, x, in_scale)), alpha * scale);
+  return ctx.Finish({b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), MulScalar(b, x, scale), neg)});
 }
 
 Expected<LoweredOp> Softplus(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  return Done(c, {Softplus(b, x, c.Double("beta", 1, 1), c.Double("threshold", 2, 20))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  return ctx.Finish({Softplus(b, x, ctx.Double("beta", 1, 1), ctx.Double("threshold", 2, 20))});
 }
 
 Expected<LoweredOp> Gelu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  return Done(c, {Gelu(b, x, c.Str("approximate", 1, "none") == "tanh")});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  return ctx.Finish({Gelu(b, x, ctx.String("approximate", 1, "none") == "tanh")});
 }
 
 Expected<LoweredOp> LogSigmoidForward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  Instruction* r = U(b, Opcode::kNegate, Softplus(b, U(b, Opcode::kNegate, x), 1.0, 1e30));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  Instruction* r = b.Unary(Opcode::kNegate, Softplus(b, b.Unary(Opcode::kNegate, x), 1.0, 1e30));
   std::vector<Instruction*> outs = {r};
   // ATen's CPU kernel also returns its buffer, exp(-|x|) (an empty tensor on other devices).
-  if (const TensorMeta* buf = c.Out(1))
-    outs.push_back(buf->sizes == Dims(x) ? U(b, Opcode::kExp, U(b, Opcode::kNegate, U(b, Opcode::kAbs, x)))
+  if (const TensorMeta* buf = ctx.OutputMeta(1))
+    outs.push_back(buf->sizes == Dims(x) ? b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, x)))
                                          : Full(b, buf->dtype, 0, buf->sizes));
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> Polar(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  PrimitiveType t = hlo::ComplexComponentType(c.OutType(0, PrimitiveType::C64));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, c.Operand("abs", 0, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Operand("angle", 1, t, dims));
-  return Done(c, {b.Complex(Mul(b, a, U(b, Opcode::kCos, th)), Mul(b, a, U(b, Opcode::kSin, th)))});
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = OutDims(ctx);
+  PrimitiveType t = hlo::ComplexComponentType(ctx.OutputType(0, PrimitiveType::C64));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, ctx.Operand("abs", 0, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, ctx.Operand("angle", 1, t, dims));
+  return ctx.Finish({b.Complex(Mul(b, a, b.Unary(Opcode::kCos, th)), Mul(b, a, b.Unary(Opcode::kSin, th)))});
 }
 
 Expected<LoweredOp> ComplexOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * re, c.Req("real", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * im, c.Req("imag", 1));
-  std::vector<int64_t> dims = OutDims(c);
-  return Done(c, {b.Complex(Bcast(b, re, dims), Bcast(b, im, dims))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * re, ctx.RequiredTensor("real", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * im, ctx.RequiredTensor("imag", 1));
+  std::vector<int64_t> dims = OutDims(ctx);
+  return ctx.Finish({b.Complex(Bcast(b, re, dims), Bcast(b, im, dims))});
 }
 
 }  // namespace opprobe::analyzer::lowering

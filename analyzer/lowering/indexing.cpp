@@ -33,7 +33,7 @@ Instruction* FullIndex(Builder& b, Instruction* index, const std::vector<int64_t
   return cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
 }
 
-Computation* UpdateComputation(const Ctx& c, Builder& b, PrimitiveType t, const std::string& reduce) {
+Computation* UpdateComputation(const LoweringContext& ctx, Builder& b, PrimitiveType t, const std::string& reduce) {
   if (reduce.empty() || reduce == "none") return ReplaceComputation(b, t);
   if (reduce == "add" || reduce == "sum" || reduce == "mean")
     return b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t);
@@ -41,7 +41,7 @@ Computation* UpdateComputation(const Ctx& c, Builder& b, PrimitiveType t, const 
     return b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kAnd : Opcode::kMultiply, t);
   if (reduce == "amax") return b.ScalarBinaryComputation(Opcode::kMaximum, t);
   if (reduce == "amin") return b.ScalarBinaryComputation(Opcode::kMinimum, t);
-  (void)c;
+  (void)ctx;
   return nullptr;
 }
 
@@ -54,12 +54,12 @@ struct Advanced {
   bool has_bool = false;
 };
 
-Expected<Advanced> ReadIndices(const Ctx& c, Instruction* self, size_t pos) {
-  Builder& b = c.b;
+Expected<Advanced> ReadIndices(const LoweringContext& ctx, Instruction* self, size_t pos) {
+  Builder& b = ctx.builder;
   Advanced a;
-  std::vector<Instruction*> list = c.TList("indices", pos);
-  const Value* v = c.V("indices", pos);
-  if (!v || v->kind != Value::Kind::kTensorList) return Bad(c, "indices must be a tensor list");
+  std::vector<Instruction*> list = ctx.TensorList("indices", pos);
+  const Value* v = ctx.Arg("indices", pos);
+  if (!v || v->kind != Value::Kind::kTensorList) return ctx.Unsupported("indices must be a tensor list");
   std::vector<int64_t> sd = Dims(self);
   int64_t dim = 0;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -73,7 +73,7 @@ Expected<Advanced> ReadIndices(const Ctx& c, Instruction* self, size_t pos) {
       dim += t->shape.rank();
       continue;
     }
-    if (dim >= static_cast<int64_t>(sd.size())) return Bad(c, "too many indices");
+    if (dim >= static_cast<int64_t>(sd.size())) return ctx.Unsupported("too many indices");
     a.indexed.push_back(dim);
     a.idx.push_back(WrapIndex(b, b.Convert(t, PrimitiveType::S64), sd[static_cast<size_t>(dim)]));
     ++dim;
@@ -117,10 +117,10 @@ Instruction* Gather1d(Builder& b, Instruction* flat, Instruction* idx) {
 }  // namespace
 
 Expected<LoweredOp> Embedding(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
-  if (w->shape.rank() != 2) return Bad(c, "weight must be 2-d");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  if (w->shape.rank() != 2) return ctx.Unsupported("weight must be 2-d");
   std::vector<int64_t> id = Dims(idx);
   int64_t r = static_cast<int64_t>(id.size());
   std::vector<int64_t> id1 = id;
@@ -134,15 +134,15 @@ Expected<LoweredOp> Embedding(const Node& n, Builder& b) {
   out.push_back(Dims(w)[1]);
   Instruction* g = b.Gather(w, b.Reshape(b.Convert(idx, PrimitiveType::S64), id1), dn, {1, Dims(w)[1]},
                             Shape::Array(w->shape.element_type(), out));
-  return Done(c, {g});
+  return ctx.Finish({g});
 }
 
 Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
-  int64_t num = c.Int("num_weights", 2, 0);
-  int64_t pad = c.Int("padding_idx", 3, -1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  int64_t num = ctx.Int("num_weights", 2, 0);
+  int64_t pad = ctx.Int("padding_idx", 3, -1);
   PrimitiveType t = g->shape.element_type();
   int64_t cnt = idx->shape.elements();
   int64_t d = Dims(g).back();
@@ -152,7 +152,7 @@ Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
     Instruction* keep = CmpScalar(b, b.Reshape(fi, {cnt}), static_cast<double>(pad), ComparisonDirection::kNe);
     upd = b.Select(b.Broadcast(keep, {cnt, d}, {0}), upd, Full(b, t, 0, {cnt, d}));
   }
-  if (c.Bool("scale_grad_by_freq", 4, false)) {
+  if (ctx.Bool("scale_grad_by_freq", 4, false)) {
     hlo::ScatterDimensionNumbers cdn;
     cdn.inserted_window_dims = {0};
     cdn.scatter_dims_to_operand_dims = {0};
@@ -168,17 +168,17 @@ Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({Full(b, t, 0, {num, d})}, fi, {upd}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t));
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 
 Expected<LoweredOp> IndexSelect(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
-  if (r == 0) return Done(c, {x});
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
+  if (r == 0) return ctx.Finish({x});
   std::vector<int64_t> xd = Dims(x);
   int64_t cnt = idx->shape.elements();
   hlo::GatherDimensionNumbers dn;
@@ -193,18 +193,18 @@ Expected<LoweredOp> IndexSelect(const Node& n, Builder& b) {
   out[static_cast<size_t>(*d)] = cnt;
   Instruction* g = b.Gather(x, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), dn, slice,
                             Shape::Array(x->shape.element_type(), out));
-  return Done(c, {g});
+  return ctx.Finish({g});
 }
 
 Expected<LoweredOp> Gather(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   std::vector<int64_t> id = Dims(idx);
-  if (r == 0) return Done(c, {b.Reshape(x, id)});
+  if (r == 0) return ctx.Finish({b.Reshape(x, id)});
   int64_t cnt = Numel(id);
   Instruction* full = FullIndex(b, idx, id, *d);
   hlo::GatherDimensionNumbers dn;
@@ -215,36 +215,36 @@ Expected<LoweredOp> Gather(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* g = b.Gather(x, full, dn, std::vector<int64_t>(static_cast<size_t>(r), 1),
                             Shape::Array(x->shape.element_type(), {cnt}));
-  return Done(c, {b.Reshape(g, id)});
+  return ctx.Finish({b.Reshape(g, id)});
 }
 
 Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> id = Dims(idx);
   int64_t cnt = Numel(id);
-  std::string reduce = c.Str("reduce", 4);
+  std::string reduce = ctx.String("reduce", 4);
   if (n.op == "aten::scatter_add" || n.op == "aten::scatter_add_") reduce = "add";
-  bool include_self = c.Bool("include_self", 5, true);
+  bool include_self = ctx.Bool("include_self", 5, true);
   // Updates: src sliced to the index shape, or the scalar value.
   Instruction* upd;
-  if (Instruction* src = c.T("src", 3)) {
+  if (Instruction* src = ctx.Tensor("src", 3)) {
     std::vector<int64_t> zeros(id.size(), 0), ones(id.size(), 1);
     upd = b.Convert(src, t);
     if (Dims(upd) != id) upd = b.Slice(upd, zeros, id, ones);
   } else {
-    const Value* v = c.V("value", 3);
-    if (!v) return Bad(c, "needs src or value");
+    const Value* v = ctx.Arg("value", 3);
+    if (!v) return ctx.Unsupported("needs src or value");
     upd = b.Broadcast(ScalarOf(b, t, *v), id, {});
   }
   if (r == 0) {
-    if (cnt == 0) return Done(c, {x});
-    return Done(c, {b.Reshape(upd, {})});
+    if (cnt == 0) return ctx.Finish({x});
+    return ctx.Finish({b.Reshape(upd, {})});
   }
   Instruction* full = FullIndex(b, idx, id, *d);
   Instruction* flat_upd = b.Reshape(upd, {cnt});
@@ -254,8 +254,8 @@ Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
     dn.scatter_dims_to_operand_dims.push_back(i);
   }
   dn.index_vector_dim = 1;
-  Computation* comp = UpdateComputation(c, b, t, reduce);
-  if (!comp) return Bad(c, "unknown reduce " + reduce);
+  Computation* comp = UpdateComputation(ctx, b, t, reduce);
+  if (!comp) return ctx.Unsupported("unknown reduce " + reduce);
   Instruction* base = x;
   if (!include_self && !reduce.empty()) {
     // Positions that receive updates start from the reduction's identity.
@@ -273,19 +273,19 @@ Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
     Instruction* safe = b.Binary(Opcode::kMaximum, counts, FullLike(b, counts, 1));
     s = hlo::IsInteger(t) ? Div(b, s, safe) : Div(b, s, safe);
   }
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 
 Expected<LoweredOp> Index(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(c, x, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(ctx, x, 1));
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
   if (a.has_bool) {
     // A single boolean mask over the leading dims: bounded compaction of the selected rows.
-    std::vector<Instruction*> list = c.TList("indices", 1);
-    if (list.size() != 1 || !list[0]) return Bad(c, "boolean mask index mixed with other indices");
+    std::vector<Instruction*> list = ctx.TensorList("indices", 1);
+    if (list.size() != 1 || !list[0]) return ctx.Unsupported("boolean mask index mixed with other indices");
     Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
     int64_t mr = mask->shape.rank();
     int64_t rows = Numel(Dims(mask));
@@ -305,12 +305,12 @@ Expected<LoweredOp> Index(const Node& n, Builder& b) {
     Instruction* g = b.Gather(xf, b.Reshape(perm, {rows, 1}), dn, slice, Shape::Array(x->shape.element_type(), flat));
     (void)inner;
     Instruction* r2 = b.SetDimensionSize(g, count, 0);
-    OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {r2}));
+    OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({r2}));
     op.dynamic_shape = true;
     op.note = fmt::format("boolean-mask index: bounded by {} rows", rows);
     return op;
   }
-  if (a.indexed.empty()) return Done(c, {x});
+  if (a.indexed.empty()) return ctx.Finish({x});
   Instruction* start = StackIndices(b, a);
   int64_t nb = static_cast<int64_t>(a.bdims.size());
   hlo::GatherDimensionNumbers dn;
@@ -345,23 +345,23 @@ Expected<LoweredOp> Index(const Node& n, Builder& b) {
     }
   }
   Instruction* g = b.Gather(x, start, dn, slice, Shape::Array(x->shape.element_type(), out));
-  return Done(c, {g});
+  return ctx.Finish({g});
 }
 
 Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * vals0, c.Req("values", 2));
-  bool accumulate = c.Bool("accumulate", 3, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * vals0, ctx.RequiredTensor("values", 2));
+  bool accumulate = ctx.Bool("accumulate", 3, false);
   PrimitiveType t = x->shape.element_type();
   Instruction* vals = b.Convert(vals0, t);
-  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(c, x, 1));
+  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(ctx, x, 1));
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
   if (a.has_bool) {
     // x[mask] = v with a single-element v: a static-shape select (torchax takes the same path).
-    std::vector<Instruction*> list = c.TList("indices", 1);
-    if (list.size() != 1 || !list[0]) return Bad(c, "boolean mask index mixed with other indices");
+    std::vector<Instruction*> list = ctx.TensorList("indices", 1);
+    if (list.size() != 1 || !list[0]) return ctx.Unsupported("boolean mask index mixed with other indices");
     Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
     int64_t mrank = mask->shape.rank();
     std::vector<int64_t> rest_dims(xd.begin() + mrank, xd.end());
@@ -381,7 +381,7 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       Instruction* row = Bcast(b, b.Reshape(vals, row_dims), rest_dims);
       Instruction* v = b.Broadcast(row, xd, rmap);
       if (accumulate) v = Add(b, x, v);
-      return Done(c, {b.Select(m, v, x)});
+      return ctx.Finish({b.Select(m, v, x)});
     }
     if (vals->shape.elements() != 1) {
       // x[mask] = values: the selected positions (bounded compaction, as XLA's dynamic-shape
@@ -390,7 +390,7 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       int64_t rows = Numel(Dims(mask));
       std::vector<int64_t> rest(xd.begin() + mr, xd.end());
       int64_t count = vals->shape.rank() > static_cast<int64_t>(rest.size()) ? Dims(vals)[0] : 1;
-      if (count > rows) return Bad(c, "more values than mask positions");
+      if (count > rows) return ctx.Unsupported("more values than mask positions");
       auto [perm, n_true] = CompactPositions(b, b.Reshape(mask, {rows}));
       (void)n_true;
       Instruction* where = b.Reshape(b.SliceInDim(perm, 0, count, 1, 0), {count, 1});
@@ -406,7 +406,7 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       Instruction* s = b.Scatter({b.Reshape(x, flat)}, where, {Bcast(b, vals, ud)}, dn,
                                  accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                             : ReplaceComputation(b, t));
-      OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.Reshape(s, xd)}));
+      OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.Reshape(s, xd)}));
       op.dynamic_shape = true;
       op.note = fmt::format("boolean-mask assignment of {} values; positions depend on the data", count);
       return op;
@@ -416,9 +416,9 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
     Instruction* m = b.Broadcast(mask, xd, map);
     Instruction* v = b.Broadcast(b.Reshape(vals, {}), xd, {});
     if (accumulate) v = Add(b, x, v);
-    return Done(c, {b.Select(m, v, x)});
+    return ctx.Finish({b.Select(m, v, x)});
   }
-  if (a.indexed.empty()) return Done(c, {Bcast(b, vals, xd)});
+  if (a.indexed.empty()) return ctx.Finish({Bcast(b, vals, xd)});
   int64_t nb = static_cast<int64_t>(a.bdims.size());
   std::vector<int64_t> rest;
   for (int64_t i = 0; i < r; ++i)
@@ -454,25 +454,25 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
   Instruction* s = b.Scatter({x}, StackIndices(b, a), {upd}, dn,
                              accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                         : ReplaceComputation(b, t));
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 
 namespace {
 Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("source", 3));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, ctx.RequiredTensor("source", 3));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x->shape.element_type();
   Instruction* src = b.Convert(src0, t);
   if (add) {
-    const Value* alpha = c.V("alpha", 4);
+    const Value* alpha = ctx.Arg("alpha", 4);
     if (alpha && !alpha->is_none() && alpha->AsDouble() != 1) src = Mul(b, src, b.Broadcast(ScalarOf(b, t, *alpha), Dims(src), {}));
   }
-  if (r == 0) return Done(c, {add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
+  if (r == 0) return ctx.Finish({add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
   int64_t cnt = idx->shape.elements();
   hlo::ScatterDimensionNumbers dn;
   for (int64_t i = 0; i < r; ++i)
@@ -483,7 +483,7 @@ Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
   Instruction* s = b.Scatter({x}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), {src}, dn,
                              add ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                  : ReplaceComputation(b, t));
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 }  // namespace
 
@@ -494,17 +494,17 @@ Expected<LoweredOp> IndexCopy(const Node& n, Builder& b) { return IndexAlong(n, 
 // include_self=False the indexed positions first get the identity (a replace scatter). mean divides
 // by the number of contributions (plus one for self), flooring for integers as torch does.
 Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("source", 3));
-  std::string reduce = c.Str("reduce", 4);
-  bool include_self = c.Bool("include_self", 5, true);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, ctx.RequiredTensor("source", 3));
+  std::string reduce = ctx.String("reduce", 4);
+  bool include_self = ctx.Bool("include_self", 5, true);
   std::vector<int64_t> xd0 = Dims(x0);
-  auto w = WrapDim(c.Int("dim", 1, 0), x0->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x0->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x0->shape.element_type();
-  if (t == PrimitiveType::PRED) return Bad(c, "bool index_reduce");
+  if (t == PrimitiveType::PRED) return ctx.Unsupported("bool index_reduce");
   int64_t cnt = idx->shape.elements();
   // A 0-d self (and source) is a [1] one.
   Instruction* x = x0->shape.rank() == 0 ? b.Reshape(x0, {1}) : x0;
@@ -513,14 +513,14 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
   int64_t d = *w;
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
-  if (src->shape.rank() != r || Dims(src)[static_cast<size_t>(d)] != cnt) return Bad(c, "source does not fit index");
+  if (src->shape.rank() != r || Dims(src)[static_cast<size_t>(d)] != cnt) return ctx.Unsupported("source does not fit index");
   Opcode op;
   Instruction* ident;
   if (reduce == "prod") op = Opcode::kMultiply, ident = Scalar(b, t, 1);
   else if (reduce == "mean") op = Opcode::kAdd, ident = Scalar(b, t, 0);
   else if (reduce == "amax") op = Opcode::kMaximum, ident = MinValue(b, t);
   else if (reduce == "amin") op = Opcode::kMinimum, ident = MaxValue(b, t);
-  else return Bad(c, "unknown reduce " + reduce);
+  else return ctx.Unsupported("unknown reduce " + reduce);
   Instruction* where = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1});
   hlo::ScatterDimensionNumbers dn;
   for (int64_t i = 0; i < r; ++i)
@@ -552,21 +552,21 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
     }
     s = q;
   }
-  return Done(c, {b.Reshape(s, xd0)});
+  return ctx.Finish({b.Reshape(s, xd0)});
 }
 
 // repeat_interleave.Tensor: output j holds the number of inclusive prefix sums of `repeats` that are
 // <= j. The output length is the sum of repeats (data-dependent): the lowering takes the traced
 // output length (or output_size) as the bound and marks the result bounded-dynamic like nonzero.
 Expected<LoweredOp> RepeatInterleave(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rep0, c.Req("repeats", 0));
-  const TensorMeta* out = c.Out(0);
-  auto output_size = c.OptInt("output_size", 1);
-  if (!out && !output_size) return Bad(c, "the output length comes from the traced output or output_size");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rep0, ctx.RequiredTensor("repeats", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  auto output_size = ctx.OptInt("output_size", 1);
+  if (!out && !output_size) return ctx.Unsupported("the output length comes from the traced output or output_size");
   int64_t len = out ? out->sizes.empty() ? 0 : out->sizes[0] : *output_size;
   PrimitiveType ot = out ? out->dtype : rep0->shape.element_type();
-  if (rep0->shape.rank() > 1) return Bad(c, "repeats must be 0-d or 1-d");
+  if (rep0->shape.rank() > 1) return ctx.Unsupported("repeats must be 0-d or 1-d");
   int64_t nr = rep0->shape.elements();
   const PrimitiveType S = PrimitiveType::S64;
   Instruction* rep = b.Reshape(b.Convert(rep0, S), {nr});
@@ -579,25 +579,25 @@ Expected<LoweredOp> RepeatInterleave(const Node& n, Builder& b) {
   Instruction* le = b.Compare(b.Broadcast(ends, {len, nr}, {1}), b.Iota(Shape::Array(S, {len, nr}), 0),
                               ComparisonDirection::kLe);
   Instruction* v = b.Convert(ReduceSum(b, b.Convert(le, S), {1}), ot);
-  if (output_size) return Done(c, {v});
+  if (output_size) return ctx.Finish({v});
   Instruction* total = b.Convert(ReduceSum(b, rep, {0}), PrimitiveType::S32);
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.SetDimensionSize(v, total, 0)}));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.SetDimensionSize(v, total, 0)}));
   op.dynamic_shape = true;
   op.note = fmt::format("output length is the sum of repeats; bounded by the traced length {}", len);
   return op;
 }
 
 Expected<LoweredOp> IndexFill(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> xd = Dims(x);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Operand("value", 3, t, xd));
-  if (r == 0) return Done(c, {v});
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.Operand("value", 3, t, xd));
+  if (r == 0) return ctx.Finish({v});
   int64_t size = xd[static_cast<size_t>(*d)];
   int64_t cnt = idx->shape.elements();
   // A [size] mask from a scatter of `true` at the indices, broadcast along dim.
@@ -608,24 +608,24 @@ Expected<LoweredOp> IndexFill(const Node& n, Builder& b) {
   Instruction* wi = WrapIndex(b, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt}), size);
   Instruction* mask = b.Scatter({Full(b, PrimitiveType::PRED, 0, {size})}, b.Reshape(wi, {cnt, 1}),
                                 {Full(b, PrimitiveType::PRED, 1, {cnt})}, dn, ReplaceComputation(b, PrimitiveType::PRED));
-  return Done(c, {b.Select(b.Broadcast(mask, xd, {*d}), v, x)});
+  return ctx.Finish({b.Select(b.Broadcast(mask, xd, {*d}), v, x)});
 }
 
 Expected<LoweredOp> MaskedFill(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
-  std::vector<int64_t> dims = c.Out(0) ? c.Out(0)->sizes : Dims(x);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Operand("mask", 1, PrimitiveType::PRED, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Operand("value", 2, t, dims));
-  return Done(c, {b.Select(m, v, Bcast(b, x, dims))});
+  std::vector<int64_t> dims = ctx.OutputMeta(0) ? ctx.OutputMeta(0)->sizes : Dims(x);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, ctx.Operand("mask", 1, PrimitiveType::PRED, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.Operand("value", 2, t, dims));
+  return ctx.Finish({b.Select(m, v, Bcast(b, x, dims))});
 }
 
 Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * m0, c.Req("mask", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("source", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m0, ctx.RequiredTensor("mask", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("source", 2));
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
   // Position k of each selected element = number of selected elements before it (an exclusive
@@ -643,12 +643,12 @@ Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
   Instruction* sf = b.Reshape(b.Convert(src, x->shape.element_type()), {sn});
   Instruction* k = b.Binary(Opcode::kMinimum, before, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(sn - 1, 0)), {total}));
   Instruction* picked = Gather1d(b, sf, k);
-  return Done(c, {b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
+  return ctx.Finish({b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
 }
 
 Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
   int64_t r = static_cast<int64_t>(xd.size());
@@ -667,36 +667,36 @@ Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
   }
   Instruction* out = cols.empty() ? Full(b, PrimitiveType::S64, 0, {total, 0}) : cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
   Instruction* dyn = b.SetDimensionSize(out, count, 0);
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {dyn}));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({dyn}));
   op.dynamic_shape = true;
   op.note = fmt::format("output rows depend on the data; bounded by {}", total);
   return op;
 }
 
 Expected<LoweredOp> MaskedSelect(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Req("mask", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, ctx.RequiredTensor("mask", 1));
   std::vector<int64_t> dims = BroadcastShapes(Dims(x), Dims(m));
   int64_t total = Numel(dims);
   Instruction* xf = b.Reshape(Bcast(b, x, dims), {total});
   Instruction* mf = b.Reshape(Bcast(b, b.Convert(m, PrimitiveType::PRED), dims), {total});
   auto [perm, count] = CompactPositions(b, mf);
   Instruction* vals = Gather1d(b, xf, perm);
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.SetDimensionSize(vals, count, 0)}));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.SetDimensionSize(vals, count, 0)}));
   op.dynamic_shape = true;
   op.note = fmt::format("output size depends on the mask; bounded by {}", total);
   return op;
 }
 
 Expected<LoweredOp> Unique(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  if (n.op == "aten::unique_dim" || n.op == "aten::unique_dim_consecutive") return Bad(c, "unique over a dim");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  if (n.op == "aten::unique_dim" || n.op == "aten::unique_dim_consecutive") return ctx.Unsupported("unique over a dim");
   bool consecutive = n.op == "aten::unique_consecutive";
-  bool ret_inverse = c.Bool("return_inverse", consecutive ? 1 : 2, false);
-  bool ret_counts = c.Bool("return_counts", consecutive ? 2 : 3, false);
-  if (n.op == "aten::_unique") ret_inverse = c.Bool("return_inverse", 2, false), ret_counts = false;
+  bool ret_inverse = ctx.Bool("return_inverse", consecutive ? 1 : 2, false);
+  bool ret_counts = ctx.Bool("return_counts", consecutive ? 2 : 3, false);
+  if (n.op == "aten::_unique") ret_inverse = ctx.Bool("return_inverse", 2, false), ret_counts = false;
   PrimitiveType t = x->shape.element_type();
   int64_t total = x->shape.elements();
   Instruction* xf = b.Reshape(x, {total});
@@ -735,7 +735,7 @@ Expected<LoweredOp> Unique(const Node& n, Builder& b) {
   if (ret_inverse || n.op == "aten::_unique2" || n.op == "aten::_unique" || n.op == "aten::unique_consecutive") {
     Instruction* inv = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(order, {total, 1}), {gid}, dn,
                                  ReplaceComputation(b, PrimitiveType::S64));
-    const TensorMeta* m = c.Out(1);
+    const TensorMeta* m = ctx.OutputMeta(1);
     if (m && m->sizes != Dims(inv) && Numel(m->sizes) == 0) outs.push_back(Full(b, PrimitiveType::S64, 0, m->sizes));
     else if (m || ret_inverse) outs.push_back(b.Reshape(inv, m ? m->sizes : Dims(x)));
   }
@@ -743,37 +743,37 @@ Expected<LoweredOp> Unique(const Node& n, Builder& b) {
     Instruction* counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(gid, {total, 1}),
                                     {Full(b, PrimitiveType::S64, 1, {total})}, dn,
                                     b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
-    const TensorMeta* m = c.Out(outs.size());
+    const TensorMeta* m = ctx.OutputMeta(outs.size());
     if (m && Numel(m->sizes) == 0 && !ret_counts) outs.push_back(Full(b, PrimitiveType::S64, 0, m->sizes));
     else if (m || ret_counts) outs.push_back(b.SetDimensionSize(counts, count, 0));
   }
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, outs));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish(outs));
   op.dynamic_shape = true;
   op.note = fmt::format("number of unique values depends on the data; bounded by {}", total);
   return op;
 }
 
 Expected<LoweredOp> Take(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 1));
   int64_t total = x->shape.elements();
   int64_t cnt = idx->shape.elements();
   Instruction* wi = WrapIndex(b, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt}), total);
-  return Done(c, {b.Reshape(Gather1d(b, b.Reshape(x, {total}), wi), Dims(idx))});
+  return ctx.Finish({b.Reshape(Gather1d(b, b.Reshape(x, {total}), wi), Dims(idx))});
 }
 
 Expected<LoweredOp> OneHot(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  const TensorMeta* out = c.Out(0);
-  if (!out) return Bad(c, "the number of classes comes from the recorded output");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("the number of classes comes from the recorded output");
   std::vector<int64_t> od = out->sizes;
   std::vector<int64_t> map;
   for (int64_t i = 0; i < x->shape.rank(); ++i) map.push_back(i);
   Instruction* xb = b.Broadcast(b.Convert(x, PrimitiveType::S64), od, map);
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, od), static_cast<int64_t>(od.size()) - 1);
-  return Done(c, {b.Convert(b.Compare(xb, io, ComparisonDirection::kEq), out->dtype)});
+  return ctx.Finish({b.Convert(b.Compare(xb, io, ComparisonDirection::kEq), out->dtype)});
 }
 
 }  // namespace opprobe::analyzer::lowering

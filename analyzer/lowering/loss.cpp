@@ -33,39 +33,39 @@ struct Pair {
   std::vector<int64_t> dims;
 };
 
-Expected<Pair> SelfTarget(const Ctx& c, size_t self_pos, size_t target_pos) {
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", self_pos));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("target", target_pos));
+Expected<Pair> SelfTarget(const LoweringContext& ctx, size_t self_pos, size_t target_pos) {
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", self_pos));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("target", target_pos));
   PrimitiveType t = Promote(x->shape.element_type(), y->shape.element_type());
   std::vector<int64_t> dims = BroadcastShapes(Dims(x), Dims(y));
-  return Pair{Bcast(c.b, c.b.Convert(x, t), dims), Bcast(c.b, c.b.Convert(y, t), dims), t, dims};
+  return Pair{Bcast(ctx.builder, ctx.builder.Convert(x, t), dims), Bcast(ctx.builder, ctx.builder.Convert(y, t), dims), t, dims};
 }
 
 }  // namespace
 
 Expected<LoweredOp> MseLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
   Instruction* d = Sub(b, p.x, p.y);
-  Instruction* r = ApplyReduction(b, Mul(b, d, d), c.Int("reduction", 2, 1));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  Instruction* r = ApplyReduction(b, Mul(b, d, d), ctx.Int("reduction", 2, 1));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> MseLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
-  int64_t red = c.Int("reduction", 3, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
+  int64_t red = ctx.Int("reduction", 3, 1);
   Instruction* gb = ReductionGrad(b, b.Convert(g, p.t), p.dims, red);
   Instruction* r = Mul(b, MulScalar(b, Sub(b, p.x, p.y), 2.0), gb);
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> L1Loss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
-  Instruction* r = ApplyReduction(b, b.Unary(Opcode::kAbs, Sub(b, p.x, p.y)), c.Int("reduction", 2, 1));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
+  Instruction* r = ApplyReduction(b, b.Unary(Opcode::kAbs, Sub(b, p.x, p.y)), ctx.Int("reduction", 2, 1));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 namespace {
@@ -85,81 +85,81 @@ Instruction* HuberGrad(Builder& b, Instruction* d, double delta, bool smooth_l1)
 }  // namespace
 
 Expected<LoweredOp> SmoothL1Loss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
-  double beta = c.Double("beta", 3, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
+  double beta = ctx.Double("beta", 3, 1.0);
   Instruction* d = Sub(b, p.x, p.y);
   Instruction* term = beta == 0 ? b.Unary(Opcode::kAbs, d) : HuberTerm(b, d, beta, true);
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 2, 1)), c.OutType(0, p.t))});
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 2, 1)), ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> SmoothL1LossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
-  double beta = c.Double("beta", 4, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
+  double beta = ctx.Double("beta", 4, 1.0);
   Instruction* d = Sub(b, p.x, p.y);
   Instruction* gr = beta == 0 ? b.Unary(Opcode::kSign, d) : HuberGrad(b, d, beta, true);
-  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, c.Int("reduction", 3, 1)));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, ctx.Int("reduction", 3, 1)));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> HuberLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
-  double delta = c.Double("delta", 3, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
+  double delta = ctx.Double("delta", 3, 1.0);
   Instruction* term = HuberTerm(b, Sub(b, p.x, p.y), delta, false);
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 2, 1)), c.OutType(0, p.t))});
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 2, 1)), ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> HuberLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
-  double delta = c.Double("delta", 4, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
+  double delta = ctx.Double("delta", 4, 1.0);
   Instruction* gr = HuberGrad(b, Sub(b, p.x, p.y), delta, false);
-  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, c.Int("reduction", 3, 1)));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, ctx.Int("reduction", 3, 1)));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> BinaryCrossEntropy(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
   // -(y log(x) + (1-y) log(1-x)), each log clamped at -100 like ATen.
   Instruction* lo = FullLike(b, p.x, -100);
   Instruction* lx = b.Binary(Opcode::kMaximum, b.Unary(Opcode::kLog, p.x), lo);
   Instruction* l1x = b.Binary(Opcode::kMaximum, b.Unary(Opcode::kLog, Sub(b, FullLike(b, p.x, 1), p.x)), lo);
   Instruction* term = b.Unary(Opcode::kNegate, Add(b, Mul(b, p.y, lx), Mul(b, Sub(b, FullLike(b, p.y, 1), p.y), l1x)));
-  if (Instruction* w = c.T("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 3, 1)), c.OutType(0, p.t))});
+  if (Instruction* w = ctx.Tensor("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 3, 1)), ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> BinaryCrossEntropyBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
   // g * (x - y) / max((1 - x) x, eps)
   Instruction* den = b.Binary(Opcode::kMaximum, Mul(b, Sub(b, FullLike(b, p.x, 1), p.x), p.x), FullLike(b, p.x, 1e-12));
   Instruction* r = Div(b, Sub(b, p.x, p.y), den);
-  r = Mul(b, r, ReductionGrad(b, b.Convert(g, p.t), p.dims, c.Int("reduction", 4, 1)));
-  if (Instruction* w = c.T("weight", 3)) r = Mul(b, r, Bcast(b, b.Convert(w, p.t), p.dims));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  r = Mul(b, r, ReductionGrad(b, b.Convert(g, p.t), p.dims, ctx.Int("reduction", 4, 1)));
+  if (Instruction* w = ctx.Tensor("weight", 3)) r = Mul(b, r, Bcast(b, b.Convert(w, p.t), p.dims));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> BinaryCrossEntropyWithLogits(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
   // (1 - y) x + (1 + (pw - 1) y) * (log1p(exp(-|x|)) + max(-x, 0))
   Instruction* x = p.x;
   Instruction* y = p.y;
   Instruction* sp = Add(b, b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, x)))),
                         b.Binary(Opcode::kMaximum, b.Unary(Opcode::kNegate, x), FullLike(b, x, 0)));
   Instruction* coef = FullLike(b, x, 1);
-  if (Instruction* pw = c.T("pos_weight", 3))
+  if (Instruction* pw = ctx.Tensor("pos_weight", 3))
     coef = Add(b, coef, Mul(b, Sub(b, Bcast(b, b.Convert(pw, p.t), p.dims), FullLike(b, x, 1)), y));
   Instruction* term = Add(b, Mul(b, Sub(b, FullLike(b, y, 1), y), x), Mul(b, coef, sp));
-  if (Instruction* w = c.T("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 4, 1)), c.OutType(0, p.t))});
+  if (Instruction* w = ctx.Tensor("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 4, 1)), ctx.OutputType(0, p.t))});
 }
 
 namespace {
@@ -169,35 +169,35 @@ struct NllMask {
   Instruction* mask;  // self's shape, type t
   int64_t class_dim;
 };
-Expected<NllMask> BuildNllMask(const Ctx& c, const std::vector<int64_t>& sdims, PrimitiveType t, size_t target_pos,
+Expected<NllMask> BuildNllMask(const LoweringContext& ctx, const std::vector<int64_t>& sdims, PrimitiveType t, size_t target_pos,
                                size_t weight_pos, size_t ignore_pos) {
-  Builder& b = c.b;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * target, c.Req("target", target_pos));
+  Builder& b = ctx.builder;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * target, ctx.RequiredTensor("target", target_pos));
   int64_t class_dim = sdims.size() == 1 ? 0 : 1;
   std::vector<int64_t> tmap;
   for (int64_t i = 0; i < static_cast<int64_t>(sdims.size()); ++i)
     if (i != class_dim) tmap.push_back(i);
-  if (static_cast<size_t>(target->shape.rank()) != tmap.size()) return Bad(c, "target rank does not match the input");
+  if (static_cast<size_t>(target->shape.rank()) != tmap.size()) return ctx.Unsupported("target rank does not match the input");
   Instruction* tg = b.Broadcast(b.Convert(target, PrimitiveType::S64), sdims, tmap);
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, sdims), class_dim);
   Instruction* hit = b.Compare(io, tg, ComparisonDirection::kEq);
-  int64_t ignore = c.Int("ignore_index", ignore_pos, -100);
+  int64_t ignore = ctx.Int("ignore_index", ignore_pos, -100);
   Instruction* valid = b.Compare(tg, Full(b, PrimitiveType::S64, static_cast<double>(ignore), sdims), ComparisonDirection::kNe);
   Instruction* on = b.Binary(Opcode::kAnd, hit, valid);
   Instruction* w = Full(b, t, 1, sdims);
-  if (Instruction* wt = c.T("weight", weight_pos)) w = b.Broadcast(b.Convert(wt, t), sdims, {class_dim});
+  if (Instruction* wt = ctx.Tensor("weight", weight_pos)) w = b.Broadcast(b.Convert(wt, t), sdims, {class_dim});
   return NllMask{b.Select(on, w, Full(b, t, 0, sdims)), class_dim};
 }
 }  // namespace
 
 Expected<LoweredOp> NllLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> sdims = Dims(x);
-  if (sdims.empty()) return Bad(c, "input must have at least 1 dim");
-  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(c, sdims, t, 1, 2, 4));
-  int64_t reduction = c.Int("reduction", 3, 1);
+  if (sdims.empty()) return ctx.Unsupported("input must have at least 1 dim");
+  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(ctx, sdims, t, 1, 2, 4));
+  int64_t reduction = ctx.Int("reduction", 3, 1);
   Instruction* per = b.Unary(Opcode::kNegate, ReduceSum(b, Mul(b, x, m.mask), {m.class_dim}));
   std::vector<int64_t> all;
   for (int64_t i = 0; i < static_cast<int64_t>(sdims.size()); ++i) all.push_back(i);
@@ -213,22 +213,22 @@ Expected<LoweredOp> NllLoss(const Node& n, Builder& b) {
   }
   std::vector<Instruction*> outs = {out};
   if (n.op == "aten::nll_loss_forward" || n.op == "aten::nll_loss2d_forward") {
-    const TensorMeta* tw = c.Out(1);
+    const TensorMeta* tw = ctx.OutputMeta(1);
     if (tw && tw->sizes != Dims(total_weight)) outs.push_back(Full(b, tw->dtype, 0, tw->sizes));
     else outs.push_back(reduction == 0 && tw ? Full(b, t, 0, {}) : total_weight);
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> sdims = Dims(x);
-  if (sdims.empty()) return Bad(c, "input must have at least 1 dim");
-  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(c, sdims, t, 2, 3, 5));
-  int64_t reduction = c.Int("reduction", 4, 1);
+  if (sdims.empty()) return ctx.Unsupported("input must have at least 1 dim");
+  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(ctx, sdims, t, 2, 3, 5));
+  int64_t reduction = ctx.Int("reduction", 4, 1);
   Instruction* gb;
   g = b.Convert(g, t);
   if (reduction == 0) {
@@ -239,11 +239,11 @@ Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
   } else {
     gb = b.Broadcast(b.Reshape(g, {}), sdims, {});
     if (reduction == 1) {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * tw, c.Req("total_weight", 6));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * tw, ctx.RequiredTensor("total_weight", 6));
       gb = Div(b, gb, b.Broadcast(b.Reshape(b.Convert(tw, t), {}), sdims, {}));
     }
   }
-  return Done(c, {b.Unary(Opcode::kNegate, Mul(b, m.mask, gb))});
+  return ctx.Finish({b.Unary(Opcode::kNegate, Mul(b, m.mask, gb))});
 }
 
 }  // namespace opprobe::analyzer::lowering
@@ -265,10 +265,10 @@ Instruction* ReduceAll(Builder& b, Instruction* x) {
 }
 
 // Per-sample losses [N] reduced (0 none: reshaped to the op's output, 1 mean, 2 sum).
-Instruction* ReducePerSample(const Ctx& c, Instruction* per, int64_t reduction) {
-  Builder& b = c.b;
+Instruction* ReducePerSample(const LoweringContext& ctx, Instruction* per, int64_t reduction) {
+  Builder& b = ctx.builder;
   if (reduction == 0) {
-    const TensorMeta* o = c.Out(0);
+    const TensorMeta* o = ctx.OutputMeta(0);
     return o ? b.Reshape(per, o->sizes) : per;
   }
   Instruction* s = ReduceAll(b, per);
@@ -291,16 +291,16 @@ struct MultiMarginTerms {
   Instruction* z;      // margin - x[y] + x[j]
 };
 
-Expected<MultiMarginTerms> MultiMargin(Ctx& c, Builder& b, Instruction* x0, Instruction* y0, int64_t p, double margin) {
-  if (p != 1 && p != 2) return Bad(c, "p must be 1 or 2");
-  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+Expected<MultiMarginTerms> MultiMargin(LoweringContext& ctx, Builder& b, Instruction* x0, Instruction* y0, int64_t p, double margin) {
+  if (p != 1 && p != 2) return ctx.Unsupported("p must be 1 or 2");
+  if (x0->shape.rank() > 2) return ctx.Unsupported("input must be at most 2-d");
   MultiMarginTerms m;
   m.t = x0->shape.element_type();
   Instruction* x = AsBatch(b, x0);
   m.xd = Dims(x);
   m.N = m.xd[0];
   m.C = m.xd[1];
-  if (y0->shape.elements() != m.N) return Bad(c, "target does not fit input");
+  if (y0->shape.elements() != m.N) return ctx.Unsupported("target does not fit input");
   Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {m.N});
   m.hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, m.xd), 1), b.Broadcast(y, m.xd, {0}),
                     ComparisonDirection::kEq);
@@ -315,14 +315,14 @@ Expected<MultiMarginTerms> MultiMargin(Ctx& c, Builder& b, Instruction* x0, Inst
 // multi_margin_loss: per sample sum over j != y of w[y] * max(0, margin - x[y] + x[j])^p, over C.
 // x[y] and w[y] come from a one-hot mask (iota == target) and a sum, as nll_loss does.
 Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 1));
-  int64_t p = c.Int("p", 2, 1);
-  double margin = c.Double("margin", 3, 1);
-  Instruction* w0 = c.T("weight", 4);
-  int64_t reduction = c.Int("reduction", 5, 1);
-  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(c, b, x0, y0, p, margin));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t p = ctx.Int("p", 2, 1);
+  double margin = ctx.Double("margin", 3, 1);
+  Instruction* w0 = ctx.Tensor("weight", 4);
+  int64_t reduction = ctx.Int("reduction", 5, 1);
+  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(ctx, b, x0, y0, p, margin));
   auto [t, xd, N, C, hot, zeros, z] = m;
   z = b.Binary(Opcode::kMaximum, z, zeros);
   if (p == 2) z = Mul(b, z, z);
@@ -333,22 +333,22 @@ Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
   }
   z = b.Select(hot, zeros, z);
   Instruction* per = Div(b, ReduceSum(b, z, {1}), Full(b, t, static_cast<double>(C), {N}));
-  return Done(c, {ReducePerSample(c, per, reduction)});
+  return ctx.Finish({ReducePerSample(ctx, per, reduction)});
 }
 
 // multi_margin_loss_backward(grad_output, self, target, p, margin, weight, reduction): where the margin term
 // z_j = margin - x[y] + x[j] (j != y) is positive, d/dx[j] = p z^(p-1) w[y] / C and d/dx[y] is minus their sum;
 // times grad_output (per sample without reduction, / N for mean).
 Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 2));
-  int64_t p = c.Int("p", 3, 1);
-  double margin = c.Double("margin", 4, 1);
-  Instruction* w0 = c.T("weight", 5);
-  int64_t reduction = c.Int("reduction", 6, 1);
-  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(c, b, x0, y0, p, margin));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 2));
+  int64_t p = ctx.Int("p", 3, 1);
+  double margin = ctx.Double("margin", 4, 1);
+  Instruction* w0 = ctx.Tensor("weight", 5);
+  int64_t reduction = ctx.Int("reduction", 6, 1);
+  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(ctx, b, x0, y0, p, margin));
   auto [t, xd, N, C, hot, zeros, z] = m;
   Instruction* active = b.Binary(Opcode::kAnd, CmpScalar(b, z, 0, ComparisonDirection::kGt), b.Unary(Opcode::kNot, hot));
   Instruction* d = p == 2 ? MulScalar(b, z, 2.0) : Full(b, t, 1, xd);
@@ -366,24 +366,24 @@ Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
     g = b.Broadcast(b.Reshape(g, {}), xd, {});
     if (reduction == 1) g = MulScalar(b, g, 1.0 / static_cast<double>(std::max<int64_t>(N, 1)));
   }
-  return Done(c, {b.Reshape(Mul(b, gx, g), Dims(x0))});
+  return ctx.Finish({b.Reshape(Mul(b, gx, g), Dims(x0))});
 }
 
 // multilabel_margin_loss_forward: the targets of a sample are its target entries before the first
 // negative one (a prefix minimum); is_target marks them; the loss sums, over every target k and
 // every non-target j, max(0, 1 - x[y_k] + x[j]), over C.
 Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 1));
-  int64_t reduction = c.Int("reduction", 2, 1);
-  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t reduction = ctx.Int("reduction", 2, 1);
+  if (x0->shape.rank() > 2) return ctx.Unsupported("input must be at most 2-d");
   PrimitiveType t = x0->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
   Instruction* x = AsBatch(b, x0);
   std::vector<int64_t> xd = Dims(x);
   int64_t N = xd[0], C = xd[1];
-  if (Dims(y0) != Dims(x0)) return Bad(c, "target must have the input's shape");
+  if (Dims(y0) != Dims(x0)) return ctx.Unsupported("target must have the input's shape");
   Instruction* y = b.Reshape(b.Convert(y0, S), xd);
   // valid[n, k]: no negative target at or before k.
   hlo::Window win;
@@ -407,8 +407,8 @@ Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
   use = b.Binary(Opcode::kAnd, use, CmpScalar(b, z, 0, ComparisonDirection::kGt));
   z = b.Select(use, z, Full(b, t, 0, kd));
   Instruction* per = Div(b, ReduceSum(b, z, {1, 2}), Full(b, t, static_cast<double>(C), {N}));
-  Instruction* loss = ReducePerSample(c, per, reduction);
-  return Done(c, {loss, b.Reshape(b.Convert(is_t, t), Dims(y0))});
+  Instruction* loss = ReducePerSample(ctx, per, reduction);
+  return ctx.Finish({loss, b.Reshape(b.Convert(is_t, t), Dims(y0))});
 }
 
 namespace {
@@ -443,25 +443,25 @@ Instruction* LogSumExpOf(Builder& b, const std::vector<Instruction*>& xs) {
 // Samples freeze their alpha once t reaches their input length; states beyond 2 * target_length
 // stay -inf (ATen leaves those entries of log_alpha unwritten).
 Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, c.Req("log_probs", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, c.Req("targets", 1));
-  int64_t blank = c.Int("blank", 4, 0);
-  const TensorMeta* la_meta = c.Out(1);
-  if (!la_meta || la_meta->rank() != 3) return Bad(c, "the log_alpha width comes from the traced output");
-  if (lp->shape.rank() != 3) return Bad(c, "log_probs must be [T, N, C]");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, ctx.RequiredTensor("log_probs", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, ctx.RequiredTensor("targets", 1));
+  int64_t blank = ctx.Int("blank", 4, 0);
+  const TensorMeta* la_meta = ctx.OutputMeta(1);
+  if (!la_meta || la_meta->rank() != 3) return ctx.Unsupported("the log_alpha width comes from the traced output");
+  if (lp->shape.rank() != 3) return ctx.Unsupported("log_probs must be [T, N, C]");
   PrimitiveType t = lp->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Bad(c, "log_probs must be float");
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("log_probs must be float");
   const PrimitiveType S = PrimitiveType::S64;
   std::vector<int64_t> ld = Dims(lp);
   int64_t T = ld[0], N = ld[1];
   int64_t L = la_meta->sizes[2], K = (L - 1) / 2;
-  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return Bad(c, "unexpected log_alpha shape");
-  if (T == 0) return Bad(c, "empty time dimension");
+  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
+  if (T == 0) return ctx.Unsupported("empty time dimension");
   // Lengths: tensors (_ctc_loss.Tensor) or int lists (_ctc_loss), as s64 [N].
   auto lengths = [&](const char* name, size_t pos) -> Instruction* {
-    if (Instruction* v = c.T(name, pos)) return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
-    auto ints = c.OptInts(name, pos);
+    if (Instruction* v = ctx.Tensor(name, pos)) return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
+    auto ints = ctx.OptInts(name, pos);
     if (!ints || static_cast<int64_t>(ints->size()) != N) return nullptr;
     hlo::Literal l(Shape::Array(S, {N}));
     for (int64_t i = 0; i < N; ++i) l.SetFromInt64(i, (*ints)[static_cast<size_t>(i)]);
@@ -469,18 +469,18 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   };
   Instruction* il = lengths("input_lengths", 2);
   Instruction* tl = lengths("target_lengths", 3);
-  if (!il || !tl) return Bad(c, "input_lengths / target_lengths must have one entry per batch element");
+  if (!il || !tl) return ctx.Unsupported("input_lengths / target_lengths must have one entry per batch element");
   // Targets [N, K] (padded rows or the concatenated form).
   Instruction* tk;
   Instruction* tg = b.Convert(tg0, S);
   if (K == 0) {
     tk = Full(b, S, static_cast<double>(blank), {N, 0});
   } else if (tg->shape.rank() == 2) {
-    if (Dims(tg)[0] != N || Dims(tg)[1] < K) return Bad(c, "targets do not fit");
+    if (Dims(tg)[0] != N || Dims(tg)[1] < K) return ctx.Unsupported("targets do not fit");
     tk = b.SliceInDim(tg, 0, K, 1, 1);
   } else if (tg->shape.rank() == 1) {
     int64_t total = tg->shape.elements();
-    if (total == 0) return Bad(c, "empty targets");
+    if (total == 0) return ctx.Unsupported("empty targets");
     hlo::Window win;
     win.dimensions.resize(1);
     win.dimensions[0].size = N;
@@ -495,7 +495,7 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
     dn.index_vector_dim = 2;
     tk = b.Gather(tg, b.Reshape(pos, {N, K, 1}), dn, {1}, Shape::Array(S, {N, K}));
   } else {
-    return Bad(c, "targets must be 1-d or 2-d");
+    return ctx.Unsupported("targets must be 1-d or 2-d");
   }
   // Extended labels [N, L]: blank, t1, blank, t2, ..., blank.
   hlo::PaddingConfig pc;
@@ -559,7 +559,7 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   // No input: likelihood 1 for an empty target, 0 otherwise.
   Instruction* no_in = CmpScalar(b, il, 0, ComparisonDirection::kEq);
   ll = b.Select(no_in, b.Select(empty_t, Full(b, t, 0, {N}), b.Broadcast(ninf, {N}, {})), ll);
-  return Done(c, {b.Unary(Opcode::kNegate, ll), log_alpha});
+  return ctx.Finish({b.Unary(Opcode::kNegate, ll), log_alpha});
 }
 
 }  // namespace opprobe::analyzer::lowering

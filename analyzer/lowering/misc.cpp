@@ -13,7 +13,6 @@
 namespace opprobe::analyzer::lowering {
 namespace {
 
-Instruction* U(Builder& b, Opcode op, Instruction* x) { return b.Unary(op, x); }
 
 std::vector<int64_t> AllDims(Instruction* x) {
   std::vector<int64_t> d(static_cast<size_t>(x->shape.rank()));
@@ -36,34 +35,34 @@ constexpr double kLanczosCoefficients[] = {676.520368121885098567009190444019, -
 Instruction* Lgamma(Builder& b, Instruction* x) {
   Instruction* one_half = FullLike(b, x, 0.5);
   Instruction* reflect = b.Compare(x, one_half, ComparisonDirection::kLt);
-  Instruction* z = b.Select(reflect, U(b, Opcode::kNegate, x), AddScalar(b, x, -1));
+  Instruction* z = b.Select(reflect, b.Unary(Opcode::kNegate, x), AddScalar(b, x, -1));
   Instruction* sum = FullLike(b, x, kBaseLanczosCoeff);
   for (int i = 0; i < 8; ++i) sum = Add(b, sum, Div(b, FullLike(b, x, kLanczosCoefficients[i]), AddScalar(b, z, i + 1)));
   Instruction* t = AddScalar(b, z, kLanczosGamma + 0.5);
-  Instruction* log_t = AddScalar(b, U(b, Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
+  Instruction* log_t = AddScalar(b, b.Unary(Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
                                  std::log(kLanczosGamma + 0.5));
   // 0.5 log(2 pi) + (z + 0.5 - t / log_t) * log_t + log(sum)
   Instruction* lg = Add(b, AddScalar(b, Mul(b, Sub(b, AddScalar(b, z, 0.5), Div(b, t, log_t)), log_t),
                                      0.5 * std::log(2 * std::numbers::pi)),
-                        U(b, Opcode::kLog, sum));
+                        b.Unary(Opcode::kLog, sum));
   // Reflection: log(pi) - log|sin(pi x)| - lgamma(1 - x), with sin computed on the reduced input.
-  Instruction* ax = U(b, Opcode::kAbs, x);
-  Instruction* frac = Sub(b, ax, U(b, Opcode::kFloor, ax));
+  Instruction* ax = b.Unary(Opcode::kAbs, x);
+  Instruction* frac = Sub(b, ax, b.Unary(Opcode::kFloor, ax));
   Instruction* reduced = b.Select(b.Compare(frac, FullLike(b, frac, 0.5), ComparisonDirection::kGt),
                                   Sub(b, FullLike(b, frac, 1), frac), frac);
-  Instruction* log_sin = U(b, Opcode::kLog, U(b, Opcode::kSin, MulScalar(b, reduced, std::numbers::pi)));
+  Instruction* log_sin = b.Unary(Opcode::kLog, b.Unary(Opcode::kSin, MulScalar(b, reduced, std::numbers::pi)));
   Instruction* refl = Sub(b, Sub(b, FullLike(b, x, std::log(std::numbers::pi)), log_sin), lg);
   Instruction* r = b.Select(reflect, refl, lg);
   // Poles (non-positive integers) are +inf; inf stays inf.
   Instruction* pole = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kLe),
-                               b.Compare(x, U(b, Opcode::kFloor, x), ComparisonDirection::kEq));
+                               b.Compare(x, b.Unary(Opcode::kFloor, x), ComparisonDirection::kEq));
   r = b.Select(pole, FullLike(b, x, INFINITY), r);
   return b.Select(CmpScalar(b, ax, INFINITY, ComparisonDirection::kEq), FullLike(b, x, INFINITY), r);
 }
 
 Instruction* Digamma(Builder& b, Instruction* x) {
   Instruction* reflect = CmpScalar(b, x, 0.5, ComparisonDirection::kLt);
-  Instruction* z = b.Select(reflect, U(b, Opcode::kNegate, x), AddScalar(b, x, -1));
+  Instruction* z = b.Select(reflect, b.Unary(Opcode::kNegate, x), AddScalar(b, x, -1));
   Instruction* num = FullLike(b, x, 0);
   Instruction* denom = FullLike(b, x, kBaseLanczosCoeff);
   for (int i = 0; i < 8; ++i) {
@@ -73,16 +72,16 @@ Instruction* Digamma(Builder& b, Instruction* x) {
     denom = Add(b, denom, Div(b, c, d));
   }
   Instruction* t = AddScalar(b, z, kLanczosGamma + 0.5);
-  Instruction* log_t = AddScalar(b, U(b, Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
+  Instruction* log_t = AddScalar(b, b.Unary(Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
                                  std::log(kLanczosGamma + 0.5));
   Instruction* y = Sub(b, Add(b, log_t, Div(b, num, denom)), Div(b, FullLike(b, x, kLanczosGamma), t));
   // digamma(x) = digamma(1 - x) - pi cot(pi x) for x < 0.5 (on the reduced input).
-  Instruction* reduced = Sub(b, x, U(b, Opcode::kFloor, AddScalar(b, x, 0.5)));
+  Instruction* reduced = Sub(b, x, b.Unary(Opcode::kFloor, AddScalar(b, x, 0.5)));
   Instruction* px = MulScalar(b, reduced, std::numbers::pi);
-  Instruction* refl = Sub(b, y, Div(b, MulScalar(b, U(b, Opcode::kCos, px), std::numbers::pi), U(b, Opcode::kSin, px)));
+  Instruction* refl = Sub(b, y, Div(b, MulScalar(b, b.Unary(Opcode::kCos, px), std::numbers::pi), b.Unary(Opcode::kSin, px)));
   Instruction* r = b.Select(reflect, refl, y);
   Instruction* pole = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kLe),
-                               b.Compare(x, U(b, Opcode::kFloor, x), ComparisonDirection::kEq));
+                               b.Compare(x, b.Unary(Opcode::kFloor, x), ComparisonDirection::kEq));
   // torch: digamma(0) = -inf, other non-positive integers NaN
   Instruction* at0 = CmpScalar(b, x, 0, ComparisonDirection::kEq);
   r = b.Select(pole, b.Select(at0, FullLike(b, x, -INFINITY), FullLike(b, x, NAN)), r);
@@ -92,47 +91,47 @@ Instruction* Digamma(Builder& b, Instruction* x) {
 }  // namespace
 
 Expected<LoweredOp> Equal(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("other", 1));
-  if (Dims(x) != Dims(y)) return Done(c, {Scalar(b, PrimitiveType::PRED, 0)});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("other", 1));
+  if (Dims(x) != Dims(y)) return ctx.Finish({Scalar(b, PrimitiveType::PRED, 0)});
   PrimitiveType t = Promote(x->shape.element_type(), y->shape.element_type());
-  return Done(c, {AllTrue(b, b.Compare(b.Convert(x, t), b.Convert(y, t), ComparisonDirection::kEq))});
+  return ctx.Finish({AllTrue(b, b.Compare(b.Convert(x, t), b.Convert(y, t), ComparisonDirection::kEq))});
 }
 
 Expected<LoweredOp> Allclose(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("other", 1));
-  double rtol = c.Double("rtol", 2, 1e-5), atol = c.Double("atol", 3, 1e-8);
-  bool equal_nan = c.Bool("equal_nan", 4, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  double rtol = ctx.Double("rtol", 2, 1e-5), atol = ctx.Double("atol", 3, 1e-8);
+  bool equal_nan = ctx.Bool("equal_nan", 4, false);
   std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
   PrimitiveType t = FloatType(Promote(x0->shape.element_type(), y0->shape.element_type()));
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
   Instruction* y = Bcast(b, b.Convert(y0, t), dims);
   // |x - y| <= atol + rtol |y|, or x == y (infinities), or both NaN with equal_nan
-  Instruction* close = b.Compare(U(b, Opcode::kAbs, Sub(b, x, y)),
-                                 AddScalar(b, MulScalar(b, U(b, Opcode::kAbs, y), rtol), atol), ComparisonDirection::kLe);
+  Instruction* close = b.Compare(b.Unary(Opcode::kAbs, Sub(b, x, y)),
+                                 AddScalar(b, MulScalar(b, b.Unary(Opcode::kAbs, y), rtol), atol), ComparisonDirection::kLe);
   close = b.Binary(Opcode::kOr, close, b.Compare(x, y, ComparisonDirection::kEq));
   if (equal_nan)
     close = b.Binary(Opcode::kOr, close, b.Binary(Opcode::kAnd, b.Compare(x, x, ComparisonDirection::kNe),
                                                   b.Compare(y, y, ComparisonDirection::kNe)));
-  return Done(c, {AllTrue(b, close)});
+  return ctx.Finish({AllTrue(b, close)});
 }
 
 Expected<LoweredOp> Diag(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t k = c.Int("diagonal", 1, 0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ctx.Int("diagonal", 1, 0);
   if (x->shape.rank() == 2) {
     std::vector<int64_t> d = Dims(x);
     int64_t len = k >= 0 ? std::max<int64_t>(0, std::min(d[0], d[1] - k)) : std::max<int64_t>(0, std::min(d[0] + k, d[1]));
-    if (len == 0) return Done(c, {Full(b, x->shape.element_type(), 0, {0})});
+    if (len == 0) return ctx.Finish({Full(b, x->shape.element_type(), 0, {0})});
     Instruction* f = b.Reshape(x, {d[0] * d[1]});
     int64_t start = k >= 0 ? k : -k * d[1];
-    return Done(c, {b.SliceInDim(f, start, start + (len - 1) * (d[1] + 1) + 1, d[1] + 1, 0)});
+    return ctx.Finish({b.SliceInDim(f, start, start + (len - 1) * (d[1] + 1) + 1, d[1] + 1, 0)});
   }
-  if (x->shape.rank() != 1) return Bad(c, "diag needs a 1-d or 2-d input");
+  if (x->shape.rank() != 1) return ctx.Unsupported("diag needs a 1-d or 2-d input");
   int64_t len = Dims(x)[0], m = len + std::abs(k);
   std::vector<int64_t> od = {m, m};
   hlo::PaddingConfig cfg;
@@ -142,18 +141,18 @@ Expected<LoweredOp> Diag(const Node& n, Builder& b) {
   Shape is = Shape::Array(PrimitiveType::S64, od);
   Instruction* mask = CmpScalar(b, Sub(b, b.Iota(is, 1), b.Iota(is, 0)), static_cast<double>(k), ComparisonDirection::kEq);
   Instruction* v = b.Broadcast(xp, od, {k >= 0 ? 0 : 1});
-  return Done(c, {b.Select(mask, v, Full(b, x->shape.element_type(), 0, od))});
+  return ctx.Finish({b.Select(mask, v, Full(b, x->shape.element_type(), 0, od))});
 }
 
 Expected<LoweredOp> DiagEmbed(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t k = c.Int("offset", 1, 0);
-  const TensorMeta* out = c.Out(0);
-  if (!out) return Bad(c, "the output shape comes from the recorded output");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ctx.Int("offset", 1, 0);
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("the output shape comes from the recorded output");
   int64_t r = out->rank();
-  auto d1 = WrapDim(c.Int("dim1", 2, -2), r), d2 = WrapDim(c.Int("dim2", 3, -1), r);
-  if (!d1 || !d2 || *d1 == *d2) return Bad(c, "bad dims");
+  auto d1 = WrapDim(ctx.Int("dim1", 2, -2), r), d2 = WrapDim(ctx.Int("dim2", 3, -1), r);
+  if (!d1 || !d2 || *d1 == *d2) return ctx.Unsupported("bad dims");
   std::vector<int64_t> od = out->sizes;
   int64_t len = Dims(x).back(), m = od[static_cast<size_t>(*d1)];
   // x's leading dims map to the output dims other than d1/d2; its last dim pads to m and maps to
@@ -168,50 +167,50 @@ Expected<LoweredOp> DiagEmbed(const Node& n, Builder& b) {
   map.push_back(k >= 0 ? *d1 : *d2);
   Shape is = Shape::Array(PrimitiveType::S64, od);
   Instruction* mask = CmpScalar(b, Sub(b, b.Iota(is, *d2), b.Iota(is, *d1)), static_cast<double>(k), ComparisonDirection::kEq);
-  return Done(c, {b.Select(mask, b.Broadcast(xp, od, map), Full(b, x->shape.element_type(), 0, od))});
+  return ctx.Finish({b.Select(mask, b.Broadcast(xp, od, map), Full(b, x->shape.element_type(), 0, od))});
 }
 
 Expected<LoweredOp> LinalgCross(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("other", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
   std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
-  PrimitiveType t = c.OutType(0, Promote(x0->shape.element_type(), y0->shape.element_type()));
+  PrimitiveType t = ctx.OutputType(0, Promote(x0->shape.element_type(), y0->shape.element_type()));
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
   Instruction* y = Bcast(b, b.Convert(y0, t), dims);
-  auto d = WrapDim(c.Int("dim", 2, -1), static_cast<int64_t>(dims.size()));
-  if (!d || dims[static_cast<size_t>(*d)] != 3) return Bad(c, "cross needs size 3 along dim");
+  auto d = WrapDim(ctx.Int("dim", 2, -1), static_cast<int64_t>(dims.size()));
+  if (!d || dims[static_cast<size_t>(*d)] != 3) return ctx.Unsupported("cross needs size 3 along dim");
   auto at = [&](Instruction* v, int64_t i) { return b.SliceInDim(v, i, i + 1, 1, *d); };
   std::vector<Instruction*> parts;
   for (int64_t i = 0; i < 3; ++i)
     parts.push_back(Sub(b, Mul(b, at(x, (i + 1) % 3), at(y, (i + 2) % 3)), Mul(b, at(x, (i + 2) % 3), at(y, (i + 1) % 3))));
-  return Done(c, {b.Concatenate(parts, *d)});
+  return ctx.Finish({b.Concatenate(parts, *d)});
 }
 
 Expected<LoweredOp> Heaviside(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("values", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("values", 1));
   std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(v0));
-  PrimitiveType t = c.OutType(0, x0->shape.element_type());
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
   Instruction* v = Bcast(b, b.Convert(v0, t), dims);
   Instruction* step = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kLt), FullLike(b, x, 0), FullLike(b, x, 1));
   Instruction* r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kEq), v, step);
   if (IsFloatish(t)) r = b.Select(b.Compare(x, x, ComparisonDirection::kNe), x, r);
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> Aminmax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
-  auto dv = c.OptInt("dim", 1);
-  bool keepdim = c.Bool("keepdim", 2, false);
+  auto dv = ctx.OptInt("dim", 1);
+  bool keepdim = ctx.Bool("keepdim", 2, false);
   std::vector<int64_t> red;
   if (dv) {
     auto w = WrapDim(*dv, x->shape.rank());
-    if (!w) return Bad(c, "dimension out of range");
+    if (!w) return ctx.Unsupported("dimension out of range");
     if (x->shape.rank() > 0) red = {*w};
   } else {
     red = AllDims(x);
@@ -227,25 +226,25 @@ Expected<LoweredOp> Aminmax(const Node& n, Builder& b) {
     mn = b.Reshape(mn, KeepDims(dims, red));
     mx = b.Reshape(mx, KeepDims(dims, red));
   }
-  return Done(c, {mn, mx});
+  return ctx.Finish({mn, mx});
 }
 
 Expected<LoweredOp> Glu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  auto d = WrapDim(c.Int("dim", 1, -1), x->shape.rank());
-  if (!d) return Bad(c, "dimension out of range");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  auto d = WrapDim(ctx.Int("dim", 1, -1), x->shape.rank());
+  if (!d) return ctx.Unsupported("dimension out of range");
   int64_t size = Dims(x)[static_cast<size_t>(*d)];
-  if (size % 2) return Bad(c, "glu needs an even size along dim");
+  if (size % 2) return ctx.Unsupported("glu needs an even size along dim");
   Instruction* a = b.SliceInDim(x, 0, size / 2, 1, *d);
   Instruction* g = b.SliceInDim(x, size / 2, size, 1, *d);
-  return Done(c, {Mul(b, a, U(b, Opcode::kLogistic, g))});
+  return ctx.Finish({Mul(b, a, b.Unary(Opcode::kLogistic, g))});
 }
 
 Expected<LoweredOp> Prelu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, c.Req("weight", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, ctx.RequiredTensor("weight", 1));
   std::vector<int64_t> dims = Dims(x);
   Instruction* w = b.Convert(w0, x->shape.element_type());
   if (w->shape.elements() == 1 || dims.size() < 2) {
@@ -253,45 +252,45 @@ Expected<LoweredOp> Prelu(const Node& n, Builder& b) {
   } else {
     w = b.Broadcast(b.Reshape(w, {w->shape.elements()}), dims, {1});
   }
-  return Done(c, {b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), x, Mul(b, w, x))});
+  return ctx.Finish({b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), x, Mul(b, w, x))});
 }
 
 Expected<LoweredOp> Shrink(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double l = c.Double("lambd", 1, 0.5);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  double l = ctx.Double("lambd", 1, 0.5);
   Instruction* zero = FullLike(b, x, 0);
   if (n.op == "aten::hardshrink") {
-    Instruction* keep = CmpScalar(b, U(b, Opcode::kAbs, x), l, ComparisonDirection::kGt);
-    return Done(c, {b.Select(keep, x, zero)});
+    Instruction* keep = CmpScalar(b, b.Unary(Opcode::kAbs, x), l, ComparisonDirection::kGt);
+    return ctx.Finish({b.Select(keep, x, zero)});
   }
   Instruction* r = b.Select(CmpScalar(b, x, l, ComparisonDirection::kGt), AddScalar(b, x, -l),
                             b.Select(CmpScalar(b, x, -l, ComparisonDirection::kLt), AddScalar(b, x, l), zero));
-  return Done(c, {b.Select(b.Compare(x, x, ComparisonDirection::kNe), x, r)});
+  return ctx.Finish({b.Select(b.Compare(x, x, ComparisonDirection::kNe), x, r)});
 }
 
 // hardshrink_backward(grad_out, self, lambd) / softshrink_backward: the gradient passes where |x| > lambd.
 Expected<LoweredOp> ShrinkBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   // hardshrink_backward names its gradient grad_out, softshrink_backward grad_output.
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req(n.op == "aten::hardshrink_backward" ? "grad_out" : "grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 1));
-  double l = c.Double("lambd", 2, 0.5);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor(n.op == "aten::hardshrink_backward" ? "grad_out" : "grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
+  double l = ctx.Double("lambd", 2, 0.5);
   std::vector<int64_t> dims = BroadcastShapes(Dims(g0), Dims(x0));
-  PrimitiveType t = c.OutType(0, g0->shape.element_type());
+  PrimitiveType t = ctx.OutputType(0, g0->shape.element_type());
   Instruction* g = Bcast(b, b.Convert(g0, t), dims);
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
   Instruction* keep = b.Binary(Opcode::kOr, CmpScalar(b, x, l, ComparisonDirection::kGt),
                                CmpScalar(b, x, -l, ComparisonDirection::kLt));
-  return Done(c, {b.Select(keep, g, FullLike(b, g, 0))});
+  return ctx.Finish({b.Select(keep, g, FullLike(b, g, 0))});
 }
 
 // prelu_backward(grad_output, self, weight) -> (grad_input, grad_weight).
 Expected<LoweredOp> PreluBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, c.Req("weight", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, ctx.RequiredTensor("weight", 2));
   std::vector<int64_t> dims = Dims(x);
   PrimitiveType t = x->shape.element_type();
   g = b.Convert(g, t);
@@ -307,97 +306,97 @@ Expected<LoweredOp> PreluBackward(const Node& n, Builder& b) {
   for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d)
     if (!per_channel || d != 1) red.push_back(d);
   Instruction* gw = b.Reshape(ReduceSum(b, gw_full, red), Dims(w0));
-  return Done(c, {gi, b.Convert(gw, w0->shape.element_type())});
+  return ctx.Finish({gi, b.Convert(gw, w0->shape.element_type())});
 }
 
 // soft_margin_loss_backward(grad_output, self, target, reduction): g * -y e^{-yx} / (1 + e^{-yx}) [/ numel].
 Expected<LoweredOp> SoftMarginLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 2));
-  int64_t red = c.Int("reduction", 3, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 2));
+  int64_t red = ctx.Int("reduction", 3, 1);
   std::vector<int64_t> dims = Dims(x);
   PrimitiveType t = x->shape.element_type();
   Instruction* y = Bcast(b, b.Convert(y0, t), dims);
   Instruction* g = Bcast(b, b.Convert(g0, t), dims);
-  Instruction* s = U(b, Opcode::kLogistic, U(b, Opcode::kNegate, Mul(b, y, x)));  // e^{-yx}/(1+e^{-yx})
-  Instruction* r = Mul(b, g, Mul(b, U(b, Opcode::kNegate, y), s));
+  Instruction* s = b.Unary(Opcode::kLogistic, b.Unary(Opcode::kNegate, Mul(b, y, x)));  // e^{-yx}/(1+e^{-yx})
+  Instruction* r = Mul(b, g, Mul(b, b.Unary(Opcode::kNegate, y), s));
   if (red == 1) r = MulScalar(b, r, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)));
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
 // rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result): in training the
 // forward multiplied negatives by `noise`; in eval by (lower + upper) / 2, like leaky_relu.
 Expected<LoweredOp> RreluWithNoiseBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * noise0, c.Req("noise", 2));
-  double lower = c.Double("lower", 3, 1.0 / 8), upper = c.Double("upper", 4, 1.0 / 3);
-  bool training = c.Bool("training", 5, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * noise0, ctx.RequiredTensor("noise", 2));
+  double lower = ctx.Double("lower", 3, 1.0 / 8), upper = ctx.Double("upper", 4, 1.0 / 3);
+  bool training = ctx.Bool("training", 5, false);
   PrimitiveType t = g0->shape.element_type();
   std::vector<int64_t> dims = Dims(g0);
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
-  if (training && upper - lower > 1e-6) return Done(c, {Mul(b, g0, Bcast(b, b.Convert(noise0, t), dims))});
+  if (training && upper - lower > 1e-6) return ctx.Finish({Mul(b, g0, Bcast(b, b.Convert(noise0, t), dims))});
   Instruction* pos = CmpScalar(b, x, 0, ComparisonDirection::kGt);
-  return Done(c, {b.Select(pos, g0, MulScalar(b, g0, (lower + upper) / 2))});
+  return ctx.Finish({b.Select(pos, g0, MulScalar(b, g0, (lower + upper) / 2))});
 }
 
 Expected<LoweredOp> Logit(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  PrimitiveType t = c.OutType(0, FloatType(x0->shape.element_type()));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
   Instruction* x = b.Convert(x0, t);
-  if (const Value* eps = c.V("eps", 1); eps && !eps->is_none()) {
+  if (const Value* eps = ctx.Arg("eps", 1); eps && !eps->is_none()) {
     double e = eps->AsDouble();
     x = b.Clamp(Scalar(b, t, e), x, Scalar(b, t, 1 - e));
   }
-  return Done(c, {U(b, Opcode::kLog, Div(b, x, Sub(b, FullLike(b, x, 1), x)))});
+  return ctx.Finish({b.Unary(Opcode::kLog, Div(b, x, Sub(b, FullLike(b, x, 1), x)))});
 }
 
 Expected<LoweredOp> Trace(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  if (x0->shape.rank() != 2) return Bad(c, "trace needs a 2-d input");
-  PrimitiveType t = c.OutType(0, x0->shape.element_type());
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  if (x0->shape.rank() != 2) return ctx.Unsupported("trace needs a 2-d input");
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
   Instruction* x = b.Convert(x0, t);
   std::vector<int64_t> d = Dims(x);
   Shape is = Shape::Array(PrimitiveType::S64, d);
   Instruction* diag = b.Compare(b.Iota(is, 0), b.Iota(is, 1), ComparisonDirection::kEq);
-  return Done(c, {ReduceSum(b, b.Select(diag, x, FullLike(b, x, 0)), {0, 1})});
+  return ctx.Finish({ReduceSum(b, b.Select(diag, x, FullLike(b, x, 0)), {0, 1})});
 }
 
 Expected<LoweredOp> Dist(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("other", 1));
-  double p = c.Double("p", 2, 2);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  double p = ctx.Double("p", 2, 2);
   std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
-  PrimitiveType t = c.OutType(0, x0->shape.element_type());
-  Instruction* d = U(b, Opcode::kAbs, Sub(b, Bcast(b, b.Convert(x0, t), dims), Bcast(b, b.Convert(y0, t), dims)));
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  Instruction* d = b.Unary(Opcode::kAbs, Sub(b, Bcast(b, b.Convert(x0, t), dims), Bcast(b, b.Convert(y0, t), dims)));
   std::vector<int64_t> all = AllDims(d);
   Instruction* r;
   if (std::isinf(p)) r = p > 0 ? ReduceMax(b, d, all) : ReduceMin(b, d, all);
   else if (p == 0) r = ReduceSum(b, b.Convert(CmpScalar(b, d, 0, ComparisonDirection::kNe), t), all);
   else if (p == 1) r = ReduceSum(b, d, all);
-  else if (p == 2) r = U(b, Opcode::kSqrt, ReduceSum(b, Mul(b, d, d), all));
+  else if (p == 2) r = b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, d, d), all));
   else {
     Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, d, FullLike(b, d, p)), all);
     r = b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> Rot90(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t k = ((c.Int("k", 1, 1) % 4) + 4) % 4;
-  std::vector<int64_t> dims = c.Ints("dims", 2, {0, 1});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ((ctx.Int("k", 1, 1) % 4) + 4) % 4;
+  std::vector<int64_t> dims = ctx.Ints("dims", 2, {0, 1});
   int64_t r = x->shape.rank();
-  if (dims.size() != 2) return Bad(c, "rot90 needs two dims");
+  if (dims.size() != 2) return ctx.Unsupported("rot90 needs two dims");
   auto d0 = WrapDim(dims[0], r), d1 = WrapDim(dims[1], r);
-  if (!d0 || !d1 || *d0 == *d1) return Bad(c, "bad dims");
+  if (!d0 || !d1 || *d0 == *d1) return ctx.Unsupported("bad dims");
   std::vector<int64_t> perm(static_cast<size_t>(r));
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[static_cast<size_t>(*d0)], perm[static_cast<size_t>(*d1)]);
@@ -405,26 +404,26 @@ Expected<LoweredOp> Rot90(const Node& n, Builder& b) {
   if (k == 1) y = b.Transpose(b.Reverse(x, {*d1}), perm);
   else if (k == 2) y = b.Reverse(x, {std::min(*d0, *d1), std::max(*d0, *d1)});
   else if (k == 3) y = b.Reverse(b.Transpose(x, perm), {*d1});
-  return Done(c, {y});
+  return ctx.Finish({y});
 }
 
 Expected<LoweredOp> NarrowCopy(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  auto d = WrapDim(c.Int("dim", 1, 0), x->shape.rank());
-  if (!d) return Bad(c, "dimension out of range");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  auto d = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank());
+  if (!d) return ctx.Unsupported("dimension out of range");
   int64_t size = Dims(x)[static_cast<size_t>(*d)];
-  int64_t start = c.Int("start", 2, 0), len = c.Int("length", 3, 0);
+  int64_t start = ctx.Int("start", 2, 0), len = ctx.Int("length", 3, 0);
   if (start < 0) start += size;
-  return Done(c, {b.SliceInDim(x, start, start + len, 1, *d)});
+  return ctx.Finish({b.SliceInDim(x, start, start + len, 1, *d)});
 }
 
 Fn Special(const std::string& op) {
   return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    Ctx c(n, b);
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-    PrimitiveType t = c.OutType(0, FloatType(x0->shape.element_type()));
-    std::vector<int64_t> dims = c.Out(0) ? c.Out(0)->sizes : Dims(x0);
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+    PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
+    std::vector<int64_t> dims = ctx.OutputMeta(0) ? ctx.OutputMeta(0)->sizes : Dims(x0);
     Instruction* x = Bcast(b, b.Convert(x0, t), dims);
     Instruction* r = nullptr;
     if (op == "lgamma") {
@@ -432,8 +431,8 @@ Fn Special(const std::string& op) {
     } else if (op == "digamma") {
       r = Digamma(b, x);
     } else if (op == "polygamma") {
-      int64_t order = c.Int("n", 0, 0);
-      if (order < 0) return Bad(c, "polygamma of negative order");
+      int64_t order = ctx.Int("n", 0, 0);
+      if (order < 0) return ctx.Unsupported("polygamma of negative order");
       if (order == 0) {
         r = Digamma(b, x);
       } else {
@@ -460,11 +459,11 @@ Fn Special(const std::string& op) {
         r = MulScalar(b, Add(b, sum, tail), (order % 2 == 1 ? 1.0 : -1.0) * nfact);
       }
     } else if (op == "mvlgamma") {
-      int64_t p = c.Int("p", 1, 1);
+      int64_t p = ctx.Int("p", 1, 1);
       r = FullLike(b, x, static_cast<double>(p) * static_cast<double>(p - 1) / 4 * std::log(std::numbers::pi));
       for (int64_t i = 0; i < p; ++i) r = Add(b, r, Lgamma(b, AddScalar(b, x, -0.5 * static_cast<double>(i))));
     } else if (op == "entr") {
-      Instruction* v = U(b, Opcode::kNegate, Mul(b, x, U(b, Opcode::kLog, x)));
+      Instruction* v = b.Unary(Opcode::kNegate, Mul(b, x, b.Unary(Opcode::kLog, x)));
       r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kEq), FullLike(b, x, 0), v);
       r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kLt), FullLike(b, x, -INFINITY), r);
     } else if (op == "ndtri") {
@@ -475,24 +474,24 @@ Fn Special(const std::string& op) {
     } else if (op == "erfcx") {
       r = Erfcx(b, x);  // special.cpp: a continued fraction for x >= 2
     } else if (op == "xlog1py") {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Operand("other", 1, t, dims));
-      Instruction* p = Mul(b, x, U(b, Opcode::kLog1p, y));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 1, t, dims));
+      Instruction* p = Mul(b, x, b.Unary(Opcode::kLog1p, y));
       Instruction* x0is0 = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kEq),
                                     b.Compare(y, y, ComparisonDirection::kEq));
       r = b.Select(x0is0, FullLike(b, x, 0), p);
     } else {
-      return Bad(c, "no special-function body for " + op);
+      return ctx.Unsupported("no special-function body for " + op);
     }
-    return Done(c, {r});
+    return ctx.Finish({r});
   };
 }
 
 Expected<LoweredOp> Isin(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  Instruction* e = c.T("elements", 0);
-  Instruction* te = c.T("test_elements", 1);
-  if (!e || !te) return Bad(c, "needs tensor elements and test_elements");
-  bool invert = c.Bool("invert", 3, false);
+  LoweringContext ctx(n, b);
+  Instruction* e = ctx.Tensor("elements", 0);
+  Instruction* te = ctx.Tensor("test_elements", 1);
+  if (!e || !te) return ctx.Unsupported("needs tensor elements and test_elements");
+  bool invert = ctx.Bool("invert", 3, false);
   PrimitiveType t = Promote(e->shape.element_type(), te->shape.element_type());
   std::vector<int64_t> ed = Dims(e);
   int64_t nt = te->shape.elements();
@@ -503,18 +502,18 @@ Expected<LoweredOp> Isin(const Node& n, Builder& b) {
                               b.Broadcast(b.Reshape(b.Convert(te, t), {nt}), big, {static_cast<int64_t>(ed.size())}),
                               ComparisonDirection::kEq);
   Instruction* any = Reduce(b, eq, {static_cast<int64_t>(ed.size())}, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));
-  return Done(c, {invert ? U(b, Opcode::kNot, any) : any});
+  return ctx.Finish({invert ? b.Unary(Opcode::kNot, any) : any});
 }
 
 Expected<LoweredOp> SearchSorted(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   bool is_bucketize = n.op == "aten::bucketize";
-  Instruction* seq = is_bucketize ? c.T("boundaries", 1) : c.T("sorted_sequence", 0);
-  Instruction* v = is_bucketize ? c.T("self", 0) : c.T("self", 1);
-  if (!seq || !v) return Bad(c, "needs a sorted sequence and tensor values");
-  if (!is_bucketize && c.T("sorter", 5)) return Bad(c, "searchsorted with a sorter");
-  bool right = c.Bool("right", 3, false);
-  if (c.Str("side", 4) == "right") right = true;
+  Instruction* seq = is_bucketize ? ctx.Tensor("boundaries", 1) : ctx.Tensor("sorted_sequence", 0);
+  Instruction* v = is_bucketize ? ctx.Tensor("self", 0) : ctx.Tensor("self", 1);
+  if (!seq || !v) return ctx.Unsupported("needs a sorted sequence and tensor values");
+  if (!is_bucketize && ctx.Tensor("sorter", 5)) return ctx.Unsupported("searchsorted with a sorter");
+  bool right = ctx.Bool("right", 3, false);
+  if (ctx.String("side", 4) == "right") right = true;
   PrimitiveType t = Promote(seq->shape.element_type(), v->shape.element_type());
   std::vector<int64_t> vd = Dims(v), sd = Dims(seq);
   int64_t S = sd.empty() ? 1 : sd.back();
@@ -534,15 +533,15 @@ Expected<LoweredOp> SearchSorted(const Node& n, Builder& b) {
   // count of boundaries below the value (left) or not above it (right)
   Instruction* below = b.Compare(sb, vb, right ? ComparisonDirection::kLe : ComparisonDirection::kLt);
   Instruction* cnt = ReduceSum(b, b.Convert(below, PrimitiveType::S64), {last});
-  return Done(c, {b.Convert(cnt, c.OutType(0, PrimitiveType::S64))});
+  return ctx.Finish({b.Convert(cnt, ctx.OutputType(0, PrimitiveType::S64))});
 }
 
 Expected<LoweredOp> Put(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("source", 2));
-  bool acc = c.Bool("accumulate", 3, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("source", 2));
+  bool acc = ctx.Bool("accumulate", 3, false);
   PrimitiveType t = x->shape.element_type();
   int64_t total = x->shape.elements(), cnt = idx->shape.elements();
   Instruction* i = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt});
@@ -559,37 +558,37 @@ Expected<LoweredOp> Put(const Node& n, Builder& b) {
   }
   Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(i, {cnt, 1}),
                              {b.Reshape(b.Convert(src, t), {cnt})}, dn, comp);
-  return Done(c, {b.Reshape(s, Dims(x))});
+  return ctx.Finish({b.Reshape(s, Dims(x))});
 }
 
 Expected<LoweredOp> Frexp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
-  Instruction* ax = U(b, Opcode::kAbs, x);
+  Instruction* ax = b.Unary(Opcode::kAbs, x);
   Instruction* zero = CmpScalar(b, x, 0, ComparisonDirection::kEq);
   Instruction* safe = b.Select(zero, FullLike(b, x, 1), ax);
-  Instruction* e = AddScalar(b, U(b, Opcode::kFloor, MulScalar(b, U(b, Opcode::kLog, safe), 1 / std::numbers::ln2)), 1);
+  Instruction* e = AddScalar(b, b.Unary(Opcode::kFloor, MulScalar(b, b.Unary(Opcode::kLog, safe), 1 / std::numbers::ln2)), 1);
   Instruction* m = Div(b, x, b.Binary(Opcode::kPower, FullLike(b, x, 2), e));
   // log rounding: keep |m| in [0.5, 1)
-  Instruction* big = CmpScalar(b, U(b, Opcode::kAbs, m), 1, ComparisonDirection::kGe);
+  Instruction* big = CmpScalar(b, b.Unary(Opcode::kAbs, m), 1, ComparisonDirection::kGe);
   m = b.Select(big, MulScalar(b, m, 0.5), m);
   e = b.Select(big, AddScalar(b, e, 1), e);
-  Instruction* small = b.Binary(Opcode::kAnd, CmpScalar(b, U(b, Opcode::kAbs, m), 0.5, ComparisonDirection::kLt),
-                                U(b, Opcode::kNot, zero));
+  Instruction* small = b.Binary(Opcode::kAnd, CmpScalar(b, b.Unary(Opcode::kAbs, m), 0.5, ComparisonDirection::kLt),
+                                b.Unary(Opcode::kNot, zero));
   m = b.Select(small, MulScalar(b, m, 2), m);
   e = b.Select(small, AddScalar(b, e, -1), e);
   e = b.Select(zero, FullLike(b, e, 0), e);
   m = b.Select(zero, x, m);
   (void)t;
-  return Done(c, {m, b.Convert(e, c.OutType(1, PrimitiveType::S32))});
+  return ctx.Finish({m, b.Convert(e, ctx.OutputType(1, PrimitiveType::S32))});
 }
 
 Expected<LoweredOp> BlockDiag(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<Instruction*> xs = c.TList("tensors", 0);
-  const TensorMeta* out = c.Out(0);
-  if (!out || out->rank() != 2) return Bad(c, "needs the recorded 2-d output");
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> xs = ctx.TensorList("tensors", 0);
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out || out->rank() != 2) return ctx.Unsupported("needs the recorded 2-d output");
   int64_t W = out->sizes[1];
   std::vector<Instruction*> rows;
   int64_t col = 0;
@@ -606,13 +605,13 @@ Expected<LoweredOp> BlockDiag(const Node& n, Builder& b) {
     rows.push_back(b.Pad(m, Scalar(b, out->dtype, 0), cfg));
     col += w;
   }
-  if (rows.empty()) return Done(c, {Full(b, out->dtype, 0, out->sizes)});
-  return Done(c, {rows.size() == 1 ? rows[0] : b.Concatenate(rows, 0)});
+  if (rows.empty()) return ctx.Finish({Full(b, out->dtype, 0, out->sizes)});
+  return ctx.Finish({rows.size() == 1 ? rows[0] : b.Concatenate(rows, 0)});
 }
 
 Expected<LoweredOp> TriIndices(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  int64_t rows = c.Int("row", 0, 0), cols = c.Int("col", 1, 0), off = c.Int("offset", 2, 0);
+  LoweringContext ctx(n, b);
+  int64_t rows = ctx.Int("row", 0, 0), cols = ctx.Int("col", 1, 0), off = ctx.Int("offset", 2, 0);
   bool lower = n.op == "aten::tril_indices";
   std::vector<int64_t> rr, cc;
   for (int64_t i = 0; i < rows; ++i)
@@ -624,48 +623,48 @@ Expected<LoweredOp> TriIndices(const Node& n, Builder& b) {
     lit.SetFromInt64(k, rr[static_cast<size_t>(k)]);
     lit.SetFromInt64(cnt + k, cc[static_cast<size_t>(k)]);
   }
-  return Done(c, {b.Convert(b.Constant(std::move(lit)), c.OutType(0, PrimitiveType::S64))});
+  return ctx.Finish({b.Convert(b.Constant(std::move(lit)), ctx.OutputType(0, PrimitiveType::S64))});
 }
 
 Expected<LoweredOp> Renorm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double p = c.Double("p", 1, 2), maxnorm = c.Double("maxnorm", 3, 1);
-  auto d = WrapDim(c.Int("dim", 2, 0), x->shape.rank());
-  if (!d) return Bad(c, "dimension out of range");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  double p = ctx.Double("p", 1, 2), maxnorm = ctx.Double("maxnorm", 3, 1);
+  auto d = WrapDim(ctx.Int("dim", 2, 0), x->shape.rank());
+  if (!d) return ctx.Unsupported("dimension out of range");
   std::vector<int64_t> dims = Dims(x), red;
   for (int64_t i = 0; i < x->shape.rank(); ++i)
     if (i != *d) red.push_back(i);
-  Instruction* a = U(b, Opcode::kAbs, x);
+  Instruction* a = b.Unary(Opcode::kAbs, x);
   Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, a, FullLike(b, a, p)), red);
   Instruction* norm = b.Binary(Opcode::kPower, s, FullLike(b, s, 1 / p));
   Instruction* factor = b.Select(CmpScalar(b, norm, maxnorm, ComparisonDirection::kGt),
                                  Div(b, FullLike(b, norm, maxnorm), AddScalar(b, norm, 1e-7)), FullLike(b, norm, 1));
-  return Done(c, {Mul(b, x, b.Broadcast(factor, dims, {*d}))});
+  return ctx.Finish({Mul(b, x, b.Broadcast(factor, dims, {*d}))});
 }
 
 Expected<LoweredOp> SoftMarginLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 1));
-  int64_t red = c.Int("reduction", 2, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t red = ctx.Int("reduction", 2, 1);
   Instruction* y = Bcast(b, b.Convert(y0, x->shape.element_type()), Dims(x));
-  Instruction* l = U(b, Opcode::kLog1p, U(b, Opcode::kExp, U(b, Opcode::kNegate, Mul(b, y, x))));
-  if (red == 0) return Done(c, {l});
+  Instruction* l = b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, Mul(b, y, x))));
+  if (red == 0) return ctx.Finish({l});
   Instruction* s = ReduceSum(b, l, AllDims(l));
   if (red == 1) s = MulScalar(b, s, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)));
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 
 Expected<LoweredOp> MaxUnpool(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
-  const TensorMeta* out = c.Out(0);
-  if (!out) return Bad(c, "needs the recorded output");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("needs the recorded output");
   size_t nsp = n.op == "aten::max_unpool3d" ? 3 : 2;
   std::vector<int64_t> xd = Dims(x), od = out->sizes;
-  if (xd.size() < nsp || od.size() != xd.size()) return Bad(c, "rank mismatch");
+  if (xd.size() < nsp || od.size() != xd.size()) return ctx.Unsupported("rank mismatch");
   size_t lead = xd.size() - nsp;
   int64_t planes = 1, in_plane = 1, out_plane = 1;
   for (size_t i = 0; i < lead; ++i) planes *= xd[i];
@@ -680,14 +679,14 @@ Expected<LoweredOp> MaxUnpool(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({Full(b, t, 0, {planes * out_plane})}, gidx, {b.Reshape(x, {planes * in_plane})}, dn,
                             ReplaceComputation(b, t));
-  return Done(c, {b.Reshape(s, od)});
+  return ctx.Finish({b.Reshape(s, od)});
 }
 
 Expected<LoweredOp> Histc(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  int64_t bins = c.Int("bins", 1, 100);
-  double lo = c.Double("min", 2, 0), hi = c.Double("max", 3, 0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  int64_t bins = ctx.Int("bins", 1, 100);
+  double lo = ctx.Double("min", 2, 0), hi = ctx.Double("max", 3, 0);
   PrimitiveType t = x0->shape.element_type();
   int64_t total = x0->shape.elements();
   Instruction* x = b.Reshape(x0, {total});
@@ -705,7 +704,7 @@ Expected<LoweredOp> Histc(const Node& n, Builder& b) {
   Instruction* mnb = b.Broadcast(mn, {total}, {});
   Instruction* mxb = b.Broadcast(mx, {total}, {});
   Instruction* pos = Div(b, MulScalar(b, Sub(b, x, mnb), static_cast<double>(bins)), Sub(b, mxb, mnb));
-  Instruction* bin = b.Convert(U(b, Opcode::kFloor, pos), PrimitiveType::S64);
+  Instruction* bin = b.Convert(b.Unary(Opcode::kFloor, pos), PrimitiveType::S64);
   bin = b.Select(b.Compare(x, mxb, ComparisonDirection::kEq), Full(b, PrimitiveType::S64, static_cast<double>(bins - 1), {total}), bin);
   Instruction* inside = b.Binary(Opcode::kAnd, b.Compare(x, mnb, ComparisonDirection::kGe), b.Compare(x, mxb, ComparisonDirection::kLe));
   bin = b.Select(inside, bin, Full(b, PrimitiveType::S64, static_cast<double>(bins), {total}));  // out of range: dropped
@@ -715,16 +714,16 @@ Expected<LoweredOp> Histc(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* h = b.Scatter({Full(b, t, 0, {bins})}, b.Reshape(bin, {total, 1}), {Full(b, t, 1, {total})}, dn,
                              b.ScalarBinaryComputation(Opcode::kAdd, t));
-  return Done(c, {h});
+  return ctx.Finish({h});
 }
 
 Expected<LoweredOp> Bincount(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  const TensorMeta* out = c.Out(0);
-  if (!out || out->rank() != 1) return Bad(c, "the output length (data-dependent) comes from the recorded output");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out || out->rank() != 1) return ctx.Unsupported("the output length (data-dependent) comes from the recorded output");
   int64_t len = out->sizes[0], total = x->shape.elements();
-  Instruction* w = c.T("weights", 1);
+  Instruction* w = ctx.Tensor("weights", 1);
   PrimitiveType t = out->dtype;
   Instruction* upd = w ? b.Convert(b.Reshape(w, {total}), t) : Full(b, t, 1, {total});
   hlo::ScatterDimensionNumbers dn;
@@ -733,14 +732,14 @@ Expected<LoweredOp> Bincount(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* h = b.Scatter({Full(b, t, 0, {len})}, b.Reshape(b.Convert(x, PrimitiveType::S64), {total, 1}), {upd}, dn,
                              b.ScalarBinaryComputation(Opcode::kAdd, t));
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {h}));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({h}));
   op.dynamic_shape = true;
   op.note = "output length is max(input)+1: data-dependent; lowered at the recorded length";
   return op;
 }
 
 Expected<LoweredOp> NoOutputs(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   // Host-side checks (e.g. _linalg_check_errors raising on a bad info value) emit no HLO.
   LoweredOp op;
   if (!b.ok()) return b.status();
@@ -762,25 +761,25 @@ std::vector<int64_t> OtherDims(int64_t rank, int64_t dim) {
 }  // namespace
 
 Expected<LoweredOp> WeightNorm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Req("v", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("g", 1));
-  int64_t dim = c.Int("dim", 2, 0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.RequiredTensor("v", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("g", 1));
+  int64_t dim = ctx.Int("dim", 2, 0);
   std::vector<int64_t> vd = Dims(v);
   std::vector<int64_t> red = OtherDims(v->shape.rank(), dim);
   // norm = sqrt(sum(v^2) over the other dims), shaped like g; w = v * g / norm
-  Instruction* norm = b.Reshape(U(b, Opcode::kSqrt, ReduceSum(b, Mul(b, v, v), red)), Dims(g));
+  Instruction* norm = b.Reshape(b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, v, v), red)), Dims(g));
   Instruction* scale = Div(b, b.Convert(g, v->shape.element_type()), norm);
-  return Done(c, {Mul(b, v, Bcast(b, scale, vd)), norm});
+  return ctx.Finish({Mul(b, v, Bcast(b, scale, vd)), norm});
 }
 
 Expected<LoweredOp> WeightNormBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * gw, c.Req("grad_w", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Req("saved_v", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("saved_g", 2));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * norms, c.Req("saved_norms", 3));
-  int64_t dim = c.Int("dim", 4, 0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * gw, ctx.RequiredTensor("grad_w", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.RequiredTensor("saved_v", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("saved_g", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * norms, ctx.RequiredTensor("saved_norms", 3));
+  int64_t dim = ctx.Int("dim", 4, 0);
   std::vector<int64_t> vd = Dims(v);
   std::vector<int64_t> red = OtherDims(v->shape.rank(), dim);
   // ATen's weight_norm backward: per_dir = sum(grad_w * v); grad_g = per_dir / norms;
@@ -789,21 +788,21 @@ Expected<LoweredOp> WeightNormBackward(const Node& n, Builder& b) {
   Instruction* grad_g = Div(b, per_dir, norms);
   Instruction* coef = Div(b, per_dir, Mul(b, norms, norms));
   Instruction* grad_v = Mul(b, Bcast(b, Div(b, g, norms), vd), Sub(b, gw, Mul(b, v, Bcast(b, coef, vd))));
-  return Done(c, {grad_v, grad_g});
+  return ctx.Finish({grad_v, grad_g});
 }
 
 Expected<LoweredOp> GluBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  auto d = WrapDim(c.Int("dim", 2, -1), x->shape.rank());
-  if (!d) return Bad(c, "dimension out of range");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  auto d = WrapDim(ctx.Int("dim", 2, -1), x->shape.rank());
+  if (!d) return ctx.Unsupported("dimension out of range");
   int64_t size = Dims(x)[static_cast<size_t>(*d)];
   Instruction* a = b.SliceInDim(x, 0, size / 2, 1, *d);
-  Instruction* s = U(b, Opcode::kLogistic, b.SliceInDim(x, size / 2, size, 1, *d));
+  Instruction* s = b.Unary(Opcode::kLogistic, b.SliceInDim(x, size / 2, size, 1, *d));
   Instruction* ga = Mul(b, g, s);
   Instruction* gb = Mul(b, Mul(b, g, a), Mul(b, s, Sub(b, FullLike(b, s, 1), s)));
-  return Done(c, {b.Concatenate({ga, gb}, *d)});
+  return ctx.Finish({b.Concatenate({ga, gb}, *d)});
 }
 
 // Ops whose result is not a tensor and that no device runs (promote_types, result_type): nothing to lower.

@@ -22,30 +22,30 @@ Instruction* PerChannel(Builder& b, Instruction* v, PrimitiveType t, const std::
 }
 
 // An output value shaped like the node's output `i` (empty tensors for unused statistics).
-Instruction* Shaped(const Ctx& c, size_t i, Instruction* v) {
-  const TensorMeta* m = c.Out(i);
+Instruction* Shaped(const LoweringContext& ctx, size_t i, Instruction* v) {
+  const TensorMeta* m = ctx.OutputMeta(i);
   if (!m) return v;
-  if (m->sizes != Dims(v) && Numel(m->sizes) == 0) return Full(c.b, m->dtype, 0, m->sizes);
-  return c.b.Convert(m->sizes == Dims(v) ? v : c.b.Reshape(v, m->sizes), m->dtype);
+  if (m->sizes != Dims(v) && Numel(m->sizes) == 0) return Full(ctx.builder, m->dtype, 0, m->sizes);
+  return ctx.builder.Convert(m->sizes == Dims(v) ? v : ctx.builder.Reshape(v, m->sizes), m->dtype);
 }
 
 }  // namespace
 
 Expected<LoweredOp> BatchNorm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
-  Instruction* w = c.T("weight", 1);
-  Instruction* bias = c.T("bias", 2);
-  Instruction* rm = c.T("running_mean", 3);
-  Instruction* rv = c.T("running_var", 4);
-  bool training = n.op == "aten::_native_batch_norm_legit_no_training" ? false : c.Bool("training", 5, true);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
+  Instruction* w = ctx.Tensor("weight", 1);
+  Instruction* bias = ctx.Tensor("bias", 2);
+  Instruction* rm = ctx.Tensor("running_mean", 3);
+  Instruction* rv = ctx.Tensor("running_var", 4);
+  bool training = n.op == "aten::_native_batch_norm_legit_no_training" ? false : ctx.Bool("training", 5, true);
   if (n.op == "aten::_native_batch_norm_legit" && n.overload == "no_stats") training = true;
-  double eps = c.Double("eps", 7, 1e-5);
+  double eps = ctx.Double("eps", 7, 1e-5);
   PrimitiveType in_t = x0->shape.element_type();
   PrimitiveType t = AccType(in_t);
   Instruction* x = b.Convert(x0, t);
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() < 2) return Bad(c, "needs at least 2 dims");
+  if (dims.size() < 2) return ctx.Unsupported("needs at least 2 dims");
   std::vector<int64_t> red = {0};
   for (size_t i = 2; i < dims.size(); ++i) red.push_back(static_cast<int64_t>(i));
   double count = static_cast<double>(Numel(dims) / dims[1]);
@@ -63,50 +63,50 @@ Expected<LoweredOp> BatchNorm(const Node& n, Builder& b) {
   if (w) y = Mul(b, y, PerChannel(b, w, t, dims, 1));
   if (bias) y = Add(b, y, PerChannel(b, bias, t, dims, 0));
   std::vector<Instruction*> outs = {b.Convert(y, in_t)};
-  outs.push_back(Shaped(c, 1, mean));
-  outs.push_back(Shaped(c, 2, invstd));
+  outs.push_back(Shaped(ctx, 1, mean));
+  outs.push_back(Shaped(ctx, 2, invstd));
   if (n.op == "aten::_native_batch_norm_legit_functional") {
     // also returns the updated running statistics
-    double momentum = c.Double("momentum", 6, 0.1);
-    if (!rm || !rv) return Bad(c, "needs running statistics");
+    double momentum = ctx.Double("momentum", 6, 0.1);
+    if (!rm || !rv) return ctx.Unsupported("needs running statistics");
     Instruction* nm = Add(b, MulScalar(b, b.Convert(rm, t), 1 - momentum), MulScalar(b, mean, momentum));
     double unbias = count > 1 ? count / (count - 1) : 1;
     Instruction* var = Sub(b, Div(b, FullLike(b, invstd, 1), Mul(b, invstd, invstd)), FullLike(b, invstd, eps));
     Instruction* nv = Add(b, MulScalar(b, b.Convert(rv, t), 1 - momentum), MulScalar(b, var, momentum * unbias));
-    outs.push_back(Shaped(c, 3, nm));
-    outs.push_back(Shaped(c, 4, nv));
+    outs.push_back(Shaped(ctx, 3, nm));
+    outs.push_back(Shaped(ctx, 4, nv));
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> BatchNormBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_out", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 1));
-  Instruction* w = c.T("weight", 2);
-  Instruction* rm = c.T("running_mean", 3);
-  Instruction* rv = c.T("running_var", 4);
-  Instruction* sm = c.T("save_mean", 5);
-  Instruction* si = c.T("save_invstd", 6);
-  bool train = c.Bool("train", 7, true);
-  double eps = c.Double("eps", 8, 1e-5);
-  std::vector<bool> mask = c.Bools("output_mask", 9, {true, true, true});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 1));
+  Instruction* w = ctx.Tensor("weight", 2);
+  Instruction* rm = ctx.Tensor("running_mean", 3);
+  Instruction* rv = ctx.Tensor("running_var", 4);
+  Instruction* sm = ctx.Tensor("save_mean", 5);
+  Instruction* si = ctx.Tensor("save_invstd", 6);
+  bool train = ctx.Bool("train", 7, true);
+  double eps = ctx.Double("eps", 8, 1e-5);
+  std::vector<bool> mask = ctx.Bools("output_mask", 9, {true, true, true});
   PrimitiveType in_t = x0->shape.element_type();
   PrimitiveType t = AccType(in_t);
   Instruction* x = b.Convert(x0, t);
   Instruction* g = b.Convert(g0, t);
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() < 2) return Bad(c, "needs at least 2 dims");
+  if (dims.size() < 2) return ctx.Unsupported("needs at least 2 dims");
   std::vector<int64_t> red = {0};
   for (size_t i = 2; i < dims.size(); ++i) red.push_back(static_cast<int64_t>(i));
   double count = static_cast<double>(Numel(dims) / dims[1]);
   Instruction *mean, *invstd;
   if (train) {
-    if (!sm || !si) return Bad(c, "training backward needs save_mean and save_invstd");
+    if (!sm || !si) return ctx.Unsupported("training backward needs save_mean and save_invstd");
     mean = b.Convert(sm, t);
     invstd = b.Convert(si, t);
   } else {
-    if (!rm || !rv) return Bad(c, "eval backward needs running statistics");
+    if (!rm || !rv) return ctx.Unsupported("eval backward needs running statistics");
     mean = b.Convert(rm, t);
     invstd = b.Unary(Opcode::kRsqrt, AddScalar(b, b.Convert(rv, t), eps));
   }
@@ -128,24 +128,24 @@ Expected<LoweredOp> BatchNormBackward(const Node& n, Builder& b) {
     }
     outs.push_back(b.Convert(gi, in_t));
   }
-  if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(sum_gx, c.OutType(outs.size(), t)));
-  if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(sum_g, c.OutType(outs.size(), t)));
-  return Done(c, outs);
+  if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(sum_gx, ctx.OutputType(outs.size(), t)));
+  if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(sum_g, ctx.OutputType(outs.size(), t)));
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> LayerNorm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
-  std::vector<int64_t> norm_shape = c.Ints("normalized_shape", 1);
-  Instruction* w = c.T("weight", 2);
-  Instruction* bias = c.T("bias", 3);
-  double eps = c.Double("eps", 4, 1e-5);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
+  std::vector<int64_t> norm_shape = ctx.Ints("normalized_shape", 1);
+  Instruction* w = ctx.Tensor("weight", 2);
+  Instruction* bias = ctx.Tensor("bias", 3);
+  double eps = ctx.Double("eps", 4, 1e-5);
   PrimitiveType in_t = x0->shape.element_type();
   PrimitiveType t = AccType(in_t);
   Instruction* x = b.Convert(x0, t);
   std::vector<int64_t> dims = Dims(x);
   int64_t axis = static_cast<int64_t>(dims.size()) - static_cast<int64_t>(norm_shape.size());
-  if (axis < 0) return Bad(c, "normalized_shape longer than the input rank");
+  if (axis < 0) return ctx.Unsupported("normalized_shape longer than the input rank");
   std::vector<int64_t> red, keep;
   for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) (i >= axis ? red : keep).push_back(i);
   double count = static_cast<double>(Numel(norm_shape));
@@ -158,29 +158,29 @@ Expected<LoweredOp> LayerNorm(const Node& n, Builder& b) {
   if (bias) y = Add(b, y, b.Broadcast(b.Convert(bias, t), dims, red));
   std::vector<int64_t> stat_dims = KeepDims(dims, red);
   std::vector<Instruction*> outs = {b.Convert(y, in_t)};
-  if (c.node.outputs.size() > 1 || c.node.outputs.empty()) {
-    outs.push_back(Shaped(c, 1, b.Reshape(mean, stat_dims)));
-    outs.push_back(Shaped(c, 2, b.Reshape(rstd, stat_dims)));
+  if (ctx.node.outputs.size() > 1 || ctx.node.outputs.empty()) {
+    outs.push_back(Shaped(ctx, 1, b.Reshape(mean, stat_dims)));
+    outs.push_back(Shaped(ctx, 2, b.Reshape(rstd, stat_dims)));
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> LayerNormBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_out", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 1));
-  std::vector<int64_t> norm_shape = c.Ints("normalized_shape", 2);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * mean0, c.Req("mean", 3));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rstd0, c.Req("rstd", 4));
-  Instruction* w = c.T("weight", 5);
-  std::vector<bool> mask = c.Bools("output_mask", 7, {true, true, true});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 1));
+  std::vector<int64_t> norm_shape = ctx.Ints("normalized_shape", 2);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * mean0, ctx.RequiredTensor("mean", 3));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rstd0, ctx.RequiredTensor("rstd", 4));
+  Instruction* w = ctx.Tensor("weight", 5);
+  std::vector<bool> mask = ctx.Bools("output_mask", 7, {true, true, true});
   PrimitiveType in_t = x0->shape.element_type();
   PrimitiveType t = AccType(in_t);
   Instruction* x = b.Convert(x0, t);
   Instruction* g = b.Convert(g0, t);
   std::vector<int64_t> dims = Dims(x);
   int64_t axis = static_cast<int64_t>(dims.size()) - static_cast<int64_t>(norm_shape.size());
-  if (axis < 0) return Bad(c, "normalized_shape longer than the input rank");
+  if (axis < 0) return ctx.Unsupported("normalized_shape longer than the input rank");
   std::vector<int64_t> red, keep;
   for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) (i >= axis ? red : keep).push_back(i);
   std::vector<int64_t> kdims;
@@ -199,22 +199,22 @@ Expected<LoweredOp> LayerNormBackward(const Node& n, Builder& b) {
     outs.push_back(b.Convert(MulScalar(b, Mul(b, rstd, inner), 1.0 / count), in_t));
   }
   if (mask.size() > 1 && mask[1]) {
-    if (w) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat), keep), c.OutType(outs.size(), t)));
+    if (w) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat), keep), ctx.OutputType(outs.size(), t)));
   }
   if (mask.size() > 2 && mask[2]) {
-    if (c.T("bias", 6) || c.Out(outs.size())) outs.push_back(b.Convert(ReduceSum(b, g, keep), c.OutType(outs.size(), t)));
+    if (ctx.Tensor("bias", 6) || ctx.OutputMeta(outs.size())) outs.push_back(b.Convert(ReduceSum(b, g, keep), ctx.OutputType(outs.size(), t)));
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> GroupNorm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
-  Instruction* w = c.T("weight", 1);
-  Instruction* bias = c.T("bias", 2);
-  int64_t N = c.Int("N", 3, 0), C = c.Int("C", 4, 0), HxW = c.Int("HxW", 5, 0), G = c.Int("group", 6, 1);
-  double eps = c.Double("eps", 7, 1e-5);
-  if (G <= 0 || C % G != 0) return Bad(c, "C must be divisible by group");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
+  Instruction* w = ctx.Tensor("weight", 1);
+  Instruction* bias = ctx.Tensor("bias", 2);
+  int64_t N = ctx.Int("N", 3, 0), C = ctx.Int("C", 4, 0), HxW = ctx.Int("HxW", 5, 0), G = ctx.Int("group", 6, 1);
+  double eps = ctx.Double("eps", 7, 1e-5);
+  if (G <= 0 || C % G != 0) return ctx.Unsupported("C must be divisible by group");
   PrimitiveType in_t = x0->shape.element_type();
   PrimitiveType t = AccType(in_t);
   Instruction* x = b.Reshape(b.Convert(x0, t), {N, G, C / G * HxW});
@@ -229,19 +229,19 @@ Expected<LoweredOp> GroupNorm(const Node& n, Builder& b) {
   if (w) y = Mul(b, y, b.Broadcast(b.Convert(w, t), yd, {1}));
   if (bias) y = Add(b, y, b.Broadcast(b.Convert(bias, t), yd, {1}));
   y = b.Reshape(y, Dims(x0));
-  return Done(c, {b.Convert(y, in_t), Shaped(c, 1, mean), Shaped(c, 2, rstd)});
+  return ctx.Finish({b.Convert(y, in_t), Shaped(ctx, 1, mean), Shaped(ctx, 2, rstd)});
 }
 
 Expected<LoweredOp> GroupNormBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_out", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * mean0, c.Req("mean", 2));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rstd0, c.Req("rstd", 3));
-  Instruction* w = c.T("weight", 4);
-  int64_t N = c.Int("N", 5, 0), C = c.Int("C", 6, 0), HxW = c.Int("HxW", 7, 0), G = c.Int("group", 8, 1);
-  std::vector<bool> mask = c.Bools("output_mask", 9, {true, true, true});
-  if (G <= 0 || C % G != 0) return Bad(c, "C must be divisible by group");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * mean0, ctx.RequiredTensor("mean", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rstd0, ctx.RequiredTensor("rstd", 3));
+  Instruction* w = ctx.Tensor("weight", 4);
+  int64_t N = ctx.Int("N", 5, 0), C = ctx.Int("C", 6, 0), HxW = ctx.Int("HxW", 7, 0), G = ctx.Int("group", 8, 1);
+  std::vector<bool> mask = ctx.Bools("output_mask", 9, {true, true, true});
+  if (G <= 0 || C % G != 0) return ctx.Unsupported("C must be divisible by group");
   PrimitiveType in_t = x0->shape.element_type();
   PrimitiveType t = AccType(in_t);
   int64_t D = C / G * HxW;
@@ -262,9 +262,9 @@ Expected<LoweredOp> GroupNormBackward(const Node& n, Builder& b) {
     Instruction* gi = MulScalar(b, Mul(b, rstd, inner), 1.0 / static_cast<double>(D));
     outs.push_back(b.Convert(b.Reshape(gi, Dims(x0)), in_t));
   }
-  if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat_c), {0, 2}), c.OutType(outs.size(), t)));
-  if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(ReduceSum(b, g, {0, 2}), c.OutType(outs.size(), t)));
-  return Done(c, outs);
+  if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat_c), {0, 2}), ctx.OutputType(outs.size(), t)));
+  if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(ReduceSum(b, g, {0, 2}), ctx.OutputType(outs.size(), t)));
+  return ctx.Finish(outs);
 }
 
 }  // namespace opprobe::analyzer::lowering

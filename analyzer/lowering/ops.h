@@ -2,7 +2,7 @@
 // them in the one sorted table.
 #pragma once
 
-#include "analyzer/lowering/helpers.h"
+#include "analyzer/lowering/context.h"
 
 namespace opprobe::analyzer::lowering {
 
@@ -298,6 +298,10 @@ struct Torch2Lowering {
   LoweringFn fn;
 };
 const std::vector<Torch2Lowering>& Torch2Lowerings();
+
+// pooling.cpp: a (value, index) arg-max/arg-min reducer for variadic reduce/reduce-window: keeps the better
+// value, the lower index on ties, NaN wins (also used by reduction.cpp).
+Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max);
 
 // quantized.cpp
 // Why the node cannot lower when one of its tensors (or dtype arguments) has a torch dtype without an XLA

@@ -9,10 +9,10 @@
 namespace opprobe::analyzer::lowering {
 namespace {
 
-std::pair<std::vector<int64_t>, PrimitiveType> OutShape(const Ctx& c) {
-  if (const TensorMeta* m = c.Out(0)) return {m->sizes, m->dtype};
-  if (const TensorMeta* s = c.Meta("self", 0)) return {s->sizes, s->dtype};
-  return {c.Ints("size", 0), c.Dtype("dtype", 1).value_or(PrimitiveType::F32)};
+std::pair<std::vector<int64_t>, PrimitiveType> OutShape(const LoweringContext& ctx) {
+  if (const TensorMeta* m = ctx.OutputMeta(0)) return {m->sizes, m->dtype};
+  if (const TensorMeta* s = ctx.ArgMeta("self", 0)) return {s->sizes, s->dtype};
+  return {ctx.Ints("size", 0), ctx.Dtype("dtype", 1).value_or(PrimitiveType::F32)};
 }
 
 // rng over a float type (f32 for integer or low-precision outputs, then converted).
@@ -25,51 +25,51 @@ Instruction* RngIn(Builder& b, PrimitiveType t, double a, double bb, hlo::Random
 }  // namespace
 
 Expected<LoweredOp> RandUniform(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  auto [dims, t] = OutShape(c);
-  double lo = c.Double("from", 1, 0), hi = c.Double("to", 2, 1);
+  LoweringContext ctx(n, b);
+  auto [dims, t] = OutShape(ctx);
+  double lo = ctx.Double("from", 1, 0), hi = ctx.Double("to", 2, 1);
   if (n.op == "aten::rand" || n.op == "aten::rand_like") lo = 0, hi = 1;
   if (hlo::IsComplex(t)) {
     PrimitiveType rt = hlo::ComplexComponentType(t);
     Instruction* re = RngIn(b, rt, lo, hi, hlo::RandomDistribution::kUniform, dims);
     Instruction* im = RngIn(b, rt, lo, hi, hlo::RandomDistribution::kUniform, dims);
-    return Done(c, {b.Complex(b.Convert(re, rt), b.Convert(im, rt))});
+    return ctx.Finish({b.Complex(b.Convert(re, rt), b.Convert(im, rt))});
   }
-  return Done(c, {b.Convert(RngIn(b, t, lo, hi, hlo::RandomDistribution::kUniform, dims), t)});
+  return ctx.Finish({b.Convert(RngIn(b, t, lo, hi, hlo::RandomDistribution::kUniform, dims), t)});
 }
 
 Expected<LoweredOp> RandNormal(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  auto [dims, t] = OutShape(c);
+  LoweringContext ctx(n, b);
+  auto [dims, t] = OutShape(ctx);
   // normal.Tensor_Tensor etc: mean/std tensors scale a standard normal sample.
-  Instruction* mean_t = n.op == "aten::normal" ? c.T("mean", 0) : nullptr;
-  Instruction* std_t = n.op == "aten::normal" ? c.T("std", 1) : nullptr;
+  Instruction* mean_t = n.op == "aten::normal" ? ctx.Tensor("mean", 0) : nullptr;
+  Instruction* std_t = n.op == "aten::normal" ? ctx.Tensor("std", 1) : nullptr;
   if (mean_t || std_t) {
     Instruction* z = b.Convert(RngIn(b, t, 0, 1, hlo::RandomDistribution::kNormal, dims), t);
-    Instruction* sd = std_t ? Bcast(b, b.Convert(std_t, t), dims) : FullLike(b, z, c.Double("std", 1, 1));
-    Instruction* mu = mean_t ? Bcast(b, b.Convert(mean_t, t), dims) : FullLike(b, z, c.Double("mean", 0, 0));
-    return Done(c, {Add(b, Mul(b, z, sd), mu)});
+    Instruction* sd = std_t ? Bcast(b, b.Convert(std_t, t), dims) : FullLike(b, z, ctx.Double("std", 1, 1));
+    Instruction* mu = mean_t ? Bcast(b, b.Convert(mean_t, t), dims) : FullLike(b, z, ctx.Double("mean", 0, 0));
+    return ctx.Finish({Add(b, Mul(b, z, sd), mu)});
   }
-  double mean = c.Double("mean", 1, 0), sd = c.Double("std", 2, 1);
+  double mean = ctx.Double("mean", 1, 0), sd = ctx.Double("std", 2, 1);
   if (n.op == "aten::randn" || n.op == "aten::randn_like") mean = 0, sd = 1;
-  if (n.op == "aten::normal" && n.overload == "float_float") mean = c.Double("mean", 0, 0), sd = c.Double("std", 1, 1);
+  if (n.op == "aten::normal" && n.overload == "float_float") mean = ctx.Double("mean", 0, 0), sd = ctx.Double("std", 1, 1);
   if (hlo::IsComplex(t)) {
     PrimitiveType rt = hlo::ComplexComponentType(t);
     double s = sd / std::sqrt(2.0);
     Instruction* re = RngIn(b, rt, mean, s, hlo::RandomDistribution::kNormal, dims);
     Instruction* im = RngIn(b, rt, 0, s, hlo::RandomDistribution::kNormal, dims);
-    return Done(c, {b.Complex(b.Convert(re, rt), b.Convert(im, rt))});
+    return ctx.Finish({b.Complex(b.Convert(re, rt), b.Convert(im, rt))});
   }
-  return Done(c, {b.Convert(RngIn(b, t, mean, sd, hlo::RandomDistribution::kNormal, dims), t)});
+  return ctx.Finish({b.Convert(RngIn(b, t, mean, sd, hlo::RandomDistribution::kNormal, dims), t)});
 }
 
 Expected<LoweredOp> RandInt(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  auto [dims, t] = OutShape(c);
+  LoweringContext ctx(n, b);
+  auto [dims, t] = OutShape(ctx);
   double lo = 0, hi = 0;
   if (n.op == "aten::random_") {
-    const Value* from = c.V("from", 1);
-    const Value* to = c.V("to", 2);
+    const Value* from = ctx.Arg("from", 1);
+    const Value* to = ctx.Arg("to", 2);
     if (to && !to->is_none()) {
       lo = from ? from->AsDouble() : 0;
       hi = to->AsDouble();
@@ -79,95 +79,95 @@ Expected<LoweredOp> RandInt(const Node& n, Builder& b) {
       hi = hlo::IsFloatingPoint(t) ? std::ldexp(1.0, t == PrimitiveType::F64 ? 53 : 24) : 2147483647.0;
     }
   } else {
-    const Value* low = c.V("low", 0);
-    if (low && low->kind == Value::Kind::kInt && c.V("high", 1)) {
-      lo = c.Double("low", 0, 0);
-      hi = c.Double("high", 1, 0);
+    const Value* low = ctx.Arg("low", 0);
+    if (low && low->kind == Value::Kind::kInt && ctx.Arg("high", 1)) {
+      lo = ctx.Double("low", 0, 0);
+      hi = ctx.Double("high", 1, 0);
     } else {
-      hi = c.Double("high", n.op == "aten::randint_like" ? 1 : 0, 0);
+      hi = ctx.Double("high", n.op == "aten::randint_like" ? 1 : 0, 0);
     }
   }
   // floor(uniform[lo, hi)) in f64 (exact for the integer range), then converted.
   Instruction* u = b.Rng(Scalar(b, PrimitiveType::F64, lo), Scalar(b, PrimitiveType::F64, hi),
                          hlo::RandomDistribution::kUniform, Shape::Array(PrimitiveType::F64, dims));
-  return Done(c, {b.Convert(b.Unary(Opcode::kFloor, u), t)});
+  return ctx.Finish({b.Convert(b.Unary(Opcode::kFloor, u), t)});
 }
 
 Expected<LoweredOp> Bernoulli(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  auto [dims, t] = OutShape(c);
+  LoweringContext ctx(n, b);
+  auto [dims, t] = OutShape(ctx);
   PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
   Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
   Instruction* p = nullptr;
-  if (Instruction* pt = c.T("p", 1)) p = Bcast(b, b.Convert(pt, ct), dims);
-  else if (n.overload == "default" && n.op == "aten::bernoulli") p = b.Convert(c.T("self", 0), ct);
-  else p = FullLike(b, u, c.Double("p", 1, 0.5));
-  return Done(c, {b.Convert(b.Compare(u, p, ComparisonDirection::kLt), t)});
+  if (Instruction* pt = ctx.Tensor("p", 1)) p = Bcast(b, b.Convert(pt, ct), dims);
+  else if (n.overload == "default" && n.op == "aten::bernoulli") p = b.Convert(ctx.Tensor("self", 0), ct);
+  else p = FullLike(b, u, ctx.Double("p", 1, 0.5));
+  return ctx.Finish({b.Convert(b.Compare(u, p, ComparisonDirection::kLt), t)});
 }
 
 Expected<LoweredOp> NativeDropout(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
-  double p = c.Double("p", 1, 0.5);
-  const Value* train = c.V("train", 2);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
+  double p = ctx.Double("p", 1, 0.5);
+  const Value* train = ctx.Arg("train", 2);
   bool training = !train || train->is_none() || train->b;
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> dims = Dims(x);
-  if (!training) return Done(c, {x, Full(b, PrimitiveType::PRED, 1, dims)});
+  if (!training) return ctx.Finish({x, Full(b, PrimitiveType::PRED, 1, dims)});
   Instruction* u = RngIn(b, t, 0, 1, hlo::RandomDistribution::kUniform, dims);
   Instruction* keep = b.Compare(u, FullLike(b, u, p), ComparisonDirection::kGe);
   double scale = p >= 1 ? 0 : 1.0 / (1.0 - p);
   Instruction* out = MulScalar(b, Mul(b, x, b.Convert(keep, t)), scale);
-  return Done(c, {out, keep});
+  return ctx.Finish({out, keep});
 }
 
 Expected<LoweredOp> NativeDropoutBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Req("mask", 1));
-  double scale = c.Double("scale", 2, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, ctx.RequiredTensor("mask", 1));
+  double scale = ctx.Double("scale", 2, 1);
   PrimitiveType t = g->shape.element_type();
-  return Done(c, {MulScalar(b, Mul(b, g, b.Convert(m, t)), scale)});
+  return ctx.Finish({MulScalar(b, Mul(b, g, b.Convert(m, t)), scale)});
 }
 
 // rrelu_with_noise: negative inputs scaled by a slope drawn uniformly from [lower, upper) when
 // training (an `rng`; the drawn slopes are what PyTorch writes into `noise`), by the mean slope
 // (lower + upper) / 2 otherwise.
 Expected<LoweredOp> RreluWithNoise(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double lower = c.Double("lower", 2, 1.0 / 8), upper = c.Double("upper", 3, 1.0 / 3);
-  bool training = c.Bool("training", 4, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  double lower = ctx.Double("lower", 2, 1.0 / 8), upper = ctx.Double("upper", 3, 1.0 / 3);
+  bool training = ctx.Bool("training", 4, false);
   PrimitiveType t = x->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Bad(c, "rrelu needs a float input");
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("rrelu needs a float input");
   std::vector<int64_t> dims = Dims(x);
   Instruction* slope = training ? b.Convert(RngIn(b, t, lower, upper, hlo::RandomDistribution::kUniform, dims), t)
                                 : Full(b, t, (lower + upper) / 2, dims);
   Instruction* neg = CmpScalar(b, x, 0, ComparisonDirection::kLt);
-  return Done(c, {b.Select(neg, Mul(b, x, slope), x)});
+  return ctx.Finish({b.Select(neg, Mul(b, x, slope), x)});
 }
 
 Expected<LoweredOp> Randperm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  auto [dims, t] = OutShape(c);
-  int64_t len = c.Int("n", 0, dims.empty() ? 0 : dims[0]);
+  LoweringContext ctx(n, b);
+  auto [dims, t] = OutShape(ctx);
+  int64_t len = ctx.Int("n", 0, dims.empty() ? 0 : dims[0]);
   // Sort random keys with an iota payload; the payload is the permutation.
   Instruction* keys = b.Rng(Scalar(b, PrimitiveType::F32, 0), Scalar(b, PrimitiveType::F32, 1),
                             hlo::RandomDistribution::kUniform, Shape::Array(PrimitiveType::F32, {len}));
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, {len}), 0);
   Instruction* s = b.Sort({keys, io}, 0, SortComparator(b, {PrimitiveType::F32, PrimitiveType::S64}, false), false);
-  return Done(c, {b.Convert(b.GetTupleElement(s, 1), t)});
+  return ctx.Finish({b.Convert(b.GetTupleElement(s, 1), t)});
 }
 
 Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * p, c.Req("self", 0));
-  int64_t k = c.Int("num_samples", 1, 1);
-  bool replacement = c.Bool("replacement", 2, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * p, ctx.RequiredTensor("self", 0));
+  int64_t k = ctx.Int("num_samples", 1, 1);
+  bool replacement = ctx.Bool("replacement", 2, false);
   PrimitiveType t = p->shape.element_type();
   std::vector<int64_t> dims = Dims(p);
   int64_t last = static_cast<int64_t>(dims.size()) - 1;
-  if (last < 0) return Bad(c, "needs at least 1 dim");
+  if (last < 0) return ctx.Unsupported("needs at least 1 dim");
   if (!replacement) {
     // Gumbel top-k: argsort(log(p) - log(-log(u))) descending, first k.
     Instruction* u = RngIn(b, t, 1e-20, 1, hlo::RandomDistribution::kUniform, dims);
@@ -175,7 +175,7 @@ Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
     Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, dims), last);
     Instruction* s = b.Sort({g, io}, last, SortComparator(b, {t, PrimitiveType::S64}, true), false);
     Instruction* idx = b.SliceInDim(b.GetTupleElement(s, 1), 0, k, 1, last);
-    return Done(c, {idx});
+    return ctx.Finish({idx});
   }
   // With replacement: inverse-CDF sampling, count of cdf entries below each uniform sample.
   Instruction* cdf = b.ReduceWindow({p}, {Scalar(b, t, 0)}, [&] {
@@ -206,36 +206,36 @@ Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
   Instruction* lt = b.Compare(b.Broadcast(cdf, big, cmap), b.Broadcast(ut, big, umap), ComparisonDirection::kLe);
   Instruction* cnt = ReduceSum(b, b.Convert(lt, PrimitiveType::S64), {last + 1});
   Instruction* maxi = Full(b, PrimitiveType::S64, static_cast<double>(dims.back() - 1), sdims);
-  return Done(c, {b.Binary(Opcode::kMinimum, cnt, maxi)});
+  return ctx.Finish({b.Binary(Opcode::kMinimum, cnt, maxi)});
 }
 
 // exponential_(lambd), cauchy_(median, sigma), log_normal_(mean, std), geometric_(p): a transform of a uniform
 // or normal rng sample, as PyTorch's CPU kernels draw them.
 Expected<LoweredOp> RandDerived(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  auto [dims, t] = OutShape(c);
+  LoweringContext ctx(n, b);
+  auto [dims, t] = OutShape(ctx);
   PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
   Instruction* r = nullptr;
   if (n.op == "aten::log_normal_") {
-    Instruction* z = RngIn(b, ct, c.Double("mean", 1, 1), c.Double("std", 2, 2), hlo::RandomDistribution::kNormal, dims);
+    Instruction* z = RngIn(b, ct, ctx.Double("mean", 1, 1), ctx.Double("std", 2, 2), hlo::RandomDistribution::kNormal, dims);
     r = b.Unary(Opcode::kExp, z);
   } else {
     Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
     Instruction* log1mu = b.Unary(Opcode::kLog1p, b.Unary(Opcode::kNegate, u));  // log(1 - u), u in [0, 1)
     if (n.op == "aten::exponential_") {
-      r = MulScalar(b, log1mu, -1.0 / c.Double("lambd", 1, 1));
+      r = MulScalar(b, log1mu, -1.0 / ctx.Double("lambd", 1, 1));
     } else if (n.op == "aten::cauchy_") {
       Instruction* tan = b.Unary(Opcode::kTan, MulScalar(b, AddScalar(b, u, -0.5), std::acos(-1.0)));
-      r = AddScalar(b, MulScalar(b, tan, c.Double("sigma", 2, 1)), c.Double("median", 1, 0));
+      r = AddScalar(b, MulScalar(b, tan, ctx.Double("sigma", 2, 1)), ctx.Double("median", 1, 0));
     } else if (n.op == "aten::geometric_") {
-      double p = c.Double("p", 1, 0.5);
-      if (!(p > 0 && p < 1)) return Bad(c, "p must be in (0, 1)");
+      double p = ctx.Double("p", 1, 0.5);
+      if (!(p > 0 && p < 1)) return ctx.Unsupported("p must be in (0, 1)");
       r = b.Unary(Opcode::kCeil, MulScalar(b, log1mu, 1.0 / std::log1p(-p)));
     } else {
-      return Bad(c, "unknown distribution");
+      return ctx.Unsupported("unknown distribution");
     }
   }
-  return Done(c, {b.Convert(r, t)});
+  return ctx.Finish({b.Convert(r, t)});
 }
 
 }  // namespace opprobe::analyzer::lowering

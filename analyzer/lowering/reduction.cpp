@@ -14,11 +14,11 @@ namespace opprobe::analyzer::lowering {
 namespace {
 
 // The reduced dims from a `dim` argument (int, int list, None or empty = all).
-Expected<std::vector<int64_t>> ReducedDims(const Ctx& c, int64_t rank, size_t pos) {
-  auto d = c.OptInts("dim", pos);
+Expected<std::vector<int64_t>> ReducedDims(const LoweringContext& ctx, int64_t rank, size_t pos) {
+  auto d = ctx.OptInts("dim", pos);
   if (!d) return NormDims({}, rank, true);
   auto r = NormDims(*d, rank, true);
-  if (!r.ok()) return Bad(c, r.status().message());
+  if (!r.ok()) return ctx.Unsupported(r.status().message());
   return r;
 }
 
@@ -47,15 +47,15 @@ Instruction* Norm(Builder& b, Instruction* x, double p, const std::vector<int64_
 }
 
 Expected<LoweredOp> LowerReduce(const std::string& op, const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x0);
   int64_t rank = x0->shape.rank();
   size_t dim_pos = (op == "linalg_vector_norm" || op == "norm") ? 2 : 1;
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> red, ReducedDims(c, rank, dim_pos));
-  bool keepdim = c.Bool("keepdim", dim_pos + 1, false);
+  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> red, ReducedDims(ctx, rank, dim_pos));
+  bool keepdim = ctx.Bool("keepdim", dim_pos + 1, false);
   PrimitiveType in = x0->shape.element_type();
-  PrimitiveType out = c.OutType(0, in);
+  PrimitiveType out = ctx.OutputType(0, in);
   Instruction* r = nullptr;
   if (op == "sum" || op == "nansum") {
     PrimitiveType t = out == PrimitiveType::PRED ? PrimitiveType::S64 : out;
@@ -103,18 +103,18 @@ Expected<LoweredOp> LowerReduce(const std::string& op, const Node& n, Builder& b
     Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, BcastBack(b, shift, dims, red)));
     r = Add(b, b.Unary(Opcode::kLog, ReduceSum(b, e, red)), shift);
   } else if (op == "linalg_vector_norm" || op == "norm") {
-    const Value* pv = c.V(op == "norm" ? "p" : "ord", 1);
+    const Value* pv = ctx.Arg(op == "norm" ? "p" : "ord", 1);
     double p = pv && !pv->is_none() ? pv->AsDouble() : 2.0;
-    PrimitiveType t = c.Dtype("dtype", 4).value_or(in);
+    PrimitiveType t = ctx.Dtype("dtype", 4).value_or(in);
     Instruction* x = b.Convert(x0, t);
     r = Norm(b, x, p, red);
   } else if (op == "count_nonzero") {
     r = ReduceSum(b, b.Convert(CmpScalar(b, x0, 0, ComparisonDirection::kNe), PrimitiveType::S64), red);
   } else {
-    return Bad(c, "no reduction body for " + op);
+    return ctx.Unsupported("no reduction body for " + op);
   }
   r = KeepDimsReshape(b, r, dims, red, keepdim);
-  return Done(c, {b.Convert(r, out)});
+  return ctx.Finish({b.Convert(r, out)});
 }
 
 }  // namespace
@@ -126,21 +126,21 @@ Fn ReduceOp(const std::string& op) {
 Expected<LoweredOp> CountNonzero(const Node& n, Builder& b) { return LowerReduce("count_nonzero", n, b); }
 
 Expected<LoweredOp> VarStd(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x0);
-  auto dv = c.OptInts("dim", 1);
+  auto dv = ctx.OptInts("dim", 1);
   std::vector<int64_t> red;
   {
     auto r = NormDims(dv ? *dv : std::vector<int64_t>{}, x0->shape.rank(), true);
-    if (!r.ok()) return Bad(c, r.status().message());
+    if (!r.ok()) return ctx.Unsupported(r.status().message());
     red = *r;
   }
   double correction = 1;
-  if (const Value* cv = c.V("correction", 2); cv && !cv->is_none()) correction = cv->AsDouble();
-  else if (const Value* uv = c.V("unbiased", 1); uv && uv->kind == Value::Kind::kBool) correction = uv->b ? 1 : 0;
-  else if (const Value* uv2 = c.V("unbiased", 2); uv2 && uv2->kind == Value::Kind::kBool) correction = uv2->b ? 1 : 0;
-  bool keepdim = c.Bool("keepdim", 3, false);
+  if (const Value* cv = ctx.Arg("correction", 2); cv && !cv->is_none()) correction = cv->AsDouble();
+  else if (const Value* uv = ctx.Arg("unbiased", 1); uv && uv->kind == Value::Kind::kBool) correction = uv->b ? 1 : 0;
+  else if (const Value* uv2 = ctx.Arg("unbiased", 2); uv2 && uv2->kind == Value::Kind::kBool) correction = uv2->b ? 1 : 0;
+  bool keepdim = ctx.Bool("keepdim", 3, false);
   PrimitiveType in = x0->shape.element_type();
   PrimitiveType t = FloatType(in);
   Instruction* x = b.Convert(x0, t);
@@ -154,7 +154,7 @@ Expected<LoweredOp> VarStd(const Node& n, Builder& b) {
   Instruction* r = is_std ? b.Unary(Opcode::kSqrt, var) : var;
   std::vector<Instruction*> outs = {KeepDimsReshape(b, r, dims, red, keepdim)};
   if (n.op == "aten::var_mean" || n.op == "aten::std_mean") outs.push_back(KeepDimsReshape(b, mean, dims, red, keepdim));
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 namespace {
@@ -169,49 +169,49 @@ std::pair<Instruction*, Instruction*> ArgReduce(Builder& b, Instruction* x, int6
 }  // namespace
 
 Expected<LoweredOp> ArgMinMax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   bool is_max = n.op == "aten::argmax";
-  auto d = c.OptInt("dim", 1);
-  bool keepdim = c.Bool("keepdim", 2, false);
+  auto d = ctx.OptInt("dim", 1);
+  bool keepdim = ctx.Bool("keepdim", 2, false);
   std::vector<int64_t> dims = Dims(x);
   if (!d || x->shape.rank() == 0) {
     Instruction* flat = b.Reshape(x, {x->shape.elements()});
     auto [v, i] = ArgReduce(b, flat, 0, is_max);
     (void)v;
     if (keepdim) i = b.Reshape(i, std::vector<int64_t>(dims.size(), 1));
-    return Done(c, {i});
+    return ctx.Finish({i});
   }
   auto w = WrapDim(*d, x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (!w) return ctx.Unsupported("dimension out of range");
   auto [v, i] = ArgReduce(b, x, *w, is_max);
   (void)v;
-  return Done(c, {KeepDimsReshape(b, i, dims, {*w}, keepdim)});
+  return ctx.Finish({KeepDimsReshape(b, i, dims, {*w}, keepdim)});
 }
 
 Expected<LoweredOp> MinMaxDim(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   bool is_max = n.op == "aten::max" || n.op == "aten::max_";
   std::vector<int64_t> dims = Dims(x);
-  if (x->shape.rank() == 0) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", 1, 0), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
-  bool keepdim = c.Bool("keepdim", 2, false);
+  if (x->shape.rank() == 0) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
+  bool keepdim = ctx.Bool("keepdim", 2, false);
   auto [v, i] = ArgReduce(b, x, *w, is_max);
-  return Done(c, {KeepDimsReshape(b, v, dims, {*w}, keepdim), KeepDimsReshape(b, i, dims, {*w}, keepdim)});
+  return ctx.Finish({KeepDimsReshape(b, v, dims, {*w}, keepdim), KeepDimsReshape(b, i, dims, {*w}, keepdim)});
 }
 
 Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x0);
   if (dims.empty()) {
-    if (n.op == "aten::cummax" || n.op == "aten::cummin") return Done(c, {x0, ConstS64(b, 0)});
-    return Done(c, {b.Convert(x0, c.OutType(0, x0->shape.element_type()))});
+    if (n.op == "aten::cummax" || n.op == "aten::cummin") return ctx.Finish({x0, ConstS64(b, 0)});
+    return ctx.Finish({b.Convert(x0, ctx.OutputType(0, x0->shape.element_type()))});
   }
-  auto w = WrapDim(c.Int("dim", 1, 0), x0->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x0->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   int64_t d = *w;
   hlo::Window win;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -222,16 +222,16 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     }
     win.dimensions.push_back(wd);
   }
-  PrimitiveType out = c.OutType(0, x0->shape.element_type());
+  PrimitiveType out = ctx.OutputType(0, x0->shape.element_type());
   if (n.op == "aten::cumsum" || n.op == "aten::cumsum_") {
     PrimitiveType t = out;
     Instruction* x = b.Convert(x0, t);
-    return Done(c, {b.ReduceWindow({x}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+    return ctx.Finish({b.ReduceWindow({x}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t))});
   }
   if (n.op == "aten::cumprod" || n.op == "aten::cumprod_") {
     PrimitiveType t = out;
     Instruction* x = b.Convert(x0, t);
-    return Done(c, {b.ReduceWindow({x}, {Scalar(b, t, 1)}, win, b.ScalarBinaryComputation(Opcode::kMultiply, t))});
+    return ctx.Finish({b.ReduceWindow({x}, {Scalar(b, t, 1)}, win, b.ScalarBinaryComputation(Opcode::kMultiply, t))});
   }
   if (n.op == "aten::logcumsumexp") {
     PrimitiveType t = FloatType(out);
@@ -241,7 +241,7 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     Instruction* sb = BcastBack(b, shift, dims, {d});
     Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, sb));
     Instruction* cs = b.ReduceWindow({e}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t));
-    return Done(c, {Add(b, b.Unary(Opcode::kLog, cs), sb)});
+    return ctx.Finish({Add(b, b.Unary(Opcode::kLog, cs), sb)});
   }
   if (n.op == "aten::cummax" || n.op == "aten::cummin") {
     bool is_max = n.op == "aten::cummax";
@@ -266,9 +266,9 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, dims), d);
     Instruction* init = is_max ? MinValue(b, t) : MaxValue(b, t);
     Instruction* r = b.ReduceWindow({x0, io}, {init, ConstS64(b, -1)}, win, red);
-    return Done(c, {b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)});
+    return ctx.Finish({b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)});
   }
-  return Bad(c, "unknown cumulative op");
+  return ctx.Unsupported("unknown cumulative op");
 }
 
 namespace {
@@ -277,14 +277,14 @@ struct SoftmaxIn {
   int64_t dim;
   PrimitiveType out;
 };
-Expected<SoftmaxIn> SoftmaxArgs(const Ctx& c) {
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  PrimitiveType out = c.OutType(0, x->shape.element_type());
-  if (auto dt = c.Dtype("dtype", 2)) out = *dt;
-  auto w = WrapDim(c.Int("dim", 1, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+Expected<SoftmaxIn> SoftmaxArgs(const LoweringContext& ctx) {
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  PrimitiveType out = ctx.OutputType(0, x->shape.element_type());
+  if (auto dt = ctx.Dtype("dtype", 2)) out = *dt;
+  auto w = WrapDim(ctx.Int("dim", 1, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = out;
-  return SoftmaxIn{c.b.Convert(x, t), *w, out};
+  return SoftmaxIn{ctx.builder.Convert(x, t), *w, out};
 }
 
 // x - max(x) along dim (broadcast back), the max being 0 where it is not finite.
@@ -297,55 +297,55 @@ Instruction* Shifted(Builder& b, Instruction* x, int64_t dim) {
 }  // namespace
 
 Expected<LoweredOp> Softmax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(c));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(ctx));
   std::vector<int64_t> dims = Dims(in.x);
-  if (dims.empty()) return Done(c, {FullLike(b, in.x, 1)});
+  if (dims.empty()) return ctx.Finish({FullLike(b, in.x, 1)});
   Instruction* e = b.Unary(Opcode::kExp, Shifted(b, in.x, in.dim));
   Instruction* s = ReduceSum(b, e, {in.dim});
-  return Done(c, {Div(b, e, BcastBack(b, s, dims, {in.dim}))});
+  return ctx.Finish({Div(b, e, BcastBack(b, s, dims, {in.dim}))});
 }
 
 Expected<LoweredOp> LogSoftmax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(c));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(ctx));
   std::vector<int64_t> dims = Dims(in.x);
-  if (dims.empty()) return Done(c, {FullLike(b, in.x, 0)});
+  if (dims.empty()) return ctx.Finish({FullLike(b, in.x, 0)});
   Instruction* sh = Shifted(b, in.x, in.dim);
   Instruction* lse = b.Unary(Opcode::kLog, ReduceSum(b, b.Unary(Opcode::kExp, sh), {in.dim}));
-  return Done(c, {Sub(b, sh, BcastBack(b, lse, dims, {in.dim}))});
+  return ctx.Finish({Sub(b, sh, BcastBack(b, lse, dims, {in.dim}))});
 }
 
 Expected<LoweredOp> SoftmaxBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("output", 1));
-  PrimitiveType t = c.OutType(0, g->shape.element_type());
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("output", 1));
+  PrimitiveType t = ctx.OutputType(0, g->shape.element_type());
   g = b.Convert(g, t);
   y = b.Convert(y, t);
   std::vector<int64_t> dims = Dims(y);
-  if (dims.empty()) return Done(c, {FullLike(b, y, 0)});
-  auto w = WrapDim(c.Int("dim", 2, -1), y->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (dims.empty()) return ctx.Finish({FullLike(b, y, 0)});
+  auto w = WrapDim(ctx.Int("dim", 2, -1), y->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   // y * (g - sum(g * y))
   Instruction* s = ReduceSum(b, Mul(b, g, y), {*w});
-  return Done(c, {Mul(b, y, Sub(b, g, BcastBack(b, s, dims, {*w})))});
+  return ctx.Finish({Mul(b, y, Sub(b, g, BcastBack(b, s, dims, {*w})))});
 }
 
 Expected<LoweredOp> LogSoftmaxBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("output", 1));
-  PrimitiveType t = c.OutType(0, g->shape.element_type());
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("output", 1));
+  PrimitiveType t = ctx.OutputType(0, g->shape.element_type());
   g = b.Convert(g, t);
   y = b.Convert(y, t);
   std::vector<int64_t> dims = Dims(y);
-  if (dims.empty()) return Done(c, {FullLike(b, y, 0)});
-  auto w = WrapDim(c.Int("dim", 2, -1), y->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (dims.empty()) return ctx.Finish({FullLike(b, y, 0)});
+  auto w = WrapDim(ctx.Int("dim", 2, -1), y->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   // g - exp(y) * sum(g)
   Instruction* s = ReduceSum(b, g, {*w});
-  return Done(c, {Sub(b, g, Mul(b, b.Unary(Opcode::kExp, y), BcastBack(b, s, dims, {*w})))});
+  return ctx.Finish({Sub(b, g, Mul(b, b.Unary(Opcode::kExp, y), BcastBack(b, s, dims, {*w})))});
 }
 
 namespace {
@@ -359,32 +359,32 @@ std::pair<Instruction*, Instruction*> SortWithIndices(Builder& b, Instruction* x
 }  // namespace
 
 Expected<LoweredOp> Sort(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  bool descending = c.Bool("descending", n.overload == "stable" ? 3 : 2, false);
-  int64_t dim = c.Int("dim", n.overload == "stable" ? 2 : 1, -1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  bool descending = ctx.Bool("descending", n.overload == "stable" ? 3 : 2, false);
+  int64_t dim = ctx.Int("dim", n.overload == "stable" ? 2 : 1, -1);
   if (x->shape.rank() == 0) {
-    if (n.op == "aten::argsort") return Done(c, {ConstS64(b, 0)});
-    return Done(c, {x, ConstS64(b, 0)});
+    if (n.op == "aten::argsort") return ctx.Finish({ConstS64(b, 0)});
+    return ctx.Finish({x, ConstS64(b, 0)});
   }
   auto w = WrapDim(dim, x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (!w) return ctx.Unsupported("dimension out of range");
   auto [v, i] = SortWithIndices(b, x, *w, descending);
-  if (n.op == "aten::argsort") return Done(c, {i});
-  if (n.op == "aten::msort") return Done(c, {v});
-  return Done(c, {v, i});
+  if (n.op == "aten::argsort") return ctx.Finish({i});
+  if (n.op == "aten::msort") return ctx.Finish({v});
+  return ctx.Finish({v, i});
 }
 
 Expected<LoweredOp> Topk(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t k = c.Int("k", 1, 1);
-  bool largest = c.Bool("largest", 3, true);
-  if (x->shape.rank() == 0) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", 2, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ctx.Int("k", 1, 1);
+  bool largest = ctx.Bool("largest", 3, true);
+  if (x->shape.rank() == 0) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", 2, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   auto [v, i] = SortWithIndices(b, x, *w, largest);
-  return Done(c, {b.SliceInDim(v, 0, k, 1, *w), b.SliceInDim(i, 0, k, 1, *w)});
+  return ctx.Finish({b.SliceInDim(v, 0, k, 1, *w), b.SliceInDim(i, 0, k, 1, *w)});
 }
 
 namespace {
@@ -424,36 +424,36 @@ std::pair<Instruction*, Instruction*> NanMedian(Builder& b, Instruction* x, int6
 }  // namespace
 
 Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
   bool is_median = n.op == "aten::median" || n.op == "aten::nanmedian";
   // nanmedian skips NaNs (median propagates them; the plain sort puts them last).
   bool skip_nan = n.op == "aten::nanmedian" && hlo::IsFloatingPoint(x->shape.element_type());
   if (is_median && (n.overload == "default" || n.overload.empty())) {
     Instruction* flat = b.Reshape(x, {x->shape.elements()});
-    if (skip_nan && x->shape.elements() > 0) return Done(c, {NanMedian(b, flat, 0).first});
+    if (skip_nan && x->shape.elements() > 0) return ctx.Finish({NanMedian(b, flat, 0).first});
     auto [v, i] = SortWithIndices(b, flat, 0, false);
     (void)i;
     int64_t k = (x->shape.elements() - 1) / 2;
-    return Done(c, {b.Reshape(b.SliceInDim(v, k, k + 1, 1, 0), {})});
+    return ctx.Finish({b.Reshape(b.SliceInDim(v, k, k + 1, 1, 0), {})});
   }
-  if (dims.empty()) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", is_median ? 1 : 2, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
-  int64_t k = is_median ? (dims[static_cast<size_t>(*w)] - 1) / 2 : c.Int("k", 1, 1) - 1;
-  bool keepdim = c.Bool("keepdim", is_median ? 2 : 3, false);
+  if (dims.empty()) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", is_median ? 1 : 2, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
+  int64_t k = is_median ? (dims[static_cast<size_t>(*w)] - 1) / 2 : ctx.Int("k", 1, 1) - 1;
+  bool keepdim = ctx.Bool("keepdim", is_median ? 2 : 3, false);
   std::vector<int64_t> od = dims;
   if (!keepdim) od.erase(od.begin() + *w);
   else od[static_cast<size_t>(*w)] = 1;
   if (skip_nan && dims[static_cast<size_t>(*w)] > 0) {
     auto [v, i] = NanMedian(b, x, *w);
-    return Done(c, {b.Reshape(v, od), b.Reshape(i, od)});
+    return ctx.Finish({b.Reshape(v, od), b.Reshape(i, od)});
   }
   auto [v, i] = SortWithIndices(b, x, *w, false);
   Instruction* vs = b.SliceInDim(v, k, k + 1, 1, *w);
   Instruction* is = b.SliceInDim(i, k, k + 1, 1, *w);
-  return Done(c, {b.Reshape(vs, od), b.Reshape(is, od)});
+  return ctx.Finish({b.Reshape(vs, od), b.Reshape(is, od)});
 }
 
 namespace {
@@ -499,16 +499,16 @@ Computation* ModeReducer(Builder& b, PrimitiveType vt) {
 // positions where a run begins, run lengths at run ends, then a variadic reduce picking the longest
 // run (the earliest on ties) with its value and original index.
 Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
-  if (dims.empty()) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", 1, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (dims.empty()) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", 1, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   int64_t d = *w;
-  bool keepdim = c.Bool("keepdim", 2, false);
+  bool keepdim = ctx.Bool("keepdim", 2, false);
   int64_t len = dims[static_cast<size_t>(d)];
-  if (len == 0) return Bad(c, "mode of an empty dimension");
+  if (len == 0) return ctx.Unsupported("mode of an empty dimension");
   PrimitiveType t = x->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
   auto [s, idx] = SortWithIndices(b, x, d, false);
@@ -533,7 +533,7 @@ Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
   std::vector<int64_t> od = dims;
   if (keepdim) od[static_cast<size_t>(d)] = 1;
   else od.erase(od.begin() + d);
-  return Done(c, {b.Reshape(b.GetTupleElement(r, 2), od), b.Reshape(b.GetTupleElement(r, 3), od)});
+  return ctx.Finish({b.Reshape(b.GetTupleElement(r, 2), od), b.Reshape(b.GetTupleElement(r, 3), od)});
 }
 
 // segment_reduce: each row of `data` along `axis` belongs to the segment whose offsets bracket it
@@ -541,23 +541,23 @@ Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
 // are dropped, as scatter does). A scatter with the reduction's combiner into the initial value (or
 // the identity); mean divides by the segment lengths (an empty segment: the initial value, else NaN).
 Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * data, c.Req("data", 0));
-  std::string reduce = c.Str("reduce", 1);
-  Instruction* lengths = c.T("lengths", 2);
-  Instruction* offsets = c.T("offsets", 4);
-  if (!lengths && !offsets) return Bad(c, "needs lengths or offsets");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * data, ctx.RequiredTensor("data", 0));
+  std::string reduce = ctx.String("reduce", 1);
+  Instruction* lengths = ctx.Tensor("lengths", 2);
+  Instruction* offsets = ctx.Tensor("offsets", 4);
+  if (!lengths && !offsets) return ctx.Unsupported("needs lengths or offsets");
   std::vector<int64_t> dd = Dims(data);
   int64_t rank = static_cast<int64_t>(dd.size());
-  auto wa = WrapDim(c.Int("axis", 5, 0), rank);
-  if (!wa || rank == 0) return Bad(c, "axis out of range");
+  auto wa = WrapDim(ctx.Int("axis", 5, 0), rank);
+  if (!wa || rank == 0) return ctx.Unsupported("axis out of range");
   int64_t axis = *wa;
   PrimitiveType t = data->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
   Instruction* offs;  // [outer..., S+1]
   if (lengths) {
     Instruction* l = b.Convert(lengths, S);
-    if (l->shape.rank() != axis + 1) return Bad(c, "lengths must have axis + 1 dims");
+    if (l->shape.rank() != axis + 1) return ctx.Unsupported("lengths must have axis + 1 dims");
     std::vector<int64_t> ld = Dims(l);
     Instruction* ends = b.ReduceWindow({l}, {ConstS64(b, 0)}, PrefixWindow(ld, axis),
                                        b.ScalarBinaryComputation(Opcode::kAdd, S));
@@ -566,12 +566,12 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
     offs = b.Concatenate({Full(b, S, 0, zd), ends}, axis);
   } else {
     offs = b.Convert(offsets, S);
-    if (offs->shape.rank() != axis + 1 || Dims(offs).back() < 1) return Bad(c, "offsets must have axis + 1 dims");
+    if (offs->shape.rank() != axis + 1 || Dims(offs).back() < 1) return ctx.Unsupported("offsets must have axis + 1 dims");
   }
   std::vector<int64_t> od0 = Dims(offs);
   int64_t nseg = od0.back() - 1;
   std::vector<int64_t> outer(dd.begin(), dd.begin() + axis);
-  if (std::vector<int64_t>(od0.begin(), od0.end() - 1) != outer) return Bad(c, "lengths/offsets do not fit data");
+  if (std::vector<int64_t>(od0.begin(), od0.end() - 1) != outer) return ctx.Unsupported("lengths/offsets do not fit data");
   int64_t rows = dd[static_cast<size_t>(axis)];
   std::vector<int64_t> cd = outer;
   cd.push_back(rows);
@@ -593,7 +593,7 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   std::vector<int64_t> out = outer;
   out.push_back(nseg);
   out.insert(out.end(), dd.begin() + axis + 1, dd.end());
-  const Value* init = c.V("initial", 7);
+  const Value* init = ctx.Arg("initial", 7);
   bool has_init = init && !init->is_none();
   Opcode op;
   Instruction* base;
@@ -601,7 +601,7 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   else if (reduce == "min") op = Opcode::kMinimum, base = b.Broadcast(MaxValue(b, t), out, {});
   else if (reduce == "sum" || reduce == "mean") op = Opcode::kAdd, base = Full(b, t, 0, out);
   else if (reduce == "prod") op = Opcode::kMultiply, base = Full(b, t, 1, out);
-  else return Bad(c, "unknown reduce " + reduce);
+  else return ctx.Unsupported("unknown reduce " + reduce);
   if (has_init) base = b.Broadcast(ScalarOf(b, t, *init), out, {});
   hlo::ScatterDimensionNumbers dn;
   for (int64_t i = axis + 1; i < rank; ++i) dn.update_window_dims.push_back(i);
@@ -622,7 +622,7 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
                                  : Full(b, t, std::numeric_limits<double>::quiet_NaN(), out);
     res = b.Select(empty, fill, q);
   }
-  return Done(c, {res});
+  return ctx.Finish({res});
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -10,20 +10,20 @@
 
 namespace opprobe::analyzer::lowering {
 Expected<LoweredOp> Identity(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   // clone/contiguous/detach/alias keep dtype and shape; nothing to emit.
-  return Done(c, {x});
+  return ctx.Finish({x});
 }
 
 Expected<LoweredOp> View(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> size;
-  if (const TensorMeta* m = c.Out(0)) {
+  if (const TensorMeta* m = ctx.OutputMeta(0)) {
     size = m->sizes;
   } else {
-    size = c.Ints("size", 1, c.Ints("shape", 1));
+    size = ctx.Ints("size", 1, ctx.Ints("shape", 1));
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < size.size(); ++i) {
       if (size[i] == -1) infer = static_cast<int64_t>(i);
@@ -31,57 +31,57 @@ Expected<LoweredOp> View(const Node& n, Builder& b) {
     }
     if (infer >= 0) size[static_cast<size_t>(infer)] = known == 0 ? 0 : x->shape.elements() / known;
   }
-  if (n.op == "aten::view" && c.Dtype("dtype", 1)) {
+  if (n.op == "aten::view" && ctx.Dtype("dtype", 1)) {
     // view.dtype: a bitcast between element types of the same width.
-    PrimitiveType t = *c.Dtype("dtype", 1);
-    if (hlo::BitWidth(t) != hlo::BitWidth(x->shape.element_type())) return Bad(c, "view.dtype across widths");
-    return Done(c, {b.BitcastConvert(x, t)});
+    PrimitiveType t = *ctx.Dtype("dtype", 1);
+    if (hlo::BitWidth(t) != hlo::BitWidth(x->shape.element_type())) return ctx.Unsupported("view.dtype across widths");
+    return ctx.Finish({b.BitcastConvert(x, t)});
   }
-  return Done(c, {b.Reshape(x, size)});
+  return ctx.Finish({b.Reshape(x, size)});
 }
 
 Expected<LoweredOp> Expand(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> size = c.Ints("size", 1);
-  if (const TensorMeta* m = c.Out(0)) size = m->sizes;
-  if (const TensorMeta* other = c.Meta("other", 1)) size = other->sizes;  // expand_as
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> size = ctx.Ints("size", 1);
+  if (const TensorMeta* m = ctx.OutputMeta(0)) size = m->sizes;
+  if (const TensorMeta* other = ctx.ArgMeta("other", 1)) size = other->sizes;  // expand_as
   size_t off = size.size() - static_cast<size_t>(x->shape.rank());
   for (size_t i = 0; i < size.size(); ++i)
     if (size[i] == -1 && i >= off) size[i] = x->shape.dimensions()[i - off];
-  return Done(c, {b.BroadcastTo(x, size)});
+  return ctx.Finish({b.BroadcastTo(x, size)});
 }
 
 Expected<LoweredOp> Permute(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> perm = c.Ints("dims", 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> perm = ctx.Ints("dims", 1);
   for (auto& p : perm) {
     auto w = WrapDim(p, x->shape.rank());
-    if (!w) return Bad(c, "permutation out of range");
+    if (!w) return ctx.Unsupported("permutation out of range");
     p = *w;
   }
-  if (x->shape.rank() == 0) return Done(c, {x});
-  return Done(c, {b.Transpose(x, perm)});
+  if (x->shape.rank() == 0) return ctx.Finish({x});
+  return ctx.Finish({b.Transpose(x, perm)});
 }
 
 Expected<LoweredOp> TransposeOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
   std::vector<int64_t> perm(static_cast<size_t>(r));
   std::iota(perm.begin(), perm.end(), 0);
-  if (r < 2) return Done(c, {x});
+  if (r < 2) return ctx.Finish({x});
   if (n.op == "aten::t" || n.op == "aten::t_" || n.op == "aten::numpy_T") {
     std::reverse(perm.begin(), perm.end());
   } else if (n.op == "aten::mT" || n.op == "aten::adjoint") {
     std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
   } else {
-    auto d0 = WrapDim(c.Int("dim0", 1, 0), r), d1 = WrapDim(c.Int("dim1", 2, 1), r);
-    if (!d0 || !d1) return Bad(c, "dimension out of range");
+    auto d0 = WrapDim(ctx.Int("dim0", 1, 0), r), d1 = WrapDim(ctx.Int("dim1", 2, 1), r);
+    if (!d0 || !d1) return ctx.Unsupported("dimension out of range");
     std::swap(perm[static_cast<size_t>(*d0)], perm[static_cast<size_t>(*d1)]);
   }
-  return Done(c, {b.Transpose(x, perm)});
+  return ctx.Finish({b.Transpose(x, perm)});
 }
 
 // transpose_, t_, swapdims_, swapaxes_ and unsqueeze_ change self's sizes in place. A trace that encoded the
@@ -123,75 +123,75 @@ Fn InPlaceView(Fn fn) {
 }
 
 Expected<LoweredOp> Squeeze(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = x->shape.dimensions();
   std::vector<int64_t> out;
-  auto which = c.OptInts("dim", 1);
+  auto which = ctx.OptInts("dim", 1);
   std::vector<bool> drop(dims.size(), false);
   if (!which) {
     for (size_t i = 0; i < dims.size(); ++i) drop[i] = dims[i] == 1;
   } else {
     for (int64_t d : *which) {
       auto w = WrapDim(d, x->shape.rank());
-      if (!w) return Bad(c, "dimension out of range");
+      if (!w) return ctx.Unsupported("dimension out of range");
       if (!dims.empty() && dims[static_cast<size_t>(*w)] == 1) drop[static_cast<size_t>(*w)] = true;
     }
   }
   for (size_t i = 0; i < dims.size(); ++i)
     if (!drop[i]) out.push_back(dims[i]);
-  return Done(c, {b.Reshape(x, out)});
+  return ctx.Finish({b.Reshape(x, out)});
 }
 
 Expected<LoweredOp> Unsqueeze(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = x->shape.dimensions();
-  auto w = WrapDim(c.Int("dim", 1, 0), x->shape.rank() + 1);
-  if (!w) return Bad(c, "dimension out of range");
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank() + 1);
+  if (!w) return ctx.Unsupported("dimension out of range");
   dims.insert(dims.begin() + *w, 1);
-  return Done(c, {b.Reshape(x, dims)});
+  return ctx.Finish({b.Reshape(x, dims)});
 }
 
 Expected<LoweredOp> SliceOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  auto start_v = c.OptInt("start", 2);
-  auto end_v = c.OptInt("end", 3);
-  int64_t step = c.Int("step", 4, 1);
-  if (step <= 0) return Bad(c, "slice step must be positive");
+  auto start_v = ctx.OptInt("start", 2);
+  auto end_v = ctx.OptInt("end", 3);
+  int64_t step = ctx.Int("step", 4, 1);
+  if (step <= 0) return ctx.Unsupported("slice step must be positive");
   int64_t start = start_v.value_or(0), end = end_v.value_or(size);
   if (start < 0) start += size;
   if (end < 0) end += size;
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
-  return Done(c, {b.SliceInDim(x, start, end, step, *d)});
+  return ctx.Finish({b.SliceInDim(x, start, end, step, *d)});
 }
 
 Expected<LoweredOp> Select(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  int64_t index = c.Int("index", 2, 0);
+  int64_t index = ctx.Int("index", 2, 0);
   if (index < 0) index += size;
-  if (index < 0 || index >= size) return Bad(c, "index out of range");
+  if (index < 0 || index >= size) return ctx.Unsupported("index out of range");
   Instruction* s = b.SliceInDim(x, index, index + 1, 1, *d);
   std::vector<int64_t> dims = x->shape.dimensions();
   dims.erase(dims.begin() + *d);
-  return Done(c, {b.Reshape(s, dims)});
+  return ctx.Finish({b.Reshape(s, dims)});
 }
 
 Expected<LoweredOp> Cat(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<Instruction*> xs = c.TList("tensors", 0);
-  const TensorMeta* out = c.Out(0);
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> xs = ctx.TensorList("tensors", 0);
+  const TensorMeta* out = ctx.OutputMeta(0);
   PrimitiveType t = out ? out->dtype : PrimitiveType::F32;
   std::vector<Instruction*> parts;
   int64_t rank = out ? out->rank() : 0;
@@ -199,76 +199,76 @@ Expected<LoweredOp> Cat(const Node& n, Builder& b) {
     if (!x) continue;
     if (!out) rank = std::max<int64_t>(rank, x->shape.rank());
   }
-  auto d = WrapDim(c.Int("dim", 1, 0), rank);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), rank);
+  if (!d) return ctx.Unsupported("dimension out of range");
   for (Instruction* x : xs) {
     if (!x) continue;
     // Legacy behaviour: 1-d empty tensors are skipped.
     if (x->shape.rank() == 1 && x->shape.dimensions()[0] == 0 && rank != 1) continue;
     parts.push_back(b.Convert(x, t));
   }
-  if (parts.empty()) return Done(c, {Full(b, t, 0, out ? out->sizes : std::vector<int64_t>{0})});
-  if (parts.size() == 1) return Done(c, {parts[0]});
-  return Done(c, {b.Concatenate(parts, *d)});
+  if (parts.empty()) return ctx.Finish({Full(b, t, 0, out ? out->sizes : std::vector<int64_t>{0})});
+  if (parts.size() == 1) return ctx.Finish({parts[0]});
+  return ctx.Finish({b.Concatenate(parts, *d)});
 }
 
 Expected<LoweredOp> Stack(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<Instruction*> xs = c.TList("tensors", 0);
-  if (xs.empty() || !xs[0]) return Bad(c, "stack of no tensors");
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> xs = ctx.TensorList("tensors", 0);
+  if (xs.empty() || !xs[0]) return ctx.Unsupported("stack of no tensors");
   int64_t rank = xs[0]->shape.rank() + 1;
-  auto d = WrapDim(c.Int("dim", 1, 0), rank);
-  if (!d) return Bad(c, "dimension out of range");
-  PrimitiveType t = c.OutType(0, xs[0]->shape.element_type());
+  auto d = WrapDim(ctx.Int("dim", 1, 0), rank);
+  if (!d) return ctx.Unsupported("dimension out of range");
+  PrimitiveType t = ctx.OutputType(0, xs[0]->shape.element_type());
   std::vector<Instruction*> parts;
   for (Instruction* x : xs) {
     std::vector<int64_t> dims = x->shape.dimensions();
     dims.insert(dims.begin() + *d, 1);
     parts.push_back(b.Reshape(b.Convert(x, t), dims));
   }
-  if (parts.size() == 1) return Done(c, {parts[0]});
+  if (parts.size() == 1) return ctx.Finish({parts[0]});
   Instruction* r = b.Concatenate(parts, *d);
-  if (n.op == "aten::hstack" || n.op == "aten::vstack") return Bad(c, "hstack/vstack are composites");
-  return Done(c, {r});
+  if (n.op == "aten::hstack" || n.op == "aten::vstack") return ctx.Unsupported("hstack/vstack are composites");
+  return ctx.Finish({r});
 }
 
 // channel_shuffle(self, groups): [N, g*k, ...] -> reshape [N, g, k, ...] -> swap g, k -> reshape back.
 Expected<LoweredOp> ChannelShuffle(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t groups = c.Int("groups", 1, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t groups = ctx.Int("groups", 1, 1);
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() < 3 || groups <= 0 || dims[1] % groups != 0) return Bad(c, "channels not divisible by groups");
+  if (dims.size() < 3 || groups <= 0 || dims[1] % groups != 0) return ctx.Unsupported("channels not divisible by groups");
   std::vector<int64_t> split = {dims[0], groups, dims[1] / groups};
   split.insert(split.end(), dims.begin() + 2, dims.end());
   std::vector<int64_t> perm(split.size());
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[1], perm[2]);
-  return Done(c, {b.Reshape(b.Transpose(b.Reshape(x, split), perm), dims)});
+  return ctx.Finish({b.Reshape(b.Transpose(b.Reshape(x, split), perm), dims)});
 }
 
 Expected<LoweredOp> Split(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", n.op == "aten::unbind" ? 1 : 2, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", n.op == "aten::unbind" ? 1 : 2, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
   std::vector<int64_t> sizes;
   if (n.op == "aten::unbind" || n.op == "aten::unbind_copy") {
     sizes.assign(static_cast<size_t>(size), 1);
   } else if (n.op == "aten::chunk" || n.op == "aten::unsafe_chunk") {
-    int64_t chunks = c.Int("chunks", 1, 1);
+    int64_t chunks = ctx.Int("chunks", 1, 1);
     int64_t each = (size + chunks - 1) / std::max<int64_t>(chunks, 1);
     for (int64_t s = 0; s < size; s += each) sizes.push_back(std::min(each, size - s));
     if (size == 0) sizes.push_back(0);
-  } else if (const Value* v = c.V("split_sizes", 1); v && v->kind == Value::Kind::kIntList) {
+  } else if (const Value* v = ctx.Arg("split_sizes", 1); v && v->kind == Value::Kind::kIntList) {
     sizes = v->ints;
-  } else if (const Value* v2 = c.V("split_size", 1); v2 && v2->kind == Value::Kind::kIntList) {
+  } else if (const Value* v2 = ctx.Arg("split_size", 1); v2 && v2->kind == Value::Kind::kIntList) {
     sizes = v2->ints;
   } else {
-    int64_t each = c.Int("split_size", 1, size);
-    if (each <= 0) return Bad(c, "split_size must be positive");
+    int64_t each = ctx.Int("split_size", 1, size);
+    if (each <= 0) return ctx.Unsupported("split_size must be positive");
     for (int64_t s = 0; s < size; s += each) sizes.push_back(std::min(each, size - s));
     if (size == 0) sizes.push_back(0);
   }
@@ -284,36 +284,36 @@ Expected<LoweredOp> Split(const Node& n, Builder& b) {
     outs.push_back(part);
     at += s;
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> Flip(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims;
   if (n.op == "aten::fliplr") dims = {1};
   else if (n.op == "aten::flipud") dims = {0};
-  else dims = c.Ints("dims", 1);
+  else dims = ctx.Ints("dims", 1);
   auto nd = NormDims(dims, x->shape.rank(), false);
-  if (!nd.ok()) return Bad(c, nd.status().message());
-  if (nd->empty()) return Done(c, {x});
-  return Done(c, {b.Reverse(x, *nd)});
+  if (!nd.ok()) return ctx.Unsupported(nd.status().message());
+  if (nd->empty()) return ctx.Finish({x});
+  return ctx.Finish({b.Reverse(x, *nd)});
 }
 
 Expected<LoweredOp> Roll(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> shifts = c.Ints("shifts", 1), dims = c.Ints("dims", 2);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> shifts = ctx.Ints("shifts", 1), dims = ctx.Ints("dims", 2);
   Instruction* r = x;
   if (dims.empty()) {  // roll the flattened tensor
     int64_t total = x->shape.elements();
     r = b.Reshape(x, {total});
     dims = {0};
   }
-  if (shifts.size() != dims.size()) return Bad(c, "shifts and dims differ in length");
+  if (shifts.size() != dims.size()) return ctx.Unsupported("shifts and dims differ in length");
   for (size_t i = 0; i < dims.size(); ++i) {
     auto d = WrapDim(dims[i], r->shape.rank());
-    if (!d) return Bad(c, "dimension out of range");
+    if (!d) return ctx.Unsupported("dimension out of range");
     int64_t size = r->shape.dimensions()[static_cast<size_t>(*d)];
     if (size == 0) continue;
     int64_t s = ((shifts[i] % size) + size) % size;
@@ -323,14 +323,14 @@ Expected<LoweredOp> Roll(const Node& n, Builder& b) {
     Instruction* head = b.SliceInDim(r, 0, size - s, 1, *d);
     r = b.Concatenate({tail, head}, *d);
   }
-  return Done(c, {b.Reshape(r, x->shape.dimensions())});
+  return ctx.Finish({b.Reshape(r, x->shape.dimensions())});
 }
 
 Expected<LoweredOp> Repeat(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> reps = c.Ints("repeats", 1);
-  if (reps.size() < static_cast<size_t>(x->shape.rank())) return Bad(c, "fewer repeats than dims");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> reps = ctx.Ints("repeats", 1);
+  if (reps.size() < static_cast<size_t>(x->shape.rank())) return ctx.Unsupported("fewer repeats than dims");
   std::vector<int64_t> in = x->shape.dimensions();
   in.insert(in.begin(), reps.size() - in.size(), 1);
   // broadcast [r0, d0, r1, d1, ...] then reshape to [r0*d0, ...]
@@ -343,14 +343,14 @@ Expected<LoweredOp> Repeat(const Node& n, Builder& b) {
   }
   Instruction* xr = b.Reshape(x, in);
   Instruction* br = b.Broadcast(xr, bdims, map);
-  return Done(c, {b.Reshape(br, out)});
+  return ctx.Finish({b.Reshape(br, out)});
 }
 
 Expected<LoweredOp> ConstantPad(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> pad = c.Ints("pad", 1);
-  if (pad.size() % 2 != 0 || pad.size() / 2 > static_cast<size_t>(x->shape.rank())) return Bad(c, "bad pad list");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> pad = ctx.Ints("pad", 1);
+  if (pad.size() % 2 != 0 || pad.size() / 2 > static_cast<size_t>(x->shape.rank())) return ctx.Unsupported("bad pad list");
   hlo::PaddingConfig cfg;
   cfg.dimensions.resize(static_cast<size_t>(x->shape.rank()));
   for (size_t i = 0; i < pad.size() / 2; ++i) {
@@ -358,8 +358,8 @@ Expected<LoweredOp> ConstantPad(const Node& n, Builder& b) {
     d.edge_padding_low = pad[2 * i];
     d.edge_padding_high = pad[2 * i + 1];
   }
-  double v = c.Double("value", 2, 0);
-  return Done(c, {b.Pad(x, Scalar(b, x->shape.element_type(), v), cfg)});
+  double v = ctx.Double("value", 2, 0);
+  return ctx.Finish({b.Pad(x, Scalar(b, x->shape.element_type(), v), cfg)});
 }
 
 namespace {
@@ -392,16 +392,16 @@ Instruction* PadDimMirror(Builder& b, Instruction* x, int64_t dim, int64_t lo, i
 }
 
 Expected<LoweredOp> MirrorPad(const Node& n, Builder& b, bool reflect) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> pad = c.Ints("padding", 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> pad = ctx.Ints("padding", 1);
   Instruction* r = x;
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = x->shape.rank() - 1 - static_cast<int64_t>(i);
-    if (dim < 0) return Bad(c, "padding longer than the rank");
+    if (dim < 0) return ctx.Unsupported("padding longer than the rank");
     r = PadDimMirror(b, r, dim, pad[2 * i], pad[2 * i + 1], reflect);
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 }  // namespace
 
@@ -449,21 +449,21 @@ Instruction* PadDimMirrorBackward(Builder& b, Instruction* g, int64_t dim, int64
 
 // reflection_padNd_backward / replication_padNd_backward(grad_output, self, padding).
 Expected<LoweredOp> MirrorPadBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  std::vector<int64_t> pad = c.Ints("padding", 2);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  std::vector<int64_t> pad = ctx.Ints("padding", 2);
   bool reflect = n.op.find("reflection") != std::string::npos;
   Instruction* r = b.Convert(g, x->shape.element_type());
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = x->shape.rank() - 1 - static_cast<int64_t>(i);
-    if (dim < 0) return Bad(c, "padding longer than the rank");
+    if (dim < 0) return ctx.Unsupported("padding longer than the rank");
     int64_t lo = pad[2 * i], hi = pad[2 * i + 1], size = x->shape.dimensions(static_cast<int>(dim));
-    if (lo < 0 || hi < 0) return Bad(c, "negative padding");
-    if (reflect && (lo >= size || hi >= size)) return Bad(c, "reflection padding not smaller than the input");
+    if (lo < 0 || hi < 0) return ctx.Unsupported("negative padding");
+    if (reflect && (lo >= size || hi >= size)) return ctx.Unsupported("reflection padding not smaller than the input");
     r = PadDimMirrorBackward(b, r, dim, lo, hi, size, reflect);
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
 namespace {
@@ -492,20 +492,20 @@ Instruction* DiagonalOf(Builder& b, Instruction* x, int64_t offset, int64_t d1, 
 }  // namespace
 
 Expected<LoweredOp> Diagonal(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req(n.op == "aten::diagonal" || n.op == "aten::diagonal_copy" ? "self" : "input", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor(n.op == "aten::diagonal" || n.op == "aten::diagonal_copy" ? "self" : "input", 0));
   int64_t r = x->shape.rank();
-  auto d1 = WrapDim(c.Int("dim1", 2, 0), r), d2 = WrapDim(c.Int("dim2", 3, 1), r);
-  if (!d1 || !d2 || *d1 == *d2) return Bad(c, "bad diagonal dims");
-  return Done(c, {DiagonalOf(b, x, c.Int("offset", 1, 0), *d1, *d2)});
+  auto d1 = WrapDim(ctx.Int("dim1", 2, 0), r), d2 = WrapDim(ctx.Int("dim2", 3, 1), r);
+  if (!d1 || !d2 || *d1 == *d2) return ctx.Unsupported("bad diagonal dims");
+  return ctx.Finish({DiagonalOf(b, x, ctx.Int("offset", 1, 0), *d1, *d2)});
 }
 
 Expected<LoweredOp> AsStrided(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> size = c.Ints("size", 1), stride = c.Ints("stride", 2);
-  int64_t offset = c.Int("storage_offset", 3, 0);
-  if (size.size() != stride.size()) return Bad(c, "size and stride differ in length");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> size = ctx.Ints("size", 1), stride = ctx.Ints("stride", 2);
+  int64_t offset = ctx.Int("storage_offset", 3, 0);
+  if (size.size() != stride.size()) return ctx.Unsupported("size and stride differ in length");
   // A gather from the flattened input at offset + sum(i_k * stride_k) (torch_xla's general path).
   int64_t total = x->shape.elements();
   Instruction* flat = b.Reshape(x, {total});
@@ -524,23 +524,23 @@ Expected<LoweredOp> AsStrided(const Node& n, Builder& b) {
   dn.start_index_map = {0};
   dn.index_vector_dim = 1;
   Instruction* g = b.Gather(flat, index, dn, {1}, Shape::Array(x->shape.element_type(), {count}));
-  return Done(c, {b.Reshape(g, size)});
+  return ctx.Finish({b.Reshape(g, size)});
 }
 
 // as_strided_scatter: the element (i_0, ..., i_k) of src goes to flat position
 // offset + sum(i_j * stride_j) of self (contiguous): a scatter with a replace computation into the
 // flattened self, the index computed as AsStrided's gather index is.
 Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("src", 1));
-  std::vector<int64_t> size = c.Ints("size", 2), stride = c.Ints("stride", 3);
-  int64_t offset = c.Int("storage_offset", 4, 0);
-  if (size.size() != stride.size()) return Bad(c, "size and stride differ in length");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, ctx.RequiredTensor("src", 1));
+  std::vector<int64_t> size = ctx.Ints("size", 2), stride = ctx.Ints("stride", 3);
+  int64_t offset = ctx.Int("storage_offset", 4, 0);
+  if (size.size() != stride.size()) return ctx.Unsupported("size and stride differ in length");
   PrimitiveType t = x->shape.element_type();
   Instruction* src = b.Convert(src0, t);
   if (Dims(src) != size) {
-    if (Numel(Dims(src)) != Numel(size)) return Bad(c, "src does not have the view's size");
+    if (Numel(Dims(src)) != Numel(size)) return ctx.Unsupported("src does not have the view's size");
     src = b.Reshape(src, size);
   }
   int64_t total = x->shape.elements();
@@ -557,7 +557,7 @@ Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(index, {count, 1}), {b.Reshape(src, {count})}, dn,
                             ReplaceComputation(b, t));
-  return Done(c, {b.Reshape(s, Dims(x))});
+  return ctx.Finish({b.Reshape(s, Dims(x))});
 }
 
 namespace {
@@ -585,43 +585,43 @@ Instruction* StridedUpdate(Builder& b, Instruction* x, Instruction* src, int64_t
 }  // namespace
 
 Expected<LoweredOp> SliceScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 2, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  int64_t start = c.OptInt("start", 3).value_or(0), step = c.Int("step", 5, 1);
+  int64_t start = ctx.OptInt("start", 3).value_or(0), step = ctx.Int("step", 5, 1);
   if (start < 0) start += size;
   start = std::clamp<int64_t>(start, 0, size);
-  return Done(c, {StridedUpdate(b, x, b.Convert(src, x->shape.element_type()), *d, start, step)});
+  return ctx.Finish({StridedUpdate(b, x, b.Convert(src, x->shape.element_type()), *d, start, step)});
 }
 
 Expected<LoweredOp> SelectScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 2, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  int64_t index = c.Int("index", 3, 0);
+  int64_t index = ctx.Int("index", 3, 0);
   if (index < 0) index += size;
   std::vector<int64_t> dims = x->shape.dimensions();
   dims[static_cast<size_t>(*d)] = 1;
   Instruction* s = b.Reshape(b.Convert(src, x->shape.element_type()), dims);
-  return Done(c, {StridedUpdate(b, x, s, *d, index, 1)});
+  return ctx.Finish({StridedUpdate(b, x, s, *d, index, 1)});
 }
 
 Expected<LoweredOp> DiagonalScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   int64_t r = x->shape.rank();
-  int64_t offset = c.Int("offset", 2, 0);
-  auto d1 = WrapDim(c.Int("dim1", 3, 0), r), d2 = WrapDim(c.Int("dim2", 4, 1), r);
-  if (!d1 || !d2 || *d1 == *d2) return Bad(c, "bad diagonal dims");
+  int64_t offset = ctx.Int("offset", 2, 0);
+  auto d1 = WrapDim(ctx.Int("dim1", 3, 0), r), d2 = WrapDim(ctx.Int("dim2", 4, 1), r);
+  if (!d1 || !d2 || *d1 == *d2) return ctx.Unsupported("bad diagonal dims");
   // mask = (iota(d2) - iota(d1) == offset); the source broadcast along d2 (or d1).
   std::vector<int64_t> dims = x->shape.dimensions();
   Shape is = Shape::Array(PrimitiveType::S64, dims);
@@ -645,20 +645,20 @@ Expected<LoweredOp> DiagonalScatter(const Node& n, Builder& b) {
   std::vector<int64_t> map = others;
   map.push_back(along);
   Instruction* bs = b.Broadcast(s, dims, map);
-  return Done(c, {b.Select(mask, bs, x)});
+  return ctx.Finish({b.Select(mask, bs, x)});
 }
 
 namespace {
 Expected<LoweredOp> TriOp(const Node& n, Builder& b, bool lower) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  if (r < 2) return Bad(c, "needs at least 2 dims");
-  int64_t k = c.Int("diagonal", 1, 0);
+  if (r < 2) return ctx.Unsupported("needs at least 2 dims");
+  int64_t k = ctx.Int("diagonal", 1, 0);
   Shape is = Shape::Array(PrimitiveType::S64, x->shape.dimensions());
   Instruction* diff = Sub(b, b.Iota(is, r - 1), b.Iota(is, r - 2));  // col - row
   Instruction* keep = CmpScalar(b, diff, static_cast<double>(k), lower ? ComparisonDirection::kLe : ComparisonDirection::kGe);
-  return Done(c, {b.Select(keep, x, FullLike(b, x, 0))});
+  return ctx.Finish({b.Select(keep, x, FullLike(b, x, 0))});
 }
 }  // namespace
 
@@ -666,11 +666,11 @@ Expected<LoweredOp> Tril(const Node& n, Builder& b) { return TriOp(n, b, true); 
 Expected<LoweredOp> Triu(const Node& n, Builder& b) { return TriOp(n, b, false); }
 
 Expected<LoweredOp> PixelShuffle(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t f = c.Int("upscale_factor", 1, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t f = ctx.Int("upscale_factor", 1, 1);
   std::vector<int64_t> d = x->shape.dimensions();
-  if (d.size() < 3) return Bad(c, "needs at least 3 dims");
+  if (d.size() < 3) return ctx.Unsupported("needs at least 3 dims");
   size_t k = d.size();
   std::vector<int64_t> lead(d.begin(), d.end() - 3);
   int64_t C = d[k - 3], H = d[k - 2], W = d[k - 1];
@@ -684,15 +684,15 @@ Expected<LoweredOp> PixelShuffle(const Node& n, Builder& b) {
   r = b.Transpose(r, perm);
   std::vector<int64_t> out = lead;
   out.insert(out.end(), {C / (f * f), H * f, W * f});
-  return Done(c, {b.Reshape(r, out)});
+  return ctx.Finish({b.Reshape(r, out)});
 }
 
 Expected<LoweredOp> PixelUnshuffle(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t f = c.Int("downscale_factor", 1, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t f = ctx.Int("downscale_factor", 1, 1);
   std::vector<int64_t> d = x->shape.dimensions();
-  if (d.size() < 3) return Bad(c, "needs at least 3 dims");
+  if (d.size() < 3) return ctx.Unsupported("needs at least 3 dims");
   size_t k = d.size();
   std::vector<int64_t> lead(d.begin(), d.end() - 3);
   int64_t C = d[k - 3], H = d[k - 2], W = d[k - 1];
@@ -706,17 +706,17 @@ Expected<LoweredOp> PixelUnshuffle(const Node& n, Builder& b) {
   r = b.Transpose(r, perm);
   std::vector<int64_t> out = lead;
   out.insert(out.end(), {C * f * f, H / f, W / f});
-  return Done(c, {b.Reshape(r, out)});
+  return ctx.Finish({b.Reshape(r, out)});
 }
 
 Expected<LoweredOp> Unfold(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dimension", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
-  int64_t size = c.Int("size", 2, 1), step = c.Int("step", 3, 1);
-  if (r == 0) return Done(c, {b.Reshape(x, {1})});
+  auto d = WrapDim(ctx.Int("dimension", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
+  int64_t size = ctx.Int("size", 2, 1), step = ctx.Int("step", 3, 1);
+  if (r == 0) return ctx.Finish({b.Reshape(x, {1})});
   int64_t len = x->shape.dimensions()[static_cast<size_t>(*d)];
   int64_t count = (len - size) / step + 1;
   // Each window is a strided slice; stack them: result dims (..., count, ..., size).
@@ -734,23 +734,23 @@ Expected<LoweredOp> Unfold(const Node& n, Builder& b) {
     td.insert(td.begin() + *d, 1);
     wins.push_back(b.Reshape(s, td));
   }
-  if (wins.empty()) return Bad(c, "window larger than the dimension");
-  return Done(c, {wins.size() == 1 ? wins[0] : b.Concatenate(wins, *d)});
+  if (wins.empty()) return ctx.Unsupported("window larger than the dimension");
+  return ctx.Finish({wins.size() == 1 ? wins[0] : b.Concatenate(wins, *d)});
 }
 
 Expected<LoweredOp> SymSize(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t v = 0;
   if (n.op == "aten::sym_numel") {
     v = x->shape.elements();
   } else if (n.op == "aten::sym_storage_offset") {
     v = 0;
   } else if (n.op == "aten::sym_is_contiguous") {
-    return Done(c, {b.ConstantScalar(PrimitiveType::PRED, 1)});
+    return ctx.Finish({b.ConstantScalar(PrimitiveType::PRED, 1)});
   } else {
-    auto d = WrapDim(c.Int("dim", 1, 0), x->shape.rank());
-    if (!d || x->shape.rank() == 0) return Bad(c, "dimension out of range");
+    auto d = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank());
+    if (!d || x->shape.rank() == 0) return ctx.Unsupported("dimension out of range");
     if (n.op == "aten::sym_stride") {
       v = 1;
       for (int64_t i = *d + 1; i < x->shape.rank(); ++i) v *= x->shape.dimensions()[static_cast<size_t>(i)];
@@ -764,40 +764,40 @@ Expected<LoweredOp> SymSize(const Node& n, Builder& b) {
         instr->dimensions = {*d};
         return instr;
       }());
-      return Done(c, {b.Convert(g, PrimitiveType::S64)});
+      return ctx.Finish({b.Convert(g, PrimitiveType::S64)});
     }
   }
-  return Done(c, {ConstS64(b, v)});
+  return ctx.Finish({ConstS64(b, v)});
 }
 
 Expected<LoweredOp> ViewAsReal(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  if (!hlo::IsComplex(x->shape.element_type())) return Bad(c, "needs a complex tensor");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  if (!hlo::IsComplex(x->shape.element_type())) return ctx.Unsupported("needs a complex tensor");
   std::vector<int64_t> d = x->shape.dimensions();
   d.push_back(1);
   Instruction* re = b.Reshape(b.Real(x), d);
   Instruction* im = b.Reshape(b.Imag(x), d);
-  return Done(c, {b.Concatenate({re, im}, static_cast<int64_t>(d.size()) - 1)});
+  return ctx.Finish({b.Concatenate({re, im}, static_cast<int64_t>(d.size()) - 1)});
 }
 
 Expected<LoweredOp> ViewAsComplex(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> d = x->shape.dimensions();
-  if (d.empty() || d.back() != 2) return Bad(c, "last dimension must be 2");
+  if (d.empty() || d.back() != 2) return ctx.Unsupported("last dimension must be 2");
   int64_t last = static_cast<int64_t>(d.size()) - 1;
   d.pop_back();
   Instruction* re = b.Reshape(b.SliceInDim(x, 0, 1, 1, last), d);
   Instruction* im = b.Reshape(b.SliceInDim(x, 1, 2, 1, last), d);
-  return Done(c, {b.Complex(re, im)});
+  return ctx.Finish({b.Complex(re, im)});
 }
 
 Expected<LoweredOp> Resize(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  const TensorMeta* out = c.Out(0);
-  std::vector<int64_t> size = out ? out->sizes : c.Ints("size", 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  std::vector<int64_t> size = out ? out->sizes : ctx.Ints("size", 1);
   int64_t want = Numel(size), have = x->shape.elements();
   Instruction* flat = b.Reshape(x, {have});
   if (want <= have) {
@@ -808,7 +808,7 @@ Expected<LoweredOp> Resize(const Node& n, Builder& b) {
     cfg.dimensions[0].edge_padding_high = want - have;
     flat = b.Pad(flat, Scalar(b, x->shape.element_type(), 0), cfg);
   }
-  return Done(c, {b.Reshape(flat, size)});
+  return ctx.Finish({b.Reshape(flat, size)});
 }
 
 }  // namespace opprobe::analyzer::lowering
@@ -817,32 +817,32 @@ namespace opprobe::analyzer::lowering {
 
 // Backward of the view ops: the gradient written into zeros of the input's size.
 Expected<LoweredOp> ViewBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  std::vector<int64_t> sizes = c.Ints("input_sizes", 1);
-  if (const TensorMeta* out = c.Out(0)) sizes = out->sizes;
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  std::vector<int64_t> sizes = ctx.Ints("input_sizes", 1);
+  if (const TensorMeta* out = ctx.OutputMeta(0)) sizes = out->sizes;
   PrimitiveType t = g->shape.element_type();
   Instruction* zeros = Full(b, t, 0, sizes);
   int64_t r = static_cast<int64_t>(sizes.size());
   if (n.op == "aten::slice_backward") {
-    auto d = WrapDim(c.Int("dim", 2, 0), r);
-    if (!d || r == 0) return Bad(c, "dimension out of range");
+    auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+    if (!d || r == 0) return ctx.Unsupported("dimension out of range");
     int64_t size = sizes[static_cast<size_t>(*d)];
-    int64_t start = c.Int("start", 3, 0), step = c.Int("step", 5, 1);
+    int64_t start = ctx.Int("start", 3, 0), step = ctx.Int("step", 5, 1);
     if (start < 0) start += size;
     start = std::clamp<int64_t>(start, 0, size);
-    return Done(c, {StridedUpdate(b, zeros, g, *d, start, step)});
+    return ctx.Finish({StridedUpdate(b, zeros, g, *d, start, step)});
   }
   if (n.op == "aten::select_backward") {
-    auto d = WrapDim(c.Int("dim", 2, 0), r);
-    if (!d || r == 0) return Bad(c, "dimension out of range");
-    int64_t index = c.Int("index", 3, 0);
+    auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+    if (!d || r == 0) return ctx.Unsupported("dimension out of range");
+    int64_t index = ctx.Int("index", 3, 0);
     if (index < 0) index += sizes[static_cast<size_t>(*d)];
     std::vector<int64_t> dims = sizes;
     dims[static_cast<size_t>(*d)] = 1;
-    return Done(c, {StridedUpdate(b, zeros, b.Reshape(g, dims), *d, index, 1)});
+    return ctx.Finish({StridedUpdate(b, zeros, b.Reshape(g, dims), *d, index, 1)});
   }
-  return Bad(c, "no view backward body");
+  return ctx.Unsupported("no view backward body");
 }
 
 }  // namespace opprobe::analyzer::lowering

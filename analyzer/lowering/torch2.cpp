@@ -23,47 +23,47 @@ namespace opprobe::analyzer::lowering {
 namespace {
 
 // A scalar optimizer hyper-parameter: a number, or a 0-d/1-element tensor (the `tensor_lr` overloads).
-Expected<Instruction*> Hyper(const Ctx& c, const std::string& name, size_t pos, PrimitiveType t,
+Expected<Instruction*> Hyper(const LoweringContext& ctx, const std::string& name, size_t pos, PrimitiveType t,
                              const std::vector<int64_t>& dims) {
-  Builder& b = c.b;
-  const Value* v = c.V(name, pos);
-  if (!v || v->is_none()) return Bad(c, "missing argument " + name);
+  Builder& b = ctx.builder;
+  const Value* v = ctx.Arg(name, pos);
+  if (!v || v->is_none()) return ctx.Unsupported("missing argument " + name);
   if (v->kind == Value::Kind::kTensor) {
-    Instruction* x = c.T(name, pos);
+    Instruction* x = ctx.Tensor(name, pos);
     return b.Broadcast(b.Reshape(b.Convert(x, t), {}), dims, {});
   }
   return b.Broadcast(ScalarOf(b, t, *v), dims, {});
 }
 
 // grad (divided by grad_scale when given, negated for maximize) of entry i.
-Expected<Instruction*> Grad(const Ctx& c, const std::vector<Instruction*>& grads, size_t i, PrimitiveType t,
+Expected<Instruction*> Grad(const LoweringContext& ctx, const std::vector<Instruction*>& grads, size_t i, PrimitiveType t,
                             const std::vector<int64_t>& dims, bool maximize) {
-  Builder& b = c.b;
+  Builder& b = ctx.builder;
   Instruction* g = Bcast(b, b.Convert(grads[i], t), dims);
-  if (Instruction* scale = c.T("grad_scale", 100)) g = Div(b, g, Bcast(b, b.Convert(b.Reshape(scale, {}), t), dims));
+  if (Instruction* scale = ctx.Tensor("grad_scale", 100)) g = Div(b, g, Bcast(b, b.Convert(b.Reshape(scale, {}), t), dims));
   if (maximize) g = b.Unary(Opcode::kNegate, g);
   return g;
 }
 
 Expected<LoweredOp> FusedAdam(const Node& n, Builder& b, bool adamw) {
-  Ctx c(n, b);
-  std::vector<Instruction*> ps = c.TList("self", 0), gs = c.TList("grads", 1), ms = c.TList("exp_avgs", 2),
-                            vs = c.TList("exp_avg_sqs", 3), maxs = c.TList("max_exp_avg_sqs", 4),
-                            steps = c.TList("state_steps", 5);
-  bool amsgrad = c.Bool("amsgrad", 12, false), maximize = c.Bool("maximize", 13, false);
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> ps = ctx.TensorList("self", 0), gs = ctx.TensorList("grads", 1), ms = ctx.TensorList("exp_avgs", 2),
+                            vs = ctx.TensorList("exp_avg_sqs", 3), maxs = ctx.TensorList("max_exp_avg_sqs", 4),
+                            steps = ctx.TensorList("state_steps", 5);
+  bool amsgrad = ctx.Bool("amsgrad", 12, false), maximize = ctx.Bool("maximize", 13, false);
   if (gs.size() != ps.size() || ms.size() != ps.size() || vs.size() != ps.size() || steps.size() != ps.size() ||
       (amsgrad && maxs.size() != ps.size()))
-    return Bad(c, "tensor lists of different lengths");
-  const double beta1 = c.Double("beta1", 7, 0.9), beta2 = c.Double("beta2", 8, 0.999);
-  const double wd = c.Double("weight_decay", 9, 0), eps = c.Double("eps", 10, 1e-8);
+    return ctx.Unsupported("tensor lists of different lengths");
+  const double beta1 = ctx.Double("beta1", 7, 0.9), beta2 = ctx.Double("beta2", 8, 0.999);
+  const double wd = ctx.Double("weight_decay", 9, 0), eps = ctx.Double("eps", 10, 1e-8);
   std::vector<Instruction*> new_p, new_m, new_v, new_max;
   for (size_t i = 0; i < ps.size(); ++i) {
-    if (!ps[i] || !gs[i] || !ms[i] || !vs[i] || !steps[i]) return Bad(c, "None in a tensor list");
+    if (!ps[i] || !gs[i] || !ms[i] || !vs[i] || !steps[i]) return ctx.Unsupported("None in a tensor list");
     PrimitiveType t = ps[i]->shape.element_type();
     std::vector<int64_t> dims = Dims(ps[i]);
     Instruction* p = ps[i];
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(c, "lr", 6, t, dims));
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(c, gs, i, t, dims, maximize));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(ctx, "lr", 6, t, dims));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(ctx, gs, i, t, dims, maximize));
     if (wd != 0) {
       if (adamw) p = Mul(b, p, Sub(b, Full(b, t, 1, dims), MulScalar(b, lr, wd)));  // decoupled decay
       else g = Add(b, g, MulScalar(b, p, wd));
@@ -88,7 +88,7 @@ Expected<LoweredOp> FusedAdam(const Node& n, Builder& b, bool adamw) {
   outs.insert(outs.end(), new_m.begin(), new_m.end());
   outs.insert(outs.end(), new_v.begin(), new_v.end());
   outs.insert(outs.end(), new_max.begin(), new_max.end());
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 }  // namespace
@@ -97,25 +97,25 @@ Expected<LoweredOp> FusedAdamOp(const Node& n, Builder& b) { return FusedAdam(n,
 Expected<LoweredOp> FusedAdamWOp(const Node& n, Builder& b) { return FusedAdam(n, b, true); }
 
 Expected<LoweredOp> FusedSgd(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<Instruction*> ps = c.TList("self", 0), gs = c.TList("grads", 1),
-                            bufs = c.TList("momentum_buffer_list", 2);
-  const double wd = c.Double("weight_decay", 3, 0), momentum = c.Double("momentum", 4, 0);
-  const double dampening = c.Double("dampening", 6, 0);
-  const bool nesterov = c.Bool("nesterov", 7, false), maximize = c.Bool("maximize", 8, false);
-  const bool first = c.Bool("is_first_step", 9, false);
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> ps = ctx.TensorList("self", 0), gs = ctx.TensorList("grads", 1),
+                            bufs = ctx.TensorList("momentum_buffer_list", 2);
+  const double wd = ctx.Double("weight_decay", 3, 0), momentum = ctx.Double("momentum", 4, 0);
+  const double dampening = ctx.Double("dampening", 6, 0);
+  const bool nesterov = ctx.Bool("nesterov", 7, false), maximize = ctx.Bool("maximize", 8, false);
+  const bool first = ctx.Bool("is_first_step", 9, false);
   if (gs.size() != ps.size() || (momentum != 0 && bufs.size() != ps.size()))
-    return Bad(c, "tensor lists of different lengths");
+    return ctx.Unsupported("tensor lists of different lengths");
   std::vector<Instruction*> new_p, new_buf;
   for (size_t i = 0; i < ps.size(); ++i) {
-    if (!ps[i] || !gs[i]) return Bad(c, "None in a tensor list");
+    if (!ps[i] || !gs[i]) return ctx.Unsupported("None in a tensor list");
     PrimitiveType t = ps[i]->shape.element_type();
     std::vector<int64_t> dims = Dims(ps[i]);
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(c, "lr", 5, t, dims));
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(c, gs, i, t, dims, maximize));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(ctx, "lr", 5, t, dims));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(ctx, gs, i, t, dims, maximize));
     if (wd != 0) g = Add(b, g, MulScalar(b, ps[i], wd));
     if (momentum != 0) {
-      if (!bufs[i]) return Bad(c, "None in the momentum buffers");
+      if (!bufs[i]) return ctx.Unsupported("None in the momentum buffers");
       Instruction* buf = first ? g : Add(b, MulScalar(b, bufs[i], momentum), MulScalar(b, g, 1 - dampening));
       new_buf.push_back(buf);
       g = nesterov ? Add(b, g, MulScalar(b, buf, momentum)) : buf;
@@ -124,17 +124,17 @@ Expected<LoweredOp> FusedSgd(const Node& n, Builder& b) {
   }
   std::vector<Instruction*> outs = new_p;
   outs.insert(outs.end(), new_buf.begin(), new_buf.end());
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 Expected<LoweredOp> ForeachNorm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<Instruction*> xs = c.TList("self", 0);
-  const double ord = c.Double("ord", 1, 2);
-  std::optional<PrimitiveType> dtype = c.Dtype("dtype", 2);
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> xs = ctx.TensorList("self", 0);
+  const double ord = ctx.Double("ord", 1, 2);
+  std::optional<PrimitiveType> dtype = ctx.Dtype("dtype", 2);
   std::vector<Instruction*> outs;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (!xs[i]) return Bad(c, "None in a tensor list");
+    if (!xs[i]) return ctx.Unsupported("None in a tensor list");
     PrimitiveType t = dtype ? *dtype : FloatType(xs[i]->shape.element_type());
     Instruction* a = b.Unary(Opcode::kAbs, b.Convert(xs[i], t));
     std::vector<int64_t> all;
@@ -154,7 +154,7 @@ Expected<LoweredOp> ForeachNorm(const Node& n, Builder& b) {
     }
     outs.push_back(r);
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 namespace {
@@ -177,33 +177,33 @@ struct Sdpa {
 };
 
 // Scores, the causal/explicit mask, softmax and log-sum-exp in f32 (what the CPU flash kernel accumulates in).
-Expected<Sdpa> Attention(const Ctx& c, size_t qpos) {
-  Builder& b = c.b;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, c.Req("query", qpos));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, c.Req("key", qpos + 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("value", qpos + 2));
+Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
+  Builder& b = ctx.builder;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, ctx.RequiredTensor("query", qpos));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", qpos + 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", qpos + 2));
   int64_t r = Rank(q0);
-  if (r < 2 || Rank(k0) != r || Rank(v0) != r) return Bad(c, "query, key and value must have the same rank >= 2");
+  if (r < 2 || Rank(k0) != r || Rank(v0) != r) return ctx.Unsupported("query, key and value must have the same rank >= 2");
   if (Dims(q0).back() != Dims(k0).back() || Dims(k0)[static_cast<size_t>(r - 2)] != Dims(v0)[static_cast<size_t>(r - 2)])
-    return Bad(c, "query/key/value sizes do not fit");
+    return ctx.Unsupported("query/key/value sizes do not fit");
   PrimitiveType f = PrimitiveType::F32;
   if (q0->shape.element_type() == PrimitiveType::F64) f = PrimitiveType::F64;
   Sdpa s;
   s.q = b.Convert(q0, f), s.k = b.Convert(k0, f), s.v = b.Convert(v0, f);
   std::vector<int64_t> qd = Dims(q0), kd = Dims(k0);
   int64_t L = qd[static_cast<size_t>(r - 2)], S = kd[static_cast<size_t>(r - 2)], E = qd.back();
-  const Value* sv = c.V("scale", 100);
+  const Value* sv = ctx.Arg("scale", 100);
   s.scale = sv && !sv->is_none() ? sv->AsDouble() : 1.0 / std::sqrt(static_cast<double>(E));
   Instruction* scores = MulScalar(b, BatchDot(b, s.q, s.k, false, true), s.scale);  // [B..., L, S]
   std::vector<int64_t> sd = Dims(scores);
-  Instruction* mask = c.T("attn_mask", 100);
-  bool causal = c.Bool("is_causal", 100, false);
+  Instruction* mask = ctx.Tensor("attn_mask", 100);
+  bool causal = ctx.Bool("is_causal", 100, false);
   if (causal) {
     Shape ms = Shape::Array(PrimitiveType::S64, {L, S});
     Instruction* keep = Bcast(b, b.Compare(b.Iota(ms, 1), b.Iota(ms, 0), ComparisonDirection::kLe), sd);
     scores = b.Select(keep, scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
   } else if (mask) {
-    if (BroadcastShapes(Dims(mask), sd) != sd) return Bad(c, "attn_mask does not broadcast to the scores");
+    if (BroadcastShapes(Dims(mask), sd) != sd) return ctx.Unsupported("attn_mask does not broadcast to the scores");
     if (mask->shape.element_type() == PrimitiveType::PRED)
       scores = b.Select(Bcast(b, mask, sd), scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
     else
@@ -221,19 +221,19 @@ Expected<Sdpa> Attention(const Ctx& c, size_t qpos) {
 }  // namespace
 
 Expected<LoweredOp> SdpaFlashCpu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  if (c.Double("dropout_p", 3, 0) > 0) return Bad(c, "dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
-  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(c, 0));
-  PrimitiveType t = c.OutType(0, c.T("query", 0)->shape.element_type());
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 3, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Tensor("query", 0)->shape.element_type());
   Instruction* out = b.Convert(BatchDot(b, s.probs, s.v, false, false), t);  // [B..., L, Ev]
-  return Done(c, {out, s.lse});
+  return ctx.Finish({out, s.lse});
 }
 
 Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  if (c.Double("dropout_p", 6, 0) > 0) return Bad(c, "dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * dout0, c.Req("grad_out", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(c, 1));
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 6, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * dout0, ctx.RequiredTensor("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 1));
   PrimitiveType f = s.q->shape.element_type();
   Instruction* dout = b.Convert(dout0, f);
   // dV = P^T dO; dP = dO V^T; dS = P * (dP - rowsum(dP * P)); dQ = scale dS K; dK = scale dS^T Q.
@@ -245,23 +245,23 @@ Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
   Instruction* ds = Mul(b, s.probs, Sub(b, dp, BcastBack(b, rows, sd, {last})));
   Instruction* dq = MulScalar(b, BatchDot(b, ds, s.k, false, false), s.scale);
   Instruction* dk = MulScalar(b, BatchDot(b, ds, s.q, true, false), s.scale);
-  PrimitiveType t = c.T("query", 1)->shape.element_type();
-  return Done(c, {b.Convert(dq, c.OutType(0, t)), b.Convert(dk, c.OutType(1, t)), b.Convert(dv, c.OutType(2, t))});
+  PrimitiveType t = ctx.Tensor("query", 1)->shape.element_type();
+  return ctx.Finish({b.Convert(dq, ctx.OutputType(0, t)), b.Convert(dk, ctx.OutputType(1, t)), b.Convert(dv, ctx.OutputType(2, t))});
 }
 
 // _safe_softmax (scaled_dot_product_attention's math path in 2.5+): softmax, except that a row whose
 // inputs are all -inf gives zeros rather than NaN.
 Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  std::optional<PrimitiveType> dtype = c.Dtype("dtype", 2);
-  PrimitiveType t = dtype ? *dtype : c.OutType(0, FloatType(x0->shape.element_type()));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  std::optional<PrimitiveType> dtype = ctx.Dtype("dtype", 2);
+  PrimitiveType t = dtype ? *dtype : ctx.OutputType(0, FloatType(x0->shape.element_type()));
   Instruction* x = b.Convert(x0, t);
   std::vector<int64_t> xd = Dims(x);
   if (xd.empty()) x = b.Reshape(x, {1});
   std::vector<int64_t> d1 = Dims(x);
-  auto dim = WrapDim(c.Int("dim", 1, -1), Rank(x));
-  if (!dim) return Bad(c, "dim out of range");
+  auto dim = WrapDim(ctx.Int("dim", 1, -1), Rank(x));
+  if (!dim) return ctx.Unsupported("dim out of range");
   Instruction* m = ReduceMax(b, x, {*dim});
   Instruction* mb = BcastBack(b, m, d1, {*dim});
   Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, mb));
@@ -269,7 +269,7 @@ Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
   Instruction* dead = CmpScalar(b, mb, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
   out = b.Select(dead, Full(b, t, 0, d1), out);
   if (xd.empty()) out = b.Reshape(out, {});
-  return Done(c, {out});
+  return ctx.Finish({out});
 }
 
 // _batch_norm_with_update (BatchNorm in training mode, 2.4+): native_batch_norm with training=True, plus the
@@ -341,44 +341,44 @@ Expected<LoweredOp> DropoutComposite(const Node& n, Builder& b) {
   bool train = ArgOr(n, "train", 2, Value::Bool(false)).AsDouble() != 0;
   double p = ArgOr(n, "p", 1, Value::Float(0.5)).AsDouble();
   if (!train || p == 0) {  // eval mode: the identity
-    Ctx c(n, b);
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
-    return Done(c, {b.Convert(x, c.OutType(0, x->shape.element_type()))});
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
+    return ctx.Finish({b.Convert(x, ctx.OutputType(0, x->shape.element_type()))});
   }
   return AsFirstOutputOf(n, b, "aten::native_dropout", NativeDropout,
                          {{"input", ArgOr(n, "input", 0, Value::None())}, {"p", Value::Float(p)}, {"train", Value::Bool(true)}});
 }
 
 Expected<LoweredOp> SdpaComposite(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  if (c.Double("dropout_p", 4, 0) > 0) return Bad(c, "dropout_p > 0 in an exported program");
-  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(c, 0));
-  PrimitiveType t = c.OutType(0, c.T("query", 0)->shape.element_type());
-  return Done(c, {b.Convert(BatchDot(b, s.probs, s.v, false, false), t)});
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 4, 0) > 0) return ctx.Unsupported("dropout_p > 0 in an exported program");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Tensor("query", 0)->shape.element_type());
+  return ctx.Finish({b.Convert(BatchDot(b, s.probs, s.v, false, false), t)});
 }
 
 Expected<LoweredOp> Flatten(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> d = Dims(x);
-  if (d.empty()) return Done(c, {b.Reshape(x, {1})});
-  auto start = WrapDim(c.Int("start_dim", 1, 0), Rank(x)), end = WrapDim(c.Int("end_dim", 2, -1), Rank(x));
-  if (!start || !end || *start > *end) return Bad(c, "start_dim/end_dim out of range");
+  if (d.empty()) return ctx.Finish({b.Reshape(x, {1})});
+  auto start = WrapDim(ctx.Int("start_dim", 1, 0), Rank(x)), end = WrapDim(ctx.Int("end_dim", 2, -1), Rank(x));
+  if (!start || !end || *start > *end) return ctx.Unsupported("start_dim/end_dim out of range");
   std::vector<int64_t> out(d.begin(), d.begin() + *start);
   int64_t m = 1;
   for (int64_t i = *start; i <= *end; ++i) m *= d[static_cast<size_t>(i)];
   out.push_back(m);
   out.insert(out.end(), d.begin() + *end + 1, d.end());
-  return Done(c, {b.Reshape(x, out)});
+  return ctx.Finish({b.Reshape(x, out)});
 }
 
 Expected<LoweredOp> Unflatten(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> d = Dims(x);
-  auto dim = WrapDim(c.Int("dim", 1, 0), Rank(x));
-  std::vector<int64_t> sizes = c.Ints("sizes", 2);
-  if (!dim || sizes.empty()) return Bad(c, "bad dim or sizes");
+  auto dim = WrapDim(ctx.Int("dim", 1, 0), Rank(x));
+  std::vector<int64_t> sizes = ctx.Ints("sizes", 2);
+  if (!dim || sizes.empty()) return ctx.Unsupported("bad dim or sizes");
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) infer = static_cast<int64_t>(i);
@@ -388,30 +388,30 @@ Expected<LoweredOp> Unflatten(const Node& n, Builder& b) {
   std::vector<int64_t> out(d.begin(), d.begin() + *dim);
   out.insert(out.end(), sizes.begin(), sizes.end());
   out.insert(out.end(), d.begin() + *dim + 1, d.end());
-  return Done(c, {b.Reshape(x, out)});
+  return ctx.Finish({b.Reshape(x, out)});
 }
 
 // PT2E quantization's quantize/dequantize (quantized_decomposed::*_per_tensor with scalar scale and zero point).
 Expected<LoweredOp> QuantizePerTensor(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
-  double scale = c.Double("scale", 1, 1), zp = c.Double("zero_point", 2, 0);
-  double lo = c.Double("quant_min", 3, -128), hi = c.Double("quant_max", 4, 127);
-  PrimitiveType q = c.OutType(0, c.Dtype("dtype", 5).value_or(PrimitiveType::S8));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
+  double scale = ctx.Double("scale", 1, 1), zp = ctx.Double("zero_point", 2, 0);
+  double lo = ctx.Double("quant_min", 3, -128), hi = ctx.Double("quant_max", 4, 127);
+  PrimitiveType q = ctx.OutputType(0, ctx.Dtype("dtype", 5).value_or(PrimitiveType::S8));
   Instruction* x = b.Convert(x0, PrimitiveType::F32);
   std::vector<int64_t> d = Dims(x);
   Instruction* r = AddScalar(b, b.Unary(Opcode::kRoundNearestEven, MulScalar(b, x, 1.0 / scale)), zp);
   r = b.Clamp(Full(b, PrimitiveType::F32, lo, d), r, Full(b, PrimitiveType::F32, hi, d));
-  return Done(c, {b.Convert(r, q)});
+  return ctx.Finish({b.Convert(r, q)});
 }
 
 Expected<LoweredOp> DequantizePerTensor(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("input", 0));
-  double scale = c.Double("scale", 1, 1), zp = c.Double("zero_point", 2, 0);
-  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
+  double scale = ctx.Double("scale", 1, 1), zp = ctx.Double("zero_point", 2, 0);
+  PrimitiveType t = ctx.OutputType(0, PrimitiveType::F32);
   Instruction* r = MulScalar(b, AddScalar(b, b.Convert(x0, PrimitiveType::F32), -zp), scale);
-  return Done(c, {b.Convert(r, t)});
+  return ctx.Finish({b.Convert(r, t)});
 }
 
 const std::vector<Torch2Lowering>& Torch2Lowerings() {
