@@ -20,104 +20,7 @@ std::vector<int64_t> AllDims(Instruction* x) {
   return d;
 }
 
-Instruction* AllTrue(Builder& b, Instruction* p) {
-  return Reduce(b, p, AllDims(p), Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
-}
-
-// Lanczos approximation (g = 7, 8 terms) of lgamma and digamma, XLA's client-library form.
-constexpr double kLanczosGamma = 7;
-constexpr double kBaseLanczosCoeff = 0.99999999999980993227684700473478;
-constexpr double kLanczosCoefficients[] = {676.520368121885098567009190444019, -1259.13921672240287047156078755283,
-                                           771.3234287776530788486528258894,   -176.61502916214059906584551354,
-                                           12.507343278686904814458936853,     -0.13857109526572011689554707,
-                                           9.984369578019570859563e-6,         1.50563273514931155834e-7};
-
-Instruction* Lgamma(Builder& b, Instruction* x) {
-  Instruction* one_half = FullLike(b, x, 0.5);
-  Instruction* reflect = b.Compare(x, one_half, ComparisonDirection::kLt);
-  Instruction* z = b.Select(reflect, b.Unary(Opcode::kNegate, x), AddScalar(b, x, -1));
-  Instruction* sum = FullLike(b, x, kBaseLanczosCoeff);
-  for (int i = 0; i < 8; ++i) sum = Add(b, sum, Div(b, FullLike(b, x, kLanczosCoefficients[i]), AddScalar(b, z, i + 1)));
-  Instruction* t = AddScalar(b, z, kLanczosGamma + 0.5);
-  Instruction* log_t = AddScalar(b, b.Unary(Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
-                                 std::log(kLanczosGamma + 0.5));
-  // 0.5 log(2 pi) + (z + 0.5 - t / log_t) * log_t + log(sum)
-  Instruction* lg = Add(b, AddScalar(b, Mul(b, Sub(b, AddScalar(b, z, 0.5), Div(b, t, log_t)), log_t),
-                                     0.5 * std::log(2 * std::numbers::pi)),
-                        b.Unary(Opcode::kLog, sum));
-  // Reflection: log(pi) - log|sin(pi x)| - lgamma(1 - x), with sin computed on the reduced input.
-  Instruction* ax = b.Unary(Opcode::kAbs, x);
-  Instruction* frac = Sub(b, ax, b.Unary(Opcode::kFloor, ax));
-  Instruction* reduced = b.Select(b.Compare(frac, FullLike(b, frac, 0.5), ComparisonDirection::kGt),
-                                  Sub(b, FullLike(b, frac, 1), frac), frac);
-  Instruction* log_sin = b.Unary(Opcode::kLog, b.Unary(Opcode::kSin, MulScalar(b, reduced, std::numbers::pi)));
-  Instruction* refl = Sub(b, Sub(b, FullLike(b, x, std::log(std::numbers::pi)), log_sin), lg);
-  Instruction* r = b.Select(reflect, refl, lg);
-  // Poles (non-positive integers) are +inf; inf stays inf.
-  Instruction* pole = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kLe),
-                               b.Compare(x, b.Unary(Opcode::kFloor, x), ComparisonDirection::kEq));
-  r = b.Select(pole, FullLike(b, x, INFINITY), r);
-  return b.Select(CmpScalar(b, ax, INFINITY, ComparisonDirection::kEq), FullLike(b, x, INFINITY), r);
-}
-
-Instruction* Digamma(Builder& b, Instruction* x) {
-  Instruction* reflect = CmpScalar(b, x, 0.5, ComparisonDirection::kLt);
-  Instruction* z = b.Select(reflect, b.Unary(Opcode::kNegate, x), AddScalar(b, x, -1));
-  Instruction* num = FullLike(b, x, 0);
-  Instruction* denom = FullLike(b, x, kBaseLanczosCoeff);
-  for (int i = 0; i < 8; ++i) {
-    Instruction* d = AddScalar(b, z, i + 1);
-    Instruction* c = FullLike(b, x, kLanczosCoefficients[i]);
-    num = Sub(b, num, Div(b, c, Mul(b, d, d)));
-    denom = Add(b, denom, Div(b, c, d));
-  }
-  Instruction* t = AddScalar(b, z, kLanczosGamma + 0.5);
-  Instruction* log_t = AddScalar(b, b.Unary(Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
-                                 std::log(kLanczosGamma + 0.5));
-  Instruction* y = Sub(b, Add(b, log_t, Div(b, num, denom)), Div(b, FullLike(b, x, kLanczosGamma), t));
-  // digamma(x) = digamma(1 - x) - pi cot(pi x) for x < 0.5 (on the reduced input).
-  Instruction* reduced = Sub(b, x, b.Unary(Opcode::kFloor, AddScalar(b, x, 0.5)));
-  Instruction* px = MulScalar(b, reduced, std::numbers::pi);
-  Instruction* refl = Sub(b, y, Div(b, MulScalar(b, b.Unary(Opcode::kCos, px), std::numbers::pi), b.Unary(Opcode::kSin, px)));
-  Instruction* r = b.Select(reflect, refl, y);
-  Instruction* pole = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kLe),
-                               b.Compare(x, b.Unary(Opcode::kFloor, x), ComparisonDirection::kEq));
-  // torch: digamma(0) = -inf, other non-positive integers NaN
-  Instruction* at0 = CmpScalar(b, x, 0, ComparisonDirection::kEq);
-  r = b.Select(pole, b.Select(at0, FullLike(b, x, -INFINITY), FullLike(b, x, NAN)), r);
-  return r;
-}
-
 }  // namespace
-
-Expected<LoweredOp> Equal(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("other", 1));
-  if (Dims(x) != Dims(y)) return ctx.Finish({Scalar(b, PrimitiveType::PRED, 0)});
-  PrimitiveType t = Promote(x->shape.element_type(), y->shape.element_type());
-  return ctx.Finish({AllTrue(b, b.Compare(b.Convert(x, t), b.Convert(y, t), ComparisonDirection::kEq))});
-}
-
-Expected<LoweredOp> Allclose(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
-  double rtol = ctx.Double("rtol", 2, 1e-5), atol = ctx.Double("atol", 3, 1e-8);
-  bool equal_nan = ctx.Bool("equal_nan", 4, false);
-  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
-  PrimitiveType t = FloatType(Promote(x0->shape.element_type(), y0->shape.element_type()));
-  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
-  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
-  // |x - y| <= atol + rtol |y|, or x == y (infinities), or both NaN with equal_nan
-  Instruction* close = b.Compare(b.Unary(Opcode::kAbs, Sub(b, x, y)),
-                                 AddScalar(b, MulScalar(b, b.Unary(Opcode::kAbs, y), rtol), atol), ComparisonDirection::kLe);
-  close = b.Binary(Opcode::kOr, close, b.Compare(x, y, ComparisonDirection::kEq));
-  if (equal_nan)
-    close = b.Binary(Opcode::kOr, close, b.Binary(Opcode::kAnd, b.Compare(x, x, ComparisonDirection::kNe),
-                                                  b.Compare(y, y, ComparisonDirection::kNe)));
-  return ctx.Finish({AllTrue(b, close)});
-}
 
 Expected<LoweredOp> Diag(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -187,128 +90,6 @@ Expected<LoweredOp> LinalgCross(const Node& n, Builder& b) {
   return ctx.Finish({b.Concatenate(parts, *d)});
 }
 
-Expected<LoweredOp> Heaviside(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("values", 1));
-  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(v0));
-  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
-  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
-  Instruction* v = Bcast(b, b.Convert(v0, t), dims);
-  Instruction* step = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kLt), FullLike(b, x, 0), FullLike(b, x, 1));
-  Instruction* r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kEq), v, step);
-  if (IsFloatish(t)) r = b.Select(b.Compare(x, x, ComparisonDirection::kNe), x, r);
-  return ctx.Finish({r});
-}
-
-Expected<LoweredOp> Aminmax(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  std::vector<int64_t> dims = Dims(x);
-  auto dv = ctx.OptInt("dim", 1);
-  bool keepdim = ctx.Bool("keepdim", 2, false);
-  std::vector<int64_t> red;
-  if (dv) {
-    auto w = WrapDim(*dv, x->shape.rank());
-    if (!w) return ctx.Unsupported("dimension out of range");
-    if (x->shape.rank() > 0) red = {*w};
-  } else {
-    red = AllDims(x);
-  }
-  Instruction* mn = ReduceMin(b, x, red);
-  Instruction* mx = ReduceMax(b, x, red);
-  if (IsFloatish(x->shape.element_type())) {
-    Instruction* nan = ReduceMax(b, b.Compare(x, x, ComparisonDirection::kNe), red);
-    mn = b.Select(nan, FullLike(b, mn, NAN), mn);
-    mx = b.Select(nan, FullLike(b, mx, NAN), mx);
-  }
-  if (keepdim && !dims.empty()) {
-    mn = b.Reshape(mn, KeepDims(dims, red));
-    mx = b.Reshape(mx, KeepDims(dims, red));
-  }
-  return ctx.Finish({mn, mx});
-}
-
-Expected<LoweredOp> Glu(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  auto d = WrapDim(ctx.Int("dim", 1, -1), x->shape.rank());
-  if (!d) return ctx.Unsupported("dimension out of range");
-  int64_t size = Dims(x)[static_cast<size_t>(*d)];
-  if (size % 2) return ctx.Unsupported("glu needs an even size along dim");
-  Instruction* a = b.SliceInDim(x, 0, size / 2, 1, *d);
-  Instruction* g = b.SliceInDim(x, size / 2, size, 1, *d);
-  return ctx.Finish({Mul(b, a, b.Unary(Opcode::kLogistic, g))});
-}
-
-Expected<LoweredOp> Prelu(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, ctx.RequiredTensor("weight", 1));
-  std::vector<int64_t> dims = Dims(x);
-  Instruction* w = b.Convert(w0, x->shape.element_type());
-  if (w->shape.elements() == 1 || dims.size() < 2) {
-    w = b.Broadcast(b.Reshape(w, {}), dims, {});
-  } else {
-    w = b.Broadcast(b.Reshape(w, {w->shape.elements()}), dims, {1});
-  }
-  return ctx.Finish({b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), x, Mul(b, w, x))});
-}
-
-Expected<LoweredOp> Shrink(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  double l = ctx.Double("lambd", 1, 0.5);
-  Instruction* zero = FullLike(b, x, 0);
-  if (n.op == "aten::hardshrink") {
-    Instruction* keep = CmpScalar(b, b.Unary(Opcode::kAbs, x), l, ComparisonDirection::kGt);
-    return ctx.Finish({b.Select(keep, x, zero)});
-  }
-  Instruction* r = b.Select(CmpScalar(b, x, l, ComparisonDirection::kGt), AddScalar(b, x, -l),
-                            b.Select(CmpScalar(b, x, -l, ComparisonDirection::kLt), AddScalar(b, x, l), zero));
-  return ctx.Finish({b.Select(b.Compare(x, x, ComparisonDirection::kNe), x, r)});
-}
-
-// hardshrink_backward(grad_out, self, lambd) / softshrink_backward: the gradient passes where |x| > lambd.
-Expected<LoweredOp> ShrinkBackward(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  // hardshrink_backward names its gradient grad_out, softshrink_backward grad_output.
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor(n.op == "aten::hardshrink_backward" ? "grad_out" : "grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
-  double l = ctx.Double("lambd", 2, 0.5);
-  std::vector<int64_t> dims = BroadcastShapes(Dims(g0), Dims(x0));
-  PrimitiveType t = ctx.OutputType(0, g0->shape.element_type());
-  Instruction* g = Bcast(b, b.Convert(g0, t), dims);
-  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
-  Instruction* keep = b.Binary(Opcode::kOr, CmpScalar(b, x, l, ComparisonDirection::kGt),
-                               CmpScalar(b, x, -l, ComparisonDirection::kLt));
-  return ctx.Finish({b.Select(keep, g, FullLike(b, g, 0))});
-}
-
-// prelu_backward(grad_output, self, weight) -> (grad_input, grad_weight).
-Expected<LoweredOp> PreluBackward(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, ctx.RequiredTensor("weight", 2));
-  std::vector<int64_t> dims = Dims(x);
-  PrimitiveType t = x->shape.element_type();
-  g = b.Convert(g, t);
-  Instruction* w = b.Convert(w0, t);
-  bool per_channel = w->shape.elements() != 1 && dims.size() >= 2;
-  Instruction* wb = per_channel ? b.Broadcast(b.Reshape(w, {w->shape.elements()}), dims, {1})
-                                : b.Broadcast(b.Reshape(w, {}), dims, {});
-  Instruction* pos = CmpScalar(b, x, 0, ComparisonDirection::kGt);
-  Instruction* zero = FullLike(b, x, 0);
-  Instruction* gi = b.Select(pos, g, Mul(b, wb, g));
-  Instruction* gw_full = b.Select(pos, zero, Mul(b, x, g));
-  std::vector<int64_t> red;
-  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d)
-    if (!per_channel || d != 1) red.push_back(d);
-  Instruction* gw = b.Reshape(ReduceSum(b, gw_full, red), Dims(w0));
-  return ctx.Finish({gi, b.Convert(gw, w0->shape.element_type())});
-}
-
 // soft_margin_loss_backward(grad_output, self, target, reduction): g * -y e^{-yx} / (1 + e^{-yx}) [/ numel].
 Expected<LoweredOp> SoftMarginLossBackward(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -326,35 +107,6 @@ Expected<LoweredOp> SoftMarginLossBackward(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-// rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result): in training the
-// forward multiplied negatives by `noise`; in eval by (lower + upper) / 2, like leaky_relu.
-Expected<LoweredOp> RreluWithNoiseBackward(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * noise0, ctx.RequiredTensor("noise", 2));
-  double lower = ctx.Double("lower", 3, 1.0 / 8), upper = ctx.Double("upper", 4, 1.0 / 3);
-  bool training = ctx.Bool("training", 5, false);
-  PrimitiveType t = g0->shape.element_type();
-  std::vector<int64_t> dims = Dims(g0);
-  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
-  if (training && upper - lower > 1e-6) return ctx.Finish({Mul(b, g0, Bcast(b, b.Convert(noise0, t), dims))});
-  Instruction* pos = CmpScalar(b, x, 0, ComparisonDirection::kGt);
-  return ctx.Finish({b.Select(pos, g0, MulScalar(b, g0, (lower + upper) / 2))});
-}
-
-Expected<LoweredOp> Logit(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-  PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
-  Instruction* x = b.Convert(x0, t);
-  if (const Value* eps = ctx.Arg("eps", 1); eps && !eps->is_none()) {
-    double e = eps->AsDouble();
-    x = b.Clamp(Scalar(b, t, e), x, Scalar(b, t, 1 - e));
-  }
-  return ctx.Finish({b.Unary(Opcode::kLog, Div(b, x, Sub(b, FullLike(b, x, 1), x)))});
-}
-
 Expected<LoweredOp> Trace(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
@@ -365,27 +117,6 @@ Expected<LoweredOp> Trace(const Node& n, Builder& b) {
   Shape is = Shape::Array(PrimitiveType::S64, d);
   Instruction* diag = b.Compare(b.Iota(is, 0), b.Iota(is, 1), ComparisonDirection::kEq);
   return ctx.Finish({ReduceSum(b, b.Select(diag, x, FullLike(b, x, 0)), {0, 1})});
-}
-
-Expected<LoweredOp> Dist(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
-  double p = ctx.Double("p", 2, 2);
-  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
-  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
-  Instruction* d = b.Unary(Opcode::kAbs, Sub(b, Bcast(b, b.Convert(x0, t), dims), Bcast(b, b.Convert(y0, t), dims)));
-  std::vector<int64_t> all = AllDims(d);
-  Instruction* r;
-  if (std::isinf(p)) r = p > 0 ? ReduceMax(b, d, all) : ReduceMin(b, d, all);
-  else if (p == 0) r = ReduceSum(b, b.Convert(CmpScalar(b, d, 0, ComparisonDirection::kNe), t), all);
-  else if (p == 1) r = ReduceSum(b, d, all);
-  else if (p == 2) r = b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, d, d), all));
-  else {
-    Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, d, FullLike(b, d, p)), all);
-    r = b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
-  }
-  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> Rot90(const Node& n, Builder& b) {
@@ -416,74 +147,6 @@ Expected<LoweredOp> NarrowCopy(const Node& n, Builder& b) {
   int64_t start = ctx.Int("start", 2, 0), len = ctx.Int("length", 3, 0);
   if (start < 0) start += size;
   return ctx.Finish({b.SliceInDim(x, start, start + len, 1, *d)});
-}
-
-Fn Special(const std::string& op) {
-  return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    LoweringContext ctx(n, b);
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-    PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
-    std::vector<int64_t> dims = ctx.OutputMeta(0) ? ctx.OutputMeta(0)->sizes : Dims(x0);
-    Instruction* x = Bcast(b, b.Convert(x0, t), dims);
-    Instruction* r = nullptr;
-    if (op == "lgamma") {
-      r = Lgamma(b, x);
-    } else if (op == "digamma") {
-      r = Digamma(b, x);
-    } else if (op == "polygamma") {
-      int64_t order = ctx.Int("n", 0, 0);
-      if (order < 0) return ctx.Unsupported("polygamma of negative order");
-      if (order == 0) {
-        r = Digamma(b, x);
-      } else {
-        // (-1)^(n+1) n! zeta(n+1, x): 12 direct terms, then the Euler-Maclaurin tail at y = x + 12.
-        double nd = static_cast<double>(order);
-        Instruction* sum = FullLike(b, x, 0);
-        const int kDirect = 12;
-        for (int k = 0; k < kDirect; ++k)
-          sum = Add(b, sum, b.Binary(Opcode::kPower, AddScalar(b, x, k), FullLike(b, x, -(nd + 1))));
-        Instruction* y = AddScalar(b, x, kDirect);
-        Instruction* tail = Add(b, MulScalar(b, b.Binary(Opcode::kPower, y, FullLike(b, y, -nd)), 1 / nd),
-                                MulScalar(b, b.Binary(Opcode::kPower, y, FullLike(b, y, -(nd + 1))), 0.5));
-        static const double kB2j[] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730};
-        double fact = 1;   // (2j)!
-        double rising = 1;  // (n+1)(n+2)...(n+2j-1)
-        for (int j = 1; j <= 6; ++j) {
-          fact *= (2.0 * j - 1) * (2.0 * j);
-          rising = 1;
-          for (int m = 1; m <= 2 * j - 1; ++m) rising *= nd + m;
-          double coef = kB2j[j - 1] / fact * rising;
-          tail = Add(b, tail, MulScalar(b, b.Binary(Opcode::kPower, y, FullLike(b, y, -(nd + 2.0 * j))), coef));
-        }
-        double nfact = std::tgamma(nd + 1);
-        r = MulScalar(b, Add(b, sum, tail), (order % 2 == 1 ? 1.0 : -1.0) * nfact);
-      }
-    } else if (op == "mvlgamma") {
-      int64_t p = ctx.Int("p", 1, 1);
-      r = FullLike(b, x, static_cast<double>(p) * static_cast<double>(p - 1) / 4 * std::log(std::numbers::pi));
-      for (int64_t i = 0; i < p; ++i) r = Add(b, r, Lgamma(b, AddScalar(b, x, -0.5 * static_cast<double>(i))));
-    } else if (op == "entr") {
-      Instruction* v = b.Unary(Opcode::kNegate, Mul(b, x, b.Unary(Opcode::kLog, x)));
-      r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kEq), FullLike(b, x, 0), v);
-      r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kLt), FullLike(b, x, -INFINITY), r);
-    } else if (op == "ndtri") {
-      Instruction* e = ApplyUnary(b, "erfinv", AddScalar(b, MulScalar(b, x, 2), -1));
-      r = MulScalar(b, e, std::numbers::sqrt2);
-    } else if (op == "log_ndtr") {
-      r = LogNdtr(b, x);  // special.cpp: -x^2/2 + log(erfcx(-x/sqrt2)/2) in the far left tail
-    } else if (op == "erfcx") {
-      r = Erfcx(b, x);  // special.cpp: a continued fraction for x >= 2
-    } else if (op == "xlog1py") {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 1, t, dims));
-      Instruction* p = Mul(b, x, b.Unary(Opcode::kLog1p, y));
-      Instruction* x0is0 = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kEq),
-                                    b.Compare(y, y, ComparisonDirection::kEq));
-      r = b.Select(x0is0, FullLike(b, x, 0), p);
-    } else {
-      return ctx.Unsupported("no special-function body for " + op);
-    }
-    return ctx.Finish({r});
-  };
 }
 
 Expected<LoweredOp> Isin(const Node& n, Builder& b) {
@@ -559,29 +222,6 @@ Expected<LoweredOp> Put(const Node& n, Builder& b) {
   Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(i, {cnt, 1}),
                              {b.Reshape(b.Convert(src, t), {cnt})}, dn, comp);
   return ctx.Finish({b.Reshape(s, Dims(x))});
-}
-
-Expected<LoweredOp> Frexp(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  PrimitiveType t = x->shape.element_type();
-  Instruction* ax = b.Unary(Opcode::kAbs, x);
-  Instruction* zero = CmpScalar(b, x, 0, ComparisonDirection::kEq);
-  Instruction* safe = b.Select(zero, FullLike(b, x, 1), ax);
-  Instruction* e = AddScalar(b, b.Unary(Opcode::kFloor, MulScalar(b, b.Unary(Opcode::kLog, safe), 1 / std::numbers::ln2)), 1);
-  Instruction* m = Div(b, x, b.Binary(Opcode::kPower, FullLike(b, x, 2), e));
-  // log rounding: keep |m| in [0.5, 1)
-  Instruction* big = CmpScalar(b, b.Unary(Opcode::kAbs, m), 1, ComparisonDirection::kGe);
-  m = b.Select(big, MulScalar(b, m, 0.5), m);
-  e = b.Select(big, AddScalar(b, e, 1), e);
-  Instruction* small = b.Binary(Opcode::kAnd, CmpScalar(b, b.Unary(Opcode::kAbs, m), 0.5, ComparisonDirection::kLt),
-                                b.Unary(Opcode::kNot, zero));
-  m = b.Select(small, MulScalar(b, m, 2), m);
-  e = b.Select(small, AddScalar(b, e, -1), e);
-  e = b.Select(zero, FullLike(b, e, 0), e);
-  m = b.Select(zero, x, m);
-  (void)t;
-  return ctx.Finish({m, b.Convert(e, ctx.OutputType(1, PrimitiveType::S32))});
 }
 
 Expected<LoweredOp> BlockDiag(const Node& n, Builder& b) {
@@ -790,22 +430,5 @@ Expected<LoweredOp> WeightNormBackward(const Node& n, Builder& b) {
   Instruction* grad_v = Mul(b, Bcast(b, Div(b, g, norms), vd), Sub(b, gw, Mul(b, v, Bcast(b, coef, vd))));
   return ctx.Finish({grad_v, grad_g});
 }
-
-Expected<LoweredOp> GluBackward(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
-  auto d = WrapDim(ctx.Int("dim", 2, -1), x->shape.rank());
-  if (!d) return ctx.Unsupported("dimension out of range");
-  int64_t size = Dims(x)[static_cast<size_t>(*d)];
-  Instruction* a = b.SliceInDim(x, 0, size / 2, 1, *d);
-  Instruction* s = b.Unary(Opcode::kLogistic, b.SliceInDim(x, size / 2, size, 1, *d));
-  Instruction* ga = Mul(b, g, s);
-  Instruction* gb = Mul(b, Mul(b, g, a), Mul(b, s, Sub(b, FullLike(b, s, 1), s)));
-  return ctx.Finish({b.Concatenate({ga, gb}, *d)});
-}
-
-// Ops whose result is not a tensor and that no device runs (promote_types, result_type): nothing to lower.
-Expected<LoweredOp> NoTensorResult(const Node& n, Builder& b) { return LoweredOp{}; }
 
 }  // namespace opprobe::analyzer::lowering

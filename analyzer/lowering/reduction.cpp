@@ -8,7 +8,7 @@
 #include <limits>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -46,86 +46,120 @@ Instruction* Norm(Builder& b, Instruction* x, double p, const std::vector<int64_
   return b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
 }
 
-Expected<LoweredOp> LowerReduce(const std::string& op, const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-  std::vector<int64_t> dims = Dims(x0);
-  int64_t rank = x0->shape.rank();
-  size_t dim_pos = (op == "linalg_vector_norm" || op == "norm") ? 2 : 1;
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> red, ReducedDims(ctx, rank, dim_pos));
-  bool keepdim = ctx.Bool("keepdim", dim_pos + 1, false);
-  PrimitiveType in = x0->shape.element_type();
-  PrimitiveType out = ctx.OutputType(0, in);
-  Instruction* r = nullptr;
-  if (op == "sum" || op == "nansum") {
-    PrimitiveType t = out == PrimitiveType::PRED ? PrimitiveType::S64 : out;
-    Instruction* x = b.Convert(x0, t);
-    if (op == "nansum" && IsFloatish(t)) x = b.Select(b.Compare(x, x, ComparisonDirection::kNe), FullLike(b, x, 0), x);
-    r = ReduceSum(b, x, red);
-  } else if (op == "mean" || op == "nanmean") {
-    PrimitiveType t = out;
-    Instruction* x = b.Convert(x0, t);
-    if (op == "nanmean") {
-      Instruction* ok = b.Compare(x, x, ComparisonDirection::kEq);
-      Instruction* s = ReduceSum(b, b.Select(ok, x, FullLike(b, x, 0)), red);
-      Instruction* cnt = ReduceSum(b, b.Convert(ok, t), red);
-      r = Div(b, s, cnt);
-    } else {
-      r = MulScalar(b, ReduceSum(b, x, red), 1.0 / Count(dims, red));
-    }
-  } else if (op == "prod") {
-    PrimitiveType t = out == PrimitiveType::PRED ? PrimitiveType::S64 : out;
-    Instruction* x = b.Convert(x0, t);
-    r = Reduce(b, x, red, Opcode::kMultiply, Scalar(b, t, 1));
-  } else if (op == "amax" || op == "max") {
-    r = ReduceMax(b, x0, red);
-    if (IsFloatish(in)) {  // NaN propagates: any NaN in the slice gives NaN
-      Instruction* nan = ReduceMax(b, b.Compare(x0, x0, ComparisonDirection::kNe), red);
-      r = b.Select(nan, FullLike(b, r, std::numeric_limits<double>::quiet_NaN()), r);
-    }
-  } else if (op == "amin" || op == "min") {
-    r = ReduceMin(b, x0, red);
-    if (IsFloatish(in)) {
-      Instruction* nan = ReduceMax(b, b.Compare(x0, x0, ComparisonDirection::kNe), red);
-      r = b.Select(nan, FullLike(b, r, std::numeric_limits<double>::quiet_NaN()), r);
-    }
-  } else if (op == "any" || op == "all") {
-    Instruction* p = in == PrimitiveType::PRED ? x0 : CmpScalar(b, x0, 0, ComparisonDirection::kNe);
-    r = op == "any" ? Reduce(b, p, red, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0))
-                    : Reduce(b, p, red, Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
-  } else if (op == "logsumexp") {
-    PrimitiveType t = FloatType(out);
-    Instruction* x = b.Convert(x0, t);
-    Instruction* m = ReduceMax(b, x, red);
-    // A max of +-inf must not produce inf - inf: use 0 as the shift there.
-    Instruction* finite = b.Unary(Opcode::kIsFinite, m);
-    Instruction* shift = b.Select(finite, m, FullLike(b, m, 0));
-    Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, BcastBack(b, shift, dims, red)));
-    r = Add(b, b.Unary(Opcode::kLog, ReduceSum(b, e, red)), shift);
-  } else if (op == "linalg_vector_norm" || op == "norm") {
-    const Value* pv = ctx.Arg(op == "norm" ? "p" : "ord", 1);
-    double p = pv && !pv->is_none() ? pv->AsDouble() : 2.0;
-    PrimitiveType t = ctx.Dtype("dtype", 4).value_or(in);
-    Instruction* x = b.Convert(x0, t);
-    r = Norm(b, x, p, red);
-  } else if (op == "count_nonzero") {
-    r = ReduceSum(b, b.Convert(CmpScalar(b, x0, 0, ComparisonDirection::kNe), PrimitiveType::S64), red);
-  } else {
-    return ctx.Unsupported("no reduction body for " + op);
+// What a reduction's body reads: self, its dims, the reduced dims and the input and result types.
+struct ReduceArgs {
+  const LoweringContext& ctx;
+  Instruction* x0;
+  const std::vector<int64_t>& dims;
+  const std::vector<int64_t>& red;
+  PrimitiveType in;
+  PrimitiveType out;
+};
+using ReduceBody = Expected<Instruction*> (*)(const ReduceArgs& a);
+
+// A reduction of self over `dim` (at `dim_pos`; None or empty is every dim) with keepdim at dim_pos + 1.
+LoweringFn Reduction(ReduceBody body, size_t dim_pos = 1) {
+  return [body, dim_pos](const Node& n, Builder& b) -> Expected<LoweredOp> {
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+    std::vector<int64_t> dims = Dims(x0);
+    int64_t rank = x0->shape.rank();
+    OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> red, ReducedDims(ctx, rank, dim_pos));
+    bool keepdim = ctx.Bool("keepdim", dim_pos + 1, false);
+    PrimitiveType in = x0->shape.element_type();
+    PrimitiveType out = ctx.OutputType(0, in);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * r, body(ReduceArgs{ctx, x0, dims, red, in, out}));
+    r = KeepDimsReshape(b, r, dims, red, keepdim);
+    return ctx.Finish({b.Convert(r, out)});
+  };
+}
+
+Expected<Instruction*> SumOf(const ReduceArgs& a, bool skip_nan) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = a.out == PrimitiveType::PRED ? PrimitiveType::S64 : a.out;
+  Instruction* x = b.Convert(a.x0, t);
+  if (skip_nan && IsFloatish(t)) x = b.Select(b.Compare(x, x, ComparisonDirection::kNe), FullLike(b, x, 0), x);
+  return ReduceSum(b, x, a.red);
+}
+Expected<Instruction*> Sum(const ReduceArgs& a) { return SumOf(a, false); }
+Expected<Instruction*> NanSum(const ReduceArgs& a) { return SumOf(a, true); }
+
+Expected<Instruction*> Mean(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  Instruction* x = b.Convert(a.x0, a.out);
+  return MulScalar(b, ReduceSum(b, x, a.red), 1.0 / Count(a.dims, a.red));
+}
+
+Expected<Instruction*> NanMean(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = a.out;
+  Instruction* x = b.Convert(a.x0, t);
+  Instruction* ok = b.Compare(x, x, ComparisonDirection::kEq);
+  Instruction* s = ReduceSum(b, b.Select(ok, x, FullLike(b, x, 0)), a.red);
+  Instruction* cnt = ReduceSum(b, b.Convert(ok, t), a.red);
+  return Div(b, s, cnt);
+}
+
+Expected<Instruction*> Prod(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = a.out == PrimitiveType::PRED ? PrimitiveType::S64 : a.out;
+  Instruction* x = b.Convert(a.x0, t);
+  return Reduce(b, x, a.red, Opcode::kMultiply, Scalar(b, t, 1));
+}
+
+// max/min (amax/amin): NaN propagates, any NaN in the slice gives NaN.
+Expected<Instruction*> Extremum(const ReduceArgs& a, bool is_max) {
+  Builder& b = a.ctx.builder;
+  Instruction* r = is_max ? ReduceMax(b, a.x0, a.red) : ReduceMin(b, a.x0, a.red);
+  if (IsFloatish(a.in)) {
+    Instruction* nan = ReduceMax(b, b.Compare(a.x0, a.x0, ComparisonDirection::kNe), a.red);
+    r = b.Select(nan, FullLike(b, r, std::numeric_limits<double>::quiet_NaN()), r);
   }
-  r = KeepDimsReshape(b, r, dims, red, keepdim);
-  return ctx.Finish({b.Convert(r, out)});
+  return r;
+}
+Expected<Instruction*> Max(const ReduceArgs& a) { return Extremum(a, true); }
+Expected<Instruction*> Min(const ReduceArgs& a) { return Extremum(a, false); }
+
+Expected<Instruction*> AnyOrAll(const ReduceArgs& a, bool any) {
+  Builder& b = a.ctx.builder;
+  Instruction* p = a.in == PrimitiveType::PRED ? a.x0 : CmpScalar(b, a.x0, 0, ComparisonDirection::kNe);
+  return any ? Reduce(b, p, a.red, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0))
+             : Reduce(b, p, a.red, Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
+}
+Expected<Instruction*> Any(const ReduceArgs& a) { return AnyOrAll(a, true); }
+Expected<Instruction*> All(const ReduceArgs& a) { return AnyOrAll(a, false); }
+
+Expected<Instruction*> LogSumExp(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = FloatType(a.out);
+  Instruction* x = b.Convert(a.x0, t);
+  Instruction* m = ReduceMax(b, x, a.red);
+  // A max of +-inf must not produce inf - inf: use 0 as the shift there.
+  Instruction* finite = b.Unary(Opcode::kIsFinite, m);
+  Instruction* shift = b.Select(finite, m, FullLike(b, m, 0));
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, BcastBack(b, shift, a.dims, a.red)));
+  return Add(b, b.Unary(Opcode::kLog, ReduceSum(b, e, a.red)), shift);
 }
 
-}  // namespace
+// norm(self, p, dim) and linalg_vector_norm(self, ord, dim): the order is named p or ord.
+Expected<Instruction*> PNorm(const ReduceArgs& a, const char* order_name) {
+  Builder& b = a.ctx.builder;
+  const Value* pv = a.ctx.Arg(order_name, 1);
+  double p = pv && !pv->is_none() ? pv->AsDouble() : 2.0;
+  PrimitiveType t = a.ctx.Dtype("dtype", 4).value_or(a.in);
+  Instruction* x = b.Convert(a.x0, t);
+  return Norm(b, x, p, a.red);
+}
+Expected<Instruction*> NormP(const ReduceArgs& a) { return PNorm(a, "p"); }
+Expected<Instruction*> VectorNorm(const ReduceArgs& a) { return PNorm(a, "ord"); }
 
-Fn ReduceOp(const std::string& op) {
-  return [op](const Node& n, Builder& b) { return LowerReduce(op, n, b); };
+Expected<Instruction*> CountNonzero(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  return ReduceSum(b, b.Convert(CmpScalar(b, a.x0, 0, ComparisonDirection::kNe), PrimitiveType::S64), a.red);
 }
 
-Expected<LoweredOp> CountNonzero(const Node& n, Builder& b) { return LowerReduce("count_nonzero", n, b); }
-
-Expected<LoweredOp> VarStd(const Node& n, Builder& b) {
+// var, std, var_mean and std_mean: `is_std` takes the square root, `with_mean` also returns the mean.
+Expected<LoweredOp> VarStd(const Node& n, Builder& b, bool is_std, bool with_mean) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x0);
@@ -150,14 +184,17 @@ Expected<LoweredOp> VarStd(const Node& n, Builder& b) {
   Instruction* sq = hlo::IsComplex(t) ? b.Convert(b.Unary(Opcode::kAbs, centered), hlo::ComplexComponentType(t)) : centered;
   sq = Mul(b, sq, sq);
   Instruction* var = MulScalar(b, ReduceSum(b, sq, red), 1.0 / std::max(count - correction, 0.0));
-  bool is_std = n.op == "aten::std" || n.op == "aten::std_mean";
   Instruction* r = is_std ? b.Unary(Opcode::kSqrt, var) : var;
   std::vector<Instruction*> outs = {KeepDimsReshape(b, r, dims, red, keepdim)};
-  if (n.op == "aten::var_mean" || n.op == "aten::std_mean") outs.push_back(KeepDimsReshape(b, mean, dims, red, keepdim));
+  if (with_mean) outs.push_back(KeepDimsReshape(b, mean, dims, red, keepdim));
   return ctx.Finish(outs);
 }
 
-namespace {
+Expected<LoweredOp> Var(const Node& n, Builder& b) { return VarStd(n, b, false, false); }
+Expected<LoweredOp> Std(const Node& n, Builder& b) { return VarStd(n, b, true, false); }
+Expected<LoweredOp> VarMean(const Node& n, Builder& b) { return VarStd(n, b, false, true); }
+Expected<LoweredOp> StdMean(const Node& n, Builder& b) { return VarStd(n, b, true, true); }
+
 // Variadic reduce over (x, iota) along dim; returns (values, indices).
 std::pair<Instruction*, Instruction*> ArgReduce(Builder& b, Instruction* x, int64_t dim, bool is_max) {
   PrimitiveType t = x->shape.element_type();
@@ -166,12 +203,10 @@ std::pair<Instruction*, Instruction*> ArgReduce(Builder& b, Instruction* x, int6
   Instruction* r = b.Reduce({x, io}, {init, ConstS64(b, 0)}, {dim}, ArgReducer(b, t, PrimitiveType::S64, is_max));
   return {b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)};
 }
-}  // namespace
 
-Expected<LoweredOp> ArgMinMax(const Node& n, Builder& b) {
+Expected<LoweredOp> ArgMinMax(const Node& n, Builder& b, bool is_max) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  bool is_max = n.op == "aten::argmax";
   auto d = ctx.OptInt("dim", 1);
   bool keepdim = ctx.Bool("keepdim", 2, false);
   std::vector<int64_t> dims = Dims(x);
@@ -189,10 +224,13 @@ Expected<LoweredOp> ArgMinMax(const Node& n, Builder& b) {
   return ctx.Finish({KeepDimsReshape(b, i, dims, {*w}, keepdim)});
 }
 
-Expected<LoweredOp> MinMaxDim(const Node& n, Builder& b) {
+Expected<LoweredOp> Argmax(const Node& n, Builder& b) { return ArgMinMax(n, b, true); }
+Expected<LoweredOp> Argmin(const Node& n, Builder& b) { return ArgMinMax(n, b, false); }
+
+// max.dim / min.dim: (values, indices).
+Expected<LoweredOp> MinMaxDim(const Node& n, Builder& b, bool is_max) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  bool is_max = n.op == "aten::max" || n.op == "aten::max_";
   std::vector<int64_t> dims = Dims(x);
   if (x->shape.rank() == 0) return ctx.Finish({x, ConstS64(b, 0)});
   auto w = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank());
@@ -202,12 +240,17 @@ Expected<LoweredOp> MinMaxDim(const Node& n, Builder& b) {
   return ctx.Finish({KeepDimsReshape(b, v, dims, {*w}, keepdim), KeepDimsReshape(b, i, dims, {*w}, keepdim)});
 }
 
-Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
+Expected<LoweredOp> MaxDim(const Node& n, Builder& b) { return MinMaxDim(n, b, true); }
+Expected<LoweredOp> MinDim(const Node& n, Builder& b) { return MinMaxDim(n, b, false); }
+
+enum class Cumulative { kSum, kProd, kLogSumExp, kMax, kMin };
+
+Expected<LoweredOp> LowerCumulative(const Node& n, Builder& b, Cumulative op) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x0);
   if (dims.empty()) {
-    if (n.op == "aten::cummax" || n.op == "aten::cummin") return ctx.Finish({x0, ConstS64(b, 0)});
+    if (op == Cumulative::kMax || op == Cumulative::kMin) return ctx.Finish({x0, ConstS64(b, 0)});
     return ctx.Finish({b.Convert(x0, ctx.OutputType(0, x0->shape.element_type()))});
   }
   auto w = WrapDim(ctx.Int("dim", 1, 0), x0->shape.rank());
@@ -223,17 +266,17 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     win.dimensions.push_back(wd);
   }
   PrimitiveType out = ctx.OutputType(0, x0->shape.element_type());
-  if (n.op == "aten::cumsum" || n.op == "aten::cumsum_") {
+  if (op == Cumulative::kSum) {
     PrimitiveType t = out;
     Instruction* x = b.Convert(x0, t);
     return ctx.Finish({b.ReduceWindow({x}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t))});
   }
-  if (n.op == "aten::cumprod" || n.op == "aten::cumprod_") {
+  if (op == Cumulative::kProd) {
     PrimitiveType t = out;
     Instruction* x = b.Convert(x0, t);
     return ctx.Finish({b.ReduceWindow({x}, {Scalar(b, t, 1)}, win, b.ScalarBinaryComputation(Opcode::kMultiply, t))});
   }
-  if (n.op == "aten::logcumsumexp") {
+  if (op == Cumulative::kLogSumExp) {
     PrimitiveType t = FloatType(out);
     Instruction* x = b.Convert(x0, t);
     Instruction* m = ReduceMax(b, x, {d});
@@ -243,8 +286,8 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     Instruction* cs = b.ReduceWindow({e}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t));
     return ctx.Finish({Add(b, b.Unary(Opcode::kLog, cs), sb)});
   }
-  if (n.op == "aten::cummax" || n.op == "aten::cummin") {
-    bool is_max = n.op == "aten::cummax";
+  {  // cummax, cummin
+    bool is_max = op == Cumulative::kMax;
     PrimitiveType t = x0->shape.element_type();
     // Reducer preferring the later index on ties (torch's cummax/cummin use >= / <=).
     Builder sub = b.CreateSubBuilder(is_max ? "cummax" : "cummin");
@@ -268,10 +311,14 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     Instruction* r = b.ReduceWindow({x0, io}, {init, ConstS64(b, -1)}, win, red);
     return ctx.Finish({b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)});
   }
-  return ctx.Unsupported("unknown cumulative op");
 }
 
-namespace {
+Expected<LoweredOp> Cumsum(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kSum); }
+Expected<LoweredOp> Cumprod(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kProd); }
+Expected<LoweredOp> Logcumsumexp(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kLogSumExp); }
+Expected<LoweredOp> Cummax(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kMax); }
+Expected<LoweredOp> Cummin(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kMin); }
+
 struct SoftmaxIn {
   Instruction* x;
   int64_t dim;
@@ -294,7 +341,6 @@ Instruction* Shifted(Builder& b, Instruction* x, int64_t dim) {
   Instruction* m = ReduceMax(b, x, {dim});
   return Sub(b, x, BcastBack(b, m, dims, {dim}));
 }
-}  // namespace
 
 Expected<LoweredOp> Softmax(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -348,7 +394,6 @@ Expected<LoweredOp> LogSoftmaxBackward(const Node& n, Builder& b) {
   return ctx.Finish({Sub(b, g, Mul(b, b.Unary(Opcode::kExp, y), BcastBack(b, s, dims, {*w})))});
 }
 
-namespace {
 // Stable sort of (x, iota) along dim; returns (values, indices).
 std::pair<Instruction*, Instruction*> SortWithIndices(Builder& b, Instruction* x, int64_t dim, bool descending) {
   PrimitiveType t = x->shape.element_type();
@@ -356,24 +401,30 @@ std::pair<Instruction*, Instruction*> SortWithIndices(Builder& b, Instruction* x
   Instruction* s = b.Sort({x, io}, dim, SortComparator(b, {t, PrimitiveType::S64}, descending), true);
   return {b.GetTupleElement(s, 0), b.GetTupleElement(s, 1)};
 }
-}  // namespace
 
-Expected<LoweredOp> Sort(const Node& n, Builder& b) {
+// What a sort returns: sort's (values, indices), argsort's indices or msort's values.
+enum class SortResult { kValuesAndIndices, kIndices, kValues };
+
+Expected<LoweredOp> LowerSort(const Node& n, Builder& b, SortResult result) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   bool descending = ctx.Bool("descending", n.overload == "stable" ? 3 : 2, false);
   int64_t dim = ctx.Int("dim", n.overload == "stable" ? 2 : 1, -1);
   if (x->shape.rank() == 0) {
-    if (n.op == "aten::argsort") return ctx.Finish({ConstS64(b, 0)});
+    if (result == SortResult::kIndices) return ctx.Finish({ConstS64(b, 0)});
     return ctx.Finish({x, ConstS64(b, 0)});
   }
   auto w = WrapDim(dim, x->shape.rank());
   if (!w) return ctx.Unsupported("dimension out of range");
   auto [v, i] = SortWithIndices(b, x, *w, descending);
-  if (n.op == "aten::argsort") return ctx.Finish({i});
-  if (n.op == "aten::msort") return ctx.Finish({v});
+  if (result == SortResult::kIndices) return ctx.Finish({i});
+  if (result == SortResult::kValues) return ctx.Finish({v});
   return ctx.Finish({v, i});
 }
+
+Expected<LoweredOp> Sort(const Node& n, Builder& b) { return LowerSort(n, b, SortResult::kValuesAndIndices); }
+Expected<LoweredOp> Argsort(const Node& n, Builder& b) { return LowerSort(n, b, SortResult::kIndices); }
+Expected<LoweredOp> Msort(const Node& n, Builder& b) { return LowerSort(n, b, SortResult::kValues); }
 
 Expected<LoweredOp> Topk(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -387,7 +438,6 @@ Expected<LoweredOp> Topk(const Node& n, Builder& b) {
   return ctx.Finish({b.SliceInDim(v, 0, k, 1, *w), b.SliceInDim(i, 0, k, 1, *w)});
 }
 
-namespace {
 // Ascending comparator over (x, iota) that puts every NaN last whatever its sign bit (TOTALORDER
 // would put -NaN first) and treats -0 == 0, as torch's median/nanmedian order does.
 Computation* NanLastLess(Builder& b, PrimitiveType t) {
@@ -421,15 +471,17 @@ std::pair<Instruction*, Instruction*> NanMedian(Builder& b, Instruction* x, int6
   Instruction* idx = ReduceSum(b, b.Select(pick, i, Full(b, PrimitiveType::S64, 0, dims)), {dim});
   return {val, idx};
 }
-}  // namespace
 
-Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) {
+enum class OrderStatistic { kKth, kMedian, kNanMedian };
+
+// kthvalue(self, k, dim), median(self[, dim]) and nanmedian(self[, dim]).
+Expected<LoweredOp> LowerOrderStatistic(const Node& n, Builder& b, OrderStatistic which) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
-  bool is_median = n.op == "aten::median" || n.op == "aten::nanmedian";
+  bool is_median = which != OrderStatistic::kKth;
   // nanmedian skips NaNs (median propagates them; the plain sort puts them last).
-  bool skip_nan = n.op == "aten::nanmedian" && hlo::IsFloatingPoint(x->shape.element_type());
+  bool skip_nan = which == OrderStatistic::kNanMedian && hlo::IsFloatingPoint(x->shape.element_type());
   if (is_median && (n.overload == "default" || n.overload.empty())) {
     Instruction* flat = b.Reshape(x, {x->shape.elements()});
     if (skip_nan && x->shape.elements() > 0) return ctx.Finish({NanMedian(b, flat, 0).first});
@@ -456,7 +508,12 @@ Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) {
   return ctx.Finish({b.Reshape(vs, od), b.Reshape(is, od)});
 }
 
-namespace {
+Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) { return LowerOrderStatistic(n, b, OrderStatistic::kKth); }
+Expected<LoweredOp> Median(const Node& n, Builder& b) { return LowerOrderStatistic(n, b, OrderStatistic::kMedian); }
+Expected<LoweredOp> Nanmedian(const Node& n, Builder& b) {
+  return LowerOrderStatistic(n, b, OrderStatistic::kNanMedian);
+}
+
 // A cumulative window over all of `dim` (reduce-window with low padding n-1).
 hlo::Window PrefixWindow(const std::vector<int64_t>& dims, int64_t dim) {
   hlo::Window win;
@@ -491,7 +548,6 @@ Computation* ModeReducer(Builder& b, PrimitiveType vt) {
   return sub.Finish(sub.Tuple({sub.Select(pick, k1, k2), sub.Select(pick, p1, p2), sub.Select(pick, v1, v2),
                                sub.Select(pick, i1, i2)}));
 }
-}  // namespace
 
 // mode: torch sorts each slice, walks the runs of equal values and keeps the first (smallest) value
 // whose run is strictly longest, returning the last index of that value (its stable sort keeps equal
@@ -623,6 +679,173 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
     res = b.Select(empty, fill, q);
   }
   return ctx.Finish({res});
+}
+
+std::vector<int64_t> AllDims(Instruction* x) {
+  std::vector<int64_t> d(static_cast<size_t>(x->shape.rank()));
+  std::iota(d.begin(), d.end(), 0);
+  return d;
+}
+
+Instruction* AllTrue(Builder& b, Instruction* p) {
+  return Reduce(b, p, AllDims(p), Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
+}
+
+Expected<LoweredOp> Equal(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("other", 1));
+  if (Dims(x) != Dims(y)) return ctx.Finish({Scalar(b, PrimitiveType::PRED, 0)});
+  PrimitiveType t = Promote(x->shape.element_type(), y->shape.element_type());
+  return ctx.Finish({AllTrue(b, b.Compare(b.Convert(x, t), b.Convert(y, t), ComparisonDirection::kEq))});
+}
+
+Expected<LoweredOp> Allclose(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  double rtol = ctx.Double("rtol", 2, 1e-5), atol = ctx.Double("atol", 3, 1e-8);
+  bool equal_nan = ctx.Bool("equal_nan", 4, false);
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
+  PrimitiveType t = FloatType(Promote(x0->shape.element_type(), y0->shape.element_type()));
+  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
+  // |x - y| <= atol + rtol |y|, or x == y (infinities), or both NaN with equal_nan
+  Instruction* close = b.Compare(b.Unary(Opcode::kAbs, Sub(b, x, y)),
+                                 AddScalar(b, MulScalar(b, b.Unary(Opcode::kAbs, y), rtol), atol), ComparisonDirection::kLe);
+  close = b.Binary(Opcode::kOr, close, b.Compare(x, y, ComparisonDirection::kEq));
+  if (equal_nan)
+    close = b.Binary(Opcode::kOr, close, b.Binary(Opcode::kAnd, b.Compare(x, x, ComparisonDirection::kNe),
+                                                  b.Compare(y, y, ComparisonDirection::kNe)));
+  return ctx.Finish({AllTrue(b, close)});
+}
+
+Expected<LoweredOp> Aminmax(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> dims = Dims(x);
+  auto dv = ctx.OptInt("dim", 1);
+  bool keepdim = ctx.Bool("keepdim", 2, false);
+  std::vector<int64_t> red;
+  if (dv) {
+    auto w = WrapDim(*dv, x->shape.rank());
+    if (!w) return ctx.Unsupported("dimension out of range");
+    if (x->shape.rank() > 0) red = {*w};
+  } else {
+    red = AllDims(x);
+  }
+  Instruction* mn = ReduceMin(b, x, red);
+  Instruction* mx = ReduceMax(b, x, red);
+  if (IsFloatish(x->shape.element_type())) {
+    Instruction* nan = ReduceMax(b, b.Compare(x, x, ComparisonDirection::kNe), red);
+    mn = b.Select(nan, FullLike(b, mn, NAN), mn);
+    mx = b.Select(nan, FullLike(b, mx, NAN), mx);
+  }
+  if (keepdim && !dims.empty()) {
+    mn = b.Reshape(mn, KeepDims(dims, red));
+    mx = b.Reshape(mx, KeepDims(dims, red));
+  }
+  return ctx.Finish({mn, mx});
+}
+
+Expected<LoweredOp> Dist(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  double p = ctx.Double("p", 2, 2);
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  Instruction* d = b.Unary(Opcode::kAbs, Sub(b, Bcast(b, b.Convert(x0, t), dims), Bcast(b, b.Convert(y0, t), dims)));
+  std::vector<int64_t> all = AllDims(d);
+  Instruction* r;
+  if (std::isinf(p)) r = p > 0 ? ReduceMax(b, d, all) : ReduceMin(b, d, all);
+  else if (p == 0) r = ReduceSum(b, b.Convert(CmpScalar(b, d, 0, ComparisonDirection::kNe), t), all);
+  else if (p == 1) r = ReduceSum(b, d, all);
+  else if (p == 2) r = b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, d, d), all));
+  else {
+    Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, d, FullLike(b, d, p)), all);
+    r = b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
+  }
+  return ctx.Finish({r});
+}
+
+// _safe_softmax (scaled_dot_product_attention's math path in 2.5+): softmax, except that a row whose
+// inputs are all -inf gives zeros rather than NaN.
+Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  std::optional<PrimitiveType> dtype = ctx.Dtype("dtype", 2);
+  PrimitiveType t = dtype ? *dtype : ctx.OutputType(0, FloatType(x0->shape.element_type()));
+  Instruction* x = b.Convert(x0, t);
+  std::vector<int64_t> xd = Dims(x);
+  if (xd.empty()) x = b.Reshape(x, {1});
+  std::vector<int64_t> d1 = Dims(x);
+  auto dim = WrapDim(ctx.Int("dim", 1, -1), Rank(x));
+  if (!dim) return ctx.Unsupported("dim out of range");
+  Instruction* m = ReduceMax(b, x, {*dim});
+  Instruction* mb = BcastBack(b, m, d1, {*dim});
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, mb));
+  Instruction* out = Div(b, e, BcastBack(b, ReduceSum(b, e, {*dim}), d1, {*dim}));
+  Instruction* dead = CmpScalar(b, mb, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
+  out = b.Select(dead, Full(b, t, 0, d1), out);
+  if (xd.empty()) out = b.Reshape(out, {});
+  return ctx.Finish({out});
+}
+
+}  // namespace
+
+const LoweringFamily& ReductionLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::sum", Reduction(Sum)},
+      {"aten::nansum", Reduction(NanSum)},
+      {"aten::mean", Reduction(Mean)},
+      {"aten::nanmean", Reduction(NanMean)},
+      {"aten::prod", Reduction(Prod)},
+      {"aten::amax", Reduction(Max)},
+      {"aten::max", Reduction(Max)},
+      {"aten::amin", Reduction(Min)},
+      {"aten::min", Reduction(Min)},
+      {"aten::any", Reduction(Any)},
+      {"aten::all", Reduction(All)},
+      {"aten::logsumexp", Reduction(LogSumExp)},
+      {"aten::norm", Reduction(NormP, 2)},
+      {"aten::linalg_vector_norm", Reduction(VectorNorm, 2)},
+      {"aten::count_nonzero", Reduction(CountNonzero)},
+      {"aten::var", Var},
+      {"aten::std", Std},
+      {"aten::var_mean", VarMean},
+      {"aten::std_mean", StdMean},
+      {"aten::argmax", Argmax},
+      {"aten::argmin", Argmin},
+      {"aten::max.dim", MaxDim},
+      {"aten::min.dim", MinDim},
+      {"aten::aminmax", Aminmax},
+      {"aten::cumsum", Cumsum, kInPlaceForm},
+      {"aten::cumprod", Cumprod, kInPlaceForm},
+      {"aten::logcumsumexp", Logcumsumexp},
+      {"aten::cummax", Cummax},
+      {"aten::cummin", Cummin},
+      {"aten::softmax", Softmax},
+      {"aten::_softmax", Softmax},
+      {"aten::_safe_softmax", SafeSoftmax},
+      {"aten::log_softmax", LogSoftmax},
+      {"aten::_log_softmax", LogSoftmax},
+      {"aten::_softmax_backward_data", SoftmaxBackward},
+      {"aten::_log_softmax_backward_data", LogSoftmaxBackward},
+      {"aten::sort", Sort},
+      {"aten::argsort", Argsort},
+      {"aten::msort", Msort},
+      {"aten::topk", Topk},
+      {"aten::kthvalue", Kthvalue},
+      {"aten::median", Median},
+      {"aten::nanmedian", Nanmedian},
+      {"aten::mode", ModeOp},
+      {"aten::segment_reduce", SegmentReduce},
+      {"aten::equal", Equal},
+      {"aten::allclose", Allclose},
+      {"aten::dist", Dist},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -32,7 +32,7 @@
 #include <numbers>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -421,60 +421,89 @@ std::pair<Instruction*, Instruction*> ChebyshevEnds(Builder& b, char kind, Instr
   }
 }
 
-Instruction* OrthoPoly(Builder& b, const std::string& op, Instruction* x, Instruction* n) {
+// An orthogonal polynomial's body: x (the argument, in the compute type), the degree n as s64 (ni) and in the
+// compute type (nf), and the constant 1 like x.
+struct PolyArgs {
+  Instruction* x;
+  Instruction* ni;
+  Instruction* nf;
+  Instruction* one;
+};
+using PolyBody = Instruction* (*)(Builder& b, const PolyArgs& p);
+
+// P_n(x) with the degree n a tensor of the compute type; negative degrees give 0, as in PyTorch.
+Instruction* OrthoPoly(Builder& b, PolyBody body, Instruction* x, Instruction* n) {
   Instruction* ni = DegreeS64(b, n);
   PrimitiveType t = x->shape.element_type();
   Instruction* nf = b.Convert(ni, t);
   Instruction* one = FullLike(b, x, 1);
-  Instruction* r;
-  if (op == "chebyshev_polynomial_t" || op == "chebyshev_polynomial_u" || op == "chebyshev_polynomial_v" ||
-      op == "chebyshev_polynomial_w") {
-    char kind = op.back();
-    r = Chebyshev(b, kind, x, nf, ni, kind == 't' ? 6 : 8);
-    auto [at1, atm1] = ChebyshevEnds(b, kind, nf);
-    Instruction* edge = CmpScalar(b, Abs(b, x), 1, Dir::kEq);
-    r = Sel(b, edge, Sel(b, CmpScalar(b, x, 0, Dir::kGt), at1, atm1), r);
-  } else if (op.rfind("shifted_chebyshev_polynomial_", 0) == 0) {
-    char kind = op.back();
-    Instruction* y = AddScalar(b, Add(b, x, x), -1);
-    r = Chebyshev(b, kind, y, nf, ni, kind == 'w' ? 4 : 6);
-    auto [at1, atm1] = ChebyshevEnds(b, kind, nf);
-    r = Sel(b, CmpScalar(b, x, 0, Dir::kEq), atm1, r);
-    r = Sel(b, CmpScalar(b, x, 1, Dir::kEq), at1, r);
-  } else if (op == "hermite_polynomial_h") {
-    Instruction* p1 = Add(b, x, x);
-    r = Recurrence(b, x, ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* p, Instruction* q) {
-      return Sub(sb, Mul(sb, Add(sb, y, y), q), Mul(sb, Add(sb, k, k), p));
-    });
-    r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), p1, r);
-    r = Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
-  } else if (op == "hermite_polynomial_he") {
-    r = Recurrence(b, x, ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* p, Instruction* q) {
-      return Sub(sb, Mul(sb, y, q), Mul(sb, k, p));
-    });
-    r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), x, r);
-    r = Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
-  } else if (op == "laguerre_polynomial_l") {
-    Instruction* p1 = Sub(b, one, x);
-    r = Recurrence(b, x, ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* p, Instruction* q) {
-      Instruction* k1 = AddScalar(sb, k, 1);
-      return Div(sb, Sub(sb, Mul(sb, Sub(sb, Add(sb, k, k1), y), q), Mul(sb, k, p)), k1);
-    });
-    r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), p1, r);
-    r = Sel(b, Or(b, CmpScalar(b, nf, 0, Dir::kEq), CmpScalar(b, x, 0, Dir::kEq)), one, r);
-  } else if (op == "legendre_polynomial_p") {
-    r = Recurrence(b, x, ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* p, Instruction* q) {
-      Instruction* k1 = AddScalar(sb, k, 1);
-      return Div(sb, Sub(sb, Mul(sb, Mul(sb, Add(sb, k, k1), y), q), Mul(sb, k, p)), k1);
-    });
-    r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), x, r);
-    r = Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
-    Instruction* alt = Sel(b, IsEven(b, nf), one, Neg(b, one));
-    r = Sel(b, CmpScalar(b, Abs(b, x), 1, Dir::kEq), Sel(b, CmpScalar(b, x, 0, Dir::kGt), one, alt), r);
-  } else {
-    return nullptr;
-  }
+  Instruction* r = body(b, PolyArgs{x, ni, nf, one});
   return SelK(b, CmpScalar(b, nf, 0, Dir::kLt), 0, r);
+}
+
+// Chebyshev polynomials of the first to fourth kind (kKind 't', 'u', 'v', 'w').
+template <char kKind>
+Instruction* ChebyshevPoly(Builder& b, const PolyArgs& p) {
+  Instruction* x = p.x;
+  Instruction* r = Chebyshev(b, kKind, x, p.nf, p.ni, kKind == 't' ? 6 : 8);
+  auto [at1, atm1] = ChebyshevEnds(b, kKind, p.nf);
+  Instruction* edge = CmpScalar(b, Abs(b, x), 1, Dir::kEq);
+  return Sel(b, edge, Sel(b, CmpScalar(b, x, 0, Dir::kGt), at1, atm1), r);
+}
+
+// The shifted Chebyshev polynomials: T*_n(x) = T_n(2x - 1), ...
+template <char kKind>
+Instruction* ShiftedChebyshevPoly(Builder& b, const PolyArgs& p) {
+  Instruction* x = p.x;
+  Instruction* y = AddScalar(b, Add(b, x, x), -1);
+  Instruction* r = Chebyshev(b, kKind, y, p.nf, p.ni, kKind == 'w' ? 4 : 6);
+  auto [at1, atm1] = ChebyshevEnds(b, kKind, p.nf);
+  r = Sel(b, CmpScalar(b, x, 0, Dir::kEq), atm1, r);
+  return Sel(b, CmpScalar(b, x, 1, Dir::kEq), at1, r);
+}
+
+Instruction* HermitePolyH(Builder& b, const PolyArgs& p) {
+  Instruction *x = p.x, *one = p.one, *nf = p.nf;
+  Instruction* p1 = Add(b, x, x);
+  Instruction* r = Recurrence(b, x, p.ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
+                                                     Instruction* q) {
+    return Sub(sb, Mul(sb, Add(sb, y, y), q), Mul(sb, Add(sb, k, k), pk));
+  });
+  r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), p1, r);
+  return Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
+}
+
+Instruction* HermitePolyHe(Builder& b, const PolyArgs& p) {
+  Instruction *x = p.x, *one = p.one, *nf = p.nf;
+  Instruction* r = Recurrence(b, x, p.ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
+                                                    Instruction* q) { return Sub(sb, Mul(sb, y, q), Mul(sb, k, pk)); });
+  r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), x, r);
+  return Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
+}
+
+Instruction* LaguerrePolyL(Builder& b, const PolyArgs& p) {
+  Instruction *x = p.x, *one = p.one, *nf = p.nf;
+  Instruction* p1 = Sub(b, one, x);
+  Instruction* r = Recurrence(b, x, p.ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
+                                                     Instruction* q) {
+    Instruction* k1 = AddScalar(sb, k, 1);
+    return Div(sb, Sub(sb, Mul(sb, Sub(sb, Add(sb, k, k1), y), q), Mul(sb, k, pk)), k1);
+  });
+  r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), p1, r);
+  return Sel(b, Or(b, CmpScalar(b, nf, 0, Dir::kEq), CmpScalar(b, x, 0, Dir::kEq)), one, r);
+}
+
+Instruction* LegendrePolyP(Builder& b, const PolyArgs& p) {
+  Instruction *x = p.x, *one = p.one, *nf = p.nf;
+  Instruction* r = Recurrence(b, x, p.ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
+                                                    Instruction* q) {
+    Instruction* k1 = AddScalar(sb, k, 1);
+    return Div(sb, Sub(sb, Mul(sb, Mul(sb, Add(sb, k, k1), y), q), Mul(sb, k, pk)), k1);
+  });
+  r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), x, r);
+  r = Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
+  Instruction* alt = Sel(b, IsEven(b, nf), one, Neg(b, one));
+  return Sel(b, CmpScalar(b, Abs(b, x), 1, Dir::kEq), Sel(b, CmpScalar(b, x, 0, Dir::kGt), one, alt), r);
 }
 
 // ---- Hurwitz zeta ----
@@ -654,33 +683,24 @@ std::vector<int64_t> OutDimsOf(const LoweringContext& ctx, const std::vector<Ins
 // The schema name of argument i (special_* ops name theirs self/other or x/n).
 std::string ArgName(const Node& n, size_t i) { return i < n.args.size() ? n.args[i].name : ""; }
 
-using UnaryBody = std::function<Instruction*(Builder&, Instruction*)>;
-using BinaryBody = std::function<Instruction*(Builder&, Instruction*, Instruction*)>;
-
-UnaryBody UnaryBodyFor(const std::string& op) {
-  if (op == "i0" || op == "modified_bessel_i0") return [](Builder& b, Instruction* x) { return BesselI(b, x, 0, false); };
-  if (op == "i0e") return [](Builder& b, Instruction* x) { return BesselI(b, x, 0, true); };
-  if (op == "i1" || op == "modified_bessel_i1") return [](Builder& b, Instruction* x) { return BesselI(b, x, 1, false); };
-  if (op == "i1e") return [](Builder& b, Instruction* x) { return BesselI(b, x, 1, true); };
-  if (op == "modified_bessel_k0") return [](Builder& b, Instruction* x) { return BesselK(b, x, 0, false); };
-  if (op == "modified_bessel_k1") return [](Builder& b, Instruction* x) { return BesselK(b, x, 1, false); };
-  if (op == "scaled_modified_bessel_k0") return [](Builder& b, Instruction* x) { return BesselK(b, x, 0, true); };
-  if (op == "scaled_modified_bessel_k1") return [](Builder& b, Instruction* x) { return BesselK(b, x, 1, true); };
-  if (op == "bessel_j0") return [](Builder& b, Instruction* x) { return BesselJY(b, x, 0, false); };
-  if (op == "bessel_j1") return [](Builder& b, Instruction* x) { return BesselJY(b, x, 1, false); };
-  if (op == "bessel_y0") return [](Builder& b, Instruction* x) { return BesselJY(b, x, 0, true); };
-  if (op == "bessel_y1") return [](Builder& b, Instruction* x) { return BesselJY(b, x, 1, true); };
-  if (op == "airy_ai") return AiryAi;
-  if (op == "spherical_bessel_j0")
-    return [](Builder& b, Instruction* x) {
-      Instruction* r = Div(b, b.Unary(Opcode::kSin, x), x);
-      r = SelK(b, CmpScalar(b, x, 0, Dir::kEq), 1, r);
-      return SelK(b, IsInf(b, x), 0, r);
-    };
-  return nullptr;
+// ---- unary bodies ----
+Instruction* I0(Builder& b, Instruction* x) { return BesselI(b, x, 0, false); }
+Instruction* I0e(Builder& b, Instruction* x) { return BesselI(b, x, 0, true); }
+Instruction* I1(Builder& b, Instruction* x) { return BesselI(b, x, 1, false); }
+Instruction* I1e(Builder& b, Instruction* x) { return BesselI(b, x, 1, true); }
+Instruction* K0(Builder& b, Instruction* x) { return BesselK(b, x, 0, false); }
+Instruction* K1(Builder& b, Instruction* x) { return BesselK(b, x, 1, false); }
+Instruction* K0e(Builder& b, Instruction* x) { return BesselK(b, x, 0, true); }
+Instruction* K1e(Builder& b, Instruction* x) { return BesselK(b, x, 1, true); }
+Instruction* J0(Builder& b, Instruction* x) { return BesselJY(b, x, 0, false); }
+Instruction* J1(Builder& b, Instruction* x) { return BesselJY(b, x, 1, false); }
+Instruction* Y0(Builder& b, Instruction* x) { return BesselJY(b, x, 0, true); }
+Instruction* Y1(Builder& b, Instruction* x) { return BesselJY(b, x, 1, true); }
+Instruction* SphericalJ0(Builder& b, Instruction* x) {
+  Instruction* r = Div(b, b.Unary(Opcode::kSin, x), x);
+  r = SelK(b, CmpScalar(b, x, 0, Dir::kEq), 1, r);
+  return SelK(b, IsInf(b, x), 0, r);
 }
-
-}  // namespace
 
 Instruction* Erfcx(Builder& b, Instruction* x) {
   Instruction* direct = Mul(b, Exp(b, Sq(b, x)), Sub(b, FullLike(b, x, 1), b.Unary(Opcode::kErf, x)));
@@ -706,12 +726,11 @@ Instruction* LogNdtr(Builder& b, Instruction* x) {
   return Sel(b, CmpScalar(b, x, -1, Dir::kLt), low, r);
 }
 
-Fn SpecialUnary(const std::string& op) {
-  return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
+// A special function of one tensor, computed in f32 for f16/bf16 results.
+LoweringFn SpecialUnary(UnaryBody body) {
+  return [body](const Node& n, Builder& b) -> Expected<LoweredOp> {
     LoweringContext ctx(n, b);
     OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor(ArgName(n, 0), 0));
-    UnaryBody body = UnaryBodyFor(op);
-    if (!body) return ctx.Unsupported("no special-function body for " + op);
     PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
     PrimitiveType ct = ComputeType(t);
     Instruction* x = Bcast(b, b.Convert(x0, ct), OutDimsOf(ctx, {x0}));
@@ -719,8 +738,20 @@ Fn SpecialUnary(const std::string& op) {
   };
 }
 
-Fn SpecialBinary(const std::string& op) {
-  return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
+// ---- binary bodies: (a, x) of zeta(x=a, q=x), igamma(a, x) and the polynomials P_n(x) with x = a, n = x ----
+using SpecialBinaryBody = Instruction* (*)(Builder& b, Instruction* a, Instruction* x);
+
+Instruction* Zeta(Builder& b, Instruction* a, Instruction* x) { return HurwitzZeta(b, a, x); }
+Instruction* IgammaLower(Builder& b, Instruction* a, Instruction* x) { return Igamma(b, a, x, false); }
+Instruction* IgammaUpper(Builder& b, Instruction* a, Instruction* x) { return Igamma(b, a, x, true); }
+template <PolyBody kBody>
+Instruction* Poly(Builder& b, Instruction* x, Instruction* n) {
+  return OrthoPoly(b, kBody, x, n);
+}
+
+// A special function of two operands (tensors or numbers), computed in f32 for f16/bf16 results.
+LoweringFn SpecialBinary(SpecialBinaryBody body) {
+  return [body](const Node& n, Builder& b) -> Expected<LoweredOp> {
     LoweringContext ctx(n, b);
     std::string n0 = ArgName(n, 0), n1 = ArgName(n, 1);
     const Value* v0 = ctx.Arg(n0, 0);
@@ -731,18 +762,12 @@ Fn SpecialBinary(const std::string& op) {
     std::vector<int64_t> dims = OutDimsOf(ctx, {ctx.Tensor(n0, 0), ctx.Tensor(n1, 1)});
     OPPROBE_ASSIGN_OR_RETURN(Instruction * a, ctx.Operand(n0, 0, ct, dims));
     OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand(n1, 1, ct, dims));
-    Instruction* r = nullptr;
-    if (op == "zeta") r = HurwitzZeta(b, a, x);
-    else if (op == "igamma") r = Igamma(b, a, x, false);
-    else if (op == "igammac") r = Igamma(b, a, x, true);
-    else r = OrthoPoly(b, op, a, x);
-    if (!r) return ctx.Unsupported("no special-function body for " + op);
-    return ctx.Finish({b.Convert(r, t)});
+    return ctx.Finish({b.Convert(body(b, a, x), t)});
   };
 }
 
-Fn GcdLcm(bool lcm) {
-  return [lcm](const Node& n, Builder& b) -> Expected<LoweredOp> {
+Expected<LoweredOp> GcdOrLcm(const Node& n, Builder& b, bool lcm) {
+  {
     LoweringContext ctx(n, b);
     const Value* v0 = ctx.Arg("self", 0);
     const Value* v1 = ctx.Arg("other", 1);
@@ -769,8 +794,11 @@ Fn GcdLcm(bool lcm) {
     Instruction* zero = CmpScalar(b, g, 0, Dir::kEq);
     Instruction* l = Abs(b, Mul(b, Div(b, a, Sel(b, zero, FullLike(b, g, 1), g)), y));
     return ctx.Finish({b.Convert(Sel(b, zero, FullLike(b, g, 0), l), t)});
-  };
+  }
 }
+
+Expected<LoweredOp> Gcd(const Node& n, Builder& b) { return GcdOrLcm(n, b, false); }
+Expected<LoweredOp> Lcm(const Node& n, Builder& b) { return GcdOrLcm(n, b, true); }
 
 Expected<LoweredOp> Nextafter(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -798,6 +826,206 @@ Expected<LoweredOp> Nextafter(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
+// Lanczos approximation (g = 7, 8 terms) of lgamma and digamma, XLA's client-library form.
+constexpr double kLanczosGamma = 7;
+constexpr double kBaseLanczosCoeff = 0.99999999999980993227684700473478;
+constexpr double kLanczosCoefficients[] = {676.520368121885098567009190444019, -1259.13921672240287047156078755283,
+                                           771.3234287776530788486528258894,   -176.61502916214059906584551354,
+                                           12.507343278686904814458936853,     -0.13857109526572011689554707,
+                                           9.984369578019570859563e-6,         1.50563273514931155834e-7};
+
+Instruction* Lgamma(Builder& b, Instruction* x) {
+  Instruction* one_half = FullLike(b, x, 0.5);
+  Instruction* reflect = b.Compare(x, one_half, ComparisonDirection::kLt);
+  Instruction* z = b.Select(reflect, b.Unary(Opcode::kNegate, x), AddScalar(b, x, -1));
+  Instruction* sum = FullLike(b, x, kBaseLanczosCoeff);
+  for (int i = 0; i < 8; ++i) sum = Add(b, sum, Div(b, FullLike(b, x, kLanczosCoefficients[i]), AddScalar(b, z, i + 1)));
+  Instruction* t = AddScalar(b, z, kLanczosGamma + 0.5);
+  Instruction* log_t = AddScalar(b, b.Unary(Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
+                                 std::log(kLanczosGamma + 0.5));
+  // 0.5 log(2 pi) + (z + 0.5 - t / log_t) * log_t + log(sum)
+  Instruction* lg = Add(b, AddScalar(b, Mul(b, Sub(b, AddScalar(b, z, 0.5), Div(b, t, log_t)), log_t),
+                                     0.5 * std::log(2 * std::numbers::pi)),
+                        b.Unary(Opcode::kLog, sum));
+  // Reflection: log(pi) - log|sin(pi x)| - lgamma(1 - x), with sin computed on the reduced input.
+  Instruction* ax = b.Unary(Opcode::kAbs, x);
+  Instruction* frac = Sub(b, ax, b.Unary(Opcode::kFloor, ax));
+  Instruction* reduced = b.Select(b.Compare(frac, FullLike(b, frac, 0.5), ComparisonDirection::kGt),
+                                  Sub(b, FullLike(b, frac, 1), frac), frac);
+  Instruction* log_sin = b.Unary(Opcode::kLog, b.Unary(Opcode::kSin, MulScalar(b, reduced, std::numbers::pi)));
+  Instruction* refl = Sub(b, Sub(b, FullLike(b, x, std::log(std::numbers::pi)), log_sin), lg);
+  Instruction* r = b.Select(reflect, refl, lg);
+  // Poles (non-positive integers) are +inf; inf stays inf.
+  Instruction* pole = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kLe),
+                               b.Compare(x, b.Unary(Opcode::kFloor, x), ComparisonDirection::kEq));
+  r = b.Select(pole, FullLike(b, x, INFINITY), r);
+  return b.Select(CmpScalar(b, ax, INFINITY, ComparisonDirection::kEq), FullLike(b, x, INFINITY), r);
+}
+
+Instruction* Digamma(Builder& b, Instruction* x) {
+  Instruction* reflect = CmpScalar(b, x, 0.5, ComparisonDirection::kLt);
+  Instruction* z = b.Select(reflect, b.Unary(Opcode::kNegate, x), AddScalar(b, x, -1));
+  Instruction* num = FullLike(b, x, 0);
+  Instruction* denom = FullLike(b, x, kBaseLanczosCoeff);
+  for (int i = 0; i < 8; ++i) {
+    Instruction* d = AddScalar(b, z, i + 1);
+    Instruction* c = FullLike(b, x, kLanczosCoefficients[i]);
+    num = Sub(b, num, Div(b, c, Mul(b, d, d)));
+    denom = Add(b, denom, Div(b, c, d));
+  }
+  Instruction* t = AddScalar(b, z, kLanczosGamma + 0.5);
+  Instruction* log_t = AddScalar(b, b.Unary(Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
+                                 std::log(kLanczosGamma + 0.5));
+  Instruction* y = Sub(b, Add(b, log_t, Div(b, num, denom)), Div(b, FullLike(b, x, kLanczosGamma), t));
+  // digamma(x) = digamma(1 - x) - pi cot(pi x) for x < 0.5 (on the reduced input).
+  Instruction* reduced = Sub(b, x, b.Unary(Opcode::kFloor, AddScalar(b, x, 0.5)));
+  Instruction* px = MulScalar(b, reduced, std::numbers::pi);
+  Instruction* refl = Sub(b, y, Div(b, MulScalar(b, b.Unary(Opcode::kCos, px), std::numbers::pi), b.Unary(Opcode::kSin, px)));
+  Instruction* r = b.Select(reflect, refl, y);
+  Instruction* pole = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kLe),
+                               b.Compare(x, b.Unary(Opcode::kFloor, x), ComparisonDirection::kEq));
+  // torch: digamma(0) = -inf, other non-positive integers NaN
+  Instruction* at0 = CmpScalar(b, x, 0, ComparisonDirection::kEq);
+  r = b.Select(pole, b.Select(at0, FullLike(b, x, -INFINITY), FullLike(b, x, NAN)), r);
+  return r;
+}
+
+// ---- the gamma family, erfcx, ndtri, log_ndtr, entr and xlog1py: float functions of `self` ----
+
+// A special function's body over self (converted to the float result type and broadcast to its dims).
+using GammaBody = Expected<Instruction*> (*)(const LoweringContext& ctx, Instruction* x);
+
+LoweringFn FloatSpecial(GammaBody body) {
+  return [body](const Node& n, Builder& b) -> Expected<LoweredOp> {
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+    PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
+    std::vector<int64_t> dims = ctx.OutputMeta(0) ? ctx.OutputMeta(0)->sizes : Dims(x0);
+    Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * r, body(ctx, x));
+    return ctx.Finish({r});
+  };
+}
+
+Expected<Instruction*> LgammaOf(const LoweringContext& ctx, Instruction* x) { return Lgamma(ctx.builder, x); }
+Expected<Instruction*> DigammaOf(const LoweringContext& ctx, Instruction* x) { return Digamma(ctx.builder, x); }
+
+// polygamma(n, x): digamma for n = 0, else (-1)^(n+1) n! zeta(n+1, x): 12 direct terms, then the
+// Euler-Maclaurin tail at y = x + 12.
+Expected<Instruction*> PolygammaOf(const LoweringContext& ctx, Instruction* x) {
+  Builder& b = ctx.builder;
+  int64_t order = ctx.Int("n", 0, 0);
+  if (order < 0) return ctx.Unsupported("polygamma of negative order");
+  if (order == 0) return Digamma(b, x);
+  double nd = static_cast<double>(order);
+  Instruction* sum = FullLike(b, x, 0);
+  const int kDirect = 12;
+  for (int k = 0; k < kDirect; ++k)
+    sum = Add(b, sum, b.Binary(Opcode::kPower, AddScalar(b, x, k), FullLike(b, x, -(nd + 1))));
+  Instruction* y = AddScalar(b, x, kDirect);
+  Instruction* tail = Add(b, MulScalar(b, b.Binary(Opcode::kPower, y, FullLike(b, y, -nd)), 1 / nd),
+                          MulScalar(b, b.Binary(Opcode::kPower, y, FullLike(b, y, -(nd + 1))), 0.5));
+  static const double kB2j[] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730};
+  double fact = 1;    // (2j)!
+  double rising = 1;  // (n+1)(n+2)...(n+2j-1)
+  for (int j = 1; j <= 6; ++j) {
+    fact *= (2.0 * j - 1) * (2.0 * j);
+    rising = 1;
+    for (int m = 1; m <= 2 * j - 1; ++m) rising *= nd + m;
+    double coef = kB2j[j - 1] / fact * rising;
+    tail = Add(b, tail, MulScalar(b, b.Binary(Opcode::kPower, y, FullLike(b, y, -(nd + 2.0 * j))), coef));
+  }
+  double nfact = std::tgamma(nd + 1);
+  return MulScalar(b, Add(b, sum, tail), (order % 2 == 1 ? 1.0 : -1.0) * nfact);
+}
+
+Expected<Instruction*> MvlgammaOf(const LoweringContext& ctx, Instruction* x) {
+  Builder& b = ctx.builder;
+  int64_t p = ctx.Int("p", 1, 1);
+  Instruction* r = FullLike(b, x, static_cast<double>(p) * static_cast<double>(p - 1) / 4 * std::log(std::numbers::pi));
+  for (int64_t i = 0; i < p; ++i) r = Add(b, r, Lgamma(b, AddScalar(b, x, -0.5 * static_cast<double>(i))));
+  return r;
+}
+
+Expected<Instruction*> EntrOf(const LoweringContext& ctx, Instruction* x) {
+  Builder& b = ctx.builder;
+  Instruction* v = b.Unary(Opcode::kNegate, Mul(b, x, b.Unary(Opcode::kLog, x)));
+  Instruction* r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kEq), FullLike(b, x, 0), v);
+  return b.Select(CmpScalar(b, x, 0, ComparisonDirection::kLt), FullLike(b, x, -INFINITY), r);
+}
+
+Expected<Instruction*> NdtriOf(const LoweringContext& ctx, Instruction* x) {
+  Builder& b = ctx.builder;
+  Instruction* e = math::ErfInv(b, AddScalar(b, MulScalar(b, x, 2), -1));
+  return MulScalar(b, e, std::numbers::sqrt2);
+}
+
+// -x^2/2 + log(erfcx(-x/sqrt2)/2) in the far left tail
+Expected<Instruction*> LogNdtrOf(const LoweringContext& ctx, Instruction* x) { return LogNdtr(ctx.builder, x); }
+// a continued fraction for x >= 2
+Expected<Instruction*> ErfcxOf(const LoweringContext& ctx, Instruction* x) { return Erfcx(ctx.builder, x); }
+
+Expected<Instruction*> Xlog1pyOf(const LoweringContext& ctx, Instruction* x) {
+  Builder& b = ctx.builder;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 1, x->shape.element_type(), Dims(x)));
+  Instruction* p = Mul(b, x, b.Unary(Opcode::kLog1p, y));
+  Instruction* x0is0 = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kEq),
+                                b.Compare(y, y, ComparisonDirection::kEq));
+  return b.Select(x0is0, FullLike(b, x, 0), p);
+}
+
+}  // namespace
+
 Instruction* BesselI0(Builder& b, Instruction* x) { return BesselI(b, x, 0, false); }
+
+const LoweringFamily& SpecialLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::lgamma", FloatSpecial(LgammaOf), kInPlaceForm},
+      {"aten::digamma", FloatSpecial(DigammaOf), kInPlaceForm},
+      {"aten::polygamma", FloatSpecial(PolygammaOf)},
+      {"aten::mvlgamma", FloatSpecial(MvlgammaOf)},
+      {"aten::special_entr", FloatSpecial(EntrOf)},
+      {"aten::special_ndtri", FloatSpecial(NdtriOf)},
+      {"aten::special_log_ndtr", FloatSpecial(LogNdtrOf)},
+      {"aten::special_erfcx", FloatSpecial(ErfcxOf)},
+      {"aten::special_xlog1py", FloatSpecial(Xlog1pyOf)},
+      {"aten::i0", SpecialUnary(I0), kInPlaceForm},
+      {"aten::special_i0", SpecialUnary(I0)},
+      {"aten::special_i0e", SpecialUnary(I0e)},
+      {"aten::special_i1", SpecialUnary(I1)},
+      {"aten::special_i1e", SpecialUnary(I1e)},
+      {"aten::special_modified_bessel_i0", SpecialUnary(I0)},
+      {"aten::special_modified_bessel_i1", SpecialUnary(I1)},
+      {"aten::special_modified_bessel_k0", SpecialUnary(K0)},
+      {"aten::special_modified_bessel_k1", SpecialUnary(K1)},
+      {"aten::special_scaled_modified_bessel_k0", SpecialUnary(K0e)},
+      {"aten::special_scaled_modified_bessel_k1", SpecialUnary(K1e)},
+      {"aten::special_bessel_j0", SpecialUnary(J0)},
+      {"aten::special_bessel_j1", SpecialUnary(J1)},
+      {"aten::special_bessel_y0", SpecialUnary(Y0)},
+      {"aten::special_bessel_y1", SpecialUnary(Y1)},
+      {"aten::special_airy_ai", SpecialUnary(AiryAi)},
+      {"aten::special_spherical_bessel_j0", SpecialUnary(SphericalJ0)},
+      {"aten::special_zeta", SpecialBinary(Zeta)},
+      {"aten::igamma", SpecialBinary(IgammaLower), kInPlaceForm},
+      {"aten::igammac", SpecialBinary(IgammaUpper), kInPlaceForm},
+      {"aten::special_chebyshev_polynomial_t", SpecialBinary(Poly<ChebyshevPoly<'t'>>)},
+      {"aten::special_chebyshev_polynomial_u", SpecialBinary(Poly<ChebyshevPoly<'u'>>)},
+      {"aten::special_chebyshev_polynomial_v", SpecialBinary(Poly<ChebyshevPoly<'v'>>)},
+      {"aten::special_chebyshev_polynomial_w", SpecialBinary(Poly<ChebyshevPoly<'w'>>)},
+      {"aten::special_shifted_chebyshev_polynomial_t", SpecialBinary(Poly<ShiftedChebyshevPoly<'t'>>)},
+      {"aten::special_shifted_chebyshev_polynomial_u", SpecialBinary(Poly<ShiftedChebyshevPoly<'u'>>)},
+      {"aten::special_shifted_chebyshev_polynomial_v", SpecialBinary(Poly<ShiftedChebyshevPoly<'v'>>)},
+      {"aten::special_shifted_chebyshev_polynomial_w", SpecialBinary(Poly<ShiftedChebyshevPoly<'w'>>)},
+      {"aten::special_hermite_polynomial_h", SpecialBinary(Poly<HermitePolyH>)},
+      {"aten::special_hermite_polynomial_he", SpecialBinary(Poly<HermitePolyHe>)},
+      {"aten::special_laguerre_polynomial_l", SpecialBinary(Poly<LaguerrePolyL>)},
+      {"aten::special_legendre_polynomial_p", SpecialBinary(Poly<LegendrePolyP>)},
+      {"aten::gcd", Gcd, kInPlaceForm},
+      {"aten::lcm", Lcm, kInPlaceForm},
+      {"aten::nextafter", Nextafter, kInPlaceForm},
+  }};
+  return *family;
+}
 
 }  // namespace opprobe::analyzer::lowering

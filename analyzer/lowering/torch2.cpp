@@ -20,142 +20,6 @@
 #include "analyzer/lowering/ops.h"
 
 namespace opprobe::analyzer::lowering {
-namespace {
-
-// A scalar optimizer hyper-parameter: a number, or a 0-d/1-element tensor (the `tensor_lr` overloads).
-Expected<Instruction*> Hyper(const LoweringContext& ctx, const std::string& name, size_t pos, PrimitiveType t,
-                             const std::vector<int64_t>& dims) {
-  Builder& b = ctx.builder;
-  const Value* v = ctx.Arg(name, pos);
-  if (!v || v->is_none()) return ctx.Unsupported("missing argument " + name);
-  if (v->kind == Value::Kind::kTensor) {
-    Instruction* x = ctx.Tensor(name, pos);
-    return b.Broadcast(b.Reshape(b.Convert(x, t), {}), dims, {});
-  }
-  return b.Broadcast(ScalarOf(b, t, *v), dims, {});
-}
-
-// grad (divided by grad_scale when given, negated for maximize) of entry i.
-Expected<Instruction*> Grad(const LoweringContext& ctx, const std::vector<Instruction*>& grads, size_t i, PrimitiveType t,
-                            const std::vector<int64_t>& dims, bool maximize) {
-  Builder& b = ctx.builder;
-  Instruction* g = Bcast(b, b.Convert(grads[i], t), dims);
-  if (Instruction* scale = ctx.Tensor("grad_scale", 100)) g = Div(b, g, Bcast(b, b.Convert(b.Reshape(scale, {}), t), dims));
-  if (maximize) g = b.Unary(Opcode::kNegate, g);
-  return g;
-}
-
-Expected<LoweredOp> FusedAdam(const Node& n, Builder& b, bool adamw) {
-  LoweringContext ctx(n, b);
-  std::vector<Instruction*> ps = ctx.TensorList("self", 0), gs = ctx.TensorList("grads", 1), ms = ctx.TensorList("exp_avgs", 2),
-                            vs = ctx.TensorList("exp_avg_sqs", 3), maxs = ctx.TensorList("max_exp_avg_sqs", 4),
-                            steps = ctx.TensorList("state_steps", 5);
-  bool amsgrad = ctx.Bool("amsgrad", 12, false), maximize = ctx.Bool("maximize", 13, false);
-  if (gs.size() != ps.size() || ms.size() != ps.size() || vs.size() != ps.size() || steps.size() != ps.size() ||
-      (amsgrad && maxs.size() != ps.size()))
-    return ctx.Unsupported("tensor lists of different lengths");
-  const double beta1 = ctx.Double("beta1", 7, 0.9), beta2 = ctx.Double("beta2", 8, 0.999);
-  const double wd = ctx.Double("weight_decay", 9, 0), eps = ctx.Double("eps", 10, 1e-8);
-  std::vector<Instruction*> new_p, new_m, new_v, new_max;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    if (!ps[i] || !gs[i] || !ms[i] || !vs[i] || !steps[i]) return ctx.Unsupported("None in a tensor list");
-    PrimitiveType t = ps[i]->shape.element_type();
-    std::vector<int64_t> dims = Dims(ps[i]);
-    Instruction* p = ps[i];
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(ctx, "lr", 6, t, dims));
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(ctx, gs, i, t, dims, maximize));
-    if (wd != 0) {
-      if (adamw) p = Mul(b, p, Sub(b, Full(b, t, 1, dims), MulScalar(b, lr, wd)));  // decoupled decay
-      else g = Add(b, g, MulScalar(b, p, wd));
-    }
-    Instruction* m = Add(b, MulScalar(b, ms[i], beta1), MulScalar(b, g, 1 - beta1));
-    Instruction* v = Add(b, MulScalar(b, vs[i], beta2), MulScalar(b, Mul(b, g, g), 1 - beta2));
-    // Bias corrections from the step count (already incremented by the optimizer).
-    Instruction* step = b.Broadcast(b.Reshape(b.Convert(steps[i], t), {}), dims, {});
-    auto pow = [&](double base) { return b.Binary(Opcode::kPower, Full(b, t, base, dims), step); };
-    Instruction* bc1 = Sub(b, Full(b, t, 1, dims), pow(beta1));
-    Instruction* bc2 = Sub(b, Full(b, t, 1, dims), pow(beta2));
-    Instruction* vhat = v;
-    if (amsgrad) {
-      vhat = b.Binary(Opcode::kMaximum, b.Convert(maxs[i], t), v);
-      new_max.push_back(vhat);
-    }
-    Instruction* denom = Add(b, Div(b, b.Unary(Opcode::kSqrt, vhat), b.Unary(Opcode::kSqrt, bc2)), Full(b, t, eps, dims));
-    p = Sub(b, p, Div(b, Mul(b, Div(b, lr, bc1), m), denom));
-    new_p.push_back(p), new_m.push_back(m), new_v.push_back(v);
-  }
-  std::vector<Instruction*> outs = new_p;
-  outs.insert(outs.end(), new_m.begin(), new_m.end());
-  outs.insert(outs.end(), new_v.begin(), new_v.end());
-  outs.insert(outs.end(), new_max.begin(), new_max.end());
-  return ctx.Finish(outs);
-}
-
-}  // namespace
-
-Expected<LoweredOp> FusedAdamOp(const Node& n, Builder& b) { return FusedAdam(n, b, false); }
-Expected<LoweredOp> FusedAdamWOp(const Node& n, Builder& b) { return FusedAdam(n, b, true); }
-
-Expected<LoweredOp> FusedSgd(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  std::vector<Instruction*> ps = ctx.TensorList("self", 0), gs = ctx.TensorList("grads", 1),
-                            bufs = ctx.TensorList("momentum_buffer_list", 2);
-  const double wd = ctx.Double("weight_decay", 3, 0), momentum = ctx.Double("momentum", 4, 0);
-  const double dampening = ctx.Double("dampening", 6, 0);
-  const bool nesterov = ctx.Bool("nesterov", 7, false), maximize = ctx.Bool("maximize", 8, false);
-  const bool first = ctx.Bool("is_first_step", 9, false);
-  if (gs.size() != ps.size() || (momentum != 0 && bufs.size() != ps.size()))
-    return ctx.Unsupported("tensor lists of different lengths");
-  std::vector<Instruction*> new_p, new_buf;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    if (!ps[i] || !gs[i]) return ctx.Unsupported("None in a tensor list");
-    PrimitiveType t = ps[i]->shape.element_type();
-    std::vector<int64_t> dims = Dims(ps[i]);
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * lr, Hyper(ctx, "lr", 5, t, dims));
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, Grad(ctx, gs, i, t, dims, maximize));
-    if (wd != 0) g = Add(b, g, MulScalar(b, ps[i], wd));
-    if (momentum != 0) {
-      if (!bufs[i]) return ctx.Unsupported("None in the momentum buffers");
-      Instruction* buf = first ? g : Add(b, MulScalar(b, bufs[i], momentum), MulScalar(b, g, 1 - dampening));
-      new_buf.push_back(buf);
-      g = nesterov ? Add(b, g, MulScalar(b, buf, momentum)) : buf;
-    }
-    new_p.push_back(Sub(b, ps[i], Mul(b, lr, g)));
-  }
-  std::vector<Instruction*> outs = new_p;
-  outs.insert(outs.end(), new_buf.begin(), new_buf.end());
-  return ctx.Finish(outs);
-}
-
-Expected<LoweredOp> ForeachNorm(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  std::vector<Instruction*> xs = ctx.TensorList("self", 0);
-  const double ord = ctx.Double("ord", 1, 2);
-  std::optional<PrimitiveType> dtype = ctx.Dtype("dtype", 2);
-  std::vector<Instruction*> outs;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (!xs[i]) return ctx.Unsupported("None in a tensor list");
-    PrimitiveType t = dtype ? *dtype : FloatType(xs[i]->shape.element_type());
-    Instruction* a = b.Unary(Opcode::kAbs, b.Convert(xs[i], t));
-    std::vector<int64_t> all;
-    for (int64_t d = 0; d < Rank(a); ++d) all.push_back(d);
-    Instruction* r;
-    if (std::isinf(ord)) {
-      r = ord > 0 ? ReduceMax(b, a, all) : ReduceMin(b, a, all);
-    } else if (ord == 0) {
-      r = ReduceSum(b, b.Convert(CmpScalar(b, a, 0, ComparisonDirection::kNe), t), all);
-    } else if (ord == 1) {
-      r = ReduceSum(b, a, all);
-    } else if (ord == 2) {
-      r = b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, a, a), all));
-    } else {
-      Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, a, Full(b, t, ord, Dims(a))), all);
-      r = b.Binary(Opcode::kPower, s, Scalar(b, t, 1.0 / ord));
-    }
-    outs.push_back(r);
-  }
-  return ctx.Finish(outs);
-}
 
 namespace {
 
@@ -247,29 +111,6 @@ Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
   Instruction* dk = MulScalar(b, BatchDot(b, ds, s.q, true, false), s.scale);
   PrimitiveType t = ctx.Tensor("query", 1)->shape.element_type();
   return ctx.Finish({b.Convert(dq, ctx.OutputType(0, t)), b.Convert(dk, ctx.OutputType(1, t)), b.Convert(dv, ctx.OutputType(2, t))});
-}
-
-// _safe_softmax (scaled_dot_product_attention's math path in 2.5+): softmax, except that a row whose
-// inputs are all -inf gives zeros rather than NaN.
-Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-  std::optional<PrimitiveType> dtype = ctx.Dtype("dtype", 2);
-  PrimitiveType t = dtype ? *dtype : ctx.OutputType(0, FloatType(x0->shape.element_type()));
-  Instruction* x = b.Convert(x0, t);
-  std::vector<int64_t> xd = Dims(x);
-  if (xd.empty()) x = b.Reshape(x, {1});
-  std::vector<int64_t> d1 = Dims(x);
-  auto dim = WrapDim(ctx.Int("dim", 1, -1), Rank(x));
-  if (!dim) return ctx.Unsupported("dim out of range");
-  Instruction* m = ReduceMax(b, x, {*dim});
-  Instruction* mb = BcastBack(b, m, d1, {*dim});
-  Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, mb));
-  Instruction* out = Div(b, e, BcastBack(b, ReduceSum(b, e, {*dim}), d1, {*dim}));
-  Instruction* dead = CmpScalar(b, mb, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
-  out = b.Select(dead, Full(b, t, 0, d1), out);
-  if (xd.empty()) out = b.Reshape(out, {});
-  return ctx.Finish({out});
 }
 
 // _batch_norm_with_update (BatchNorm in training mode, 2.4+): native_batch_norm with training=True, plus the
@@ -427,11 +268,6 @@ const std::vector<Torch2Lowering>& Torch2Lowerings() {
       {"aten::unflatten", "shape", Unflatten},
       {"quantized_decomposed::dequantize_per_tensor", "quantized", DequantizePerTensor},
       {"quantized_decomposed::quantize_per_tensor", "quantized", QuantizePerTensor},
-      {"aten::_foreach_norm", "optimizer", ForeachNorm},
-      {"aten::_safe_softmax", "reduction", SafeSoftmax},
-      {"aten::_fused_adam_", "optimizer", FusedAdamOp},
-      {"aten::_fused_adamw_", "optimizer", FusedAdamWOp},
-      {"aten::_fused_sgd_", "optimizer", FusedSgd},
       {"aten::_scaled_dot_product_flash_attention_for_cpu", "attention", SdpaFlashCpu},
       {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", "attention", SdpaFlashCpuBackward},
       {"aten::empty_permuted", "factory", FullOutput},  // uninitialized, like empty
