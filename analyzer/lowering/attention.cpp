@@ -7,9 +7,10 @@
 #include <cmath>
 #include <limits>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
+namespace {
 
 Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -87,7 +88,6 @@ Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
   return ctx.Finish(outs);
 }
 
-namespace {
 // x [B, L, In] times w[rows]^T [In, Out] plus b[rows]: a linear layer on a row block of a packed weight.
 Instruction* LinearRows(Builder& b, Instruction* x, Instruction* w, Instruction* bias, int64_t row0, int64_t rows) {
   Instruction* wr = b.SliceInDim(w, row0, row0 + rows, 1, 0);
@@ -98,13 +98,11 @@ Instruction* LinearRows(Builder& b, Instruction* x, Instruction* w, Instruction*
   if (bias) y = Add(b, y, b.Broadcast(b.SliceInDim(bias, row0, row0 + rows, 1, 0), Dims(y), {2}));
   return y;
 }
-}  // namespace
 
 // _native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
 // mask, need_weights, average_attn_weights, mask_type): nn.MultiheadAttention's inference fast path on [B, L, E]
 // inputs. The packed projections, per-head scaled dot products (a mask's true entries are left out), softmax, the
 // output projection; the weights averaged over the heads unless asked not to, empty without need_weights.
-namespace {
 struct MhaResult {
   Instruction* out = nullptr;   // [B, L, E]
   Instruction* attn = nullptr;  // [B, H, L, S] softmax weights
@@ -167,7 +165,6 @@ Instruction* LayerNormLast(Builder& b, Instruction* x, Instruction* w, Instructi
   if (bias) y = Add(b, y, b.Broadcast(b.Convert(bias, x->shape.element_type()), d, {last}));
   return y;
 }
-}  // namespace
 
 Expected<LoweredOp> NativeMultiHeadAttention(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -238,6 +235,120 @@ Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
     y = LayerNormLast(b, Add(b, y, Ffn(y)), n2w, n2b, eps);
   }
   return ctx.Finish({y});
+}
+
+// ---- PyTorch 2.x: _scaled_dot_product_flash_attention_for_cpu and its backward (scaled_dot_product_attention
+// on the CPU): the math path, softmax in f32 with the log-sum-exp the op also returns; and
+// scaled_dot_product_attention itself, which torch.export (2.5+) keeps undecomposed ----
+
+// Batched matmul over the leading dims: x [B..., M, K] . y [B..., K, N] (or y transposed: [B..., N, K]).
+Instruction* BatchDot(Builder& b, Instruction* x, Instruction* y, bool x_t, bool y_t) {
+  int64_t r = Rank(x);
+  hlo::DotDimensionNumbers dn;
+  for (int64_t i = 0; i < r - 2; ++i) dn.lhs_batch_dimensions.push_back(i), dn.rhs_batch_dimensions.push_back(i);
+  dn.lhs_contracting_dimensions = {x_t ? r - 2 : r - 1};
+  dn.rhs_contracting_dimensions = {y_t ? r - 1 : r - 2};
+  return b.Dot(x, y, dn);
+}
+
+struct Sdpa {
+  Instruction *q, *k, *v;  // f32
+  Instruction* probs;      // softmax, [B..., L, S] f32
+  Instruction* lse;        // [B..., L] f32
+  double scale;
+};
+
+// Scores, the causal/explicit mask, softmax and log-sum-exp in f32 (what the CPU flash kernel accumulates in).
+Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
+  Builder& b = ctx.builder;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, ctx.RequiredTensor("query", qpos));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", qpos + 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", qpos + 2));
+  int64_t r = Rank(q0);
+  if (r < 2 || Rank(k0) != r || Rank(v0) != r) return ctx.Unsupported("query, key and value must have the same rank >= 2");
+  if (Dims(q0).back() != Dims(k0).back() || Dims(k0)[static_cast<size_t>(r - 2)] != Dims(v0)[static_cast<size_t>(r - 2)])
+    return ctx.Unsupported("query/key/value sizes do not fit");
+  PrimitiveType f = PrimitiveType::F32;
+  if (q0->shape.element_type() == PrimitiveType::F64) f = PrimitiveType::F64;
+  Sdpa s;
+  s.q = b.Convert(q0, f), s.k = b.Convert(k0, f), s.v = b.Convert(v0, f);
+  std::vector<int64_t> qd = Dims(q0), kd = Dims(k0);
+  int64_t L = qd[static_cast<size_t>(r - 2)], S = kd[static_cast<size_t>(r - 2)], E = qd.back();
+  const Value* sv = ctx.Arg("scale", 100);
+  s.scale = sv && !sv->is_none() ? sv->AsDouble() : 1.0 / std::sqrt(static_cast<double>(E));
+  Instruction* scores = MulScalar(b, BatchDot(b, s.q, s.k, false, true), s.scale);  // [B..., L, S]
+  std::vector<int64_t> sd = Dims(scores);
+  Instruction* mask = ctx.Tensor("attn_mask", 100);
+  bool causal = ctx.Bool("is_causal", 100, false);
+  if (causal) {
+    Shape ms = Shape::Array(PrimitiveType::S64, {L, S});
+    Instruction* keep = Bcast(b, b.Compare(b.Iota(ms, 1), b.Iota(ms, 0), ComparisonDirection::kLe), sd);
+    scores = b.Select(keep, scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
+  } else if (mask) {
+    if (BroadcastShapes(Dims(mask), sd) != sd) return ctx.Unsupported("attn_mask does not broadcast to the scores");
+    if (mask->shape.element_type() == PrimitiveType::PRED)
+      scores = b.Select(Bcast(b, mask, sd), scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
+    else
+      scores = Add(b, scores, Bcast(b, b.Convert(mask, f), sd));
+  }
+  int64_t last = Rank(scores) - 1;
+  Instruction* mx = ReduceMax(b, scores, {last});
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, scores, BcastBack(b, mx, sd, {last})));
+  Instruction* sum = ReduceSum(b, e, {last});
+  s.probs = Div(b, e, BcastBack(b, sum, sd, {last}));
+  s.lse = Add(b, mx, b.Unary(Opcode::kLog, sum));
+  return s;
+}
+
+Expected<LoweredOp> SdpaFlashCpu(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 3, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Tensor("query", 0)->shape.element_type());
+  Instruction* out = b.Convert(BatchDot(b, s.probs, s.v, false, false), t);  // [B..., L, Ev]
+  return ctx.Finish({out, s.lse});
+}
+
+Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 6, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * dout0, ctx.RequiredTensor("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 1));
+  PrimitiveType f = s.q->shape.element_type();
+  Instruction* dout = b.Convert(dout0, f);
+  // dV = P^T dO; dP = dO V^T; dS = P * (dP - rowsum(dP * P)); dQ = scale dS K; dK = scale dS^T Q.
+  Instruction* dv = BatchDot(b, s.probs, dout, true, false);
+  Instruction* dp = BatchDot(b, dout, s.v, false, true);
+  std::vector<int64_t> sd = Dims(s.probs);
+  int64_t last = static_cast<int64_t>(sd.size()) - 1;
+  Instruction* rows = ReduceSum(b, Mul(b, dp, s.probs), {last});
+  Instruction* ds = Mul(b, s.probs, Sub(b, dp, BcastBack(b, rows, sd, {last})));
+  Instruction* dq = MulScalar(b, BatchDot(b, ds, s.k, false, false), s.scale);
+  Instruction* dk = MulScalar(b, BatchDot(b, ds, s.q, true, false), s.scale);
+  PrimitiveType t = ctx.Tensor("query", 1)->shape.element_type();
+  return ctx.Finish({b.Convert(dq, ctx.OutputType(0, t)), b.Convert(dk, ctx.OutputType(1, t)), b.Convert(dv, ctx.OutputType(2, t))});
+}
+
+Expected<LoweredOp> SdpaComposite(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 4, 0) > 0) return ctx.Unsupported("dropout_p > 0 in an exported program");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Tensor("query", 0)->shape.element_type());
+  return ctx.Finish({b.Convert(BatchDot(b, s.probs, s.v, false, false), t)});
+}
+
+}  // namespace
+
+const LoweringFamily& AttentionLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::_scaled_dot_product_attention_forward", ScaledDotProductAttention},
+      {"aten::scaled_dot_product_attention", SdpaComposite},
+      {"aten::_scaled_dot_product_flash_attention_for_cpu", SdpaFlashCpu},
+      {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", SdpaFlashCpuBackward},
+      {"aten::_native_multi_head_attention", NativeMultiHeadAttention},
+      {"aten::_transformer_encoder_layer_fwd", TransformerEncoderLayerFwd},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

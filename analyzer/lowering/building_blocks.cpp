@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace opprobe::analyzer::lowering {
 
@@ -162,6 +163,12 @@ Computation* SortComparator(Builder& b, const std::vector<PrimitiveType>& types,
   std::string type = hlo::IsFloatingPoint(types[0]) ? "TOTALORDER" : "";
   Instruction* c = sub.Compare(ps[0], ps[1], descending ? ComparisonDirection::kGt : ComparisonDirection::kLt, type);
   return sub.Finish(c);
+}
+
+std::vector<int64_t> AllDims(Instruction* x) {
+  std::vector<int64_t> d(static_cast<size_t>(x->shape.rank()));
+  std::iota(d.begin(), d.end(), 0);
+  return d;
 }
 
 int64_t Numel(const std::vector<int64_t>& dims) {

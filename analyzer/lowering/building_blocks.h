@@ -43,6 +43,8 @@ Instruction* BcastIn(Builder& b, Instruction* x, const std::vector<int64_t>& out
                      const std::vector<int64_t>& dims_of_out);
 // Number of elements of dims.
 int64_t Numel(const std::vector<int64_t>& dims);
+// Every dim of x: 0, 1, ..., rank - 1.
+std::vector<int64_t> AllDims(Instruction* x);
 
 // ---- arithmetic shorthands (same shapes and types) ----
 Instruction* Add(Builder& b, Instruction* x, Instruction* y);

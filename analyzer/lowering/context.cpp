@@ -227,4 +227,22 @@ Expected<LoweredOp> LoweringContext::Finish(std::vector<Instruction*> outs) cons
   return op;
 }
 
+Expected<LoweredOp> LowerAsFirstOutputOf(const Node& n, Builder& b, const char* op, const LoweringFn& fn,
+                                         std::vector<Argument> args) {
+  Node m = n;
+  m.op = op;
+  m.overload = "default";
+  m.args = std::move(args);
+  m.outputs.clear();
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp r, fn(m, b));
+  if (r.outputs.empty()) return Unimplemented(fmt::format("{}: {} gave no value", n.qualified_name(), op));
+  r.outputs.resize(1);
+  return r;
+}
+
+Value ArgOr(const Node& n, const char* name, size_t pos, Value def) {
+  const Value* v = n.arg(name, pos);
+  return v && !v->is_none() ? *v : def;
+}
+
 }  // namespace opprobe::analyzer::lowering

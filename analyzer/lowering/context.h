@@ -71,4 +71,12 @@ class LoweringContext {
   size_t Index(const std::string& name, size_t pos) const;
 };
 
+// Lowers `n` as the op `op` with `args` (the same tensor arguments in the same order, so the parameters are
+// the same) by `fn`, and keeps its first value: how a composite op that torch.export keeps (batch_norm,
+// dropout) reuses the lowering of the native op it stands for.
+Expected<LoweredOp> LowerAsFirstOutputOf(const Node& n, Builder& b, const char* op, const LoweringFn& fn,
+                                         std::vector<Argument> args);
+// The argument's value, or `def` when it is absent or None.
+Value ArgOr(const Node& n, const char* name, size_t pos, Value def);
+
 }  // namespace opprobe::analyzer::lowering

@@ -10,7 +10,7 @@
 
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -176,7 +176,6 @@ Expected<LoweredOp> ConvCommon(const LoweringContext& ctx, Instruction* x, Instr
   return ctx.Finish({y});
 }
 
-}  // namespace
 
 Expected<LoweredOp> Convolution(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -187,9 +186,12 @@ Expected<LoweredOp> Convolution(const Node& n, Builder& b) {
   return ConvCommon(ctx, x, w, p, 2);
 }
 
-Expected<LoweredOp> ConvNd(const Node& n, Builder& b) {
-  // conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups) and
-  // conv_transpose*(input, weight, bias, stride, padding, output_padding, groups, dilation).
+// How a convolution op lays out its arguments: _convolution (convolution's), conv1d/2d/3d(input, weight, bias,
+// stride, padding, dilation, groups) and conv_transpose1d/2d/3d(input, weight, bias, stride, padding,
+// output_padding, groups, dilation).
+enum class ConvArgs { kConvolution, kConv, kConvTranspose };
+
+Expected<LoweredOp> ConvNd(const Node& n, Builder& b, ConvArgs layout) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 1));
@@ -201,9 +203,9 @@ Expected<LoweredOp> ConvNd(const Node& n, Builder& b) {
   }
   size_t nsp = static_cast<size_t>(std::max<int64_t>(x->shape.rank() - 2, 0));
   ConvParams p;
-  if (n.op == "aten::_convolution") {
+  if (layout == ConvArgs::kConvolution) {
     p = ReadParams(ctx, nsp, 3);
-  } else if (n.op.find("conv_transpose") != std::string::npos) {
+  } else if (layout == ConvArgs::kConvTranspose) {
     p.transposed = true;
     p.stride = Expand(ctx.Ints("stride", 3), nsp, 1);
     p.padding = Expand(ctx.Ints("padding", 4), nsp, 0);
@@ -286,4 +288,26 @@ Expected<LoweredOp> ConvolutionBackward(const Node& n, Builder& b) {
   return ctx.Finish(outs);
 }
 
+template <ConvArgs kLayout>
+Expected<LoweredOp> ConvOf(const Node& n, Builder& b) {
+  return ConvNd(n, b, kLayout);
+}
+
+}  // namespace
+
+const LoweringFamily& ConvLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::convolution", Convolution},
+      {"aten::convolution_overrideable", Convolution},
+      {"aten::_convolution", ConvOf<ConvArgs::kConvolution>},
+      {"aten::conv1d", ConvOf<ConvArgs::kConv>},
+      {"aten::conv2d", ConvOf<ConvArgs::kConv>},
+      {"aten::conv3d", ConvOf<ConvArgs::kConv>},
+      {"aten::conv_transpose1d", ConvOf<ConvArgs::kConvTranspose>},
+      {"aten::conv_transpose2d", ConvOf<ConvArgs::kConvTranspose>},
+      {"aten::conv_transpose3d", ConvOf<ConvArgs::kConvTranspose>},
+      {"aten::convolution_backward", ConvolutionBackward},
+  }};
+  return *family;
+}
 }  // namespace opprobe::analyzer::lowering

@@ -1,17 +1,21 @@
 // Tensor factories: zeros/ones/empty/full and their _like/new_/in-place forms become a scalar
 // constant broadcast to the output shape (torch_xla materializes `empty` as zeros); arange/linspace
-// use iota.
+// use iota; tril/triu_indices are constants; the signal windows are computed from an iota.
 #include <fmt/format.h>
 
 #include <cmath>
-
 #include <numbers>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
+namespace {
 
-Expected<LoweredOp> FullOutput(const Node& n, Builder& b) {
+// What a factory fills its output with: zeros (zeros, empty, zero_, ... as torch_xla materializes empty), ones,
+// full's `fill_value`, or fill's `value` (a number or a 0-d tensor).
+enum class Fill { kZeros, kOnes, kFillValue, kValue };
+
+Expected<LoweredOp> Filled(const Node& n, Builder& b, Fill fill_with) {
   LoweringContext ctx(n, b);
   const TensorMeta* out = ctx.OutputMeta(0);
   std::vector<int64_t> dims;
@@ -26,14 +30,13 @@ Expected<LoweredOp> FullOutput(const Node& n, Builder& b) {
     dims = ctx.Ints("size", 0);
     t = ctx.Dtype("dtype", 1).value_or(PrimitiveType::F32);
   }
-  const std::string& op = n.op;
   const Value* fill = nullptr;
   double v = 0;
-  if (op == "aten::ones" || op == "aten::ones_like" || op == "aten::new_ones") {
+  if (fill_with == Fill::kOnes) {
     v = 1;
-  } else if (op == "aten::full" || op == "aten::full_like" || op == "aten::new_full") {
-    fill = ctx.Arg("fill_value", op == "aten::full" ? 1 : 1);
-  } else if (op == "aten::fill" || op == "aten::fill_") {
+  } else if (fill_with == Fill::kFillValue) {
+    fill = ctx.Arg("fill_value", 1);
+  } else if (fill_with == Fill::kValue) {
     fill = ctx.Arg("value", 1);
     if (fill && fill->is_tensor()) {  // fill_.Tensor: a 0-d tensor value
       Instruction* p = ctx.Tensor("value", 1);
@@ -46,6 +49,11 @@ Expected<LoweredOp> FullOutput(const Node& n, Builder& b) {
   }
   if (fill) v = fill->AsDouble();
   return ctx.Finish({Full(b, t, v, dims)});
+}
+
+template <Fill kFill>
+Expected<LoweredOp> FilledWith(const Node& n, Builder& b) {
+  return Filled(n, b, kFill);
 }
 
 Expected<LoweredOp> ScalarTensor(const Node& n, Builder& b) {
@@ -91,7 +99,8 @@ Expected<LoweredOp> Arange(const Node& n, Builder& b) {
   return ctx.Finish({b.Convert(r, t)});
 }
 
-Expected<LoweredOp> Linspace(const Node& n, Builder& b) {
+// linspace(start, end, steps), and with `log` logspace: base ** linspace.
+Expected<LoweredOp> LinOrLogSpace(const Node& n, Builder& b, bool log) {
   LoweringContext ctx(n, b);
   double start = ctx.Double("start", 0, 0), end = ctx.Double("end", 1, 0);
   int64_t steps = ctx.Int("steps", 2, 0);
@@ -101,13 +110,16 @@ Expected<LoweredOp> Linspace(const Node& n, Builder& b) {
   double step = (end - start) / static_cast<double>(steps - 1);
   Instruction* io = b.Iota(Shape::Array(ct, {steps}), 0);
   Instruction* r = AddScalar(b, MulScalar(b, io, step), start);
-  if (n.op == "aten::logspace") {
+  if (log) {
     double base = ctx.Double("base", 3, 10);
     r = b.Binary(Opcode::kPower, FullLike(b, r, base), r);
   }
   if (hlo::IsInteger(t)) r = b.Unary(Opcode::kFloor, r);
   return ctx.Finish({b.Convert(r, t)});
 }
+
+Expected<LoweredOp> Linspace(const Node& n, Builder& b) { return LinOrLogSpace(n, b, false); }
+Expected<LoweredOp> Logspace(const Node& n, Builder& b) { return LinOrLogSpace(n, b, true); }
 
 Expected<LoweredOp> Eye(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -128,7 +140,9 @@ Expected<LoweredOp> LocalScalarDense(const Node& n, Builder& b) {
 // hann/hamming/blackman/bartlett/kaiser_window(window_length, [periodic], [alpha, beta | beta]): computed from an
 // iota in f32 (f64 for a f64 window) and converted to the output type. A periodic window of length N is the
 // symmetric one of length N + 1 without its last element; a window of length 1 is [1].
-Expected<LoweredOp> Window(const Node& n, Builder& b) {
+enum class WindowKind { kHann, kHamming, kBlackman, kBartlett, kKaiser };
+
+Expected<LoweredOp> Window(const Node& n, Builder& b, WindowKind kind) {
   LoweringContext ctx(n, b);
   const TensorMeta* out = ctx.OutputMeta(0);
   int64_t len = out && out->rank() == 1 ? out->sizes[0] : ctx.Int("window_length", 0, 0);
@@ -139,28 +153,88 @@ Expected<LoweredOp> Window(const Node& n, Builder& b) {
   if (len <= 1) return ctx.Finish({Full(b, t, 1, {len})});
   double m = static_cast<double>(periodic ? len : len - 1);  // N - 1 of the symmetric window
   Instruction* i = b.Iota(Shape::Array(ct, {len}), 0);
-  std::string name = n.op.substr(n.op.find("::") + 2);
   Instruction* w = nullptr;
   auto CosK = [&](double k) { return b.Unary(Opcode::kCos, MulScalar(b, i, k * 2.0 * std::numbers::pi / m)); };
-  if (name == "hann_window") {
+  if (kind == WindowKind::kHann) {
     w = AddScalar(b, MulScalar(b, CosK(1), -0.5), 0.5);
-  } else if (name == "hamming_window") {
+  } else if (kind == WindowKind::kHamming) {
     double alpha = ctx.Double("alpha", 2, 0.54), beta = ctx.Double("beta", 3, 0.46);
     w = AddScalar(b, MulScalar(b, CosK(1), -beta), alpha);
-  } else if (name == "blackman_window") {
+  } else if (kind == WindowKind::kBlackman) {
     w = Add(b, AddScalar(b, MulScalar(b, CosK(1), -0.5), 0.42), MulScalar(b, CosK(2), 0.08));
-  } else if (name == "bartlett_window") {  // 1 - |2i/m - 1|
+  } else if (kind == WindowKind::kBartlett) {  // 1 - |2i/m - 1|
     w = Sub(b, FullLike(b, i, 1), b.Unary(Opcode::kAbs, AddScalar(b, MulScalar(b, i, 2.0 / m), -1)));
-  } else if (name == "kaiser_window") {  // I0(beta sqrt(1 - (2i/m - 1)^2)) / I0(beta)
+  } else {  // kaiser: I0(beta sqrt(1 - (2i/m - 1)^2)) / I0(beta)
     double beta = ctx.Double("beta", 2, 12.0);
     Instruction* r = AddScalar(b, MulScalar(b, i, 2.0 / m), -1);
     Instruction* arg = MulScalar(b, b.Unary(Opcode::kSqrt, b.Clamp(Scalar(b, ct, 0), Sub(b, FullLike(b, r, 1), Mul(b, r, r)),
                                                                    Scalar(b, ct, 1))), beta);
     w = Div(b, BesselI0(b, arg), BesselI0(b, FullLike(b, arg, beta)));
-  } else {
-    return ctx.Unsupported("unknown window");
   }
   return ctx.Finish({b.Convert(w, t)});
+}
+
+template <WindowKind kKind>
+Expected<LoweredOp> WindowOf(const Node& n, Builder& b) {
+  return Window(n, b, kKind);
+}
+
+// tril_indices / triu_indices (`lower`): a constant [2, count] of the row and column indices.
+Expected<LoweredOp> TriIndices(const Node& n, Builder& b, bool lower) {
+  LoweringContext ctx(n, b);
+  int64_t rows = ctx.Int("row", 0, 0), cols = ctx.Int("col", 1, 0), off = ctx.Int("offset", 2, 0);
+  std::vector<int64_t> rr, cc;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (lower ? j - i <= off : j - i >= off) rr.push_back(i), cc.push_back(j);
+  int64_t cnt = static_cast<int64_t>(rr.size());
+  hlo::Literal lit(Shape::Array(PrimitiveType::S64, {2, cnt}));
+  for (int64_t k = 0; k < cnt; ++k) {
+    lit.SetFromInt64(k, rr[static_cast<size_t>(k)]);
+    lit.SetFromInt64(cnt + k, cc[static_cast<size_t>(k)]);
+  }
+  return ctx.Finish({b.Convert(b.Constant(std::move(lit)), ctx.OutputType(0, PrimitiveType::S64))});
+}
+
+Expected<LoweredOp> TrilIndices(const Node& n, Builder& b) { return TriIndices(n, b, true); }
+Expected<LoweredOp> TriuIndices(const Node& n, Builder& b) { return TriIndices(n, b, false); }
+
+}  // namespace
+
+const LoweringFamily& FactoryLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::zeros", FilledWith<Fill::kZeros>},
+      {"aten::zeros_like", FilledWith<Fill::kZeros>},
+      {"aten::new_zeros", FilledWith<Fill::kZeros>},
+      {"aten::zero", FilledWith<Fill::kZeros>, kInPlaceForm},
+      {"aten::empty", FilledWith<Fill::kZeros>},
+      {"aten::empty_like", FilledWith<Fill::kZeros>},
+      {"aten::empty_strided", FilledWith<Fill::kZeros>},
+      {"aten::empty_permuted", FilledWith<Fill::kZeros>},
+      {"aten::new_empty", FilledWith<Fill::kZeros>},
+      {"aten::new_empty_strided", FilledWith<Fill::kZeros>},
+      {"aten::ones", FilledWith<Fill::kOnes>},
+      {"aten::ones_like", FilledWith<Fill::kOnes>},
+      {"aten::new_ones", FilledWith<Fill::kOnes>},
+      {"aten::full", FilledWith<Fill::kFillValue>},
+      {"aten::full_like", FilledWith<Fill::kFillValue>},
+      {"aten::new_full", FilledWith<Fill::kFillValue>},
+      {"aten::fill", FilledWith<Fill::kValue>, kInPlaceForm},
+      {"aten::scalar_tensor", ScalarTensor},
+      {"aten::arange", Arange},
+      {"aten::linspace", Linspace},
+      {"aten::logspace", Logspace},
+      {"aten::eye", Eye},
+      {"aten::tril_indices", TrilIndices},
+      {"aten::triu_indices", TriuIndices},
+      {"aten::_local_scalar_dense", LocalScalarDense},
+      {"aten::hann_window", WindowOf<WindowKind::kHann>},
+      {"aten::hamming_window", WindowOf<WindowKind::kHamming>},
+      {"aten::blackman_window", WindowOf<WindowKind::kBlackman>},
+      {"aten::bartlett_window", WindowOf<WindowKind::kBartlett>},
+      {"aten::kaiser_window", WindowOf<WindowKind::kKaiser>},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

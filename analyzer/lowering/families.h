@@ -51,9 +51,24 @@ std::vector<const LoweringFamily*> BuiltinFamilies();
 
 // ---- the families ----
 const LoweringFamily& ActivationLowerings();
+const LoweringFamily& AttentionLowerings();
+const LoweringFamily& ConvLowerings();
 const LoweringFamily& ElementwiseLowerings();
+const LoweringFamily& FactorizationLowerings();
+const LoweringFamily& FactoryLowerings();
+const LoweringFamily& FftLowerings();
+const LoweringFamily& HistogramLowerings();
+const LoweringFamily& IndexingLowerings();
+const LoweringFamily& LinalgLowerings();
+const LoweringFamily& LossLowerings();
+const LoweringFamily& NormLowerings();
 const LoweringFamily& OptimizerLowerings();
+const LoweringFamily& PoolingLowerings();
+const LoweringFamily& QuantizedLowerings();
+const LoweringFamily& RandomLowerings();
 const LoweringFamily& ReductionLowerings();
+const LoweringFamily& SamplingLowerings();
+const LoweringFamily& ShapeLowerings();
 const LoweringFamily& SpecialLowerings();
 
 // ---- what families share ----
@@ -84,5 +99,9 @@ Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_
 
 // special.cpp: the modified Bessel function I0 (factory.cpp's kaiser_window).
 Instruction* BesselI0(Builder& b, Instruction* x);
+
+// quantized.cpp: why the node cannot lower when one of its tensors (or dtype arguments) has a torch dtype without
+// an XLA element type (qint8, complex32, bits8, ...); empty when all have one (Lower checks it first).
+std::string NoXlaTypeReason(const Node& node);
 
 }  // namespace opprobe::analyzer::lowering

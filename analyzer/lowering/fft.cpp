@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -58,7 +58,6 @@ Instruction* ComplexFft(Builder& b, Instruction* x, const std::vector<int64_t>& 
   return b.Transpose(f, m.inverse);
 }
 
-}  // namespace
 
 Expected<LoweredOp> FftR2C(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -126,4 +125,14 @@ Expected<LoweredOp> FftC2R(const Node& n, Builder& b) {
   return ctx.Finish({Normalize(b, r, norm, count, true)});
 }
 
+}  // namespace
+
+const LoweringFamily& FftLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::_fft_r2c", FftR2C},
+      {"aten::_fft_c2r", FftC2R},
+      {"aten::_fft_c2c", FftC2C},
+  }};
+  return *family;
+}
 }  // namespace opprobe::analyzer::lowering

@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -134,7 +134,6 @@ Expected<Instruction*> Samples(const LoweringContext& ctx, bool one_d) {
   return ctx.builder.Reshape(x, {D == 0 ? 0 : x->shape.elements() / D, D});
 }
 
-}  // namespace
 
 // histogram.bin_ct / histogram.bins_tensor -> (hist, bin_edges).
 Expected<LoweredOp> Histogram(const Node& n, Builder& b) {
@@ -183,4 +182,73 @@ Expected<LoweredOp> HistogramddFromBinTensors(const Node& n, Builder& b) {
   return ctx.Finish({Counts(b, x, es, ctx.Tensor("weight", 2), ctx.Bool("density", 3, false))});
 }
 
+Expected<LoweredOp> Histc(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  int64_t bins = ctx.Int("bins", 1, 100);
+  double lo = ctx.Double("min", 2, 0), hi = ctx.Double("max", 3, 0);
+  PrimitiveType t = x0->shape.element_type();
+  int64_t total = x0->shape.elements();
+  Instruction* x = b.Reshape(x0, {total});
+  Instruction *mn, *mx;
+  if (lo == hi) {  // the data's range (still a static shape)
+    mn = ReduceMin(b, x, {0});
+    mx = ReduceMax(b, x, {0});
+    Instruction* same = b.Compare(mn, mx, ComparisonDirection::kEq);
+    mn = b.Select(same, AddScalar(b, mn, -1), mn);
+    mx = b.Select(same, AddScalar(b, mx, 1), mx);
+  } else {
+    mn = Scalar(b, t, lo);
+    mx = Scalar(b, t, hi);
+  }
+  Instruction* mnb = b.Broadcast(mn, {total}, {});
+  Instruction* mxb = b.Broadcast(mx, {total}, {});
+  Instruction* pos = Div(b, MulScalar(b, Sub(b, x, mnb), static_cast<double>(bins)), Sub(b, mxb, mnb));
+  Instruction* bin = b.Convert(b.Unary(Opcode::kFloor, pos), PrimitiveType::S64);
+  bin = b.Select(b.Compare(x, mxb, ComparisonDirection::kEq), Full(b, PrimitiveType::S64, static_cast<double>(bins - 1), {total}), bin);
+  Instruction* inside = b.Binary(Opcode::kAnd, b.Compare(x, mnb, ComparisonDirection::kGe), b.Compare(x, mxb, ComparisonDirection::kLe));
+  bin = b.Select(inside, bin, Full(b, PrimitiveType::S64, static_cast<double>(bins), {total}));  // out of range: dropped
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* h = b.Scatter({Full(b, t, 0, {bins})}, b.Reshape(bin, {total, 1}), {Full(b, t, 1, {total})}, dn,
+                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  return ctx.Finish({h});
+}
+
+Expected<LoweredOp> Bincount(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out || out->rank() != 1) return ctx.Unsupported("the output length (data-dependent) comes from the recorded output");
+  int64_t len = out->sizes[0], total = x->shape.elements();
+  Instruction* w = ctx.Tensor("weights", 1);
+  PrimitiveType t = out->dtype;
+  Instruction* upd = w ? b.Convert(b.Reshape(w, {total}), t) : Full(b, t, 1, {total});
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* h = b.Scatter({Full(b, t, 0, {len})}, b.Reshape(b.Convert(x, PrimitiveType::S64), {total, 1}), {upd}, dn,
+                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({h}));
+  op.dynamic_shape = true;
+  op.note = "output length is max(input)+1: data-dependent; lowered at the recorded length";
+  return op;
+}
+
+}  // namespace
+
+const LoweringFamily& HistogramLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::histogram", Histogram},
+      {"aten::_histogramdd_bin_edges", HistogramddBinEdges},
+      {"aten::_histogramdd_from_bin_cts", HistogramddFromBinCts},
+      {"aten::_histogramdd_from_bin_tensors", HistogramddFromBinTensors},
+      {"aten::histc", Histc},
+      {"aten::bincount", Bincount},
+  }};
+  return *family;
+}
 }  // namespace opprobe::analyzer::lowering

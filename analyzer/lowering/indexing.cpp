@@ -1,6 +1,6 @@
-// Indexing as XLA builds it: embedding/index_select/index/gather/take are `gather`; index_put,
-// scatter*, index_add/index_copy and embedding backward are `scatter` (add or replace update
-// computation); masked_fill/where-like ops are `select`. Ops whose output size depends on data
+// Indexing as XLA builds it: embedding/embedding_bag/index_select/index/gather/take are `gather`; index_put,
+// put, scatter*, index_add/index_copy and embedding backward are `scatter` (add or replace update
+// computation); masked_fill/where-like ops are `select`; isin and searchsorted/bucketize compare and reduce. Ops whose output size depends on data
 // (nonzero, masked_select, unique, boolean-mask index) lower to XLA's bounded form: a stable `sort`
 // that moves the selected elements first, then `set-dimension-size` with their count (torch_xla
 // BuildNonZero / BuildMaskedSelect); the result is marked dynamic-shape.
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -114,7 +114,6 @@ Instruction* Gather1d(Builder& b, Instruction* flat, Instruction* idx) {
   return b.Gather(flat, b.Reshape(idx, {n, 1}), dn, {1}, Shape::Array(flat->shape.element_type(), {n}));
 }
 
-}  // namespace
 
 Expected<LoweredOp> Embedding(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -218,7 +217,8 @@ Expected<LoweredOp> Gather(const Node& n, Builder& b) {
   return ctx.Finish({b.Reshape(g, id)});
 }
 
-Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
+// scatter (src or value, optionally with `reduce`), scatter_reduce, and with `add` scatter_add.
+Expected<LoweredOp> LowerScatter(const Node& n, Builder& b, bool add) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
@@ -229,7 +229,7 @@ Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
   std::vector<int64_t> id = Dims(idx);
   int64_t cnt = Numel(id);
   std::string reduce = ctx.String("reduce", 4);
-  if (n.op == "aten::scatter_add" || n.op == "aten::scatter_add_") reduce = "add";
+  if (add) reduce = "add";
   bool include_self = ctx.Bool("include_self", 5, true);
   // Updates: src sliced to the index shape, or the scalar value.
   Instruction* upd;
@@ -275,6 +275,9 @@ Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
   }
   return ctx.Finish({s});
 }
+
+Expected<LoweredOp> Scatter(const Node& n, Builder& b) { return LowerScatter(n, b, false); }
+Expected<LoweredOp> ScatterAdd(const Node& n, Builder& b) { return LowerScatter(n, b, true); }
 
 Expected<LoweredOp> Index(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -457,7 +460,6 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
   return ctx.Finish({s});
 }
 
-namespace {
 Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
@@ -485,7 +487,6 @@ Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
                                  : ReplaceComputation(b, t));
   return ctx.Finish({s});
 }
-}  // namespace
 
 Expected<LoweredOp> IndexAdd(const Node& n, Builder& b) { return IndexAlong(n, b, true); }
 Expected<LoweredOp> IndexCopy(const Node& n, Builder& b) { return IndexAlong(n, b, false); }
@@ -689,14 +690,17 @@ Expected<LoweredOp> MaskedSelect(const Node& n, Builder& b) {
   return op;
 }
 
-Expected<LoweredOp> Unique(const Node& n, Builder& b) {
+// The unique ops: _unique (values and inverse indices), _unique2 (values, inverse, counts) and
+// unique_consecutive (runs of equal values, no sort).
+enum class UniqueForm { kUnique, kUnique2, kConsecutive };
+
+Expected<LoweredOp> LowerUnique(const Node& n, Builder& b, UniqueForm form) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  if (n.op == "aten::unique_dim" || n.op == "aten::unique_dim_consecutive") return ctx.Unsupported("unique over a dim");
-  bool consecutive = n.op == "aten::unique_consecutive";
+  bool consecutive = form == UniqueForm::kConsecutive;
   bool ret_inverse = ctx.Bool("return_inverse", consecutive ? 1 : 2, false);
   bool ret_counts = ctx.Bool("return_counts", consecutive ? 2 : 3, false);
-  if (n.op == "aten::_unique") ret_inverse = ctx.Bool("return_inverse", 2, false), ret_counts = false;
+  if (form == UniqueForm::kUnique) ret_inverse = ctx.Bool("return_inverse", 2, false), ret_counts = false;
   PrimitiveType t = x->shape.element_type();
   int64_t total = x->shape.elements();
   Instruction* xf = b.Reshape(x, {total});
@@ -732,14 +736,14 @@ Expected<LoweredOp> Unique(const Node& n, Builder& b) {
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  if (ret_inverse || n.op == "aten::_unique2" || n.op == "aten::_unique" || n.op == "aten::unique_consecutive") {
+  {  // every form returns the inverse indices (empty when not asked for)
     Instruction* inv = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(order, {total, 1}), {gid}, dn,
                                  ReplaceComputation(b, PrimitiveType::S64));
     const TensorMeta* m = ctx.OutputMeta(1);
     if (m && m->sizes != Dims(inv) && Numel(m->sizes) == 0) outs.push_back(Full(b, PrimitiveType::S64, 0, m->sizes));
     else if (m || ret_inverse) outs.push_back(b.Reshape(inv, m ? m->sizes : Dims(x)));
   }
-  if (ret_counts || n.op == "aten::_unique2" || n.op == "aten::unique_consecutive") {
+  if (ret_counts || form != UniqueForm::kUnique) {
     Instruction* counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(gid, {total, 1}),
                                     {Full(b, PrimitiveType::S64, 1, {total})}, dn,
                                     b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
@@ -751,6 +755,11 @@ Expected<LoweredOp> Unique(const Node& n, Builder& b) {
   op.dynamic_shape = true;
   op.note = fmt::format("number of unique values depends on the data; bounded by {}", total);
   return op;
+}
+
+template <UniqueForm kForm>
+Expected<LoweredOp> Unique(const Node& n, Builder& b) {
+  return LowerUnique(n, b, kForm);
 }
 
 Expected<LoweredOp> Take(const Node& n, Builder& b) {
@@ -774,6 +783,229 @@ Expected<LoweredOp> OneHot(const Node& n, Builder& b) {
   Instruction* xb = b.Broadcast(b.Convert(x, PrimitiveType::S64), od, map);
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, od), static_cast<int64_t>(od.size()) - 1);
   return ctx.Finish({b.Convert(b.Compare(xb, io, ComparisonDirection::kEq), out->dtype)});
+}
+
+// embedding_renorm_(self, indices, max_norm, norm_type): the rows named by indices whose p-norm exceeds max_norm
+// are scaled to max_norm / (norm + 1e-7); the other rows stay.
+Expected<LoweredOp> EmbeddingRenorm(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  double max_norm = ctx.Double("max_norm", 2, 1), p = ctx.Double("norm_type", 3, 2);
+  std::vector<int64_t> dims = Dims(w);
+  if (dims.size() != 2) return ctx.Unsupported("weight must be 2-d");
+  PrimitiveType t = w->shape.element_type();
+  int64_t V = dims[0], K = idx->shape.elements();
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* hit = b.Scatter({Full(b, t, 0, {V})}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {K, 1}),
+                               {Full(b, t, 1, {K})}, dn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
+  Instruction* a = b.Unary(Opcode::kAbs, w);
+  Instruction* norm = b.Binary(Opcode::kPower, ReduceSum(b, b.Binary(Opcode::kPower, a, FullLike(b, a, p)), {1}),
+                               Full(b, t, 1 / p, {V}));
+  Instruction* scale = Div(b, Full(b, t, max_norm, {V}), AddScalar(b, norm, 1e-7));
+  Instruction* apply = b.Binary(Opcode::kAnd, CmpScalar(b, hit, 0, ComparisonDirection::kGt),
+                                CmpScalar(b, norm, max_norm, ComparisonDirection::kGt));
+  scale = b.Select(apply, scale, Full(b, t, 1, {V}));
+  return ctx.Finish({Mul(b, w, b.Broadcast(scale, dims, {0}))});
+}
+
+Expected<LoweredOp> Isin(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  Instruction* e = ctx.Tensor("elements", 0);
+  Instruction* te = ctx.Tensor("test_elements", 1);
+  if (!e || !te) return ctx.Unsupported("needs tensor elements and test_elements");
+  bool invert = ctx.Bool("invert", 3, false);
+  PrimitiveType t = Promote(e->shape.element_type(), te->shape.element_type());
+  std::vector<int64_t> ed = Dims(e);
+  int64_t nt = te->shape.elements();
+  std::vector<int64_t> big = ed;
+  big.push_back(nt);
+  std::vector<int64_t> emap = AllDims(e);
+  Instruction* eq = b.Compare(b.Broadcast(b.Convert(e, t), big, emap),
+                              b.Broadcast(b.Reshape(b.Convert(te, t), {nt}), big, {static_cast<int64_t>(ed.size())}),
+                              ComparisonDirection::kEq);
+  Instruction* any = Reduce(b, eq, {static_cast<int64_t>(ed.size())}, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));
+  return ctx.Finish({invert ? b.Unary(Opcode::kNot, any) : any});
+}
+
+// searchsorted(sorted_sequence, self, ...) and bucketize(self, boundaries, ...) (`is_bucketize`): the count of
+// boundaries below each value.
+Expected<LoweredOp> SearchSorted(const Node& n, Builder& b, bool is_bucketize) {
+  LoweringContext ctx(n, b);
+  Instruction* seq = is_bucketize ? ctx.Tensor("boundaries", 1) : ctx.Tensor("sorted_sequence", 0);
+  Instruction* v = is_bucketize ? ctx.Tensor("self", 0) : ctx.Tensor("self", 1);
+  if (!seq || !v) return ctx.Unsupported("needs a sorted sequence and tensor values");
+  if (!is_bucketize && ctx.Tensor("sorter", 5)) return ctx.Unsupported("searchsorted with a sorter");
+  bool right = ctx.Bool("right", 3, false);
+  if (ctx.String("side", 4) == "right") right = true;
+  PrimitiveType t = Promote(seq->shape.element_type(), v->shape.element_type());
+  std::vector<int64_t> vd = Dims(v), sd = Dims(seq);
+  int64_t S = sd.empty() ? 1 : sd.back();
+  std::vector<int64_t> big = vd;
+  big.push_back(S);
+  int64_t last = static_cast<int64_t>(vd.size());
+  Instruction* sb;
+  if (sd.size() <= 1) {
+    sb = b.Broadcast(b.Reshape(b.Convert(seq, t), {S}), big, {last});
+  } else {
+    std::vector<int64_t> map;
+    for (int64_t i = 0; i < last - 1; ++i) map.push_back(i);
+    map.push_back(last);
+    sb = b.Broadcast(b.Convert(seq, t), big, map);
+  }
+  Instruction* vb = b.Broadcast(b.Convert(v, t), big, AllDims(v));
+  // count of boundaries below the value (left) or not above it (right)
+  Instruction* below = b.Compare(sb, vb, right ? ComparisonDirection::kLe : ComparisonDirection::kLt);
+  Instruction* cnt = ReduceSum(b, b.Convert(below, PrimitiveType::S64), {last});
+  return ctx.Finish({b.Convert(cnt, ctx.OutputType(0, PrimitiveType::S64))});
+}
+
+Expected<LoweredOp> Searchsorted(const Node& n, Builder& b) { return SearchSorted(n, b, false); }
+Expected<LoweredOp> Bucketize(const Node& n, Builder& b) { return SearchSorted(n, b, true); }
+
+Expected<LoweredOp> Put(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("source", 2));
+  bool acc = ctx.Bool("accumulate", 3, false);
+  PrimitiveType t = x->shape.element_type();
+  int64_t total = x->shape.elements(), cnt = idx->shape.elements();
+  Instruction* i = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt});
+  i = b.Select(CmpScalar(b, i, 0, ComparisonDirection::kLt), AddScalar(b, i, static_cast<double>(total)), i);
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Computation* comp;
+  if (acc) {
+    comp = b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t);
+  } else {
+    comp = ReplaceComputation(b, t);
+  }
+  Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(i, {cnt, 1}),
+                             {b.Reshape(b.Convert(src, t), {cnt})}, dn, comp);
+  return ctx.Finish({b.Reshape(s, Dims(x))});
+}
+
+// _embedding_bag: the rows of each bag (by offsets) summed, averaged or maxed.
+Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx0, ctx.RequiredTensor("indices", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * off0, ctx.RequiredTensor("offsets", 2));
+  int64_t mode = ctx.Int("mode", 4, 0);
+  bool include_last = ctx.Bool("include_last_offset", 7, false);
+  Instruction* psw = ctx.Tensor("per_sample_weights", 6);
+  int64_t pad = ctx.OptInt("padding_idx", 8).value_or(-1);
+  if (idx0->shape.rank() != 1) return ctx.Unsupported("2-d indices are flattened before _embedding_bag");
+  PrimitiveType t = w->shape.element_type();
+  int64_t L = Dims(idx0)[0], D = Dims(w)[1], nb = Dims(off0)[0] - (include_last ? 1 : 0);
+  Instruction* idx = b.Convert(idx0, PrimitiveType::S64);
+  Instruction* off = b.Convert(off0, PrimitiveType::S64);
+  if (include_last) off = b.SliceInDim(off, 0, nb, 1, 0);
+  // bag of position l = #(offsets <= l) - 1
+  Instruction* pos = b.Iota(Shape::Array(PrimitiveType::S64, {L, nb}), 0);
+  Instruction* ob = b.Broadcast(off, {L, nb}, {1});
+  Instruction* bag = AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, pos, ComparisonDirection::kLe), PrimitiveType::S64), {1}), -1);
+  // rows [L, D]
+  hlo::GatherDimensionNumbers gdn;
+  gdn.offset_dims = {1};
+  gdn.collapsed_slice_dims = {0};
+  gdn.start_index_map = {0};
+  gdn.index_vector_dim = 1;
+  Instruction* rows = b.Gather(w, b.Reshape(idx, {L, 1}), gdn, {1, D}, Shape::Array(t, {L, D}));
+  Instruction* keep = pad >= 0 ? CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kNe)
+                               : Full(b, PrimitiveType::PRED, 1, {L});
+  if (psw) rows = Mul(b, rows, b.Broadcast(b.Convert(psw, t), {L, D}, {0}));
+  hlo::ScatterDimensionNumbers sdn;
+  sdn.update_window_dims = {1};
+  sdn.inserted_window_dims = {0};
+  sdn.scatter_dims_to_operand_dims = {0};
+  sdn.index_vector_dim = 1;
+  // Dropped (padding) rows go to an out-of-range bag index, which scatter skips.
+  Instruction* tbag = b.Select(keep, bag, Full(b, PrimitiveType::S64, static_cast<double>(nb), {L}));
+  Instruction* tb2 = b.Reshape(tbag, {L, 1});
+  Instruction* out;
+  Instruction* counts = nullptr;
+  {
+    hlo::ScatterDimensionNumbers cdn;
+    cdn.inserted_window_dims = {0};
+    cdn.scatter_dims_to_operand_dims = {0};
+    cdn.index_vector_dim = 1;
+    counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {nb})}, tb2, {Full(b, PrimitiveType::S64, 1, {L})}, cdn,
+                       b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+  }
+  if (mode == 2) {
+    out = b.Scatter({b.Broadcast(MinValue(b, t), {nb, D}, {})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
+    Instruction* empty = b.Broadcast(CmpScalar(b, counts, 0, ComparisonDirection::kEq), {nb, D}, {0});
+    out = b.Select(empty, Full(b, t, 0, {nb, D}), out);
+  } else {
+    out = b.Scatter({Full(b, t, 0, {nb, D})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kAdd, t));
+    if (mode == 1) {
+      Instruction* cf = b.Convert(b.Binary(Opcode::kMaximum, counts, Full(b, PrimitiveType::S64, 1, {nb})), t);
+      out = Div(b, out, b.Broadcast(cf, {nb, D}, {0}));
+    }
+  }
+  std::vector<Instruction*> outs = {out};
+  // offset2bag, bag_size, max_indices: shaped as recorded (ATen leaves some empty per mode).
+  auto shaped = [&](size_t i, Instruction* v) -> Instruction* {
+    const TensorMeta* m = ctx.OutputMeta(i);
+    if (!m) return v;
+    if (m->sizes == Dims(v)) return b.Convert(v, m->dtype);
+    return Full(b, m->dtype, 0, m->sizes);
+  };
+  outs.push_back(shaped(1, bag));
+  // ATen fills bag_size only for mean/max bags (or when a gradient is needed).
+  outs.push_back(shaped(2, mode == 0 ? Full(b, PrimitiveType::S64, 0, {nb}) : counts));
+  outs.push_back(shaped(3, Full(b, PrimitiveType::S64, 0, {nb, D})));
+  return ctx.Finish(outs);
+}
+
+}  // namespace
+
+const LoweringFamily& IndexingLowerings() {
+  using U = UniqueForm;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::embedding", Embedding},
+      {"aten::embedding_dense_backward", EmbeddingDenseBackward},
+      {"aten::embedding_renorm", EmbeddingRenorm, kInPlaceForm},
+      {"aten::_embedding_bag", EmbeddingBag},
+      {"aten::_embedding_bag_forward_only", EmbeddingBag},
+      {"aten::index_select", IndexSelect},
+      {"aten::gather", Gather},
+      {"aten::take", Take},
+      {"aten::index.Tensor", Index},
+      {"aten::_unsafe_index", Index},
+      {"aten::index_put", IndexPut, kInPlaceForm},
+      {"aten::_index_put_impl_", IndexPut},
+      {"aten::_unsafe_index_put", IndexPut},
+      {"aten::put", Put, kInPlaceForm},
+      {"aten::scatter", Scatter, kInPlaceForm},
+      {"aten::scatter_reduce", Scatter, kInPlaceForm},
+      {"aten::scatter_add", ScatterAdd, kInPlaceForm},
+      {"aten::index_add", IndexAdd, kInPlaceForm},
+      {"aten::index_copy", IndexCopy, kInPlaceForm},
+      {"aten::index_fill", IndexFill, kInPlaceForm},
+      {"aten::index_reduce", IndexReduce, kInPlaceForm},
+      {"aten::masked_fill", MaskedFill, kInPlaceForm},
+      {"aten::masked_scatter", MaskedScatter, kInPlaceForm},
+      {"aten::masked_select", MaskedSelect},
+      {"aten::nonzero", Nonzero},
+      {"aten::argwhere", Nonzero},
+      {"aten::_unique", Unique<U::kUnique>},
+      {"aten::_unique2", Unique<U::kUnique2>},
+      {"aten::unique_consecutive", Unique<U::kConsecutive>},
+      {"aten::repeat_interleave.Tensor", RepeatInterleave},
+      {"aten::one_hot", OneHot},
+      {"aten::isin", Isin},
+      {"aten::searchsorted", Searchsorted},
+      {"aten::bucketize", Bucketize},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -32,7 +32,6 @@ Expected<Instruction*> AddBias(const LoweringContext& ctx, Instruction* prod, Pr
   return Add(b, self, r);
 }
 
-}  // namespace
 
 Expected<LoweredOp> Mm(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -63,17 +62,21 @@ Expected<LoweredOp> Addmm(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-Expected<LoweredOp> Baddbmm(const Node& n, Builder& b) {
+// baddbmm, and with `sum_batches` addbmm (the batch products summed).
+Expected<LoweredOp> BatchMatmulAdd(const Node& n, Builder& b, bool sum_batches) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("batch1", 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("batch2", 2));
   PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
-  Instruction* d = n.op == "aten::addbmm"
+  Instruction* d = sum_batches
                        ? ReduceSum(b, b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0})), {0})
                        : b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(ctx, d, t));
   return ctx.Finish({r});
 }
+
+Expected<LoweredOp> Baddbmm(const Node& n, Builder& b) { return BatchMatmulAdd(n, b, false); }
+Expected<LoweredOp> Addbmm(const Node& n, Builder& b) { return BatchMatmulAdd(n, b, true); }
 
 Expected<LoweredOp> Addmv(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -93,7 +96,10 @@ Expected<LoweredOp> Addmv(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-Expected<LoweredOp> Dot(const Node& n, Builder& b) {
+// The vector products: dot/inner/vdot (vdot conjugates self), mv, and outer/ger.
+enum class Product { kDot, kVdot, kMv, kOuter };
+
+Expected<LoweredOp> VectorProduct(const Node& n, Builder& b, Product product) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   Instruction* y = ctx.Tensor("tensor", 1);
@@ -104,14 +110,18 @@ Expected<LoweredOp> Dot(const Node& n, Builder& b) {
   PrimitiveType t = ctx.OutputType(0, Promote(x->shape.element_type(), y->shape.element_type()));
   x = b.Convert(x, t);
   y = b.Convert(y, t);
-  if (n.op == "aten::outer" || n.op == "aten::ger") return ctx.Finish({b.Dot(x, y, Dn({}, {}))});
-  if (n.op == "aten::mv") return ctx.Finish({b.Dot(x, y, Dn({1}, {0}))});
-  if (n.op == "aten::vdot" && hlo::IsComplex(t))
+  if (product == Product::kOuter) return ctx.Finish({b.Dot(x, y, Dn({}, {}))});
+  if (product == Product::kMv) return ctx.Finish({b.Dot(x, y, Dn({1}, {0}))});
+  if (product == Product::kVdot && hlo::IsComplex(t))
     x = b.Complex(b.Real(x), b.Unary(Opcode::kNegate, b.Imag(x)));
   return ctx.Finish({b.Dot(x, y, Dn({0}, {0}))});
 }
 
-namespace {
+template <Product kProduct>
+Expected<LoweredOp> ProductOf(const Node& n, Builder& b) {
+  return VectorProduct(n, b, kProduct);
+}
+
 // torch.matmul semantics over dot_general: 1-d operands get a unit dim that is removed after.
 Expected<Instruction*> MatmulOf(const LoweringContext& ctx, Instruction* x, Instruction* y, PrimitiveType t) {
   Builder& b = ctx.builder;
@@ -143,7 +153,6 @@ Expected<Instruction*> MatmulOf(const LoweringContext& ctx, Instruction* x, Inst
   if (!y_vec) out.push_back(yd.back());
   return b.Reshape(d, out);
 }
-}  // namespace
 
 Expected<LoweredOp> Matmul(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -251,9 +260,6 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-}  // namespace opprobe::analyzer::lowering
-
-namespace opprobe::analyzer::lowering {
 
 // _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim) (nn.functional.bilinear):
 // each input gets unit dims at its expand positions, the three are multiplied with broadcasting and
@@ -283,4 +289,60 @@ Expected<LoweredOp> Trilinear(const Node& n, Builder& b) {
   return ctx.Finish({sum.empty() ? p : ReduceSum(b, p, sum)});
 }
 
+Expected<LoweredOp> LinalgCross(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
+  PrimitiveType t = ctx.OutputType(0, Promote(x0->shape.element_type(), y0->shape.element_type()));
+  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
+  auto d = WrapDim(ctx.Int("dim", 2, -1), static_cast<int64_t>(dims.size()));
+  if (!d || dims[static_cast<size_t>(*d)] != 3) return ctx.Unsupported("cross needs size 3 along dim");
+  auto at = [&](Instruction* v, int64_t i) { return b.SliceInDim(v, i, i + 1, 1, *d); };
+  std::vector<Instruction*> parts;
+  for (int64_t i = 0; i < 3; ++i)
+    parts.push_back(Sub(b, Mul(b, at(x, (i + 1) % 3), at(y, (i + 2) % 3)), Mul(b, at(x, (i + 2) % 3), at(y, (i + 1) % 3))));
+  return ctx.Finish({b.Concatenate(parts, *d)});
+}
+
+Expected<LoweredOp> Trace(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  if (x0->shape.rank() != 2) return ctx.Unsupported("trace needs a 2-d input");
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  Instruction* x = b.Convert(x0, t);
+  std::vector<int64_t> d = Dims(x);
+  Shape is = Shape::Array(PrimitiveType::S64, d);
+  Instruction* diag = b.Compare(b.Iota(is, 0), b.Iota(is, 1), ComparisonDirection::kEq);
+  return ctx.Finish({ReduceSum(b, b.Select(diag, x, FullLike(b, x, 0)), {0, 1})});
+}
+
+}  // namespace
+
+const LoweringFamily& LinalgLowerings() {
+  using P = Product;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::mm", Mm},
+      {"aten::bmm", Bmm},
+      {"aten::addmm", Addmm},
+      {"aten::baddbmm", Baddbmm},
+      {"aten::addbmm", Addbmm},
+      {"aten::addmv", Addmv},
+      {"aten::addr", Addmv},
+      {"aten::dot", ProductOf<P::kDot>},
+      {"aten::inner", ProductOf<P::kDot>},
+      {"aten::vdot", ProductOf<P::kVdot>},
+      {"aten::mv", ProductOf<P::kMv>},
+      {"aten::outer", ProductOf<P::kOuter>},
+      {"aten::ger", ProductOf<P::kOuter>},
+      {"aten::matmul", Matmul},
+      {"aten::linear", Linear},
+      {"aten::einsum", Einsum},
+      {"aten::_trilinear", Trilinear},
+      {"aten::linalg_cross", LinalgCross},
+      {"aten::trace", Trace},
+  }};
+  return *family;
+}
 }  // namespace opprobe::analyzer::lowering

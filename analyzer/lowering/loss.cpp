@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -41,7 +41,6 @@ Expected<Pair> SelfTarget(const LoweringContext& ctx, size_t self_pos, size_t ta
   return Pair{Bcast(ctx.builder, ctx.builder.Convert(x, t), dims), Bcast(ctx.builder, ctx.builder.Convert(y, t), dims), t, dims};
 }
 
-}  // namespace
 
 Expected<LoweredOp> MseLoss(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -68,7 +67,6 @@ Expected<LoweredOp> L1Loss(const Node& n, Builder& b) {
   return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
-namespace {
 // Huber with delta (smooth_l1 = huber / beta with delta = beta).
 Instruction* HuberTerm(Builder& b, Instruction* d, double delta, bool smooth_l1) {
   Instruction* a = b.Unary(Opcode::kAbs, d);
@@ -82,7 +80,6 @@ Instruction* HuberGrad(Builder& b, Instruction* d, double delta, bool smooth_l1)
   Instruction* out = smooth_l1 ? b.Unary(Opcode::kSign, d) : MulScalar(b, b.Unary(Opcode::kSign, d), delta);
   return b.Select(CmpScalar(b, a, delta, ComparisonDirection::kLt), in, out);
 }
-}  // namespace
 
 Expected<LoweredOp> SmoothL1Loss(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -162,7 +159,6 @@ Expected<LoweredOp> BinaryCrossEntropyWithLogits(const Node& n, Builder& b) {
   return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 4, 1)), ctx.OutputType(0, p.t))});
 }
 
-namespace {
 // The weighted one-hot mask of nll_loss: [.., C, ..] with w[target] at the target class, 0 elsewhere
 // and at ignored positions. self: (N, C, d...) or (C); target: (N, d...) or ().
 struct NllMask {
@@ -188,9 +184,9 @@ Expected<NllMask> BuildNllMask(const LoweringContext& ctx, const std::vector<int
   if (Instruction* wt = ctx.Tensor("weight", weight_pos)) w = b.Broadcast(b.Convert(wt, t), sdims, {class_dim});
   return NllMask{b.Select(on, w, Full(b, t, 0, sdims)), class_dim};
 }
-}  // namespace
 
-Expected<LoweredOp> NllLoss(const Node& n, Builder& b) {
+// nll_loss and nll_loss2d; the _forward ops (`with_total_weight`) also return the total weight.
+Expected<LoweredOp> LowerNllLoss(const Node& n, Builder& b, bool with_total_weight) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
@@ -212,13 +208,16 @@ Expected<LoweredOp> NllLoss(const Node& n, Builder& b) {
     out = reduction == 1 ? Div(b, s, total_weight) : s;
   }
   std::vector<Instruction*> outs = {out};
-  if (n.op == "aten::nll_loss_forward" || n.op == "aten::nll_loss2d_forward") {
+  if (with_total_weight) {
     const TensorMeta* tw = ctx.OutputMeta(1);
     if (tw && tw->sizes != Dims(total_weight)) outs.push_back(Full(b, tw->dtype, 0, tw->sizes));
     else outs.push_back(reduction == 0 && tw ? Full(b, t, 0, {}) : total_weight);
   }
   return ctx.Finish(outs);
 }
+
+Expected<LoweredOp> NllLoss(const Node& n, Builder& b) { return LowerNllLoss(n, b, false); }
+Expected<LoweredOp> NllLossForward(const Node& n, Builder& b) { return LowerNllLoss(n, b, true); }
 
 Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -246,10 +245,6 @@ Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
   return ctx.Finish({b.Unary(Opcode::kNegate, Mul(b, m.mask, gb))});
 }
 
-}  // namespace opprobe::analyzer::lowering
-
-namespace opprobe::analyzer::lowering {
-namespace {
 
 // x as [N, C] (a 0-d or 1-d input is one sample) and the one-hot [N, C] of a per-sample class index.
 Instruction* AsBatch(Builder& b, Instruction* x) {
@@ -276,9 +271,7 @@ Instruction* ReducePerSample(const LoweringContext& ctx, Instruction* per, int64
   return s;
 }
 
-}  // namespace
 
-namespace {
 
 // What multi_margin_loss and its backward share: the [N, C] input, the one-hot mask of each sample's target
 // class, and the margin term z_j = margin - x[y] + x[j].
@@ -310,7 +303,6 @@ Expected<MultiMarginTerms> MultiMargin(LoweringContext& ctx, Builder& b, Instruc
   return m;
 }
 
-}  // namespace
 
 // multi_margin_loss: per sample sum over j != y of w[y] * max(0, margin - x[y] + x[j])^p, over C.
 // x[y] and w[y] come from a one-hot mask (iota == target) and a sum, as nll_loss does.
@@ -411,7 +403,6 @@ Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
   return ctx.Finish({loss, b.Reshape(b.Convert(is_t, t), Dims(y0))});
 }
 
-namespace {
 // Shifts [N, L] right by k along dim 1, filling with `fill`.
 Instruction* ShiftRight(Builder& b, Instruction* a, int64_t k, Instruction* fill) {
   std::vector<int64_t> d = Dims(a);
@@ -434,7 +425,6 @@ Instruction* LogSumExpOf(Builder& b, const std::vector<Instruction*>& xs) {
   }
   return Add(b, b.Unary(Opcode::kLog, s), m);
 }
-}  // namespace
 
 // _ctc_loss (forward, as ATen's CPU kernel): the alpha recursion over the extended target (blanks
 // interleaved, built with an interior pad) runs as an HLO `while` loop over time; the loop state
@@ -560,6 +550,65 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   Instruction* no_in = CmpScalar(b, il, 0, ComparisonDirection::kEq);
   ll = b.Select(no_in, b.Select(empty_t, Full(b, t, 0, {N}), b.Broadcast(ninf, {N}, {})), ll);
   return ctx.Finish({b.Unary(Opcode::kNegate, ll), log_alpha});
+}
+
+Expected<LoweredOp> SoftMarginLoss(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t red = ctx.Int("reduction", 2, 1);
+  Instruction* y = Bcast(b, b.Convert(y0, x->shape.element_type()), Dims(x));
+  Instruction* l = b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, Mul(b, y, x))));
+  if (red == 0) return ctx.Finish({l});
+  Instruction* s = ReduceSum(b, l, AllDims(l));
+  if (red == 1) s = MulScalar(b, s, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)));
+  return ctx.Finish({s});
+}
+
+// soft_margin_loss_backward(grad_output, self, target, reduction): g * -y e^{-yx} / (1 + e^{-yx}) [/ numel].
+Expected<LoweredOp> SoftMarginLossBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 2));
+  int64_t red = ctx.Int("reduction", 3, 1);
+  std::vector<int64_t> dims = Dims(x);
+  PrimitiveType t = x->shape.element_type();
+  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
+  Instruction* g = Bcast(b, b.Convert(g0, t), dims);
+  Instruction* s = b.Unary(Opcode::kLogistic, b.Unary(Opcode::kNegate, Mul(b, y, x)));  // e^{-yx}/(1+e^{-yx})
+  Instruction* r = Mul(b, g, Mul(b, b.Unary(Opcode::kNegate, y), s));
+  if (red == 1) r = MulScalar(b, r, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)));
+  return ctx.Finish({r});
+}
+
+}  // namespace
+
+const LoweringFamily& LossLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::mse_loss", MseLoss},
+      {"aten::mse_loss_backward", MseLossBackward},
+      {"aten::l1_loss", L1Loss},
+      {"aten::smooth_l1_loss", SmoothL1Loss},
+      {"aten::smooth_l1_loss_backward", SmoothL1LossBackward},
+      {"aten::huber_loss", HuberLoss},
+      {"aten::huber_loss_backward", HuberLossBackward},
+      {"aten::binary_cross_entropy", BinaryCrossEntropy},
+      {"aten::binary_cross_entropy_backward", BinaryCrossEntropyBackward},
+      {"aten::binary_cross_entropy_with_logits", BinaryCrossEntropyWithLogits},
+      {"aten::nll_loss", NllLoss},
+      {"aten::nll_loss_forward", NllLossForward},
+      {"aten::nll_loss2d_forward", NllLossForward},
+      {"aten::nll_loss_backward", NllLossBackward},
+      {"aten::nll_loss2d_backward", NllLossBackward},
+      {"aten::soft_margin_loss", SoftMarginLoss},
+      {"aten::soft_margin_loss_backward", SoftMarginLossBackward},
+      {"aten::multi_margin_loss", MultiMarginLoss},
+      {"aten::multi_margin_loss_backward", MultiMarginLossBackward},
+      {"aten::multilabel_margin_loss_forward", MultilabelMarginLoss},
+      {"aten::_ctc_loss", CtcLoss},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer {
 

@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -29,17 +29,20 @@ Instruction* Shaped(const LoweringContext& ctx, size_t i, Instruction* v) {
   return ctx.builder.Convert(m->sizes == Dims(v) ? v : ctx.builder.Reshape(v, m->sizes), m->dtype);
 }
 
-}  // namespace
+// The forms of batch norm: native_batch_norm and _native_batch_norm_legit (training from the `training`
+// argument; the legit op's no_stats overload always trains), _native_batch_norm_legit_no_training, and
+// _native_batch_norm_legit_functional, which also returns the updated running statistics.
+enum class BatchNormForm { kNative, kNoTraining, kFunctional };
 
-Expected<LoweredOp> BatchNorm(const Node& n, Builder& b) {
+Expected<LoweredOp> BatchNorm(const Node& n, Builder& b, BatchNormForm form) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
   Instruction* w = ctx.Tensor("weight", 1);
   Instruction* bias = ctx.Tensor("bias", 2);
   Instruction* rm = ctx.Tensor("running_mean", 3);
   Instruction* rv = ctx.Tensor("running_var", 4);
-  bool training = n.op == "aten::_native_batch_norm_legit_no_training" ? false : ctx.Bool("training", 5, true);
-  if (n.op == "aten::_native_batch_norm_legit" && n.overload == "no_stats") training = true;
+  bool training = form == BatchNormForm::kNoTraining ? false : ctx.Bool("training", 5, true);
+  if (n.overload == "no_stats") training = true;
   double eps = ctx.Double("eps", 7, 1e-5);
   PrimitiveType in_t = x0->shape.element_type();
   PrimitiveType t = AccType(in_t);
@@ -65,7 +68,7 @@ Expected<LoweredOp> BatchNorm(const Node& n, Builder& b) {
   std::vector<Instruction*> outs = {b.Convert(y, in_t)};
   outs.push_back(Shaped(ctx, 1, mean));
   outs.push_back(Shaped(ctx, 2, invstd));
-  if (n.op == "aten::_native_batch_norm_legit_functional") {
+  if (form == BatchNormForm::kFunctional) {
     // also returns the updated running statistics
     double momentum = ctx.Double("momentum", 6, 0.1);
     if (!rm || !rv) return ctx.Unsupported("needs running statistics");
@@ -77,6 +80,14 @@ Expected<LoweredOp> BatchNorm(const Node& n, Builder& b) {
     outs.push_back(Shaped(ctx, 4, nv));
   }
   return ctx.Finish(outs);
+}
+
+Expected<LoweredOp> NativeBatchNorm(const Node& n, Builder& b) { return BatchNorm(n, b, BatchNormForm::kNative); }
+Expected<LoweredOp> BatchNormNoTraining(const Node& n, Builder& b) {
+  return BatchNorm(n, b, BatchNormForm::kNoTraining);
+}
+Expected<LoweredOp> BatchNormFunctional(const Node& n, Builder& b) {
+  return BatchNorm(n, b, BatchNormForm::kFunctional);
 }
 
 Expected<LoweredOp> BatchNormBackward(const Node& n, Builder& b) {
@@ -265,6 +276,127 @@ Expected<LoweredOp> GroupNormBackward(const Node& n, Builder& b) {
   if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat_c), {0, 2}), ctx.OutputType(outs.size(), t)));
   if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(ReduceSum(b, g, {0, 2}), ctx.OutputType(outs.size(), t)));
   return ctx.Finish(outs);
+}
+
+// Dims of x except `dim` (the weight-norm reduction dims); dim == -1 means all.
+std::vector<int64_t> OtherDims(int64_t rank, int64_t dim) {
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) r.push_back(i);
+  return r;
+}
+
+Expected<LoweredOp> WeightNorm(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.RequiredTensor("v", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("g", 1));
+  int64_t dim = ctx.Int("dim", 2, 0);
+  std::vector<int64_t> vd = Dims(v);
+  std::vector<int64_t> red = OtherDims(v->shape.rank(), dim);
+  // norm = sqrt(sum(v^2) over the other dims), shaped like g; w = v * g / norm
+  Instruction* norm = b.Reshape(b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, v, v), red)), Dims(g));
+  Instruction* scale = Div(b, b.Convert(g, v->shape.element_type()), norm);
+  return ctx.Finish({Mul(b, v, Bcast(b, scale, vd)), norm});
+}
+
+Expected<LoweredOp> WeightNormBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * gw, ctx.RequiredTensor("grad_w", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.RequiredTensor("saved_v", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("saved_g", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * norms, ctx.RequiredTensor("saved_norms", 3));
+  int64_t dim = ctx.Int("dim", 4, 0);
+  std::vector<int64_t> vd = Dims(v);
+  std::vector<int64_t> red = OtherDims(v->shape.rank(), dim);
+  // ATen's weight_norm backward: per_dir = sum(grad_w * v); grad_g = per_dir / norms;
+  // grad_v = (g / norms) * (grad_w - v * per_dir / norms^2)
+  Instruction* per_dir = b.Reshape(ReduceSum(b, Mul(b, gw, v), red), Dims(g));
+  Instruction* grad_g = Div(b, per_dir, norms);
+  Instruction* coef = Div(b, per_dir, Mul(b, norms, norms));
+  Instruction* grad_v = Mul(b, Bcast(b, Div(b, g, norms), vd), Sub(b, gw, Mul(b, v, Bcast(b, coef, vd))));
+  return ctx.Finish({grad_v, grad_g});
+}
+
+Expected<LoweredOp> Renorm(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  double p = ctx.Double("p", 1, 2), maxnorm = ctx.Double("maxnorm", 3, 1);
+  auto d = WrapDim(ctx.Int("dim", 2, 0), x->shape.rank());
+  if (!d) return ctx.Unsupported("dimension out of range");
+  std::vector<int64_t> dims = Dims(x), red;
+  for (int64_t i = 0; i < x->shape.rank(); ++i)
+    if (i != *d) red.push_back(i);
+  Instruction* a = b.Unary(Opcode::kAbs, x);
+  Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, a, FullLike(b, a, p)), red);
+  Instruction* norm = b.Binary(Opcode::kPower, s, FullLike(b, s, 1 / p));
+  Instruction* factor = b.Select(CmpScalar(b, norm, maxnorm, ComparisonDirection::kGt),
+                                 Div(b, FullLike(b, norm, maxnorm), AddScalar(b, norm, 1e-7)), FullLike(b, norm, 1));
+  return ctx.Finish({Mul(b, x, b.Broadcast(factor, dims, {*d}))});
+}
+
+// _batch_norm_with_update (BatchNorm in training mode, 2.4+): native_batch_norm with training=True, plus the
+// empty `reserve` tensor the op also returns. (Its in-place update of running_mean/var is not an output.)
+Expected<LoweredOp> BatchNormWithUpdate(const Node& n, Builder& b) {
+  Node bn = n;
+  bn.op = "aten::native_batch_norm";
+  bn.overload = "default";
+  bn.args.clear();
+  for (const char* name : {"input", "weight", "bias", "running_mean", "running_var"}) {
+    const Value* v = n.arg(name, bn.args.size());
+    bn.args.push_back({name, v ? *v : Value::None()});
+  }
+  bn.args.push_back({"training", Value::Bool(true)});
+  const Value* momentum = n.arg("momentum", 5);
+  const Value* eps = n.arg("eps", 6);
+  bn.args.push_back({"momentum", momentum ? *momentum : Value::Float(0.1)});
+  bn.args.push_back({"eps", eps ? *eps : Value::Float(1e-5)});
+  if (bn.outputs.size() > 3) bn.outputs.resize(3);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, NativeBatchNorm(bn, b));
+  if (n.outputs.size() > 3 && n.outputs[3].kind == Value::Kind::kTensor)
+    op.outputs.push_back(Full(b, n.outputs[3].tensor.dtype, 0, n.outputs[3].tensor.sizes));
+  return op;
+}
+
+// batch_norm and layer_norm, which torch.export (2.5+) keeps undecomposed: the native op's first value.
+Expected<LoweredOp> BatchNormComposite(const Node& n, Builder& b) {
+  std::vector<Argument> args;
+  const char* names[] = {"input", "weight", "bias", "running_mean", "running_var"};
+  for (size_t i = 0; i < 5; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
+  args.push_back({"training", ArgOr(n, "training", 5, Value::Bool(false))});
+  args.push_back({"momentum", ArgOr(n, "momentum", 6, Value::Float(0.1))});
+  args.push_back({"eps", ArgOr(n, "eps", 7, Value::Float(1e-5))});
+  return LowerAsFirstOutputOf(n, b, "aten::native_batch_norm", NativeBatchNorm, std::move(args));
+}
+
+Expected<LoweredOp> LayerNormComposite(const Node& n, Builder& b) {
+  std::vector<Argument> args;
+  const char* names[] = {"input", "normalized_shape", "weight", "bias"};
+  for (size_t i = 0; i < 4; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
+  args.push_back({"eps", ArgOr(n, "eps", 4, Value::Float(1e-5))});
+  return LowerAsFirstOutputOf(n, b, "aten::native_layer_norm", LayerNorm, std::move(args));
+}
+
+}  // namespace
+
+const LoweringFamily& NormLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::native_batch_norm", NativeBatchNorm},
+      {"aten::_native_batch_norm_legit", NativeBatchNorm},
+      {"aten::_native_batch_norm_legit_no_training", BatchNormNoTraining},
+      {"aten::_native_batch_norm_legit_functional", BatchNormFunctional},
+      {"aten::_batch_norm_with_update", BatchNormWithUpdate},
+      {"aten::batch_norm", BatchNormComposite},
+      {"aten::native_batch_norm_backward", BatchNormBackward},
+      {"aten::native_layer_norm", LayerNorm},
+      {"aten::layer_norm", LayerNormComposite},
+      {"aten::native_layer_norm_backward", LayerNormBackward},
+      {"aten::native_group_norm", GroupNorm},
+      {"aten::native_group_norm_backward", GroupNormBackward},
+      {"aten::_weight_norm_interface", WeightNorm},
+      {"aten::_weight_norm_interface_backward", WeightNormBackward},
+      {"aten::renorm", Renorm},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

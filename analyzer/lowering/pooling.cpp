@@ -8,7 +8,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -68,12 +68,6 @@ Expected<PoolParams> ReadPool(const LoweringContext& ctx, size_t nsp, size_t fir
   return p;
 }
 
-size_t SpatialCount(const std::string& op) {
-  if (op.find("3d") != std::string::npos) return 3;
-  if (op.find("1d") != std::string::npos) return 1;
-  return 2;
-}
-
 // (value, index) argmax reducer: keeps the larger value, the lower index on ties, NaN wins.
 Computation* ArgMaxReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max) {
   Builder sub = b.CreateSubBuilder(is_max ? "argmax" : "argmin");
@@ -98,16 +92,10 @@ Computation* ArgMaxReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool 
   return sub.Finish(sub.Tuple({v, i}));
 }
 
-}  // namespace
 
-Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max) {
-  return ArgMaxReducer(b, vt, it, is_max);
-}
-
-Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
+Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  size_t nsp = SpatialCount(n.op);
   if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
   OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 1, true));
   std::vector<int64_t> dims = Dims(x);
@@ -132,11 +120,10 @@ Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
 // ending at the input's end), computed in HLO from the random_samples input; the windows are a
 // `gather` of [k...] slices (of the values and of a flat-index iota) and a variadic `reduce` with
 // the argmax reducer (first maximum in row-major order, as ATen's strict > scan).
-Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b) {
+Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * u0, ctx.RequiredTensor("random_samples", 3));
-  size_t nsp = SpatialCount(n.op);
   std::vector<int64_t> k = Fill(ctx.Ints("kernel_size", 1), nsp, 1);
   std::vector<int64_t> out = Fill(ctx.Ints("output_size", 2), nsp, 1);
   if (k.size() != nsp || out.size() != nsp) return ctx.Unsupported("kernel_size/output_size of the wrong length");
@@ -206,10 +193,9 @@ Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b) {
   return ctx.Finish({b.Reshape(b.GetTupleElement(r, 0), od), b.Reshape(b.GetTupleElement(r, 1), od)});
 }
 
-Expected<LoweredOp> MaxPool(const Node& n, Builder& b) {
+Expected<LoweredOp> MaxPool(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  size_t nsp = SpatialCount(n.op);
   if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
   OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 1, true));
   PrimitiveType t = x->shape.element_type();
@@ -217,11 +203,10 @@ Expected<LoweredOp> MaxPool(const Node& n, Builder& b) {
   return ctx.Finish({b.ReduceWindow({x}, {MinValue(b, t)}, w, b.ScalarBinaryComputation(Opcode::kMaximum, t))});
 }
 
-Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b) {
+Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
-  size_t nsp = SpatialCount(n.op);
   if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
   OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 2, true));
   std::vector<int64_t> dims = Dims(x);
@@ -280,7 +265,6 @@ Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-namespace {
 // Number of non-padding (or padding-inclusive) elements under each window, as a constant-free
 // reduce-window of ones.
 Instruction* WindowCounts(Builder& b, PrimitiveType t, const std::vector<int64_t>& dims, const hlo::Window& w,
@@ -303,12 +287,10 @@ Instruction* WindowCounts(Builder& b, PrimitiveType t, const std::vector<int64_t
   }
   return b.ReduceWindow({Full(b, t, 1, dims)}, {Scalar(b, t, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, t));
 }
-}  // namespace
 
-Expected<LoweredOp> AvgPool(const Node& n, Builder& b) {
+Expected<LoweredOp> AvgPool(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  size_t nsp = SpatialCount(n.op);
   if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
   OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 1, false));
   bool include_pad = ctx.Bool("count_include_pad", 5, true);
@@ -326,11 +308,10 @@ Expected<LoweredOp> AvgPool(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b) {
+Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
-  size_t nsp = SpatialCount(n.op);
   if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
   OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 2, false));
   bool include_pad = ctx.Bool("count_include_pad", 6, true);
@@ -367,18 +348,15 @@ Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b) {
   return ctx.Finish({b.ReduceWindow({padded}, {Scalar(b, t, 0)}, bw, b.ScalarBinaryComputation(Opcode::kAdd, t))});
 }
 
-namespace {
 // Adaptive pooling bins: start = floor(i*in/out), end = ceil((i+1)*in/out). When in % out == 0 the
 // bins form a regular window (kernel = stride = in/out).
 bool Regular(int64_t in, int64_t out) { return out > 0 && in % out == 0; }
 int64_t BinStart(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
 int64_t BinEnd(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
-}  // namespace
 
-Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b) {
+Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  size_t nsp = SpatialCount(n.op);
   std::vector<int64_t> out = Fill(ctx.Ints("output_size", 1), nsp, 1);
   std::vector<int64_t> dims = Dims(x);
   if (dims.size() < nsp + 1 || out.size() != nsp) return ctx.Unsupported("bad output_size");
@@ -428,11 +406,10 @@ Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node& n, Builder& b) {
+Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
-  size_t nsp = SpatialCount(n.op);
   std::vector<int64_t> dims = Dims(x), gd = Dims(g);
   if (dims.size() < nsp + 1 || gd.size() != dims.size()) return ctx.Unsupported("bad ranks");
   size_t lead = dims.size() - nsp;
@@ -464,10 +441,9 @@ Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
+Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  size_t nsp = SpatialCount(n.op);
   std::vector<int64_t> out = Fill(ctx.Ints("output_size", 1), nsp, 1);
   std::vector<int64_t> dims = Dims(x);
   if (dims.size() < nsp + 1 || out.size() != nsp) return ctx.Unsupported("bad output_size");
@@ -521,12 +497,11 @@ Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
   return ctx.Finish({b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
 }
 
-Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b) {
+Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 2));
-  size_t nsp = SpatialCount(n.op);
   std::vector<int64_t> dims = Dims(x), gd = Dims(g);
   size_t lead = dims.size() - nsp;
   PrimitiveType t = x->shape.element_type();
@@ -547,12 +522,11 @@ Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b) {
 
 // fractional_max_pool{2,3}d_backward(grad_output, self, kernel_size, output_size, indices): scatter-add of
 // grad_output into a zero input at the saved (per-plane flat) indices.
-Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b) {
+Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 4));
-  size_t nsp = n.op.find("3d") != std::string::npos ? 3 : 2;
   std::vector<int64_t> dims = Dims(x), gd = Dims(g);
   if (dims.size() < nsp || gd.size() != dims.size() || idx->shape.elements() != g->shape.elements())
     return ctx.Unsupported("shapes of grad_output, self and indices do not fit");
@@ -573,31 +547,78 @@ Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b) {
   return ctx.Finish({b.Reshape(s, dims)});
 }
 
-// embedding_renorm_(self, indices, max_norm, norm_type): the rows named by indices whose p-norm exceeds max_norm
-// are scaled to max_norm / (norm + 1e-7); the other rows stay.
-Expected<LoweredOp> EmbeddingRenorm(const Node& n, Builder& b) {
+// max_unpool2d/3d: the values scattered to their indices in a zero tensor of the recorded output's size.
+Expected<LoweredOp> MaxUnpool(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
-  double max_norm = ctx.Double("max_norm", 2, 1), p = ctx.Double("norm_type", 3, 2);
-  std::vector<int64_t> dims = Dims(w);
-  if (dims.size() != 2) return ctx.Unsupported("weight must be 2-d");
-  PrimitiveType t = w->shape.element_type();
-  int64_t V = dims[0], K = idx->shape.elements();
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("needs the recorded output");
+  std::vector<int64_t> xd = Dims(x), od = out->sizes;
+  if (xd.size() < nsp || od.size() != xd.size()) return ctx.Unsupported("rank mismatch");
+  size_t lead = xd.size() - nsp;
+  int64_t planes = 1, in_plane = 1, out_plane = 1;
+  for (size_t i = 0; i < lead; ++i) planes *= xd[i];
+  for (size_t i = lead; i < xd.size(); ++i) in_plane *= xd[i], out_plane *= od[i];
+  PrimitiveType t = x->shape.element_type();
+  Instruction* local = b.Reshape(b.Convert(idx, PrimitiveType::S64), {planes, in_plane});
+  Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, in_plane}), 0), static_cast<double>(out_plane));
+  Instruction* gidx = b.Reshape(Add(b, local, base), {planes * in_plane, 1});
   hlo::ScatterDimensionNumbers dn;
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  Instruction* hit = b.Scatter({Full(b, t, 0, {V})}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {K, 1}),
-                               {Full(b, t, 1, {K})}, dn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
-  Instruction* a = b.Unary(Opcode::kAbs, w);
-  Instruction* norm = b.Binary(Opcode::kPower, ReduceSum(b, b.Binary(Opcode::kPower, a, FullLike(b, a, p)), {1}),
-                               Full(b, t, 1 / p, {V}));
-  Instruction* scale = Div(b, Full(b, t, max_norm, {V}), AddScalar(b, norm, 1e-7));
-  Instruction* apply = b.Binary(Opcode::kAnd, CmpScalar(b, hit, 0, ComparisonDirection::kGt),
-                                CmpScalar(b, norm, max_norm, ComparisonDirection::kGt));
-  scale = b.Select(apply, scale, Full(b, t, 1, {V}));
-  return ctx.Finish({Mul(b, w, b.Broadcast(scale, dims, {0}))});
+  Instruction* s = b.Scatter({Full(b, t, 0, {planes * out_plane})}, gidx, {b.Reshape(x, {planes * in_plane})}, dn,
+                            ReplaceComputation(b, t));
+  return ctx.Finish({b.Reshape(s, od)});
+}
+
+// A pooling lowering over `kDims` spatial dims (max_pool2d: 2).
+template <Expected<LoweredOp> (*kLowering)(const Node&, Builder&, size_t), size_t kDims>
+Expected<LoweredOp> Pool(const Node& n, Builder& b) {
+  return kLowering(n, b, kDims);
+}
+
+}  // namespace
+
+Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max) {
+  return ArgMaxReducer(b, vt, it, is_max);
+}
+
+const LoweringFamily& PoolingLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::max_pool1d", Pool<MaxPool, 1>},
+      {"aten::max_pool2d", Pool<MaxPool, 2>},
+      {"aten::max_pool3d", Pool<MaxPool, 3>},
+      {"aten::max_pool2d_with_indices", Pool<MaxPoolWithIndices, 2>},
+      {"aten::max_pool3d_with_indices", Pool<MaxPoolWithIndices, 3>},
+      {"aten::max_pool2d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 2>},
+      {"aten::max_pool3d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 3>},
+      {"aten::fractional_max_pool2d", Pool<FractionalMaxPool, 2>},
+      {"aten::fractional_max_pool3d", Pool<FractionalMaxPool, 3>},
+      {"aten::fractional_max_pool2d_backward", Pool<FractionalMaxPoolBackward, 2>},
+      {"aten::fractional_max_pool3d_backward", Pool<FractionalMaxPoolBackward, 3>},
+      {"aten::avg_pool1d", Pool<AvgPool, 1>},
+      {"aten::avg_pool2d", Pool<AvgPool, 2>},
+      {"aten::avg_pool3d", Pool<AvgPool, 3>},
+      {"aten::avg_pool2d_backward", Pool<AvgPoolBackward, 2>},
+      {"aten::avg_pool3d_backward", Pool<AvgPoolBackward, 3>},
+      {"aten::adaptive_avg_pool1d", Pool<AdaptiveAvgPool, 1>},
+      {"aten::adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
+      {"aten::adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
+      {"aten::_adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
+      {"aten::_adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
+      {"aten::_adaptive_avg_pool2d_backward", Pool<AdaptiveAvgPoolBackward, 2>},
+      {"aten::_adaptive_avg_pool3d_backward", Pool<AdaptiveAvgPoolBackward, 3>},
+      {"aten::adaptive_max_pool1d", Pool<AdaptiveMaxPool, 1>},
+      {"aten::adaptive_max_pool2d", Pool<AdaptiveMaxPool, 2>},
+      {"aten::adaptive_max_pool3d", Pool<AdaptiveMaxPool, 3>},
+      {"aten::adaptive_max_pool2d_backward", Pool<AdaptiveMaxPoolBackward, 2>},
+      {"aten::adaptive_max_pool3d_backward", Pool<AdaptiveMaxPoolBackward, 3>},
+      {"aten::max_unpool2d", Pool<MaxUnpool, 2>},
+      {"aten::max_unpool3d", Pool<MaxUnpool, 3>},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -22,13 +22,12 @@ Instruction* RngIn(Builder& b, PrimitiveType t, double a, double bb, hlo::Random
   return b.Rng(Scalar(b, ct, a), Scalar(b, ct, bb), d, Shape::Array(ct, dims));
 }
 
-}  // namespace
-
-Expected<LoweredOp> RandUniform(const Node& n, Builder& b) {
+// uniform(self, from, to) and rand/rand_like (`standard`: [0, 1)).
+Expected<LoweredOp> RandUniform(const Node& n, Builder& b, bool standard) {
   LoweringContext ctx(n, b);
   auto [dims, t] = OutShape(ctx);
   double lo = ctx.Double("from", 1, 0), hi = ctx.Double("to", 2, 1);
-  if (n.op == "aten::rand" || n.op == "aten::rand_like") lo = 0, hi = 1;
+  if (standard) lo = 0, hi = 1;
   if (hlo::IsComplex(t)) {
     PrimitiveType rt = hlo::ComplexComponentType(t);
     Instruction* re = RngIn(b, rt, lo, hi, hlo::RandomDistribution::kUniform, dims);
@@ -38,12 +37,16 @@ Expected<LoweredOp> RandUniform(const Node& n, Builder& b) {
   return ctx.Finish({b.Convert(RngIn(b, t, lo, hi, hlo::RandomDistribution::kUniform, dims), t)});
 }
 
-Expected<LoweredOp> RandNormal(const Node& n, Builder& b) {
+Expected<LoweredOp> Uniform(const Node& n, Builder& b) { return RandUniform(n, b, false); }
+Expected<LoweredOp> Rand(const Node& n, Builder& b) { return RandUniform(n, b, true); }
+
+// normal(mean, std) (mean and std numbers or tensors) and randn/randn_like (`standard`: mean 0, std 1).
+Expected<LoweredOp> RandNormal(const Node& n, Builder& b, bool standard) {
   LoweringContext ctx(n, b);
   auto [dims, t] = OutShape(ctx);
   // normal.Tensor_Tensor etc: mean/std tensors scale a standard normal sample.
-  Instruction* mean_t = n.op == "aten::normal" ? ctx.Tensor("mean", 0) : nullptr;
-  Instruction* std_t = n.op == "aten::normal" ? ctx.Tensor("std", 1) : nullptr;
+  Instruction* mean_t = standard ? nullptr : ctx.Tensor("mean", 0);
+  Instruction* std_t = standard ? nullptr : ctx.Tensor("std", 1);
   if (mean_t || std_t) {
     Instruction* z = b.Convert(RngIn(b, t, 0, 1, hlo::RandomDistribution::kNormal, dims), t);
     Instruction* sd = std_t ? Bcast(b, b.Convert(std_t, t), dims) : FullLike(b, z, ctx.Double("std", 1, 1));
@@ -51,8 +54,8 @@ Expected<LoweredOp> RandNormal(const Node& n, Builder& b) {
     return ctx.Finish({Add(b, Mul(b, z, sd), mu)});
   }
   double mean = ctx.Double("mean", 1, 0), sd = ctx.Double("std", 2, 1);
-  if (n.op == "aten::randn" || n.op == "aten::randn_like") mean = 0, sd = 1;
-  if (n.op == "aten::normal" && n.overload == "float_float") mean = ctx.Double("mean", 0, 0), sd = ctx.Double("std", 1, 1);
+  if (standard) mean = 0, sd = 1;
+  if (!standard && n.overload == "float_float") mean = ctx.Double("mean", 0, 0), sd = ctx.Double("std", 1, 1);
   if (hlo::IsComplex(t)) {
     PrimitiveType rt = hlo::ComplexComponentType(t);
     double s = sd / std::sqrt(2.0);
@@ -63,11 +66,18 @@ Expected<LoweredOp> RandNormal(const Node& n, Builder& b) {
   return ctx.Finish({b.Convert(RngIn(b, t, mean, sd, hlo::RandomDistribution::kNormal, dims), t)});
 }
 
-Expected<LoweredOp> RandInt(const Node& n, Builder& b) {
+Expected<LoweredOp> Normal(const Node& n, Builder& b) { return RandNormal(n, b, false); }
+Expected<LoweredOp> Randn(const Node& n, Builder& b) { return RandNormal(n, b, true); }
+
+// Where an integer sampler's bounds are: random_(self, from, to), randint(low, high, size) or
+// randint_like(self, low, high).
+enum class IntBounds { kFromTo, kLowHigh, kLikeLowHigh };
+
+Expected<LoweredOp> RandInt(const Node& n, Builder& b, IntBounds bounds) {
   LoweringContext ctx(n, b);
   auto [dims, t] = OutShape(ctx);
   double lo = 0, hi = 0;
-  if (n.op == "aten::random_") {
+  if (bounds == IntBounds::kFromTo) {
     const Value* from = ctx.Arg("from", 1);
     const Value* to = ctx.Arg("to", 2);
     if (to && !to->is_none()) {
@@ -84,7 +94,7 @@ Expected<LoweredOp> RandInt(const Node& n, Builder& b) {
       lo = ctx.Double("low", 0, 0);
       hi = ctx.Double("high", 1, 0);
     } else {
-      hi = ctx.Double("high", n.op == "aten::randint_like" ? 1 : 0, 0);
+      hi = ctx.Double("high", bounds == IntBounds::kLikeLowHigh ? 1 : 0, 0);
     }
   }
   // floor(uniform[lo, hi)) in f64 (exact for the integer range), then converted.
@@ -93,6 +103,10 @@ Expected<LoweredOp> RandInt(const Node& n, Builder& b) {
   return ctx.Finish({b.Convert(b.Unary(Opcode::kFloor, u), t)});
 }
 
+Expected<LoweredOp> Random(const Node& n, Builder& b) { return RandInt(n, b, IntBounds::kFromTo); }
+Expected<LoweredOp> Randint(const Node& n, Builder& b) { return RandInt(n, b, IntBounds::kLowHigh); }
+Expected<LoweredOp> RandintLike(const Node& n, Builder& b) { return RandInt(n, b, IntBounds::kLikeLowHigh); }
+
 Expected<LoweredOp> Bernoulli(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   auto [dims, t] = OutShape(ctx);
@@ -100,7 +114,7 @@ Expected<LoweredOp> Bernoulli(const Node& n, Builder& b) {
   Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
   Instruction* p = nullptr;
   if (Instruction* pt = ctx.Tensor("p", 1)) p = Bcast(b, b.Convert(pt, ct), dims);
-  else if (n.overload == "default" && n.op == "aten::bernoulli") p = b.Convert(ctx.Tensor("self", 0), ct);
+  else if (n.overload == "default") p = b.Convert(ctx.Tensor("self", 0), ct);  // bernoulli(self): self is p
   else p = FullLike(b, u, ctx.Double("p", 1, 0.5));
   return ctx.Finish({b.Convert(b.Compare(u, p, ComparisonDirection::kLt), t)});
 }
@@ -211,31 +225,78 @@ Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
 
 // exponential_(lambd), cauchy_(median, sigma), log_normal_(mean, std), geometric_(p): a transform of a uniform
 // or normal rng sample, as PyTorch's CPU kernels draw them.
-Expected<LoweredOp> RandDerived(const Node& n, Builder& b) {
+enum class Distribution { kExponential, kCauchy, kLogNormal, kGeometric };
+
+Expected<LoweredOp> RandDerived(const Node& n, Builder& b, Distribution dist) {
   LoweringContext ctx(n, b);
   auto [dims, t] = OutShape(ctx);
   PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
   Instruction* r = nullptr;
-  if (n.op == "aten::log_normal_") {
+  if (dist == Distribution::kLogNormal) {
     Instruction* z = RngIn(b, ct, ctx.Double("mean", 1, 1), ctx.Double("std", 2, 2), hlo::RandomDistribution::kNormal, dims);
     r = b.Unary(Opcode::kExp, z);
   } else {
     Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
     Instruction* log1mu = b.Unary(Opcode::kLog1p, b.Unary(Opcode::kNegate, u));  // log(1 - u), u in [0, 1)
-    if (n.op == "aten::exponential_") {
+    if (dist == Distribution::kExponential) {
       r = MulScalar(b, log1mu, -1.0 / ctx.Double("lambd", 1, 1));
-    } else if (n.op == "aten::cauchy_") {
+    } else if (dist == Distribution::kCauchy) {
       Instruction* tan = b.Unary(Opcode::kTan, MulScalar(b, AddScalar(b, u, -0.5), std::acos(-1.0)));
       r = AddScalar(b, MulScalar(b, tan, ctx.Double("sigma", 2, 1)), ctx.Double("median", 1, 0));
-    } else if (n.op == "aten::geometric_") {
+    } else {  // geometric
       double p = ctx.Double("p", 1, 0.5);
       if (!(p > 0 && p < 1)) return ctx.Unsupported("p must be in (0, 1)");
       r = b.Unary(Opcode::kCeil, MulScalar(b, log1mu, 1.0 / std::log1p(-p)));
-    } else {
-      return ctx.Unsupported("unknown distribution");
     }
   }
   return ctx.Finish({b.Convert(r, t)});
+}
+
+template <Distribution kDist>
+Expected<LoweredOp> Sample(const Node& n, Builder& b) {
+  return RandDerived(n, b, kDist);
+}
+
+// dropout(input, p, train), which torch.export keeps undecomposed: the identity in eval mode, else
+// native_dropout's first value.
+Expected<LoweredOp> DropoutComposite(const Node& n, Builder& b) {
+  bool train = ArgOr(n, "train", 2, Value::Bool(false)).AsDouble() != 0;
+  double p = ArgOr(n, "p", 1, Value::Float(0.5)).AsDouble();
+  if (!train || p == 0) {  // eval mode: the identity
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
+    return ctx.Finish({b.Convert(x, ctx.OutputType(0, x->shape.element_type()))});
+  }
+  return LowerAsFirstOutputOf(n, b, "aten::native_dropout", NativeDropout,
+                         {{"input", ArgOr(n, "input", 0, Value::None())}, {"p", Value::Float(p)}, {"train", Value::Bool(true)}});
+}
+
+}  // namespace
+
+const LoweringFamily& RandomLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::rand", Rand},
+      {"aten::rand_like", Rand},
+      {"aten::uniform", Uniform, kInPlaceForm},
+      {"aten::randn", Randn},
+      {"aten::randn_like", Randn},
+      {"aten::normal", Normal, kInPlaceForm},
+      {"aten::randint", Randint},
+      {"aten::randint_like", RandintLike},
+      {"aten::random_", Random},
+      {"aten::bernoulli", Bernoulli, kInPlaceForm},
+      {"aten::exponential_", Sample<Distribution::kExponential>},
+      {"aten::cauchy_", Sample<Distribution::kCauchy>},
+      {"aten::log_normal_", Sample<Distribution::kLogNormal>},
+      {"aten::geometric_", Sample<Distribution::kGeometric>},
+      {"aten::randperm", Randperm},
+      {"aten::multinomial", Multinomial},
+      {"aten::native_dropout", NativeDropout},
+      {"aten::native_dropout_backward", NativeDropoutBackward},
+      {"aten::dropout", DropoutComposite},
+      {"aten::rrelu_with_noise", RreluWithNoise},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

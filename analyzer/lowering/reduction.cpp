@@ -681,12 +681,6 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   return ctx.Finish({res});
 }
 
-std::vector<int64_t> AllDims(Instruction* x) {
-  std::vector<int64_t> d(static_cast<size_t>(x->shape.rank()));
-  std::iota(d.begin(), d.end(), 0);
-  return d;
-}
-
 Instruction* AllTrue(Builder& b, Instruction* p) {
   return Reduce(b, p, AllDims(p), Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
 }

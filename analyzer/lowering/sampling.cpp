@@ -9,7 +9,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -61,8 +61,6 @@ hlo::Literal InterpMatrix(PrimitiveType t, int64_t in, int64_t out, Mode mode, b
   return m;
 }
 
-}  // namespace
-
 // Contracts dim `d` of x with a constant [in, out] matrix, keeping the dim's position.
 Instruction* ContractDim(Builder& b, Instruction* x, int64_t d, hlo::Literal m) {
   Instruction* wm = b.Constant(std::move(m));
@@ -80,18 +78,6 @@ Instruction* ContractDim(Builder& b, Instruction* x, int64_t d, hlo::Literal m) 
   return b.Transpose(prod, perm);
 }
 
-namespace {
-Mode ModeOf(const std::string& op) {
-  if (op.find("nearest_exact") != std::string::npos) return Mode::kNearestExact;
-  if (op.find("nearest") != std::string::npos) return Mode::kNearest;
-  if (op.find("bicubic") != std::string::npos) return Mode::kCubic;
-  return Mode::kLinear;
-}
-size_t SpatialOf(const std::string& op) {
-  if (op.find("3d") != std::string::npos) return 3;
-  if (op.find("1d") != std::string::npos) return 1;
-  return 2;
-}
 std::vector<std::optional<double>> Scales(const LoweringContext& ctx, size_t nsp, bool backward) {
   std::vector<std::optional<double>> s(nsp);
   if (const Value* v = ctx.Arg("scale_factors", 2); v && v->kind == Value::Kind::kFloatList) {
@@ -106,18 +92,16 @@ std::vector<std::optional<double>> Scales(const LoweringContext& ctx, size_t nsp
   (void)backward;
   return s;
 }
-}  // namespace
 
-Expected<LoweredOp> Upsample(const Node& n, Builder& b) {
+// upsample_*(input, output_size, ...) over `nsp` spatial dims: one interpolation matrix per dim.
+Expected<LoweredOp> Upsample(const Node& n, Builder& b, Mode mode, size_t nsp) {
   LoweringContext ctx(n, b);
   Instruction* x = ctx.Tensor("input", 0) ? ctx.Tensor("input", 0) : ctx.Tensor("self", 0);
   if (!x) return ctx.Unsupported("tensor argument 'input' is missing");
   const TensorMeta* out = ctx.OutputMeta(0);
   if (!out) return ctx.Unsupported("the output size comes from the recorded output");
-  size_t nsp = SpatialOf(n.op);
   std::vector<int64_t> xd = Dims(x);
   if (xd.size() != nsp + 2 || out->sizes.size() != xd.size()) return ctx.Unsupported("input rank does not match the op");
-  Mode mode = ModeOf(n.op);
   bool align = ctx.Bool("align_corners", 2, false);
   auto scales = Scales(ctx, nsp, false);
   PrimitiveType t = x->shape.element_type();
@@ -129,14 +113,12 @@ Expected<LoweredOp> Upsample(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-Expected<LoweredOp> UpsampleBackward(const Node& n, Builder& b) {
+Expected<LoweredOp> UpsampleBackward(const Node& n, Builder& b, Mode mode, size_t nsp) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
   std::vector<int64_t> in_size = ctx.Ints("input_size", 2);
-  size_t nsp = SpatialOf(n.op);
   std::vector<int64_t> gd = Dims(g);
   if (gd.size() != nsp + 2 || in_size.size() != gd.size()) return ctx.Unsupported("ranks do not match the op");
-  Mode mode = ModeOf(n.op);
   bool align = ctx.Bool("align_corners", 3, false);
   auto scales = Scales(ctx, nsp, true);
   PrimitiveType t = g->shape.element_type();
@@ -148,7 +130,16 @@ Expected<LoweredOp> UpsampleBackward(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-namespace {
+// An upsampling op and its backward (`backward`) in `kMode` over `kDims` spatial dims.
+template <Mode kMode, size_t kDims>
+Expected<LoweredOp> UpsampleOf(const Node& n, Builder& b) {
+  return Upsample(n, b, kMode, kDims);
+}
+template <Mode kMode, size_t kDims>
+Expected<LoweredOp> UpsampleBackwardOf(const Node& n, Builder& b) {
+  return UpsampleBackward(n, b, kMode, kDims);
+}
+
 // One-hot kernel [C*kh*kw, 1, kh, kw] (groups = C): output channel c*K + k picks position k.
 Instruction* PatchKernel(Builder& b, PrimitiveType t, int64_t C, int64_t kh, int64_t kw) {
   hlo::Literal k(Shape::Array(t, {C * kh * kw, 1, kh, kw}));
@@ -156,7 +147,6 @@ Instruction* PatchKernel(Builder& b, PrimitiveType t, int64_t C, int64_t kh, int
     for (int64_t p = 0; p < kh * kw; ++p) k.SetFromDouble(((ch * kh * kw + p) * kh * kw) + p, 1.0);
   return b.Constant(std::move(k));
 }
-}  // namespace
 
 Expected<LoweredOp> Im2Col(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -311,7 +301,6 @@ Expected<LoweredOp> GridSampler2d(const Node& n, Builder& b) {
   return ctx.Finish({b.Transpose(r, {0, 3, 1, 2})});
 }
 
-namespace {
 // Pairwise p-norm distances between rows: x [.., P, M], y [.., R, M] -> [.., P, R].
 Instruction* PairDist(Builder& b, Instruction* x, Instruction* y, double p) {
   std::vector<int64_t> xd = Dims(x), yd = Dims(y);
@@ -334,7 +323,6 @@ Instruction* PairDist(Builder& b, Instruction* x, Instruction* y, double p) {
   Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, diff, FullLike(b, diff, p)), {last});
   return b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
 }
-}  // namespace
 
 Expected<LoweredOp> Cdist(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -370,77 +358,38 @@ Expected<LoweredOp> Pdist(const Node& n, Builder& b) {
   return ctx.Finish({b.Gather(full, b.Constant(std::move(idx)), dn, {1}, Shape::Array(x->shape.element_type(), {cnt}))});
 }
 
-Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx0, ctx.RequiredTensor("indices", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * off0, ctx.RequiredTensor("offsets", 2));
-  int64_t mode = ctx.Int("mode", 4, 0);
-  bool include_last = ctx.Bool("include_last_offset", 7, false);
-  Instruction* psw = ctx.Tensor("per_sample_weights", 6);
-  int64_t pad = ctx.OptInt("padding_idx", 8).value_or(-1);
-  if (idx0->shape.rank() != 1) return ctx.Unsupported("2-d indices are flattened before _embedding_bag");
-  PrimitiveType t = w->shape.element_type();
-  int64_t L = Dims(idx0)[0], D = Dims(w)[1], nb = Dims(off0)[0] - (include_last ? 1 : 0);
-  Instruction* idx = b.Convert(idx0, PrimitiveType::S64);
-  Instruction* off = b.Convert(off0, PrimitiveType::S64);
-  if (include_last) off = b.SliceInDim(off, 0, nb, 1, 0);
-  // bag of position l = #(offsets <= l) - 1
-  Instruction* pos = b.Iota(Shape::Array(PrimitiveType::S64, {L, nb}), 0);
-  Instruction* ob = b.Broadcast(off, {L, nb}, {1});
-  Instruction* bag = AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, pos, ComparisonDirection::kLe), PrimitiveType::S64), {1}), -1);
-  // rows [L, D]
-  hlo::GatherDimensionNumbers gdn;
-  gdn.offset_dims = {1};
-  gdn.collapsed_slice_dims = {0};
-  gdn.start_index_map = {0};
-  gdn.index_vector_dim = 1;
-  Instruction* rows = b.Gather(w, b.Reshape(idx, {L, 1}), gdn, {1, D}, Shape::Array(t, {L, D}));
-  Instruction* keep = pad >= 0 ? CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kNe)
-                               : Full(b, PrimitiveType::PRED, 1, {L});
-  if (psw) rows = Mul(b, rows, b.Broadcast(b.Convert(psw, t), {L, D}, {0}));
-  hlo::ScatterDimensionNumbers sdn;
-  sdn.update_window_dims = {1};
-  sdn.inserted_window_dims = {0};
-  sdn.scatter_dims_to_operand_dims = {0};
-  sdn.index_vector_dim = 1;
-  // Dropped (padding) rows go to an out-of-range bag index, which scatter skips.
-  Instruction* tbag = b.Select(keep, bag, Full(b, PrimitiveType::S64, static_cast<double>(nb), {L}));
-  Instruction* tb2 = b.Reshape(tbag, {L, 1});
-  Instruction* out;
-  Instruction* counts = nullptr;
-  {
-    hlo::ScatterDimensionNumbers cdn;
-    cdn.inserted_window_dims = {0};
-    cdn.scatter_dims_to_operand_dims = {0};
-    cdn.index_vector_dim = 1;
-    counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {nb})}, tb2, {Full(b, PrimitiveType::S64, 1, {L})}, cdn,
-                       b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
-  }
-  if (mode == 2) {
-    out = b.Scatter({b.Broadcast(MinValue(b, t), {nb, D}, {})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
-    Instruction* empty = b.Broadcast(CmpScalar(b, counts, 0, ComparisonDirection::kEq), {nb, D}, {0});
-    out = b.Select(empty, Full(b, t, 0, {nb, D}), out);
-  } else {
-    out = b.Scatter({Full(b, t, 0, {nb, D})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kAdd, t));
-    if (mode == 1) {
-      Instruction* cf = b.Convert(b.Binary(Opcode::kMaximum, counts, Full(b, PrimitiveType::S64, 1, {nb})), t);
-      out = Div(b, out, b.Broadcast(cf, {nb, D}, {0}));
-    }
-  }
-  std::vector<Instruction*> outs = {out};
-  // offset2bag, bag_size, max_indices: shaped as recorded (ATen leaves some empty per mode).
-  auto shaped = [&](size_t i, Instruction* v) -> Instruction* {
-    const TensorMeta* m = ctx.OutputMeta(i);
-    if (!m) return v;
-    if (m->sizes == Dims(v)) return b.Convert(v, m->dtype);
-    return Full(b, m->dtype, 0, m->sizes);
-  };
-  outs.push_back(shaped(1, bag));
-  // ATen fills bag_size only for mean/max bags (or when a gradient is needed).
-  outs.push_back(shaped(2, mode == 0 ? Full(b, PrimitiveType::S64, 0, {nb}) : counts));
-  outs.push_back(shaped(3, Full(b, PrimitiveType::S64, 0, {nb, D})));
-  return ctx.Finish(outs);
+}  // namespace
+
+const LoweringFamily& SamplingLowerings() {
+  using M = Mode;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::upsample_nearest1d", UpsampleOf<M::kNearest, 1>},
+      {"aten::upsample_nearest2d", UpsampleOf<M::kNearest, 2>},
+      {"aten::upsample_nearest3d", UpsampleOf<M::kNearest, 3>},
+      {"aten::_upsample_nearest_exact1d", UpsampleOf<M::kNearestExact, 1>},
+      {"aten::_upsample_nearest_exact2d", UpsampleOf<M::kNearestExact, 2>},
+      {"aten::_upsample_nearest_exact3d", UpsampleOf<M::kNearestExact, 3>},
+      {"aten::upsample_linear1d", UpsampleOf<M::kLinear, 1>},
+      {"aten::upsample_bilinear2d", UpsampleOf<M::kLinear, 2>},
+      {"aten::upsample_trilinear3d", UpsampleOf<M::kLinear, 3>},
+      {"aten::upsample_bicubic2d", UpsampleOf<M::kCubic, 2>},
+      {"aten::upsample_nearest1d_backward", UpsampleBackwardOf<M::kNearest, 1>},
+      {"aten::upsample_nearest2d_backward", UpsampleBackwardOf<M::kNearest, 2>},
+      {"aten::upsample_nearest3d_backward", UpsampleBackwardOf<M::kNearest, 3>},
+      {"aten::_upsample_nearest_exact1d_backward", UpsampleBackwardOf<M::kNearestExact, 1>},
+      {"aten::_upsample_nearest_exact2d_backward", UpsampleBackwardOf<M::kNearestExact, 2>},
+      {"aten::_upsample_nearest_exact3d_backward", UpsampleBackwardOf<M::kNearestExact, 3>},
+      {"aten::upsample_linear1d_backward", UpsampleBackwardOf<M::kLinear, 1>},
+      {"aten::upsample_bilinear2d_backward", UpsampleBackwardOf<M::kLinear, 2>},
+      {"aten::upsample_trilinear3d_backward", UpsampleBackwardOf<M::kLinear, 3>},
+      {"aten::upsample_bicubic2d_backward", UpsampleBackwardOf<M::kCubic, 2>},
+      {"aten::im2col", Im2Col},
+      {"aten::col2im", Col2Im},
+      {"aten::grid_sampler_2d", GridSampler2d},
+      {"aten::_cdist_forward", Cdist},
+      {"aten::_pdist_forward", Pdist},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -333,7 +333,6 @@ void CommonBatch(Builder& b, Instruction*& x, Instruction*& y) {
   y = ToBatch(b, y, batch);
 }
 
-}  // namespace
 
 // cholesky(self, upper), linalg_cholesky(self, upper), linalg_cholesky_ex(self, upper, check_errors).
 Expected<LoweredOp> Cholesky(const Node& n, Builder& b) {
@@ -349,10 +348,9 @@ Expected<LoweredOp> Cholesky(const Node& n, Builder& b) {
 }
 
 // cholesky_solve(self=B, input2=L, upper) and cholesky_inverse(self=L, upper).
-Expected<LoweredOp> CholeskySolve(const Node& n, Builder& b) {
+Expected<LoweredOp> CholeskySolveOrInverse(const Node& n, Builder& b, bool inverse) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool inverse = n.op == "aten::cholesky_inverse";
   OPPROBE_ASSIGN_OR_RETURN(Instruction * l, SquareArg(ctx, inverse ? "self" : "input2", inverse ? 0 : 1, 0, &t));
   bool upper = ctx.Bool("upper", inverse ? 1 : 2, false);
   Instruction* rhs;
@@ -367,12 +365,14 @@ Expected<LoweredOp> CholeskySolve(const Node& n, Builder& b) {
   return ctx.Finish({TriSolve(b, l, y, true, !upper, upper ? TransposeA::kNoTranspose : TransposeA::kAdjoint)});
 }
 
+Expected<LoweredOp> CholeskySolve(const Node& n, Builder& b) { return CholeskySolveOrInverse(n, b, false); }
+Expected<LoweredOp> CholeskyInverse(const Node& n, Builder& b) { return CholeskySolveOrInverse(n, b, true); }
+
 // triangular_solve(self=B, A, upper, transpose, unitriangular) -> (X, A);
 // linalg_solve_triangular(self=A, B, upper, left, unitriangular) -> X.
-Expected<LoweredOp> TriangularSolve(const Node& n, Builder& b) {
+Expected<LoweredOp> TriangularSolveOp(const Node& n, Builder& b, bool legacy) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::triangular_solve";
   OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, legacy ? "A" : "self", legacy ? 1 : 0, 0, &t));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, FloatArg(ctx, legacy ? "self" : "B", legacy ? 0 : 1, 0, &t));
   a = b.Convert(a, t);
@@ -386,12 +386,14 @@ Expected<LoweredOp> TriangularSolve(const Node& n, Builder& b) {
   return ctx.Finish({x});
 }
 
+Expected<LoweredOp> TriangularSolve(const Node& n, Builder& b) { return TriangularSolveOp(n, b, true); }
+Expected<LoweredOp> SolveTriangular(const Node& n, Builder& b) { return TriangularSolveOp(n, b, false); }
+
 // linalg_lu_factor_ex(A, pivot, check_errors) -> (LU, pivots, info); linalg_lu_factor -> (LU, pivots);
 // linalg_lu(A, pivot) -> (P, L, U).
-Expected<LoweredOp> LuFactor(const Node& n, Builder& b) {
+Expected<LoweredOp> LuFactorOp(const Node& n, Builder& b, bool plu) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool plu = n.op == "aten::linalg_lu";
   OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, "A", 0, plu ? 1 : 0, &t));
   if (!ctx.Bool("pivot", 1, true)) return ctx.Unsupported("LU without pivoting has no XLA form");
   Lu f = LuOf(b, a);
@@ -407,6 +409,9 @@ Expected<LoweredOp> LuFactor(const Node& n, Builder& b) {
   if (ctx.OutputMeta(2)) outs.push_back(FirstBad(b, CmpScalar(b, Diag(b, f.lu), 0, ComparisonDirection::kEq)));
   return ctx.Finish(outs);
 }
+
+Expected<LoweredOp> LuFactor(const Node& n, Builder& b) { return LuFactorOp(n, b, false); }
+Expected<LoweredOp> LinalgLu(const Node& n, Builder& b) { return LuFactorOp(n, b, true); }
 
 // lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots) -> (P, L, U).
 Expected<LoweredOp> LuUnpack(const Node& n, Builder& b) {
@@ -438,10 +443,9 @@ Expected<LoweredOp> LuUnpack(const Node& n, Builder& b) {
 }
 
 // linalg_lu_solve(LU, pivots, B, left, adjoint); lu_solve(self=B, LU_data, LU_pivots).
-Expected<LoweredOp> LuSolveOp(const Node& n, Builder& b) {
+Expected<LoweredOp> LuSolveOp(const Node& n, Builder& b, bool legacy) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::lu_solve";
   OPPROBE_ASSIGN_OR_RETURN(Instruction * lu, SquareArg(ctx, legacy ? "LU_data" : "LU", legacy ? 1 : 0, 0, &t));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * piv, ctx.RequiredTensor(legacy ? "LU_pivots" : "pivots", legacy ? 2 : 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, FloatArg(ctx, legacy ? "self" : "B", legacy ? 0 : 2, 0, &t));
@@ -455,6 +459,9 @@ Expected<LoweredOp> LuSolveOp(const Node& n, Builder& b) {
   perm = Bcast(b, perm, With(batch, {m}));
   return ctx.Finish({LuSolve(b, lu, perm, rhs, left, adjoint)});
 }
+
+Expected<LoweredOp> LinalgLuSolve(const Node& n, Builder& b) { return LuSolveOp(n, b, false); }
+Expected<LoweredOp> LegacyLuSolve(const Node& n, Builder& b) { return LuSolveOp(n, b, true); }
 
 // linalg_inv_ex(A, check_errors) -> (inverse, info); linalg_inv / inverse -> inverse.
 Expected<LoweredOp> Inverse(const Node& n, Builder& b) {
@@ -503,7 +510,9 @@ Expected<LoweredOp> Solve(const Node& n, Builder& b) {
 
 // _linalg_det(A) -> (det, LU, pivots); _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots);
 // linalg_det / det -> det; logdet -> log(det) (nan for a negative det).
-Expected<LoweredOp> Det(const Node& n, Builder& b) {
+enum class DetForm { kDet, kLogdet, kSlogdet };
+
+Expected<LoweredOp> Det(const Node& n, Builder& b, DetForm form) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
   OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, "A", 0, 0, &t));
@@ -517,11 +526,11 @@ Expected<LoweredOp> Det(const Node& n, Builder& b) {
   Instruction* nswaps = ReduceSum(b, b.Convert(swaps, PrimitiveType::S32), {r - 1});
   Instruction* odd = CmpScalar(b, b.Binary(Opcode::kRemainder, nswaps, FullLike(b, nswaps, 2)), 1, ComparisonDirection::kEq);
   auto parity = [&](Instruction* like) { return b.Select(odd, FullLike(b, like, -1), FullLike(b, like, 1)); };
-  bool slog = n.op == "aten::_linalg_slogdet" || n.op == "aten::linalg_slogdet" || n.op == "aten::slogdet";
+  bool slog = form == DetForm::kSlogdet;
   if (!slog) {
     Instruction* det = Reduce(b, d, {r - 1}, Opcode::kMultiply, Scalar(b, t, 1));
     det = b.Binary(Opcode::kMultiply, det, parity(det));
-    if (n.op == "aten::logdet") return ctx.Finish({b.Unary(Opcode::kLog, det)});
+    if (form == DetForm::kLogdet) return ctx.Finish({b.Unary(Opcode::kLog, det)});
     std::vector<Instruction*> outs = {det};
     if (ctx.OutputMeta(1)) outs.push_back(f.lu);
     if (ctx.OutputMeta(2)) outs.push_back(AddScalar(b, f.piv, 1));
@@ -545,14 +554,21 @@ Expected<LoweredOp> Det(const Node& n, Builder& b) {
   return ctx.Finish(outs);
 }
 
+template <DetForm kForm>
+Expected<LoweredOp> DetLowering(const Node& n, Builder& b) {
+  return Det(n, b, kForm);
+}
+
 // linalg_qr(A, mode) / qr(self, some) -> (Q, R); geqrf(self) -> (a, tau).
-Expected<LoweredOp> QrOp(const Node& n, Builder& b) {
+enum class QrForm { kLinalgQr, kQr, kGeqrf };
+
+Expected<LoweredOp> QrOp(const Node& n, Builder& b, QrForm form) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::qr" || n.op == "aten::geqrf";
+  bool legacy = form != QrForm::kLinalgQr;
   OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, legacy ? "self" : "A", 0, 0, &t));
   Qr q = QrOf(b, a);
-  if (n.op == "aten::geqrf") return ctx.Finish({q.a, q.taus});
+  if (form == QrForm::kGeqrf) return ctx.Finish({q.a, q.taus});
   std::string mode = legacy ? (ctx.Bool("some", 1, true) ? "reduced" : "complete") : ctx.String("mode", 1, "reduced");
   std::vector<int64_t> d = Dims(a);
   int64_t m = d[d.size() - 2], nn = d[d.size() - 1], k = std::min(m, nn);
@@ -566,14 +582,22 @@ Expected<LoweredOp> QrOp(const Node& n, Builder& b) {
   return ctx.Finish({HouseholderProduct(b, Block(b, q.a, 0, m, 0, k), q.taus), r});
 }
 
+template <QrForm kForm>
+Expected<LoweredOp> QrLowering(const Node& n, Builder& b) {
+  return QrOp(n, b, kForm);
+}
+
 // linalg_householder_product(input, tau) / orgqr(self, input2).
-Expected<LoweredOp> HouseholderProductOp(const Node& n, Builder& b) {
+Expected<LoweredOp> HouseholderProductOp(const Node& n, Builder& b, bool orgqr) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, n.op == "aten::orgqr" ? "self" : "input", 0, 0, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * tau, ctx.RequiredTensor(n.op == "aten::orgqr" ? "input2" : "tau", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, orgqr ? "self" : "input", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tau, ctx.RequiredTensor(orgqr ? "input2" : "tau", 1));
   return ctx.Finish({HouseholderProduct(b, a, b.Convert(tau, t))});
 }
+
+Expected<LoweredOp> LinalgHouseholderProduct(const Node& n, Builder& b) { return HouseholderProductOp(n, b, false); }
+Expected<LoweredOp> Orgqr(const Node& n, Builder& b) { return HouseholderProductOp(n, b, true); }
 
 // ormqr(self, input2=tau, input3=C, left, transpose): op(Q)·C or C·op(Q), Q the full m×m product.
 Expected<LoweredOp> Ormqr(const Node& n, Builder& b) {
@@ -590,10 +614,9 @@ Expected<LoweredOp> Ormqr(const Node& n, Builder& b) {
 
 // _linalg_eigh(A, UPLO, compute_v) / linalg_eigh -> (w, V); symeig(self, eigenvectors, upper) -> (w, V);
 // linalg_eigvalsh(A, UPLO) -> w.
-Expected<LoweredOp> EighOp(const Node& n, Builder& b) {
+Expected<LoweredOp> EighOp(const Node& n, Builder& b, bool legacy) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::symeig";
   OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, legacy ? "self" : "A", 0, 99, &t));
   bool lower = legacy ? !ctx.Bool("upper", 2, true) : ctx.String("UPLO", 1, "L") != "U";
   Eig e = EighOf(b, a, lower);
@@ -612,11 +635,16 @@ Expected<LoweredOp> EighOp(const Node& n, Builder& b) {
 
 // _linalg_svd(A, full_matrices, compute_uv, driver) / linalg_svd -> (U, S, Vh); svd(self, some,
 // compute_uv) -> (U, S, V); linalg_svdvals(A) -> S.
-Expected<LoweredOp> SvdOp(const Node& n, Builder& b) {
+Expected<LoweredOp> Eigh(const Node& n, Builder& b) { return EighOp(n, b, false); }
+Expected<LoweredOp> Symeig(const Node& n, Builder& b) { return EighOp(n, b, true); }
+
+enum class SvdForm { kLinalgSvd, kSvd, kSvdvals };
+
+Expected<LoweredOp> SvdOp(const Node& n, Builder& b, SvdForm form) {
   LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::svd";
-  bool vals_only = n.op == "aten::linalg_svdvals";
+  bool legacy = form == SvdForm::kSvd;
+  bool vals_only = form == SvdForm::kSvdvals;
   OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, legacy ? "self" : "A", 0, vals_only ? 99 : 0, &t));
   if (vals_only) t = FloatType(a->shape.element_type());
   bool full = legacy ? !ctx.Bool("some", 1, true) : ctx.Bool("full_matrices", 1, true);
@@ -632,6 +660,11 @@ Expected<LoweredOp> SvdOp(const Node& n, Builder& b) {
     outs = {u, s.s, v};
   }
   return ctx.Finish(outs);
+}
+
+template <SvdForm kForm>
+Expected<LoweredOp> SvdLowering(const Node& n, Builder& b) {
+  return SvdOp(n, b, kForm);
 }
 
 // linalg_pinv (atol/rtol as tensors or floats, or rcond) -> the pseudo-inverse through the SVD (or
@@ -796,6 +829,68 @@ Expected<LoweredOp> Lstsq(const Node& n, Builder& b) {
     }
   }
   return ctx.Finish(outs);
+}
+
+// _linalg_check_errors: a host-side check (raising on a bad info value) that emits no HLO.
+Expected<LoweredOp> NoOutputs(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  // Host-side checks (e.g. _linalg_check_errors raising on a bad info value) emit no HLO.
+  LoweredOp op;
+  if (!b.ok()) return b.status();
+  return op;
+}
+
+}  // namespace
+
+const LoweringFamily& FactorizationLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::cholesky", Cholesky},
+      {"aten::linalg_cholesky", Cholesky},
+      {"aten::linalg_cholesky_ex", Cholesky},
+      {"aten::cholesky_solve", CholeskySolve},
+      {"aten::cholesky_inverse", CholeskyInverse},
+      {"aten::triangular_solve", TriangularSolve},
+      {"aten::linalg_solve_triangular", SolveTriangular},
+      {"aten::linalg_lu_factor", LuFactor},
+      {"aten::linalg_lu_factor_ex", LuFactor},
+      {"aten::linalg_lu", LinalgLu},
+      {"aten::lu_unpack", LuUnpack},
+      {"aten::linalg_lu_solve", LinalgLuSolve},
+      {"aten::lu_solve", LegacyLuSolve},
+      {"aten::inverse", Inverse},
+      {"aten::linalg_inv", Inverse},
+      {"aten::linalg_inv_ex", Inverse},
+      {"aten::_linalg_solve_ex", Solve},
+      {"aten::linalg_solve", Solve},
+      {"aten::linalg_solve_ex", Solve},
+      {"aten::det", DetLowering<DetForm::kDet>},
+      {"aten::linalg_det", DetLowering<DetForm::kDet>},
+      {"aten::_linalg_det", DetLowering<DetForm::kDet>},
+      {"aten::logdet", DetLowering<DetForm::kLogdet>},
+      {"aten::slogdet", DetLowering<DetForm::kSlogdet>},
+      {"aten::linalg_slogdet", DetLowering<DetForm::kSlogdet>},
+      {"aten::_linalg_slogdet", DetLowering<DetForm::kSlogdet>},
+      {"aten::linalg_qr", QrLowering<QrForm::kLinalgQr>},
+      {"aten::qr", QrLowering<QrForm::kQr>},
+      {"aten::geqrf", QrLowering<QrForm::kGeqrf>},
+      {"aten::linalg_householder_product", LinalgHouseholderProduct},
+      {"aten::orgqr", Orgqr},
+      {"aten::ormqr", Ormqr},
+      {"aten::_linalg_eigh", Eigh},
+      {"aten::linalg_eigh", Eigh},
+      {"aten::linalg_eigvalsh", Eigh},
+      {"aten::symeig", Symeig},
+      {"aten::_linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
+      {"aten::linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
+      {"aten::svd", SvdLowering<SvdForm::kSvd>},
+      {"aten::linalg_svdvals", SvdLowering<SvdForm::kSvdvals>},
+      {"aten::linalg_pinv", Pinv},
+      {"aten::linalg_matrix_exp", MatrixExp},
+      {"aten::matrix_exp", MatrixExp},
+      {"aten::linalg_lstsq", Lstsq},
+      {"aten::_linalg_check_errors", NoOutputs},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering
