@@ -3,7 +3,8 @@
 // input's type with ATen's two-sided linspace formula; each element's bin is the number of edges
 // <= it, minus one (the last edge closes the last bin); elements outside the edges (and NaN) are
 // given an out-of-range index that the `scatter` (add) of the counts or weights drops. density
-// divides by the total, then by each dim's bin widths.
+// divides by the total, then by each dim's bin widths. histc and bincount are a `scatter` (add) of
+// ones (or weights) into their bins.
 #include <fmt/format.h>
 
 #include <cmath>

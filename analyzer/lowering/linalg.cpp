@@ -1,6 +1,6 @@
-// Matrix products lower to `dot` with explicit dimension numbers (torch_xla CreateMatMul / JAX
+// Matrix and vector products lower to `dot` with explicit dimension numbers (torch_xla CreateMatMul / JAX
 // dot_general): mm contracts {1}x{0}, bmm adds batch dims {0}x{0}; addmm/baddbmm/linear add the
-// broadcast bias.
+// broadcast bias; einsum and _trilinear are dots too; linalg_cross and trace are slices and a masked sum.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // Losses. nll_loss uses a one-hot mask built from iota == target (torch_xla BuildNllLoss) instead
 // of a gather, weighted per class and masked by ignore_index; reductions: 0 none, 1 mean, 2 sum.
+// _ctc_loss is a `while` loop over time of the alpha recursion.
 #include <fmt/format.h>
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // Normalizations as reductions (torchax / ATen's math kernels): mean and biased variance by
 // reduce-add, rsqrt, multiply/add; backward ops from the same statistics. f16/bf16 inputs
-// accumulate in f32 like ATen's CPU kernels.
+// accumulate in f32 like ATen's CPU kernels. Also weight_norm and renorm (a p-norm and a scale), and
+// the batch_norm / layer_norm composites torch.export keeps.
 #include <fmt/format.h>
 
 #include <numeric>

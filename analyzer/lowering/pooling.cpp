@@ -2,7 +2,7 @@
 // max_pool*_with_indices come from a variadic reduce-window over (value, iota) with an
 // argmax reducer; the backward is `select-and-scatter` (select GE, scatter add) over the padded
 // input (torch_xla BuildMaxPoolNdBackward); avg-pool = reduce-window add / count; adaptive pools
-// with divisible sizes are plain pools.
+// with divisible sizes are plain pools; max_unpool is a `scatter` to the recorded indices.
 #include <fmt/format.h>
 
 #include <cmath>

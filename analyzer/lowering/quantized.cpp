@@ -1,7 +1,9 @@
-// Quantization. Tensors whose torch dtype has no XLA element type: quantized (qint8, quint8, qint32, quint4x2, quint2x4),
-// complex32, the bits types and the sub-byte integers XLA does not number. PyTorch/XLA has no XLA tensor of
-// these dtypes (its quantized support goes through the quantized_decomposed ops on plain integer tensors), so
-// an aten call that takes or returns one has no lowering; the reason names the dtype.
+// Quantized tensors. Tensors whose torch dtype has no XLA element type: quantized (qint8, quint8, qint32,
+// quint4x2, quint2x4), complex32, the bits types and the sub-byte integers XLA does not number. PyTorch/XLA has
+// no XLA tensor of these dtypes (its quantized support goes through the quantized_decomposed ops on plain integer
+// tensors), so an aten call that takes or returns one has no lowering; the reason names the dtype. PT2E
+// quantization's quantized_decomposed::quantize_per_tensor / dequantize_per_tensor are a scale, a round and a
+// clamp on plain tensors.
 #include <fmt/format.h>
 
 #include "analyzer/lowering/families.h"

@@ -1,5 +1,6 @@
 // Random ops lower to XLA's `rng` instruction (distribution uniform or normal), as torch_xla's
-// RngUniform/RngNormal do; dropout masks compare a uniform sample with p.
+// RngUniform/RngNormal do; dropout masks compare a uniform sample with p; the other distributions
+// (exponential_, cauchy_, log_normal_, geometric_) transform a uniform or normal sample.
 #include <fmt/format.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
-// Reductions (`reduce` with a scalar to_apply computation), arg-reductions (variadic reduce over
-// (value, iota)), cumulative ops (`reduce-window` over the whole dim with low padding n-1, as
-// torch_xla BuildCumulativeComputation and JAX cumsum do), softmax family, sort/topk (sort of
-// (x, iota) then slice).
+// Reductions (`reduce` with a scalar to_apply computation) and the ops that end in one (equal, allclose,
+// aminmax, dist), arg-reductions (variadic reduce over (value, iota)), cumulative ops (`reduce-window` over the
+// whole dim with low padding n-1, as torch_xla BuildCumulativeComputation and JAX cumsum do), the softmax family
+// (_safe_softmax included), sort/topk and the order statistics (sort of (x, iota) then slice).
 #include <fmt/format.h>
 
 #include <cmath>

@@ -1,5 +1,6 @@
-// View and shape ops: reshape, transpose, slice, broadcast, concatenate, pad, ... Pure metadata ops
-// (detach, alias, lift_fresh, contiguous) lower to nothing: their output is their input parameter.
+// View and shape ops: reshape, flatten, transpose, slice, broadcast, concatenate, split, pad, diagonals
+// (diag, diag_embed, block_diag), rot90, ... Pure metadata ops (detach, alias, lift_fresh, contiguous) lower to
+// nothing: their output is their input parameter.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -1,4 +1,5 @@
-// Special functions without an HLO opcode, expanded into elementwise HLO as XLA's client library
+// Special functions without an HLO opcode (the gamma family, erfcx, ndtri, Bessel and Airy functions, zeta,
+// igamma, the orthogonal polynomials, gcd/lcm, nextafter), expanded into elementwise HLO as XLA's client library
 // (CHLO) expands lgamma, erf_inv or igamma: compare/select between argument ranges, unrolled series
 // and fixed-node quadratures, and `while` loops where the work depends on the data (polynomial
 // degrees, Euclid's algorithm, the convergence of the incomplete-gamma series).
@@ -18,6 +19,8 @@
 //   with u = s^2 (a Gaussian-weighted trapezoid again); J = Re H, Y = Im H.
 // - Ai: the Maclaurin series for -3 <= x <= 2; beyond, Ai through K_{1/3} (x > 0) and H_{1/3}
 //   (x < 0) with the same Poisson integral, u = s^6 making the integrand analytic.
+// - lgamma/digamma: the Lanczos approximation (g = 7, 8 terms) of XLA's client library, with the reflection
+//   formula below 1/2; polygamma(n >= 1) through the Hurwitz zeta.
 // - erfcx for x >= 2: Laplace's continued fraction, evaluated bottom-up with 60 levels.
 // - Hurwitz zeta: direct terms until q + k >= 9 (at least 12), then Euler-Maclaurin with the
 //   Bernoulli numbers B2..B24 (computed by their recurrence).
