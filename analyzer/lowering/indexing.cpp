@@ -965,6 +965,124 @@ Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
   return ctx.Finish(outs);
 }
 
+// _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
+// scale_grad_by_freq, mode, per_sample_weights, padding_idx), as ATen's CPU kernel: for sum and mean each index
+// i gets its bag's gradient row grad[offset2bag[i]], times its per-sample weight, divided by its bag's size
+// (mean, non-empty bags) and by the number of times the index occurs (scale_grad_by_freq), scatter-added into
+// zeros [num_weights, D]; padding_idx rows get nothing. For max, grad[bag, d] goes to row maximum_indices[bag, d]
+// of column d, for the non-empty bags.
+Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * grad, ctx.RequiredTensor("grad", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx0, ctx.RequiredTensor("indices", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * o2b0, ctx.RequiredTensor("offset2bag", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * bag_size0, ctx.RequiredTensor("bag_size", 3));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  int64_t num = ctx.Int("num_weights", 5, out && out->rank() == 2 ? out->sizes[0] : 0);
+  bool by_freq = ctx.Bool("scale_grad_by_freq", 6, false);
+  int64_t mode = ctx.Int("mode", 7, 0);
+  Instruction* psw = ctx.Tensor("per_sample_weights", 8);
+  int64_t pad = ctx.Int("padding_idx", 9, -1);
+  if (grad->shape.rank() != 2 || idx0->shape.rank() != 1) return ctx.Unsupported("needs a [bags, D] grad and 1-d indices");
+  PrimitiveType t = ctx.OutputType(0, grad->shape.element_type());
+  const PrimitiveType S = PrimitiveType::S64;
+  int64_t B = Dims(grad)[0], D = Dims(grad)[1], L = Dims(idx0)[0];
+  Instruction* g = b.Convert(grad, t);
+  Instruction* bag_size = b.Convert(b.Reshape(bag_size0, {B}), S);
+  Instruction* zeros = Full(b, t, 0, {num, D});
+  if (mode == 2) {
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * maxi0, ctx.RequiredTensor("maximum_indices", 4));
+    if (Dims(maxi0) != std::vector<int64_t>{B, D}) return ctx.Unsupported("maximum_indices must be [bags, D]");
+    // (row, column) pairs; an empty bag's rows go out of range, which the scatter drops.
+    Instruction* empty = b.Broadcast(CmpScalar(b, bag_size, 0, ComparisonDirection::kEq), {B, D}, {0});
+    Instruction* rows = b.Select(empty, Full(b, S, static_cast<double>(num), {B, D}), b.Convert(maxi0, S));
+    Instruction* cols = b.Iota(Shape::Array(S, {B, D}), 1);
+    Instruction* at = b.Concatenate({b.Reshape(rows, {B * D, 1}), b.Reshape(cols, {B * D, 1})}, 1);
+    hlo::ScatterDimensionNumbers dn;
+    dn.inserted_window_dims = {0, 1};
+    dn.scatter_dims_to_operand_dims = {0, 1};
+    dn.index_vector_dim = 1;
+    return ctx.Finish({b.Scatter({zeros}, at, {b.Reshape(g, {B * D})}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+  }
+  if (o2b0->shape.elements() != L || (psw && psw->shape.elements() != L))
+    return ctx.Unsupported("offset2bag and per_sample_weights need one entry per index");
+  Instruction* idx = b.Convert(idx0, S);
+  Instruction* bag = b.Convert(b.Reshape(o2b0, {L}), S);
+  hlo::GatherDimensionNumbers gdn;
+  gdn.offset_dims = {1};
+  gdn.collapsed_slice_dims = {0};
+  gdn.start_index_map = {0};
+  gdn.index_vector_dim = 1;
+  Instruction* rows = b.Gather(g, b.Reshape(bag, {L, 1}), gdn, {1, D}, Shape::Array(t, {L, D}));  // [L, D]
+  Instruction* scale = Full(b, t, 1, {L});
+  if (psw) scale = Mul(b, scale, b.Convert(b.Reshape(psw, {L}), t));
+  if (by_freq) {  // occurrences of each index among the L
+    Instruction* same = b.Compare(b.Broadcast(idx, {L, L}, {0}), b.Broadcast(idx, {L, L}, {1}), ComparisonDirection::kEq);
+    scale = Div(b, scale, b.Convert(ReduceSum(b, b.Convert(same, S), {1}), t));
+  }
+  if (mode == 1) {  // divided by the bag's size (a non-empty bag)
+    Instruction* size = Gather1d(b, bag_size, bag);
+    Instruction* nonzero = CmpScalar(b, size, 0, ComparisonDirection::kNe);
+    scale = b.Select(nonzero, Div(b, scale, b.Convert(size, t)), scale);
+  }
+  rows = Mul(b, rows, b.Broadcast(scale, {L, D}, {0}));
+  Instruction* target = idx;
+  if (pad >= 0)  // padding rows go out of range, which the scatter drops
+    target = b.Select(CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kEq), Full(b, S, static_cast<double>(num), {L}), idx);
+  hlo::ScatterDimensionNumbers dn;
+  dn.update_window_dims = {1};
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  return ctx.Finish({b.Scatter({zeros}, b.Reshape(target, {L, 1}), {rows}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+}
+
+// _pack_padded_sequence(input, lengths, batch_first) -> (data, batch_sizes): the time steps of each sequence
+// packed time-major, and the number of sequences still running at each step. Both sizes come from the values of
+// `lengths`, a CPU tensor: PyTorch/XLA reads them on the host and slices the input at those sizes, so its XLA
+// program is built for one set of lengths. Without the values here, this is XLA's bounded form, as for
+// masked_select: running[t, b] = t < lengths[b] over the time-major [T, B] grid, a stable sort moving the running
+// rows first, and `set-dimension-size` to their count (data bounded by T * B rows, batch_sizes by T steps).
+Expected<LoweredOp> PackPaddedSequence(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lengths0, ctx.RequiredTensor("lengths", 1));
+  bool batch_first = ctx.Bool("batch_first", 2, false);
+  if (x0->shape.rank() < 2) return ctx.Unsupported("input must be [T, B, *] (or [B, T, *] batch first)");
+  std::vector<int64_t> perm(static_cast<size_t>(x0->shape.rank()));
+  std::iota(perm.begin(), perm.end(), 0);
+  if (batch_first) std::swap(perm[0], perm[1]);
+  Instruction* x = batch_first ? b.Transpose(x0, perm) : x0;  // [T, B, *]
+  std::vector<int64_t> xd = Dims(x);
+  int64_t T = xd[0], B = xd[1], rows = T * B;
+  if (lengths0->shape.elements() != B) return ctx.Unsupported("lengths needs one entry per sequence");
+  const PrimitiveType S = PrimitiveType::S64;
+  Instruction* lengths = b.Convert(b.Reshape(lengths0, {B}), S);
+  Instruction* running = b.Compare(b.Iota(Shape::Array(S, {T, B}), 0), b.Broadcast(lengths, {T, B}, {1}),
+                                   ComparisonDirection::kLt);
+  auto [perm_rows, count] = CompactPositions(b, b.Reshape(running, {rows}));
+  std::vector<int64_t> row_dims = {rows};
+  row_dims.insert(row_dims.end(), xd.begin() + 2, xd.end());
+  std::vector<int64_t> slice = {1};
+  slice.insert(slice.end(), xd.begin() + 2, xd.end());
+  hlo::GatherDimensionNumbers dn;
+  for (int64_t d = 1; d < static_cast<int64_t>(slice.size()); ++d) dn.offset_dims.push_back(d);
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = 1;
+  Instruction* packed = b.Gather(b.Reshape(x, row_dims), b.Reshape(perm_rows, {rows, 1}), dn, slice,
+                                 Shape::Array(x->shape.element_type(), row_dims));
+  Instruction* data = b.SetDimensionSize(packed, count, 0);
+  Instruction* sizes = ReduceSum(b, b.Convert(running, S), {1});  // [T]
+  Instruction* steps = ReduceSum(b, b.Convert(CmpScalar(b, sizes, 0, ComparisonDirection::kGt), PrimitiveType::S32), {0});
+  Instruction* batch_sizes = b.SetDimensionSize(b.Convert(sizes, ctx.OutputType(1, S)), steps, 0);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({data, batch_sizes}));
+  op.dynamic_shape = true;
+  op.note = fmt::format("packed size is the sum of the lengths (values of a CPU tensor); bounded by {} rows of {} "
+                        "steps", rows, T);
+  return op;
+}
+
 }  // namespace
 
 const LoweringFamily& IndexingLowerings() {
@@ -975,6 +1093,7 @@ const LoweringFamily& IndexingLowerings() {
       {"aten::embedding_renorm", EmbeddingRenorm, kInPlaceForm},
       {"aten::_embedding_bag", EmbeddingBag},
       {"aten::_embedding_bag_forward_only", EmbeddingBag},
+      {"aten::_embedding_bag_dense_backward", EmbeddingBagDenseBackward},
       {"aten::index_select", IndexSelect},
       {"aten::gather", Gather},
       {"aten::take", Take},
@@ -994,6 +1113,7 @@ const LoweringFamily& IndexingLowerings() {
       {"aten::masked_fill", MaskedFill, kInPlaceForm},
       {"aten::masked_scatter", MaskedScatter, kInPlaceForm},
       {"aten::masked_select", MaskedSelect},
+      {"aten::_pack_padded_sequence", PackPaddedSequence},
       {"aten::nonzero", Nonzero},
       {"aten::argwhere", Nonzero},
       {"aten::_unique", Unique<U::kUnique>},

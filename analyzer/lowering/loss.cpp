@@ -3,6 +3,8 @@
 // _ctc_loss is a `while` loop over time of the alpha recursion.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <cmath>
 
 #include "analyzer/lowering/families.h"
@@ -365,11 +367,20 @@ Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
 // multilabel_margin_loss_forward: the targets of a sample are its target entries before the first
 // negative one (a prefix minimum); is_target marks them; the loss sums, over every target k and
 // every non-target j, max(0, 1 - x[y_k] + x[j]), over C.
-Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
-  int64_t reduction = ctx.Int("reduction", 2, 1);
+// What multilabel_margin_loss and its backward share: the [N, C] input, hot[n, k, j] (target k of sample n is
+// class j, for the targets before the first -1), is_target[n, j], and use[n, k, j]: the hinge
+// z = 1 - x[y_k] + x[j] is positive for a non-target class j (z itself, 0 where not used).
+struct MultilabelTerms {
+  Instruction* x;
+  Instruction* hot;
+  Instruction* is_target;
+  Instruction* use;
+  Instruction* z;
+  int64_t N, C;
+};
+
+Expected<MultilabelTerms> Multilabel(const LoweringContext& ctx, Instruction* x0, Instruction* y0) {
+  Builder& b = ctx.builder;
   if (x0->shape.rank() > 2) return ctx.Unsupported("input must be at most 2-d");
   PrimitiveType t = x0->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
@@ -399,9 +410,43 @@ Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
                               b.Unary(Opcode::kNot, b.Broadcast(is_t, kd, {0, 2})));
   use = b.Binary(Opcode::kAnd, use, CmpScalar(b, z, 0, ComparisonDirection::kGt));
   z = b.Select(use, z, Full(b, t, 0, kd));
-  Instruction* per = Div(b, ReduceSum(b, z, {1, 2}), Full(b, t, static_cast<double>(C), {N}));
+  return MultilabelTerms{x, hot, is_t, use, z, N, C};
+}
+
+Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t reduction = ctx.Int("reduction", 2, 1);
+  PrimitiveType t = x0->shape.element_type();
+  OPPROBE_ASSIGN_OR_RETURN(MultilabelTerms m, Multilabel(ctx, x0, y0));
+  Instruction* per = Div(b, ReduceSum(b, m.z, {1, 2}), Full(b, t, static_cast<double>(m.C), {m.N}));
   Instruction* loss = ReducePerSample(ctx, per, reduction);
-  return ctx.Finish({loss, b.Reshape(b.Convert(is_t, t), Dims(y0))});
+  return ctx.Finish({loss, b.Reshape(b.Convert(m.is_target, t), Dims(y0))});
+}
+
+// multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target), as ATen's CPU kernel: each
+// used hinge (target k, class j) adds 1/C to x[j] and takes 1/C from x[y_k] (1/(N C) for the mean), times the
+// incoming gradient (per sample for reduction none).
+Expected<LoweredOp> MultilabelMarginLossBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 2));
+  int64_t reduction = ctx.Int("reduction", 3, 1);
+  PrimitiveType t = x0->shape.element_type();
+  OPPROBE_ASSIGN_OR_RETURN(MultilabelTerms m, Multilabel(ctx, x0, y0));
+  std::vector<int64_t> kd = {m.N, m.C, m.C}, xd = {m.N, m.C};
+  Instruction* used = b.Convert(m.use, t);
+  Instruction* up = ReduceSum(b, used, {1});    // [N, C]: hinges raising x[j]
+  Instruction* down = ReduceSum(b, used, {2});  // [N, K]: hinges lowering x[y_k]
+  Instruction* down_c = ReduceSum(b, b.Select(m.hot, b.Broadcast(down, kd, {0, 1}), Full(b, t, 0, kd)), {1});
+  double scale = reduction == 1 ? 1.0 / static_cast<double>(m.N * m.C) : 1.0 / static_cast<double>(m.C);
+  Instruction* gi = MulScalar(b, Sub(b, up, down_c), scale);
+  Instruction* g = b.Convert(g0, t);
+  if (reduction == 0 && g->shape.rank() > 0) g = b.Broadcast(b.Reshape(g, {m.N}), xd, {0});
+  else g = b.Broadcast(b.Reshape(g, {}), xd, {});
+  return ctx.Finish({b.Reshape(Mul(b, gi, g), Dims(x0))});
 }
 
 // Shifts [N, L] right by k along dim 1, filling with `fill`.
@@ -427,28 +472,20 @@ Instruction* LogSumExpOf(Builder& b, const std::vector<Instruction*>& xs) {
   return Add(b, b.Unary(Opcode::kLog, s), m);
 }
 
-// _ctc_loss (forward, as ATen's CPU kernel): the alpha recursion over the extended target (blanks
-// interleaved, built with an interior pad) runs as an HLO `while` loop over time; the loop state
-// carries t, alpha[N, L], the log_alpha output [N, T, L] and the loop invariants (log-probs
-// gathered at the extended labels, the skip mask, the valid-state mask, the input lengths).
-// Samples freeze their alpha once t reaches their input length; states beyond 2 * target_length
-// stay -inf (ATen leaves those entries of log_alpha unwritten).
-Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, ctx.RequiredTensor("log_probs", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, ctx.RequiredTensor("targets", 1));
-  int64_t blank = ctx.Int("blank", 4, 0);
-  const TensorMeta* la_meta = ctx.OutputMeta(1);
-  if (!la_meta || la_meta->rank() != 3) return ctx.Unsupported("the log_alpha width comes from the traced output");
-  if (lp->shape.rank() != 3) return ctx.Unsupported("log_probs must be [T, N, C]");
+// The lattice of the CTC recursions (ATen's CPU kernel): the extended labels lab[N, L] (blank, t1, blank, t2,
+// ..., blank; built with an interior pad), the log-probs gathered at them lpe[T, N, L], skip[n, s] (the s - 2 ->
+// s transition is allowed: lab[s] differs from lab[s - 2]), smask[n, s] (s < 2 target_length + 1), the lengths as
+// s64 [N] (tensors of _ctc_loss.Tensor or int lists of _ctc_loss at lengths_pos and lengths_pos + 1), an iota over
+// the states and -inf.
+struct CtcLattice {
+  Instruction *il, *tl, *lab, *s_io, *skip, *smask, *lpe, *ninf;
+};
+
+Expected<CtcLattice> BuildCtcLattice(const LoweringContext& ctx, Instruction* lp, Instruction* tg0, int64_t blank,
+                                     int64_t T, int64_t N, int64_t L, int64_t K, size_t lengths_pos) {
+  Builder& b = ctx.builder;
   PrimitiveType t = lp->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("log_probs must be float");
   const PrimitiveType S = PrimitiveType::S64;
-  std::vector<int64_t> ld = Dims(lp);
-  int64_t T = ld[0], N = ld[1];
-  int64_t L = la_meta->sizes[2], K = (L - 1) / 2;
-  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
-  if (T == 0) return ctx.Unsupported("empty time dimension");
   // Lengths: tensors (_ctc_loss.Tensor) or int lists (_ctc_loss), as s64 [N].
   auto lengths = [&](const char* name, size_t pos) -> Instruction* {
     if (Instruction* v = ctx.Tensor(name, pos)) return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
@@ -458,8 +495,8 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
     for (int64_t i = 0; i < N; ++i) l.SetFromInt64(i, (*ints)[static_cast<size_t>(i)]);
     return b.Constant(std::move(l));
   };
-  Instruction* il = lengths("input_lengths", 2);
-  Instruction* tl = lengths("target_lengths", 3);
+  Instruction* il = lengths("input_lengths", lengths_pos);
+  Instruction* tl = lengths("target_lengths", lengths_pos + 1);
   if (!il || !tl) return ctx.Unsupported("input_lengths / target_lengths must have one entry per batch element");
   // Targets [N, K] (padded rows or the concatenated form).
   Instruction* tk;
@@ -509,6 +546,33 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   Instruction* gidx = b.Concatenate({b.Reshape(b.Iota(Shape::Array(S, {N, L}), 0), {N, L, 1}), b.Reshape(lab, {N, L, 1})}, 2);
   Instruction* lpe = b.Transpose(b.Gather(lp, gidx, gdn, {T, 1, 1}, Shape::Array(t, {N, L, T})), {2, 0, 1});
   Instruction* ninf = MinValue(b, t);
+  return CtcLattice{il, tl, lab, s_io, skip, smask, lpe, ninf};
+}
+
+// _ctc_loss (forward, as ATen's CPU kernel): the alpha recursion over the extended target (blanks
+// interleaved, built with an interior pad) runs as an HLO `while` loop over time; the loop state
+// carries t, alpha[N, L], the log_alpha output [N, T, L] and the loop invariants (log-probs
+// gathered at the extended labels, the skip mask, the valid-state mask, the input lengths).
+// Samples freeze their alpha once t reaches their input length; states beyond 2 * target_length
+// stay -inf (ATen leaves those entries of log_alpha unwritten).
+Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, ctx.RequiredTensor("log_probs", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, ctx.RequiredTensor("targets", 1));
+  int64_t blank = ctx.Int("blank", 4, 0);
+  const TensorMeta* la_meta = ctx.OutputMeta(1);
+  if (!la_meta || la_meta->rank() != 3) return ctx.Unsupported("the log_alpha width comes from the traced output");
+  if (lp->shape.rank() != 3) return ctx.Unsupported("log_probs must be [T, N, C]");
+  PrimitiveType t = lp->shape.element_type();
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("log_probs must be float");
+  std::vector<int64_t> ld = Dims(lp);
+  int64_t T = ld[0], N = ld[1];
+  int64_t L = la_meta->sizes[2], K = (L - 1) / 2;
+  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
+  if (T == 0) return ctx.Unsupported("empty time dimension");
+  OPPROBE_ASSIGN_OR_RETURN(CtcLattice lat, BuildCtcLattice(ctx, lp, tg0, blank, T, N, L, K, 2));
+  Instruction *il = lat.il, *tl = lat.tl, *s_io = lat.s_io, *skip = lat.skip, *smask = lat.smask, *lpe = lat.lpe;
+  Instruction* ninf = lat.ninf;
   // alpha at t = 0: state 0 and (if the target is not empty) state 1.
   Instruction* lp0 = b.Reshape(b.SliceInDim(lpe, 0, 1, 1, 0), {N, L});
   Instruction* first = b.Binary(Opcode::kOr, CmpScalar(b, s_io, 0, ComparisonDirection::kEq),
@@ -551,6 +615,98 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   Instruction* no_in = CmpScalar(b, il, 0, ComparisonDirection::kEq);
   ll = b.Select(no_in, b.Select(empty_t, Full(b, t, 0, {N}), b.Broadcast(ninf, {N}, {})), ll);
   return ctx.Finish({b.Unary(Opcode::kNegate, ll), log_alpha});
+}
+
+// Shifts [N, L] left by k along dim 1, filling with `fill`.
+Instruction* ShiftLeft(Builder& b, Instruction* a, int64_t k, Instruction* fill) {
+  std::vector<int64_t> d = Dims(a);
+  int64_t L = d[1];
+  if (k >= L) return b.Broadcast(fill, d, {});
+  return b.Concatenate({b.SliceInDim(a, k, L, 1, 1), b.Broadcast(fill, {d[0], k}, {})}, 1);
+}
+
+// _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha,
+// blank, zero_infinity), as ATen's CPU kernel: the beta recursion runs backwards in time in a `while` loop
+// (beta[t] from beta[t + 1] over the same lattice as the forward's alpha, starting at each sample's last input
+// step); then for each class c, lcab = logsumexp of log_alpha + log_beta over the states labelled c, and the
+// gradient is (exp(lp) - exp(lcab + nll - lp)) * grad, zero from each sample's input length on (and for an
+// infinite loss with zero_infinity).
+Expected<LoweredOp> CtcLossBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * grad0, ctx.RequiredTensor("grad", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, ctx.RequiredTensor("log_probs", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, ctx.RequiredTensor("targets", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * nll0, ctx.RequiredTensor("neg_log_likelihood", 5));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * la0, ctx.RequiredTensor("log_alpha", 6));
+  int64_t blank = ctx.Int("blank", 7, 0);
+  bool zero_infinity = ctx.Bool("zero_infinity", 8, false);
+  if (lp->shape.rank() != 3) return ctx.Unsupported("log_probs must be [T, N, C]");
+  PrimitiveType t = lp->shape.element_type();
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("log_probs must be float");
+  const PrimitiveType S = PrimitiveType::S64;
+  std::vector<int64_t> ld = Dims(lp), lad = Dims(la0);
+  int64_t T = ld[0], N = ld[1], C = ld[2];
+  if (lad.size() != 3 || lad[0] != N || lad[1] != T || lad[2] % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
+  int64_t L = lad[2], K = (L - 1) / 2;
+  if (T == 0) return ctx.Unsupported("empty time dimension");
+  if (nll0->shape.elements() != N || (grad0->shape.elements() != N && grad0->shape.elements() != 1))
+    return ctx.Unsupported("grad and neg_log_likelihood need one entry per batch element");
+  OPPROBE_ASSIGN_OR_RETURN(CtcLattice lat, BuildCtcLattice(ctx, lp, tg0, blank, T, N, L, K, 3));
+  Instruction* ninfs = b.Broadcast(lat.ninf, {N, L}, {});
+  Instruction* tl2 = Add(b, lat.tl, lat.tl);
+  // beta at the last input step: state 2 tl, and 2 tl - 1 when the target is not empty.
+  Instruction* last_states = b.Binary(
+      Opcode::kOr, b.Compare(lat.s_io, b.Broadcast(tl2, {N, L}, {0}), ComparisonDirection::kEq),
+      b.Binary(Opcode::kAnd, b.Compare(lat.s_io, b.Broadcast(AddScalar(b, tl2, -1), {N, L}, {0}), ComparisonDirection::kEq),
+               b.Broadcast(CmpScalar(b, lat.tl, 0, ComparisonDirection::kGt), {N, L}, {0})));
+  Instruction* skip_next = ShiftLeft(b, lat.skip, 2, b.ConstantScalar(PrimitiveType::PRED, 0));  // s -> s + 2 allowed
+  Instruction* last_t = AddScalar(b, lat.il, -1);
+  auto cond = [](Builder& cb, const LoopState& st) {
+    return cb.Compare(st[0], ConstS64(cb, 0), ComparisonDirection::kGe);
+  };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction *ti = st[0], *beta = st[1], *lb = st[2], *e = st[3], *sk = st[4], *sm = st[5], *ls = st[6],
+                *lt = st[7];
+    Instruction* ni = MinValue(bb, t);
+    Instruction* none = bb.Broadcast(ni, {N, L}, {});
+    Instruction* b2 = ShiftLeft(bb, beta, 1, ni);
+    Instruction* b3 = bb.Select(sk, ShiftLeft(bb, beta, 2, ni), none);
+    Instruction* lpt = bb.Reshape(bb.DynamicSlice(e, {ti, ConstS64(bb, 0), ConstS64(bb, 0)}, {1, N, L}), {N, L});
+    Instruction* rec = bb.Select(sm, Add(bb, LogSumExpOf(bb, {beta, b2, b3}), lpt), none);
+    Instruction* tn = bb.Broadcast(ti, {N}, {});
+    Instruction* at_last = bb.Broadcast(bb.Compare(tn, lt, ComparisonDirection::kEq), {N, L}, {0});
+    Instruction* before_last = bb.Broadcast(bb.Compare(tn, lt, ComparisonDirection::kLt), {N, L}, {0});
+    Instruction* nb = bb.Select(at_last, bb.Select(ls, lpt, none), bb.Select(before_last, rec, none));
+    Instruction* nlb = bb.DynamicUpdateSlice(lb, bb.Reshape(nb, {N, 1, L}), {ConstS64(bb, 0), ti, ConstS64(bb, 0)});
+    return {bb.Binary(Opcode::kSubtract, ti, ConstS64(bb, 1)), nb, nlb, e, sk, sm, ls, lt};
+  };
+  Instruction* lb0 = b.Broadcast(lat.ninf, {N, T, L}, {});
+  LoopState loop = Loop(b, {ConstS64(b, T - 1), ninfs, lb0, lat.lpe, skip_next, lat.smask, last_states, last_t},
+                        "ctc_beta", cond, body);
+  Instruction* log_beta = loop[2];
+  // lcab over the valid (t < input length, s <= 2 tl) lattice entries, log-summed per class.
+  std::vector<int64_t> ntl = {N, T, L}, ntlc = {N, T, L, C}, ntc = {N, T, C};
+  Instruction* in_time = b.Compare(b.Iota(Shape::Array(S, ntl), 1), b.Broadcast(lat.il, ntl, {0}), ComparisonDirection::kLt);
+  Instruction* valid = b.Binary(Opcode::kAnd, in_time, b.Broadcast(lat.smask, ntl, {0, 2}));
+  Instruction* lcab = b.Select(valid, Add(b, b.Convert(la0, t), log_beta), b.Broadcast(lat.ninf, ntl, {}));
+  Instruction* of_class = b.Compare(b.Broadcast(lat.lab, ntlc, {0, 2}), b.Iota(Shape::Array(S, ntlc), 3),
+                                    ComparisonDirection::kEq);
+  Instruction* per_class = b.Select(of_class, b.Broadcast(lcab, ntlc, {0, 1, 2}), b.Broadcast(lat.ninf, ntlc, {}));
+  Instruction* m = ReduceMax(b, per_class, {2});
+  m = b.Select(b.Compare(m, b.Broadcast(lat.ninf, ntc, {}), ComparisonDirection::kEq), Full(b, t, 0, ntc), m);
+  Instruction* sum = ReduceSum(b, b.Unary(Opcode::kExp, Sub(b, per_class, b.Broadcast(m, ntlc, {0, 1, 3}))), {2});
+  Instruction* grad_log = Add(b, b.Unary(Opcode::kLog, sum), m);  // [N, T, C]
+  Instruction* lpn = b.Transpose(lp, {1, 0, 2});                   // [N, T, C]
+  Instruction* nll = b.Broadcast(b.Convert(b.Reshape(nll0, {N}), t), ntc, {0});
+  Instruction* g = grad0->shape.elements() == N ? b.Broadcast(b.Convert(b.Reshape(grad0, {N}), t), ntc, {0})
+                                                : b.Broadcast(b.Convert(b.Reshape(grad0, {}), t), ntc, {});
+  Instruction* res = Mul(b, Sub(b, b.Unary(Opcode::kExp, lpn), b.Unary(Opcode::kExp, Sub(b, Add(b, grad_log, nll), lpn))), g);
+  Instruction* keep = b.Compare(b.Iota(Shape::Array(S, ntc), 1), b.Broadcast(lat.il, ntc, {0}), ComparisonDirection::kLt);
+  if (zero_infinity)
+    keep = b.Binary(Opcode::kAnd, keep,
+                    CmpScalar(b, nll, std::numeric_limits<double>::infinity(), ComparisonDirection::kNe));
+  res = b.Select(keep, res, Full(b, t, 0, ntc));
+  return ctx.Finish({b.Convert(b.Transpose(res, {1, 0, 2}), ctx.OutputType(0, t))});
 }
 
 Expected<LoweredOp> SoftMarginLoss(const Node& n, Builder& b) {
@@ -607,7 +763,9 @@ const LoweringFamily& LossLowerings() {
       {"aten::multi_margin_loss", MultiMarginLoss},
       {"aten::multi_margin_loss_backward", MultiMarginLossBackward},
       {"aten::multilabel_margin_loss_forward", MultilabelMarginLoss},
+      {"aten::multilabel_margin_loss_backward", MultilabelMarginLossBackward},
       {"aten::_ctc_loss", CtcLoss},
+      {"aten::_ctc_loss_backward", CtcLossBackward},
   }};
   return *family;
 }

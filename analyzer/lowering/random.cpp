@@ -253,6 +253,39 @@ Expected<LoweredOp> RandDerived(const Node& n, Builder& b, Distribution dist) {
   return ctx.Finish({b.Convert(r, t)});
 }
 
+// poisson(self): one Poisson(self) count per element. XLA's rng has no Poisson distribution and PyTorch/XLA
+// samples it on the CPU; this is Knuth's method as PyTorch's CPU kernel uses it for rates below 10, in log
+// form: exponential inter-arrival times -log(1 - u) are added up in a `while` loop until each element's time
+// passes its rate, and the count of arrivals before that is the sample. The loop runs until the slowest element
+// is done (about its rate plus a few standard deviations of iterations), every element drawing each time.
+Expected<LoweredOp> Poisson(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rate0, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, rate0->shape.element_type());
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("poisson needs a float rate");
+  PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
+  std::vector<int64_t> dims = Dims(rate0);
+  Instruction* rate = b.Convert(rate0, ct);
+  Instruction* zeros = Full(b, ct, 0, dims);
+  // state: elapsed time, arrivals counted, the rates, whether any element is still running
+  LoopState init = {zeros, zeros, rate, b.ConstantScalar(PrimitiveType::PRED, 1)};
+  auto cond = [](Builder& cb, const LoopState& st) { return st[3]; };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction* u = RngIn(bb, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
+    Instruction* gap = bb.Unary(Opcode::kNegate, bb.Unary(Opcode::kLog1p, bb.Unary(Opcode::kNegate, u)));
+    Instruction* running = bb.Compare(st[0], st[2], ComparisonDirection::kLe);  // no arrival has passed the rate
+    Instruction* time = bb.Select(running, Add(bb, st[0], gap), st[0]);
+    Instruction* arrived = bb.Binary(Opcode::kAnd, running, bb.Compare(time, st[2], ComparisonDirection::kLe));
+    Instruction* count = Add(bb, st[1], bb.Convert(arrived, ct));
+    Instruction* more = Reduce(bb, arrived, AllDims(arrived), Opcode::kOr, bb.ConstantScalar(PrimitiveType::PRED, 0));
+    return {time, count, st[2], more};
+  };
+  LoopState done = Loop(b, init, "poisson", cond, body);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.Convert(done[1], t)}));
+  op.note = "a while loop over exponential inter-arrival times: its trip count grows with the largest rate";
+  return op;
+}
+
 template <Distribution kDist>
 Expected<LoweredOp> Sample(const Node& n, Builder& b) {
   return RandDerived(n, b, kDist);
@@ -292,6 +325,7 @@ const LoweringFamily& RandomLowerings() {
       {"aten::geometric_", Sample<Distribution::kGeometric>},
       {"aten::randperm", Randperm},
       {"aten::multinomial", Multinomial},
+      {"aten::poisson", Poisson},
       {"aten::native_dropout", NativeDropout},
       {"aten::native_dropout_backward", NativeDropoutBackward},
       {"aten::dropout", DropoutComposite},
