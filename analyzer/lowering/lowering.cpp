@@ -52,21 +52,6 @@ std::vector<const LoweringTable::Entry*> LoweringTable::entries() const {
   return out;
 }
 
-namespace {
-
-std::string ShapeText(const hlo::Shape& s) {
-  std::string out(hlo::PrimitiveTypeName(s.element_type()));
-  out += '[';
-  for (int i = 0; i < s.rank(); ++i) {
-    if (i) out += ',';
-    if (s.is_dynamic_dimension(i)) out += "<=";
-    out += std::to_string(s.dimensions(i));
-  }
-  return out + ']';
-}
-
-}  // namespace
-
 // The outputs PyTorch recorded, flattened the way lowerings return them: one entry per tensor (a tensor list
 // gives one per element), nullopt for a value that is not a tensor (None, a Scalar, an int list).
 static std::vector<std::optional<TensorMeta>> RecordedTensorOutputs(const Node& node) {
@@ -127,7 +112,7 @@ Status CheckLoweredOutputs(const Node& node, const std::vector<hlo::Instruction*
     if (!same) {
       std::string which = want.size() == 1 ? "" : fmt::format(" (output {})", i);
       return Internal(fmt::format("lowering of {} produced {} but PyTorch returned {}{}", node.qualified_name(),
-                                  ShapeText(got), w.ToString(), which));
+                                  got.ToString(false), w.ToString(), which));
     }
   }
   return Status::Ok();

@@ -675,14 +675,6 @@ PrimitiveType ComputeType(PrimitiveType t) {
   return t == PrimitiveType::F16 || t == PrimitiveType::BF16 ? PrimitiveType::F32 : t;
 }
 
-std::vector<int64_t> OutDimsOf(const LoweringContext& ctx, const std::vector<Instruction*>& ins) {
-  if (ctx.OutputMeta(0)) return ctx.OutputMeta(0)->sizes;
-  std::vector<int64_t> d;
-  for (Instruction* i : ins)
-    if (i) d = BroadcastShapes(d, Dims(i));
-  return d;
-}
-
 // The schema name of argument i (special_* ops name theirs self/other or x/n).
 std::string ArgName(const Node& n, size_t i) { return i < n.args.size() ? n.args[i].name : ""; }
 
@@ -736,7 +728,7 @@ LoweringFn SpecialUnary(UnaryBody body) {
     OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor(ArgName(n, 0), 0));
     PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
     PrimitiveType ct = ComputeType(t);
-    Instruction* x = Bcast(b, b.Convert(x0, ct), OutDimsOf(ctx, {x0}));
+    Instruction* x = Bcast(b, b.Convert(x0, ct), ElementwiseDims(ctx));
     return ctx.Finish({b.Convert(body(b, x), t)});
   };
 }
@@ -762,7 +754,7 @@ LoweringFn SpecialBinary(SpecialBinaryBody body) {
     if (!v0 || !v1) return ctx.Unsupported("needs two operands");
     PrimitiveType t = ctx.OutputType(0, FloatType(ResultType({v0, v1})));
     PrimitiveType ct = ComputeType(t);
-    std::vector<int64_t> dims = OutDimsOf(ctx, {ctx.Tensor(n0, 0), ctx.Tensor(n1, 1)});
+    std::vector<int64_t> dims = ElementwiseDims(ctx);
     OPPROBE_ASSIGN_OR_RETURN(Instruction * a, ctx.Operand(n0, 0, ct, dims));
     OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand(n1, 1, ct, dims));
     return ctx.Finish({b.Convert(body(b, a, x), t)});
@@ -777,7 +769,7 @@ Expected<LoweredOp> GcdOrLcm(const Node& n, Builder& b, bool lcm) {
     if (!v0 || !v1) return ctx.Unsupported("needs two operands");
     PrimitiveType t = ctx.OutputType(0, ResultType({v0, v1}));
     if (!hlo::IsInteger(t)) return ctx.Unsupported("gcd/lcm need integer operands");
-    std::vector<int64_t> dims = OutDimsOf(ctx, {ctx.Tensor("self", 0), ctx.Tensor("other", 1)});
+    std::vector<int64_t> dims = ElementwiseDims(ctx);
     const PrimitiveType s64 = PrimitiveType::S64;
     OPPROBE_ASSIGN_OR_RETURN(Instruction * a0, ctx.Operand("self", 0, t, dims));
     OPPROBE_ASSIGN_OR_RETURN(Instruction * b0, ctx.Operand("other", 1, t, dims));
@@ -813,7 +805,7 @@ Expected<LoweredOp> Nextafter(const Node& n, Builder& b) {
   if (t == PrimitiveType::F32) it = PrimitiveType::S32;
   else if (t == PrimitiveType::F64) it = PrimitiveType::S64;
   else return ctx.Unsupported("nextafter of f32/f64 only");
-  std::vector<int64_t> dims = OutDimsOf(ctx, {ctx.Tensor("self", 0), ctx.Tensor("other", 1)});
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 0, t, dims));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 1, t, dims));
   // One ulp toward y: the bit pattern +1 when moving away from zero, -1 toward it.
