@@ -7,26 +7,27 @@
 #include <cmath>
 #include <limits>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
+namespace {
 
 Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, c.Req("query", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, c.Req("key", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("value", 2));
-  Instruction* mask0 = c.T("attn_mask", 3);
-  double p = c.Double("dropout_p", 4, 0);
-  bool is_causal = c.Bool("is_causal", 6, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, ctx.RequiredTensor("query", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", 2));
+  Instruction* mask0 = ctx.Tensor("attn_mask", 3);
+  double p = ctx.Double("dropout_p", 4, 0);
+  bool is_causal = ctx.Bool("is_causal", 6, false);
   int64_t r = q0->shape.rank();
-  if (r < 2 || k0->shape.rank() != r || v0->shape.rank() != r) return Bad(c, "query, key and value must have the same rank >= 2");
-  if (is_causal && mask0) return Bad(c, "is_causal with an explicit mask");
+  if (r < 2 || k0->shape.rank() != r || v0->shape.rank() != r) return ctx.Unsupported("query, key and value must have the same rank >= 2");
+  if (is_causal && mask0) return ctx.Unsupported("is_causal with an explicit mask");
   PrimitiveType t = q0->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Bad(c, "attention needs float inputs");
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("attention needs float inputs");
   std::vector<int64_t> qd = Dims(q0), kd = Dims(k0), vd = Dims(v0);
   int64_t L = qd[static_cast<size_t>(r - 2)], E = qd.back(), S = kd[static_cast<size_t>(r - 2)], Ev = vd.back();
-  if (kd.back() != E || vd[static_cast<size_t>(r - 2)] != S) return Bad(c, "query/key/value sizes do not fit");
+  if (kd.back() != E || vd[static_cast<size_t>(r - 2)] != S) return ctx.Unsupported("query/key/value sizes do not fit");
   std::vector<int64_t> batch(qd.begin(), qd.end() - 2);
   batch = BroadcastShapes(batch, std::vector<int64_t>(kd.begin(), kd.end() - 2));
   batch = BroadcastShapes(batch, std::vector<int64_t>(vd.begin(), vd.end() - 2));
@@ -58,7 +59,7 @@ Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
     mask = mask0;
   }
   if (mask) {
-    if (BroadcastShapes(Dims(mask), ad) != ad) return Bad(c, "attn_mask does not broadcast to the scores");
+    if (BroadcastShapes(Dims(mask), ad) != ad) return ctx.Unsupported("attn_mask does not broadcast to the scores");
     Instruction* add;
     if (mask->shape.element_type() == PrimitiveType::PRED) {
       Instruction* mb = Bcast(b, mask, ad);
@@ -81,13 +82,12 @@ Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
   dn2.lhs_contracting_dimensions = {nb + 1};
   dn2.rhs_contracting_dimensions = {nb};
   Instruction* out = b.Dot(attn, v, dn2);  // [batch..., L, Ev]
-  if (const TensorMeta* o = c.Out(0); o && o->sizes != Dims(out)) out = b.Reshape(out, o->sizes);
+  if (const TensorMeta* o = ctx.OutputMeta(0); o && o->sizes != Dims(out)) out = b.Reshape(out, o->sizes);
   std::vector<Instruction*> outs = {out};
-  if (c.Out(1)) outs.push_back(attn);
-  return Done(c, outs);
+  if (ctx.OutputMeta(1)) outs.push_back(attn);
+  return ctx.Finish(outs);
 }
 
-namespace {
 // x [B, L, In] times w[rows]^T [In, Out] plus b[rows]: a linear layer on a row block of a packed weight.
 Instruction* LinearRows(Builder& b, Instruction* x, Instruction* w, Instruction* bias, int64_t row0, int64_t rows) {
   Instruction* wr = b.SliceInDim(w, row0, row0 + rows, 1, 0);
@@ -98,24 +98,22 @@ Instruction* LinearRows(Builder& b, Instruction* x, Instruction* w, Instruction*
   if (bias) y = Add(b, y, b.Broadcast(b.SliceInDim(bias, row0, row0 + rows, 1, 0), Dims(y), {2}));
   return y;
 }
-}  // namespace
 
 // _native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
 // mask, need_weights, average_attn_weights, mask_type): nn.MultiheadAttention's inference fast path on [B, L, E]
 // inputs. The packed projections, per-head scaled dot products (a mask's true entries are left out), softmax, the
 // output projection; the weights averaged over the heads unless asked not to, empty without need_weights.
-namespace {
 struct MhaResult {
   Instruction* out = nullptr;   // [B, L, E]
   Instruction* attn = nullptr;  // [B, H, L, S] softmax weights
 };
 
 // The packed-projection multi-head attention both fast paths compute (a mask's true entries are left out).
-Expected<MhaResult> Mha(const Ctx& c, Builder& b, Instruction* q0, Instruction* k0, Instruction* v0, int64_t E,
+Expected<MhaResult> Mha(const LoweringContext& ctx, Builder& b, Instruction* q0, Instruction* k0, Instruction* v0, int64_t E,
                         int64_t H, Instruction* wqkv, Instruction* bqkv, Instruction* wo, Instruction* bo,
                         Instruction* mask) {
-  if (q0->shape.rank() != 3 || k0->shape.rank() != 3 || v0->shape.rank() != 3) return Bad(c, "expects [B, L, E] inputs");
-  if (H <= 0 || E <= 0 || E % H != 0) return Bad(c, "embed_dim not divisible by num_head");
+  if (q0->shape.rank() != 3 || k0->shape.rank() != 3 || v0->shape.rank() != 3) return ctx.Unsupported("expects [B, L, E] inputs");
+  if (H <= 0 || E <= 0 || E % H != 0) return ctx.Unsupported("embed_dim not divisible by num_head");
   PrimitiveType t = q0->shape.element_type();
   int64_t B = Dims(q0)[0], L = Dims(q0)[1], S = Dims(k0)[1], D = E / H;
   auto Heads = [&](Instruction* x, int64_t len) {  // [B, len, E] -> [B, H, len, D]
@@ -138,7 +136,7 @@ Expected<MhaResult> Mha(const Ctx& c, Builder& b, Instruction* q0, Instruction* 
     if (md == std::vector<int64_t>{B, S}) mb = b.Broadcast(mask, ad, {0, 3});
     else if (md == std::vector<int64_t>{L, S}) mb = b.Broadcast(mask, ad, {2, 3});
     else if (BroadcastShapes(md, ad) == ad) mb = Bcast(b, mask, ad);
-    else return Bad(c, "mask does not fit the attention scores");
+    else return ctx.Unsupported("mask does not fit the attention scores");
     if (mb->shape.element_type() == PrimitiveType::PRED)
       attn = b.Select(mb, Full(b, t, -std::numeric_limits<double>::infinity(), ad), attn);
     else
@@ -167,30 +165,29 @@ Instruction* LayerNormLast(Builder& b, Instruction* x, Instruction* w, Instructi
   if (bias) y = Add(b, y, b.Broadcast(b.Convert(bias, x->shape.element_type()), d, {last}));
   return y;
 }
-}  // namespace
 
 Expected<LoweredOp> NativeMultiHeadAttention(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, c.Req("query", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, c.Req("key", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, c.Req("value", 2));
-  int64_t E = c.Int("embed_dim", 3, 0), H = c.Int("num_head", 4, 1);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, c.Req("qkv_weight", 5));
-  Instruction* bqkv = c.T("qkv_bias", 6);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, c.Req("proj_weight", 7));
-  Instruction* bo = c.T("proj_bias", 8);
-  Instruction* mask = c.T("mask", 9);
-  bool need_weights = c.Bool("need_weights", 10, true), average = c.Bool("average_attn_weights", 11, true);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, ctx.RequiredTensor("query", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", 2));
+  int64_t E = ctx.Int("embed_dim", 3, 0), H = ctx.Int("num_head", 4, 1);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, ctx.RequiredTensor("qkv_weight", 5));
+  Instruction* bqkv = ctx.Tensor("qkv_bias", 6);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, ctx.RequiredTensor("proj_weight", 7));
+  Instruction* bo = ctx.Tensor("proj_bias", 8);
+  Instruction* mask = ctx.Tensor("mask", 9);
+  bool need_weights = ctx.Bool("need_weights", 10, true), average = ctx.Bool("average_attn_weights", 11, true);
   PrimitiveType t = q0->shape.element_type();
-  OPPROBE_ASSIGN_OR_RETURN(MhaResult r, Mha(c, b, q0, k0, v0, E, H, wqkv, bqkv, wo, bo, mask));
+  OPPROBE_ASSIGN_OR_RETURN(MhaResult r, Mha(ctx, b, q0, k0, v0, E, H, wqkv, bqkv, wo, bo, mask));
   std::vector<Instruction*> outs = {r.out};
-  const TensorMeta* w = c.Out(1);
+  const TensorMeta* w = ctx.OutputMeta(1);
   if (w && w->numel() == 0) {
     outs.push_back(Full(b, t, 0, w->sizes));
   } else if (need_weights || w) {
     outs.push_back(average ? MulScalar(b, ReduceSum(b, r.attn, {1}), 1.0 / static_cast<double>(H)) : r.attn);
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 // _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
@@ -198,25 +195,25 @@ Expected<LoweredOp> NativeMultiHeadAttention(const Node& n, Builder& b) {
 // ffn_bias_2, mask, mask_type): TransformerEncoderLayer's eval fast path: self-attention and the feed-forward
 // block, each with its residual and layer norm (before the block with norm_first, after it otherwise).
 Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("src", 0));
-  int64_t E = c.Int("embed_dim", 1, 0), H = c.Int("num_heads", 2, 1);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, c.Req("qkv_weight", 3));
-  Instruction* bqkv = c.T("qkv_bias", 4);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, c.Req("proj_weight", 5));
-  Instruction* bo = c.T("proj_bias", 6);
-  bool gelu = c.Bool("use_gelu", 7, false), norm_first = c.Bool("norm_first", 8, false);
-  double eps = c.Double("eps", 9, 1e-5);
-  Instruction* n1w = c.T("norm_weight_1", 10);
-  Instruction* n1b = c.T("norm_bias_1", 11);
-  Instruction* n2w = c.T("norm_weight_2", 12);
-  Instruction* n2b = c.T("norm_bias_2", 13);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * f1w, c.Req("ffn_weight_1", 14));
-  Instruction* f1b = c.T("ffn_bias_1", 15);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * f2w, c.Req("ffn_weight_2", 16));
-  Instruction* f2b = c.T("ffn_bias_2", 17);
-  Instruction* mask = c.T("mask", 18);
-  auto Attn = [&](Instruction* in) { return Mha(c, b, in, in, in, E, H, wqkv, bqkv, wo, bo, mask); };
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("src", 0));
+  int64_t E = ctx.Int("embed_dim", 1, 0), H = ctx.Int("num_heads", 2, 1);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wqkv, ctx.RequiredTensor("qkv_weight", 3));
+  Instruction* bqkv = ctx.Tensor("qkv_bias", 4);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * wo, ctx.RequiredTensor("proj_weight", 5));
+  Instruction* bo = ctx.Tensor("proj_bias", 6);
+  bool gelu = ctx.Bool("use_gelu", 7, false), norm_first = ctx.Bool("norm_first", 8, false);
+  double eps = ctx.Double("eps", 9, 1e-5);
+  Instruction* n1w = ctx.Tensor("norm_weight_1", 10);
+  Instruction* n1b = ctx.Tensor("norm_bias_1", 11);
+  Instruction* n2w = ctx.Tensor("norm_weight_2", 12);
+  Instruction* n2b = ctx.Tensor("norm_bias_2", 13);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * f1w, ctx.RequiredTensor("ffn_weight_1", 14));
+  Instruction* f1b = ctx.Tensor("ffn_bias_1", 15);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * f2w, ctx.RequiredTensor("ffn_weight_2", 16));
+  Instruction* f2b = ctx.Tensor("ffn_bias_2", 17);
+  Instruction* mask = ctx.Tensor("mask", 18);
+  auto Attn = [&](Instruction* in) { return Mha(ctx, b, in, in, in, E, H, wqkv, bqkv, wo, bo, mask); };
   auto Ffn = [&](Instruction* in) {
     Instruction* h = LinearRows(b, in, f1w, f1b, 0, Dims(f1w)[0]);
     if (gelu) {
@@ -237,7 +234,121 @@ Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
     y = LayerNormLast(b, Add(b, y, a.out), n1w, n1b, eps);
     y = LayerNormLast(b, Add(b, y, Ffn(y)), n2w, n2b, eps);
   }
-  return Done(c, {y});
+  return ctx.Finish({y});
+}
+
+// ---- PyTorch 2.x: _scaled_dot_product_flash_attention_for_cpu and its backward (scaled_dot_product_attention
+// on the CPU): the math path, softmax in f32 with the log-sum-exp the op also returns; and
+// scaled_dot_product_attention itself, which torch.export (2.5+) keeps undecomposed ----
+
+// Batched matmul over the leading dims: x [B..., M, K] . y [B..., K, N] (or y transposed: [B..., N, K]).
+Instruction* BatchDot(Builder& b, Instruction* x, Instruction* y, bool x_t, bool y_t) {
+  int64_t r = Rank(x);
+  hlo::DotDimensionNumbers dn;
+  for (int64_t i = 0; i < r - 2; ++i) dn.lhs_batch_dimensions.push_back(i), dn.rhs_batch_dimensions.push_back(i);
+  dn.lhs_contracting_dimensions = {x_t ? r - 2 : r - 1};
+  dn.rhs_contracting_dimensions = {y_t ? r - 1 : r - 2};
+  return b.Dot(x, y, dn);
+}
+
+struct Sdpa {
+  Instruction *q, *k, *v;  // f32
+  Instruction* probs;      // softmax, [B..., L, S] f32
+  Instruction* lse;        // [B..., L] f32
+  double scale;
+};
+
+// Scores, the causal/explicit mask, softmax and log-sum-exp in f32 (what the CPU flash kernel accumulates in).
+Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
+  Builder& b = ctx.builder;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * q0, ctx.RequiredTensor("query", qpos));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", qpos + 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", qpos + 2));
+  int64_t r = Rank(q0);
+  if (r < 2 || Rank(k0) != r || Rank(v0) != r) return ctx.Unsupported("query, key and value must have the same rank >= 2");
+  if (Dims(q0).back() != Dims(k0).back() || Dims(k0)[static_cast<size_t>(r - 2)] != Dims(v0)[static_cast<size_t>(r - 2)])
+    return ctx.Unsupported("query/key/value sizes do not fit");
+  PrimitiveType f = PrimitiveType::F32;
+  if (q0->shape.element_type() == PrimitiveType::F64) f = PrimitiveType::F64;
+  Sdpa s;
+  s.q = b.Convert(q0, f), s.k = b.Convert(k0, f), s.v = b.Convert(v0, f);
+  std::vector<int64_t> qd = Dims(q0), kd = Dims(k0);
+  int64_t L = qd[static_cast<size_t>(r - 2)], S = kd[static_cast<size_t>(r - 2)], E = qd.back();
+  const Value* sv = ctx.Arg("scale", 100);
+  s.scale = sv && !sv->is_none() ? sv->AsDouble() : 1.0 / std::sqrt(static_cast<double>(E));
+  Instruction* scores = MulScalar(b, BatchDot(b, s.q, s.k, false, true), s.scale);  // [B..., L, S]
+  std::vector<int64_t> sd = Dims(scores);
+  Instruction* mask = ctx.Tensor("attn_mask", 100);
+  bool causal = ctx.Bool("is_causal", 100, false);
+  if (causal) {
+    Shape ms = Shape::Array(PrimitiveType::S64, {L, S});
+    Instruction* keep = Bcast(b, b.Compare(b.Iota(ms, 1), b.Iota(ms, 0), ComparisonDirection::kLe), sd);
+    scores = b.Select(keep, scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
+  } else if (mask) {
+    if (BroadcastShapes(Dims(mask), sd) != sd) return ctx.Unsupported("attn_mask does not broadcast to the scores");
+    if (mask->shape.element_type() == PrimitiveType::PRED)
+      scores = b.Select(Bcast(b, mask, sd), scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
+    else
+      scores = Add(b, scores, Bcast(b, b.Convert(mask, f), sd));
+  }
+  int64_t last = Rank(scores) - 1;
+  Instruction* mx = ReduceMax(b, scores, {last});
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, scores, BcastBack(b, mx, sd, {last})));
+  Instruction* sum = ReduceSum(b, e, {last});
+  s.probs = Div(b, e, BcastBack(b, sum, sd, {last}));
+  s.lse = Add(b, mx, b.Unary(Opcode::kLog, sum));
+  return s;
+}
+
+Expected<LoweredOp> SdpaFlashCpu(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 3, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Tensor("query", 0)->shape.element_type());
+  Instruction* out = b.Convert(BatchDot(b, s.probs, s.v, false, false), t);  // [B..., L, Ev]
+  return ctx.Finish({out, s.lse});
+}
+
+Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 6, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * dout0, ctx.RequiredTensor("grad_out", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 1));
+  PrimitiveType f = s.q->shape.element_type();
+  Instruction* dout = b.Convert(dout0, f);
+  // dV = P^T dO; dP = dO V^T; dS = P * (dP - rowsum(dP * P)); dQ = scale dS K; dK = scale dS^T Q.
+  Instruction* dv = BatchDot(b, s.probs, dout, true, false);
+  Instruction* dp = BatchDot(b, dout, s.v, false, true);
+  std::vector<int64_t> sd = Dims(s.probs);
+  int64_t last = static_cast<int64_t>(sd.size()) - 1;
+  Instruction* rows = ReduceSum(b, Mul(b, dp, s.probs), {last});
+  Instruction* ds = Mul(b, s.probs, Sub(b, dp, BcastBack(b, rows, sd, {last})));
+  Instruction* dq = MulScalar(b, BatchDot(b, ds, s.k, false, false), s.scale);
+  Instruction* dk = MulScalar(b, BatchDot(b, ds, s.q, true, false), s.scale);
+  PrimitiveType t = ctx.Tensor("query", 1)->shape.element_type();
+  return ctx.Finish({b.Convert(dq, ctx.OutputType(0, t)), b.Convert(dk, ctx.OutputType(1, t)), b.Convert(dv, ctx.OutputType(2, t))});
+}
+
+Expected<LoweredOp> SdpaComposite(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  if (ctx.Double("dropout_p", 4, 0) > 0) return ctx.Unsupported("dropout_p > 0 in an exported program");
+  OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Tensor("query", 0)->shape.element_type());
+  return ctx.Finish({b.Convert(BatchDot(b, s.probs, s.v, false, false), t)});
+}
+
+}  // namespace
+
+const LoweringFamily& AttentionLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::_scaled_dot_product_attention_forward", ScaledDotProductAttention},
+      {"aten::scaled_dot_product_attention", SdpaComposite},
+      {"aten::_scaled_dot_product_flash_attention_for_cpu", SdpaFlashCpu},
+      {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", SdpaFlashCpuBackward},
+      {"aten::_native_multi_head_attention", NativeMultiHeadAttention},
+      {"aten::_transformer_encoder_layer_fwd", TransformerEncoderLayerFwd},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

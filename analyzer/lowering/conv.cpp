@@ -10,7 +10,7 @@
 
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -27,14 +27,14 @@ std::vector<int64_t> Expand(std::vector<int64_t> v, size_t n, int64_t def) {
   return v;
 }
 
-ConvParams ReadParams(const Ctx& c, size_t nsp, size_t first) {
+ConvParams ReadParams(const LoweringContext& ctx, size_t nsp, size_t first) {
   ConvParams p;
-  p.stride = Expand(c.Ints("stride", first), nsp, 1);
-  p.padding = Expand(c.Ints("padding", first + 1), nsp, 0);
-  p.dilation = Expand(c.Ints("dilation", first + 2), nsp, 1);
-  p.transposed = c.Bool("transposed", first + 3, false);
-  p.output_padding = Expand(c.Ints("output_padding", first + 4), nsp, 0);
-  p.groups = c.Int("groups", first + 5, 1);
+  p.stride = Expand(ctx.Ints("stride", first), nsp, 1);
+  p.padding = Expand(ctx.Ints("padding", first + 1), nsp, 0);
+  p.dilation = Expand(ctx.Ints("dilation", first + 2), nsp, 1);
+  p.transposed = ctx.Bool("transposed", first + 3, false);
+  p.output_padding = Expand(ctx.Ints("output_padding", first + 4), nsp, 0);
+  p.groups = ctx.Int("groups", first + 5, 1);
   return p;
 }
 
@@ -155,44 +155,46 @@ Instruction* TransposedForward(Builder& b, Instruction* x, Instruction* w, const
   return BackpropInput(b, x, w, p, out_sizes, t);
 }
 
-Expected<Instruction*> WithBias(const Ctx& c, Instruction* y, const std::string& name, size_t pos, PrimitiveType t) {
-  Instruction* bias = c.T(name, pos);
+Expected<Instruction*> WithBias(const LoweringContext& ctx, Instruction* y, const std::string& name, size_t pos, PrimitiveType t) {
+  Instruction* bias = ctx.Tensor(name, pos);
   if (!bias) return y;
-  Builder& b = c.b;
+  Builder& b = ctx.builder;
   return Add(b, y, b.Broadcast(b.Convert(bias, t), Dims(y), {1}));
 }
 
-Expected<LoweredOp> ConvCommon(const Ctx& c, Instruction* x, Instruction* w, const ConvParams& p, size_t bias_pos) {
-  Builder& b = c.b;
-  PrimitiveType t = c.OutType(0, x->shape.element_type());
-  if (x->shape.rank() < 3 || w->shape.rank() != x->shape.rank()) return Bad(c, "convolution needs N-d input and kernel");
+Expected<LoweredOp> ConvCommon(const LoweringContext& ctx, Instruction* x, Instruction* w, const ConvParams& p, size_t bias_pos) {
+  Builder& b = ctx.builder;
+  PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
+  if (x->shape.rank() < 3 || w->shape.rank() != x->shape.rank()) return ctx.Unsupported("convolution needs N-d input and kernel");
   size_t nsp = static_cast<size_t>(x->shape.rank() - 2);
   if (p.stride.size() != nsp || p.padding.size() != nsp || p.dilation.size() != nsp)
-    return Bad(c, "stride/padding/dilation of the wrong length");
+    return ctx.Unsupported("stride/padding/dilation of the wrong length");
   x = b.Convert(x, t);
   w = b.Convert(w, t);
   Instruction* y = p.transposed ? TransposedForward(b, x, w, p, t) : Forward(b, x, w, p, t);
-  OPPROBE_ASSIGN_OR_RETURN(y, WithBias(c, y, "bias", bias_pos, t));
-  return Done(c, {y});
+  OPPROBE_ASSIGN_OR_RETURN(y, WithBias(ctx, y, "bias", bias_pos, t));
+  return ctx.Finish({y});
 }
 
-}  // namespace
 
 Expected<LoweredOp> Convolution(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 1));
   size_t nsp = x->shape.rank() >= 2 ? static_cast<size_t>(x->shape.rank() - 2) : 0;
-  ConvParams p = ReadParams(c, nsp, 3);
-  return ConvCommon(c, x, w, p, 2);
+  ConvParams p = ReadParams(ctx, nsp, 3);
+  return ConvCommon(ctx, x, w, p, 2);
 }
 
-Expected<LoweredOp> ConvNd(const Node& n, Builder& b) {
-  // conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups) and
-  // conv_transpose*(input, weight, bias, stride, padding, output_padding, groups, dilation).
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 1));
+// How a convolution op lays out its arguments: _convolution (convolution's), conv1d/2d/3d(input, weight, bias,
+// stride, padding, dilation, groups) and conv_transpose1d/2d/3d(input, weight, bias, stride, padding,
+// output_padding, groups, dilation).
+enum class ConvArgs { kConvolution, kConv, kConvTranspose };
+
+Expected<LoweredOp> ConvNd(const Node& n, Builder& b, ConvArgs layout) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 1));
   bool unbatched = x->shape.rank() == w->shape.rank() - 1;
   if (unbatched) {
     std::vector<int64_t> d = Dims(x);
@@ -201,60 +203,60 @@ Expected<LoweredOp> ConvNd(const Node& n, Builder& b) {
   }
   size_t nsp = static_cast<size_t>(std::max<int64_t>(x->shape.rank() - 2, 0));
   ConvParams p;
-  if (n.op == "aten::_convolution") {
-    p = ReadParams(c, nsp, 3);
-  } else if (n.op.find("conv_transpose") != std::string::npos) {
+  if (layout == ConvArgs::kConvolution) {
+    p = ReadParams(ctx, nsp, 3);
+  } else if (layout == ConvArgs::kConvTranspose) {
     p.transposed = true;
-    p.stride = Expand(c.Ints("stride", 3), nsp, 1);
-    p.padding = Expand(c.Ints("padding", 4), nsp, 0);
-    p.output_padding = Expand(c.Ints("output_padding", 5), nsp, 0);
-    p.groups = c.Int("groups", 6, 1);
-    p.dilation = Expand(c.Ints("dilation", 7), nsp, 1);
+    p.stride = Expand(ctx.Ints("stride", 3), nsp, 1);
+    p.padding = Expand(ctx.Ints("padding", 4), nsp, 0);
+    p.output_padding = Expand(ctx.Ints("output_padding", 5), nsp, 0);
+    p.groups = ctx.Int("groups", 6, 1);
+    p.dilation = Expand(ctx.Ints("dilation", 7), nsp, 1);
   } else {
-    p.stride = Expand(c.Ints("stride", 3), nsp, 1);
-    if (const Value* pv = c.V("padding", 4); pv && pv->kind == Value::Kind::kString) {
+    p.stride = Expand(ctx.Ints("stride", 3), nsp, 1);
+    if (const Value* pv = ctx.Arg("padding", 4); pv && pv->kind == Value::Kind::kString) {
       if (pv->s == "same") {
         p.padding.assign(nsp, 0);
-        std::vector<int64_t> dil = Expand(c.Ints("dilation", 5), nsp, 1);
+        std::vector<int64_t> dil = Expand(ctx.Ints("dilation", 5), nsp, 1);
         for (size_t i = 0; i < nsp; ++i) {
           int64_t total = dil[i] * (Dims(w)[i + 2] - 1);
-          if (total % 2 != 0) return Bad(c, "padding='same' with uneven total padding");
+          if (total % 2 != 0) return ctx.Unsupported("padding='same' with uneven total padding");
           p.padding[i] = total / 2;
         }
       } else {
         p.padding.assign(nsp, 0);
       }
     } else {
-      p.padding = Expand(c.Ints("padding", 4), nsp, 0);
+      p.padding = Expand(ctx.Ints("padding", 4), nsp, 0);
     }
-    p.dilation = Expand(c.Ints("dilation", 5), nsp, 1);
-    p.groups = c.Int("groups", 6, 1);
+    p.dilation = Expand(ctx.Ints("dilation", 5), nsp, 1);
+    p.groups = ctx.Int("groups", 6, 1);
     p.output_padding.assign(nsp, 0);
   }
   Builder& bb = b;
-  PrimitiveType t = c.OutType(0, x->shape.element_type());
+  PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
   x = bb.Convert(x, t);
   w = bb.Convert(w, t);
   Instruction* y = p.transposed ? TransposedForward(bb, x, w, p, t) : Forward(bb, x, w, p, t);
-  OPPROBE_ASSIGN_OR_RETURN(y, WithBias(c, y, "bias", 2, t));
+  OPPROBE_ASSIGN_OR_RETURN(y, WithBias(ctx, y, "bias", 2, t));
   if (unbatched) {
     std::vector<int64_t> d = Dims(y);
     d.erase(d.begin());
     y = bb.Reshape(y, d);
   }
-  return Done(c, {y});
+  return ctx.Finish({y});
 }
 
 Expected<LoweredOp> ConvolutionBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 2));
-  if (x->shape.rank() < 3) return Bad(c, "needs batched N-d input");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 2));
+  if (x->shape.rank() < 3) return ctx.Unsupported("needs batched N-d input");
   size_t nsp = static_cast<size_t>(x->shape.rank() - 2);
-  ConvParams p = ReadParams(c, nsp, 4);
-  std::vector<bool> mask = c.Bools("output_mask", 10, {true, true, true});
-  if (mask.size() != 3) return Bad(c, "output_mask must have 3 entries");
+  ConvParams p = ReadParams(ctx, nsp, 4);
+  std::vector<bool> mask = ctx.Bools("output_mask", 10, {true, true, true});
+  if (mask.size() != 3) return ctx.Unsupported("output_mask must have 3 entries");
   PrimitiveType t = g->shape.element_type();
   x = b.Convert(x, t);
   w = b.Convert(w, t);
@@ -283,7 +285,29 @@ Expected<LoweredOp> ConvolutionBackward(const Node& n, Builder& b) {
     for (size_t i = 0; i < nsp; ++i) dims.push_back(static_cast<int64_t>(i + 2));
     outs.push_back(ReduceSum(b, g, dims));
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
+template <ConvArgs kLayout>
+Expected<LoweredOp> ConvOf(const Node& n, Builder& b) {
+  return ConvNd(n, b, kLayout);
+}
+
+}  // namespace
+
+const LoweringFamily& ConvLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::convolution", Convolution},
+      {"aten::convolution_overrideable", Convolution},
+      {"aten::_convolution", ConvOf<ConvArgs::kConvolution>},
+      {"aten::conv1d", ConvOf<ConvArgs::kConv>},
+      {"aten::conv2d", ConvOf<ConvArgs::kConv>},
+      {"aten::conv3d", ConvOf<ConvArgs::kConv>},
+      {"aten::conv_transpose1d", ConvOf<ConvArgs::kConvTranspose>},
+      {"aten::conv_transpose2d", ConvOf<ConvArgs::kConvTranspose>},
+      {"aten::conv_transpose3d", ConvOf<ConvArgs::kConvTranspose>},
+      {"aten::convolution_backward", ConvolutionBackward},
+  }};
+  return *family;
+}
 }  // namespace opprobe::analyzer::lowering

@@ -1,69 +1,51 @@
-// Elementwise aten ops: unary math, binary arithmetic with type promotion and broadcasting,
-// comparisons, activations and their backward ops. Complex arithmetic converts the real operand to
-// the complex type first (XlaHelpers::Promote), so `x * y` with x f32 and y c64 is a c64 `convert`
-// and a c64 `multiply`.
+// Elementwise aten ops: unary math, binary arithmetic with type promotion and broadcasting, comparisons and
+// logical ops, where/clamp/lerp, dtype conversions and copies. Complex arithmetic converts the real operand to
+// the complex type first (XlaHelpers::Promote), so `x * y` with x f32 and y c64 is a c64 `convert` and a c64
+// `multiply`. Activations and the backward ops of pointwise functions are in activation.cpp.
 #include <fmt/format.h>
 
 #include <cmath>
-#include <map>
+#include <limits>
 #include <numbers>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
-namespace {
 
-using UnaryBody = std::function<Instruction*(Builder&, Instruction*)>;
-
-Instruction* U(Builder& b, Opcode op, Instruction* x) { return b.Unary(op, x); }
-
-// Output dims of an elementwise node: its first output, else the broadcast of its tensor args.
-std::vector<int64_t> OutDims(const Ctx& c) {
-  if (const TensorMeta* m = c.Out(0)) return m->sizes;
+std::vector<int64_t> ElementwiseDims(const LoweringContext& ctx) {
+  if (const TensorMeta* m = ctx.OutputMeta(0)) return m->sizes;
   std::vector<int64_t> d;
-  for (const auto& a : c.node.args)
+  for (const auto& a : ctx.node.args)
     if (a.value.is_tensor()) d = BroadcastShapes(d, a.value.tensor.sizes);
   return d;
 }
 
+namespace {
+
 Instruction* Trunc(Builder& b, Instruction* x) {
   // sign(x) * floor(|x|), as XLA's client library does for round-toward-zero.
-  return Mul(b, U(b, Opcode::kSign, x), U(b, Opcode::kFloor, U(b, Opcode::kAbs, x)));
+  return Mul(b, b.Unary(Opcode::kSign, x), b.Unary(Opcode::kFloor, b.Unary(Opcode::kAbs, x)));
 }
 
 Instruction* Atan(Builder& b, Instruction* x) { return b.Binary(Opcode::kAtan2, x, FullLike(b, x, 1.0)); }
 
 // sqrt(1 - x*x)
 Instruction* OneMinusSq(Builder& b, Instruction* x) {
-  return U(b, Opcode::kSqrt, Sub(b, FullLike(b, x, 1.0), Mul(b, x, x)));
+  return b.Unary(Opcode::kSqrt, Sub(b, FullLike(b, x, 1.0), Mul(b, x, x)));
 }
 
-Instruction* Gelu(Builder& b, Instruction* x, bool tanh_approx) {
-  if (tanh_approx) {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    Instruction* x3 = Mul(b, Mul(b, x, x), x);
-    Instruction* inner = MulScalar(b, Add(b, x, MulScalar(b, x3, 0.044715)), std::sqrt(2.0 / std::numbers::pi));
-    return Mul(b, MulScalar(b, x, 0.5), AddScalar(b, U(b, Opcode::kTanh, inner), 1.0));
-  }
-  // x * 0.5 * (erf(x / sqrt(2)) + 1)  (torch_xla BuildGelu)
-  Instruction* e = U(b, Opcode::kErf, MulScalar(b, x, std::numbers::sqrt2 / 2));
-  return Mul(b, MulScalar(b, x, 0.5), AddScalar(b, e, 1.0));
-}
-
-Instruction* Softplus(Builder& b, Instruction* x, double beta, double threshold) {
-  Instruction* bx = beta == 1.0 ? x : MulScalar(b, x, beta);
-  Instruction* sp = U(b, Opcode::kLog1p, U(b, Opcode::kExp, bx));
-  if (beta != 1.0) sp = MulScalar(b, sp, 1.0 / beta);
-  return b.Select(CmpScalar(b, bx, threshold, ComparisonDirection::kGt), x, sp);
+template <Opcode kOpcode>
+Instruction* OpcodeOf(Builder& b, Instruction* x) {
+  return b.Unary(kOpcode, x);
 }
 
 Instruction* Erfinv(Builder& b, Instruction* x) {
   // Giles' single-precision approximation (XLA's ErfInv32): w = -log((1-x)(1+x)); two polynomials.
   Instruction* one = FullLike(b, x, 1.0);
-  Instruction* w = U(b, Opcode::kNegate, U(b, Opcode::kLog, Mul(b, Sub(b, one, x), Add(b, one, x))));
+  Instruction* w = b.Unary(Opcode::kNegate, b.Unary(Opcode::kLog, Mul(b, Sub(b, one, x), Add(b, one, x))));
   Instruction* lt = CmpScalar(b, w, 5.0, ComparisonDirection::kLt);
   Instruction* w_small = AddScalar(b, w, -2.5);
-  Instruction* w_big = AddScalar(b, U(b, Opcode::kSqrt, w), -3.0);
+  Instruction* w_big = AddScalar(b, b.Unary(Opcode::kSqrt, w), -3.0);
   Instruction* ww = b.Select(lt, w_small, w_big);
   static const double kSmall[] = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
                                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941};
@@ -74,198 +56,150 @@ Instruction* Erfinv(Builder& b, Instruction* x) {
     p = Add(b, b.Select(lt, FullLike(b, x, kSmall[i]), FullLike(b, x, kBig[i])), Mul(b, p, ww));
   Instruction* r = Mul(b, p, x);
   // |x| == 1 -> +-inf
-  Instruction* is_one = CmpScalar(b, U(b, Opcode::kAbs, x), 1.0, ComparisonDirection::kEq);
+  Instruction* is_one = CmpScalar(b, b.Unary(Opcode::kAbs, x), 1.0, ComparisonDirection::kEq);
   return b.Select(is_one, MulScalar(b, x, std::numeric_limits<double>::infinity()), r);
 }
 
-// Unary bodies over the compute type (the output type, or the input type for predicates).
-const std::map<std::string, UnaryBody>& UnaryBodies() {
-  static const auto* m = new std::map<std::string, UnaryBody>{
-      {"abs", [](Builder& b, Instruction* x) { return U(b, Opcode::kAbs, x); }},
-      {"absolute", [](Builder& b, Instruction* x) { return U(b, Opcode::kAbs, x); }},
-      {"neg", [](Builder& b, Instruction* x) { return U(b, Opcode::kNegate, x); }},
-      {"negative", [](Builder& b, Instruction* x) { return U(b, Opcode::kNegate, x); }},
-      {"positive", [](Builder&, Instruction* x) { return x; }},
-      {"exp", [](Builder& b, Instruction* x) { return U(b, Opcode::kExp, x); }},
-      {"exp2", [](Builder& b, Instruction* x) { return b.Binary(Opcode::kPower, FullLike(b, x, 2.0), x); }},
-      {"expm1", [](Builder& b, Instruction* x) { return U(b, Opcode::kExpm1, x); }},
-      {"log", [](Builder& b, Instruction* x) { return U(b, Opcode::kLog, x); }},
-      {"log2", [](Builder& b, Instruction* x) { return MulScalar(b, U(b, Opcode::kLog, x), 1.0 / std::numbers::ln2); }},
-      {"log10",
-       [](Builder& b, Instruction* x) { return MulScalar(b, U(b, Opcode::kLog, x), 1.0 / std::numbers::ln10); }},
-      {"log1p", [](Builder& b, Instruction* x) { return U(b, Opcode::kLog1p, x); }},
-      {"sqrt", [](Builder& b, Instruction* x) { return U(b, Opcode::kSqrt, x); }},
-      {"rsqrt", [](Builder& b, Instruction* x) { return U(b, Opcode::kRsqrt, x); }},
-      {"sin", [](Builder& b, Instruction* x) { return U(b, Opcode::kSin, x); }},
-      {"cos", [](Builder& b, Instruction* x) { return U(b, Opcode::kCos, x); }},
-      {"tan", [](Builder& b, Instruction* x) { return U(b, Opcode::kTan, x); }},
-      {"tanh", [](Builder& b, Instruction* x) { return U(b, Opcode::kTanh, x); }},
-      {"sigmoid", [](Builder& b, Instruction* x) { return U(b, Opcode::kLogistic, x); }},
-      {"atan", [](Builder& b, Instruction* x) { return Atan(b, x); }},
-      {"arctan", [](Builder& b, Instruction* x) { return Atan(b, x); }},
-      {"asin",
-       [](Builder& b, Instruction* x) {
-         // 2 * atan2(x, 1 + sqrt(1 - x^2))  (XLA client library Asin)
-         return MulScalar(b, b.Binary(Opcode::kAtan2, x, AddScalar(b, OneMinusSq(b, x), 1.0)), 2.0);
-       }},
-      {"acos",
-       [](Builder& b, Instruction* x) {
-         // 2 * atan2(sqrt(1 - x^2), 1 + x)  (XLA client library Acos)
-         return MulScalar(b, b.Binary(Opcode::kAtan2, OneMinusSq(b, x), AddScalar(b, x, 1.0)), 2.0);
-       }},
-      {"sinh",
-       [](Builder& b, Instruction* x) {
-         return MulScalar(b, Sub(b, U(b, Opcode::kExp, x), U(b, Opcode::kExp, U(b, Opcode::kNegate, x))), 0.5);
-       }},
-      {"cosh",
-       [](Builder& b, Instruction* x) {
-         return MulScalar(b, Add(b, U(b, Opcode::kExp, x), U(b, Opcode::kExp, U(b, Opcode::kNegate, x))), 0.5);
-       }},
-      {"asinh",
-       [](Builder& b, Instruction* x) {
-         // sign(x) * log(|x| + sqrt(x^2 + 1))
-         Instruction* a = U(b, Opcode::kAbs, x);
-         Instruction* r = U(b, Opcode::kLog, Add(b, a, U(b, Opcode::kSqrt, AddScalar(b, Mul(b, a, a), 1.0))));
-         return Mul(b, U(b, Opcode::kSign, x), r);
-       }},
-      {"acosh",
-       [](Builder& b, Instruction* x) {
-         return U(b, Opcode::kLog, Add(b, x, U(b, Opcode::kSqrt, AddScalar(b, Mul(b, x, x), -1.0))));
-       }},
-      {"atanh",
-       [](Builder& b, Instruction* x) {
-         // 0.5 * (log1p(x) - log1p(-x))
-         return MulScalar(b, Sub(b, U(b, Opcode::kLog1p, x), U(b, Opcode::kLog1p, U(b, Opcode::kNegate, x))), 0.5);
-       }},
-      {"ceil", [](Builder& b, Instruction* x) { return U(b, Opcode::kCeil, x); }},
-      {"floor", [](Builder& b, Instruction* x) { return U(b, Opcode::kFloor, x); }},
-      {"round", [](Builder& b, Instruction* x) { return U(b, Opcode::kRoundNearestEven, x); }},
-      {"trunc", [](Builder& b, Instruction* x) { return Trunc(b, x); }},
-      {"fix", [](Builder& b, Instruction* x) { return Trunc(b, x); }},
-      {"frac", [](Builder& b, Instruction* x) { return Sub(b, x, Trunc(b, x)); }},
-      {"sign", [](Builder& b, Instruction* x) { return U(b, Opcode::kSign, x); }},
-      {"sgn", [](Builder& b, Instruction* x) { return U(b, Opcode::kSign, x); }},
-      {"reciprocal", [](Builder& b, Instruction* x) { return Div(b, FullLike(b, x, 1.0), x); }},
-      {"square", [](Builder& b, Instruction* x) { return Mul(b, x, x); }},
-      {"erf", [](Builder& b, Instruction* x) { return U(b, Opcode::kErf, x); }},
-      {"erfc", [](Builder& b, Instruction* x) { return Sub(b, FullLike(b, x, 1.0), U(b, Opcode::kErf, x)); }},
-      {"erfinv", [](Builder& b, Instruction* x) { return Erfinv(b, x); }},
-      {"relu",
-       [](Builder& b, Instruction* x) { return b.Binary(Opcode::kMaximum, x, FullLike(b, x, 0.0)); }},
-      {"relu6",
-       [](Builder& b, Instruction* x) { return b.Clamp(Scalar(b, x->shape.element_type(), 0), x,
-                                                       Scalar(b, x->shape.element_type(), 6)); }},
-      {"silu", [](Builder& b, Instruction* x) { return Mul(b, x, U(b, Opcode::kLogistic, x)); }},
-      {"mish",
-       [](Builder& b, Instruction* x) { return Mul(b, x, U(b, Opcode::kTanh, Softplus(b, x, 1.0, 20.0))); }},
-      {"hardsigmoid",
-       [](Builder& b, Instruction* x) {
-         PrimitiveType t = x->shape.element_type();
-         return MulScalar(b, b.Clamp(Scalar(b, t, 0), AddScalar(b, x, 3.0), Scalar(b, t, 6)), 1.0 / 6.0);
-       }},
-      {"hardswish",
-       [](Builder& b, Instruction* x) {
-         PrimitiveType t = x->shape.element_type();
-         return Mul(b, x, MulScalar(b, b.Clamp(Scalar(b, t, 0), AddScalar(b, x, 3.0), Scalar(b, t, 6)), 1.0 / 6.0));
-       }},
-      {"logsigmoid",
-       [](Builder& b, Instruction* x) { return U(b, Opcode::kNegate, Softplus(b, U(b, Opcode::kNegate, x), 1.0, 1e30)); }},
-      {"deg2rad", [](Builder& b, Instruction* x) { return MulScalar(b, x, std::numbers::pi / 180.0); }},
-      {"rad2deg", [](Builder& b, Instruction* x) { return MulScalar(b, x, 180.0 / std::numbers::pi); }},
-      {"bitwise_not",
-       [](Builder& b, Instruction* x) { return U(b, Opcode::kNot, x); }},
-      {"conj_physical",
-       [](Builder& b, Instruction* x) {
-         if (!hlo::IsComplex(x->shape.element_type())) return x;
-         return b.Complex(b.Real(x), U(b, Opcode::kNegate, b.Imag(x)));
-       }},
-      {"resolve_conj", [](Builder&, Instruction* x) { return x; }},
-      {"resolve_neg", [](Builder&, Instruction* x) { return x; }},
-      {"sinc",
-       [](Builder& b, Instruction* x) {
-         Instruction* px = MulScalar(b, x, std::numbers::pi);
-         Instruction* r = Div(b, U(b, Opcode::kSin, px), px);
-         return b.Select(CmpScalar(b, x, 0.0, ComparisonDirection::kEq), FullLike(b, x, 1.0), r);
-       }},
-  };
-  return *m;
+}  // namespace
+
+namespace math {
+
+Instruction* Abs(Builder& b, Instruction* x) { return b.Unary(Opcode::kAbs, x); }
+Instruction* Negate(Builder& b, Instruction* x) { return b.Unary(Opcode::kNegate, x); }
+Instruction* Exp(Builder& b, Instruction* x) { return b.Unary(Opcode::kExp, x); }
+Instruction* Log(Builder& b, Instruction* x) { return b.Unary(Opcode::kLog, x); }
+Instruction* Sqrt(Builder& b, Instruction* x) { return b.Unary(Opcode::kSqrt, x); }
+Instruction* Sigmoid(Builder& b, Instruction* x) { return b.Unary(Opcode::kLogistic, x); }
+Instruction* Sign(Builder& b, Instruction* x) { return b.Unary(Opcode::kSign, x); }
+Instruction* Reciprocal(Builder& b, Instruction* x) { return Div(b, FullLike(b, x, 1.0), x); }
+Instruction* ErfInv(Builder& b, Instruction* x) { return Erfinv(b, x); }
+
+}  // namespace math
+
+namespace {
+
+// ---- unary bodies computed in the result type ----
+Instruction* Identity(Builder&, Instruction* x) { return x; }
+Instruction* Exp2(Builder& b, Instruction* x) { return b.Binary(Opcode::kPower, FullLike(b, x, 2.0), x); }
+Instruction* Log2(Builder& b, Instruction* x) {
+  return MulScalar(b, b.Unary(Opcode::kLog, x), 1.0 / std::numbers::ln2);
+}
+Instruction* Log10(Builder& b, Instruction* x) {
+  return MulScalar(b, b.Unary(Opcode::kLog, x), 1.0 / std::numbers::ln10);
+}
+// 2 * atan2(x, 1 + sqrt(1 - x^2))  (XLA client library Asin)
+Instruction* Asin(Builder& b, Instruction* x) {
+  return MulScalar(b, b.Binary(Opcode::kAtan2, x, AddScalar(b, OneMinusSq(b, x), 1.0)), 2.0);
+}
+// 2 * atan2(sqrt(1 - x^2), 1 + x)  (XLA client library Acos)
+Instruction* Acos(Builder& b, Instruction* x) {
+  return MulScalar(b, b.Binary(Opcode::kAtan2, OneMinusSq(b, x), AddScalar(b, x, 1.0)), 2.0);
+}
+Instruction* Sinh(Builder& b, Instruction* x) {
+  return MulScalar(b, Sub(b, b.Unary(Opcode::kExp, x), b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, x))), 0.5);
+}
+Instruction* Cosh(Builder& b, Instruction* x) {
+  return MulScalar(b, Add(b, b.Unary(Opcode::kExp, x), b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, x))), 0.5);
+}
+// sign(x) * log(|x| + sqrt(x^2 + 1))
+Instruction* Asinh(Builder& b, Instruction* x) {
+  Instruction* a = b.Unary(Opcode::kAbs, x);
+  Instruction* r = b.Unary(Opcode::kLog, Add(b, a, b.Unary(Opcode::kSqrt, AddScalar(b, Mul(b, a, a), 1.0))));
+  return Mul(b, b.Unary(Opcode::kSign, x), r);
+}
+Instruction* Acosh(Builder& b, Instruction* x) {
+  return b.Unary(Opcode::kLog, Add(b, x, b.Unary(Opcode::kSqrt, AddScalar(b, Mul(b, x, x), -1.0))));
+}
+// 0.5 * (log1p(x) - log1p(-x))
+Instruction* Atanh(Builder& b, Instruction* x) {
+  return MulScalar(b, Sub(b, b.Unary(Opcode::kLog1p, x), b.Unary(Opcode::kLog1p, b.Unary(Opcode::kNegate, x))), 0.5);
+}
+Instruction* Frac(Builder& b, Instruction* x) { return Sub(b, x, Trunc(b, x)); }
+Instruction* Square(Builder& b, Instruction* x) { return Mul(b, x, x); }
+Instruction* Erfc(Builder& b, Instruction* x) { return Sub(b, FullLike(b, x, 1.0), b.Unary(Opcode::kErf, x)); }
+Instruction* Deg2rad(Builder& b, Instruction* x) { return MulScalar(b, x, std::numbers::pi / 180.0); }
+Instruction* Rad2deg(Builder& b, Instruction* x) { return MulScalar(b, x, 180.0 / std::numbers::pi); }
+Instruction* ConjPhysical(Builder& b, Instruction* x) {
+  if (!hlo::IsComplex(x->shape.element_type())) return x;
+  return b.Complex(b.Real(x), b.Unary(Opcode::kNegate, b.Imag(x)));
+}
+Instruction* Sinc(Builder& b, Instruction* x) {
+  Instruction* px = MulScalar(b, x, std::numbers::pi);
+  Instruction* r = Div(b, b.Unary(Opcode::kSin, px), px);
+  return b.Select(CmpScalar(b, x, 0.0, ComparisonDirection::kEq), FullLike(b, x, 1.0), r);
 }
 
-// Predicates and type-changing unary ops that compute on the input type.
-const std::map<std::string, UnaryBody>& InputTypeBodies() {
-  static const auto* m = new std::map<std::string, UnaryBody>{
-      {"isnan", [](Builder& b, Instruction* x) { return b.Compare(x, x, ComparisonDirection::kNe); }},
-      {"isinf",
-       [](Builder& b, Instruction* x) {
-         if (!IsFloatish(x->shape.element_type())) return Full(b, PrimitiveType::PRED, 0, Dims(x));
-         return CmpScalar(b, U(b, Opcode::kAbs, x), std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
-       }},
-      {"isposinf",
-       [](Builder& b, Instruction* x) {
-         return CmpScalar(b, x, std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
-       }},
-      {"isneginf",
-       [](Builder& b, Instruction* x) {
-         return CmpScalar(b, x, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
-       }},
-      {"isfinite",
-       [](Builder& b, Instruction* x) {
-         if (!IsFloatish(x->shape.element_type())) return Full(b, PrimitiveType::PRED, 1, Dims(x));
-         return U(b, Opcode::kIsFinite, x);
-       }},
-      {"signbit",
-       [](Builder& b, Instruction* x) {
-         if (!hlo::IsFloatingPoint(x->shape.element_type())) return CmpScalar(b, x, 0, ComparisonDirection::kLt);
-         // The sign bit of the integer of the same width.
-         int w = hlo::BitWidth(x->shape.element_type());
-         PrimitiveType it = w == 64 ? PrimitiveType::S64 : w == 32 ? PrimitiveType::S32 : PrimitiveType::S16;
-         return CmpScalar(b, b.BitcastConvert(x, it), 0, ComparisonDirection::kLt);
-       }},
-      {"logical_not",
-       [](Builder& b, Instruction* x) {
-         if (x->shape.element_type() == PrimitiveType::PRED) return U(b, Opcode::kNot, x);
-         return CmpScalar(b, x, 0, ComparisonDirection::kEq);
-       }},
-      {"abs",  // complex abs is real
-       [](Builder& b, Instruction* x) { return U(b, Opcode::kAbs, x); }},
-      {"real", [](Builder& b, Instruction* x) { return hlo::IsComplex(x->shape.element_type()) ? b.Real(x) : x; }},
-      {"imag", [](Builder& b, Instruction* x) { return b.Imag(x); }},
-      {"angle",
-       [](Builder& b, Instruction* x) {
-         if (hlo::IsComplex(x->shape.element_type())) return b.Binary(Opcode::kAtan2, b.Imag(x), b.Real(x));
-         Instruction* f = b.Convert(x, FloatType(x->shape.element_type()));
-         Instruction* pi = FullLike(b, f, std::numbers::pi);
-         Instruction* r = b.Select(CmpScalar(b, f, 0, ComparisonDirection::kLt), pi, FullLike(b, f, 0));
-         return b.Select(b.Compare(f, f, ComparisonDirection::kNe), f, r);
-       }},
-  };
-  return *m;
+// ---- unary bodies computed in the input type (predicates and ops whose result type differs) ----
+Instruction* IsNan(Builder& b, Instruction* x) { return b.Compare(x, x, ComparisonDirection::kNe); }
+Instruction* IsInf(Builder& b, Instruction* x) {
+  if (!IsFloatish(x->shape.element_type())) return Full(b, PrimitiveType::PRED, 0, Dims(x));
+  return CmpScalar(b, b.Unary(Opcode::kAbs, x), std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
+}
+Instruction* IsPosInf(Builder& b, Instruction* x) {
+  return CmpScalar(b, x, std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
+}
+Instruction* IsNegInf(Builder& b, Instruction* x) {
+  return CmpScalar(b, x, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
+}
+Instruction* IsFinite(Builder& b, Instruction* x) {
+  if (!IsFloatish(x->shape.element_type())) return Full(b, PrimitiveType::PRED, 1, Dims(x));
+  return b.Unary(Opcode::kIsFinite, x);
+}
+Instruction* Signbit(Builder& b, Instruction* x) {
+  if (!hlo::IsFloatingPoint(x->shape.element_type())) return CmpScalar(b, x, 0, ComparisonDirection::kLt);
+  // The sign bit of the integer of the same width.
+  int w = hlo::BitWidth(x->shape.element_type());
+  PrimitiveType it = w == 64 ? PrimitiveType::S64 : w == 32 ? PrimitiveType::S32 : PrimitiveType::S16;
+  return CmpScalar(b, b.BitcastConvert(x, it), 0, ComparisonDirection::kLt);
+}
+Instruction* LogicalNot(Builder& b, Instruction* x) {
+  if (x->shape.element_type() == PrimitiveType::PRED) return b.Unary(Opcode::kNot, x);
+  return CmpScalar(b, x, 0, ComparisonDirection::kEq);
+}
+Instruction* Real(Builder& b, Instruction* x) { return hlo::IsComplex(x->shape.element_type()) ? b.Real(x) : x; }
+Instruction* Imag(Builder& b, Instruction* x) { return b.Imag(x); }
+Instruction* Angle(Builder& b, Instruction* x) {
+  if (hlo::IsComplex(x->shape.element_type())) return b.Binary(Opcode::kAtan2, b.Imag(x), b.Real(x));
+  Instruction* f = b.Convert(x, FloatType(x->shape.element_type()));
+  Instruction* pi = FullLike(b, f, std::numbers::pi);
+  Instruction* r = b.Select(CmpScalar(b, f, 0, ComparisonDirection::kLt), pi, FullLike(b, f, 0));
+  return b.Select(b.Compare(f, f, ComparisonDirection::kNe), f, r);
 }
 
-Expected<LoweredOp> LowerUnary(const std::string& op, const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  PrimitiveType in = x->shape.element_type();
-  PrimitiveType out = c.OutType(0, FloatType(in));
-  auto& typed = InputTypeBodies();
-  if (auto it = typed.find(op); it != typed.end() && (op != "abs" || hlo::IsComplex(in))) {
-    Instruction* r = it->second(b, x);
-    return Done(c, {b.Convert(r, out)});
-  }
-  auto& bodies = UnaryBodies();
-  auto it = bodies.find(op);
-  if (it == bodies.end()) return Bad(c, "no unary body for " + op);
-  // Integer inputs of float ops compute in the float output type; integer ops (abs, neg, sign,
-  // bitwise_not, relu on ints) stay integral.
+// A unary op over `self`: `body` applied to self converted to the result type (integer inputs of a float op
+// compute in the float result type; integer ops such as abs, neg, sign or bitwise_not stay integral), or, with
+// `in_input_type`, to self as it is, the value converted to the result type after.
+Expected<LoweredOp> LowerUnary(const Node& n, Builder& b, UnaryBody body, bool in_input_type) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  PrimitiveType out = ctx.OutputType(0, FloatType(x->shape.element_type()));
+  if (in_input_type) return ctx.Finish({b.Convert(body(b, x), out)});
+  return ctx.Finish({body(b, b.Convert(x, out))});
+}
+
+LoweringFn UnaryInInputType(UnaryBody body) {
+  return [body](const Node& n, Builder& b) { return LowerUnary(n, b, body, true); };
+}
+
+// abs of a complex tensor is real: it computes in the input type.
+Expected<LoweredOp> AbsOp(const Node& n, Builder& b) {
+  const Value* self = n.arg("self", 0);
+  bool complex = self && self->is_tensor() && hlo::IsComplex(self->tensor.dtype);
+  return LowerUnary(n, b, math::Abs, complex);
+}
+
+// round(x) to even, or round(x * 10^d) / 10^d with `decimals`, as ATen does.
+Expected<LoweredOp> Round(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  PrimitiveType out = ctx.OutputType(0, FloatType(x->shape.element_type()));
   Instruction* xin = b.Convert(x, out);
-  if (op == "round" && c.Int("decimals", 1, 0) != 0) {
-    // round(x * 10^d) / 10^d, as ATen does
-    double scale = std::pow(10.0, static_cast<double>(c.Int("decimals", 1, 0)));
-    Instruction* r = Div(b, U(b, Opcode::kRoundNearestEven, MulScalar(b, xin, scale)), FullLike(b, xin, scale));
-    return Done(c, {r});
+  if (int64_t decimals = ctx.Int("decimals", 1, 0); decimals != 0) {
+    double scale = std::pow(10.0, static_cast<double>(decimals));
+    Instruction* r = Div(b, b.Unary(Opcode::kRoundNearestEven, MulScalar(b, xin, scale)), FullLike(b, xin, scale));
+    return ctx.Finish({r});
   }
-  Instruction* r = it->second(b, xin);
-  return Done(c, {r});
+  return ctx.Finish({b.Unary(Opcode::kRoundNearestEven, xin)});
 }
 
 // ---- binary ----
@@ -276,12 +210,55 @@ struct Bin {
   std::vector<int64_t> dims;
 };
 
-Expected<Bin> Operands(const Ctx& c, const std::string& an, size_t ap, const std::string& bn, size_t bp,
+Expected<Bin> Operands(const LoweringContext& ctx, const std::string& an, size_t ap, const std::string& bn, size_t bp,
                        PrimitiveType t) {
-  std::vector<int64_t> dims = OutDims(c);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, c.Operand(an, ap, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * bb, c.Operand(bn, bp, t, dims));
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, ctx.Operand(an, ap, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * bb, ctx.Operand(bn, bp, t, dims));
   return Bin{a, bb, t, dims};
+}
+
+// The operands of a binary op (`self`, and `other` or pow's `exponent`) and the type its result is recorded in.
+struct BinaryArgs {
+  const Value* self;
+  const Value* other;
+  PrimitiveType out;
+};
+
+Expected<BinaryArgs> ReadBinary(const LoweringContext& ctx, const std::string& other_name) {
+  const Value* self = ctx.Arg("self", 0);
+  if (!self) return ctx.Unsupported("argument 'self' is missing");
+  const Value* other = ctx.Arg(other_name, 1);
+  if (!other) return ctx.Unsupported(fmt::format("argument '{}' is missing", other_name));
+  return BinaryArgs{self, other, ctx.OutputType(0, ResultType({self, other}))};
+}
+
+// The type a binary op computes in: the recorded result type, torch.result_type of its operands, or that type
+// made float (integer operands of atan2, hypot, ... compute in f32).
+enum class ComputeIn { kResultType, kPromotedType, kPromotedFloat };
+
+PrimitiveType ComputeType(ComputeIn in, const BinaryArgs& a) {
+  switch (in) {
+    case ComputeIn::kResultType: return a.out;
+    case ComputeIn::kPromotedType: return ResultType({a.self, a.other});
+    case ComputeIn::kPromotedFloat: return FloatType(ResultType({a.self, a.other}));
+  }
+  return a.out;
+}
+
+bool IsIntegral(PrimitiveType t) { return hlo::IsInteger(t) || t == PrimitiveType::PRED; }
+
+// A binary body: x and y in the compute type t, broadcast to the result's dims.
+using BinaryBody = Instruction* (*)(Builder& b, Instruction* x, Instruction* y, PrimitiveType t);
+
+LoweringFn Binary(ComputeIn in, BinaryBody body, std::string other_name = "other") {
+  return [in, body, other_name](const Node& n, Builder& b) -> Expected<LoweredOp> {
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(BinaryArgs a, ReadBinary(ctx, other_name));
+    PrimitiveType t = ComputeType(in, a);
+    OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(ctx, "self", 0, other_name, 1, t));
+    return ctx.Finish({b.Convert(body(b, v.a, v.b, t), a.out)});
+  };
 }
 
 Instruction* FloorDivInt(Builder& b, Instruction* x, Instruction* y) {
@@ -305,15 +282,25 @@ Instruction* PyRemainder(Builder& b, Instruction* x, Instruction* y) {
   return b.Select(b.Binary(Opcode::kAnd, nz, diff), Add(b, r, y), r);
 }
 
+// `z * alpha` for add/sub/rsub's alpha (z itself when alpha is absent or 1).
+Instruction* AlphaScaled(const LoweringContext& ctx, Instruction* z, PrimitiveType t) {
+  Builder& b = ctx.builder;
+  const Value* alpha = ctx.Arg("alpha", 2);
+  if (!alpha || alpha->is_none()) return z;
+  if (alpha->kind == Value::Kind::kComplex) return Mul(b, z, b.Broadcast(ScalarC(b, t, alpha->c), Dims(z), {}));
+  if (alpha->AsDouble() == 1.0) return z;
+  return Mul(b, z, b.Broadcast(ScalarOf(b, t, *alpha), Dims(z), {}));
+}
+
 // add/sub with alpha as PyTorch/XLA builds them (torch_xla tensor_methods.cpp): `self + other * alpha`,
 // where the product is an aten::mul node of its IR, even for alpha == 1; a Python-number `other` is
 // multiplied with alpha as a scalar before the broadcast. The product's instructions carry
 // op_type aten__mul, so reports attribute them to aten::mul, as AWS Neuron's analyze does.
-Expected<LoweredOp> LowerAddSubWithAlpha(const std::string& op, const Ctx& c, const Value& other, const Value& alpha,
+Expected<LoweredOp> LowerAddSubWithAlpha(bool add, const LoweringContext& ctx, const Value& other, const Value& alpha,
                                          PrimitiveType t, PrimitiveType out) {
-  Builder& b = c.b;
-  std::vector<int64_t> dims = OutDims(c);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 0, t, dims));
+  Builder& b = ctx.builder;
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 0, t, dims));
   const hlo::OpMetadata own = b.metadata();
   hlo::OpMetadata mul = own;
   mul.op_type = mul.op_name = "aten__mul";
@@ -328,207 +315,199 @@ Expected<LoweredOp> LowerAddSubWithAlpha(const std::string& op, const Ctx& c, co
     b.SetMetadata(own);
     scaled = dims.empty() ? product : b.Broadcast(product, dims, {});
   } else {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Operand("other", 1, t, dims));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 1, t, dims));
     Instruction* a = alpha_scalar();
     b.SetMetadata(mul);
     Instruction* product = Mul(b, y, dims.empty() ? a : b.Broadcast(a, dims, {}));
     b.SetMetadata(own);
     scaled = product;
   }
-  Instruction* r = op == "add" ? Add(b, x, scaled) : Sub(b, x, scaled);
-  return Done(c, {b.Convert(r, out)});
+  Instruction* r = add ? Add(b, x, scaled) : Sub(b, x, scaled);
+  return ctx.Finish({b.Convert(r, out)});
 }
 
-Expected<LoweredOp> LowerBinary(const std::string& op, const Node& n, Builder& b) {
-  Ctx c(n, b);
-  const Value* self = c.V("self", 0);
-  if (!self) return Bad(c, "argument 'self' is missing");
-  std::string other_name = op == "pow" ? "exponent" : "other";
-  const Value* other = c.V(other_name, 1);
-  if (!other) return Bad(c, fmt::format("argument '{}' is missing", other_name));
-  PrimitiveType out = c.OutType(0, ResultType({self, other}));
-  // The type the arithmetic runs in: the output type (an in-place op keeps self's type, its
-  // result is converted back).
-  PrimitiveType t = out;
-  if (op == "div" || op == "true_divide") {
-    std::string mode = c.Str("rounding_mode", 2);
-    PrimitiveType common = ResultType({self, other});
-    if (mode.empty()) t = FloatType(common);
-    else t = common;
-  } else if (op == "atan2" || op == "hypot" || op == "xlogy" || op == "logaddexp" || op == "logaddexp2") {
-    t = FloatType(ResultType({self, other}));
-  } else if (op == "add" || op == "sub" || op == "mul" || op == "rsub" || op == "maximum" || op == "minimum" ||
-             op == "fmax" || op == "fmin" || op == "remainder" || op == "fmod" || op == "floor_divide" || op == "pow" ||
-             op == "copysign" || op == "bitwise_and" || op == "bitwise_or" || op == "bitwise_xor" ||
-             op == "bitwise_left_shift" || op == "bitwise_right_shift" || op == "__lshift__" || op == "__rshift__") {
-    t = ResultType({self, other});
-    if (op == "copysign") t = FloatType(t);
+Expected<LoweredOp> AddOrSub(const Node& n, Builder& b, bool add) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(BinaryArgs a, ReadBinary(ctx, "other"));
+  PrimitiveType t = ResultType({a.self, a.other});
+  if (t != PrimitiveType::PRED) {
+    const Value* alpha = ctx.Arg("alpha", 2);
+    if (alpha && !alpha->is_none()) return LowerAddSubWithAlpha(add, ctx, *a.other, *alpha, t, a.out);
   }
-  if ((op == "add" || op == "sub") && t != PrimitiveType::PRED) {
-    const Value* alpha = c.V("alpha", 2);
-    if (alpha && !alpha->is_none()) return LowerAddSubWithAlpha(op, c, *other, *alpha, t, out);
-  }
-  OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(c, "self", 0, other_name, 1, t));
-  Instruction* x = v.a;
-  Instruction* y = v.b;
-  Instruction* r = nullptr;
-  auto alpha_scaled = [&](Instruction* z) -> Instruction* {
-    const Value* alpha = c.V("alpha", 2);
-    if (!alpha || alpha->is_none()) return z;
-    if (alpha->kind == Value::Kind::kComplex) return Mul(b, z, b.Broadcast(ScalarC(b, t, alpha->c), Dims(z), {}));
-    if (alpha->AsDouble() == 1.0) return z;
-    return Mul(b, z, b.Broadcast(ScalarOf(b, t, *alpha), Dims(z), {}));
-  };
-  bool is_int = hlo::IsInteger(t) || t == PrimitiveType::PRED;
-  if (op == "add") {
-    r = t == PrimitiveType::PRED ? b.Binary(Opcode::kOr, x, alpha_scaled(y)) : Add(b, x, alpha_scaled(y));
-  } else if (op == "sub") {
-    r = Sub(b, x, alpha_scaled(y));
-  } else if (op == "rsub") {
-    r = Sub(b, y, alpha_scaled(x));
-  } else if (op == "mul") {
-    r = t == PrimitiveType::PRED ? b.Binary(Opcode::kAnd, x, y) : Mul(b, x, y);
-  } else if (op == "div" || op == "true_divide") {
-    std::string mode = c.Str("rounding_mode", 2);
-    if (mode.empty()) r = Div(b, x, y);
-    else if (mode == "trunc") r = is_int ? Div(b, x, y) : Trunc(b, Div(b, x, y));
-    else if (mode == "floor") r = is_int ? FloorDivInt(b, x, y) : U(b, Opcode::kFloor, Div(b, x, y));
-    else return Bad(c, "unknown rounding_mode " + mode);
-  } else if (op == "floor_divide") {
-    r = is_int ? FloorDivInt(b, x, y) : U(b, Opcode::kFloor, Div(b, x, y));
-  } else if (op == "pow") {
-    r = b.Binary(Opcode::kPower, x, y);
-  } else if (op == "maximum" || op == "max") {
-    r = t == PrimitiveType::PRED ? b.Binary(Opcode::kOr, x, y) : b.Binary(Opcode::kMaximum, x, y);
-  } else if (op == "minimum" || op == "min") {
-    r = t == PrimitiveType::PRED ? b.Binary(Opcode::kAnd, x, y) : b.Binary(Opcode::kMinimum, x, y);
-  } else if (op == "fmax" || op == "fmin") {
-    Instruction* m = b.Binary(op == "fmax" ? Opcode::kMaximum : Opcode::kMinimum, x, y);
-    if (is_int) {
-      r = m;
-    } else {  // NaN loses: pick the other operand where one is NaN
-      Instruction* xn = b.Compare(x, x, ComparisonDirection::kNe);
-      Instruction* yn = b.Compare(y, y, ComparisonDirection::kNe);
-      r = b.Select(xn, y, b.Select(yn, x, m));
-    }
-  } else if (op == "atan2") {
-    r = b.Binary(Opcode::kAtan2, x, y);
-  } else if (op == "remainder") {
-    r = PyRemainder(b, x, y);
-  } else if (op == "fmod") {
-    r = b.Binary(Opcode::kRemainder, x, y);
-  } else if (op == "bitwise_and" || op == "__and__") {
-    r = b.Binary(Opcode::kAnd, x, y);
-  } else if (op == "bitwise_or" || op == "__or__") {
-    r = b.Binary(Opcode::kOr, x, y);
-  } else if (op == "bitwise_xor" || op == "__xor__") {
-    r = b.Binary(Opcode::kXor, x, y);
-  } else if (op == "bitwise_left_shift" || op == "__lshift__") {
-    r = b.Binary(Opcode::kShiftLeft, x, y);
-  } else if (op == "bitwise_right_shift" || op == "__rshift__") {
-    r = b.Binary(hlo::IsUnsignedInteger(t) ? Opcode::kShiftRightLogical : Opcode::kShiftRightArithmetic, x, y);
-  } else if (op == "hypot") {
-    r = U(b, Opcode::kSqrt, Add(b, Mul(b, x, x), Mul(b, y, y)));
-  } else if (op == "copysign") {
-    Instruction* ax = U(b, Opcode::kAbs, x);
-    Instruction* neg = b.Compare(y, FullLike(b, y, 0), ComparisonDirection::kLt);
-    // -0.0 has its sign bit set: compare the integer bits for the sign
-    int w = hlo::BitWidth(t);
-    PrimitiveType it = w == 64 ? PrimitiveType::S64 : w == 32 ? PrimitiveType::S32 : PrimitiveType::S16;
-    if (hlo::IsFloatingPoint(t)) neg = CmpScalar(b, b.BitcastConvert(y, it), 0, ComparisonDirection::kLt);
-    r = b.Select(neg, U(b, Opcode::kNegate, ax), ax);
-  } else if (op == "xlogy") {
-    Instruction* p = Mul(b, x, U(b, Opcode::kLog, y));
-    Instruction* x0 = CmpScalar(b, x, 0, ComparisonDirection::kEq);
-    Instruction* yn = b.Compare(y, y, ComparisonDirection::kNe);
-    r = b.Select(b.Binary(Opcode::kAnd, x0, U(b, Opcode::kNot, yn)), FullLike(b, x, 0), p);
-  } else if (op == "logaddexp") {
-    Instruction* m = b.Binary(Opcode::kMaximum, x, y);
-    Instruction* d = U(b, Opcode::kNegate, U(b, Opcode::kAbs, Sub(b, x, y)));
-    r = Add(b, m, U(b, Opcode::kLog1p, U(b, Opcode::kExp, d)));
-    r = b.Select(U(b, Opcode::kIsFinite, m), r, m);  // both -inf, or one +inf / NaN
-  } else if (op == "logaddexp2") {
-    Instruction* m = b.Binary(Opcode::kMaximum, x, y);
-    Instruction* d = U(b, Opcode::kNegate, U(b, Opcode::kAbs, Sub(b, x, y)));
-    Instruction* e = b.Binary(Opcode::kPower, FullLike(b, d, 2.0), d);
-    r = Add(b, m, MulScalar(b, U(b, Opcode::kLog1p, e), 1.0 / std::numbers::ln2));
-    r = b.Select(U(b, Opcode::kIsFinite, m), r, m);
-  } else {
-    return Bad(c, "no binary body for " + op);
-  }
-  return Done(c, {b.Convert(r, out)});
+  OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(ctx, "self", 0, "other", 1, t));
+  Instruction* r;
+  if (!add) r = Sub(b, v.a, AlphaScaled(ctx, v.b, t));
+  else if (t == PrimitiveType::PRED) r = b.Binary(Opcode::kOr, v.a, AlphaScaled(ctx, v.b, t));
+  else r = Add(b, v.a, AlphaScaled(ctx, v.b, t));
+  return ctx.Finish({b.Convert(r, a.out)});
 }
 
-}  // namespace
+Expected<LoweredOp> AddOp(const Node& n, Builder& b) { return AddOrSub(n, b, true); }
+Expected<LoweredOp> SubOp(const Node& n, Builder& b) { return AddOrSub(n, b, false); }
 
-Instruction* ApplyUnary(Builder& b, const std::string& op, Instruction* x) {
-  auto& bodies = UnaryBodies();
-  auto it = bodies.find(op);
-  return it == bodies.end() ? nullptr : it->second(b, x);
+// other - self * alpha
+Expected<LoweredOp> Rsub(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(BinaryArgs a, ReadBinary(ctx, "other"));
+  PrimitiveType t = ResultType({a.self, a.other});
+  OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(ctx, "self", 0, "other", 1, t));
+  return ctx.Finish({b.Convert(Sub(b, v.b, AlphaScaled(ctx, v.a, t)), a.out)});
 }
 
-Fn Unary(const std::string& op) {
-  return [op](const Node& n, Builder& b) { return LowerUnary(op, n, b); };
+// div and true_divide: true division in a float type, or with rounding_mode "trunc"/"floor" in the operands'
+// promoted type.
+Expected<LoweredOp> DivOp(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(BinaryArgs a, ReadBinary(ctx, "other"));
+  std::string mode = ctx.String("rounding_mode", 2);
+  PrimitiveType common = ResultType({a.self, a.other});
+  PrimitiveType t = mode.empty() ? FloatType(common) : common;
+  OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(ctx, "self", 0, "other", 1, t));
+  Instruction *x = v.a, *y = v.b, *r;
+  bool is_int = IsIntegral(t);
+  if (mode.empty()) r = Div(b, x, y);
+  else if (mode == "trunc") r = is_int ? Div(b, x, y) : Trunc(b, Div(b, x, y));
+  else if (mode == "floor") r = is_int ? FloorDivInt(b, x, y) : b.Unary(Opcode::kFloor, Div(b, x, y));
+  else return ctx.Unsupported("unknown rounding_mode " + mode);
+  return ctx.Finish({b.Convert(r, a.out)});
 }
 
-Fn Binary(const std::string& op) {
-  return [op](const Node& n, Builder& b) { return LowerBinary(op, n, b); };
+// ---- binary bodies ----
+Instruction* Multiply(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  return t == PrimitiveType::PRED ? b.Binary(Opcode::kAnd, x, y) : Mul(b, x, y);
+}
+Instruction* FloorDivide(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  return IsIntegral(t) ? FloorDivInt(b, x, y) : b.Unary(Opcode::kFloor, Div(b, x, y));
+}
+Instruction* Pow(Builder& b, Instruction* x, Instruction* y, PrimitiveType) { return b.Binary(Opcode::kPower, x, y); }
+Instruction* Maximum(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  return t == PrimitiveType::PRED ? b.Binary(Opcode::kOr, x, y) : b.Binary(Opcode::kMaximum, x, y);
+}
+Instruction* Minimum(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  return t == PrimitiveType::PRED ? b.Binary(Opcode::kAnd, x, y) : b.Binary(Opcode::kMinimum, x, y);
+}
+// fmax/fmin: NaN loses, the other operand is picked where one is NaN.
+Instruction* NanLosing(Builder& b, Instruction* x, Instruction* y, PrimitiveType t, Opcode op) {
+  Instruction* m = b.Binary(op, x, y);
+  if (IsIntegral(t)) return m;
+  Instruction* xn = b.Compare(x, x, ComparisonDirection::kNe);
+  Instruction* yn = b.Compare(y, y, ComparisonDirection::kNe);
+  return b.Select(xn, y, b.Select(yn, x, m));
+}
+Instruction* Fmax(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  return NanLosing(b, x, y, t, Opcode::kMaximum);
+}
+Instruction* Fmin(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  return NanLosing(b, x, y, t, Opcode::kMinimum);
+}
+Instruction* Atan2(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  return b.Binary(Opcode::kAtan2, x, y);
+}
+Instruction* Remainder(Builder& b, Instruction* x, Instruction* y, PrimitiveType) { return PyRemainder(b, x, y); }
+Instruction* Fmod(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  return b.Binary(Opcode::kRemainder, x, y);
+}
+Instruction* BitwiseAnd(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  return b.Binary(Opcode::kAnd, x, y);
+}
+Instruction* BitwiseOr(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  return b.Binary(Opcode::kOr, x, y);
+}
+Instruction* BitwiseXor(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  return b.Binary(Opcode::kXor, x, y);
+}
+Instruction* ShiftLeft(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  return b.Binary(Opcode::kShiftLeft, x, y);
+}
+Instruction* ShiftRight(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  return b.Binary(hlo::IsUnsignedInteger(t) ? Opcode::kShiftRightLogical : Opcode::kShiftRightArithmetic, x, y);
+}
+Instruction* Hypot(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  return b.Unary(Opcode::kSqrt, Add(b, Mul(b, x, x), Mul(b, y, y)));
+}
+Instruction* Copysign(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
+  Instruction* ax = b.Unary(Opcode::kAbs, x);
+  Instruction* neg = b.Compare(y, FullLike(b, y, 0), ComparisonDirection::kLt);
+  // -0.0 has its sign bit set: compare the integer bits for the sign
+  int w = hlo::BitWidth(t);
+  PrimitiveType it = w == 64 ? PrimitiveType::S64 : w == 32 ? PrimitiveType::S32 : PrimitiveType::S16;
+  if (hlo::IsFloatingPoint(t)) neg = CmpScalar(b, b.BitcastConvert(y, it), 0, ComparisonDirection::kLt);
+  return b.Select(neg, b.Unary(Opcode::kNegate, ax), ax);
+}
+Instruction* Xlogy(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  Instruction* p = Mul(b, x, b.Unary(Opcode::kLog, y));
+  Instruction* x0 = CmpScalar(b, x, 0, ComparisonDirection::kEq);
+  Instruction* yn = b.Compare(y, y, ComparisonDirection::kNe);
+  return b.Select(b.Binary(Opcode::kAnd, x0, b.Unary(Opcode::kNot, yn)), FullLike(b, x, 0), p);
+}
+Instruction* Logaddexp(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  Instruction* m = b.Binary(Opcode::kMaximum, x, y);
+  Instruction* d = b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, Sub(b, x, y)));
+  Instruction* r = Add(b, m, b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, d)));
+  return b.Select(b.Unary(Opcode::kIsFinite, m), r, m);  // both -inf, or one +inf / NaN
+}
+Instruction* Logaddexp2(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
+  Instruction* m = b.Binary(Opcode::kMaximum, x, y);
+  Instruction* d = b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, Sub(b, x, y)));
+  Instruction* e = b.Binary(Opcode::kPower, FullLike(b, d, 2.0), d);
+  Instruction* r = Add(b, m, MulScalar(b, b.Unary(Opcode::kLog1p, e), 1.0 / std::numbers::ln2));
+  return b.Select(b.Unary(Opcode::kIsFinite, m), r, m);
 }
 
-Fn Compare(ComparisonDirection d) {
+LoweringFn Compare(ComparisonDirection d) {
   return [d](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    Ctx c(n, b);
-    const Value* self = c.V("self", 0);
-    const Value* other = c.V("other", 1);
-    if (!self || !other) return Bad(c, "needs self and other");
+    LoweringContext ctx(n, b);
+    const Value* self = ctx.Arg("self", 0);
+    const Value* other = ctx.Arg("other", 1);
+    if (!self || !other) return ctx.Unsupported("needs self and other");
     PrimitiveType t = ResultType({self, other});
-    OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(c, "self", 0, "other", 1, t));
+    OPPROBE_ASSIGN_OR_RETURN(Bin v, Operands(ctx, "self", 0, "other", 1, t));
     Instruction* r = b.Compare(v.a, v.b, d);
-    return Done(c, {b.Convert(r, c.OutType(0, PrimitiveType::PRED))});
+    return ctx.Finish({b.Convert(r, ctx.OutputType(0, PrimitiveType::PRED))});
   };
 }
 
-Fn Logical(Opcode op) {
+LoweringFn Logical(Opcode op) {
   return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    Ctx c(n, b);
-    std::vector<int64_t> dims = OutDims(c);
+    LoweringContext ctx(n, b);
+    std::vector<int64_t> dims = ElementwiseDims(ctx);
     auto as_pred = [&](const std::string& name, size_t pos) -> Expected<Instruction*> {
-      const Value* v = c.V(name, pos);
-      if (!v) return Bad(c, "argument missing: " + name);
+      const Value* v = ctx.Arg(name, pos);
+      if (!v) return ctx.Unsupported("argument missing: " + name);
       PrimitiveType t = v->is_tensor() ? v->tensor.dtype : PrimitiveType::PRED;
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand(name, pos, t, dims));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand(name, pos, t, dims));
       if (t == PrimitiveType::PRED) return x;
       return CmpScalar(b, x, 0, ComparisonDirection::kNe);
     };
     OPPROBE_ASSIGN_OR_RETURN(Instruction * x, as_pred("self", 0));
     OPPROBE_ASSIGN_OR_RETURN(Instruction * y, as_pred("other", 1));
     Instruction* r = b.Binary(op, x, y);
-    return Done(c, {b.Convert(r, c.OutType(0, PrimitiveType::PRED))});
+    return ctx.Finish({b.Convert(r, ctx.OutputType(0, PrimitiveType::PRED))});
   };
 }
 
 Expected<LoweredOp> Where(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  const Value* self = c.V("self", 1);
-  const Value* other = c.V("other", 2);
-  PrimitiveType t = c.OutType(0, ResultType({self, other}));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * cond, c.Operand("condition", 0, PrimitiveType::PRED, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Operand("other", 2, t, dims));
-  return Done(c, {b.Select(cond, x, y)});
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
+  const Value* self = ctx.Arg("self", 1);
+  const Value* other = ctx.Arg("other", 2);
+  PrimitiveType t = ctx.OutputType(0, ResultType({self, other}));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * cond, ctx.Operand("condition", 0, PrimitiveType::PRED, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 1, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 2, t, dims));
+  return ctx.Finish({b.Select(cond, x, y)});
 }
 
 Expected<LoweredOp> Clamp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  PrimitiveType t = c.OutType(0, x0->shape.element_type());
-  std::vector<int64_t> dims = OutDims(c);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
   auto bound = [&](const std::string& name, size_t pos) -> Expected<Instruction*> {
-    const Value* v = c.V(name, pos);
+    const Value* v = ctx.Arg(name, pos);
     if (!v || v->is_none()) return static_cast<Instruction*>(nullptr);
-    return c.Operand(name, pos, t, dims);
+    return ctx.Operand(name, pos, t, dims);
   };
   OPPROBE_ASSIGN_OR_RETURN(Instruction * lo, bound("min", 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * hi, bound("max", 2));
@@ -536,272 +515,294 @@ Expected<LoweredOp> Clamp(const Node& n, Builder& b) {
   Instruction* r = x;
   if (lo) r = b.Binary(Opcode::kMaximum, r, lo);
   if (hi) r = b.Binary(Opcode::kMinimum, r, hi);
-  return Done(c, {r});
-}
-
-Expected<LoweredOp> Threshold(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> dims = Dims(x);
-  PrimitiveType t = x->shape.element_type();
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Operand("threshold", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * val, c.Operand("value", 2, t, dims));
-  return Done(c, {b.Select(b.Compare(x, th, ComparisonDirection::kLe), val, x)});
-}
-
-Expected<LoweredOp> ThresholdBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  PrimitiveType t = g->shape.element_type();
-  std::vector<int64_t> dims = OutDims(c);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Operand("threshold", 2, x->shape.element_type(), dims));
-  Instruction* le = b.Compare(Bcast(b, x, dims), th, ComparisonDirection::kLe);
-  return Done(c, {b.Select(le, Full(b, t, 0, dims), Bcast(b, g, dims))});
-}
-
-Fn ActivationBackward(const std::string& op) {
-  return [op](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    Ctx c(n, b);
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-    Instruction* y = op == "elu_backward" ? g : c.T("output", 1);  // elu_backward's tensor is self_or_result (6)
-    if (!y) y = c.T("self", 1);
-    if (!y) return Bad(c, "needs output/self");
-    PrimitiveType t = c.OutType(0, g->shape.element_type());
-    g = b.Convert(g, t);
-    y = b.Convert(y, t);
-    std::vector<int64_t> dims = OutDims(c);
-    g = Bcast(b, g, dims);
-    y = Bcast(b, y, dims);
-    Instruction* r = nullptr;
-    if (op == "tanh_backward") {  // g * (1 - y^2)
-      r = Mul(b, g, Sub(b, FullLike(b, y, 1), Mul(b, y, y)));
-    } else if (op == "sigmoid_backward") {  // g * y * (1 - y)
-      r = Mul(b, g, Mul(b, y, Sub(b, FullLike(b, y, 1), y)));
-    } else if (op == "silu_backward") {  // g * s * (1 + x (1 - s))
-      Instruction* s = U(b, Opcode::kLogistic, y);
-      r = Mul(b, g, Mul(b, s, AddScalar(b, Mul(b, y, Sub(b, FullLike(b, s, 1), s)), 1)));
-    } else if (op == "gelu_backward") {
-      std::string approx = c.Str("approximate", 2, "none");
-      if (approx == "tanh") {
-        // d/dx 0.5 x (1 + tanh(u)), u = k (x + 0.044715 x^3)
-        double k = std::sqrt(2.0 / std::numbers::pi);
-        Instruction* x2 = Mul(b, y, y);
-        Instruction* u = MulScalar(b, Add(b, y, MulScalar(b, Mul(b, x2, y), 0.044715)), k);
-        Instruction* th = U(b, Opcode::kTanh, u);
-        Instruction* du = MulScalar(b, AddScalar(b, MulScalar(b, x2, 3 * 0.044715), 1.0), k);
-        Instruction* left = MulScalar(b, AddScalar(b, th, 1.0), 0.5);
-        Instruction* right = Mul(b, MulScalar(b, y, 0.5), Mul(b, Sub(b, FullLike(b, th, 1), Mul(b, th, th)), du));
-        r = Mul(b, g, Add(b, left, right));
-      } else {
-        // cdf + x * pdf
-        Instruction* cdf = MulScalar(b, AddScalar(b, U(b, Opcode::kErf, MulScalar(b, y, std::numbers::sqrt2 / 2)), 1), 0.5);
-        Instruction* pdf = MulScalar(b, U(b, Opcode::kExp, MulScalar(b, Mul(b, y, y), -0.5)),
-                                     1.0 / std::sqrt(2 * std::numbers::pi));
-        r = Mul(b, g, Add(b, cdf, Mul(b, y, pdf)));
-      }
-    } else if (op == "hardsigmoid_backward") {
-      Instruction* in = b.Binary(Opcode::kAnd, CmpScalar(b, y, -3, ComparisonDirection::kGt),
-                                 CmpScalar(b, y, 3, ComparisonDirection::kLt));
-      r = b.Select(in, MulScalar(b, g, 1.0 / 6.0), FullLike(b, g, 0));
-    } else if (op == "hardswish_backward") {
-      Instruction* mid = Mul(b, g, AddScalar(b, MulScalar(b, y, 1.0 / 3.0), 0.5));
-      Instruction* r1 = b.Select(CmpScalar(b, y, 3, ComparisonDirection::kGe), g, mid);
-      r = b.Select(CmpScalar(b, y, -3, ComparisonDirection::kLe), FullLike(b, g, 0), r1);
-    } else if (op == "hardtanh_backward") {
-      double lo = c.Double("min_val", 2, -1), hi = c.Double("max_val", 3, 1);
-      Instruction* out = b.Binary(Opcode::kOr, CmpScalar(b, y, lo, ComparisonDirection::kLe),
-                                  CmpScalar(b, y, hi, ComparisonDirection::kGe));
-      r = b.Select(out, FullLike(b, g, 0), g);
-    } else if (op == "leaky_relu_backward") {
-      double slope = c.Double("negative_slope", 2, 0.01);
-      r = b.Select(CmpScalar(b, y, 0, ComparisonDirection::kGt), g, MulScalar(b, g, slope));
-    } else if (op == "elu_backward") {
-      double alpha = c.Double("alpha", 2, 1), scale = c.Double("scale", 3, 1), in_scale = c.Double("input_scale", 4, 1);
-      bool is_result = c.Bool("is_result", 5, false);
-      const Value* sx = c.V("self_or_result", 6);
-      Instruction* v = c.T("self_or_result", 6);
-      (void)sx;
-      if (!v) return Bad(c, "needs self_or_result");
-      v = Bcast(b, b.Convert(v, t), dims);
-      Instruction* neg;
-      if (is_result) {  // g * in_scale * (v + alpha*scale)
-        neg = Mul(b, g, MulScalar(b, AddScalar(b, v, alpha * scale), in_scale));
-      } else {  // g * in_scale * alpha * scale * exp(v * in_scale)
-        neg = Mul(b, g, MulScalar(b, U(b, Opcode::kExp, MulScalar(b, v, in_scale)), in_scale * alpha * scale));
-      }
-      r = b.Select(CmpScalar(b, v, 0, ComparisonDirection::kLe), neg, MulScalar(b, g, scale));
-    } else if (op == "softplus_backward") {
-      double beta = c.Double("beta", 2, 1), threshold = c.Double("threshold", 3, 20);
-      Instruction* bx = MulScalar(b, y, beta);
-      Instruction* s = U(b, Opcode::kLogistic, bx);
-      r = b.Select(CmpScalar(b, bx, threshold, ComparisonDirection::kGt), g, Mul(b, g, s));
-    } else if (op == "mish_backward") {
-      Instruction* sp = Softplus(b, y, 1, 20);
-      Instruction* tsp = U(b, Opcode::kTanh, sp);
-      Instruction* s = U(b, Opcode::kLogistic, y);
-      r = Mul(b, g, Add(b, tsp, Mul(b, Mul(b, y, s), Sub(b, FullLike(b, tsp, 1), Mul(b, tsp, tsp)))));
-    } else if (op == "logit_backward") {
-      const Value* eps = c.V("eps", 2);
-      Instruction* d = Div(b, g, Mul(b, y, Sub(b, FullLike(b, y, 1), y)));
-      if (eps && !eps->is_none()) {
-        double e = eps->AsDouble();
-        Instruction* out = b.Binary(Opcode::kOr, CmpScalar(b, y, e, ComparisonDirection::kLt),
-                                    CmpScalar(b, y, 1 - e, ComparisonDirection::kGt));
-        r = b.Select(out, FullLike(b, g, 0), d);
-      } else {
-        Instruction* out = b.Binary(Opcode::kOr, CmpScalar(b, y, 0, ComparisonDirection::kLt),
-                                    CmpScalar(b, y, 1, ComparisonDirection::kGt));
-        r = b.Select(out, FullLike(b, g, std::numeric_limits<double>::quiet_NaN()), d);
-      }
-    } else if (op == "log_sigmoid_backward") {
-      // g * (1 - sigmoid(x)) = g * sigmoid(-x)
-      r = Mul(b, g, U(b, Opcode::kLogistic, U(b, Opcode::kNegate, y)));
-    } else {
-      return Bad(c, "no backward body for " + op);
-    }
-    return Done(c, {r});
-  };
+  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> Lerp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 0, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * e, c.Operand("end", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Operand("weight", 2, t, dims));
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
+  PrimitiveType t = ctx.OutputType(0, PrimitiveType::F32);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 0, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * e, ctx.Operand("end", 1, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.Operand("weight", 2, t, dims));
   // x + w (e - x)
-  return Done(c, {Add(b, x, Mul(b, w, Sub(b, e, x)))});
+  return ctx.Finish({Add(b, x, Mul(b, w, Sub(b, e, x)))});
 }
 
-namespace {
 Expected<LoweredOp> AddcOp(const Node& n, Builder& b, bool mul) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Operand("self", 0, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * t1, c.Operand("tensor1", 1, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * t2, c.Operand("tensor2", 2, t, dims));
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
+  PrimitiveType t = ctx.OutputType(0, PrimitiveType::F32);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.Operand("self", 0, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * t1, ctx.Operand("tensor1", 1, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * t2, ctx.Operand("tensor2", 2, t, dims));
   Instruction* p = mul ? Mul(b, t1, t2) : Div(b, t1, t2);
-  const Value* v = c.V("value", 3);
+  const Value* v = ctx.Arg("value", 3);
   if (v && !v->is_none() && !(v->kind != Value::Kind::kComplex && v->AsDouble() == 1.0))
     p = Mul(b, p, b.Broadcast(ScalarOf(b, t, *v), dims, {}));
-  return Done(c, {Add(b, x, p)});
+  return ctx.Finish({Add(b, x, p)});
 }
-}  // namespace
-
 Expected<LoweredOp> Addcmul(const Node& n, Builder& b) { return AddcOp(n, b, true); }
 Expected<LoweredOp> Addcdiv(const Node& n, Builder& b) { return AddcOp(n, b, false); }
 
 Expected<LoweredOp> ToCopy(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  PrimitiveType t = c.OutType(0, c.Dtype("dtype", 1).value_or(x->shape.element_type()));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, ctx.Dtype("dtype", 1).value_or(x->shape.element_type()));
   Instruction* r = x;
   if (hlo::IsComplex(x->shape.element_type()) && !hlo::IsComplex(t)) r = b.Real(x);
-  return Done(c, {b.Convert(r, t)});
+  return ctx.Finish({b.Convert(r, t)});
 }
 
 Expected<LoweredOp> Copy(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * self, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * self, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   PrimitiveType t = self->shape.element_type();
   if (hlo::IsComplex(src->shape.element_type()) && !hlo::IsComplex(t)) src = b.Real(src);
-  return Done(c, {Bcast(b, b.Convert(src, t), Dims(self))});
+  return ctx.Finish({Bcast(b, b.Convert(src, t), Dims(self))});
 }
 
 Expected<LoweredOp> NanToNum(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Done(c, {x});
+  if (!hlo::IsFloatingPoint(t)) return ctx.Finish({x});
   double big = t == PrimitiveType::F64 ? std::numeric_limits<double>::max()
                : t == PrimitiveType::F16 ? 65504.0
                : t == PrimitiveType::BF16 ? 3.3895313892515355e38
                                           : std::numeric_limits<float>::max();
   auto opt = [&](const char* name, size_t pos, double def) {
-    const Value* v = c.V(name, pos);
+    const Value* v = ctx.Arg(name, pos);
     return v && !v->is_none() ? v->AsDouble() : def;
   };
   double nan = opt("nan", 1, 0.0), pos = opt("posinf", 2, big), neg = opt("neginf", 3, -big);
   Instruction* r = b.Select(b.Compare(x, x, ComparisonDirection::kNe), FullLike(b, x, nan), x);
   r = b.Select(CmpScalar(b, x, std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, pos), r);
   r = b.Select(CmpScalar(b, x, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, neg), r);
-  return Done(c, {r});
-}
-
-Expected<LoweredOp> LeakyRelu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double slope = c.Double("negative_slope", 1, 0.01);
-  return Done(c, {b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), x, MulScalar(b, x, slope))});
-}
-
-Expected<LoweredOp> Hardtanh(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  PrimitiveType t = x->shape.element_type();
-  double lo = c.Double("min_val", 1, -1), hi = c.Double("max_val", 2, 1);
-  return Done(c, {b.Clamp(Scalar(b, t, lo), x, Scalar(b, t, hi))});
-}
-
-Expected<LoweredOp> Elu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double alpha = c.Double("alpha", 1, 1), scale = c.Double("scale", 2, 1), in_scale = c.Double("input_scale", 3, 1);
-  if (n.op == "aten::selu" || n.op == "aten::selu_") {
-    alpha = 1.6732632423543772848170429916717;
-    scale = 1.0507009873554804934193349852946;
-  } else if (n.op == "aten::celu" || n.op == "aten::celu_") {
-    alpha = c.Double("alpha", 1, 1);
-    scale = 1;
-    in_scale = 1 / alpha;
-  }
-  Instruction* neg = MulScalar(b, U(b, Opcode::kExpm1, MulScalar(b, x, in_scale)), alpha * scale);
-  return Done(c, {b.Select(CmpScalar(b, x, 0, ComparisonDirection::kGt), MulScalar(b, x, scale), neg)});
-}
-
-Expected<LoweredOp> Softplus(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  return Done(c, {Softplus(b, x, c.Double("beta", 1, 1), c.Double("threshold", 2, 20))});
-}
-
-Expected<LoweredOp> Gelu(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  return Done(c, {Gelu(b, x, c.Str("approximate", 1, "none") == "tanh")});
-}
-
-Expected<LoweredOp> LogSigmoidForward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  Instruction* r = U(b, Opcode::kNegate, Softplus(b, U(b, Opcode::kNegate, x), 1.0, 1e30));
-  std::vector<Instruction*> outs = {r};
-  // ATen's CPU kernel also returns its buffer, exp(-|x|) (an empty tensor on other devices).
-  if (const TensorMeta* buf = c.Out(1))
-    outs.push_back(buf->sizes == Dims(x) ? U(b, Opcode::kExp, U(b, Opcode::kNegate, U(b, Opcode::kAbs, x)))
-                                         : Full(b, buf->dtype, 0, buf->sizes));
-  return Done(c, outs);
+  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> Polar(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<int64_t> dims = OutDims(c);
-  PrimitiveType t = hlo::ComplexComponentType(c.OutType(0, PrimitiveType::C64));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, c.Operand("abs", 0, t, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, c.Operand("angle", 1, t, dims));
-  return Done(c, {b.Complex(Mul(b, a, U(b, Opcode::kCos, th)), Mul(b, a, U(b, Opcode::kSin, th)))});
+  LoweringContext ctx(n, b);
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
+  PrimitiveType t = hlo::ComplexComponentType(ctx.OutputType(0, PrimitiveType::C64));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, ctx.Operand("abs", 0, t, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * th, ctx.Operand("angle", 1, t, dims));
+  return ctx.Finish({b.Complex(Mul(b, a, b.Unary(Opcode::kCos, th)), Mul(b, a, b.Unary(Opcode::kSin, th)))});
 }
 
 Expected<LoweredOp> ComplexOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * re, c.Req("real", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * im, c.Req("imag", 1));
-  std::vector<int64_t> dims = OutDims(c);
-  return Done(c, {b.Complex(Bcast(b, re, dims), Bcast(b, im, dims))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * re, ctx.RequiredTensor("real", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * im, ctx.RequiredTensor("imag", 1));
+  std::vector<int64_t> dims = ElementwiseDims(ctx);
+  return ctx.Finish({b.Complex(Bcast(b, re, dims), Bcast(b, im, dims))});
+}
+
+Expected<LoweredOp> Heaviside(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("values", 1));
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(v0));
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+  Instruction* v = Bcast(b, b.Convert(v0, t), dims);
+  Instruction* step = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kLt), FullLike(b, x, 0), FullLike(b, x, 1));
+  Instruction* r = b.Select(CmpScalar(b, x, 0, ComparisonDirection::kEq), v, step);
+  if (IsFloatish(t)) r = b.Select(b.Compare(x, x, ComparisonDirection::kNe), x, r);
+  return ctx.Finish({r});
+}
+
+Expected<LoweredOp> Logit(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, FloatType(x0->shape.element_type()));
+  Instruction* x = b.Convert(x0, t);
+  if (const Value* eps = ctx.Arg("eps", 1); eps && !eps->is_none()) {
+    double e = eps->AsDouble();
+    x = b.Clamp(Scalar(b, t, e), x, Scalar(b, t, 1 - e));
+  }
+  return ctx.Finish({b.Unary(Opcode::kLog, Div(b, x, Sub(b, FullLike(b, x, 1), x)))});
+}
+
+Expected<LoweredOp> Frexp(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = x->shape.element_type();
+  Instruction* ax = b.Unary(Opcode::kAbs, x);
+  Instruction* zero = CmpScalar(b, x, 0, ComparisonDirection::kEq);
+  Instruction* safe = b.Select(zero, FullLike(b, x, 1), ax);
+  Instruction* e = AddScalar(b, b.Unary(Opcode::kFloor, MulScalar(b, b.Unary(Opcode::kLog, safe), 1 / std::numbers::ln2)), 1);
+  Instruction* m = Div(b, x, b.Binary(Opcode::kPower, FullLike(b, x, 2), e));
+  // log rounding: keep |m| in [0.5, 1)
+  Instruction* big = CmpScalar(b, b.Unary(Opcode::kAbs, m), 1, ComparisonDirection::kGe);
+  m = b.Select(big, MulScalar(b, m, 0.5), m);
+  e = b.Select(big, AddScalar(b, e, 1), e);
+  Instruction* small = b.Binary(Opcode::kAnd, CmpScalar(b, b.Unary(Opcode::kAbs, m), 0.5, ComparisonDirection::kLt),
+                                b.Unary(Opcode::kNot, zero));
+  m = b.Select(small, MulScalar(b, m, 2), m);
+  e = b.Select(small, AddScalar(b, e, -1), e);
+  e = b.Select(zero, FullLike(b, e, 0), e);
+  m = b.Select(zero, x, m);
+  (void)t;
+  return ctx.Finish({m, b.Convert(e, ctx.OutputType(1, PrimitiveType::S32))});
+}
+
+// Ops whose result is not a tensor and that no device runs (promote_types, result_type): nothing to lower.
+Expected<LoweredOp> NoTensorResult(const Node& n, Builder& b) { return LoweredOp{}; }
+
+}  // namespace
+
+LoweringFn UnaryInResultType(UnaryBody body) {
+  return [body](const Node& n, Builder& b) { return LowerUnary(n, b, body, false); };
+}
+
+const LoweringFamily& ElementwiseLowerings() {
+  using Dir = ComparisonDirection;
+  using In = ComputeIn;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      // unary math, in the result type
+      {"aten::abs", AbsOp, kInPlaceForm},
+      {"aten::absolute", AbsOp},
+      {"aten::neg", UnaryInResultType(math::Negate), kInPlaceForm},
+      {"aten::negative", UnaryInResultType(math::Negate)},
+      {"aten::positive", UnaryInResultType(Identity)},
+      {"aten::exp", UnaryInResultType(math::Exp), kInPlaceForm},
+      {"aten::exp2", UnaryInResultType(Exp2), kInPlaceForm},
+      {"aten::expm1", UnaryInResultType(OpcodeOf<Opcode::kExpm1>), kInPlaceForm},
+      {"aten::log", UnaryInResultType(math::Log), kInPlaceForm},
+      {"aten::log2", UnaryInResultType(Log2), kInPlaceForm},
+      {"aten::log10", UnaryInResultType(Log10), kInPlaceForm},
+      {"aten::log1p", UnaryInResultType(OpcodeOf<Opcode::kLog1p>), kInPlaceForm},
+      {"aten::sqrt", UnaryInResultType(math::Sqrt), kInPlaceForm},
+      {"aten::rsqrt", UnaryInResultType(OpcodeOf<Opcode::kRsqrt>), kInPlaceForm},
+      {"aten::sin", UnaryInResultType(OpcodeOf<Opcode::kSin>), kInPlaceForm},
+      {"aten::cos", UnaryInResultType(OpcodeOf<Opcode::kCos>), kInPlaceForm},
+      {"aten::tan", UnaryInResultType(OpcodeOf<Opcode::kTan>), kInPlaceForm},
+      {"aten::tanh", UnaryInResultType(OpcodeOf<Opcode::kTanh>), kInPlaceForm},
+      {"aten::sigmoid", UnaryInResultType(math::Sigmoid), kInPlaceForm},
+      {"aten::atan", UnaryInResultType(Atan), kInPlaceForm},
+      {"aten::arctan", UnaryInResultType(Atan)},
+      {"aten::asin", UnaryInResultType(Asin), kInPlaceForm},
+      {"aten::acos", UnaryInResultType(Acos), kInPlaceForm},
+      {"aten::sinh", UnaryInResultType(Sinh), kInPlaceForm},
+      {"aten::cosh", UnaryInResultType(Cosh), kInPlaceForm},
+      {"aten::asinh", UnaryInResultType(Asinh), kInPlaceForm},
+      {"aten::acosh", UnaryInResultType(Acosh), kInPlaceForm},
+      {"aten::atanh", UnaryInResultType(Atanh), kInPlaceForm},
+      {"aten::ceil", UnaryInResultType(OpcodeOf<Opcode::kCeil>), kInPlaceForm},
+      {"aten::floor", UnaryInResultType(OpcodeOf<Opcode::kFloor>), kInPlaceForm},
+      {"aten::round", Round, kInPlaceForm},
+      {"aten::trunc", UnaryInResultType(Trunc), kInPlaceForm},
+      {"aten::fix", UnaryInResultType(Trunc)},
+      {"aten::frac", UnaryInResultType(Frac), kInPlaceForm},
+      {"aten::sign", UnaryInResultType(math::Sign), kInPlaceForm},
+      {"aten::sgn", UnaryInResultType(math::Sign), kInPlaceForm},
+      {"aten::reciprocal", UnaryInResultType(math::Reciprocal), kInPlaceForm},
+      {"aten::square", UnaryInResultType(Square), kInPlaceForm},
+      {"aten::erf", UnaryInResultType(OpcodeOf<Opcode::kErf>), kInPlaceForm},
+      {"aten::erfc", UnaryInResultType(Erfc), kInPlaceForm},
+      {"aten::erfinv", UnaryInResultType(math::ErfInv), kInPlaceForm},
+      {"aten::deg2rad", UnaryInResultType(Deg2rad), kInPlaceForm},
+      {"aten::rad2deg", UnaryInResultType(Rad2deg), kInPlaceForm},
+      {"aten::bitwise_not", UnaryInResultType(OpcodeOf<Opcode::kNot>), kInPlaceForm},
+      {"aten::conj_physical", UnaryInResultType(ConjPhysical)},
+      {"aten::_conj", UnaryInResultType(ConjPhysical)},
+      {"aten::_conj_physical", UnaryInResultType(ConjPhysical)},
+      {"aten::resolve_conj", UnaryInResultType(Identity)},
+      {"aten::resolve_neg", UnaryInResultType(Identity)},
+      {"aten::sinc", UnaryInResultType(Sinc)},
+      {"aten::logit", Logit, kInPlaceForm},
+      {"aten::frexp", Frexp},
+      // unary, in the input type
+      {"aten::isnan", UnaryInInputType(IsNan)},
+      {"aten::isinf", UnaryInInputType(IsInf)},
+      {"aten::isposinf", UnaryInInputType(IsPosInf)},
+      {"aten::isneginf", UnaryInInputType(IsNegInf)},
+      {"aten::isfinite", UnaryInInputType(IsFinite)},
+      {"aten::signbit", UnaryInInputType(Signbit)},
+      {"aten::logical_not", UnaryInInputType(LogicalNot), kInPlaceForm},
+      {"aten::real", UnaryInInputType(Real)},
+      {"aten::imag", UnaryInInputType(Imag)},
+      {"aten::angle", UnaryInInputType(Angle)},
+      // binary arithmetic
+      {"aten::add", AddOp, kInPlaceForm},
+      {"aten::sub", SubOp, kInPlaceForm},
+      {"aten::subtract", SubOp},
+      {"aten::rsub", Rsub},
+      {"aten::mul", Binary(In::kPromotedType, Multiply), kInPlaceForm},
+      {"aten::multiply", Binary(In::kPromotedType, Multiply)},
+      {"aten::div", DivOp, kInPlaceForm},
+      {"aten::divide", DivOp},
+      {"aten::true_divide", DivOp, kInPlaceForm},
+      {"aten::floor_divide", Binary(In::kPromotedType, FloorDivide), kInPlaceForm},
+      {"aten::remainder", Binary(In::kPromotedType, Remainder), kInPlaceForm},
+      {"aten::fmod", Binary(In::kPromotedType, Fmod), kInPlaceForm},
+      {"aten::pow", Binary(In::kPromotedType, Pow, "exponent"), kInPlaceForm},
+      {"aten::maximum", Binary(In::kPromotedType, Maximum)},
+      {"aten::max.other", Binary(In::kPromotedType, Maximum)},
+      {"aten::minimum", Binary(In::kPromotedType, Minimum)},
+      {"aten::min.other", Binary(In::kPromotedType, Minimum)},
+      {"aten::fmax", Binary(In::kPromotedType, Fmax)},
+      {"aten::fmin", Binary(In::kPromotedType, Fmin)},
+      {"aten::copysign", Binary(In::kPromotedFloat, Copysign), kInPlaceForm},
+      {"aten::atan2", Binary(In::kPromotedFloat, Atan2), kInPlaceForm},
+      {"aten::arctan2", Binary(In::kPromotedFloat, Atan2)},
+      {"aten::hypot", Binary(In::kPromotedFloat, Hypot), kInPlaceForm},
+      {"aten::xlogy", Binary(In::kPromotedFloat, Xlogy), kInPlaceForm},
+      {"aten::logaddexp", Binary(In::kPromotedFloat, Logaddexp)},
+      {"aten::logaddexp2", Binary(In::kPromotedFloat, Logaddexp2)},
+      {"aten::heaviside", Heaviside, kInPlaceForm},
+      // bitwise
+      {"aten::bitwise_and", Binary(In::kPromotedType, BitwiseAnd), kInPlaceForm},
+      {"aten::bitwise_or", Binary(In::kPromotedType, BitwiseOr), kInPlaceForm},
+      {"aten::bitwise_xor", Binary(In::kPromotedType, BitwiseXor), kInPlaceForm},
+      {"aten::bitwise_left_shift", Binary(In::kPromotedType, ShiftLeft)},
+      {"aten::bitwise_right_shift", Binary(In::kPromotedType, ShiftRight)},
+      {"aten::__and__", Binary(In::kResultType, BitwiseAnd)},
+      {"aten::__or__", Binary(In::kResultType, BitwiseOr)},
+      {"aten::__xor__", Binary(In::kResultType, BitwiseXor)},
+      {"aten::__lshift__", Binary(In::kPromotedType, ShiftLeft)},
+      {"aten::__rshift__", Binary(In::kPromotedType, ShiftRight)},
+      // comparisons and logical ops
+      {"aten::eq", Compare(Dir::kEq), kInPlaceForm},
+      {"aten::ne", Compare(Dir::kNe), kInPlaceForm},
+      {"aten::not_equal", Compare(Dir::kNe)},
+      {"aten::lt", Compare(Dir::kLt), kInPlaceForm},
+      {"aten::less", Compare(Dir::kLt)},
+      {"aten::le", Compare(Dir::kLe), kInPlaceForm},
+      {"aten::less_equal", Compare(Dir::kLe)},
+      {"aten::gt", Compare(Dir::kGt), kInPlaceForm},
+      {"aten::greater", Compare(Dir::kGt)},
+      {"aten::ge", Compare(Dir::kGe), kInPlaceForm},
+      {"aten::greater_equal", Compare(Dir::kGe)},
+      {"aten::logical_and", Logical(Opcode::kAnd), kInPlaceForm},
+      {"aten::logical_or", Logical(Opcode::kOr), kInPlaceForm},
+      {"aten::logical_xor", Logical(Opcode::kXor), kInPlaceForm},
+      // ternary and others
+      {"aten::where.self", Where},
+      {"aten::where.Scalar", Where},
+      {"aten::where.ScalarOther", Where},
+      {"aten::where.ScalarSelf", Where},
+      {"aten::clamp", Clamp, kInPlaceForm},
+      {"aten::clamp_min", Clamp, kInPlaceForm},
+      {"aten::clamp_max", Clamp, kInPlaceForm},
+      {"aten::clip", Clamp},
+      {"aten::lerp", Lerp, kInPlaceForm},
+      {"aten::addcmul", Addcmul, kInPlaceForm},
+      {"aten::addcdiv", Addcdiv, kInPlaceForm},
+      {"aten::nan_to_num", NanToNum, kInPlaceForm},
+      {"aten::polar", Polar},
+      {"aten::complex", ComplexOp},
+      // dtype conversions and copies
+      {"aten::_to_copy", ToCopy},
+      {"aten::type_as", ToCopy},
+      {"aten::copy", Copy, kInPlaceForm},
+      {"aten::promote_types", NoTensorResult},
+      {"aten::result_type", NoTensorResult},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -41,11 +41,11 @@ Instruction* Normalize(Builder& b, Instruction* x, int64_t norm, double n, bool 
   return MulScalar(b, x, scale);
 }
 
-Expected<std::vector<int64_t>> FftDims(const Ctx& c, int64_t rank) {
-  std::vector<int64_t> dims = c.Ints("dim", 1);
+Expected<std::vector<int64_t>> FftDims(const LoweringContext& ctx, int64_t rank) {
+  std::vector<int64_t> dims = ctx.Ints("dim", 1);
   auto nd = NormDims(dims, rank, false);
-  if (!nd.ok()) return Bad(c, nd.status().message());
-  if (nd->empty() || nd->size() > 3) return Bad(c, "fft over 1 to 3 dims only");
+  if (!nd.ok()) return ctx.Unsupported(nd.status().message());
+  if (nd->empty() || nd->size() > 3) return ctx.Unsupported("fft over 1 to 3 dims only");
   return nd;
 }
 
@@ -58,16 +58,15 @@ Instruction* ComplexFft(Builder& b, Instruction* x, const std::vector<int64_t>& 
   return b.Transpose(f, m.inverse);
 }
 
-}  // namespace
 
 Expected<LoweredOp> FftR2C(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, FftDims(c, x->shape.rank()));
-  int64_t norm = c.Int("normalization", 2, 0);
-  bool onesided = c.Bool("onesided", 3, true);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, FftDims(ctx, x->shape.rank()));
+  int64_t norm = ctx.Int("normalization", 2, 0);
+  bool onesided = ctx.Bool("onesided", 3, true);
   PrimitiveType t = x->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Bad(c, "needs a real floating-point input");
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("needs a real floating-point input");
   PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::C128 : PrimitiveType::C64;
   double count = 1;
   for (int64_t d : dims) count *= static_cast<double>(Dims(x)[static_cast<size_t>(d)]);
@@ -81,29 +80,29 @@ Expected<LoweredOp> FftR2C(const Node& n, Builder& b) {
     // Full spectrum: convert to complex (as XLA frontends do for a c2c transform) and FFT.
     r = ComplexFft(b, b.Convert(x, ct), dims, true);
   }
-  return Done(c, {Normalize(b, r, norm, count, false)});
+  return ctx.Finish({Normalize(b, r, norm, count, false)});
 }
 
 Expected<LoweredOp> FftC2C(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, FftDims(c, x->shape.rank()));
-  int64_t norm = c.Int("normalization", 2, 0);
-  bool forward = c.Bool("forward", 3, true);
-  if (!hlo::IsComplex(x->shape.element_type())) return Bad(c, "needs a complex input");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, FftDims(ctx, x->shape.rank()));
+  int64_t norm = ctx.Int("normalization", 2, 0);
+  bool forward = ctx.Bool("forward", 3, true);
+  if (!hlo::IsComplex(x->shape.element_type())) return ctx.Unsupported("needs a complex input");
   double count = 1;
   for (int64_t d : dims) count *= static_cast<double>(Dims(x)[static_cast<size_t>(d)]);
   Instruction* r = ComplexFft(b, x, dims, forward);
-  return Done(c, {Normalize(b, r, norm, count, !forward)});
+  return ctx.Finish({Normalize(b, r, norm, count, !forward)});
 }
 
 Expected<LoweredOp> FftC2R(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, FftDims(c, x->shape.rank()));
-  int64_t norm = c.Int("normalization", 2, 0);
-  int64_t last = c.Int("last_dim_size", 3, 0);
-  if (!hlo::IsComplex(x->shape.element_type())) return Bad(c, "needs a complex input");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, FftDims(ctx, x->shape.rank()));
+  int64_t norm = ctx.Int("normalization", 2, 0);
+  int64_t last = ctx.Int("last_dim_size", 3, 0);
+  if (!hlo::IsComplex(x->shape.element_type())) return ctx.Unsupported("needs a complex input");
   Moved m = ToBack(b, x, dims);
   std::vector<int64_t> md = Dims(m.x);
   std::vector<int64_t> len(md.end() - static_cast<long>(dims.size()), md.end());
@@ -123,7 +122,17 @@ Expected<LoweredOp> FftC2R(const Node& n, Builder& b) {
   Instruction* r = b.Transpose(b.Fft(in, hlo::FftType::kIrfft, len), m.inverse);
   double count = 1;
   for (int64_t l : len) count *= static_cast<double>(l);
-  return Done(c, {Normalize(b, r, norm, count, true)});
+  return ctx.Finish({Normalize(b, r, norm, count, true)});
 }
 
+}  // namespace
+
+const LoweringFamily& FftLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::_fft_r2c", FftR2C},
+      {"aten::_fft_c2r", FftC2R},
+      {"aten::_fft_c2c", FftC2C},
+  }};
+  return *family;
+}
 }  // namespace opprobe::analyzer::lowering

@@ -3,12 +3,13 @@
 // input's type with ATen's two-sided linspace formula; each element's bin is the number of edges
 // <= it, minus one (the last edge closes the last bin); elements outside the edges (and NaN) are
 // given an out-of-range index that the `scatter` (add) of the counts or weights drops. density
-// divides by the total, then by each dim's bin widths.
+// divides by the total, then by each dim's bin widths. histc and bincount are a `scatter` (add) of
+// ones (or weights) into their bins.
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -31,21 +32,21 @@ Instruction* LinspaceOf(Builder& b, Instruction* lo, Instruction* hi, int64_t st
 }
 
 // The edges of every dim of x [M, D] from bin counts (range: 2 * D bounds, or the data's min/max).
-Expected<std::vector<Instruction*>> EdgesFromCounts(const Ctx& c, Instruction* x, const std::vector<int64_t>& bins,
+Expected<std::vector<Instruction*>> EdgesFromCounts(const LoweringContext& ctx, Instruction* x, const std::vector<int64_t>& bins,
                                                     size_t range_pos) {
-  Builder& b = c.b;
+  Builder& b = ctx.builder;
   std::vector<int64_t> xd = Dims(x);
   int64_t M = xd[0], D = xd[1];
-  if (static_cast<int64_t>(bins.size()) != D) return Bad(c, "one bin count per dimension expected");
+  if (static_cast<int64_t>(bins.size()) != D) return ctx.Unsupported("one bin count per dimension expected");
   PrimitiveType t = x->shape.element_type();
   const PrimitiveType F = PrimitiveType::F64;
-  const Value* rv = c.V("range", range_pos);
+  const Value* rv = ctx.Arg("range", range_pos);
   std::vector<double> range;
   if (rv && !rv->is_none()) {
     if (rv->kind == Value::Kind::kFloatList) range = rv->floats;
     else if (rv->kind == Value::Kind::kIntList) range.assign(rv->ints.begin(), rv->ints.end());
-    else return Bad(c, "range must be a list of numbers");
-    if (static_cast<int64_t>(range.size()) != 2 * D) return Bad(c, "range needs two bounds per dimension");
+    else return ctx.Unsupported("range must be a list of numbers");
+    if (static_cast<int64_t>(range.size()) != 2 * D) return ctx.Unsupported("range needs two bounds per dimension");
   }
   Instruction *mins = nullptr, *maxs = nullptr;
   if (range.empty() && M > 0) {
@@ -54,7 +55,7 @@ Expected<std::vector<Instruction*>> EdgesFromCounts(const Ctx& c, Instruction* x
   }
   std::vector<Instruction*> edges;
   for (int64_t d = 0; d < D; ++d) {
-    if (bins[static_cast<size_t>(d)] < 1) return Bad(c, "bin counts must be positive");
+    if (bins[static_cast<size_t>(d)] < 1) return ctx.Unsupported("bin counts must be positive");
     Instruction *lo, *hi;
     if (!range.empty()) {
       double l = range[static_cast<size_t>(2 * d)], h = range[static_cast<size_t>(2 * d + 1)];
@@ -124,63 +125,131 @@ Instruction* Counts(Builder& b, Instruction* x, const std::vector<Instruction*>&
 }
 
 // self as [M, D]: histogram flattens, histogramdd keeps the last dim.
-Expected<Instruction*> Samples(const Ctx& c, bool one_d) {
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  if (!hlo::IsFloatingPoint(x->shape.element_type())) return Bad(c, "histograms need a float input");
-  if (one_d) return c.b.Reshape(x, {x->shape.elements(), 1});
+Expected<Instruction*> Samples(const LoweringContext& ctx, bool one_d) {
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  if (!hlo::IsFloatingPoint(x->shape.element_type())) return ctx.Unsupported("histograms need a float input");
+  if (one_d) return ctx.builder.Reshape(x, {x->shape.elements(), 1});
   std::vector<int64_t> d = Dims(x);
-  if (d.empty()) return Bad(c, "histogramdd needs at least 1 dim");
+  if (d.empty()) return ctx.Unsupported("histogramdd needs at least 1 dim");
   int64_t D = d.back();
-  return c.b.Reshape(x, {D == 0 ? 0 : x->shape.elements() / D, D});
+  return ctx.builder.Reshape(x, {D == 0 ? 0 : x->shape.elements() / D, D});
+}
+
+
+// histogram.bin_ct / histogram.bins_tensor -> (hist, bin_edges).
+Expected<LoweredOp> Histogram(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(ctx, true));
+  PrimitiveType t = x->shape.element_type();
+  Instruction* edges;
+  size_t wpos;
+  if (Instruction* bt = ctx.Tensor("bins", 1)) {
+    if (bt->shape.rank() != 1 || bt->shape.elements() < 2) return ctx.Unsupported("bins must be 1-d with at least 2 edges");
+    edges = b.Convert(bt, t);
+    wpos = 2;
+  } else {
+    OPPROBE_ASSIGN_OR_RETURN(auto es, EdgesFromCounts(ctx, x, {ctx.Int("bins", 1, 100)}, 2));
+    edges = es[0];
+    wpos = 3;
+  }
+  Instruction* w = ctx.Tensor("weight", wpos);
+  bool density = ctx.Bool("density", wpos + 1, false);
+  return ctx.Finish({Counts(b, x, {edges}, w, density), edges});
+}
+
+Expected<LoweredOp> HistogramddBinEdges(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(ctx, false));
+  OPPROBE_ASSIGN_OR_RETURN(auto es, EdgesFromCounts(ctx, x, ctx.Ints("bins", 1), 2));
+  return ctx.Finish(es);
+}
+
+Expected<LoweredOp> HistogramddFromBinCts(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(ctx, false));
+  OPPROBE_ASSIGN_OR_RETURN(auto es, EdgesFromCounts(ctx, x, ctx.Ints("bins", 1), 2));
+  return ctx.Finish({Counts(b, x, es, ctx.Tensor("weight", 3), ctx.Bool("density", 4, false))});
+}
+
+Expected<LoweredOp> HistogramddFromBinTensors(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(ctx, false));
+  std::vector<Instruction*> es = ctx.TensorList("bins", 1);
+  if (static_cast<int64_t>(es.size()) != Dims(x)[1]) return ctx.Unsupported("one bins tensor per dimension expected");
+  for (auto& e : es) {
+    if (!e || e->shape.rank() != 1 || e->shape.elements() < 2) return ctx.Unsupported("bins must be 1-d with at least 2 edges");
+    e = b.Convert(e, x->shape.element_type());
+  }
+  return ctx.Finish({Counts(b, x, es, ctx.Tensor("weight", 2), ctx.Bool("density", 3, false))});
+}
+
+Expected<LoweredOp> Histc(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  int64_t bins = ctx.Int("bins", 1, 100);
+  double lo = ctx.Double("min", 2, 0), hi = ctx.Double("max", 3, 0);
+  PrimitiveType t = x0->shape.element_type();
+  int64_t total = x0->shape.elements();
+  Instruction* x = b.Reshape(x0, {total});
+  Instruction *mn, *mx;
+  if (lo == hi) {  // the data's range (still a static shape)
+    mn = ReduceMin(b, x, {0});
+    mx = ReduceMax(b, x, {0});
+    Instruction* same = b.Compare(mn, mx, ComparisonDirection::kEq);
+    mn = b.Select(same, AddScalar(b, mn, -1), mn);
+    mx = b.Select(same, AddScalar(b, mx, 1), mx);
+  } else {
+    mn = Scalar(b, t, lo);
+    mx = Scalar(b, t, hi);
+  }
+  Instruction* mnb = b.Broadcast(mn, {total}, {});
+  Instruction* mxb = b.Broadcast(mx, {total}, {});
+  Instruction* pos = Div(b, MulScalar(b, Sub(b, x, mnb), static_cast<double>(bins)), Sub(b, mxb, mnb));
+  Instruction* bin = b.Convert(b.Unary(Opcode::kFloor, pos), PrimitiveType::S64);
+  bin = b.Select(b.Compare(x, mxb, ComparisonDirection::kEq), Full(b, PrimitiveType::S64, static_cast<double>(bins - 1), {total}), bin);
+  Instruction* inside = b.Binary(Opcode::kAnd, b.Compare(x, mnb, ComparisonDirection::kGe), b.Compare(x, mxb, ComparisonDirection::kLe));
+  bin = b.Select(inside, bin, Full(b, PrimitiveType::S64, static_cast<double>(bins), {total}));  // out of range: dropped
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* h = b.Scatter({Full(b, t, 0, {bins})}, b.Reshape(bin, {total, 1}), {Full(b, t, 1, {total})}, dn,
+                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  return ctx.Finish({h});
+}
+
+Expected<LoweredOp> Bincount(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out || out->rank() != 1) return ctx.Unsupported("the output length (data-dependent) comes from the recorded output");
+  int64_t len = out->sizes[0], total = x->shape.elements();
+  Instruction* w = ctx.Tensor("weights", 1);
+  PrimitiveType t = out->dtype;
+  Instruction* upd = w ? b.Convert(b.Reshape(w, {total}), t) : Full(b, t, 1, {total});
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* h = b.Scatter({Full(b, t, 0, {len})}, b.Reshape(b.Convert(x, PrimitiveType::S64), {total, 1}), {upd}, dn,
+                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({h}));
+  op.dynamic_shape = true;
+  op.note = "output length is max(input)+1: data-dependent; lowered at the recorded length";
+  return op;
 }
 
 }  // namespace
 
-// histogram.bin_ct / histogram.bins_tensor -> (hist, bin_edges).
-Expected<LoweredOp> Histogram(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(c, true));
-  PrimitiveType t = x->shape.element_type();
-  Instruction* edges;
-  size_t wpos;
-  if (Instruction* bt = c.T("bins", 1)) {
-    if (bt->shape.rank() != 1 || bt->shape.elements() < 2) return Bad(c, "bins must be 1-d with at least 2 edges");
-    edges = b.Convert(bt, t);
-    wpos = 2;
-  } else {
-    OPPROBE_ASSIGN_OR_RETURN(auto es, EdgesFromCounts(c, x, {c.Int("bins", 1, 100)}, 2));
-    edges = es[0];
-    wpos = 3;
-  }
-  Instruction* w = c.T("weight", wpos);
-  bool density = c.Bool("density", wpos + 1, false);
-  return Done(c, {Counts(b, x, {edges}, w, density), edges});
+const LoweringFamily& HistogramLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::histogram", Histogram},
+      {"aten::_histogramdd_bin_edges", HistogramddBinEdges},
+      {"aten::_histogramdd_from_bin_cts", HistogramddFromBinCts},
+      {"aten::_histogramdd_from_bin_tensors", HistogramddFromBinTensors},
+      {"aten::histc", Histc},
+      {"aten::bincount", Bincount},
+  }};
+  return *family;
 }
-
-Expected<LoweredOp> HistogramddBinEdges(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(c, false));
-  OPPROBE_ASSIGN_OR_RETURN(auto es, EdgesFromCounts(c, x, c.Ints("bins", 1), 2));
-  return Done(c, es);
-}
-
-Expected<LoweredOp> HistogramddFromBinCts(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(c, false));
-  OPPROBE_ASSIGN_OR_RETURN(auto es, EdgesFromCounts(c, x, c.Ints("bins", 1), 2));
-  return Done(c, {Counts(b, x, es, c.T("weight", 3), c.Bool("density", 4, false))});
-}
-
-Expected<LoweredOp> HistogramddFromBinTensors(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, Samples(c, false));
-  std::vector<Instruction*> es = c.TList("bins", 1);
-  if (static_cast<int64_t>(es.size()) != Dims(x)[1]) return Bad(c, "one bins tensor per dimension expected");
-  for (auto& e : es) {
-    if (!e || e->shape.rank() != 1 || e->shape.elements() < 2) return Bad(c, "bins must be 1-d with at least 2 edges");
-    e = b.Convert(e, x->shape.element_type());
-  }
-  return Done(c, {Counts(b, x, es, c.T("weight", 2), c.Bool("density", 3, false))});
-}
-
 }  // namespace opprobe::analyzer::lowering

@@ -1,6 +1,6 @@
-// Indexing as XLA builds it: embedding/index_select/index/gather/take are `gather`; index_put,
-// scatter*, index_add/index_copy and embedding backward are `scatter` (add or replace update
-// computation); masked_fill/where-like ops are `select`. Ops whose output size depends on data
+// Indexing as XLA builds it: embedding/embedding_bag/index_select/index/gather/take are `gather`; index_put,
+// put, scatter*, index_add/index_copy and embedding backward are `scatter` (add or replace update
+// computation); masked_fill/where-like ops are `select`; isin and searchsorted/bucketize compare and reduce. Ops whose output size depends on data
 // (nonzero, masked_select, unique, boolean-mask index) lower to XLA's bounded form: a stable `sort`
 // that moves the selected elements first, then `set-dimension-size` with their count (torch_xla
 // BuildNonZero / BuildMaskedSelect); the result is marked dynamic-shape.
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -33,7 +33,7 @@ Instruction* FullIndex(Builder& b, Instruction* index, const std::vector<int64_t
   return cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
 }
 
-Computation* UpdateComputation(const Ctx& c, Builder& b, PrimitiveType t, const std::string& reduce) {
+Computation* UpdateComputation(const LoweringContext& ctx, Builder& b, PrimitiveType t, const std::string& reduce) {
   if (reduce.empty() || reduce == "none") return ReplaceComputation(b, t);
   if (reduce == "add" || reduce == "sum" || reduce == "mean")
     return b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t);
@@ -41,7 +41,7 @@ Computation* UpdateComputation(const Ctx& c, Builder& b, PrimitiveType t, const 
     return b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kAnd : Opcode::kMultiply, t);
   if (reduce == "amax") return b.ScalarBinaryComputation(Opcode::kMaximum, t);
   if (reduce == "amin") return b.ScalarBinaryComputation(Opcode::kMinimum, t);
-  (void)c;
+  (void)ctx;
   return nullptr;
 }
 
@@ -54,12 +54,12 @@ struct Advanced {
   bool has_bool = false;
 };
 
-Expected<Advanced> ReadIndices(const Ctx& c, Instruction* self, size_t pos) {
-  Builder& b = c.b;
+Expected<Advanced> ReadIndices(const LoweringContext& ctx, Instruction* self, size_t pos) {
+  Builder& b = ctx.builder;
   Advanced a;
-  std::vector<Instruction*> list = c.TList("indices", pos);
-  const Value* v = c.V("indices", pos);
-  if (!v || v->kind != Value::Kind::kTensorList) return Bad(c, "indices must be a tensor list");
+  std::vector<Instruction*> list = ctx.TensorList("indices", pos);
+  const Value* v = ctx.Arg("indices", pos);
+  if (!v || v->kind != Value::Kind::kTensorList) return ctx.Unsupported("indices must be a tensor list");
   std::vector<int64_t> sd = Dims(self);
   int64_t dim = 0;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -73,7 +73,7 @@ Expected<Advanced> ReadIndices(const Ctx& c, Instruction* self, size_t pos) {
       dim += t->shape.rank();
       continue;
     }
-    if (dim >= static_cast<int64_t>(sd.size())) return Bad(c, "too many indices");
+    if (dim >= static_cast<int64_t>(sd.size())) return ctx.Unsupported("too many indices");
     a.indexed.push_back(dim);
     a.idx.push_back(WrapIndex(b, b.Convert(t, PrimitiveType::S64), sd[static_cast<size_t>(dim)]));
     ++dim;
@@ -114,13 +114,12 @@ Instruction* Gather1d(Builder& b, Instruction* flat, Instruction* idx) {
   return b.Gather(flat, b.Reshape(idx, {n, 1}), dn, {1}, Shape::Array(flat->shape.element_type(), {n}));
 }
 
-}  // namespace
 
 Expected<LoweredOp> Embedding(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
-  if (w->shape.rank() != 2) return Bad(c, "weight must be 2-d");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  if (w->shape.rank() != 2) return ctx.Unsupported("weight must be 2-d");
   std::vector<int64_t> id = Dims(idx);
   int64_t r = static_cast<int64_t>(id.size());
   std::vector<int64_t> id1 = id;
@@ -134,15 +133,15 @@ Expected<LoweredOp> Embedding(const Node& n, Builder& b) {
   out.push_back(Dims(w)[1]);
   Instruction* g = b.Gather(w, b.Reshape(b.Convert(idx, PrimitiveType::S64), id1), dn, {1, Dims(w)[1]},
                             Shape::Array(w->shape.element_type(), out));
-  return Done(c, {g});
+  return ctx.Finish({g});
 }
 
 Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
-  int64_t num = c.Int("num_weights", 2, 0);
-  int64_t pad = c.Int("padding_idx", 3, -1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  int64_t num = ctx.Int("num_weights", 2, 0);
+  int64_t pad = ctx.Int("padding_idx", 3, -1);
   PrimitiveType t = g->shape.element_type();
   int64_t cnt = idx->shape.elements();
   int64_t d = Dims(g).back();
@@ -152,7 +151,7 @@ Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
     Instruction* keep = CmpScalar(b, b.Reshape(fi, {cnt}), static_cast<double>(pad), ComparisonDirection::kNe);
     upd = b.Select(b.Broadcast(keep, {cnt, d}, {0}), upd, Full(b, t, 0, {cnt, d}));
   }
-  if (c.Bool("scale_grad_by_freq", 4, false)) {
+  if (ctx.Bool("scale_grad_by_freq", 4, false)) {
     hlo::ScatterDimensionNumbers cdn;
     cdn.inserted_window_dims = {0};
     cdn.scatter_dims_to_operand_dims = {0};
@@ -168,17 +167,17 @@ Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({Full(b, t, 0, {num, d})}, fi, {upd}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t));
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 
 Expected<LoweredOp> IndexSelect(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
-  if (r == 0) return Done(c, {x});
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
+  if (r == 0) return ctx.Finish({x});
   std::vector<int64_t> xd = Dims(x);
   int64_t cnt = idx->shape.elements();
   hlo::GatherDimensionNumbers dn;
@@ -193,18 +192,18 @@ Expected<LoweredOp> IndexSelect(const Node& n, Builder& b) {
   out[static_cast<size_t>(*d)] = cnt;
   Instruction* g = b.Gather(x, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), dn, slice,
                             Shape::Array(x->shape.element_type(), out));
-  return Done(c, {g});
+  return ctx.Finish({g});
 }
 
 Expected<LoweredOp> Gather(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   std::vector<int64_t> id = Dims(idx);
-  if (r == 0) return Done(c, {b.Reshape(x, id)});
+  if (r == 0) return ctx.Finish({b.Reshape(x, id)});
   int64_t cnt = Numel(id);
   Instruction* full = FullIndex(b, idx, id, *d);
   hlo::GatherDimensionNumbers dn;
@@ -215,36 +214,37 @@ Expected<LoweredOp> Gather(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* g = b.Gather(x, full, dn, std::vector<int64_t>(static_cast<size_t>(r), 1),
                             Shape::Array(x->shape.element_type(), {cnt}));
-  return Done(c, {b.Reshape(g, id)});
+  return ctx.Finish({b.Reshape(g, id)});
 }
 
-Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+// scatter (src or value, optionally with `reduce`), scatter_reduce, and with `add` scatter_add.
+Expected<LoweredOp> LowerScatter(const Node& n, Builder& b, bool add) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> id = Dims(idx);
   int64_t cnt = Numel(id);
-  std::string reduce = c.Str("reduce", 4);
-  if (n.op == "aten::scatter_add" || n.op == "aten::scatter_add_") reduce = "add";
-  bool include_self = c.Bool("include_self", 5, true);
+  std::string reduce = ctx.String("reduce", 4);
+  if (add) reduce = "add";
+  bool include_self = ctx.Bool("include_self", 5, true);
   // Updates: src sliced to the index shape, or the scalar value.
   Instruction* upd;
-  if (Instruction* src = c.T("src", 3)) {
+  if (Instruction* src = ctx.Tensor("src", 3)) {
     std::vector<int64_t> zeros(id.size(), 0), ones(id.size(), 1);
     upd = b.Convert(src, t);
     if (Dims(upd) != id) upd = b.Slice(upd, zeros, id, ones);
   } else {
-    const Value* v = c.V("value", 3);
-    if (!v) return Bad(c, "needs src or value");
+    const Value* v = ctx.Arg("value", 3);
+    if (!v) return ctx.Unsupported("needs src or value");
     upd = b.Broadcast(ScalarOf(b, t, *v), id, {});
   }
   if (r == 0) {
-    if (cnt == 0) return Done(c, {x});
-    return Done(c, {b.Reshape(upd, {})});
+    if (cnt == 0) return ctx.Finish({x});
+    return ctx.Finish({b.Reshape(upd, {})});
   }
   Instruction* full = FullIndex(b, idx, id, *d);
   Instruction* flat_upd = b.Reshape(upd, {cnt});
@@ -254,8 +254,8 @@ Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
     dn.scatter_dims_to_operand_dims.push_back(i);
   }
   dn.index_vector_dim = 1;
-  Computation* comp = UpdateComputation(c, b, t, reduce);
-  if (!comp) return Bad(c, "unknown reduce " + reduce);
+  Computation* comp = UpdateComputation(ctx, b, t, reduce);
+  if (!comp) return ctx.Unsupported("unknown reduce " + reduce);
   Instruction* base = x;
   if (!include_self && !reduce.empty()) {
     // Positions that receive updates start from the reduction's identity.
@@ -273,19 +273,22 @@ Expected<LoweredOp> Scatter(const Node& n, Builder& b) {
     Instruction* safe = b.Binary(Opcode::kMaximum, counts, FullLike(b, counts, 1));
     s = hlo::IsInteger(t) ? Div(b, s, safe) : Div(b, s, safe);
   }
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 
+Expected<LoweredOp> Scatter(const Node& n, Builder& b) { return LowerScatter(n, b, false); }
+Expected<LoweredOp> ScatterAdd(const Node& n, Builder& b) { return LowerScatter(n, b, true); }
+
 Expected<LoweredOp> Index(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(c, x, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(ctx, x, 1));
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
   if (a.has_bool) {
     // A single boolean mask over the leading dims: bounded compaction of the selected rows.
-    std::vector<Instruction*> list = c.TList("indices", 1);
-    if (list.size() != 1 || !list[0]) return Bad(c, "boolean mask index mixed with other indices");
+    std::vector<Instruction*> list = ctx.TensorList("indices", 1);
+    if (list.size() != 1 || !list[0]) return ctx.Unsupported("boolean mask index mixed with other indices");
     Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
     int64_t mr = mask->shape.rank();
     int64_t rows = Numel(Dims(mask));
@@ -305,12 +308,12 @@ Expected<LoweredOp> Index(const Node& n, Builder& b) {
     Instruction* g = b.Gather(xf, b.Reshape(perm, {rows, 1}), dn, slice, Shape::Array(x->shape.element_type(), flat));
     (void)inner;
     Instruction* r2 = b.SetDimensionSize(g, count, 0);
-    OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {r2}));
+    OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({r2}));
     op.dynamic_shape = true;
     op.note = fmt::format("boolean-mask index: bounded by {} rows", rows);
     return op;
   }
-  if (a.indexed.empty()) return Done(c, {x});
+  if (a.indexed.empty()) return ctx.Finish({x});
   Instruction* start = StackIndices(b, a);
   int64_t nb = static_cast<int64_t>(a.bdims.size());
   hlo::GatherDimensionNumbers dn;
@@ -345,23 +348,23 @@ Expected<LoweredOp> Index(const Node& n, Builder& b) {
     }
   }
   Instruction* g = b.Gather(x, start, dn, slice, Shape::Array(x->shape.element_type(), out));
-  return Done(c, {g});
+  return ctx.Finish({g});
 }
 
 Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * vals0, c.Req("values", 2));
-  bool accumulate = c.Bool("accumulate", 3, false);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * vals0, ctx.RequiredTensor("values", 2));
+  bool accumulate = ctx.Bool("accumulate", 3, false);
   PrimitiveType t = x->shape.element_type();
   Instruction* vals = b.Convert(vals0, t);
-  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(c, x, 1));
+  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(ctx, x, 1));
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
   if (a.has_bool) {
     // x[mask] = v with a single-element v: a static-shape select (torchax takes the same path).
-    std::vector<Instruction*> list = c.TList("indices", 1);
-    if (list.size() != 1 || !list[0]) return Bad(c, "boolean mask index mixed with other indices");
+    std::vector<Instruction*> list = ctx.TensorList("indices", 1);
+    if (list.size() != 1 || !list[0]) return ctx.Unsupported("boolean mask index mixed with other indices");
     Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
     int64_t mrank = mask->shape.rank();
     std::vector<int64_t> rest_dims(xd.begin() + mrank, xd.end());
@@ -381,7 +384,7 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       Instruction* row = Bcast(b, b.Reshape(vals, row_dims), rest_dims);
       Instruction* v = b.Broadcast(row, xd, rmap);
       if (accumulate) v = Add(b, x, v);
-      return Done(c, {b.Select(m, v, x)});
+      return ctx.Finish({b.Select(m, v, x)});
     }
     if (vals->shape.elements() != 1) {
       // x[mask] = values: the selected positions (bounded compaction, as XLA's dynamic-shape
@@ -390,7 +393,7 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       int64_t rows = Numel(Dims(mask));
       std::vector<int64_t> rest(xd.begin() + mr, xd.end());
       int64_t count = vals->shape.rank() > static_cast<int64_t>(rest.size()) ? Dims(vals)[0] : 1;
-      if (count > rows) return Bad(c, "more values than mask positions");
+      if (count > rows) return ctx.Unsupported("more values than mask positions");
       auto [perm, n_true] = CompactPositions(b, b.Reshape(mask, {rows}));
       (void)n_true;
       Instruction* where = b.Reshape(b.SliceInDim(perm, 0, count, 1, 0), {count, 1});
@@ -406,7 +409,7 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       Instruction* s = b.Scatter({b.Reshape(x, flat)}, where, {Bcast(b, vals, ud)}, dn,
                                  accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                             : ReplaceComputation(b, t));
-      OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.Reshape(s, xd)}));
+      OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.Reshape(s, xd)}));
       op.dynamic_shape = true;
       op.note = fmt::format("boolean-mask assignment of {} values; positions depend on the data", count);
       return op;
@@ -416,9 +419,9 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
     Instruction* m = b.Broadcast(mask, xd, map);
     Instruction* v = b.Broadcast(b.Reshape(vals, {}), xd, {});
     if (accumulate) v = Add(b, x, v);
-    return Done(c, {b.Select(m, v, x)});
+    return ctx.Finish({b.Select(m, v, x)});
   }
-  if (a.indexed.empty()) return Done(c, {Bcast(b, vals, xd)});
+  if (a.indexed.empty()) return ctx.Finish({Bcast(b, vals, xd)});
   int64_t nb = static_cast<int64_t>(a.bdims.size());
   std::vector<int64_t> rest;
   for (int64_t i = 0; i < r; ++i)
@@ -454,25 +457,24 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
   Instruction* s = b.Scatter({x}, StackIndices(b, a), {upd}, dn,
                              accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                         : ReplaceComputation(b, t));
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
 
-namespace {
 Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("source", 3));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, ctx.RequiredTensor("source", 3));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x->shape.element_type();
   Instruction* src = b.Convert(src0, t);
   if (add) {
-    const Value* alpha = c.V("alpha", 4);
+    const Value* alpha = ctx.Arg("alpha", 4);
     if (alpha && !alpha->is_none() && alpha->AsDouble() != 1) src = Mul(b, src, b.Broadcast(ScalarOf(b, t, *alpha), Dims(src), {}));
   }
-  if (r == 0) return Done(c, {add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
+  if (r == 0) return ctx.Finish({add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
   int64_t cnt = idx->shape.elements();
   hlo::ScatterDimensionNumbers dn;
   for (int64_t i = 0; i < r; ++i)
@@ -483,9 +485,8 @@ Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
   Instruction* s = b.Scatter({x}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), {src}, dn,
                              add ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                  : ReplaceComputation(b, t));
-  return Done(c, {s});
+  return ctx.Finish({s});
 }
-}  // namespace
 
 Expected<LoweredOp> IndexAdd(const Node& n, Builder& b) { return IndexAlong(n, b, true); }
 Expected<LoweredOp> IndexCopy(const Node& n, Builder& b) { return IndexAlong(n, b, false); }
@@ -494,17 +495,17 @@ Expected<LoweredOp> IndexCopy(const Node& n, Builder& b) { return IndexAlong(n, 
 // include_self=False the indexed positions first get the identity (a replace scatter). mean divides
 // by the number of contributions (plus one for self), flooring for integers as torch does.
 Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("source", 3));
-  std::string reduce = c.Str("reduce", 4);
-  bool include_self = c.Bool("include_self", 5, true);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, ctx.RequiredTensor("source", 3));
+  std::string reduce = ctx.String("reduce", 4);
+  bool include_self = ctx.Bool("include_self", 5, true);
   std::vector<int64_t> xd0 = Dims(x0);
-  auto w = WrapDim(c.Int("dim", 1, 0), x0->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x0->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x0->shape.element_type();
-  if (t == PrimitiveType::PRED) return Bad(c, "bool index_reduce");
+  if (t == PrimitiveType::PRED) return ctx.Unsupported("bool index_reduce");
   int64_t cnt = idx->shape.elements();
   // A 0-d self (and source) is a [1] one.
   Instruction* x = x0->shape.rank() == 0 ? b.Reshape(x0, {1}) : x0;
@@ -513,14 +514,14 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
   int64_t d = *w;
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
-  if (src->shape.rank() != r || Dims(src)[static_cast<size_t>(d)] != cnt) return Bad(c, "source does not fit index");
+  if (src->shape.rank() != r || Dims(src)[static_cast<size_t>(d)] != cnt) return ctx.Unsupported("source does not fit index");
   Opcode op;
   Instruction* ident;
   if (reduce == "prod") op = Opcode::kMultiply, ident = Scalar(b, t, 1);
   else if (reduce == "mean") op = Opcode::kAdd, ident = Scalar(b, t, 0);
   else if (reduce == "amax") op = Opcode::kMaximum, ident = MinValue(b, t);
   else if (reduce == "amin") op = Opcode::kMinimum, ident = MaxValue(b, t);
-  else return Bad(c, "unknown reduce " + reduce);
+  else return ctx.Unsupported("unknown reduce " + reduce);
   Instruction* where = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1});
   hlo::ScatterDimensionNumbers dn;
   for (int64_t i = 0; i < r; ++i)
@@ -552,21 +553,21 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
     }
     s = q;
   }
-  return Done(c, {b.Reshape(s, xd0)});
+  return ctx.Finish({b.Reshape(s, xd0)});
 }
 
 // repeat_interleave.Tensor: output j holds the number of inclusive prefix sums of `repeats` that are
 // <= j. The output length is the sum of repeats (data-dependent): the lowering takes the traced
 // output length (or output_size) as the bound and marks the result bounded-dynamic like nonzero.
 Expected<LoweredOp> RepeatInterleave(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rep0, c.Req("repeats", 0));
-  const TensorMeta* out = c.Out(0);
-  auto output_size = c.OptInt("output_size", 1);
-  if (!out && !output_size) return Bad(c, "the output length comes from the traced output or output_size");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rep0, ctx.RequiredTensor("repeats", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  auto output_size = ctx.OptInt("output_size", 1);
+  if (!out && !output_size) return ctx.Unsupported("the output length comes from the traced output or output_size");
   int64_t len = out ? out->sizes.empty() ? 0 : out->sizes[0] : *output_size;
   PrimitiveType ot = out ? out->dtype : rep0->shape.element_type();
-  if (rep0->shape.rank() > 1) return Bad(c, "repeats must be 0-d or 1-d");
+  if (rep0->shape.rank() > 1) return ctx.Unsupported("repeats must be 0-d or 1-d");
   int64_t nr = rep0->shape.elements();
   const PrimitiveType S = PrimitiveType::S64;
   Instruction* rep = b.Reshape(b.Convert(rep0, S), {nr});
@@ -579,25 +580,25 @@ Expected<LoweredOp> RepeatInterleave(const Node& n, Builder& b) {
   Instruction* le = b.Compare(b.Broadcast(ends, {len, nr}, {1}), b.Iota(Shape::Array(S, {len, nr}), 0),
                               ComparisonDirection::kLe);
   Instruction* v = b.Convert(ReduceSum(b, b.Convert(le, S), {1}), ot);
-  if (output_size) return Done(c, {v});
+  if (output_size) return ctx.Finish({v});
   Instruction* total = b.Convert(ReduceSum(b, rep, {0}), PrimitiveType::S32);
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.SetDimensionSize(v, total, 0)}));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.SetDimensionSize(v, total, 0)}));
   op.dynamic_shape = true;
   op.note = fmt::format("output length is the sum of repeats; bounded by the traced length {}", len);
   return op;
 }
 
 Expected<LoweredOp> IndexFill(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 2));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> xd = Dims(x);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Operand("value", 3, t, xd));
-  if (r == 0) return Done(c, {v});
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.Operand("value", 3, t, xd));
+  if (r == 0) return ctx.Finish({v});
   int64_t size = xd[static_cast<size_t>(*d)];
   int64_t cnt = idx->shape.elements();
   // A [size] mask from a scatter of `true` at the indices, broadcast along dim.
@@ -608,24 +609,24 @@ Expected<LoweredOp> IndexFill(const Node& n, Builder& b) {
   Instruction* wi = WrapIndex(b, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt}), size);
   Instruction* mask = b.Scatter({Full(b, PrimitiveType::PRED, 0, {size})}, b.Reshape(wi, {cnt, 1}),
                                 {Full(b, PrimitiveType::PRED, 1, {cnt})}, dn, ReplaceComputation(b, PrimitiveType::PRED));
-  return Done(c, {b.Select(b.Broadcast(mask, xd, {*d}), v, x)});
+  return ctx.Finish({b.Select(b.Broadcast(mask, xd, {*d}), v, x)});
 }
 
 Expected<LoweredOp> MaskedFill(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
-  std::vector<int64_t> dims = c.Out(0) ? c.Out(0)->sizes : Dims(x);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Operand("mask", 1, PrimitiveType::PRED, dims));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, c.Operand("value", 2, t, dims));
-  return Done(c, {b.Select(m, v, Bcast(b, x, dims))});
+  std::vector<int64_t> dims = ctx.OutputMeta(0) ? ctx.OutputMeta(0)->sizes : Dims(x);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, ctx.Operand("mask", 1, PrimitiveType::PRED, dims));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * v, ctx.Operand("value", 2, t, dims));
+  return ctx.Finish({b.Select(m, v, Bcast(b, x, dims))});
 }
 
 Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * m0, c.Req("mask", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("source", 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m0, ctx.RequiredTensor("mask", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("source", 2));
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
   // Position k of each selected element = number of selected elements before it (an exclusive
@@ -643,12 +644,12 @@ Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
   Instruction* sf = b.Reshape(b.Convert(src, x->shape.element_type()), {sn});
   Instruction* k = b.Binary(Opcode::kMinimum, before, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(sn - 1, 0)), {total}));
   Instruction* picked = Gather1d(b, sf, k);
-  return Done(c, {b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
+  return ctx.Finish({b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
 }
 
 Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
   int64_t r = static_cast<int64_t>(xd.size());
@@ -667,36 +668,39 @@ Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
   }
   Instruction* out = cols.empty() ? Full(b, PrimitiveType::S64, 0, {total, 0}) : cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
   Instruction* dyn = b.SetDimensionSize(out, count, 0);
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {dyn}));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({dyn}));
   op.dynamic_shape = true;
   op.note = fmt::format("output rows depend on the data; bounded by {}", total);
   return op;
 }
 
 Expected<LoweredOp> MaskedSelect(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, c.Req("mask", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m, ctx.RequiredTensor("mask", 1));
   std::vector<int64_t> dims = BroadcastShapes(Dims(x), Dims(m));
   int64_t total = Numel(dims);
   Instruction* xf = b.Reshape(Bcast(b, x, dims), {total});
   Instruction* mf = b.Reshape(Bcast(b, b.Convert(m, PrimitiveType::PRED), dims), {total});
   auto [perm, count] = CompactPositions(b, mf);
   Instruction* vals = Gather1d(b, xf, perm);
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, {b.SetDimensionSize(vals, count, 0)}));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.SetDimensionSize(vals, count, 0)}));
   op.dynamic_shape = true;
   op.note = fmt::format("output size depends on the mask; bounded by {}", total);
   return op;
 }
 
-Expected<LoweredOp> Unique(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  if (n.op == "aten::unique_dim" || n.op == "aten::unique_dim_consecutive") return Bad(c, "unique over a dim");
-  bool consecutive = n.op == "aten::unique_consecutive";
-  bool ret_inverse = c.Bool("return_inverse", consecutive ? 1 : 2, false);
-  bool ret_counts = c.Bool("return_counts", consecutive ? 2 : 3, false);
-  if (n.op == "aten::_unique") ret_inverse = c.Bool("return_inverse", 2, false), ret_counts = false;
+// The unique ops: _unique (values and inverse indices), _unique2 (values, inverse, counts) and
+// unique_consecutive (runs of equal values, no sort).
+enum class UniqueForm { kUnique, kUnique2, kConsecutive };
+
+Expected<LoweredOp> LowerUnique(const Node& n, Builder& b, UniqueForm form) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  bool consecutive = form == UniqueForm::kConsecutive;
+  bool ret_inverse = ctx.Bool("return_inverse", consecutive ? 1 : 2, false);
+  bool ret_counts = ctx.Bool("return_counts", consecutive ? 2 : 3, false);
+  if (form == UniqueForm::kUnique) ret_inverse = ctx.Bool("return_inverse", 2, false), ret_counts = false;
   PrimitiveType t = x->shape.element_type();
   int64_t total = x->shape.elements();
   Instruction* xf = b.Reshape(x, {total});
@@ -732,48 +736,396 @@ Expected<LoweredOp> Unique(const Node& n, Builder& b) {
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  if (ret_inverse || n.op == "aten::_unique2" || n.op == "aten::_unique" || n.op == "aten::unique_consecutive") {
+  {  // every form returns the inverse indices (empty when not asked for)
     Instruction* inv = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(order, {total, 1}), {gid}, dn,
                                  ReplaceComputation(b, PrimitiveType::S64));
-    const TensorMeta* m = c.Out(1);
+    const TensorMeta* m = ctx.OutputMeta(1);
     if (m && m->sizes != Dims(inv) && Numel(m->sizes) == 0) outs.push_back(Full(b, PrimitiveType::S64, 0, m->sizes));
     else if (m || ret_inverse) outs.push_back(b.Reshape(inv, m ? m->sizes : Dims(x)));
   }
-  if (ret_counts || n.op == "aten::_unique2" || n.op == "aten::unique_consecutive") {
+  if (ret_counts || form != UniqueForm::kUnique) {
     Instruction* counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {total})}, b.Reshape(gid, {total, 1}),
                                     {Full(b, PrimitiveType::S64, 1, {total})}, dn,
                                     b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
-    const TensorMeta* m = c.Out(outs.size());
+    const TensorMeta* m = ctx.OutputMeta(outs.size());
     if (m && Numel(m->sizes) == 0 && !ret_counts) outs.push_back(Full(b, PrimitiveType::S64, 0, m->sizes));
     else if (m || ret_counts) outs.push_back(b.SetDimensionSize(counts, count, 0));
   }
-  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, Done(c, outs));
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish(outs));
   op.dynamic_shape = true;
   op.note = fmt::format("number of unique values depends on the data; bounded by {}", total);
   return op;
 }
 
+template <UniqueForm kForm>
+Expected<LoweredOp> Unique(const Node& n, Builder& b) {
+  return LowerUnique(n, b, kForm);
+}
+
 Expected<LoweredOp> Take(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("index", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 1));
   int64_t total = x->shape.elements();
   int64_t cnt = idx->shape.elements();
   Instruction* wi = WrapIndex(b, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt}), total);
-  return Done(c, {b.Reshape(Gather1d(b, b.Reshape(x, {total}), wi), Dims(idx))});
+  return ctx.Finish({b.Reshape(Gather1d(b, b.Reshape(x, {total}), wi), Dims(idx))});
 }
 
 Expected<LoweredOp> OneHot(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  const TensorMeta* out = c.Out(0);
-  if (!out) return Bad(c, "the number of classes comes from the recorded output");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("the number of classes comes from the recorded output");
   std::vector<int64_t> od = out->sizes;
   std::vector<int64_t> map;
   for (int64_t i = 0; i < x->shape.rank(); ++i) map.push_back(i);
   Instruction* xb = b.Broadcast(b.Convert(x, PrimitiveType::S64), od, map);
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, od), static_cast<int64_t>(od.size()) - 1);
-  return Done(c, {b.Convert(b.Compare(xb, io, ComparisonDirection::kEq), out->dtype)});
+  return ctx.Finish({b.Convert(b.Compare(xb, io, ComparisonDirection::kEq), out->dtype)});
+}
+
+// embedding_renorm_(self, indices, max_norm, norm_type): the rows named by indices whose p-norm exceeds max_norm
+// are scaled to max_norm / (norm + 1e-7); the other rows stay.
+Expected<LoweredOp> EmbeddingRenorm(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  double max_norm = ctx.Double("max_norm", 2, 1), p = ctx.Double("norm_type", 3, 2);
+  std::vector<int64_t> dims = Dims(w);
+  if (dims.size() != 2) return ctx.Unsupported("weight must be 2-d");
+  PrimitiveType t = w->shape.element_type();
+  int64_t V = dims[0], K = idx->shape.elements();
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* hit = b.Scatter({Full(b, t, 0, {V})}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {K, 1}),
+                               {Full(b, t, 1, {K})}, dn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
+  Instruction* a = b.Unary(Opcode::kAbs, w);
+  Instruction* norm = b.Binary(Opcode::kPower, ReduceSum(b, b.Binary(Opcode::kPower, a, FullLike(b, a, p)), {1}),
+                               Full(b, t, 1 / p, {V}));
+  Instruction* scale = Div(b, Full(b, t, max_norm, {V}), AddScalar(b, norm, 1e-7));
+  Instruction* apply = b.Binary(Opcode::kAnd, CmpScalar(b, hit, 0, ComparisonDirection::kGt),
+                                CmpScalar(b, norm, max_norm, ComparisonDirection::kGt));
+  scale = b.Select(apply, scale, Full(b, t, 1, {V}));
+  return ctx.Finish({Mul(b, w, b.Broadcast(scale, dims, {0}))});
+}
+
+Expected<LoweredOp> Isin(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  Instruction* e = ctx.Tensor("elements", 0);
+  Instruction* te = ctx.Tensor("test_elements", 1);
+  if (!e || !te) return ctx.Unsupported("needs tensor elements and test_elements");
+  bool invert = ctx.Bool("invert", 3, false);
+  PrimitiveType t = Promote(e->shape.element_type(), te->shape.element_type());
+  std::vector<int64_t> ed = Dims(e);
+  int64_t nt = te->shape.elements();
+  std::vector<int64_t> big = ed;
+  big.push_back(nt);
+  std::vector<int64_t> emap = AllDims(e);
+  Instruction* eq = b.Compare(b.Broadcast(b.Convert(e, t), big, emap),
+                              b.Broadcast(b.Reshape(b.Convert(te, t), {nt}), big, {static_cast<int64_t>(ed.size())}),
+                              ComparisonDirection::kEq);
+  Instruction* any = Reduce(b, eq, {static_cast<int64_t>(ed.size())}, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));
+  return ctx.Finish({invert ? b.Unary(Opcode::kNot, any) : any});
+}
+
+// searchsorted(sorted_sequence, self, ...) and bucketize(self, boundaries, ...) (`is_bucketize`): the count of
+// boundaries below each value.
+Expected<LoweredOp> SearchSorted(const Node& n, Builder& b, bool is_bucketize) {
+  LoweringContext ctx(n, b);
+  Instruction* seq = is_bucketize ? ctx.Tensor("boundaries", 1) : ctx.Tensor("sorted_sequence", 0);
+  Instruction* v = is_bucketize ? ctx.Tensor("self", 0) : ctx.Tensor("self", 1);
+  if (!seq || !v) return ctx.Unsupported("needs a sorted sequence and tensor values");
+  if (!is_bucketize && ctx.Tensor("sorter", 5)) return ctx.Unsupported("searchsorted with a sorter");
+  bool right = ctx.Bool("right", 3, false);
+  if (ctx.String("side", 4) == "right") right = true;
+  PrimitiveType t = Promote(seq->shape.element_type(), v->shape.element_type());
+  std::vector<int64_t> vd = Dims(v), sd = Dims(seq);
+  int64_t S = sd.empty() ? 1 : sd.back();
+  std::vector<int64_t> big = vd;
+  big.push_back(S);
+  int64_t last = static_cast<int64_t>(vd.size());
+  Instruction* sb;
+  if (sd.size() <= 1) {
+    sb = b.Broadcast(b.Reshape(b.Convert(seq, t), {S}), big, {last});
+  } else {
+    std::vector<int64_t> map;
+    for (int64_t i = 0; i < last - 1; ++i) map.push_back(i);
+    map.push_back(last);
+    sb = b.Broadcast(b.Convert(seq, t), big, map);
+  }
+  Instruction* vb = b.Broadcast(b.Convert(v, t), big, AllDims(v));
+  // count of boundaries below the value (left) or not above it (right)
+  Instruction* below = b.Compare(sb, vb, right ? ComparisonDirection::kLe : ComparisonDirection::kLt);
+  Instruction* cnt = ReduceSum(b, b.Convert(below, PrimitiveType::S64), {last});
+  return ctx.Finish({b.Convert(cnt, ctx.OutputType(0, PrimitiveType::S64))});
+}
+
+Expected<LoweredOp> Searchsorted(const Node& n, Builder& b) { return SearchSorted(n, b, false); }
+Expected<LoweredOp> Bucketize(const Node& n, Builder& b) { return SearchSorted(n, b, true); }
+
+Expected<LoweredOp> Put(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("index", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("source", 2));
+  bool acc = ctx.Bool("accumulate", 3, false);
+  PrimitiveType t = x->shape.element_type();
+  int64_t total = x->shape.elements(), cnt = idx->shape.elements();
+  Instruction* i = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt});
+  i = b.Select(CmpScalar(b, i, 0, ComparisonDirection::kLt), AddScalar(b, i, static_cast<double>(total)), i);
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Computation* comp;
+  if (acc) {
+    comp = b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t);
+  } else {
+    comp = ReplaceComputation(b, t);
+  }
+  Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(i, {cnt, 1}),
+                             {b.Reshape(b.Convert(src, t), {cnt})}, dn, comp);
+  return ctx.Finish({b.Reshape(s, Dims(x))});
+}
+
+// _embedding_bag: the rows of each bag (by offsets) summed, averaged or maxed.
+Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx0, ctx.RequiredTensor("indices", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * off0, ctx.RequiredTensor("offsets", 2));
+  int64_t mode = ctx.Int("mode", 4, 0);
+  bool include_last = ctx.Bool("include_last_offset", 7, false);
+  Instruction* psw = ctx.Tensor("per_sample_weights", 6);
+  int64_t pad = ctx.OptInt("padding_idx", 8).value_or(-1);
+  if (idx0->shape.rank() != 1) return ctx.Unsupported("2-d indices are flattened before _embedding_bag");
+  PrimitiveType t = w->shape.element_type();
+  int64_t L = Dims(idx0)[0], D = Dims(w)[1], nb = Dims(off0)[0] - (include_last ? 1 : 0);
+  Instruction* idx = b.Convert(idx0, PrimitiveType::S64);
+  Instruction* off = b.Convert(off0, PrimitiveType::S64);
+  if (include_last) off = b.SliceInDim(off, 0, nb, 1, 0);
+  // bag of position l = #(offsets <= l) - 1
+  Instruction* pos = b.Iota(Shape::Array(PrimitiveType::S64, {L, nb}), 0);
+  Instruction* ob = b.Broadcast(off, {L, nb}, {1});
+  Instruction* bag = AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, pos, ComparisonDirection::kLe), PrimitiveType::S64), {1}), -1);
+  // rows [L, D]
+  hlo::GatherDimensionNumbers gdn;
+  gdn.offset_dims = {1};
+  gdn.collapsed_slice_dims = {0};
+  gdn.start_index_map = {0};
+  gdn.index_vector_dim = 1;
+  Instruction* rows = b.Gather(w, b.Reshape(idx, {L, 1}), gdn, {1, D}, Shape::Array(t, {L, D}));
+  Instruction* keep = pad >= 0 ? CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kNe)
+                               : Full(b, PrimitiveType::PRED, 1, {L});
+  if (psw) rows = Mul(b, rows, b.Broadcast(b.Convert(psw, t), {L, D}, {0}));
+  hlo::ScatterDimensionNumbers sdn;
+  sdn.update_window_dims = {1};
+  sdn.inserted_window_dims = {0};
+  sdn.scatter_dims_to_operand_dims = {0};
+  sdn.index_vector_dim = 1;
+  // Dropped (padding) rows go to an out-of-range bag index, which scatter skips.
+  Instruction* tbag = b.Select(keep, bag, Full(b, PrimitiveType::S64, static_cast<double>(nb), {L}));
+  Instruction* tb2 = b.Reshape(tbag, {L, 1});
+  Instruction* out;
+  Instruction* counts = nullptr;
+  {
+    hlo::ScatterDimensionNumbers cdn;
+    cdn.inserted_window_dims = {0};
+    cdn.scatter_dims_to_operand_dims = {0};
+    cdn.index_vector_dim = 1;
+    counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {nb})}, tb2, {Full(b, PrimitiveType::S64, 1, {L})}, cdn,
+                       b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+  }
+  if (mode == 2) {
+    out = b.Scatter({b.Broadcast(MinValue(b, t), {nb, D}, {})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
+    Instruction* empty = b.Broadcast(CmpScalar(b, counts, 0, ComparisonDirection::kEq), {nb, D}, {0});
+    out = b.Select(empty, Full(b, t, 0, {nb, D}), out);
+  } else {
+    out = b.Scatter({Full(b, t, 0, {nb, D})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kAdd, t));
+    if (mode == 1) {
+      Instruction* cf = b.Convert(b.Binary(Opcode::kMaximum, counts, Full(b, PrimitiveType::S64, 1, {nb})), t);
+      out = Div(b, out, b.Broadcast(cf, {nb, D}, {0}));
+    }
+  }
+  std::vector<Instruction*> outs = {out};
+  // offset2bag, bag_size, max_indices: shaped as recorded (ATen leaves some empty per mode).
+  auto shaped = [&](size_t i, Instruction* v) -> Instruction* {
+    const TensorMeta* m = ctx.OutputMeta(i);
+    if (!m) return v;
+    if (m->sizes == Dims(v)) return b.Convert(v, m->dtype);
+    return Full(b, m->dtype, 0, m->sizes);
+  };
+  outs.push_back(shaped(1, bag));
+  // ATen fills bag_size only for mean/max bags (or when a gradient is needed).
+  outs.push_back(shaped(2, mode == 0 ? Full(b, PrimitiveType::S64, 0, {nb}) : counts));
+  outs.push_back(shaped(3, Full(b, PrimitiveType::S64, 0, {nb, D})));
+  return ctx.Finish(outs);
+}
+
+// _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
+// scale_grad_by_freq, mode, per_sample_weights, padding_idx), as ATen's CPU kernel: for sum and mean each index
+// i gets its bag's gradient row grad[offset2bag[i]], times its per-sample weight, divided by its bag's size
+// (mean, non-empty bags) and by the number of times the index occurs (scale_grad_by_freq), scatter-added into
+// zeros [num_weights, D]; padding_idx rows get nothing. For max, grad[bag, d] goes to row maximum_indices[bag, d]
+// of column d, for the non-empty bags.
+Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * grad, ctx.RequiredTensor("grad", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx0, ctx.RequiredTensor("indices", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * o2b0, ctx.RequiredTensor("offset2bag", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * bag_size0, ctx.RequiredTensor("bag_size", 3));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  int64_t num = ctx.Int("num_weights", 5, out && out->rank() == 2 ? out->sizes[0] : 0);
+  bool by_freq = ctx.Bool("scale_grad_by_freq", 6, false);
+  int64_t mode = ctx.Int("mode", 7, 0);
+  Instruction* psw = ctx.Tensor("per_sample_weights", 8);
+  int64_t pad = ctx.Int("padding_idx", 9, -1);
+  if (grad->shape.rank() != 2 || idx0->shape.rank() != 1) return ctx.Unsupported("needs a [bags, D] grad and 1-d indices");
+  PrimitiveType t = ctx.OutputType(0, grad->shape.element_type());
+  const PrimitiveType S = PrimitiveType::S64;
+  int64_t B = Dims(grad)[0], D = Dims(grad)[1], L = Dims(idx0)[0];
+  Instruction* g = b.Convert(grad, t);
+  Instruction* bag_size = b.Convert(b.Reshape(bag_size0, {B}), S);
+  Instruction* zeros = Full(b, t, 0, {num, D});
+  if (mode == 2) {
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * maxi0, ctx.RequiredTensor("maximum_indices", 4));
+    if (Dims(maxi0) != std::vector<int64_t>{B, D}) return ctx.Unsupported("maximum_indices must be [bags, D]");
+    // (row, column) pairs; an empty bag's rows go out of range, which the scatter drops.
+    Instruction* empty = b.Broadcast(CmpScalar(b, bag_size, 0, ComparisonDirection::kEq), {B, D}, {0});
+    Instruction* rows = b.Select(empty, Full(b, S, static_cast<double>(num), {B, D}), b.Convert(maxi0, S));
+    Instruction* cols = b.Iota(Shape::Array(S, {B, D}), 1);
+    Instruction* at = b.Concatenate({b.Reshape(rows, {B * D, 1}), b.Reshape(cols, {B * D, 1})}, 1);
+    hlo::ScatterDimensionNumbers dn;
+    dn.inserted_window_dims = {0, 1};
+    dn.scatter_dims_to_operand_dims = {0, 1};
+    dn.index_vector_dim = 1;
+    return ctx.Finish({b.Scatter({zeros}, at, {b.Reshape(g, {B * D})}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+  }
+  if (o2b0->shape.elements() != L || (psw && psw->shape.elements() != L))
+    return ctx.Unsupported("offset2bag and per_sample_weights need one entry per index");
+  Instruction* idx = b.Convert(idx0, S);
+  Instruction* bag = b.Convert(b.Reshape(o2b0, {L}), S);
+  hlo::GatherDimensionNumbers gdn;
+  gdn.offset_dims = {1};
+  gdn.collapsed_slice_dims = {0};
+  gdn.start_index_map = {0};
+  gdn.index_vector_dim = 1;
+  Instruction* rows = b.Gather(g, b.Reshape(bag, {L, 1}), gdn, {1, D}, Shape::Array(t, {L, D}));  // [L, D]
+  Instruction* scale = Full(b, t, 1, {L});
+  if (psw) scale = Mul(b, scale, b.Convert(b.Reshape(psw, {L}), t));
+  if (by_freq) {  // occurrences of each index among the L
+    Instruction* same = b.Compare(b.Broadcast(idx, {L, L}, {0}), b.Broadcast(idx, {L, L}, {1}), ComparisonDirection::kEq);
+    scale = Div(b, scale, b.Convert(ReduceSum(b, b.Convert(same, S), {1}), t));
+  }
+  if (mode == 1) {  // divided by the bag's size (a non-empty bag)
+    Instruction* size = Gather1d(b, bag_size, bag);
+    Instruction* nonzero = CmpScalar(b, size, 0, ComparisonDirection::kNe);
+    scale = b.Select(nonzero, Div(b, scale, b.Convert(size, t)), scale);
+  }
+  rows = Mul(b, rows, b.Broadcast(scale, {L, D}, {0}));
+  Instruction* target = idx;
+  if (pad >= 0)  // padding rows go out of range, which the scatter drops
+    target = b.Select(CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kEq), Full(b, S, static_cast<double>(num), {L}), idx);
+  hlo::ScatterDimensionNumbers dn;
+  dn.update_window_dims = {1};
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  return ctx.Finish({b.Scatter({zeros}, b.Reshape(target, {L, 1}), {rows}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+}
+
+// _pack_padded_sequence(input, lengths, batch_first) -> (data, batch_sizes): the time steps of each sequence
+// packed time-major, and the number of sequences still running at each step. Both sizes come from the values of
+// `lengths`, a CPU tensor: PyTorch/XLA reads them on the host and slices the input at those sizes, so its XLA
+// program is built for one set of lengths. Without the values here, this is XLA's bounded form, as for
+// masked_select: running[t, b] = t < lengths[b] over the time-major [T, B] grid, a stable sort moving the running
+// rows first, and `set-dimension-size` to their count (data bounded by T * B rows, batch_sizes by T steps).
+Expected<LoweredOp> PackPaddedSequence(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("input", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lengths0, ctx.RequiredTensor("lengths", 1));
+  bool batch_first = ctx.Bool("batch_first", 2, false);
+  if (x0->shape.rank() < 2) return ctx.Unsupported("input must be [T, B, *] (or [B, T, *] batch first)");
+  std::vector<int64_t> perm(static_cast<size_t>(x0->shape.rank()));
+  std::iota(perm.begin(), perm.end(), 0);
+  if (batch_first) std::swap(perm[0], perm[1]);
+  Instruction* x = batch_first ? b.Transpose(x0, perm) : x0;  // [T, B, *]
+  std::vector<int64_t> xd = Dims(x);
+  int64_t T = xd[0], B = xd[1], rows = T * B;
+  if (lengths0->shape.elements() != B) return ctx.Unsupported("lengths needs one entry per sequence");
+  const PrimitiveType S = PrimitiveType::S64;
+  Instruction* lengths = b.Convert(b.Reshape(lengths0, {B}), S);
+  Instruction* running = b.Compare(b.Iota(Shape::Array(S, {T, B}), 0), b.Broadcast(lengths, {T, B}, {1}),
+                                   ComparisonDirection::kLt);
+  auto [perm_rows, count] = CompactPositions(b, b.Reshape(running, {rows}));
+  std::vector<int64_t> row_dims = {rows};
+  row_dims.insert(row_dims.end(), xd.begin() + 2, xd.end());
+  std::vector<int64_t> slice = {1};
+  slice.insert(slice.end(), xd.begin() + 2, xd.end());
+  hlo::GatherDimensionNumbers dn;
+  for (int64_t d = 1; d < static_cast<int64_t>(slice.size()); ++d) dn.offset_dims.push_back(d);
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = 1;
+  Instruction* packed = b.Gather(b.Reshape(x, row_dims), b.Reshape(perm_rows, {rows, 1}), dn, slice,
+                                 Shape::Array(x->shape.element_type(), row_dims));
+  Instruction* data = b.SetDimensionSize(packed, count, 0);
+  Instruction* sizes = ReduceSum(b, b.Convert(running, S), {1});  // [T]
+  Instruction* steps = ReduceSum(b, b.Convert(CmpScalar(b, sizes, 0, ComparisonDirection::kGt), PrimitiveType::S32), {0});
+  Instruction* batch_sizes = b.SetDimensionSize(b.Convert(sizes, ctx.OutputType(1, S)), steps, 0);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({data, batch_sizes}));
+  op.dynamic_shape = true;
+  op.note = fmt::format("packed size is the sum of the lengths (values of a CPU tensor); bounded by {} rows of {} "
+                        "steps", rows, T);
+  return op;
+}
+
+}  // namespace
+
+const LoweringFamily& IndexingLowerings() {
+  using U = UniqueForm;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::embedding", Embedding},
+      {"aten::embedding_dense_backward", EmbeddingDenseBackward},
+      {"aten::embedding_renorm", EmbeddingRenorm, kInPlaceForm},
+      {"aten::_embedding_bag", EmbeddingBag},
+      {"aten::_embedding_bag_forward_only", EmbeddingBag},
+      {"aten::_embedding_bag_dense_backward", EmbeddingBagDenseBackward},
+      {"aten::index_select", IndexSelect},
+      {"aten::gather", Gather},
+      {"aten::take", Take},
+      {"aten::index.Tensor", Index},
+      {"aten::_unsafe_index", Index},
+      {"aten::index_put", IndexPut, kInPlaceForm},
+      {"aten::_index_put_impl_", IndexPut},
+      {"aten::_unsafe_index_put", IndexPut},
+      {"aten::put", Put, kInPlaceForm},
+      {"aten::scatter", Scatter, kInPlaceForm},
+      {"aten::scatter_reduce", Scatter, kInPlaceForm},
+      {"aten::scatter_add", ScatterAdd, kInPlaceForm},
+      {"aten::index_add", IndexAdd, kInPlaceForm},
+      {"aten::index_copy", IndexCopy, kInPlaceForm},
+      {"aten::index_fill", IndexFill, kInPlaceForm},
+      {"aten::index_reduce", IndexReduce, kInPlaceForm},
+      {"aten::masked_fill", MaskedFill, kInPlaceForm},
+      {"aten::masked_scatter", MaskedScatter, kInPlaceForm},
+      {"aten::masked_select", MaskedSelect},
+      {"aten::_pack_padded_sequence", PackPaddedSequence},
+      {"aten::nonzero", Nonzero},
+      {"aten::argwhere", Nonzero},
+      {"aten::_unique", Unique<U::kUnique>},
+      {"aten::_unique2", Unique<U::kUnique2>},
+      {"aten::unique_consecutive", Unique<U::kConsecutive>},
+      {"aten::repeat_interleave.Tensor", RepeatInterleave},
+      {"aten::one_hot", OneHot},
+      {"aten::isin", Isin},
+      {"aten::searchsorted", Searchsorted},
+      {"aten::bucketize", Bucketize},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

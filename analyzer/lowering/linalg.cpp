@@ -1,12 +1,12 @@
-// Matrix products lower to `dot` with explicit dimension numbers (torch_xla CreateMatMul / JAX
+// Matrix and vector products lower to `dot` with explicit dimension numbers (torch_xla CreateMatMul / JAX
 // dot_general): mm contracts {1}x{0}, bmm adds batch dims {0}x{0}; addmm/baddbmm/linear add the
-// broadcast bias.
+// broadcast bias; einsum and _trilinear are dots too; linalg_cross and trace are slices and a masked sum.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -22,103 +22,113 @@ hlo::DotDimensionNumbers Dn(std::vector<int64_t> lc, std::vector<int64_t> rc, st
 }
 
 // beta * self + alpha * product, self broadcast to the product's dims.
-Expected<Instruction*> AddBias(const Ctx& c, Instruction* prod, PrimitiveType t) {
-  Builder& b = c.b;
-  double alpha = c.Double("alpha", 4, 1), beta = c.Double("beta", 3, 1);
+Expected<Instruction*> AddBias(const LoweringContext& ctx, Instruction* prod, PrimitiveType t) {
+  Builder& b = ctx.builder;
+  double alpha = ctx.Double("alpha", 4, 1), beta = ctx.Double("beta", 3, 1);
   Instruction* r = alpha == 1 ? prod : MulScalar(b, prod, alpha);
   if (beta == 0) return r;  // torch ignores self (even NaN) when beta == 0
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * self, c.Operand("self", 0, t, Dims(prod)));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * self, ctx.Operand("self", 0, t, Dims(prod)));
   if (beta != 1) self = MulScalar(b, self, beta);
   return Add(b, self, r);
 }
 
-}  // namespace
 
 Expected<LoweredOp> Mm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("mat2", 1));
-  if (x->shape.rank() != 2 || y->shape.rank() != 2) return Bad(c, "mm needs 2-d operands");
-  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
-  return Done(c, {b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("mat2", 1));
+  if (x->shape.rank() != 2 || y->shape.rank() != 2) return ctx.Unsupported("mm needs 2-d operands");
+  PrimitiveType t = ctx.OutputType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+  return ctx.Finish({b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}))});
 }
 
 Expected<LoweredOp> Bmm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("mat2", 1));
-  if (x->shape.rank() != 3 || y->shape.rank() != 3) return Bad(c, "bmm needs 3-d operands");
-  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
-  return Done(c, {b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("mat2", 1));
+  if (x->shape.rank() != 3 || y->shape.rank() != 3) return ctx.Unsupported("bmm needs 3-d operands");
+  PrimitiveType t = ctx.OutputType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+  return ctx.Finish({b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}))});
 }
 
 Expected<LoweredOp> Addmm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("mat1", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("mat2", 2));
-  if (x->shape.rank() != 2 || y->shape.rank() != 2) return Bad(c, "addmm needs 2-d operands");
-  PrimitiveType t = c.OutType(0, x->shape.element_type());
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("mat1", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("mat2", 2));
+  if (x->shape.rank() != 2 || y->shape.rank() != 2) return ctx.Unsupported("addmm needs 2-d operands");
+  PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
   Instruction* d = b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(c, d, t));
-  return Done(c, {r});
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(ctx, d, t));
+  return ctx.Finish({r});
 }
 
-Expected<LoweredOp> Baddbmm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("batch1", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("batch2", 2));
-  PrimitiveType t = c.OutType(0, x->shape.element_type());
-  Instruction* d = n.op == "aten::addbmm"
+// baddbmm, and with `sum_batches` addbmm (the batch products summed).
+Expected<LoweredOp> BatchMatmulAdd(const Node& n, Builder& b, bool sum_batches) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("batch1", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("batch2", 2));
+  PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
+  Instruction* d = sum_batches
                        ? ReduceSum(b, b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0})), {0})
                        : b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(c, d, t));
-  return Done(c, {r});
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(ctx, d, t));
+  return ctx.Finish({r});
 }
 
+Expected<LoweredOp> Baddbmm(const Node& n, Builder& b) { return BatchMatmulAdd(n, b, false); }
+Expected<LoweredOp> Addbmm(const Node& n, Builder& b) { return BatchMatmulAdd(n, b, true); }
+
 Expected<LoweredOp> Addmv(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  Instruction* x = c.T("mat", 1);
-  Instruction* y = c.T("vec", 2);
+  LoweringContext ctx(n, b);
+  Instruction* x = ctx.Tensor("mat", 1);
+  Instruction* y = ctx.Tensor("vec", 2);
   Instruction* d = nullptr;
-  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
+  PrimitiveType t = ctx.OutputType(0, PrimitiveType::F32);
   if (x && y) {
     d = b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}));
   } else {  // addr: outer product of vec1, vec2
-    Instruction* v1 = c.T("vec1", 1);
-    Instruction* v2 = c.T("vec2", 2);
-    if (!v1 || !v2) return Bad(c, "needs mat/vec or vec1/vec2");
+    Instruction* v1 = ctx.Tensor("vec1", 1);
+    Instruction* v2 = ctx.Tensor("vec2", 2);
+    if (!v1 || !v2) return ctx.Unsupported("needs mat/vec or vec1/vec2");
     d = b.Dot(b.Convert(v1, t), b.Convert(v2, t), Dn({}, {}));
   }
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(c, d, t));
-  return Done(c, {r});
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(ctx, d, t));
+  return ctx.Finish({r});
 }
 
-Expected<LoweredOp> Dot(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  Instruction* y = c.T("tensor", 1);
-  if (!y) y = c.T("vec", 1);
-  if (!y) y = c.T("vec2", 1);
-  if (!y) y = c.T("other", 1);
-  if (!y) return Bad(c, "needs a second operand");
-  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+// The vector products: dot/inner/vdot (vdot conjugates self), mv, and outer/ger.
+enum class Product { kDot, kVdot, kMv, kOuter };
+
+Expected<LoweredOp> VectorProduct(const Node& n, Builder& b, Product product) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  Instruction* y = ctx.Tensor("tensor", 1);
+  if (!y) y = ctx.Tensor("vec", 1);
+  if (!y) y = ctx.Tensor("vec2", 1);
+  if (!y) y = ctx.Tensor("other", 1);
+  if (!y) return ctx.Unsupported("needs a second operand");
+  PrimitiveType t = ctx.OutputType(0, Promote(x->shape.element_type(), y->shape.element_type()));
   x = b.Convert(x, t);
   y = b.Convert(y, t);
-  if (n.op == "aten::outer" || n.op == "aten::ger") return Done(c, {b.Dot(x, y, Dn({}, {}))});
-  if (n.op == "aten::mv") return Done(c, {b.Dot(x, y, Dn({1}, {0}))});
-  if (n.op == "aten::vdot" && hlo::IsComplex(t))
+  if (product == Product::kOuter) return ctx.Finish({b.Dot(x, y, Dn({}, {}))});
+  if (product == Product::kMv) return ctx.Finish({b.Dot(x, y, Dn({1}, {0}))});
+  if (product == Product::kVdot && hlo::IsComplex(t))
     x = b.Complex(b.Real(x), b.Unary(Opcode::kNegate, b.Imag(x)));
-  return Done(c, {b.Dot(x, y, Dn({0}, {0}))});
+  return ctx.Finish({b.Dot(x, y, Dn({0}, {0}))});
 }
 
-namespace {
+template <Product kProduct>
+Expected<LoweredOp> ProductOf(const Node& n, Builder& b) {
+  return VectorProduct(n, b, kProduct);
+}
+
 // torch.matmul semantics over dot_general: 1-d operands get a unit dim that is removed after.
-Expected<Instruction*> MatmulOf(const Ctx& c, Instruction* x, Instruction* y, PrimitiveType t) {
-  Builder& b = c.b;
+Expected<Instruction*> MatmulOf(const LoweringContext& ctx, Instruction* x, Instruction* y, PrimitiveType t) {
+  Builder& b = ctx.builder;
   x = b.Convert(x, t);
   y = b.Convert(y, t);
   int64_t rx = x->shape.rank(), ry = y->shape.rank();
-  if (rx == 0 || ry == 0) return Bad(c, "matmul of a 0-d tensor");
+  if (rx == 0 || ry == 0) return ctx.Unsupported("matmul of a 0-d tensor");
   if (rx == 1 && ry == 1) return b.Dot(x, y, Dn({0}, {0}));
   if (rx == 2 && ry == 1) return b.Dot(x, y, Dn({1}, {0}));
   if (rx == 1 && ry == 2) return b.Dot(x, y, Dn({0}, {0}));
@@ -143,34 +153,33 @@ Expected<Instruction*> MatmulOf(const Ctx& c, Instruction* x, Instruction* y, Pr
   if (!y_vec) out.push_back(yd.back());
   return b.Reshape(d, out);
 }
-}  // namespace
 
 Expected<LoweredOp> Matmul(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("other", 1));
-  PrimitiveType t = c.OutType(0, Promote(x->shape.element_type(), y->shape.element_type()));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, MatmulOf(c, x, y, t));
-  return Done(c, {r});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("other", 1));
+  PrimitiveType t = ctx.OutputType(0, Promote(x->shape.element_type(), y->shape.element_type()));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * r, MatmulOf(ctx, x, y, t));
+  return ctx.Finish({r});
 }
 
 Expected<LoweredOp> Linear(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 1));
-  PrimitiveType t = c.OutType(0, x->shape.element_type());
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 1));
+  PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
   x = b.Convert(x, t);
   w = b.Convert(w, t);
   int64_t rx = x->shape.rank();
   Instruction* d = w->shape.rank() == 1 ? b.Dot(x, w, Dn({rx - 1}, {0})) : b.Dot(x, w, Dn({rx - 1}, {1}));
-  if (Instruction* bias = c.T("bias", 2)) d = Add(b, d, Bcast(b, b.Convert(bias, t), Dims(d)));
-  return Done(c, {d});
+  if (Instruction* bias = ctx.Tensor("bias", 2)) d = Add(b, d, Bcast(b, b.Convert(bias, t), Dims(d)));
+  return ctx.Finish({d});
 }
 
 Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::string eq = c.Str("equation", 0);
-  std::vector<Instruction*> xs = c.TList("tensors", 1);
+  LoweringContext ctx(n, b);
+  std::string eq = ctx.String("equation", 0);
+  std::vector<Instruction*> xs = ctx.TensorList("tensors", 1);
   std::string lhs = eq.substr(0, eq.find("->"));
   std::string rhs = eq.find("->") == std::string::npos ? "" : eq.substr(eq.find("->") + 2);
   auto strip = [](std::string s) {
@@ -179,7 +188,7 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
   };
   lhs = strip(lhs);
   rhs = strip(rhs);
-  if (lhs.find("...") != std::string::npos) return Bad(c, "einsum with ellipsis");
+  if (lhs.find("...") != std::string::npos) return ctx.Unsupported("einsum with ellipsis");
   std::vector<std::string> subs;
   size_t start = 0;
   for (size_t i = 0; i <= lhs.size(); ++i)
@@ -187,8 +196,8 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
       subs.push_back(lhs.substr(start, i - start));
       start = i + 1;
     }
-  if (subs.size() != xs.size() || xs.empty() || xs.size() > 2) return Bad(c, "einsum over 1 or 2 operands only");
-  PrimitiveType t = c.OutType(0, xs[0]->shape.element_type());
+  if (subs.size() != xs.size() || xs.empty() || xs.size() > 2) return ctx.Unsupported("einsum over 1 or 2 operands only");
+  PrimitiveType t = ctx.OutputType(0, xs[0]->shape.element_type());
   if (eq.find("->") == std::string::npos) {
     std::string all;
     for (auto& s : subs) all += s;
@@ -212,7 +221,7 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
   };
   for (auto& s : subs)
     for (char ch : s)
-      if (std::count(s.begin(), s.end(), ch) > 1) return Bad(c, "einsum with repeated labels (diagonals)");
+      if (std::count(s.begin(), s.end(), ch) > 1) return ctx.Unsupported("einsum with repeated labels (diagonals)");
   Instruction* r;
   std::string cur;
   if (xs.size() == 1) {
@@ -244,43 +253,96 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
     for (char ch : bb)
       if (batch.find(ch) == std::string::npos && contract.find(ch) == std::string::npos) cur += ch;
   }
-  if (cur.size() != rhs.size()) return Bad(c, "einsum output labels not covered");
+  if (cur.size() != rhs.size()) return ctx.Unsupported("einsum output labels not covered");
   std::vector<int64_t> perm;
   for (char ch : rhs) perm.push_back(static_cast<int64_t>(cur.find(ch)));
   if (!perm.empty()) r = b.Transpose(r, perm);
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-}  // namespace opprobe::analyzer::lowering
-
-namespace opprobe::analyzer::lowering {
 
 // _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim) (nn.functional.bilinear):
 // each input gets unit dims at its expand positions, the three are multiplied with broadcasting and
 // the sumdim dims are summed away.
 Expected<LoweredOp> Trilinear(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   std::vector<Instruction*> xs;
   const char* names[3] = {"i1", "i2", "i3"};
   const char* expands[3] = {"expand1", "expand2", "expand3"};
-  PrimitiveType t = c.OutType(0, PrimitiveType::F32);
+  PrimitiveType t = ctx.OutputType(0, PrimitiveType::F32);
   std::vector<int64_t> out;
   for (size_t i = 0; i < 3; ++i) {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req(names[i], i));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor(names[i], i));
     std::vector<int64_t> d = Dims(x);
-    std::vector<int64_t> ex = c.Ints(expands[i], 3 + i);
+    std::vector<int64_t> ex = ctx.Ints(expands[i], 3 + i);
     std::sort(ex.begin(), ex.end());
     for (int64_t e : ex) {
-      if (e < 0 || e > static_cast<int64_t>(d.size())) return Bad(c, fmt::format("{} has a bad dim {}", expands[i], e));
+      if (e < 0 || e > static_cast<int64_t>(d.size())) return ctx.Unsupported(fmt::format("{} has a bad dim {}", expands[i], e));
       d.insert(d.begin() + e, 1);
     }
-    xs.push_back(b.Reshape(Conv(b, x, t), d));
+    xs.push_back(b.Reshape(b.Convert(x, t), d));
     out = out.empty() ? d : BroadcastShapes(out, d);
   }
   Instruction* p = Mul(b, Bcast(b, xs[0], out), Bcast(b, xs[1], out));
   p = Mul(b, p, Bcast(b, xs[2], out));
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> sum, NormDims(c.Ints("sumdim", 6), static_cast<int64_t>(out.size()), false));
-  return Done(c, {sum.empty() ? p : ReduceSum(b, p, sum)});
+  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> sum, NormDims(ctx.Ints("sumdim", 6), static_cast<int64_t>(out.size()), false));
+  return ctx.Finish({sum.empty() ? p : ReduceSum(b, p, sum)});
 }
 
+Expected<LoweredOp> LinalgCross(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
+  PrimitiveType t = ctx.OutputType(0, Promote(x0->shape.element_type(), y0->shape.element_type()));
+  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
+  auto d = WrapDim(ctx.Int("dim", 2, -1), static_cast<int64_t>(dims.size()));
+  if (!d || dims[static_cast<size_t>(*d)] != 3) return ctx.Unsupported("cross needs size 3 along dim");
+  auto at = [&](Instruction* v, int64_t i) { return b.SliceInDim(v, i, i + 1, 1, *d); };
+  std::vector<Instruction*> parts;
+  for (int64_t i = 0; i < 3; ++i)
+    parts.push_back(Sub(b, Mul(b, at(x, (i + 1) % 3), at(y, (i + 2) % 3)), Mul(b, at(x, (i + 2) % 3), at(y, (i + 1) % 3))));
+  return ctx.Finish({b.Concatenate(parts, *d)});
+}
+
+Expected<LoweredOp> Trace(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  if (x0->shape.rank() != 2) return ctx.Unsupported("trace needs a 2-d input");
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  Instruction* x = b.Convert(x0, t);
+  std::vector<int64_t> d = Dims(x);
+  Shape is = Shape::Array(PrimitiveType::S64, d);
+  Instruction* diag = b.Compare(b.Iota(is, 0), b.Iota(is, 1), ComparisonDirection::kEq);
+  return ctx.Finish({ReduceSum(b, b.Select(diag, x, FullLike(b, x, 0)), {0, 1})});
+}
+
+}  // namespace
+
+const LoweringFamily& LinalgLowerings() {
+  using P = Product;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::mm", Mm},
+      {"aten::bmm", Bmm},
+      {"aten::addmm", Addmm},
+      {"aten::baddbmm", Baddbmm},
+      {"aten::addbmm", Addbmm},
+      {"aten::addmv", Addmv},
+      {"aten::addr", Addmv},
+      {"aten::dot", ProductOf<P::kDot>},
+      {"aten::inner", ProductOf<P::kDot>},
+      {"aten::vdot", ProductOf<P::kVdot>},
+      {"aten::mv", ProductOf<P::kMv>},
+      {"aten::outer", ProductOf<P::kOuter>},
+      {"aten::ger", ProductOf<P::kOuter>},
+      {"aten::matmul", Matmul},
+      {"aten::linear", Linear},
+      {"aten::einsum", Einsum},
+      {"aten::_trilinear", Trilinear},
+      {"aten::linalg_cross", LinalgCross},
+      {"aten::trace", Trace},
+  }};
+  return *family;
+}
 }  // namespace opprobe::analyzer::lowering

@@ -1,10 +1,13 @@
 // Losses. nll_loss uses a one-hot mask built from iota == target (torch_xla BuildNllLoss) instead
 // of a gather, weighted per class and masked by ignore_index; reductions: 0 none, 1 mean, 2 sum.
+// _ctc_loss is a `while` loop over time of the alpha recursion.
 #include <fmt/format.h>
+
+#include <limits>
 
 #include <cmath>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -33,42 +36,40 @@ struct Pair {
   std::vector<int64_t> dims;
 };
 
-Expected<Pair> SelfTarget(const Ctx& c, size_t self_pos, size_t target_pos) {
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", self_pos));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("target", target_pos));
+Expected<Pair> SelfTarget(const LoweringContext& ctx, size_t self_pos, size_t target_pos) {
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", self_pos));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("target", target_pos));
   PrimitiveType t = Promote(x->shape.element_type(), y->shape.element_type());
   std::vector<int64_t> dims = BroadcastShapes(Dims(x), Dims(y));
-  return Pair{Bcast(c.b, c.b.Convert(x, t), dims), Bcast(c.b, c.b.Convert(y, t), dims), t, dims};
+  return Pair{Bcast(ctx.builder, ctx.builder.Convert(x, t), dims), Bcast(ctx.builder, ctx.builder.Convert(y, t), dims), t, dims};
 }
 
-}  // namespace
 
 Expected<LoweredOp> MseLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
   Instruction* d = Sub(b, p.x, p.y);
-  Instruction* r = ApplyReduction(b, Mul(b, d, d), c.Int("reduction", 2, 1));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  Instruction* r = ApplyReduction(b, Mul(b, d, d), ctx.Int("reduction", 2, 1));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> MseLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
-  int64_t red = c.Int("reduction", 3, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
+  int64_t red = ctx.Int("reduction", 3, 1);
   Instruction* gb = ReductionGrad(b, b.Convert(g, p.t), p.dims, red);
   Instruction* r = Mul(b, MulScalar(b, Sub(b, p.x, p.y), 2.0), gb);
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> L1Loss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
-  Instruction* r = ApplyReduction(b, b.Unary(Opcode::kAbs, Sub(b, p.x, p.y)), c.Int("reduction", 2, 1));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
+  Instruction* r = ApplyReduction(b, b.Unary(Opcode::kAbs, Sub(b, p.x, p.y)), ctx.Int("reduction", 2, 1));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
-namespace {
 // Huber with delta (smooth_l1 = huber / beta with delta = beta).
 Instruction* HuberTerm(Builder& b, Instruction* d, double delta, bool smooth_l1) {
   Instruction* a = b.Unary(Opcode::kAbs, d);
@@ -82,122 +83,120 @@ Instruction* HuberGrad(Builder& b, Instruction* d, double delta, bool smooth_l1)
   Instruction* out = smooth_l1 ? b.Unary(Opcode::kSign, d) : MulScalar(b, b.Unary(Opcode::kSign, d), delta);
   return b.Select(CmpScalar(b, a, delta, ComparisonDirection::kLt), in, out);
 }
-}  // namespace
 
 Expected<LoweredOp> SmoothL1Loss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
-  double beta = c.Double("beta", 3, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
+  double beta = ctx.Double("beta", 3, 1.0);
   Instruction* d = Sub(b, p.x, p.y);
   Instruction* term = beta == 0 ? b.Unary(Opcode::kAbs, d) : HuberTerm(b, d, beta, true);
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 2, 1)), c.OutType(0, p.t))});
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 2, 1)), ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> SmoothL1LossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
-  double beta = c.Double("beta", 4, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
+  double beta = ctx.Double("beta", 4, 1.0);
   Instruction* d = Sub(b, p.x, p.y);
   Instruction* gr = beta == 0 ? b.Unary(Opcode::kSign, d) : HuberGrad(b, d, beta, true);
-  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, c.Int("reduction", 3, 1)));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, ctx.Int("reduction", 3, 1)));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> HuberLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
-  double delta = c.Double("delta", 3, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
+  double delta = ctx.Double("delta", 3, 1.0);
   Instruction* term = HuberTerm(b, Sub(b, p.x, p.y), delta, false);
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 2, 1)), c.OutType(0, p.t))});
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 2, 1)), ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> HuberLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
-  double delta = c.Double("delta", 4, 1.0);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
+  double delta = ctx.Double("delta", 4, 1.0);
   Instruction* gr = HuberGrad(b, Sub(b, p.x, p.y), delta, false);
-  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, c.Int("reduction", 3, 1)));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  Instruction* r = Mul(b, gr, ReductionGrad(b, b.Convert(g, p.t), p.dims, ctx.Int("reduction", 3, 1)));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> BinaryCrossEntropy(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
   // -(y log(x) + (1-y) log(1-x)), each log clamped at -100 like ATen.
   Instruction* lo = FullLike(b, p.x, -100);
   Instruction* lx = b.Binary(Opcode::kMaximum, b.Unary(Opcode::kLog, p.x), lo);
   Instruction* l1x = b.Binary(Opcode::kMaximum, b.Unary(Opcode::kLog, Sub(b, FullLike(b, p.x, 1), p.x)), lo);
   Instruction* term = b.Unary(Opcode::kNegate, Add(b, Mul(b, p.y, lx), Mul(b, Sub(b, FullLike(b, p.y, 1), p.y), l1x)));
-  if (Instruction* w = c.T("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 3, 1)), c.OutType(0, p.t))});
+  if (Instruction* w = ctx.Tensor("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 3, 1)), ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> BinaryCrossEntropyBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 1, 2));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 1, 2));
   // g * (x - y) / max((1 - x) x, eps)
   Instruction* den = b.Binary(Opcode::kMaximum, Mul(b, Sub(b, FullLike(b, p.x, 1), p.x), p.x), FullLike(b, p.x, 1e-12));
   Instruction* r = Div(b, Sub(b, p.x, p.y), den);
-  r = Mul(b, r, ReductionGrad(b, b.Convert(g, p.t), p.dims, c.Int("reduction", 4, 1)));
-  if (Instruction* w = c.T("weight", 3)) r = Mul(b, r, Bcast(b, b.Convert(w, p.t), p.dims));
-  return Done(c, {b.Convert(r, c.OutType(0, p.t))});
+  r = Mul(b, r, ReductionGrad(b, b.Convert(g, p.t), p.dims, ctx.Int("reduction", 4, 1)));
+  if (Instruction* w = ctx.Tensor("weight", 3)) r = Mul(b, r, Bcast(b, b.Convert(w, p.t), p.dims));
+  return ctx.Finish({b.Convert(r, ctx.OutputType(0, p.t))});
 }
 
 Expected<LoweredOp> BinaryCrossEntropyWithLogits(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(c, 0, 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Pair p, SelfTarget(ctx, 0, 1));
   // (1 - y) x + (1 + (pw - 1) y) * (log1p(exp(-|x|)) + max(-x, 0))
   Instruction* x = p.x;
   Instruction* y = p.y;
   Instruction* sp = Add(b, b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, x)))),
                         b.Binary(Opcode::kMaximum, b.Unary(Opcode::kNegate, x), FullLike(b, x, 0)));
   Instruction* coef = FullLike(b, x, 1);
-  if (Instruction* pw = c.T("pos_weight", 3))
+  if (Instruction* pw = ctx.Tensor("pos_weight", 3))
     coef = Add(b, coef, Mul(b, Sub(b, Bcast(b, b.Convert(pw, p.t), p.dims), FullLike(b, x, 1)), y));
   Instruction* term = Add(b, Mul(b, Sub(b, FullLike(b, y, 1), y), x), Mul(b, coef, sp));
-  if (Instruction* w = c.T("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
-  return Done(c, {b.Convert(ApplyReduction(b, term, c.Int("reduction", 4, 1)), c.OutType(0, p.t))});
+  if (Instruction* w = ctx.Tensor("weight", 2)) term = Mul(b, term, Bcast(b, b.Convert(w, p.t), p.dims));
+  return ctx.Finish({b.Convert(ApplyReduction(b, term, ctx.Int("reduction", 4, 1)), ctx.OutputType(0, p.t))});
 }
 
-namespace {
 // The weighted one-hot mask of nll_loss: [.., C, ..] with w[target] at the target class, 0 elsewhere
 // and at ignored positions. self: (N, C, d...) or (C); target: (N, d...) or ().
 struct NllMask {
   Instruction* mask;  // self's shape, type t
   int64_t class_dim;
 };
-Expected<NllMask> BuildNllMask(const Ctx& c, const std::vector<int64_t>& sdims, PrimitiveType t, size_t target_pos,
+Expected<NllMask> BuildNllMask(const LoweringContext& ctx, const std::vector<int64_t>& sdims, PrimitiveType t, size_t target_pos,
                                size_t weight_pos, size_t ignore_pos) {
-  Builder& b = c.b;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * target, c.Req("target", target_pos));
+  Builder& b = ctx.builder;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * target, ctx.RequiredTensor("target", target_pos));
   int64_t class_dim = sdims.size() == 1 ? 0 : 1;
   std::vector<int64_t> tmap;
   for (int64_t i = 0; i < static_cast<int64_t>(sdims.size()); ++i)
     if (i != class_dim) tmap.push_back(i);
-  if (static_cast<size_t>(target->shape.rank()) != tmap.size()) return Bad(c, "target rank does not match the input");
+  if (static_cast<size_t>(target->shape.rank()) != tmap.size()) return ctx.Unsupported("target rank does not match the input");
   Instruction* tg = b.Broadcast(b.Convert(target, PrimitiveType::S64), sdims, tmap);
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, sdims), class_dim);
   Instruction* hit = b.Compare(io, tg, ComparisonDirection::kEq);
-  int64_t ignore = c.Int("ignore_index", ignore_pos, -100);
+  int64_t ignore = ctx.Int("ignore_index", ignore_pos, -100);
   Instruction* valid = b.Compare(tg, Full(b, PrimitiveType::S64, static_cast<double>(ignore), sdims), ComparisonDirection::kNe);
   Instruction* on = b.Binary(Opcode::kAnd, hit, valid);
   Instruction* w = Full(b, t, 1, sdims);
-  if (Instruction* wt = c.T("weight", weight_pos)) w = b.Broadcast(b.Convert(wt, t), sdims, {class_dim});
+  if (Instruction* wt = ctx.Tensor("weight", weight_pos)) w = b.Broadcast(b.Convert(wt, t), sdims, {class_dim});
   return NllMask{b.Select(on, w, Full(b, t, 0, sdims)), class_dim};
 }
-}  // namespace
 
-Expected<LoweredOp> NllLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+// nll_loss and nll_loss2d; the _forward ops (`with_total_weight`) also return the total weight.
+Expected<LoweredOp> LowerNllLoss(const Node& n, Builder& b, bool with_total_weight) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> sdims = Dims(x);
-  if (sdims.empty()) return Bad(c, "input must have at least 1 dim");
-  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(c, sdims, t, 1, 2, 4));
-  int64_t reduction = c.Int("reduction", 3, 1);
+  if (sdims.empty()) return ctx.Unsupported("input must have at least 1 dim");
+  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(ctx, sdims, t, 1, 2, 4));
+  int64_t reduction = ctx.Int("reduction", 3, 1);
   Instruction* per = b.Unary(Opcode::kNegate, ReduceSum(b, Mul(b, x, m.mask), {m.class_dim}));
   std::vector<int64_t> all;
   for (int64_t i = 0; i < static_cast<int64_t>(sdims.size()); ++i) all.push_back(i);
@@ -212,23 +211,26 @@ Expected<LoweredOp> NllLoss(const Node& n, Builder& b) {
     out = reduction == 1 ? Div(b, s, total_weight) : s;
   }
   std::vector<Instruction*> outs = {out};
-  if (n.op == "aten::nll_loss_forward" || n.op == "aten::nll_loss2d_forward") {
-    const TensorMeta* tw = c.Out(1);
+  if (with_total_weight) {
+    const TensorMeta* tw = ctx.OutputMeta(1);
     if (tw && tw->sizes != Dims(total_weight)) outs.push_back(Full(b, tw->dtype, 0, tw->sizes));
     else outs.push_back(reduction == 0 && tw ? Full(b, t, 0, {}) : total_weight);
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
+Expected<LoweredOp> NllLoss(const Node& n, Builder& b) { return LowerNllLoss(n, b, false); }
+Expected<LoweredOp> NllLossForward(const Node& n, Builder& b) { return LowerNllLoss(n, b, true); }
+
 Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> sdims = Dims(x);
-  if (sdims.empty()) return Bad(c, "input must have at least 1 dim");
-  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(c, sdims, t, 2, 3, 5));
-  int64_t reduction = c.Int("reduction", 4, 1);
+  if (sdims.empty()) return ctx.Unsupported("input must have at least 1 dim");
+  OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(ctx, sdims, t, 2, 3, 5));
+  int64_t reduction = ctx.Int("reduction", 4, 1);
   Instruction* gb;
   g = b.Convert(g, t);
   if (reduction == 0) {
@@ -239,17 +241,13 @@ Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
   } else {
     gb = b.Broadcast(b.Reshape(g, {}), sdims, {});
     if (reduction == 1) {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * tw, c.Req("total_weight", 6));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * tw, ctx.RequiredTensor("total_weight", 6));
       gb = Div(b, gb, b.Broadcast(b.Reshape(b.Convert(tw, t), {}), sdims, {}));
     }
   }
-  return Done(c, {b.Unary(Opcode::kNegate, Mul(b, m.mask, gb))});
+  return ctx.Finish({b.Unary(Opcode::kNegate, Mul(b, m.mask, gb))});
 }
 
-}  // namespace opprobe::analyzer::lowering
-
-namespace opprobe::analyzer::lowering {
-namespace {
 
 // x as [N, C] (a 0-d or 1-d input is one sample) and the one-hot [N, C] of a per-sample class index.
 Instruction* AsBatch(Builder& b, Instruction* x) {
@@ -265,10 +263,10 @@ Instruction* ReduceAll(Builder& b, Instruction* x) {
 }
 
 // Per-sample losses [N] reduced (0 none: reshaped to the op's output, 1 mean, 2 sum).
-Instruction* ReducePerSample(const Ctx& c, Instruction* per, int64_t reduction) {
-  Builder& b = c.b;
+Instruction* ReducePerSample(const LoweringContext& ctx, Instruction* per, int64_t reduction) {
+  Builder& b = ctx.builder;
   if (reduction == 0) {
-    const TensorMeta* o = c.Out(0);
+    const TensorMeta* o = ctx.OutputMeta(0);
     return o ? b.Reshape(per, o->sizes) : per;
   }
   Instruction* s = ReduceAll(b, per);
@@ -276,9 +274,7 @@ Instruction* ReducePerSample(const Ctx& c, Instruction* per, int64_t reduction) 
   return s;
 }
 
-}  // namespace
 
-namespace {
 
 // What multi_margin_loss and its backward share: the [N, C] input, the one-hot mask of each sample's target
 // class, and the margin term z_j = margin - x[y] + x[j].
@@ -291,16 +287,16 @@ struct MultiMarginTerms {
   Instruction* z;      // margin - x[y] + x[j]
 };
 
-Expected<MultiMarginTerms> MultiMargin(Ctx& c, Builder& b, Instruction* x0, Instruction* y0, int64_t p, double margin) {
-  if (p != 1 && p != 2) return Bad(c, "p must be 1 or 2");
-  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+Expected<MultiMarginTerms> MultiMargin(LoweringContext& ctx, Builder& b, Instruction* x0, Instruction* y0, int64_t p, double margin) {
+  if (p != 1 && p != 2) return ctx.Unsupported("p must be 1 or 2");
+  if (x0->shape.rank() > 2) return ctx.Unsupported("input must be at most 2-d");
   MultiMarginTerms m;
   m.t = x0->shape.element_type();
   Instruction* x = AsBatch(b, x0);
   m.xd = Dims(x);
   m.N = m.xd[0];
   m.C = m.xd[1];
-  if (y0->shape.elements() != m.N) return Bad(c, "target does not fit input");
+  if (y0->shape.elements() != m.N) return ctx.Unsupported("target does not fit input");
   Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {m.N});
   m.hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, m.xd), 1), b.Broadcast(y, m.xd, {0}),
                     ComparisonDirection::kEq);
@@ -310,19 +306,18 @@ Expected<MultiMarginTerms> MultiMargin(Ctx& c, Builder& b, Instruction* x0, Inst
   return m;
 }
 
-}  // namespace
 
 // multi_margin_loss: per sample sum over j != y of w[y] * max(0, margin - x[y] + x[j])^p, over C.
 // x[y] and w[y] come from a one-hot mask (iota == target) and a sum, as nll_loss does.
 Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 1));
-  int64_t p = c.Int("p", 2, 1);
-  double margin = c.Double("margin", 3, 1);
-  Instruction* w0 = c.T("weight", 4);
-  int64_t reduction = c.Int("reduction", 5, 1);
-  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(c, b, x0, y0, p, margin));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t p = ctx.Int("p", 2, 1);
+  double margin = ctx.Double("margin", 3, 1);
+  Instruction* w0 = ctx.Tensor("weight", 4);
+  int64_t reduction = ctx.Int("reduction", 5, 1);
+  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(ctx, b, x0, y0, p, margin));
   auto [t, xd, N, C, hot, zeros, z] = m;
   z = b.Binary(Opcode::kMaximum, z, zeros);
   if (p == 2) z = Mul(b, z, z);
@@ -333,22 +328,22 @@ Expected<LoweredOp> MultiMarginLoss(const Node& n, Builder& b) {
   }
   z = b.Select(hot, zeros, z);
   Instruction* per = Div(b, ReduceSum(b, z, {1}), Full(b, t, static_cast<double>(C), {N}));
-  return Done(c, {ReducePerSample(c, per, reduction)});
+  return ctx.Finish({ReducePerSample(ctx, per, reduction)});
 }
 
 // multi_margin_loss_backward(grad_output, self, target, p, margin, weight, reduction): where the margin term
 // z_j = margin - x[y] + x[j] (j != y) is positive, d/dx[j] = p z^(p-1) w[y] / C and d/dx[y] is minus their sum;
 // times grad_output (per sample without reduction, / N for mean).
 Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 2));
-  int64_t p = c.Int("p", 3, 1);
-  double margin = c.Double("margin", 4, 1);
-  Instruction* w0 = c.T("weight", 5);
-  int64_t reduction = c.Int("reduction", 6, 1);
-  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(c, b, x0, y0, p, margin));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 2));
+  int64_t p = ctx.Int("p", 3, 1);
+  double margin = ctx.Double("margin", 4, 1);
+  Instruction* w0 = ctx.Tensor("weight", 5);
+  int64_t reduction = ctx.Int("reduction", 6, 1);
+  OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(ctx, b, x0, y0, p, margin));
   auto [t, xd, N, C, hot, zeros, z] = m;
   Instruction* active = b.Binary(Opcode::kAnd, CmpScalar(b, z, 0, ComparisonDirection::kGt), b.Unary(Opcode::kNot, hot));
   Instruction* d = p == 2 ? MulScalar(b, z, 2.0) : Full(b, t, 1, xd);
@@ -366,24 +361,33 @@ Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
     g = b.Broadcast(b.Reshape(g, {}), xd, {});
     if (reduction == 1) g = MulScalar(b, g, 1.0 / static_cast<double>(std::max<int64_t>(N, 1)));
   }
-  return Done(c, {b.Reshape(Mul(b, gx, g), Dims(x0))});
+  return ctx.Finish({b.Reshape(Mul(b, gx, g), Dims(x0))});
 }
 
 // multilabel_margin_loss_forward: the targets of a sample are its target entries before the first
 // negative one (a prefix minimum); is_target marks them; the loss sums, over every target k and
 // every non-target j, max(0, 1 - x[y_k] + x[j]), over C.
-Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, c.Req("target", 1));
-  int64_t reduction = c.Int("reduction", 2, 1);
-  if (x0->shape.rank() > 2) return Bad(c, "input must be at most 2-d");
+// What multilabel_margin_loss and its backward share: the [N, C] input, hot[n, k, j] (target k of sample n is
+// class j, for the targets before the first -1), is_target[n, j], and use[n, k, j]: the hinge
+// z = 1 - x[y_k] + x[j] is positive for a non-target class j (z itself, 0 where not used).
+struct MultilabelTerms {
+  Instruction* x;
+  Instruction* hot;
+  Instruction* is_target;
+  Instruction* use;
+  Instruction* z;
+  int64_t N, C;
+};
+
+Expected<MultilabelTerms> Multilabel(const LoweringContext& ctx, Instruction* x0, Instruction* y0) {
+  Builder& b = ctx.builder;
+  if (x0->shape.rank() > 2) return ctx.Unsupported("input must be at most 2-d");
   PrimitiveType t = x0->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
   Instruction* x = AsBatch(b, x0);
   std::vector<int64_t> xd = Dims(x);
   int64_t N = xd[0], C = xd[1];
-  if (Dims(y0) != Dims(x0)) return Bad(c, "target must have the input's shape");
+  if (Dims(y0) != Dims(x0)) return ctx.Unsupported("target must have the input's shape");
   Instruction* y = b.Reshape(b.Convert(y0, S), xd);
   // valid[n, k]: no negative target at or before k.
   hlo::Window win;
@@ -406,12 +410,45 @@ Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
                               b.Unary(Opcode::kNot, b.Broadcast(is_t, kd, {0, 2})));
   use = b.Binary(Opcode::kAnd, use, CmpScalar(b, z, 0, ComparisonDirection::kGt));
   z = b.Select(use, z, Full(b, t, 0, kd));
-  Instruction* per = Div(b, ReduceSum(b, z, {1, 2}), Full(b, t, static_cast<double>(C), {N}));
-  Instruction* loss = ReducePerSample(c, per, reduction);
-  return Done(c, {loss, b.Reshape(b.Convert(is_t, t), Dims(y0))});
+  return MultilabelTerms{x, hot, is_t, use, z, N, C};
 }
 
-namespace {
+Expected<LoweredOp> MultilabelMarginLoss(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t reduction = ctx.Int("reduction", 2, 1);
+  PrimitiveType t = x0->shape.element_type();
+  OPPROBE_ASSIGN_OR_RETURN(MultilabelTerms m, Multilabel(ctx, x0, y0));
+  Instruction* per = Div(b, ReduceSum(b, m.z, {1, 2}), Full(b, t, static_cast<double>(m.C), {m.N}));
+  Instruction* loss = ReducePerSample(ctx, per, reduction);
+  return ctx.Finish({loss, b.Reshape(b.Convert(m.is_target, t), Dims(y0))});
+}
+
+// multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target), as ATen's CPU kernel: each
+// used hinge (target k, class j) adds 1/C to x[j] and takes 1/C from x[y_k] (1/(N C) for the mean), times the
+// incoming gradient (per sample for reduction none).
+Expected<LoweredOp> MultilabelMarginLossBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 2));
+  int64_t reduction = ctx.Int("reduction", 3, 1);
+  PrimitiveType t = x0->shape.element_type();
+  OPPROBE_ASSIGN_OR_RETURN(MultilabelTerms m, Multilabel(ctx, x0, y0));
+  std::vector<int64_t> kd = {m.N, m.C, m.C}, xd = {m.N, m.C};
+  Instruction* used = b.Convert(m.use, t);
+  Instruction* up = ReduceSum(b, used, {1});    // [N, C]: hinges raising x[j]
+  Instruction* down = ReduceSum(b, used, {2});  // [N, K]: hinges lowering x[y_k]
+  Instruction* down_c = ReduceSum(b, b.Select(m.hot, b.Broadcast(down, kd, {0, 1}), Full(b, t, 0, kd)), {1});
+  double scale = reduction == 1 ? 1.0 / static_cast<double>(m.N * m.C) : 1.0 / static_cast<double>(m.C);
+  Instruction* gi = MulScalar(b, Sub(b, up, down_c), scale);
+  Instruction* g = b.Convert(g0, t);
+  if (reduction == 0 && g->shape.rank() > 0) g = b.Broadcast(b.Reshape(g, {m.N}), xd, {0});
+  else g = b.Broadcast(b.Reshape(g, {}), xd, {});
+  return ctx.Finish({b.Reshape(Mul(b, gi, g), Dims(x0))});
+}
+
 // Shifts [N, L] right by k along dim 1, filling with `fill`.
 Instruction* ShiftRight(Builder& b, Instruction* a, int64_t k, Instruction* fill) {
   std::vector<int64_t> d = Dims(a);
@@ -434,53 +471,44 @@ Instruction* LogSumExpOf(Builder& b, const std::vector<Instruction*>& xs) {
   }
   return Add(b, b.Unary(Opcode::kLog, s), m);
 }
-}  // namespace
 
-// _ctc_loss (forward, as ATen's CPU kernel): the alpha recursion over the extended target (blanks
-// interleaved, built with an interior pad) runs as an HLO `while` loop over time; the loop state
-// carries t, alpha[N, L], the log_alpha output [N, T, L] and the loop invariants (log-probs
-// gathered at the extended labels, the skip mask, the valid-state mask, the input lengths).
-// Samples freeze their alpha once t reaches their input length; states beyond 2 * target_length
-// stay -inf (ATen leaves those entries of log_alpha unwritten).
-Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, c.Req("log_probs", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, c.Req("targets", 1));
-  int64_t blank = c.Int("blank", 4, 0);
-  const TensorMeta* la_meta = c.Out(1);
-  if (!la_meta || la_meta->rank() != 3) return Bad(c, "the log_alpha width comes from the traced output");
-  if (lp->shape.rank() != 3) return Bad(c, "log_probs must be [T, N, C]");
+// The lattice of the CTC recursions (ATen's CPU kernel): the extended labels lab[N, L] (blank, t1, blank, t2,
+// ..., blank; built with an interior pad), the log-probs gathered at them lpe[T, N, L], skip[n, s] (the s - 2 ->
+// s transition is allowed: lab[s] differs from lab[s - 2]), smask[n, s] (s < 2 target_length + 1), the lengths as
+// s64 [N] (tensors of _ctc_loss.Tensor or int lists of _ctc_loss at lengths_pos and lengths_pos + 1), an iota over
+// the states and -inf.
+struct CtcLattice {
+  Instruction *il, *tl, *lab, *s_io, *skip, *smask, *lpe, *ninf;
+};
+
+Expected<CtcLattice> BuildCtcLattice(const LoweringContext& ctx, Instruction* lp, Instruction* tg0, int64_t blank,
+                                     int64_t T, int64_t N, int64_t L, int64_t K, size_t lengths_pos) {
+  Builder& b = ctx.builder;
   PrimitiveType t = lp->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Bad(c, "log_probs must be float");
   const PrimitiveType S = PrimitiveType::S64;
-  std::vector<int64_t> ld = Dims(lp);
-  int64_t T = ld[0], N = ld[1];
-  int64_t L = la_meta->sizes[2], K = (L - 1) / 2;
-  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return Bad(c, "unexpected log_alpha shape");
-  if (T == 0) return Bad(c, "empty time dimension");
   // Lengths: tensors (_ctc_loss.Tensor) or int lists (_ctc_loss), as s64 [N].
   auto lengths = [&](const char* name, size_t pos) -> Instruction* {
-    if (Instruction* v = c.T(name, pos)) return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
-    auto ints = c.OptInts(name, pos);
+    if (Instruction* v = ctx.Tensor(name, pos)) return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
+    auto ints = ctx.OptInts(name, pos);
     if (!ints || static_cast<int64_t>(ints->size()) != N) return nullptr;
     hlo::Literal l(Shape::Array(S, {N}));
     for (int64_t i = 0; i < N; ++i) l.SetFromInt64(i, (*ints)[static_cast<size_t>(i)]);
     return b.Constant(std::move(l));
   };
-  Instruction* il = lengths("input_lengths", 2);
-  Instruction* tl = lengths("target_lengths", 3);
-  if (!il || !tl) return Bad(c, "input_lengths / target_lengths must have one entry per batch element");
+  Instruction* il = lengths("input_lengths", lengths_pos);
+  Instruction* tl = lengths("target_lengths", lengths_pos + 1);
+  if (!il || !tl) return ctx.Unsupported("input_lengths / target_lengths must have one entry per batch element");
   // Targets [N, K] (padded rows or the concatenated form).
   Instruction* tk;
   Instruction* tg = b.Convert(tg0, S);
   if (K == 0) {
     tk = Full(b, S, static_cast<double>(blank), {N, 0});
   } else if (tg->shape.rank() == 2) {
-    if (Dims(tg)[0] != N || Dims(tg)[1] < K) return Bad(c, "targets do not fit");
+    if (Dims(tg)[0] != N || Dims(tg)[1] < K) return ctx.Unsupported("targets do not fit");
     tk = b.SliceInDim(tg, 0, K, 1, 1);
   } else if (tg->shape.rank() == 1) {
     int64_t total = tg->shape.elements();
-    if (total == 0) return Bad(c, "empty targets");
+    if (total == 0) return ctx.Unsupported("empty targets");
     hlo::Window win;
     win.dimensions.resize(1);
     win.dimensions[0].size = N;
@@ -495,7 +523,7 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
     dn.index_vector_dim = 2;
     tk = b.Gather(tg, b.Reshape(pos, {N, K, 1}), dn, {1}, Shape::Array(S, {N, K}));
   } else {
-    return Bad(c, "targets must be 1-d or 2-d");
+    return ctx.Unsupported("targets must be 1-d or 2-d");
   }
   // Extended labels [N, L]: blank, t1, blank, t2, ..., blank.
   hlo::PaddingConfig pc;
@@ -518,6 +546,33 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   Instruction* gidx = b.Concatenate({b.Reshape(b.Iota(Shape::Array(S, {N, L}), 0), {N, L, 1}), b.Reshape(lab, {N, L, 1})}, 2);
   Instruction* lpe = b.Transpose(b.Gather(lp, gidx, gdn, {T, 1, 1}, Shape::Array(t, {N, L, T})), {2, 0, 1});
   Instruction* ninf = MinValue(b, t);
+  return CtcLattice{il, tl, lab, s_io, skip, smask, lpe, ninf};
+}
+
+// _ctc_loss (forward, as ATen's CPU kernel): the alpha recursion over the extended target (blanks
+// interleaved, built with an interior pad) runs as an HLO `while` loop over time; the loop state
+// carries t, alpha[N, L], the log_alpha output [N, T, L] and the loop invariants (log-probs
+// gathered at the extended labels, the skip mask, the valid-state mask, the input lengths).
+// Samples freeze their alpha once t reaches their input length; states beyond 2 * target_length
+// stay -inf (ATen leaves those entries of log_alpha unwritten).
+Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, ctx.RequiredTensor("log_probs", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, ctx.RequiredTensor("targets", 1));
+  int64_t blank = ctx.Int("blank", 4, 0);
+  const TensorMeta* la_meta = ctx.OutputMeta(1);
+  if (!la_meta || la_meta->rank() != 3) return ctx.Unsupported("the log_alpha width comes from the traced output");
+  if (lp->shape.rank() != 3) return ctx.Unsupported("log_probs must be [T, N, C]");
+  PrimitiveType t = lp->shape.element_type();
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("log_probs must be float");
+  std::vector<int64_t> ld = Dims(lp);
+  int64_t T = ld[0], N = ld[1];
+  int64_t L = la_meta->sizes[2], K = (L - 1) / 2;
+  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
+  if (T == 0) return ctx.Unsupported("empty time dimension");
+  OPPROBE_ASSIGN_OR_RETURN(CtcLattice lat, BuildCtcLattice(ctx, lp, tg0, blank, T, N, L, K, 2));
+  Instruction *il = lat.il, *tl = lat.tl, *s_io = lat.s_io, *skip = lat.skip, *smask = lat.smask, *lpe = lat.lpe;
+  Instruction* ninf = lat.ninf;
   // alpha at t = 0: state 0 and (if the target is not empty) state 1.
   Instruction* lp0 = b.Reshape(b.SliceInDim(lpe, 0, 1, 1, 0), {N, L});
   Instruction* first = b.Binary(Opcode::kOr, CmpScalar(b, s_io, 0, ComparisonDirection::kEq),
@@ -559,7 +614,160 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   // No input: likelihood 1 for an empty target, 0 otherwise.
   Instruction* no_in = CmpScalar(b, il, 0, ComparisonDirection::kEq);
   ll = b.Select(no_in, b.Select(empty_t, Full(b, t, 0, {N}), b.Broadcast(ninf, {N}, {})), ll);
-  return Done(c, {b.Unary(Opcode::kNegate, ll), log_alpha});
+  return ctx.Finish({b.Unary(Opcode::kNegate, ll), log_alpha});
+}
+
+// Shifts [N, L] left by k along dim 1, filling with `fill`.
+Instruction* ShiftLeft(Builder& b, Instruction* a, int64_t k, Instruction* fill) {
+  std::vector<int64_t> d = Dims(a);
+  int64_t L = d[1];
+  if (k >= L) return b.Broadcast(fill, d, {});
+  return b.Concatenate({b.SliceInDim(a, k, L, 1, 1), b.Broadcast(fill, {d[0], k}, {})}, 1);
+}
+
+// _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha,
+// blank, zero_infinity), as ATen's CPU kernel: the beta recursion runs backwards in time in a `while` loop
+// (beta[t] from beta[t + 1] over the same lattice as the forward's alpha, starting at each sample's last input
+// step); then for each class c, lcab = logsumexp of log_alpha + log_beta over the states labelled c, and the
+// gradient is (exp(lp) - exp(lcab + nll - lp)) * grad, zero from each sample's input length on (and for an
+// infinite loss with zero_infinity).
+Expected<LoweredOp> CtcLossBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * grad0, ctx.RequiredTensor("grad", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lp, ctx.RequiredTensor("log_probs", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tg0, ctx.RequiredTensor("targets", 2));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * nll0, ctx.RequiredTensor("neg_log_likelihood", 5));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * la0, ctx.RequiredTensor("log_alpha", 6));
+  int64_t blank = ctx.Int("blank", 7, 0);
+  bool zero_infinity = ctx.Bool("zero_infinity", 8, false);
+  if (lp->shape.rank() != 3) return ctx.Unsupported("log_probs must be [T, N, C]");
+  PrimitiveType t = lp->shape.element_type();
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("log_probs must be float");
+  const PrimitiveType S = PrimitiveType::S64;
+  std::vector<int64_t> ld = Dims(lp), lad = Dims(la0);
+  int64_t T = ld[0], N = ld[1], C = ld[2];
+  if (lad.size() != 3 || lad[0] != N || lad[1] != T || lad[2] % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
+  int64_t L = lad[2], K = (L - 1) / 2;
+  if (T == 0) return ctx.Unsupported("empty time dimension");
+  if (nll0->shape.elements() != N || (grad0->shape.elements() != N && grad0->shape.elements() != 1))
+    return ctx.Unsupported("grad and neg_log_likelihood need one entry per batch element");
+  OPPROBE_ASSIGN_OR_RETURN(CtcLattice lat, BuildCtcLattice(ctx, lp, tg0, blank, T, N, L, K, 3));
+  Instruction* ninfs = b.Broadcast(lat.ninf, {N, L}, {});
+  Instruction* tl2 = Add(b, lat.tl, lat.tl);
+  // beta at the last input step: state 2 tl, and 2 tl - 1 when the target is not empty.
+  Instruction* last_states = b.Binary(
+      Opcode::kOr, b.Compare(lat.s_io, b.Broadcast(tl2, {N, L}, {0}), ComparisonDirection::kEq),
+      b.Binary(Opcode::kAnd, b.Compare(lat.s_io, b.Broadcast(AddScalar(b, tl2, -1), {N, L}, {0}), ComparisonDirection::kEq),
+               b.Broadcast(CmpScalar(b, lat.tl, 0, ComparisonDirection::kGt), {N, L}, {0})));
+  Instruction* skip_next = ShiftLeft(b, lat.skip, 2, b.ConstantScalar(PrimitiveType::PRED, 0));  // s -> s + 2 allowed
+  Instruction* last_t = AddScalar(b, lat.il, -1);
+  auto cond = [](Builder& cb, const LoopState& st) {
+    return cb.Compare(st[0], ConstS64(cb, 0), ComparisonDirection::kGe);
+  };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction *ti = st[0], *beta = st[1], *lb = st[2], *e = st[3], *sk = st[4], *sm = st[5], *ls = st[6],
+                *lt = st[7];
+    Instruction* ni = MinValue(bb, t);
+    Instruction* none = bb.Broadcast(ni, {N, L}, {});
+    Instruction* b2 = ShiftLeft(bb, beta, 1, ni);
+    Instruction* b3 = bb.Select(sk, ShiftLeft(bb, beta, 2, ni), none);
+    Instruction* lpt = bb.Reshape(bb.DynamicSlice(e, {ti, ConstS64(bb, 0), ConstS64(bb, 0)}, {1, N, L}), {N, L});
+    Instruction* rec = bb.Select(sm, Add(bb, LogSumExpOf(bb, {beta, b2, b3}), lpt), none);
+    Instruction* tn = bb.Broadcast(ti, {N}, {});
+    Instruction* at_last = bb.Broadcast(bb.Compare(tn, lt, ComparisonDirection::kEq), {N, L}, {0});
+    Instruction* before_last = bb.Broadcast(bb.Compare(tn, lt, ComparisonDirection::kLt), {N, L}, {0});
+    Instruction* nb = bb.Select(at_last, bb.Select(ls, lpt, none), bb.Select(before_last, rec, none));
+    Instruction* nlb = bb.DynamicUpdateSlice(lb, bb.Reshape(nb, {N, 1, L}), {ConstS64(bb, 0), ti, ConstS64(bb, 0)});
+    return {bb.Binary(Opcode::kSubtract, ti, ConstS64(bb, 1)), nb, nlb, e, sk, sm, ls, lt};
+  };
+  Instruction* lb0 = b.Broadcast(lat.ninf, {N, T, L}, {});
+  LoopState loop = Loop(b, {ConstS64(b, T - 1), ninfs, lb0, lat.lpe, skip_next, lat.smask, last_states, last_t},
+                        "ctc_beta", cond, body);
+  Instruction* log_beta = loop[2];
+  // lcab over the valid (t < input length, s <= 2 tl) lattice entries, log-summed per class.
+  std::vector<int64_t> ntl = {N, T, L}, ntlc = {N, T, L, C}, ntc = {N, T, C};
+  Instruction* in_time = b.Compare(b.Iota(Shape::Array(S, ntl), 1), b.Broadcast(lat.il, ntl, {0}), ComparisonDirection::kLt);
+  Instruction* valid = b.Binary(Opcode::kAnd, in_time, b.Broadcast(lat.smask, ntl, {0, 2}));
+  Instruction* lcab = b.Select(valid, Add(b, b.Convert(la0, t), log_beta), b.Broadcast(lat.ninf, ntl, {}));
+  Instruction* of_class = b.Compare(b.Broadcast(lat.lab, ntlc, {0, 2}), b.Iota(Shape::Array(S, ntlc), 3),
+                                    ComparisonDirection::kEq);
+  Instruction* per_class = b.Select(of_class, b.Broadcast(lcab, ntlc, {0, 1, 2}), b.Broadcast(lat.ninf, ntlc, {}));
+  Instruction* m = ReduceMax(b, per_class, {2});
+  m = b.Select(b.Compare(m, b.Broadcast(lat.ninf, ntc, {}), ComparisonDirection::kEq), Full(b, t, 0, ntc), m);
+  Instruction* sum = ReduceSum(b, b.Unary(Opcode::kExp, Sub(b, per_class, b.Broadcast(m, ntlc, {0, 1, 3}))), {2});
+  Instruction* grad_log = Add(b, b.Unary(Opcode::kLog, sum), m);  // [N, T, C]
+  Instruction* lpn = b.Transpose(lp, {1, 0, 2});                   // [N, T, C]
+  Instruction* nll = b.Broadcast(b.Convert(b.Reshape(nll0, {N}), t), ntc, {0});
+  Instruction* g = grad0->shape.elements() == N ? b.Broadcast(b.Convert(b.Reshape(grad0, {N}), t), ntc, {0})
+                                                : b.Broadcast(b.Convert(b.Reshape(grad0, {}), t), ntc, {});
+  Instruction* res = Mul(b, Sub(b, b.Unary(Opcode::kExp, lpn), b.Unary(Opcode::kExp, Sub(b, Add(b, grad_log, nll), lpn))), g);
+  Instruction* keep = b.Compare(b.Iota(Shape::Array(S, ntc), 1), b.Broadcast(lat.il, ntc, {0}), ComparisonDirection::kLt);
+  if (zero_infinity)
+    keep = b.Binary(Opcode::kAnd, keep,
+                    CmpScalar(b, nll, std::numeric_limits<double>::infinity(), ComparisonDirection::kNe));
+  res = b.Select(keep, res, Full(b, t, 0, ntc));
+  return ctx.Finish({b.Convert(b.Transpose(res, {1, 0, 2}), ctx.OutputType(0, t))});
+}
+
+Expected<LoweredOp> SoftMarginLoss(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 1));
+  int64_t red = ctx.Int("reduction", 2, 1);
+  Instruction* y = Bcast(b, b.Convert(y0, x->shape.element_type()), Dims(x));
+  Instruction* l = b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, Mul(b, y, x))));
+  if (red == 0) return ctx.Finish({l});
+  Instruction* s = ReduceSum(b, l, AllDims(l));
+  if (red == 1) s = MulScalar(b, s, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)));
+  return ctx.Finish({s});
+}
+
+// soft_margin_loss_backward(grad_output, self, target, reduction): g * -y e^{-yx} / (1 + e^{-yx}) [/ numel].
+Expected<LoweredOp> SoftMarginLossBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("target", 2));
+  int64_t red = ctx.Int("reduction", 3, 1);
+  std::vector<int64_t> dims = Dims(x);
+  PrimitiveType t = x->shape.element_type();
+  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
+  Instruction* g = Bcast(b, b.Convert(g0, t), dims);
+  Instruction* s = b.Unary(Opcode::kLogistic, b.Unary(Opcode::kNegate, Mul(b, y, x)));  // e^{-yx}/(1+e^{-yx})
+  Instruction* r = Mul(b, g, Mul(b, b.Unary(Opcode::kNegate, y), s));
+  if (red == 1) r = MulScalar(b, r, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)));
+  return ctx.Finish({r});
+}
+
+}  // namespace
+
+const LoweringFamily& LossLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::mse_loss", MseLoss},
+      {"aten::mse_loss_backward", MseLossBackward},
+      {"aten::l1_loss", L1Loss},
+      {"aten::smooth_l1_loss", SmoothL1Loss},
+      {"aten::smooth_l1_loss_backward", SmoothL1LossBackward},
+      {"aten::huber_loss", HuberLoss},
+      {"aten::huber_loss_backward", HuberLossBackward},
+      {"aten::binary_cross_entropy", BinaryCrossEntropy},
+      {"aten::binary_cross_entropy_backward", BinaryCrossEntropyBackward},
+      {"aten::binary_cross_entropy_with_logits", BinaryCrossEntropyWithLogits},
+      {"aten::nll_loss", NllLoss},
+      {"aten::nll_loss_forward", NllLossForward},
+      {"aten::nll_loss2d_forward", NllLossForward},
+      {"aten::nll_loss_backward", NllLossBackward},
+      {"aten::nll_loss2d_backward", NllLossBackward},
+      {"aten::soft_margin_loss", SoftMarginLoss},
+      {"aten::soft_margin_loss_backward", SoftMarginLossBackward},
+      {"aten::multi_margin_loss", MultiMarginLoss},
+      {"aten::multi_margin_loss_backward", MultiMarginLossBackward},
+      {"aten::multilabel_margin_loss_forward", MultilabelMarginLoss},
+      {"aten::multilabel_margin_loss_backward", MultilabelMarginLossBackward},
+      {"aten::_ctc_loss", CtcLoss},
+      {"aten::_ctc_loss_backward", CtcLossBackward},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -4,18 +4,43 @@
 
 #include <optional>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer {
 
-void LoweringTable::Register(std::string name, std::string family, LoweringFn fn) {
-  Entry e{name, std::move(family), std::move(fn)};
-  entries_[std::move(name)] = std::move(e);
+Status LoweringTable::Register(Entry entry) {
+  if (auto it = entries_.find(entry.name); it != entries_.end())
+    return Internal(fmt::format("{} is listed twice: by the {} family and by the {} family", entry.name,
+                                it->second.family, entry.family));
+  std::string name = entry.name;
+  entries_.emplace(std::move(name), std::move(entry));
+  return Status::Ok();
 }
+
+Status LoweringTable::Register(std::string name, std::string family, LoweringFn fn) {
+  return Register(Entry{std::move(name), std::move(family), std::move(fn), ""});
+}
+
+namespace {
+
+// The functional overload an out= overload writes the result of: `out` -> the op's overload-less entry,
+// `Tensor_out` -> `Tensor`; nullopt for an overload that is not an out= form.
+std::optional<std::string> FunctionalOverload(const std::string& overload) {
+  static const std::string kSuffix = "_out";
+  if (overload == "out") return std::string();
+  if (overload.size() > kSuffix.size() && overload.compare(overload.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
+    return overload.substr(0, overload.size() - kSuffix.size());
+  return std::nullopt;
+}
+
+}  // namespace
 
 const LoweringTable::Entry* LoweringTable::Find(const std::string& op, const std::string& overload) const {
   if (!overload.empty() && overload != "default") {
     if (auto it = entries_.find(op + "." + overload); it != entries_.end()) return &it->second;
+    if (auto functional = FunctionalOverload(overload); functional && !functional->empty()) {
+      if (auto it = entries_.find(op + "." + *functional); it != entries_.end()) return &it->second;
+    }
   }
   if (auto it = entries_.find(op); it != entries_.end()) return &it->second;
   return nullptr;
@@ -26,21 +51,6 @@ std::vector<const LoweringTable::Entry*> LoweringTable::entries() const {
   for (const auto& [k, e] : entries_) out.push_back(&e);
   return out;
 }
-
-namespace {
-
-std::string ShapeText(const hlo::Shape& s) {
-  std::string out(hlo::PrimitiveTypeName(s.element_type()));
-  out += '[';
-  for (int i = 0; i < s.rank(); ++i) {
-    if (i) out += ',';
-    if (s.is_dynamic_dimension(i)) out += "<=";
-    out += std::to_string(s.dimensions(i));
-  }
-  return out + ']';
-}
-
-}  // namespace
 
 // The outputs PyTorch recorded, flattened the way lowerings return them: one entry per tensor (a tensor list
 // gives one per element), nullopt for a value that is not a tensor (None, a Scalar, an int list).
@@ -102,7 +112,7 @@ Status CheckLoweredOutputs(const Node& node, const std::vector<hlo::Instruction*
     if (!same) {
       std::string which = want.size() == 1 ? "" : fmt::format(" (output {})", i);
       return Internal(fmt::format("lowering of {} produced {} but PyTorch returned {}{}", node.qualified_name(),
-                                  ShapeText(got), w.ToString(), which));
+                                  got.ToString(false), w.ToString(), which));
     }
   }
   return Status::Ok();

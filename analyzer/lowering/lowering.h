@@ -29,19 +29,28 @@ class LoweringTable {
  public:
   struct Entry {
     std::string name;    // `aten::add.Tensor` or `aten::relu` (all overloads)
-    std::string family;  // the file it lives in: `elementwise`, `conv`, ...
+    std::string family;  // the file the lowering lives in: `elementwise` for elementwise.cpp, `conv`, ...
     LoweringFn fn;
+    std::string in_place_of;  // an in-place form derived from a functional entry (`aten::add_`): its name
   };
-  void Register(std::string name, std::string family, LoweringFn fn);
-  // `aten::name.overload`, falling back to `aten::name`.
+  // Adds an entry. A name the table already has is rejected (kInternal naming both families) and the first
+  // registration stays: a table never silently replaces a lowering.
+  Status Register(Entry entry);
+  Status Register(std::string name, std::string family, LoweringFn fn);
+  // `aten::name.overload`, falling back to `aten::name`. An out= overload (`out`, or `X_out` for the functional
+  // overload `X`: `aten::where.self_out`) that is not listed itself lowers as its functional overload.
   const Entry* Find(const std::string& op, const std::string& overload) const;
   std::vector<const Entry*> entries() const;  // sorted by name
 
-  // The table with every built-in lowering.
+  // The table with every built-in lowering: each family's list (families.h) and the in-place forms derived
+  // from it.
   static const LoweringTable& Builtin();
+  // What Register rejected while Builtin() was built (a name listed twice): empty unless a family list is wrong.
+  const std::vector<Status>& rejected() const { return rejected_; }
 
  private:
   std::map<std::string, Entry> entries_;
+  std::vector<Status> rejected_;
 };
 
 // A node lowered into its own module: the entry computation takes the node's tensor arguments as

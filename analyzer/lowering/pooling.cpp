@@ -2,13 +2,13 @@
 // max_pool*_with_indices come from a variadic reduce-window over (value, iota) with an
 // argmax reducer; the backward is `select-and-scatter` (select GE, scatter add) over the padded
 // input (torch_xla BuildMaxPoolNdBackward); avg-pool = reduce-window add / count; adaptive pools
-// with divisible sizes are plain pools.
+// with divisible sizes are plain pools; max_unpool is a `scatter` to the recorded indices.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -54,24 +54,18 @@ hlo::Window PoolWindow(const std::vector<int64_t>& dims, const PoolParams& p) {
   return w;
 }
 
-Expected<PoolParams> ReadPool(const Ctx& c, size_t nsp, size_t first, bool has_dilation) {
+Expected<PoolParams> ReadPool(const LoweringContext& ctx, size_t nsp, size_t first, bool has_dilation) {
   PoolParams p;
-  p.kernel = Fill(c.Ints("kernel_size", first), nsp, 1);
-  p.stride = c.Ints("stride", first + 1);
+  p.kernel = Fill(ctx.Ints("kernel_size", first), nsp, 1);
+  p.stride = ctx.Ints("stride", first + 1);
   if (p.stride.empty()) p.stride = p.kernel;
   p.stride = Fill(p.stride, nsp, 1);
-  p.padding = Fill(c.Ints("padding", first + 2), nsp, 0);
-  p.dilation = has_dilation ? Fill(c.Ints("dilation", first + 3), nsp, 1) : std::vector<int64_t>(nsp, 1);
-  p.ceil_mode = c.Bool("ceil_mode", first + (has_dilation ? 4 : 3), false);
+  p.padding = Fill(ctx.Ints("padding", first + 2), nsp, 0);
+  p.dilation = has_dilation ? Fill(ctx.Ints("dilation", first + 3), nsp, 1) : std::vector<int64_t>(nsp, 1);
+  p.ceil_mode = ctx.Bool("ceil_mode", first + (has_dilation ? 4 : 3), false);
   if (p.kernel.size() != nsp || p.stride.size() != nsp || p.padding.size() != nsp || p.dilation.size() != nsp)
-    return Bad(c, "pooling parameters of the wrong length");
+    return ctx.Unsupported("pooling parameters of the wrong length");
   return p;
-}
-
-size_t SpatialCount(const std::string& op) {
-  if (op.find("3d") != std::string::npos) return 3;
-  if (op.find("1d") != std::string::npos) return 1;
-  return 2;
 }
 
 // (value, index) argmax reducer: keeps the larger value, the lower index on ties, NaN wins.
@@ -98,18 +92,12 @@ Computation* ArgMaxReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool 
   return sub.Finish(sub.Tuple({v, i}));
 }
 
-}  // namespace
 
-Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max) {
-  return ArgMaxReducer(b, vt, it, is_max);
-}
-
-Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  size_t nsp = SpatialCount(n.op);
-  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
-  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 1, true));
+Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 1, true));
   std::vector<int64_t> dims = Dims(x);
   PrimitiveType t = x->shape.element_type();
   hlo::Window w = PoolWindow(dims, p);
@@ -124,7 +112,7 @@ Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
   PrimitiveType it = flat.back() < (int64_t{1} << 32) ? PrimitiveType::U32 : PrimitiveType::S64;
   Instruction* io = b.Reshape(b.Iota(Shape::Array(it, flat), static_cast<int64_t>(lead)), dims);
   Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, it)}, w, ArgMaxReducer(b, t, it, true));
-  return Done(c, {b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
+  return ctx.Finish({b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
 }
 
 // fractional_max_pool2d/3d: ATen's window starts per plane and dim from the plane's random sample u
@@ -132,26 +120,25 @@ Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b) {
 // ending at the input's end), computed in HLO from the random_samples input; the windows are a
 // `gather` of [k...] slices (of the values and of a flat-index iota) and a variadic `reduce` with
 // the argmax reducer (first maximum in row-major order, as ATen's strict > scan).
-Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * u0, c.Req("random_samples", 3));
-  size_t nsp = SpatialCount(n.op);
-  std::vector<int64_t> k = Fill(c.Ints("kernel_size", 1), nsp, 1);
-  std::vector<int64_t> out = Fill(c.Ints("output_size", 2), nsp, 1);
-  if (k.size() != nsp || out.size() != nsp) return Bad(c, "kernel_size/output_size of the wrong length");
+Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * u0, ctx.RequiredTensor("random_samples", 3));
+  std::vector<int64_t> k = Fill(ctx.Ints("kernel_size", 1), nsp, 1);
+  std::vector<int64_t> out = Fill(ctx.Ints("output_size", 2), nsp, 1);
+  if (k.size() != nsp || out.size() != nsp) return ctx.Unsupported("kernel_size/output_size of the wrong length");
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() != nsp + 1 && dims.size() != nsp + 2) return Bad(c, "input must be (N,) C, spatial...");
+  if (dims.size() != nsp + 1 && dims.size() != nsp + 2) return ctx.Unsupported("input must be (N,) C, spatial...");
   PrimitiveType t = x->shape.element_type();
-  if (!hlo::IsFloatingPoint(t)) return Bad(c, "fractional max pool needs a float input");
+  if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("fractional max pool needs a float input");
   const PrimitiveType S = PrimitiveType::S64;
   size_t lead = dims.size() - nsp;
   int64_t P = 1;
   for (size_t i = 0; i < lead; ++i) P *= dims[i];
   std::vector<int64_t> sp(dims.begin() + static_cast<long>(lead), dims.end());
   for (size_t i = 0; i < nsp; ++i)
-    if (k[i] > sp[i] || out[i] < 1 || out[i] + k[i] - 1 > sp[i]) return Bad(c, "output_size + kernel_size too big");
-  if (u0->shape.elements() != P * static_cast<int64_t>(nsp)) return Bad(c, "random_samples does not fit the input");
+    if (k[i] > sp[i] || out[i] < 1 || out[i] + k[i] - 1 > sp[i]) return ctx.Unsupported("output_size + kernel_size too big");
+  if (u0->shape.elements() != P * static_cast<int64_t>(nsp)) return ctx.Unsupported("random_samples does not fit the input");
   Instruction* u = b.Reshape(b.Convert(u0, t), {P, static_cast<int64_t>(nsp)});
   std::vector<int64_t> xs_dims = {P};
   xs_dims.insert(xs_dims.end(), sp.begin(), sp.end());
@@ -203,27 +190,25 @@ Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b) {
   Instruction* r = b.Reduce({win, widx}, {MinValue(b, t), MaxValue(b, S)}, red, ArgMaxReducer(b, t, S, true));
   std::vector<int64_t> od(dims.begin(), dims.begin() + static_cast<long>(lead));
   od.insert(od.end(), out.begin(), out.end());
-  return Done(c, {b.Reshape(b.GetTupleElement(r, 0), od), b.Reshape(b.GetTupleElement(r, 1), od)});
+  return ctx.Finish({b.Reshape(b.GetTupleElement(r, 0), od), b.Reshape(b.GetTupleElement(r, 1), od)});
 }
 
-Expected<LoweredOp> MaxPool(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  size_t nsp = SpatialCount(n.op);
-  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
-  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 1, true));
+Expected<LoweredOp> MaxPool(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 1, true));
   PrimitiveType t = x->shape.element_type();
   hlo::Window w = PoolWindow(Dims(x), p);
-  return Done(c, {b.ReduceWindow({x}, {MinValue(b, t)}, w, b.ScalarBinaryComputation(Opcode::kMaximum, t))});
+  return ctx.Finish({b.ReduceWindow({x}, {MinValue(b, t)}, w, b.ScalarBinaryComputation(Opcode::kMaximum, t))});
 }
 
-Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  size_t nsp = SpatialCount(n.op);
-  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
-  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 2, true));
+Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 2, true));
   std::vector<int64_t> dims = Dims(x);
   PrimitiveType t = x->shape.element_type();
   size_t lead = dims.size() - nsp;
@@ -231,8 +216,8 @@ Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b) {
   for (int64_t d : p.dilation) dilated |= d != 1;
   if (dilated) {
     // select-and-scatter has no window dilation: scatter-add grad_output at the saved indices.
-    Instruction* idx = c.T("indices", 7);
-    if (!idx) return Bad(c, "dilated max-pool backward needs indices");
+    Instruction* idx = ctx.Tensor("indices", 7);
+    if (!idx) return ctx.Unsupported("dilated max-pool backward needs indices");
     std::vector<int64_t> gd = Dims(g);
     int64_t plane = 1, gplane = 1;
     for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i], gplane *= gd[i];
@@ -249,7 +234,7 @@ Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b) {
     dn.index_vector_dim = 1;
     Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {upd}, dn,
                                b.ScalarBinaryComputation(Opcode::kAdd, t));
-    return Done(c, {b.Reshape(s, dims)});
+    return ctx.Finish({b.Reshape(s, dims)});
   }
   hlo::Window w = PoolWindow(dims, p);
   // Pad explicitly with -inf, select-and-scatter over the padded input, slice the padding off.
@@ -277,10 +262,9 @@ Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b) {
     }
     r = b.Slice(r, starts, limits, strides);
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-namespace {
 // Number of non-padding (or padding-inclusive) elements under each window, as a constant-free
 // reduce-window of ones.
 Instruction* WindowCounts(Builder& b, PrimitiveType t, const std::vector<int64_t>& dims, const hlo::Window& w,
@@ -303,16 +287,14 @@ Instruction* WindowCounts(Builder& b, PrimitiveType t, const std::vector<int64_t
   }
   return b.ReduceWindow({Full(b, t, 1, dims)}, {Scalar(b, t, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, t));
 }
-}  // namespace
 
-Expected<LoweredOp> AvgPool(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  size_t nsp = SpatialCount(n.op);
-  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
-  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 1, false));
-  bool include_pad = c.Bool("count_include_pad", 5, true);
-  const Value* div = c.V("divisor_override", 6);
+Expected<LoweredOp> AvgPool(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 1, false));
+  bool include_pad = ctx.Bool("count_include_pad", 5, true);
+  const Value* div = ctx.Arg("divisor_override", 6);
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> dims = Dims(x);
   hlo::Window w = PoolWindow(dims, p);
@@ -323,18 +305,17 @@ Expected<LoweredOp> AvgPool(const Node& n, Builder& b) {
   } else {
     r = Div(b, sum, WindowCounts(b, t, dims, w, p, include_pad));
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  size_t nsp = SpatialCount(n.op);
-  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return Bad(c, "input rank too small");
-  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(c, nsp, 2, false));
-  bool include_pad = c.Bool("count_include_pad", 6, true);
-  const Value* div = c.V("divisor_override", 7);
+Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  if (static_cast<size_t>(x->shape.rank()) < nsp + 1) return ctx.Unsupported("input rank too small");
+  OPPROBE_ASSIGN_OR_RETURN(PoolParams p, ReadPool(ctx, nsp, 2, false));
+  bool include_pad = ctx.Bool("count_include_pad", 6, true);
+  const Value* div = ctx.Arg("divisor_override", 7);
   PrimitiveType t = x->shape.element_type();
   std::vector<int64_t> dims = Dims(x);
   size_t lead = dims.size() - nsp;
@@ -364,24 +345,21 @@ Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b) {
     bw.dimensions.push_back(d);
   }
   Instruction* padded = b.Pad(scaled, Scalar(b, t, 0), cfg);
-  return Done(c, {b.ReduceWindow({padded}, {Scalar(b, t, 0)}, bw, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+  return ctx.Finish({b.ReduceWindow({padded}, {Scalar(b, t, 0)}, bw, b.ScalarBinaryComputation(Opcode::kAdd, t))});
 }
 
-namespace {
 // Adaptive pooling bins: start = floor(i*in/out), end = ceil((i+1)*in/out). When in % out == 0 the
 // bins form a regular window (kernel = stride = in/out).
 bool Regular(int64_t in, int64_t out) { return out > 0 && in % out == 0; }
 int64_t BinStart(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
 int64_t BinEnd(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
-}  // namespace
 
-Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  size_t nsp = SpatialCount(n.op);
-  std::vector<int64_t> out = Fill(c.Ints("output_size", 1), nsp, 1);
+Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> out = Fill(ctx.Ints("output_size", 1), nsp, 1);
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() < nsp + 1 || out.size() != nsp) return Bad(c, "bad output_size");
+  if (dims.size() < nsp + 1 || out.size() != nsp) return ctx.Unsupported("bad output_size");
   size_t lead = dims.size() - nsp;
   PrimitiveType t = x->shape.element_type();
   bool regular = true;
@@ -398,7 +376,7 @@ Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b) {
       w.dimensions.push_back(d);
     }
     Instruction* s = b.ReduceWindow({x}, {Scalar(b, t, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, t));
-    return Done(c, {MulScalar(b, s, 1.0 / static_cast<double>(count))});
+    return ctx.Finish({MulScalar(b, s, 1.0 / static_cast<double>(count))});
   }
   // General case: a matrix of bin weights per spatial dim, contracted with dot (one per dim).
   Instruction* r = x;
@@ -425,16 +403,15 @@ Expected<LoweredOp> AdaptiveAvgPool(const Node& n, Builder& b) {
     if (d == rank - 1) perm.push_back(rank - 1);
     r = b.Transpose(prod, perm);
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  size_t nsp = SpatialCount(n.op);
+Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
   std::vector<int64_t> dims = Dims(x), gd = Dims(g);
-  if (dims.size() < nsp + 1 || gd.size() != dims.size()) return Bad(c, "bad ranks");
+  if (dims.size() < nsp + 1 || gd.size() != dims.size()) return ctx.Unsupported("bad ranks");
   size_t lead = dims.size() - nsp;
   PrimitiveType t = g->shape.element_type();
   // Transpose of the bin-weight contraction: dot with the transposed weight matrix per dim.
@@ -461,16 +438,15 @@ Expected<LoweredOp> AdaptiveAvgPoolBackward(const Node& n, Builder& b) {
     if (d == rank - 1) perm.push_back(rank - 1);
     r = b.Transpose(prod, perm);
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  size_t nsp = SpatialCount(n.op);
-  std::vector<int64_t> out = Fill(c.Ints("output_size", 1), nsp, 1);
+Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> out = Fill(ctx.Ints("output_size", 1), nsp, 1);
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() < nsp + 1 || out.size() != nsp) return Bad(c, "bad output_size");
+  if (dims.size() < nsp + 1 || out.size() != nsp) return ctx.Unsupported("bad output_size");
   size_t lead = dims.size() - nsp;
   PrimitiveType t = x->shape.element_type();
   bool regular = true;
@@ -503,7 +479,7 @@ Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
       idx = b.GetTupleElement(r, 1);
       stride *= in;
     }
-    return Done(c, {val, idx});
+    return ctx.Finish({val, idx});
   }
   hlo::Window w;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -518,15 +494,14 @@ Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b) {
   PrimitiveType it = flat.back() < (int64_t{1} << 32) ? PrimitiveType::U32 : PrimitiveType::S64;
   Instruction* io = b.Reshape(b.Iota(Shape::Array(it, flat), static_cast<int64_t>(lead)), dims);
   Instruction* rw = b.ReduceWindow({x, io}, {MinValue(b, t), MaxValue(b, it)}, w, ArgMaxReducer(b, t, it, true));
-  return Done(c, {b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
+  return ctx.Finish({b.GetTupleElement(rw, 0), b.Convert(b.GetTupleElement(rw, 1), PrimitiveType::S64)});
 }
 
-Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 2));
-  size_t nsp = SpatialCount(n.op);
+Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 2));
   std::vector<int64_t> dims = Dims(x), gd = Dims(g);
   size_t lead = dims.size() - nsp;
   PrimitiveType t = x->shape.element_type();
@@ -542,20 +517,19 @@ Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})}, dn,
                              b.ScalarBinaryComputation(Opcode::kAdd, t));
-  return Done(c, {b.Reshape(s, dims)});
+  return ctx.Finish({b.Reshape(s, dims)});
 }
 
 // fractional_max_pool{2,3}d_backward(grad_output, self, kernel_size, output_size, indices): scatter-add of
 // grad_output into a zero input at the saved (per-plane flat) indices.
-Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 4));
-  size_t nsp = n.op.find("3d") != std::string::npos ? 3 : 2;
+Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 4));
   std::vector<int64_t> dims = Dims(x), gd = Dims(g);
   if (dims.size() < nsp || gd.size() != dims.size() || idx->shape.elements() != g->shape.elements())
-    return Bad(c, "shapes of grad_output, self and indices do not fit");
+    return ctx.Unsupported("shapes of grad_output, self and indices do not fit");
   PrimitiveType t = x->shape.element_type();
   size_t lead = dims.size() - nsp;
   int64_t plane = 1, gplane = 1, planes = 1;
@@ -570,34 +544,81 @@ Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})}, dn,
                              b.ScalarBinaryComputation(Opcode::kAdd, t));
-  return Done(c, {b.Reshape(s, dims)});
+  return ctx.Finish({b.Reshape(s, dims)});
 }
 
-// embedding_renorm_(self, indices, max_norm, norm_type): the rows named by indices whose p-norm exceeds max_norm
-// are scaled to max_norm / (norm + 1e-7); the other rows stay.
-Expected<LoweredOp> EmbeddingRenorm(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, c.Req("indices", 1));
-  double max_norm = c.Double("max_norm", 2, 1), p = c.Double("norm_type", 3, 2);
-  std::vector<int64_t> dims = Dims(w);
-  if (dims.size() != 2) return Bad(c, "weight must be 2-d");
-  PrimitiveType t = w->shape.element_type();
-  int64_t V = dims[0], K = idx->shape.elements();
+// max_unpool2d/3d: the values scattered to their indices in a zero tensor of the recorded output's size.
+Expected<LoweredOp> MaxUnpool(const Node& n, Builder& b, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx, ctx.RequiredTensor("indices", 1));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("needs the recorded output");
+  std::vector<int64_t> xd = Dims(x), od = out->sizes;
+  if (xd.size() < nsp || od.size() != xd.size()) return ctx.Unsupported("rank mismatch");
+  size_t lead = xd.size() - nsp;
+  int64_t planes = 1, in_plane = 1, out_plane = 1;
+  for (size_t i = 0; i < lead; ++i) planes *= xd[i];
+  for (size_t i = lead; i < xd.size(); ++i) in_plane *= xd[i], out_plane *= od[i];
+  PrimitiveType t = x->shape.element_type();
+  Instruction* local = b.Reshape(b.Convert(idx, PrimitiveType::S64), {planes, in_plane});
+  Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, in_plane}), 0), static_cast<double>(out_plane));
+  Instruction* gidx = b.Reshape(Add(b, local, base), {planes * in_plane, 1});
   hlo::ScatterDimensionNumbers dn;
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  Instruction* hit = b.Scatter({Full(b, t, 0, {V})}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {K, 1}),
-                               {Full(b, t, 1, {K})}, dn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
-  Instruction* a = b.Unary(Opcode::kAbs, w);
-  Instruction* norm = b.Binary(Opcode::kPower, ReduceSum(b, b.Binary(Opcode::kPower, a, FullLike(b, a, p)), {1}),
-                               Full(b, t, 1 / p, {V}));
-  Instruction* scale = Div(b, Full(b, t, max_norm, {V}), AddScalar(b, norm, 1e-7));
-  Instruction* apply = b.Binary(Opcode::kAnd, CmpScalar(b, hit, 0, ComparisonDirection::kGt),
-                                CmpScalar(b, norm, max_norm, ComparisonDirection::kGt));
-  scale = b.Select(apply, scale, Full(b, t, 1, {V}));
-  return Done(c, {Mul(b, w, b.Broadcast(scale, dims, {0}))});
+  Instruction* s = b.Scatter({Full(b, t, 0, {planes * out_plane})}, gidx, {b.Reshape(x, {planes * in_plane})}, dn,
+                            ReplaceComputation(b, t));
+  return ctx.Finish({b.Reshape(s, od)});
+}
+
+// A pooling lowering over `kDims` spatial dims (max_pool2d: 2).
+template <Expected<LoweredOp> (*kLowering)(const Node&, Builder&, size_t), size_t kDims>
+Expected<LoweredOp> Pool(const Node& n, Builder& b) {
+  return kLowering(n, b, kDims);
+}
+
+}  // namespace
+
+Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_max) {
+  return ArgMaxReducer(b, vt, it, is_max);
+}
+
+const LoweringFamily& PoolingLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::max_pool1d", Pool<MaxPool, 1>},
+      {"aten::max_pool2d", Pool<MaxPool, 2>},
+      {"aten::max_pool3d", Pool<MaxPool, 3>},
+      {"aten::max_pool2d_with_indices", Pool<MaxPoolWithIndices, 2>},
+      {"aten::max_pool3d_with_indices", Pool<MaxPoolWithIndices, 3>},
+      {"aten::max_pool2d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 2>},
+      {"aten::max_pool3d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 3>},
+      {"aten::fractional_max_pool2d", Pool<FractionalMaxPool, 2>},
+      {"aten::fractional_max_pool3d", Pool<FractionalMaxPool, 3>},
+      {"aten::fractional_max_pool2d_backward", Pool<FractionalMaxPoolBackward, 2>},
+      {"aten::fractional_max_pool3d_backward", Pool<FractionalMaxPoolBackward, 3>},
+      {"aten::avg_pool1d", Pool<AvgPool, 1>},
+      {"aten::avg_pool2d", Pool<AvgPool, 2>},
+      {"aten::avg_pool3d", Pool<AvgPool, 3>},
+      {"aten::avg_pool2d_backward", Pool<AvgPoolBackward, 2>},
+      {"aten::avg_pool3d_backward", Pool<AvgPoolBackward, 3>},
+      {"aten::adaptive_avg_pool1d", Pool<AdaptiveAvgPool, 1>},
+      {"aten::adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
+      {"aten::adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
+      {"aten::_adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
+      {"aten::_adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
+      {"aten::_adaptive_avg_pool2d_backward", Pool<AdaptiveAvgPoolBackward, 2>},
+      {"aten::_adaptive_avg_pool3d_backward", Pool<AdaptiveAvgPoolBackward, 3>},
+      {"aten::adaptive_max_pool1d", Pool<AdaptiveMaxPool, 1>},
+      {"aten::adaptive_max_pool2d", Pool<AdaptiveMaxPool, 2>},
+      {"aten::adaptive_max_pool3d", Pool<AdaptiveMaxPool, 3>},
+      {"aten::adaptive_max_pool2d_backward", Pool<AdaptiveMaxPoolBackward, 2>},
+      {"aten::adaptive_max_pool3d_backward", Pool<AdaptiveMaxPoolBackward, 3>},
+      {"aten::max_unpool2d", Pool<MaxUnpool, 2>},
+      {"aten::max_unpool3d", Pool<MaxUnpool, 3>},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

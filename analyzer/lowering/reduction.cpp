@@ -1,24 +1,24 @@
-// Reductions (`reduce` with a scalar to_apply computation), arg-reductions (variadic reduce over
-// (value, iota)), cumulative ops (`reduce-window` over the whole dim with low padding n-1, as
-// torch_xla BuildCumulativeComputation and JAX cumsum do), softmax family, sort/topk (sort of
-// (x, iota) then slice).
+// Reductions (`reduce` with a scalar to_apply computation) and the ops that end in one (equal, allclose,
+// aminmax, dist), arg-reductions (variadic reduce over (value, iota)), cumulative ops (`reduce-window` over the
+// whole dim with low padding n-1, as torch_xla BuildCumulativeComputation and JAX cumsum do), the softmax family
+// (_safe_softmax included), sort/topk and the order statistics (sort of (x, iota) then slice).
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
 
 // The reduced dims from a `dim` argument (int, int list, None or empty = all).
-Expected<std::vector<int64_t>> ReducedDims(const Ctx& c, int64_t rank, size_t pos) {
-  auto d = c.OptInts("dim", pos);
+Expected<std::vector<int64_t>> ReducedDims(const LoweringContext& ctx, int64_t rank, size_t pos) {
+  auto d = ctx.OptInts("dim", pos);
   if (!d) return NormDims({}, rank, true);
   auto r = NormDims(*d, rank, true);
-  if (!r.ok()) return Bad(c, r.status().message());
+  if (!r.ok()) return ctx.Unsupported(r.status().message());
   return r;
 }
 
@@ -46,101 +46,135 @@ Instruction* Norm(Builder& b, Instruction* x, double p, const std::vector<int64_
   return b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
 }
 
-Expected<LoweredOp> LowerReduce(const std::string& op, const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  std::vector<int64_t> dims = Dims(x0);
-  int64_t rank = x0->shape.rank();
-  size_t dim_pos = (op == "linalg_vector_norm" || op == "norm") ? 2 : 1;
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> red, ReducedDims(c, rank, dim_pos));
-  bool keepdim = c.Bool("keepdim", dim_pos + 1, false);
-  PrimitiveType in = x0->shape.element_type();
-  PrimitiveType out = c.OutType(0, in);
-  Instruction* r = nullptr;
-  if (op == "sum" || op == "nansum") {
-    PrimitiveType t = out == PrimitiveType::PRED ? PrimitiveType::S64 : out;
-    Instruction* x = b.Convert(x0, t);
-    if (op == "nansum" && IsFloatish(t)) x = b.Select(b.Compare(x, x, ComparisonDirection::kNe), FullLike(b, x, 0), x);
-    r = ReduceSum(b, x, red);
-  } else if (op == "mean" || op == "nanmean") {
-    PrimitiveType t = out;
-    Instruction* x = b.Convert(x0, t);
-    if (op == "nanmean") {
-      Instruction* ok = b.Compare(x, x, ComparisonDirection::kEq);
-      Instruction* s = ReduceSum(b, b.Select(ok, x, FullLike(b, x, 0)), red);
-      Instruction* cnt = ReduceSum(b, b.Convert(ok, t), red);
-      r = Div(b, s, cnt);
-    } else {
-      r = MulScalar(b, ReduceSum(b, x, red), 1.0 / Count(dims, red));
-    }
-  } else if (op == "prod") {
-    PrimitiveType t = out == PrimitiveType::PRED ? PrimitiveType::S64 : out;
-    Instruction* x = b.Convert(x0, t);
-    r = Reduce(b, x, red, Opcode::kMultiply, Scalar(b, t, 1));
-  } else if (op == "amax" || op == "max") {
-    r = ReduceMax(b, x0, red);
-    if (IsFloatish(in)) {  // NaN propagates: any NaN in the slice gives NaN
-      Instruction* nan = ReduceMax(b, b.Compare(x0, x0, ComparisonDirection::kNe), red);
-      r = b.Select(nan, FullLike(b, r, std::numeric_limits<double>::quiet_NaN()), r);
-    }
-  } else if (op == "amin" || op == "min") {
-    r = ReduceMin(b, x0, red);
-    if (IsFloatish(in)) {
-      Instruction* nan = ReduceMax(b, b.Compare(x0, x0, ComparisonDirection::kNe), red);
-      r = b.Select(nan, FullLike(b, r, std::numeric_limits<double>::quiet_NaN()), r);
-    }
-  } else if (op == "any" || op == "all") {
-    Instruction* p = in == PrimitiveType::PRED ? x0 : CmpScalar(b, x0, 0, ComparisonDirection::kNe);
-    r = op == "any" ? Reduce(b, p, red, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0))
-                    : Reduce(b, p, red, Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
-  } else if (op == "logsumexp") {
-    PrimitiveType t = FloatType(out);
-    Instruction* x = b.Convert(x0, t);
-    Instruction* m = ReduceMax(b, x, red);
-    // A max of +-inf must not produce inf - inf: use 0 as the shift there.
-    Instruction* finite = b.Unary(Opcode::kIsFinite, m);
-    Instruction* shift = b.Select(finite, m, FullLike(b, m, 0));
-    Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, BcastBack(b, shift, dims, red)));
-    r = Add(b, b.Unary(Opcode::kLog, ReduceSum(b, e, red)), shift);
-  } else if (op == "linalg_vector_norm" || op == "norm") {
-    const Value* pv = c.V(op == "norm" ? "p" : "ord", 1);
-    double p = pv && !pv->is_none() ? pv->AsDouble() : 2.0;
-    PrimitiveType t = c.Dtype("dtype", 4).value_or(in);
-    Instruction* x = b.Convert(x0, t);
-    r = Norm(b, x, p, red);
-  } else if (op == "count_nonzero") {
-    r = ReduceSum(b, b.Convert(CmpScalar(b, x0, 0, ComparisonDirection::kNe), PrimitiveType::S64), red);
-  } else {
-    return Bad(c, "no reduction body for " + op);
+// What a reduction's body reads: self, its dims, the reduced dims and the input and result types.
+struct ReduceArgs {
+  const LoweringContext& ctx;
+  Instruction* x0;
+  const std::vector<int64_t>& dims;
+  const std::vector<int64_t>& red;
+  PrimitiveType in;
+  PrimitiveType out;
+};
+using ReduceBody = Expected<Instruction*> (*)(const ReduceArgs& a);
+
+// A reduction of self over `dim` (at `dim_pos`; None or empty is every dim) with keepdim at dim_pos + 1.
+LoweringFn Reduction(ReduceBody body, size_t dim_pos = 1) {
+  return [body, dim_pos](const Node& n, Builder& b) -> Expected<LoweredOp> {
+    LoweringContext ctx(n, b);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+    std::vector<int64_t> dims = Dims(x0);
+    int64_t rank = x0->shape.rank();
+    OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> red, ReducedDims(ctx, rank, dim_pos));
+    bool keepdim = ctx.Bool("keepdim", dim_pos + 1, false);
+    PrimitiveType in = x0->shape.element_type();
+    PrimitiveType out = ctx.OutputType(0, in);
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * r, body(ReduceArgs{ctx, x0, dims, red, in, out}));
+    r = KeepDimsReshape(b, r, dims, red, keepdim);
+    return ctx.Finish({b.Convert(r, out)});
+  };
+}
+
+Expected<Instruction*> SumOf(const ReduceArgs& a, bool skip_nan) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = a.out == PrimitiveType::PRED ? PrimitiveType::S64 : a.out;
+  Instruction* x = b.Convert(a.x0, t);
+  if (skip_nan && IsFloatish(t)) x = b.Select(b.Compare(x, x, ComparisonDirection::kNe), FullLike(b, x, 0), x);
+  return ReduceSum(b, x, a.red);
+}
+Expected<Instruction*> Sum(const ReduceArgs& a) { return SumOf(a, false); }
+Expected<Instruction*> NanSum(const ReduceArgs& a) { return SumOf(a, true); }
+
+Expected<Instruction*> Mean(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  Instruction* x = b.Convert(a.x0, a.out);
+  return MulScalar(b, ReduceSum(b, x, a.red), 1.0 / Count(a.dims, a.red));
+}
+
+Expected<Instruction*> NanMean(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = a.out;
+  Instruction* x = b.Convert(a.x0, t);
+  Instruction* ok = b.Compare(x, x, ComparisonDirection::kEq);
+  Instruction* s = ReduceSum(b, b.Select(ok, x, FullLike(b, x, 0)), a.red);
+  Instruction* cnt = ReduceSum(b, b.Convert(ok, t), a.red);
+  return Div(b, s, cnt);
+}
+
+Expected<Instruction*> Prod(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = a.out == PrimitiveType::PRED ? PrimitiveType::S64 : a.out;
+  Instruction* x = b.Convert(a.x0, t);
+  return Reduce(b, x, a.red, Opcode::kMultiply, Scalar(b, t, 1));
+}
+
+// max/min (amax/amin): NaN propagates, any NaN in the slice gives NaN.
+Expected<Instruction*> Extremum(const ReduceArgs& a, bool is_max) {
+  Builder& b = a.ctx.builder;
+  Instruction* r = is_max ? ReduceMax(b, a.x0, a.red) : ReduceMin(b, a.x0, a.red);
+  if (IsFloatish(a.in)) {
+    Instruction* nan = ReduceMax(b, b.Compare(a.x0, a.x0, ComparisonDirection::kNe), a.red);
+    r = b.Select(nan, FullLike(b, r, std::numeric_limits<double>::quiet_NaN()), r);
   }
-  r = KeepDimsReshape(b, r, dims, red, keepdim);
-  return Done(c, {b.Convert(r, out)});
+  return r;
+}
+Expected<Instruction*> Max(const ReduceArgs& a) { return Extremum(a, true); }
+Expected<Instruction*> Min(const ReduceArgs& a) { return Extremum(a, false); }
+
+Expected<Instruction*> AnyOrAll(const ReduceArgs& a, bool any) {
+  Builder& b = a.ctx.builder;
+  Instruction* p = a.in == PrimitiveType::PRED ? a.x0 : CmpScalar(b, a.x0, 0, ComparisonDirection::kNe);
+  return any ? Reduce(b, p, a.red, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0))
+             : Reduce(b, p, a.red, Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
+}
+Expected<Instruction*> Any(const ReduceArgs& a) { return AnyOrAll(a, true); }
+Expected<Instruction*> All(const ReduceArgs& a) { return AnyOrAll(a, false); }
+
+Expected<Instruction*> LogSumExp(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  PrimitiveType t = FloatType(a.out);
+  Instruction* x = b.Convert(a.x0, t);
+  Instruction* m = ReduceMax(b, x, a.red);
+  // A max of +-inf must not produce inf - inf: use 0 as the shift there.
+  Instruction* finite = b.Unary(Opcode::kIsFinite, m);
+  Instruction* shift = b.Select(finite, m, FullLike(b, m, 0));
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, BcastBack(b, shift, a.dims, a.red)));
+  return Add(b, b.Unary(Opcode::kLog, ReduceSum(b, e, a.red)), shift);
 }
 
-}  // namespace
+// norm(self, p, dim) and linalg_vector_norm(self, ord, dim): the order is named p or ord.
+Expected<Instruction*> PNorm(const ReduceArgs& a, const char* order_name) {
+  Builder& b = a.ctx.builder;
+  const Value* pv = a.ctx.Arg(order_name, 1);
+  double p = pv && !pv->is_none() ? pv->AsDouble() : 2.0;
+  PrimitiveType t = a.ctx.Dtype("dtype", 4).value_or(a.in);
+  Instruction* x = b.Convert(a.x0, t);
+  return Norm(b, x, p, a.red);
+}
+Expected<Instruction*> NormP(const ReduceArgs& a) { return PNorm(a, "p"); }
+Expected<Instruction*> VectorNorm(const ReduceArgs& a) { return PNorm(a, "ord"); }
 
-Fn ReduceOp(const std::string& op) {
-  return [op](const Node& n, Builder& b) { return LowerReduce(op, n, b); };
+Expected<Instruction*> CountNonzero(const ReduceArgs& a) {
+  Builder& b = a.ctx.builder;
+  return ReduceSum(b, b.Convert(CmpScalar(b, a.x0, 0, ComparisonDirection::kNe), PrimitiveType::S64), a.red);
 }
 
-Expected<LoweredOp> CountNonzero(const Node& n, Builder& b) { return LowerReduce("count_nonzero", n, b); }
-
-Expected<LoweredOp> VarStd(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+// var, std, var_mean and std_mean: `is_std` takes the square root, `with_mean` also returns the mean.
+Expected<LoweredOp> VarStd(const Node& n, Builder& b, bool is_std, bool with_mean) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x0);
-  auto dv = c.OptInts("dim", 1);
+  auto dv = ctx.OptInts("dim", 1);
   std::vector<int64_t> red;
   {
     auto r = NormDims(dv ? *dv : std::vector<int64_t>{}, x0->shape.rank(), true);
-    if (!r.ok()) return Bad(c, r.status().message());
+    if (!r.ok()) return ctx.Unsupported(r.status().message());
     red = *r;
   }
   double correction = 1;
-  if (const Value* cv = c.V("correction", 2); cv && !cv->is_none()) correction = cv->AsDouble();
-  else if (const Value* uv = c.V("unbiased", 1); uv && uv->kind == Value::Kind::kBool) correction = uv->b ? 1 : 0;
-  else if (const Value* uv2 = c.V("unbiased", 2); uv2 && uv2->kind == Value::Kind::kBool) correction = uv2->b ? 1 : 0;
-  bool keepdim = c.Bool("keepdim", 3, false);
+  if (const Value* cv = ctx.Arg("correction", 2); cv && !cv->is_none()) correction = cv->AsDouble();
+  else if (const Value* uv = ctx.Arg("unbiased", 1); uv && uv->kind == Value::Kind::kBool) correction = uv->b ? 1 : 0;
+  else if (const Value* uv2 = ctx.Arg("unbiased", 2); uv2 && uv2->kind == Value::Kind::kBool) correction = uv2->b ? 1 : 0;
+  bool keepdim = ctx.Bool("keepdim", 3, false);
   PrimitiveType in = x0->shape.element_type();
   PrimitiveType t = FloatType(in);
   Instruction* x = b.Convert(x0, t);
@@ -150,14 +184,17 @@ Expected<LoweredOp> VarStd(const Node& n, Builder& b) {
   Instruction* sq = hlo::IsComplex(t) ? b.Convert(b.Unary(Opcode::kAbs, centered), hlo::ComplexComponentType(t)) : centered;
   sq = Mul(b, sq, sq);
   Instruction* var = MulScalar(b, ReduceSum(b, sq, red), 1.0 / std::max(count - correction, 0.0));
-  bool is_std = n.op == "aten::std" || n.op == "aten::std_mean";
   Instruction* r = is_std ? b.Unary(Opcode::kSqrt, var) : var;
   std::vector<Instruction*> outs = {KeepDimsReshape(b, r, dims, red, keepdim)};
-  if (n.op == "aten::var_mean" || n.op == "aten::std_mean") outs.push_back(KeepDimsReshape(b, mean, dims, red, keepdim));
-  return Done(c, outs);
+  if (with_mean) outs.push_back(KeepDimsReshape(b, mean, dims, red, keepdim));
+  return ctx.Finish(outs);
 }
 
-namespace {
+Expected<LoweredOp> Var(const Node& n, Builder& b) { return VarStd(n, b, false, false); }
+Expected<LoweredOp> Std(const Node& n, Builder& b) { return VarStd(n, b, true, false); }
+Expected<LoweredOp> VarMean(const Node& n, Builder& b) { return VarStd(n, b, false, true); }
+Expected<LoweredOp> StdMean(const Node& n, Builder& b) { return VarStd(n, b, true, true); }
+
 // Variadic reduce over (x, iota) along dim; returns (values, indices).
 std::pair<Instruction*, Instruction*> ArgReduce(Builder& b, Instruction* x, int64_t dim, bool is_max) {
   PrimitiveType t = x->shape.element_type();
@@ -166,52 +203,58 @@ std::pair<Instruction*, Instruction*> ArgReduce(Builder& b, Instruction* x, int6
   Instruction* r = b.Reduce({x, io}, {init, ConstS64(b, 0)}, {dim}, ArgReducer(b, t, PrimitiveType::S64, is_max));
   return {b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)};
 }
-}  // namespace
 
-Expected<LoweredOp> ArgMinMax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  bool is_max = n.op == "aten::argmax";
-  auto d = c.OptInt("dim", 1);
-  bool keepdim = c.Bool("keepdim", 2, false);
+Expected<LoweredOp> ArgMinMax(const Node& n, Builder& b, bool is_max) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  auto d = ctx.OptInt("dim", 1);
+  bool keepdim = ctx.Bool("keepdim", 2, false);
   std::vector<int64_t> dims = Dims(x);
   if (!d || x->shape.rank() == 0) {
     Instruction* flat = b.Reshape(x, {x->shape.elements()});
     auto [v, i] = ArgReduce(b, flat, 0, is_max);
     (void)v;
     if (keepdim) i = b.Reshape(i, std::vector<int64_t>(dims.size(), 1));
-    return Done(c, {i});
+    return ctx.Finish({i});
   }
   auto w = WrapDim(*d, x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (!w) return ctx.Unsupported("dimension out of range");
   auto [v, i] = ArgReduce(b, x, *w, is_max);
   (void)v;
-  return Done(c, {KeepDimsReshape(b, i, dims, {*w}, keepdim)});
+  return ctx.Finish({KeepDimsReshape(b, i, dims, {*w}, keepdim)});
 }
 
-Expected<LoweredOp> MinMaxDim(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  bool is_max = n.op == "aten::max" || n.op == "aten::max_";
+Expected<LoweredOp> Argmax(const Node& n, Builder& b) { return ArgMinMax(n, b, true); }
+Expected<LoweredOp> Argmin(const Node& n, Builder& b) { return ArgMinMax(n, b, false); }
+
+// max.dim / min.dim: (values, indices).
+Expected<LoweredOp> MinMaxDim(const Node& n, Builder& b, bool is_max) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
-  if (x->shape.rank() == 0) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", 1, 0), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
-  bool keepdim = c.Bool("keepdim", 2, false);
+  if (x->shape.rank() == 0) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
+  bool keepdim = ctx.Bool("keepdim", 2, false);
   auto [v, i] = ArgReduce(b, x, *w, is_max);
-  return Done(c, {KeepDimsReshape(b, v, dims, {*w}, keepdim), KeepDimsReshape(b, i, dims, {*w}, keepdim)});
+  return ctx.Finish({KeepDimsReshape(b, v, dims, {*w}, keepdim), KeepDimsReshape(b, i, dims, {*w}, keepdim)});
 }
 
-Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
+Expected<LoweredOp> MaxDim(const Node& n, Builder& b) { return MinMaxDim(n, b, true); }
+Expected<LoweredOp> MinDim(const Node& n, Builder& b) { return MinMaxDim(n, b, false); }
+
+enum class Cumulative { kSum, kProd, kLogSumExp, kMax, kMin };
+
+Expected<LoweredOp> LowerCumulative(const Node& n, Builder& b, Cumulative op) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x0);
   if (dims.empty()) {
-    if (n.op == "aten::cummax" || n.op == "aten::cummin") return Done(c, {x0, ConstS64(b, 0)});
-    return Done(c, {b.Convert(x0, c.OutType(0, x0->shape.element_type()))});
+    if (op == Cumulative::kMax || op == Cumulative::kMin) return ctx.Finish({x0, ConstS64(b, 0)});
+    return ctx.Finish({b.Convert(x0, ctx.OutputType(0, x0->shape.element_type()))});
   }
-  auto w = WrapDim(c.Int("dim", 1, 0), x0->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x0->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   int64_t d = *w;
   hlo::Window win;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -222,18 +265,18 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     }
     win.dimensions.push_back(wd);
   }
-  PrimitiveType out = c.OutType(0, x0->shape.element_type());
-  if (n.op == "aten::cumsum" || n.op == "aten::cumsum_") {
+  PrimitiveType out = ctx.OutputType(0, x0->shape.element_type());
+  if (op == Cumulative::kSum) {
     PrimitiveType t = out;
     Instruction* x = b.Convert(x0, t);
-    return Done(c, {b.ReduceWindow({x}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+    return ctx.Finish({b.ReduceWindow({x}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t))});
   }
-  if (n.op == "aten::cumprod" || n.op == "aten::cumprod_") {
+  if (op == Cumulative::kProd) {
     PrimitiveType t = out;
     Instruction* x = b.Convert(x0, t);
-    return Done(c, {b.ReduceWindow({x}, {Scalar(b, t, 1)}, win, b.ScalarBinaryComputation(Opcode::kMultiply, t))});
+    return ctx.Finish({b.ReduceWindow({x}, {Scalar(b, t, 1)}, win, b.ScalarBinaryComputation(Opcode::kMultiply, t))});
   }
-  if (n.op == "aten::logcumsumexp") {
+  if (op == Cumulative::kLogSumExp) {
     PrimitiveType t = FloatType(out);
     Instruction* x = b.Convert(x0, t);
     Instruction* m = ReduceMax(b, x, {d});
@@ -241,10 +284,10 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     Instruction* sb = BcastBack(b, shift, dims, {d});
     Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, sb));
     Instruction* cs = b.ReduceWindow({e}, {Scalar(b, t, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, t));
-    return Done(c, {Add(b, b.Unary(Opcode::kLog, cs), sb)});
+    return ctx.Finish({Add(b, b.Unary(Opcode::kLog, cs), sb)});
   }
-  if (n.op == "aten::cummax" || n.op == "aten::cummin") {
-    bool is_max = n.op == "aten::cummax";
+  {  // cummax, cummin
+    bool is_max = op == Cumulative::kMax;
     PrimitiveType t = x0->shape.element_type();
     // Reducer preferring the later index on ties (torch's cummax/cummin use >= / <=).
     Builder sub = b.CreateSubBuilder(is_max ? "cummax" : "cummin");
@@ -266,25 +309,29 @@ Expected<LoweredOp> Cumulative(const Node& n, Builder& b) {
     Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, dims), d);
     Instruction* init = is_max ? MinValue(b, t) : MaxValue(b, t);
     Instruction* r = b.ReduceWindow({x0, io}, {init, ConstS64(b, -1)}, win, red);
-    return Done(c, {b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)});
+    return ctx.Finish({b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)});
   }
-  return Bad(c, "unknown cumulative op");
 }
 
-namespace {
+Expected<LoweredOp> Cumsum(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kSum); }
+Expected<LoweredOp> Cumprod(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kProd); }
+Expected<LoweredOp> Logcumsumexp(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kLogSumExp); }
+Expected<LoweredOp> Cummax(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kMax); }
+Expected<LoweredOp> Cummin(const Node& n, Builder& b) { return LowerCumulative(n, b, Cumulative::kMin); }
+
 struct SoftmaxIn {
   Instruction* x;
   int64_t dim;
   PrimitiveType out;
 };
-Expected<SoftmaxIn> SoftmaxArgs(const Ctx& c) {
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  PrimitiveType out = c.OutType(0, x->shape.element_type());
-  if (auto dt = c.Dtype("dtype", 2)) out = *dt;
-  auto w = WrapDim(c.Int("dim", 1, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+Expected<SoftmaxIn> SoftmaxArgs(const LoweringContext& ctx) {
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  PrimitiveType out = ctx.OutputType(0, x->shape.element_type());
+  if (auto dt = ctx.Dtype("dtype", 2)) out = *dt;
+  auto w = WrapDim(ctx.Int("dim", 1, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   PrimitiveType t = out;
-  return SoftmaxIn{c.b.Convert(x, t), *w, out};
+  return SoftmaxIn{ctx.builder.Convert(x, t), *w, out};
 }
 
 // x - max(x) along dim (broadcast back), the max being 0 where it is not finite.
@@ -294,61 +341,59 @@ Instruction* Shifted(Builder& b, Instruction* x, int64_t dim) {
   Instruction* m = ReduceMax(b, x, {dim});
   return Sub(b, x, BcastBack(b, m, dims, {dim}));
 }
-}  // namespace
 
 Expected<LoweredOp> Softmax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(c));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(ctx));
   std::vector<int64_t> dims = Dims(in.x);
-  if (dims.empty()) return Done(c, {FullLike(b, in.x, 1)});
+  if (dims.empty()) return ctx.Finish({FullLike(b, in.x, 1)});
   Instruction* e = b.Unary(Opcode::kExp, Shifted(b, in.x, in.dim));
   Instruction* s = ReduceSum(b, e, {in.dim});
-  return Done(c, {Div(b, e, BcastBack(b, s, dims, {in.dim}))});
+  return ctx.Finish({Div(b, e, BcastBack(b, s, dims, {in.dim}))});
 }
 
 Expected<LoweredOp> LogSoftmax(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(c));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(SoftmaxIn in, SoftmaxArgs(ctx));
   std::vector<int64_t> dims = Dims(in.x);
-  if (dims.empty()) return Done(c, {FullLike(b, in.x, 0)});
+  if (dims.empty()) return ctx.Finish({FullLike(b, in.x, 0)});
   Instruction* sh = Shifted(b, in.x, in.dim);
   Instruction* lse = b.Unary(Opcode::kLog, ReduceSum(b, b.Unary(Opcode::kExp, sh), {in.dim}));
-  return Done(c, {Sub(b, sh, BcastBack(b, lse, dims, {in.dim}))});
+  return ctx.Finish({Sub(b, sh, BcastBack(b, lse, dims, {in.dim}))});
 }
 
 Expected<LoweredOp> SoftmaxBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("output", 1));
-  PrimitiveType t = c.OutType(0, g->shape.element_type());
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("output", 1));
+  PrimitiveType t = ctx.OutputType(0, g->shape.element_type());
   g = b.Convert(g, t);
   y = b.Convert(y, t);
   std::vector<int64_t> dims = Dims(y);
-  if (dims.empty()) return Done(c, {FullLike(b, y, 0)});
-  auto w = WrapDim(c.Int("dim", 2, -1), y->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (dims.empty()) return ctx.Finish({FullLike(b, y, 0)});
+  auto w = WrapDim(ctx.Int("dim", 2, -1), y->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   // y * (g - sum(g * y))
   Instruction* s = ReduceSum(b, Mul(b, g, y), {*w});
-  return Done(c, {Mul(b, y, Sub(b, g, BcastBack(b, s, dims, {*w})))});
+  return ctx.Finish({Mul(b, y, Sub(b, g, BcastBack(b, s, dims, {*w})))});
 }
 
 Expected<LoweredOp> LogSoftmaxBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("output", 1));
-  PrimitiveType t = c.OutType(0, g->shape.element_type());
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("output", 1));
+  PrimitiveType t = ctx.OutputType(0, g->shape.element_type());
   g = b.Convert(g, t);
   y = b.Convert(y, t);
   std::vector<int64_t> dims = Dims(y);
-  if (dims.empty()) return Done(c, {FullLike(b, y, 0)});
-  auto w = WrapDim(c.Int("dim", 2, -1), y->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (dims.empty()) return ctx.Finish({FullLike(b, y, 0)});
+  auto w = WrapDim(ctx.Int("dim", 2, -1), y->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   // g - exp(y) * sum(g)
   Instruction* s = ReduceSum(b, g, {*w});
-  return Done(c, {Sub(b, g, Mul(b, b.Unary(Opcode::kExp, y), BcastBack(b, s, dims, {*w})))});
+  return ctx.Finish({Sub(b, g, Mul(b, b.Unary(Opcode::kExp, y), BcastBack(b, s, dims, {*w})))});
 }
 
-namespace {
 // Stable sort of (x, iota) along dim; returns (values, indices).
 std::pair<Instruction*, Instruction*> SortWithIndices(Builder& b, Instruction* x, int64_t dim, bool descending) {
   PrimitiveType t = x->shape.element_type();
@@ -356,38 +401,43 @@ std::pair<Instruction*, Instruction*> SortWithIndices(Builder& b, Instruction* x
   Instruction* s = b.Sort({x, io}, dim, SortComparator(b, {t, PrimitiveType::S64}, descending), true);
   return {b.GetTupleElement(s, 0), b.GetTupleElement(s, 1)};
 }
-}  // namespace
 
-Expected<LoweredOp> Sort(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  bool descending = c.Bool("descending", n.overload == "stable" ? 3 : 2, false);
-  int64_t dim = c.Int("dim", n.overload == "stable" ? 2 : 1, -1);
+// What a sort returns: sort's (values, indices), argsort's indices or msort's values.
+enum class SortResult { kValuesAndIndices, kIndices, kValues };
+
+Expected<LoweredOp> LowerSort(const Node& n, Builder& b, SortResult result) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  bool descending = ctx.Bool("descending", n.overload == "stable" ? 3 : 2, false);
+  int64_t dim = ctx.Int("dim", n.overload == "stable" ? 2 : 1, -1);
   if (x->shape.rank() == 0) {
-    if (n.op == "aten::argsort") return Done(c, {ConstS64(b, 0)});
-    return Done(c, {x, ConstS64(b, 0)});
+    if (result == SortResult::kIndices) return ctx.Finish({ConstS64(b, 0)});
+    return ctx.Finish({x, ConstS64(b, 0)});
   }
   auto w = WrapDim(dim, x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (!w) return ctx.Unsupported("dimension out of range");
   auto [v, i] = SortWithIndices(b, x, *w, descending);
-  if (n.op == "aten::argsort") return Done(c, {i});
-  if (n.op == "aten::msort") return Done(c, {v});
-  return Done(c, {v, i});
+  if (result == SortResult::kIndices) return ctx.Finish({i});
+  if (result == SortResult::kValues) return ctx.Finish({v});
+  return ctx.Finish({v, i});
 }
+
+Expected<LoweredOp> Sort(const Node& n, Builder& b) { return LowerSort(n, b, SortResult::kValuesAndIndices); }
+Expected<LoweredOp> Argsort(const Node& n, Builder& b) { return LowerSort(n, b, SortResult::kIndices); }
+Expected<LoweredOp> Msort(const Node& n, Builder& b) { return LowerSort(n, b, SortResult::kValues); }
 
 Expected<LoweredOp> Topk(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t k = c.Int("k", 1, 1);
-  bool largest = c.Bool("largest", 3, true);
-  if (x->shape.rank() == 0) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", 2, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ctx.Int("k", 1, 1);
+  bool largest = ctx.Bool("largest", 3, true);
+  if (x->shape.rank() == 0) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", 2, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   auto [v, i] = SortWithIndices(b, x, *w, largest);
-  return Done(c, {b.SliceInDim(v, 0, k, 1, *w), b.SliceInDim(i, 0, k, 1, *w)});
+  return ctx.Finish({b.SliceInDim(v, 0, k, 1, *w), b.SliceInDim(i, 0, k, 1, *w)});
 }
 
-namespace {
 // Ascending comparator over (x, iota) that puts every NaN last whatever its sign bit (TOTALORDER
 // would put -NaN first) and treats -0 == 0, as torch's median/nanmedian order does.
 Computation* NanLastLess(Builder& b, PrimitiveType t) {
@@ -421,42 +471,49 @@ std::pair<Instruction*, Instruction*> NanMedian(Builder& b, Instruction* x, int6
   Instruction* idx = ReduceSum(b, b.Select(pick, i, Full(b, PrimitiveType::S64, 0, dims)), {dim});
   return {val, idx};
 }
-}  // namespace
 
-Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+enum class OrderStatistic { kKth, kMedian, kNanMedian };
+
+// kthvalue(self, k, dim), median(self[, dim]) and nanmedian(self[, dim]).
+Expected<LoweredOp> LowerOrderStatistic(const Node& n, Builder& b, OrderStatistic which) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
-  bool is_median = n.op == "aten::median" || n.op == "aten::nanmedian";
+  bool is_median = which != OrderStatistic::kKth;
   // nanmedian skips NaNs (median propagates them; the plain sort puts them last).
-  bool skip_nan = n.op == "aten::nanmedian" && hlo::IsFloatingPoint(x->shape.element_type());
+  bool skip_nan = which == OrderStatistic::kNanMedian && hlo::IsFloatingPoint(x->shape.element_type());
   if (is_median && (n.overload == "default" || n.overload.empty())) {
     Instruction* flat = b.Reshape(x, {x->shape.elements()});
-    if (skip_nan && x->shape.elements() > 0) return Done(c, {NanMedian(b, flat, 0).first});
+    if (skip_nan && x->shape.elements() > 0) return ctx.Finish({NanMedian(b, flat, 0).first});
     auto [v, i] = SortWithIndices(b, flat, 0, false);
     (void)i;
     int64_t k = (x->shape.elements() - 1) / 2;
-    return Done(c, {b.Reshape(b.SliceInDim(v, k, k + 1, 1, 0), {})});
+    return ctx.Finish({b.Reshape(b.SliceInDim(v, k, k + 1, 1, 0), {})});
   }
-  if (dims.empty()) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", is_median ? 1 : 2, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
-  int64_t k = is_median ? (dims[static_cast<size_t>(*w)] - 1) / 2 : c.Int("k", 1, 1) - 1;
-  bool keepdim = c.Bool("keepdim", is_median ? 2 : 3, false);
+  if (dims.empty()) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", is_median ? 1 : 2, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
+  int64_t k = is_median ? (dims[static_cast<size_t>(*w)] - 1) / 2 : ctx.Int("k", 1, 1) - 1;
+  bool keepdim = ctx.Bool("keepdim", is_median ? 2 : 3, false);
   std::vector<int64_t> od = dims;
   if (!keepdim) od.erase(od.begin() + *w);
   else od[static_cast<size_t>(*w)] = 1;
   if (skip_nan && dims[static_cast<size_t>(*w)] > 0) {
     auto [v, i] = NanMedian(b, x, *w);
-    return Done(c, {b.Reshape(v, od), b.Reshape(i, od)});
+    return ctx.Finish({b.Reshape(v, od), b.Reshape(i, od)});
   }
   auto [v, i] = SortWithIndices(b, x, *w, false);
   Instruction* vs = b.SliceInDim(v, k, k + 1, 1, *w);
   Instruction* is = b.SliceInDim(i, k, k + 1, 1, *w);
-  return Done(c, {b.Reshape(vs, od), b.Reshape(is, od)});
+  return ctx.Finish({b.Reshape(vs, od), b.Reshape(is, od)});
 }
 
-namespace {
+Expected<LoweredOp> Kthvalue(const Node& n, Builder& b) { return LowerOrderStatistic(n, b, OrderStatistic::kKth); }
+Expected<LoweredOp> Median(const Node& n, Builder& b) { return LowerOrderStatistic(n, b, OrderStatistic::kMedian); }
+Expected<LoweredOp> Nanmedian(const Node& n, Builder& b) {
+  return LowerOrderStatistic(n, b, OrderStatistic::kNanMedian);
+}
+
 // A cumulative window over all of `dim` (reduce-window with low padding n-1).
 hlo::Window PrefixWindow(const std::vector<int64_t>& dims, int64_t dim) {
   hlo::Window win;
@@ -491,7 +548,6 @@ Computation* ModeReducer(Builder& b, PrimitiveType vt) {
   return sub.Finish(sub.Tuple({sub.Select(pick, k1, k2), sub.Select(pick, p1, p2), sub.Select(pick, v1, v2),
                                sub.Select(pick, i1, i2)}));
 }
-}  // namespace
 
 // mode: torch sorts each slice, walks the runs of equal values and keeps the first (smallest) value
 // whose run is strictly longest, returning the last index of that value (its stable sort keeps equal
@@ -499,16 +555,16 @@ Computation* ModeReducer(Builder& b, PrimitiveType vt) {
 // positions where a run begins, run lengths at run ends, then a variadic reduce picking the longest
 // run (the earliest on ties) with its value and original index.
 Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = Dims(x);
-  if (dims.empty()) return Done(c, {x, ConstS64(b, 0)});
-  auto w = WrapDim(c.Int("dim", 1, -1), x->shape.rank());
-  if (!w) return Bad(c, "dimension out of range");
+  if (dims.empty()) return ctx.Finish({x, ConstS64(b, 0)});
+  auto w = WrapDim(ctx.Int("dim", 1, -1), x->shape.rank());
+  if (!w) return ctx.Unsupported("dimension out of range");
   int64_t d = *w;
-  bool keepdim = c.Bool("keepdim", 2, false);
+  bool keepdim = ctx.Bool("keepdim", 2, false);
   int64_t len = dims[static_cast<size_t>(d)];
-  if (len == 0) return Bad(c, "mode of an empty dimension");
+  if (len == 0) return ctx.Unsupported("mode of an empty dimension");
   PrimitiveType t = x->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
   auto [s, idx] = SortWithIndices(b, x, d, false);
@@ -533,7 +589,7 @@ Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
   std::vector<int64_t> od = dims;
   if (keepdim) od[static_cast<size_t>(d)] = 1;
   else od.erase(od.begin() + d);
-  return Done(c, {b.Reshape(b.GetTupleElement(r, 2), od), b.Reshape(b.GetTupleElement(r, 3), od)});
+  return ctx.Finish({b.Reshape(b.GetTupleElement(r, 2), od), b.Reshape(b.GetTupleElement(r, 3), od)});
 }
 
 // segment_reduce: each row of `data` along `axis` belongs to the segment whose offsets bracket it
@@ -541,23 +597,23 @@ Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
 // are dropped, as scatter does). A scatter with the reduction's combiner into the initial value (or
 // the identity); mean divides by the segment lengths (an empty segment: the initial value, else NaN).
 Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * data, c.Req("data", 0));
-  std::string reduce = c.Str("reduce", 1);
-  Instruction* lengths = c.T("lengths", 2);
-  Instruction* offsets = c.T("offsets", 4);
-  if (!lengths && !offsets) return Bad(c, "needs lengths or offsets");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * data, ctx.RequiredTensor("data", 0));
+  std::string reduce = ctx.String("reduce", 1);
+  Instruction* lengths = ctx.Tensor("lengths", 2);
+  Instruction* offsets = ctx.Tensor("offsets", 4);
+  if (!lengths && !offsets) return ctx.Unsupported("needs lengths or offsets");
   std::vector<int64_t> dd = Dims(data);
   int64_t rank = static_cast<int64_t>(dd.size());
-  auto wa = WrapDim(c.Int("axis", 5, 0), rank);
-  if (!wa || rank == 0) return Bad(c, "axis out of range");
+  auto wa = WrapDim(ctx.Int("axis", 5, 0), rank);
+  if (!wa || rank == 0) return ctx.Unsupported("axis out of range");
   int64_t axis = *wa;
   PrimitiveType t = data->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
   Instruction* offs;  // [outer..., S+1]
   if (lengths) {
     Instruction* l = b.Convert(lengths, S);
-    if (l->shape.rank() != axis + 1) return Bad(c, "lengths must have axis + 1 dims");
+    if (l->shape.rank() != axis + 1) return ctx.Unsupported("lengths must have axis + 1 dims");
     std::vector<int64_t> ld = Dims(l);
     Instruction* ends = b.ReduceWindow({l}, {ConstS64(b, 0)}, PrefixWindow(ld, axis),
                                        b.ScalarBinaryComputation(Opcode::kAdd, S));
@@ -566,12 +622,12 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
     offs = b.Concatenate({Full(b, S, 0, zd), ends}, axis);
   } else {
     offs = b.Convert(offsets, S);
-    if (offs->shape.rank() != axis + 1 || Dims(offs).back() < 1) return Bad(c, "offsets must have axis + 1 dims");
+    if (offs->shape.rank() != axis + 1 || Dims(offs).back() < 1) return ctx.Unsupported("offsets must have axis + 1 dims");
   }
   std::vector<int64_t> od0 = Dims(offs);
   int64_t nseg = od0.back() - 1;
   std::vector<int64_t> outer(dd.begin(), dd.begin() + axis);
-  if (std::vector<int64_t>(od0.begin(), od0.end() - 1) != outer) return Bad(c, "lengths/offsets do not fit data");
+  if (std::vector<int64_t>(od0.begin(), od0.end() - 1) != outer) return ctx.Unsupported("lengths/offsets do not fit data");
   int64_t rows = dd[static_cast<size_t>(axis)];
   std::vector<int64_t> cd = outer;
   cd.push_back(rows);
@@ -593,7 +649,7 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   std::vector<int64_t> out = outer;
   out.push_back(nseg);
   out.insert(out.end(), dd.begin() + axis + 1, dd.end());
-  const Value* init = c.V("initial", 7);
+  const Value* init = ctx.Arg("initial", 7);
   bool has_init = init && !init->is_none();
   Opcode op;
   Instruction* base;
@@ -601,7 +657,7 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   else if (reduce == "min") op = Opcode::kMinimum, base = b.Broadcast(MaxValue(b, t), out, {});
   else if (reduce == "sum" || reduce == "mean") op = Opcode::kAdd, base = Full(b, t, 0, out);
   else if (reduce == "prod") op = Opcode::kMultiply, base = Full(b, t, 1, out);
-  else return Bad(c, "unknown reduce " + reduce);
+  else return ctx.Unsupported("unknown reduce " + reduce);
   if (has_init) base = b.Broadcast(ScalarOf(b, t, *init), out, {});
   hlo::ScatterDimensionNumbers dn;
   for (int64_t i = axis + 1; i < rank; ++i) dn.update_window_dims.push_back(i);
@@ -622,7 +678,168 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
                                  : Full(b, t, std::numeric_limits<double>::quiet_NaN(), out);
     res = b.Select(empty, fill, q);
   }
-  return Done(c, {res});
+  return ctx.Finish({res});
+}
+
+Instruction* AllTrue(Builder& b, Instruction* p) {
+  return Reduce(b, p, AllDims(p), Opcode::kAnd, Scalar(b, PrimitiveType::PRED, 1));
+}
+
+Expected<LoweredOp> Equal(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("other", 1));
+  if (Dims(x) != Dims(y)) return ctx.Finish({Scalar(b, PrimitiveType::PRED, 0)});
+  PrimitiveType t = Promote(x->shape.element_type(), y->shape.element_type());
+  return ctx.Finish({AllTrue(b, b.Compare(b.Convert(x, t), b.Convert(y, t), ComparisonDirection::kEq))});
+}
+
+Expected<LoweredOp> Allclose(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  double rtol = ctx.Double("rtol", 2, 1e-5), atol = ctx.Double("atol", 3, 1e-8);
+  bool equal_nan = ctx.Bool("equal_nan", 4, false);
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
+  PrimitiveType t = FloatType(Promote(x0->shape.element_type(), y0->shape.element_type()));
+  Instruction* x = Bcast(b, b.Convert(x0, t), dims);
+  Instruction* y = Bcast(b, b.Convert(y0, t), dims);
+  // |x - y| <= atol + rtol |y|, or x == y (infinities), or both NaN with equal_nan
+  Instruction* close = b.Compare(b.Unary(Opcode::kAbs, Sub(b, x, y)),
+                                 AddScalar(b, MulScalar(b, b.Unary(Opcode::kAbs, y), rtol), atol), ComparisonDirection::kLe);
+  close = b.Binary(Opcode::kOr, close, b.Compare(x, y, ComparisonDirection::kEq));
+  if (equal_nan)
+    close = b.Binary(Opcode::kOr, close, b.Binary(Opcode::kAnd, b.Compare(x, x, ComparisonDirection::kNe),
+                                                  b.Compare(y, y, ComparisonDirection::kNe)));
+  return ctx.Finish({AllTrue(b, close)});
+}
+
+Expected<LoweredOp> Aminmax(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> dims = Dims(x);
+  auto dv = ctx.OptInt("dim", 1);
+  bool keepdim = ctx.Bool("keepdim", 2, false);
+  std::vector<int64_t> red;
+  if (dv) {
+    auto w = WrapDim(*dv, x->shape.rank());
+    if (!w) return ctx.Unsupported("dimension out of range");
+    if (x->shape.rank() > 0) red = {*w};
+  } else {
+    red = AllDims(x);
+  }
+  Instruction* mn = ReduceMin(b, x, red);
+  Instruction* mx = ReduceMax(b, x, red);
+  if (IsFloatish(x->shape.element_type())) {
+    Instruction* nan = ReduceMax(b, b.Compare(x, x, ComparisonDirection::kNe), red);
+    mn = b.Select(nan, FullLike(b, mn, NAN), mn);
+    mx = b.Select(nan, FullLike(b, mx, NAN), mx);
+  }
+  if (keepdim && !dims.empty()) {
+    mn = b.Reshape(mn, KeepDims(dims, red));
+    mx = b.Reshape(mx, KeepDims(dims, red));
+  }
+  return ctx.Finish({mn, mx});
+}
+
+Expected<LoweredOp> Dist(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y0, ctx.RequiredTensor("other", 1));
+  double p = ctx.Double("p", 2, 2);
+  std::vector<int64_t> dims = BroadcastShapes(Dims(x0), Dims(y0));
+  PrimitiveType t = ctx.OutputType(0, x0->shape.element_type());
+  Instruction* d = b.Unary(Opcode::kAbs, Sub(b, Bcast(b, b.Convert(x0, t), dims), Bcast(b, b.Convert(y0, t), dims)));
+  std::vector<int64_t> all = AllDims(d);
+  Instruction* r;
+  if (std::isinf(p)) r = p > 0 ? ReduceMax(b, d, all) : ReduceMin(b, d, all);
+  else if (p == 0) r = ReduceSum(b, b.Convert(CmpScalar(b, d, 0, ComparisonDirection::kNe), t), all);
+  else if (p == 1) r = ReduceSum(b, d, all);
+  else if (p == 2) r = b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, d, d), all));
+  else {
+    Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, d, FullLike(b, d, p)), all);
+    r = b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
+  }
+  return ctx.Finish({r});
+}
+
+// _safe_softmax (scaled_dot_product_attention's math path in 2.5+): softmax, except that a row whose
+// inputs are all -inf gives zeros rather than NaN.
+Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  std::optional<PrimitiveType> dtype = ctx.Dtype("dtype", 2);
+  PrimitiveType t = dtype ? *dtype : ctx.OutputType(0, FloatType(x0->shape.element_type()));
+  Instruction* x = b.Convert(x0, t);
+  std::vector<int64_t> xd = Dims(x);
+  if (xd.empty()) x = b.Reshape(x, {1});
+  std::vector<int64_t> d1 = Dims(x);
+  auto dim = WrapDim(ctx.Int("dim", 1, -1), Rank(x));
+  if (!dim) return ctx.Unsupported("dim out of range");
+  Instruction* m = ReduceMax(b, x, {*dim});
+  Instruction* mb = BcastBack(b, m, d1, {*dim});
+  Instruction* e = b.Unary(Opcode::kExp, Sub(b, x, mb));
+  Instruction* out = Div(b, e, BcastBack(b, ReduceSum(b, e, {*dim}), d1, {*dim}));
+  Instruction* dead = CmpScalar(b, mb, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq);
+  out = b.Select(dead, Full(b, t, 0, d1), out);
+  if (xd.empty()) out = b.Reshape(out, {});
+  return ctx.Finish({out});
+}
+
+}  // namespace
+
+const LoweringFamily& ReductionLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::sum", Reduction(Sum)},
+      {"aten::nansum", Reduction(NanSum)},
+      {"aten::mean", Reduction(Mean)},
+      {"aten::nanmean", Reduction(NanMean)},
+      {"aten::prod", Reduction(Prod)},
+      {"aten::amax", Reduction(Max)},
+      {"aten::max", Reduction(Max)},
+      {"aten::amin", Reduction(Min)},
+      {"aten::min", Reduction(Min)},
+      {"aten::any", Reduction(Any)},
+      {"aten::all", Reduction(All)},
+      {"aten::logsumexp", Reduction(LogSumExp)},
+      {"aten::norm", Reduction(NormP, 2)},
+      {"aten::linalg_vector_norm", Reduction(VectorNorm, 2)},
+      {"aten::count_nonzero", Reduction(CountNonzero)},
+      {"aten::var", Var},
+      {"aten::std", Std},
+      {"aten::var_mean", VarMean},
+      {"aten::std_mean", StdMean},
+      {"aten::argmax", Argmax},
+      {"aten::argmin", Argmin},
+      {"aten::max.dim", MaxDim},
+      {"aten::min.dim", MinDim},
+      {"aten::aminmax", Aminmax},
+      {"aten::cumsum", Cumsum, kInPlaceForm},
+      {"aten::cumprod", Cumprod, kInPlaceForm},
+      {"aten::logcumsumexp", Logcumsumexp},
+      {"aten::cummax", Cummax},
+      {"aten::cummin", Cummin},
+      {"aten::softmax", Softmax},
+      {"aten::_softmax", Softmax},
+      {"aten::_safe_softmax", SafeSoftmax},
+      {"aten::log_softmax", LogSoftmax},
+      {"aten::_log_softmax", LogSoftmax},
+      {"aten::_softmax_backward_data", SoftmaxBackward},
+      {"aten::_log_softmax_backward_data", LogSoftmaxBackward},
+      {"aten::sort", Sort},
+      {"aten::argsort", Argsort},
+      {"aten::msort", Msort},
+      {"aten::topk", Topk},
+      {"aten::kthvalue", Kthvalue},
+      {"aten::median", Median},
+      {"aten::nanmedian", Nanmedian},
+      {"aten::mode", ModeOp},
+      {"aten::segment_reduce", SegmentReduce},
+      {"aten::equal", Equal},
+      {"aten::allclose", Allclose},
+      {"aten::dist", Dist},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -61,8 +61,6 @@ hlo::Literal InterpMatrix(PrimitiveType t, int64_t in, int64_t out, Mode mode, b
   return m;
 }
 
-}  // namespace
-
 // Contracts dim `d` of x with a constant [in, out] matrix, keeping the dim's position.
 Instruction* ContractDim(Builder& b, Instruction* x, int64_t d, hlo::Literal m) {
   Instruction* wm = b.Constant(std::move(m));
@@ -80,75 +78,68 @@ Instruction* ContractDim(Builder& b, Instruction* x, int64_t d, hlo::Literal m) 
   return b.Transpose(prod, perm);
 }
 
-namespace {
-Mode ModeOf(const std::string& op) {
-  if (op.find("nearest_exact") != std::string::npos) return Mode::kNearestExact;
-  if (op.find("nearest") != std::string::npos) return Mode::kNearest;
-  if (op.find("bicubic") != std::string::npos) return Mode::kCubic;
-  return Mode::kLinear;
-}
-size_t SpatialOf(const std::string& op) {
-  if (op.find("3d") != std::string::npos) return 3;
-  if (op.find("1d") != std::string::npos) return 1;
-  return 2;
-}
-std::vector<std::optional<double>> Scales(const Ctx& c, size_t nsp, bool backward) {
+std::vector<std::optional<double>> Scales(const LoweringContext& ctx, size_t nsp, bool backward) {
   std::vector<std::optional<double>> s(nsp);
-  if (const Value* v = c.V("scale_factors", 2); v && v->kind == Value::Kind::kFloatList) {
+  if (const Value* v = ctx.Arg("scale_factors", 2); v && v->kind == Value::Kind::kFloatList) {
     for (size_t i = 0; i < nsp && i < v->floats.size(); ++i) s[i] = v->floats[i];
     return s;
   }
   static const char* kNames[3][3] = {{"scales", "", ""}, {"scales_h", "scales_w", ""}, {"scales_d", "scales_h", "scales_w"}};
   for (size_t i = 0; i < nsp; ++i) {
-    const Value* v = c.V(kNames[nsp - 1][i], 100);
+    const Value* v = ctx.Arg(kNames[nsp - 1][i], 100);
     if (v && !v->is_none()) s[i] = v->AsDouble();
   }
   (void)backward;
   return s;
 }
-}  // namespace
 
-Expected<LoweredOp> Upsample(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  Instruction* x = c.T("input", 0) ? c.T("input", 0) : c.T("self", 0);
-  if (!x) return Bad(c, "tensor argument 'input' is missing");
-  const TensorMeta* out = c.Out(0);
-  if (!out) return Bad(c, "the output size comes from the recorded output");
-  size_t nsp = SpatialOf(n.op);
+// upsample_*(input, output_size, ...) over `nsp` spatial dims: one interpolation matrix per dim.
+Expected<LoweredOp> Upsample(const Node& n, Builder& b, Mode mode, size_t nsp) {
+  LoweringContext ctx(n, b);
+  Instruction* x = ctx.Tensor("input", 0) ? ctx.Tensor("input", 0) : ctx.Tensor("self", 0);
+  if (!x) return ctx.Unsupported("tensor argument 'input' is missing");
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("the output size comes from the recorded output");
   std::vector<int64_t> xd = Dims(x);
-  if (xd.size() != nsp + 2 || out->sizes.size() != xd.size()) return Bad(c, "input rank does not match the op");
-  Mode mode = ModeOf(n.op);
-  bool align = c.Bool("align_corners", 2, false);
-  auto scales = Scales(c, nsp, false);
+  if (xd.size() != nsp + 2 || out->sizes.size() != xd.size()) return ctx.Unsupported("input rank does not match the op");
+  bool align = ctx.Bool("align_corners", 2, false);
+  auto scales = Scales(ctx, nsp, false);
   PrimitiveType t = x->shape.element_type();
   Instruction* r = x;
   for (size_t i = 0; i < nsp; ++i) {
     int64_t d = static_cast<int64_t>(i + 2);
     r = ContractDim(b, r, d, InterpMatrix(t, xd[i + 2], out->sizes[i + 2], mode, align, scales[i], false));
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-Expected<LoweredOp> UpsampleBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  std::vector<int64_t> in_size = c.Ints("input_size", 2);
-  size_t nsp = SpatialOf(n.op);
+Expected<LoweredOp> UpsampleBackward(const Node& n, Builder& b, Mode mode, size_t nsp) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  std::vector<int64_t> in_size = ctx.Ints("input_size", 2);
   std::vector<int64_t> gd = Dims(g);
-  if (gd.size() != nsp + 2 || in_size.size() != gd.size()) return Bad(c, "ranks do not match the op");
-  Mode mode = ModeOf(n.op);
-  bool align = c.Bool("align_corners", 3, false);
-  auto scales = Scales(c, nsp, true);
+  if (gd.size() != nsp + 2 || in_size.size() != gd.size()) return ctx.Unsupported("ranks do not match the op");
+  bool align = ctx.Bool("align_corners", 3, false);
+  auto scales = Scales(ctx, nsp, true);
   PrimitiveType t = g->shape.element_type();
   Instruction* r = g;
   for (size_t i = 0; i < nsp; ++i) {
     int64_t d = static_cast<int64_t>(i + 2);
     r = ContractDim(b, r, d, InterpMatrix(t, in_size[i + 2], gd[i + 2], mode, align, scales[i], true));
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-namespace {
+// An upsampling op and its backward (`backward`) in `kMode` over `kDims` spatial dims.
+template <Mode kMode, size_t kDims>
+Expected<LoweredOp> UpsampleOf(const Node& n, Builder& b) {
+  return Upsample(n, b, kMode, kDims);
+}
+template <Mode kMode, size_t kDims>
+Expected<LoweredOp> UpsampleBackwardOf(const Node& n, Builder& b) {
+  return UpsampleBackward(n, b, kMode, kDims);
+}
+
 // One-hot kernel [C*kh*kw, 1, kh, kw] (groups = C): output channel c*K + k picks position k.
 Instruction* PatchKernel(Builder& b, PrimitiveType t, int64_t C, int64_t kh, int64_t kw) {
   hlo::Literal k(Shape::Array(t, {C * kh * kw, 1, kh, kw}));
@@ -156,14 +147,13 @@ Instruction* PatchKernel(Builder& b, PrimitiveType t, int64_t C, int64_t kh, int
     for (int64_t p = 0; p < kh * kw; ++p) k.SetFromDouble(((ch * kh * kw + p) * kh * kw) + p, 1.0);
   return b.Constant(std::move(k));
 }
-}  // namespace
 
 Expected<LoweredOp> Im2Col(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  std::vector<int64_t> k = c.Ints("kernel_size", 1), dil = c.Ints("dilation", 2), pad = c.Ints("padding", 3),
-                       st = c.Ints("stride", 4);
-  if (k.size() != 2 || dil.size() != 2 || pad.size() != 2 || st.size() != 2) return Bad(c, "2-d parameters expected");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> k = ctx.Ints("kernel_size", 1), dil = ctx.Ints("dilation", 2), pad = ctx.Ints("padding", 3),
+                       st = ctx.Ints("stride", 4);
+  if (k.size() != 2 || dil.size() != 2 || pad.size() != 2 || st.size() != 2) return ctx.Unsupported("2-d parameters expected");
   Instruction* x = x0;
   bool unbatched = x->shape.rank() == 3;
   if (unbatched) {
@@ -189,26 +179,26 @@ Expected<LoweredOp> Im2Col(const Node& n, Builder& b) {
   std::vector<int64_t> yd = Dims(y);
   std::vector<int64_t> out = {yd[0], yd[1], yd[2] * yd[3]};
   if (unbatched) out.erase(out.begin());
-  return Done(c, {b.Reshape(y, out)});
+  return ctx.Finish({b.Reshape(y, out)});
 }
 
 Expected<LoweredOp> Col2Im(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, c.Req("self", 0));
-  std::vector<int64_t> osz = c.Ints("output_size", 1), k = c.Ints("kernel_size", 2), dil = c.Ints("dilation", 3),
-                       pad = c.Ints("padding", 4), st = c.Ints("stride", 5);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> osz = ctx.Ints("output_size", 1), k = ctx.Ints("kernel_size", 2), dil = ctx.Ints("dilation", 3),
+                       pad = ctx.Ints("padding", 4), st = ctx.Ints("stride", 5);
   if (osz.size() != 2 || k.size() != 2 || dil.size() != 2 || pad.size() != 2 || st.size() != 2)
-    return Bad(c, "2-d parameters expected");
+    return ctx.Unsupported("2-d parameters expected");
   Instruction* x = x0;
   bool unbatched = x->shape.rank() == 2;
   if (unbatched) x = b.Reshape(x, {1, Dims(x)[0], Dims(x)[1]});
   std::vector<int64_t> xd = Dims(x);
   int64_t K = k[0] * k[1];
-  if (K == 0 || xd[1] % K != 0) return Bad(c, "channels not divisible by the kernel size");
+  if (K == 0 || xd[1] % K != 0) return ctx.Unsupported("channels not divisible by the kernel size");
   int64_t C = xd[1] / K;
   int64_t lh = (osz[0] + 2 * pad[0] - (dil[0] * (k[0] - 1) + 1)) / st[0] + 1;
   int64_t lw = (osz[1] + 2 * pad[1] - (dil[1] * (k[1] - 1) + 1)) / st[1] + 1;
-  if (lh * lw != xd[2]) return Bad(c, "block count does not match output_size");
+  if (lh * lw != xd[2]) return ctx.Unsupported("block count does not match output_size");
   PrimitiveType t = x->shape.element_type();
   Instruction* cols = b.Reshape(x, {xd[0], xd[1], lh, lw});
   // The transpose of im2col: a backprop-input convolution with the one-hot kernel
@@ -237,20 +227,20 @@ Expected<LoweredOp> Col2Im(const Node& n, Builder& b) {
   kr = b.Transpose(kr, {1, 0, 2, 3});
   Instruction* y = b.Convolution(cols, kr, w, dn, C, 1, t);
   if (unbatched) y = b.Reshape(y, {C, osz[0], osz[1]});
-  return Done(c, {y});
+  return ctx.Finish({y});
 }
 
 Expected<LoweredOp> GridSampler2d(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("input", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * grid, c.Req("grid", 1));
-  int64_t interp = c.Int("interpolation_mode", 2, 0);
-  int64_t padding = c.Int("padding_mode", 3, 0);
-  bool align = c.Bool("align_corners", 4, false);
-  if (interp > 1) return Bad(c, "bicubic grid sampling");
-  if (padding == 2) return Bad(c, "reflection padding in grid sampling");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * grid, ctx.RequiredTensor("grid", 1));
+  int64_t interp = ctx.Int("interpolation_mode", 2, 0);
+  int64_t padding = ctx.Int("padding_mode", 3, 0);
+  bool align = ctx.Bool("align_corners", 4, false);
+  if (interp > 1) return ctx.Unsupported("bicubic grid sampling");
+  if (padding == 2) return ctx.Unsupported("reflection padding in grid sampling");
   std::vector<int64_t> xd = Dims(x), gd = Dims(grid);
-  if (xd.size() != 4 || gd.size() != 4 || gd[3] != 2) return Bad(c, "expects 4-d input and grid");
+  if (xd.size() != 4 || gd.size() != 4 || gd[3] != 2) return ctx.Unsupported("expects 4-d input and grid");
   int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], Ho = gd[1], Wo = gd[2];
   PrimitiveType t = x->shape.element_type();
   Instruction* g = b.Convert(grid, t);
@@ -308,10 +298,9 @@ Expected<LoweredOp> GridSampler2d(const Node& n, Builder& b) {
     r = Add(b, Add(b, Mul(b, tap(y0, x0), wb(wy0, wx0)), Mul(b, tap(y0, x1), wb(wy0, wx1))),
             Add(b, Mul(b, tap(y1, x0), wb(wy1, wx0)), Mul(b, tap(y1, x1), wb(wy1, wx1))));
   }
-  return Done(c, {b.Transpose(r, {0, 3, 1, 2})});
+  return ctx.Finish({b.Transpose(r, {0, 3, 1, 2})});
 }
 
-namespace {
 // Pairwise p-norm distances between rows: x [.., P, M], y [.., R, M] -> [.., P, R].
 Instruction* PairDist(Builder& b, Instruction* x, Instruction* y, double p) {
   std::vector<int64_t> xd = Dims(x), yd = Dims(y);
@@ -334,28 +323,27 @@ Instruction* PairDist(Builder& b, Instruction* x, Instruction* y, double p) {
   Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, diff, FullLike(b, diff, p)), {last});
   return b.Binary(Opcode::kPower, s, FullLike(b, s, 1.0 / p));
 }
-}  // namespace
 
 Expected<LoweredOp> Cdist(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("x1", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, c.Req("x2", 1));
-  double p = c.Double("p", 2, 2);
-  if (x->shape.rank() < 2 || y->shape.rank() != x->shape.rank()) return Bad(c, "needs matching ranks >= 2");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("x1", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("x2", 1));
+  double p = ctx.Double("p", 2, 2);
+  if (x->shape.rank() < 2 || y->shape.rank() != x->shape.rank()) return ctx.Unsupported("needs matching ranks >= 2");
   std::vector<int64_t> xd = Dims(x), yd = Dims(y);
   std::vector<int64_t> xb(xd.begin(), xd.end() - 2), yb(yd.begin(), yd.end() - 2);
   std::vector<int64_t> batch = BroadcastShapes(xb, yb);
   std::vector<int64_t> xf = batch, yf = batch;
   xf.insert(xf.end(), xd.end() - 2, xd.end());
   yf.insert(yf.end(), yd.end() - 2, yd.end());
-  return Done(c, {PairDist(b, Bcast(b, x, xf), Bcast(b, y, yf), p)});
+  return ctx.Finish({PairDist(b, Bcast(b, x, xf), Bcast(b, y, yf), p)});
 }
 
 Expected<LoweredOp> Pdist(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  double p = c.Double("p", 1, 2);
-  if (x->shape.rank() != 2) return Bad(c, "needs a 2-d input");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  double p = ctx.Double("p", 1, 2);
+  if (x->shape.rank() != 2) return ctx.Unsupported("needs a 2-d input");
   int64_t N = Dims(x)[0];
   Instruction* full = b.Reshape(PairDist(b, x, x, p), {N * N});
   int64_t cnt = N * (N - 1) / 2;
@@ -367,80 +355,41 @@ Expected<LoweredOp> Pdist(const Node& n, Builder& b) {
   dn.collapsed_slice_dims = {0};
   dn.start_index_map = {0};
   dn.index_vector_dim = 1;
-  return Done(c, {b.Gather(full, b.Constant(std::move(idx)), dn, {1}, Shape::Array(x->shape.element_type(), {cnt}))});
+  return ctx.Finish({b.Gather(full, b.Constant(std::move(idx)), dn, {1}, Shape::Array(x->shape.element_type(), {cnt}))});
 }
 
-Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * w, c.Req("weight", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * idx0, c.Req("indices", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * off0, c.Req("offsets", 2));
-  int64_t mode = c.Int("mode", 4, 0);
-  bool include_last = c.Bool("include_last_offset", 7, false);
-  Instruction* psw = c.T("per_sample_weights", 6);
-  int64_t pad = c.OptInt("padding_idx", 8).value_or(-1);
-  if (idx0->shape.rank() != 1) return Bad(c, "2-d indices are flattened before _embedding_bag");
-  PrimitiveType t = w->shape.element_type();
-  int64_t L = Dims(idx0)[0], D = Dims(w)[1], nb = Dims(off0)[0] - (include_last ? 1 : 0);
-  Instruction* idx = b.Convert(idx0, PrimitiveType::S64);
-  Instruction* off = b.Convert(off0, PrimitiveType::S64);
-  if (include_last) off = b.SliceInDim(off, 0, nb, 1, 0);
-  // bag of position l = #(offsets <= l) - 1
-  Instruction* pos = b.Iota(Shape::Array(PrimitiveType::S64, {L, nb}), 0);
-  Instruction* ob = b.Broadcast(off, {L, nb}, {1});
-  Instruction* bag = AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, pos, ComparisonDirection::kLe), PrimitiveType::S64), {1}), -1);
-  // rows [L, D]
-  hlo::GatherDimensionNumbers gdn;
-  gdn.offset_dims = {1};
-  gdn.collapsed_slice_dims = {0};
-  gdn.start_index_map = {0};
-  gdn.index_vector_dim = 1;
-  Instruction* rows = b.Gather(w, b.Reshape(idx, {L, 1}), gdn, {1, D}, Shape::Array(t, {L, D}));
-  Instruction* keep = pad >= 0 ? CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kNe)
-                               : Full(b, PrimitiveType::PRED, 1, {L});
-  if (psw) rows = Mul(b, rows, b.Broadcast(b.Convert(psw, t), {L, D}, {0}));
-  hlo::ScatterDimensionNumbers sdn;
-  sdn.update_window_dims = {1};
-  sdn.inserted_window_dims = {0};
-  sdn.scatter_dims_to_operand_dims = {0};
-  sdn.index_vector_dim = 1;
-  // Dropped (padding) rows go to an out-of-range bag index, which scatter skips.
-  Instruction* tbag = b.Select(keep, bag, Full(b, PrimitiveType::S64, static_cast<double>(nb), {L}));
-  Instruction* tb2 = b.Reshape(tbag, {L, 1});
-  Instruction* out;
-  Instruction* counts = nullptr;
-  {
-    hlo::ScatterDimensionNumbers cdn;
-    cdn.inserted_window_dims = {0};
-    cdn.scatter_dims_to_operand_dims = {0};
-    cdn.index_vector_dim = 1;
-    counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {nb})}, tb2, {Full(b, PrimitiveType::S64, 1, {L})}, cdn,
-                       b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
-  }
-  if (mode == 2) {
-    out = b.Scatter({b.Broadcast(MinValue(b, t), {nb, D}, {})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
-    Instruction* empty = b.Broadcast(CmpScalar(b, counts, 0, ComparisonDirection::kEq), {nb, D}, {0});
-    out = b.Select(empty, Full(b, t, 0, {nb, D}), out);
-  } else {
-    out = b.Scatter({Full(b, t, 0, {nb, D})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kAdd, t));
-    if (mode == 1) {
-      Instruction* cf = b.Convert(b.Binary(Opcode::kMaximum, counts, Full(b, PrimitiveType::S64, 1, {nb})), t);
-      out = Div(b, out, b.Broadcast(cf, {nb, D}, {0}));
-    }
-  }
-  std::vector<Instruction*> outs = {out};
-  // offset2bag, bag_size, max_indices: shaped as recorded (ATen leaves some empty per mode).
-  auto shaped = [&](size_t i, Instruction* v) -> Instruction* {
-    const TensorMeta* m = c.Out(i);
-    if (!m) return v;
-    if (m->sizes == Dims(v)) return b.Convert(v, m->dtype);
-    return Full(b, m->dtype, 0, m->sizes);
-  };
-  outs.push_back(shaped(1, bag));
-  // ATen fills bag_size only for mean/max bags (or when a gradient is needed).
-  outs.push_back(shaped(2, mode == 0 ? Full(b, PrimitiveType::S64, 0, {nb}) : counts));
-  outs.push_back(shaped(3, Full(b, PrimitiveType::S64, 0, {nb, D})));
-  return Done(c, outs);
+}  // namespace
+
+const LoweringFamily& SamplingLowerings() {
+  using M = Mode;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::upsample_nearest1d", UpsampleOf<M::kNearest, 1>},
+      {"aten::upsample_nearest2d", UpsampleOf<M::kNearest, 2>},
+      {"aten::upsample_nearest3d", UpsampleOf<M::kNearest, 3>},
+      {"aten::_upsample_nearest_exact1d", UpsampleOf<M::kNearestExact, 1>},
+      {"aten::_upsample_nearest_exact2d", UpsampleOf<M::kNearestExact, 2>},
+      {"aten::_upsample_nearest_exact3d", UpsampleOf<M::kNearestExact, 3>},
+      {"aten::upsample_linear1d", UpsampleOf<M::kLinear, 1>},
+      {"aten::upsample_bilinear2d", UpsampleOf<M::kLinear, 2>},
+      {"aten::upsample_trilinear3d", UpsampleOf<M::kLinear, 3>},
+      {"aten::upsample_bicubic2d", UpsampleOf<M::kCubic, 2>},
+      {"aten::upsample_nearest1d_backward", UpsampleBackwardOf<M::kNearest, 1>},
+      {"aten::upsample_nearest2d_backward", UpsampleBackwardOf<M::kNearest, 2>},
+      {"aten::upsample_nearest3d_backward", UpsampleBackwardOf<M::kNearest, 3>},
+      {"aten::_upsample_nearest_exact1d_backward", UpsampleBackwardOf<M::kNearestExact, 1>},
+      {"aten::_upsample_nearest_exact2d_backward", UpsampleBackwardOf<M::kNearestExact, 2>},
+      {"aten::_upsample_nearest_exact3d_backward", UpsampleBackwardOf<M::kNearestExact, 3>},
+      {"aten::upsample_linear1d_backward", UpsampleBackwardOf<M::kLinear, 1>},
+      {"aten::upsample_bilinear2d_backward", UpsampleBackwardOf<M::kLinear, 2>},
+      {"aten::upsample_trilinear3d_backward", UpsampleBackwardOf<M::kLinear, 3>},
+      {"aten::upsample_bicubic2d_backward", UpsampleBackwardOf<M::kCubic, 2>},
+      {"aten::im2col", Im2Col},
+      {"aten::col2im", Col2Im},
+      {"aten::grid_sampler_2d", GridSampler2d},
+      {"aten::_cdist_forward", Cdist},
+      {"aten::_pdist_forward", Pdist},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -1,29 +1,35 @@
-// View and shape ops: reshape, transpose, slice, broadcast, concatenate, pad, ... Pure metadata ops
-// (detach, alias, lift_fresh, contiguous) lower to nothing: their output is their input parameter.
+// View and shape ops: reshape, flatten, transpose, slice, broadcast, concatenate, split, pad, diagonals
+// (diag, diag_embed, block_diag), rot90, ... Pure metadata ops (detach, alias, lift_fresh, contiguous) lower to
+// nothing: their output is their input parameter.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
+namespace {
+
 Expected<LoweredOp> Identity(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   // clone/contiguous/detach/alias keep dtype and shape; nothing to emit.
-  return Done(c, {x});
+  return ctx.Finish({x});
 }
 
-Expected<LoweredOp> View(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+// view, reshape, _reshape_alias, _unsafe_view, view_copy; `dtype_view`: aten::view, whose view.dtype overload
+// reinterprets the elements.
+Expected<LoweredOp> ReshapeTo(const Node& n, Builder& b, bool dtype_view) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> size;
-  if (const TensorMeta* m = c.Out(0)) {
+  if (const TensorMeta* m = ctx.OutputMeta(0)) {
     size = m->sizes;
   } else {
-    size = c.Ints("size", 1, c.Ints("shape", 1));
+    size = ctx.Ints("size", 1, ctx.Ints("shape", 1));
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < size.size(); ++i) {
       if (size[i] == -1) infer = static_cast<int64_t>(i);
@@ -31,167 +37,172 @@ Expected<LoweredOp> View(const Node& n, Builder& b) {
     }
     if (infer >= 0) size[static_cast<size_t>(infer)] = known == 0 ? 0 : x->shape.elements() / known;
   }
-  if (n.op == "aten::view" && c.Dtype("dtype", 1)) {
+  if (dtype_view && ctx.Dtype("dtype", 1)) {
     // view.dtype: a bitcast between element types of the same width.
-    PrimitiveType t = *c.Dtype("dtype", 1);
-    if (hlo::BitWidth(t) != hlo::BitWidth(x->shape.element_type())) return Bad(c, "view.dtype across widths");
-    return Done(c, {b.BitcastConvert(x, t)});
+    PrimitiveType t = *ctx.Dtype("dtype", 1);
+    if (hlo::BitWidth(t) != hlo::BitWidth(x->shape.element_type())) return ctx.Unsupported("view.dtype across widths");
+    return ctx.Finish({b.BitcastConvert(x, t)});
   }
-  return Done(c, {b.Reshape(x, size)});
+  return ctx.Finish({b.Reshape(x, size)});
 }
 
+Expected<LoweredOp> View(const Node& n, Builder& b) { return ReshapeTo(n, b, true); }
+Expected<LoweredOp> Reshape(const Node& n, Builder& b) { return ReshapeTo(n, b, false); }
+
 Expected<LoweredOp> Expand(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> size = c.Ints("size", 1);
-  if (const TensorMeta* m = c.Out(0)) size = m->sizes;
-  if (const TensorMeta* other = c.Meta("other", 1)) size = other->sizes;  // expand_as
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> size = ctx.Ints("size", 1);
+  if (const TensorMeta* m = ctx.OutputMeta(0)) size = m->sizes;
+  if (const TensorMeta* other = ctx.ArgMeta("other", 1)) size = other->sizes;  // expand_as
   size_t off = size.size() - static_cast<size_t>(x->shape.rank());
   for (size_t i = 0; i < size.size(); ++i)
     if (size[i] == -1 && i >= off) size[i] = x->shape.dimensions()[i - off];
-  return Done(c, {b.BroadcastTo(x, size)});
+  return ctx.Finish({b.BroadcastTo(x, size)});
 }
 
 Expected<LoweredOp> Permute(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> perm = c.Ints("dims", 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> perm = ctx.Ints("dims", 1);
   for (auto& p : perm) {
     auto w = WrapDim(p, x->shape.rank());
-    if (!w) return Bad(c, "permutation out of range");
+    if (!w) return ctx.Unsupported("permutation out of range");
     p = *w;
   }
-  if (x->shape.rank() == 0) return Done(c, {x});
-  return Done(c, {b.Transpose(x, perm)});
+  if (x->shape.rank() == 0) return ctx.Finish({x});
+  return ctx.Finish({b.Transpose(x, perm)});
 }
 
-Expected<LoweredOp> TransposeOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+// Which dims a transpose swaps: all of them reversed (t, numpy_T), the last two (mT, adjoint), or dim0 and dim1.
+enum class Transposed { kAllDims, kLastTwo, kArgDims };
+
+Expected<LoweredOp> Transpose(const Node& n, Builder& b, Transposed which) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
   std::vector<int64_t> perm(static_cast<size_t>(r));
   std::iota(perm.begin(), perm.end(), 0);
-  if (r < 2) return Done(c, {x});
-  if (n.op == "aten::t" || n.op == "aten::t_" || n.op == "aten::numpy_T") {
+  if (r < 2) return ctx.Finish({x});
+  if (which == Transposed::kAllDims) {
     std::reverse(perm.begin(), perm.end());
-  } else if (n.op == "aten::mT" || n.op == "aten::adjoint") {
+  } else if (which == Transposed::kLastTwo) {
     std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
   } else {
-    auto d0 = WrapDim(c.Int("dim0", 1, 0), r), d1 = WrapDim(c.Int("dim1", 2, 1), r);
-    if (!d0 || !d1) return Bad(c, "dimension out of range");
+    auto d0 = WrapDim(ctx.Int("dim0", 1, 0), r), d1 = WrapDim(ctx.Int("dim1", 2, 1), r);
+    if (!d0 || !d1) return ctx.Unsupported("dimension out of range");
     std::swap(perm[static_cast<size_t>(*d0)], perm[static_cast<size_t>(*d1)]);
   }
-  return Done(c, {b.Transpose(x, perm)});
+  return ctx.Finish({b.Transpose(x, perm)});
+}
+
+template <Transposed kWhich>
+Expected<LoweredOp> TransposeOf(const Node& n, Builder& b) {
+  return Transpose(n, b, kWhich);
 }
 
 // transpose_, t_, swapdims_, swapaxes_ and unsqueeze_ change self's sizes in place. A trace that encoded the
 // arguments after the call (the capture shim records from __torch_dispatch__ once the op has run) holds self with
 // the new sizes, equal to the output: the sizes self had before the call are the inverse of the op's.
-Fn InPlaceView(Fn fn) {
-  return [fn](const Node& n, Builder& b) -> Expected<LoweredOp> {
-    if (n.args.empty() || !n.args[0].value.is_tensor() || n.outputs.empty() || !n.outputs[0].is_tensor() ||
-        !(n.args[0].value.tensor.sizes == n.outputs[0].tensor.sizes))
-      return fn(n, b);
-    Node pre = n;
-    TensorMeta& self = pre.args[0].value.tensor;
-    int64_t r = self.rank();
-    auto IntArg = [&](size_t pos, int64_t dflt) {
-      const Value* v = n.arg(pos == 1 ? "dim0" : "dim1", pos);
-      if (n.op == "aten::unsqueeze_") v = n.arg("dim", 1);
-      return v && v->kind == Value::Kind::kInt ? v->i : dflt;
-    };
-    auto Swap = [&](int64_t d0, int64_t d1) {
-      auto w0 = WrapDim(d0, r), w1 = WrapDim(d1, r);
-      if (!w0 || !w1) return;
-      std::swap(self.sizes[static_cast<size_t>(*w0)], self.sizes[static_cast<size_t>(*w1)]);
-      if (self.dynamic.size() == self.sizes.size())
-        self.dynamic.swap(self.dynamic[static_cast<size_t>(*w0)], self.dynamic[static_cast<size_t>(*w1)]);
-    };
-    if (n.op == "aten::t_") {
-      if (r == 2) Swap(0, 1);
-    } else if (n.op == "aten::unsqueeze_") {
-      auto w = WrapDim(IntArg(1, 0), r);
-      if (w && self.sizes[static_cast<size_t>(*w)] == 1) {
-        self.sizes.erase(self.sizes.begin() + *w);
-        if (self.dynamic.size() > static_cast<size_t>(*w)) self.dynamic.erase(self.dynamic.begin() + *w);
-      }
-    } else if (r >= 2) {
-      Swap(IntArg(1, 0), IntArg(2, 1));
-    }
-    return fn(pre, b);
-  };
+void SwapDims(TensorMeta& self, int64_t d0, int64_t d1) {
+  auto w0 = WrapDim(d0, self.rank()), w1 = WrapDim(d1, self.rank());
+  if (!w0 || !w1) return;
+  std::swap(self.sizes[static_cast<size_t>(*w0)], self.sizes[static_cast<size_t>(*w1)]);
+  if (self.dynamic.size() == self.sizes.size())
+    self.dynamic.swap(self.dynamic[static_cast<size_t>(*w0)], self.dynamic[static_cast<size_t>(*w1)]);
+}
+
+int64_t IntArgOr(const Node& n, const char* name, size_t pos, int64_t def) {
+  const Value* v = n.arg(name, pos);
+  return v && v->kind == Value::Kind::kInt ? v->i : def;
+}
+
+void RestoreTransposed(const Node& n, TensorMeta& self) {
+  if (self.rank() >= 2) SwapDims(self, IntArgOr(n, "dim0", 1, 0), IntArgOr(n, "dim1", 2, 1));
+}
+
+void RestoreT(const Node&, TensorMeta& self) {
+  if (self.rank() == 2) SwapDims(self, 0, 1);
+}
+
+void RestoreUnsqueezed(const Node& n, TensorMeta& self) {
+  auto w = WrapDim(IntArgOr(n, "dim", 1, 0), self.rank());
+  if (w && self.sizes[static_cast<size_t>(*w)] == 1) {
+    self.sizes.erase(self.sizes.begin() + *w);
+    if (self.dynamic.size() > static_cast<size_t>(*w)) self.dynamic.erase(self.dynamic.begin() + *w);
+  }
 }
 
 Expected<LoweredOp> Squeeze(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = x->shape.dimensions();
   std::vector<int64_t> out;
-  auto which = c.OptInts("dim", 1);
+  auto which = ctx.OptInts("dim", 1);
   std::vector<bool> drop(dims.size(), false);
   if (!which) {
     for (size_t i = 0; i < dims.size(); ++i) drop[i] = dims[i] == 1;
   } else {
     for (int64_t d : *which) {
       auto w = WrapDim(d, x->shape.rank());
-      if (!w) return Bad(c, "dimension out of range");
+      if (!w) return ctx.Unsupported("dimension out of range");
       if (!dims.empty() && dims[static_cast<size_t>(*w)] == 1) drop[static_cast<size_t>(*w)] = true;
     }
   }
   for (size_t i = 0; i < dims.size(); ++i)
     if (!drop[i]) out.push_back(dims[i]);
-  return Done(c, {b.Reshape(x, out)});
+  return ctx.Finish({b.Reshape(x, out)});
 }
 
 Expected<LoweredOp> Unsqueeze(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> dims = x->shape.dimensions();
-  auto w = WrapDim(c.Int("dim", 1, 0), x->shape.rank() + 1);
-  if (!w) return Bad(c, "dimension out of range");
+  auto w = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank() + 1);
+  if (!w) return ctx.Unsupported("dimension out of range");
   dims.insert(dims.begin() + *w, 1);
-  return Done(c, {b.Reshape(x, dims)});
+  return ctx.Finish({b.Reshape(x, dims)});
 }
 
 Expected<LoweredOp> SliceOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  auto start_v = c.OptInt("start", 2);
-  auto end_v = c.OptInt("end", 3);
-  int64_t step = c.Int("step", 4, 1);
-  if (step <= 0) return Bad(c, "slice step must be positive");
+  auto start_v = ctx.OptInt("start", 2);
+  auto end_v = ctx.OptInt("end", 3);
+  int64_t step = ctx.Int("step", 4, 1);
+  if (step <= 0) return ctx.Unsupported("slice step must be positive");
   int64_t start = start_v.value_or(0), end = end_v.value_or(size);
   if (start < 0) start += size;
   if (end < 0) end += size;
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
-  return Done(c, {b.SliceInDim(x, start, end, step, *d)});
+  return ctx.Finish({b.SliceInDim(x, start, end, step, *d)});
 }
 
 Expected<LoweredOp> Select(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 1, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  int64_t index = c.Int("index", 2, 0);
+  int64_t index = ctx.Int("index", 2, 0);
   if (index < 0) index += size;
-  if (index < 0 || index >= size) return Bad(c, "index out of range");
+  if (index < 0 || index >= size) return ctx.Unsupported("index out of range");
   Instruction* s = b.SliceInDim(x, index, index + 1, 1, *d);
   std::vector<int64_t> dims = x->shape.dimensions();
   dims.erase(dims.begin() + *d);
-  return Done(c, {b.Reshape(s, dims)});
+  return ctx.Finish({b.Reshape(s, dims)});
 }
 
 Expected<LoweredOp> Cat(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<Instruction*> xs = c.TList("tensors", 0);
-  const TensorMeta* out = c.Out(0);
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> xs = ctx.TensorList("tensors", 0);
+  const TensorMeta* out = ctx.OutputMeta(0);
   PrimitiveType t = out ? out->dtype : PrimitiveType::F32;
   std::vector<Instruction*> parts;
   int64_t rank = out ? out->rank() : 0;
@@ -199,76 +210,78 @@ Expected<LoweredOp> Cat(const Node& n, Builder& b) {
     if (!x) continue;
     if (!out) rank = std::max<int64_t>(rank, x->shape.rank());
   }
-  auto d = WrapDim(c.Int("dim", 1, 0), rank);
-  if (!d) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 1, 0), rank);
+  if (!d) return ctx.Unsupported("dimension out of range");
   for (Instruction* x : xs) {
     if (!x) continue;
     // Legacy behaviour: 1-d empty tensors are skipped.
     if (x->shape.rank() == 1 && x->shape.dimensions()[0] == 0 && rank != 1) continue;
     parts.push_back(b.Convert(x, t));
   }
-  if (parts.empty()) return Done(c, {Full(b, t, 0, out ? out->sizes : std::vector<int64_t>{0})});
-  if (parts.size() == 1) return Done(c, {parts[0]});
-  return Done(c, {b.Concatenate(parts, *d)});
+  if (parts.empty()) return ctx.Finish({Full(b, t, 0, out ? out->sizes : std::vector<int64_t>{0})});
+  if (parts.size() == 1) return ctx.Finish({parts[0]});
+  return ctx.Finish({b.Concatenate(parts, *d)});
 }
 
 Expected<LoweredOp> Stack(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  std::vector<Instruction*> xs = c.TList("tensors", 0);
-  if (xs.empty() || !xs[0]) return Bad(c, "stack of no tensors");
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> xs = ctx.TensorList("tensors", 0);
+  if (xs.empty() || !xs[0]) return ctx.Unsupported("stack of no tensors");
   int64_t rank = xs[0]->shape.rank() + 1;
-  auto d = WrapDim(c.Int("dim", 1, 0), rank);
-  if (!d) return Bad(c, "dimension out of range");
-  PrimitiveType t = c.OutType(0, xs[0]->shape.element_type());
+  auto d = WrapDim(ctx.Int("dim", 1, 0), rank);
+  if (!d) return ctx.Unsupported("dimension out of range");
+  PrimitiveType t = ctx.OutputType(0, xs[0]->shape.element_type());
   std::vector<Instruction*> parts;
   for (Instruction* x : xs) {
     std::vector<int64_t> dims = x->shape.dimensions();
     dims.insert(dims.begin() + *d, 1);
     parts.push_back(b.Reshape(b.Convert(x, t), dims));
   }
-  if (parts.size() == 1) return Done(c, {parts[0]});
-  Instruction* r = b.Concatenate(parts, *d);
-  if (n.op == "aten::hstack" || n.op == "aten::vstack") return Bad(c, "hstack/vstack are composites");
-  return Done(c, {r});
+  if (parts.size() == 1) return ctx.Finish({parts[0]});
+  return ctx.Finish({b.Concatenate(parts, *d)});
 }
 
 // channel_shuffle(self, groups): [N, g*k, ...] -> reshape [N, g, k, ...] -> swap g, k -> reshape back.
 Expected<LoweredOp> ChannelShuffle(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t groups = c.Int("groups", 1, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t groups = ctx.Int("groups", 1, 1);
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() < 3 || groups <= 0 || dims[1] % groups != 0) return Bad(c, "channels not divisible by groups");
+  if (dims.size() < 3 || groups <= 0 || dims[1] % groups != 0) return ctx.Unsupported("channels not divisible by groups");
   std::vector<int64_t> split = {dims[0], groups, dims[1] / groups};
   split.insert(split.end(), dims.begin() + 2, dims.end());
   std::vector<int64_t> perm(split.size());
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[1], perm[2]);
-  return Done(c, {b.Reshape(b.Transpose(b.Reshape(x, split), perm), dims)});
+  return ctx.Finish({b.Reshape(b.Transpose(b.Reshape(x, split), perm), dims)});
 }
 
-Expected<LoweredOp> Split(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+// How a split cuts: by split_size(s), into `chunks` pieces, or into single slices with the dim removed (unbind).
+enum class Cut { kSizes, kChunks, kUnbind };
+
+// `dim_pos`: where `dim` is when the call does not name it.
+Expected<LoweredOp> Split(const Node& n, Builder& b, Cut cut, size_t dim_pos) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", n.op == "aten::unbind" ? 1 : 2, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", dim_pos, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
   std::vector<int64_t> sizes;
-  if (n.op == "aten::unbind" || n.op == "aten::unbind_copy") {
+  if (cut == Cut::kUnbind) {
     sizes.assign(static_cast<size_t>(size), 1);
-  } else if (n.op == "aten::chunk" || n.op == "aten::unsafe_chunk") {
-    int64_t chunks = c.Int("chunks", 1, 1);
+  } else if (cut == Cut::kChunks) {
+    int64_t chunks = ctx.Int("chunks", 1, 1);
     int64_t each = (size + chunks - 1) / std::max<int64_t>(chunks, 1);
     for (int64_t s = 0; s < size; s += each) sizes.push_back(std::min(each, size - s));
     if (size == 0) sizes.push_back(0);
-  } else if (const Value* v = c.V("split_sizes", 1); v && v->kind == Value::Kind::kIntList) {
+  } else if (const Value* v = ctx.Arg("split_sizes", 1); v && v->kind == Value::Kind::kIntList) {
     sizes = v->ints;
-  } else if (const Value* v2 = c.V("split_size", 1); v2 && v2->kind == Value::Kind::kIntList) {
+  } else if (const Value* v2 = ctx.Arg("split_size", 1); v2 && v2->kind == Value::Kind::kIntList) {
     sizes = v2->ints;
   } else {
-    int64_t each = c.Int("split_size", 1, size);
-    if (each <= 0) return Bad(c, "split_size must be positive");
+    int64_t each = ctx.Int("split_size", 1, size);
+    if (each <= 0) return ctx.Unsupported("split_size must be positive");
     for (int64_t s = 0; s < size; s += each) sizes.push_back(std::min(each, size - s));
     if (size == 0) sizes.push_back(0);
   }
@@ -276,7 +289,7 @@ Expected<LoweredOp> Split(const Node& n, Builder& b) {
   int64_t at = 0;
   for (int64_t s : sizes) {
     Instruction* part = b.SliceInDim(x, at, at + s, 1, *d);
-    if (n.op == "aten::unbind" || n.op == "aten::unbind_copy") {
+    if (cut == Cut::kUnbind) {
       std::vector<int64_t> dims = x->shape.dimensions();
       dims.erase(dims.begin() + *d);
       part = b.Reshape(part, dims);
@@ -284,36 +297,43 @@ Expected<LoweredOp> Split(const Node& n, Builder& b) {
     outs.push_back(part);
     at += s;
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
-Expected<LoweredOp> Flip(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> dims;
-  if (n.op == "aten::fliplr") dims = {1};
-  else if (n.op == "aten::flipud") dims = {0};
-  else dims = c.Ints("dims", 1);
+Expected<LoweredOp> SplitBySizes(const Node& n, Builder& b) { return Split(n, b, Cut::kSizes, 2); }
+Expected<LoweredOp> Chunk(const Node& n, Builder& b) { return Split(n, b, Cut::kChunks, 2); }
+Expected<LoweredOp> Unbind(const Node& n, Builder& b) { return Split(n, b, Cut::kUnbind, 1); }
+Expected<LoweredOp> UnbindCopy(const Node& n, Builder& b) { return Split(n, b, Cut::kUnbind, 2); }
+
+// flip(self, dims); fliplr and flipud flip dim 1 and dim 0 (`fixed`).
+Expected<LoweredOp> FlipDims(const Node& n, Builder& b, std::optional<int64_t> fixed) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> dims = fixed ? std::vector<int64_t>{*fixed} : ctx.Ints("dims", 1);
   auto nd = NormDims(dims, x->shape.rank(), false);
-  if (!nd.ok()) return Bad(c, nd.status().message());
-  if (nd->empty()) return Done(c, {x});
-  return Done(c, {b.Reverse(x, *nd)});
+  if (!nd.ok()) return ctx.Unsupported(nd.status().message());
+  if (nd->empty()) return ctx.Finish({x});
+  return ctx.Finish({b.Reverse(x, *nd)});
 }
+
+Expected<LoweredOp> Flip(const Node& n, Builder& b) { return FlipDims(n, b, std::nullopt); }
+Expected<LoweredOp> Fliplr(const Node& n, Builder& b) { return FlipDims(n, b, 1); }
+Expected<LoweredOp> Flipud(const Node& n, Builder& b) { return FlipDims(n, b, 0); }
 
 Expected<LoweredOp> Roll(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> shifts = c.Ints("shifts", 1), dims = c.Ints("dims", 2);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> shifts = ctx.Ints("shifts", 1), dims = ctx.Ints("dims", 2);
   Instruction* r = x;
   if (dims.empty()) {  // roll the flattened tensor
     int64_t total = x->shape.elements();
     r = b.Reshape(x, {total});
     dims = {0};
   }
-  if (shifts.size() != dims.size()) return Bad(c, "shifts and dims differ in length");
+  if (shifts.size() != dims.size()) return ctx.Unsupported("shifts and dims differ in length");
   for (size_t i = 0; i < dims.size(); ++i) {
     auto d = WrapDim(dims[i], r->shape.rank());
-    if (!d) return Bad(c, "dimension out of range");
+    if (!d) return ctx.Unsupported("dimension out of range");
     int64_t size = r->shape.dimensions()[static_cast<size_t>(*d)];
     if (size == 0) continue;
     int64_t s = ((shifts[i] % size) + size) % size;
@@ -323,14 +343,14 @@ Expected<LoweredOp> Roll(const Node& n, Builder& b) {
     Instruction* head = b.SliceInDim(r, 0, size - s, 1, *d);
     r = b.Concatenate({tail, head}, *d);
   }
-  return Done(c, {b.Reshape(r, x->shape.dimensions())});
+  return ctx.Finish({b.Reshape(r, x->shape.dimensions())});
 }
 
 Expected<LoweredOp> Repeat(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> reps = c.Ints("repeats", 1);
-  if (reps.size() < static_cast<size_t>(x->shape.rank())) return Bad(c, "fewer repeats than dims");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> reps = ctx.Ints("repeats", 1);
+  if (reps.size() < static_cast<size_t>(x->shape.rank())) return ctx.Unsupported("fewer repeats than dims");
   std::vector<int64_t> in = x->shape.dimensions();
   in.insert(in.begin(), reps.size() - in.size(), 1);
   // broadcast [r0, d0, r1, d1, ...] then reshape to [r0*d0, ...]
@@ -343,14 +363,14 @@ Expected<LoweredOp> Repeat(const Node& n, Builder& b) {
   }
   Instruction* xr = b.Reshape(x, in);
   Instruction* br = b.Broadcast(xr, bdims, map);
-  return Done(c, {b.Reshape(br, out)});
+  return ctx.Finish({b.Reshape(br, out)});
 }
 
 Expected<LoweredOp> ConstantPad(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> pad = c.Ints("pad", 1);
-  if (pad.size() % 2 != 0 || pad.size() / 2 > static_cast<size_t>(x->shape.rank())) return Bad(c, "bad pad list");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> pad = ctx.Ints("pad", 1);
+  if (pad.size() % 2 != 0 || pad.size() / 2 > static_cast<size_t>(x->shape.rank())) return ctx.Unsupported("bad pad list");
   hlo::PaddingConfig cfg;
   cfg.dimensions.resize(static_cast<size_t>(x->shape.rank()));
   for (size_t i = 0; i < pad.size() / 2; ++i) {
@@ -358,11 +378,10 @@ Expected<LoweredOp> ConstantPad(const Node& n, Builder& b) {
     d.edge_padding_low = pad[2 * i];
     d.edge_padding_high = pad[2 * i + 1];
   }
-  double v = c.Double("value", 2, 0);
-  return Done(c, {b.Pad(x, Scalar(b, x->shape.element_type(), v), cfg)});
+  double v = ctx.Double("value", 2, 0);
+  return ctx.Finish({b.Pad(x, Scalar(b, x->shape.element_type(), v), cfg)});
 }
 
-namespace {
 // Reflection/replication padding along one dim as slices + reverse + concatenate.
 Instruction* PadDimMirror(Builder& b, Instruction* x, int64_t dim, int64_t lo, int64_t hi, bool reflect) {
   int64_t size = x->shape.dimensions()[static_cast<size_t>(dim)];
@@ -392,23 +411,21 @@ Instruction* PadDimMirror(Builder& b, Instruction* x, int64_t dim, int64_t lo, i
 }
 
 Expected<LoweredOp> MirrorPad(const Node& n, Builder& b, bool reflect) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> pad = c.Ints("padding", 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> pad = ctx.Ints("padding", 1);
   Instruction* r = x;
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = x->shape.rank() - 1 - static_cast<int64_t>(i);
-    if (dim < 0) return Bad(c, "padding longer than the rank");
+    if (dim < 0) return ctx.Unsupported("padding longer than the rank");
     r = PadDimMirror(b, r, dim, pad[2 * i], pad[2 * i + 1], reflect);
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
-}  // namespace
 
 Expected<LoweredOp> ReflectionPad(const Node& n, Builder& b) { return MirrorPad(n, b, true); }
 Expected<LoweredOp> ReplicationPad(const Node& n, Builder& b) { return MirrorPad(n, b, false); }
 
-namespace {
 // Pads `x` with zeros: `lo` before and `hi` after along `dim`.
 Instruction* ZeroPadDim(Builder& b, Instruction* x, int64_t dim, int64_t lo, int64_t hi) {
   hlo::PaddingConfig cfg;
@@ -445,28 +462,28 @@ Instruction* PadDimMirrorBackward(Builder& b, Instruction* g, int64_t dim, int64
   }
   return r;
 }
-}  // namespace
 
 // reflection_padNd_backward / replication_padNd_backward(grad_output, self, padding).
-Expected<LoweredOp> MirrorPadBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 1));
-  std::vector<int64_t> pad = c.Ints("padding", 2);
-  bool reflect = n.op.find("reflection") != std::string::npos;
+Expected<LoweredOp> MirrorPadBackward(const Node& n, Builder& b, bool reflect) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 1));
+  std::vector<int64_t> pad = ctx.Ints("padding", 2);
   Instruction* r = b.Convert(g, x->shape.element_type());
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = x->shape.rank() - 1 - static_cast<int64_t>(i);
-    if (dim < 0) return Bad(c, "padding longer than the rank");
+    if (dim < 0) return ctx.Unsupported("padding longer than the rank");
     int64_t lo = pad[2 * i], hi = pad[2 * i + 1], size = x->shape.dimensions(static_cast<int>(dim));
-    if (lo < 0 || hi < 0) return Bad(c, "negative padding");
-    if (reflect && (lo >= size || hi >= size)) return Bad(c, "reflection padding not smaller than the input");
+    if (lo < 0 || hi < 0) return ctx.Unsupported("negative padding");
+    if (reflect && (lo >= size || hi >= size)) return ctx.Unsupported("reflection padding not smaller than the input");
     r = PadDimMirrorBackward(b, r, dim, lo, hi, size, reflect);
   }
-  return Done(c, {r});
+  return ctx.Finish({r});
 }
 
-namespace {
+Expected<LoweredOp> ReflectionPadBackward(const Node& n, Builder& b) { return MirrorPadBackward(n, b, true); }
+Expected<LoweredOp> ReplicationPadBackward(const Node& n, Builder& b) { return MirrorPadBackward(n, b, false); }
+
 // The positions of a diagonal as a gather: returns the diagonal of dims (d1, d2) moved to the end.
 Instruction* DiagonalOf(Builder& b, Instruction* x, int64_t offset, int64_t d1, int64_t d2) {
   int64_t r = x->shape.rank();
@@ -489,23 +506,22 @@ Instruction* DiagonalOf(Builder& b, Instruction* x, int64_t offset, int64_t d1, 
   if (len == 0) return b.Full(x->shape.element_type(), 0, out);
   return b.SliceInDim(f, start, start + (len - 1) * (n2 + 1) + 1, n2 + 1, r - 2);
 }
-}  // namespace
 
 Expected<LoweredOp> Diagonal(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req(n.op == "aten::diagonal" || n.op == "aten::diagonal_copy" ? "self" : "input", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d1 = WrapDim(c.Int("dim1", 2, 0), r), d2 = WrapDim(c.Int("dim2", 3, 1), r);
-  if (!d1 || !d2 || *d1 == *d2) return Bad(c, "bad diagonal dims");
-  return Done(c, {DiagonalOf(b, x, c.Int("offset", 1, 0), *d1, *d2)});
+  auto d1 = WrapDim(ctx.Int("dim1", 2, 0), r), d2 = WrapDim(ctx.Int("dim2", 3, 1), r);
+  if (!d1 || !d2 || *d1 == *d2) return ctx.Unsupported("bad diagonal dims");
+  return ctx.Finish({DiagonalOf(b, x, ctx.Int("offset", 1, 0), *d1, *d2)});
 }
 
 Expected<LoweredOp> AsStrided(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  std::vector<int64_t> size = c.Ints("size", 1), stride = c.Ints("stride", 2);
-  int64_t offset = c.Int("storage_offset", 3, 0);
-  if (size.size() != stride.size()) return Bad(c, "size and stride differ in length");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> size = ctx.Ints("size", 1), stride = ctx.Ints("stride", 2);
+  int64_t offset = ctx.Int("storage_offset", 3, 0);
+  if (size.size() != stride.size()) return ctx.Unsupported("size and stride differ in length");
   // A gather from the flattened input at offset + sum(i_k * stride_k) (torch_xla's general path).
   int64_t total = x->shape.elements();
   Instruction* flat = b.Reshape(x, {total});
@@ -524,23 +540,23 @@ Expected<LoweredOp> AsStrided(const Node& n, Builder& b) {
   dn.start_index_map = {0};
   dn.index_vector_dim = 1;
   Instruction* g = b.Gather(flat, index, dn, {1}, Shape::Array(x->shape.element_type(), {count}));
-  return Done(c, {b.Reshape(g, size)});
+  return ctx.Finish({b.Reshape(g, size)});
 }
 
 // as_strided_scatter: the element (i_0, ..., i_k) of src goes to flat position
 // offset + sum(i_j * stride_j) of self (contiguous): a scatter with a replace computation into the
 // flattened self, the index computed as AsStrided's gather index is.
 Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, c.Req("src", 1));
-  std::vector<int64_t> size = c.Ints("size", 2), stride = c.Ints("stride", 3);
-  int64_t offset = c.Int("storage_offset", 4, 0);
-  if (size.size() != stride.size()) return Bad(c, "size and stride differ in length");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src0, ctx.RequiredTensor("src", 1));
+  std::vector<int64_t> size = ctx.Ints("size", 2), stride = ctx.Ints("stride", 3);
+  int64_t offset = ctx.Int("storage_offset", 4, 0);
+  if (size.size() != stride.size()) return ctx.Unsupported("size and stride differ in length");
   PrimitiveType t = x->shape.element_type();
   Instruction* src = b.Convert(src0, t);
   if (Dims(src) != size) {
-    if (Numel(Dims(src)) != Numel(size)) return Bad(c, "src does not have the view's size");
+    if (Numel(Dims(src)) != Numel(size)) return ctx.Unsupported("src does not have the view's size");
     src = b.Reshape(src, size);
   }
   int64_t total = x->shape.elements();
@@ -557,10 +573,9 @@ Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(index, {count, 1}), {b.Reshape(src, {count})}, dn,
                             ReplaceComputation(b, t));
-  return Done(c, {b.Reshape(s, Dims(x))});
+  return ctx.Finish({b.Reshape(s, Dims(x))});
 }
 
-namespace {
 // Writes `src` into `x` at a static position: a pad of src to x's shape plus a select on a mask of
 // the same pad (XLA's UpdateSlice with static starts uses dynamic-update-slice; strided writes need
 // the mask form).
@@ -582,46 +597,45 @@ Instruction* StridedUpdate(Builder& b, Instruction* x, Instruction* src, int64_t
   Instruction* mask = b.Pad(Full(b, PrimitiveType::PRED, 1, src->shape.dimensions()), Scalar(b, PrimitiveType::PRED, 0), cfg);
   return b.Select(mask, padded, x);
 }
-}  // namespace
 
 Expected<LoweredOp> SliceScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 2, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  int64_t start = c.OptInt("start", 3).value_or(0), step = c.Int("step", 5, 1);
+  int64_t start = ctx.OptInt("start", 3).value_or(0), step = ctx.Int("step", 5, 1);
   if (start < 0) start += size;
   start = std::clamp<int64_t>(start, 0, size);
-  return Done(c, {StridedUpdate(b, x, b.Convert(src, x->shape.element_type()), *d, start, step)});
+  return ctx.Finish({StridedUpdate(b, x, b.Convert(src, x->shape.element_type()), *d, start, step)});
 }
 
 Expected<LoweredOp> SelectScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dim", 2, 0), r);
-  if (!d || r == 0) return Bad(c, "dimension out of range");
+  auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+  if (!d || r == 0) return ctx.Unsupported("dimension out of range");
   int64_t size = x->shape.dimensions()[static_cast<size_t>(*d)];
-  int64_t index = c.Int("index", 3, 0);
+  int64_t index = ctx.Int("index", 3, 0);
   if (index < 0) index += size;
   std::vector<int64_t> dims = x->shape.dimensions();
   dims[static_cast<size_t>(*d)] = 1;
   Instruction* s = b.Reshape(b.Convert(src, x->shape.element_type()), dims);
-  return Done(c, {StridedUpdate(b, x, s, *d, index, 1)});
+  return ctx.Finish({StridedUpdate(b, x, s, *d, index, 1)});
 }
 
 Expected<LoweredOp> DiagonalScatter(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, c.Req("src", 1));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("src", 1));
   int64_t r = x->shape.rank();
-  int64_t offset = c.Int("offset", 2, 0);
-  auto d1 = WrapDim(c.Int("dim1", 3, 0), r), d2 = WrapDim(c.Int("dim2", 4, 1), r);
-  if (!d1 || !d2 || *d1 == *d2) return Bad(c, "bad diagonal dims");
+  int64_t offset = ctx.Int("offset", 2, 0);
+  auto d1 = WrapDim(ctx.Int("dim1", 3, 0), r), d2 = WrapDim(ctx.Int("dim2", 4, 1), r);
+  if (!d1 || !d2 || *d1 == *d2) return ctx.Unsupported("bad diagonal dims");
   // mask = (iota(d2) - iota(d1) == offset); the source broadcast along d2 (or d1).
   std::vector<int64_t> dims = x->shape.dimensions();
   Shape is = Shape::Array(PrimitiveType::S64, dims);
@@ -645,32 +659,30 @@ Expected<LoweredOp> DiagonalScatter(const Node& n, Builder& b) {
   std::vector<int64_t> map = others;
   map.push_back(along);
   Instruction* bs = b.Broadcast(s, dims, map);
-  return Done(c, {b.Select(mask, bs, x)});
+  return ctx.Finish({b.Select(mask, bs, x)});
 }
 
-namespace {
 Expected<LoweredOp> TriOp(const Node& n, Builder& b, bool lower) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  if (r < 2) return Bad(c, "needs at least 2 dims");
-  int64_t k = c.Int("diagonal", 1, 0);
+  if (r < 2) return ctx.Unsupported("needs at least 2 dims");
+  int64_t k = ctx.Int("diagonal", 1, 0);
   Shape is = Shape::Array(PrimitiveType::S64, x->shape.dimensions());
   Instruction* diff = Sub(b, b.Iota(is, r - 1), b.Iota(is, r - 2));  // col - row
   Instruction* keep = CmpScalar(b, diff, static_cast<double>(k), lower ? ComparisonDirection::kLe : ComparisonDirection::kGe);
-  return Done(c, {b.Select(keep, x, FullLike(b, x, 0))});
+  return ctx.Finish({b.Select(keep, x, FullLike(b, x, 0))});
 }
-}  // namespace
 
 Expected<LoweredOp> Tril(const Node& n, Builder& b) { return TriOp(n, b, true); }
 Expected<LoweredOp> Triu(const Node& n, Builder& b) { return TriOp(n, b, false); }
 
 Expected<LoweredOp> PixelShuffle(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t f = c.Int("upscale_factor", 1, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t f = ctx.Int("upscale_factor", 1, 1);
   std::vector<int64_t> d = x->shape.dimensions();
-  if (d.size() < 3) return Bad(c, "needs at least 3 dims");
+  if (d.size() < 3) return ctx.Unsupported("needs at least 3 dims");
   size_t k = d.size();
   std::vector<int64_t> lead(d.begin(), d.end() - 3);
   int64_t C = d[k - 3], H = d[k - 2], W = d[k - 1];
@@ -684,15 +696,15 @@ Expected<LoweredOp> PixelShuffle(const Node& n, Builder& b) {
   r = b.Transpose(r, perm);
   std::vector<int64_t> out = lead;
   out.insert(out.end(), {C / (f * f), H * f, W * f});
-  return Done(c, {b.Reshape(r, out)});
+  return ctx.Finish({b.Reshape(r, out)});
 }
 
 Expected<LoweredOp> PixelUnshuffle(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  int64_t f = c.Int("downscale_factor", 1, 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t f = ctx.Int("downscale_factor", 1, 1);
   std::vector<int64_t> d = x->shape.dimensions();
-  if (d.size() < 3) return Bad(c, "needs at least 3 dims");
+  if (d.size() < 3) return ctx.Unsupported("needs at least 3 dims");
   size_t k = d.size();
   std::vector<int64_t> lead(d.begin(), d.end() - 3);
   int64_t C = d[k - 3], H = d[k - 2], W = d[k - 1];
@@ -706,17 +718,17 @@ Expected<LoweredOp> PixelUnshuffle(const Node& n, Builder& b) {
   r = b.Transpose(r, perm);
   std::vector<int64_t> out = lead;
   out.insert(out.end(), {C * f * f, H / f, W / f});
-  return Done(c, {b.Reshape(r, out)});
+  return ctx.Finish({b.Reshape(r, out)});
 }
 
 Expected<LoweredOp> Unfold(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  auto d = WrapDim(c.Int("dimension", 1, 0), r);
-  if (!d) return Bad(c, "dimension out of range");
-  int64_t size = c.Int("size", 2, 1), step = c.Int("step", 3, 1);
-  if (r == 0) return Done(c, {b.Reshape(x, {1})});
+  auto d = WrapDim(ctx.Int("dimension", 1, 0), r);
+  if (!d) return ctx.Unsupported("dimension out of range");
+  int64_t size = ctx.Int("size", 2, 1), step = ctx.Int("step", 3, 1);
+  if (r == 0) return ctx.Finish({b.Reshape(x, {1})});
   int64_t len = x->shape.dimensions()[static_cast<size_t>(*d)];
   int64_t count = (len - size) / step + 1;
   // Each window is a strided slice; stack them: result dims (..., count, ..., size).
@@ -734,24 +746,27 @@ Expected<LoweredOp> Unfold(const Node& n, Builder& b) {
     td.insert(td.begin() + *d, 1);
     wins.push_back(b.Reshape(s, td));
   }
-  if (wins.empty()) return Bad(c, "window larger than the dimension");
-  return Done(c, {wins.size() == 1 ? wins[0] : b.Concatenate(wins, *d)});
+  if (wins.empty()) return ctx.Unsupported("window larger than the dimension");
+  return ctx.Finish({wins.size() == 1 ? wins[0] : b.Concatenate(wins, *d)});
 }
 
-Expected<LoweredOp> SymSize(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+// The sym_* queries of a tensor's geometry (an s64 scalar, or a pred for sym_is_contiguous).
+enum class SymQuery { kSize, kStride, kNumel, kStorageOffset, kIsContiguous };
+
+Expected<LoweredOp> Sym(const Node& n, Builder& b, SymQuery query) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t v = 0;
-  if (n.op == "aten::sym_numel") {
+  if (query == SymQuery::kNumel) {
     v = x->shape.elements();
-  } else if (n.op == "aten::sym_storage_offset") {
+  } else if (query == SymQuery::kStorageOffset) {
     v = 0;
-  } else if (n.op == "aten::sym_is_contiguous") {
-    return Done(c, {b.ConstantScalar(PrimitiveType::PRED, 1)});
+  } else if (query == SymQuery::kIsContiguous) {
+    return ctx.Finish({b.ConstantScalar(PrimitiveType::PRED, 1)});
   } else {
-    auto d = WrapDim(c.Int("dim", 1, 0), x->shape.rank());
-    if (!d || x->shape.rank() == 0) return Bad(c, "dimension out of range");
-    if (n.op == "aten::sym_stride") {
+    auto d = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank());
+    if (!d || x->shape.rank() == 0) return ctx.Unsupported("dimension out of range");
+    if (query == SymQuery::kStride) {
       v = 1;
       for (int64_t i = *d + 1; i < x->shape.rank(); ++i) v *= x->shape.dimensions()[static_cast<size_t>(i)];
     } else {
@@ -764,40 +779,45 @@ Expected<LoweredOp> SymSize(const Node& n, Builder& b) {
         instr->dimensions = {*d};
         return instr;
       }());
-      return Done(c, {b.Convert(g, PrimitiveType::S64)});
+      return ctx.Finish({b.Convert(g, PrimitiveType::S64)});
     }
   }
-  return Done(c, {ConstS64(b, v)});
+  return ctx.Finish({ConstS64(b, v)});
+}
+
+template <SymQuery kQuery>
+Expected<LoweredOp> SymOf(const Node& n, Builder& b) {
+  return Sym(n, b, kQuery);
 }
 
 Expected<LoweredOp> ViewAsReal(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  if (!hlo::IsComplex(x->shape.element_type())) return Bad(c, "needs a complex tensor");
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  if (!hlo::IsComplex(x->shape.element_type())) return ctx.Unsupported("needs a complex tensor");
   std::vector<int64_t> d = x->shape.dimensions();
   d.push_back(1);
   Instruction* re = b.Reshape(b.Real(x), d);
   Instruction* im = b.Reshape(b.Imag(x), d);
-  return Done(c, {b.Concatenate({re, im}, static_cast<int64_t>(d.size()) - 1)});
+  return ctx.Finish({b.Concatenate({re, im}, static_cast<int64_t>(d.size()) - 1)});
 }
 
 Expected<LoweredOp> ViewAsComplex(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> d = x->shape.dimensions();
-  if (d.empty() || d.back() != 2) return Bad(c, "last dimension must be 2");
+  if (d.empty() || d.back() != 2) return ctx.Unsupported("last dimension must be 2");
   int64_t last = static_cast<int64_t>(d.size()) - 1;
   d.pop_back();
   Instruction* re = b.Reshape(b.SliceInDim(x, 0, 1, 1, last), d);
   Instruction* im = b.Reshape(b.SliceInDim(x, 1, 2, 1, last), d);
-  return Done(c, {b.Complex(re, im)});
+  return ctx.Finish({b.Complex(re, im)});
 }
 
 Expected<LoweredOp> Resize(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, c.Req("self", 0));
-  const TensorMeta* out = c.Out(0);
-  std::vector<int64_t> size = out ? out->sizes : c.Ints("size", 1);
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const TensorMeta* out = ctx.OutputMeta(0);
+  std::vector<int64_t> size = out ? out->sizes : ctx.Ints("size", 1);
   int64_t want = Numel(size), have = x->shape.elements();
   Instruction* flat = b.Reshape(x, {have});
   if (want <= have) {
@@ -808,41 +828,292 @@ Expected<LoweredOp> Resize(const Node& n, Builder& b) {
     cfg.dimensions[0].edge_padding_high = want - have;
     flat = b.Pad(flat, Scalar(b, x->shape.element_type(), 0), cfg);
   }
-  return Done(c, {b.Reshape(flat, size)});
+  return ctx.Finish({b.Reshape(flat, size)});
 }
 
-}  // namespace opprobe::analyzer::lowering
-
-namespace opprobe::analyzer::lowering {
-
-// Backward of the view ops: the gradient written into zeros of the input's size.
-Expected<LoweredOp> ViewBackward(const Node& n, Builder& b) {
-  Ctx c(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, c.Req("grad_output", 0));
-  std::vector<int64_t> sizes = c.Ints("input_sizes", 1);
-  if (const TensorMeta* out = c.Out(0)) sizes = out->sizes;
+// Backward of the view ops: the gradient written into zeros of the input's size (`slice`: slice_backward,
+// else select_backward).
+Expected<LoweredOp> ViewBackward(const Node& n, Builder& b, bool slice) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  std::vector<int64_t> sizes = ctx.Ints("input_sizes", 1);
+  if (const TensorMeta* out = ctx.OutputMeta(0)) sizes = out->sizes;
   PrimitiveType t = g->shape.element_type();
   Instruction* zeros = Full(b, t, 0, sizes);
   int64_t r = static_cast<int64_t>(sizes.size());
-  if (n.op == "aten::slice_backward") {
-    auto d = WrapDim(c.Int("dim", 2, 0), r);
-    if (!d || r == 0) return Bad(c, "dimension out of range");
+  if (slice) {
+    auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+    if (!d || r == 0) return ctx.Unsupported("dimension out of range");
     int64_t size = sizes[static_cast<size_t>(*d)];
-    int64_t start = c.Int("start", 3, 0), step = c.Int("step", 5, 1);
+    int64_t start = ctx.Int("start", 3, 0), step = ctx.Int("step", 5, 1);
     if (start < 0) start += size;
     start = std::clamp<int64_t>(start, 0, size);
-    return Done(c, {StridedUpdate(b, zeros, g, *d, start, step)});
+    return ctx.Finish({StridedUpdate(b, zeros, g, *d, start, step)});
   }
-  if (n.op == "aten::select_backward") {
-    auto d = WrapDim(c.Int("dim", 2, 0), r);
-    if (!d || r == 0) return Bad(c, "dimension out of range");
-    int64_t index = c.Int("index", 3, 0);
+  {
+    auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+    if (!d || r == 0) return ctx.Unsupported("dimension out of range");
+    int64_t index = ctx.Int("index", 3, 0);
     if (index < 0) index += sizes[static_cast<size_t>(*d)];
     std::vector<int64_t> dims = sizes;
     dims[static_cast<size_t>(*d)] = 1;
-    return Done(c, {StridedUpdate(b, zeros, b.Reshape(g, dims), *d, index, 1)});
+    return ctx.Finish({StridedUpdate(b, zeros, b.Reshape(g, dims), *d, index, 1)});
   }
-  return Bad(c, "no view backward body");
+}
+
+Expected<LoweredOp> SliceBackward(const Node& n, Builder& b) { return ViewBackward(n, b, true); }
+Expected<LoweredOp> SelectBackward(const Node& n, Builder& b) { return ViewBackward(n, b, false); }
+
+Expected<LoweredOp> Diag(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ctx.Int("diagonal", 1, 0);
+  if (x->shape.rank() == 2) {
+    std::vector<int64_t> d = Dims(x);
+    int64_t len = k >= 0 ? std::max<int64_t>(0, std::min(d[0], d[1] - k)) : std::max<int64_t>(0, std::min(d[0] + k, d[1]));
+    if (len == 0) return ctx.Finish({Full(b, x->shape.element_type(), 0, {0})});
+    Instruction* f = b.Reshape(x, {d[0] * d[1]});
+    int64_t start = k >= 0 ? k : -k * d[1];
+    return ctx.Finish({b.SliceInDim(f, start, start + (len - 1) * (d[1] + 1) + 1, d[1] + 1, 0)});
+  }
+  if (x->shape.rank() != 1) return ctx.Unsupported("diag needs a 1-d or 2-d input");
+  int64_t len = Dims(x)[0], m = len + std::abs(k);
+  std::vector<int64_t> od = {m, m};
+  hlo::PaddingConfig cfg;
+  cfg.dimensions.resize(1);
+  cfg.dimensions[0].edge_padding_high = m - len;
+  Instruction* xp = b.Pad(x, Scalar(b, x->shape.element_type(), 0), cfg);
+  Shape is = Shape::Array(PrimitiveType::S64, od);
+  Instruction* mask = CmpScalar(b, Sub(b, b.Iota(is, 1), b.Iota(is, 0)), static_cast<double>(k), ComparisonDirection::kEq);
+  Instruction* v = b.Broadcast(xp, od, {k >= 0 ? 0 : 1});
+  return ctx.Finish({b.Select(mask, v, Full(b, x->shape.element_type(), 0, od))});
+}
+
+Expected<LoweredOp> DiagEmbed(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ctx.Int("offset", 1, 0);
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("the output shape comes from the recorded output");
+  int64_t r = out->rank();
+  auto d1 = WrapDim(ctx.Int("dim1", 2, -2), r), d2 = WrapDim(ctx.Int("dim2", 3, -1), r);
+  if (!d1 || !d2 || *d1 == *d2) return ctx.Unsupported("bad dims");
+  std::vector<int64_t> od = out->sizes;
+  int64_t len = Dims(x).back(), m = od[static_cast<size_t>(*d1)];
+  // x's leading dims map to the output dims other than d1/d2; its last dim pads to m and maps to
+  // d1 (offset >= 0) or d2 (offset < 0).
+  hlo::PaddingConfig cfg;
+  cfg.dimensions.resize(static_cast<size_t>(x->shape.rank()));
+  cfg.dimensions.back().edge_padding_high = m - len;
+  Instruction* xp = m > len ? b.Pad(x, Scalar(b, x->shape.element_type(), 0), cfg) : x;
+  std::vector<int64_t> map;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != *d1 && i != *d2) map.push_back(i);
+  map.push_back(k >= 0 ? *d1 : *d2);
+  Shape is = Shape::Array(PrimitiveType::S64, od);
+  Instruction* mask = CmpScalar(b, Sub(b, b.Iota(is, *d2), b.Iota(is, *d1)), static_cast<double>(k), ComparisonDirection::kEq);
+  return ctx.Finish({b.Select(mask, b.Broadcast(xp, od, map), Full(b, x->shape.element_type(), 0, od))});
+}
+
+Expected<LoweredOp> Rot90(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  int64_t k = ((ctx.Int("k", 1, 1) % 4) + 4) % 4;
+  std::vector<int64_t> dims = ctx.Ints("dims", 2, {0, 1});
+  int64_t r = x->shape.rank();
+  if (dims.size() != 2) return ctx.Unsupported("rot90 needs two dims");
+  auto d0 = WrapDim(dims[0], r), d1 = WrapDim(dims[1], r);
+  if (!d0 || !d1 || *d0 == *d1) return ctx.Unsupported("bad dims");
+  std::vector<int64_t> perm(static_cast<size_t>(r));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[static_cast<size_t>(*d0)], perm[static_cast<size_t>(*d1)]);
+  Instruction* y = x;
+  if (k == 1) y = b.Transpose(b.Reverse(x, {*d1}), perm);
+  else if (k == 2) y = b.Reverse(x, {std::min(*d0, *d1), std::max(*d0, *d1)});
+  else if (k == 3) y = b.Reverse(b.Transpose(x, perm), {*d1});
+  return ctx.Finish({y});
+}
+
+Expected<LoweredOp> NarrowCopy(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  auto d = WrapDim(ctx.Int("dim", 1, 0), x->shape.rank());
+  if (!d) return ctx.Unsupported("dimension out of range");
+  int64_t size = Dims(x)[static_cast<size_t>(*d)];
+  int64_t start = ctx.Int("start", 2, 0), len = ctx.Int("length", 3, 0);
+  if (start < 0) start += size;
+  return ctx.Finish({b.SliceInDim(x, start, start + len, 1, *d)});
+}
+
+Expected<LoweredOp> BlockDiag(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  std::vector<Instruction*> xs = ctx.TensorList("tensors", 0);
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out || out->rank() != 2) return ctx.Unsupported("needs the recorded 2-d output");
+  int64_t W = out->sizes[1];
+  std::vector<Instruction*> rows;
+  int64_t col = 0;
+  for (Instruction* x : xs) {
+    if (!x) continue;
+    Instruction* m = b.Convert(x, out->dtype);
+    if (m->shape.rank() == 0) m = b.Reshape(m, {1, 1});
+    else if (m->shape.rank() == 1) m = b.Reshape(m, {1, Dims(m)[0]});
+    int64_t w = Dims(m)[1];
+    hlo::PaddingConfig cfg;
+    cfg.dimensions.resize(2);
+    cfg.dimensions[1].edge_padding_low = col;
+    cfg.dimensions[1].edge_padding_high = W - col - w;
+    rows.push_back(b.Pad(m, Scalar(b, out->dtype, 0), cfg));
+    col += w;
+  }
+  if (rows.empty()) return ctx.Finish({Full(b, out->dtype, 0, out->sizes)});
+  return ctx.Finish({rows.size() == 1 ? rows[0] : b.Concatenate(rows, 0)});
+}
+
+Expected<LoweredOp> Flatten(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> d = Dims(x);
+  if (d.empty()) return ctx.Finish({b.Reshape(x, {1})});
+  auto start = WrapDim(ctx.Int("start_dim", 1, 0), Rank(x)), end = WrapDim(ctx.Int("end_dim", 2, -1), Rank(x));
+  if (!start || !end || *start > *end) return ctx.Unsupported("start_dim/end_dim out of range");
+  std::vector<int64_t> out(d.begin(), d.begin() + *start);
+  int64_t m = 1;
+  for (int64_t i = *start; i <= *end; ++i) m *= d[static_cast<size_t>(i)];
+  out.push_back(m);
+  out.insert(out.end(), d.begin() + *end + 1, d.end());
+  return ctx.Finish({b.Reshape(x, out)});
+}
+
+Expected<LoweredOp> Unflatten(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<int64_t> d = Dims(x);
+  auto dim = WrapDim(ctx.Int("dim", 1, 0), Rank(x));
+  std::vector<int64_t> sizes = ctx.Ints("sizes", 2);
+  if (!dim || sizes.empty()) return ctx.Unsupported("bad dim or sizes");
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) infer = static_cast<int64_t>(i);
+    else known *= sizes[i];
+  }
+  if (infer >= 0) sizes[static_cast<size_t>(infer)] = known ? d[static_cast<size_t>(*dim)] / known : 0;
+  std::vector<int64_t> out(d.begin(), d.begin() + *dim);
+  out.insert(out.end(), sizes.begin(), sizes.end());
+  out.insert(out.end(), d.begin() + *dim + 1, d.end());
+  return ctx.Finish({b.Reshape(x, out)});
+}
+
+}  // namespace
+
+const LoweringFamily& ShapeLowerings() {
+  using T = Transposed;
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::alias", Identity},
+      {"aten::alias_copy", Identity},
+      {"aten::clone", Identity},
+      {"aten::contiguous", Identity},
+      {"aten::detach", Identity, kInPlaceForm},
+      {"aten::detach_copy", Identity},
+      {"aten::lift", Identity},
+      {"aten::lift_fresh", Identity},
+      {"aten::lift_fresh_copy", Identity},
+      {"aten::view", View},
+      {"aten::view_copy", Reshape},
+      {"aten::reshape", Reshape},
+      {"aten::_reshape_alias", Reshape},
+      {"aten::_reshape_alias_copy", Reshape},
+      {"aten::_unsafe_view", Reshape},
+      {"aten::flatten", Flatten},
+      {"aten::unflatten", Unflatten},
+      {"aten::expand", Expand},
+      {"aten::expand_as", Expand},
+      {"aten::expand_copy", Expand},
+      {"aten::permute", Permute},
+      {"aten::permute_copy", Permute},
+      {"aten::t", TransposeOf<T::kAllDims>, InPlaceView(RestoreT)},
+      {"aten::numpy_T", TransposeOf<T::kAllDims>},
+      {"aten::mT", TransposeOf<T::kLastTwo>},
+      {"aten::adjoint", TransposeOf<T::kLastTwo>},
+      {"aten::transpose", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
+      {"aten::transpose_copy", TransposeOf<T::kArgDims>},
+      {"aten::t_copy", TransposeOf<T::kArgDims>},
+      {"aten::swapaxes", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
+      {"aten::swapdims", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
+      {"aten::squeeze", Squeeze, kInPlaceForm},
+      {"aten::squeeze_copy", Squeeze},
+      {"aten::unsqueeze", Unsqueeze, InPlaceView(RestoreUnsqueezed)},
+      {"aten::unsqueeze_copy", Unsqueeze},
+      {"aten::slice.Tensor", SliceOp},
+      {"aten::slice_copy", SliceOp},
+      {"aten::select.int", Select},
+      {"aten::select_copy", Select},
+      {"aten::narrow_copy", NarrowCopy},
+      {"aten::cat", Cat},
+      {"aten::concat", Cat},
+      {"aten::concatenate", Cat},
+      {"aten::stack", Stack},
+      {"aten::split", SplitBySizes},
+      {"aten::split_copy", SplitBySizes},
+      {"aten::split_with_sizes", SplitBySizes},
+      {"aten::split_with_sizes_copy", SplitBySizes},
+      {"aten::unsafe_split", SplitBySizes},
+      {"aten::unsafe_split_with_sizes", SplitBySizes},
+      {"aten::chunk", Chunk},
+      {"aten::unsafe_chunk", Chunk},
+      {"aten::unbind", Unbind},
+      {"aten::unbind_copy", UnbindCopy},
+      {"aten::channel_shuffle", ChannelShuffle},
+      {"aten::native_channel_shuffle", ChannelShuffle},
+      {"aten::flip", Flip},
+      {"aten::fliplr", Fliplr},
+      {"aten::flipud", Flipud},
+      {"aten::roll", Roll},
+      {"aten::rot90", Rot90},
+      {"aten::repeat", Repeat},
+      {"aten::constant_pad_nd", ConstantPad},
+      {"aten::reflection_pad1d", ReflectionPad},
+      {"aten::reflection_pad2d", ReflectionPad},
+      {"aten::reflection_pad3d", ReflectionPad},
+      {"aten::replication_pad1d", ReplicationPad},
+      {"aten::replication_pad2d", ReplicationPad},
+      {"aten::replication_pad3d", ReplicationPad},
+      {"aten::reflection_pad1d_backward", ReflectionPadBackward},
+      {"aten::reflection_pad2d_backward", ReflectionPadBackward},
+      {"aten::reflection_pad3d_backward", ReflectionPadBackward},
+      {"aten::replication_pad1d_backward", ReplicationPadBackward},
+      {"aten::replication_pad2d_backward", ReplicationPadBackward},
+      {"aten::replication_pad3d_backward", ReplicationPadBackward},
+      {"aten::diagonal", Diagonal},
+      {"aten::diagonal_copy", Diagonal},
+      {"aten::diag", Diag},
+      {"aten::diag_embed", DiagEmbed},
+      {"aten::block_diag", BlockDiag},
+      {"aten::as_strided", AsStrided, kInPlaceForm},
+      {"aten::as_strided_copy", AsStrided},
+      {"aten::as_strided_scatter", AsStridedScatter},
+      {"aten::slice_scatter", SliceScatter},
+      {"aten::select_scatter", SelectScatter},
+      {"aten::diagonal_scatter", DiagonalScatter},
+      {"aten::slice_backward", SliceBackward},
+      {"aten::select_backward", SelectBackward},
+      {"aten::tril", Tril, kInPlaceForm},
+      {"aten::triu", Triu, kInPlaceForm},
+      {"aten::pixel_shuffle", PixelShuffle},
+      {"aten::pixel_unshuffle", PixelUnshuffle},
+      {"aten::unfold", Unfold},
+      {"aten::unfold_copy", Unfold},
+      {"aten::sym_size", SymOf<SymQuery::kSize>},
+      {"aten::sym_stride", SymOf<SymQuery::kStride>},
+      {"aten::sym_numel", SymOf<SymQuery::kNumel>},
+      {"aten::sym_storage_offset", SymOf<SymQuery::kStorageOffset>},
+      {"aten::sym_is_contiguous", SymOf<SymQuery::kIsContiguous>},
+      {"aten::view_as_real", ViewAsReal},
+      {"aten::view_as_complex", ViewAsComplex},
+      {"aten::resize_", Resize},
+      {"aten::resize_as_", Resize},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering

@@ -1,4 +1,4 @@
-// LAPACK-style linear algebra (analyzer/lowering/decomposition.cpp): each op lowers to the XLA forms
+// LAPACK-style linear algebra (analyzer/lowering/factorization.cpp): each op lowers to the XLA forms
 // (cholesky / triangular-solve opcodes, "Qr", "Eigh", "LuDecomposition" custom calls) and, evaluated
 // by the interp evaluator on small matrices, gives the values worked out by hand (the conformance
 // suite checks them against PyTorch on OpInfo's samples).

@@ -1,4 +1,4 @@
-// Special-function lowerings (analyzer/lowering/special.cpp and misc.cpp's erfcx/log_ndtr): each
+// Special-function lowerings (analyzer/lowering/special.cpp, erfcx and log_ndtr included): each
 // node is lowered with the built-in table, evaluated with the HLO evaluator and compared with known
 // values (closed forms, tabulated zeros and values of DLMF/Abramowitz-Stegun), in f32 and f64.
 #include <gtest/gtest.h>

@@ -218,18 +218,6 @@ TEST(LoweringTest, DynamicShapeOpsAreMarked) {
   EXPECT_TRUE(m->module->entry()->root()->shape.is_dynamic());
 }
 
-TEST(LoweringTest, TableIsSortedAndFindsOverloads) {
-  const auto& t = LoweringTable::Builtin();
-  auto entries = t.entries();
-  ASSERT_GT(entries.size(), 300u);
-  for (size_t i = 1; i < entries.size(); ++i) EXPECT_LT(entries[i - 1]->name, entries[i]->name);
-  ASSERT_NE(t.Find("aten::add", "Tensor"), nullptr);
-  EXPECT_EQ(t.Find("aten::add", "Tensor")->family, "elementwise");
-  ASSERT_NE(t.Find("aten::max", "dim"), nullptr);
-  EXPECT_EQ(t.Find("aten::max", "dim")->name, "aten::max.dim");
-  EXPECT_EQ(t.Find("aten::max", "default")->name, "aten::max");
-}
-
 TEST(LoweringTest, CoreOpListMatchesTheTextFileAndIsFullyLowered) {
   std::ifstream in(std::filesystem::path(OPPROBE_SOURCE_DIR) / "analyzer/lowering/core_aten_ops.txt");
   std::vector<std::string> file;

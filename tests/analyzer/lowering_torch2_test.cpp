@@ -1,4 +1,5 @@
-// The lowerings of analyzer/lowering/torch2.cpp (ops of PyTorch 2.x training steps), evaluated on small
+// The lowerings of ops that PyTorch 2.x training steps dispatch and 1.13 never did (fused optimizers and
+// _foreach_norm in optimizer.cpp, the CPU flash attention in attention.cpp, _safe_softmax, ...), evaluated on small
 // inputs. The expected values are what torch 2.9.0 computes for the same inputs (its own kernels, e.g.
 // torch._fused_adam_ and torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward).
 #include <gtest/gtest.h>

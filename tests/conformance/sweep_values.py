@@ -60,6 +60,68 @@ CASES = {
     "unsqueeze_": lambda: torch.randn(3, 2).unsqueeze_(1),
     "swapdims_": lambda: torch.randn(3, 2, 4).swapdims_(0, 2),
 }
+def embedding_bag_grad(mode, offsets=None, psw=None, padding_idx=None, by_freq=False, idx=None):
+    idx = torch.tensor([1, 0, 3, 9, 2, 2, 3, 1]) if idx is None else idx
+    offsets = torch.tensor([0, 3, 3, 5]) if offsets is None else offsets
+    w = torch.randn(10, 4).requires_grad_()
+    out = F.embedding_bag(idx, w, offsets, mode=mode, per_sample_weights=psw, padding_idx=padding_idx,
+                          scale_grad_by_freq=by_freq)
+    out.backward(torch.linspace(-1, 1, out.numel()).reshape(out.shape))
+
+
+CASES["embedding_bag_backward_sum"] = lambda: embedding_bag_grad("sum")
+CASES["embedding_bag_backward_mean_empty_bag"] = lambda: embedding_bag_grad("mean")
+CASES["embedding_bag_backward_max"] = lambda: embedding_bag_grad("max")
+CASES["embedding_bag_backward_sum_weights_padding"] = lambda: embedding_bag_grad(
+    "sum", psw=torch.rand(8), padding_idx=2)
+CASES["embedding_bag_backward_mean_padding_2d"] = lambda: embedding_bag_grad(
+    "mean", offsets=None, padding_idx=0, idx=torch.tensor([1, 0, 3, 9, 0, 2, 2, 3, 1]))
+CASES["embedding_bag_backward_sum_by_freq_distinct"] = lambda: embedding_bag_grad(
+    "sum", by_freq=True, idx=torch.tensor([4, 1, 7, 2, 0, 9, 3, 5]))
+
+
+def multilabel_grad(reduction, x, target):
+    grad(lambda v: F.multilabel_margin_loss(v, target, reduction=reduction), x)
+
+
+_ML_TARGET = torch.tensor([[3, 0, -1, 1, 2], [4, 4, 1, -1, 0], [0, 1, 2, 3, 4], [-1, 2, 3, 0, 0]])
+CASES["multilabel_margin_loss_backward_mean"] = lambda: multilabel_grad("mean", torch.randn(4, 5), _ML_TARGET)
+CASES["multilabel_margin_loss_backward_sum"] = lambda: multilabel_grad("sum", torch.randn(4, 5), _ML_TARGET)
+CASES["multilabel_margin_loss_backward_none"] = lambda: multilabel_grad("none", torch.randn(4, 5), _ML_TARGET)
+CASES["multilabel_margin_loss_backward_1d"] = lambda: multilabel_grad("mean", torch.randn(5),
+                                                                       torch.tensor([2, 4, -1, 0, 0]))
+
+
+def ctc_grad(reduction, input_lengths, target_lengths, zero_infinity=False, T=6, C=5, concatenated=False):
+    N = len(input_lengths)
+    targets = torch.randint(1, C, (N, max(target_lengths) if max(target_lengths) else 1))
+    if concatenated:
+        targets = torch.cat([targets[i, :target_lengths[i]] for i in range(N)])
+    x = torch.randn(T, N, C).requires_grad_()
+    loss = F.ctc_loss(x.log_softmax(2), targets, torch.tensor(input_lengths), torch.tensor(target_lengths),
+                      reduction=reduction, zero_infinity=zero_infinity)
+    loss.backward(torch.linspace(-1, 1, loss.numel()).reshape(loss.shape) if loss.dim() else None)
+
+
+CASES["ctc_loss_backward_mean"] = lambda: ctc_grad("mean", [6, 6], [3, 2])
+CASES["ctc_loss_backward_none_short_inputs"] = lambda: ctc_grad("none", [6, 4, 5], [3, 1, 2])
+CASES["ctc_loss_backward_sum_repeats_empty"] = lambda: ctc_grad("sum", [6, 5, 3], [4, 0, 1], T=6, C=3)
+CASES["ctc_loss_backward_zero_infinity"] = lambda: ctc_grad("sum", [2, 6], [4, 2], zero_infinity=True)
+CASES["ctc_loss_backward_concatenated"] = lambda: ctc_grad("mean", [6, 5], [2, 3], concatenated=True)
+
+
+def packed(batch_first, lengths, enforce_sorted=True):
+    x = torch.randn(len(lengths), 5, 3) if batch_first else torch.randn(5, len(lengths), 3)
+    nn.utils.rnn.pack_padded_sequence(x, torch.tensor(lengths), batch_first=batch_first,
+                                      enforce_sorted=enforce_sorted)
+
+
+CASES["pack_padded_sequence"] = lambda: packed(False, [5, 3])
+CASES["pack_padded_sequence_batch_first"] = lambda: packed(True, [4, 4, 1])
+CASES["pack_padded_sequence_unsorted_short"] = lambda: packed(False, [2, 3, 1], enforce_sorted=False)
+CASES["pack_padded_sequence_2d"] = lambda: nn.utils.rnn.pack_padded_sequence(torch.randn(4, 3), torch.tensor([4, 2, 2]))
+CASES["poisson"] = lambda: (torch.poisson(torch.rand(4) * 3), torch.poisson(torch.tensor([[0.0, 12.5], [1.0, 40.0]])))
+
 for w in ("hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"):
     CASES[w] = (lambda w=w: (getattr(torch, w)(8), getattr(torch, w)(7, periodic=False),
                              getattr(torch, w)(6, dtype=torch.float64), getattr(torch, w)(1)))
@@ -99,8 +161,9 @@ CHECKED = {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "ha
            "fractional_max_pool2d_backward",
            "fractional_max_pool3d_backward", "embedding_renorm_", "transpose_", "t_", "unsqueeze_",
            "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "exponential_",
-           "cauchy_", "log_normal_", "geometric_"}
-RANDOM = {"exponential_", "cauchy_", "log_normal_", "geometric_"}
+           "cauchy_", "log_normal_", "geometric_", "_embedding_bag_dense_backward", "multilabel_margin_loss_backward",
+           "_ctc_loss_backward", "_pack_padded_sequence", "poisson"}
+RANDOM = {"exponential_", "cauchy_", "log_normal_", "geometric_", "poisson"}
 
 
 def main():

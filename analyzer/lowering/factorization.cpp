@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyzer/lowering/ops.h"
+#include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
 namespace {
@@ -141,10 +141,10 @@ Instruction* FirstBad(Builder& b, Instruction* bad) {
 }
 
 // A zero-filled output for values PyTorch returns empty (compute_uv=False, unused lstsq parts).
-Expected<Instruction*> EmptyOut(const Ctx& c, size_t i) {
-  const TensorMeta* m = c.Out(i);
-  if (!m) return Bad(c, fmt::format("output {} is missing", i));
-  return Full(c.b, m->dtype, 0, m->sizes);
+Expected<Instruction*> EmptyOut(const LoweringContext& ctx, size_t i) {
+  const TensorMeta* m = ctx.OutputMeta(i);
+  if (!m) return ctx.Unsupported(fmt::format("output {} is missing", i));
+  return Full(ctx.builder, m->dtype, 0, m->sizes);
 }
 
 // ---- LU ----
@@ -164,7 +164,7 @@ Lu LuOf(Builder& b, Instruction* a) {
   return {b.GetTupleElement(cc, 0), b.GetTupleElement(cc, 1), b.GetTupleElement(cc, 2)};
 }
 
-// P (type t, [..., m, m]) with A = P·L·U: P[r, c] = (r == perm[c]).
+// P (type t, [..., m, m]) with A = P·L·U: P[r, c] = (r == perm[ctx]).
 Instruction* PermMatrix(Builder& b, Instruction* perm, PrimitiveType t) {
   std::vector<int64_t> d = Dims(perm);
   int64_t m = d.back(), r = Rank(perm);
@@ -308,20 +308,20 @@ Svd SvdOf(Builder& b, Instruction* a, bool full) {
 
 // Float (or complex) operand `name` converted to the type of output `out`.
 // The linalg_ forms name the matrix `A`, the older ones `self`; either is accepted for the other.
-Expected<Instruction*> FloatArg(const Ctx& c, const std::string& name, size_t pos, size_t out, PrimitiveType* t) {
-  Instruction* x = c.T(name, pos);
-  if (!x && (name == "A" || name == "self")) x = c.T(name == "A" ? "self" : "A", pos);
-  if (!x) return Bad(c, fmt::format("tensor argument '{}' is missing", name));
-  if (x->shape.rank() < 2) return Bad(c, fmt::format("{} must be a [..., m, n] matrix", name));
-  *t = c.OutType(out, FloatType(x->shape.element_type()));
+Expected<Instruction*> FloatArg(const LoweringContext& ctx, const std::string& name, size_t pos, size_t out, PrimitiveType* t) {
+  Instruction* x = ctx.Tensor(name, pos);
+  if (!x && (name == "A" || name == "self")) x = ctx.Tensor(name == "A" ? "self" : "A", pos);
+  if (!x) return ctx.Unsupported(fmt::format("tensor argument '{}' is missing", name));
+  if (x->shape.rank() < 2) return ctx.Unsupported(fmt::format("{} must be a [..., m, n] matrix", name));
+  *t = ctx.OutputType(out, FloatType(x->shape.element_type()));
   if (!IsFloatish(*t)) *t = FloatType(x->shape.element_type());
-  return Conv(c.b, x, *t);
+  return ctx.builder.Convert(x, *t);
 }
 
-Expected<Instruction*> SquareArg(const Ctx& c, const std::string& name, size_t pos, size_t out, PrimitiveType* t) {
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, FloatArg(c, name, pos, out, t));
+Expected<Instruction*> SquareArg(const LoweringContext& ctx, const std::string& name, size_t pos, size_t out, PrimitiveType* t) {
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, FloatArg(ctx, name, pos, out, t));
   std::vector<int64_t> d = Dims(x);
-  if (d[d.size() - 1] != d[d.size() - 2]) return Bad(c, fmt::format("{} must be square, got [{}]", name, fmt::join(d, ",")));
+  if (d[d.size() - 1] != d[d.size() - 2]) return ctx.Unsupported(fmt::format("{} must be square, got [{}]", name, fmt::join(d, ",")));
   return x;
 }
 
@@ -333,67 +333,69 @@ void CommonBatch(Builder& b, Instruction*& x, Instruction*& y) {
   y = ToBatch(b, y, batch);
 }
 
-}  // namespace
 
 // cholesky(self, upper), linalg_cholesky(self, upper), linalg_cholesky_ex(self, upper, check_errors).
 Expected<LoweredOp> Cholesky(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(c, "self", 0, 0, &t));
-  bool upper = c.Bool("upper", 1, false);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, "self", 0, 0, &t));
+  bool upper = ctx.Bool("upper", 1, false);
   // XLA leaves the other triangle unspecified; torch returns zeros there.
   Instruction* f = Triangle(b, b.Cholesky(a, !upper), !upper);
   std::vector<Instruction*> outs = {f};
-  if (c.Out(1)) outs.push_back(FirstBad(b, b.Compare(Diag(b, f), Diag(b, f), ComparisonDirection::kNe)));
-  return Done(c, outs);
+  if (ctx.OutputMeta(1)) outs.push_back(FirstBad(b, b.Compare(Diag(b, f), Diag(b, f), ComparisonDirection::kNe)));
+  return ctx.Finish(outs);
 }
 
 // cholesky_solve(self=B, input2=L, upper) and cholesky_inverse(self=L, upper).
-Expected<LoweredOp> CholeskySolve(const Node& n, Builder& b) {
-  Ctx c(n, b);
+Expected<LoweredOp> CholeskySolveOrInverse(const Node& n, Builder& b, bool inverse) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool inverse = n.op == "aten::cholesky_inverse";
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * l, SquareArg(c, inverse ? "self" : "input2", inverse ? 0 : 1, 0, &t));
-  bool upper = c.Bool("upper", inverse ? 1 : 2, false);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * l, SquareArg(ctx, inverse ? "self" : "input2", inverse ? 0 : 1, 0, &t));
+  bool upper = ctx.Bool("upper", inverse ? 1 : 2, false);
   Instruction* rhs;
   if (inverse) {
     rhs = Eye(b, t, Dims(l));
   } else {
-    OPPROBE_ASSIGN_OR_RETURN(rhs, FloatArg(c, "self", 0, 0, &t));
-    l = Conv(b, l, t);
+    OPPROBE_ASSIGN_OR_RETURN(rhs, FloatArg(ctx, "self", 0, 0, &t));
+    l = b.Convert(l, t);
   }
   CommonBatch(b, l, rhs);
   Instruction* y = TriSolve(b, l, rhs, true, !upper, upper ? TransposeA::kAdjoint : TransposeA::kNoTranspose);
-  return Done(c, {TriSolve(b, l, y, true, !upper, upper ? TransposeA::kNoTranspose : TransposeA::kAdjoint)});
+  return ctx.Finish({TriSolve(b, l, y, true, !upper, upper ? TransposeA::kNoTranspose : TransposeA::kAdjoint)});
 }
+
+Expected<LoweredOp> CholeskySolve(const Node& n, Builder& b) { return CholeskySolveOrInverse(n, b, false); }
+Expected<LoweredOp> CholeskyInverse(const Node& n, Builder& b) { return CholeskySolveOrInverse(n, b, true); }
 
 // triangular_solve(self=B, A, upper, transpose, unitriangular) -> (X, A);
 // linalg_solve_triangular(self=A, B, upper, left, unitriangular) -> X.
-Expected<LoweredOp> TriangularSolve(const Node& n, Builder& b) {
-  Ctx c(n, b);
+Expected<LoweredOp> TriangularSolveOp(const Node& n, Builder& b, bool legacy) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::triangular_solve";
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(c, legacy ? "A" : "self", legacy ? 1 : 0, 0, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, FloatArg(c, legacy ? "self" : "B", legacy ? 0 : 1, 0, &t));
-  a = Conv(b, a, t);
-  bool upper = c.Bool("upper", 2, legacy);
-  bool left = legacy ? true : c.Bool("left", 3, true);
-  bool transpose = legacy && c.Bool("transpose", 3, false);
-  bool unit = c.Bool("unitriangular", 4, false);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, legacy ? "A" : "self", legacy ? 1 : 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, FloatArg(ctx, legacy ? "self" : "B", legacy ? 0 : 1, 0, &t));
+  a = b.Convert(a, t);
+  bool upper = ctx.Bool("upper", 2, legacy);
+  bool left = legacy ? true : ctx.Bool("left", 3, true);
+  bool transpose = legacy && ctx.Bool("transpose", 3, false);
+  bool unit = ctx.Bool("unitriangular", 4, false);
   CommonBatch(b, a, rhs);
   Instruction* x = TriSolve(b, a, rhs, left, !upper, transpose ? TransposeA::kTranspose : TransposeA::kNoTranspose, unit);
-  if (legacy) return Done(c, {x, a});
-  return Done(c, {x});
+  if (legacy) return ctx.Finish({x, a});
+  return ctx.Finish({x});
 }
+
+Expected<LoweredOp> TriangularSolve(const Node& n, Builder& b) { return TriangularSolveOp(n, b, true); }
+Expected<LoweredOp> SolveTriangular(const Node& n, Builder& b) { return TriangularSolveOp(n, b, false); }
 
 // linalg_lu_factor_ex(A, pivot, check_errors) -> (LU, pivots, info); linalg_lu_factor -> (LU, pivots);
 // linalg_lu(A, pivot) -> (P, L, U).
-Expected<LoweredOp> LuFactor(const Node& n, Builder& b) {
-  Ctx c(n, b);
+Expected<LoweredOp> LuFactorOp(const Node& n, Builder& b, bool plu) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool plu = n.op == "aten::linalg_lu";
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(c, "A", 0, plu ? 1 : 0, &t));
-  if (!c.Bool("pivot", 1, true)) return Bad(c, "LU without pivoting has no XLA form");
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, "A", 0, plu ? 1 : 0, &t));
+  if (!ctx.Bool("pivot", 1, true)) return ctx.Unsupported("LU without pivoting has no XLA form");
   Lu f = LuOf(b, a);
   std::vector<int64_t> d = Dims(a);
   int64_t m = d[d.size() - 2], nn = d[d.size() - 1], k = std::min(m, nn);
@@ -401,83 +403,88 @@ Expected<LoweredOp> LuFactor(const Node& n, Builder& b) {
     Instruction* l = Block(b, f.lu, 0, m, 0, k);
     l = b.Binary(Opcode::kAdd, Triangle(b, l, true, -1), Eye(b, t, Dims(l)));
     Instruction* u = Triangle(b, Block(b, f.lu, 0, k, 0, nn), false);
-    return Done(c, {PermMatrix(b, f.perm, t), l, u});
+    return ctx.Finish({PermMatrix(b, f.perm, t), l, u});
   }
   std::vector<Instruction*> outs = {f.lu, AddScalar(b, f.piv, 1)};
-  if (c.Out(2)) outs.push_back(FirstBad(b, CmpScalar(b, Diag(b, f.lu), 0, ComparisonDirection::kEq)));
-  return Done(c, outs);
+  if (ctx.OutputMeta(2)) outs.push_back(FirstBad(b, CmpScalar(b, Diag(b, f.lu), 0, ComparisonDirection::kEq)));
+  return ctx.Finish(outs);
 }
+
+Expected<LoweredOp> LuFactor(const Node& n, Builder& b) { return LuFactorOp(n, b, false); }
+Expected<LoweredOp> LinalgLu(const Node& n, Builder& b) { return LuFactorOp(n, b, true); }
 
 // lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots) -> (P, L, U).
 Expected<LoweredOp> LuUnpack(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * lu, FloatArg(c, "LU_data", 0, 1, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * piv, c.Req("LU_pivots", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lu, FloatArg(ctx, "LU_data", 0, 1, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * piv, ctx.RequiredTensor("LU_pivots", 1));
   std::vector<int64_t> d = Dims(lu);
   int64_t m = d[d.size() - 2], nn = d[d.size() - 1], k = std::min(m, nn);
   std::vector<Instruction*> outs;
-  if (c.Bool("unpack_pivots", 3, true)) {
-    Instruction* p0 = AddScalar(b, Conv(b, piv, PrimitiveType::S32), -1);
+  if (ctx.Bool("unpack_pivots", 3, true)) {
+    Instruction* p0 = AddScalar(b, b.Convert(piv, PrimitiveType::S32), -1);
     outs.push_back(PermMatrix(b, PivotsToPerm(b, p0, m), t));
   } else {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(c, 0));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(ctx, 0));
     outs.push_back(e);
   }
-  if (c.Bool("unpack_data", 2, true)) {
+  if (ctx.Bool("unpack_data", 2, true)) {
     Instruction* l = Block(b, lu, 0, m, 0, k);
     outs.push_back(b.Binary(Opcode::kAdd, Triangle(b, l, true, -1), Eye(b, t, Dims(l))));
     outs.push_back(Triangle(b, Block(b, lu, 0, k, 0, nn), false));
   } else {
     for (size_t i = 1; i < 3; ++i) {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(c, i));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(ctx, i));
       outs.push_back(e);
     }
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 // linalg_lu_solve(LU, pivots, B, left, adjoint); lu_solve(self=B, LU_data, LU_pivots).
-Expected<LoweredOp> LuSolveOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
+Expected<LoweredOp> LuSolveOp(const Node& n, Builder& b, bool legacy) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::lu_solve";
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * lu, SquareArg(c, legacy ? "LU_data" : "LU", legacy ? 1 : 0, 0, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * piv, c.Req(legacy ? "LU_pivots" : "pivots", legacy ? 2 : 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, FloatArg(c, legacy ? "self" : "B", legacy ? 0 : 2, 0, &t));
-  bool left = legacy || c.Bool("left", 3, true);
-  bool adjoint = !legacy && c.Bool("adjoint", 4, false);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * lu, SquareArg(ctx, legacy ? "LU_data" : "LU", legacy ? 1 : 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * piv, ctx.RequiredTensor(legacy ? "LU_pivots" : "pivots", legacy ? 2 : 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, FloatArg(ctx, legacy ? "self" : "B", legacy ? 0 : 2, 0, &t));
+  bool left = legacy || ctx.Bool("left", 3, true);
+  bool adjoint = !legacy && ctx.Bool("adjoint", 4, false);
   int64_t m = Dims(lu).back();
-  Instruction* perm = PivotsToPerm(b, AddScalar(b, Conv(b, piv, PrimitiveType::S32), -1), m);
+  Instruction* perm = PivotsToPerm(b, AddScalar(b, b.Convert(piv, PrimitiveType::S32), -1), m);
   std::vector<int64_t> batch = BroadcastShapes(BatchOf(Dims(lu)), BatchOf(Dims(rhs)));
   lu = ToBatch(b, lu, batch);
   rhs = ToBatch(b, rhs, batch);
   perm = Bcast(b, perm, With(batch, {m}));
-  return Done(c, {LuSolve(b, lu, perm, rhs, left, adjoint)});
+  return ctx.Finish({LuSolve(b, lu, perm, rhs, left, adjoint)});
 }
+
+Expected<LoweredOp> LinalgLuSolve(const Node& n, Builder& b) { return LuSolveOp(n, b, false); }
+Expected<LoweredOp> LegacyLuSolve(const Node& n, Builder& b) { return LuSolveOp(n, b, true); }
 
 // linalg_inv_ex(A, check_errors) -> (inverse, info); linalg_inv / inverse -> inverse.
 Expected<LoweredOp> Inverse(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(c, "A", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, "A", 0, 0, &t));
   Lu f = LuOf(b, a);
   Instruction* inv = LuSolve(b, f.lu, f.perm, Eye(b, t, Dims(a)), true, false);
   std::vector<Instruction*> outs = {inv};
-  if (c.Out(1)) outs.push_back(FirstBad(b, CmpScalar(b, Diag(b, f.lu), 0, ComparisonDirection::kEq)));
-  return Done(c, outs);
+  if (ctx.OutputMeta(1)) outs.push_back(FirstBad(b, CmpScalar(b, Diag(b, f.lu), 0, ComparisonDirection::kEq)));
+  return ctx.Finish(outs);
 }
 
 // _linalg_solve_ex(A, B, left, check_errors) -> (X, LU, pivots, info); linalg_solve(A, B, left) -> X.
 // Like PyTorch on the CPU, a real A is factored as Aᵀ (what its contiguous memory is to LAPACK), so
 // the LU and pivots outputs are those of Aᵀ and the solve uses the adjoint.
 Expected<LoweredOp> Solve(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(c, "A", 0, 0, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, c.Req("B", 1));
-  rhs = Conv(b, rhs, t);
-  bool left = c.Bool("left", 2, true);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, "A", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, ctx.RequiredTensor("B", 1));
+  rhs = b.Convert(rhs, t);
+  bool left = ctx.Bool("left", 2, true);
   std::vector<int64_t> ad = Dims(a), bd = Dims(rhs);
   int64_t nn = ad.back();
   // B is a vector (or a batch of them) when it has one dim fewer than A and matches A's leading dims.
@@ -493,20 +500,22 @@ Expected<LoweredOp> Solve(const Node& n, Builder& b) {
   bool use_at = !hlo::IsComplex(t);
   Lu f = LuOf(b, use_at ? MT(b, a) : a);
   Instruction* x = LuSolve(b, f.lu, f.perm, rhs, left, use_at);
-  if (vec) x = b.Reshape(x, c.Out(0) ? c.Out(0)->sizes : bd);
+  if (vec) x = b.Reshape(x, ctx.OutputMeta(0) ? ctx.OutputMeta(0)->sizes : bd);
   std::vector<Instruction*> outs = {x};
-  if (c.Out(1)) outs.push_back(f.lu);
-  if (c.Out(2)) outs.push_back(AddScalar(b, f.piv, 1));
-  if (c.Out(3)) outs.push_back(FirstBad(b, CmpScalar(b, Diag(b, f.lu), 0, ComparisonDirection::kEq)));
-  return Done(c, outs);
+  if (ctx.OutputMeta(1)) outs.push_back(f.lu);
+  if (ctx.OutputMeta(2)) outs.push_back(AddScalar(b, f.piv, 1));
+  if (ctx.OutputMeta(3)) outs.push_back(FirstBad(b, CmpScalar(b, Diag(b, f.lu), 0, ComparisonDirection::kEq)));
+  return ctx.Finish(outs);
 }
 
 // _linalg_det(A) -> (det, LU, pivots); _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots);
 // linalg_det / det -> det; logdet -> log(det) (nan for a negative det).
-Expected<LoweredOp> Det(const Node& n, Builder& b) {
-  Ctx c(n, b);
+enum class DetForm { kDet, kLogdet, kSlogdet };
+
+Expected<LoweredOp> Det(const Node& n, Builder& b, DetForm form) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(c, "A", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, "A", 0, 0, &t));
   // PyTorch factors a real A as Aᵀ (its LU and pivots outputs show it); det(Aᵀ) = det(A).
   Lu f = LuOf(b, hlo::IsComplex(t) ? a : MT(b, a));
   Instruction* d = Diag(b, f.lu);
@@ -517,15 +526,15 @@ Expected<LoweredOp> Det(const Node& n, Builder& b) {
   Instruction* nswaps = ReduceSum(b, b.Convert(swaps, PrimitiveType::S32), {r - 1});
   Instruction* odd = CmpScalar(b, b.Binary(Opcode::kRemainder, nswaps, FullLike(b, nswaps, 2)), 1, ComparisonDirection::kEq);
   auto parity = [&](Instruction* like) { return b.Select(odd, FullLike(b, like, -1), FullLike(b, like, 1)); };
-  bool slog = n.op == "aten::_linalg_slogdet" || n.op == "aten::linalg_slogdet" || n.op == "aten::slogdet";
+  bool slog = form == DetForm::kSlogdet;
   if (!slog) {
     Instruction* det = Reduce(b, d, {r - 1}, Opcode::kMultiply, Scalar(b, t, 1));
     det = b.Binary(Opcode::kMultiply, det, parity(det));
-    if (n.op == "aten::logdet") return Done(c, {b.Unary(Opcode::kLog, det)});
+    if (form == DetForm::kLogdet) return ctx.Finish({b.Unary(Opcode::kLog, det)});
     std::vector<Instruction*> outs = {det};
-    if (c.Out(1)) outs.push_back(f.lu);
-    if (c.Out(2)) outs.push_back(AddScalar(b, f.piv, 1));
-    return Done(c, outs);
+    if (ctx.OutputMeta(1)) outs.push_back(f.lu);
+    if (ctx.OutputMeta(2)) outs.push_back(AddScalar(b, f.piv, 1));
+    return ctx.Finish(outs);
   }
   Instruction* absd = b.Unary(Opcode::kAbs, d);  // real
   Instruction* logabs = ReduceSum(b, b.Unary(Opcode::kLog, absd), {r - 1});
@@ -540,129 +549,153 @@ Expected<LoweredOp> Det(const Node& n, Builder& b) {
   Instruction* sign = Reduce(b, unit, {r - 1}, Opcode::kMultiply, Scalar(b, t, 1));
   sign = b.Binary(Opcode::kMultiply, sign, parity(sign));
   std::vector<Instruction*> outs = {sign, logabs};
-  if (c.Out(2)) outs.push_back(f.lu);
-  if (c.Out(3)) outs.push_back(AddScalar(b, f.piv, 1));
-  return Done(c, outs);
+  if (ctx.OutputMeta(2)) outs.push_back(f.lu);
+  if (ctx.OutputMeta(3)) outs.push_back(AddScalar(b, f.piv, 1));
+  return ctx.Finish(outs);
+}
+
+template <DetForm kForm>
+Expected<LoweredOp> DetLowering(const Node& n, Builder& b) {
+  return Det(n, b, kForm);
 }
 
 // linalg_qr(A, mode) / qr(self, some) -> (Q, R); geqrf(self) -> (a, tau).
-Expected<LoweredOp> QrOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
+enum class QrForm { kLinalgQr, kQr, kGeqrf };
+
+Expected<LoweredOp> QrOp(const Node& n, Builder& b, QrForm form) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::qr" || n.op == "aten::geqrf";
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(c, legacy ? "self" : "A", 0, 0, &t));
+  bool legacy = form != QrForm::kLinalgQr;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, legacy ? "self" : "A", 0, 0, &t));
   Qr q = QrOf(b, a);
-  if (n.op == "aten::geqrf") return Done(c, {q.a, q.taus});
-  std::string mode = legacy ? (c.Bool("some", 1, true) ? "reduced" : "complete") : c.Str("mode", 1, "reduced");
+  if (form == QrForm::kGeqrf) return ctx.Finish({q.a, q.taus});
+  std::string mode = legacy ? (ctx.Bool("some", 1, true) ? "reduced" : "complete") : ctx.String("mode", 1, "reduced");
   std::vector<int64_t> d = Dims(a);
   int64_t m = d[d.size() - 2], nn = d[d.size() - 1], k = std::min(m, nn);
-  if (mode == "complete") return Done(c, {FullQ(b, q.a, q.taus), Triangle(b, q.a, false)});
+  if (mode == "complete") return ctx.Finish({FullQ(b, q.a, q.taus), Triangle(b, q.a, false)});
   Instruction* r = Triangle(b, Block(b, q.a, 0, k, 0, nn), false);
   if (mode == "r") {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(c, 0));
-    return Done(c, {e, r});
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(ctx, 0));
+    return ctx.Finish({e, r});
   }
-  if (mode != "reduced") return Bad(c, fmt::format("unknown qr mode '{}'", mode));
-  return Done(c, {HouseholderProduct(b, Block(b, q.a, 0, m, 0, k), q.taus), r});
+  if (mode != "reduced") return ctx.Unsupported(fmt::format("unknown qr mode '{}'", mode));
+  return ctx.Finish({HouseholderProduct(b, Block(b, q.a, 0, m, 0, k), q.taus), r});
+}
+
+template <QrForm kForm>
+Expected<LoweredOp> QrLowering(const Node& n, Builder& b) {
+  return QrOp(n, b, kForm);
 }
 
 // linalg_householder_product(input, tau) / orgqr(self, input2).
-Expected<LoweredOp> HouseholderProductOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
+Expected<LoweredOp> HouseholderProductOp(const Node& n, Builder& b, bool orgqr) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(c, n.op == "aten::orgqr" ? "self" : "input", 0, 0, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * tau, c.Req(n.op == "aten::orgqr" ? "input2" : "tau", 1));
-  return Done(c, {HouseholderProduct(b, a, Conv(b, tau, t))});
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, orgqr ? "self" : "input", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tau, ctx.RequiredTensor(orgqr ? "input2" : "tau", 1));
+  return ctx.Finish({HouseholderProduct(b, a, b.Convert(tau, t))});
 }
+
+Expected<LoweredOp> LinalgHouseholderProduct(const Node& n, Builder& b) { return HouseholderProductOp(n, b, false); }
+Expected<LoweredOp> Orgqr(const Node& n, Builder& b) { return HouseholderProductOp(n, b, true); }
 
 // ormqr(self, input2=tau, input3=C, left, transpose): op(Q)·C or C·op(Q), Q the full m×m product.
 Expected<LoweredOp> Ormqr(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(c, "self", 0, 0, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * tau, c.Req("input2", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * other, FloatArg(c, "input3", 2, 0, &t));
-  bool left = c.Bool("left", 3, true), transpose = c.Bool("transpose", 4, false);
-  Instruction* q = FullQ(b, a, Conv(b, tau, t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, "self", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * tau, ctx.RequiredTensor("input2", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * other, FloatArg(ctx, "input3", 2, 0, &t));
+  bool left = ctx.Bool("left", 3, true), transpose = ctx.Bool("transpose", 4, false);
+  Instruction* q = FullQ(b, a, b.Convert(tau, t));
   if (transpose) q = MH(b, q);
-  return Done(c, {left ? MatMul(b, q, other) : MatMul(b, other, q)});
+  return ctx.Finish({left ? MatMul(b, q, other) : MatMul(b, other, q)});
 }
 
 // _linalg_eigh(A, UPLO, compute_v) / linalg_eigh -> (w, V); symeig(self, eigenvectors, upper) -> (w, V);
 // linalg_eigvalsh(A, UPLO) -> w.
-Expected<LoweredOp> EighOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
+Expected<LoweredOp> EighOp(const Node& n, Builder& b, bool legacy) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::symeig";
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(c, legacy ? "self" : "A", 0, 99, &t));
-  bool lower = legacy ? !c.Bool("upper", 2, true) : c.Str("UPLO", 1, "L") != "U";
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, legacy ? "self" : "A", 0, 99, &t));
+  bool lower = legacy ? !ctx.Bool("upper", 2, true) : ctx.String("UPLO", 1, "L") != "U";
   Eig e = EighOf(b, a, lower);
   std::vector<Instruction*> outs = {e.w};
-  if (c.Out(1)) {
-    bool want_v = legacy ? c.Bool("eigenvectors", 1, false) : c.Bool("compute_v", 2, true);
-    if (want_v && c.Out(1)->sizes == Dims(a)) {
+  if (ctx.OutputMeta(1)) {
+    bool want_v = legacy ? ctx.Bool("eigenvectors", 1, false) : ctx.Bool("compute_v", 2, true);
+    if (want_v && ctx.OutputMeta(1)->sizes == Dims(a)) {
       outs.push_back(e.v);
     } else {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * z, EmptyOut(c, 1));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * z, EmptyOut(ctx, 1));
       outs.push_back(z);
     }
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
 }
 
 // _linalg_svd(A, full_matrices, compute_uv, driver) / linalg_svd -> (U, S, Vh); svd(self, some,
 // compute_uv) -> (U, S, V); linalg_svdvals(A) -> S.
-Expected<LoweredOp> SvdOp(const Node& n, Builder& b) {
-  Ctx c(n, b);
+Expected<LoweredOp> Eigh(const Node& n, Builder& b) { return EighOp(n, b, false); }
+Expected<LoweredOp> Symeig(const Node& n, Builder& b) { return EighOp(n, b, true); }
+
+enum class SvdForm { kLinalgSvd, kSvd, kSvdvals };
+
+Expected<LoweredOp> SvdOp(const Node& n, Builder& b, SvdForm form) {
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  bool legacy = n.op == "aten::svd";
-  bool vals_only = n.op == "aten::linalg_svdvals";
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(c, legacy ? "self" : "A", 0, vals_only ? 99 : 0, &t));
+  bool legacy = form == SvdForm::kSvd;
+  bool vals_only = form == SvdForm::kSvdvals;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, legacy ? "self" : "A", 0, vals_only ? 99 : 0, &t));
   if (vals_only) t = FloatType(a->shape.element_type());
-  bool full = legacy ? !c.Bool("some", 1, true) : c.Bool("full_matrices", 1, true);
-  bool uv = vals_only ? false : c.Bool("compute_uv", 2, true);
+  bool full = legacy ? !ctx.Bool("some", 1, true) : ctx.Bool("full_matrices", 1, true);
+  bool uv = vals_only ? false : ctx.Bool("compute_uv", 2, true);
   Svd s = SvdOf(b, a, full);
-  if (vals_only) return Done(c, {s.s});
+  if (vals_only) return ctx.Finish({s.s});
   std::vector<Instruction*> outs;
   if (uv) {
     outs = {s.u, s.s, legacy ? MH(b, s.vh) : s.vh};
   } else {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * u, EmptyOut(c, 0));
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * v, EmptyOut(c, 2));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * u, EmptyOut(ctx, 0));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * v, EmptyOut(ctx, 2));
     outs = {u, s.s, v};
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
+}
+
+template <SvdForm kForm>
+Expected<LoweredOp> SvdLowering(const Node& n, Builder& b) {
+  return SvdOp(n, b, kForm);
 }
 
 // linalg_pinv (atol/rtol as tensors or floats, or rcond) -> the pseudo-inverse through the SVD (or
 // Eigh when hermitian), dropping singular values at or below max(atol, rtol·σ_max).
 Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(c, "self", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, "self", 0, 0, &t));
   std::vector<int64_t> d = Dims(a);
   int64_t r = Rank(a), m = d[d.size() - 2], nn = d[d.size() - 1];
-  const TensorMeta* out = c.Out(0);
-  if (out && Numel(out->sizes) == 0) return Done(c, {Full(b, t, 0, out->sizes)});
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (out && Numel(out->sizes) == 0) return ctx.Finish({Full(b, t, 0, out->sizes)});
   PrimitiveType rt = hlo::ComplexComponentType(t);
   std::vector<int64_t> batch = BatchOf(d);
   // atol and rtol as [...] batch tensors of the real type (None -> absent).
   auto tol_arg = [&](const std::string& name, size_t pos) -> Instruction* {
-    if (Instruction* x = c.T(name, pos)) return Bcast(b, Conv(b, x, rt), batch);
-    const Value* v = c.V(name, pos);
-    if (v && (v->kind == Value::Kind::kFloat || v->kind == Value::Kind::kInt)) return Full(b, rt, c.Double(name, pos, 0), batch);
+    if (Instruction* x = ctx.Tensor(name, pos)) return Bcast(b, b.Convert(x, rt), batch);
+    const Value* v = ctx.Arg(name, pos);
+    if (v && (v->kind == Value::Kind::kFloat || v->kind == Value::Kind::kInt)) return Full(b, rt, ctx.Double(name, pos, 0), batch);
     return nullptr;
   };
   Instruction* atol = tol_arg("atol", 1);
   Instruction* rtol = tol_arg("rtol", 2);
-  bool hermitian = c.Bool("hermitian", 3, false);
+  bool hermitian = ctx.Bool("hermitian", 3, false);
   if (n.overload == "default" || n.overload == "rcond_tensor" || n.overload.empty()) {
     // linalg_pinv(self, rcond, hermitian): rcond is rtol.
     Instruction* rc = nullptr;
-    if (Instruction* x = c.T("rcond", 1)) rc = Bcast(b, Conv(b, x, rt), batch);
-    else if (const Value* v = c.V("rcond", 1); v && !v->is_none()) rc = Full(b, rt, c.Double("rcond", 1, 1e-15), batch);
+    if (Instruction* x = ctx.Tensor("rcond", 1)) rc = Bcast(b, b.Convert(x, rt), batch);
+    else if (const Value* v = ctx.Arg("rcond", 1); v && !v->is_none()) rc = Full(b, rt, ctx.Double("rcond", 1, 1e-15), batch);
     if (rc) rtol = rc, atol = nullptr;
-    hermitian = c.Bool("hermitian", 2, hermitian);
+    hermitian = ctx.Bool("hermitian", 2, hermitian);
   }
   Instruction* default_rtol = Full(b, rt, MachineEpsilon(t) * static_cast<double>(std::max(m, nn)), batch);
   bool atol_given = atol != nullptr;
@@ -678,7 +711,7 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
     Instruction* tol = b.Binary(Opcode::kMaximum, atol, b.Binary(Opcode::kMultiply, rtol, largest));
     Instruction* keep = b.Compare(mag, b.Broadcast(tol, Dims(mag), bmap), ComparisonDirection::kGt);
     Instruction* inv = b.Select(keep, b.Binary(Opcode::kDivide, FullLike(b, values, 1), values), FullLike(b, values, 0));
-    Instruction* scaled = b.Binary(Opcode::kMultiply, left, b.Broadcast(Conv(b, inv, t), Dims(left), With(bmap, {r - 1})));
+    Instruction* scaled = b.Binary(Opcode::kMultiply, left, b.Broadcast(b.Convert(inv, t), Dims(left), With(bmap, {r - 1})));
     return MatMul(b, scaled, MH(b, right));
   };
   Instruction* result;
@@ -691,19 +724,19 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
     Instruction* largest = b.Reshape(SliceLast(b, s.s, 0, 1), batch);  // σ are descending
     result = pseudo_inverse(s.s, s.s, largest, MH(b, s.vh), s.u);
   }
-  return Done(c, {result});
+  return ctx.Finish({result});
 }
 
 // linalg_matrix_exp(self) / matrix_exp: scaling and squaring. s = ⌈log2(‖A‖₁ / 0.5)⌉ (per matrix,
 // at least 0), exp(A / 2^s) by a degree-12 Taylor polynomial (error below ‖·‖¹³/13! ≈ 2e-14), then
 // s squarings in a `while` loop.
 Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(c, "self", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, SquareArg(ctx, "self", 0, 0, &t));
   std::vector<int64_t> d = Dims(a);
   int64_t r = Rank(a);
-  if (Numel(d) == 0) return Done(c, {a});
+  if (Numel(d) == 0) return ctx.Finish({a});
   PrimitiveType rt = hlo::ComplexComponentType(t);
   std::vector<int64_t> batch = BatchOf(d);
   std::vector<int64_t> bmap = Upto(r - 2);
@@ -713,7 +746,7 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
   s = b.Binary(Opcode::kMinimum, b.Binary(Opcode::kMaximum, s, FullLike(b, s, 0)), FullLike(b, s, 60));
   s = b.Select(b.Compare(s, s, ComparisonDirection::kEq), s, FullLike(b, s, 0));  // NaN norm: no scaling
   Instruction* scale = b.Binary(Opcode::kPower, Full(b, rt, 0.5, batch), s);
-  Instruction* x = b.Binary(Opcode::kMultiply, a, b.Broadcast(Conv(b, scale, t), d, bmap));
+  Instruction* x = b.Binary(Opcode::kMultiply, a, b.Broadcast(b.Convert(scale, t), d, bmap));
   Instruction* eye = Eye(b, t, d);
   Instruction* p = eye;
   for (int j = 12; j >= 1; --j) p = b.Binary(Opcode::kAdd, eye, MulScalar(b, MatMul(b, x, p), 1.0 / j));
@@ -729,18 +762,18 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
     return {bb.Binary(Opcode::kAdd, i, bb.ConstantScalar(PrimitiveType::S32, 1)), st[1], sv, next};
   };
   LoopState out = Loop(b, {b.ConstantScalar(PrimitiveType::S32, 0), count, si, p}, "matrix_exp_squarings", cond, body);
-  return Done(c, {out[3]});
+  return ctx.Finish({out[3]});
 }
 
 // linalg_lstsq(self=A, b, rcond, driver) -> (solution, residuals, rank, singular_values): the QR
 // solution of a full-rank problem (least squares when m >= n, minimum norm when m < n, as LAPACK's
 // gels); rank and singular values (gelsy/gelsd/gelss) from the SVD when PyTorch returns them.
 Expected<LoweredOp> Lstsq(const Node& n, Builder& b) {
-  Ctx c(n, b);
+  LoweringContext ctx(n, b);
   PrimitiveType t;
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(c, "self", 0, 0, &t));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, c.Req("b", 1));
-  rhs = Conv(b, rhs, t);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * a, FloatArg(ctx, "self", 0, 0, &t));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * rhs, ctx.RequiredTensor("b", 1));
+  rhs = b.Convert(rhs, t);
   bool vec = rhs->shape.rank() == a->shape.rank() - 1;
   if (vec) rhs = b.Reshape(rhs, With(Dims(rhs), {1}));
   CommonBatch(b, a, rhs);
@@ -759,43 +792,105 @@ Expected<LoweredOp> Lstsq(const Node& n, Builder& b) {
     x = MatMul(b, qm, z);
   }
   std::vector<Instruction*> outs;
-  const TensorMeta* o0 = c.Out(0);
+  const TensorMeta* o0 = ctx.OutputMeta(0);
   outs.push_back(vec && o0 ? b.Reshape(x, o0->sizes) : x);
-  const TensorMeta* o1 = c.Out(1);
+  const TensorMeta* o1 = ctx.OutputMeta(1);
   if (o1 && Numel(o1->sizes) > 0) {
     Instruction* res = b.Binary(Opcode::kSubtract, MatMul(b, a, x), rhs);
     Instruction* abs = b.Unary(Opcode::kAbs, res);
     outs.push_back(b.Reshape(ReduceSum(b, b.Binary(Opcode::kMultiply, abs, abs), {r - 2}), o1->sizes));
   } else {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(c, 1));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(ctx, 1));
     outs.push_back(e);
   }
-  const TensorMeta* o2 = c.Out(2);
-  const TensorMeta* o3 = c.Out(3);
+  const TensorMeta* o2 = ctx.OutputMeta(2);
+  const TensorMeta* o3 = ctx.OutputMeta(3);
   if ((o2 && Numel(o2->sizes) > 0) || (o3 && Numel(o3->sizes) > 0)) {
     Svd s = SvdOf(b, a, false);
     std::vector<int64_t> batch = BatchOf(d);
     PrimitiveType rt = hlo::ComplexComponentType(t);
-    double rc = c.Double("rcond", 2, MachineEpsilon(t) * static_cast<double>(std::max(m, nn)));
+    double rc = ctx.Double("rcond", 2, MachineEpsilon(t) * static_cast<double>(std::max(m, nn)));
     Instruction* maxs = b.Broadcast(b.Reshape(SliceLast(b, s.s, 0, 1), batch), Dims(s.s), Upto(r - 2));
     Instruction* big = b.Compare(s.s, MulScalar(b, maxs, rc), ComparisonDirection::kGt);
     if (o2 && Numel(o2->sizes) > 0) outs.push_back(ReduceSum(b, b.Convert(big, o2->dtype), {r - 2}));
     else {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(c, 2));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(ctx, 2));
       outs.push_back(e);
     }
-    if (o3 && Numel(o3->sizes) > 0) outs.push_back(Conv(b, s.s, rt));
+    if (o3 && Numel(o3->sizes) > 0) outs.push_back(b.Convert(s.s, rt));
     else {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(c, 3));
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(ctx, 3));
       outs.push_back(e);
     }
   } else {
-    for (size_t i = 2; i < 4 && c.Out(i); ++i) {
-      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(c, i));
+    for (size_t i = 2; i < 4 && ctx.OutputMeta(i); ++i) {
+      OPPROBE_ASSIGN_OR_RETURN(Instruction * e, EmptyOut(ctx, i));
       outs.push_back(e);
     }
   }
-  return Done(c, outs);
+  return ctx.Finish(outs);
+}
+
+// _linalg_check_errors: a host-side check (raising on a bad info value) that emits no HLO.
+Expected<LoweredOp> NoOutputs(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  // Host-side checks (e.g. _linalg_check_errors raising on a bad info value) emit no HLO.
+  LoweredOp op;
+  if (!b.ok()) return b.status();
+  return op;
+}
+
+}  // namespace
+
+const LoweringFamily& FactorizationLowerings() {
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
+      {"aten::cholesky", Cholesky},
+      {"aten::linalg_cholesky", Cholesky},
+      {"aten::linalg_cholesky_ex", Cholesky},
+      {"aten::cholesky_solve", CholeskySolve},
+      {"aten::cholesky_inverse", CholeskyInverse},
+      {"aten::triangular_solve", TriangularSolve},
+      {"aten::linalg_solve_triangular", SolveTriangular},
+      {"aten::linalg_lu_factor", LuFactor},
+      {"aten::linalg_lu_factor_ex", LuFactor},
+      {"aten::linalg_lu", LinalgLu},
+      {"aten::lu_unpack", LuUnpack},
+      {"aten::linalg_lu_solve", LinalgLuSolve},
+      {"aten::lu_solve", LegacyLuSolve},
+      {"aten::inverse", Inverse},
+      {"aten::linalg_inv", Inverse},
+      {"aten::linalg_inv_ex", Inverse},
+      {"aten::_linalg_solve_ex", Solve},
+      {"aten::linalg_solve", Solve},
+      {"aten::linalg_solve_ex", Solve},
+      {"aten::det", DetLowering<DetForm::kDet>},
+      {"aten::linalg_det", DetLowering<DetForm::kDet>},
+      {"aten::_linalg_det", DetLowering<DetForm::kDet>},
+      {"aten::logdet", DetLowering<DetForm::kLogdet>},
+      {"aten::slogdet", DetLowering<DetForm::kSlogdet>},
+      {"aten::linalg_slogdet", DetLowering<DetForm::kSlogdet>},
+      {"aten::_linalg_slogdet", DetLowering<DetForm::kSlogdet>},
+      {"aten::linalg_qr", QrLowering<QrForm::kLinalgQr>},
+      {"aten::qr", QrLowering<QrForm::kQr>},
+      {"aten::geqrf", QrLowering<QrForm::kGeqrf>},
+      {"aten::linalg_householder_product", LinalgHouseholderProduct},
+      {"aten::orgqr", Orgqr},
+      {"aten::ormqr", Ormqr},
+      {"aten::_linalg_eigh", Eigh},
+      {"aten::linalg_eigh", Eigh},
+      {"aten::linalg_eigvalsh", Eigh},
+      {"aten::symeig", Symeig},
+      {"aten::_linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
+      {"aten::linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
+      {"aten::svd", SvdLowering<SvdForm::kSvd>},
+      {"aten::linalg_svdvals", SvdLowering<SvdForm::kSvdvals>},
+      {"aten::linalg_pinv", Pinv},
+      {"aten::linalg_matrix_exp", MatrixExp},
+      {"aten::matrix_exp", MatrixExp},
+      {"aten::linalg_lstsq", Lstsq},
+      {"aten::_linalg_check_errors", NoOutputs},
+  }};
+  return *family;
 }
 
 }  // namespace opprobe::analyzer::lowering
