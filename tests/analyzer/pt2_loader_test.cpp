@@ -15,6 +15,7 @@
 
 #include "analyzer/loaders/op_schemas.h"
 #include "analyzer/loaders/pt2_loader.h"
+#include "analyzer/loaders/pt2_program.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "analyzer/loaders/zip_reader.h"
 #include "opprobe_version.h"
