@@ -1,5 +1,5 @@
 // One torch.export ExportedProgram JSON (the program entry of a .pt2 archive).
-#include "analyzer/loaders/pt2_loader.h"
+#include "analyzer/loaders/pt2_program.h"
 #include "fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -51,7 +52,13 @@ bool ReadAll(int fd, std::string& out, uint64_t limit) {
   return true;
 }
 
-Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool whole) {
+struct OpenFile {
+  int fd;
+  struct stat st;
+};
+
+// Opens `path` for reading; a folder is an error.
+Expected<OpenFile> OpenForReading(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -68,6 +75,13 @@ Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool who
     ::close(fd);
     return InvalidInput(fmt::format("{}: is a folder, not a file", path));
   }
+  return OpenFile{fd, st};
+}
+
+Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool whole) {
+  OPPROBE_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));
+  const int fd = file.fd;
+  const struct stat& st = file.st;
   const bool regular = S_ISREG(st.st_mode);
   const uint64_t size = regular ? static_cast<uint64_t>(st.st_size) : 0;
   if (whole && regular && size > max_bytes) {
@@ -124,6 +138,47 @@ Status WriteTemp(const std::string& target, const std::string& temp, std::string
 Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes) { return Read(path, max_bytes, true); }
 
 Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes) { return Read(path, max_bytes, false); }
+
+Expected<FileReader> FileReader::Open(const std::string& path) {
+  OPPROBE_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));
+  const bool regular = S_ISREG(file.st.st_mode);
+  return FileReader(file.fd, path, regular, regular ? static_cast<uint64_t>(file.st.st_size) : 0);
+}
+
+FileReader::FileReader(FileReader&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), regular_(other.regular_), size_(other.size_),
+      done_(other.done_) {}
+
+FileReader& FileReader::operator=(FileReader&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    regular_ = other.regular_;
+    size_ = other.size_;
+    done_ = other.done_;
+  }
+  return *this;
+}
+
+FileReader::~FileReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Expected<size_t> FileReader::Read(char* dst, size_t size) {
+  if (fd_ < 0 || size == 0) return size_t{0};
+  for (;;) {
+    ssize_t n = ::read(fd_, dst, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ReadError(path_, std::strerror(errno));
+    }
+    done_ += static_cast<uint64_t>(n);
+    if (n == 0 && regular_ && done_ != size_)
+      return ReadError(path_, fmt::format("it changed while being read ({} of {} bytes)", done_, size_));
+    return static_cast<size_t>(n);
+  }
+}
 
 Status WriteFileAtomically(const std::string& path, std::string_view contents, Durability durability) {
   FileSet set;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hlo/status.h"
@@ -22,6 +23,32 @@ Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes = kMa
 
 // Up to `max_bytes` from the start of the file (for telling formats apart); errors as ReadFile.
 Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes);
+
+// A file read front to back in pieces, for an input that is parsed as it arrives and so is never held whole (a
+// trace of any size). Open fails as ReadFile does (missing, a folder, unreadable); Read's errors name the file, and a
+// file that changes size while it is read is an error at its end, as in ReadFile.
+class FileReader {
+ public:
+  static Expected<FileReader> Open(const std::string& path);
+  FileReader(FileReader&& other) noexcept;
+  FileReader& operator=(FileReader&& other) noexcept;
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+  ~FileReader();
+
+  // Up to `size` bytes into `dst`: how many were read; 0 at the end of the file.
+  Expected<size_t> Read(char* dst, size_t size);
+  const std::string& path() const { return path_; }
+
+ private:
+  FileReader(int fd, std::string path, bool regular, uint64_t size)
+      : fd_(fd), path_(std::move(path)), regular_(regular), size_(size) {}
+  int fd_ = -1;
+  std::string path_;
+  bool regular_ = false;
+  uint64_t size_ = 0;  // of a regular file when opened
+  uint64_t done_ = 0;  // bytes read so far
+};
 
 // Whether a write waits for the data to reach the disk before the rename. kNoSync is for files that are cheap to
 // lose but must never be seen half-written (probe cache entries: a lost one is probed again).

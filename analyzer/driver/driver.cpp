@@ -9,8 +9,10 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analyzer/loaders/trace_loader.h"
 #include "hlo/printer.h"
@@ -190,9 +192,143 @@ std::string CustomOpReason(const std::string& op) {
                      what);
 }
 
-AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table,
-                       const DriverOptions& options) {
-  auto start = Clock::now();
+// Everything a GraphAnalysis keeps between Add and Finish: per distinct call site a few numbers (its strings are held
+// once in `strings`), per distinct signature one node.
+struct GraphAnalysis::State {
+  explicit State(const DriverOptions& o) : options(o), site_index(0, SiteHash{this}, SiteEq{this}) {}
+
+  DriverOptions options;
+  Clock::time_point start = Clock::now();
+  bool any_aten = false;
+  std::map<std::string, IgnoredOp> ignored;
+
+  // Distinct signatures (SignatureKey: op, overload, arguments, outputs), numbered in order of appearance, each with
+  // the first node that had it: the one that is lowered.
+  std::unordered_map<std::string, uint32_t> signature_ids;
+  std::vector<Node> signature_nodes;
+  std::vector<std::string> tensor_signatures;
+  // Nodes whose argument and output lists share a storage have the same signature when op and overload agree too:
+  // (args storage, outputs storage) -> the signatures seen with them. An entry holds the storages, so that their
+  // addresses are not reused for other lists while it stands.
+  struct Seen {
+    std::string op, overload;
+    uint32_t signature;
+    SharedVector<Argument> args;
+    SharedVector<Value> outputs;
+  };
+  struct StoragePairHash {
+    size_t operator()(const std::pair<const void*, const void*>& p) const {
+      return std::hash<const void*>{}(p.first) * 31 + std::hash<const void*>{}(p.second);
+    }
+  };
+  std::unordered_map<std::pair<const void*, const void*>, std::vector<Seen>, StoragePairHash> seen;
+
+  // The strings of the call sites (file, module path, program, phase, note), each held once.
+  class Strings {
+   public:
+    uint32_t Id(const std::string& s) {
+      auto [it, inserted] = ids_.emplace(s, static_cast<uint32_t>(text_.size()));
+      if (inserted) text_.push_back(&it->first);
+      return it->second;
+    }
+    const std::string& operator[](uint32_t id) const { return *text_[id]; }
+
+   private:
+    std::unordered_map<std::string, uint32_t> ids_;
+    std::vector<const std::string*> text_;  // keys of ids_ (their addresses do not move)
+  } strings;
+
+  // One entry per distinct call site (signature, place, module, program, phase, dynamic), in order of appearance.
+  struct Site {
+    uint32_t signature;
+    uint32_t file, module_path, program, phase, note;  // in `strings`
+    int line;
+    bool dynamic;
+    int64_t count;
+  };
+  std::vector<Site> sites;
+  struct SiteHash {
+    using is_transparent = void;
+    const State* s;
+    size_t operator()(const Site& k) const {
+      size_t h = k.signature;
+      for (size_t v : {size_t{k.file}, static_cast<size_t>(k.line), size_t{k.module_path}, size_t{k.program},
+                       size_t{k.phase}, size_t{k.dynamic}})
+        h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      return h;
+    }
+    size_t operator()(uint32_t i) const { return (*this)(s->sites[i]); }
+  };
+  struct SiteEq {
+    using is_transparent = void;
+    const State* s;
+    static bool Same(const Site& a, const Site& b) {
+      return a.signature == b.signature && a.line == b.line && a.file == b.file && a.module_path == b.module_path &&
+             a.program == b.program && a.phase == b.phase && a.dynamic == b.dynamic;
+    }
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(const Site& k, uint32_t i) const { return Same(k, s->sites[i]); }
+    bool operator()(uint32_t i, const Site& k) const { return Same(k, s->sites[i]); }
+  };
+  std::unordered_set<uint32_t, SiteHash, SiteEq> site_index;  // indices into `sites`
+
+  uint32_t SignatureOf(const Node& n);
+};
+
+uint32_t GraphAnalysis::State::SignatureOf(const Node& n) {
+  std::vector<Seen>& same_lists = seen[{n.args.storage(), n.outputs.storage()}];
+  for (const Seen& s : same_lists)
+    if (s.op == n.op && s.overload == n.overload) return s.signature;
+  auto [it, inserted] = signature_ids.emplace(n.SignatureKey(), static_cast<uint32_t>(signature_nodes.size()));
+  if (inserted) {
+    signature_nodes.push_back(n);
+    tensor_signatures.push_back(n.TensorSignature());
+  }
+  same_lists.push_back(Seen{n.op, n.overload, it->second, n.args, n.outputs});
+  return it->second;
+}
+
+GraphAnalysis::GraphAnalysis(const DriverOptions& options) : s_(std::make_unique<State>(options)) {}
+
+GraphAnalysis::~GraphAnalysis() = default;
+
+bool GraphAnalysis::any_aten_call() const { return s_->any_aten; }
+
+void GraphAnalysis::Add(Node&& n) {
+  State& s = *s_;
+  s.any_aten = s.any_aten || n.op.starts_with("aten::") || n.op.starts_with("prims::");
+  if (IsBookkeepingOp(n.op)) return;  // never reaches a device
+  if (!s.options.ignore_ops.empty()) {
+    std::string pattern = MatchIgnorePattern(n.op, n.overload, s.options.ignore_ops);
+    if (!pattern.empty()) {
+      IgnoredOp& ig = s.ignored[n.op];
+      if (ig.op.empty()) ig = IgnoredOp{n.op, pattern, 0};
+      ig.count += n.count;
+      return;
+    }
+  }
+  // 1. Merge identical calls at the same place: memory grows with distinct calls, not total calls.
+  State::Site site{s.SignatureOf(n),
+                   s.strings.Id(n.loc.file),
+                   s.strings.Id(n.module_path),
+                   s.strings.Id(n.program),
+                   s.strings.Id(n.phase),
+                   0,
+                   n.loc.line,
+                   n.dynamic_shape,
+                   n.count};
+  if (auto it = s.site_index.find(site); it != s.site_index.end()) {
+    s.sites[*it].count += n.count;
+    return;
+  }
+  site.note = s.strings.Id(n.note);
+  s.sites.push_back(site);
+  s.site_index.insert(static_cast<uint32_t>(s.sites.size() - 1));
+}
+
+AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table) {
+  State& s = *s_;
+  s.site_index.clear();
   AnalysisResult r;
   r.model = graph.model;
   r.input_kind = graph.input_kind;
@@ -202,48 +338,16 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
   r.programs = graph.programs;
   r.capture = graph.capture;
   if (graph.input_kind == "trace") r.source_dir = Dirname(graph.model);
-
-  // 1. Merge identical calls at the same place: memory grows with distinct calls, not total calls.
-  std::unordered_map<std::string, size_t> op_index;
-  std::vector<const Node*> representative;
-  std::map<std::string, IgnoredOp> ignored;
-  for (const Node& n : graph.nodes) {
-    if (IsBookkeepingOp(n.op)) continue;  // never reaches a device
-    if (!options.ignore_ops.empty()) {
-      std::string pattern = MatchIgnorePattern(n.op, n.overload, options.ignore_ops);
-      if (!pattern.empty()) {
-        IgnoredOp& ig = ignored[n.op];
-        if (ig.op.empty()) ig = IgnoredOp{n.op, pattern, 0};
-        ig.count += n.count;
-        r.summary.ignored_calls += n.count;
-        continue;
-      }
-    }
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", n.SignatureKey(), n.loc.file, n.loc.line, n.module_path,
-                                  n.program, n.phase, n.dynamic_shape);
-    auto [it, inserted] = op_index.emplace(std::move(key), r.ops.size());
-    if (!inserted) {
-      r.ops[it->second].count += n.count;
-      continue;
-    }
-    OpRecord op;
-    op.op = n.op;
-    op.overload = n.overload;
-    op.signature = n.TensorSignature();
-    op.loc = n.loc;
-    op.module_path = n.module_path;
-    op.program = n.program;
-    op.phase = n.phase;
-    op.count = n.count;
-    op.dynamic_shape = n.dynamic_shape;
-    op.note = n.note;
-    r.ops.push_back(std::move(op));
-    representative.push_back(&n);
+  for (auto& ig : s.ignored) {
+    r.summary.ignored_calls += ig.second.count;
+    r.ignored.push_back(std::move(ig.second));
   }
-  for (auto& [name, ig] : ignored) r.ignored.push_back(std::move(ig));
 
-  // 2. Lower each distinct signature once; 3. dedup probe units by fingerprint.
+  // 2. Lower each distinct signature once (in the order the call sites first need it); 3. dedup probe units by
+  // fingerprint.
   struct Lowered {
+    bool done = false;
+    bool custom = false;  // outside aten and without a lowering: a custom op
     bool ok = false;
     std::string error;
     bool dynamic = false;
@@ -251,23 +355,21 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
     std::vector<size_t> probes;
     std::vector<std::string> names;
     std::vector<std::string> attributed_to;  // per unit: empty = this node's op, else another aten op
+    size_t derived = 0;                      // distinct other ops among attributed_to
   };
-  std::unordered_map<std::string, Lowered> lowered;
-  std::unordered_map<std::string, size_t> derived;
-  std::vector<OpRecord> derived_ops;
+  std::vector<Lowered> lowered(s.signature_nodes.size());
   ProbeSet set;
-  for (size_t i = 0; i < r.ops.size(); ++i) {
-    const Node& n = *representative[i];
-    if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
-      // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
-      r.ops[i].lowering = OpRecord::Lowering::kCustomOp;
-      r.ops[i].lowering_error = CustomOpReason(n.op);
-      continue;
-    }
-    std::string key = n.SignatureKey();
-    auto it = lowered.find(key);
-    if (it == lowered.end()) {
-      Lowered l;
+  size_t derived_total = 0;
+  for (const State::Site& site : s.sites) {
+    Lowered& l = lowered[site.signature];
+    if (!l.done) {
+      l.done = true;
+      const Node& n = s.signature_nodes[site.signature];
+      if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
+        // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
+        l.custom = true;
+        continue;
+      }
       Expected<LoweredModule> m = Lower(n, table);
       if (!m.ok()) {
         l.error = m.status().message();
@@ -275,22 +377,51 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
         l.ok = true;
         l.dynamic = m->dynamic_shape;
         l.note = m->note;
+        std::set<std::string> others;
         for (const hlo::Instruction* u : m->units) {
           l.probes.push_back(set.Add(*u, r.probes));
           l.names.push_back(u->name);
           std::string other = AtenOpFromOpType(u->metadata.op_type);
           l.attributed_to.push_back(other == n.op ? "" : other);
+          if (!l.attributed_to.back().empty()) others.insert(other);
         }
+        l.derived = others.size();
       }
-      it = lowered.emplace(key, std::move(l)).first;
       ++r.summary.distinct_signatures;
     }
-    OpRecord& op = r.ops[i];
-    const Lowered& l = it->second;
+    derived_total += l.derived;
+  }
+
+  // The records: one per call site, then those of instructions attributed to another op, each at its call's place.
+  r.ops.reserve(s.sites.size() + derived_total);
+  std::vector<OpRecord> derived_ops;
+  derived_ops.reserve(derived_total);
+  std::map<std::string, size_t> derived;  // attributed op -> index in derived_ops, for the call site at hand
+  for (size_t i = 0; i < s.sites.size(); ++i) {
+    const State::Site& site = s.sites[i];
+    const Node& n = s.signature_nodes[site.signature];
+    const Lowered& l = lowered[site.signature];
+    OpRecord& op = r.ops.emplace_back();
+    op.op = n.op;
+    op.overload = n.overload;
+    op.signature = s.tensor_signatures[site.signature];
+    op.loc = {s.strings[site.file], site.line};
+    op.module_path = s.strings[site.module_path];
+    op.program = s.strings[site.program];
+    op.phase = s.strings[site.phase];
+    op.count = site.count;
+    op.dynamic_shape = site.dynamic;
+    op.note = s.strings[site.note];
+    if (l.custom) {
+      op.lowering = OpRecord::Lowering::kCustomOp;
+      op.lowering_error = CustomOpReason(n.op);
+      continue;
+    }
     if (!l.ok) {
       op.lowering = OpRecord::Lowering::kFailed;
       op.lowering_error = l.error;
     }
+    derived.clear();
     for (size_t k = 0; k < l.probes.size(); ++k) {
       if (l.attributed_to[k].empty()) {
         op.probes.push_back(l.probes[k]);
@@ -298,9 +429,9 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
         continue;
       }
       // An instruction the lowering attributes to another aten op gets that op's record at this place.
-      auto [jt, inserted] = derived.emplace(fmt::format("{}|via {}", l.attributed_to[k], i), 0);
+      auto [jt, inserted] = derived.emplace(l.attributed_to[k], derived_ops.size());
       if (inserted) {
-        OpRecord d;
+        OpRecord& d = derived_ops.emplace_back();
         d.op = l.attributed_to[k];
         d.overload = "";
         d.signature = op.signature;
@@ -311,8 +442,6 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
         d.count = op.count;
         d.note = fmt::format("part of the lowering of {}", n.qualified_name());
         d.part_of = static_cast<int64_t>(i);
-        jt->second = derived_ops.size();
-        derived_ops.push_back(std::move(d));
       }
       derived_ops[jt->second].probes.push_back(l.probes[k]);
       derived_ops[jt->second].instruction_names.push_back(l.names[k]);
@@ -322,15 +451,22 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
       if (op.note.empty()) op.note = l.note;
     }
   }
-
   for (auto& d : derived_ops) r.ops.push_back(std::move(d));
+  std::vector<State::Site>().swap(s.sites);
 
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
-  if (Status st = ProbeAll(set, r.probes, backend, options, r.summary); !st.ok())
+  if (Status st = ProbeAll(set, r.probes, backend, s.options, r.summary); !st.ok())
     r.warnings.push_back("repro files: " + st.message());
   FillSummary(r);
-  r.summary.wall_seconds = SecondsSince(start);
+  r.summary.wall_seconds = SecondsSince(s.start);
   return r;
+}
+
+AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table,
+                       const DriverOptions& options) {
+  GraphAnalysis analysis(options);
+  for (const Node& n : graph.nodes) analysis.Add(Node(n));
+  return analysis.Finish(graph, backend, table);
 }
 
 std::string AtenOpFromOpType(const std::string& op_type) {

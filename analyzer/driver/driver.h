@@ -34,9 +34,33 @@ std::string MatchIgnorePattern(const std::string& op, const std::string& overloa
 // The reason shown for a call outside aten that has no lowering: `torchvision::nms has no XLA lowering: ...`.
 std::string CustomOpReason(const std::string& op);
 
-// Analyzes an aten graph: lowering through `table`, probing through `backend`.
+// Analyzes an aten graph: lowering through `table`, probing through `backend`. The same as a GraphAnalysis given
+// every node of `graph`.
 AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table,
                        const DriverOptions& options);
+
+// The analysis of an aten graph given node by node, so that a loader can stream a large trace into it: identical
+// calls at the same place merge as they arrive, and calls with the same signature keep one node between them, so
+// memory grows with the distinct call sites, not with the nodes. Finish lowers each distinct signature once, probes
+// the unique units and fans the verdicts out.
+class GraphAnalysis final : public NodeSink {
+ public:
+  explicit GraphAnalysis(const DriverOptions& options);
+  ~GraphAnalysis() override;
+  GraphAnalysis(const GraphAnalysis&) = delete;
+  GraphAnalysis& operator=(const GraphAnalysis&) = delete;
+
+  void Add(Node&& node) override;
+  // Whether a node added so far is an aten:: or prims:: call (a graph without one has nothing to analyze).
+  bool any_aten_call() const;
+  // The analysis of the nodes added, with `graph`'s other fields (model, input kind, programs, capture; its nodes are
+  // not read). Call once.
+  AnalysisResult Finish(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 // Analyzes HLO modules directly: every non-parameter instruction of every computation reachable as an
 // entry instruction is a probe unit, attributed to an aten op through metadata.op_type

@@ -3,8 +3,12 @@
 
 #include <complex>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hlo/types.h"
@@ -79,6 +83,63 @@ struct Value {
   bool operator==(const Value&) const = default;
 };
 
+// A vector whose copies share one storage until one of them is changed (copy on write): the calls of a large trace
+// with the same arguments hold them once. It reads as a const std::vector<T>; any non-const member (operator[],
+// begin, push_back, ...) first gives this copy a storage of its own.
+template <typename T>
+class SharedVector {
+ public:
+  using value_type = T;
+  using const_iterator = typename std::vector<T>::const_iterator;
+  using iterator = typename std::vector<T>::iterator;
+
+  SharedVector() = default;
+  SharedVector(std::vector<T> v)  // NOLINT(implicit): assigned from vectors where a vector was before
+      : p_(v.empty() ? nullptr : std::make_shared<std::vector<T>>(std::move(v))) {}
+  SharedVector(std::initializer_list<T> l) : SharedVector(std::vector<T>(l)) {}
+  SharedVector& operator=(std::vector<T> v) { return *this = SharedVector(std::move(v)); }
+  SharedVector& operator=(std::initializer_list<T> l) { return *this = SharedVector(std::vector<T>(l)); }
+
+  const std::vector<T>& get() const { return p_ ? *p_ : Empty(); }
+  operator const std::vector<T>&() const { return get(); }  // NOLINT(implicit)
+  size_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  const T& operator[](size_t i) const { return get()[i]; }
+  const T& front() const { return get().front(); }
+  const T& back() const { return get().back(); }
+  const_iterator begin() const { return get().begin(); }
+  const_iterator end() const { return get().end(); }
+
+  // This copy's own vector, to change.
+  std::vector<T>& mutable_get() {
+    if (!p_) p_ = std::make_shared<std::vector<T>>();
+    else if (p_.use_count() > 1) p_ = std::make_shared<std::vector<T>>(*p_);
+    return *p_;
+  }
+  T& operator[](size_t i) { return mutable_get()[i]; }
+  T& front() { return mutable_get().front(); }
+  T& back() { return mutable_get().back(); }
+  iterator begin() { return mutable_get().begin(); }
+  iterator end() { return mutable_get().end(); }
+  void push_back(const T& v) { mutable_get().push_back(v); }
+  void push_back(T&& v) { mutable_get().push_back(std::move(v)); }
+  template <typename... A>
+  T& emplace_back(A&&... a) { return mutable_get().emplace_back(std::forward<A>(a)...); }
+  void resize(size_t n) { mutable_get().resize(n); }
+  void reserve(size_t n) { mutable_get().reserve(n); }
+  void clear() { p_.reset(); }
+
+  // The shared storage (nullptr when empty): two vectors with the same one hold the same elements.
+  const void* storage() const { return p_.get(); }
+
+ private:
+  static const std::vector<T>& Empty() {
+    static const std::vector<T> empty;
+    return empty;
+  }
+  std::shared_ptr<std::vector<T>> p_;
+};
+
 struct Argument {
   std::string name;  // schema argument name (`self`, `other`, `alpha`); may be empty for positional-only traces
   Value value;
@@ -97,8 +158,8 @@ struct SourceLoc {
 struct Node {
   std::string op;        // `aten::convolution`
   std::string overload;  // `default`, `Tensor`, `Scalar`, ...
-  std::vector<Argument> args;
-  std::vector<Value> outputs;
+  SharedVector<Argument> args;  // shared between calls with the same arguments (a trace loader reads them once)
+  SharedVector<Value> outputs;
   SourceLoc loc;
   std::string module_path;  // `layer1.0.conv1`
   std::string phase;        // `forward`, `backward`, `optimizer`, or empty
@@ -139,6 +200,24 @@ struct Graph {
   std::vector<Node> nodes;
   std::string torch_version;          // as recorded by the capture or the archive, when known
   std::optional<CaptureStatus> capture;  // traces only: how the captured script ended
+};
+
+// Receives the nodes of a graph one at a time, in order, as a loader reads them: a large trace is analyzed as it is
+// read (analyzer/driver's GraphAnalysis) and never held whole, or its nodes are collected (GraphNodes).
+class NodeSink {
+ public:
+  virtual ~NodeSink() = default;
+  virtual void Add(Node&& node) = 0;
+};
+
+// Collects the nodes into a Graph.
+class GraphNodes final : public NodeSink {
+ public:
+  explicit GraphNodes(Graph& graph) : graph_(graph) {}
+  void Add(Node&& node) override { graph_.nodes.push_back(std::move(node)); }
+
+ private:
+  Graph& graph_;
 };
 
 // Maps torch dtype names (`float32`, `torch.float32`, `bfloat16`, `bool`, `complex64`, ...) to XLA types. Every

@@ -10,34 +10,14 @@
 # arguments as the file names them and says so in the node's note.
 import json
 import math
+import os
 import sys
 
 import torch
 
-
-def split_top_level(text):
-    """Splits `text` at commas that are not inside (), [] or quotes."""
-    parts, depth, quote, cur = [], 0, None, []
-    for ch in text:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
-    return parts
+# The one top-level splitter of the Python side lives beside the capture shim, which reads the same schema text.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cli", "capture"))
+from top_level import split_top_level  # noqa: E402
 
 
 def declared_types(schema_text):

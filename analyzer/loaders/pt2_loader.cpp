@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/loaders/pt2_program.h"
 #include "analyzer/loaders/zip_reader.h"
 #include "hlo/file_io.h"
 

@@ -5,11 +5,11 @@
 //     `edge_dialect_exported_program`, ...),
 //   - and a bare ExportedProgram JSON file (an extracted member).
 // Schema majors 1 to 8 are read (early files write every union key with the unused ones null, later ones one key).
-// Only the program JSON entries are read (each capped, see ZipReader::Limits); weights never are.
+// Only the program JSON entries are read (each capped, see ZipReader::Limits); weights never are. Each program is
+// decoded by analyzer/loaders/pt2_program.h.
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "analyzer/graph/graph.h"
 #include "hlo/status.h"
@@ -20,16 +20,5 @@ namespace opprobe::analyzer {
 // `program` names the program it came from, and Graph::programs lists them in archive order.
 // Bad input gives kInvalidInput with a one-line message naming the file, entry and JSON path.
 Expected<Graph> LoadPt2(const std::string& path);
-
-// Decodes one ExportedProgram JSON text and appends its nodes (named `program`) to `graph`.
-// `where` prefixes error messages (e.g. `model.pt2: entry 'm/models/model.json'`).
-Status DecodeExportedProgram(std::string_view json_text, const std::string& program, const std::string& where,
-                             Graph& graph);
-
-// Helpers shared with tests.
-// The innermost frame of a Python `stack_trace` that is not inside torch/ (empty when none).
-SourceLoc InnermostUserFrame(std::string_view stack_trace);
-// The module path (`layer1.0.conv1`) of the innermost entry of an `nn_module_stack` metadata string.
-std::string ModulePathFromNnModuleStack(std::string_view nn_module_stack);
 
 }  // namespace opprobe::analyzer

@@ -4,254 +4,75 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
-#include "hlo/quote.h"
+#include "analyzer/loaders/json_stream.h"
 #include "hlo/file_io.h"
+#include "hlo/quote.h"
 
 namespace opprobe::analyzer {
 
 namespace {
 
-using json = nlohmann::json;
+using json::Ref;
 
-// A JSON path under construction (`calls[3].args[1].value`) for error messages.
+// A JSON path (`calls[3].args[1].value`) for error messages, as a chain of the callers' segments on the stack: it
+// costs nothing until an error renders it. A Path must not outlive the Path it was made from, so name each step
+// (`const Path args = p.Key("args"); ... args.Index(i)`) rather than chaining calls on temporaries.
 class Path {
  public:
   Path() = default;
-  Path Key(std::string_view k) const { return Path(text_.empty() ? std::string(k) : text_ + "." + std::string(k)); }
-  Path Index(size_t i) const { return Path(fmt::format("{}[{}]", text_, i)); }
-  const std::string& str() const { return text_; }
+  Path Key(std::string_view key) const { return Path(this, key, kNoIndex); }
+  Path Index(size_t i) const { return Path(this, {}, i); }
+
+  std::string str() const {
+    std::vector<const Path*> chain;
+    for (const Path* p = this; p != nullptr && p->parent_ != nullptr; p = p->parent_) chain.push_back(p);
+    std::string out;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const Path& p = **it;
+      if (p.index_ != kNoIndex) {
+        out += fmt::format("[{}]", p.index_);
+      } else {
+        if (!out.empty()) out += '.';
+        out += p.key_;
+      }
+    }
+    return out;
+  }
 
  private:
-  explicit Path(std::string t) : text_(std::move(t)) {}
-  std::string text_;
+  static constexpr size_t kNoIndex = static_cast<size_t>(-1);
+  Path(const Path* parent, std::string_view key, size_t index) : parent_(parent), key_(key), index_(index) {}
+  const Path* parent_ = nullptr;
+  std::string_view key_;
+  size_t index_ = kNoIndex;
 };
 
 // Describes a JSON value's type for "expected X, got Y" messages.
-std::string TypeName(const json& j) {
+std::string TypeName(const Ref& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    case json::value_t::string: return fmt::format("the string \"{}\"", j.get_ref<const std::string&>().substr(0, 40));
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "something else";
+    case json::Type::kNull: return "null";
+    case json::Type::kFalse:
+    case json::Type::kTrue: return "a boolean";
+    case json::Type::kInt:
+    case json::Type::kUint: return "an integer";
+    case json::Type::kFloat: return "a number";
+    case json::Type::kString: return fmt::format("the string \"{}\"", j.str().substr(0, 40));
+    case json::Type::kArray: return "an array";
+    case json::Type::kObject: return "an object";
   }
-}
-
-Status Bad(const Path& p, const std::string& what) {
-  // Paths and messages may carry keys and strings from the file: one line, escaped and bounded.
-  return InvalidInput(hlo::OneLine(p.str().empty() ? what : p.str() + ": " + what, 1000));
-}
-
-Status Expect(const json& j, const Path& p, std::string_view what) {
-  return Bad(p, fmt::format("expected {}, got {}", what, TypeName(j)));
-}
-
-// Member lookup: nullptr when absent.
-const json* Member(const json& obj, std::string_view key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-Expected<const json*> Required(const json& obj, const Path& p, std::string_view key) {
-  const json* m = Member(obj, key);
-  if (!m) return Bad(p, fmt::format("missing member \"{}\"", key));
-  return m;
-}
-
-Expected<std::string> GetString(const json& j, const Path& p) {
-  if (!j.is_string()) return Expect(j, p, "a string");
-  return j.get<std::string>();
-}
-
-Expected<int64_t> GetInt(const json& j, const Path& p) {
-  if (j.is_number_unsigned()) {
-    uint64_t u = j.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Bad(p, "integer out of range");
-    return static_cast<int64_t>(u);
-  }
-  if (!j.is_number_integer()) return Expect(j, p, "an integer");
-  return j.get<int64_t>();
-}
-
-Expected<bool> GetBool(const json& j, const Path& p) {
-  if (!j.is_boolean()) return Expect(j, p, "a boolean");
-  return j.get<bool>();
-}
-
-// A float: a JSON number, or "nan" / "inf" / "-inf" (JSON has no non-finite numbers).
-Expected<double> GetFloat(const json& j, const Path& p) {
-  if (j.is_number()) return j.get<double>();
-  if (j.is_string()) {
-    const auto& s = j.get_ref<const std::string&>();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-inf") return -std::numeric_limits<double>::infinity();
-  }
-  return Expect(j, p, "a number (or \"nan\", \"inf\", \"-inf\")");
-}
-
-Expected<const json*> RequiredArray(const json& obj, const Path& p, std::string_view key) {
-  OPPROBE_ASSIGN_OR_RETURN(const json* m, Required(obj, p, key));
-  if (!m->is_array()) return Expect(*m, p.Key(key), "an array");
-  return m;
-}
-
-Expected<hlo::PrimitiveType> GetDtype(const json& j, const Path& p) {
-  OPPROBE_ASSIGN_OR_RETURN(std::string name, GetString(j, p));
-  auto t = DtypeFromTorchName(name);
-  if (!t) return Bad(p, fmt::format("unknown dtype '{}'", name));
-  return *t;
-}
-
-// {"dtype": "float32", "shape": [4, 3], "dynamic": [false, true]?}
-Expected<TensorMeta> ParseTensorMeta(const json& j, const Path& p) {
-  if (!j.is_object()) return Expect(j, p, "a tensor object");
-  TensorMeta m;
-  OPPROBE_ASSIGN_OR_RETURN(const json* dtype, Required(j, p, "dtype"));
-  OPPROBE_ASSIGN_OR_RETURN(m.dtype, GetDtype(*dtype, p.Key("dtype")));
-  m.torch_dtype = TorchDtypeWithoutXlaType(dtype->get<std::string>());
-  OPPROBE_ASSIGN_OR_RETURN(const json* shape, RequiredArray(j, p, "shape"));
-  for (size_t i = 0; i < shape->size(); ++i) {
-    OPPROBE_ASSIGN_OR_RETURN(int64_t d, GetInt((*shape)[i], p.Key("shape").Index(i)));
-    if (d < 0) return Bad(p.Key("shape").Index(i), fmt::format("negative size {}", d));
-    m.sizes.push_back(d);
-  }
-  if (const json* dyn = Member(j, "dynamic")) {
-    if (!dyn->is_array()) return Expect(*dyn, p.Key("dynamic"), "an array of booleans");
-    if (dyn->size() != m.sizes.size())
-      return Bad(p.Key("dynamic"), fmt::format("has {} entries for {} sizes", dyn->size(), m.sizes.size()));
-    for (size_t i = 0; i < dyn->size(); ++i) {
-      OPPROBE_ASSIGN_OR_RETURN(bool b, GetBool((*dyn)[i], p.Key("dynamic").Index(i)));
-      m.dynamic.push_back(b);
-    }
-    if (!m.is_dynamic()) m.dynamic.clear();
-  }
-  return m;
-}
-
-template <typename T, typename F>
-Expected<std::vector<T>> ParseList(const json& j, const Path& p, F&& element) {
-  if (!j.is_array()) return Expect(j, p, "an array");
-  std::vector<T> out;
-  out.reserve(j.size());
-  for (size_t i = 0; i < j.size(); ++i) {
-    OPPROBE_ASSIGN_OR_RETURN(T v, element(j[i], p.Index(i)));
-    out.push_back(std::move(v));
-  }
-  return out;
+  return "something else";
 }
 
 constexpr std::string_view kKinds =
     "none, tensor, tensor_list, bool, int, float, complex, string, int_list, float_list, bool_list, string_list, "
     "dtype, device, layout, memory_format, other";
-
-// One argument or output value: {"kind": "...", ...}. See schemas/trace.schema.json ($defs/value).
-Expected<Value> ParseValue(const json& j, const Path& p) {
-  if (!j.is_object()) return Expect(j, p, "a value object with a \"kind\"");
-  OPPROBE_ASSIGN_OR_RETURN(const json* kind_j, Required(j, p, "kind"));
-  OPPROBE_ASSIGN_OR_RETURN(std::string kind, GetString(*kind_j, p.Key("kind")));
-  Value v;
-  auto value_member = [&]() { return Required(j, p, "value"); };
-  const Path vp = p.Key("value");
-  if (kind == "none") {
-    return Value::None();
-  } else if (kind == "tensor") {
-    OPPROBE_ASSIGN_OR_RETURN(TensorMeta m, ParseTensorMeta(j, p));
-    return Value::Tensor(std::move(m));
-  } else if (kind == "tensor_list") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* list, value_member());
-    v.kind = Value::Kind::kTensorList;
-    OPPROBE_ASSIGN_OR_RETURN(v.tensors, ParseList<std::optional<TensorMeta>>(
-        *list, vp, [](const json& e, const Path& ep) -> Expected<std::optional<TensorMeta>> {
-          if (e.is_null()) return std::optional<TensorMeta>();
-          OPPROBE_ASSIGN_OR_RETURN(TensorMeta m, ParseTensorMeta(e, ep));
-          return std::optional<TensorMeta>(std::move(m));
-        }));
-    return v;
-  } else if (kind == "bool") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    OPPROBE_ASSIGN_OR_RETURN(bool b, GetBool(*x, vp));
-    return Value::Bool(b);
-  } else if (kind == "int") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    OPPROBE_ASSIGN_OR_RETURN(int64_t i, GetInt(*x, vp));
-    v = Value::Int(i);
-  } else if (kind == "float") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    OPPROBE_ASSIGN_OR_RETURN(double f, GetFloat(*x, vp));
-    return Value::Float(f);
-  } else if (kind == "complex") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* re, Required(j, p, "real"));
-    OPPROBE_ASSIGN_OR_RETURN(const json* im, Required(j, p, "imag"));
-    OPPROBE_ASSIGN_OR_RETURN(double r, GetFloat(*re, p.Key("real")));
-    OPPROBE_ASSIGN_OR_RETURN(double i, GetFloat(*im, p.Key("imag")));
-    v.kind = Value::Kind::kComplex;
-    v.c = {r, i};
-    return v;
-  } else if (kind == "string" || kind == "device" || kind == "layout" || kind == "memory_format") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    OPPROBE_ASSIGN_OR_RETURN(v.s, GetString(*x, vp));
-    v.kind = kind == "string"   ? Value::Kind::kString
-             : kind == "device" ? Value::Kind::kDevice
-             : kind == "layout" ? Value::Kind::kLayout
-                                : Value::Kind::kMemoryFormat;
-    return v;
-  } else if (kind == "int_list") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    OPPROBE_ASSIGN_OR_RETURN(auto ints, ParseList<int64_t>(*x, vp, GetInt));
-    v = Value::IntList(std::move(ints));
-  } else if (kind == "float_list") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    v.kind = Value::Kind::kFloatList;
-    OPPROBE_ASSIGN_OR_RETURN(v.floats, ParseList<double>(*x, vp, GetFloat));
-    return v;
-  } else if (kind == "bool_list") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    v.kind = Value::Kind::kBoolList;
-    OPPROBE_ASSIGN_OR_RETURN(auto bools, ParseList<bool>(*x, vp, GetBool));
-    v.bools.assign(bools.begin(), bools.end());
-    return v;
-  } else if (kind == "string_list") {
-    // The Graph has no string list (Dimname lists are rare): kept as text, `['a', 'b']`.
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    OPPROBE_ASSIGN_OR_RETURN(auto strs, ParseList<std::string>(*x, vp, GetString));
-    std::string text = "[";
-    for (size_t i = 0; i < strs.size(); ++i) text += (i ? ", '" : "'") + strs[i] + "'";
-    return Value::String(text + "]");
-  } else if (kind == "dtype") {
-    OPPROBE_ASSIGN_OR_RETURN(const json* x, value_member());
-    OPPROBE_ASSIGN_OR_RETURN(hlo::PrimitiveType t, GetDtype(*x, vp));
-    Value d = Value::Dtype(t);
-    d.s = TorchDtypeWithoutXlaType(x->get<std::string>());
-    return d;
-  } else if (kind == "other") {
-    // A value the capture could not type (a Generator object, ...): kept as its Python repr.
-    OPPROBE_ASSIGN_OR_RETURN(const json* type, Required(j, p, "type"));
-    OPPROBE_ASSIGN_OR_RETURN(std::string type_name, GetString(*type, p.Key("type")));
-    std::string repr = type_name;
-    if (const json* r = Member(j, "repr")) {
-      OPPROBE_ASSIGN_OR_RETURN(repr, GetString(*r, p.Key("repr")));
-    }
-    return Value::String(repr);
-  } else {
-    return Bad(p.Key("kind"), fmt::format("unknown value kind '{}' (expected one of: {})", kind, kKinds));
-  }
-  // int and int_list: SymInts without a hint are flagged.
-  if (const json* sym = Member(j, "symbolic")) {
-    OPPROBE_ASSIGN_OR_RETURN(v.symbolic, GetBool(*sym, p.Key("symbolic")));
-  }
-  return v;
-}
 
 bool HasDynamicTensor(const Value& v) {
   if (v.kind == Value::Kind::kTensor) return v.tensor.is_dynamic();
@@ -261,192 +82,661 @@ bool HasDynamicTensor(const Value& v) {
   return v.symbolic;
 }
 
-// {"file": "train.py", "line": 12}
-Expected<SourceLoc> ParseLoc(const json& loc, const Path& lp) {
-  SourceLoc out;
-  if (!loc.is_object()) return Expect(loc, lp, "an object {\"file\", \"line\"}");
-  if (const json* f = Member(loc, "file")) {
-    OPPROBE_ASSIGN_OR_RETURN(out.file, GetString(*f, lp.Key("file")));
+// The checks of a trace's values. Each returns false after recording the first error (error()); the messages name
+// the exact JSON path and stay one line (keys and strings from the file are escaped and bounded).
+class Checker {
+ public:
+  const Status& error() const { return error_; }
+  bool failed() const { return !error_.ok(); }
+
+  bool Bad(const Path& p, const std::string& what) {
+    std::string where = p.str();
+    if (error_.ok()) error_ = InvalidInput(hlo::OneLine(where.empty() ? what : where + ": " + what, 1000));
+    return false;
   }
-  if (const json* l = Member(loc, "line")) {
-    OPPROBE_ASSIGN_OR_RETURN(int64_t line, GetInt(*l, lp.Key("line")));
-    if (line < 0 || line > std::numeric_limits<int>::max()) return Bad(lp.Key("line"), "line out of range");
-    out.line = static_cast<int>(line);
+  bool Expect(const Ref& j, const Path& p, std::string_view what) {
+    return Bad(p, fmt::format("expected {}, got {}", what, TypeName(j)));
   }
-  return out;
+  bool Required(const Ref& obj, const Path& p, std::string_view key, Ref* out) {
+    std::optional<Ref> m = obj.Find(key);
+    if (!m) return Bad(p, fmt::format("missing member \"{}\"", key));
+    *out = *m;
+    return true;
+  }
+  bool RequiredArray(const Ref& obj, const Path& p, std::string_view key, Ref* out) {
+    if (!Required(obj, p, key, out)) return false;
+    if (!out->is_array()) return Expect(*out, p.Key(key), "an array");
+    return true;
+  }
+  bool GetString(const Ref& j, const Path& p, std::string* out) {
+    if (!j.is_string()) return Expect(j, p, "a string");
+    out->assign(j.str());
+    return true;
+  }
+  bool GetInt(const Ref& j, const Path& p, int64_t* out) {
+    if (j.is_unsigned()) {
+      uint64_t u = j.uint64();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Bad(p, "integer out of range");
+      *out = static_cast<int64_t>(u);
+      return true;
+    }
+    if (!j.is_integer()) return Expect(j, p, "an integer");
+    *out = j.int64();
+    return true;
+  }
+  bool GetBool(const Ref& j, const Path& p, bool* out) {
+    if (!j.is_boolean()) return Expect(j, p, "a boolean");
+    *out = j.boolean();
+    return true;
+  }
+  // A float: a JSON number, or "nan" / "inf" / "-inf" (JSON has no non-finite numbers).
+  bool GetFloat(const Ref& j, const Path& p, double* out) {
+    if (j.is_number()) {
+      *out = j.number();
+      return true;
+    }
+    if (j.is_string()) {
+      std::string_view s = j.str();
+      if (s == "nan") return *out = std::numeric_limits<double>::quiet_NaN(), true;
+      if (s == "inf") return *out = std::numeric_limits<double>::infinity(), true;
+      if (s == "-inf") return *out = -std::numeric_limits<double>::infinity(), true;
+    }
+    return Expect(j, p, "a number (or \"nan\", \"inf\", \"-inf\")");
+  }
+  bool GetDtype(const Ref& j, const Path& p, hlo::PrimitiveType* out) {
+    if (!j.is_string()) return Expect(j, p, "a string");
+    auto t = DtypeFromTorchName(j.str());
+    if (!t) return Bad(p, fmt::format("unknown dtype '{}'", j.str()));
+    *out = *t;
+    return true;
+  }
+  // {"file": "train.py", "line": 12}
+  bool ParseLoc(const Ref& loc, const Path& lp, SourceLoc* out) {
+    if (!loc.is_object()) return Expect(loc, lp, "an object {\"file\", \"line\"}");
+    static constexpr std::string_view kNames[] = {"file", "line"};
+    std::optional<Ref> m[std::size(kNames)];
+    loc.FindAll(kNames, m);
+    if (m[0]) {
+      if (!GetString(*m[0], lp.Key("file"), &out->file)) return false;
+    }
+    if (m[1]) {
+      int64_t line = 0;
+      if (!GetInt(*m[1], lp.Key("line"), &line)) return false;
+      if (line < 0 || line > std::numeric_limits<int>::max()) return Bad(lp.Key("line"), "line out of range");
+      out->line = static_cast<int>(line);
+    }
+    return true;
+  }
+
+ private:
+  Status error_;
+};
+
+// One call's arguments and outputs, parsed once for every call record that spells them the same way.
+struct Body {
+  SharedVector<Argument> args;
+  SharedVector<Value> outputs;
+  bool dynamic = false;
+};
+
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Parses call records (schemas/trace.schema.json, $defs/call) into Nodes.
+class CallReader : public Checker {
+ public:
+  bool ParseCall(const Ref& j, const Path& p, Node* n);
+  size_t distinct_bodies() const { return bodies_.size(); }
+
+ private:
+  bool ParseBody(const Ref& args, const std::optional<Ref>& outputs, const Path& p, Body* body);
+  bool ParseTensorMeta(const Ref& j, const Path& p, TensorMeta* m);
+  bool ParseValue(const Ref& j, const Path& p, Value* v);
+
+  // Argument and output text -> their parsed form: a record whose text was seen before is not parsed again (the
+  // same bytes parse to the same values, without an error since the first time had none).
+  std::unordered_map<std::string, Body, TextHash, std::equal_to<>> bodies_;
+  std::string key_;
+};
+
+// {"dtype": "float32", "shape": [4, 3], "dynamic": [false, true]?}
+bool CallReader::ParseTensorMeta(const Ref& j, const Path& p, TensorMeta* m) {
+  if (!j.is_object()) return Expect(j, p, "a tensor object");
+  Ref dtype, shape;
+  if (!Required(j, p, "dtype", &dtype) || !GetDtype(dtype, p.Key("dtype"), &m->dtype)) return false;
+  m->torch_dtype = TorchDtypeWithoutXlaType(dtype.str());
+  if (!RequiredArray(j, p, "shape", &shape)) return false;
+  const Path sp = p.Key("shape");
+  m->sizes.reserve(shape.size());
+  size_t i = 0;
+  for (auto it = shape.begin(); it != shape.end(); ++it, ++i) {
+    int64_t d = 0;
+    if (!GetInt(*it, sp.Index(i), &d)) return false;
+    if (d < 0) return Bad(sp.Index(i), fmt::format("negative size {}", d));
+    m->sizes.push_back(d);
+  }
+  if (auto dyn = j.Find("dynamic")) {
+    const Path dp = p.Key("dynamic");
+    if (!dyn->is_array()) return Expect(*dyn, dp, "an array of booleans");
+    if (dyn->size() != m->sizes.size())
+      return Bad(dp, fmt::format("has {} entries for {} sizes", dyn->size(), m->sizes.size()));
+    i = 0;
+    for (auto it = dyn->begin(); it != dyn->end(); ++it, ++i) {
+      bool b = false;
+      if (!GetBool(*it, dp.Index(i), &b)) return false;
+      m->dynamic.push_back(b);
+    }
+    if (!m->is_dynamic()) m->dynamic.clear();
+  }
+  return true;
 }
 
-Expected<Node> ParseCall(const json& j, const Path& p) {
-  if (!j.is_object()) return Expect(j, p, "a call object");
-  Node n;
-  OPPROBE_ASSIGN_OR_RETURN(const json* op, Required(j, p, "op"));
-  OPPROBE_ASSIGN_OR_RETURN(n.op, GetString(*op, p.Key("op")));
-  if (n.op.empty() || n.op.find("::") == std::string::npos)
-    return Bad(p.Key("op"), fmt::format("expected a qualified op name like \"aten::mul\", got \"{}\"", n.op));
-  n.overload = "default";
-  if (const json* ov = Member(j, "overload")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.overload, GetString(*ov, p.Key("overload")));
-    if (n.overload.empty()) n.overload = "default";
+// One argument or output value: {"kind": "...", ...}. See schemas/trace.schema.json ($defs/value).
+bool CallReader::ParseValue(const Ref& j, const Path& p, Value* v) {
+  if (!j.is_object()) return Expect(j, p, "a value object with a \"kind\"");
+  Ref kind_j, x;
+  if (!Required(j, p, "kind", &kind_j)) return false;
+  if (!kind_j.is_string()) return Expect(kind_j, p.Key("kind"), "a string");
+  const std::string_view kind = kind_j.str();
+  const Path vp = p.Key("value");
+  auto list = [&](auto&& element) {  // the `value` member as a list, element by element
+    if (!Required(j, p, "value", &x)) return false;
+    if (!x.is_array()) return Expect(x, vp, "an array");
+    size_t i = 0;
+    for (auto it = x.begin(); it != x.end(); ++it, ++i)
+      if (!element(*it, vp.Index(i))) return false;
+    return true;
+  };
+  if (kind == "none") {
+    *v = Value::None();
+    return true;
   }
-  OPPROBE_ASSIGN_OR_RETURN(const json* args, RequiredArray(j, p, "args"));
-  for (size_t i = 0; i < args->size(); ++i) {
-    const json& a = (*args)[i];
-    Path ap = p.Key("args").Index(i);
+  if (kind == "tensor") {
+    v->kind = Value::Kind::kTensor;
+    return ParseTensorMeta(j, p, &v->tensor);
+  }
+  if (kind == "tensor_list") {
+    v->kind = Value::Kind::kTensorList;
+    return list([&](const Ref& e, const Path& ep) {
+      if (e.is_null()) {
+        v->tensors.emplace_back();
+        return true;
+      }
+      TensorMeta m;
+      if (!ParseTensorMeta(e, ep, &m)) return false;
+      v->tensors.emplace_back(std::move(m));
+      return true;
+    });
+  }
+  if (kind == "bool") {
+    v->kind = Value::Kind::kBool;
+    return Required(j, p, "value", &x) && GetBool(x, vp, &v->b);
+  }
+  if (kind == "int") {
+    v->kind = Value::Kind::kInt;
+    if (!Required(j, p, "value", &x) || !GetInt(x, vp, &v->i)) return false;
+  } else if (kind == "float") {
+    v->kind = Value::Kind::kFloat;
+    return Required(j, p, "value", &x) && GetFloat(x, vp, &v->f);
+  } else if (kind == "complex") {
+    Ref re, im;
+    double r = 0, i = 0;
+    if (!Required(j, p, "real", &re) || !Required(j, p, "imag", &im) || !GetFloat(re, p.Key("real"), &r) ||
+        !GetFloat(im, p.Key("imag"), &i))
+      return false;
+    v->kind = Value::Kind::kComplex;
+    v->c = {r, i};
+    return true;
+  } else if (kind == "string" || kind == "device" || kind == "layout" || kind == "memory_format") {
+    if (!Required(j, p, "value", &x) || !GetString(x, vp, &v->s)) return false;
+    v->kind = kind == "string"   ? Value::Kind::kString
+              : kind == "device" ? Value::Kind::kDevice
+              : kind == "layout" ? Value::Kind::kLayout
+                                 : Value::Kind::kMemoryFormat;
+    return true;
+  } else if (kind == "int_list") {
+    v->kind = Value::Kind::kIntList;
+    if (!list([&](const Ref& e, const Path& ep) {
+          int64_t n = 0;
+          if (!GetInt(e, ep, &n)) return false;
+          v->ints.push_back(n);
+          return true;
+        }))
+      return false;
+  } else if (kind == "float_list") {
+    v->kind = Value::Kind::kFloatList;
+    return list([&](const Ref& e, const Path& ep) {
+      double f = 0;
+      if (!GetFloat(e, ep, &f)) return false;
+      v->floats.push_back(f);
+      return true;
+    });
+  } else if (kind == "bool_list") {
+    v->kind = Value::Kind::kBoolList;
+    return list([&](const Ref& e, const Path& ep) {
+      bool b = false;
+      if (!GetBool(e, ep, &b)) return false;
+      v->bools.push_back(b);
+      return true;
+    });
+  } else if (kind == "string_list") {
+    // The Graph has no string list (Dimname lists are rare): kept as text, `['a', 'b']`.
+    std::string text = "[";
+    size_t n = 0;
+    if (!list([&](const Ref& e, const Path& ep) {
+          std::string s;
+          if (!GetString(e, ep, &s)) return false;
+          text += (n++ ? ", '" : "'") + s + "'";
+          return true;
+        }))
+      return false;
+    *v = Value::String(text + "]");
+    return true;
+  } else if (kind == "dtype") {
+    hlo::PrimitiveType t = hlo::PrimitiveType::PRIMITIVE_TYPE_INVALID;
+    if (!Required(j, p, "value", &x) || !GetDtype(x, vp, &t)) return false;
+    *v = Value::Dtype(t);
+    v->s = TorchDtypeWithoutXlaType(x.str());
+    return true;
+  } else if (kind == "other") {
+    // A value the capture could not type (a Generator object, ...): kept as its Python repr.
+    Ref type;
+    std::string repr;
+    if (!Required(j, p, "type", &type) || !GetString(type, p.Key("type"), &repr)) return false;
+    if (auto r = j.Find("repr")) {
+      if (!GetString(*r, p.Key("repr"), &repr)) return false;
+    }
+    *v = Value::String(std::move(repr));
+    return true;
+  } else {
+    return Bad(p.Key("kind"), fmt::format("unknown value kind '{}' (expected one of: {})", kind, kKinds));
+  }
+  // int and int_list: SymInts without a hint are flagged.
+  if (auto sym = j.Find("symbolic")) {
+    if (!GetBool(*sym, p.Key("symbolic"), &v->symbolic)) return false;
+  }
+  return true;
+}
+
+bool CallReader::ParseBody(const Ref& args, const std::optional<Ref>& outputs, const Path& p, Body* body) {
+  // The lookup key: the argument text, and the output text after a NUL (which JSON text cannot hold).
+  const std::string_view args_text = args.source();
+  key_.assign(args_text);
+  if (outputs) {
+    key_ += '\0';
+    key_.append(outputs->source());
+  }
+  if (auto it = bodies_.find(std::string_view(key_)); it != bodies_.end()) {
+    *body = it->second;
+    return true;
+  }
+  std::vector<Argument> parsed_args;
+  parsed_args.reserve(args.size());
+  const Path args_path = p.Key("args");
+  size_t i = 0;
+  for (auto it = args.begin(); it != args.end(); ++it, ++i) {
+    const Ref a = *it;
+    const Path ap = args_path.Index(i);
     if (!a.is_object()) return Expect(a, ap, "an argument object {\"name\", \"value\"}");
     Argument arg;
-    if (const json* name = Member(a, "name")) {
-      OPPROBE_ASSIGN_OR_RETURN(arg.name, GetString(*name, ap.Key("name")));
+    if (auto name = a.Find("name")) {
+      if (!GetString(*name, ap.Key("name"), &arg.name)) return false;
     }
-    OPPROBE_ASSIGN_OR_RETURN(const json* value, Required(a, ap, "value"));
-    OPPROBE_ASSIGN_OR_RETURN(arg.value, ParseValue(*value, ap.Key("value")));
-    n.args.push_back(std::move(arg));
+    Ref value;
+    if (!Required(a, ap, "value", &value) || !ParseValue(value, ap.Key("value"), &arg.value)) return false;
+    parsed_args.push_back(std::move(arg));
   }
-  if (const json* outs = Member(j, "outputs")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.outputs, ParseList<Value>(*outs, p.Key("outputs"), ParseValue));
+  std::vector<Value> parsed_outputs;
+  if (outputs) {
+    const Path op = p.Key("outputs");
+    if (!outputs->is_array()) return Expect(*outputs, op, "an array");
+    parsed_outputs.reserve(outputs->size());
+    i = 0;
+    for (auto it = outputs->begin(); it != outputs->end(); ++it, ++i) {
+      Value v;
+      if (!ParseValue(*it, op.Index(i), &v)) return false;
+      parsed_outputs.push_back(std::move(v));
+    }
   }
-  if (const json* loc = Member(j, "loc")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.loc, ParseLoc(*loc, p.Key("loc")));
-  }
-  if (const json* loc = Member(j, "lib_loc")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.lib_loc, ParseLoc(*loc, p.Key("lib_loc")));
-  }
-  if (const json* st = Member(j, "step")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.step, GetInt(*st, p.Key("step")));
-    if (n.step < 0) return Bad(p.Key("step"), fmt::format("expected a step >= 0, got {}", n.step));
-  }
-  if (const json* mp = Member(j, "module_path")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.module_path, GetString(*mp, p.Key("module_path")));
-  }
-  if (const json* ph = Member(j, "phase")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.phase, GetString(*ph, p.Key("phase")));
-    if (n.phase != "forward" && n.phase != "backward" && n.phase != "optimizer" && !n.phase.empty())
-      return Bad(p.Key("phase"), fmt::format("unknown phase '{}' (expected forward, backward or optimizer)", n.phase));
-  }
-  if (const json* c = Member(j, "count")) {
-    OPPROBE_ASSIGN_OR_RETURN(n.count, GetInt(*c, p.Key("count")));
-    if (n.count < 1) return Bad(p.Key("count"), fmt::format("expected a count >= 1, got {}", n.count));
-  }
-  for (const auto& a : n.args) n.dynamic_shape = n.dynamic_shape || HasDynamicTensor(a.value);
-  for (const auto& o : n.outputs) n.dynamic_shape = n.dynamic_shape || HasDynamicTensor(o);
-  if (n.dynamic_shape) n.note = "symbolic sizes recorded by the capture";
-  return n;
+  Body b;
+  for (const auto& a : parsed_args) b.dynamic = b.dynamic || HasDynamicTensor(a.value);
+  for (const auto& o : parsed_outputs) b.dynamic = b.dynamic || HasDynamicTensor(o);
+  b.args = std::move(parsed_args);
+  b.outputs = std::move(parsed_outputs);
+  *body = bodies_.emplace(key_, std::move(b)).first->second;
+  return true;
 }
 
-// `line L, column C` of a byte offset (nlohmann reports the offset just past the bad character).
-std::string LineColumn(std::string_view text, size_t byte) {
-  if (byte > text.size()) byte = text.size();
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i + 1 < byte; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
+// One call record (schemas/trace.schema.json, $defs/call). Members are checked in a fixed order whatever their order
+// in the file, so the first error reported does not depend on how a writer ordered them; a member that is not known
+// is ignored. A new optional member is one more name in kNames (and the enum) and its check below.
+bool CallReader::ParseCall(const Ref& j, const Path& p, Node* n) {
+  if (!j.is_object()) return Expect(j, p, "a call object");
+  static constexpr std::string_view kNames[] = {"op",      "overload", "args", "outputs",     "loc",
+                                                "lib_loc", "step",     "count", "module_path", "phase"};
+  enum { kOp, kOverload, kArgs, kOutputs, kLoc, kLibLoc, kStep, kCount, kModulePath, kPhase };
+  std::optional<Ref> m[std::size(kNames)];
+  j.FindAll(kNames, m);
+  if (!m[kOp]) return Bad(p, "missing member \"op\"");
+  if (!GetString(*m[kOp], p.Key("op"), &n->op)) return false;
+  if (n->op.empty() || n->op.find("::") == std::string::npos)
+    return Bad(p.Key("op"), fmt::format("expected a qualified op name like \"aten::mul\", got \"{}\"", n->op));
+  n->overload = "default";
+  if (m[kOverload]) {
+    if (!GetString(*m[kOverload], p.Key("overload"), &n->overload)) return false;
+    if (n->overload.empty()) n->overload = "default";
+  }
+  if (!m[kArgs]) return Bad(p, "missing member \"args\"");
+  if (!m[kArgs]->is_array()) return Expect(*m[kArgs], p.Key("args"), "an array");
+  Body body;
+  if (!ParseBody(*m[kArgs], m[kOutputs], p, &body)) return false;
+  n->args = std::move(body.args);
+  n->outputs = std::move(body.outputs);
+  if (m[kLoc]) {
+    if (!ParseLoc(*m[kLoc], p.Key("loc"), &n->loc)) return false;
+  }
+  if (m[kLibLoc]) {
+    if (!ParseLoc(*m[kLibLoc], p.Key("lib_loc"), &n->lib_loc)) return false;
+  }
+  if (m[kStep]) {
+    if (!GetInt(*m[kStep], p.Key("step"), &n->step)) return false;
+    if (n->step < 0) return Bad(p.Key("step"), fmt::format("expected a step >= 0, got {}", n->step));
+  }
+  if (m[kModulePath]) {
+    if (!GetString(*m[kModulePath], p.Key("module_path"), &n->module_path)) return false;
+  }
+  if (m[kPhase]) {
+    if (!GetString(*m[kPhase], p.Key("phase"), &n->phase)) return false;
+    if (n->phase != "forward" && n->phase != "backward" && n->phase != "optimizer" && !n->phase.empty())
+      return Bad(p.Key("phase"), fmt::format("unknown phase '{}' (expected forward, backward or optimizer)", n->phase));
+  }
+  if (m[kCount]) {
+    if (!GetInt(*m[kCount], p.Key("count"), &n->count)) return false;
+    if (n->count < 1) return Bad(p.Key("count"), fmt::format("expected a count >= 1, got {}", n->count));
+  }
+  n->dynamic_shape = body.dynamic;
+  if (n->dynamic_shape) n->note = "symbolic sizes recorded by the capture";
+  return true;
+}
+
+// The members of the document besides `calls` that this reader knows; each is kept (the last one when a name
+// repeats) and checked once the whole document is read. A new optional member is one more name here and its check in
+// TraceReader::Finish.
+constexpr const char* kHeaderMembers[] = {"format", "version", "script", "torch_version",
+                                          "status", "exit_status", "error", "skipped_ops"};
+
+// Reads a trace document from a json::Stream: the header members are kept, the calls are checked and handed to the
+// sink one by one as they are read. The errors are those (and in the order) of checking the whole document at once:
+// a syntax error anywhere first; then the header (format, version, script, torch_version), the calls in order, the
+// capture status and skipped_ops.
+class TraceReader {
+ public:
+  TraceReader(json::Stream& stream, NodeSink& sink) : stream_(stream), sink_(sink) {}
+
+  // The graph without nodes, or the first error (without the source name).
+  Expected<Graph> Read();
+
+ private:
+  struct Member {
+    bool present = false;
+    json::Tape tape{/*own_strings=*/true};  // kept after the stream has moved on
+    Ref value;
+  };
+  Member* HeaderMember(std::string_view name) {
+    for (size_t i = 0; i < std::size(kHeaderMembers); ++i)
+      if (name == kHeaderMembers[i]) return &header_[i];
+    return nullptr;
+  }
+  std::optional<Ref> Header(std::string_view name) {
+    Member* m = HeaderMember(name);
+    return m && m->present ? std::optional<Ref>(m->value) : std::nullopt;
+  }
+  bool ReadCalls();
+  Expected<Graph> Finish();
+  Status CaptureStatusOf(Graph& g);
+  Status SkippedOps();
+
+  json::Stream& stream_;
+  NodeSink& sink_;
+  Member header_[std::size(kHeaderMembers)];
+  json::Tape scratch_;  // keys, calls, members nobody reads
+  CallReader calls_;
+  bool seen_calls_ = false;
+  Status calls_error_;  // the first bad call (or `calls` that is not an array)
+  std::unordered_set<std::string> ops_;  // the op names of the calls
+};
+
+bool TraceReader::ReadCalls() {
+  const Path root;
+  const Path calls_path = root.Key("calls");
+  if (seen_calls_) {
+    // Streaming cannot take back the calls of an earlier `calls`, so a second one is refused.
+    if (calls_error_.ok())
+      calls_error_ = InvalidInput("calls: appears more than once (a trace has one array of calls)");
+    Ref ignored;
+    return stream_.Read(scratch_, &ignored);
+  }
+  seen_calls_ = true;
+  if (stream_.Peek() != '[') {
+    Ref value;
+    if (!stream_.Read(scratch_, &value)) return false;
+    Checker c;
+    c.Expect(value, calls_path, "an array");
+    calls_error_ = c.error();
+    return true;
+  }
+  if (!stream_.Expect('[', "'['")) return false;
+  if (stream_.Peek() == ']') return stream_.Expect(']', "']'");
+  for (size_t i = 0;; ++i) {
+    Ref call;
+    if (!stream_.Read(scratch_, &call)) return false;
+    if (calls_error_.ok()) {
+      Node n;
+      if (calls_.ParseCall(call, calls_path.Index(i), &n)) {
+        if (!ops_.count(n.op)) ops_.insert(n.op);
+        sink_.Add(std::move(n));
+      } else {
+        calls_error_ = calls_.error();
+      }
+    }
+    std::optional<char> next = stream_.Peek();
+    if (next == ',') {
+      stream_.Expect(',', "','");
+      continue;
+    }
+    return stream_.Expect(']', "',' or ']'");
+  }
+}
+
+Expected<Graph> TraceReader::Read() {
+  if (!stream_.AtValue() && !stream_.failed() && stream_.only_whitespace_so_far())
+    return InvalidInput("empty file, expected an opprobe trace (JSON)");
+  if (stream_.Peek() != '{') {
+    // Not an object: still JSON first (a syntax error wins), then the complaint about its type.
+    Ref root;
+    if (!stream_.Read(scratch_, &root)) return stream_.error();
+    Checker c;
+    c.Expect(root, Path().Key("(root)"), "a JSON object");  // before reading on moves the text it may quote
+    if (!stream_.ExpectEnd()) return stream_.error();
+    return c.error();
+  }
+  bool ok = stream_.Expect('{', "'{'");
+  if (ok && stream_.Peek() == '}') {
+    ok = stream_.Expect('}', "'}'");
+  } else {
+    while (ok) {
+      if (stream_.Peek() != '"') {
+        ok = stream_.Expect('"', "a member name (a string)");
+        break;
+      }
+      Ref key_ref;
+      if (!stream_.Read(scratch_, &key_ref)) break;
+      const std::string key(key_ref.str());
+      if (!stream_.Expect(':', "':'")) break;
+      if (key == "calls") {
+        ok = ReadCalls();
+      } else if (Member* m = HeaderMember(key)) {
+        ok = stream_.Read(m->tape, &m->value);
+        m->present = ok;
+      } else {
+        Ref ignored;
+        ok = stream_.Read(scratch_, &ignored);
+      }
+      if (!ok) break;
+      if (stream_.Peek() == ',') {
+        ok = stream_.Expect(',', "','");
+        continue;
+      }
+      ok = stream_.Expect('}', "',' or '}'");
+      break;
     }
   }
-  return fmt::format("line {}, column {}", line, col);
+  if (!ok || stream_.failed() || !stream_.ExpectEnd()) return stream_.error();
+  return Finish();
 }
 
 // `status`, `exit_status` and `error` (how the captured script ended) into Graph::capture.
-Status ParseCaptureStatus(const json& doc, const Path& root, Graph& g) {
-  const json* status = Member(doc, "status");
-  if (status == nullptr) return Status::Ok();
-  CaptureStatus c;
-  OPPROBE_ASSIGN_OR_RETURN(std::string s, GetString(*status, root.Key("status")));
-  if (s == "error") c.status = CaptureStatus::Status::kFailed;
-  else if (s != "ok") return Bad(root.Key("status"), fmt::format("expected \"ok\" or \"error\", got \"{}\"", s));
-  if (const json* es = Member(doc, "exit_status")) {
-    OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, root.Key("exit_status")));
-    c.exit_code = static_cast<int>(std::clamp<int64_t>(code, -1000000, 1000000));
+Status TraceReader::CaptureStatusOf(Graph& g) {
+  const Path root;
+  Checker c;
+  std::optional<Ref> status = Header("status");
+  if (!status) return Status::Ok();
+  CaptureStatus cs;
+  std::string s;
+  if (!c.GetString(*status, root.Key("status"), &s)) return c.error();
+  if (s == "error") cs.status = CaptureStatus::Status::kFailed;
+  else if (s != "ok") {
+    c.Bad(root.Key("status"), fmt::format("expected \"ok\" or \"error\", got \"{}\"", s));
+    return c.error();
   }
-  if (const json* err = Member(doc, "error")) {
-    Path ep = root.Key("error");
-    if (!err->is_object()) return Expect(*err, ep, "an object {\"type\", \"message\", \"exit_status\"}");
-    if (const json* t = Member(*err, "type")) {
-      OPPROBE_ASSIGN_OR_RETURN(c.exception_type, GetString(*t, ep.Key("type")));
+  std::optional<Ref> exit_status = Header("exit_status");
+  if (exit_status) {
+    int64_t code = 0;
+    if (!c.GetInt(*exit_status, root.Key("exit_status"), &code)) return c.error();
+    cs.exit_code = static_cast<int>(std::clamp<int64_t>(code, -1000000, 1000000));
+  }
+  if (std::optional<Ref> err = Header("error")) {
+    const Path ep = root.Key("error");
+    if (!err->is_object()) {
+      c.Expect(*err, ep, "an object {\"type\", \"message\", \"exit_status\"}");
+      return c.error();
     }
-    if (const json* m = Member(*err, "message")) {
-      OPPROBE_ASSIGN_OR_RETURN(std::string msg, GetString(*m, ep.Key("message")));
-      c.exception_message = msg.substr(0, msg.find('\n'));  // one line in reports
+    if (auto t = err->Find("type")) {
+      if (!c.GetString(*t, ep.Key("type"), &cs.exception_type)) return c.error();
     }
-    if (const json* es = Member(*err, "exit_status"); es != nullptr && Member(doc, "exit_status") == nullptr) {
-      OPPROBE_ASSIGN_OR_RETURN(int64_t code, GetInt(*es, ep.Key("exit_status")));
-      c.exit_code = static_cast<int>(std::clamp<int64_t>(code, -1000000, 1000000));
+    if (auto m = err->Find("message")) {
+      std::string msg;
+      if (!c.GetString(*m, ep.Key("message"), &msg)) return c.error();
+      cs.exception_message = msg.substr(0, msg.find('\n'));  // one line in reports
     }
-    if (const json* loc = Member(*err, "loc")) {
-      Path lp = ep.Key("loc");
-      if (!loc->is_object()) return Expect(*loc, lp, "an object {\"file\", \"line\"}");
-      if (const json* f = Member(*loc, "file")) {
-        OPPROBE_ASSIGN_OR_RETURN(c.location.file, GetString(*f, lp.Key("file")));
-      }
-      if (const json* l = Member(*loc, "line")) {
-        OPPROBE_ASSIGN_OR_RETURN(int64_t line, GetInt(*l, lp.Key("line")));
-        if (line < 0 || line > std::numeric_limits<int>::max()) return Bad(lp.Key("line"), "line out of range");
-        c.location.line = static_cast<int>(line);
-      }
+    if (auto es = err->Find("exit_status"); es && !exit_status) {
+      int64_t code = 0;
+      if (!c.GetInt(*es, ep.Key("exit_status"), &code)) return c.error();
+      cs.exit_code = static_cast<int>(std::clamp<int64_t>(code, -1000000, 1000000));
+    }
+    if (auto loc = err->Find("loc")) {
+      if (!c.ParseLoc(*loc, ep.Key("loc"), &cs.location)) return c.error();
     }
   }
-  if (c.status == CaptureStatus::Status::kOk && c.exit_code != 0) c.status = CaptureStatus::Status::kFailed;
-  g.capture = c;
+  if (cs.status == CaptureStatus::Status::kOk && cs.exit_code != 0) cs.status = CaptureStatus::Status::kFailed;
+  g.capture = cs;
   return Status::Ok();
 }
 
 // Traces written before the shim recorded calls outside aten list them only in `skipped_ops` (name -> count):
-// each becomes a node without a call site, so that reports list it instead of dropping it.
-Status ParseSkippedOps(const json& doc, const Path& root, Graph& g) {
-  const json* skipped = Member(doc, "skipped_ops");
-  if (skipped == nullptr) return Status::Ok();
-  Path sp = root.Key("skipped_ops");
-  if (!skipped->is_object()) return Expect(*skipped, sp, "an object {op: count}");
-  for (const auto& [name, count_j] : skipped->items()) {
-    OPPROBE_ASSIGN_OR_RETURN(int64_t count, GetInt(count_j, sp.Key(name)));
-    if (name.find("::") == std::string::npos || name.rfind("aten::", 0) == 0 || IsBookkeepingOp(name) || count < 1)
+// each becomes a node without a call site, so that reports list it instead of dropping it. By name, as a JSON object
+// read into a map orders them.
+Status TraceReader::SkippedOps() {
+  std::optional<Ref> skipped = Header("skipped_ops");
+  if (!skipped) return Status::Ok();
+  Checker c;
+  const Path root;
+  const Path sp = root.Key("skipped_ops");
+  if (!skipped->is_object()) {
+    c.Expect(*skipped, sp, "an object {op: count}");
+    return c.error();
+  }
+  std::map<std::string_view, Ref> by_name;
+  for (auto it = skipped->begin(); it != skipped->end(); ++it) by_name[it.key()] = it.value();
+  for (const auto& [name, count_j] : by_name) {
+    int64_t count = 0;
+    if (!c.GetInt(count_j, sp.Key(name), &count)) return c.error();
+    const std::string op(name);
+    if (name.find("::") == std::string_view::npos || name.starts_with("aten::") || IsBookkeepingOp(op) || count < 1)
       continue;
-    bool recorded = false;  // newer shims record such calls in `calls`
-    for (const auto& n : g.nodes) recorded = recorded || n.op == name;
-    if (recorded) continue;
+    if (ops_.count(op)) continue;  // newer shims record such calls in `calls`
     Node n;
-    n.op = name;
+    n.op = op;
     n.overload = "default";
     n.count = count;
     n.note = "listed in the trace's skipped_ops without a call site (captured by an older opprobe)";
-    g.nodes.push_back(std::move(n));
+    sink_.Add(std::move(n));
   }
   return Status::Ok();
 }
 
-Expected<Graph> ParseDocument(const json& doc) {
-  Path root;
-  if (!doc.is_object()) return Expect(doc, Path().Key("(root)"), "a JSON object");
-  OPPROBE_ASSIGN_OR_RETURN(const json* format, Required(doc, root, "format"));
-  OPPROBE_ASSIGN_OR_RETURN(std::string format_name, GetString(*format, root.Key("format")));
-  if (format_name != "opprobe-trace")
-    return Bad(root.Key("format"), fmt::format("expected \"opprobe-trace\", got \"{}\" (not an opprobe trace)", format_name));
-  OPPROBE_ASSIGN_OR_RETURN(const json* version_j, Required(doc, root, "version"));
-  OPPROBE_ASSIGN_OR_RETURN(int64_t version, GetInt(*version_j, root.Key("version")));
-  if (version > kTraceFormatVersion)
-    return Bad(root.Key("version"), fmt::format("trace format version {} is newer than this opprobe reads ({}); "
-                                                "upgrade opprobe or capture again with this one",
-                                                version, kTraceFormatVersion));
-  if (version < 1) return Bad(root.Key("version"), fmt::format("unknown trace format version {}", version));
+Expected<Graph> TraceReader::Finish() {
+  const Path root;
+  Checker c;
+  std::optional<Ref> f = Header("format");
+  if (!f) {
+    c.Bad(root, "missing member \"format\"");
+    return c.error();
+  }
+  std::string format_name;
+  if (!c.GetString(*f, root.Key("format"), &format_name)) return c.error();
+  if (format_name != "opprobe-trace") {
+    c.Bad(root.Key("format"), fmt::format("expected \"opprobe-trace\", got \"{}\" (not an opprobe trace)", format_name));
+    return c.error();
+  }
+  std::optional<Ref> v = Header("version");
+  if (!v) {
+    c.Bad(root, "missing member \"version\"");
+    return c.error();
+  }
+  int64_t version = 0;
+  if (!c.GetInt(*v, root.Key("version"), &version)) return c.error();
+  if (version > kTraceFormatVersion) {
+    c.Bad(root.Key("version"), fmt::format("trace format version {} is newer than this opprobe reads ({}); "
+                                           "upgrade opprobe or capture again with this one",
+                                           version, kTraceFormatVersion));
+    return c.error();
+  }
+  if (version < 1) {
+    c.Bad(root.Key("version"), fmt::format("unknown trace format version {}", version));
+    return c.error();
+  }
 
   Graph g;
   g.input_kind = "trace";
-  if (const json* s = Member(doc, "script")) {
-    OPPROBE_ASSIGN_OR_RETURN(g.model, GetString(*s, root.Key("script")));
+  if (auto s = Header("script")) {
+    if (!c.GetString(*s, root.Key("script"), &g.model)) return c.error();
   }
-  if (const json* tv = Member(doc, "torch_version")) {
-    OPPROBE_ASSIGN_OR_RETURN(g.torch_version, GetString(*tv, root.Key("torch_version")));
+  if (auto tv = Header("torch_version")) {
+    if (!c.GetString(*tv, root.Key("torch_version"), &g.torch_version)) return c.error();
   }
-  OPPROBE_ASSIGN_OR_RETURN(const json* calls, RequiredArray(doc, root, "calls"));
-  g.nodes.reserve(calls->size());
-  for (size_t i = 0; i < calls->size(); ++i) {
-    OPPROBE_ASSIGN_OR_RETURN(Node n, ParseCall((*calls)[i], root.Key("calls").Index(i)));
-    g.nodes.push_back(std::move(n));
+  if (!seen_calls_) {
+    c.Bad(root, "missing member \"calls\"");
+    return c.error();
   }
-  OPPROBE_RETURN_IF_ERROR(ParseCaptureStatus(doc, root, g));
-  OPPROBE_RETURN_IF_ERROR(ParseSkippedOps(doc, root, g));
+  if (!calls_error_.ok()) return calls_error_;
+  OPPROBE_RETURN_IF_ERROR(CaptureStatusOf(g));
+  OPPROBE_RETURN_IF_ERROR(SkippedOps());
   return g;
+}
+
+Expected<Graph> Parse(json::Stream stream, const std::string& source_name, NodeSink& sink) {
+  try {
+    TraceReader reader(stream, sink);
+    Expected<Graph> g = reader.Read();
+    if (!g.ok()) return stream.io_failed() ? g.status() : g.status().WithContext(source_name);  // read errors name the file
+    if (g->model.empty()) g->model = source_name;
+    return g;
+  } catch (const std::exception& e) {  // allocation failures: never escape
+    return InvalidInput(fmt::format("{}: cannot read trace: {}", source_name, hlo::OneLine(e.what())));
+  }
 }
 
 }  // namespace
@@ -460,33 +750,29 @@ bool IsBookkeepingOp(const std::string& op) {
   return false;
 }
 
+Expected<Graph> ParseTrace(std::string_view json_text, const std::string& source_name, NodeSink& sink) {
+  return Parse(json::Stream::FromText(json_text), source_name, sink);
+}
+
+Expected<Graph> LoadTrace(const std::string& path, NodeSink& sink, size_t read_bytes) {
+  OPPROBE_ASSIGN_OR_RETURN(io::FileReader reader, io::FileReader::Open(path));
+  return Parse(json::Stream::FromFile(std::move(reader), read_bytes), path, sink);
+}
+
 Expected<Graph> ParseTrace(std::string_view json_text, const std::string& source_name) {
-  try {
-    json doc;
-    try {
-      doc = json::parse(json_text.begin(), json_text.end());
-    } catch (const json::parse_error& e) {
-      if (json_text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-        return InvalidInput(source_name + ": empty file, expected an opprobe trace (JSON)");
-      // e.what() is `[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ...`.
-      std::string what = e.what();
-      auto colon = what.find(": ", what.find("parse error"));
-      std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
-      return InvalidInput(fmt::format("{}: not valid JSON at {} (byte {}): {}", source_name,
-                                      LineColumn(json_text, e.byte), e.byte, detail));
-    }
-    auto g = ParseDocument(doc);
-    if (!g.ok()) return g.status().WithContext(source_name);
-    if (g->model.empty()) g->model = source_name;
-    return g;
-  } catch (const std::exception& e) {  // nlohmann type errors and allocation failures: never escape
-    return InvalidInput(fmt::format("{}: cannot read trace: {}", source_name, hlo::OneLine(e.what())));
-  }
+  Graph nodes;
+  GraphNodes sink(nodes);
+  OPPROBE_ASSIGN_OR_RETURN(Graph g, ParseTrace(json_text, source_name, sink));
+  g.nodes = std::move(nodes.nodes);
+  return g;
 }
 
 Expected<Graph> LoadTrace(const std::string& path) {
-  OPPROBE_ASSIGN_OR_RETURN(std::string text, io::ReadFile(path));
-  return ParseTrace(text, path);
+  Graph nodes;
+  GraphNodes sink(nodes);
+  OPPROBE_ASSIGN_OR_RETURN(Graph g, LoadTrace(path, sink));
+  g.nodes = std::move(nodes.nodes);
+  return g;
 }
 
 }  // namespace opprobe::analyzer

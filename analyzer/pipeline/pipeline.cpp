@@ -65,14 +65,20 @@ Expected<Input> DetectInput(const std::string& path) {
       path));
 }
 
-Expected<Graph> LoadGraph(const std::vector<Input>& inputs) {
+namespace {
+
+// Loads trace and .pt2 inputs, handing their nodes to `sink` in order (a trace as it is read); returns the merged
+// graph without nodes.
+Expected<Graph> LoadInto(const std::vector<Input>& inputs, NodeSink& sink) {
   Graph merged;
   std::vector<std::string> models;
   for (const auto& in : inputs) {
     if (in.kind == InputKind::kHlo)
       return InvalidInput(fmt::format("{}: HLO input cannot be mixed with aten inputs", in.path));
-    Expected<Graph> g = in.kind == InputKind::kTrace ? LoadTrace(in.path) : LoadPt2(in.path);
+    Expected<Graph> g = in.kind == InputKind::kTrace ? LoadTrace(in.path, sink) : LoadPt2(in.path);
     if (!g.ok()) return g.status();
+    for (auto& n : g->nodes) sink.Add(std::move(n));
+    g->nodes.clear();
     if (inputs.size() == 1) return g;
     models.push_back(g->model.empty() ? in.path : g->model);
     merged.input_kind = merged.input_kind.empty() || merged.input_kind == g->input_kind ? g->input_kind : "mixed";
@@ -80,10 +86,19 @@ Expected<Graph> LoadGraph(const std::vector<Input>& inputs) {
     // One failed capture makes the merged analysis partial too.
     if (g->capture && (!merged.capture || (g->capture->failed() && !merged.capture->failed()))) merged.capture = g->capture;
     for (auto& p : g->programs) merged.programs.push_back(p);
-    for (auto& n : g->nodes) merged.nodes.push_back(std::move(n));
   }
   merged.model = fmt::format("{}", fmt::join(models, ", "));
   return merged;
+}
+
+}  // namespace
+
+Expected<Graph> LoadGraph(const std::vector<Input>& inputs) {
+  Graph nodes;
+  GraphNodes sink(nodes);
+  OPPROBE_ASSIGN_OR_RETURN(Graph graph, LoadInto(inputs, sink));
+  graph.nodes = std::move(nodes.nodes);
+  return graph;
 }
 
 Expected<Graph> LoadGraph(const std::vector<std::string>& paths) {
@@ -178,12 +193,11 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     for (const auto& m : loaded) named.push_back({m.name, m.module.get()});
     return mark_shard(AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d));
   }
-  OPPROBE_ASSIGN_OR_RETURN(Graph graph, LoadGraph(inputs));
-  const bool any_aten = std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const Node& n) {
-    return n.op.rfind("aten::", 0) == 0 || n.op.rfind("prims::", 0) == 0;
-  });
-  if (!any_aten) return NothingToAnalyze(graph, paths);
-  return mark_shard(Analyze(graph, fleet, LoweringTable::Builtin(), d));
+  // The calls go into the analysis as they are read: a large trace is never held whole.
+  GraphAnalysis analysis(d);
+  OPPROBE_ASSIGN_OR_RETURN(Graph graph, LoadInto(inputs, analysis));
+  if (!analysis.any_aten_call()) return NothingToAnalyze(graph, paths);
+  return mark_shard(analysis.Finish(graph, fleet, LoweringTable::Builtin()));
 }
 
 }  // namespace opprobe::analyzer

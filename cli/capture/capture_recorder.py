@@ -113,28 +113,9 @@ def _rel_path(path):
 # bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
 # ---------------------------------------------------------------------------------------------------
 
-def _split_top_level(text):
-    parts, depth, cur, quote = [], 0, [], None
-    for ch in text:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
-    return parts
+# The one top-level splitter of the Python side (cli/capture/top_level.py, beside this file in every copy of
+# the shim), shared with analyzer/loaders/gen_op_schemas.py.
+from top_level import split_top_level as _split_top_level  # noqa: E402
 
 
 def _strip_alias(t):

@@ -4,7 +4,9 @@
 #include <sys/resource.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,6 +17,7 @@
 
 #include "analyzer/loaders/op_schemas.h"
 #include "analyzer/loaders/pt2_loader.h"
+#include "analyzer/loaders/pt2_program.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "analyzer/loaders/zip_reader.h"
 #include "opprobe_version.h"

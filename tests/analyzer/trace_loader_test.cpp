@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -367,6 +368,125 @@ TEST(TraceLoaderErrors, TruncationsAndCorruptionsNeverCrash) {
       }
     }
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Streaming: the file read in pieces, calls handed on as they are read, identical argument lists shared, the errors
+// of checking the whole document at once
+// ------------------------------------------------------------------------------------------------
+
+std::string TempFile(const std::string& name, const std::string& text) {
+  std::filesystem::path p = std::filesystem::temp_directory_path() /
+                            ("opprobe_trace_loader_test_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+// What a node holds, for comparing two loads.
+std::string Describe(const Node& n) {
+  return n.SignatureKey() + " @" + n.loc.file + ":" + std::to_string(n.loc.line) + " lib " + n.lib_loc.file + ":" +
+         std::to_string(n.lib_loc.line) + " " + n.module_path + " " + n.phase + " x" + std::to_string(n.count) +
+         " step " + std::to_string(n.step) + " " + (n.dynamic_shape ? "dynamic " : "") + n.note;
+}
+
+// LoadTrace in pieces of any size gives what ParseTrace gives from the text: the same nodes or the same error.
+TEST(TraceStreaming, PiecesOfAnySizeLoadTheSame) {
+  for (const char* f : {"samples/traces/unsupported.json", "samples/traces/supported.json",
+                        "tests/fixtures/traces/all_kinds.json"}) {
+    const std::string text = ReadFile(Src(f));
+    std::vector<std::string> variants = {text, text.substr(0, text.size() * 2 / 3)};
+    std::string corrupt = text;
+    corrupt[text.size() / 3] = '}';
+    variants.push_back(corrupt);
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const std::string path = TempFile("pieces.json", variants[v]);
+      auto want = ParseTrace(variants[v], path);
+      for (size_t piece : {1, 3, 8, 100, 1 << 20}) {
+        Graph nodes;
+        GraphNodes sink(nodes);
+        auto got = LoadTrace(path, sink, piece);
+        ASSERT_EQ(got.ok(), want.ok()) << f << " variant " << v << " piece " << piece << ": " << got.status().message();
+        if (!want.ok()) {
+          EXPECT_EQ(got.status().message(), want.status().message()) << f << " piece " << piece;
+          continue;
+        }
+        EXPECT_EQ(got->model, want->model);
+        EXPECT_EQ(got->torch_version, want->torch_version);
+        EXPECT_EQ(got->capture, want->capture);
+        ASSERT_EQ(nodes.nodes.size(), want->nodes.size()) << f;
+        for (size_t i = 0; i < nodes.nodes.size(); ++i) EXPECT_EQ(Describe(nodes.nodes[i]), Describe(want->nodes[i]));
+      }
+      std::filesystem::remove(path);
+    }
+  }
+}
+
+// Calls whose arguments and outputs are written the same way hold one parsed copy of them.
+TEST(TraceStreaming, IdenticalArgumentListsShareOneCopy) {
+  const std::string call = std::string(R"({"op":"aten::relu","args":[)") + kGoodArg +
+                           R"(],"outputs":[{"kind":"tensor","dtype":"float32","shape":[4]}],"loc":{"file":"a.py","line":)";
+  auto g = ParseTrace(WithCall(call + "1}}," + call + "2}}," + R"({"op":"aten::neg","args":[)" + kGoodArg + "]}"),
+                      "t.json");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->nodes.size(), 3u);
+  EXPECT_NE(g->nodes[0].args.storage(), nullptr);
+  EXPECT_EQ(g->nodes[0].args.storage(), g->nodes[1].args.storage());
+  EXPECT_EQ(g->nodes[0].outputs.storage(), g->nodes[1].outputs.storage());
+  EXPECT_EQ(g->nodes[1].loc.line, 2);
+  EXPECT_NE(g->nodes[2].args.storage(), g->nodes[0].args.storage());  // no outputs: another text
+  // A copy that changes its arguments gets its own; the others keep theirs.
+  Node changed = g->nodes[0];
+  changed.args[0].name = "x";
+  EXPECT_EQ(g->nodes[0].args[0].name, "self");
+  EXPECT_EQ(g->nodes[1].args[0].name, "self");
+  EXPECT_NE(changed.args.storage(), g->nodes[0].args.storage());
+}
+
+// The nodes go to the sink as they are read, in order, skipped_ops' nodes after the calls.
+TEST(TraceStreaming, NodesReachTheSinkInOrder) {
+  struct Recorder : NodeSink {
+    std::vector<std::string> ops;
+    void Add(Node&& n) override { ops.push_back(n.op); }
+  } sink;
+  auto g = ParseTrace(R"({"format":"opprobe-trace","version":1,"skipped_ops":{"b::y":1,"a::x":2},"calls":[
+      {"op":"aten::relu","args":[]},{"op":"aten::neg","args":[]}]})",
+                      "t.json", sink);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(g->nodes.empty());
+  EXPECT_EQ(sink.ops, (std::vector<std::string>{"aten::relu", "aten::neg", "a::x", "b::y"}));
+}
+
+// The error is the one checking the whole document at once finds first, whatever the order of the members.
+TEST(TraceStreaming, ErrorsInTheOrderOfTheWholeDocument) {
+  // A bad call before a bad format in the file: the format is checked first.
+  EXPECT_EQ(ErrorOf(R"({"calls":[{"op":"mul","args":[]}],"format":"hlo","version":1})"),
+            "trace.json: format: expected \"opprobe-trace\", got \"hlo\" (not an opprobe trace)");
+  EXPECT_EQ(ErrorOf(R"({"calls":[{"op":"mul","args":[]}],"version":1})"), "trace.json: missing member \"format\"");
+  EXPECT_EQ(ErrorOf(R"({"calls":7,"format":"opprobe-trace","version":3})"),
+            "trace.json: version: trace format version 3 is newer than this opprobe reads (1); upgrade opprobe or "
+            "capture again with this one");
+  // A syntax error anywhere wins over an earlier bad call.
+  EXPECT_THAT(ErrorOf(R"({"format":"opprobe-trace","version":1,"calls":[{"op":"mul","args":[]}], oops})"),
+              StartsWith("trace.json: not valid JSON at line 1, column 73"));
+  // Within a call, members are checked in one order whatever their order in the file.
+  EXPECT_EQ(ErrorOf(WithCall(R"({"phase":"eval","count":0,"op":"mul","args":[]})")),
+            "trace.json: calls[0].op: expected a qualified op name like \"aten::mul\", got \"mul\"");
+  EXPECT_EQ(ErrorOf(WithCall(R"({"count":0,"phase":"eval","op":"aten::mul","args":[]})")),
+            "trace.json: calls[0].phase: unknown phase 'eval' (expected forward, backward or optimizer)");
+  // The capture status after the calls, skipped_ops last.
+  EXPECT_EQ(ErrorOf(R"({"skipped_ops":[],"status":"maybe","format":"opprobe-trace","version":1,"calls":[]})"),
+            "trace.json: status: expected \"ok\" or \"error\", got \"maybe\"");
+  EXPECT_EQ(ErrorOf(R"({"format":"opprobe-trace","version":1,"calls":[],"skipped_ops":{"a::x":"2"}})"),
+            "trace.json: skipped_ops.a::x: expected an integer, got the string \"2\"");
+  // A repeated member counts once, the last one (as a JSON object read into a map); `calls` may not repeat.
+  EXPECT_EQ(ErrorOf(R"({"format":"hlo","format":"opprobe-trace","version":1,"calls":[]})"), "(no error)");
+  EXPECT_EQ(ErrorOf(WithCall(R"({"op":"mul","op":"aten::mul","args":[]})")), "(no error)");
+  EXPECT_EQ(ErrorOf(R"({"format":"opprobe-trace","version":1,"calls":[],"calls":[]})"),
+            "trace.json: calls: appears more than once (a trace has one array of calls)");
+  // A byte order mark is skipped; a value that is not an object says what it is after it is read whole.
+  EXPECT_EQ(ErrorOf("\xef\xbb\xbf{\"format\":\"opprobe-trace\",\"version\":1,\"calls\":[]}"), "(no error)");
+  EXPECT_EQ(ErrorOf("\"a string\""), "trace.json: (root): expected a JSON object, got the string \"a string\"");
+  EXPECT_THAT(ErrorOf("\"a string\" x"), StartsWith("trace.json: not valid JSON at line 1, column 12"));
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -30,6 +30,27 @@ class FileIoTest : public opprobe::testing::TempDirTest {
   }
 };
 
+// FileReader: the whole file in pieces of any size, the same errors as ReadFile when it cannot be opened.
+TEST_F(FileIoTest, FileReaderReadsInPieces) {
+  std::string text;
+  for (int i = 0; i < 10000; ++i) text += std::to_string(i) + ",";
+  Write("a.txt", text);
+  auto reader = FileReader::Open(Path("a.txt"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  std::string got;
+  char buf[777];
+  for (;;) {
+    auto n = reader->Read(buf, sizeof buf);
+    ASSERT_TRUE(n.ok()) << n.status().message();
+    if (*n == 0) break;
+    got.append(buf, *n);
+  }
+  EXPECT_EQ(got, text);
+  EXPECT_EQ(*reader->Read(buf, sizeof buf), 0u);  // stays at the end
+  EXPECT_EQ(FileReader::Open(Path("missing")).status().message(), Path("missing") + ": no such file");
+  EXPECT_EQ(FileReader::Open(dir_.string()).status().message(), dir_.string() + ": is a folder, not a file");
+}
+
 TEST_F(FileIoTest, ReadsWholeFilesAndHeads) {
   Write("a.txt", std::string("ab\0cd", 5));
   EXPECT_EQ(*ReadFile(Path("a.txt")), std::string("ab\0cd", 5));

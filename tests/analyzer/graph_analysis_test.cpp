@@ -1,0 +1,128 @@
+// GraphAnalysis (analyzer/driver/driver.h): the analysis fed node by node, as a trace loader streams a trace into it.
+// It merges identical calls at the same place wherever they come, gives calls the same signature whether or not
+// their argument lists share a storage, and answers as Analyze does on the sample traces.
+#include <gtest/gtest.h>
+
+#include "analyzer/driver/driver.h"
+#include "analyzer/loaders/trace_loader.h"
+#include "analyzer/lowering/lowering.h"
+#include "compiler_probe/registry.h"
+#include "opprobe_version.h"
+
+namespace opprobe::analyzer {
+namespace {
+
+using hlo::PrimitiveType;
+
+class AllSupported : public compiler_probe::Backend {
+ public:
+  std::string id() const override { return "all"; }
+  std::string version() const override { return "1"; }
+  compiler_probe::Verdict probe(const hlo::Module&) override {
+    ++probes;
+    return compiler_probe::Verdict::Supported();
+  }
+  int probes = 0;
+};
+
+Node Neg(std::vector<int64_t> shape, int line, int64_t count = 1) {
+  Node n;
+  n.op = "aten::neg";
+  n.overload = "default";
+  TensorMeta m{PrimitiveType::F32, std::move(shape), {}, {}};
+  n.args = {{"self", Value::Tensor(m)}};
+  n.outputs = {Value::Tensor(m)};
+  n.loc = {"model.py", line};
+  n.count = count;
+  return n;
+}
+
+TEST(GraphAnalysis, MergesIdenticalCallsWhereverTheyCome) {
+  GraphAnalysis a{DriverOptions{}};
+  a.Add(Neg({4}, 10, 2));
+  a.Add(Neg({8}, 10));
+  a.Add(Neg({4}, 11));
+  a.Add(Neg({4}, 10, 5));  // the first call again, far from it: merged into it
+  EXPECT_TRUE(a.any_aten_call());
+  Graph g;
+  g.model = "model.py";
+  AllSupported backend;
+  AnalysisResult r = a.Finish(g, backend, LoweringTable::Builtin());
+  ASSERT_EQ(r.ops.size(), 3u);
+  EXPECT_EQ(r.ops[0].count, 7);
+  EXPECT_EQ(r.ops[0].loc.line, 10);
+  EXPECT_EQ(r.ops[0].signature, "f32[4]");
+  EXPECT_EQ(r.ops[1].signature, "f32[8]");
+  EXPECT_EQ(r.ops[2].loc.line, 11);
+  EXPECT_EQ(r.summary.distinct_signatures, 2);  // f32[4] lowered once for lines 10 and 11
+  EXPECT_EQ(r.summary.aten_calls, 9);
+  EXPECT_EQ(backend.probes, 2);
+}
+
+TEST(GraphAnalysis, SignaturesDoNotDependOnSharedStorage) {
+  GraphAnalysis a{DriverOptions{}};
+  Node shared = Neg({4}, 1);
+  Node same_storage_other_op = shared;  // shares the argument storage, but is another op
+  same_storage_other_op.op = "aten::abs";
+  a.Add(Node(shared));
+  a.Add(Neg({4}, 1));  // equal arguments in a storage of its own: the same call site
+  a.Add(std::move(same_storage_other_op));
+  Graph g;
+  AllSupported backend;
+  AnalysisResult r = a.Finish(g, backend, LoweringTable::Builtin());
+  ASSERT_EQ(r.ops.size(), 2u);
+  EXPECT_EQ(r.ops[0].op, "aten::neg");
+  EXPECT_EQ(r.ops[0].count, 2);
+  EXPECT_EQ(r.ops[1].op, "aten::abs");
+  EXPECT_EQ(r.summary.distinct_signatures, 2);
+}
+
+TEST(GraphAnalysis, NothingAtenIsNothingToAnalyze) {
+  GraphAnalysis a{DriverOptions{}};
+  Node custom = Neg({4}, 1);
+  custom.op = "torchvision::nms";
+  a.Add(std::move(custom));
+  EXPECT_FALSE(a.any_aten_call());
+  Node prims = Neg({4}, 2);
+  prims.op = "prims::add";  // bookkeeping, never analyzed, but a sign of a PyTorch model
+  a.Add(std::move(prims));
+  EXPECT_TRUE(a.any_aten_call());
+}
+
+// Streaming a sample trace into a GraphAnalysis gives Analyze's answer on the loaded graph.
+TEST(GraphAnalysis, StreamedTraceAnalyzesAsTheLoadedGraph) {
+  const std::string path = std::string(OPPROBE_SOURCE_DIR) + "/samples/traces/resnet18_train.json";
+  auto backend = compiler_probe::Registry::Builtin().Create("rules:cpu");
+  ASSERT_TRUE(backend.ok()) << backend.status().message();
+  auto loaded = LoadTrace(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  AnalysisResult whole = Analyze(*loaded, **backend, LoweringTable::Builtin(), DriverOptions{});
+
+  GraphAnalysis streamed_analysis{DriverOptions{}};
+  auto header = LoadTrace(path, streamed_analysis, 4096);
+  ASSERT_TRUE(header.ok()) << header.status().message();
+  EXPECT_TRUE(header->nodes.empty());
+  AnalysisResult streamed = streamed_analysis.Finish(*header, **backend, LoweringTable::Builtin());
+
+  ASSERT_EQ(streamed.ops.size(), whole.ops.size());
+  for (size_t i = 0; i < whole.ops.size(); ++i) {
+    const OpRecord& a = streamed.ops[i];
+    const OpRecord& b = whole.ops[i];
+    EXPECT_EQ(a.op + a.overload + a.signature + a.loc.ToString() + a.module_path + a.phase,
+              b.op + b.overload + b.signature + b.loc.ToString() + b.module_path + b.phase);
+    EXPECT_EQ(a.count, b.count);
+    EXPECT_EQ(a.probes, b.probes);
+    EXPECT_EQ(a.instruction_names, b.instruction_names);
+    EXPECT_EQ(a.lowering, b.lowering);
+  }
+  ASSERT_EQ(streamed.probes.size(), whole.probes.size());
+  for (size_t i = 0; i < whole.probes.size(); ++i) EXPECT_EQ(streamed.probes[i].fingerprint, whole.probes[i].fingerprint);
+  EXPECT_EQ(streamed.summary.aten_calls, whole.summary.aten_calls);
+  EXPECT_EQ(streamed.summary.hlo_instructions, whole.summary.hlo_instructions);
+  EXPECT_EQ(streamed.summary.distinct_signatures, whole.summary.distinct_signatures);
+  EXPECT_EQ(streamed.SupportPercentage(), whole.SupportPercentage());
+  EXPECT_EQ(streamed.model, whole.model);
+}
+
+}  // namespace
+}  // namespace opprobe::analyzer
