@@ -279,6 +279,22 @@ Expected<Literal> EvalCustomCall(Evaluator& ev, const Instruction& ins, const st
 // A scalar literal holding element `i` of `x`.
 Literal ScalarAt(const Literal& x, int64_t i);
 
+// The geometry of a reduce-window / select-and-scatter window over an operand of dims `in`.
+struct WindowGeom {
+  std::vector<int64_t> in, out, size;
+  std::vector<WindowDimension> w;
+};
+
+// compiled_loops.cpp: the typed loops for called computations region.h recognises. Each is called after
+// the generic path's checks, with the results allocated (reduce: filled with the init values), and
+// returns false, having changed nothing, when the computation is not one it recognises.
+bool CompiledReduce(const Instruction& ins, const std::vector<const Literal*>& ops, std::vector<Literal>& outs,
+                    const std::vector<PrimitiveType>& types, const std::vector<bool>& reduced);
+bool CompiledReduceWindow(const Instruction& ins, const std::vector<const Literal*>& ops, const WindowGeom& g,
+                          std::vector<Literal>& outs, const std::vector<PrimitiveType>& types);
+bool CompiledSelectAndScatter(const Instruction& ins, const Literal& operand, const Literal& source,
+                              const WindowGeom& g, Literal& out);
+
 // A called computation applied to scalars. Fast when the body is one binary op / compare of its
 // parameters; otherwise evaluates the computation on rank-0 literals.
 class ScalarFn {
