@@ -1,7 +1,8 @@
 // The HLO evaluator: executes a module on the CPU with XLA's defined semantics (the engine of the
-// `interp` backend, `opprobe run` and the conformance suite). dot and convolution go through Eigen;
-// reduce, reduce-window and select-and-scatter whose called computation is a recognised pattern run as
-// typed loops (see compiled_regions).
+// `interp` backend, `opprobe run` and the conformance suite), on the calling thread. dot and convolution
+// go through oneDNN when they accumulate in f32 (small ones, and cases oneDNN does not take, through
+// Eigen, as all other types); reduce, reduce-window and select-and-scatter whose called computation is a
+// recognised pattern run as typed loops (see compiled_regions).
 //
 // Errors are values: an opcode or custom-call the evaluator does not implement is kUnimplemented
 // (naming it), shapes that do not fit together are kInvalidInput, and sizes beyond the options'
@@ -19,7 +20,7 @@
 namespace opprobe::hlo {
 
 // Bumped whenever an evaluation result may change; part of the `interp` backend's version.
-inline constexpr std::string_view kEvaluatorRevision = "eval-1";
+inline constexpr std::string_view kEvaluatorRevision = "eval-2";
 
 struct EvaluatorOptions {
   // Largest single value (literal) the evaluator will allocate.
