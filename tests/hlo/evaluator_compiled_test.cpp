@@ -23,11 +23,14 @@ using eval::RegionPlan;
 using Kind = RegionPlan::Kind;
 using PT = PrimitiveType;
 
-// A literal of `shape` drawn from a small set of values so that ties, NaNs, -0 and infinities are common.
-Literal Nasty(const Shape& shape, uint64_t seed) {
+// A literal of `shape`. With `specials`, half its floats come from a small set of values, so that ties, NaNs,
+// -0 and infinities are common; the others (all of them without `specials`) are uniform in [-4, 4) with every
+// mantissa bit, so that sums depend on the order and on rounding. Integers are small, so ties are common.
+Literal Nasty(const Shape& shape, uint64_t seed, bool specials) {
   if (shape.IsTuple()) {
     std::vector<Literal> elems;
-    for (size_t i = 0; i < shape.tuple_shapes().size(); ++i) elems.push_back(Nasty(shape.tuple_shapes()[i], seed + i));
+    for (size_t i = 0; i < shape.tuple_shapes().size(); ++i)
+      elems.push_back(Nasty(shape.tuple_shapes()[i], seed + i, specials));
     return Literal::Tuple(std::move(elems));
   }
   Literal l(shape);
@@ -37,7 +40,8 @@ Literal Nasty(const Shape& shape, uint64_t seed) {
   for (int64_t i = 0; i < l.element_count(); ++i) {
     uint64_t r = rng();
     if (t == PT::PRED) l.SetFromInt64(i, static_cast<int64_t>(r & 1));
-    else if (IsFloatingPoint(t)) l.SetFromDouble(i, floats[r % 10]);
+    else if (IsFloatingPoint(t))
+      l.SetFromDouble(i, specials && r % 20 < 10 ? floats[r % 10] : static_cast<double>(r >> 11) * 0x1p-53 * 8 - 4);
     else if (IsUnsignedInteger(t)) l.SetFromInt64(i, static_cast<int64_t>(r % 4));
     else l.SetFromInt64(i, static_cast<int64_t>(r % 5) - 2);
   }
@@ -82,15 +86,15 @@ bool SameBits(const Literal& a, const Literal& b) {
   return true;
 }
 
-// Evaluates `text` with compiled regions on and off on `seeds` sets of nasty arguments; both must give
-// the same bits (or the same error).
+// Evaluates `text` with compiled regions on and off on `seeds` sets of arguments (even seeds with special
+// values, odd ones without); both must give the same bits (or the same error).
 void ExpectBothPathsAgree(const std::string& text, int seeds = 4) {
   auto m = ParseModule(text, "test.hlo");
   ASSERT_TRUE(m.ok()) << m.status().message();
   for (int s = 0; s < seeds; ++s) {
     std::vector<Literal> args;
     for (const Instruction* p : (*m)->entry()->parameters())
-      args.push_back(Nasty(p->shape, static_cast<uint64_t>(s) * 7919 + static_cast<uint64_t>(p->parameter_number)));
+      args.push_back(Nasty(p->shape, static_cast<uint64_t>(s) * 7919 + static_cast<uint64_t>(p->parameter_number), s % 2 == 0));
     EvaluatorOptions on, off;
     off.compiled_regions = false;
     auto a = Evaluate(**m, args, on);
