@@ -70,7 +70,8 @@ class KernelAtoms {
 };
 
 // The atoms of a selection whose comparisons are all between values of PV or of PI (or preds), inlined:
-// a switch per atom instead of a kernel call.
+// a switch per atom instead of a kernel call. Codes: 0 a pred slot; 1 + 2 * direction (+1 for TOTALORDER)
+// a compare of PV values; 13 + ... of PI values (ComparisonDirection's order: EQ NE GE GT LE LT).
 template <PrimitiveType PV, PrimitiveType PI>
 class TypedAtoms {
  public:
@@ -82,7 +83,6 @@ class TypedAtoms {
       else if (a.type == PV) code = 1 + static_cast<int>(a.dir) * 2 + (a.total ? 1 : 0);
       else if (a.type == PI) code = 13 + static_cast<int>(a.dir) * 2 + (a.total ? 1 : 0);
       else return false;
-      if (code != 0 && static_cast<int>(a.dir) > 5) return false;
       atoms_.push_back({a.a, a.b, code});
     }
     return true;
