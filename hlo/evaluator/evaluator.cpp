@@ -370,9 +370,20 @@ Expected<Literal> EvalPad(Evaluator& ev, const Instruction& ins, const Literal& 
   int64_t es = ElementSize(x), total = out.element_count();
   uint8_t* o = out.data().data();
   for (int64_t i = 0; i < total; ++i) std::memcpy(o + i * es, pv.data().data(), static_cast<size_t>(es));
+  if (xd.empty()) {
+    std::memcpy(o, x.data().data(), static_cast<size_t>(es));
+    return out;
+  }
+  // Row by row: the rows of the operand's last dimension that land inside the result, each copied as one
+  // run (or strided, with interior padding) from the first to the last element that lands inside.
   auto os = Strides(od);
-  int64_t k = 0;
-  ForEachIndex(xd, [&](const std::vector<int64_t>& idx) {
+  size_t last = xd.size() - 1;
+  int64_t n = xd[last], step = pc[last].interior_padding + 1, lo = pc[last].edge_padding_low;
+  int64_t j0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
+  int64_t j1 = od[last] - 1 - lo < 0 ? 0 : std::min(n, (od[last] - 1 - lo) / step + 1);
+  std::vector<int64_t> outer(xd.begin(), xd.end() - 1);
+  int64_t row = 0;
+  ForEachIndex(outer, [&](const std::vector<int64_t>& idx) {
     int64_t lin = 0;
     bool inside = true;
     for (size_t d = 0; d < idx.size(); ++d) {
@@ -383,10 +394,13 @@ Expected<Literal> EvalPad(Evaluator& ev, const Instruction& ins, const Literal& 
       }
       lin += p * os[d];
     }
-    if (inside) std::memcpy(o + lin * es, x.data().data() + k * es, static_cast<size_t>(es));
-    ++k;
+    const uint8_t* src = x.data().data() + row++ * n * es;
+    if (!inside || j0 >= j1) return;
+    uint8_t* dst = o + (lin + lo + j0 * step) * es;
+    if (step == 1) std::memcpy(dst, src + j0 * es, static_cast<size_t>((j1 - j0) * es));
+    else
+      for (int64_t j = j0; j < j1; ++j) std::memcpy(dst + (j - j0) * step * es, src + j * es, static_cast<size_t>(es));
   });
-  if (xd.empty()) std::memcpy(o, x.data().data(), static_cast<size_t>(es));
   return out;
 }
 
@@ -438,10 +452,16 @@ Expected<Literal> EvalIota(Evaluator& ev, const Instruction& ins) {
   int64_t inner = 1;
   for (size_t i = static_cast<size_t>(ins.iota_dimension) + 1; i < d.size(); ++i) inner *= d[i];
   int64_t n = out.element_count(), len = d[static_cast<size_t>(ins.iota_dimension)];
+  int64_t outer = len * inner == 0 ? 0 : n / (len * inner);
   OPPROBE_RETURN_IF_ERROR(DispatchType(ins.shape.element_type(), [&](auto tc) {
     using T = Traits<decltype(tc)::value>;
-    for (int64_t i = 0; i < n; ++i)
-      T::Store(out.data().data(), i, ConvertValue<typename T::Compute>((i / inner) % len));
+    uint8_t* p = out.data().data();
+    int64_t i = 0;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t l = 0; l < len; ++l) {
+        auto v = ConvertValue<typename T::Compute>(l);
+        for (int64_t j = 0; j < inner; ++j) T::Store(p, i++, v);
+      }
     return Status::Ok();
   }));
   return out;

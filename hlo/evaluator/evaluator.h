@@ -1,5 +1,8 @@
 // The HLO evaluator: executes a module on the CPU with XLA's defined semantics (the engine of the
-// `interp` backend, `opprobe run` and the conformance suite). dot and convolution go through Eigen.
+// `interp` backend, `opprobe run` and the conformance suite), on the calling thread. dot and convolution
+// go through oneDNN when they accumulate in f32 (small ones, and cases oneDNN does not take, through
+// Eigen, as all other types); reduce, reduce-window and select-and-scatter whose called computation is a
+// recognised pattern run as typed loops (see compiled_regions).
 //
 // Errors are values: an opcode or custom-call the evaluator does not implement is kUnimplemented
 // (naming it), shapes that do not fit together are kInvalidInput, and sizes beyond the options'
@@ -17,7 +20,7 @@
 namespace opprobe::hlo {
 
 // Bumped whenever an evaluation result may change; part of the `interp` backend's version.
-inline constexpr std::string_view kEvaluatorRevision = "eval-1";
+inline constexpr std::string_view kEvaluatorRevision = "eval-2";
 
 struct EvaluatorOptions {
   // Largest single value (literal) the evaluator will allocate.
@@ -28,6 +31,10 @@ struct EvaluatorOptions {
   int64_t max_while_iterations = 1'000'000;
   // Seed of rng / rng-bit-generator and of elided (`{...}`) constants.
   uint64_t seed = 0;
+  // reduce, reduce-window and select-and-scatter whose called computation is a recognised pattern (one
+  // binary op such as a sum or max, or a selection such as argmax or max-with-index) run as typed loops;
+  // false evaluates the computation per element on every path (the same results; tests compare both).
+  bool compiled_regions = true;
 };
 
 // Evaluates the module's entry computation on `arguments` (one per entry parameter, in order).

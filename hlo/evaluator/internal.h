@@ -279,6 +279,34 @@ Expected<Literal> EvalCustomCall(Evaluator& ev, const Instruction& ins, const st
 // A scalar literal holding element `i` of `x`.
 Literal ScalarAt(const Literal& x, int64_t i);
 
+// onednn.cpp: f32 GEMM and convolution through oneDNN, single-threaded. OneDnnGemm computes c[i] = op(a[i]) *
+// op(b[i]) for i < batch (row-major; a[i] is [m,k], or [k,m] when trans_a; b[i] is [k,n], or [n,k] when
+// trans_b); OneDnnConvolution computes `ins` (checked by the caller) into `out`. Both return false when
+// oneDNN does not take the case (f32 operands only; no base dilation, batch groups or negative padding), and
+// the caller computes it with Eigen.
+bool OneDnnGemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float* a, bool trans_a, const float* b,
+                bool trans_b, float* c);
+bool OneDnnConvolution(const Instruction& ins, const Literal& lhs, const Literal& rhs, Literal& out);
+// Below this many multiply-adds a dot or convolution stays on Eigen: oneDNN's set-up (and, for a
+// convolution, generating its kernel) costs more than the product.
+inline constexpr double kOneDnnMinMultiplyAdds = 1 << 16;
+
+// The geometry of a reduce-window / select-and-scatter window over an operand of dims `in`.
+struct WindowGeom {
+  std::vector<int64_t> in, out, size;
+  std::vector<WindowDimension> w;
+};
+
+// compiled_loops.cpp: the typed loops for called computations region.h recognises. Each is called after
+// the generic path's checks, with the results allocated (reduce: filled with the init values), and
+// returns false, having changed nothing, when the computation is not one it recognises.
+bool CompiledReduce(const Instruction& ins, const std::vector<const Literal*>& ops, std::vector<Literal>& outs,
+                    const std::vector<PrimitiveType>& types, const std::vector<bool>& reduced);
+bool CompiledReduceWindow(const Instruction& ins, const std::vector<const Literal*>& ops, const WindowGeom& g,
+                          std::vector<Literal>& outs, const std::vector<PrimitiveType>& types);
+bool CompiledSelectAndScatter(const Instruction& ins, const Literal& operand, const Literal& source,
+                              const WindowGeom& g, Literal& out);
+
 // A called computation applied to scalars. Fast when the body is one binary op / compare of its
 // parameters; otherwise evaluates the computation on rank-0 literals.
 class ScalarFn {

@@ -1,5 +1,7 @@
-// dot and convolution through Eigen's matrix products: dot transposes into [B,M,K] x [B,K,N] GEMMs;
-// convolution builds im2col patch matrices (channels last) and multiplies them per group.
+// dot and convolution: with f32 accumulation and at least kOneDnnMinMultiplyAdds, through oneDNN
+// (onednn.cpp); otherwise, or where oneDNN does not take the case, through Eigen's matrix products: dot
+// transposes into [B,M,K] x [B,K,N] GEMMs; convolution builds im2col patch matrices (channels last) and
+// multiplies them per group.
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -79,6 +81,58 @@ Status CheckDims(const Instruction& ins, const std::vector<int64_t>& dims, int r
   return Status::Ok();
 }
 
+bool IsIdentity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// dot as B GEMMs [M,K] x [K,N] through oneDNN. An f32 operand whose layout already is the matrix or its
+// transpose is read in place; any other is copied into that layout first. lperm / rperm list the operand
+// dims in [batch, free, contracting] / [batch, contracting, free] order.
+bool DotThroughOneDnn(const Literal& lhs, const Literal& rhs, const DotDimensionNumbers& dn,
+                      const std::vector<int64_t>& lperm, const std::vector<int64_t>& rperm, int64_t B, int64_t M,
+                      int64_t N, int64_t K, Literal& out) {
+  // The operand as float data [batch][rows][cols] (trans: [batch][cols][rows]).
+  auto matrix = [&](const Literal& x, const std::vector<int64_t>& perm, const std::vector<int64_t>& batch,
+                    const std::vector<int64_t>& first, const std::vector<int64_t>& second, std::vector<float>& copy,
+                    bool& trans) -> const float* {
+    trans = false;
+    if (x.shape().element_type() == PrimitiveType::F32) {
+      if (IsIdentity(perm)) return reinterpret_cast<const float*>(x.data().data());
+      std::vector<int64_t> swapped = batch;
+      swapped.insert(swapped.end(), second.begin(), second.end());
+      swapped.insert(swapped.end(), first.begin(), first.end());
+      if (IsIdentity(swapped)) {
+        trans = true;
+        return reinterpret_cast<const float*>(x.data().data());
+      }
+    }
+    if (!LoadPermuted(x, perm, copy).ok()) return nullptr;
+    return copy.data();
+  };
+  auto free_dims = [](const std::vector<int64_t>& perm, size_t skip_front, size_t skip_back) {
+    return std::vector<int64_t>(perm.begin() + static_cast<long>(skip_front), perm.end() - static_cast<long>(skip_back));
+  };
+  size_t nb = dn.lhs_batch_dimensions.size(), nc = dn.lhs_contracting_dimensions.size();
+  std::vector<int64_t> lfree = free_dims(lperm, nb, nc), rfree = free_dims(rperm, nb + nc, 0);
+  std::vector<float> lcopy, rcopy, ccopy;
+  bool ta = false, tb = false;
+  const float* a = matrix(lhs, lperm, dn.lhs_batch_dimensions, lfree, dn.lhs_contracting_dimensions, lcopy, ta);
+  const float* b = matrix(rhs, rperm, dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, rfree, rcopy, tb);
+  if (!a || !b) return false;
+  bool direct = out.shape().element_type() == PrimitiveType::F32;
+  if (!direct) ccopy.resize(static_cast<size_t>(B * M * N));
+  float* c = direct ? reinterpret_cast<float*>(out.data().data()) : ccopy.data();
+  if (!OneDnnGemm(B, M, N, K, a, ta, b, tb, c)) return false;
+  if (!direct) {
+    std::vector<int64_t> id(static_cast<size_t>(out.shape().rank()));
+    for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<int64_t>(i);
+    return StorePermuted(ccopy, id, out).ok();
+  }
+  return true;
+}
+
 }  // namespace
 
 Expected<Literal> EvalDot(Evaluator& ev, const Instruction& ins, const Literal& lhs, const Literal& rhs) {
@@ -135,6 +189,9 @@ Expected<Literal> EvalDot(Evaluator& ev, const Instruction& ins, const Literal& 
   OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(B) * M * N * K));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   Acc acc = AccFor(lhs.shape().element_type(), rhs.shape().element_type(), ins.shape.element_type());
+  if (acc == Acc::kF32 && static_cast<double>(B) * M * N * K >= kOneDnnMinMultiplyAdds &&
+      DotThroughOneDnn(lhs, rhs, dn, lperm, rperm, B, M, N, K, out))
+    return out;
   OPPROBE_RETURN_IF_ERROR(DispatchAcc(acc, [&](auto zero) -> Status {
     using A = decltype(zero);
     std::vector<A> a, b, c(static_cast<size_t>(B * M * N), A(0));
@@ -216,6 +273,9 @@ Expected<Literal> EvalConvolution(Evaluator& ev, const Instruction& ins, const L
   OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(rows) * KC * O));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   if (Product(out_dims) == 0) return out;
+  if (AccFor(lhs.shape().element_type(), rhs.shape().element_type(), ins.shape.element_type()) == Acc::kF32 &&
+      static_cast<double>(rows) * KC * O >= kOneDnnMinMultiplyAdds && OneDnnConvolution(ins, lhs, rhs, out))
+    return out;
 
   // Per spatial dim: input coordinate of (output position, kernel weight index), or -1 (padding/hole).
   std::vector<std::vector<int64_t>> tap(nsp);

@@ -157,6 +157,7 @@ Expected<Literal> EvalReduce(Evaluator& ev, const Instruction& ins, const std::v
     for (int64_t k = 0; k < out_n; ++k)
       std::memcpy(outs[i].data().data() + k * comb.es[i], ops[n + i]->data().data(), static_cast<size_t>(comb.es[i]));
   if (red_n == 0 || out_n == 0) return Pack(std::move(outs));
+  if (ev.options().compiled_regions && CompiledReduce(ins, ops, outs, types, reduced)) return Pack(std::move(outs));
   std::vector<uint8_t*> acc(n);
   std::vector<const uint8_t*> x(n);
   Status st;
@@ -176,11 +177,6 @@ Expected<Literal> EvalReduce(Evaluator& ev, const Instruction& ins, const std::v
 }
 
 namespace {
-
-struct WindowGeom {
-  std::vector<int64_t> in, out, size;
-  std::vector<WindowDimension> w;
-};
 
 Expected<WindowGeom> Geometry(const Instruction& ins, const std::vector<int64_t>& in_dims) {
   if (!ins.window || ins.window->dimensions.size() != in_dims.size())
@@ -239,6 +235,7 @@ Expected<Literal> EvalReduceWindow(Evaluator& ev, const Instruction& ins, const 
   OPPROBE_ASSIGN_OR_RETURN(auto outs, AllocateResults(ev, ins, n));
   OPPROBE_ASSIGN_OR_RETURN(Combiner comb, MakeCombiner(ev, ins, ins.to_apply(), types));
   OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(Product(g.out)) * static_cast<double>(Product(g.size))));
+  if (ev.options().compiled_regions && CompiledReduceWindow(ins, ops, g, outs, types)) return Pack(std::move(outs));
   auto in_str = Strides(xd);
   std::vector<uint8_t*> acc(n);
   std::vector<const uint8_t*> x(n);
@@ -286,7 +283,7 @@ Expected<Literal> EvalSelectAndScatter(Evaluator& ev, const Instruction& ins, co
   OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(Product(g.out)) * static_cast<double>(Product(g.size))));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   int64_t es = ByteWidth(t), ses = ByteWidth(source.shape().element_type());
-  for (int64_t i = 0; i < out.element_count(); ++i)
+  for (int64_t i = 0, count = out.element_count(); i < count; ++i)
     std::memcpy(out.data().data() + i * ses, init.data().data(), static_cast<size_t>(ses));
   // select(a, b): keep a when true. Fast path for a compare of the two parameters.
   const Computation* sel = ins.called_computations[0];
@@ -302,6 +299,7 @@ Expected<Literal> EvalSelectAndScatter(Evaluator& ev, const Instruction& ins, co
       fast_cmp = GetCompareKernel(r->comparison_direction, r->comparison_type == "TOTALORDER", t);
   }
   OPPROBE_ASSIGN_OR_RETURN(Combiner scat, MakeCombiner(ev, ins, ins.called_computations[1], {source.shape().element_type()}));
+  if (ev.options().compiled_regions && CompiledSelectAndScatter(ins, operand, source, g, out)) return out;
   auto in_str = Strides(xd);
   Status st;
   int64_t s = 0;

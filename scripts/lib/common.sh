@@ -10,7 +10,7 @@ OPPROBE_JOBS="${OPPROBE_JOBS:-$(nproc)}"
 # Every dependency is a Debian package; the build never downloads anything.
 OPPROBE_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
-  libprotobuf-dev protobuf-compiler nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev libeigen3-dev
+  libprotobuf-dev protobuf-compiler nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev libeigen3-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-torch python3-torchvision python3-torchaudio
   zip unzip

@@ -79,6 +79,16 @@ TEST(EvaluatorShape, PadInteriorAndNegative) {
                            "z = s32[] constant(0)\n"
                            "ROOT r = s32[3,1]{1,0} pad(a, z), padding=1_0x0_-1")),
             "{ {0}, {1}, {3} }");
+  // Interior padding and cropping on both sides of the last dimension, a row of padding after.
+  EXPECT_EQ(EvalStr(Module("a = s32[2,3]{1,0} constant({ {1, 2, 3}, {4, 5, 6} })\n"
+                           "z = s32[] constant(9)\n"
+                           "ROOT r = s32[3,5]{1,0} pad(a, z), padding=0_1x-1_-1_2")),
+            "{ {9, 9, 2, 9, 9}, {9, 9, 5, 9, 9}, {9, 9, 9, 9, 9} }");
+  // Cropped to nothing along the last dimension.
+  EXPECT_EQ(EvalStr(Module("a = s32[2,2]{1,0} constant({ {1, 2}, {3, 4} })\n"
+                           "z = s32[] constant(9)\n"
+                           "ROOT r = s32[2,1]{1,0} pad(a, z), padding=0_0x-3_2")),
+            "{ {9}, {9} }");
 }
 
 TEST(EvaluatorShape, ConcatenateAndEmptyDimensions) {
