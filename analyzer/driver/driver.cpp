@@ -214,8 +214,10 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
         continue;
       }
     }
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", n.SignatureKey(), n.loc.file, n.loc.line, n.module_path,
-                                  n.program, n.phase, n.dynamic_shape);
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", n.SignatureKey(), n.loc.file, n.loc.line,
+                                  n.module_path, n.program, n.phase, n.dynamic_shape, n.lib_loc.file, n.lib_loc.line,
+                                  n.forward.op, n.forward.loc.file, n.forward.loc.line, n.forward.lib_loc.file,
+                                  n.forward.lib_loc.line, n.forward.module_path);
     auto [it, inserted] = op_index.emplace(std::move(key), r.ops.size());
     if (!inserted) {
       r.ops[it->second].count += n.count;
@@ -226,6 +228,8 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
     op.overload = n.overload;
     op.signature = n.TensorSignature();
     op.loc = n.loc;
+    op.lib_loc = n.lib_loc;
+    op.forward = n.forward;
     op.module_path = n.module_path;
     op.program = n.program;
     op.phase = n.phase;
@@ -300,6 +304,8 @@ AnalysisResult Analyze(const Graph& graph, compiler_probe::Backend& backend, con
         d.overload = "";
         d.signature = op.signature;
         d.loc = op.loc;
+        d.lib_loc = op.lib_loc;
+        d.forward = op.forward;
         d.module_path = op.module_path;
         d.program = op.program;
         d.phase = op.phase;

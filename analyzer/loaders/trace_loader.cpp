@@ -276,6 +276,25 @@ Expected<SourceLoc> ParseLoc(const json& loc, const Path& lp) {
   return out;
 }
 
+// {"op": "aten::mul.Tensor", "loc": {...}, "lib_loc": {...}, "module_path": "layer1"}: a backward call's forward call.
+Expected<ForwardCall> ParseForwardCall(const json& j, const Path& p) {
+  if (!j.is_object()) return Expect(j, p, "a forward call object {\"op\", \"loc\", \"module_path\"}");
+  ForwardCall f;
+  OPPROBE_ASSIGN_OR_RETURN(const json* op, Required(j, p, "op"));
+  OPPROBE_ASSIGN_OR_RETURN(f.op, GetString(*op, p.Key("op")));
+  if (f.op.empty()) return Bad(p.Key("op"), "expected an op name like \"aten::mul\"");
+  if (const json* loc = Member(j, "loc")) {
+    OPPROBE_ASSIGN_OR_RETURN(f.loc, ParseLoc(*loc, p.Key("loc")));
+  }
+  if (const json* loc = Member(j, "lib_loc")) {
+    OPPROBE_ASSIGN_OR_RETURN(f.lib_loc, ParseLoc(*loc, p.Key("lib_loc")));
+  }
+  if (const json* mp = Member(j, "module_path")) {
+    OPPROBE_ASSIGN_OR_RETURN(f.module_path, GetString(*mp, p.Key("module_path")));
+  }
+  return f;
+}
+
 Expected<Node> ParseCall(const json& j, const Path& p) {
   if (!j.is_object()) return Expect(j, p, "a call object");
   Node n;
@@ -309,6 +328,9 @@ Expected<Node> ParseCall(const json& j, const Path& p) {
   }
   if (const json* loc = Member(j, "lib_loc")) {
     OPPROBE_ASSIGN_OR_RETURN(n.lib_loc, ParseLoc(*loc, p.Key("lib_loc")));
+  }
+  if (const json* fw = Member(j, "forward")) {
+    OPPROBE_ASSIGN_OR_RETURN(n.forward, ParseForwardCall(*fw, p.Key("forward")));
   }
   if (const json* st = Member(j, "step")) {
     OPPROBE_ASSIGN_OR_RETURN(n.step, GetInt(*st, p.Key("step")));

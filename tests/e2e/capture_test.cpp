@@ -199,6 +199,52 @@ TEST_F(CaptureTest, ModulePathsSourceLinesPhasesAndNoGrad) {
   EXPECT_EQ(full->arg("device", 4)->ToString(), "cpu");
 }
 
+// Issue 12.9 on real calls: a call made inside a library (a package under a site-packages folder) records the
+// library frame beside the user's line, and each backward call the forward call whose autograd node made it (torch
+// 2.x tells which node runs; 1.13 through pre-hooks on the graph's nodes): the same trace on both.
+TEST_F(CaptureTest, LibraryFramesAndTheForwardCallsOfBackwardCalls) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/library_calls.py"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::string script = "tests/fixtures/traces/scripts/library_calls.py";
+  const analyzer::Node* mul = Find(*g, "aten::mul.Tensor", "forward");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->loc, (analyzer::SourceLoc{script, 16}));
+  EXPECT_EQ(mul->lib_loc, (analyzer::SourceLoc{"fakelib/__init__.py", 7}));
+  EXPECT_TRUE(mul->forward.empty());
+
+  const analyzer::Node* mul_bw = Find(*g, "aten::mul.Tensor", "backward");
+  ASSERT_NE(mul_bw, nullptr);
+  EXPECT_EQ(mul_bw->loc, (analyzer::SourceLoc{script, 18}));  // the .backward() line
+  EXPECT_TRUE(mul_bw->lib_loc.empty());
+  EXPECT_EQ(mul_bw->forward.op, "aten::mul.Tensor");
+  EXPECT_EQ(mul_bw->forward.loc, (analyzer::SourceLoc{script, 16}));
+  EXPECT_EQ(mul_bw->forward.lib_loc, (analyzer::SourceLoc{"fakelib/__init__.py", 7}));
+
+  const analyzer::Node* tanh_bw = Find(*g, "aten::tanh_backward", "backward");
+  ASSERT_NE(tanh_bw, nullptr);
+  EXPECT_EQ(tanh_bw->forward.op, "aten::tanh");
+  EXPECT_EQ(tanh_bw->forward.loc, (analyzer::SourceLoc{script, 17}));
+  EXPECT_TRUE(tanh_bw->forward.lib_loc.empty());
+  // The initial gradient (ones_like) belongs to no forward call.
+  const analyzer::Node* seed = Find(*g, "aten::ones_like", "backward");
+  ASSERT_NE(seed, nullptr);
+  EXPECT_TRUE(seed->forward.empty());
+
+  // In a module tree: the forward call's module path (backward calls have none of their own).
+  auto m = Opprobe({"capture", "-o", Trace("m.json"), "--", kPython, "tests/fixtures/traces/scripts/modules_nograd.py"});
+  ASSERT_EQ(m.status, 0) << m.err;
+  auto mg = analyzer::LoadTrace(Trace("m.json"));
+  ASSERT_TRUE(mg.ok()) << mg.status().message();
+  const analyzer::Node* sig_bw = Find(*mg, "aten::sigmoid_backward", "backward");
+  ASSERT_NE(sig_bw, nullptr);
+  EXPECT_EQ(sig_bw->module_path, "");
+  EXPECT_EQ(sig_bw->forward.op, "aten::sigmoid");
+  EXPECT_EQ(sig_bw->forward.module_path, "block.inner");
+  EXPECT_EQ(sig_bw->forward.loc.ToString(), "modules_nograd.py 14");
+}
+
 // Real aten calls covering every value kind the capture writes; all of them load.
 TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
   auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/value_kinds.py"});
