@@ -1038,7 +1038,9 @@ def _print_script_traceback(exc_info, script_abs):
     sys.stderr.flush()
 
 
-def run_script(script, script_args, output, quiet=False):
+def run_script(script, script_args, output, quiet=False, progress=None):
+    """Runs the script under the capture and writes the trace. `progress`: None, "tty" or "lines" (the counter of
+    calls captured so far on stderr, capture_progress.py)."""
     output = os.path.abspath(output)  # before the script can chdir
     out_dir = os.path.dirname(output)
     if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
@@ -1055,6 +1057,7 @@ def run_script(script, script_args, output, quiet=False):
     recorder.wrap_autograd()
     recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
+    import capture_progress  # noqa: E402  (cli/capture/capture_progress.py)
     capture_standins.install(recorder.boundary)
 
     script_abs = os.path.abspath(script)
@@ -1066,12 +1069,17 @@ def run_script(script, script_args, output, quiet=False):
     _install_sigterm()
     mode = _CaptureMode(recorder, promote_dtypes=lambda: any(
         r in capture_standins.used() for r in ("torch_xla", "torchax", "torch_xla2")))
+    counter = capture_progress.Counter(recorder, progress) if progress else None
     try:
+        if counter is not None:
+            counter.start()
         mode.start()
         try:
             runpy.run_path(script_abs, run_name="__main__")
         finally:
             mode.stop()
+            if counter is not None:
+                counter.stop()
     except SystemExit as e:
         code = e.code
         if code is None:

@@ -356,6 +356,70 @@ TEST_F(CaptureTest, TerminatedCaptureKeepsItsTrace) {
   EXPECT_LT(doc["total_calls"].get<int>(), 600);
 }
 
+// Issue 12.11: on a terminal (a pseudo-terminal here) a counter of the calls captured so far is redrawn on stderr
+// while the script runs, erased before each line the script writes and at the end; never joined to the script's
+// output. `opprobe analyze -- script` shows it too; -q shows none.
+TEST_F(CaptureTest, CounterOfCallsCapturedSoFarOnATerminal) {
+  auto in_pty = [&](const std::string& args, const std::string& out) {
+    std::string cmd = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && /usr/bin/python3 tests/e2e/scripts/run_in_pty.py " +
+                      Quote(out) + " " + Quote(OPPROBE_BIN) + " " + args + " -- " + Quote(kPython) +
+                      " tests/fixtures/traces/scripts/counts_slowly.py >/dev/null 2>&1";
+    int rc = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+    return Slurp(out);
+  };
+  const std::string erase = "\r\x1b[K";
+  std::string out = in_pty("capture -o " + Quote(Trace()), (dir_ / "pty.txt").string());
+  EXPECT_THAT(out, HasSubstr(erase + "opprobe: captured "));
+  size_t counters = 0;
+  for (size_t pos = out.find("opprobe: captured "); pos != std::string::npos;
+       pos = out.find("opprobe: captured ", pos + 1)) {
+    ++counters;
+    size_t end = out.find(" distinct)", pos);
+    ASSERT_NE(end, std::string::npos) << out;
+    EXPECT_EQ(out.substr(end + 10, erase.size()), erase) << "a counter left drawn at " << pos << ":\n" << out;
+  }
+  EXPECT_GE(counters, 2u) << out;
+  // The script's lines are whole (a pseudo-terminal ends lines with \r\n), the partial one too.
+  EXPECT_THAT(out, HasSubstr("first line of the script\r\n"));
+  EXPECT_THAT(out, HasSubstr("half way\r\n"));
+  EXPECT_THAT(out, HasSubstr("partial line, ended\r\n"));
+  EXPECT_THAT(out, HasSubstr("partial line, ended\r\nopprobe: recorded "));  // the last counter already erased
+  EXPECT_EQ(json::parse(Slurp(Trace()))["status"], "ok");
+
+  std::string quiet = in_pty("capture -q -o " + Quote(Trace("q.json")), (dir_ / "pty_quiet.txt").string());
+  EXPECT_THAT(quiet, HasSubstr("half way"));
+  EXPECT_THAT(quiet, Not(HasSubstr("opprobe: captured")));
+  EXPECT_THAT(quiet, Not(HasSubstr("opprobe: recorded")));
+
+  std::string analyze = in_pty("analyze --no-cache -o " + Quote(Trace("r.json")), (dir_ / "pty_analyze.txt").string());
+  EXPECT_THAT(analyze, HasSubstr(erase + "opprobe: captured "));
+  EXPECT_THAT(analyze, HasSubstr("half way\r\n"));
+  std::string analyze_quiet =
+      in_pty("analyze -q --no-cache -o " + Quote(Trace("rq.json")), (dir_ / "pty_analyze_quiet.txt").string());
+  EXPECT_THAT(analyze_quiet, Not(HasSubstr("opprobe: captured")));
+}
+
+// Off a terminal: no counter, unless --progress asks for plain lines (one every 5 s).
+TEST_F(CaptureTest, CounterOffATerminalOnlyWithProgress) {
+  auto plain = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/counts_slowly.py"});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_THAT(plain.err, Not(HasSubstr("opprobe: captured")));
+  EXPECT_THAT(plain.err, HasSubstr("opprobe: recorded "));
+  EXPECT_THAT(plain.out, HasSubstr("partial line, ended\n"));
+
+  auto lines = Opprobe({"capture", "--progress", "-o", Trace(), "--", kPython,
+                        "tests/fixtures/traces/scripts/counts_slowly.py", "5.5"});
+  ASSERT_EQ(lines.status, 0) << lines.err;
+  EXPECT_THAT(lines.err, ::testing::ContainsRegex("opprobe: captured [0-9]+ calls \\([0-9]+ distinct\\) so far\n"));
+  EXPECT_THAT(lines.err, Not(HasSubstr("\x1b[K")));
+
+  auto contradiction = Opprobe({"capture", "--progress", "--no-progress", "-o", Trace(), "--", kPython,
+                                "tests/fixtures/traces/scripts/counts_slowly.py"});
+  EXPECT_EQ(contradiction.status, 2);
+  EXPECT_THAT(contradiction.err, HasSubstr("--progress and --no-progress contradict each other"));
+}
+
 TEST_F(CaptureTest, Help) {
   auto r = Opprobe({"capture", "--help"});
   EXPECT_EQ(r.status, 0);
