@@ -588,9 +588,11 @@ class Recorder(object):
                 self._pending = (refs, (info.qualified, loc, lib_loc, module_path))
 
         try:
-            raw = (info, tuple([_raw(a) for a in args]),
+            # (A plain tensor's key inline: most arguments are tensors, and a call of _raw costs more than its body.)
+            raw = (info, tuple([(a.dtype, a.shape) if type(a) is _TENSOR else _raw(a) for a in args]),
                    tuple([(k, _raw(v)) for k, v in kwargs.items()]) if kwargs else None,
-                   _raw(out), loc, lib_loc, module_path, phase, forward)
+                   (out.dtype, out.shape) if type(out) is _TENSOR else _raw(out), loc, lib_loc, module_path, phase,
+                   forward)
             entry = self._fast.get(raw)
         except (_Unkeyable, TypeError):
             raw = entry = None

@@ -245,6 +245,19 @@ TEST_F(CaptureTest, LibraryFramesAndTheForwardCallsOfBackwardCalls) {
   EXPECT_EQ(sig_bw->forward.loc.ToString(), "modules_nograd.py 14");
 }
 
+// A script's own dispatch mode sees its calls, and the capture still records every call, after the mode too.
+TEST_F(CaptureTest, AScriptsOwnDispatchMode) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/own_dispatch_mode.py"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the script's mode saw aten.mul.Tensor aten.relu.default\n"));
+  auto doc = json::parse(Slurp(Trace()));
+  EXPECT_FALSE(doc.contains("recorder_errors")) << doc["recorder_errors"].dump();
+  std::vector<std::string> ops;
+  for (const auto& c : doc["calls"]) ops.push_back(c["op"].get<std::string>());
+  EXPECT_EQ(ops, (std::vector<std::string>{"aten::ones", "aten::add", "aten::mul", "aten::relu", "aten::sub"}));
+  EXPECT_EQ(doc["calls"][4]["loc"]["line"], 20);
+}
+
 // Real aten calls covering every value kind the capture writes; all of them load.
 TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
   auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/value_kinds.py"});
