@@ -241,6 +241,17 @@ def nn_cases():
         "CTCLoss": (lambda: nn.CTCLoss(), lambda: (torch.log_softmax(f(6, 2, 5), 2), torch.randint(1, 5, (2, 3)),
                                                    torch.tensor([6, 5]), torch.tensor([3, 2]))),
     }
+    # classes that newer PyTorch versions add (2.x): only where they exist, so older versions' figures stay
+    newer = {
+        "CircularPad1d": (lambda: nn.CircularPad1d(1), x3),
+        "CircularPad2d": (lambda: nn.CircularPad2d(1), x4),
+        "CircularPad3d": (lambda: nn.CircularPad3d(1), x5),
+        "ZeroPad1d": (lambda: nn.ZeroPad1d(2), x3),
+        "ZeroPad3d": (lambda: nn.ZeroPad3d(1), x5),
+        "LPPool3d": (lambda: nn.LPPool3d(2, 2), x5),
+        "RMSNorm": (lambda: nn.RMSNorm(8), x4),
+    }
+    cases.update({n: spec for n, spec in newer.items() if hasattr(nn, n)})
     # every other class in torch.nn that is a Module: build it without arguments and feed a 4-D input
     names = sorted(n for n, c in vars(nn).items() if inspect.isclass(c) and issubclass(c, nn.Module))
     out = []
