@@ -1,6 +1,7 @@
 // `opprobe analyze MODEL... | -- <python> script.py args`: the whole pipeline, then reports and gates.
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -33,7 +34,7 @@ struct AnalyzeArgs {
 // Captures the script after `--` into a temporary trace (or --save-trace FILE); returns its path and
 // the script's exit status.
 Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::string>& command, const std::string& save_trace,
-                                                    std::filesystem::path& temp_dir) {
+                                                    std::filesystem::path& temp_dir, CaptureProgress progress) {
   std::string trace = save_trace;
   if (trace.empty()) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
@@ -41,7 +42,7 @@ Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::strin
     temp_dir = tmpl;
     trace = (temp_dir / "trace.json").string();
   }
-  OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true));
+  OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true, progress));
   return std::make_pair(trace, status);
 }
 
@@ -80,9 +81,10 @@ int RunAnalyze(AnalyzeArgs& a) {
     a.run.shard_index = shard->index;
     a.run.shard_count = shard->count;
   }
-  a.run.on_progress = ProgressFor(a.no_progress || a.report.quiet ? ProgressMode::kOff
-                                  : a.progress                    ? ProgressMode::kOn
-                                                                  : ProgressMode::kAuto);
+  const ProgressMode progress_mode = a.no_progress || a.report.quiet ? ProgressMode::kOff
+                                     : a.progress                    ? ProgressMode::kOn
+                                                                     : ProgressMode::kAuto;
+  a.run.on_progress = ProgressFor(progress_mode);
   // A shared cache that stops answering is worth a line even with -q: the run is slower than the user expects.
   a.run.on_warning = PrintWarning;
   const auto start = std::chrono::steady_clock::now();
@@ -110,7 +112,8 @@ int RunAnalyze(AnalyzeArgs& a) {
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
                    script_status);
   } else if (!command.empty()) {
-    auto captured = CaptureScript(command, a.save_trace, temp_dir);
+    auto captured =
+        CaptureScript(command, a.save_trace, temp_dir, CaptureProgressFor(progress_mode, ::isatty(STDERR_FILENO) == 1));
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
     script_status = captured->second;
@@ -167,7 +170,8 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "Write each unsupported probe unit as <opcode>_<fingerprint>.hlo and .hlo.pb here");
   cmd->add_flag("--no-progress", args->no_progress, "No progress output on stderr");
   cmd->add_flag("--progress", args->progress,
-                "Progress on stderr even when it is not a terminal (plain lines; default: a bar on a terminal only)");
+                "Progress on stderr even when it is not a terminal (plain lines; default: on a terminal only, the "
+                "count of calls captured so far with `-- script`, then a bar of the probes)");
   cmd->add_option("--ignore-op", args->run.ignore_ops,
                   "Leave calls of this op out of the analysis (you handle it yourself); glob-like, repeatable: "
                   "torchvision::*, mylib::my_op, aten::add.Tensor. The report lists what was ignored")

@@ -1,5 +1,6 @@
 // `opprobe capture -o trace.json -- <python> script.py args...`: records the aten calls of a script.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
@@ -16,19 +17,28 @@ namespace {
 struct CaptureArgs {
   std::string output;
   std::vector<std::string> command;
+  bool progress = false;
+  bool no_progress = false;
+  bool quiet = false;
 };
 
 int RunCaptureCommand(const CaptureArgs& args) {
-  auto status = RunCapture(args.command, args.output);
+  if (args.progress && args.no_progress)
+    return ReportError(InvalidInput("--progress and --no-progress contradict each other"));
+  const ProgressMode mode = args.no_progress || args.quiet ? ProgressMode::kOff
+                            : args.progress                ? ProgressMode::kOn
+                                                           : ProgressMode::kAuto;
+  auto status = RunCapture(args.command, args.output, /*quiet=*/true,
+                           CaptureProgressFor(mode, ::isatty(STDERR_FILENO) == 1));
   if (!status.ok()) return ReportError(status.status());
   // Summarise from the trace just written; a trace `analyze` could not read is worth knowing about now.
   auto graph = analyzer::LoadTrace(args.output);
-  if (graph.ok()) {
+  if (graph.ok() && !args.quiet) {
     int64_t total = 0;
     for (const auto& n : graph->nodes) total += n.count;
     std::fprintf(stderr, "opprobe: recorded %lld aten calls (%zu distinct) into %s\n", static_cast<long long>(total),
                  graph->nodes.size(), args.output.c_str());
-  } else {
+  } else if (!graph.ok()) {
     std::fprintf(stderr, "opprobe: warning: the trace cannot be analyzed: %s\n", graph.status().message().c_str());
   }
   if (*status != 0) {
@@ -59,7 +69,8 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
       "and records xm.mark_step, torch_xla.sync/step/compile, xm.optimizer_step(barrier=True) and each\n"
       "MpDeviceLoader batch as step boundaries (each call's `step` in the trace). torch.compile runs eagerly.\n"
       "Calls of every namespace are recorded (torchvision::nms, quantized::linear_dynamic, mylib::my_op), except\n"
-      "the bookkeeping ones (profiler::*).");
+      "the bookkeeping ones (profiler::*). Backward calls also name the forward call whose autograd node made them.\n"
+      "On a terminal, a counter of the calls captured so far is redrawn on stderr while the script runs.");
   cmd->add_option("-o,--output", args->output, "Trace file to write (JSON; written atomically)")
       ->required()
       ->type_name("TRACE.json");
@@ -69,6 +80,10 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
       ->required()
       ->expected(-1)
       ->type_name("PYTHON SCRIPT [ARGS...]");
+  cmd->add_flag("--progress", args->progress,
+                "Show the counter of calls captured so far even when stderr is not a terminal (a line every 5 s)");
+  cmd->add_flag("--no-progress", args->no_progress, "No counter of calls captured so far");
+  cmd->add_flag("-q,--quiet", args->quiet, "Neither the counter nor the summary line (errors are still printed)");
   cmd->footer(
       "Examples:\n"
       "  opprobe capture -o trace.json -- /usr/bin/python3 samples/scripts/supported.py\n"

@@ -89,7 +89,17 @@ Expected<std::string> FindCaptureShim() {
       std::string(OPPROBE_SOURCE_DIR) + "/cli/capture"));
 }
 
-Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet) {
+CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty) {
+  switch (mode) {
+    case ProgressMode::kOff: return CaptureProgress::kOff;
+    case ProgressMode::kOn: return stderr_is_tty ? CaptureProgress::kTerminal : CaptureProgress::kLines;
+    case ProgressMode::kAuto: break;
+  }
+  return stderr_is_tty ? CaptureProgress::kTerminal : CaptureProgress::kOff;
+}
+
+Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet,
+                         CaptureProgress progress) {
   if (command.empty()) return InvalidInput(fmt::format("no script to capture: {}", kCommandForm));
   if (trace_path.empty()) return InvalidInput("no trace file given");
   const std::string& interpreter_name = command[0];
@@ -120,6 +130,10 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   argv.push_back("--output");
   argv.push_back(trace_path);
   if (quiet) argv.push_back("--quiet");
+  if (progress != CaptureProgress::kOff) {
+    argv.push_back("--progress");
+    argv.push_back(progress == CaptureProgress::kTerminal ? "tty" : "lines");
+  }
   argv.push_back("--");
   for (; i < command.size(); ++i) argv.push_back(command[i]);
 

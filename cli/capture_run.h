@@ -5,9 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "cli/progress.h"
 #include "hlo/status.h"
 
 namespace opprobe::cli {
+
+// The counter of calls captured so far that the shim redraws on stderr while the script runs
+// (cli/capture/capture_progress.py): kTerminal redraws one line in place, kLines prints a plain line every 5 s.
+enum class CaptureProgress { kOff, kTerminal, kLines };
+// The counter for a progress mode, given whether stderr is a terminal: kAuto draws on a terminal only, kOn
+// (--progress) also prints lines without one, kOff (--no-progress, -q) nothing.
+CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty);
 
 // Where the shim is: $OPPROBE_CAPTURE_SHIM when set (an error if that file does not exist), else
 // <binary dir>/../share/opprobe/capture/opprobe_capture.py (installed layout), else
@@ -22,7 +30,8 @@ Expected<std::string> FindCaptureShim();
 // Returns the script's exit status (128+N when killed by signal N). Errors: an empty command, a missing
 // interpreter, a script given without an interpreter, or an unexecutable interpreter -> kInvalidInput;
 // a child that wrote no trace (e.g. torch not importable) -> kInvalidInput naming the exit status.
-// With `quiet` false the shim also prints its one-line summary on stderr.
-Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true);
+// With `quiet` false the shim also prints its one-line summary on stderr; `progress` is its counter.
+Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true,
+                         CaptureProgress progress = CaptureProgress::kOff);
 
 }  // namespace opprobe::cli

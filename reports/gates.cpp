@@ -117,9 +117,12 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
     for (size_t i = 0; i < groups.size() && i < max_ops; ++i) {
       const auto& g = groups[i];
       std::string ops;
-      for (size_t k = 0; k < g.entries.size() && k < 3; ++k)
-        ops += (k ? ", " : "") + paint(DisplayKind(g.entries[k]), "31") +
-               (g.entries[k].signature.empty() ? "" : " (" + g.entries[k].signature + ")");
+      for (size_t k = 0; k < g.entries.size() && k < 3; ++k) {
+        std::string details = g.entries[k].signature;
+        if (std::string origin = CallOrigin(g.entries[k]); !origin.empty())
+          details += (details.empty() ? "" : ", ") + origin;
+        ops += (k ? ", " : "") + paint(DisplayKind(g.entries[k]), "31") + (details.empty() ? "" : " (" + details + ")");
+      }
       if (g.entries.size() > 3) ops += fmt::format(", +{} more", g.entries.size() - 3);
       out += fmt::format("    {}x at {}: {}\n      {}\n", g.count, g.place.empty() ? "(no call site recorded)" : g.place, ops,
                          g.reason.empty() ? g.failure_at : g.reason);

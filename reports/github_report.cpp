@@ -73,6 +73,7 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
     if (!u.part_of.empty()) message += fmt::format(" (part of the lowering of {})", u.part_of);
     if (u.count > 1) message += fmt::format(" ({} calls)", u.count);
     if (!u.module_path.empty()) message += " in module " + u.module_path;
+    if (std::string origin = CallOrigin(u); !origin.empty()) message += " (" + origin + ")";
     if (u.failing_probes.size() > 0) {
       message += "\nrejected HLO instructions:";
       for (size_t p : u.failing_probes)

@@ -231,11 +231,13 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
       bool first = true;
       for (const auto& u : g.entries) {
         t += fmt::format("<tr class=\"unsupported-op{}\"><td title=\"{}\">{}</td><td class=\"num\">{}</td>"
-                         "<td class=\"bad\"><code>{}</code>{}</td><td><code>{}</code></td><td><code>{}</code></td>"
+                         "<td class=\"bad\"><code>{}</code>{}{}</td><td><code>{}</code></td><td><code>{}</code></td>"
                          "<td><code>{}</code></td><td>{}{}</td></tr>\n",
                          first ? " group-start" : "", E(RelativeToCwd(u.file, options.cwd)), first ? E(u.place) : "",
                          u.count, E(u.kind),
                          u.part_of.empty() ? "" : " <span class=\"derived\">(part of <code>" + E(u.part_of) + "</code>)</span>",
+                         // where the call came from (a library frame, a backward op's forward call), styled as `derived`
+                         CallOrigin(u).empty() ? "" : " <span class=\"derived\">(" + E(CallOrigin(u)) + ")</span>",
                          E(u.signature), E(u.module_path), E(u.failure_at),
                          u.error ? "<span class=\"err\">error:</span> " : "", E(u.reason));
         first = false;

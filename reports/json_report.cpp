@@ -34,6 +34,8 @@ Json UnsupportedAtenJson(const UnsupportedOp& u, bool several_programs) {
   if (!u.phase.empty()) e["phase"] = u.phase;
   e["count"] = u.count;
   if (!u.part_of.empty()) e["part_of"] = u.part_of;
+  if (!u.lib_place.empty()) e["library_place"] = u.lib_place;
+  if (!u.forward_op.empty()) e["forward_call"] = ForwardCallJson(u);
   if (u.dynamic_shape) e["dynamic_shape"] = true;
   if (u.error) e["error"] = true;
   return e;
@@ -70,6 +72,15 @@ Json SummaryJson(const analyzer::Summary& s) {
 std::string ProgramKey(const OpRecord& op) { return op.program; }
 
 }  // namespace
+
+Json ForwardCallJson(const UnsupportedOp& u) {
+  Json f;
+  f["op"] = u.forward_op;
+  f["place"] = u.forward_place;
+  if (!u.forward_lib_place.empty()) f["library_place"] = u.forward_lib_place;
+  if (!u.forward_module_path.empty()) f["module_path"] = u.forward_module_path;
+  return f;
+}
 
 std::string FormatPercent(double pct) {
   if (!std::isfinite(pct)) pct = 0;

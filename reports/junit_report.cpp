@@ -49,7 +49,10 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
     c.signature = op.signature;
     c.part_of = part_of;
     c.calls += op.count;
-    if (!op.loc.empty()) c.call_sites.insert(op.loc.ToString());
+    if (!op.loc.empty()) {
+      std::string origin = CallOrigin(op, result.source_dir);
+      c.call_sites.insert(origin.empty() ? op.loc.ToString() : op.loc.ToString() + " (" + origin + ")");
+    }
     if (op.lowering != OpRecord::Lowering::kOk) {
       c.gap = c.gap || op.lowering == OpRecord::Lowering::kFailed;
       c.custom = c.custom || op.lowering == OpRecord::Lowering::kCustomOp;

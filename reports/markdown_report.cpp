@@ -84,8 +84,10 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
     for (const auto& g : GroupUnsupported(entries)) {
       bool first = true;
       for (const auto& u : g.entries) {
-        t += fmt::format("| {} | {} | {}{} | {} | {} | {} | {} |\n", first ? Code(u.place) : "", u.count,
+        std::string origin = CallOrigin(u);
+        t += fmt::format("| {} | {} | {}{}{} | {} | {} | {} | {} |\n", first ? Code(u.place) : "", u.count,
                          Code(u.kind), u.part_of.empty() ? "" : " (part of " + Code(u.part_of) + ")",
+                         origin.empty() ? "" : " (" + Cell(origin) + ")",
                          Code(u.signature), Code(u.module_path), first ? Code(u.failure_at) : "",
                          first ? (u.error ? "**error:** " : "") + Cell(u.reason) : "\"");
         first = false;

@@ -21,6 +21,11 @@ using Json = nlohmann::ordered_json;
 // detail. Keys and list order are deterministic. The shape is documented by schemas/report.schema.json.
 Json ToJson(const analyzer::AnalysisResult& result, int verbosity);
 
+struct UnsupportedOp;  // view.h
+// A backward op's forward call as the JSON report and SARIF's properties write it: {"op", "place", "library_place"
+// (when it has one), "module_path" (when not empty)} (json_report.cpp).
+Json ForwardCallJson(const UnsupportedOp& u);
+
 // "60.00%"
 std::string FormatPercent(double pct);
 // `pct` rounded to the two decimals FormatPercent prints (gates compare what the report shows).

@@ -132,9 +132,13 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
         : rule == 4 ? fmt::format("{}", u.reason)
                     : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature, u.failure_at, u.reason);
     if (!u.part_of.empty()) message += fmt::format(" (part of the lowering of {})", u.part_of);
+    const std::string origin = CallOrigin(u);
+    if (!origin.empty()) message += " (" + origin + ")";
     if (u.count > 1) message += fmt::format(" ({} calls)", u.count);
     Json props;
     props["aten_op"] = u.kind;
+    if (!u.lib_place.empty()) props["library_place"] = u.lib_place;
+    if (!u.forward_op.empty()) props["forward_call"] = ForwardCallJson(u);
     props["signature"] = u.signature;
     props["failureAt"] = u.failure_at;
     props["count"] = u.count;
@@ -152,7 +156,8 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
     }
     props["hlo_instructions"] = std::move(instrs);
     add_result(rule, message, u.file, u.line, u.module_path,
-               fmt::format("{}|{}|{}|{}|{}", rule, u.kind, u.signature, RelativeToCwd(u.file, options.cwd), u.module_path),
+               fmt::format("{}|{}|{}|{}|{}{}", rule, u.kind, u.signature, RelativeToCwd(u.file, options.cwd), u.module_path,
+                           origin.empty() ? "" : "|" + origin),
                std::move(props));
   }
   // Dynamic-shape ops the backend accepted in their bounded form still deserve a warning.

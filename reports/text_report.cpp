@@ -1,5 +1,6 @@
 // The terminal report: aligned tables, ANSI colour only when asked (the CLI asks on a terminal without NO_COLOR).
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -43,6 +44,11 @@ class Table {
     colors.resize(cells.size());
     rows_.push_back(std::move(cells));
     colors_.push_back(std::move(colors));
+    notes_.emplace_back();
+  }
+  // A line under the last row, starting at `column`, that does not widen the table.
+  void AddNote(size_t column, const std::string& text) {
+    if (!notes_.empty()) notes_.back().push_back({column, Clean(text)});
   }
   std::string Render(bool color, const std::string& indent = "  ") const {
     std::vector<size_t> w(header_.size(), 0);
@@ -65,7 +71,14 @@ class Table {
       return out + "\n";
     };
     std::string out = line(header_, {}, "1");
-    for (size_t r = 0; r < rows_.size(); ++r) out += line(rows_[r], colors_[r], nullptr);
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      out += line(rows_[r], colors_[r], nullptr);
+      for (const auto& [column, text] : notes_[r]) {
+        size_t offset = 0;
+        for (size_t i = 0; i < column && i < w.size(); ++i) offset += w[i] + 2;
+        out += indent + std::string(offset, ' ') + text + "\n";
+      }
+    }
     return out;
   }
 
@@ -74,6 +87,7 @@ class Table {
   std::vector<bool> right_;
   std::vector<std::vector<std::string>> rows_;
   std::vector<std::vector<std::string>> colors_;
+  std::vector<std::vector<std::pair<size_t, std::string>>> notes_;
 };
 
 }  // namespace
@@ -110,6 +124,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
                u.module_path.empty() ? "-" : u.module_path, first ? u.failure_at : "",
                first ? (u.error ? "error: " : "") + u.reason : "\"\""},
               {"", "", "31", "", "", "", ""});
+        if (std::string origin = CallOrigin(u); !origin.empty()) t.AddNote(2, origin);
         first = false;
       }
     }

@@ -16,7 +16,17 @@ namespace {
 
 auto OpKey(const UnsupportedOp& u) {
   return std::tie(u.kind, u.file, u.line, u.signature, u.module_path, u.program, u.phase, u.reason, u.failure_at,
-                  u.dynamic_shape, u.error, u.part_of);
+                  u.dynamic_shape, u.error, u.part_of, u.lib_place, u.forward_op, u.forward_place, u.forward_lib_place,
+                  u.forward_module_path);
+}
+
+void SetOrigin(const OpRecord& op, const std::string& source_dir, UnsupportedOp& u) {
+  u.lib_place = SourcePlace(op.lib_loc, "");
+  if (op.forward.empty()) return;
+  u.forward_op = op.forward.op;
+  u.forward_place = SourcePlace(op.forward.loc, source_dir);
+  u.forward_lib_place = SourcePlace(op.forward.lib_loc, "");
+  u.forward_module_path = op.forward.module_path;
 }
 
 }  // namespace
@@ -43,6 +53,7 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
       u.part_of = parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload;
     }
     u.place = SourcePlace(op.loc, result.source_dir);
+    SetOrigin(op, result.source_dir, u);
     if (op.lowering != OpRecord::Lowering::kOk) {
       u.failed_instructions = op.count;
     } else {
@@ -117,6 +128,25 @@ std::string SourcePlace(const analyzer::SourceLoc& loc, const std::string& dir) 
     file = file.substr(dir.size() + 1);
   if (file.empty()) file = "?";
   return loc.line > 0 ? file + ":" + std::to_string(loc.line) : file;
+}
+
+std::string CallOrigin(const UnsupportedOp& u) {
+  std::string out;
+  if (!u.lib_place.empty()) out = "via " + u.lib_place;
+  if (!u.forward_op.empty()) {
+    if (!out.empty()) out += "; ";
+    out += "backward of " + u.forward_op;
+    if (!u.forward_place.empty()) out += " at " + u.forward_place;
+    if (!u.forward_lib_place.empty()) out += " via " + u.forward_lib_place;
+    if (!u.forward_module_path.empty()) out += " in " + u.forward_module_path;
+  }
+  return out;
+}
+
+std::string CallOrigin(const OpRecord& op, const std::string& source_dir) {
+  UnsupportedOp u;
+  SetOrigin(op, source_dir, u);
+  return CallOrigin(u);
 }
 
 std::string PercentLabel(const AnalysisResult& result, double pct) {

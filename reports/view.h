@@ -31,6 +31,13 @@ struct UnsupportedOp {
   std::vector<size_t> failing_probes;  // unique indices into result.probes, ascending
   std::string part_of;     // derived: `aten::add.Tensor` whose lowering made this instruction; empty for a real call
   std::string place;       // `models/det.py:24`: the call site relative to the script's folder; empty when unknown
+  // Traces: `torchvision/models/resnet.py:154`, the library frame inside `place` when the call was made in a library.
+  std::string lib_place;
+  // Traces: a backward op's forward call (the op whose autograd node made it) with its place and library frame.
+  std::string forward_op;
+  std::string forward_place;
+  std::string forward_lib_place;
+  std::string forward_module_path;
   bool lowering_gap() const { return failure_at == "lowering"; }
 };
 
@@ -57,6 +64,14 @@ std::string DisplayKind(const UnsupportedOp& u);
 
 // `file:line` with `file` relative to `dir` (the script's folder) when it lies under it; empty when unknown.
 std::string SourcePlace(const analyzer::SourceLoc& loc, const std::string& dir);
+
+// Where an entry's call came from, beyond its place, in words every format shows beside the op:
+// `via torchvision/models/resnet.py:154` (the library frame) and `backward of aten::convolution at model.py:27 via
+// torchvision/models/resnet.py:154 in layer4.2.conv3` (a backward op's forward call), joined by `; `. Empty when
+// the trace recorded neither.
+std::string CallOrigin(const UnsupportedOp& u);
+// The same for one op record; `source_dir` as AnalysisResult::source_dir.
+std::string CallOrigin(const analyzer::OpRecord& op, const std::string& source_dir);
 
 // A percentage as reports print it: `60.00%`, or `60.00% (incomplete)` when the analysis left something out.
 std::string PercentLabel(const analyzer::AnalysisResult& result, double pct);

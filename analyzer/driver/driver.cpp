@@ -238,13 +238,22 @@ struct GraphAnalysis::State {
     std::vector<const std::string*> text_;  // keys of ids_ (their addresses do not move)
   } strings;
 
-  // One entry per distinct call site (signature, place, module, program, phase, dynamic), in order of appearance.
+  // A backward call's forward call, each distinct one held once; id 0 is "none".
+  std::vector<ForwardCall> forwards{ForwardCall{}};
+  std::map<std::string, uint32_t> forward_ids;
+  uint32_t ForwardId(const ForwardCall& f);
+
+  // One entry per distinct call site (signature, place, library frame, forward call, module, program, phase,
+  // dynamic), in order of appearance.
   struct Site {
     uint32_t signature;
     uint32_t file, module_path, program, phase, note;  // in `strings`
     int line;
     bool dynamic;
     int64_t count;
+    uint32_t lib_file = 0;  // in `strings`
+    int lib_line = 0;
+    uint32_t forward = 0;  // in `forwards`
   };
   std::vector<Site> sites;
   struct SiteHash {
@@ -253,7 +262,8 @@ struct GraphAnalysis::State {
     size_t operator()(const Site& k) const {
       size_t h = k.signature;
       for (size_t v : {size_t{k.file}, static_cast<size_t>(k.line), size_t{k.module_path}, size_t{k.program},
-                       size_t{k.phase}, size_t{k.dynamic}})
+                       size_t{k.phase}, size_t{k.dynamic}, size_t{k.lib_file}, static_cast<size_t>(k.lib_line),
+                       size_t{k.forward}})
         h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
       return h;
     }
@@ -264,7 +274,8 @@ struct GraphAnalysis::State {
     const State* s;
     static bool Same(const Site& a, const Site& b) {
       return a.signature == b.signature && a.line == b.line && a.file == b.file && a.module_path == b.module_path &&
-             a.program == b.program && a.phase == b.phase && a.dynamic == b.dynamic;
+             a.program == b.program && a.phase == b.phase && a.dynamic == b.dynamic && a.lib_file == b.lib_file &&
+             a.lib_line == b.lib_line && a.forward == b.forward;
     }
     bool operator()(uint32_t a, uint32_t b) const { return a == b; }
     bool operator()(const Site& k, uint32_t i) const { return Same(k, s->sites[i]); }
@@ -285,6 +296,15 @@ uint32_t GraphAnalysis::State::SignatureOf(const Node& n) {
     tensor_signatures.push_back(n.TensorSignature());
   }
   same_lists.push_back(Seen{n.op, n.overload, it->second, n.args, n.outputs});
+  return it->second;
+}
+
+uint32_t GraphAnalysis::State::ForwardId(const ForwardCall& f) {
+  if (f.op.empty()) return 0;
+  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", f.op, f.loc.file, f.loc.line, f.lib_loc.file,
+                                f.lib_loc.line, f.module_path);
+  auto [it, inserted] = forward_ids.emplace(std::move(key), static_cast<uint32_t>(forwards.size()));
+  if (inserted) forwards.push_back(f);
   return it->second;
 }
 
@@ -316,7 +336,10 @@ void GraphAnalysis::Add(Node&& n) {
                    0,
                    n.loc.line,
                    n.dynamic_shape,
-                   n.count};
+                   n.count,
+                   s.strings.Id(n.lib_loc.file),
+                   n.lib_loc.line,
+                   s.ForwardId(n.forward)};
   if (auto it = s.site_index.find(site); it != s.site_index.end()) {
     s.sites[*it].count += n.count;
     return;
@@ -406,6 +429,8 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     op.overload = n.overload;
     op.signature = s.tensor_signatures[site.signature];
     op.loc = {s.strings[site.file], site.line};
+    op.lib_loc = {s.strings[site.lib_file], site.lib_line};
+    op.forward = s.forwards[site.forward];
     op.module_path = s.strings[site.module_path];
     op.program = s.strings[site.program];
     op.phase = s.strings[site.phase];
@@ -436,6 +461,8 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
         d.overload = "";
         d.signature = op.signature;
         d.loc = op.loc;
+        d.lib_loc = op.lib_loc;
+        d.forward = op.forward;
         d.module_path = op.module_path;
         d.program = op.program;
         d.phase = op.phase;

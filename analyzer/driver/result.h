@@ -29,6 +29,8 @@ struct OpRecord {
   std::string overload;      // `Tensor`
   std::string signature;     // tensor signature `f32[4], c64[4]`
   SourceLoc loc;
+  SourceLoc lib_loc;         // traces: the library frame inside `loc` (`torchvision/models/resnet.py` 154), if any
+  ForwardCall forward;       // traces: a backward call's forward call, if known
   std::string module_path;
   std::string program;
   std::string phase;

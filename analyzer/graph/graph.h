@@ -155,6 +155,16 @@ struct SourceLoc {
   bool operator==(const SourceLoc&) const = default;
 };
 
+// Traces: the forward call whose autograd node made a backward call, as the capture recorded it when it was made.
+struct ForwardCall {
+  std::string op;  // `aten::convolution`, `aten::mul.Tensor` (the default overload left out); empty: none known
+  SourceLoc loc;
+  SourceLoc lib_loc;
+  std::string module_path;
+  bool empty() const { return op.empty(); }
+  bool operator==(const ForwardCall&) const = default;
+};
+
 struct Node {
   std::string op;        // `aten::convolution`
   std::string overload;  // `default`, `Tensor`, `Scalar`, ...
@@ -167,6 +177,7 @@ struct Node {
   int64_t count = 1;        // identical calls merged into this node
   int64_t step = 0;         // traces: the step (between step boundaries such as xm.mark_step) of the first call
   SourceLoc lib_loc;        // traces: the innermost library frame (site-packages, stdlib) inside `loc`, if any
+  ForwardCall forward;      // traces: for a backward call, the forward call that made its autograd node, if known
   bool dynamic_shape = false;
   std::string note;         // e.g. why the node is dynamic-shape
 

@@ -167,6 +167,21 @@ class Checker {
     }
     return true;
   }
+  // {"op": "aten::convolution", "loc": {...}?, "lib_loc": {...}?, "module_path": "..."?}: the forward call whose
+  // autograd node made a backward call.
+  bool ParseForwardCall(const Ref& j, const Path& p, ForwardCall* out) {
+    if (!j.is_object()) return Expect(j, p, "a forward call object {\"op\", \"loc\", \"module_path\"}");
+    static constexpr std::string_view kNames[] = {"op", "loc", "lib_loc", "module_path"};
+    std::optional<Ref> m[std::size(kNames)];
+    j.FindAll(kNames, m);
+    if (!m[0]) return Bad(p, "missing member \"op\"");
+    if (!GetString(*m[0], p.Key("op"), &out->op)) return false;
+    if (out->op.empty()) return Bad(p.Key("op"), "expected an op name like \"aten::mul\"");
+    if (m[1] && !ParseLoc(*m[1], p.Key("loc"), &out->loc)) return false;
+    if (m[2] && !ParseLoc(*m[2], p.Key("lib_loc"), &out->lib_loc)) return false;
+    if (m[3] && !GetString(*m[3], p.Key("module_path"), &out->module_path)) return false;
+    return true;
+  }
 
  private:
   Status error_;
@@ -414,9 +429,9 @@ bool CallReader::ParseBody(const Ref& args, const std::optional<Ref>& outputs, c
 // is ignored. A new optional member is one more name in kNames (and the enum) and its check below.
 bool CallReader::ParseCall(const Ref& j, const Path& p, Node* n) {
   if (!j.is_object()) return Expect(j, p, "a call object");
-  static constexpr std::string_view kNames[] = {"op",      "overload", "args", "outputs",     "loc",
-                                                "lib_loc", "step",     "count", "module_path", "phase"};
-  enum { kOp, kOverload, kArgs, kOutputs, kLoc, kLibLoc, kStep, kCount, kModulePath, kPhase };
+  static constexpr std::string_view kNames[] = {"op",   "overload", "args",        "outputs", "loc",    "lib_loc",
+                                                "step", "count",    "module_path", "phase",   "forward"};
+  enum { kOp, kOverload, kArgs, kOutputs, kLoc, kLibLoc, kStep, kCount, kModulePath, kPhase, kForward };
   std::optional<Ref> m[std::size(kNames)];
   j.FindAll(kNames, m);
   if (!m[kOp]) return Bad(p, "missing member \"op\"");
@@ -439,6 +454,9 @@ bool CallReader::ParseCall(const Ref& j, const Path& p, Node* n) {
   }
   if (m[kLibLoc]) {
     if (!ParseLoc(*m[kLibLoc], p.Key("lib_loc"), &n->lib_loc)) return false;
+  }
+  if (m[kForward]) {
+    if (!ParseForwardCall(*m[kForward], p.Key("forward"), &n->forward)) return false;
   }
   if (m[kStep]) {
     if (!GetInt(*m[kStep], p.Key("step"), &n->step)) return false;

@@ -6,6 +6,7 @@ so the same file works on Debian's PyTorch 1.13 and on 2.x.
 Trace format: schemas/trace.schema.json (format "opprobe-trace", version 1).
 """
 
+import functools
 import json
 import math
 import os
@@ -16,6 +17,8 @@ import sysconfig
 import tempfile
 import threading
 import traceback
+import types as _pytypes
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -157,13 +160,17 @@ def _declared_types(schema):
 
 
 class _OpInfo(object):
-    __slots__ = ("name", "overload", "record", "aten", "args")
+    __slots__ = ("func", "name", "overload", "qualified", "record", "aten", "args", "call")
 
     def __init__(self, func):
+        self.func = func  # kept alive: the recorder finds this by id(func)
         schema = func._schema
         self.name = schema.name
         ov = schema.overload_name
         self.overload = ov if ov else "default"
+        self.qualified = self.name + "." + ov if ov else self.name  # `aten::mul.Tensor`, `aten::relu`
+        # The C++ operator behind the OpOverload: calling it directly skips OpOverload.__call__'s Python frame.
+        self.call = getattr(func, "_op", func)
         self.record = self.name.split("::", 1)[0] not in BOOKKEEPING_NAMESPACES
         self.aten = self.name.startswith("aten::")
         self.args = []  # (name, declared type, kwarg_only, has_default, default)
@@ -338,96 +345,287 @@ def _value_json(e):
 
 
 # ---------------------------------------------------------------------------------------------------
+# The per-call key. Most calls repeat one seen before (a training loop runs the same ops at the same lines), so
+# each call is first looked up by a raw key built from values that are cheap to read and compare: the
+# OpOverload, each argument's type and value (a tensor's dtype and torch.Size), the outputs, the place and the
+# phase. Only a raw key not seen before is encoded (schema defaults filled in, dtypes named), and several raw
+# keys (the same call with an argument passed by keyword, or left at its default) share the encoded entry.
+# ---------------------------------------------------------------------------------------------------
+
+class _Unkeyable(Exception):
+    """A value without a cheap, value-based raw key (a SymInt, a Generator, ...): the call takes the slow path."""
+
+
+_TENSOR = torch.Tensor
+_weakref = weakref.ref
+# Types whose instances hash and compare by value (a torch.dtype, device, layout and memory format too).
+_VALUE_TYPES = frozenset([int, float, bool, type(None), str, complex, torch.dtype, torch.device, torch.layout,
+                          torch.memory_format])
+
+
+def _raw(v):
+    if isinstance(v, _TENSOR):
+        return (v.dtype, v.shape)  # torch.Size of SymInts does not hash: TypeError, the slow path
+    t = type(v)
+    if t in _VALUE_TYPES:
+        if t is float and v != v:
+            return (t, "nan")  # nan != nan: every nan would be a new key
+        return (t, v)
+    if isinstance(v, (list, tuple)):
+        return (t, tuple([_raw(x) for x in v]))
+    raise _Unkeyable()
+
+
+# The key under which a forward call's place is kept in its autograd node's `metadata` dict, for the backward
+# ops of that node to name it.
+_FORWARD_KEY = "opprobe_forward"
+_SKIP = object()  # raw-key entry of a call that is not recorded (counted in skipped_ops)
+
+
+# ---------------------------------------------------------------------------------------------------
 # The recorder
 # ---------------------------------------------------------------------------------------------------
 
 class Recorder(object):
     def __init__(self):
-        self.calls = {}        # key -> [first sequence number, count, step of the first occurrence]
-        self.order = []        # keys in order of first occurrence
+        self.calls = {}        # encoded key -> [first sequence number, count, step of the first occurrence]
+        self.order = []        # encoded keys in order of first occurrence
         self.total = 0
         self.skipped = {}      # bookkeeping ops (profiler::...) -> count
         self.step = 0          # step boundaries seen so far (xm.mark_step, torch_xla.sync, ...)
         self.boundaries = {}   # boundary kind -> count
         self.internal_errors = {}  # recorder failures by message (the call itself still ran)
-        self._ops = {}         # OpOverload -> _OpInfo
-        self._code_cache = {}  # code object -> (internal, phase marker, file as recorded)
+        self._fast = {}        # raw key -> the encoded entry (or _SKIP)
+        self._ops = {}         # id(OpOverload) -> _OpInfo (OpOverload's __hash__ is a Python method: slow)
+        self._code_cache = {}  # code object -> (kind, phase marker, file as recorded, library-relative file)
         self._autograd_node_fn = getattr(torch._C, "_current_autograd_node", None)  # 2.x
+        self._grad_enabled = torch.is_grad_enabled
         self._module_stack = []   # [(module id, path)]
         self._module_names = {}   # module id -> path, refreshed when a root module is entered
-        self._backward_depth = 0  # > 0 while torch.autograd.backward/grad runs
+        self._phase_stack = []    # "backward" / "optimizer" while torch.autograd.backward/grad or a step runs
         self._backward_loc = None
+        self._backward_forward = None  # PyTorch 1.13: the forward call of the autograd node running now
+        self._pending = None      # (outputs, forward call) of the last forward call, until its node exists
         self._main_thread = threading.current_thread()
+        self._main_ident = threading.get_ident()
         self._optimizer_cls = getattr(torch.optim, "Optimizer", None)
 
     # -- where: source line, phase ------------------------------------------------------------------
     def _code_info(self, code):
-        """(internal, phase marker, recorded file name) of a code object, computed once per code object."""
-        info = self._code_cache.get(code)
-        if info is None:
-            f = code.co_filename
-            ap = _abs(f) if f and not f.startswith("<") else f
-            internal = bool(ap) and (ap.startswith(_TORCH_DIR) or ap.startswith(_SHIM_DIR) or
-                                     f.startswith("<frozen") or ap == _RUNPY_FILE)
-            marker = None
-            if internal:
-                if ap.startswith(_AUTOGRAD_DIR) and code.co_name in ("backward", "grad", "_engine_run_backward"):
-                    marker = "backward"
-                elif ap.startswith(_OPTIM_DIR):
-                    marker = "optimizer"
-            elif code.co_name in ("step", "zero_grad"):
-                marker = "optimizer?"  # a user-defined optimizer method: checked against `self`
-            lib = None if internal else _library_path(ap)
-            info = (internal, marker, None if internal else _rel_path(f), lib)
-            self._code_cache[code] = info
+        """(kind, phase marker, recorded file name, library-relative file) of a code object, computed once per
+        code object. kind: 0 torch or the shim (internal), 1 a library (site-packages, stdlib), 2 the user's."""
+        f = code.co_filename
+        ap = _abs(f) if f and not f.startswith("<") else f
+        internal = bool(ap) and (ap.startswith(_TORCH_DIR) or ap.startswith(_SHIM_DIR) or
+                                 f.startswith("<frozen") or ap == _RUNPY_FILE)
+        marker = None
+        if internal:
+            if ap.startswith(_AUTOGRAD_DIR) and code.co_name in ("backward", "grad", "_engine_run_backward"):
+                marker = "backward"
+            elif ap.startswith(_OPTIM_DIR):
+                marker = "optimizer"
+        elif code.co_name in ("step", "zero_grad"):
+            marker = "optimizer?"  # a user-defined optimizer method: checked against `self`
+        lib = None if internal else _library_path(ap)
+        info = (0 if internal else 1 if lib is not None else 2, marker, None if internal else _rel_path(f), lib)
+        self._code_cache[code] = info
         return info
 
     def _is_internal(self, code):
-        return self._code_info(code)[0]
+        info = self._code_cache.get(code) or self._code_info(code)
+        return info[0] == 0
 
-    def _where(self):
-        """(file, line, phase, library loc) of the current call: the innermost frame in the user's own files
-        (outside torch, the shim, the standard library and site-packages), the phase, and the innermost
-        library frame inside it (None when the user's code called torch directly)."""
-        frame = sys._getframe(2)
-        loc = None
-        lib_loc = None
-        first = None  # innermost frame outside torch and the shim (a library's when no user frame exists)
-        phase = None
+    # -- forward calls of backward ops --------------------------------------------------------------
+    def flush_pending(self):
+        """Names the autograd node of the last forward call (autograd creates it after the call returns, so it is
+        looked up at the next call) with that call's place."""
+        refs, forward = self._pending
+        self._pending = None
+        for ref in refs:
+            t = ref()
+            node = t.grad_fn if t is not None else None
+            if node is not None:
+                md = node.metadata
+                if _FORWARD_KEY not in md:
+                    md[_FORWARD_KEY] = forward
+
+    def _forward_of_backward_call(self):
+        """The forward call whose autograd node is running now (None: not known, e.g. AccumulateGrad)."""
+        node_fn = self._autograd_node_fn
+        if node_fn is None:
+            return self._backward_forward  # PyTorch 1.13: set by the node pre-hooks (hook_backward_graph)
+        node = node_fn()
+        if node is None:
+            return None
+        return node.metadata.get(_FORWARD_KEY)
+
+    def hook_backward_graph(self, roots):
+        """PyTorch 1.13 has no torch._C._current_autograd_node: a pre-hook on every node of the graph below `roots`
+        tells which node runs. Returns the hooks' handles."""
+        handles = []
+        seen = set()
+        todo = []
+        for t in roots:
+            node = getattr(t, "grad_fn", None) if isinstance(t, _TENSOR) else None
+            if node is not None:
+                todo.append(node)
+        keep = []  # the node objects stay alive while walking, so their ids stay unique
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            keep.append(node)
+            try:
+                forward = node.metadata.get(_FORWARD_KEY)
+                handles.append(node.register_prehook(functools.partial(self._enter_node, forward)))
+            except Exception:  # noqa: BLE001  (a node type without pre-hooks: its ops keep the previous node's)
+                pass
+            for nxt, _ in getattr(node, "next_functions", ()) or ():
+                if nxt is not None:
+                    todo.append(nxt)
+        return handles
+
+    def _enter_node(self, forward, grad_outputs):
+        self._backward_forward = forward
+        return None
+
+    # -- recording ------------------------------------------------------------------------------------
+    def op_info(self, func):
+        info = self._ops.get(id(func))
+        if info is None:
+            info = _OpInfo(func)
+            self._ops[id(func)] = info
+        return info
+
+    def record(self, func, info, args, kwargs, out, depth=2):
+        """Records one call. `info` is op_info(func); `depth` the number of frames between this method and the
+        code that dispatched the call."""
+        if self._pending is not None:
+            self.flush_pending()
+        if not info.record:
+            self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
+            return
+        # Where: the innermost frame in the user's own files, the innermost library frame inside it, and the
+        # phase from the frames on the way (torch's autograd and optimizers) or from the wrapped entry points.
+        frame = sys._getframe(depth)
         cache = self._code_cache
+        loc = lib_loc = first = phase = None
         while frame is not None:
             code = frame.f_code
-            info = cache.get(code) or self._code_info(code)
-            if not info[0] and loc is None:
-                if first is None:
-                    first = (info[2], frame.f_lineno)
-                if info[3] is None:
-                    loc = (info[2], frame.f_lineno)
-                elif lib_loc is None:
-                    lib_loc = (info[3], frame.f_lineno)
-            marker = info[1]
+            ci = cache.get(code)
+            if ci is None:
+                ci = self._code_info(code)
+            marker = ci[1]
             if marker is not None and phase is None:
                 if marker != "optimizer?":
                     phase = marker
                 elif self._optimizer_cls is not None and isinstance(frame.f_locals.get("self"), self._optimizer_cls):
                     phase = "optimizer"
-            if loc is not None and phase is not None:
-                break
+            kind = ci[0]
+            if kind:
+                if kind == 2:
+                    loc = (ci[2], frame.f_lineno)
+                    break
+                line = frame.f_lineno
+                if first is None:
+                    first = (ci[2], line)
+                if lib_loc is None:
+                    lib_loc = (ci[3], line)
             frame = frame.f_back
-        if phase is None and self._autograd_node_fn is not None:
-            try:
-                if self._autograd_node_fn() is not None:
-                    phase = "backward"
-            except Exception:  # noqa: BLE001
-                pass
-        if phase is None and loc is None and self._backward_depth > 0:
-            phase = "backward"  # an autograd worker thread: no Python frames of the script
         if loc is None:
-            lib_loc = None
             loc = first
-        if loc is None and phase == "backward" and self._backward_loc is not None:
-            loc = self._backward_loc
-        return (loc or ("", 0)) + (phase or "forward", lib_loc)
+            lib_loc = None
+        main = threading.get_ident() == self._main_ident
+        if phase is None:
+            if self._phase_stack and (main or loc is None):
+                phase = self._phase_stack[-1]  # an autograd worker thread has no Python frames of the script
+            elif self._autograd_node_fn is not None and self._autograd_node_fn() is not None:
+                phase = "backward"
+            else:
+                phase = "forward"
+        if loc is None:
+            loc = self._backward_loc if phase == "backward" and self._backward_loc is not None else ("", 0)
+        if phase == "backward" or not main or not self._module_stack:
+            module_path = ""
+        else:
+            module_path = self._module_stack[-1][1]
+        forward = None
+        if phase == "backward":
+            try:
+                forward = self._forward_of_backward_call()
+            except Exception:  # noqa: BLE001  (no node or no metadata: the backward() line only)
+                forward = None
+        elif phase == "forward" and self._grad_enabled():
+            # Weak references: a reference the mode keeps to an output changes what PyTorch 2.x dispatches after
+            # the call (a factory's output gets an extra aten::detach).
+            if isinstance(out, _TENSOR):
+                refs = (_weakref(out),)
+            elif isinstance(out, (tuple, list)):
+                refs = tuple([_weakref(o) for o in out if isinstance(o, _TENSOR)])
+            else:
+                refs = ()
+            if refs:
+                self._pending = (refs, (info.qualified, loc, lib_loc, module_path))
+
+        try:
+            # (A plain tensor's key inline: most arguments are tensors, and a call of _raw costs more than its body.)
+            raw = (info, tuple([(a.dtype, a.shape) if type(a) is _TENSOR else _raw(a) for a in args]),
+                   tuple([(k, _raw(v)) for k, v in kwargs.items()]) if kwargs else None,
+                   (out.dtype, out.shape) if type(out) is _TENSOR else _raw(out), loc, lib_loc, module_path, phase,
+                   forward)
+            entry = self._fast.get(raw)
+        except (_Unkeyable, TypeError):
+            raw = entry = None
+        if entry is None:
+            entry = self._encoded_entry(info, args, kwargs, out, loc, lib_loc, module_path, phase, forward)
+            if raw is not None:
+                self._fast[raw] = entry
+            return
+        if entry is _SKIP:
+            self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
+            return
+        self.total += 1
+        entry[1] += 1
+
+    def _encoded_entry(self, info, args, kwargs, out, loc, lib_loc, module_path, phase, forward):
+        """The slow path: encodes the call (schema defaults filled in), counts it, and returns its entry."""
+        enc_args = []
+        npos = len(args)
+        pos = 0
+        for (name, declared, kwarg_only, has_default, default) in info.args:
+            if not kwarg_only and pos < npos:
+                v = args[pos]
+                pos += 1
+            elif kwargs and name in kwargs:
+                v = kwargs[name]
+            elif has_default:
+                v = default
+            else:
+                v = None
+            enc_args.append((name, _encode(v, declared)))
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        enc_outs = []
+        for o in outs:
+            if isinstance(o, (tuple, list)) and o and all(isinstance(x, torch.Tensor) for x in o):
+                enc_outs.extend(("tensor",) + _tensor_meta(x) for x in o)
+            else:
+                enc_outs.append(_encode(o, "Tensor" if isinstance(o, torch.Tensor) else ""))
+        if not info.aten and not any(e[0] in ("tensor", "tensor_list") for e in
+                                     [v for _, v in enc_args] + enc_outs):
+            # A non-aten op that takes and returns no tensor (torchvision::_cuda_version) never reaches a device.
+            self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
+            return _SKIP
+        key = (info.name, info.overload, tuple(enc_args), tuple(enc_outs), loc[0], loc[1], module_path, phase,
+               lib_loc, forward)
+        self.total += 1
+        entry = self.calls.get(key)
+        if entry is None:
+            entry = self.calls[key] = [self.total, 1, self.step]
+            self.order.append(key)
+        else:
+            entry[1] += 1
+        return entry
 
     # -- module paths ---------------------------------------------------------------------------------
     def forward_pre_hook(self, module, inputs):
@@ -457,91 +655,89 @@ class Recorder(object):
                 break
         return None
 
-    def module_path(self, phase):
-        if phase == "backward" or not self._module_stack:
-            return ""
-        if threading.current_thread() is not self._main_thread:
-            return ""
-        return self._module_stack[-1][1]
-
-    # -- backward bracketing (for autograd worker threads) --------------------------------------------
+    # -- phases: backward and optimizer entry points --------------------------------------------------
     def wrap_autograd(self):
+        """Wraps torch.autograd.backward/grad: calls inside are in the backward phase (autograd worker threads
+        included), located at the user's backward() line, and (1.13) the graph's nodes get pre-hooks."""
         rec = self
         for name in ("backward", "grad"):
             orig = getattr(torch.autograd, name, None)
             if orig is None:
                 continue
 
-            def make(orig):
+            def make(orig, name):
                 def wrapper(*args, **kwargs):
+                    if rec._pending is not None:
+                        rec.flush_pending()
                     frame = sys._getframe(1)
                     while frame is not None and rec._is_internal(frame.f_code):
                         frame = frame.f_back
                     prev_loc = rec._backward_loc
+                    prev_forward = rec._backward_forward
                     if frame is not None:
                         rec._backward_loc = (_rel_path(frame.f_code.co_filename), frame.f_lineno)
-                    rec._backward_depth += 1
+                    handles = ()
+                    if rec._autograd_node_fn is None:
+                        roots = args[0] if args else kwargs.get("tensors" if name == "backward" else "outputs")
+                        try:
+                            handles = rec.hook_backward_graph(roots if isinstance(roots, (list, tuple)) else [roots])
+                        except Exception:  # noqa: BLE001  (never break the script: backward ops keep the line)
+                            handles = ()
+                    rec._phase_stack.append("backward")
                     try:
                         return orig(*args, **kwargs)
                     finally:
-                        rec._backward_depth -= 1
+                        rec._phase_stack.pop()
+                        for h in handles:
+                            h.remove()
                         rec._backward_loc = prev_loc
+                        rec._backward_forward = prev_forward
                 wrapper.__wrapped__ = orig
                 wrapper.__name__ = getattr(orig, "__name__", name)
                 wrapper.__doc__ = getattr(orig, "__doc__", None)
                 return wrapper
 
-            setattr(torch.autograd, name, make(orig))
+            setattr(torch.autograd, name, make(orig, name))
 
-    # -- recording ------------------------------------------------------------------------------------
-    def op_info(self, func):
-        info = self._ops.get(func)
-        if info is None:
-            info = _OpInfo(func)
-            self._ops[func] = info
-        return info
+    def wrap_optimizers(self):
+        """Wraps step and zero_grad of every torch.optim.Optimizer subclass (those defined later too): calls inside
+        are in the optimizer phase even from the user's own helpers (a closure, a custom step's functions)."""
+        base = self._optimizer_cls
+        if base is None:
+            return
+        rec = self
 
-    def record(self, func, args, kwargs, out):
-        info = self.op_info(func)
-        if not info.record:
-            self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
-            return
-        enc_args = []
-        npos = len(args)
-        pos = 0
-        for (name, declared, kwarg_only, has_default, default) in info.args:
-            if not kwarg_only and pos < npos:
-                v = args[pos]
-                pos += 1
-            elif kwargs and name in kwargs:
-                v = kwargs[name]
-            elif has_default:
-                v = default
+        def make(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                rec._phase_stack.append("optimizer")
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    rec._phase_stack.pop()
+            wrapper._opprobe_phase = True
+            return wrapper
+
+        def wrap_class(cls):
+            for name in ("step", "zero_grad"):
+                fn = cls.__dict__.get(name)
+                if isinstance(fn, _pytypes.FunctionType) and not getattr(fn, "_opprobe_phase", False):
+                    setattr(cls, name, make(fn))
+
+        todo = [base]
+        while todo:
+            cls = todo.pop()
+            wrap_class(cls)
+            todo.extend(cls.__subclasses__())
+        orig = base.__dict__.get("__init_subclass__")
+
+        def init_subclass(cls, **kwargs):
+            if orig is not None:
+                orig.__func__(cls, **kwargs)
             else:
-                v = None
-            enc_args.append((name, _encode(v, declared)))
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        enc_outs = []
-        for o in outs:
-            if isinstance(o, (tuple, list)) and o and all(isinstance(x, torch.Tensor) for x in o):
-                enc_outs.extend(("tensor",) + _tensor_meta(x) for x in o)
-            else:
-                enc_outs.append(_encode(o, "Tensor" if isinstance(o, torch.Tensor) else ""))
-        if not info.aten and not any(e[0] in ("tensor", "tensor_list") for e in
-                                     [v for _, v in enc_args] + enc_outs):
-            # A non-aten op that takes and returns no tensor (torchvision::_cuda_version) never reaches a device.
-            self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
-            return
-        file, line, phase, lib_loc = self._where()
-        key = (info.name, info.overload, tuple(enc_args), tuple(enc_outs), file, line, self.module_path(phase), phase,
-               lib_loc)
-        self.total += 1
-        entry = self.calls.get(key)
-        if entry is None:
-            self.calls[key] = [self.total, 1, self.step]
-            self.order.append(key)
-        else:
-            entry[1] += 1
+                super(base, cls).__init_subclass__(**kwargs)
+            wrap_class(cls)
+        base.__init_subclass__ = classmethod(init_subclass)
 
     def boundary(self, kind):
         """A step boundary (xm.mark_step, torch_xla.sync, ...): later calls belong to the next step."""
@@ -556,7 +752,7 @@ class Recorder(object):
     def calls_json(self):
         out = []
         for key in self.order:
-            op, overload, args, outs, file, line, module_path, phase, lib_loc = key
+            op, overload, args, outs, file, line, module_path, phase, lib_loc, forward = key
             c = {
                 "op": op,
                 "overload": overload,
@@ -570,6 +766,13 @@ class Recorder(object):
             }
             if lib_loc is not None:
                 c["lib_loc"] = {"file": lib_loc[0], "line": lib_loc[1]}
+            if forward is not None:
+                f_op, f_loc, f_lib_loc, f_module_path = forward
+                f = {"op": f_op, "loc": {"file": f_loc[0], "line": f_loc[1]}}
+                if f_lib_loc is not None:
+                    f["lib_loc"] = {"file": f_lib_loc[0], "line": f_lib_loc[1]}
+                f["module_path"] = f_module_path
+                c["forward"] = f
             out.append(c)
         return out
 
@@ -593,6 +796,16 @@ def _promoted(args, kwargs):
     return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
 
 
+import torch.utils._python_dispatch as _python_dispatch  # noqa: E402
+
+# PyTorch 1.13 keeps its stack of dispatch modes in Python: the one mode C++ calls is a helper that pops the top mode
+# with a context manager on every call, which costs more than the recording itself. Where that is so, the capture
+# installs its mode as the C++ mode directly (the "direct" protocol) and falls back to the stack as soon as the
+# script enters a dispatch mode of its own. PyTorch 2.x keeps the stack in C++: the mode is entered as usual.
+_SET_DISPATCH_MODE = getattr(torch._C, "_set_torch_dispatch_mode", None)
+_DIRECT_PROTOCOL = _SET_DISPATCH_MODE is not None and hasattr(_python_dispatch, "_TorchDispatchStackMode")
+
+
 class _CaptureMode(TorchDispatchMode):
     def __init__(self, recorder, promote_dtypes=False):
         super(_CaptureMode, self).__init__()
@@ -602,21 +815,76 @@ class _CaptureMode(TorchDispatchMode):
         # on the promoted tensors; the call is recorded as the script dispatched it. A callable: whether the
         # script is using an XLA stand-in.
         self.promote_dtypes = promote_dtypes or (lambda: False)
+        self._direct = False
+        self._stacked = False
+        self._orig_push_mode = None
 
+    # -- entering and leaving -------------------------------------------------------------------------
+    def start(self):
+        if _DIRECT_PROTOCOL:
+            self._direct = True
+            _SET_DISPATCH_MODE(self)
+            self._orig_push_mode = orig_push = _python_dispatch._push_mode
+            mode = self
+
+            def push_mode(m):
+                if mode._direct and m is not mode:
+                    mode._to_stack()
+                return orig_push(m)
+            _python_dispatch._push_mode = push_mode
+        else:
+            self.__enter__()
+            self._stacked = True
+
+    def _to_stack(self):
+        """The script enters a dispatch mode of its own (1.13): from now on the capture's mode is the bottom of
+        PyTorch's mode stack, below the script's."""
+        self._direct = False
+        _SET_DISPATCH_MODE(None)
+        self._orig_push_mode(self)
+        self._stacked = True
+
+    def stop(self):
+        if self._direct:
+            self._direct = False
+            _SET_DISPATCH_MODE(None)
+        elif self._stacked:
+            self._stacked = False
+            if _DIRECT_PROTOCOL:
+                # modes the script left entered are above the capture's own
+                while _python_dispatch._len_torch_dispatch_stack() > 0 and _python_dispatch._pop_mode() is not self:
+                    pass
+            else:
+                self.__exit__(None, None, None)
+        if self._orig_push_mode is not None:
+            _python_dispatch._push_mode = self._orig_push_mode
+            self._orig_push_mode = None
+
+    # -- every call -----------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        direct = self._direct
+        if direct:
+            _SET_DISPATCH_MODE(None)
         try:
-            out = func(*args, **kwargs)
-        except RuntimeError as e:
-            p = _promoted(args, kwargs) if _is_dtype_mismatch(e) and self.promote_dtypes() else None
-            if p is None:
-                raise
-            out = func(*p[0], **p[1])
-        try:
-            self.recorder.record(func, args, kwargs, out)
-        except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
-            self.recorder.note_internal_error(func, e)
-        return out
+            rec = self.recorder
+            info = rec._ops.get(id(func))
+            if info is None:
+                info = rec.op_info(func)
+            try:
+                out = info.call(*args, **kwargs) if kwargs else info.call(*args)
+            except RuntimeError as e:
+                p = _promoted(args, kwargs or {}) if _is_dtype_mismatch(e) and self.promote_dtypes() else None
+                if p is None:
+                    raise
+                out = info.call(*p[0], **p[1])
+            try:
+                rec.record(func, info, args, kwargs, out)
+            except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
+                rec.note_internal_error(func, e)
+            return out
+        finally:
+            if direct:
+                _SET_DISPATCH_MODE(self)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -753,7 +1021,9 @@ def _print_script_traceback(exc_info, script_abs):
     sys.stderr.flush()
 
 
-def run_script(script, script_args, output, quiet=False):
+def run_script(script, script_args, output, quiet=False, progress=None):
+    """Runs the script under the capture and writes the trace. `progress`: None, "tty" or "lines" (the counter of
+    calls captured so far on stderr, capture_progress.py)."""
     output = os.path.abspath(output)  # before the script can chdir
     out_dir = os.path.dirname(output)
     if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
@@ -768,7 +1038,9 @@ def run_script(script, script_args, output, quiet=False):
     if hasattr(mod, "register_module_forward_hook"):
         hooks.append(mod.register_module_forward_hook(recorder.forward_hook))
     recorder.wrap_autograd()
+    recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
+    import capture_progress  # noqa: E402  (cli/capture/capture_progress.py)
     capture_standins.install(recorder.boundary)
 
     script_abs = os.path.abspath(script)
@@ -778,10 +1050,19 @@ def run_script(script, script_args, output, quiet=False):
     exit_status = 0
     error = None
     _install_sigterm()
+    mode = _CaptureMode(recorder, promote_dtypes=lambda: any(
+        r in capture_standins.used() for r in ("torch_xla", "torchax", "torch_xla2")))
+    counter = capture_progress.Counter(recorder, progress) if progress else None
     try:
-        with _CaptureMode(recorder, promote_dtypes=lambda: any(
-                r in capture_standins.used() for r in ("torch_xla", "torchax", "torch_xla2"))):
+        if counter is not None:
+            counter.start()
+        mode.start()
+        try:
             runpy.run_path(script_abs, run_name="__main__")
+        finally:
+            mode.stop()
+            if counter is not None:
+                counter.stop()
     except SystemExit as e:
         code = e.code
         if code is None:

@@ -20,6 +20,9 @@ torch_xla.sync, ...) so each call carries the step it belongs to. Calls of every
 A script that raises or calls sys.exit(n) still leaves the trace recorded so far, with the error in
 the trace; the shim then exits with the script's status (1 for an exception). The trace file is
 written atomically (temp file + rename). Works with PyTorch 1.13 and 2.x.
+
+`--progress tty` redraws a counter of the calls captured so far on stderr (a terminal) while the script runs;
+`--progress lines` prints it as a plain line every few seconds (capture_progress.py).
 """
 
 import os
@@ -30,7 +33,7 @@ _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 if _SHIM_DIR not in sys.path:
     sys.path.insert(0, _SHIM_DIR)
 
-USAGE = "usage: opprobe_capture.py --output TRACE.json [--quiet] -- SCRIPT.py [ARGS...]"
+USAGE = "usage: opprobe_capture.py --output TRACE.json [--quiet] [--progress tty|lines] -- SCRIPT.py [ARGS...]"
 
 
 def _usage_error(message):
@@ -41,6 +44,7 @@ def _usage_error(message):
 def main(argv):
     output = None
     quiet = False
+    progress = None
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -64,6 +68,12 @@ def main(argv):
             quiet = True
             i += 1
             continue
+        if a == "--progress":
+            if i + 1 >= len(argv) or argv[i + 1] not in ("tty", "lines"):
+                return _usage_error("--progress needs tty or lines")
+            progress = argv[i + 1]
+            i += 2
+            continue
         if a.startswith("-"):
             return _usage_error("unknown option %s" % a)
         break  # first non-option: the script
@@ -83,7 +93,7 @@ def main(argv):
                          "has PyTorch, e.g. /usr/bin/python3 on Debian\n" % (sys.executable, e))
         return 2
     import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py; imports torch)
-    return capture_recorder.run_script(script, rest[1:], output, quiet=quiet)
+    return capture_recorder.run_script(script, rest[1:], output, quiet=quiet, progress=progress)
 
 
 if __name__ == "__main__":

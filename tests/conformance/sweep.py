@@ -149,7 +149,7 @@ def main():
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(figures, fh, indent=1, sort_keys=True)
-    for op, reason, sig, where in fixed:
+    for op, reason in fixed:
         print("  no longer fails (remove from %s): %s\t%s\t%s" % (os.path.basename(a.expected), a.family, op, reason))
     if new:
         print("NEW failures (not in %s):" % os.path.basename(a.expected))

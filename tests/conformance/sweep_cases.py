@@ -241,6 +241,17 @@ def nn_cases():
         "CTCLoss": (lambda: nn.CTCLoss(), lambda: (torch.log_softmax(f(6, 2, 5), 2), torch.randint(1, 5, (2, 3)),
                                                    torch.tensor([6, 5]), torch.tensor([3, 2]))),
     }
+    # classes that newer PyTorch versions add (2.x): only where they exist, so older versions' figures stay
+    newer = {
+        "CircularPad1d": (lambda: nn.CircularPad1d(1), x3),
+        "CircularPad2d": (lambda: nn.CircularPad2d(1), x4),
+        "CircularPad3d": (lambda: nn.CircularPad3d(1), x5),
+        "ZeroPad1d": (lambda: nn.ZeroPad1d(2), x3),
+        "ZeroPad3d": (lambda: nn.ZeroPad3d(1), x5),
+        "LPPool3d": (lambda: nn.LPPool3d(2, 2), x5),
+        "RMSNorm": (lambda: nn.RMSNorm(8), x4),
+    }
+    cases.update({n: spec for n, spec in newer.items() if hasattr(nn, n)})
     # every other class in torch.nn that is a Module: build it without arguments and feed a 4-D input
     names = sorted(n for n, c in vars(nn).items() if inspect.isclass(c) and issubclass(c, nn.Module))
     out = []
@@ -330,10 +341,10 @@ def vision_run(name, fn, kind):
             else:
                 m([torch.rand(3, 64, 80)])
     else:
-        if name.startswith("raft"):
+        if name.startswith("raft"):  # torchvision 0.24 wants feature maps of 16x16 at least: 128x128 frames
             m = fn(**kw).eval()
             with torch.no_grad():
-                m(torch.rand(1, 3, 64, 64), torch.rand(1, 3, 64, 64), num_flow_updates=2)
+                m(torch.rand(1, 3, 128, 128), torch.rand(1, 3, 128, 128), num_flow_updates=2)
             return
         m = fn(**kw).eval()
         if name.startswith("mvit") or name == "s3d":
@@ -344,10 +355,12 @@ def vision_run(name, fn, kind):
             m(x)
 
 
-def vision_family(kind, part=None, parts=1):
+def vision_family(kind, part=None, parts=1, only=None):
     builders = vision_builders(kind)
     for i, (name, fn) in enumerate(builders):
         if part is not None and i % parts != part:
+            continue
+        if only is not None and name not in only:
             continue
         run_case(name, lambda: vision_run(name, fn, kind))
 
@@ -356,6 +369,28 @@ for _p in range(3):
     FAMILIES["vision_classification%d" % (_p + 1)] = (lambda p: (lambda: vision_family("classification", p, 3)))(_p)
 FAMILIES["vision_detection"] = lambda: vision_family("detection")
 FAMILIES["vision_video"] = lambda: vision_family("video")
+
+# `models_sample`: a representative subset of the model families (vision_*, audio_models) that runs in a few
+# minutes, the PyTorch 2.x tier's ctest (sweep_torch2_models_sample; docs/coverage.md): a small builder of most
+# torchvision classification architectures (CNNs, mobile nets, a ViT, a Swin), two detectors (roi_align, nms), two
+# segmenters, two video models and optical flow, and the small torchaudio models in eval and train. The full
+# families stay the longer run.
+MODELS_SAMPLE = {
+    "classification": ("alexnet", "convnext_tiny", "densenet121", "efficientnet_b0", "googlenet", "inception_v3",
+                       "mnasnet0_5", "mobilenet_v2", "mobilenet_v3_small", "regnet_x_400mf", "regnet_y_400mf",
+                       "resnet18", "resnext50_32x4d", "shufflenet_v2_x0_5", "squeezenet1_1", "swin_t", "vit_b_32"),
+    "detection": ("fasterrcnn_mobilenet_v3_large_320_fpn", "maskrcnn_resnet50_fpn", "deeplabv3_mobilenet_v3_large",
+                  "lraspp_mobilenet_v3_large"),
+    "video": ("r2plus1d_18", "r3d_18", "raft_small"),
+    "audio": ("Conformer", "ConvTasNet", "DeepSpeech", "Emformer", "RNNT", "Tacotron2", "Wav2Letter", "WaveRNN"),
+}
+
+
+@family("models_sample")
+def models_sample_family():
+    for kind in ("classification", "detection", "video"):
+        vision_family(kind, only=MODELS_SAMPLE[kind])
+    audio_family(transforms=False, only=MODELS_SAMPLE["audio"])
 
 
 # --------------------------------------------------------------------------------------------- torchaudio
@@ -369,14 +404,14 @@ def audio_models_family():
     audio_family(transforms=False)
 
 
-def audio_family(models=True, transforms=True):
+def audio_family(models=True, transforms=True, only=None):
     import torchaudio
     import torchaudio.models as A
     import torchaudio.transforms as T
     wav = lambda n=1600: torch.rand(1, n) * 2 - 1
     spec = lambda: T.Spectrogram(n_fft=64)(wav())
     cspec = lambda: T.Spectrogram(n_fft=64, power=None)(wav())
-    transforms = {
+    cases = {  # the transforms' cases (the `transforms` argument says whether they run)
         "Spectrogram": lambda: T.Spectrogram(n_fft=64)(wav()),
         "Spectrogram_complex": lambda: T.Spectrogram(n_fft=64, power=None, center=False)(wav()),
         "InverseSpectrogram": lambda: T.InverseSpectrogram(n_fft=64)(cspec()),
@@ -418,9 +453,9 @@ def audio_family(models=True, transforms=True):
             T.PSD()(T.Spectrogram(n_fft=64, power=None)(torch.rand(2, 1600)), torch.rand(33, 51)), 0),
     }
     for n in sorted(x for x in dir(T) if not x.startswith("_") and x[0].isupper()):
-        if n not in transforms and not any(k.startswith(n + "_") for k in transforms):
-            transforms[n] = None
-    for n, fn in sorted(transforms.items() if transforms else []):
+        if n not in cases and not any(k.startswith(n + "_") for k in cases):
+            cases[n] = None
+    for n, fn in sorted(cases.items() if transforms else []):
         if fn is None:
             print("SKIP %s: no case written for this transform" % n, file=sys.stderr)
             RESULTS["skip"] += 1
@@ -486,7 +521,7 @@ def audio_family(models=True, transforms=True):
     # the large variants share their layers with the base ones: eval only, to keep the sweep's time down
     large = ("large", "xlarge", "hdemucs_", "lv60k")
     for n, fn in sorted(models.items()):
-        if fn is None:
+        if fn is None or (only is not None and n not in only):
             continue
         for train in ((False,) if any(k in n for k in large) else (False, True)):
             def go(fn=fn, train=train):

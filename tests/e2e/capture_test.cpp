@@ -199,6 +199,65 @@ TEST_F(CaptureTest, ModulePathsSourceLinesPhasesAndNoGrad) {
   EXPECT_EQ(full->arg("device", 4)->ToString(), "cpu");
 }
 
+// Issue 12.9 on real calls: a call made inside a library (a package under a site-packages folder) records the
+// library frame beside the user's line, and each backward call the forward call whose autograd node made it (torch
+// 2.x tells which node runs; 1.13 through pre-hooks on the graph's nodes): the same trace on both.
+TEST_F(CaptureTest, LibraryFramesAndTheForwardCallsOfBackwardCalls) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/library_calls.py"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::string script = "tests/fixtures/traces/scripts/library_calls.py";
+  const analyzer::Node* mul = Find(*g, "aten::mul.Tensor", "forward");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->loc, (analyzer::SourceLoc{script, 16}));
+  EXPECT_EQ(mul->lib_loc, (analyzer::SourceLoc{"fakelib/__init__.py", 7}));
+  EXPECT_TRUE(mul->forward.empty());
+
+  const analyzer::Node* mul_bw = Find(*g, "aten::mul.Tensor", "backward");
+  ASSERT_NE(mul_bw, nullptr);
+  EXPECT_EQ(mul_bw->loc, (analyzer::SourceLoc{script, 18}));  // the .backward() line
+  EXPECT_TRUE(mul_bw->lib_loc.empty());
+  EXPECT_EQ(mul_bw->forward.op, "aten::mul.Tensor");
+  EXPECT_EQ(mul_bw->forward.loc, (analyzer::SourceLoc{script, 16}));
+  EXPECT_EQ(mul_bw->forward.lib_loc, (analyzer::SourceLoc{"fakelib/__init__.py", 7}));
+
+  const analyzer::Node* tanh_bw = Find(*g, "aten::tanh_backward", "backward");
+  ASSERT_NE(tanh_bw, nullptr);
+  EXPECT_EQ(tanh_bw->forward.op, "aten::tanh");
+  EXPECT_EQ(tanh_bw->forward.loc, (analyzer::SourceLoc{script, 17}));
+  EXPECT_TRUE(tanh_bw->forward.lib_loc.empty());
+  // The initial gradient (ones_like) belongs to no forward call.
+  const analyzer::Node* seed = Find(*g, "aten::ones_like", "backward");
+  ASSERT_NE(seed, nullptr);
+  EXPECT_TRUE(seed->forward.empty());
+
+  // In a module tree: the forward call's module path (backward calls have none of their own).
+  auto m = Opprobe({"capture", "-o", Trace("m.json"), "--", kPython, "tests/fixtures/traces/scripts/modules_nograd.py"});
+  ASSERT_EQ(m.status, 0) << m.err;
+  auto mg = analyzer::LoadTrace(Trace("m.json"));
+  ASSERT_TRUE(mg.ok()) << mg.status().message();
+  const analyzer::Node* sig_bw = Find(*mg, "aten::sigmoid_backward", "backward");
+  ASSERT_NE(sig_bw, nullptr);
+  EXPECT_EQ(sig_bw->module_path, "");
+  EXPECT_EQ(sig_bw->forward.op, "aten::sigmoid");
+  EXPECT_EQ(sig_bw->forward.module_path, "block.inner");
+  EXPECT_EQ(sig_bw->forward.loc.ToString(), "modules_nograd.py 14");
+}
+
+// A script's own dispatch mode sees its calls, and the capture still records every call, after the mode too.
+TEST_F(CaptureTest, AScriptsOwnDispatchMode) {
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/own_dispatch_mode.py"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the script's mode saw aten.mul.Tensor aten.relu.default\n"));
+  auto doc = json::parse(Slurp(Trace()));
+  EXPECT_FALSE(doc.contains("recorder_errors")) << doc["recorder_errors"].dump();
+  std::vector<std::string> ops;
+  for (const auto& c : doc["calls"]) ops.push_back(c["op"].get<std::string>());
+  EXPECT_EQ(ops, (std::vector<std::string>{"aten::ones", "aten::add", "aten::mul", "aten::relu", "aten::sub"}));
+  EXPECT_EQ(doc["calls"][4]["loc"]["line"], 20);
+}
+
 // Real aten calls covering every value kind the capture writes; all of them load.
 TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
   auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/value_kinds.py"});
@@ -308,6 +367,70 @@ TEST_F(CaptureTest, TerminatedCaptureKeepsItsTrace) {
   EXPECT_EQ(doc["error"]["type"], "SIGTERM");
   EXPECT_GE(doc["total_calls"].get<int>(), 2);
   EXPECT_LT(doc["total_calls"].get<int>(), 600);
+}
+
+// Issue 12.11: on a terminal (a pseudo-terminal here) a counter of the calls captured so far is redrawn on stderr
+// while the script runs, erased before each line the script writes and at the end; never joined to the script's
+// output. `opprobe analyze -- script` shows it too; -q shows none.
+TEST_F(CaptureTest, CounterOfCallsCapturedSoFarOnATerminal) {
+  auto in_pty = [&](const std::string& args, const std::string& out) {
+    std::string cmd = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && /usr/bin/python3 tests/e2e/scripts/run_in_pty.py " +
+                      Quote(out) + " " + Quote(OPPROBE_BIN) + " " + args + " -- " + Quote(kPython) +
+                      " tests/fixtures/traces/scripts/counts_slowly.py >/dev/null 2>&1";
+    int rc = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+    return Slurp(out);
+  };
+  const std::string erase = "\r\x1b[K";
+  std::string out = in_pty("capture -o " + Quote(Trace()), (dir_ / "pty.txt").string());
+  EXPECT_THAT(out, HasSubstr(erase + "opprobe: captured "));
+  size_t counters = 0;
+  for (size_t pos = out.find("opprobe: captured "); pos != std::string::npos;
+       pos = out.find("opprobe: captured ", pos + 1)) {
+    ++counters;
+    size_t end = out.find(" distinct)", pos);
+    ASSERT_NE(end, std::string::npos) << out;
+    EXPECT_EQ(out.substr(end + 10, erase.size()), erase) << "a counter left drawn at " << pos << ":\n" << out;
+  }
+  EXPECT_GE(counters, 2u) << out;
+  // The script's lines are whole (a pseudo-terminal ends lines with \r\n), the partial one too.
+  EXPECT_THAT(out, HasSubstr("first line of the script\r\n"));
+  EXPECT_THAT(out, HasSubstr("half way\r\n"));
+  EXPECT_THAT(out, HasSubstr("partial line, ended\r\n"));
+  EXPECT_THAT(out, HasSubstr("partial line, ended\r\nopprobe: recorded "));  // the last counter already erased
+  EXPECT_EQ(json::parse(Slurp(Trace()))["status"], "ok");
+
+  std::string quiet = in_pty("capture -q -o " + Quote(Trace("q.json")), (dir_ / "pty_quiet.txt").string());
+  EXPECT_THAT(quiet, HasSubstr("half way"));
+  EXPECT_THAT(quiet, Not(HasSubstr("opprobe: captured")));
+  EXPECT_THAT(quiet, Not(HasSubstr("opprobe: recorded")));
+
+  std::string analyze = in_pty("analyze --no-cache -o " + Quote(Trace("r.json")), (dir_ / "pty_analyze.txt").string());
+  EXPECT_THAT(analyze, HasSubstr(erase + "opprobe: captured "));
+  EXPECT_THAT(analyze, HasSubstr("half way\r\n"));
+  std::string analyze_quiet =
+      in_pty("analyze -q --no-cache -o " + Quote(Trace("rq.json")), (dir_ / "pty_analyze_quiet.txt").string());
+  EXPECT_THAT(analyze_quiet, Not(HasSubstr("opprobe: captured")));
+}
+
+// Off a terminal: no counter, unless --progress asks for plain lines (one every 5 s).
+TEST_F(CaptureTest, CounterOffATerminalOnlyWithProgress) {
+  auto plain = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/counts_slowly.py"});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_THAT(plain.err, Not(HasSubstr("opprobe: captured")));
+  EXPECT_THAT(plain.err, HasSubstr("opprobe: recorded "));
+  EXPECT_THAT(plain.out, HasSubstr("partial line, ended\n"));
+
+  auto lines = Opprobe({"capture", "--progress", "-o", Trace(), "--", kPython,
+                        "tests/fixtures/traces/scripts/counts_slowly.py", "5.5"});
+  ASSERT_EQ(lines.status, 0) << lines.err;
+  EXPECT_THAT(lines.err, ::testing::ContainsRegex("opprobe: captured [0-9]+ calls \\([0-9]+ distinct\\) so far\n"));
+  EXPECT_THAT(lines.err, Not(HasSubstr("\x1b[K")));
+
+  auto contradiction = Opprobe({"capture", "--progress", "--no-progress", "-o", Trace(), "--", kPython,
+                                "tests/fixtures/traces/scripts/counts_slowly.py"});
+  EXPECT_EQ(contradiction.status, 2);
+  EXPECT_THAT(contradiction.err, HasSubstr("--progress and --no-progress contradict each other"));
 }
 
 TEST_F(CaptureTest, Help) {

@@ -21,6 +21,7 @@ using testing::RunOpprobe;
 constexpr const char* kFailed = "tests/fixtures/traces/honest/failed_detection.json";
 constexpr const char* kGap = "tests/fixtures/traces/honest/lowering_gap.json";
 constexpr const char* kNothing = "tests/fixtures/traces/honest/nothing.json";
+constexpr const char* kOrigins = "tests/fixtures/traces/honest/origins.json";
 
 class HonestE2E : public testing::TempDirTest {};
 
@@ -86,6 +87,53 @@ TEST_F(HonestE2E, CustomOpsAndAFailedScriptInEveryFormat) {
   EXPECT_EQ(j["summary"]["custom_op_calls"], 4);
   EXPECT_EQ(j["aten_support_percentage"], "50.00%");
   EXPECT_GT(j["summary"]["wall_seconds"].get<double>(), 0.0);
+}
+
+// Issue 12.9: a call made inside a library names the library's frame beside the user's line, and a backward op the
+// forward call whose autograd node made it beside the .backward() line, in every format; places relative to the
+// script's folder (the trace's lib_loc and forward, as the capture records them).
+TEST_F(HonestE2E, LibraryFramesAndForwardCallsInEveryFormat) {
+  const std::vector<std::pair<std::string, std::string>> formats = {
+      {"json", "r.json"}, {"text", "r.txt"},     {"markdown", "r.md"},  {"junit", "r.xml"},
+      {"sarif", "r.sarif"}, {"github", "r.gh"}, {"html", "r.html"}};
+  std::vector<std::string> args = {"analyze", kOrigins, "--no-cache", "--backend", "rules:neuron-trn1"};
+  for (const auto& [f, file] : formats) args.push_back("--format=" + f + "=" + Path(file));
+  auto r = RunOpprobe(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  const std::string library = "via fakevision/ops/spectral.py:41";
+  const std::string forward = "backward of aten::mul.Tensor at models/head.py:12 via fakevision/ops/spectral.py:41 in head";
+  for (const auto& [f, file] : formats) {
+    std::string text = ReadWholeFile(Path(file));
+    ASSERT_FALSE(text.empty()) << f;
+    if (f == "json") continue;  // structured below
+    EXPECT_NE(text.find(library), std::string::npos) << f << "\n" << text;
+    EXPECT_NE(text.find(forward), std::string::npos) << f << "\n" << text;
+  }
+  // The text report puts the origin under its entry, below the op column.
+  std::string txt = ReadWholeFile(Path("r.txt"));
+  EXPECT_NE(txt.find("aten::mul  c64[4], c64[4]"), std::string::npos) << txt;
+  json j = json::parse(ReadWholeFile(Path("r.json")));
+  int forward_entries = 0, backward_entries = 0;
+  for (const auto& e : j["unsupported_operators"]["aten"]) {
+    if (e["phase"] == "forward") {
+      ++forward_entries;
+      EXPECT_EQ(e["call"], "head.py 12");
+      EXPECT_EQ(e["library_place"], "fakevision/ops/spectral.py:41");
+      EXPECT_FALSE(e.contains("forward_call")) << e.dump();
+    } else {
+      ++backward_entries;
+      EXPECT_EQ(e["call"], "train.py 30");
+      EXPECT_FALSE(e.contains("library_place")) << e.dump();
+      EXPECT_EQ(e["forward_call"], json({{"op", "aten::mul.Tensor"},
+                                         {"place", "models/head.py:12"},
+                                         {"library_place", "fakevision/ops/spectral.py:41"},
+                                         {"module_path", "head"}}));
+    }
+  }
+  EXPECT_EQ(forward_entries, 1) << j.dump(2);
+  EXPECT_EQ(backward_entries, 1) << j.dump(2);
+  // The backward add without a forward call (a gradient accumulation) is supported and stays out of the lists.
+  EXPECT_EQ(j["summary"]["aten_calls"], 4);
 }
 
 TEST_F(HonestE2E, AScriptThatRaisesMidwayIsAPartialAnalysis) {

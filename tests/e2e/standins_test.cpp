@@ -28,11 +28,13 @@ using ::testing::Not;
 using testing::ReadWholeFile;
 using testing::RunOpprobe;
 
-// Debian's PyTorch 1.13 by default; OPPROBE_STANDINS_PYTHON names another interpreter (a PyTorch 2.x virtual
+// Debian's PyTorch 1.13 by default; OPPROBE_STANDINS_PYTHON (or else OPPROBE_TEST_PYTHON, which the torch2 tier's
+// tests/torch2/with_torch2.sh sets: ctest torch2_standins) names another interpreter (a PyTorch 2.x virtual
 // environment's python) to run the same tests there.
 const std::string kPython = [] {
-  const char* p = std::getenv("OPPROBE_STANDINS_PYTHON");
-  return std::string(p && *p ? p : "/usr/bin/python3");
+  for (const char* var : {"OPPROBE_STANDINS_PYTHON", "OPPROBE_TEST_PYTHON"})
+    if (const char* p = std::getenv(var); p && *p) return std::string(p);
+  return std::string("/usr/bin/python3");
 }();
 
 class StandinsE2E : public testing::TempDirTest {

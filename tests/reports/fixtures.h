@@ -157,6 +157,7 @@ inline AnalysisResult KitchenSink() {
   auto cast2 = cast;  // same print, different scalar args in the trace: merged in the reports
   cast2.count = 2;
   auto idot = Op("aten::mm", "default", "s32[8,64], s32[64,10]", "/home/user/proj/model.py", 52, {3});
+  idot.lib_loc = {"torchvision/models/resnet.py", 285};  // made inside a library that model.py:52 called
   idot.module_path = "fc";
   idot.program = "forward";
   idot.phase = "forward";
@@ -171,6 +172,7 @@ inline AnalysisResult KitchenSink() {
   weird.module_path = "layer1.0";
   weird.program = "backward";
   weird.phase = "backward";
+  weird.forward = {"aten::_weird_forward", {"/opt/ext/custom_ops.py", 3}, {"torchvision/ops/misc.py", 70}, "layer1.0"};
   auto add = Op("aten::add", "Tensor", "f32[8,64], f32[8,64]", "/home/user/proj/model.py", 45, {5}, 10);
   add.module_path = "layer1.0";
   add.program = "backward";

@@ -1,0 +1,53 @@
+# `scripts/bench capture`: what `opprobe capture` costs the script it runs (#17.6). Two workloads, each run plain
+# and under `opprobe capture` side by side, with Debian's PyTorch 1.13 (/usr/bin/python3) and with PyTorch 2.x (the
+# torch2 environment, requirements/torch2.txt):
+#   - a loop of tiny ops (scripts/lib/tiny_ops.py: add, mul and relu on 4-element tensors; per call, the best of 5
+#     loops of 30000 calls), next to a dispatch mode that only calls the op (the least any capture through a Python
+#     dispatch mode costs);
+#   - resnet50's training step (scripts/lib/resnet50_train.py: batch 2x3x64x64, SGD; the fastest of 4 steps after
+#     the first, and the first, which is where the capture meets each distinct call for the first time).
+# Each pair alternates $OPPROBE_BENCH_ROUNDS times (default 3) and the best figure of each side counts, since the
+# machine is shared. Prints the ratios and #17.6's targets: the tiny-op loop at most 3x, resnet50's step at most
+# 1.15x. Sourced by scripts/bench.
+BENCH_TARGETS+=(opprobe)
+
+bench_capture() {
+  local bin="$OPPROBE_BUILD_DIR/opprobe" rounds="${OPPROBE_BENCH_ROUNDS:-3}"
+  local tiny="$OPPROBE_ROOT/scripts/lib/tiny_ops.py" resnet="$OPPROBE_ROOT/scripts/lib/resnet50_train.py"
+  local torch2
+  torch2="$(opprobe_venv torch2)"
+  local work
+  work="$(mktemp -d /tmp/opprobe-bench-capture-XXXXXX)"
+  trap 'rm -rf "'"$work"'"' RETURN
+  # The value of KEY in the `opprobe-bench k=v ...` line of a run's output.
+  field() { sed -n "s/^opprobe-bench .*$1=\([0-9.]*\).*/\1/p" | tail -1; }
+  min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "") print b; else if (b == "") print a; else print (b < a ? b : a) }'; }
+  plain() { "$py" "$@"; }
+  captured() { "$bin" capture -q -o "$work/trace.json" -- "$py" "$@"; }
+
+  echo "capture: the cost of \`opprobe capture\` to the script it runs, best of $rounds rounds"
+  echo "  ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  local py version
+  for py in /usr/bin/python3 "$torch2"; do
+    version="$("$py" -c 'import torch; print(torch.__version__)')"
+    local tp="" tc="" tn="" rp="" rc="" rp1="" rc1="" out k
+    for k in $(seq "$rounds"); do
+      tp=$(min "$tp" "$(plain "$tiny" | field us_per_call)")
+      tc=$(min "$tc" "$(captured "$tiny" | field us_per_call)")
+      tn=$(min "$tn" "$(plain "$tiny" 30000 5 noop | field us_per_call)")
+      out="$(plain "$resnet" 5)"
+      rp=$(min "$rp" "$(field step_s <<<"$out")")
+      rp1=$(min "$rp1" "$(field first_step_s <<<"$out")")
+      out="$(captured "$resnet" 5)"
+      rc=$(min "$rc" "$(field step_s <<<"$out")")
+      rc1=$(min "$rc1" "$(field first_step_s <<<"$out")")
+    done
+    echo "  torch $version ($py)"
+    printf '    %-44s plain %8.3f us  captured %8.3f us  %5sx  (target 3x; a dispatch mode that only calls the op: %sx)\n' \
+      "tiny-op loop, per call" "$tp" "$tc" "$(ratio "$tc" "$tp")" "$(ratio "$tn" "$tp")"
+    printf '    %-44s plain %8.3f s   captured %8.3f s   %5sx  (target 1.15x)\n' \
+      "resnet50 training step (a later step)" "$rp" "$rc" "$(ratio "$rc" "$rp")"
+    printf '    %-44s plain %8.3f s   captured %8.3f s   %5sx\n' \
+      "resnet50 training step (the first)" "$rp1" "$rc1" "$(ratio "$rc1" "$rp1")"
+  done
+}
