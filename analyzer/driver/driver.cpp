@@ -314,6 +314,8 @@ GraphAnalysis::~GraphAnalysis() = default;
 
 bool GraphAnalysis::any_aten_call() const { return s_->any_aten; }
 
+void GraphAnalysis::set_cache(compiler_probe::ProbeCache* cache) { s_->options.cache = cache; }
+
 void GraphAnalysis::Add(Node&& n) {
   State& s = *s_;
   s.any_aten = s.any_aten || n.op.starts_with("aten::") || n.op.starts_with("prims::");

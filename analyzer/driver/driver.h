@@ -53,6 +53,9 @@ class GraphAnalysis final : public NodeSink {
   void Add(Node&& node) override;
   // Whether a node added so far is an aten:: or prims:: call (a graph without one has nothing to analyze).
   bool any_aten_call() const;
+  // The probe cache Finish asks (replacing DriverOptions::cache): opened once the inputs have loaded, so that a bad
+  // input is reported before anything touches the cache.
+  void set_cache(compiler_probe::ProbeCache* cache);
   // The analysis of the nodes added, with `graph`'s other fields (model, input kind, programs, capture; its nodes are
   // not read). Call once.
   AnalysisResult Finish(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table);

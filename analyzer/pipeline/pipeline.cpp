@@ -164,16 +164,18 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   d.dump_dir = options.dump_dir;
   d.ignore_ops = options.ignore_ops;
   d.on_progress = options.on_progress;
-  std::unique_ptr<compiler_probe::ProbeCache> cache;
-  compiler_probe::SharedProbeCache* shared = nullptr;
-  if (options.use_cache) {
-    OPPROBE_ASSIGN_OR_RETURN(cache, OpenCaches(options, shared));
-    d.cache = cache.get();
-  }
-  // Shards and per-unit leases on a shared cache; a lease outlives the longest probe.
-  compiler_probe::FleetBackend fleet(backend, shared, {options.shard_index, options.shard_count},
-                                     options.probe_timeout_seconds + 30);
-  auto mark_shard = [&](AnalysisResult r) {
+  // The caches open once the inputs have loaded: a bad input is one line, with no word about the cache before it.
+  // Then shards and per-unit leases on a shared cache; a lease outlives the longest probe.
+  auto probe = [&](auto&& analyze) -> Expected<AnalysisResult> {
+    std::unique_ptr<compiler_probe::ProbeCache> cache;
+    compiler_probe::SharedProbeCache* shared = nullptr;
+    if (options.use_cache) {
+      OPPROBE_ASSIGN_OR_RETURN(cache, OpenCaches(options, shared));
+      d.cache = cache.get();
+    }
+    compiler_probe::FleetBackend fleet(backend, shared, {options.shard_index, options.shard_count},
+                                       options.probe_timeout_seconds + 30);
+    AnalysisResult r = analyze(fleet);
     r.summary.shard_index = options.shard_index;
     r.summary.shard_count = options.shard_count;
     r.summary.shard_skipped = fleet.skipped();
@@ -191,13 +193,18 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     }
     std::vector<NamedModule> named;
     for (const auto& m : loaded) named.push_back({m.name, m.module.get()});
-    return mark_shard(AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d));
+    return probe([&](compiler_probe::Backend& fleet) {
+      return AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d);
+    });
   }
   // The calls go into the analysis as they are read: a large trace is never held whole.
   GraphAnalysis analysis(d);
   OPPROBE_ASSIGN_OR_RETURN(Graph graph, LoadInto(inputs, analysis));
   if (!analysis.any_aten_call()) return NothingToAnalyze(graph, paths);
-  return mark_shard(analysis.Finish(graph, fleet, LoweringTable::Builtin()));
+  return probe([&](compiler_probe::Backend& fleet) {
+    analysis.set_cache(d.cache);
+    return analysis.Finish(graph, fleet, LoweringTable::Builtin());
+  });
 }
 
 }  // namespace opprobe::analyzer

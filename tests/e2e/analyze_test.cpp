@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -165,13 +166,29 @@ TEST_F(AnalyzeE2E, BadInputIsOneLineExit2AndNoReport) {
       {{"analyze", "-o", report, "--backend", "rules:nope", "samples/traces/supported.json"}, "neither a built-in profile"},
       {{"analyze", "-o", report}, "nothing to analyze"},
   };
-  for (const auto& c : cases) {
-    auto r = RunOpprobe(c.args);
-    EXPECT_EQ(r.exit_code, 2) << c.args.back() << ": " << r.err;
-    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
-    EXPECT_FALSE(std::filesystem::exists(report)) << "no report on bad input";
-  }
+  auto check_all = [&](const std::string& where) {
+    for (const auto& c : cases) {
+      auto r = RunOpprobe(c.args);
+      EXPECT_EQ(r.exit_code, 2) << where << c.args.back() << ": " << r.err;
+      EXPECT_NE(r.err.find(c.message), std::string::npos) << where << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << where << "one line: " << r.err;
+      EXPECT_FALSE(std::filesystem::exists(report)) << where << "no report on bad input";
+    }
+  };
+  check_all("");
+  // Still one line where the default cache folder cannot be used (a CI runner whose HOME is not writable): the
+  // input is read before the cache is opened, so its error is all there is to say.
+  std::string home = Path("home-is-a-file");
+  std::ofstream(home) << "x";
+  const char* old_home = std::getenv("HOME");
+  const char* old_xdg = std::getenv("XDG_CACHE_HOME");
+  std::string saved_home = old_home ? old_home : "", saved_xdg = old_xdg ? old_xdg : "";
+  ::setenv("HOME", home.c_str(), 1);
+  ::unsetenv("XDG_CACHE_HOME");
+  check_all("unusable default cache: ");
+  if (old_home) ::setenv("HOME", saved_home.c_str(), 1);
+  else ::unsetenv("HOME");
+  if (old_xdg) ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
 }
 
 }  // namespace
