@@ -141,7 +141,7 @@ Status NothingToAnalyze(const Graph& graph, const std::vector<std::string>& path
 
 Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
                                        const AnalysisOptions& options) {
-  if (paths.empty()) return InvalidInput("no input: give a trace, a .pt2, HLO, or a script to capture");
+  if (paths.empty()) return InvalidInput("no input: give a trace, a .pt2, HLO, StableHLO, or a script to capture");
   std::vector<Input> inputs;
   for (const auto& p : paths) {
     OPPROBE_ASSIGN_OR_RETURN(Input in, DetectInput(p));

@@ -2,6 +2,7 @@
 // their metadata, the HLO each op becomes, the corpus file, and bad input (one located line, never a crash).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -378,6 +379,27 @@ TEST(StableHloReader, OldStyleDenseAttributesAsTheCorpusHas) {
   const Instruction* rw = Find(*m, Opcode::kReduceWindow);
   ASSERT_TRUE(rw);
   EXPECT_EQ(WindowToString(*rw->window), "{size=1x1x3x3 stride=1x1x2x2}");
+}
+
+// The JAX programs of tests/fixtures/stablehlo/jax, in every form JAX writes, read; a program's forms agree.
+TEST(StableHloReader, JaxFixturesInEveryForm) {
+  std::map<std::string, std::string> by_program;
+  int read = 0;
+  for (const auto& e : std::filesystem::directory_iterator("tests/fixtures/stablehlo/jax")) {
+    if (e.path().extension() != ".mlir") continue;
+    auto m = ParseStableHlo(testing::ReadTestFile(e.path().string()), e.path().filename().string());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    ++read;
+    std::string program = e.path().filename().string();
+    program = program.substr(0, program.find('.'));
+    std::string canonical = Canonical(**m);
+    if (e.path().filename().string().find(".export.") != std::string::npos) continue;  // composites differ
+    auto [it, first] = by_program.emplace(program, canonical);
+    if (!first) {
+      EXPECT_EQ(it->second, canonical) << e.path();
+    }
+  }
+  EXPECT_GE(read, 17);
 }
 
 // Bad input: one line naming source:line:col, whatever the bytes.
