@@ -666,7 +666,18 @@ class Converter {
     return Status::Ok();
   }
 
+  // Regions inside regions and calls inside called functions are converted recursively; a chain deeper than
+  // this is refused (MLIR printed by a compiler nests far less).
+  static constexpr int kMaxNesting = 64;
+  struct Nesting {
+    explicit Nesting(int& d) : depth(d) { ++depth; }
+    ~Nesting() { --depth; }
+    int& depth;
+  };
+
   Expected<std::vector<Instruction*>> ConvertOp(const Operation& op) {
+    Nesting nesting(nesting_);
+    if (nesting_ > kMaxNesting) return OpErr(op, fmt::format("regions and calls nested more than {} deep", kMaxNesting));
     const std::string base = Base(op.name);
     const OpMetadata md = op.has_location ? MetadataOf(op.location) : OpMetadata{};
     OPPROBE_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ResultShapes(op));
@@ -1004,10 +1015,10 @@ class Converter {
     if (i.opcode == Opcode::kTranspose) {
       const Shape& in = i.operands[0]->shape;
       if (!in.IsArray() || static_cast<int>(i.dimensions.size()) != in.rank() || in.rank() != i.shape.rank()) return;
-      std::vector<int64_t> inverse(i.dimensions.size(), 0);
+      std::vector<int64_t> inverse(i.dimensions.size(), -1);
       for (size_t k = 0; k < i.dimensions.size(); ++k) {
         int64_t d = i.dimensions[k];
-        if (d < 0 || d >= in.rank()) return;
+        if (d < 0 || d >= in.rank() || inverse[static_cast<size_t>(d)] >= 0) return;  // not a permutation
         inverse[static_cast<size_t>(d)] = static_cast<int64_t>(k);
       }
       std::vector<int64_t> m;
@@ -1757,6 +1768,7 @@ class Converter {
   std::set<std::string> in_progress_;
   std::vector<Frame> frames_;
   std::unique_ptr<Builder> root_;
+  int nesting_ = 0;
 };
 
 }  // namespace

@@ -418,10 +418,13 @@ class Parser {
         if (Peek() == '?') {
           ++p_;
           t.dims.push_back(-1);
-        } else {
-          auto d = ParseMagnitude();
-          if (!d.ok() || *d > (uint64_t{1} << 62)) return Err(dpos, "tensor dimension out of range");
-          t.dims.push_back(static_cast<int64_t>(*d));
+        } else {  // decimal only: `tensor<0x3xf32>` is a 0 by 3 tensor, not 0x3
+          uint64_t d = 0;
+          while (IsDigit(Peek())) {
+            d = d * 10 + static_cast<uint64_t>(s_[p_++] - '0');
+            if (d > (uint64_t{1} << 62)) return Err(dpos, "tensor dimension out of range");
+          }
+          t.dims.push_back(static_cast<int64_t>(d));
         }
         if (Peek() != 'x') return Err(p_, fmt::format("expected 'x' after a tensor dimension, got {}", Describe()));
         ++p_;

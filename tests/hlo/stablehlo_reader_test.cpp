@@ -488,6 +488,27 @@ TEST(StableHloReader, DeeplyNestedInputIsRefusedNotACrash) {
   ExpectOneLocatedLine(ReadError(deep), "test.mlir:3:");
   std::string types = "module {\n func.func @main(%a: " + std::string(5000, 't') + ") {}\n}";
   ExpectOneLocatedLine(ReadError(types), "test.mlir:2:");
+  // A chain of 200 functions, each calling the next, converts recursively: refused past a depth, not a crash.
+  std::string chain = "module {\n";
+  for (int k = 0; k < 200; ++k)
+    chain += "func.func @" + (k ? "f" + std::to_string(k) : std::string("main")) +
+             "(%a: tensor<f32>) -> tensor<f32> {\n %0 = call @f" +
+             std::to_string(k + 1) + "(%a) : (tensor<f32>) -> tensor<f32>\n return %0 : tensor<f32>\n}\n";
+  chain += "func.func @f200(%a: tensor<f32>) -> tensor<f32> {\n return %a : tensor<f32>\n}\n}\n";
+  std::string e = ReadError(chain);
+  ExpectOneLocatedLine(e, "test.mlir:");
+  EXPECT_NE(e.find("nested more than 64 deep"), std::string::npos) << e;
+}
+
+TEST(StableHloReader, ZeroSizedDimensionsAreDecimal) {
+  auto m = Read(R"(module {
+  func.func @main(%arg0: tensor<0x3xf32>) -> tensor<0x3xf32> {
+    return %arg0 : tensor<0x3xf32>
+  }
+}
+)");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->entry()->root()->shape.ToString(), "f32[0,3]{1,0}");
 }
 
 TEST(StableHloReader, TellsMlirTextFromOtherInput) {
