@@ -678,6 +678,23 @@ class Converter {
   Expected<std::vector<Instruction*>> ConvertOp(const Operation& op) {
     Nesting nesting(nesting_);
     if (nesting_ > kMaxNesting) return OpErr(op, fmt::format("regions and calls nested more than {} deep", kMaxNesting));
+    const bool was_unknown = unknown_;
+    unknown_ = false;
+    auto results = ConvertKnownOp(op);
+    const bool converted_as_unknown = unknown_;
+    unknown_ = was_unknown;
+    // Items outside a known op's syntax (kept by the reader as `__words`) are a mistake in the text; an op this
+    // reader does not know keeps whatever its syntax has.
+    if (results.ok() && !converted_as_unknown)
+      if (const Attr* w = op.Find("__words"); w && !w->elements.empty()) {
+        const Attr& first = w->elements[0];
+        return Err(first.pos, fmt::format("unexpected {} in operation {}",
+                                          Quote(first.kind == Attr::Kind::kEnum ? first.text : "value"), Quote(op.name)));
+      }
+    return results;
+  }
+
+  Expected<std::vector<Instruction*>> ConvertKnownOp(const Operation& op) {
     const std::string base = Base(op.name);
     const OpMetadata md = op.has_location ? MetadataOf(op.location) : OpMetadata{};
     OPPROBE_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ResultShapes(op));
@@ -991,6 +1008,7 @@ class Converter {
   // An op with no HLO translation here: one instruction named after it, unsupported everywhere.
   Expected<std::vector<Instruction*>> Unknown(const Operation& op, const std::vector<Instruction*>& ops,
                                               const std::vector<Shape>& shapes, const OpMetadata& md) {
+    unknown_ = true;
     auto i = Make(Opcode::kCustomCall, {}, ops);
     i->unknown_opcode = op.name;
     if (shapes.empty()) {
@@ -1769,6 +1787,7 @@ class Converter {
   std::vector<Frame> frames_;
   std::unique_ptr<Builder> root_;
   int nesting_ = 0;
+  bool unknown_ = false;  // ConvertKnownOp fell back to Unknown
 };
 
 }  // namespace

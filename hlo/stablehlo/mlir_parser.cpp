@@ -1679,6 +1679,20 @@ class Parser {
         words.push_back(std::move(e));
         continue;
       }
+      if (c == '#' || (c == '<' && Peek(1) != '{')) {  // an attribute of an op's own syntax (`<@mesh, [{}]>`)
+        Attr a;
+        a.pos = p_;
+        if (c == '#') {
+          OPPROBE_ASSIGN_OR_RETURN(a, ParseAttr());
+        } else {
+          size_t open = p_++;
+          OPPROBE_RETURN_IF_ERROR(SkipBalanced('<', '>', open));
+          a.kind = Attr::Kind::kOther;
+          a.text = std::string(s_.substr(open + 1, p_ - open - 2));
+        }
+        words.push_back(std::move(a));
+        continue;
+      }
       if (c == '-' || IsDigit(c)) {  // a bare number (`stablehlo.constant 1.0 : ...` is not StableHLO, but be exact)
         Attr n;
         n.pos = p_;
@@ -1854,9 +1868,13 @@ class Parser {
       op.callees.clear();
       return Status::Ok();
     }
-    if (!words.empty() && base != "optimization_barrier")
-      return Err(words[0].pos, fmt::format("unexpected {} in operation {}",
-                                           Quote(words[0].kind == Attr::Kind::kEnum ? words[0].text : "value"), Quote(op.name)));
+    if (!words.empty()) {  // positional items no known form has: the conversion refuses them for ops it knows
+      Attr list;
+      list.kind = Attr::Kind::kArray;
+      list.pos = words[0].pos;
+      list.elements = std::move(words);
+      op.attributes.emplace_back("__words", std::move(list));
+    }
     if (base == "broadcast_in_dim") return Rename(op, "dims", "broadcast_dimensions");
     if (base == "transpose") return Rename(op, "dims", "permutation");
     if (base == "reverse") return Rename(op, "dims", "dimensions");

@@ -27,6 +27,8 @@ std::string ReadError(const std::string& text) {
 
 std::string Canonical(const Module& m) { return ToString(m, PrintOptions::Canonical()); }
 
+void ExpectOneLocatedLine(const std::string& message, const std::string& where);
+
 const Instruction* Find(const Module& m, Opcode op, int nth = 0) {
   for (const auto& c : m.computations())
     for (const auto& i : c->instructions())
@@ -353,7 +355,8 @@ TEST(StableHloReader, OpsWithoutHloTranslationAreUnknownInstructions) {
     %1 = stablehlo.uniform_dequantize %0 : (tensor<4x!quant.uniform<i8:f32, 1.000000e+00>>) -> tensor<4xf32>
     %2 = stablehlo.some_future_op %1, %1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     %3 = chlo.lgamma %2 : tensor<4xf32> -> tensor<4xf32>
-    return %3 : tensor<4xf32>
+    %4 = sdy.sharding_constraint %3 <@mesh, [{"x"}]> : tensor<4xf32>
+    return %4 : tensor<4xf32>
   }
 }
 )");
@@ -362,7 +365,17 @@ TEST(StableHloReader, OpsWithoutHloTranslationAreUnknownInstructions) {
   for (const auto& i : m->entry()->instructions())
     if (!i->unknown_opcode.empty()) unknown.push_back(i->unknown_opcode + " " + i->shape.ToString());
   EXPECT_EQ(unknown, (std::vector<std::string>{"stablehlo.uniform_quantize s8[4]{0}", "stablehlo.uniform_dequantize f32[4]{0}",
-                                               "stablehlo.some_future_op f32[4]{0}", "chlo.lgamma f32[4]{0}"}));
+                                               "stablehlo.some_future_op f32[4]{0}", "chlo.lgamma f32[4]{0}",
+                                               "sdy.sharding_constraint f32[4]{0}"}));
+  // A known op with something its syntax does not have is an error, not a guess.
+  ExpectOneLocatedLine(ReadError(R"(module {
+  func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %arg0, %arg0, LT : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+)"),
+                       "test.mlir:3:38: unexpected 'LT' in operation 'stablehlo.add'");
 }
 
 TEST(StableHloReader, OldStyleDenseAttributesAsTheCorpusHas) {
