@@ -1380,6 +1380,8 @@ class Parser {
   }
 
   Status CheckDialect(const Operation& op) {
+    if (op.name.empty() || !std::all_of(op.name.begin(), op.name.end(), IsIdChar))
+      return Err(op.pos, fmt::format("malformed operation name {}", Quote(op.name)));
     auto dot = op.name.find('.');
     if (dot == std::string::npos || dot == 0)
       return Err(op.pos, fmt::format("operation {} has no dialect prefix (expected e.g. 'stablehlo.add')", Quote(op.name)));
