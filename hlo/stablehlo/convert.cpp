@@ -1368,7 +1368,8 @@ class Converter {
     std::vector<int64_t> strides, lhs_dil, rhs_dil, reversal, pad;
     if (const Attr* w = op.Find("__window")) {  // pretty: window = {stride = [..], pad = [[..]], ...}
       if (w->kind != Attr::Kind::kDict) return Err(w->pos, "convolution: malformed window");
-      for (const auto& [k, v] : w->dict) {
+      for (const auto& v : w->dict) {
+        const std::string& k = v.key;
         OPPROBE_ASSIGN_OR_RETURN(auto vals, Ints(op, v));
         if (k == "stride") strides = vals;
         else if (k == "pad") pad = vals;

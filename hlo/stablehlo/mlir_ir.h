@@ -71,7 +71,8 @@ struct Attr {
   std::string name;  // kDict/kEnum/kOther: the dialect attribute's name
   std::string text;  // kString/kSymbol/kEnum/kOther
   std::vector<Attr> elements;
-  std::vector<std::pair<std::string, Attr>> dict;
+  std::vector<Attr> dict;  // kDict: the entries, each with its `key` (a vector of pairs would need Attr complete)
+  std::string key;         // an entry of a kDict: its name
   std::shared_ptr<DenseLiteral> dense;
   Type type;          // kInt/kFloat/kDense: the attribute's type (`: i64`, `: tensor<2xi64>`); kType: the type
   size_t pos = 0;     // offset in the text
@@ -82,6 +83,9 @@ struct Attr {
 
 using NamedAttrs = std::vector<std::pair<std::string, Attr>>;
 const Attr* FindAttr(const NamedAttrs& attrs, const std::string& key);
+// A dictionary's entries as a kDict attribute's `dict` (keys in each entry's `key`), and back.
+std::vector<Attr> ToDict(NamedAttrs attrs);
+NamedAttrs FromDict(const std::vector<Attr>& dict);
 
 // A location as written: unknown, `"name"` (with an optional child), `"file":line:col`, `callsite(a at b)`,
 // `fused[...]`, or a `#loc` alias resolved after the whole file is read (aliases come at the end).

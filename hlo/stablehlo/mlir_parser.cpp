@@ -14,7 +14,26 @@
 
 namespace opprobe::hlo::stablehlo {
 
-const Attr* Attr::Get(const std::string& key) const { return FindAttr(dict, key); }
+const Attr* Attr::Get(const std::string& k) const {
+  for (const auto& e : dict)
+    if (e.key == k) return &e;
+  return nullptr;
+}
+
+std::vector<Attr> ToDict(NamedAttrs attrs) {
+  std::vector<Attr> out;
+  for (auto& [k, v] : attrs) {
+    v.key = k;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+NamedAttrs FromDict(const std::vector<Attr>& dict) {
+  NamedAttrs out;
+  for (const auto& e : dict) out.emplace_back(e.key, e);
+  return out;
+}
 
 const Attr* FindAttr(const NamedAttrs& attrs, const std::string& key) {
   for (const auto& [k, v] : attrs)
@@ -593,7 +612,8 @@ class Parser {
     char c = Peek();
     if (c == '{') {
       a.kind = Attr::Kind::kDict;
-      OPPROBE_ASSIGN_OR_RETURN(a.dict, ParseAttrDict());
+      OPPROBE_ASSIGN_OR_RETURN(NamedAttrs entries, ParseAttrDict());
+      a.dict = ToDict(std::move(entries));
       return a;
     }
     if (c == '[') {
@@ -911,7 +931,7 @@ class Parser {
     if (name != "stablehlo.conv" && name != "mhlo.conv" && name != "stablehlo.bounds" && name != "mhlo.bounds") {
       NamedAttrs d;
       dict = ParseDictBody(d, end - 1);
-      if (dict) a.dict = std::move(d);
+      if (dict) a.dict = ToDict(std::move(d));
     }
     p_ = save;
     a.kind = dict ? Attr::Kind::kDict : Attr::Kind::kOther;
@@ -1277,7 +1297,7 @@ class Parser {
         NamedAttrs a;
         if (arg_attrs && arg_attrs->kind == Attr::Kind::kArray && i < arg_attrs->elements.size() &&
             arg_attrs->elements[i].kind == Attr::Kind::kDict)
-          a = arg_attrs->elements[i].dict;
+          a = FromDict(arg_attrs->elements[i].dict);
         f.argument_attributes.push_back(std::move(a));
         f.argument_locations.emplace_back();
       }
@@ -1484,7 +1504,8 @@ class Parser {
         if (key.empty()) return Err(kpos, fmt::format("expected a name, got {}", Describe()));
         OPPROBE_RETURN_IF_ERROR(Expect('='));
         OPPROBE_ASSIGN_OR_RETURN(Attr v, ParsePrettyValue());
-        a.dict.emplace_back(std::move(key), std::move(v));
+        v.key = std::move(key);
+        a.dict.push_back(std::move(v));
       } while (Consume(','));
       OPPROBE_RETURN_IF_ERROR(Expect('}'));
       return a;
