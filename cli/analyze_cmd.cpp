@@ -148,8 +148,8 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "analyze",
       "Analyze a model: lower its aten ops to HLO, probe the backend with every unique instruction, report.\n"
       "Inputs: an opprobe trace (.json), a torch.export .pt2 archive or ExecuTorch ETRecord, HLO text (.hlo/.txt),\n"
-      "an HloProto/HloModuleProto (.hlo.pb), a folder of HLO dumps, or `-- <python> script.py args...` to capture\n"
-      "and analyze a script in one step.");
+      "an HloProto/HloModuleProto (.hlo.pb), a folder of HLO dumps, StableHLO MLIR text (.mlir: JAX's, torch_xla's),\n"
+      "or `-- <python> script.py args...` to capture and analyze a script in one step.");
   cmd->add_option("inputs", args->inputs, "Model files (or, after `--`, the Python command to capture)");
   cmd->add_option("-b,--backend", args->backend_spec,
                   "Backend spec: interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...]; see "
@@ -189,6 +189,7 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "  opprobe analyze samples/traces/resnet18_train.json --backend rules:cpu -o report.json\n"
       "  opprobe analyze model.pt2 --backend interp --verbosity 1 -o report.json\n"
       "  opprobe analyze dump.hlo --backend rules:neuron-trn1 --dump-dir repro/\n"
+      "  opprobe analyze model.stablehlo.mlir --backend rules:tpu\n"
       "  opprobe analyze --lowering torch_xla --backend rules:neuron-trn1 -- venv/bin/python train_xla.py\n"
       "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
       "(or the captured script failed: reports are written, marked partial; or no aten call was captured),\n"

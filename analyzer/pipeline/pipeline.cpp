@@ -10,6 +10,7 @@
 #include "analyzer/driver/driver.h"
 #include "analyzer/loaders/hlo_loader.h"
 #include "analyzer/loaders/pt2_loader.h"
+#include "analyzer/loaders/stablehlo_loader.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "compiler_probe/disk_cache.h"
 #include "compiler_probe/registry.h"
@@ -41,6 +42,7 @@ std::string_view InputKindName(InputKind kind) {
     case InputKind::kTrace: return "trace";
     case InputKind::kPt2: return "pt2";
     case InputKind::kHlo: return "hlo";
+    case InputKind::kStableHlo: return "stablehlo";
   }
   return "?";
 }
@@ -58,10 +60,11 @@ Expected<Input> DetectInput(const std::string& path) {
     OPPROBE_ASSIGN_OR_RETURN(InputKind kind, KindOfJson(path, h));
     return Input{path, kind};
   }
+  if (LooksLikeStableHlo(path, h)) return Input{path, InputKind::kStableHlo};
   if (LooksLikeHlo(path)) return Input{path, InputKind::kHlo};
   return InvalidInput(fmt::format(
       "{}: not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, "
-      "an ExecuTorch ETRecord, HLO text, an .hlo.pb proto, or a folder of HLO dumps)",
+      "an ExecuTorch ETRecord, HLO text, an .hlo.pb proto, a folder of HLO dumps, or StableHLO .mlir text)",
       path));
 }
 
@@ -73,8 +76,9 @@ Expected<Graph> LoadInto(const std::vector<Input>& inputs, NodeSink& sink) {
   Graph merged;
   std::vector<std::string> models;
   for (const auto& in : inputs) {
-    if (in.kind == InputKind::kHlo)
-      return InvalidInput(fmt::format("{}: HLO input cannot be mixed with aten inputs", in.path));
+    if (in.kind == InputKind::kHlo || in.kind == InputKind::kStableHlo)
+      return InvalidInput(fmt::format("{}: {} input cannot be mixed with aten inputs", in.path,
+                                      in.kind == InputKind::kHlo ? "HLO" : "StableHLO"));
     Expected<Graph> g = in.kind == InputKind::kTrace ? LoadTrace(in.path, sink) : LoadPt2(in.path);
     if (!g.ok()) return g.status();
     for (auto& n : g->nodes) sink.Add(std::move(n));
@@ -153,7 +157,7 @@ Status NothingToAnalyze(const Graph& graph, const std::vector<std::string>& path
 
 Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
                                        const AnalysisOptions& options) {
-  if (paths.empty()) return InvalidInput("no input: give a trace, a .pt2, HLO, or a script to capture");
+  if (paths.empty()) return InvalidInput("no input: give a trace, a .pt2, HLO, StableHLO, or a script to capture");
   std::vector<Input> inputs;
   for (const auto& p : paths) {
     OPPROBE_ASSIGN_OR_RETURN(Input in, DetectInput(p));
@@ -182,19 +186,22 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     return r;
   };
 
-  const bool any_hlo = std::any_of(inputs.begin(), inputs.end(), [](const Input& in) { return in.kind == InputKind::kHlo; });
-  if (any_hlo) {
+  auto is_hlo = [](const Input& in) { return in.kind == InputKind::kHlo || in.kind == InputKind::kStableHlo; };
+  if (std::any_of(inputs.begin(), inputs.end(), is_hlo)) {
     std::vector<LoadedHloModule> loaded;
     for (const auto& in : inputs) {
-      if (in.kind != InputKind::kHlo)
-        return InvalidInput(fmt::format("{}: aten inputs cannot be mixed with HLO inputs", in.path));
-      OPPROBE_ASSIGN_OR_RETURN(auto modules, LoadHlo(in.path));
+      if (!is_hlo(in)) return InvalidInput(fmt::format("{}: aten inputs cannot be mixed with HLO inputs", in.path));
+      OPPROBE_ASSIGN_OR_RETURN(auto modules, in.kind == InputKind::kHlo ? LoadHlo(in.path) : LoadStableHlo(in.path));
       for (auto& m : modules) loaded.push_back(std::move(m));
     }
     std::vector<NamedModule> named;
     for (const auto& m : loaded) named.push_back({m.name, m.module.get()});
     return probe([&](compiler_probe::Backend& fleet) {
-      return AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d);
+      AnalysisResult r = AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d);
+      // StableHLO is analyzed as the HLO it converts to; the report says which the input was.
+      if (std::all_of(inputs.begin(), inputs.end(), [](const Input& in) { return in.kind == InputKind::kStableHlo; }))
+        r.input_kind = "stablehlo";
+      return r;
     });
   }
   // The calls go into the analysis as they are read: a large trace is never held whole.

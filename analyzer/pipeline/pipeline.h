@@ -19,9 +19,9 @@
 namespace opprobe::analyzer {
 
 // What a path holds: an opprobe trace JSON; a torch.export .pt2 archive, an ExecuTorch ETRecord or a bare
-// ExportedProgram JSON; HLO (text, HloProto/HloModuleProto binary, or a folder of dumps).
-enum class InputKind { kTrace, kPt2, kHlo };
-std::string_view InputKindName(InputKind kind);  // "trace", "pt2", "hlo"
+// ExportedProgram JSON; HLO (text, HloProto/HloModuleProto binary, or a folder of dumps); StableHLO (MLIR text).
+enum class InputKind { kTrace, kPt2, kHlo, kStableHlo };
+std::string_view InputKindName(InputKind kind);  // "trace", "pt2", "hlo", "stablehlo"
 
 struct Input {
   std::string path;
@@ -57,7 +57,7 @@ struct AnalysisOptions {
   std::function<void(const std::string&)> on_warning;
 };
 
-// Loads `paths` (all aten inputs, or all HLO inputs) and analyzes them with `backend`. An aten input without a
+// Loads `paths` (all aten inputs, or all HLO and StableHLO inputs) and analyzes them with `backend`. An aten input without a
 // single aten call is bad input ("no aten calls were captured from SCRIPT"), never an empty 100% report.
 Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
                                        const AnalysisOptions& options);
