@@ -159,7 +159,9 @@ class XlaCpu:
         return exe.execute(args)
 
 
-# iree-compile's options: the llvm-cpu backend of the local HAL device, code for the host CPU, StableHLO input.
+# iree-compile's options: the llvm-cpu backend of the local HAL device, code for the host CPU, StableHLO input, f64
+# kept as f64 (IREE demotes it to f32 by default). Verdicts are cached under the backend's version (IreeLlvmCpu's
+# `version`): a change here that can change a verdict changes that string too.
 IREE_COMPILE_FLAGS = ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
                       "--iree-llvmcpu-target-cpu=host", "--iree-input-type=stablehlo",
                       "--iree-input-demote-f64-to-f32=false"]
@@ -288,6 +290,10 @@ def main(argv):
             exe = compiler.compile(module)
         except CompileError as e:
             reply(STAGE_COMPILE, e.code, e.message)
+            continue
+        except Exception as e:  # noqa: BLE001 - e.g. IREE's runtime refusing the module it compiled
+            code, msg = split_status(str(e))
+            reply(STAGE_COMPILE, code, msg)
             continue
         if not execute:
             reply(STAGE_OK, 0, "")

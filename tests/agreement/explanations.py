@@ -1,0 +1,119 @@
+"""Why verdict sources differ on a unit: each known difference, stated once, matched to the units it explains.
+
+scripts/agreement.py writes the matching explanation next to every disagreement in docs/agreement.md; a disagreement no
+rule here explains reads "not known yet", so a new kind of difference is visible rather than silently accepted.
+Each finding about IREE was reproduced outside opprobe (jax.jit's own HLO, converted and compiled the same way) before
+it was written down here."""
+
+import re
+
+GENERAL = [
+    "- Random number generators (`rng`, `rng-bit-generator`) run but are not compared: which numbers a",
+    "  generator draws is the implementation's choice (XLA's and IREE's streams are not interp's).",
+    "- Reductions (`reduce`, `reduce-window`, `select-and-scatter`) get their reducer's identity as init",
+    "  value instead of a random one: XLA only defines reductions whose init is an identity and may apply",
+    "  it any number of times, so a random init would measure the compiler's reduction tree, not the op.",
+    "- `dot`, `convolution` and reductions are compared with an absolute tolerance of at least rtol times",
+    "  the output's largest magnitude: summation order is the compiler's choice, and sums that cancel to near zero",
+    "  differ by rounding.",
+    "- Both compilers are fed what jaxlib's HloModuleProto-to-StableHLO converter makes of the unit (the converter",
+    "  jax uses), so a unit the converter cannot import is unsupported on both with the converter's message.",
+    "- IREE is asked to keep f64 as f64 (`--iree-input-demote-f64-to-f32=false`; IREE demotes it to f32 by default)",
+    "  and to generate code for the host CPU (`--iree-llvmcpu-target-cpu=host`).",
+]
+
+# Why a backend does not run a unit that another runs: (backend or None for any, pattern on its reason or a predicate
+# over the unit, why). The first match wins.
+RULES = [
+    (None, "LiteralProto has no layout",
+     "opprobe's HloModuleProto writer leaves a constant literal's shape without a layout, which jaxlib's converter "
+     "refuses, so neither compiler sees the unit; XLA compiles constants in any real module. A gap in opprobe, not in "
+     "the compilers: the fix belongs in hlo/proto_io.cpp (in progress on another branch)."),
+    (None, lambda u: u["opcode"] == "custom-call" and "AwsNeuron" in u["signature"],
+     "AWS Neuron's custom calls exist only in neuronx-cc; neither XLA's CPU compiler nor IREE implements them."),
+    ("iree:llvm-cpu", r"undefined symbol: (\w+)",
+     "IREE's llvm-cpu executables link no C math library: an f64 transcendental (tanh, sin, fmod, ...) becomes an "
+     "undefined symbol. IREE demotes f64 to f32 by default for this reason; with f64 kept (as here, so that f64 is "
+     "probed as f64) these units do not compile."),
+    ("iree:llvm-cpu", r"Dialect `mhlo' not found for custom op 'mhlo\.(erf|return)'",
+     "jaxlib's converter keeps HLO instructions that StableHLO has no op for (`erf`; a `fusion`'s body) as MHLO "
+     "ops, and IREE reads only StableHLO and CHLO. A JAX program reaches IREE with `chlo.erf` instead, which IREE "
+     "compiles: this is the converter's limit, not IREE's."),
+    ("iree:llvm-cpu", r"failed to legalize operation 'stablehlo\.(fft|triangular_solve)'",
+     "IREE's StableHLO input conversion has no lowering for this op (fft, triangular_solve) on llvm-cpu."),
+    ("iree:llvm-cpu", r"failed to legalize operation 'stablehlo\.custom_call'",
+     "a custom call names a target of one compiler (XLA's CPU runtime, LAPACK, Neuron); IREE implements none of "
+     "them."),
+    ("iree:llvm-cpu", r"'linalg\.generic' op inferred input/output operand",
+     "an IREE compiler bug: a convolution whose 3x3 window with stride 2 and padding 1 covers a 2x2 input (a 1x1 "
+     "output) fails IREE's own verifier; reproduced with jax.jit's StableHLO of the same convolution, without "
+     "opprobe or the converter."),
+    ("iree:llvm-cpu", r"'stream\.async\.splat' op operand #0 must be .* but got 'i128'",
+     "IREE cannot fill a buffer with a 128-bit value: a c128 `pad` (its padding value) does not compile."),
+]
+
+# Numbers that differ from interp: (backend or None, pattern on the reason or a predicate over the unit, why).
+NUMBER_RULES = [
+    (None, lambda u: u["opcode"] == "reduce" and u["signature"].startswith("("),
+     "a variadic (value, index) reduction (argmin, argmax, max-pool indices) gets random init values: the comparison "
+     "gives only single-output reducers (add, multiply, and, or, maximum, minimum) their identity. XLA assumes an "
+     "init value is an identity and may drop it (a reduction over one element becomes a reshape), so an init that "
+     "wins in interp is ignored by XLA. In a model the init is the lowering's identity constant ((+-inf, index)); a "
+     "fix belongs in compiler_probe/pjrt/pjrt_backend.cpp (UseIdentityInitValues)."),
+    (None, lambda u: u["opcode"] == "set-dimension-size",
+     "a bounded dynamic output (`T[<=N]`): only the prefix up to the dynamic size is defined. XLA leaves the "
+     "elements past it undefined and IREE returns the output at its dynamic size, while interp keeps the bound; the "
+     "valid prefix agrees."),
+    (None, lambda u: u["opcode"] == "custom-call" and 'custom_call_target="Eigh"' in u["signature"] and all(
+        v["reason"].startswith("numerics: output 0 ") for v in u["verdicts"].values()
+        if v["reason"].startswith("numerics: ")),
+     "eigenvectors (output 0 of XLA's `Eigh`) are unique only up to sign (and order among equal eigenvalues): XLA's "
+     "Jacobi solver and interp pick different ones. The eigenvalues (output 1) agree; the conformance suite aligns "
+     "signs before comparing and finds opprobe's eigh/svd lowerings right."),
+    ("iree:llvm-cpu", lambda u: u["opcode"] == "sort" and "is_stable=true" in u["signature"],
+     "IREE's sort is not stable: `is_stable=true` is not honored, so equal keys come out in another order and the "
+     "indices sorted with them differ (reproduced with a 64-element sort of repeated keys through jax.jit's own HLO)."),
+    ("iree:llvm-cpu", lambda u: u["opcode"] == "gather",
+     "IREE does not clamp out-of-range gather start indices as StableHLO's gather specifies (XLA and interp clamp); "
+     "opprobe's random inputs hold out-of-range indices. Reproduced with jax.jit: indices [30, 2] into 24 elements "
+     "give IREE 0 (an unclamped read) where XLA gives 23. PyTorch checks its indices, so models are unaffected."),
+    ("iree:llvm-cpu", lambda u: "<=" in u["signature"] and u["opcode"] == "set-dimension-size",
+     "a bounded dynamic shape: IREE returns the output at its dynamic size, XLA and interp at its bound (the "
+     "valid prefix agrees); the comparison wants the bound."),
+]
+
+# opprobe's lowering against torch_xla's HLO for the same aten call: (predicate over the comparison's row, why).
+TORCH_XLA_RULES = []
+
+
+def _matches(pattern, unit, reason):
+    if callable(pattern):
+        return pattern(unit)
+    return re.search(pattern, reason) is not None
+
+
+def explain(a, b, unit):
+    """Why a and b disagree on whether the unit runs (the one that does not run is explained), or None."""
+    va, vb = unit["verdicts"][a], unit["verdicts"][b]
+    runs = lambda v: v["kind"] == "supported" or v["reason"].startswith("numerics: ")  # noqa: E731
+    loser = a if not runs(va) else b
+    reason = unit["verdicts"][loser]["reason"]
+    for backend, pattern, why in RULES:
+        if backend in (None, loser) and _matches(pattern, unit, reason):
+            return why
+    return None
+
+
+def explain_numbers(backend, unit):
+    reason = unit["verdicts"][backend]["reason"]
+    for b, pattern, why in NUMBER_RULES:
+        if b in (None, backend) and _matches(pattern, unit, reason):
+            return why
+    return None
+
+
+def explain_torch_xla(row):
+    for pred, why in TORCH_XLA_RULES:
+        if pred(row):
+            return why
+    return None
