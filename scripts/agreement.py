@@ -322,7 +322,7 @@ def shapeless(reason):
     return r[:220]
 
 
-def write_doc(units, inputs, txla_rows, quick_figures, path, seconds):
+def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
     full = dict(figures(units), **txla.figures(txla_rows))
     L = [
         "# Agreement of opprobe's verdict sources with real compilers",
@@ -339,8 +339,8 @@ def write_doc(units, inputs, txla_rows, quick_figures, path, seconds):
         "compiler_probe/pjrt/pjrt_backend.h). `recorded` is the rules profile `opprobe profile record --backend xla:cpu`",
         "writes from xla:cpu's verdicts on all these units, applied to the same units: it must give xla:cpu's answer.",
         "",
-        "Full run: {} units in {:.0f} minutes on this project's CI machine (2 cores).".format(full.get("units", 0),
-                                                                                            seconds / 60),
+        "This run: `{}`, {} units in {:.0f} minutes on this project's CI machine (2 busy cores).".format(
+            command, full.get("units", 0), seconds / 60),
         "",
         "## Inputs",
         "",
@@ -361,6 +361,10 @@ def write_doc(units, inputs, txla_rows, quick_figures, path, seconds):
         probed = sum(1 for u in units.values() if complete(u) and s in u["sources"])
         shown = ", ".join("`{}`".format(x) for x in labels)
         L.append("| {} | {} | {} | {} |".format(SOURCE_TITLES[s], shown, n, probed))
+    left = [s for s in SOURCES if not any(src == s for src, _, _ in inputs)]
+    if left:
+        L += ["", "**Not in this run** (`--sources` left them out; every figure below is over the sources above only): " +
+              ", ".join(SOURCE_TITLES[s] for s in left) + "."]
     L += ["", "Left out for time: " + ", ".join("`{}`".format(f) for f in sorted(TOO_SLOW)) + ".", "",
           "## Totals", "", "| figure | all inputs | quick subset |", "| --- | --- | --- |"]
     for k in sorted(set(full) | set(quick_figures)):
@@ -566,7 +570,8 @@ def main():
         inputs = inputs_for(a.opprobe, a.work, False, a.reuse, sources)
         units = collect(a.opprobe, inputs, cache, a.work, SAMPLED, PER_CLASS)
         rows = torch_xla_rows(a, a.work, False)
-        write_doc(units, inputs, rows, quick, a.out, time.time() - t0)
+        command = "scripts/agreement" + ("" if sources == SOURCES else " --sources " + ",".join(sources))
+        write_doc(units, inputs, rows, quick, a.out, time.time() - t0, command)
     log("wrote {} ({} units, {} calls against torch_xla)".format(a.out, figures(units).get("units", 0), len(rows)))
 
 

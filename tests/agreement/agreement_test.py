@@ -123,6 +123,14 @@ ENTRY %IrToHlo.22 (p0.1: f32[8]) -> (f32[8], s64[8]) {
         self.assertEqual(txla.opcode_types(self.HLO), {("compare", "pred"), ("iota", "s32"), ("sort", "f32,s32"),
                                                        ("convert", "s64")})
 
+    def test_explanations_match_the_difference_they_state(self):
+        sort = {"op": "aten::sort.stable", "missing": [("convert", "s64"), ("iota", "s32"), ("sort", "f32,s32")],
+                "extra": [("iota", "s64"), ("sort", "f32,s64")]}
+        self.assertIn("indices as s32", explanations.explain_torch_xla(sort))
+        # The same difference on an op no rule names, or another difference on sort, stays unexplained.
+        self.assertIsNone(explanations.explain_torch_xla(dict(sort, op="aten::cumsum")))
+        self.assertIsNone(explanations.explain_torch_xla(dict(sort, missing=[("while", "s32")])))
+
     def test_figures_count_statuses(self):
         rows = [{"status": "same HLO", "results": "match", "verdicts": {}},
                 {"status": "HLO differs", "results": "mismatch", "verdicts": {"tpu": ("supported", "unsupported")}},

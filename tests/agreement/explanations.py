@@ -83,7 +83,46 @@ NUMBER_RULES = [
 ]
 
 # opprobe's lowering against torch_xla's HLO for the same aten call: (predicate over the comparison's row, why).
-TORCH_XLA_RULES = []
+def _txla(ops, test):
+    """A rule for the rows of the given aten ops (names without the `aten::` prefix and overload) that pass test."""
+    return lambda r: r["op"].split("::")[-1].split(".")[0] in ops and test(r)
+
+
+def _has(side, *pairs):
+    """A test that the row's `missing` (torch_xla has, opprobe not) or `extra` (opprobe has) holds every (opcode, element
+    type) pair; "*" matches any element type."""
+    return lambda r: all(any(o == op and (ty == "*" or t.split(",")[0] == ty) for o, t in r[side]) for op, ty in pairs)
+
+
+TORCH_XLA_RULES = [
+    (_txla({"sort", "argmax", "argmin", "max", "min", "topk", "kthvalue", "median", "mode", "msort", "argsort"},
+           _has("missing", ("iota", "s32"), ("convert", "s64"))),
+     "torch_xla builds indices as s32 (`iota` s32, sorted or reduced with the values) and converts them to s64 at the "
+     "end; opprobe's lowering carries s64 indices throughout. Same results; a backend sees s64 index arithmetic from "
+     "opprobe where torch_xla would give it s32."),
+    (_txla({"amax", "amin", "max", "min"}, _has("extra", ("or", "pred"), ("select", "*"))),
+     "opprobe's lowering makes NaN win the reduction explicitly (a pred `or`-reduction and a `select`), as PyTorch "
+     "specifies; torch_xla's is a plain `maximum`/`minimum` reduction and relies on the backend propagating NaN."),
+    (_txla({"max_pool2d_with_indices", "max_pool3d_with_indices"}, _has("missing", ("while", "*"))),
+     "torch_xla computes the indices of a max pool with a `while` loop of dynamic slices (and its own "
+     "select-and-scatter); opprobe's lowering uses one variadic (value, index) `reduce-window`."),
+    (_txla({"convolution", "conv2d", "conv1d", "conv3d", "_convolution"}, lambda r: r["missing"] and all(
+        o == "transpose" for o, _ in r["missing"]) and not r["extra"]),
+     "torch_xla transposes the kernel before the convolution; opprobe's lowering states the layout in the "
+     "convolution's dim_labels instead."),
+    (_txla({"index_select", "gather", "take", "index"}, _has("missing", ("convert", "u32"))),
+     "torch_xla converts the indices to u32 before gathering; opprobe's lowering gathers with the s64 indices "
+     "(reshaped)."),
+    (_txla({"remainder", "fmod"}, _has("missing", ("sign", "*"))),
+     "torch_xla corrects XLA's truncating `remainder` by adding the divisor where the signs differ, computed with "
+     "`sign`, `abs`, `multiply` and u8/float `convert`s; opprobe's lowering makes the same correction with compares "
+     "joined by `and` and a `select`."),
+    (_txla({"div"}, _has("missing", ("select", "*"))),
+     "with a rounding_mode, torch_xla's HLO guards the sign of a NaN quotient with a `compare`/`select` pair that "
+     "opprobe's lowering does not emit (results: see \"Results that differ\" below)."),
+    (_txla({"where"}, lambda r: r["missing"] == [("reshape", "pred")] and not r["extra"]),
+     "torch_xla reshapes the condition before its `select` (opprobe broadcasts it); no other difference."),
+]
 
 
 def _matches(pattern, unit, reason):
