@@ -178,10 +178,21 @@ def unit_class(signature):
     return "".join(p if i % 2 else re.sub(r"\d+", "N", p) for i, p in enumerate(parts))
 
 
+def elements(signature):
+    """How many elements a unit's shapes hold together (its result and operands, as its signature writes them)."""
+    total = 0
+    for dims in re.findall(r"\[([0-9,<=]*)\]", signature):
+        n = 1
+        for d in dims.replace("<=", "").split(","):
+            n *= int(d) if d else 1
+        total += n
+    return total
+
+
 def gather(opprobe, inputs, sampled_sources, per_class):
     """{fingerprint: unit} of every input (a unit holds its module, opcode, type, signature, sources, inputs and
     verdicts{backend: verdict}), and marks which units are probed: every unit, except that of the units only the
-    sampled sources have, `per_class` units per class (the smallest fingerprints) stand for the class."""
+    sampled sources have, `per_class` units per class (the fewest elements, then the smallest fingerprints) stand for the class."""
     units = {}
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
@@ -195,7 +206,7 @@ def gather(opprobe, inputs, sampled_sources, per_class):
                 e["inputs"].add(label)
                 e["aten_ops"].update(u.get("aten_ops", []) if not is_hlo(inp) else [])
     taken = collections.Counter()
-    for fp in sorted(units):
+    for fp in sorted(units, key=lambda fp: (elements(units[fp]["signature"]), fp)):
         u = units[fp]
         u["probed"] = not u["sources"] <= set(sampled_sources)
         if not u["probed"] and taken[unit_class(u["signature"])] < per_class:
@@ -348,7 +359,7 @@ def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
         "differ mostly in shapes; IREE takes about half a second of CPU per unit), {} per class stand for the class".format(
             PER_CLASS),
         "(a class: the unit's signature with its numbers left out, e.g. `f32[N,N]{N,N} add(f32[N,N]{N,N}, ...)`; the",
-        "units with the smallest fingerprints); every other unit is probed.",
+        "units with the fewest elements, so interp's reference evaluation stays cheap); every other unit is probed.",
         "",
         "| source | inputs | units | probed |",
         "| --- | --- | --- | --- |",

@@ -77,6 +77,11 @@ class Figures(unittest.TestCase):
                             agreement.unit_class("f64[2]{0} add(f64[2]{0}, f64[2]{0})"))
 
 
+    def test_the_cheapest_units_stand_for_a_sampled_class(self):
+        self.assertEqual(agreement.elements("f32[2,3]{1,0} add(f32[2,3]{1,0}, f32[])"), 13)
+        self.assertEqual(agreement.elements("f32[<=4,2]{1,0} set-dimension-size(f32[4,2]{1,0}, s32[])"), 17)
+
+
 class Explanations(unittest.TestCase):
     def test_the_side_that_does_not_run_is_explained(self):
         u = unit("f64[3]{0} tanh(f64[3]{0})", "tanh",

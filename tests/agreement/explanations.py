@@ -29,6 +29,15 @@ RULES = [
      "opprobe's HloModuleProto writer leaves a constant literal's shape without a layout, which jaxlib's converter "
      "refuses, so neither compiler sees the unit; XLA compiles constants in any real module. A gap in opprobe, not in "
      "the compilers: the fix belongs in hlo/proto_io.cpp (in progress on another branch)."),
+    (None, lambda u: u["opcode"] == "custom-call" and 'custom_call_target="LuDecomposition"' in u["signature"] and
+     re.match(r"\(?[a-z0-9]+\[0", u["signature"]) is not None and _runs(u["verdicts"]["xla:cpu"]),
+     "xla:cpu compiles XLA's LuDecomposition custom call only when its operand has no elements (`f32[0,0]`): every "
+     "non-empty one fails with `No registered implementation for untyped custom call to LuDecomposition for Host`, "
+     "so the empty case never reaches the custom call's implementation. rules:cpu and the profile recorded from "
+     "xla:cpu judge the custom call's target, not its size; a deliberate simplification (no model runs an empty LU)."),
+    ("xla:cpu", r"No registered implementation for untyped custom call to LuDecomposition for Host",
+     "XLA's CPU runtime has no implementation of the LuDecomposition custom call (only XLA's TPU compiler expands "
+     "it); interp evaluates it, and rules:cpu says unsupported, as xla:cpu does."),
     (None, lambda u: u["opcode"] == "custom-call" and "AwsNeuron" in u["signature"],
      "AWS Neuron's custom calls exist only in neuronx-cc; neither XLA's CPU compiler nor IREE implements them."),
     ("iree:llvm-cpu", r"undefined symbol: (\w+)",
@@ -120,9 +129,39 @@ TORCH_XLA_RULES = [
     (_txla({"div"}, _has("missing", ("select", "*"))),
      "with a rounding_mode, torch_xla's HLO guards the sign of a NaN quotient with a `compare`/`select` pair that "
      "opprobe's lowering does not emit (results: see \"Results that differ\" below)."),
+    (_txla({"randint", "randint_like"}, _has("missing", ("rng-bit-generator", "u64"))),
+     "torch_xla draws integers from a u64 `rng-bit-generator` with bit arithmetic; opprobe's lowering floors a "
+     "uniform f64 `rng`. rules:tpu refuses torch_xla's 64-bit `bitcast-convert` (unimplemented under the TPU X64 "
+     "rewrite), so torch_xla's module is unsupported there and opprobe's is not. A deliberate choice: opprobe asks a backend for the distribution, not for torch_xla's "
+     "generator (random ops are not compared by value either)."),
+    (_txla({"linalg_inv_ex", "_linalg_slogdet", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack", "_linalg_det",
+            "linalg_solve_ex", "_linalg_solve_ex"}, _has("extra", ("custom-call", "*"))),
+     "**Lowering gap.** opprobe's lowering factorizes with XLA's `LuDecomposition` custom call, which only XLA's TPU "
+     "compiler expands (xla:cpu: `No registered implementation for untyped custom call to LuDecomposition for "
+     "Host`), so rules:cpu and rules:gpu refuse it; torch_xla's HLO for the same call compiles on CPU and GPU."),
+    (_txla({"_linalg_svd", "linalg_pinv", "linalg_svd", "svd", "linalg_matrix_rank", "pinverse"},
+           _has("missing", ("while", "*"))),
+     "**Lowering gap** (for Neuron). opprobe's lowering computes the SVD with XLA's `Eigh` custom call (of a "
+     "matrix built by `concatenate`), which the neuron profiles refuse (unknown custom-call target, NCC_EHCA005); torch_xla expands the SVD into Jacobi `while` loops of plain arithmetic, which they accept."),
+    (_txla({"cummax", "cummin"}, _has("extra", ("reduce-window", "*"))),
+     "**Lowering gap** (for TPU). opprobe's lowering reduces (value, index) pairs with s64 indices in a variadic "
+     "`reduce-window`, which rules:tpu refuses (no S64 reduce-window on TPU); torch_xla carries s32 indices and "
+     "converts at the end."),
+    (_txla({"_embedding_bag_forward_only", "_embedding_bag"}, _has("extra", ("scatter", "s64"))),
+     "**Lowering gap** (for Neuron). opprobe's lowering has an s64 `scatter` with a reduction, which the neuron "
+     "profiles refuse (integer scatter-reduce, NCC_EVRF016); torch_xla loops over the bags with `while` and dynamic "
+     "slices."),
+    (_txla({"masked_scatter"}, _has("missing", ("set-dimension-size", "*"))),
+     "torch_xla's HLO has dynamic shapes (`set-dimension-size`) and a sort, which the neuron profiles refuse; "
+     "opprobe's lowering stays static (a prefix sum and a `gather`). Deliberate: the static form runs on more "
+     "backends."),
     (_txla({"where"}, lambda r: r["missing"] == [("reshape", "pred")] and not r["extra"]),
      "torch_xla reshapes the condition before its `select` (opprobe broadcasts it); no other difference."),
 ]
+
+
+def _runs(v):
+    return v["kind"] == "supported" or v["reason"].startswith("numerics: ")
 
 
 def _matches(pattern, unit, reason):
@@ -134,8 +173,7 @@ def _matches(pattern, unit, reason):
 def explain(a, b, unit):
     """Why a and b disagree on whether the unit runs (the one that does not run is explained), or None."""
     va, vb = unit["verdicts"][a], unit["verdicts"][b]
-    runs = lambda v: v["kind"] == "supported" or v["reason"].startswith("numerics: ")  # noqa: E731
-    loser = a if not runs(va) else b
+    loser = a if not _runs(va) else b
     reason = unit["verdicts"][loser]["reason"]
     for backend, pattern, why in RULES:
         if backend in (None, loser) and _matches(pattern, unit, reason):
