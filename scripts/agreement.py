@@ -350,8 +350,10 @@ def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
         "compiler_probe/pjrt/pjrt_backend.h). `recorded` is the rules profile `opprobe profile record --backend xla:cpu`",
         "writes from xla:cpu's verdicts on all these units, applied to the same units: it must give xla:cpu's answer.",
         "",
-        "This run: `{}`, {} units in {:.0f} minutes on this project's CI machine (2 busy cores).".format(
+        "This run: `{}`, {} units in {:.0f} minutes on this project's CI machine (2 busy cores; with `--cache`, units".format(
             command, full.get("units", 0), seconds / 60),
+        "probed by an earlier run are not probed again; without it every unit is probed, IREE taking about half a",
+        "second of CPU per unit).",
         "",
         "## Inputs",
         "",
@@ -581,7 +583,7 @@ def main():
         inputs = inputs_for(a.opprobe, a.work, False, a.reuse, sources)
         units = collect(a.opprobe, inputs, cache, a.work, SAMPLED, PER_CLASS)
         rows = torch_xla_rows(a, a.work, False)
-        command = "scripts/agreement" + ("" if sources == SOURCES else " --sources " + ",".join(sources))
+        command = " ".join(["scripts/agreement"] + sys.argv[1:])
         write_doc(units, inputs, rows, quick, a.out, time.time() - t0, command)
     log("wrote {} ({} units, {} calls against torch_xla)".format(a.out, figures(units).get("units", 0), len(rows)))
 
