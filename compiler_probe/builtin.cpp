@@ -1,6 +1,7 @@
 #include "compiler_probe/registry.h"
 #include "compiler_probe/cmd/cmd_backend.h"
 #include "compiler_probe/interp/interp_backend.h"
+#include "compiler_probe/iree/iree_backend.h"
 #include "compiler_probe/pjrt/pjrt_backend.h"
 #include "compiler_probe/rules/rules_backend.h"
 #include "compiler_probe/xla/xla_backend.h"
@@ -14,6 +15,7 @@ Registry Registry::Builtin() {
   interp::Register(r);
   pjrt::Register(r);
   xla::Register(r);
+  iree::Register(r);
   return r;
 }
 

@@ -1,43 +1,160 @@
-"""Measures opprobe's verdict sources against XLA's real CPU compiler: runs the probe units of a set of inputs
-through interp, rules:cpu and xla:cpu and writes docs/agreement.md (see scripts/agreement for the usage)."""
+"""Measures opprobe's verdict sources against real compilers: runs the probe units of XLA's corpus dumps, the bundled
+traces, the seeds' scripts, the OpInfo sweep and the model sweeps through interp, rules:cpu, xla:cpu and
+iree:llvm-cpu, checks that a profile recorded from xla:cpu reproduces xla:cpu, and writes docs/agreement.md
+(see scripts/agreement for the usage)."""
 
 import argparse
 import collections
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BACKENDS = ["interp", "rules:cpu", "xla:cpu"]
-# The quick subset the ctest entry checks; the full set adds XLA's corpus dumps and the bundled traces.
-QUICK = ["samples/traces/supported.json", "samples/traces/unsupported.json",
-         "../shared/corpus/hlo/jax_tpu_module_0000.jit_iota.before_optimizations.txt",
-         "../shared/corpus/hlo/jax_tpu_module_0002.jit_f.before_optimizations.txt",
-         "../shared/corpus/hlo/torch_xla_neuron_linear_SyncTensorsGraph.75.hlo.txt"]
+CONFORMANCE = os.path.join(ROOT, "tests", "conformance")
+sys.path.insert(0, os.path.join(ROOT, "tests", "agreement"))
+import explanations  # noqa: E402  (why a unit's verdicts differ: tests/agreement/explanations.py)
+import torch_xla_compare as txla  # noqa: E402  (opprobe's lowerings against torch_xla's HLO)
+
+BACKENDS = ["interp", "rules:cpu", "xla:cpu", "iree:llvm-cpu"]
+SHORT = {"interp": "interp", "rules:cpu": "rules", "xla:cpu": "xla", "iree:llvm-cpu": "iree"}
+# Pairs whose supported/unsupported answers are compared; xla:cpu is the reference, IREE the second compiler.
+PAIRS = [("interp", "xla:cpu"), ("rules:cpu", "xla:cpu"), ("iree:llvm-cpu", "xla:cpu"), ("interp", "iree:llvm-cpu"),
+         ("rules:cpu", "iree:llvm-cpu")]
+EXECUTING = ["xla:cpu", "iree:llvm-cpu"]  # compiled, run and compared with interp
+PROFILE = "recorded"  # the rules profile `opprobe profile record` writes from xla:cpu's verdicts
 FIGURES_BEGIN, FIGURES_END = "<!-- quick-figures", "-->"
 
-
+# The quick subset the ctest entry checks: the bundled traces, three small corpus dumps and a slice of the OpInfo
+# sweep. The full set adds every corpus dump, the seeds' scripts, the whole OpInfo sweep and the model sweeps.
+QUICK_FILES = ["samples/traces/supported.json", "samples/traces/unsupported.json",
+               "../shared/corpus/hlo/jax_tpu_module_0000.jit_iota.before_optimizations.txt",
+               "../shared/corpus/hlo/jax_tpu_module_0002.jit_f.before_optimizations.txt",
+               "../shared/corpus/hlo/torch_xla_neuron_linear_SyncTensorsGraph.75.hlo.txt"]
+QUICK_OPINFO = ["add", "mul", "div", "tanh", "sigmoid", "sum", "amax", "matmul", "nn.functional.conv2d", "where",
+                "cumsum", "sort", "argmax", "nn.functional.max_pool2d", "index_select", "remainder", "pow", "erf"]
 # Left out of the full set for time: their units are large (BERT's vocabulary-sized dots, FSDP's 2 MB dump), and
 # interp's reference evaluation of each takes minutes on a CI machine.
 TOO_SLOW = {"torch_xla_neuron_bert_SyncTensorsGraph.1864.hlo.txt", "torch_xla_fsdp_mnist_bf16.hlo_dump.txt"}
+# The model sweeps (tests/conformance/README.md): every family of the coverage sweep and the training steps of
+# docs/coverage.md's models, captured with Debian's PyTorch 1.13.
+SWEEP_FAMILIES = ["nn", "factory", "audio_transforms", "audio_models", "vision_classification1",
+                  "vision_classification2", "vision_classification3", "vision_detection", "vision_video"]
+MODELS = ["resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_b_16", "swin_t", "convnext_tiny", "densenet121",
+          "wav2vec2_base", "conformer"]
+TORCH = "/usr/bin/python3"
+SOURCES = ["corpus", "traces", "scripts", "opinfo", "sweeps", "models"]
+# The model sweeps hold tens of thousands of units that differ mostly in shapes (IREE takes about half a second of CPU
+# per unit): of the units only they have, PER_CLASS units per class (the signature with its numbers left out) are
+# probed. Every unit of the other sources is probed.
+SAMPLED = ["sweeps", "models"]
+PER_CLASS = 2
+SOURCE_TITLES = {
+    "corpus": "XLA's corpus dumps (`../shared/corpus/hlo`)",
+    "traces": "the bundled traces (`samples/traces`)",
+    "scripts": "the seeds' scripts (`samples/scripts/*.py`, captured)",
+    "opinfo": "the OpInfo sweep (`tests/conformance/gen_samples.py`: every aten call of PyTorch's OpInfo samples)",
+    "sweeps": "the coverage sweep's families (`tests/conformance/sweep_cases.py`)",
+    "models": "the models' training steps (`tests/conformance/models_train.py`)",
+}
 
 
-def full_inputs():
-    corpus = os.path.join(ROOT, "..", "shared", "corpus", "hlo")
-    files = sorted("../shared/corpus/hlo/" + f for f in os.listdir(corpus) if f.endswith(".txt") and f not in TOO_SLOW)
-    traces = sorted("samples/traces/" + f for f in os.listdir(os.path.join(ROOT, "samples", "traces"))
-                    if f.endswith(".json"))
-    return files + traces
+def log(msg):
+    print("agreement: " + msg, flush=True)
 
 
-def run(opprobe, inp, backend, tmp):
-    out = os.path.join(tmp, "report.json")
+def capture(opprobe, out, argv, reuse):
+    if reuse and os.path.exists(out):
+        return out
+    log("capturing " + " ".join(os.path.relpath(x, ROOT) if os.path.isabs(x) else x for x in argv[1:]))
+    r = subprocess.run([opprobe, "capture", "-o", out, "--"] + argv, cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    if r.returncode != 0 or not os.path.exists(out):
+        sys.exit("agreement: capturing {} failed (exit {}): {}".format(" ".join(argv), r.returncode, r.stdout[-800:]))
+    return out
+
+
+def opinfo_trace(work, only, reuse):
+    """The OpInfo sweep's aten calls (gen_samples.py, as the conformance suite records them) as one trace."""
+    samples = os.path.join(work, "opinfo-samples.json")
+    trace = os.path.join(work, "opinfo.json")
+    if reuse and os.path.exists(trace):
+        return trace
+    log("recording the OpInfo sweep" + (" (" + ", ".join(only) + ")" if only else ""))
+    cmd = [TORCH, os.path.join(CONFORMANCE, "gen_samples.py"), "-o", samples, "--per-dtype", "2"]
+    if only:
+        cmd += ["--only", ",".join(only)]
+    r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if r.returncode != 0:
+        sys.exit("agreement: recording the OpInfo samples failed: " + r.stdout[-800:])
+    with open(samples) as f:
+        doc = json.load(f)
+    calls, seen = [], set()
+    for e in doc["entries"]:
+        for s in e["samples"]:
+            for c in s["calls"]:
+                call = {k: c[k] for k in ("op", "overload", "args", "outputs", "count")}
+                key = json.dumps(call, sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    call["loc"] = {"file": "opinfo/" + e["name"], "line": 1}
+                    calls.append(call)
+    with open(trace, "w") as f:
+        json.dump({"format": "opprobe-trace", "version": 1, "torch_version": doc.get("torch_version"),
+                   "status": "ok", "calls": calls}, f)
+    return trace
+
+
+def inputs_for(opprobe, work, quick, reuse, sources):
+    """[(source, label, path)] of the set."""
+    out = []
+    traces = os.path.join(work, "traces")
+    os.makedirs(traces, exist_ok=True)
+    if quick:
+        for p in QUICK_FILES:
+            out.append(("traces" if p.startswith("samples/") else "corpus", os.path.basename(p), p))
+        out.append(("opinfo", "OpInfo: " + ", ".join(QUICK_OPINFO), opinfo_trace(work, QUICK_OPINFO, False)))
+        return out
+    if "corpus" in sources:
+        corpus = os.path.join(ROOT, "..", "shared", "corpus", "hlo")
+        for f in sorted(os.listdir(corpus)):
+            if f.endswith(".txt") and f not in TOO_SLOW:
+                out.append(("corpus", f, "../shared/corpus/hlo/" + f))
+    if "traces" in sources:
+        for f in sorted(os.listdir(os.path.join(ROOT, "samples", "traces"))):
+            if f.endswith(".json"):
+                out.append(("traces", f, "samples/traces/" + f))
+    if "scripts" in sources:
+        for f in sorted(os.listdir(os.path.join(ROOT, "samples", "scripts"))):
+            if f.endswith(".py"):
+                path = capture(opprobe, os.path.join(traces, "script_" + f[:-3] + ".json"),
+                               [TORCH, "samples/scripts/" + f], reuse)
+                out.append(("scripts", f, path))
+    if "opinfo" in sources:
+        out.append(("opinfo", "OpInfo sweep (every entry, 2 samples per dtype)", opinfo_trace(work, [], reuse)))
+    if "sweeps" in sources:
+        for fam in SWEEP_FAMILIES:
+            path = capture(opprobe, os.path.join(traces, "sweep_" + fam + ".json"),
+                           [TORCH, os.path.join(CONFORMANCE, "sweep_cases.py"), fam], reuse)
+            out.append(("sweeps", "sweep " + fam, path))
+    if "models" in sources:
+        for m in MODELS:
+            path = capture(opprobe, os.path.join(traces, "model_" + m + ".json"),
+                           [TORCH, os.path.join(CONFORMANCE, "models_train.py"), m], reuse)
+            out.append(("models", m, path))
+    return out
+
+
+def analyze(opprobe, inp, backend, cache, out):
     if os.path.exists(out):
         os.remove(out)
-    cmd = [opprobe, "analyze", inp, "--backend", backend, "--verbosity", "0", "--no-progress", "--no-cache", "-o", out]
+    cmd = [opprobe, "analyze", inp, "--backend", backend, "--verbosity", "0", "--no-progress", "-q", "-o", out,
+           "--probe-timeout", "300"]
+    cmd += ["--cache", cache] if cache else ["--no-cache"]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if not os.path.exists(out):
         sys.exit("agreement: {} failed (exit {}): {}".format(" ".join(cmd), r.returncode, r.stderr.strip()[-500:]))
@@ -50,131 +167,363 @@ def element_type(signature):
     return m.group(1) if m else "?"
 
 
-def collect(opprobe, inputs):
-    units = {}  # fingerprint -> {opcode, type, signature, inputs, verdicts{backend: (kind, reason, tail)}}
+def is_hlo(path):
+    return not path.endswith(".json")
+
+
+def unit_class(signature):
+    """A unit's signature with its numbers left out (element types kept): units of one class differ only in shapes and
+    attributes' values."""
+    parts = re.split(r"\b((?:pred|bf16|[suf]\d+(?:e\d+m\d+\w*)?|c\d+)(?=\[))", signature)
+    return "".join(p if i % 2 else re.sub(r"\d+", "N", p) for i, p in enumerate(parts))
+
+
+def elements(signature):
+    """How many elements a unit's shapes hold together (its result and operands, as its signature writes them)."""
+    total = 0
+    for dims in re.findall(r"\[([0-9,<=]*)\]", signature):
+        n = 1
+        for d in dims.replace("<=", "").split(","):
+            n *= int(d) if d else 1
+        total += n
+    return total
+
+
+def gather(opprobe, inputs, sampled_sources, per_class):
+    """{fingerprint: unit} of every input (a unit holds its module, opcode, type, signature, sources, inputs and
+    verdicts{backend: verdict}), and marks which units are probed: every unit, except that of the units only the
+    sampled sources have, `per_class` units per class (the fewest elements, then the smallest fingerprints) stand for the class."""
+    units = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for inp in inputs:
-            for backend in BACKENDS:
-                report = run(opprobe, inp, backend, tmp)
-                for u in report.get("instructions", []):
-                    e = units.setdefault(u["fingerprint"], {"opcode": u["opcode"], "type": element_type(u["signature"]),
-                                                            "signature": u["signature"], "inputs": set(),
-                                                            "verdicts": {}})
-                    e["inputs"].add(os.path.basename(inp))
-                    e["verdicts"][backend] = (u["verdict"], u.get("reason", ""), u.get("output_tail", ""))
+        report = os.path.join(tmp, "report.json")
+        for source, label, inp in inputs:
+            for u in analyze(opprobe, inp, "rules:cpu", None, report).get("instructions", []):
+                e = units.setdefault(u["fingerprint"], {
+                    "opcode": u["opcode"], "type": element_type(u["signature"]), "signature": u["signature"],
+                    "module": u["hlo_module"], "sources": set(), "inputs": set(), "aten_ops": set(),
+                    "verdicts": {}})
+                e["sources"].add(source)
+                e["inputs"].add(label)
+                e["aten_ops"].update(u.get("aten_ops", []) if not is_hlo(inp) else [])
+    taken = collections.Counter()
+    for fp in sorted(units, key=lambda fp: (elements(units[fp]["signature"]), fp)):
+        u = units[fp]
+        u["probed"] = not u["sources"] <= set(sampled_sources)
+        if not u["probed"] and taken[unit_class(u["signature"])] < per_class:
+            taken[unit_class(u["signature"])] += 1
+            u["probed"] = True
+    return units
+
+
+def probe(opprobe, units, cache, work):
+    """Every probed unit through every backend (one run per backend over a folder holding one file per unit), and
+    through the profile `opprobe profile record --backend xla:cpu` writes from the same units."""
+    folder = os.path.join(work, "units")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for fp, u in units.items():
+        if u["probed"]:
+            with open(os.path.join(folder, fp + ".hlo"), "w") as f:
+                f.write(u["module"])
+    profile = os.path.join(work, PROFILE + ".json")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        for backend in BACKENDS + [PROFILE]:
+            t0 = time.time()
+            if backend == PROFILE:
+                cmd = [opprobe, "profile", "record", "--backend", "xla:cpu", "-o", profile, "--name", PROFILE, folder]
+                r = subprocess.run(cmd + (["--cache", cache] if cache else ["--no-cache"]), cwd=ROOT,
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    sys.exit("agreement: {} failed (exit {}): {}".format(" ".join(cmd), r.returncode, r.stderr[-500:]))
+            spec = "rules:" + profile if backend == PROFILE else backend
+            for u in analyze(opprobe, folder, spec, None if backend == PROFILE else cache, report)["instructions"]:
+                if u["fingerprint"] in units:
+                    units[u["fingerprint"]]["verdicts"][backend] = {
+                        "kind": u["verdict"], "reason": u.get("reason", ""), "tail": u.get("output_tail", "")}
+            log("{}: {} units in {:.0f} s".format(spec if backend != PROFILE else "recorded profile",
+                                                  sum(1 for u in units.values() if u["probed"]), time.time() - t0))
+    return units
+
+
+def collect(opprobe, inputs, cache, work, sampled_sources=(), per_class=0):
+    units = probe(opprobe, gather(opprobe, inputs, sampled_sources, per_class), cache, work)
+    with open(os.path.join(work, "units.json"), "w") as f:  # every verdict, for a closer look
+        json.dump({fp: dict(u, sources=sorted(u["sources"]), inputs=sorted(u["inputs"]),
+                            aten_ops=sorted(u["aten_ops"]), module=None)
+                   for fp, u in units.items() if u["probed"]}, f, indent=1)
     return units
 
 
 def runs(v):
     """Whether a verdict says the unit compiles and runs (a numerics difference still ran)."""
-    return v[0] == "supported" or v[1].startswith("numerics: ")
+    return v["kind"] == "supported" or v["reason"].startswith("numerics: ")
+
+
+def numbers(v):
+    """How an executing backend's results compare with interp's: match, differ, not compared, or None (did not run)."""
+    if v["reason"].startswith("numerics: "):
+        return "differ"
+    if v["kind"] != "supported":
+        return None
+    if v["tail"].startswith("compared with interp: "):
+        return "match"
+    return "not compared"
+
+
+def complete(u):
+    return u["probed"] and all(b in u["verdicts"] for b in BACKENDS + [PROFILE])
 
 
 def figures(units):
     f = collections.Counter()
     for u in units.values():
-        v = u["verdicts"]
-        if len(v) < len(BACKENDS):
+        if not complete(u):
             continue
+        v = u["verdicts"]
         f["units"] += 1
-        x = v["xla:cpu"]
-        f["xla_runs"] += runs(x)
-        f["interp_runs"] += runs(v["interp"])
-        f["rules_runs"] += runs(v["rules:cpu"])
-        f["interp_xla_agree"] += runs(v["interp"]) == runs(x)
-        f["rules_xla_agree"] += runs(v["rules:cpu"]) == runs(x)
-        f["numbers_match"] += x[0] == "supported" and x[2].startswith("compared with interp: ")
-        f["numbers_differ"] += x[1].startswith("numerics: ")
-        f["numbers_not_compared"] += x[0] == "supported" and x[2].startswith("not compared with interp: ")
-        f["xla_errors"] += x[0] == "error"
+        for b in BACKENDS:
+            f["{}_runs".format(SHORT[b])] += runs(v[b])
+            f["{}_errors".format(SHORT[b])] += v[b]["kind"] == "error"
+        for a, b in PAIRS:
+            f["{}_{}_agree".format(SHORT[a], SHORT[b])] += runs(v[a]) == runs(v[b])
+        f["recorded_profile_xla_agree"] += runs(v[PROFILE]) == runs(v["xla:cpu"])
+        for b in EXECUTING:
+            n = numbers(v[b])
+            if n:
+                f["{}_numbers_{}".format(SHORT[b], n.replace(" ", "_"))] += 1
     return dict(sorted(f.items()))
 
 
-def cell(n, d):
-    return "{}/{}".format(n, d)
+HIGHER_IS_BETTER = ["{}_{}_agree".format(SHORT[a], SHORT[b]) for a, b in PAIRS] + [
+    "recorded_profile_xla_agree", "xla_numbers_match", "iree_numbers_match", "xla_runs", "iree_runs"]
+LOWER_IS_BETTER = ["xla_numbers_differ", "iree_numbers_differ", "xla_errors", "iree_errors"]
 
 
-def write_doc(units, inputs, quick_figures, path):
-    full = figures(units)
-    rows = collections.defaultdict(lambda: collections.Counter())
-    for u in units.values():
-        v = u["verdicts"]
-        if len(v) < len(BACKENDS):
-            continue
-        r = rows[(u["opcode"], u["type"])]
-        x = v["xla:cpu"]
-        r["n"] += 1
-        r["xla"] += runs(x)
-        r["ii"] += runs(v["interp"]) == runs(x)
-        r["rr"] += runs(v["rules:cpu"]) == runs(x)
-        r["match"] += x[2].startswith("compared with interp: ") and x[0] == "supported"
-        r["differ"] += x[1].startswith("numerics: ")
-        r["nc"] += x[0] == "supported" and x[2].startswith("not compared with interp: ")
-    lines = [
-        "# Agreement of opprobe's verdict sources with XLA's real CPU compiler",
+def md(text):
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def verdict_text(v, n=200):
+    return v["kind"] + (": " + v["reason"][:n] if v["reason"] else "")
+
+
+def disagreements(units, a, b):
+    """Units on which backends a and b disagree, as (unit, explanation or None)."""
+    out = []
+    for u in sorted(units.values(), key=lambda u: (u["opcode"], u["type"], u["signature"])):
+        if complete(u) and runs(u["verdicts"][a]) != runs(u["verdicts"][b]):
+            out.append((u, explanations.explain(a, b, u)))
+    return out
+
+
+def grouped(items, key):
+    groups = collections.OrderedDict()
+    for it in items:
+        groups.setdefault(key(it), []).append(it)
+    return groups
+
+
+def shapeless(reason):
+    """A reason with its shapes, numbers and value names left out, so that units failing alike group together."""
+    r = re.sub(r"tensor<[^>]*>", "tensor<...>", reason)
+    r = re.sub(r"[a-z0-9]+\[[0-9,]*\](\{[0-9,]*\})?", "T", r)
+    r = re.sub(r"%[A-Za-z0-9_.#]+", "%v", r)
+    r = re.sub(r"-?\b\d+(\.\d+)?(e[-+]?\d+)?\b", "N", r)
+    return r[:220]
+
+
+def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
+    full = dict(figures(units), **txla.figures(txla_rows))
+    L = [
+        "# Agreement of opprobe's verdict sources with real compilers",
         "",
-        "Generated by `scripts/agreement` (do not edit by hand; `scripts/agreement --check` is the ctest entry",
-        "`agreement_quick`, which recomputes the quick subset below and fails when an agreement figure drops).",
-        "Every unique probe unit of the inputs below goes through `interp` (opprobe's evaluator), `rules:cpu`",
-        "(the built-in CPU profile) and `xla:cpu` (XLA's own CPU compiler and runtime from jaxlib,",
-        "requirements/xla.txt). A unit *runs* on a backend when its verdict is supported (for xla:cpu also when",
-        "it ran but its numbers differ from interp's). *Numbers* compares xla:cpu's results with interp's on the",
-        "same deterministic inputs (tolerances in compiler_probe/pjrt/pjrt_backend.h).",
+        "Generated by `scripts/agreement` (do not edit by hand). `scripts/agreement --check` (the ctest entries",
+        "`agreement_quick` and `agreement_torch_xla_quick`, label `agreement`) recomputes the quick subset below and",
+        "fails when an agreement figure drops.",
+        "Every unique probe unit of the inputs below goes through four verdict sources: `interp` (opprobe's evaluator),",
+        "`rules:cpu` (the built-in CPU profile), `xla:cpu` (XLA's own CPU compiler and runtime from jaxlib 0.10.2,",
+        "requirements/xla.txt) and `iree:llvm-cpu` (IREE 3.13.0's `iree-compile` for llvm-cpu and its runtime,",
+        "requirements/iree.txt; a second compiler independent of XLA, fed the same StableHLO). A unit *runs* on a backend",
+        "when its verdict is supported (for the compilers also when it ran but its numbers differ from interp's).",
+        "*Numbers* compares a compiler's results with interp's on the same deterministic inputs (tolerances in",
+        "compiler_probe/pjrt/pjrt_backend.h). `recorded` is the rules profile `opprobe profile record --backend xla:cpu`",
+        "writes from xla:cpu's verdicts on all these units, applied to the same units: it must give xla:cpu's answer.",
         "",
-        "Inputs: " + ", ".join("`{}`".format(os.path.basename(i)) for i in inputs) + " (left out for time: " +
-        ", ".join("`{}`".format(f) for f in sorted(TOO_SLOW)) + ").",
+        "This run: `{}`, {} units in {:.0f} minutes on this project's CI machine (2 busy cores; with `--cache`, units".format(
+            command, full.get("units", 0), seconds / 60),
+        "probed by an earlier run are not probed again; without it every unit is probed, IREE taking about half a",
+        "second of CPU per unit).",
         "",
-        "## Totals",
+        "## Inputs",
         "",
-        "| figure | all inputs | quick subset |",
-        "| --- | --- | --- |",
+        "A unit belongs to every source that has it. Of the units only the model sweeps have (tens of thousands that",
+        "differ mostly in shapes; IREE takes about half a second of CPU per unit), {} per class stand for the class".format(
+            PER_CLASS),
+        "(a class: the unit's signature with its numbers left out, e.g. `f32[N,N]{N,N} add(f32[N,N]{N,N}, ...)`; the",
+        "units with the fewest elements, so interp's reference evaluation stays cheap); every other unit is probed.",
+        "",
+        "| source | inputs | units | probed |",
+        "| --- | --- | --- | --- |",
     ]
-    for k in sorted(set(full) | set(quick_figures)):
-        lines.append("| {} | {} | {} |".format(k, full.get(k, 0), quick_figures.get(k, 0)))
-    lines += ["", "## Per opcode and element type", "",
-              "| opcode | type | units | xla:cpu runs | interp = xla (runs) | rules:cpu = xla (runs) | numbers match | "
-              "differ | not compared |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (op, t), r in sorted(rows.items()):
-        lines.append("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            op, t, r["n"], r["xla"], cell(r["ii"], r["n"]), cell(r["rr"], r["n"]), r["match"], r["differ"], r["nc"]))
-    lines += ["", "## Disagreements", ""]
-    dis = []
-    for fp, u in sorted(units.items(), key=lambda kv: (kv[1]["opcode"], kv[1]["signature"])):
-        v = u["verdicts"]
-        if len(v) < len(BACKENDS):
+    for s in SOURCES:
+        labels = [label for src, label, _ in inputs if src == s]
+        if not labels:
             continue
-        x = v["xla:cpu"]
-        what = []
-        if runs(v["rules:cpu"]) != runs(x):
-            what.append("rules:cpu says {}".format(v["rules:cpu"][0]))
-        if runs(v["interp"]) != runs(x):
-            what.append("interp says {}: {}".format(v["interp"][0], v["interp"][1][:160]))
-        if what or not runs(x) or x[1].startswith("numerics: "):
-            dis.append("- `{}` ({}): xla:cpu {}{}{}".format(
-                u["signature"][:160], ", ".join(sorted(u["inputs"])), x[0],
-                ": " + x[1][:300].replace("|", "\\|") if x[1] else "", "; " + "; ".join(what) if what else ""))
-    lines += dis if dis else ["None: every unit runs on xla:cpu exactly where interp and rules:cpu say it does, and "
-                              "every compared result matches."]
-    lines += ["", "## Explained differences", "",
-              "- Random number generators (`rng`, `rng-bit-generator`) run but are not compared: which numbers a",
-              "  generator draws is the implementation's choice (XLA's streams are not interp's).",
-              "- Reductions (`reduce`, `reduce-window`, `select-and-scatter`) get their reducer's identity as init",
-              "  value instead of a random one: XLA only defines reductions whose init is an identity and may apply",
-              "  it any number of times, so a random init would measure XLA's reduction tree, not the op.",
-              "- `dot`, `convolution` and reductions are compared with an absolute tolerance of at least rtol times",
-              "  the output's largest magnitude: summation order is XLA's choice, and sums that cancel to near zero",
-              "  differ by rounding.",
-              "- Open gap: scalar `constant` units are refused by jaxlib's converter (`LiteralProto has no layout`):",
-              "  opprobe's HloModuleProto writer leaves the literal's shape without a layout. rules:cpu and interp say",
-              "  supported, and XLA compiles constants in any real module; the fix belongs in hlo/proto_io.cpp.",
-              "- `AwsNeuron*` custom calls: XLA's CPU compiler has no implementation; rules:cpu and interp agree",
-              "  (unsupported): listed because xla:cpu refuses them.",
-              "- xla:cpu compiles through jaxlib's HloModuleProto-to-StableHLO converter (the one jax uses), so a",
-              "  unit the converter cannot import is unsupported with the converter's message.",
-              "", FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True), FIGURES_END, ""]
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
+        n = sum(1 for u in units.values() if s in u["sources"])
+        probed = sum(1 for u in units.values() if complete(u) and s in u["sources"])
+        shown = ", ".join("`{}`".format(x) for x in labels)
+        L.append("| {} | {} | {} | {} |".format(SOURCE_TITLES[s], shown, n, probed))
+    left = [s for s in SOURCES if not any(src == s for src, _, _ in inputs)]
+    if left:
+        L += ["", "**Not in this run** (`--sources` left them out; every figure below is over the sources above only): " +
+              ", ".join(SOURCE_TITLES[s] for s in left) + "."]
+    L += ["", "Left out for time: " + ", ".join("`{}`".format(f) for f in sorted(TOO_SLOW)) + ".", "",
+          "## Totals", "", "| figure | all inputs | quick subset |", "| --- | --- | --- |"]
+    for k in sorted(set(full) | set(quick_figures)):
+        L.append("| {} | {} | {} |".format(k, full.get(k, 0), quick_figures.get(k, 0)))
+
+    # Per source.
+    L += ["", "## Per source", "", "| source | units | " + " | ".join(
+        "{} = {}".format(SHORT[a], SHORT[b]) for a, b in PAIRS) + " | recorded = xla | xla numbers match / differ | "
+        "iree numbers match / differ |", "| --- " * (len(PAIRS) + 6) + "|"]
+    for s in SOURCES:
+        sub = {k: u for k, u in units.items() if s in u["sources"]}
+        if not sub:
+            continue
+        f = figures(sub)
+        n = f.get("units", 0)
+        L.append("| {} | {} | {} | {}/{} | {} / {} | {} / {} |".format(
+            s, n, " | ".join("{}/{}".format(f.get("{}_{}_agree".format(SHORT[a], SHORT[b]), 0), n) for a, b in PAIRS),
+            f.get("recorded_profile_xla_agree", 0), n, f.get("xla_numbers_match", 0), f.get("xla_numbers_differ", 0),
+            f.get("iree_numbers_match", 0), f.get("iree_numbers_differ", 0)))
+
+    # Per opcode and element type.
+    rows = collections.defaultdict(collections.Counter)
+    for u in units.values():
+        if not complete(u):
+            continue
+        v = u["verdicts"]
+        r = rows[(u["opcode"], u["type"])]
+        r["n"] += 1
+        for b in EXECUTING:
+            r[b + " runs"] += runs(v[b])
+            r[b + " " + str(numbers(v[b]))] += 1
+        for a, b in PAIRS:
+            r[a + "=" + b] += runs(v[a]) == runs(v[b])
+    L += ["", "## Per opcode and element type", "",
+          "Agreement columns count units on which both say the same (runs or not); numbers: match / differ / not "
+          "compared.", "",
+          "| opcode | type | units | xla runs | iree runs | " + " | ".join(
+              "{} = {}".format(SHORT[a], SHORT[b]) for a, b in PAIRS) + " | xla numbers | iree numbers |",
+          "| --- " * (len(PAIRS) + 7) + "|"]
+    for (op, t), r in sorted(rows.items()):
+        L.append("| `{}` | {} | {} | {} | {} | {} | {} | {} |".format(
+            op, t, r["n"], r["xla:cpu runs"], r["iree:llvm-cpu runs"],
+            " | ".join(str(r[a + "=" + b]) for a, b in PAIRS),
+            "{} / {} / {}".format(r["xla:cpu match"], r["xla:cpu differ"], r["xla:cpu not compared"]),
+            "{} / {} / {}".format(r["iree:llvm-cpu match"], r["iree:llvm-cpu differ"],
+                                  r["iree:llvm-cpu not compared"])))
+
+    # Disagreements.
+    L += ["", "## Disagreements", "",
+          "Each unit on which a pair disagrees, with xla:cpu's (or IREE's) own message and, where known, why",
+          "(tests/agreement/explanations.py). Units failing alike are grouped: opcode, element type and the message with",
+          "its shapes left out; the example is the first such unit."]
+    for a, b in [("rules:cpu", "xla:cpu"), (PROFILE, "xla:cpu"), ("interp", "xla:cpu"), ("iree:llvm-cpu", "xla:cpu"),
+                 ("interp", "iree:llvm-cpu")]:
+        items = [] if a == PROFILE else disagreements(units, a, b)
+        if a == PROFILE:
+            items = [(u, None) for u in sorted(units.values(), key=lambda u: u["signature"])
+                     if complete(u) and runs(u["verdicts"][PROFILE]) != runs(u["verdicts"]["xla:cpu"])]
+        L += ["", "### {} vs {} ({} units)".format(a, b, len(items)), ""]
+        if not items:
+            L.append("None.")
+            continue
+        groups = grouped(items, lambda it: (it[0]["opcode"], it[0]["type"], runs(it[0]["verdicts"][a]),
+                                            shapeless(it[0]["verdicts"][b if not runs(it[0]["verdicts"][b]) else a]
+                                                      ["reason"])))
+        for (op, t, a_runs, _), its in groups.items():
+            u, why = its[0]
+            loser = b if a_runs else a
+            L.append("- `{}` {} ({} unit{}; {} runs, {} does not): e.g. `{}` from {}: {} says {}.{}".format(
+                op, t, len(its), "" if len(its) == 1 else "s", a if a_runs else b, loser,
+                md(u["signature"][:150]), md(", ".join(sorted(u["inputs"]))[:120]), loser,
+                md(verdict_text(u["verdicts"][loser], 260)), " **Why:** " + why if why else " **Why:** not known yet."))
+
+    L += ["", "## Numbers that differ from interp", ""]
+    for b in EXECUTING:
+        items = [u for u in sorted(units.values(), key=lambda u: (u["opcode"], u["type"], u["signature"]))
+                 if complete(u) and numbers(u["verdicts"][b]) == "differ"]
+        L += ["### {} ({} units)".format(b, len(items)), ""]
+        if not items:
+            L += ["None.", ""]
+            continue
+        for (op, t), its in grouped(items, lambda u: (u["opcode"], u["type"])).items():
+            why = explanations.explain_numbers(b, its[0])
+            L.append("- `{}` {} ({} unit{}): e.g. `{}` from {}: {}.{}".format(
+                op, t, len(its), "" if len(its) == 1 else "s", md(its[0]["signature"][:150]),
+                md(", ".join(sorted(its[0]["inputs"]))[:120]), md(its[0]["verdicts"][b]["reason"][:300]),
+                " **Why:** " + why if why else " **Why:** not known yet."))
+        L.append("")
+
+    L += txla.doc_section(txla_rows, explanations.explain_torch_xla, md) + [""]
+    L += gap_list(units, txla_rows) + [""]
+    L += ["## Explained differences", ""] + explanations.GENERAL + [""]
+    L += [FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True), FIGURES_END, ""]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(L))
+    os.replace(tmp, path)
+
+
+def gap_list(units, txla_rows):
+    """The lowerings that emit HLO XLA refuses or computes differently, and those whose HLO changes a verdict against
+    torch_xla's: for the lowering owners (analyzer/lowering)."""
+    L = ["## Lowering gaps", "",
+         "Lowerings whose HLO xla:cpu refuses, per aten op, with the unit and XLA's message (units that only opprobe's",
+         "HloModuleProto writer keeps from XLA, `LiteralProto has no layout`, are a writer gap, listed above, not a",
+         "lowering's), then the aten ops whose lowering differs from torch_xla's in a way that changes a verdict.", ""]
+    per_op = collections.OrderedDict()
+    for u in sorted(units.values(), key=lambda u: u["signature"]):
+        v = u["verdicts"]
+        if not complete(u) or not u["aten_ops"] or runs(v["xla:cpu"]) or "LiteralProto has no layout" in v[
+                "xla:cpu"]["reason"]:
+            continue
+        for op in sorted(u["aten_ops"]):
+            per_op.setdefault(op, []).append(u)
+    if not per_op:
+        L.append("- xla:cpu: none.")
+    for op, us in sorted(per_op.items()):
+        u = us[0]
+        L.append("- `{}` ({} unit{}): e.g. `{}`: xla:cpu says {}.{}".format(
+            op, len(us), "" if len(us) == 1 else "s", md(u["signature"][:160]),
+            md(verdict_text(u["verdicts"]["xla:cpu"], 200)),
+            " " + (explanations.explain("interp", "xla:cpu", u) or "")))
+    changing = collections.OrderedDict()
+    for r in txla_rows:
+        if r["verdicts"]:
+            changing.setdefault(r["op"], []).append(r)
+    if not changing:
+        L.append("- torch_xla: no lowering's difference from torch_xla's HLO changes a verdict.")
+    for op, rs in changing.items():
+        L.append("- `{}` ({} call{}): against torch_xla's HLO, see \"Calls whose HLO differs and changes a verdict\""
+                 " above.".format(op, len(rs), "" if len(rs) == 1 else "s"))
+    return L
+
+
+def regressions(quick, want, parts):
+    """What got worse in the quick subset's figures against the recorded ones, for the parts computed."""
+    mine = lambda k: ("torch_xla" if k.startswith("txla_") else "backends") in parts  # noqa: E731
+    bad = ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0))
+           for k in HIGHER_IS_BETTER + txla.HIGHER_IS_BETTER if mine(k) and quick.get(k, 0) < want.get(k, 0)]
+    bad += ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0))
+            for k in LOWER_IS_BETTER + txla.LOWER_IS_BETTER if mine(k) and quick.get(k, 0) > want.get(k, 0)]
+    for k in [k for k in ("units", "txla_calls") if mine(k)]:
+        if quick.get(k, 0) != want.get(k, 0):
+            bad.append("{}: {} (recorded {}): regenerate docs/agreement.md with scripts/agreement".format(
+                k, quick.get(k, 0), want.get(k, 0)))
+    return bad
 
 
 def recorded_figures(path):
@@ -183,33 +532,60 @@ def recorded_figures(path):
     return json.loads(text[start:text.index(FIGURES_END, start)])
 
 
+def torch_xla_rows(a, work, quick):
+    os.makedirs(work, exist_ok=True)
+    samples = os.path.join(work, "torch_xla-samples.json")
+    if not (a.reuse and not quick and os.path.exists(samples)):
+        txla.record(a.torch_xla_python, samples, QUICK_OPINFO if quick else [], log)
+    return txla.compare(a.opprobe, a.runner, samples, work)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--opprobe", default=os.path.join(ROOT, "build", "opprobe"))
+    ap.add_argument("--runner", default=os.path.join(ROOT, "build", "tests", "conformance", "conformance_runner"),
+                    help="the conformance suite's runner (evaluates lowerings on recorded inputs)")
+    ap.add_argument("--torch-xla-python", default=os.environ.get("OPPROBE_TORCH_XLA_PYTHON") or os.path.join(
+        os.environ.get("OPPROBE_VENV_ROOT", os.path.join(ROOT, ".venv")), "torch_xla", "bin", "python"),
+                    help="a Python with torch_xla (requirements/torch_xla.txt)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "agreement.md"))
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "agreement"),
+                    help="folder for captures, the OpInfo traces and the recorded profiles")
+    ap.add_argument("--cache", default="",
+                    help="probe cache folder kept between runs (default: a fresh one per run, so every unit is probed)")
+    ap.add_argument("--reuse", action="store_true", help="reuse captures and recordings already in --work")
+    ap.add_argument("--sources", default=",".join(SOURCES), help="the sources of the full run (comma-separated)")
     ap.add_argument("--check", action="store_true",
                     help="recompute the quick subset and fail when an agreement figure is below the recorded one")
+    ap.add_argument("--part", choices=["all", "backends", "torch_xla"], default="all",
+                    help="with --check: only the backends' figures or only the torch_xla comparison's")
     a = ap.parse_args()
-    quick = figures(collect(a.opprobe, QUICK))
-    if a.check:
-        want = recorded_figures(a.out)
-        higher_is_better = ["interp_xla_agree", "rules_xla_agree", "numbers_match", "xla_runs"]
-        lower_is_better = ["numbers_differ", "xla_errors"]
-        bad = ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0)) for k in higher_is_better
-               if quick.get(k, 0) < want.get(k, 0)]
-        bad += ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0)) for k in lower_is_better
-                if quick.get(k, 0) > want.get(k, 0)]
-        if quick.get("units", 0) != want.get("units", 0):
-            bad.append("units: {} (recorded {}): regenerate docs/agreement.md with scripts/agreement".format(
-                quick.get("units", 0), want.get("units", 0)))
-        print("agreement (quick subset): " + json.dumps(quick, sort_keys=True))
-        if bad:
-            sys.exit("agreement regressed: " + "; ".join(bad))
-        print("agreement: no regression against docs/agreement.md")
-        return
-    inputs = full_inputs()
-    write_doc(collect(a.opprobe, inputs), inputs, quick, a.out)
-    print("agreement: wrote {} (quick subset: {})".format(a.out, json.dumps(quick, sort_keys=True)))
+    os.makedirs(a.work, exist_ok=True)
+    parts = ["backends", "torch_xla"] if a.part == "all" or not a.check else [a.part]
+    with tempfile.TemporaryDirectory() as fresh:
+        cache = a.cache or fresh
+        t0 = time.time()
+        quick_work = os.path.join(a.work, "quick")
+        quick = {}
+        if "backends" in parts:
+            quick_inputs = inputs_for(a.opprobe, quick_work, True, False, SOURCES)
+            quick.update(figures(collect(a.opprobe, quick_inputs, cache, quick_work)))
+        if "torch_xla" in parts:
+            quick.update(txla.figures(torch_xla_rows(a, quick_work, True)))
+        log("quick subset: {} ({:.0f} s)".format(json.dumps(quick, sort_keys=True), time.time() - t0))
+        if a.check:
+            bad = regressions(quick, recorded_figures(a.out), parts)
+            if bad:
+                sys.exit("agreement regressed: " + "; ".join(bad))
+            log("no regression against " + os.path.relpath(a.out, ROOT))
+            return
+        sources = [s for s in a.sources.split(",") if s]
+        inputs = inputs_for(a.opprobe, a.work, False, a.reuse, sources)
+        units = collect(a.opprobe, inputs, cache, a.work, SAMPLED, PER_CLASS)
+        rows = torch_xla_rows(a, a.work, False)
+        command = " ".join(["scripts/agreement"] + sys.argv[1:])
+        write_doc(units, inputs, rows, quick, a.out, time.time() - t0, command)
+    log("wrote {} ({} units, {} calls against torch_xla)".format(a.out, figures(units).get("units", 0), len(rows)))
 
 
 if __name__ == "__main__":

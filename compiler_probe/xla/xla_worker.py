@@ -1,8 +1,9 @@
-"""opprobe's xla:cpu worker: compiles probe units with XLA's CPU compiler and runs them with XLA's runtime.
+"""opprobe's worker for the compilers that take XLA's HLO through StableHLO: XLA's own CPU compiler and runtime
+(`xla:cpu`, compiler_probe/xla) and IREE's llvm-cpu compiler and runtime (`iree:llvm-cpu`, compiler_probe/iree).
 
-Started by opprobe (compiler_probe/xla) as `PYTHON xla_worker.py --parent=PID cpu`, never by hand. It speaks the
-protocol of the pjrt backend's worker (compiler_probe/pjrt/worker.cpp) on file descriptor 3, so that opprobe drives
-it with the same code: every message is a little-endian u64 length followed by the body.
+Started by opprobe as `PYTHON xla_worker.py --parent=PID TARGET` (TARGET `xla:cpu` or `iree:llvm-cpu`), never by hand. It
+speaks the protocol of the pjrt backend's worker (compiler_probe/pjrt/worker.cpp) on file descriptor 3, so that
+opprobe drives it with the same code: every message is a little-endian u64 length followed by the body.
 
   greeting  u8 ok; ok=0: str message; ok=1: i32 0, i32 0, u64 0, str platform, str version, i64 devices
   request   u8 execute, str HloModuleProto bytes, u32 n, n arrays
@@ -11,7 +12,11 @@ it with the same code: every message is a little-endian u64 length followed by t
   str       u64 length, bytes
 
 A unit is converted from HloModuleProto to StableHLO with jaxlib's own converter (the one jax uses for
-`xla_computation_to_mlir_module`), compiled for the CPU client's first device and, when asked, executed once.
+`xla_computation_to_mlir_module`). `xla:cpu`: compiled for XLA's CPU client's first device and, when asked, executed
+once. `iree:llvm-cpu`: printed as StableHLO text, compiled by `iree-compile` (llvm-cpu, the host CPU) in a child
+process, and executed by IREE's runtime (the one `iree-run-module` uses) on its single-threaded local device. When
+`iree-compile` itself crashes, the worker ends with the same signal, so that opprobe reports the crash as it does
+XLA's: an `error` verdict naming the signal and the compiler's last lines.
 """
 
 import os
@@ -106,9 +111,119 @@ def reply(stage, code, message, outputs=()):
     write_message(body)
 
 
+def numpy_types():
+    import numpy as np
+    import ml_dtypes
+    dtypes = {
+        1: np.dtype(np.bool_), 2: np.dtype(np.int8), 3: np.dtype(np.int16), 4: np.dtype(np.int32),
+        5: np.dtype(np.int64), 6: np.dtype(np.uint8), 7: np.dtype(np.uint16), 8: np.dtype(np.uint32),
+        9: np.dtype(np.uint64), 10: np.dtype(np.float16), 11: np.dtype(np.float32), 12: np.dtype(np.float64),
+        13: np.dtype(ml_dtypes.bfloat16), 14: np.dtype(np.complex64), 15: np.dtype(np.complex128),
+    }
+    return dtypes, {v: k for k, v in dtypes.items()}
+
+
+class CompileError(Exception):
+    """A compiler's refusal: (absl status code, message)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class XlaCpu:
+    """XLA's CPU compiler and runtime from jaxlib."""
+
+    def __init__(self, jax, xla_client):
+        self.jax = jax
+        self.device = jax.devices("cpu")[0]
+        self.client = self.device.client
+        self.devices = xla_client.DeviceList((self.device,))
+        self.options = xla_client.CompileOptions
+        import jaxlib
+        self.platform = self.client.platform
+        self.version = "jaxlib {} (XLA {} {})".format(jaxlib.__version__, self.client.platform,
+                                                      self.client.platform_version)
+        self.device_count = len(jax.devices("cpu"))
+
+    def compile(self, stablehlo):
+        try:
+            return self.client.compile_and_load(stablehlo, self.devices, self.options())
+        except Exception as e:  # noqa: BLE001 - XLA's own refusal, reported as it is
+            raise CompileError(*split_status(str(e)))
+
+    def transfer(self, host_arrays):
+        return [self.jax.device_put(h, self.device) for h in host_arrays]
+
+    def execute(self, exe, args):
+        return exe.execute(args)
+
+
+# iree-compile's options: the llvm-cpu backend of the local HAL device, code for the host CPU, StableHLO input, f64
+# kept as f64 (IREE demotes it to f32 by default). Verdicts are cached under the backend's version (IreeLlvmCpu's
+# `version`): a change here that can change a verdict changes that string too.
+IREE_COMPILE_FLAGS = ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+                      "--iree-llvmcpu-target-cpu=host", "--iree-input-type=stablehlo",
+                      "--iree-input-demote-f64-to-f32=false"]
+
+
+class IreeLlvmCpu:
+    """IREE: iree-compile for llvm-cpu, then IREE's runtime on the local-sync device."""
+
+    def __init__(self, jax):
+        from importlib.metadata import version
+        import iree.compiler.version
+        import iree.runtime
+        from iree.compiler.tools.binaries import find_tool
+        from jax._src.interpreters import mlir as jax_mlir
+        from jax._src.lib.mlir import ir
+        import jaxlib
+        self.rt, self.ir, self.make_context = iree.runtime, ir, jax_mlir.make_ir_context
+        self.iree_compile = find_tool("iree-compile")
+        self.config = iree.runtime.Config("local-sync")
+        self.platform = "llvm-cpu"
+        self.version = "IREE {} ({} @ {}; llvm-cpu, host CPU; StableHLO from jaxlib {})".format(
+            version("iree-base-compiler"), iree.compiler.version.VERSION,
+            iree.compiler.version.REVISIONS.get("IREE", "?")[:12], jaxlib.__version__)
+        self.device_count = 1
+
+    def compile(self, stablehlo):
+        import subprocess
+        try:
+            with self.make_context():
+                text = self.ir.Module.parse(stablehlo).operation.get_asm(enable_debug_info=False)
+        except Exception as e:  # noqa: BLE001
+            raise CompileError(3, "StableHLO from jaxlib cannot be printed: {}".format(e))
+        p = subprocess.run([self.iree_compile, "-", "-o", "-"] + IREE_COMPILE_FLAGS, input=text.encode(),
+                           capture_output=True)
+        err = p.stderr.decode("utf-8", "replace")
+        if p.returncode < 0:  # the compiler crashed: end the same way (see the module's docstring)
+            import resource
+            sys.stderr.write(err[-4096:])
+            sys.stderr.flush()
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the compiler's crash, not ours: no core file
+            signal.signal(-p.returncode, signal.SIG_DFL)
+            os.kill(os.getpid(), -p.returncode)
+        if p.returncode != 0:
+            errors = [line.partition(" error: ")[2] for line in err.splitlines() if " error: " in line]
+            first = errors[0] if errors else (err.strip().splitlines() or ["exit {}".format(p.returncode)])[0]
+            raise CompileError(3, "iree-compile: {}\n{}".format(first, err))
+        vm = self.rt.VmModule.copy_buffer(self.config.vm_instance, p.stdout)
+        context = self.rt.SystemContext(config=self.config)
+        context.add_vm_module(vm)
+        return context, context.modules[vm.name]["main"]
+
+    def transfer(self, host_arrays):
+        return host_arrays
+
+    def execute(self, exe, args):
+        results = exe[1](*args)
+        return list(results) if isinstance(results, (list, tuple)) else [results]
+
+
 def main(argv):
     if len(argv) < 3 or not argv[1].startswith("--parent="):
-        sys.stderr.write("usage: xla_worker.py --parent=PID cpu (started by opprobe)\n")
+        sys.stderr.write("usage: xla_worker.py --parent=PID xla:cpu|iree:llvm-cpu (started by opprobe)\n")
         return 64
     try:  # die with opprobe, as the pjrt worker does (PR_SET_PDEATHSIG = 1, SIGKILL = 9)
         import ctypes
@@ -119,43 +234,39 @@ def main(argv):
         return 0
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # opprobe decides when the worker ends
     target = argv[2]
+    if target not in ("xla:cpu", "iree:llvm-cpu"):
+        write_message(struct.pack("<B", 0) + pack_str(
+            "xla worker: unknown target '{}' (this worker serves xla:cpu and iree:llvm-cpu)".format(target)))
+        return 0
+    iree = target.startswith("iree:")
     try:
         import numpy as np
-        import jaxlib
         import jax
         jax.config.update("jax_enable_x64", True)  # f64/s64 inputs must reach XLA as they are
-        import ml_dtypes
         from jax._src.lib import _jax, xla_client
+        dtypes, codes = numpy_types()
+        if iree:
+            import iree.compiler  # noqa: F401 - a missing IREE is named here, before anything else fails
+            import iree.runtime  # noqa: F401
     except Exception as e:  # noqa: BLE001 - any import failure means the environment cannot be used
+        what, requirements, spec = (("IREE", "requirements/xla.txt -r requirements/iree.txt", "iree:llvm-cpu")
+                                    if iree else ("jaxlib", "requirements/xla.txt", "xla:cpu"))
         write_message(struct.pack("<B", 0) + pack_str(
-            "xla backend: jaxlib is not usable in {} ({}: {}); install it with: {} -m pip install -r "
-            "requirements/xla.txt (scripts/test creates this environment), or name another Python with "
-            "OPPROBE_XLA_PYTHON or xla:cpu,python=PATH".format(
-                sys.executable, type(e).__name__, str(e).splitlines()[0] if str(e) else "", sys.executable)))
-        return 0
-    if target != "cpu":
-        write_message(struct.pack("<B", 0) + pack_str(
-            "xla backend: unknown platform '{}' (this worker serves cpu)".format(target)))
+            "{} backend: {} is not usable in {} ({}: {}); install it with: {} -m pip install -r {} (scripts/test "
+            "creates this environment), or name another Python with OPPROBE_{}_PYTHON or {},python=PATH".format(
+                spec.split(":")[0], what, sys.executable, type(e).__name__,
+                str(e).splitlines()[0] if str(e) else "", sys.executable, requirements,
+                spec.split(":")[0].upper(), spec)))
         return 0
     try:
-        device = jax.devices("cpu")[0]
-        client = device.client
+        compiler = IreeLlvmCpu(jax) if iree else XlaCpu(jax, xla_client)
     except Exception as e:  # noqa: BLE001
-        write_message(struct.pack("<B", 0) + pack_str("xla backend: no XLA CPU client: {}".format(e)))
+        write_message(struct.pack("<B", 0) + pack_str("{} backend: cannot start {}: {}".format(
+            "iree" if iree else "xla", target, e)))
         return 0
 
-    dtypes = {
-        1: np.dtype(np.bool_), 2: np.dtype(np.int8), 3: np.dtype(np.int16), 4: np.dtype(np.int32),
-        5: np.dtype(np.int64), 6: np.dtype(np.uint8), 7: np.dtype(np.uint16), 8: np.dtype(np.uint32),
-        9: np.dtype(np.uint64), 10: np.dtype(np.float16), 11: np.dtype(np.float32), 12: np.dtype(np.float64),
-        13: np.dtype(ml_dtypes.bfloat16), 14: np.dtype(np.complex64), 15: np.dtype(np.complex128),
-    }
-    codes = {v: k for k, v in dtypes.items()}
-
-    version = "jaxlib {} (XLA {} {})".format(jaxlib.__version__, client.platform, client.platform_version)
-    write_message(struct.pack("<B", 1) + struct.pack("<iiQ", 0, 0, 0) + pack_str(client.platform) +
-                  pack_str(version) + struct.pack("<q", len(jax.devices("cpu"))))
-    devices = xla_client.DeviceList((device,))
+    write_message(struct.pack("<B", 1) + struct.pack("<iiQ", 0, 0, 0) + pack_str(compiler.platform) +
+                  pack_str(compiler.version) + struct.pack("<q", compiler.device_count))
 
     while True:
         request = read_message()
@@ -176,8 +287,11 @@ def main(argv):
             reply(STAGE_COMPILE, code, "HloModuleProto to StableHLO: " + msg)
             continue
         try:
-            exe = client.compile_and_load(module, devices, xla_client.CompileOptions())
-        except Exception as e:  # noqa: BLE001
+            exe = compiler.compile(module)
+        except CompileError as e:
+            reply(STAGE_COMPILE, e.code, e.message)
+            continue
+        except Exception as e:  # noqa: BLE001 - e.g. IREE's runtime refusing the module it compiled
             code, msg = split_status(str(e))
             reply(STAGE_COMPILE, code, msg)
             continue
@@ -185,18 +299,18 @@ def main(argv):
             reply(STAGE_OK, 0, "")
             continue
         try:
-            args = []
+            host = []
             for t, dims, data in inputs:
                 if t not in dtypes:
                     raise ValueError("unknown PJRT_Buffer_Type {}".format(t))
-                host = np.frombuffer(data, dtype=dtypes[t]).reshape(dims)
-                args.append(jax.device_put(host, device))
+                host.append(np.frombuffer(data, dtype=dtypes[t]).reshape(dims))
+            args = compiler.transfer(host)
         except Exception as e:  # noqa: BLE001
             code, msg = split_status(str(e))
             reply(STAGE_TRANSFER, code, msg)
             continue
         try:
-            results = exe.execute(args)
+            results = compiler.execute(exe, args)
             outputs = []
             for res in results:
                 host = np.asarray(res)  # tobytes() is row-major whatever the layout; ascontiguousarray would make 0-d arrays 1-d

@@ -13,6 +13,7 @@
 #include "hlo/builder.h"
 #include "hlo/parser.h"
 #include "hlo/probe_unit.h"
+#include "testing/scoped_env.h"
 
 namespace opprobe::compiler_probe::xla {
 namespace {
@@ -20,22 +21,7 @@ namespace {
 using hlo::Opcode;
 using hlo::PrimitiveType;
 using hlo::Shape;
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 std::unique_ptr<hlo::Module> BinaryUnit(Opcode op, PrimitiveType type, std::vector<int64_t> dims) {
   hlo::Builder b("m");

@@ -1,5 +1,5 @@
-// xla:cpu end to end (issue 15's acceptance): the bundled ResNet-18 training step, every unit compiled and
-// run by XLA's own CPU compiler (jaxlib from requirements/xla.txt; scripts/test makes the environment and
+// xla:cpu and iree:llvm-cpu end to end (issue 15's acceptance): the bundled ResNet-18 training step, every unit
+// compiled and run by XLA's own CPU compiler (jaxlib from requirements/xla.txt; scripts/test makes the environment and
 // names it with OPPROBE_XLA_PYTHON) and compared with interp.
 #include <gtest/gtest.h>
 
@@ -51,6 +51,38 @@ TEST_F(XlaE2E, BackendsListsJaxlibAndMissingPythonExits3) {
                        "xla:cpu,python=/nonexistent/xla/bin/python"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("-m pip install -r requirements/xla.txt"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // one line
+}
+
+// iree:llvm-cpu end to end: the Neuron tutorial's supported script's trace, every unit converted to StableHLO,
+// compiled by iree-compile for llvm-cpu and run by IREE's runtime (requirements/iree.txt; scripts/test names the
+// environment with OPPROBE_IREE_PYTHON), and compared with interp.
+TEST_F(XlaE2E, SupportedTraceIsCompiledAndRunByIree) {
+  std::string out = Path("report.json");
+  auto r = RunOpprobe({"analyze", "samples/traces/supported.json", "--backend", "iree:llvm-cpu", "--no-cache",
+                       "--no-progress", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json report = json::parse(ReadWholeFile(out));
+  EXPECT_EQ(report["backend"], "iree:llvm-cpu");
+  EXPECT_EQ(report["backend_version"].get<std::string>().rfind("IREE 3.13.0 (", 0), 0u) << report["backend_version"];
+  const json& s = report["summary"];
+  EXPECT_GT(s["unique_probes"].get<int>(), 30);
+  EXPECT_EQ(s["supported_instructions"], s["hlo_instructions"]) << report["unsupported_operators"].dump();
+  EXPECT_EQ(s["interp_differ"], 0);
+  EXPECT_GT(s["interp_agree"].get<int>(), 30);
+  EXPECT_EQ(s["interp_agree"].get<int>() + s["interp_not_compared"].get<int>(), s["unique_probes"].get<int>());
+}
+
+TEST_F(XlaE2E, BackendsListsIreeAndMissingPythonExits3) {
+  auto list = RunOpprobe({"backends"});
+  ASSERT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.out.find("iree:llvm-cpu[,python=PATH]"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("iree-base-compiler 3.13.0, iree-base-runtime 3.13.0, jaxlib 0.10.2 ("), std::string::npos)
+      << list.out;
+  auto r = RunOpprobe({"analyze", "samples/traces/supported.json", "--no-cache", "--no-progress", "--backend",
+                       "iree:llvm-cpu,python=/nonexistent/iree/bin/python"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("-m pip install -r requirements/xla.txt -r requirements/iree.txt"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // one line
 }
 

@@ -1,0 +1,196 @@
+"""Why verdict sources differ on a unit: each known difference, stated once, matched to the units it explains.
+
+scripts/agreement.py writes the matching explanation next to every disagreement in docs/agreement.md; a disagreement no
+rule here explains reads "not known yet", so a new kind of difference is visible rather than silently accepted.
+Each finding about IREE was reproduced outside opprobe (jax.jit's own HLO, converted and compiled the same way) before
+it was written down here."""
+
+import re
+
+GENERAL = [
+    "- Random number generators (`rng`, `rng-bit-generator`) run but are not compared: which numbers a",
+    "  generator draws is the implementation's choice (XLA's and IREE's streams are not interp's).",
+    "- Reductions (`reduce`, `reduce-window`, `select-and-scatter`) get their reducer's identity as init",
+    "  value instead of a random one: XLA only defines reductions whose init is an identity and may apply",
+    "  it any number of times, so a random init would measure the compiler's reduction tree, not the op.",
+    "- `dot`, `convolution` and reductions are compared with an absolute tolerance of at least rtol times",
+    "  the output's largest magnitude: summation order is the compiler's choice, and sums that cancel to near zero",
+    "  differ by rounding.",
+    "- Both compilers are fed what jaxlib's HloModuleProto-to-StableHLO converter makes of the unit (the converter",
+    "  jax uses), so a unit the converter cannot import is unsupported on both with the converter's message.",
+    "- IREE is asked to keep f64 as f64 (`--iree-input-demote-f64-to-f32=false`; IREE demotes it to f32 by default)",
+    "  and to generate code for the host CPU (`--iree-llvmcpu-target-cpu=host`).",
+]
+
+# Why a backend does not run a unit that another runs: (backend or None for any, pattern on its reason or a predicate
+# over the unit, why). The first match wins.
+RULES = [
+    (None, "LiteralProto has no layout",
+     "opprobe's HloModuleProto writer leaves a constant literal's shape without a layout, which jaxlib's converter "
+     "refuses, so neither compiler sees the unit; XLA compiles constants in any real module. A gap in opprobe, not in "
+     "the compilers: the fix belongs in hlo/proto_io.cpp (in progress on another branch)."),
+    (None, lambda u: u["opcode"] == "custom-call" and 'custom_call_target="LuDecomposition"' in u["signature"] and
+     re.match(r"\(?[a-z0-9]+\[0", u["signature"]) is not None and _runs(u["verdicts"]["xla:cpu"]),
+     "xla:cpu compiles XLA's LuDecomposition custom call only when its operand has no elements (`f32[0,0]`): every "
+     "non-empty one fails with `No registered implementation for untyped custom call to LuDecomposition for Host`, "
+     "so the empty case never reaches the custom call's implementation. rules:cpu and the profile recorded from "
+     "xla:cpu judge the custom call's target, not its size; a deliberate simplification (no model runs an empty LU)."),
+    ("xla:cpu", r"No registered implementation for untyped custom call to LuDecomposition for Host",
+     "XLA's CPU runtime has no implementation of the LuDecomposition custom call (only XLA's TPU compiler expands "
+     "it); interp evaluates it, and rules:cpu says unsupported, as xla:cpu does."),
+    (None, lambda u: u["opcode"] == "custom-call" and "AwsNeuron" in u["signature"],
+     "AWS Neuron's custom calls exist only in neuronx-cc; neither XLA's CPU compiler nor IREE implements them."),
+    ("iree:llvm-cpu", r"undefined symbol: (\w+)",
+     "IREE's llvm-cpu executables link no C math library: an f64 transcendental (tanh, sin, fmod, ...) becomes an "
+     "undefined symbol. IREE demotes f64 to f32 by default for this reason; with f64 kept (as here, so that f64 is "
+     "probed as f64) these units do not compile."),
+    ("iree:llvm-cpu", r"Dialect `mhlo' not found for custom op 'mhlo\.(erf|return)'",
+     "jaxlib's converter keeps HLO instructions that StableHLO has no op for (`erf`; a `fusion`'s body) as MHLO "
+     "ops, and IREE reads only StableHLO and CHLO. A JAX program reaches IREE with `chlo.erf` instead, which IREE "
+     "compiles: this is the converter's limit, not IREE's."),
+    ("iree:llvm-cpu", r"failed to legalize operation 'stablehlo\.(fft|triangular_solve)'",
+     "IREE's StableHLO input conversion has no lowering for this op (fft, triangular_solve) on llvm-cpu."),
+    ("iree:llvm-cpu", r"failed to legalize operation 'stablehlo\.custom_call'",
+     "a custom call names a target of one compiler (XLA's CPU runtime, LAPACK, Neuron); IREE implements none of "
+     "them."),
+    ("iree:llvm-cpu", r"'linalg\.generic' op inferred input/output operand",
+     "an IREE compiler bug: a convolution whose 3x3 window with stride 2 and padding 1 covers a 2x2 input (a 1x1 "
+     "output) fails IREE's own verifier; reproduced with jax.jit's StableHLO of the same convolution, without "
+     "opprobe or the converter."),
+    ("iree:llvm-cpu", r"'stream\.async\.splat' op operand #0 must be .* but got 'i128'",
+     "IREE cannot fill a buffer with a 128-bit value: a c128 `pad` (its padding value) does not compile."),
+]
+
+# Numbers that differ from interp: (backend or None, pattern on the reason or a predicate over the unit, why).
+NUMBER_RULES = [
+    (None, lambda u: u["opcode"] == "reduce" and u["signature"].startswith("("),
+     "a variadic (value, index) reduction (argmin, argmax, max-pool indices) gets random init values: the comparison "
+     "gives only single-output reducers (add, multiply, and, or, maximum, minimum) their identity. XLA assumes an "
+     "init value is an identity and may drop it (a reduction over one element becomes a reshape), so an init that "
+     "wins in interp is ignored by XLA. In a model the init is the lowering's identity constant ((+-inf, index)); a "
+     "fix belongs in compiler_probe/pjrt/pjrt_backend.cpp (UseIdentityInitValues)."),
+    (None, lambda u: u["opcode"] == "set-dimension-size",
+     "a bounded dynamic output (`T[<=N]`): only the prefix up to the dynamic size is defined. XLA leaves the "
+     "elements past it undefined and IREE returns the output at its dynamic size, while interp keeps the bound; the "
+     "valid prefix agrees."),
+    (None, lambda u: u["opcode"] == "custom-call" and 'custom_call_target="Eigh"' in u["signature"] and all(
+        v["reason"].startswith("numerics: output 0 ") for v in u["verdicts"].values()
+        if v["reason"].startswith("numerics: ")),
+     "eigenvectors (output 0 of XLA's `Eigh`) are unique only up to sign (and order among equal eigenvalues): XLA's "
+     "Jacobi solver and interp pick different ones. The eigenvalues (output 1) agree; the conformance suite aligns "
+     "signs before comparing and finds opprobe's eigh/svd lowerings right."),
+    ("iree:llvm-cpu", lambda u: u["opcode"] == "sort" and "is_stable=true" in u["signature"],
+     "IREE's sort is not stable: `is_stable=true` is not honored, so equal keys come out in another order and the "
+     "indices sorted with them differ (reproduced with a 64-element sort of repeated keys through jax.jit's own HLO)."),
+    ("iree:llvm-cpu", lambda u: u["opcode"] == "gather",
+     "IREE does not clamp out-of-range gather start indices as StableHLO's gather specifies (XLA and interp clamp); "
+     "opprobe's random inputs hold out-of-range indices. Reproduced with jax.jit: indices [30, 2] into 24 elements "
+     "give IREE 0 (an unclamped read) where XLA gives 23. PyTorch checks its indices, so models are unaffected."),
+    ("iree:llvm-cpu", lambda u: "<=" in u["signature"] and u["opcode"] == "set-dimension-size",
+     "a bounded dynamic shape: IREE returns the output at its dynamic size, XLA and interp at its bound (the "
+     "valid prefix agrees); the comparison wants the bound."),
+]
+
+# opprobe's lowering against torch_xla's HLO for the same aten call: (predicate over the comparison's row, why).
+def _txla(ops, test):
+    """A rule for the rows of the given aten ops (names without the `aten::` prefix and overload) that pass test."""
+    return lambda r: r["op"].split("::")[-1].split(".")[0] in ops and test(r)
+
+
+def _has(side, *pairs):
+    """A test that the row's `missing` (torch_xla has, opprobe not) or `extra` (opprobe has) holds every (opcode, element
+    type) pair; "*" matches any element type."""
+    return lambda r: all(any(o == op and (ty == "*" or t.split(",")[0] == ty) for o, t in r[side]) for op, ty in pairs)
+
+
+TORCH_XLA_RULES = [
+    (_txla({"sort", "argmax", "argmin", "max", "min", "topk", "kthvalue", "median", "mode", "msort", "argsort"},
+           _has("missing", ("iota", "s32"), ("convert", "s64"))),
+     "torch_xla builds indices as s32 (`iota` s32, sorted or reduced with the values) and converts them to s64 at the "
+     "end; opprobe's lowering carries s64 indices throughout. Same results; a backend sees s64 index arithmetic from "
+     "opprobe where torch_xla would give it s32."),
+    (_txla({"amax", "amin", "max", "min"}, _has("extra", ("or", "pred"), ("select", "*"))),
+     "opprobe's lowering makes NaN win the reduction explicitly (a pred `or`-reduction and a `select`), as PyTorch "
+     "specifies; torch_xla's is a plain `maximum`/`minimum` reduction and relies on the backend propagating NaN."),
+    (_txla({"max_pool2d_with_indices", "max_pool3d_with_indices"}, _has("missing", ("while", "*"))),
+     "torch_xla computes the indices of a max pool with a `while` loop of dynamic slices (and its own "
+     "select-and-scatter); opprobe's lowering uses one variadic (value, index) `reduce-window`."),
+    (_txla({"convolution", "conv2d", "conv1d", "conv3d", "_convolution"}, lambda r: r["missing"] and all(
+        o == "transpose" for o, _ in r["missing"]) and not r["extra"]),
+     "torch_xla transposes the kernel before the convolution; opprobe's lowering states the layout in the "
+     "convolution's dim_labels instead."),
+    (_txla({"index_select", "gather", "take", "index"}, _has("missing", ("convert", "u32"))),
+     "torch_xla converts the indices to u32 before gathering; opprobe's lowering gathers with the s64 indices "
+     "(reshaped)."),
+    (_txla({"remainder", "fmod"}, _has("missing", ("sign", "*"))),
+     "torch_xla corrects XLA's truncating `remainder` by adding the divisor where the signs differ, computed with "
+     "`sign`, `abs`, `multiply` and u8/float `convert`s; opprobe's lowering makes the same correction with compares "
+     "joined by `and` and a `select`."),
+    (_txla({"div"}, _has("missing", ("select", "*"))),
+     "with a rounding_mode, torch_xla's HLO guards the sign of a NaN quotient with a `compare`/`select` pair that "
+     "opprobe's lowering does not emit (results: see \"Results that differ\" below)."),
+    (_txla({"randint", "randint_like"}, _has("missing", ("rng-bit-generator", "u64"))),
+     "torch_xla draws integers from a u64 `rng-bit-generator` with bit arithmetic; opprobe's lowering floors a "
+     "uniform f64 `rng`. rules:tpu refuses torch_xla's 64-bit `bitcast-convert` (unimplemented under the TPU X64 "
+     "rewrite), so torch_xla's module is unsupported there and opprobe's is not. A deliberate choice: opprobe asks a backend for the distribution, not for torch_xla's "
+     "generator (random ops are not compared by value either)."),
+    (_txla({"linalg_inv_ex", "_linalg_slogdet", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack", "_linalg_det",
+            "linalg_solve_ex", "_linalg_solve_ex"}, _has("extra", ("custom-call", "*"))),
+     "**Lowering gap.** opprobe's lowering factorizes with XLA's `LuDecomposition` custom call, which only XLA's TPU "
+     "compiler expands (xla:cpu: `No registered implementation for untyped custom call to LuDecomposition for "
+     "Host`), so rules:cpu and rules:gpu refuse it; torch_xla's HLO for the same call compiles on CPU and GPU."),
+    (_txla({"_linalg_svd", "linalg_pinv", "linalg_svd", "svd", "linalg_matrix_rank", "pinverse"},
+           _has("missing", ("while", "*"))),
+     "**Lowering gap** (for Neuron). opprobe's lowering computes the SVD with XLA's `Eigh` custom call (of a "
+     "matrix built by `concatenate`), which the neuron profiles refuse (unknown custom-call target, NCC_EHCA005); torch_xla expands the SVD into Jacobi `while` loops of plain arithmetic, which they accept."),
+    (_txla({"cummax", "cummin"}, _has("extra", ("reduce-window", "*"))),
+     "**Lowering gap** (for TPU). opprobe's lowering reduces (value, index) pairs with s64 indices in a variadic "
+     "`reduce-window`, which rules:tpu refuses (no S64 reduce-window on TPU); torch_xla carries s32 indices and "
+     "converts at the end."),
+    (_txla({"_embedding_bag_forward_only", "_embedding_bag"}, _has("extra", ("scatter", "s64"))),
+     "**Lowering gap** (for Neuron). opprobe's lowering has an s64 `scatter` with a reduction, which the neuron "
+     "profiles refuse (integer scatter-reduce, NCC_EVRF016); torch_xla loops over the bags with `while` and dynamic "
+     "slices."),
+    (_txla({"masked_scatter"}, _has("missing", ("set-dimension-size", "*"))),
+     "torch_xla's HLO has dynamic shapes (`set-dimension-size`) and a sort, which the neuron profiles refuse; "
+     "opprobe's lowering stays static (a prefix sum and a `gather`). Deliberate: the static form runs on more "
+     "backends."),
+    (_txla({"where"}, lambda r: r["missing"] == [("reshape", "pred")] and not r["extra"]),
+     "torch_xla reshapes the condition before its `select` (opprobe broadcasts it); no other difference."),
+]
+
+
+def _runs(v):
+    return v["kind"] == "supported" or v["reason"].startswith("numerics: ")
+
+
+def _matches(pattern, unit, reason):
+    if callable(pattern):
+        return pattern(unit)
+    return re.search(pattern, reason) is not None
+
+
+def explain(a, b, unit):
+    """Why a and b disagree on whether the unit runs (the one that does not run is explained), or None."""
+    va, vb = unit["verdicts"][a], unit["verdicts"][b]
+    loser = a if not _runs(va) else b
+    reason = unit["verdicts"][loser]["reason"]
+    for backend, pattern, why in RULES:
+        if backend in (None, loser) and _matches(pattern, unit, reason):
+            return why
+    return None
+
+
+def explain_numbers(backend, unit):
+    reason = unit["verdicts"][backend]["reason"]
+    for b, pattern, why in NUMBER_RULES:
+        if b in (None, backend) and _matches(pattern, unit, reason):
+            return why
+    return None
+
+
+def explain_torch_xla(row):
+    for pred, why in TORCH_XLA_RULES:
+        if pred(row):
+            return why
+    return None
