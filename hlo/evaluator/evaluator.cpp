@@ -706,6 +706,10 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
     case Opcode::kCopyStart: case Opcode::kCopyDone: {
       if (ops.empty()) return InvalidInput(fmt::format("{}: needs an operand", ins.name));
       if (ins.opcode == Opcode::kCopyStart) return Unimplemented("copy-start is not implemented by the evaluator");
+      // copy-done of copy-start's (destination, source, context) tuple: the destination.
+      if (ins.opcode == Opcode::kCopyDone && ops[0]->shape().IsTuple() && !ops[0]->tuple_elements().empty() &&
+          ops[0]->tuple_elements()[0].shape().Compatible(ins.shape))
+        return ops[0]->tuple_elements()[0];
       if (!ops[0]->shape().Compatible(ins.shape))
         return InvalidInput(fmt::format("{}: operand {} declared as {}", ins.name, ops[0]->shape().ToString(false),
                                         ins.shape.ToString(false)));
