@@ -276,5 +276,24 @@ TEST(HloXlaSyntaxTest, InterpreterRunsCopyDoneAndConvolutionWithoutSpatialDimens
   EXPECT_EQ(c->Get<float>(3), 15.f);  // 4+5+6
 }
 
+TEST(HloXlaSyntaxTest, InterpreterStopsAnEndlessLoopBoundedByItsStateBytes) {
+  // reduce_scatter_combiner_test's while(true) over 128 MiB of state ran for hours; the evaluator bounds
+  // iterations x state bytes and answers "unimplemented" instead.
+  auto m = Parse(
+      "HloModule m\ncond {\n  p = f32[1024] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n"
+      "body {\n  p = f32[1024] parameter(0)\n  ROOT n = f32[1024] negate(p)\n}\n"
+      "ENTRY e {\n  a = f32[1024] parameter(0)\n  ROOT w = f32[1024] while(a), condition=cond, body=body\n}\n");
+  ASSERT_TRUE(m);
+  EvaluatorOptions options;
+  options.max_while_state_bytes = int64_t{1} << 20;  // 256 iterations of 4 KiB
+  std::vector<Literal> args;
+  args.emplace_back(Shape::Array(PrimitiveType::F32, {1024}));
+  auto r = Evaluate(*m, args, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnimplemented);
+  EXPECT_EQ(r.status().message(),
+            "w: while loop ran 257 iterations over a 4096-byte state, more than the evaluator's limit of 1048576 bytes");
+}
+
 }  // namespace
 }  // namespace opprobe::hlo
