@@ -5,36 +5,6 @@
 
 namespace opprobe::hlo {
 
-namespace {
-constexpr std::string_view kDirections[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-constexpr std::string_view kFftTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
-constexpr std::string_view kTransposeA[] = {"NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"};
-}  // namespace
-
-std::string_view ComparisonDirectionName(ComparisonDirection d) { return kDirections[static_cast<int>(d)]; }
-
-std::optional<ComparisonDirection> ComparisonDirectionFromName(std::string_view name) {
-  for (int i = 0; i < 6; ++i)
-    if (kDirections[i] == name) return static_cast<ComparisonDirection>(i);
-  return std::nullopt;
-}
-
-std::string_view FftTypeName(FftType t) { return kFftTypes[static_cast<int>(t)]; }
-
-std::optional<FftType> FftTypeFromName(std::string_view name) {
-  for (int i = 0; i < 4; ++i)
-    if (kFftTypes[i] == name) return static_cast<FftType>(i);
-  return std::nullopt;
-}
-
-std::string_view TransposeAName(TransposeA t) { return kTransposeA[static_cast<int>(t) - 1]; }
-
-std::optional<TransposeA> TransposeAFromName(std::string_view name) {
-  for (int i = 0; i < 3; ++i)
-    if (kTransposeA[i] == name) return static_cast<TransposeA>(i + 1);
-  return std::nullopt;
-}
-
 Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
   instructions_.push_back(std::move(instr));
   return instructions_.back().get();
@@ -84,6 +54,7 @@ std::unique_ptr<Module> Module::Clone() const {
     auto nc = std::make_unique<Computation>(c->name());
     nc->id = c->id;
     nc->is_fusion_computation = c->is_fusion_computation;
+    nc->execution_thread = c->execution_thread;
     std::map<const Instruction*, Instruction*> instr_map;
     for (const auto& i : c->instructions()) {
       auto ni = std::make_unique<Instruction>(*i);

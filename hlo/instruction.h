@@ -1,4 +1,5 @@
-// hlo::Instruction, hlo::Computation, hlo::Module: the HLO IR, with the attributes XLA has per opcode.
+// hlo::Instruction, hlo::Computation, hlo::Module: the HLO IR, with the attributes XLA has per opcode (which
+// opcode has which attribute, and which field below it fills, is declared once in hlo/attributes.h).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "hlo/attribute_types.h"
 #include "hlo/literal.h"
 #include "hlo/opcode.h"
 #include "hlo/shape.h"
@@ -16,113 +18,9 @@ namespace opprobe::hlo {
 
 class Computation;
 
-struct WindowDimension {
-  int64_t size = 1;
-  int64_t stride = 1;
-  int64_t padding_low = 0;
-  int64_t padding_high = 0;
-  int64_t window_dilation = 1;  // rhs_dilate
-  int64_t base_dilation = 1;    // lhs_dilate
-  bool window_reversal = false;
-  bool operator==(const WindowDimension&) const = default;
-};
-struct Window {
-  std::vector<WindowDimension> dimensions;
-  bool operator==(const Window&) const = default;
-};
-
-struct ConvolutionDimensionNumbers {
-  int64_t input_batch_dimension = 0;
-  int64_t input_feature_dimension = 1;
-  std::vector<int64_t> input_spatial_dimensions;
-  int64_t kernel_input_feature_dimension = 1;
-  int64_t kernel_output_feature_dimension = 0;
-  std::vector<int64_t> kernel_spatial_dimensions;
-  int64_t output_batch_dimension = 0;
-  int64_t output_feature_dimension = 1;
-  std::vector<int64_t> output_spatial_dimensions;
-  bool operator==(const ConvolutionDimensionNumbers&) const = default;
-};
-
-struct DotDimensionNumbers {
-  std::vector<int64_t> lhs_contracting_dimensions;
-  std::vector<int64_t> rhs_contracting_dimensions;
-  std::vector<int64_t> lhs_batch_dimensions;
-  std::vector<int64_t> rhs_batch_dimensions;
-  bool operator==(const DotDimensionNumbers&) const = default;
-};
-
-struct GatherDimensionNumbers {
-  std::vector<int64_t> offset_dims;
-  std::vector<int64_t> collapsed_slice_dims;
-  std::vector<int64_t> start_index_map;
-  int64_t index_vector_dim = 0;
-  std::vector<int64_t> operand_batching_dims;
-  std::vector<int64_t> start_indices_batching_dims;
-  bool operator==(const GatherDimensionNumbers&) const = default;
-};
-
-struct ScatterDimensionNumbers {
-  std::vector<int64_t> update_window_dims;
-  std::vector<int64_t> inserted_window_dims;
-  std::vector<int64_t> scatter_dims_to_operand_dims;
-  int64_t index_vector_dim = 0;
-  std::vector<int64_t> input_batching_dims;
-  std::vector<int64_t> scatter_indices_batching_dims;
-  bool operator==(const ScatterDimensionNumbers&) const = default;
-};
-
-struct SliceDimensions {  // slice={[start:limit:stride], ...}
-  std::vector<int64_t> starts, limits, strides;
-  bool operator==(const SliceDimensions&) const = default;
-};
-
-struct PaddingDimension {
-  int64_t edge_padding_low = 0;
-  int64_t edge_padding_high = 0;
-  int64_t interior_padding = 0;
-  bool operator==(const PaddingDimension&) const = default;
-};
-struct PaddingConfig {
-  std::vector<PaddingDimension> dimensions;
-  bool operator==(const PaddingConfig&) const = default;
-};
-
-enum class ComparisonDirection { kEq, kNe, kGe, kGt, kLe, kLt };
-std::string_view ComparisonDirectionName(ComparisonDirection d);  // "EQ", ...
-std::optional<ComparisonDirection> ComparisonDirectionFromName(std::string_view name);
-
-enum class FftType { kFft = 0, kIfft = 1, kRfft = 2, kIrfft = 3 };
-std::string_view FftTypeName(FftType t);  // "FFT", "IFFT", "RFFT", "IRFFT"
-std::optional<FftType> FftTypeFromName(std::string_view name);
-
-enum class RandomDistribution { kInvalid = 0, kUniform = 1, kNormal = 2 };
-enum class PrecisionLevel { kDefault = 0, kHigh = 1, kHighest = 2 };
-
-// triangular-solve's options (xla::TriangularSolveOptions): solve op(a)·x = b (left_side) or
-// x·op(a) = b, with a lower or upper triangular, op = identity, transpose or adjoint.
-enum class TransposeA { kNoTranspose = 1, kTranspose = 2, kAdjoint = 3 };  // proto enum values
-struct TriangularSolveOptions {
-  bool left_side = false;
-  bool lower = false;
-  bool unit_diagonal = false;
-  TransposeA transpose_a = TransposeA::kNoTranspose;
-  bool operator==(const TriangularSolveOptions&) const = default;
-};
-std::string_view TransposeAName(TransposeA t);  // "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"
-std::optional<TransposeA> TransposeAFromName(std::string_view name);
-
-struct OpMetadata {
-  std::string op_type;
-  std::string op_name;
-  std::string source_file;
-  int32_t source_line = 0;
-  bool empty() const { return op_type.empty() && op_name.empty() && source_file.empty() && source_line == 0; }
-  bool operator==(const OpMetadata&) const = default;
-};
-
-// One HLO instruction. Attributes that an opcode does not use stay at their defaults; the printer,
-// parser and proto code know which opcode uses which (XLA's HloInstruction subclasses, flattened).
+// One HLO instruction. Attributes that an opcode does not use stay at their defaults; hlo/attributes.h declares
+// which opcode uses which (XLA's HloInstruction subclasses, flattened), and the parser, printer and proto code
+// walk that declaration.
 class Instruction {
  public:
   Opcode opcode = Opcode::kParameter;
@@ -141,12 +39,13 @@ class Instruction {
   int64_t iota_dimension = 0;
   int64_t feature_index = 0;
   float epsilon = 0.0f;
-  std::optional<Literal> literal;  // constant
+  std::optional<Literal> literal;  // constant; custom-call `literal=`
   std::optional<Window> window;
   std::optional<ConvolutionDimensionNumbers> convolution_dimension_numbers;
   int64_t feature_group_count = 1;
   int64_t batch_group_count = 1;
   std::vector<PrecisionLevel> operand_precision;
+  std::string dot_algorithm;  // dot `algorithm=dot_bf16_bf16_f32` (PrecisionConfig.Algorithm); empty: unset
   std::optional<DotDimensionNumbers> dot_dimension_numbers;
   std::optional<GatherDimensionNumbers> gather_dimension_numbers;
   std::vector<int64_t> gather_slice_sizes;
@@ -163,21 +62,54 @@ class Instruction {
   bool is_stable = false;  // sort
   int32_t exponent_bits = 0, mantissa_bits = 0;  // reduce-precision
   RandomDistribution distribution = RandomDistribution::kInvalid;  // rng
-  std::string rng_algorithm;  // rng-bit-generator: "rng_default", "rng_three_fry", "rng_philox"
+  std::string rng_algorithm = "rng_default";  // rng-bit-generator: "rng_default", "rng_three_fry", "rng_philox"
   std::string custom_call_target;
-  std::string backend_config;
-  std::string fusion_kind;  // "kLoop", ...
+  std::string backend_config;  // any opcode; custom-call's opaque string or a JSON dict
+  std::string fusion_kind = "kLoop";  // "kLoop", "kInput", "kOutput", "kCustom"
   int64_t k = 0;            // topk
   TriangularSolveOptions triangular_solve_options;  // triangular-solve
   bool cholesky_lower = false;                       // cholesky: `lower=true`
   bool largest = true;      // topk
   OpMetadata metadata;
+
+  // Collectives, send/recv, async and scheduling.
+  std::optional<int64_t> channel_id;
+  CollectiveDeviceList replica_groups;
+  bool constrain_layout = false;
+  bool use_global_device_ids = false;
+  std::vector<std::vector<int64_t>> source_target_pairs;     // collective-permute: {{source, target}, ...}
+  std::vector<std::vector<int64_t>> collective_slice_sizes;  // collective-permute `slice_sizes={{...}}`
+  bool is_host_transfer = false;                             // send, recv and their -done
+  std::string async_execution_thread;                        // async ops; empty: the main thread
+  std::optional<int64_t> cross_program_prefetch_index;       // copy-start
+  // Custom calls.
+  bool custom_call_has_side_effect = false;
+  std::string custom_call_api_version;  // `api_version=API_VERSION_TYPED_FFI`; empty: API_VERSION_ORIGINAL
+  std::string custom_call_schedule;     // `schedule=SCHEDULE_LATEST`; empty: SCHEDULE_NONE
+  std::string padding_type;             // `padding_type=PADDING_VALID`; empty: PADDING_INVALID
+  std::optional<std::vector<Shape>> operand_layout_constraints;
+  std::vector<OutputOperandAlias> output_to_operand_aliasing;  // custom-call, fusion, async-start
+  // Others.
+  bool is_composite = false;                       // call
+  int64_t delta = 0;                               // rng-get-and-update-state
+  std::string infeed_config, outfeed_config;       // infeed, outfeed
+  std::optional<Shape> outfeed_shape;              // outfeed
+  std::optional<int64_t> inferred_dimension;       // reshape
+  std::optional<ResultAccuracy> result_accuracy;   // transcendental unary ops
+  std::vector<bool> parameter_replication;         // parameter `parameter_replication={false,true}`
+  // Attributes every opcode may have.
+  std::optional<Sharding> sharding;
+  std::vector<std::pair<std::string, std::string>> frontend_attributes;  // in written order; XLA's is sorted
+  std::vector<std::string> control_predecessors;   // names of instructions of the same computation
+  // Held as their text (balanced braces): `statistics={...}`, `origin={...}`, domain's `domain={...}`.
+  std::string statistics, origin, domain;
+
   // The opcode text when the input named an opcode this IR does not know (opcode is then kCustomCall):
   // such an instruction parses, prints back under its own name, and every backend calls it unsupported.
   std::string unknown_opcode;
-  // Attributes this IR does not model (sharding, replica_groups, frontend_attributes, ...), kept as
-  // printed `key=value` text so that a parsed module prints back unchanged.
-  std::vector<std::pair<std::string, std::string>> extra_attributes;
+  // Attributes the schema (hlo/attributes.h) does not know for this opcode, kept as written `key=value` so
+  // that a parsed module prints back unchanged; they are part of the fingerprint like every other attribute.
+  std::vector<std::pair<std::string, std::string>> unknown_attributes;
 
   Instruction* operand(int i) const { return operands[static_cast<size_t>(i)]; }
   int operand_count() const { return static_cast<int>(operands.size()); }

@@ -32,6 +32,10 @@ class Literal {
   // True when the printed text was `{...}` (a dump without large constants): the values are unknown.
   bool elided() const { return elided_; }
   void set_elided(bool e) { elided_ = e; }
+  // True when the text gave one value for every element (`f32[4096,4096] constant(0)`): it prints back so, in
+  // constant time, instead of as millions of elements.
+  bool splat() const { return splat_; }
+  void set_splat(bool s) { splat_ = s; }
 
   // Element access through double/complex, converting from the element type.
   double GetAsDouble(int64_t linear_index) const;
@@ -67,6 +71,7 @@ class Literal {
   std::vector<uint8_t> data_;
   std::vector<Literal> tuple_;
   bool elided_ = false;
+  bool splat_ = false;
 };
 
 // bf16 / f16 conversions (round to nearest even), used by literals and the evaluator.

@@ -1,8 +1,10 @@
 // Parses XLA HLO text (research/formats.md B.6) into hlo IR: both printer styles found in real dumps
-// (long: `%name`, operand shapes, computation signatures; short: XLA --xla_dump_to files), every
-// attribute the IR models, and anything else kept verbatim in Instruction::extra_attributes /
-// Module::header_attributes so that the printer reproduces the text. Unknown opcodes parse (opcode
-// kCustomCall, Instruction::unknown_opcode holds the name). Errors read `source:line:col: message`.
+// (long: `%name`, operand shapes, computation signatures; short: XLA --xla_dump_to files) and the rest of XLA's
+// syntax (left-out result shapes, inline operands and computations, `%t#1`, `?` dimensions, any line layout).
+// Attributes are read as hlo/attributes.h declares them (a required one missing is an error); attributes the
+// schema does not know are kept verbatim in Instruction::unknown_attributes, module header attributes in
+// Module::header_attributes, so that the printer reproduces the text. Unknown opcodes parse (opcode kCustomCall,
+// Instruction::unknown_opcode holds the name). Errors read `source:line:col: message`.
 #pragma once
 
 #include <memory>
@@ -32,5 +34,9 @@ PrintOptions DetectPrintStyle(std::string_view module_text);
 
 // Parses one shape (`f32[4,3]{1,0}`, `(s32[], f32[2])`, `bf16[<=8]`); the whole text must be the shape.
 Expected<Shape> ParseShape(std::string_view text);
+
+// Parses `value`, the text after `key=`, into the field the schema gives `key` for `in`'s opcode (the proto
+// reader's way back from attributes it keeps as text). Errors name `source`.
+Status ParseAttributeValue(Instruction& in, std::string_view key, std::string_view value, const std::string& source);
 
 }  // namespace opprobe::hlo

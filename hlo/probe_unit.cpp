@@ -26,6 +26,7 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
       auto ni = std::make_unique<Instruction>(*i);
       ni->name = fmt::format("{}.{}", OpcodeName(i->opcode), k++);
       ni->metadata = {};
+      ni->control_predecessors.clear();  // names of the original computation; ordering only
       for (auto& op : ni->operands) op = map.at(op);
       for (auto& cc : ni->called_computations) cc = copied.at(cc);
       map[i.get()] = nc->AddInstruction(std::move(ni));
@@ -41,7 +42,9 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
   std::map<const Instruction*, Instruction*> params;
   auto root = std::make_unique<Instruction>(instr);
   root->name = std::string(OpcodeName(instr.opcode));
-  root->extra_attributes.clear();
+  // Every attribute the instruction has, modelled or unknown, stays: the backend sees it and the fingerprint
+  // holds it. Control predecessors name instructions the unit does not have.
+  root->control_predecessors.clear();
   for (auto& op : root->operands) {
     auto it = params.find(op);
     if (it == params.end()) {

@@ -11,10 +11,13 @@ namespace opprobe::hlo {
 
 // A module named `name` whose entry has one parameter per distinct operand of `instr`, a copy of
 // `instr` (with its called computations and their callees) as ROOT, and canonical names
-// (p0, p1, ..., the root named after its opcode), so that identical units print identically.
+// (p0, p1, ..., the root named after its opcode), so that identical units print identically. The copy keeps
+// every attribute, modelled or unknown to the schema (hlo/attributes.h); control predecessors are dropped, and so
+// is the metadata of instructions in called computations.
 std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::string& name = "probe");
 
-// 16 hex digits: FNV-1a 64 of the module's canonical text (short style, no metadata, no module name).
+// 16 hex digits: FNV-1a 64 of the module's canonical text (short style, no metadata, no module name): every
+// modelled and unknown attribute is part of it, so units that differ in any attribute are different units.
 std::string Fingerprint(const Module& module);
 std::string Fnv1a64Hex(const std::string& text);
 

@@ -25,6 +25,21 @@ Shape Shape::Token() {
   return s;
 }
 
+Shape Shape::Buffer(Shape array) {
+  Shape s;
+  s.element_type_ = PrimitiveType::BUFFER;
+  s.tuple_.push_back(std::move(array));
+  return s;
+}
+
+bool Shape::is_unbounded_dynamic() const {
+  for (int64_t d : dims_)
+    if (d == kUnboundedSize) return true;
+  for (const auto& t : tuple_)
+    if (t.is_unbounded_dynamic()) return true;
+  return false;
+}
+
 void Shape::set_dynamic_dimension(int i, bool dynamic) {
   if (dynamic_.size() < dims_.size()) dynamic_.resize(dims_.size(), false);
   dynamic_[static_cast<size_t>(i)] = dynamic;
@@ -65,6 +80,7 @@ Expected<int64_t> Shape::ElementCount() const {
   if (!IsArray()) return InvalidInput(fmt::format("shape {} has no element count", ToString()));
   __int128 n = 1;
   for (int64_t d : dims_) {
+    if (d == kUnboundedSize) return InvalidInput(fmt::format("shape {} has an unbounded dynamic dimension", ToString()));
     if (d < 0) return InvalidInput(fmt::format("shape {} has a negative dimension", ToString()));
     n *= d;
     if (n > static_cast<__int128>(INT64_MAX))
@@ -88,10 +104,15 @@ std::string Shape::ToString(bool print_layout) const {
     }
     return out + ")";
   }
+  if (IsBuffer()) return "b(" + (tuple_.empty() ? std::string() : tuple_[0].ToString(print_layout)) + ")";
   std::string out(PrimitiveTypeName(element_type_));
   out += '[';
   for (size_t i = 0; i < dims_.size(); ++i) {
     if (i) out += ',';
+    if (dims_[i] == kUnboundedSize) {
+      out += '?';
+      continue;
+    }
     if (is_dynamic_dimension(static_cast<int>(i))) out += "<=";
     out += std::to_string(dims_[i]);
   }
@@ -111,7 +132,7 @@ std::string Shape::ToString(bool print_layout) const {
 
 bool Shape::Compatible(const Shape& o) const {
   if (element_type_ != o.element_type_) return false;
-  if (IsTuple()) {
+  if (IsTuple() || IsBuffer()) {
     if (tuple_.size() != o.tuple_.size()) return false;
     for (size_t i = 0; i < tuple_.size(); ++i)
       if (!tuple_[i].Compatible(o.tuple_[i])) return false;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,12 +20,18 @@ class Shape {
   static Shape Scalar(PrimitiveType type) { return Array(type, {}); }
   static Shape Tuple(std::vector<Shape> elements);
   static Shape Token();
+  // XLA's buffer shape `b(s32[4])`: a buffer holding one array (the one tuple_shapes() element).
+  static Shape Buffer(Shape array);
+  // A dimension written `?` (unbounded dynamic); is_dynamic_dimension() is true for it.
+  static constexpr int64_t kUnboundedSize = INT64_MIN;
 
   PrimitiveType element_type() const { return element_type_; }
   void set_element_type(PrimitiveType t) { element_type_ = t; }
   bool IsTuple() const { return element_type_ == PrimitiveType::TUPLE; }
   bool IsArray() const { return IsArrayType(element_type_); }
   bool IsToken() const { return element_type_ == PrimitiveType::TOKEN; }
+  bool IsBuffer() const { return element_type_ == PrimitiveType::BUFFER; }
+  bool is_unbounded_dynamic() const;  // some dimension is `?`
 
   const std::vector<int64_t>& dimensions() const { return dims_; }
   std::vector<int64_t>& mutable_dimensions() { return dims_; }
@@ -52,12 +59,12 @@ class Shape {
   const std::vector<Shape>& tuple_shapes() const { return tuple_; }
   std::vector<Shape>& mutable_tuple_shapes() { return tuple_; }
 
-  // Number of elements; an error when a dimension is negative or the product overflows 64 bits.
+  // Number of elements; an error when a dimension is negative or unbounded, or the product overflows 64 bits.
   Expected<int64_t> ElementCount() const;
   // Element count, assuming the shape was validated (returns 0 on overflow).
   int64_t elements() const;
 
-  // XLA's text form: `f32[4,3]{1,0}`, `f32[]`, `s32[<=8,2]{1,0}`, `(f32[2]{0}, s32[])`.
+  // XLA's text form: `f32[4,3]{1,0}`, `f32[]`, `s32[<=8,2]{1,0}`, `f32[?,2]`, `(f32[2]{0}, s32[])`, `b(s32[4])`.
   std::string ToString(bool print_layout = true) const;
 
   // Same element type and dims (and tuple structure); layout ignored.

@@ -57,6 +57,7 @@ const TypeInfo* Find(PrimitiveType t) {
 }  // namespace
 
 std::string_view PrimitiveTypeName(PrimitiveType t) {
+  if (t == PrimitiveType::BUFFER) return "buffer";
   const TypeInfo* info = Find(t);
   return info ? info->name : std::string_view("invalid");
 }

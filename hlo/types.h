@@ -42,9 +42,11 @@ enum class PrimitiveType : int {
   U1 = 31,
   F4E2M1FN = 32,
   F8E8M0FNU = 33,
+  BUFFER = 34,  // a buffer holding one array: `b(s32[4])` (Shape::Buffer)
 };
 
-// `f32`, `bf16`, `pred`, `opaque`, ...; "invalid" for unknown values.
+// `f32`, `bf16`, `pred`, `opaque`, ...; "buffer" for BUFFER (written `b(...)` around its array shape, never
+// as a type name); "invalid" for unknown values.
 std::string_view PrimitiveTypeName(PrimitiveType t);
 std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name);
 

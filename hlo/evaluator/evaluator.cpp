@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "hlo/evaluator/internal.h"
 
@@ -671,10 +672,20 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
         return InvalidInput(fmt::format("{}: while needs a body and a condition", ins.name));
       const Computation &body = *ins.called_computations[0], &cond = *ins.called_computations[1];
       Literal state = *ops[0];
+      std::function<int64_t(const Literal&)> bytes_of = [&](const Literal& l) {
+        int64_t n = static_cast<int64_t>(l.data().size());
+        for (const Literal& e : l.tuple_elements()) n += bytes_of(e);
+        return n;
+      };
+      const int64_t state_bytes = std::max<int64_t>(1, bytes_of(state));
       for (int64_t it = 0;; ++it) {
         if (it >= options_.max_while_iterations)
           return Unimplemented(fmt::format("{}: while loop ran more than {} iterations", ins.name,
                                            options_.max_while_iterations));
+        if (it > options_.max_while_state_bytes / state_bytes)
+          return Unimplemented(fmt::format("{}: while loop ran {} iterations over a {}-byte state, more than the "
+                                           "evaluator's limit of {} bytes",
+                                           ins.name, it, state_bytes, options_.max_while_state_bytes));
         OPPROBE_ASSIGN_OR_RETURN(Literal p, Run(cond, {&state}));
         if (!p.shape().IsArray() || p.shape().element_type() != PrimitiveType::PRED || p.element_count() != 1)
           return InvalidInput(fmt::format("{}: condition does not return pred[]", ins.name));
@@ -726,6 +737,10 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
     case Opcode::kCopyStart: case Opcode::kCopyDone: {
       if (ops.empty()) return InvalidInput(fmt::format("{}: needs an operand", ins.name));
       if (ins.opcode == Opcode::kCopyStart) return Unimplemented("copy-start is not implemented by the evaluator");
+      // copy-done of copy-start's (destination, source, context) tuple: the destination.
+      if (ins.opcode == Opcode::kCopyDone && ops[0]->shape().IsTuple() && !ops[0]->tuple_elements().empty() &&
+          ops[0]->tuple_elements()[0].shape().Compatible(ins.shape))
+        return ops[0]->tuple_elements()[0];
       if (!ops[0]->shape().Compatible(ins.shape))
         return InvalidInput(fmt::format("{}: operand {} declared as {}", ins.name, ops[0]->shape().ToString(false),
                                         ins.shape.ToString(false)));

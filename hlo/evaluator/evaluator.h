@@ -29,6 +29,9 @@ struct EvaluatorOptions {
   double max_flops = 2e11;
   // Largest number of iterations of one while loop.
   int64_t max_while_iterations = 1'000'000;
+  // Largest loop state one while loop may carry over all its iterations together (iterations x state bytes):
+  // a loop that never ends over a large state stops in seconds, not after a million copies of it.
+  int64_t max_while_state_bytes = int64_t{4} << 30;
   // Seed of rng / rng-bit-generator and of elided (`{...}`) constants.
   uint64_t seed = 0;
   // reduce, reduce-window and select-and-scatter whose called computation is a recognised pattern (one

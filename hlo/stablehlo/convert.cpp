@@ -1550,20 +1550,19 @@ class Converter {
     if (const Attr* g = op.Find("replica_groups")) {
       OPPROBE_ASSIGN_OR_RETURN(auto flat, Ints(op, *g));
       int64_t cols = g->type.dims.size() == 2 ? g->type.dims[1] : static_cast<int64_t>(flat.size());
-      std::string text = "{";
+      // A [groups, size] tensor: one group per row (an empty tensor: no groups, every device in one).
+      std::vector<std::vector<int64_t>> groups;
       for (size_t k = 0; k < flat.size(); ++k) {
-        if (cols > 0 && k % static_cast<size_t>(cols) == 0) text += (k ? "},{" : "{");
-        else text += ",";
-        text += std::to_string(flat[k]);
+        if (groups.empty() || (cols > 0 && k % static_cast<size_t>(cols) == 0)) groups.emplace_back();
+        groups.back().push_back(flat[k]);
       }
-      text += flat.empty() ? "}" : "}}";
-      i.extra_attributes.emplace_back("replica_groups", text);
+      i.replica_groups.groups = std::move(groups);
     }
     if (const Attr* c = op.Find("channel_handle"); c && c->kind == Attr::Kind::kDict) {
       if (const Attr* h = c->Get("handle"); h && h->kind == Attr::Kind::kInt && h->i > 0)
-        i.extra_attributes.emplace_back("channel_id", std::to_string(h->i));
+        i.channel_id = h->i;
     }
-    if (BoolAttr(op, "use_global_device_ids")) i.extra_attributes.emplace_back("use_global_device_ids", "true");
+    if (BoolAttr(op, "use_global_device_ids")) i.use_global_device_ids = true;
     return Status::Ok();
   }
 
@@ -1585,10 +1584,7 @@ class Converter {
       if (const Attr* p = op.Find("source_target_pairs")) {
         OPPROBE_ASSIGN_OR_RETURN(auto flat, Ints(op, *p));
         if (flat.size() % 2) return OpErr(op, "source_target_pairs must be pairs");
-        std::string text = "{";
-        for (size_t k = 0; k < flat.size(); k += 2)
-          text += fmt::format("{}{{{},{}}}", k ? "," : "", flat[k], flat[k + 1]);
-        i->extra_attributes.emplace_back("source_target_pairs", text + "}");
+        for (size_t k = 0; k < flat.size(); k += 2) i->source_target_pairs.push_back({flat[k], flat[k + 1]});
       }
     }
     OPPROBE_RETURN_IF_ERROR(CollectiveAttrs(op, *i));
@@ -1609,9 +1605,9 @@ class Converter {
       static constexpr const char* kVersions[] = {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL",
                                                   "API_VERSION_STATUS_RETURNING",
                                                   "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
-      if (v->i >= 2 && v->i <= 4) i->extra_attributes.emplace_back("api_version", kVersions[v->i]);
+      if (v->i >= 2 && v->i <= 4) i->custom_call_api_version = kVersions[v->i];
     }
-    if (BoolAttr(op, "has_side_effect")) i->extra_attributes.emplace_back("custom_call_has_side_effect", "true");
+    if (BoolAttr(op, "has_side_effect")) i->custom_call_has_side_effect = true;
     // result_layouts: the layout of each result.
     std::vector<Shape> laid_out = shapes;
     if (const Attr* rl = op.Find("result_layouts"); rl && rl->kind == Attr::Kind::kArray && rl->elements.size() == shapes.size()) {

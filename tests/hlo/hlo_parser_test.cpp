@@ -41,7 +41,9 @@ TEST(HloParserTest, ParsesShortStyleModule) {
   EXPECT_EQ(root->operand(0)->name, "convert.4");
   EXPECT_EQ(root->metadata.op_name, "jit(f)/add");
   EXPECT_EQ(root->metadata.source_line, 8);
-  EXPECT_EQ(e->instructions()[0]->extra_attributes.size(), 1u);
+  ASSERT_TRUE(e->instructions()[0]->sharding.has_value());  // a modelled attribute, not kept as text
+  EXPECT_EQ(e->instructions()[0]->sharding->type, Sharding::Type::kReplicated);
+  EXPECT_TRUE(e->instructions()[0]->unknown_attributes.empty());
   EXPECT_FALSE(e->instructions()[2]->shape.has_layout() && e->instructions()[2]->shape.rank() > 0);
   EXPECT_EQ(e->instructions()[2]->literal->GetAsDouble(0), 1.0);
   // Ids are unique across the module.
@@ -83,8 +85,11 @@ TEST(HloParserTest, SyntaxErrorsGiveLineAndColumn) {
             "t.hlo:4:19: add takes 2 operand(s), n has 1");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"),
             "t.hlo:4:1: computation e is not closed with '}'");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT r = f32[2] reduce(p, p), dimensions={0}, to_apply=nowhere\n"
+                    "  p = f32[2] parameter(0)\n}\n"),
+            "t.hlo:3:58: r calls unknown computation nowhere");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT r = f32[2] reduce(p, p), to_apply=nowhere\n  p = f32[2] parameter(0)\n}\n"),
-            "t.hlo:3:42: r calls unknown computation nowhere");
+            "t.hlo:3:8: reduce r needs dimensions=");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = s32[2] constant({1, 2, 3})\n}\n"),
             "t.hlo:3:35: literal has more than 2 elements in dimension 0");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = s8[] constant(300)\n}\n"), "t.hlo:3:26: 300 does not fit in s8");
@@ -103,8 +108,8 @@ TEST(HloParserTest, UnknownOpcodeParsesAndKeepsItsName) {
   EXPECT_EQ(x->opcode, Opcode::kCustomCall);
   EXPECT_EQ(x->unknown_opcode, "my-new-op");
   EXPECT_EQ(x->operand_count(), 2);
-  ASSERT_EQ(x->extra_attributes.size(), 1u);
-  EXPECT_EQ(x->extra_attributes[0], (std::pair<std::string, std::string>("mode", "fast")));
+  ASSERT_EQ(x->unknown_attributes.size(), 1u);
+  EXPECT_EQ(x->unknown_attributes[0], (std::pair<std::string, std::string>("mode", "fast")));
   EXPECT_NE(ToString(**m).find("my-new-op(f32[2] %p, f32[2] %p), mode=fast"), std::string::npos);
 }
 

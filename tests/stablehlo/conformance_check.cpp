@@ -40,14 +40,22 @@ using namespace opprobe::hlo;
 
 namespace {
 
-// Result shape, opcode, operand shapes (a constant's value), and the attributes the IR models (not the ones it
-// keeps as text: frontend_attributes, api_version, sharding, ...), without the names of called computations.
-std::string Signature(const Instruction& i) {
+// Result shape, opcode, operand shapes (a constant's value), and the attributes the IR models, without the names of
+// called computations. Left out: the attributes XLA's conversion carries over from MLIR's own (frontend attributes
+// with Shardy's rules, sharding, custom calls' layout constraints, aliasing and API version), which the reader does
+// not take from MLIR yet, and attributes the schema does not know.
+std::string Signature(const Instruction& original) {
+  Instruction i = original;
+  i.frontend_attributes.clear();
+  i.sharding.reset();
+  i.operand_layout_constraints.reset();
+  i.output_to_operand_aliasing.clear();
+  i.custom_call_api_version.clear();
   static const std::regex kCalled(
       R"(\b(to_apply|condition|body|calls|select|scatter|true_computation|false_computation)=[^,\s]+)");
   static const std::regex kCalledList(R"(\b(branch_computations|called_computations)=\{[^}]*\})");
   PrintOptions o = PrintOptions::Canonical();
-  o.print_extra_attributes = false;
+  o.print_unknown_attributes = false;
   std::string operands;
   if (i.opcode == Opcode::kConstant && i.literal) {
     operands = LiteralToString(*i.literal);

@@ -3,8 +3,15 @@
 // plus the modules named with --interp is also analyzed with the `interp` backend. Prints the figures, and
 // with --markdown writes docs/hlo-compatibility.md (regenerate: scripts/hlo-compatibility).
 //
-// Exit status 1 when a figure crosses its ceiling (--max-rejected-valid): the corpus test (ctest
-// hlo_xla_corpus) fails on a regression. A crash or abort fails it by itself.
+// Modules the extraction left unusable are set apart by rules on their text, each listed in the document:
+// templates whose placeholders XLA's test fills before parsing (`<<F8E4M3>>`, `TYPE[...]`, `f32[full_size,...]`),
+// and texts that stop mid-module (the test assembles the module from several strings; opprobe's error is at
+// the end of the text). The rules never set apart a module opprobe accepts (checked: a template that parses
+// fails the run).
+//
+// Exit status 1 when a figure crosses its limit: more valid modules rejected than --max-rejected-valid, a
+// rejection without a `file:line:col:` place (--require-located), a module slower than --max-seconds. A crash or
+// an abort fails the run by itself.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -34,15 +42,21 @@ struct Entry {
   std::string module;
   std::string source;
   std::string kind;  // cc | file
+  std::string test;
   bool expect_invalid = false;
 };
+
+enum class Extraction { kModule, kTemplate, kIncomplete };
 
 struct Outcome {
   bool loaded = false;
   std::string reason;  // the load error, without the file name
+  bool located = true;  // the error names `file:line:col`
+  Extraction extraction = Extraction::kModule;
   double seconds = 0;
   bool interp = false;
   int64_t interp_unsupported = 0, interp_errors = 0, interp_units = 0;
+  std::vector<std::string> interp_error_reasons;
 };
 
 std::vector<std::string> Split(const std::string& line, char sep) {
@@ -69,6 +83,12 @@ std::string ReasonOf(const std::string& message, const std::string& path) {
   return m.substr(i);
 }
 
+// `path:12:5: ...`: the message names a line and a column.
+bool IsLocated(const std::string& message, const std::string& path) {
+  static const std::regex kPlace(R"(^:[0-9]+:[0-9]+: )");
+  return message.rfind(path, 0) == 0 && std::regex_search(message.substr(path.size()), kPlace);
+}
+
 // A reason with its quoted details dropped, to group modules that fail for the same cause.
 std::string Category(const std::string& reason) {
   std::string out;
@@ -87,13 +107,41 @@ std::string Category(const std::string& reason) {
   return collapsed;
 }
 
+// Placeholders XLA's tests substitute before parsing: `<<F8E4M3>>`, an upper-case word as an element type
+// (`TYPE[2]`), a word among a shape's dimensions (`f32[full_size,8]`, `s32[INDICES_BOUND]`), an upper-case
+// word standing alone on a line, as replica_groups' value or in braces as a value (`OTHER_ATTRIBUTES`,
+// `replica_groups=REPLICA_GROUPS`, `frontend_attributes={FRONTEND_ATTRIBUTES}`).
+bool IsTemplate(const std::string& text) {
+  static const std::regex kAngle(R"(<<[A-Za-z0-9_]+>>)");
+  static const std::regex kUpperType(R"(\b[A-Z][A-Z0-9_]*\[)");
+  static const std::regex kWordDim(R"(\b(pred|bf16|c64|c128|[suf][0-9][a-z0-9]*)\[[^\]\n]*[A-Za-z_][^\]\n]*\])");
+  static const std::regex kUpperLine(R"((^|\n)[ \t]*[A-Z][A-Z0-9_]{3,}[ \t]*(\n|$))");
+  static const std::regex kUpperGroups(R"(replica_groups=[A-Z]|=\{[A-Z][A-Z0-9_]{3,}\})");
+  return std::regex_search(text, kAngle) || std::regex_search(text, kUpperType) || std::regex_search(text, kWordDim) ||
+         std::regex_search(text, kUpperLine) || std::regex_search(text, kUpperGroups);
+}
+
+// The text stops mid-module: opprobe's error is about the end of the input.
+bool IsIncomplete(const std::string& reason) {
+  return reason == "module has no computations" || reason.find("got end of input") != std::string::npos ||
+         reason.find("is not closed with '}'") != std::string::npos;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 struct Options {
   std::string corpus;
   std::string markdown;
   size_t interp_every = 40;
   std::set<std::string> interp_named;
   int64_t max_rejected_valid = -1;
-  int64_t max_accepted_invalid = -1;
+  double max_seconds = -1;
+  bool require_located = false;
 };
 
 }  // namespace
@@ -115,10 +163,11 @@ int main(int argc, char** argv) {
     else if (a == "--interp-every") opt.interp_every = std::stoul(next());
     else if (a == "--interp") opt.interp_named.insert(next());
     else if (a == "--max-rejected-valid") opt.max_rejected_valid = std::stoll(next());
-    else if (a == "--max-accepted-invalid") opt.max_accepted_invalid = std::stoll(next());
+    else if (a == "--max-seconds") opt.max_seconds = std::stod(next());
+    else if (a == "--require-located") opt.require_located = true;
     else {
       std::cerr << "usage: xla_corpus_check [--corpus DIR] [--markdown OUT.md] [--interp-every N] [--interp MODULE]...\n"
-                   "                        [--max-rejected-valid N] [--max-accepted-invalid N]\n";
+                   "                        [--max-rejected-valid N] [--max-seconds S] [--require-located]\n";
       return 2;
     }
   }
@@ -133,7 +182,7 @@ int main(int argc, char** argv) {
   while (std::getline(manifest, line)) {
     auto f = Split(line, '\t');
     if (f.size() < 6) continue;
-    entries.push_back({f[0], f[1], f[3], f[5] == "1"});
+    entries.push_back({f[0], f[1], f[3], f[4], f[5] == "1"});
   }
   auto registry = compiler_probe::Registry::Builtin();
   auto rules = registry.Create("rules:tpu");
@@ -144,6 +193,7 @@ int main(int argc, char** argv) {
   }
   std::vector<Outcome> out(entries.size());
   std::vector<std::pair<double, std::string>> slowest;
+  std::vector<std::string> templates_accepted;
   for (size_t k = 0; k < entries.size(); ++k) {
     const Entry& e = entries[k];
     Outcome& o = out[k];
@@ -152,6 +202,7 @@ int main(int argc, char** argv) {
     auto loaded = analyzer::LoadHlo(path);
     if (!loaded.ok()) {
       o.reason = ReasonOf(loaded.status().message(), path);
+      o.located = IsLocated(loaded.status().message(), path);
     } else {
       o.loaded = true;
       std::vector<analyzer::NamedModule> named;
@@ -163,27 +214,53 @@ int main(int argc, char** argv) {
         for (const auto& p : r.probes) {
           ++o.interp_units;
           if (p.verdict.kind == compiler_probe::Verdict::Kind::kUnsupported) ++o.interp_unsupported;
-          if (p.verdict.kind == compiler_probe::Verdict::Kind::kError) ++o.interp_errors;
+          if (p.verdict.kind == compiler_probe::Verdict::Kind::kError) {
+            ++o.interp_errors;
+            o.interp_error_reasons.push_back(p.verdict.reason);
+          }
         }
       }
     }
     o.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     slowest.push_back({o.seconds, e.module});
+    if (IsTemplate(ReadText(path))) {
+      o.extraction = Extraction::kTemplate;
+      if (o.loaded) templates_accepted.push_back(e.module);
+    } else if (!o.loaded && IsIncomplete(o.reason)) {
+      o.extraction = Extraction::kIncomplete;
+    }
   }
   std::sort(slowest.rbegin(), slowest.rend());
 
-  // Figures per group (kind x expect_invalid).
+  // Figures per group (kind x expect_invalid), over the modules the extraction left whole.
   struct Group {
     int64_t modules = 0, accepted = 0;
   };
   std::map<std::string, Group> groups;
   std::map<std::string, std::vector<size_t>> rejected_valid_by_category;
-  std::vector<size_t> accepted_invalid;
-  int64_t valid = 0, rejected_valid = 0, invalid = 0, interp_modules = 0, interp_units = 0, interp_unsupported = 0,
-          interp_errors = 0;
+  std::vector<size_t> accepted_invalid, templates, incomplete, unlocated;
+  int64_t valid = 0, rejected_valid = 0, invalid = 0, rejected_invalid = 0, interp_modules = 0, interp_units = 0,
+          interp_unsupported = 0, interp_errors = 0;
+  std::vector<size_t> interp_with_errors;
   for (size_t k = 0; k < entries.size(); ++k) {
     const Entry& e = entries[k];
     const Outcome& o = out[k];
+    if (!o.loaded && !o.located) unlocated.push_back(k);
+    if (o.interp) {
+      ++interp_modules;
+      interp_units += o.interp_units;
+      interp_unsupported += o.interp_unsupported;
+      interp_errors += o.interp_errors;
+      if (o.interp_errors) interp_with_errors.push_back(k);
+    }
+    if (o.extraction == Extraction::kTemplate) {
+      templates.push_back(k);
+      continue;
+    }
+    if (o.extraction == Extraction::kIncomplete) {
+      incomplete.push_back(k);
+      continue;
+    }
     Group& g = groups[fmt::format("{} | {}", e.kind == "file" ? "`.hlo` files" : "C++ tests",
                                   e.expect_invalid ? "XLA expects a failure" : "valid")];
     ++g.modules;
@@ -191,6 +268,7 @@ int main(int argc, char** argv) {
     if (e.expect_invalid) {
       ++invalid;
       if (o.loaded) accepted_invalid.push_back(k);
+      else ++rejected_invalid;
     } else {
       ++valid;
       if (!o.loaded) {
@@ -198,18 +276,16 @@ int main(int argc, char** argv) {
         rejected_valid_by_category[Category(o.reason)].push_back(k);
       }
     }
-    if (o.interp) {
-      ++interp_modules;
-      interp_units += o.interp_units;
-      interp_unsupported += o.interp_unsupported;
-      interp_errors += o.interp_errors;
-    }
   }
   const double pct = valid ? 100.0 * static_cast<double>(rejected_valid) / static_cast<double>(valid) : 0;
-  std::cout << fmt::format("{} modules: {} valid, {} rejected ({:.2f}%); {} expected invalid, {} accepted\n",
-                           entries.size(), valid, rejected_valid, pct, invalid, accepted_invalid.size());
+  std::cout << fmt::format("{} modules: {} templates and {} incomplete texts set apart; {} valid, {} rejected ({:.2f}%); "
+                           "{} expected invalid, {} rejected, {} accepted\n",
+                           entries.size(), templates.size(), incomplete.size(), valid, rejected_valid, pct, invalid,
+                           rejected_invalid, accepted_invalid.size());
   std::cout << fmt::format("interp: {} modules, {} probe units, {} unsupported, {} errors\n", interp_modules,
                            interp_units, interp_unsupported, interp_errors);
+  for (size_t k : interp_with_errors)
+    for (const auto& r : out[k].interp_error_reasons) std::cout << fmt::format("  interp error in {}: {}\n", entries[k].module, r);
   std::cout << "slowest modules (load + rules:tpu [+ interp]):\n";
   for (size_t i = 0; i < std::min<size_t>(10, slowest.size()); ++i)
     std::cout << fmt::format("  {:8.2f} s  {}\n", slowest[i].first, slowest[i].second);
@@ -218,40 +294,68 @@ int main(int argc, char** argv) {
   std::stable_sort(cats.begin(), cats.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   std::cout << "rejected valid modules by reason:\n";
   for (const auto& [cat, ks] : cats) std::cout << fmt::format("  {:5}  {}\n", ks.size(), cat);
+  for (size_t k : unlocated) std::cout << fmt::format("  rejection without a place: {}: {}\n", entries[k].module, out[k].reason);
 
   if (!opt.markdown.empty()) {
     std::ostringstream md;
+    auto item = [&](size_t k, const std::string& what) {
+      return fmt::format("- `{}` ({}{}): {}\n", entries[k].module, entries[k].source,
+                         entries[k].test.empty() ? "" : ", " + entries[k].test, what);
+    };
     md << "# HLO compatibility: XLA's own test modules\n\n"
           "<!-- Generated by scripts/hlo-compatibility (tests/hlo/corpus/xla_corpus_check.cpp); do not edit. -->\n\n"
-          "opprobe's HLO parser held against the 8,195 HLO modules extracted from openxla/xla's `.hlo` files and C++ "
-          "tests (`../shared/external/xla_hlo/`, described in its SOURCES.md). Each module is loaded as "
-          "`opprobe analyze` loads it and analyzed with `--backend rules:tpu`; "
+       << fmt::format("opprobe's HLO parser held against the {} HLO modules extracted from openxla/xla's `.hlo` files "
+                      "and C++ tests (`../shared/external/xla_hlo/`, described in its SOURCES.md). Each module is "
+                      "loaded as `opprobe analyze` loads it and analyzed with `--backend rules:tpu`; ",
+                      entries.size())
        << (opt.interp_every ? fmt::format("every {}th module and ", opt.interp_every) : std::string())
        << "the modules named with --interp (the ones issue #16 names) also with `--backend interp`. The ctest entry "
-          "`hlo_xla_corpus` runs the same check and fails when more valid modules are rejected than the ceiling "
-          "it is given, or when a module crashes the process.\n\n"
+          "`hlo_xla_corpus` runs the same check (arguments in tests/hlo/corpus/xla_corpus_args) and fails when more "
+          "valid modules are rejected than its ceiling"
+       << (opt.max_rejected_valid >= 0 ? fmt::format(" ({})", opt.max_rejected_valid) : std::string())
+       << ", when a rejection does not name its line and column, when a module takes more than "
+       << (opt.max_seconds > 0 ? fmt::format("{} s", opt.max_seconds) : std::string("its time limit"))
+       << ", when the interpreter gives an error verdict, or when a module crashes the process.\n\n"
           "`expect_invalid` is the manifest's heuristic flag: XLA's test expects *some* check to fail (parser, "
           "verifier, shape inference or a pass), so a module with it set is not necessarily unparseable.\n\n"
-          "## Figures\n\n| source | XLA's expectation | modules | accepted | rejected |\n|---|---|---:|---:|---:|\n";
+          "## Figures\n\n"
+       << fmt::format("Set apart before counting (listed at the end): {} templates whose placeholders XLA's test fills "
+                      "before parsing, and {} texts that stop mid-module (the test assembles the module from several "
+                      "strings).\n\n",
+                      templates.size(), incomplete.size())
+       << "| source | XLA's expectation | modules | accepted | rejected |\n|---|---|---:|---:|---:|\n";
     for (const auto& [name, g] : groups)
       md << fmt::format("| {} | {} | {} | {} |\n", name, g.modules, g.accepted, g.modules - g.accepted);
-    md << fmt::format("\nValid modules rejected: **{} of {} ({:.2f}%)**. Modules XLA expects to fail that opprobe "
-                      "accepts: {} of {} (opprobe has no verifier yet, so most of these are known differences: "
-                      "they parse, and XLA rejects them later).\n\n",
-                      rejected_valid, valid, pct, accepted_invalid.size(), invalid);
-    md << fmt::format("Interpreter on the sample: {} modules, {} probe units, {} unsupported verdicts, {} errors.\n\n",
-                      interp_modules, interp_units, interp_unsupported, interp_errors);
-    md << "## Valid modules opprobe rejects, by reason\n\n"
-          "Reasons are opprobe's messages with quoted text shown as `'…'` and numbers as `N`. What they come to: "
-          "test templates whose placeholders were not filled (`TYPE`, `DTYPE1`, `<<F8E4M3>>`, `<<ABType>>`: "
-          "not HLO, rejected correctly); element types opprobe does not model yet (`f8e8m0fnu`, `f4e2m1fn`, "
-          "`u2`, `f8e4m3`); layouts written before the opcode (`f32[2,2] {1,0} add(...)`); unbounded dynamic "
-          "dimensions (`?`); and a few dozen one-off forms, each listed below.\n\n";
+    md << fmt::format("\nValid modules rejected: **{} of {} ({:.2f}%)**, each listed below with its reason. Modules "
+                      "XLA's tests expect to fail: {} of {} rejected by opprobe (every message names its line and column), "
+                      "{} accepted, each listed below as a known difference.\n\n",
+                      rejected_valid, valid, pct, rejected_invalid, invalid, accepted_invalid.size());
+    md << fmt::format("Interpreter: {} modules, {} probe units, {} unsupported verdicts, {} errors. Slowest module: "
+                      "{:.1f} s (`{}`).\n\n",
+                      interp_modules, interp_units, interp_unsupported, interp_errors,
+                      slowest.empty() ? 0.0 : slowest[0].first, slowest.empty() ? "" : slowest[0].second);
+    md << "## Valid modules opprobe rejects\n\n"
+          "Reasons are opprobe's messages, grouped with quoted text shown as `'…'` and numbers as `N`.\n\n";
+    if (cats.empty()) md << "None.\n\n";
     for (const auto& [cat, ks] : cats) {
       md << fmt::format("### {} ({})\n\n", cat, ks.size());
-      for (size_t k : ks) md << fmt::format("- `{}` ({}): {}\n", entries[k].module, entries[k].source, out[k].reason);
+      for (size_t k : ks) md << item(k, out[k].reason);
       md << "\n";
     }
+    md << "## Known differences: modules XLA's tests expect to fail that opprobe accepts\n\n"
+          "opprobe parses HLO and checks its syntax, attributes and shapes where it infers them; it has no verifier "
+          "yet, and none of XLA's passes. A module here parses, and XLA's test expects a later check (a verifier, "
+          "shape inference of an instruction whose shape is written, a pass or a backend) to reject it. The "
+          "manifest's test name says which.\n\n";
+    for (size_t k : accepted_invalid) md << item(k, "accepted");
+    md << "\n## Set apart: templates\n\n"
+          "The text holds a placeholder XLA's test substitutes before parsing (`<<F8E4M3>>`, `TYPE[...]`, a word among "
+          "a shape's dimensions, an upper-case word standing for attributes). opprobe rejects each, correctly.\n\n";
+    for (size_t k : templates) md << item(k, out[k].loaded ? "accepted" : out[k].reason);
+    md << "\n## Set apart: texts that stop mid-module\n\n"
+          "The test builds the module from several strings (or a proto text around it); the extracted piece ends "
+          "before the module does.\n\n";
+    for (size_t k : incomplete) md << item(k, out[k].reason);
     std::ofstream f(opt.markdown, std::ios::binary | std::ios::trunc);
     f << md.str();
     if (!f) {
@@ -264,9 +368,22 @@ int main(int argc, char** argv) {
     std::cerr << fmt::format("regression: {} valid modules rejected, ceiling {}\n", rejected_valid, opt.max_rejected_valid);
     fail = true;
   }
-  if (opt.max_accepted_invalid >= 0 && static_cast<int64_t>(accepted_invalid.size()) > opt.max_accepted_invalid) {
-    std::cerr << fmt::format("regression: {} modules XLA rejects are accepted, ceiling {}\n", accepted_invalid.size(),
-                             opt.max_accepted_invalid);
+  if (!templates_accepted.empty()) {
+    std::cerr << fmt::format("the template rule sets apart {} modules opprobe accepts (first: {})\n",
+                             templates_accepted.size(), templates_accepted[0]);
+    fail = true;
+  }
+  if (opt.require_located && !unlocated.empty()) {
+    std::cerr << fmt::format("{} rejections name no line and column (first: {})\n", unlocated.size(),
+                             entries[unlocated[0]].module);
+    fail = true;
+  }
+  if (opt.max_seconds > 0 && !slowest.empty() && slowest[0].first > opt.max_seconds) {
+    std::cerr << fmt::format("{} took {:.1f} s, limit {} s\n", slowest[0].second, slowest[0].first, opt.max_seconds);
+    fail = true;
+  }
+  if (interp_errors > 0) {
+    std::cerr << fmt::format("the interpreter gave {} error verdicts\n", interp_errors);
     fail = true;
   }
   return fail ? 1 : 0;

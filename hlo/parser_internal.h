@@ -1,0 +1,146 @@
+// The HLO text parser's shared state, for the files that implement it (not a public header): parser.cpp
+// (instructions, computations, modules), parse_shapes.cpp (shapes, layouts, literals) and parse_attributes.cpp
+// (attribute values, walking the schema of hlo/attributes.h).
+//
+// The parser reads characters, not lines: whitespace and comments may stand between any two tokens, so a value
+// or an instruction may span lines. Errors read `source:line:col: message`, with input text quoted (hlo/quote.h).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "hlo/attributes.h"
+#include "hlo/instruction.h"
+#include "hlo/quote.h"
+#include "hlo/status.h"
+
+namespace opprobe::hlo::parse_internal {
+
+constexpr int kMaxDepth = 64;  // nesting of tuple shapes, literal braces, attribute values and inline operands
+
+inline bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '-';
+}
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// An operand or a called computation still to be looked up by name.
+struct PendingOperand {
+  std::string name;
+  size_t pos;
+};
+struct PendingCall {
+  Instruction* instr;
+  size_t slot;  // index into instr->called_computations
+  std::string name;
+  size_t pos;
+};
+
+// One computation being parsed (computations nest: `to_apply={...}` defines one inline).
+struct Scope {
+  std::unique_ptr<Computation> comp;
+  std::vector<std::vector<PendingOperand>> operands;  // per instruction, in the order they were added
+  std::vector<size_t> positions;                      // where each instruction's name is
+  std::set<std::string> names;                        // names the text gives
+  std::vector<std::pair<Instruction*, size_t>> control;  // instructions with control-predecessors, and where
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, size_t begin, size_t end, const std::string& source)
+      : s_(text), p_(begin), end_(end), src_(source) {}
+
+  Expected<std::unique_ptr<Module>> ParseModule();
+  Expected<Shape> ParseShapeOnly();
+  // One attribute value (the text after `key=`) into `in`, as the schema declares `spec`; the whole text must be
+  // the value. For values the proto keeps as text.
+  Status ParseAttributeValueOnly(Instruction& in, const AttrSpec& spec);
+
+  // ---- lexing ---------------------------------------------------------------------------------------------
+  Status Err(size_t at, const std::string& msg) const;
+  char Peek(size_t k = 0) const { return p_ + k < end_ ? s_[p_ + k] : '\0'; }
+  bool AtEnd() const { return p_ >= end_; }
+  void SkipWs();        // blanks, newlines, /* */ and // comments
+  void SkipInlineWs();  // blanks and /* */ comments on the current line
+  bool TryConsume(char c);
+  Status Expect(char c, std::string_view what);
+  std::string Describe() const;  // the next few characters, quoted, or "end of input"
+  std::string ReadName();        // a name, an optional leading '%' dropped; empty when none
+  bool LookingAtWord(std::string_view w) const;
+  std::string_view ReadWord();
+  Expected<int64_t> ParseInt();
+  Expected<double> ParseNumber();  // a decimal number as text writes it (1, -0.5, 1e-05, inf, nan)
+  // A value as written: brackets and quotes balanced; outside them it ends at ',', whitespace or a closing
+  // bracket (so it may start on the next line, and the line layout never matters).
+  std::string_view CaptureValue();
+
+  // ---- shapes and literals (parse_shapes.cpp) -------------------------------------------------------------
+  Expected<Shape> ParseShape(int depth);
+  Status ParseLayout(Shape& shape);
+  bool LooksLikeShape() const;
+  bool LooksLikeLayout() const;  // a '{' that starts a layout (a digit, ':' or '}' follows)
+  Expected<Literal> ParseLiteral(const Shape& shape, int depth);
+  Status ParseArrayElements(const Shape& shape, size_t dim, std::vector<std::pair<std::string_view, size_t>>& out,
+                            int depth);
+  std::string_view ReadElementToken();
+  Status SetElement(Literal& lit, int64_t index, std::string_view text, size_t pos);
+
+  // ---- attributes (parse_attributes.cpp) ------------------------------------------------------------------
+  // The attribute list after an instruction's operands (`, key=value` ...), walking the opcode's schema.
+  Status ParseAttributes(Scope& scope, Instruction& in, size_t start, int depth);
+  // One value of `spec` at the current position.
+  Status ParseValue(Scope* scope, Instruction& in, const AttrSpec& spec, size_t key_pos);
+  Expected<std::vector<int64_t>> ParseIntList();
+  Expected<std::vector<std::vector<int64_t>>> ParseIntListList();
+  Expected<std::string> ParseQuoted();
+  Status ParseWindow(Window& w);
+  Status ParseDimLabels(ConvolutionDimensionNumbers& d);
+  Status ParseSlice(SliceDimensions& s);
+  Status ParsePadding(PaddingConfig& c);
+  Status ParseMetadata(OpMetadata& m);
+  Status ParseSharding(Sharding& s, int depth);
+  Status ParseSingleSharding(Sharding& s);
+  Status ParseReplicaGroups(CollectiveDeviceList& g);
+  Status ParseFrontendAttributes(std::vector<std::pair<std::string, std::string>>& out);
+  Status ParseAliasing(std::vector<OutputOperandAlias>& out);
+  Status ParseResultAccuracy(ResultAccuracy& r);
+  Status ParseBalanced(std::string& out);  // `{...}` kept as written
+  Status ParseComputationRef(Scope* scope, Instruction& in, size_t slot, const std::string& key);
+
+  // ---- structure (parser.cpp) -----------------------------------------------------------------------------
+  Status ParseComputation(Computation*& entry);
+  // The instruction list `{ ... }` of `scope`, then operand resolution and ordering; adds it to the module.
+  Status ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added);
+  Status ParseInstruction(Scope& scope, bool& is_root);
+  Status ParseInstructionRhs(Scope& scope, const std::string& name, size_t name_pos, size_t start,
+                             std::optional<Shape> shape, int depth, Instruction*& added);
+  // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
+  Status InferShapes();
+  std::string SyntheticName(Scope& scope, const std::string& base);
+  std::string UniqueComputationName(const std::string& base);
+
+  std::string_view s_;
+  size_t p_;
+  size_t end_;
+  const std::string& src_;
+  Module* module_ = nullptr;
+  std::vector<PendingCall> calls_;
+  std::unordered_map<const Instruction*, size_t> infer_;  // instructions without a written shape -> position
+  std::set<std::string> computation_names_;              // every computation name given or generated
+  // broadcast's dimensions= left out: allowed only when operand 0 turns out to be a scalar (checked once shapes
+  // are known).
+  std::vector<std::pair<Instruction*, size_t>> scalar_operand_checks_;
+  int64_t synthetic_count_ = 0;
+  int computation_depth_ = 0;
+};
+
+}  // namespace opprobe::hlo::parse_internal
