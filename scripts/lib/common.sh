@@ -24,6 +24,9 @@ OPPROBE_PACKAGES+=(libhiredis-dev libcurl4-openssl-dev)
 OPPROBE_TEST_PACKAGES+=(redis-server nginx)
 # The local probe cache: one SQLite database per cache folder.
 OPPROBE_PACKAGES+=(libsqlite3-dev)
+# The libFuzzer targets (scripts/fuzz, fuzz/README.md): clang 16 and its sanitizer runtimes; scripts/test runs them.
+OPPROBE_FUZZ_PACKAGES=(clang-16 libclang-rt-16-dev)
+OPPROBE_TEST_PACKAGES+=("${OPPROBE_FUZZ_PACKAGES[@]}")
 
 opprobe_install() {
   local wanted=("$@") missing=()
