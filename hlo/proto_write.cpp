@@ -9,6 +9,7 @@
 #include "hlo/parser.h"
 #include "hlo/proto_internal.h"
 #include "hlo/proto_io.h"
+#include "hlo/quote.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -191,13 +192,62 @@ Status FillModuleProto(const Module& m, xla::HloModuleProto* p, bool unique_name
   return Status::Ok();
 }
 
+// The first string field (not bytes) of `m` or a message inside it that is not valid UTF-8, as a path
+// (`computations[0].instructions[3].custom_call_target`); empty when there is none. Protobuf refuses to write such a
+// field (it logs an error and writes a message a reader rejects), and HLO text or StableHLO can carry any bytes in
+// a quoted string.
+std::string InvalidUtf8Field(const google::protobuf::Message& m) {
+  using google::protobuf::FieldDescriptor;
+  const auto* d = m.GetDescriptor();
+  const auto* r = m.GetReflection();
+  std::string scratch;
+  for (int f = 0; f < d->field_count(); ++f) {
+    const FieldDescriptor* fd = d->field(f);
+    const bool str = fd->type() == FieldDescriptor::TYPE_STRING;
+    const bool msg = fd->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE;
+    if (!str && !msg) continue;
+    auto check = [&](int index) -> std::string {
+      std::string where = index < 0 ? fd->name() : fmt::format("{}[{}]", fd->name(), index);
+      if (str) {
+        const std::string& v = index < 0 ? r->GetStringReference(m, fd, &scratch)
+                                         : r->GetRepeatedStringReference(m, fd, index, &scratch);
+        return IsValidUtf8(v) ? std::string() : where;
+      }
+      if (fd->is_map()) return std::string();  // map entries: walked below as repeated messages
+      std::string inner = InvalidUtf8Field(index < 0 ? r->GetMessage(m, fd) : r->GetRepeatedMessage(m, fd, index));
+      return inner.empty() ? inner : where + "." + inner;
+    };
+    if (fd->is_repeated()) {
+      for (int k = 0; k < r->FieldSize(m, fd); ++k) {
+        if (fd->is_map()) {
+          std::string inner = InvalidUtf8Field(r->GetRepeatedMessage(m, fd, k));
+          if (!inner.empty()) return fmt::format("{}[{}].{}", fd->name(), k, inner);
+          continue;
+        }
+        if (std::string bad = check(k); !bad.empty()) return bad;
+      }
+    } else if (!msg || r->HasField(m, fd)) {
+      if (std::string bad = check(-1); !bad.empty()) return bad;
+    }
+  }
+  return std::string();
+}
+
+Status Serialize(const google::protobuf::Message& p, const Module& module, std::string* out) {
+  if (std::string bad = InvalidUtf8Field(p); !bad.empty())
+    return InvalidInput(fmt::format("module {}: {} is not valid UTF-8, which an HloModuleProto string must be",
+                                    Quote(module.name()), bad));
+  if (!p.SerializeToString(out)) return Internal(fmt::format("module {}: proto serialization failed", Quote(module.name())));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names) {
   xla::HloModuleProto p;
   OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", module.name())));
   std::string out;
-  if (!p.SerializeToString(&out)) return Internal(fmt::format("module {}: proto serialization failed", module.name()));
+  OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;
 }
 
@@ -205,7 +255,7 @@ Expected<std::string> ModuleToHloProtoBytes(const Module& module) {
   xla::HloProto p;
   OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, p.mutable_hlo_module()).WithContext(fmt::format("module {}", module.name())));
   std::string out;
-  if (!p.SerializeToString(&out)) return Internal(fmt::format("module {}: proto serialization failed", module.name()));
+  OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;
 }
 

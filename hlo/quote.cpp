@@ -52,6 +52,19 @@ std::string Escape(std::string_view text, size_t max_chars, bool quoted) {
 
 }  // namespace
 
+bool IsValidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = Utf8Length(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string Quote(std::string_view text, size_t max_chars) { return Escape(text, max_chars, true); }
 
 std::string OneLine(std::string_view text, size_t max_chars) { return Escape(text, max_chars, false); }

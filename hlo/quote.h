@@ -17,4 +17,7 @@ std::string Quote(std::string_view text, size_t max_chars = 48);
 // someone else composed (a library's exception text) that may carry input bytes.
 std::string OneLine(std::string_view text, size_t max_chars = 400);
 
+// Whether `text` is well-formed UTF-8 (what protobuf requires of a string field), by the same rule the escapes use.
+bool IsValidUtf8(std::string_view text);
+
 }  // namespace opprobe::hlo

@@ -12,7 +12,10 @@
 
 #include "hlo/parser.h"
 #include "hlo/printer.h"
+#include "hlo/file_io.h"
 #include "hlo/proto_io.h"
+#include "hlo/quote.h"
+#include "hlo/stablehlo/stablehlo.h"
 #include "hlo_test_files.h"
 
 namespace opprobe::hlo {
@@ -302,6 +305,48 @@ TEST(HloProtoTest, UnknownOpcodeInAProtoIsKept) {
   auto back = ModuleFromProtoBytes(*again, "u2.pb");
   ASSERT_TRUE(back.ok());
   EXPECT_EQ((*back)->entry()->root()->unknown_opcode, "quantum-fold");
+}
+
+}  // namespace
+}  // namespace opprobe::hlo
+
+namespace opprobe::hlo {
+namespace {
+
+std::string ReadFixture(const std::string& name) {
+  auto text = io::ReadFile(std::string(OPPROBE_SOURCE_DIR) + "/tests/fixtures/fuzz/" + name);
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  return text.ok() ? *text : std::string();
+}
+
+// The fuzz targets' finding (tests/fixtures/fuzz/README.md): a quoted string that is not UTF-8 reached a proto3
+// string field, which libprotobuf refuses to write properly (it logged an error and wrote bytes a reader rejects).
+// Writing such a module is now an input error that names the field, in one printable line.
+TEST(HloProtoWriter, AStringThatIsNotUtf8IsAnInputErrorNamingTheField) {
+  struct Case {
+    std::string file, field;
+    bool stablehlo;
+  };
+  for (const Case& c : {Case{"invalid_utf8_custom_call_target.hlo", "custom_call_target", false},
+                        Case{"invalid_utf8_frontend_attribute.hlo", "frontend_attributes", false},
+                        Case{"invalid_utf8_location.stablehlo.mlir", "metadata.source_file", true}}) {
+    std::string text = ReadFixture(c.file);
+    auto m = c.stablehlo ? ParseStableHlo(text, c.file) : ParseModule(text, c.file);
+    ASSERT_TRUE(m.ok()) << c.file << ": " << m.status().message();
+    for (auto bytes : {ModuleToProtoBytes(**m), ModuleToHloProtoBytes(**m)}) {
+      ASSERT_FALSE(bytes.ok()) << c.file;
+      EXPECT_EQ(bytes.status().code(), ErrorCode::kInvalidInput) << c.file;
+      const std::string& msg = bytes.status().message();
+      EXPECT_NE(msg.find(c.field), std::string::npos) << msg;
+      EXPECT_NE(msg.find("is not valid UTF-8"), std::string::npos) << msg;
+      EXPECT_TRUE(IsValidUtf8(msg)) << c.file;
+      for (char ch : msg) EXPECT_GE(static_cast<unsigned char>(ch), 0x20) << c.file << ": a control byte in " << msg;
+    }
+  }
+  EXPECT_TRUE(IsValidUtf8("plain ascii, \xC3\xA9t\xC3\xA9, \xF0\x9F\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xC3"));          // cut short
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));      // overlong
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));  // a surrogate
 }
 
 }  // namespace
