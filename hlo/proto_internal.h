@@ -17,6 +17,9 @@ Expected<Shape> ReadShape(const xla::ShapeProto& p, int depth = 0);
 // Values in the literal's layout, as XLA reads them; a shape without a layout gets the default one (XLA's
 // converters refuse a literal shape without a layout).
 Status WriteLiteral(const Literal& l, xla::LiteralProto* p);
+// `s` with the default layout wherever it has none: a literal is written in a layout, and a constant's shape must be
+// written with that same layout (XLA's CreateFromProto requires the two to be equal, layouts included).
+Shape WithLayout(Shape s);
 Expected<Literal> ReadLiteral(const xla::LiteralProto& p, const Shape& declared, int depth = 0);
 void WriteMetadata(const OpMetadata& m, xla::OpMetadata* p);
 OpMetadata ReadMetadata(const xla::OpMetadata& p);

@@ -76,15 +76,6 @@ std::string LayoutToSuffix(const xla::LayoutProto& layout) {
   return s.empty() ? s : ":" + s;
 }
 
-// The shape with the default layout wherever it has none (a literal's values follow its layout).
-Shape WithLayout(Shape s) {
-  if (s.IsTuple()) {
-    for (auto& e : s.mutable_tuple_shapes()) e = WithLayout(std::move(e));
-    return s;
-  }
-  if (s.IsArray() && !s.has_layout()) s.SetDefaultLayout();
-  return s;
-}
 
 // Calls fn(layout_position, row_major_position) for every element of an array shape, in layout order (the
 // minor-most dimension of minor_to_major fastest).
@@ -146,6 +137,16 @@ void CopyRepeated(const Src& src, Literal& l) {
 }
 
 }  // namespace
+
+// The shape with the default layout wherever it has none (a literal's values follow its layout).
+Shape WithLayout(Shape s) {
+  if (s.IsTuple()) {
+    for (auto& e : s.mutable_tuple_shapes()) e = WithLayout(std::move(e));
+    return s;
+  }
+  if (s.IsArray() && !s.has_layout()) s.SetDefaultLayout();
+  return s;
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Shapes

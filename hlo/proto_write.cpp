@@ -53,7 +53,8 @@ Status WriteInstruction(const Instruction& in, const Computation& comp, const Id
   auto where = [&](const Status& st) { return st.WithContext(fmt::format("instruction {}", in.name)); };
   p->set_name(in.name);
   p->set_opcode(in.unknown_opcode.empty() ? std::string(OpcodeName(in.opcode)) : in.unknown_opcode);
-  OPPROBE_RETURN_IF_ERROR(where(WriteShape(in.shape, p->mutable_shape())));
+  const bool literal = in.opcode == Opcode::kConstant && in.unknown_opcode.empty() && in.literal;
+  OPPROBE_RETURN_IF_ERROR(where(WriteShape(literal ? WithLayout(in.shape) : in.shape, p->mutable_shape())));
   p->set_id(ids.instr.at(&in));
   for (const Instruction* op : in.operands) {
     auto it = ids.instr.find(op);
@@ -67,8 +68,7 @@ Status WriteInstruction(const Instruction& in, const Computation& comp, const Id
     p->add_control_predecessor_ids(ids.instr.at(pred));
   }
   if (in.opcode == Opcode::kParameter) p->set_parameter_number(in.parameter_number);
-  if (in.opcode == Opcode::kConstant && in.unknown_opcode.empty() && in.literal)
-    OPPROBE_RETURN_IF_ERROR(where(WriteLiteral(*in.literal, p->mutable_literal())));
+  if (literal) OPPROBE_RETURN_IF_ERROR(where(WriteLiteral(*in.literal, p->mutable_literal())));
   return where(WriteAttributes(in, p));
 }
 

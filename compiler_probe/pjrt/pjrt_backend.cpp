@@ -123,9 +123,12 @@ class PjrtBackend : public Backend {
 
   std::string id() const override { return id_.empty() ? "pjrt:" + arg_ : id_; }
   std::string version() const override {
-    if (!id_.empty()) return fmt::format("{}; evaluator {}", info_.platform_version, hlo::kEvaluatorRevision);
-    return fmt::format("{} {}; PJRT API {}.{}; plugin {}; evaluator {}", info_.platform_name, info_.platform_version,
-                       info_.api_major, info_.api_minor, file_identity_, hlo::kEvaluatorRevision);
+    if (!id_.empty())
+      return fmt::format("{}; evaluator {}; {}", info_.platform_version, hlo::kEvaluatorRevision,
+                         hlo::kProtoWriterRevision);
+    return fmt::format("{} {}; PJRT API {}.{}; plugin {}; evaluator {}; {}", info_.platform_name, info_.platform_version,
+                       info_.api_major, info_.api_minor, file_identity_, hlo::kEvaluatorRevision,
+                       hlo::kProtoWriterRevision);
   }
   bool thread_safe() const override { return false; }  // one worker, one request at a time
 

@@ -42,6 +42,21 @@ TEST_F(XlaE2E, ResnetTrainingStepIsCompiledAndRunByXla) {
   EXPECT_NE(txt.find("Numerics vs interp: "), std::string::npos) << txt;
 }
 
+// A while loop whose body holds constants (a scalar counter step and an array): XLA refused such units while the
+// proto writer gave a constant's literal a layout and its shape none (CreateFromProto: `s32[] vs s32[]`), 44 of the
+// agreement table's disagreements between rules:cpu and xla:cpu.
+TEST_F(XlaE2E, ConstantsInsideAWhileLoopCompile) {
+  std::string out = Path("report.json");
+  auto r = RunOpprobe({"analyze", "tests/fixtures/hlo/while_with_constants.hlo", "--backend", "xla:cpu", "--no-cache",
+                       "--no-progress", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json report = json::parse(ReadWholeFile(out));
+  EXPECT_EQ(report["summary"]["supported_instructions"], report["summary"]["hlo_instructions"])
+      << report["unsupported_operators"].dump();
+  EXPECT_NE(report["backend_version"].get<std::string>().find("proto-2"), std::string::npos)
+      << "the writer's revision is part of the version, so verdicts cached before the fix are not reused";
+}
+
 TEST_F(XlaE2E, BackendsListsJaxlibAndMissingPythonExits3) {
   auto list = RunOpprobe({"backends"});
   ASSERT_EQ(list.exit_code, 0);

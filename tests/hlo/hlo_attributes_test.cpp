@@ -273,9 +273,25 @@ TEST(HloAttributeSchemaTest, ConstantLiteralsHaveALayoutInTheProto) {
   // Values follow the literal's layout: column-major {0,1} holds 1, 3, 2, 4.
   EXPECT_EQ(b.literal().shape().layout().minor_to_major(0), 0);
   EXPECT_EQ(b.literal().f32s(1), 3.f);
+  // The instruction's shape carries the literal's layout: XLA's CreateFromProto requires the two to be equal,
+  // layouts included (a scalar s32[] constant in a while body was refused: `s32[] vs s32[]`).
+  ASSERT_TRUE(a.shape().has_layout());
+  EXPECT_EQ(a.shape().layout().SerializeAsString(), a.literal().shape().layout().SerializeAsString());
+  EXPECT_EQ(b.shape().layout().SerializeAsString(), b.literal().shape().layout().SerializeAsString());
+  auto s = Parse(Entry("  ROOT c = s32[] constant(1)\n"));
+  ASSERT_TRUE(s);
+  auto scalar = ModuleToProtoBytes(*s);
+  ASSERT_TRUE(scalar.ok());
+  xla::HloModuleProto sp;
+  ASSERT_TRUE(sp.ParseFromString(*scalar));
+  EXPECT_TRUE(sp.computations(0).instructions(0).shape().has_layout());
+  EXPECT_TRUE(sp.computations(0).instructions(0).literal().shape().has_layout());
+  // Read back, a constant written without a layout has the default one, as XLA's own parser gives it.
   auto back = ModuleFromProtoBytes(*bytes, "c.pb");
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(ToString(**back), ToString(*m));
+  std::string expected = ToString(*m);
+  expected.replace(expected.find("%a = f32[2,2] "), std::string("%a = f32[2,2] ").size(), "%a = f32[2,2]{1,0} ");
+  EXPECT_EQ(ToString(**back), expected);
 }
 
 }  // namespace
