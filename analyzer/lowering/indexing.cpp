@@ -321,7 +321,9 @@ Expected<LoweredOp> Index(const Node& n, Builder& b) {
   dn.start_index_map = a.indexed;
   dn.index_vector_dim = nb;
   std::vector<int64_t> slice = xd;
-  for (int64_t d : a.indexed) slice[static_cast<size_t>(d)] = 1;
+  // A collapsed dimension is sliced by 1, or by 0 where x has none (XLA refuses a slice larger than its dimension;
+  // an index into an empty dimension can only be an empty index tensor, so nothing is read).
+  for (int64_t d : a.indexed) slice[static_cast<size_t>(d)] = std::min<int64_t>(1, xd[static_cast<size_t>(d)]);
   std::vector<int64_t> rest;  // non-indexed dims of x
   for (int64_t i = 0; i < r; ++i)
     if (std::find(a.indexed.begin(), a.indexed.end(), i) == a.indexed.end()) rest.push_back(i);

@@ -183,3 +183,32 @@ TEST(LoweringOpsExtraTest, BadArgumentsAreErrorsNotCrashes) {
 
 }  // namespace
 }  // namespace opprobe::analyzer
+
+namespace opprobe::analyzer {
+namespace {
+
+// aten::index over an empty dimension (x: f32[0,4], an empty s64 index): the gather's slice over the indexed
+// dimension is 0, not 1, since XLA refuses a slice larger than the dimension (agreement table: "slice size (1) is out
+// of bounds for operand dimension (0)"); the result is the empty f32[0,4].
+TEST(LoweringIndex, AnEmptyDimensionIsSlicedByZero) {
+  using testing::MakeNode;
+  using testing::T;
+  using testing::TList;
+  const auto F32 = hlo::PrimitiveType::F32, S64 = hlo::PrimitiveType::S64;
+  Node n = MakeNode("aten::index", "Tensor", {{"self", T(F32, {0, 4})}, {"indices", TList({T(S64, {0})})}},
+                    {T(F32, {0, 4})});
+  auto m = Lower(n, LoweringTable::Builtin());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const hlo::Instruction* gather = nullptr;
+  for (const auto& c : m->module->computations())
+    for (const auto& i : c->instructions())
+      if (i->opcode == hlo::Opcode::kGather) gather = i.get();
+  ASSERT_NE(gather, nullptr) << hlo::ToString(*m->module);
+  EXPECT_EQ(gather->gather_slice_sizes, (std::vector<int64_t>{0, 4})) << hlo::ToString(*m->module);
+  auto out = testing::LowerAndRun(n, {testing::Lit(F32, {0, 4}, {}), testing::Lit(S64, {0}, {})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].element_count(), 0);
+}
+
+}  // namespace
+}  // namespace opprobe::analyzer
