@@ -11,6 +11,7 @@
 #include "hlo/builder.h"
 #include "hlo/parser.h"
 #include "hlo/probe_unit.h"
+#include "testing/probe_units.h"
 #include "testing/scoped_env.h"
 #include "testing/temp_dir_test.h"
 
@@ -22,25 +23,9 @@ using hlo::PrimitiveType;
 using hlo::Shape;
 using testing::ScopedEnv;
 
-std::unique_ptr<hlo::Module> BinaryUnit(Opcode op, PrimitiveType type, std::vector<int64_t> dims) {
-  hlo::Builder b("m");
-  auto* x = b.Parameter(0, Shape::Array(type, dims));
-  auto* y = b.Parameter(1, Shape::Array(type, dims));
-  auto module = b.Build(b.Binary(op, x, y));
-  return hlo::MakeProbeModule(*module->entry()->root());
-}
-
-std::unique_ptr<hlo::Module> Parse(const std::string& text) {
-  auto m = hlo::ParseModule(text, "test");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return std::move(m).value();
-}
-
-std::unique_ptr<Backend> MustCreate(const std::string& spec) {
-  auto b = Registry::Builtin().Create(spec);
-  EXPECT_TRUE(b.ok()) << b.status().message();
-  return b.ok() ? std::move(b).value() : nullptr;
-}
+std::unique_ptr<hlo::Module> Parse(const std::string& text) { return testing::ParseUnit(text); }
+std::unique_ptr<Backend> MustCreate(const std::string& spec) { return testing::MustCreateBackend(spec); }
+using testing::BinaryUnit;
 
 TEST(IreeSpec, ParsesPlatformAndPython) {
   auto s = xla::ParsePythonWorkerSpec(kIreeEnvironment, "llvm-cpu,python=/opt/py/bin/python");
