@@ -506,6 +506,11 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
     size_t name_start = p_;
     while (p_ < end_ && s_[p_] != ',' && s_[p_] != ' ' && s_[p_] != '\n' && s_[p_] != '\r' && s_[p_] != '\t') ++p_;
     if (p_ == name_start) return Err(p_, "expected a module name after HloModule");
+    for (size_t k = name_start; k < p_; ++k) {
+      const auto c = static_cast<unsigned char>(s_[k]);
+      if (c < 0x20 || c == 0x7f)
+        return Err(k, fmt::format("a module name cannot hold the control byte {}", Quote(s_.substr(k, 1))));
+    }
     module->set_name(std::string(s_.substr(name_start, p_ - name_start)));
     // The header's attributes may continue over several lines (`entry_computation_layout={\n ...}`); the first
     // computation may follow on the same line.

@@ -166,7 +166,7 @@ Status FillModuleProto(const Module& m, xla::HloModuleProto* p, bool unique_name
         }
       }
   }
-  if (!m.entry()) return InvalidInput(fmt::format("module {} has no entry computation", m.name()));
+  if (!m.entry()) return InvalidInput(fmt::format("module {} has no entry computation", Quote(m.name())));
   p->set_entry_computation_name(m.entry()->name());
   p->set_entry_computation_id(ids.comp.at(m.entry()));
   OPPROBE_RETURN_IF_ERROR(WriteProgramShape(*m.entry(), p->mutable_host_program_shape()));
@@ -245,7 +245,7 @@ Status Serialize(const google::protobuf::Message& p, const Module& module, std::
 
 Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names) {
   xla::HloModuleProto p;
-  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", module.name())));
+  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", Quote(module.name()))));
   std::string out;
   OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;
@@ -253,7 +253,7 @@ Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names
 
 Expected<std::string> ModuleToHloProtoBytes(const Module& module) {
   xla::HloProto p;
-  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, p.mutable_hlo_module()).WithContext(fmt::format("module {}", module.name())));
+  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, p.mutable_hlo_module()).WithContext(fmt::format("module {}", Quote(module.name()))));
   std::string out;
   OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;

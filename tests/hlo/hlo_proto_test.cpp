@@ -351,3 +351,25 @@ TEST(HloProtoWriter, AStringThatIsNotUtf8IsAnInputErrorNamingTheField) {
 
 }  // namespace
 }  // namespace opprobe::hlo
+
+namespace opprobe::hlo {
+namespace {
+
+// hlo_text_fuzzer (10-minute run, 2026-11-25): a module name holding NUL bytes parsed, and the proto writer's error
+// about another part of that module echoed the name raw. The name is now refused where it is read, and the writer
+// quotes a module's name in every message.
+TEST(HloProtoWriter, AModuleNameIsNeverEchoedRaw) {
+  const std::string text = std::string("HloModule bad") + '\0' + "name\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n";
+  auto parsed = ParseModule(text, "n.hlo");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "n.hlo:1:14: a module name cannot hold the control byte '\\x00'");
+  Module m(std::string("bad") + '\0' + "name");  // built, not parsed: no entry computation
+  auto bytes = ModuleToProtoBytes(m);
+  ASSERT_FALSE(bytes.ok());
+  for (char ch : bytes.status().message())
+    EXPECT_GE(static_cast<unsigned char>(ch), 0x20) << "a control byte in: " << bytes.status().message();
+  EXPECT_NE(bytes.status().message().find("'bad\\x00name'"), std::string::npos) << bytes.status().message();
+}
+
+}  // namespace
+}  // namespace opprobe::hlo
