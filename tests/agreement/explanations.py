@@ -26,9 +26,10 @@ GENERAL = [
 # over the unit, why). The first match wins.
 RULES = [
     (None, "LiteralProto has no layout",
-     "opprobe's HloModuleProto writer leaves a constant literal's shape without a layout, which jaxlib's converter "
-     "refuses, so neither compiler sees the unit; XLA compiles constants in any real module. A gap in opprobe, not in "
-     "the compilers: the fix belongs in hlo/proto_io.cpp (in progress on another branch)."),
+     "opprobe's HloModuleProto writer left a constant literal's shape without a layout, which jaxlib's converter "
+     "refuses, so neither compiler saw the unit; XLA compiles constants in any real module. A gap in opprobe, not in "
+     "the compilers: fixed since (hlo/proto_write.cpp writes a constant's literal and shape with one layout; "
+     "backend versions carry proto-2), so a run after the fix no longer meets this reason."),
     (None, lambda u: u["opcode"] == "custom-call" and 'custom_call_target="LuDecomposition"' in u["signature"] and
      re.match(r"\(?[a-z0-9]+\[0", u["signature"]) is not None and _runs(u["verdicts"]["xla:cpu"]),
      "xla:cpu compiles XLA's LuDecomposition custom call only when its operand has no elements (`f32[0,0]`): every "
