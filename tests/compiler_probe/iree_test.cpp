@@ -23,9 +23,9 @@ using hlo::PrimitiveType;
 using hlo::Shape;
 using testing::ScopedEnv;
 
-std::unique_ptr<hlo::Module> Parse(const std::string& text) { return testing::ParseUnit(text); }
-std::unique_ptr<Backend> MustCreate(const std::string& spec) { return testing::MustCreateBackend(spec); }
 using testing::BinaryUnit;
+using testing::MustCreateBackend;
+using testing::ParseUnit;
 
 TEST(IreeSpec, ParsesPlatformAndPython) {
   auto s = xla::ParsePythonWorkerSpec(kIreeEnvironment, "llvm-cpu,python=/opt/py/bin/python");
@@ -66,7 +66,7 @@ TEST(IreeBackend, PythonWithoutIreeIsUnavailableWithTheInstallCommand) {
 }
 
 TEST(IreeBackend, VersionNamesIreeAndJaxlibAndInstallationIsDescribed) {
-  auto b = MustCreate("iree:llvm-cpu");
+  auto b = MustCreateBackend("iree:llvm-cpu");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->id(), "iree:llvm-cpu");
   EXPECT_EQ(b->version().rfind("IREE 3.13.0 (", 0), 0u) << b->version();
@@ -77,7 +77,7 @@ TEST(IreeBackend, VersionNamesIreeAndJaxlibAndInstallationIsDescribed) {
 }
 
 TEST(IreeBackend, CompilesRunsAndAgreesWithInterp) {
-  auto b = MustCreate("iree:llvm-cpu");
+  auto b = MustCreateBackend("iree:llvm-cpu");
   ASSERT_TRUE(b);
   // f64 stays f64 (IREE would demote it to f32 by default: the worker turns that off).
   for (PrimitiveType t : {PrimitiveType::F32, PrimitiveType::F64, PrimitiveType::S64, PrimitiveType::BF16,
@@ -86,11 +86,11 @@ TEST(IreeBackend, CompilesRunsAndAgreesWithInterp) {
     EXPECT_TRUE(v.supported()) << hlo::PrimitiveTypeName(t) << ": " << v.reason;
     EXPECT_EQ(v.output_tail, "compared with interp: 1 output agree") << hlo::PrimitiveTypeName(t);
   }
-  Verdict compare = b->probe(*Parse(R"(HloModule c
+  Verdict compare = b->probe(*ParseUnit(R"(HloModule c
 ENTRY e { p0 = f32[3] parameter(0)  p1 = f32[3] parameter(1)  ROOT r = pred[3] compare(p0, p1), direction=LT })"));
   EXPECT_TRUE(compare.supported()) << compare.reason;
   EXPECT_EQ(compare.output_tail, "compared with interp: 1 output agree");
-  Verdict reduce = b->probe(*Parse(R"(HloModule r
+  Verdict reduce = b->probe(*ParseUnit(R"(HloModule r
 add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
 ENTRY e { p0 = f32[2,1000] parameter(0)  p1 = f32[] parameter(1)
   ROOT r = f32[2] reduce(p0, p1), dimensions={1}, to_apply=add })"));
@@ -99,9 +99,9 @@ ENTRY e { p0 = f32[2,1000] parameter(0)  p1 = f32[] parameter(1)
 }
 
 TEST(IreeBackend, UnitIreeRefusesIsUnsupportedWithIreesMessage) {
-  auto b = MustCreate("iree:llvm-cpu");
+  auto b = MustCreateBackend("iree:llvm-cpu");
   ASSERT_TRUE(b);
-  Verdict v = b->probe(*Parse(R"(HloModule c
+  Verdict v = b->probe(*ParseUnit(R"(HloModule c
 ENTRY e { p0 = f32[4] parameter(0)
   ROOT r = f32[4] custom-call(p0), custom_call_target="opprobe_no_such_target" })"));
   ASSERT_EQ(v.kind, Verdict::Kind::kUnsupported) << v.reason;
@@ -124,7 +124,7 @@ TEST_F(IreeCrash, CompilerCrashIsAnErrorVerdict) {
   }
   std::filesystem::permissions(Path("iree-compile"), std::filesystem::perms::owner_all);
   ScopedEnv tools("IREE_TOOL_PATH", dir_.string());
-  auto b = MustCreate("iree:llvm-cpu");
+  auto b = MustCreateBackend("iree:llvm-cpu");
   ASSERT_TRUE(b);
   auto unit = BinaryUnit(Opcode::kAdd, PrimitiveType::F32, {2, 2});
   for (int i = 0; i < 2; ++i) {

@@ -24,9 +24,9 @@ using hlo::PrimitiveType;
 using hlo::Shape;
 using testing::ScopedEnv;
 
-std::unique_ptr<hlo::Module> Parse(const std::string& text) { return testing::ParseUnit(text); }
-std::unique_ptr<Backend> MustCreate(const std::string& spec) { return testing::MustCreateBackend(spec); }
 using testing::BinaryUnit;
+using testing::MustCreateBackend;
+using testing::ParseUnit;
 
 TEST(XlaSpec, ParsesPlatformAndPython) {
   auto s = ParseXlaSpec("cpu,python=/opt/py/bin/python");
@@ -62,7 +62,7 @@ TEST(XlaBackend, PythonWithoutJaxlibIsUnavailableWithTheInstallCommand) {
 }
 
 TEST(XlaBackend, VersionNamesJaxlibAndInstallationIsDescribed) {
-  auto b = MustCreate("xla:cpu");
+  auto b = MustCreateBackend("xla:cpu");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->id(), "xla:cpu");
   EXPECT_EQ(b->version().rfind("jaxlib 0.10.2 (XLA cpu", 0), 0u) << b->version();
@@ -70,7 +70,7 @@ TEST(XlaBackend, VersionNamesJaxlibAndInstallationIsDescribed) {
 }
 
 TEST(XlaBackend, CompilesRunsAndAgreesWithInterp) {
-  auto b = MustCreate("xla:cpu");
+  auto b = MustCreateBackend("xla:cpu");
   ASSERT_TRUE(b);
   for (PrimitiveType t : {PrimitiveType::F32, PrimitiveType::F64, PrimitiveType::S64, PrimitiveType::BF16}) {
     Verdict v = b->probe(*BinaryUnit(Opcode::kMultiply, t, {2, 3}));
@@ -80,7 +80,7 @@ TEST(XlaBackend, CompilesRunsAndAgreesWithInterp) {
   Verdict scalar = b->probe(*BinaryUnit(Opcode::kAdd, PrimitiveType::S64, {}));
   EXPECT_TRUE(scalar.supported()) << scalar.reason;
   // A reduction with a random init value: the backend feeds the reducer's identity so XLA and interp agree.
-  Verdict reduce = b->probe(*Parse(R"(HloModule r
+  Verdict reduce = b->probe(*ParseUnit(R"(HloModule r
 add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
 ENTRY e { p0 = f32[2,1000] parameter(0)  p1 = f32[] parameter(1)
   ROOT r = f32[2] reduce(p0, p1), dimensions={1}, to_apply=add })"));
@@ -89,9 +89,9 @@ ENTRY e { p0 = f32[2,1000] parameter(0)  p1 = f32[] parameter(1)
 
 TEST(XlaBackend, ModuleWithRepeatedInstructionNamesCompiles) {
   // Two computations both have a `p.0`: XLA wants module-wide unique names; the serializer renames.
-  auto b = MustCreate("xla:cpu");
+  auto b = MustCreateBackend("xla:cpu");
   ASSERT_TRUE(b);
-  Verdict v = b->probe(*Parse(R"(HloModule s
+  Verdict v = b->probe(*ParseUnit(R"(HloModule s
 ge { p.0 = f32[] parameter(0)  p.1 = f32[] parameter(1)  ROOT c = pred[] compare(p.0, p.1), direction=GE }
 add { p.0 = f32[] parameter(0)  p.1 = f32[] parameter(1)  ROOT s = f32[] add(p.0, p.1) }
 ENTRY e { x = f32[4,4] parameter(0)  g = f32[2,2] parameter(1)  i = f32[] parameter(2)
@@ -100,9 +100,9 @@ ENTRY e { x = f32[4,4] parameter(0)  g = f32[2,2] parameter(1)  i = f32[] parame
 }
 
 TEST(XlaBackend, UnitXlaRefusesIsUnsupportedWithXlasMessage) {
-  auto b = MustCreate("xla:cpu");
+  auto b = MustCreateBackend("xla:cpu");
   ASSERT_TRUE(b);
-  Verdict v = b->probe(*Parse(R"(HloModule c
+  Verdict v = b->probe(*ParseUnit(R"(HloModule c
 ENTRY e { p0 = f32[4] parameter(0)
   ROOT r = f32[4] custom-call(p0), custom_call_target="opprobe_no_such_target" })"));
   ASSERT_EQ(v.kind, Verdict::Kind::kUnsupported) << v.reason;
@@ -111,9 +111,9 @@ ENTRY e { p0 = f32[4] parameter(0)
 }
 
 TEST(XlaBackend, RandomNumbersAreRunButNotCompared) {
-  auto b = MustCreate("xla:cpu");
+  auto b = MustCreateBackend("xla:cpu");
   ASSERT_TRUE(b);
-  Verdict v = b->probe(*Parse(R"(HloModule g
+  Verdict v = b->probe(*ParseUnit(R"(HloModule g
 ENTRY e { p0 = f32[] parameter(0)  p1 = f32[] parameter(1)
   ROOT r = f32[8,8] rng(p0, p1), distribution=rng_uniform })"));
   EXPECT_TRUE(v.supported()) << v.reason;
@@ -155,7 +155,7 @@ TEST(XlaBackend, WorkerCrashIsAnErrorVerdictAndWrongNumbersAreReported) {
   ScopedEnv worker("OPPROBE_XLA_WORKER", FakeWorker());
   {
     ScopedEnv mode("FAKE_MODE", "crash");
-    auto b = MustCreate("xla:cpu,python=/usr/bin/python3");
+    auto b = MustCreateBackend("xla:cpu,python=/usr/bin/python3");
     ASSERT_TRUE(b);
     EXPECT_EQ(b->version().rfind("fake 1; evaluator ", 0), 0u) << b->version();
     auto unit = BinaryUnit(Opcode::kAdd, PrimitiveType::F32, {2, 2});
@@ -166,7 +166,7 @@ TEST(XlaBackend, WorkerCrashIsAnErrorVerdictAndWrongNumbersAreReported) {
       EXPECT_NE(v.reason.find("fake worker: giving up"), std::string::npos) << v.reason;
     }
   }
-  auto b = MustCreate("xla:cpu,python=/usr/bin/python3");
+  auto b = MustCreateBackend("xla:cpu,python=/usr/bin/python3");
   ASSERT_TRUE(b);
   Verdict v = b->probe(*BinaryUnit(Opcode::kAdd, PrimitiveType::F32, {2, 2}));
   ASSERT_EQ(v.kind, Verdict::Kind::kUnsupported);
