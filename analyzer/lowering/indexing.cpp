@@ -479,12 +479,7 @@ Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
   }
   if (r == 0) return ctx.Finish({add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
   int64_t cnt = idx->shape.elements();
-  hlo::ScatterDimensionNumbers dn;
-  for (int64_t i = 0; i < r; ++i)
-    if (i != *d) dn.update_window_dims.push_back(i);
-  dn.inserted_window_dims = {*d};
-  dn.scatter_dims_to_operand_dims = {*d};
-  dn.index_vector_dim = 1;
+  hlo::ScatterDimensionNumbers dn = ScatterAlongDim(*d, r);
   Instruction* s = b.Scatter({x}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), {src}, dn,
                              add ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                  : ReplaceComputation(b, t));
@@ -526,12 +521,7 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
   else if (reduce == "amin") op = Opcode::kMinimum, ident = MaxValue(b, t);
   else return ctx.Unsupported("unknown reduce " + reduce);
   Instruction* where = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1});
-  hlo::ScatterDimensionNumbers dn;
-  for (int64_t i = 0; i < r; ++i)
-    if (i != d) dn.update_window_dims.push_back(i);
-  dn.inserted_window_dims = {d};
-  dn.scatter_dims_to_operand_dims = {d};
-  dn.index_vector_dim = 1;
+  hlo::ScatterDimensionNumbers dn = ScatterAlongDim(d, r);
   Instruction* base = x;
   if (!include_self)
     base = b.Scatter({x}, where, {b.Broadcast(ident, Dims(src), {})}, dn, ReplaceComputation(b, t));

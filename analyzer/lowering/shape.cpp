@@ -788,12 +788,7 @@ Expected<LoweredOp> UnfoldBackward(const Node& n, Builder& b) {
   Instruction* w = b.Iota(Shape::Array(S, {count, size}), 0);
   Instruction* k = b.Iota(Shape::Array(S, {count, size}), 1);
   Instruction* at = b.Reshape(Add(b, MulScalar(b, w, static_cast<double>(step)), k), {count * size, 1});
-  hlo::ScatterDimensionNumbers dn;
-  for (int64_t i = 0; i < r; ++i)
-    if (i != *d) dn.update_window_dims.push_back(i);
-  dn.inserted_window_dims = {*d};
-  dn.scatter_dims_to_operand_dims = {*d};
-  dn.index_vector_dim = 1;
+  hlo::ScatterDimensionNumbers dn = ScatterAlongDim(*d, r);
   Instruction* zeros = Full(b, t, 0, in);
   if (t == PrimitiveType::PRED) return ctx.Unsupported("bool unfold_backward");
   return ctx.Finish({b.Scatter({zeros}, at, {upd}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
