@@ -12,6 +12,32 @@ namespace opprobe::hlo::parse_internal {
 // ---------------------------------------------------------------------------------------------------
 // Shapes
 
+namespace {
+
+// PrimitiveTypeFromName with the element types HLO text spells most often looked up first (shapes are the most
+// frequent token of an HLO file).
+std::optional<PrimitiveType> ElementType(std::string_view name) {
+  switch (name.size()) {
+    case 3:
+      if (name == "f32") return PrimitiveType::F32;
+      if (name == "s32") return PrimitiveType::S32;
+      if (name == "s64") return PrimitiveType::S64;
+      if (name == "f16") return PrimitiveType::F16;
+      if (name == "u32") return PrimitiveType::U32;
+      if (name == "f64") return PrimitiveType::F64;
+      break;
+    case 4:
+      if (name == "pred") return PrimitiveType::PRED;
+      if (name == "bf16") return PrimitiveType::BF16;
+      break;
+    default:
+      break;
+  }
+  return PrimitiveTypeFromName(name);
+}
+
+}  // namespace
+
 bool Parser::LooksLikeShape() const {
   size_t q = p_;
   if (q < end_ && s_[q] == '(') return true;
@@ -22,7 +48,7 @@ bool Parser::LooksLikeShape() const {
   if (type == "b" && q < end_ && s_[q] == '(') return true;  // a buffer `b(s32[4])`
   while (q < end_ && (s_[q] == ' ' || s_[q] == '\t')) ++q;   // XLA's lexer allows `s32 [4]`
   if (q >= end_ || s_[q] != '[') return false;
-  return PrimitiveTypeFromName(type).has_value();
+  return ElementType(type).has_value();
 }
 
 bool Parser::LooksLikeLayout() const {
@@ -75,7 +101,7 @@ Expected<Shape> Parser::ParseShape(int depth) {
     OPPROBE_RETURN_IF_ERROR(Expect(')', "to close a buffer shape"));
     return Shape::Buffer(std::move(*inner));
   }
-  auto type = PrimitiveTypeFromName(type_name);
+  auto type = ElementType(type_name);
   if (!type || *type == PrimitiveType::TUPLE)
     return Err(name_start, fmt::format("unknown element type {}", Quote(type_name)));
   SkipInlineWs();

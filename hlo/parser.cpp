@@ -199,7 +199,7 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   std::string name = ReadName();
   if (name.empty()) return Err(name_pos, fmt::format("expected an instruction name, got {}", Describe()));
   scope.names.insert(name);
-  OPPROBE_RETURN_IF_ERROR(Expect('=', fmt::format("after instruction name {}", name)));
+  OPPROBE_RETURN_IF_ERROR(ExpectOr('=', [&] { return fmt::format("after instruction name {}", name); }));
   SkipWs();
   // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
   std::optional<Shape> shape;
@@ -315,7 +315,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
       }
     }
   }
-  OPPROBE_RETURN_IF_ERROR(Expect(')', fmt::format("to close the operands of {}", name)));
+  OPPROBE_RETURN_IF_ERROR(ExpectOr(')', [&] { return fmt::format("to close the operands of {}", name); }));
   if (instr->unknown_opcode.empty()) {
     int arity = OpcodeArity(instr->opcode);
     // async-update and async-done pass on every operand of the wrapped computation, as XLA writes them.
@@ -344,7 +344,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
 
 Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added) {
   const std::string name = scope.comp->name();
-  OPPROBE_RETURN_IF_ERROR(Expect('{', fmt::format("to open computation {}", name)));
+  OPPROBE_RETURN_IF_ERROR(ExpectOr('{', [&] { return fmt::format("to open computation {}", name); }));
   Instruction* root = nullptr;
   while (true) {
     SkipWs();

@@ -73,6 +73,18 @@ class Parser {
   void SkipInlineWs();  // blanks and /* */ comments on the current line
   bool TryConsume(char c);
   Status Expect(char c, std::string_view what);
+  // Expect with a message that costs something to build (names an instruction): built only when `c` is missing.
+  template <typename What>
+  Status ExpectOr(char c, What&& what) {
+    size_t before = p_;
+    SkipWs();
+    if (Peek() == c) {
+      ++p_;
+      return Status::Ok();
+    }
+    p_ = before;
+    return Expect(c, what());
+  }
   std::string Describe() const;  // the next few characters, quoted, or "end of input"
   std::string ReadName();        // a name, an optional leading '%' dropped; empty when none
   bool LookingAtWord(std::string_view w) const;

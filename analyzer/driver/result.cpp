@@ -2,7 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "hlo/printer.h"
+
 namespace opprobe::analyzer {
+
+std::string ProbeRecord::ModuleText() const {
+  if (!module_text.empty() || unit == nullptr) return module_text;
+  return hlo::ToString(*unit, hlo::PrintOptions::Short());
+}
 
 bool AnalysisResult::OpSupported(const OpRecord& op) const {
   if (op.lowering != OpRecord::Lowering::kOk) return false;

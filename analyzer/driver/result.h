@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/graph/graph.h"
 #include "compiler_probe/backend.h"
+#include "hlo/instruction.h"
 
 namespace opprobe::analyzer {
 
@@ -16,10 +18,15 @@ struct ProbeRecord {
   std::string fingerprint;   // hlo::Fingerprint of the unit
   std::string opcode;        // `multiply`
   std::string signature;     // hlo::InstructionSignature: `c64[4]{0} multiply(c64[4]{0}, c64[4]{0})`
-  std::string module_text;   // the unit as HLO text (short style)
+  std::string module_text;   // the unit as HLO text (short style), when given; else ModuleText prints `unit`
+  std::shared_ptr<const hlo::Module> unit;  // the probe unit (the driver's results; a report read back has none)
   compiler_probe::Verdict verdict;
   bool cache_hit = false;
   std::string repro_path;    // `--dump-dir` file for unsupported units, when written
+
+  // The unit as HLO text (short style): module_text, or `unit` printed (on each call: only the reports that show
+  // it ask, so a run whose report does not print no unit).
+  std::string ModuleText() const;
 };
 
 // One distinct aten call site: an op with one argument signature at one place (merged `count` times).
