@@ -146,15 +146,21 @@ Expected<Shape> Parser::ParseShape(int depth) {
     shape = Shape::Token();
   } else {
     shape.set_element_type(*type);
-    shape.mutable_dimensions() = dims;
+    shape.mutable_dimensions() = std::move(dims);
     for (int i : dynamic) shape.set_dynamic_dimension(i, true);
     if (shape.IsArray()) {
-      // Bounded dimensions must not overflow the element count; `?` ones have no count.
-      Shape bounded = shape;
-      for (auto& d : bounded.mutable_dimensions())
-        if (d == Shape::kUnboundedSize) d = 1;
-      auto count = bounded.ElementCount();
-      if (!count.ok()) return Err(start, count.status().message());
+      // Bounded dimensions must not overflow the element count; `?` ones have no count (a copy counts them as 1).
+      const auto& d = shape.dimensions();
+      if (std::find(d.begin(), d.end(), Shape::kUnboundedSize) == d.end()) {
+        auto count = shape.ElementCount();
+        if (!count.ok()) return Err(start, count.status().message());
+      } else {
+        Shape bounded = shape;
+        for (auto& b : bounded.mutable_dimensions())
+          if (b == Shape::kUnboundedSize) b = 1;
+        auto count = bounded.ElementCount();
+        if (!count.ok()) return Err(start, count.status().message());
+      }
     }
   }
   // `f32[2,2] {1,0}`: XLA's lexer lets blanks stand before the layout; a '{' that opens something else (a
@@ -216,11 +222,16 @@ Status Parser::ParseLayout(Shape& shape) {
     if (!m2m.empty() || shape.rank() == 0) {
       if (static_cast<int>(m2m.size()) != shape.rank())
         return Err(start, fmt::format("layout has {} entries for a rank-{} shape", m2m.size(), shape.rank()));
-      std::vector<bool> seen(m2m.size(), false);
+      // A permutation: each dimension once (ranks up to 64 in a bit mask; XLA's limit is far below).
+      uint64_t mask = 0;
+      std::vector<bool> seen(m2m.size() > 64 ? m2m.size() : 0, false);
       for (int64_t d : m2m) {
-        if (d < 0 || d >= shape.rank() || seen[static_cast<size_t>(d)])
-          return Err(start, "layout is not a permutation of the dimensions");
-        seen[static_cast<size_t>(d)] = true;
+        if (d < 0 || d >= shape.rank()) return Err(start, "layout is not a permutation of the dimensions");
+        const auto i = static_cast<size_t>(d);
+        const bool again = i < 64 ? ((mask >> i) & 1) != 0 : static_cast<bool>(seen[i]);
+        if (again) return Err(start, "layout is not a permutation of the dimensions");
+        if (i < 64) mask |= uint64_t{1} << i;
+        else seen[i] = true;
       }
     } else if (shape.rank() != 0 && suffix.empty()) {
       return Err(start, "empty layout on a non-scalar shape");

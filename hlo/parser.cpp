@@ -198,7 +198,7 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   size_t name_pos = p_;
   std::string name = ReadName();
   if (name.empty()) return Err(name_pos, fmt::format("expected an instruction name, got {}", Describe()));
-  scope.names.insert(name);
+  scope.names.insert(s_.substr(p_ - name.size(), name.size()));  // ReadName ends at the name's end
   OPPROBE_RETURN_IF_ERROR(ExpectOr('=', [&] { return fmt::format("after instruction name {}", name); }));
   SkipWs();
   // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
@@ -217,7 +217,7 @@ std::string Parser::SyntheticName(Scope& scope, const std::string& base) {
   do {
     name = fmt::format("{}.{}", base, ++synthetic_count_);
   } while (scope.names.count(name));
-  scope.names.insert(name);
+  scope.names.insert(scope.synthetic_names.emplace_back(name));
   return name;
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "hlo/attributes.h"
@@ -50,7 +52,10 @@ struct Scope {
   std::unique_ptr<Computation> comp;
   std::vector<std::vector<PendingOperand>> operands;  // per instruction, in the order they were added
   std::vector<size_t> positions;                      // where each instruction's name is
-  std::set<std::string> names;                        // names the text gives
+  // Names the text gives (views into the text) and synthetic ones (views into synthetic_names), which a synthetic
+  // name must not repeat.
+  std::unordered_set<std::string_view> names;
+  std::deque<std::string> synthetic_names;
   std::vector<std::pair<Instruction*, size_t>> control;  // instructions with control-predecessors, and where
 };
 
