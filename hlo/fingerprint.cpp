@@ -11,12 +11,15 @@
 namespace opprobe::hlo {
 namespace {
 
-// A 64-bit hash fed word by word: each word is folded into the state through a full-avalanche mix (the finalizer
-// of MurmurHash3 / splitmix64), so that order and position matter. Strings are hashed as their length and their
-// bytes, 8 at a time.
+// A 64-bit hash fed word by word: each word is folded into the state by a multiply and a shift (so that order and
+// position matter), and the result goes through a full-avalanche mix (MurmurHash3's finalizer). Strings are hashed
+// as their length and their bytes, 8 at a time.
 class Hasher {
  public:
-  void Word(uint64_t w) { h_ = Mix(h_ ^ (w + 0x9e3779b97f4a7c15ULL + (h_ << 6) + (h_ >> 2))); }
+  void Word(uint64_t w) {
+    h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ULL;
+    h_ ^= h_ >> 29;
+  }
   void Int(int64_t v) { Word(static_cast<uint64_t>(v)); }
   void Bool(bool b) { Word(b ? 1 : 0); }
   void Bytes(const void* data, size_t n) {
