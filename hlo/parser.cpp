@@ -30,7 +30,7 @@ Status Parser::Err(size_t at, const std::string& msg) const {
   return InvalidInput(fmt::format("{}:{}:{}: {}", src_, line, col, OneLine(msg, 1000)));
 }
 
-void Parser::SkipWs() {
+void Parser::SkipWsSlow() {
   while (p_ < end_) {
     char c = s_[p_];
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {

@@ -74,7 +74,15 @@ class Parser {
   Status Err(size_t at, const std::string& msg) const;
   char Peek(size_t k = 0) const { return p_ + k < end_ ? s_[p_ + k] : '\0'; }
   bool AtEnd() const { return p_ >= end_; }
-  void SkipWs();        // blanks, newlines, /* */ and // comments
+  // Blanks, newlines, /* */ and // comments (most calls find none: that check is inline).
+  void SkipWs() {
+    if (p_ < end_) {
+      const char c = s_[p_];
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '/') return;
+    }
+    SkipWsSlow();
+  }
+  void SkipWsSlow();
   void SkipInlineWs();  // blanks and /* */ comments on the current line
   bool TryConsume(char c);
   Status Expect(char c, std::string_view what);
