@@ -28,11 +28,13 @@ using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Collects unique probe units by their structural fingerprint (hlo/fingerprint.h): only the first instruction with
-// a fingerprint becomes a probe module; the text of a unit is printed only if a report asks (ProbeRecord::ModuleText).
+// a fingerprint becomes a probe module, when it is probed (a cache hit never builds one) or when the module `source`
+// does not outlive the analysis; the text of a unit is printed only if a report asks (ProbeRecord::ModuleText).
 class ProbeSet {
  public:
-  // Returns the index of the unit in AnalysisResult::probes.
-  size_t Add(const hlo::Instruction& instr, std::vector<ProbeRecord>& probes) {
+  // Returns the index of the unit in AnalysisResult::probes. `source`, when given, owns `instr`'s module.
+  size_t Add(const hlo::Instruction& instr, std::vector<ProbeRecord>& probes,
+             const std::shared_ptr<const hlo::Module>& source = nullptr) {
     const uint64_t hash = hlo::UnitHash(instr);
     auto [it, inserted] = index_.emplace(hash, probes.size());
     if (!inserted) return it->second;
@@ -40,7 +42,12 @@ class ProbeSet {
     rec.fingerprint = hlo::HashHex(hash);
     rec.opcode = instr.unknown_opcode.empty() ? std::string(hlo::OpcodeName(instr.opcode)) : instr.unknown_opcode;
     rec.signature = hlo::InstructionSignature(instr);
-    rec.unit = hlo::MakeProbeModule(instr, std::string(hlo::OpcodeName(instr.opcode)));
+    if (source) {
+      rec.source = source;
+      rec.source_instruction = &instr;
+    } else {
+      rec.unit = hlo::MakeProbeModule(instr, std::string(hlo::OpcodeName(instr.opcode)));
+    }
     return it->second;
   }
 
@@ -83,7 +90,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
       auto start = Clock::now();
       compiler_probe::Verdict v;
       try {
-        v = backend.probe(*probes[i].unit);
+        v = backend.probe(*probes[i].Unit());
       } catch (const std::exception& e) {
         v = compiler_probe::Verdict::Error(fmt::format("backend threw: {}", e.what()));
       } catch (...) {
@@ -124,7 +131,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
     if (v.supported() && v.output_tail.rfind(compiler_probe::kInterpNotComparedPrefix, 0) == 0)
       ++summary.interp_not_compared;
     if (!options.dump_dir.empty() && !probes[i].verdict.supported()) {
-      auto path = hlo::WriteRepro(*probes[i].unit, options.dump_dir, probes[i].opcode, probes[i].fingerprint);
+      auto path = hlo::WriteRepro(*probes[i].Unit(), options.dump_dir, probes[i].opcode, probes[i].fingerprint);
       if (path.ok()) probes[i].repro_path = *path;
       else if (dump_error.ok()) dump_error = path.status();
     }
@@ -399,8 +406,10 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
         l.dynamic = m->dynamic_shape;
         l.note = m->note;
         std::set<std::string> others;
+        // Units seen first here keep the lowered module until they are probed (or for the report's text).
+        const std::shared_ptr<const hlo::Module> source = std::move(m->module);
         for (const hlo::Instruction* u : m->units) {
-          l.probes.push_back(set.Add(*u, r.probes));
+          l.probes.push_back(set.Add(*u, r.probes, source));
           l.names.push_back(u->name);
           std::string other = AtenOpFromOpType(u->metadata.op_type);
           l.attributed_to.push_back(other == n.op ? "" : other);
