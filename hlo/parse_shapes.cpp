@@ -111,6 +111,7 @@ Expected<Shape> Parser::ParseShape(int depth) {
   std::vector<int> dynamic;
   SkipWs();
   if (Peek() != ']') {
+    dims.reserve(4);  // most shapes have rank 4 or less: one allocation (a scalar needs none)
     while (true) {
       SkipWs();
       bool is_dynamic = false;
@@ -176,6 +177,7 @@ Status Parser::ParseLayout(Shape& shape) {
   size_t start = p_;
   ++p_;  // '{'
   std::vector<int64_t> m2m;
+  m2m.reserve(static_cast<size_t>(shape.rank()));  // one allocation, not one per doubling
   SkipWs();
   while (Peek() != '}' && Peek() != ':') {
     auto v = ParseInt();

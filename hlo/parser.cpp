@@ -365,7 +365,9 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
   const auto& positions = scope.positions;
   if (instrs.empty()) return Err(name_pos, fmt::format("computation {} has no instructions", name));
   // Resolve operands by name (forward references allowed), then order operands before users.
-  std::unordered_map<std::string, size_t> index;
+  // Keys are views of the instructions' names (each instruction is its own allocation and keeps its name).
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(instrs.size());
   for (size_t i = 0; i < instrs.size(); ++i)
     if (!index.emplace(instrs[i]->name, i).second)
       return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));
