@@ -29,7 +29,7 @@ nlohmann::json RecordProfile(const std::vector<const analyzer::AnalysisResult*>&
     source.models.push_back(r->model);
     for (const auto& p : r->probes) {
       if (by_fp.count(p.fingerprint)) continue;
-      auto module = hlo::ParseModule(p.module_text, p.fingerprint);
+      auto module = hlo::ParseModule(p.ModuleText(), p.fingerprint);
       if (!module.ok()) continue;  // the driver printed it; a unit it cannot read back is no evidence
       by_fp.emplace(p.fingerprint, std::make_pair(&p, std::move(module).value()));
     }

@@ -1,7 +1,8 @@
 // The persistent local probe cache: one SQLite database per cache folder, <dir>/verdicts.sqlite3 (Debian's
 // libsqlite3), in WAL mode with a busy timeout, so that the threads of one run and any number of opprobe processes
 // on this machine share one folder: readers never wait for a writer, writers take turns. A verdict is one row keyed
-// by (hash of backend id and version, fingerprint) that also holds a checksum of its whole key and contents: a
+// by (hash of backend id and version and the fingerprint scheme, fingerprint; remote/entry.h: BackendKeyHash, so rows
+// an opprobe with other fingerprints stored are never read) that also holds a checksum of its whole key and contents: a
 // damaged or hand-edited row reads as a miss and the next verdict overwrites it. Error verdicts (crash, timeout) are
 // not stored: they may be transient. Verdicts that come fast (a rules backend) are committed in batches, so a killed
 // run may lose the few still waiting for theirs; a verdict that comes alone is committed at once. The folder must be on a local file system (WAL shares memory

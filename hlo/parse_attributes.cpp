@@ -104,7 +104,7 @@ struct ValueParser {
     return Status::Ok();
   }
   Status operator()(AttrKindTag<AttrKind::kBoolList>, std::vector<bool>& v) {
-    OPPROBE_RETURN_IF_ERROR(p.Expect('{', fmt::format("to open {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     std::vector<bool> out;
     p.SkipWs();
     while (p.Peek() != '}') {
@@ -116,12 +116,12 @@ struct ValueParser {
       if (!p.TryConsume(',')) break;
       p.SkipWs();
     }
-    OPPROBE_RETURN_IF_ERROR(p.Expect('}', fmt::format("to close {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('}', [&] { return fmt::format("to close {}", spec.key); }));
     v = std::move(out);
     return Status::Ok();
   }
   Status operator()(AttrKindTag<AttrKind::kNameList>, std::vector<std::string>& v) {
-    OPPROBE_RETURN_IF_ERROR(p.Expect('{', fmt::format("to open {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     std::vector<std::string> out;
     p.SkipWs();
     while (p.Peek() != '}') {
@@ -132,7 +132,7 @@ struct ValueParser {
       if (!p.TryConsume(',')) break;
       p.SkipWs();
     }
-    OPPROBE_RETURN_IF_ERROR(p.Expect('}', fmt::format("to close {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('}', [&] { return fmt::format("to close {}", spec.key); }));
     v = std::move(out);
     if (scope) scope->control.emplace_back(&in, value_pos);
     return Status::Ok();
@@ -191,7 +191,7 @@ struct ValueParser {
     return Status::Ok();
   }
   Status operator()(AttrKindTag<AttrKind::kPrecisionList>, std::vector<PrecisionLevel>& v) {
-    OPPROBE_RETURN_IF_ERROR(p.Expect('{', fmt::format("to open {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     std::vector<PrecisionLevel> levels;
     p.SkipWs();
     while (p.Peek() != '}') {
@@ -205,7 +205,7 @@ struct ValueParser {
       if (!p.TryConsume(',')) break;
       p.SkipWs();
     }
-    OPPROBE_RETURN_IF_ERROR(p.Expect('}', fmt::format("to close {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('}', [&] { return fmt::format("to close {}", spec.key); }));
     v = std::move(levels);
     return Status::Ok();
   }
@@ -233,7 +233,7 @@ struct ValueParser {
     return Status::Ok();
   }
   Status operator()(AttrKindTag<AttrKind::kShapeList>, std::optional<std::vector<Shape>>& v) {
-    OPPROBE_RETURN_IF_ERROR(p.Expect('{', fmt::format("to open {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     std::vector<Shape> shapes;
     p.SkipWs();
     while (p.Peek() != '}') {
@@ -243,7 +243,7 @@ struct ValueParser {
       if (!p.TryConsume(',')) break;
       p.SkipWs();
     }
-    OPPROBE_RETURN_IF_ERROR(p.Expect('}', fmt::format("to close {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('}', [&] { return fmt::format("to close {}", spec.key); }));
     v = std::move(shapes);
     return Status::Ok();
   }
@@ -288,14 +288,14 @@ struct ValueParser {
     return p.ParseComputationRef(scope, in, static_cast<size_t>(spec.slot), Key());
   }
   Status operator()(AttrKindTag<AttrKind::kComputationList>, std::vector<Computation*>& v) {
-    OPPROBE_RETURN_IF_ERROR(p.Expect('{', fmt::format("to open {}", spec.key)));
+    OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     p.SkipWs();
     while (p.Peek() != '}') {
       OPPROBE_RETURN_IF_ERROR(p.ParseComputationRef(scope, in, v.size(), Key()));
       if (!p.TryConsume(',')) break;
       p.SkipWs();
     }
-    return p.Expect('}', fmt::format("to close {}", spec.key));
+    return p.ExpectOr('}', [&] { return fmt::format("to close {}", spec.key); });
   }
 };
 
@@ -311,7 +311,8 @@ Status Parser::ParseValue(Scope* scope, Instruction& in, const AttrSpec& spec, s
 Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int depth) {
   // After an inline operand, `, x` is the next operand of the enclosing instruction, not an attribute: only
   // `, key=` continues the attributes there.
-  std::set<std::string, std::less<>> seen;
+  std::vector<std::string_view> seen;  // the keys given (views into the text; an instruction has a few)
+  auto given = [&](std::string_view k) { return std::find(seen.begin(), seen.end(), k) != seen.end(); };
   while (true) {
     size_t save = p_;
     SkipWs();
@@ -323,7 +324,7 @@ Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int 
     SkipWs();
     size_t key_pos = p_;
     while (p_ < end_ && IsNameChar(s_[p_])) ++p_;
-    std::string key(s_.substr(key_pos, p_ - key_pos));
+    std::string_view key = s_.substr(key_pos, p_ - key_pos);
     if (depth > 0) {
       size_t after_key = p_;
       SkipWs();
@@ -335,7 +336,8 @@ Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int 
       }
     }
     if (key.empty()) return Err(key_pos, fmt::format("expected an attribute name, got {}", Describe()));
-    if (!seen.insert(key).second) return Err(key_pos, fmt::format("attribute {} given twice", key));
+    if (given(key)) return Err(key_pos, fmt::format("attribute {} given twice", key));
+    seen.push_back(key);
     SkipWs();
     if (Peek() != '=') return Err(p_, fmt::format("expected '=' after attribute {}", key));
     ++p_;
@@ -347,12 +349,12 @@ Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int 
     } else {
       std::string_view value = CaptureValue();
       if (value.empty()) return Err(value_pos, fmt::format("attribute {} has no value", key));
-      in.unknown_attributes.emplace_back(key, std::string(value));
+      in.unknown_attributes.emplace_back(std::string(key), std::string(value));
     }
   }
   if (!in.unknown_opcode.empty()) return Status::Ok();
   for (const AttrSpec& spec : OpcodeAttributes(in.opcode)) {
-    if (seen.count(spec.key)) continue;
+    if (given(spec.key)) continue;
     if (spec.need == AttrNeed::kRequired)
       return Err(start, fmt::format("{} {} needs {}=", OpcodeName(in.opcode), in.name, spec.key));
     if (spec.need == AttrNeed::kRequiredForArrayOperand) scalar_operand_checks_.emplace_back(&in, start);
@@ -439,7 +441,16 @@ Expected<std::string> Parser::ParseQuoted() {
   if (Peek() != '"') return Err(p_, fmt::format("expected a quoted string, got {}", Describe()));
   size_t start = p_;
   ++p_;
-  std::string out;
+  // The usual string has no escapes: one copy of the bytes up to the closing quote.
+  size_t plain = p_;
+  while (plain < end_ && s_[plain] != '"' && s_[plain] != '\\') ++plain;
+  if (plain < end_ && s_[plain] == '"') {
+    std::string out(s_.substr(p_, plain - p_));
+    p_ = plain + 1;
+    return out;
+  }
+  std::string out(s_.substr(p_, std::min(plain, end_) - p_));
+  p_ = std::min(plain, end_);
   while (true) {
     if (p_ >= end_) return Err(start, "unterminated string");
     char c = s_[p_++];
@@ -976,7 +987,7 @@ Status Parser::ParseFrontendAttributes(std::vector<std::pair<std::string, std::s
     size_t kpos = p_;
     std::string key = ReadName();
     if (key.empty()) return Err(kpos, fmt::format("expected a frontend attribute name, got {}", Describe()));
-    OPPROBE_RETURN_IF_ERROR(Expect('=', fmt::format("after frontend attribute {}", key)));
+    OPPROBE_RETURN_IF_ERROR(ExpectOr('=', [&] { return fmt::format("after frontend attribute {}", key); }));
     SkipWs();
     std::string value;
     if (Peek() == '{') {

@@ -12,6 +12,32 @@ namespace opprobe::hlo::parse_internal {
 // ---------------------------------------------------------------------------------------------------
 // Shapes
 
+namespace {
+
+// PrimitiveTypeFromName with the element types HLO text spells most often looked up first (shapes are the most
+// frequent token of an HLO file).
+std::optional<PrimitiveType> ElementType(std::string_view name) {
+  switch (name.size()) {
+    case 3:
+      if (name == "f32") return PrimitiveType::F32;
+      if (name == "s32") return PrimitiveType::S32;
+      if (name == "s64") return PrimitiveType::S64;
+      if (name == "f16") return PrimitiveType::F16;
+      if (name == "u32") return PrimitiveType::U32;
+      if (name == "f64") return PrimitiveType::F64;
+      break;
+    case 4:
+      if (name == "pred") return PrimitiveType::PRED;
+      if (name == "bf16") return PrimitiveType::BF16;
+      break;
+    default:
+      break;
+  }
+  return PrimitiveTypeFromName(name);
+}
+
+}  // namespace
+
 bool Parser::LooksLikeShape() const {
   size_t q = p_;
   if (q < end_ && s_[q] == '(') return true;
@@ -22,7 +48,7 @@ bool Parser::LooksLikeShape() const {
   if (type == "b" && q < end_ && s_[q] == '(') return true;  // a buffer `b(s32[4])`
   while (q < end_ && (s_[q] == ' ' || s_[q] == '\t')) ++q;   // XLA's lexer allows `s32 [4]`
   if (q >= end_ || s_[q] != '[') return false;
-  return PrimitiveTypeFromName(type).has_value();
+  return ElementType(type).has_value();
 }
 
 bool Parser::LooksLikeLayout() const {
@@ -75,7 +101,7 @@ Expected<Shape> Parser::ParseShape(int depth) {
     OPPROBE_RETURN_IF_ERROR(Expect(')', "to close a buffer shape"));
     return Shape::Buffer(std::move(*inner));
   }
-  auto type = PrimitiveTypeFromName(type_name);
+  auto type = ElementType(type_name);
   if (!type || *type == PrimitiveType::TUPLE)
     return Err(name_start, fmt::format("unknown element type {}", Quote(type_name)));
   SkipInlineWs();
@@ -85,6 +111,7 @@ Expected<Shape> Parser::ParseShape(int depth) {
   std::vector<int> dynamic;
   SkipWs();
   if (Peek() != ']') {
+    dims.reserve(4);  // most shapes have rank 4 or less: one allocation (a scalar needs none)
     while (true) {
       SkipWs();
       bool is_dynamic = false;
@@ -120,15 +147,21 @@ Expected<Shape> Parser::ParseShape(int depth) {
     shape = Shape::Token();
   } else {
     shape.set_element_type(*type);
-    shape.mutable_dimensions() = dims;
+    shape.mutable_dimensions() = std::move(dims);
     for (int i : dynamic) shape.set_dynamic_dimension(i, true);
     if (shape.IsArray()) {
-      // Bounded dimensions must not overflow the element count; `?` ones have no count.
-      Shape bounded = shape;
-      for (auto& d : bounded.mutable_dimensions())
-        if (d == Shape::kUnboundedSize) d = 1;
-      auto count = bounded.ElementCount();
-      if (!count.ok()) return Err(start, count.status().message());
+      // Bounded dimensions must not overflow the element count; `?` ones have no count (a copy counts them as 1).
+      const auto& d = shape.dimensions();
+      if (std::find(d.begin(), d.end(), Shape::kUnboundedSize) == d.end()) {
+        auto count = shape.ElementCount();
+        if (!count.ok()) return Err(start, count.status().message());
+      } else {
+        Shape bounded = shape;
+        for (auto& b : bounded.mutable_dimensions())
+          if (b == Shape::kUnboundedSize) b = 1;
+        auto count = bounded.ElementCount();
+        if (!count.ok()) return Err(start, count.status().message());
+      }
     }
   }
   // `f32[2,2] {1,0}`: XLA's lexer lets blanks stand before the layout; a '{' that opens something else (a
@@ -144,6 +177,7 @@ Status Parser::ParseLayout(Shape& shape) {
   size_t start = p_;
   ++p_;  // '{'
   std::vector<int64_t> m2m;
+  m2m.reserve(static_cast<size_t>(shape.rank()));  // one allocation, not one per doubling
   SkipWs();
   while (Peek() != '}' && Peek() != ':') {
     auto v = ParseInt();
@@ -190,11 +224,16 @@ Status Parser::ParseLayout(Shape& shape) {
     if (!m2m.empty() || shape.rank() == 0) {
       if (static_cast<int>(m2m.size()) != shape.rank())
         return Err(start, fmt::format("layout has {} entries for a rank-{} shape", m2m.size(), shape.rank()));
-      std::vector<bool> seen(m2m.size(), false);
+      // A permutation: each dimension once (ranks up to 64 in a bit mask; XLA's limit is far below).
+      uint64_t mask = 0;
+      std::vector<bool> seen(m2m.size() > 64 ? m2m.size() : 0, false);
       for (int64_t d : m2m) {
-        if (d < 0 || d >= shape.rank() || seen[static_cast<size_t>(d)])
-          return Err(start, "layout is not a permutation of the dimensions");
-        seen[static_cast<size_t>(d)] = true;
+        if (d < 0 || d >= shape.rank()) return Err(start, "layout is not a permutation of the dimensions");
+        const auto i = static_cast<size_t>(d);
+        const bool again = i < 64 ? ((mask >> i) & 1) != 0 : static_cast<bool>(seen[i]);
+        if (again) return Err(start, "layout is not a permutation of the dimensions");
+        if (i < 64) mask |= uint64_t{1} << i;
+        else seen[i] = true;
       }
     } else if (shape.rank() != 0 && suffix.empty()) {
       return Err(start, "empty layout on a non-scalar shape");

@@ -30,7 +30,7 @@ Status Parser::Err(size_t at, const std::string& msg) const {
   return InvalidInput(fmt::format("{}:{}:{}: {}", src_, line, col, OneLine(msg, 1000)));
 }
 
-void Parser::SkipWs() {
+void Parser::SkipWsSlow() {
   while (p_ < end_) {
     char c = s_[p_];
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
@@ -198,8 +198,8 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   size_t name_pos = p_;
   std::string name = ReadName();
   if (name.empty()) return Err(name_pos, fmt::format("expected an instruction name, got {}", Describe()));
-  scope.names.insert(name);
-  OPPROBE_RETURN_IF_ERROR(Expect('=', fmt::format("after instruction name {}", name)));
+  scope.names.insert(s_.substr(p_ - name.size(), name.size()));  // ReadName ends at the name's end
+  OPPROBE_RETURN_IF_ERROR(ExpectOr('=', [&] { return fmt::format("after instruction name {}", name); }));
   SkipWs();
   // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
   std::optional<Shape> shape;
@@ -217,7 +217,7 @@ std::string Parser::SyntheticName(Scope& scope, const std::string& base) {
   do {
     name = fmt::format("{}.{}", base, ++synthetic_count_);
   } while (scope.names.count(name));
-  scope.names.insert(name);
+  scope.names.insert(scope.synthetic_names.emplace_back(name));
   return name;
 }
 
@@ -315,7 +315,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
       }
     }
   }
-  OPPROBE_RETURN_IF_ERROR(Expect(')', fmt::format("to close the operands of {}", name)));
+  OPPROBE_RETURN_IF_ERROR(ExpectOr(')', [&] { return fmt::format("to close the operands of {}", name); }));
   if (instr->unknown_opcode.empty()) {
     int arity = OpcodeArity(instr->opcode);
     // async-update and async-done pass on every operand of the wrapped computation, as XLA writes them.
@@ -344,7 +344,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
 
 Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added) {
   const std::string name = scope.comp->name();
-  OPPROBE_RETURN_IF_ERROR(Expect('{', fmt::format("to open computation {}", name)));
+  OPPROBE_RETURN_IF_ERROR(ExpectOr('{', [&] { return fmt::format("to open computation {}", name); }));
   Instruction* root = nullptr;
   while (true) {
     SkipWs();
@@ -365,7 +365,9 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
   const auto& positions = scope.positions;
   if (instrs.empty()) return Err(name_pos, fmt::format("computation {} has no instructions", name));
   // Resolve operands by name (forward references allowed), then order operands before users.
-  std::unordered_map<std::string, size_t> index;
+  // Keys are views of the instructions' names (each instruction is its own allocation and keeps its name).
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(instrs.size());
   for (size_t i = 0; i < instrs.size(); ++i)
     if (!index.emplace(instrs[i]->name, i).second)
       return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "hlo/attributes.h"
@@ -50,7 +52,10 @@ struct Scope {
   std::unique_ptr<Computation> comp;
   std::vector<std::vector<PendingOperand>> operands;  // per instruction, in the order they were added
   std::vector<size_t> positions;                      // where each instruction's name is
-  std::set<std::string> names;                        // names the text gives
+  // Names the text gives (views into the text) and synthetic ones (views into synthetic_names), which a synthetic
+  // name must not repeat.
+  std::unordered_set<std::string_view> names;
+  std::deque<std::string> synthetic_names;
   std::vector<std::pair<Instruction*, size_t>> control;  // instructions with control-predecessors, and where
 };
 
@@ -69,10 +74,30 @@ class Parser {
   Status Err(size_t at, const std::string& msg) const;
   char Peek(size_t k = 0) const { return p_ + k < end_ ? s_[p_ + k] : '\0'; }
   bool AtEnd() const { return p_ >= end_; }
-  void SkipWs();        // blanks, newlines, /* */ and // comments
+  // Blanks, newlines, /* */ and // comments (most calls find none: that check is inline).
+  void SkipWs() {
+    if (p_ < end_) {
+      const char c = s_[p_];
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '/') return;
+    }
+    SkipWsSlow();
+  }
+  void SkipWsSlow();
   void SkipInlineWs();  // blanks and /* */ comments on the current line
   bool TryConsume(char c);
   Status Expect(char c, std::string_view what);
+  // Expect with a message that costs something to build (names an instruction): built only when `c` is missing.
+  template <typename What>
+  Status ExpectOr(char c, What&& what) {
+    size_t before = p_;
+    SkipWs();
+    if (Peek() == c) {
+      ++p_;
+      return Status::Ok();
+    }
+    p_ = before;
+    return Expect(c, what());
+  }
   std::string Describe() const;  // the next few characters, quoted, or "end of input"
   std::string ReadName();        // a name, an optional leading '%' dropped; empty when none
   bool LookingAtWord(std::string_view w) const;

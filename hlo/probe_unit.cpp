@@ -5,7 +5,7 @@
 #include <functional>
 #include <map>
 
-#include "hlo/printer.h"
+#include "hlo/fingerprint.h"
 
 namespace opprobe::hlo {
 
@@ -75,9 +75,8 @@ std::string Fnv1a64Hex(const std::string& text) {
 }
 
 std::string Fingerprint(const Module& module) {
-  std::string text;
-  for (const auto& c : module.computations()) text += ToString(*c, PrintOptions::Canonical(), c.get() == module.entry());
-  return Fnv1a64Hex(text);
+  if (module.entry() == nullptr || module.entry()->root() == nullptr) return Fnv1a64Hex("");
+  return UnitFingerprint(*module.entry()->root());
 }
 
 }  // namespace opprobe::hlo

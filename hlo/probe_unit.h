@@ -16,9 +16,12 @@ namespace opprobe::hlo {
 // is the metadata of instructions in called computations.
 std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::string& name = "probe");
 
-// 16 hex digits: FNV-1a 64 of the module's canonical text (short style, no metadata, no module name): every
-// modelled and unknown attribute is part of it, so units that differ in any attribute are different units.
+// The fingerprint of a probe unit made by MakeProbeModule (or read back from a repro file): 16 hex digits, the
+// structural fingerprint (hlo/fingerprint.h) of its entry's root, which is that of the instruction the unit was
+// made from. Every modelled and unknown attribute is part of it, so units that differ in any attribute are
+// different units; names and metadata are not. A module without an entry root gets the hash of nothing.
 std::string Fingerprint(const Module& module);
+// 16 hex digits: FNV-1a 64 of `text` (cache keys and entry checksums).
 std::string Fnv1a64Hex(const std::string& text);
 
 }  // namespace opprobe::hlo

@@ -382,7 +382,7 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
       if (!p.repro_path.empty()) out += "<p class=\"mono\">repro: " + E(p.repro_path) + "</p>";
       std::string tail = TailLines(p.verdict.output_tail, 40);
       if (!tail.empty()) out += "<pre>" + E(tail) + "</pre>";
-      out += "<pre>" + E(p.module_text) + "</pre></details>\n";
+      out += "<pre>" + E(p.ModuleText()) + "</pre></details>\n";
     }
     out += "</section>\n";
   }

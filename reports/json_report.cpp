@@ -234,7 +234,7 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
       if (!p.repro_path.empty()) e["repro"] = p.repro_path;
       e["instances"] = uses[i].instances;
       e["aten_ops"] = uses[i].aten_ops;
-      e["hlo_module"] = p.module_text;
+      e["hlo_module"] = p.ModuleText();
       list.push_back(std::move(e));
     }
     j["instructions"] = std::move(list);

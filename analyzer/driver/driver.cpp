@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "analyzer/loaders/trace_loader.h"
+#include "hlo/fingerprint.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/repro.h"
@@ -26,34 +27,36 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Collects unique probe units by fingerprint; owns their modules until they are probed.
+// Collects unique probe units by their structural fingerprint (hlo/fingerprint.h): only the first instruction with
+// a fingerprint becomes a probe module, when it is probed (a cache hit never builds one) or when the module `source`
+// does not outlive the analysis; the text of a unit is printed only if a report asks (ProbeRecord::ModuleText).
 class ProbeSet {
  public:
-  // Returns the index of the unit in AnalysisResult::probes.
-  size_t Add(const hlo::Instruction& instr, std::vector<ProbeRecord>& probes) {
-    std::unique_ptr<hlo::Module> unit = hlo::MakeProbeModule(instr, std::string(hlo::OpcodeName(instr.opcode)));
-    std::string fp = hlo::Fingerprint(*unit);
-    if (auto it = index_.find(fp); it != index_.end()) return it->second;
-    ProbeRecord rec;
-    rec.fingerprint = fp;
+  // Returns the index of the unit in AnalysisResult::probes. `source`, when given, owns `instr`'s module.
+  size_t Add(const hlo::Instruction& instr, std::vector<ProbeRecord>& probes,
+             const std::shared_ptr<const hlo::Module>& source = nullptr) {
+    const uint64_t hash = hlo::UnitHash(instr);
+    auto [it, inserted] = index_.emplace(hash, probes.size());
+    if (!inserted) return it->second;
+    ProbeRecord& rec = probes.emplace_back();
+    rec.fingerprint = hlo::HashHex(hash);
     rec.opcode = instr.unknown_opcode.empty() ? std::string(hlo::OpcodeName(instr.opcode)) : instr.unknown_opcode;
     rec.signature = hlo::InstructionSignature(instr);
-    rec.module_text = hlo::ToString(*unit, hlo::PrintOptions::Short());
-    size_t idx = probes.size();
-    probes.push_back(std::move(rec));
-    modules_.push_back(std::move(unit));
-    index_.emplace(std::move(fp), idx);
-    return idx;
+    if (source) {
+      rec.source = source;
+      rec.source_instruction = &instr;
+    } else {
+      rec.unit = hlo::MakeProbeModule(instr, std::string(hlo::OpcodeName(instr.opcode)));
+    }
+    return it->second;
   }
-  const std::vector<std::unique_ptr<hlo::Module>>& modules() const { return modules_; }
 
  private:
-  std::unordered_map<std::string, size_t> index_;
-  std::vector<std::unique_ptr<hlo::Module>> modules_;
+  std::unordered_map<uint64_t, size_t> index_;
 };
 
 // Probes every unit (cache first), in parallel when the backend allows it, then writes repro files.
-Status ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_probe::Backend& backend,
+Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backend,
                 const DriverOptions& options, Summary& summary) {
   Status dump_error;
   const std::string id = backend.id();
@@ -87,7 +90,7 @@ Status ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_
       auto start = Clock::now();
       compiler_probe::Verdict v;
       try {
-        v = backend.probe(*set.modules()[i]);
+        v = backend.probe(*probes[i].Unit());
       } catch (const std::exception& e) {
         v = compiler_probe::Verdict::Error(fmt::format("backend threw: {}", e.what()));
       } catch (...) {
@@ -128,7 +131,7 @@ Status ProbeAll(const ProbeSet& set, std::vector<ProbeRecord>& probes, compiler_
     if (v.supported() && v.output_tail.rfind(compiler_probe::kInterpNotComparedPrefix, 0) == 0)
       ++summary.interp_not_compared;
     if (!options.dump_dir.empty() && !probes[i].verdict.supported()) {
-      auto path = hlo::WriteRepro(*set.modules()[i], options.dump_dir, probes[i].opcode, probes[i].fingerprint);
+      auto path = hlo::WriteRepro(*probes[i].Unit(), options.dump_dir, probes[i].opcode, probes[i].fingerprint);
       if (path.ok()) probes[i].repro_path = *path;
       else if (dump_error.ok()) dump_error = path.status();
     }
@@ -403,8 +406,10 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
         l.dynamic = m->dynamic_shape;
         l.note = m->note;
         std::set<std::string> others;
+        // Units seen first here keep the lowered module until they are probed (or for the report's text).
+        const std::shared_ptr<const hlo::Module> source = std::move(m->module);
         for (const hlo::Instruction* u : m->units) {
-          l.probes.push_back(set.Add(*u, r.probes));
+          l.probes.push_back(set.Add(*u, r.probes, source));
           l.names.push_back(u->name);
           std::string other = AtenOpFromOpType(u->metadata.op_type);
           l.attributed_to.push_back(other == n.op ? "" : other);
@@ -484,7 +489,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   std::vector<State::Site>().swap(s.sites);
 
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
-  if (Status st = ProbeAll(set, r.probes, backend, s.options, r.summary); !st.ok())
+  if (Status st = ProbeAll(r.probes, backend, s.options, r.summary); !st.ok())
     r.warnings.push_back("repro files: " + st.message());
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(s.start);
@@ -515,22 +520,43 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   r.backend_id = backend.id();
   r.backend_version = backend.version();
   ProbeSet set;
-  std::map<std::string, size_t> op_index;
-  for (const auto& nm : modules) {
+  // A record per (module, attributed op, source file, line). The op an op_type names is worked out once per distinct
+  // op_type; the keys are views into the modules' metadata, which outlive this function's maps.
+  std::unordered_map<std::string_view, std::string> op_of_type;
+  struct RecordKey {
+    size_t module;
+    std::string_view op, file;
+    int64_t line;
+    bool operator==(const RecordKey&) const = default;
+  };
+  struct RecordKeyHash {
+    size_t operator()(const RecordKey& k) const {
+      size_t h = std::hash<std::string_view>{}(k.op);
+      for (size_t v : {k.module, std::hash<std::string_view>{}(k.file), static_cast<size_t>(k.line)})
+        h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      return h;
+    }
+  };
+  std::unordered_map<RecordKey, size_t, RecordKeyHash> op_index;
+  for (size_t mi = 0; mi < modules.size(); ++mi) {
+    const NamedModule& nm = modules[mi];
     r.programs.push_back(nm.name);
     const hlo::Computation* entry = nm.module->entry();
     if (!entry) continue;
     for (const auto& instr : entry->instructions()) {
       if (instr->opcode == hlo::Opcode::kParameter) continue;
-      std::string op = AtenOpFromOpType(instr->metadata.op_type);
-      if (op.empty()) op = "unattributed";
-      SourceLoc loc{instr->metadata.source_file, instr->metadata.source_line};
-      std::string key = fmt::format("{}|{}|{}|{}", nm.name, op, loc.file, loc.line);
-      auto [it, inserted] = op_index.emplace(key, r.ops.size());
+      const hlo::OpMetadata& md = instr->metadata;
+      auto [ot, new_type] = op_of_type.try_emplace(md.op_type);
+      if (new_type) {
+        ot->second = AtenOpFromOpType(md.op_type);
+        if (ot->second.empty()) ot->second = "unattributed";
+      }
+      const std::string& op = ot->second;
+      auto [it, inserted] = op_index.try_emplace(RecordKey{mi, op, md.source_file, md.source_line}, r.ops.size());
       if (inserted) {
         OpRecord rec;
         rec.op = op;
-        rec.loc = loc;
+        rec.loc = SourceLoc{md.source_file, md.source_line};
         rec.program = nm.name;
         r.ops.push_back(std::move(rec));
       }
@@ -543,7 +569,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
       }
     }
   }
-  if (Status st = ProbeAll(set, r.probes, backend, options, r.summary); !st.ok())
+  if (Status st = ProbeAll(r.probes, backend, options, r.summary); !st.ok())
     r.warnings.push_back("repro files: " + st.message());
   r.summary.distinct_signatures = static_cast<int64_t>(r.ops.size());
   FillSummary(r);

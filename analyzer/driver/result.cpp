@@ -2,7 +2,29 @@
 
 #include <fmt/format.h>
 
+#include "hlo/printer.h"
+#include "hlo/probe_unit.h"
+
 namespace opprobe::analyzer {
+
+std::string ProbeRecord::ModuleText() const {
+  if (!module_text.empty()) return module_text;
+  if (unit) return hlo::ToString(*unit, hlo::PrintOptions::Short());
+  if (source_instruction) {
+    auto made = hlo::MakeProbeModule(*source_instruction, std::string(hlo::OpcodeName(source_instruction->opcode)));
+    return hlo::ToString(*made, hlo::PrintOptions::Short());
+  }
+  return module_text;
+}
+
+const hlo::Module* ProbeRecord::Unit() {
+  if (!unit && source_instruction) {
+    unit = hlo::MakeProbeModule(*source_instruction, std::string(hlo::OpcodeName(source_instruction->opcode)));
+    source_instruction = nullptr;
+    source.reset();
+  }
+  return unit.get();
+}
 
 bool AnalysisResult::OpSupported(const OpRecord& op) const {
   if (op.lowering != OpRecord::Lowering::kOk) return false;

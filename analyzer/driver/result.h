@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/graph/graph.h"
 #include "compiler_probe/backend.h"
+#include "hlo/instruction.h"
 
 namespace opprobe::analyzer {
 
@@ -16,10 +18,21 @@ struct ProbeRecord {
   std::string fingerprint;   // hlo::Fingerprint of the unit
   std::string opcode;        // `multiply`
   std::string signature;     // hlo::InstructionSignature: `c64[4]{0} multiply(c64[4]{0}, c64[4]{0})`
-  std::string module_text;   // the unit as HLO text (short style)
+  std::string module_text;   // the unit as HLO text (short style), when given; else ModuleText prints the unit
+  // The probe unit (the driver's results; a report read back has none): `unit`, or, until it is needed (probed,
+  // written as a repro, printed), the instruction it is made from, in a module `source` keeps alive.
+  std::shared_ptr<const hlo::Module> unit;
+  std::shared_ptr<const hlo::Module> source;
+  const hlo::Instruction* source_instruction = nullptr;
   compiler_probe::Verdict verdict;
   bool cache_hit = false;
   std::string repro_path;    // `--dump-dir` file for unsupported units, when written
+
+  // The unit as HLO text (short style): module_text, or the unit printed (on each call: only the reports that show
+  // it ask, so a run whose report does not show it prints no unit).
+  std::string ModuleText() const;
+  // `unit`, made from source_instruction first when there is none yet; null when there is neither.
+  const hlo::Module* Unit();
 };
 
 // One distinct aten call site: an op with one argument signature at one place (merged `count` times).

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "hlo/fingerprint.h"
 #include "hlo/probe_unit.h"
 
 namespace opprobe::compiler_probe {
@@ -17,7 +18,12 @@ constexpr std::string_view kMagic = "opprobe-cache-entry";
 }
 
 std::string BackendKeyHash(const std::string& backend_id, const std::string& backend_version) {
-  return hlo::Fnv1a64Hex(backend_id + '\0' + backend_version);
+  std::string key(hlo::kFingerprintScheme);
+  key += '\0';
+  key += backend_id;
+  key += '\0';
+  key += backend_version;
+  return hlo::Fnv1a64Hex(key);
 }
 
 std::string SafeFingerprint(const std::string& fp) {

@@ -27,7 +27,9 @@ std::string EncodeCacheEntry(const CacheKey& key, const Verdict& verdict);
 // included: they are never shared).
 std::optional<Verdict> DecodeCacheEntry(std::string_view bytes, const CacheKey& key);
 
-// A short, path- and key-safe name for (backend id, backend version); the disk cache uses the same.
+// A short, path- and key-safe name for (backend id, backend version) under this build's fingerprint scheme
+// (hlo::kFingerprintScheme); the disk cache uses the same. Verdicts stored under another scheme (an older
+// opprobe's fingerprints) sit under another name and are never read.
 std::string BackendKeyHash(const std::string& backend_id, const std::string& backend_version);
 // The fingerprint when it is a safe name, else a hash of it.
 std::string SafeFingerprint(const std::string& fingerprint);
