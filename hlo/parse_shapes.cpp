@@ -216,13 +216,13 @@ std::string_view Parser::ReadElementToken() {
     if (Peek() == ')') ++p_;
     return s_.substr(start, p_ - start);
   }
+  int open = 0;
   while (p_ < end_) {
     char c = s_[p_];
     if (c == ',' || c == '}' || c == ' ' || c == '\t' || c == '\n' || c == '\r') break;
-    if (c == ')') {
-      // `nan(0x7f)` keeps its parenthesis; a bare ')' ends the element.
-      if (s_.substr(start, p_ - start).find('(') == std::string_view::npos) break;
-    }
+    // `nan(0x7f)` keeps its parenthesis; a ')' that closes none (`constant(nan(0x7f))`) ends the element.
+    if (c == '(') ++open;
+    if (c == ')' && open-- == 0) break;
     ++p_;
   }
   return s_.substr(start, p_ - start);

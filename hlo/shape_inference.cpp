@@ -17,6 +17,12 @@ Status NotInferable() {
 
 bool ValidDim(int64_t d, int rank) { return d >= 0 && d < rank; }
 
+// Sizes from attribute values (a window, padding, slice bounds) as XLA computes them, where any value the text
+// gives must not overflow: false when a step leaves 64 bits.
+bool Add(int64_t a, int64_t b, int64_t& out) { return !__builtin_add_overflow(a, b, &out); }
+bool Mul(int64_t a, int64_t b, int64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
+Status Overflow() { return Bad("the sizes overflow 64 bits"); }
+
 bool Unbounded(int64_t d) { return d == Shape::kUnboundedSize; }
 
 // Any `?` dimension in the shape (tuples included): sizes derived from it are not known.
@@ -93,6 +99,12 @@ Status CheckReducer(const Computation* c, const std::vector<PrimitiveType>& type
              : !(root->IsTuple() && root->tuple_shapes().size() == n))
     return Bad(fmt::format("reducer {} returns {}, {} value(s) need {}", c->name(), Str(*root), n,
                            n == 1 ? "a scalar" : fmt::format("a tuple of {} scalars", n)));
+  for (size_t i = 0; i < n; ++i) {
+    const Shape& r = root->IsTuple() ? root->tuple_shapes()[i] : *root;
+    if (!IsScalar(r) || !SameType(r.element_type(), types[i], o))
+      return Bad(fmt::format("reducer {} returns {}, the values are {}", c->name(), Str(*root),
+                             PrimitiveTypeName(types[i])));
+  }
   return Status::Ok();
 }
 
@@ -114,12 +126,13 @@ Status CheckParameters(const Computation* c, const std::vector<const Shape*>& ar
 // The window's output size over one dimension (reduce-window, select-and-scatter, convolution).
 Expected<int64_t> WindowedSize(int64_t in, const WindowDimension& w) {
   if (w.stride <= 0) return Bad("window stride must be positive");
-  if (w.size < 0 && !(w.size == 0)) return Bad("window size must not be negative");
+  if (w.size < 0) return Bad("window size must not be negative");
   if (w.base_dilation <= 0 || w.window_dilation <= 0) return Bad("window dilations must be positive");
   if (Unbounded(in)) return in;
-  int64_t base = in == 0 ? 0 : (in - 1) * w.base_dilation + 1;
-  int64_t padded = base + w.padding_low + w.padding_high;
-  int64_t win = w.size == 0 ? 0 : (w.size - 1) * w.window_dilation + 1;
+  int64_t base = 0, padded = 0, win = 0;
+  if (in > 0 && !(Mul(in - 1, w.base_dilation, base) && Add(base, 1, base))) return Overflow();
+  if (!Add(base, w.padding_low, padded) || !Add(padded, w.padding_high, padded)) return Overflow();
+  if (w.size > 0 && !(Mul(w.size - 1, w.window_dilation, win) && Add(win, 1, win))) return Overflow();
   return padded < win ? 0 : (padded - win) / w.stride + 1;
 }
 
@@ -339,7 +352,8 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
     case Opcode::kReducePrecision:
       OPPROBE_RETURN_IF_ERROR(need(1));
       return WithoutLayout(op(0));
-    case Opcode::kCollectiveBroadcast:
+    case Opcode::kCollectiveBroadcast: case Opcode::kCollectivePermute:
+      // Several operands: XLA's combined and in-place forms, whose shapes opprobe does not derive.
       OPPROBE_RETURN_IF_ERROR(need(1));
       if (n > 1) return NotInferable();
       return WithoutLayout(op(0));
@@ -455,8 +469,8 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
                                    Str(op(0)), d));
         if (Unbounded(dims[static_cast<size_t>(d)]) || Unbounded(op(i).dimensions(d)))
           dims[static_cast<size_t>(d)] = Shape::kUnboundedSize;
-        else
-          dims[static_cast<size_t>(d)] += op(i).dimensions(d);
+        else if (!Add(dims[static_cast<size_t>(d)], op(i).dimensions(d), dims[static_cast<size_t>(d)]))
+          return Overflow();
       }
       OPPROBE_RETURN_IF_ERROR(same_types(1, n, 0));
       return Shape::Array(op(0).element_type(), dims);
@@ -478,7 +492,8 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
             (!Unbounded(bound) && s.limits[k] > bound))
           return Bad(fmt::format("slice [{}:{}:{}] of dimension {} outside {}", s.starts[k], s.limits[k], s.strides[k],
                                  i, Str(a)));
-        dims.push_back((s.limits[k] - s.starts[k] + s.strides[k] - 1) / s.strides[k]);
+        const int64_t span = s.limits[k] - s.starts[k];  // 0 <= start <= limit
+        dims.push_back(span / s.strides[k] + (span % s.strides[k] != 0));
       }
       return Shape::Array(a.element_type(), dims);
     }
@@ -536,7 +551,10 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
           dims.push_back(d);
           continue;
         }
-        int64_t r = d + p.edge_padding_low + p.edge_padding_high + std::max<int64_t>(d - 1, 0) * p.interior_padding;
+        int64_t interior = 0, r = 0;
+        if (!Mul(std::max<int64_t>(d - 1, 0), p.interior_padding, interior) || !Add(d, interior, r) ||
+            !Add(r, p.edge_padding_low, r) || !Add(r, p.edge_padding_high, r))
+          return Overflow();
         if (r < 0) return Bad(fmt::format("padding dimension {} of {} gives a negative size", i, Str(a)));
         dims.push_back(r);
       }
@@ -579,8 +597,9 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
       if (n < 2 || n % 2) return Bad("reduce needs inputs and as many init values");
       std::vector<Shape> outs;
       std::vector<PrimitiveType> types;
-      for (int d : std::vector<int>(in.dimensions.begin(), in.dimensions.end()))
-        if (!ValidDim(d, op(0).IsArray() ? op(0).rank() : 0)) return Bad(fmt::format("reduced dimension {} outside {}", d, Str(op(0))));
+      for (int64_t d : in.dimensions)
+        if (!ValidDim(d, op(0).IsArray() ? op(0).rank() : 0))
+          return Bad(fmt::format("reduced dimension {} outside {}", d, Str(op(0))));
       for (int i = 0; i < n / 2; ++i) {
         OPPROBE_RETURN_IF_ERROR(need_array(i));
         if (!SameDims(op(i), op(0))) return Bad(fmt::format("input {} is {}, input 0 is {}", i, Str(op(i)), Str(op(0))));
@@ -697,7 +716,9 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
       const int64_t k_in = at(k, dn.kernel_input_feature_dimension);
       const int64_t k_out = at(k, dn.kernel_output_feature_dimension);
       const int64_t batch = at(x, dn.input_batch_dimension);
-      if (!Unbounded(in_features) && !Unbounded(k_in) && in_features != k_in * fgc)
+      int64_t grouped = 0;
+      if (!Unbounded(k_in) && !Mul(k_in, fgc, grouped)) return Overflow();
+      if (!Unbounded(in_features) && !Unbounded(k_in) && in_features != grouped)
         return Bad(fmt::format("input features {} are not the kernel's input features {} times feature_group_count {}",
                                in_features, k_in, fgc));
       if (!Unbounded(k_out) && (k_out % fgc != 0 || k_out % bgc != 0))

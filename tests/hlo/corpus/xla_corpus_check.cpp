@@ -9,9 +9,13 @@
 // the end of the text). The rules never set apart a module opprobe accepts (checked: a template that parses
 // fails the run).
 //
-// Exit status 1 when a figure crosses its limit: more valid modules rejected than --max-rejected-valid, a
-// rejection without a `file:line:col:` place (--require-located), a module slower than --max-seconds. A crash or
-// an abort fails the run by itself.
+// Modules the manifest marks valid that XLA's own verifier rejects (their test parses them unverified) are counted
+// apart when --verifier-rejects lists them (tests/hlo/corpus/xla_verifier_rejects.tsv, each with the XLA check).
+//
+// Exit status 1 when a figure crosses its limit: more valid modules rejected than --max-rejected-valid, fewer
+// modules XLA expects to fail rejected than --min-rejected-invalid, a listed module opprobe accepts, a rejection
+// without a `file:line:col:` place (--require-located), a module slower than --max-seconds. A crash or an abort
+// fails the run by itself.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -354,7 +358,11 @@ int main(int argc, char** argv) {
        << (opt.max_rejected_valid >= 0 ? fmt::format(" ({})", opt.max_rejected_valid) : std::string())
        << ", when a rejection does not name its line and column, when a module takes more than "
        << (opt.max_seconds > 0 ? fmt::format("{} s", opt.max_seconds) : std::string("its time limit"))
-       << ", when the interpreter gives an error verdict, or when a module crashes the process.\n\n"
+       << ", when fewer modules XLA expects to fail are rejected than its floor"
+       << (opt.min_rejected_invalid >= 0 ? fmt::format(" ({})", opt.min_rejected_invalid) : std::string())
+       << ", when opprobe accepts a module listed as one XLA's own verifier rejects, when the interpreter gives an "
+          "error verdict, or when a module crashes the process. Every module is verified as it is loaded "
+          "(hlo/verifier.h: XLA's HloVerifier checks and shape inference per opcode).\n\n"
           "`expect_invalid` is the manifest's heuristic flag: XLA's test expects *some* check to fail (parser, "
           "verifier, shape inference or a pass), so a module with it set is not necessarily unparseable.\n\n"
           "## Figures\n\n"
