@@ -230,6 +230,12 @@ Status CheckSquare(const Shape& a, std::string_view what) {
 }
 
 
+struct Shortcut {
+  const Shape* same = nullptr;
+  bool given = false;
+  bool tuple_of_operands = false;  // the result is the tuple of the operands' shapes
+};
+
 }  // namespace
 
 bool ShapesAgree(const Shape& got, const Shape& want, const ShapeCheckOptions& o) {
@@ -244,7 +250,24 @@ bool ShapesAgree(const Shape& got, const Shape& want, const ShapeCheckOptions& o
   return SameType(got.element_type(), want.element_type(), o) && SameDims(got, want);
 }
 
-Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
+// The inference of every opcode. With `sc`, a result that is an operand's (or a called computation's) shape is
+// not copied (sc->same points at it) and an opcode whose shape is given sets sc->given: the verifier's success
+// path then allocates nothing.
+Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcut* sc) {
+  auto pass = [&](const Shape& s) -> Expected<Shape> {
+    if (sc) {
+      sc->same = &s;
+      return Shape();
+    }
+    return WithoutLayout(s);
+  };
+  auto given = [&]() -> Expected<Shape> {
+    if (sc) {
+      sc->given = true;
+      return Shape();
+    }
+    return NotInferable();
+  };
   const int n = in.operand_count();
   auto op = [&](int i) -> const Shape& { return in.operand(i)->shape; };
   auto need = [&](int count) -> Status {
@@ -272,14 +295,19 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
     return Status::Ok();
   };
   switch (in.opcode) {
-    case Opcode::kTuple: return TupleOf(in, 0, n);
+    case Opcode::kTuple:
+      if (sc) {
+        sc->tuple_of_operands = true;
+        return Shape();
+      }
+      return TupleOf(in, 0, n);
     case Opcode::kGetTupleElement: {
       OPPROBE_RETURN_IF_ERROR(need(1));
       const Shape& t = op(0);
       if (!t.IsTuple()) return Bad(fmt::format("the operand is {}, not a tuple", Str(t)));
       if (in.tuple_index < 0 || in.tuple_index >= static_cast<int64_t>(t.tuple_shapes().size()))
         return Bad(fmt::format("index {} outside a tuple of {}", in.tuple_index, t.tuple_shapes().size()));
-      return WithoutLayout(t.tuple_shapes()[static_cast<size_t>(in.tuple_index)]);
+      return pass(t.tuple_shapes()[static_cast<size_t>(in.tuple_index)]);
     }
     case Opcode::kAfterAll: return Shape::Token();
     case Opcode::kPartitionId: case Opcode::kReplicaId: return Shape::Scalar(PrimitiveType::U32);
@@ -335,7 +363,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
         return Bad(fmt::format("select's branches differ: {} and {}", Str(op(1)), Str(op(2))));
       if (op(0).rank() != 0 && !SameDims(op(0), op(1)))
         return Bad(fmt::format("select's predicate is {}, its branches {}", Str(op(0)), Str(op(1))));
-      return WithoutLayout(op(1));
+      return pass(op(1));
     }
     case Opcode::kClamp: {
       OPPROBE_RETURN_IF_ERROR(need(3));
@@ -346,17 +374,17 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
         if (!SameType(op(i).element_type(), op(1).element_type(), o))
           return Bad(fmt::format("clamp bound {} is {}, the operand {}", i, Str(op(i)), Str(op(1))));
       }
-      return WithoutLayout(op(1));
+      return pass(op(1));
     }
     case Opcode::kCopy: case Opcode::kOptimizationBarrier: case Opcode::kDomain: case Opcode::kAddDependency:
     case Opcode::kReducePrecision:
       OPPROBE_RETURN_IF_ERROR(need(1));
-      return WithoutLayout(op(0));
+      return pass(op(0));
     case Opcode::kCollectiveBroadcast: case Opcode::kCollectivePermute:
       // Several operands: XLA's combined and in-place forms, whose shapes opprobe does not derive.
       OPPROBE_RETURN_IF_ERROR(need(1));
-      if (n > 1) return NotInferable();
-      return WithoutLayout(op(0));
+      if (n > 1) return given();
+      return pass(op(0));
     case Opcode::kAllReduce: {
       // The reducer is not checked: XLA's verifier compares the shapes only.
       OPPROBE_RETURN_IF_ERROR(need(1));
@@ -376,7 +404,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
       if (!body_root || !ShapesAgree(*body_root, op(0), o))
         return Bad(fmt::format("while body {} returns {}, the loop state is {}", body->name(),
                                body_root ? Str(*body_root) : "nothing", Str(op(0))));
-      return WithoutLayout(op(0));
+      return pass(op(0));
     }
     case Opcode::kCall: case Opcode::kFusion: {
       const Computation* c = in.called_computations.empty() ? nullptr : in.called_computations.back();
@@ -384,7 +412,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
       for (int i = 0; i < n; ++i) args.push_back(&op(i));
       OPPROBE_RETURN_IF_ERROR(CheckParameters(c, args, o, in.opcode == Opcode::kCall ? "called" : "fused"));
       if (!RootShape(c)) return Bad("the called computation has no root");
-      return WithoutLayout(*RootShape(c));
+      return pass(*RootShape(c));
     }
     case Opcode::kConditional: {
       OPPROBE_RETURN_IF_ERROR(need(1));
@@ -408,7 +436,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
                                  branches[0]->name(), Str(*first)));
         if (!first) first = root;
       }
-      return WithoutLayout(*first);
+      return pass(*first);
     }
     case Opcode::kMap: {
       OPPROBE_RETURN_IF_ERROR(need(1));
@@ -451,7 +479,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       for (int64_t d : in.dimensions)
         if (!ValidDim(d, op(0).rank())) return Bad(fmt::format("dimension {} outside {}", d, Str(op(0))));
-      return WithoutLayout(op(0));
+      return pass(op(0));
     }
     case Opcode::kConcatenate: {
       OPPROBE_RETURN_IF_ERROR(need(1));
@@ -532,7 +560,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
         if (!Unbounded(a.dimensions(i)) && !Unbounded(u.dimensions(i)) && u.dimensions(i) > a.dimensions(i))
           return Bad(fmt::format("the update {} is larger than the operand {}", Str(u), Str(a)));
       OPPROBE_RETURN_IF_ERROR(same_types(1, 2, 0));
-      return WithoutLayout(a);
+      return pass(a);
     }
     case Opcode::kPad: {
       OPPROBE_RETURN_IF_ERROR(need(2));
@@ -685,7 +713,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
           return Bad(fmt::format("select computation {} must take 2 scalars and return pred[]", select->name()));
       }
       OPPROBE_RETURN_IF_ERROR(CheckReducer(scatter, {op(1).element_type()}, o));
-      return WithoutLayout(a);
+      return pass(a);
     }
     case Opcode::kConvolution: {
       OPPROBE_RETURN_IF_ERROR(need(2));
@@ -777,13 +805,13 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
         return Bad(fmt::format("a {} does not match b {} on the {} side", Str(a), Str(b),
                                in.triangular_solve_options.left_side ? "left" : "right"));
       OPPROBE_RETURN_IF_ERROR(same_types(1, 2, 0));
-      return WithoutLayout(b);
+      return pass(b);
     }
     case Opcode::kCholesky:
       OPPROBE_RETURN_IF_ERROR(need(1));
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       OPPROBE_RETURN_IF_ERROR(CheckSquare(op(0), "cholesky's operand"));
-      return WithoutLayout(op(0));
+      return pass(op(0));
     case Opcode::kFft: {
       OPPROBE_RETURN_IF_ERROR(need(1));
       OPPROBE_RETURN_IF_ERROR(need_array(0));
@@ -796,7 +824,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
       switch (in.fft_type) {
         case FftType::kFft: case FftType::kIfft:  // XLA checks the type only
           if (!IsComplex(t)) return Bad(fmt::format("{} needs a complex operand, is {}", FftTypeName(in.fft_type), Str(a)));
-          return WithoutLayout(a);
+          return pass(a);
         case FftType::kRfft: {
           if (t != PrimitiveType::F32 && t != PrimitiveType::F64)
             return Bad(fmt::format("RFFT needs an f32 or f64 operand, is {}", Str(a)));
@@ -818,7 +846,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
           return Shape::Array(ComplexComponentType(t), dims);
         }
       }
-      return NotInferable();
+      return given();
     }
     case Opcode::kBatchNormTraining: case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad: {
       const int want = OpcodeArity(in.opcode);
@@ -837,7 +865,7 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
       if (in.opcode == Opcode::kBatchNormGrad && !SameDims(op(4), a))
         return Bad(fmt::format("the output gradient is {}, the operand {}", Str(op(4)), Str(a)));
       OPPROBE_RETURN_IF_ERROR(same_types(1, want, 0));
-      if (in.opcode == Opcode::kBatchNormInference) return WithoutLayout(a);
+      if (in.opcode == Opcode::kBatchNormInference) return pass(a);
       Shape f = Shape::Array(a.element_type(), {features});
       return Shape::Tuple({WithoutLayout(a), f, f});
     }
@@ -860,10 +888,12 @@ Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) {
     OPPROBE_RETURN_IF_ERROR(need(1));
     OPPROBE_RETURN_IF_ERROR(same_dims_as_first(0, n));
     OPPROBE_RETURN_IF_ERROR(same_types(1, n, 0));
-    return WithoutLayout(op(0));
+    return pass(op(0));
   }
-  return NotInferable();
+  return given();
 }
+
+Expected<Shape> InferShape(const Instruction& in, const ShapeCheckOptions& o) { return Infer(in, o, nullptr); }
 
 Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
   const int n = in.operand_count();
@@ -999,6 +1029,36 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
     default:
       return Status::Ok();
   }
+}
+
+Status CheckShape(const Instruction& in, const ShapeCheckOptions& o) {
+  Shortcut sc;
+  Expected<Shape> inferred = Infer(in, o, &sc);
+  if (!inferred.ok()) return Bad(fmt::format("{}: {}", OpcodeName(in.opcode), inferred.status().message()));
+  if (sc.given) {
+    Status st = CheckGivenShape(in, o);
+    if (!st.ok()) return Bad(fmt::format("{}: {}", OpcodeName(in.opcode), st.message()));
+    return Status::Ok();
+  }
+  if (sc.tuple_of_operands) {
+    bool agree = in.shape.IsTuple() && static_cast<int>(in.shape.tuple_shapes().size()) == in.operand_count();
+    for (int i = 0; agree && i < in.operand_count(); ++i)
+      agree = ShapesAgree(in.shape.tuple_shapes()[static_cast<size_t>(i)], in.operand(i)->shape, o);
+    if (agree) return Status::Ok();
+    return Bad(fmt::format("tuple has shape {}, its operands and attributes give {}", Str(in.shape),
+                           Str(TupleOf(in, 0, in.operand_count()))));
+  }
+  const Shape& want = sc.same ? *sc.same : *inferred;
+  bool agree;
+  if ((in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) && want.IsArray() && in.shape.IsArray()) {
+    // The result's element type is the preferred one (an f32 result of bf16 operands): dimensions compare.
+    agree = SameDims(in.shape, want);
+  } else {
+    agree = ShapesAgree(in.shape, want, o);
+  }
+  if (agree) return Status::Ok();
+  return Bad(fmt::format("{} has shape {}, its operands and attributes give {}", OpcodeName(in.opcode), Str(in.shape),
+                         Str(want)));
 }
 
 }  // namespace opprobe::hlo

@@ -28,6 +28,12 @@ Expected<Shape> InferShape(const Instruction& instr, const ShapeCheckOptions& op
 // dimension, ... Ok for opcodes without such constraints (custom-call) or whose shape InferShape derives.
 Status CheckGivenShape(const Instruction& instr, const ShapeCheckOptions& options = {});
 
+// The verifier's check of `instr.shape`: against InferShape's result, or CheckGivenShape where the shape is given;
+// kInvalidInput "<opcode> has shape X, its operands and attributes give Y" or "<opcode>: <reason>". A dot's or a
+// convolution's element type is its preferred one and is not compared. Builds no shape (and no string) when the
+// result is an operand's and the check passes.
+Status CheckShape(const Instruction& instr, const ShapeCheckOptions& options = {});
+
 // Whether `got` (an instruction's shape) agrees with `want` (the inferred one) as XLA's verifier compares them:
 // element types equal (any two floating-point types under allow_mixed_precision), dimensions equal (a bounded
 // dynamic dimension compares by its bound, an unbounded `?` one matches any size), tuples element by element;

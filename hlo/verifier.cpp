@@ -145,51 +145,31 @@ std::optional<Violation> CheckInstruction(const Computation& comp, const Instruc
   if (in.opcode == Opcode::kConstant && in.literal && !in.literal->elided() &&
       !ShapesAgree(in.literal->shape(), in.shape, ShapeCheckOptions{false}))
     return at(fmt::format("constant has shape {}, its literal {}", Str(in.shape), Str(in.literal->shape())));
-  Expected<Shape> inferred = InferShape(in, o.shapes);
-  if (inferred.ok()) {
-    bool agree;
-    if (in.opcode == Opcode::kDot || in.opcode == Opcode::kConvolution) {
-      // The result's element type is the preferred one (an f32 result of bf16 operands): dimensions compare.
-      Shape want = *inferred;
-      want.set_element_type(in.shape.element_type());
-      agree = ShapesAgree(in.shape, want, o.shapes);
-    } else {
-      agree = ShapesAgree(in.shape, *inferred, o.shapes);
-    }
-    if (!agree)
-      return at(fmt::format("{} has shape {}, its operands and attributes give {}", OpcodeName(in.opcode),
-                            Str(in.shape), Str(*inferred)));
-  } else if (inferred.status().code() == ErrorCode::kUnimplemented) {
-    if (Status st = CheckGivenShape(in, o.shapes); !st.ok())
-      return at(fmt::format("{}: {}", OpcodeName(in.opcode), st.message()));
-  } else {
-    return at(fmt::format("{}: {}", OpcodeName(in.opcode), inferred.status().message()));
-  }
+  if (Status st = CheckShape(in, o.shapes); !st.ok()) return at(st.message());
   if (auto m = CheckAsync(in, o.shapes)) return at(std::move(*m));
   return std::nullopt;
 }
 
 std::optional<Violation> CheckComputation(const Computation& comp, const VerifyOptions& o) {
   if (!comp.root()) return Violation{&comp, nullptr, "the computation has no root instruction"};
-  // Parameter numbers 0..N-1, each once.
-  std::vector<const Instruction*> by_number;
-  size_t count = 0;
-  for (const auto& i : comp.instructions())
-    if (i->opcode == Opcode::kParameter) ++count;
-  by_number.assign(count, nullptr);
+  // One pass over the instructions (each is touched once: a module holds hundreds of thousands), collecting the
+  // parameters; then their numbers must be 0..N-1, each once.
+  std::vector<const Instruction*> params;
   for (const auto& i : comp.instructions()) {
-    if (i->opcode != Opcode::kParameter) continue;
-    const int64_t k = i->parameter_number;
-    if (k < 0 || static_cast<size_t>(k) >= count)
-      return Violation{&comp, i.get(), fmt::format("parameter number {} outside 0..{} (the computation has {} "
-                                                   "parameters)", k, static_cast<int64_t>(count) - 1, count)};
-    if (by_number[static_cast<size_t>(k)])
-      return Violation{&comp, i.get(), fmt::format("parameter number {} is also {}'s", k,
-                                                   Quote(by_number[static_cast<size_t>(k)]->name))};
-    by_number[static_cast<size_t>(k)] = i.get();
-  }
-  for (const auto& i : comp.instructions())
+    if (i->opcode == Opcode::kParameter) params.push_back(i.get());
     if (auto v = CheckInstruction(comp, *i, o)) return v;
+  }
+  std::vector<const Instruction*> by_number(params.size(), nullptr);
+  for (const Instruction* p : params) {
+    const int64_t k = p->parameter_number;
+    if (k < 0 || static_cast<size_t>(k) >= params.size())
+      return Violation{&comp, p, fmt::format("parameter number {} outside 0..{} (the computation has {} parameters)", k,
+                                             static_cast<int64_t>(params.size()) - 1, params.size())};
+    if (by_number[static_cast<size_t>(k)])
+      return Violation{&comp, p, fmt::format("parameter number {} is also {}'s", k,
+                                             Quote(by_number[static_cast<size_t>(k)]->name))};
+    by_number[static_cast<size_t>(k)] = p;
+  }
   return std::nullopt;
 }
 
