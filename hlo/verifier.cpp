@@ -83,7 +83,7 @@ const Shape* TupleElement(const Shape& s, size_t i) {
   return s.IsTuple() && s.tuple_shapes().size() > i ? &s.tuple_shapes()[i] : nullptr;
 }
 
-// Asynchronous pairs: what a *-done or async-update's operand must be, and the shapes they pass on.
+// Asynchronous pairs: the state an async op carries, and the shapes a *-done passes on.
 std::optional<std::string> CheckAsync(const Instruction& in, const ShapeCheckOptions& o) {
   auto mismatch = [&](const Shape& want) -> std::optional<std::string> {
     if (ShapesAgree(in.shape, want, o)) return std::nullopt;

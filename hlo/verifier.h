@@ -6,8 +6,10 @@
 // attributes the schema (hlo/attributes.h) requires where a value can be missing (a window, dim_labels, a called
 // computation), the result shape against the one hlo/shape_inference.h infers from the operands and attributes
 // (or, for ops whose shape is given, the constraints between it and the operands), the signatures of called
-// computations (a reducer takes 2N scalars, a while body maps its state to itself, ...), and the pairing of
-// asynchronous ops (an async-done's operand is an async-start or async-update, a copy-done's a copy-start, ...).
+// computations (a reducer takes 2N scalars, a while body maps its state to itself, ...), and what asynchronous
+// pairs pass on (an async op's state is a tuple of at least (operands, result), whatever binds it late; a copy-done
+// gives its copy-start's target, a recv-done its recv's data, an all-gather-done or collective-permute-done its
+// start's result, an all-reduce-done its start's).
 // Per computation: a root, parameter numbers 0..N-1 each once. Per module: an entry computation.
 //
 // The success path builds no strings; a violation's message is built once, when it is found.
