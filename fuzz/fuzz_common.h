@@ -1,6 +1,7 @@
 // Shared by the libFuzzer targets (fuzz/*_fuzzer.cpp): the contract every loader keeps for bad input.
 // A rejected input must come back as a Status whose message is one line of printable text of bounded
-// length; anything else (an exception, an abort, a sanitizer report, a multi-line message) is a finding.
+// length; anything else (an exception, an abort, a sanitizer report, a multi-line message, a line libprotobuf
+// logs to stderr) is a finding.
 #pragma once
 
 #include <unistd.h>
@@ -11,11 +12,24 @@
 #include <string>
 #include <string_view>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "hlo/status.h"
 
 namespace opprobe::fuzz {
 
+// libprotobuf writes its complaints (invalid UTF-8 in a string field, a message too deep) to stderr, past the
+// loader's Status; the loaders silence it where they parse bytes (LogSilencer) and check what they write. Any
+// line that still reaches the log handler breaks the one-line promise, so it aborts the run as a finding.
+inline void TrapProtobufLog(google::protobuf::LogLevel level, const char* file, int line, const std::string& msg) {
+  std::fprintf(stderr, "contract: libprotobuf logged (level %d) at %s:%d: %s\n", static_cast<int>(level), file, line,
+               msg.c_str());
+  std::abort();
+}
+inline const bool kProtobufLogTrapped = (google::protobuf::SetLogHandler(&TrapProtobufLog), true);
+
 inline void CheckMessage(const Status& s) {
+  (void)kProtobufLogTrapped;  // used here so that every target that checks a message installs the trap
   if (s.ok()) return;
   const std::string& m = s.message();
   bool bad = m.empty() || m.size() > 4096;

@@ -390,6 +390,26 @@ Expected<LoweredOp> PreluBackward(const Node& n, Builder& b) {
   return ctx.Finish({gi, b.Convert(gw, w0->shape.element_type())});
 }
 
+// _prelu_kernel_backward(grad_output, self, weight) -> (grad_input, grad_weight): PyTorch 2.x's gradient of
+// _prelu_kernel, whose weight broadcasts against self by numpy rules (prelu reshapes it to [C, 1, ...] first).
+// Both gradients have the broadcast shape; autograd sums grad_weight down to weight's shape afterwards, in an
+// aten::sum call of its own.
+Expected<LoweredOp> PreluKernelBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 1));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * w0, ctx.RequiredTensor("weight", 2));
+  PrimitiveType t = x0->shape.element_type();
+  std::vector<int64_t> dims = BroadcastShapes(BroadcastShapes(Dims(x0), Dims(w0)), Dims(g0));
+  Instruction* x = Bcast(b, x0, dims);
+  Instruction* g = Bcast(b, b.Convert(g0, t), dims);
+  Instruction* w = Bcast(b, b.Convert(w0, t), dims);
+  Instruction* pos = CmpScalar(b, x, 0, ComparisonDirection::kGt);
+  Instruction* gi = b.Select(pos, g, Mul(b, w, g));
+  Instruction* gw = b.Select(pos, FullLike(b, x, 0), Mul(b, x, g));
+  return ctx.Finish({gi, b.Convert(gw, w0->shape.element_type())});
+}
+
 // hardshrink_backward(grad_out, self, lambd) / softshrink_backward(grad_output, ...): the gradient passes where
 // |x| > lambd.
 Expected<LoweredOp> ShrinkBackward(const LoweringContext& ctx, const char* grad_name) {
@@ -454,6 +474,7 @@ const LoweringFamily& ActivationLowerings() {
       {"aten::glu", Glu},
       {"aten::prelu", Prelu},
       {"aten::_prelu_kernel", Prelu},
+      {"aten::_prelu_kernel_backward", PreluKernelBackward},
       {"aten::hardshrink", Hardshrink},
       {"aten::softshrink", Softshrink},
       {"aten::tanh_backward", TanhBackward},

@@ -178,6 +178,16 @@ int64_t Numel(const std::vector<int64_t>& dims) {
 }
 
 
+hlo::ScatterDimensionNumbers ScatterAlongDim(int64_t dim, int64_t rank) {
+  hlo::ScatterDimensionNumbers dn;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) dn.update_window_dims.push_back(i);
+  dn.inserted_window_dims = {dim};
+  dn.scatter_dims_to_operand_dims = {dim};
+  dn.index_vector_dim = 1;
+  return dn;
+}
+
 Computation* ReplaceComputation(Builder& b, PrimitiveType t) {
   Builder sub = b.CreateSubBuilder("replace");
   sub.Parameter(0, Shape::Scalar(t));

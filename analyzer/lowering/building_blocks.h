@@ -76,6 +76,9 @@ Expected<std::vector<int64_t>> NormDims(const std::vector<int64_t>& dims, int64_
 Computation* SortComparator(Builder& b, const std::vector<PrimitiveType>& types, bool descending);
 // The scatter combiner that keeps the update (torch's plain scatter / index_put).
 Computation* ReplaceComputation(Builder& b, PrimitiveType t);
+// A scatter's dimension numbers for updates along one dimension `dim` of a rank-`rank` operand: indices [N, 1],
+// updates shaped like the operand with N at `dim` (index_add, index_reduce, unfold_backward).
+hlo::ScatterDimensionNumbers ScatterAlongDim(int64_t dim, int64_t rank);
 
 // A `while` loop over a tuple of values: `cond` returns a scalar pred from the state, `body` the next
 // state (same shapes); the sub-computations are named `name`_cond and `name`_body. Returns the final

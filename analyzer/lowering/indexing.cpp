@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "analyzer/lowering/families.h"
 
@@ -478,12 +479,7 @@ Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
   }
   if (r == 0) return ctx.Finish({add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
   int64_t cnt = idx->shape.elements();
-  hlo::ScatterDimensionNumbers dn;
-  for (int64_t i = 0; i < r; ++i)
-    if (i != *d) dn.update_window_dims.push_back(i);
-  dn.inserted_window_dims = {*d};
-  dn.scatter_dims_to_operand_dims = {*d};
-  dn.index_vector_dim = 1;
+  hlo::ScatterDimensionNumbers dn = ScatterAlongDim(*d, r);
   Instruction* s = b.Scatter({x}, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1}), {src}, dn,
                              add ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
                                  : ReplaceComputation(b, t));
@@ -525,12 +521,7 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
   else if (reduce == "amin") op = Opcode::kMinimum, ident = MaxValue(b, t);
   else return ctx.Unsupported("unknown reduce " + reduce);
   Instruction* where = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1});
-  hlo::ScatterDimensionNumbers dn;
-  for (int64_t i = 0; i < r; ++i)
-    if (i != d) dn.update_window_dims.push_back(i);
-  dn.inserted_window_dims = {d};
-  dn.scatter_dims_to_operand_dims = {d};
-  dn.index_vector_dim = 1;
+  hlo::ScatterDimensionNumbers dn = ScatterAlongDim(d, r);
   Instruction* base = x;
   if (!include_self)
     base = b.Scatter({x}, where, {b.Broadcast(ident, Dims(src), {})}, dn, ReplaceComputation(b, t));
@@ -968,23 +959,31 @@ Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
 }
 
 // _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
-// scale_grad_by_freq, mode, per_sample_weights, padding_idx), as ATen's CPU kernel: for sum and mean each index
+// scale_grad_by_freq, mode, per_sample_weights, padding_idx) and _embedding_bag_backward (below), as ATen's CPU
+// kernel: for sum and mean each index
 // i gets its bag's gradient row grad[offset2bag[i]], times its per-sample weight, divided by its bag's size
 // (mean, non-empty bags) and by the number of times the index occurs (scale_grad_by_freq), scatter-added into
 // zeros [num_weights, D]; padding_idx rows get nothing. For max, grad[bag, d] goes to row maximum_indices[bag, d]
 // of column d, for the non-empty bags.
-Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
+// Where the gradient's arguments sit: _embedding_bag_backward (PyTorch 2.x) has `offsets` after `indices` and
+// `sparse` after `mode`.
+struct EmbeddingBagGradArgs {
+  size_t offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights,
+      padding_idx;
+};
+
+Expected<LoweredOp> EmbeddingBagGradient(LoweringContext& ctx, Builder& b, const EmbeddingBagGradArgs& at,
+                                         std::optional<size_t> offsets_at = std::nullopt) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * grad, ctx.RequiredTensor("grad", 0));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * idx0, ctx.RequiredTensor("indices", 1));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * o2b0, ctx.RequiredTensor("offset2bag", 2));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * bag_size0, ctx.RequiredTensor("bag_size", 3));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * o2b0, ctx.RequiredTensor("offset2bag", at.offset2bag));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * bag_size0, ctx.RequiredTensor("bag_size", at.bag_size));
   const TensorMeta* out = ctx.OutputMeta(0);
-  int64_t num = ctx.Int("num_weights", 5, out && out->rank() == 2 ? out->sizes[0] : 0);
-  bool by_freq = ctx.Bool("scale_grad_by_freq", 6, false);
-  int64_t mode = ctx.Int("mode", 7, 0);
-  Instruction* psw = ctx.Tensor("per_sample_weights", 8);
-  int64_t pad = ctx.Int("padding_idx", 9, -1);
+  int64_t num = ctx.Int("num_weights", at.num_weights, out && out->rank() == 2 ? out->sizes[0] : 0);
+  bool by_freq = ctx.Bool("scale_grad_by_freq", at.scale_grad_by_freq, false);
+  int64_t mode = ctx.Int("mode", at.mode, 0);
+  Instruction* psw = ctx.Tensor("per_sample_weights", at.per_sample_weights);
+  int64_t pad = ctx.Int("padding_idx", at.padding_idx, -1);
   if (grad->shape.rank() != 2 || idx0->shape.rank() != 1) return ctx.Unsupported("needs a [bags, D] grad and 1-d indices");
   PrimitiveType t = ctx.OutputType(0, grad->shape.element_type());
   const PrimitiveType S = PrimitiveType::S64;
@@ -993,7 +992,7 @@ Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
   Instruction* bag_size = b.Convert(b.Reshape(bag_size0, {B}), S);
   Instruction* zeros = Full(b, t, 0, {num, D});
   if (mode == 2) {
-    OPPROBE_ASSIGN_OR_RETURN(Instruction * maxi0, ctx.RequiredTensor("maximum_indices", 4));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * maxi0, ctx.RequiredTensor("maximum_indices", at.maximum_indices));
     if (Dims(maxi0) != std::vector<int64_t>{B, D}) return ctx.Unsupported("maximum_indices must be [bags, D]");
     // (row, column) pairs; an empty bag's rows go out of range, which the scatter drops.
     Instruction* empty = b.Broadcast(CmpScalar(b, bag_size, 0, ComparisonDirection::kEq), {B, D}, {0});
@@ -1006,9 +1005,17 @@ Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
     dn.index_vector_dim = 1;
     return ctx.Finish({b.Scatter({zeros}, at, {b.Reshape(g, {B * D})}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
   }
+  Instruction* idx = b.Convert(idx0, S);
+  if (o2b0->shape.elements() == 0 && L > 0 && offsets_at) {
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * offsets0, ctx.RequiredTensor("offsets", *offsets_at));
+    if (offsets0->shape.rank() != 1) return ctx.Unsupported("offsets must be 1-d");
+    int64_t O = Dims(offsets0)[0];
+    Instruction* starts = b.Broadcast(b.Convert(offsets0, S), {L, O}, {1});
+    Instruction* at_or_after = b.Compare(b.Iota(Shape::Array(S, {L, O}), 0), starts, ComparisonDirection::kGe);
+    o2b0 = AddScalar(b, ReduceSum(b, b.Convert(at_or_after, S), {1}), -1);
+  }
   if (o2b0->shape.elements() != L || (psw && psw->shape.elements() != L))
     return ctx.Unsupported("offset2bag and per_sample_weights need one entry per index");
-  Instruction* idx = b.Convert(idx0, S);
   Instruction* bag = b.Convert(b.Reshape(o2b0, {L}), S);
   hlo::GatherDimensionNumbers gdn;
   gdn.offset_dims = {1};
@@ -1037,6 +1044,22 @@ Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
   return ctx.Finish({b.Scatter({zeros}, b.Reshape(target, {L, 1}), {rows}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+}
+
+Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  return EmbeddingBagGradient(ctx, b, {2, 3, 4, 5, 6, 7, 8, 9});
+}
+
+// _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+// scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx): PyTorch 2.x's entry, which ATen sends to
+// the dense gradient above unless `sparse`. The forward leaves offset2bag empty on its fast paths (sum or
+// mean without per-sample weights); the gradient then derives it from `offsets`, as ATen does: index i belongs
+// to the last bag whose offset is <= i.
+Expected<LoweredOp> EmbeddingBagBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  if (ctx.Bool("sparse", 9, false)) return ctx.Unsupported("a sparse gradient (sparse=True): XLA has no sparse tensors");
+  return EmbeddingBagGradient(ctx, b, {3, 4, 5, 6, 7, 8, 10, 11}, /*offsets_at=*/2);
 }
 
 // _pack_padded_sequence(input, lengths, batch_first) -> (data, batch_sizes): the time steps of each sequence
@@ -1096,6 +1119,7 @@ const LoweringFamily& IndexingLowerings() {
       {"aten::_embedding_bag", EmbeddingBag},
       {"aten::_embedding_bag_forward_only", EmbeddingBag},
       {"aten::_embedding_bag_dense_backward", EmbeddingBagDenseBackward},
+      {"aten::_embedding_bag_backward", EmbeddingBagBackward},
       {"aten::index_select", IndexSelect},
       {"aten::gather", Gather},
       {"aten::take", Take},

@@ -750,6 +750,50 @@ Expected<LoweredOp> Unfold(const Node& n, Builder& b) {
   return ctx.Finish({wins.size() == 1 ? wins[0] : b.Concatenate(wins, *d)});
 }
 
+// unfold_backward(grad_in, input_sizes, dim, size, step): the gradient of Tensor.unfold. grad_in is
+// [..., count, ..., size] (the windows along `dim`, each window's elements last); element k of window w adds
+// back at position w * step + k of `dim` (windows overlap when step < size). One scatter-add into zeros of
+// input_sizes, the window elements moved next to their window and flattened as the scatter's indices.
+Expected<LoweredOp> UnfoldBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_in", 0));
+  std::vector<int64_t> in = ctx.Ints("input_sizes", 1);
+  int64_t r = static_cast<int64_t>(in.size());
+  int64_t size = ctx.Int("size", 3, 1), step = ctx.Int("step", 4, 1);
+  if (r == 0) {  // unfold of a 0-d tensor is a [1]
+    if (g->shape.elements() != 1) return ctx.Unsupported("a 0-d input's gradient must have one element");
+    return ctx.Finish({b.Reshape(g, {})});
+  }
+  auto d = WrapDim(ctx.Int("dim", 2, 0), r);
+  if (!d || size < 1 || step < 1) return ctx.Unsupported("dimension, size or step out of range");
+  std::vector<int64_t> gd = Dims(g);
+  size_t ud = static_cast<size_t>(*d);
+  if (static_cast<int64_t>(gd.size()) != r + 1 || gd.back() != size) return ctx.Unsupported("grad_in does not match unfold's result");
+  int64_t count = gd[ud];
+  for (int64_t i = 0; i < r; ++i)
+    if (i != *d && gd[static_cast<size_t>(i)] != in[static_cast<size_t>(i)])
+      return ctx.Unsupported("grad_in does not match input_sizes");
+  if (count > 0 && (count - 1) * step + size > in[ud]) return ctx.Unsupported("windows reach past the input");
+  PrimitiveType t = g->shape.element_type();
+  // [..., count, ..., size] -> [..., count, size, ...] -> [..., count * size, ...]
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i <= *d; ++i) perm.push_back(i);
+  perm.push_back(r);
+  for (int64_t i = *d + 1; i < r; ++i) perm.push_back(i);
+  std::vector<int64_t> flat = in;
+  flat[ud] = count * size;
+  Instruction* upd = b.Reshape(b.Transpose(g, perm), flat);
+  // Position of each (window, element) pair along dim: w * step + k.
+  const PrimitiveType S = PrimitiveType::S64;
+  Instruction* w = b.Iota(Shape::Array(S, {count, size}), 0);
+  Instruction* k = b.Iota(Shape::Array(S, {count, size}), 1);
+  Instruction* at = b.Reshape(Add(b, MulScalar(b, w, static_cast<double>(step)), k), {count * size, 1});
+  hlo::ScatterDimensionNumbers dn = ScatterAlongDim(*d, r);
+  Instruction* zeros = Full(b, t, 0, in);
+  if (t == PrimitiveType::PRED) return ctx.Unsupported("bool unfold_backward");
+  return ctx.Finish({b.Scatter({zeros}, at, {upd}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+}
+
 // The sym_* queries of a tensor's geometry (an s64 scalar, or a pred for sym_is_contiguous).
 enum class SymQuery { kSize, kStride, kNumel, kStorageOffset, kIsContiguous };
 
@@ -1102,6 +1146,7 @@ const LoweringFamily& ShapeLowerings() {
       {"aten::pixel_shuffle", PixelShuffle},
       {"aten::pixel_unshuffle", PixelUnshuffle},
       {"aten::unfold", Unfold},
+      {"aten::unfold_backward", UnfoldBackward},
       {"aten::unfold_copy", Unfold},
       {"aten::sym_size", SymOf<SymQuery::kSize>},
       {"aten::sym_stride", SymOf<SymQuery::kStride>},

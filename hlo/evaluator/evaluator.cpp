@@ -509,22 +509,17 @@ int64_t ConditionalIndex(const Literal& sel, size_t branches) {
 
 }  // namespace
 
-Expected<Literal> Evaluator::Run(const Computation& c, const std::vector<const Literal*>& args) {
-  struct DepthGuard {
-    int& d;
-    explicit DepthGuard(int& x) : d(x) { ++d; }
-    ~DepthGuard() { --d; }
-  } guard(depth_);
-  if (depth_ > 64) return InvalidInput(fmt::format("computation {}: calls nest deeper than 64", c.name()));
+Expected<const Evaluator::Plan*> Evaluator::PlanFor(const Computation& c) {
+  auto found = plans_.find(&c);
+  if (found != plans_.end()) return found->second.get();
   const Instruction* root = c.root();
   if (!root) return InvalidInput(fmt::format("computation {} has no root", c.name()));
-
   // Instructions reachable from the root, operands first (iterative DFS; cycles are errors).
   std::unordered_map<const Instruction*, int> state;  // 1 visiting, 2 done
   std::unordered_map<const Instruction*, size_t> pos;
   for (const auto& i : c.instructions()) state[i.get()] = 0;
   if (!state.count(root)) return InvalidInput(fmt::format("computation {}: root is not in it", c.name()));
-  std::vector<const Instruction*> order;
+  auto plan = std::make_unique<Plan>();
   std::vector<std::pair<const Instruction*, size_t>> stack{{root, 0}};
   state[root] = 1;
   while (!stack.empty()) {
@@ -542,15 +537,41 @@ Expected<Literal> Evaluator::Run(const Computation& c, const std::vector<const L
       }
     } else {
       state[ins] = 2;
-      pos[ins] = order.size();
-      order.push_back(ins);
+      pos[ins] = plan->order.size();
+      plan->order.push_back(ins);
       stack.pop_back();
     }
   }
-  std::vector<int> uses(order.size(), 0);
-  for (const Instruction* i : order)
-    for (const Instruction* op : i->operands) ++uses[pos[op]];
+  plan->operands.resize(plan->order.size());
+  plan->uses.assign(plan->order.size(), 0);
+  for (size_t k = 0; k < plan->order.size(); ++k)
+    for (const Instruction* op : plan->order[k]->operands) {
+      size_t p = pos[op];
+      plan->operands[k].push_back(p);
+      ++plan->uses[p];
+    }
+  plan->root = pos[root];
+  return plans_.emplace(&c, std::move(plan)).first->second.get();
+}
 
+Expected<Literal> Evaluator::Run(const Computation& c, const std::vector<const Literal*>& args) {
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& x) : d(x) { ++d; }
+    ~DepthGuard() { --d; }
+  } guard(depth_);
+  if (depth_ > 64) return InvalidInput(fmt::format("computation {}: calls nest deeper than 64", c.name()));
+  // The plan (evaluation order, operand positions, use counts) is made once per computation: a region runs
+  // once per element of a sort, scatter or map.
+  OPPROBE_ASSIGN_OR_RETURN(const Plan* plan, PlanFor(c));
+  const std::vector<const Instruction*>& order = plan->order;
+  instructions_evaluated_ += static_cast<int64_t>(order.size());
+  if (instructions_evaluated_ > options_.max_instructions)
+    return Unimplemented(fmt::format(
+        "computation {}: the evaluation needs more than {:.3g} instruction evaluations (called computations "
+        "included), the evaluator's limit",
+        c.name(), static_cast<double>(options_.max_instructions)));
+  std::vector<int> uses = plan->uses;
   std::vector<Literal> owned(order.size());
   std::vector<const Literal*> value(order.size(), nullptr);
   std::vector<const Literal*> ops;
@@ -567,28 +588,27 @@ Expected<Literal> Evaluator::Run(const Computation& c, const std::vector<const L
       value[k] = a;
     } else {
       ops.clear();
-      for (const Instruction* op : ins.operands) ops.push_back(value[pos[op]]);
+      for (size_t p : plan->operands[k]) ops.push_back(value[p]);
       auto r = EvalInstruction(ins, ops);
       if (!r.ok()) return r.status();
       owned[k] = std::move(r).value();
       value[k] = &owned[k];
       // Dynamic sizes flow through ops that keep their operand's dims.
-      if (!ins.operands.empty() && ins.opcode != Opcode::kSetDimensionSize) {
+      if (!ins.operands.empty() && ins.opcode != Opcode::kSetDimensionSize && !dynamic_sizes.empty()) {
         auto it = dynamic_sizes.find(ins.operands[0]);
         if (it != dynamic_sizes.end() && ins.shape.IsArray() &&
             ins.shape.dimensions() == ins.operands[0]->shape.dimensions())
           dynamic_sizes[&ins] = it->second;
       }
     }
-    for (const Instruction* op : ins.operands) {
-      size_t p = pos[op];
-      if (--uses[p] == 0 && order[p] != root) {
+    for (size_t p : plan->operands[k]) {
+      if (--uses[p] == 0 && p != plan->root) {
         owned[p] = Literal();
         value[p] = nullptr;
       }
     }
   }
-  size_t r = pos[root];
+  size_t r = plan->root;
   if (value[r] == &owned[r]) return std::move(owned[r]);
   return *value[r];
 }

@@ -20,13 +20,17 @@
 namespace opprobe::hlo {
 
 // Bumped whenever an evaluation result may change; part of the `interp` backend's version.
-inline constexpr std::string_view kEvaluatorRevision = "eval-2";
+inline constexpr std::string_view kEvaluatorRevision = "eval-3";
 
 struct EvaluatorOptions {
   // Largest single value (literal) the evaluator will allocate.
   int64_t max_literal_bytes = int64_t{2} << 30;
   // Largest multiply-add count of one dot or convolution.
   double max_flops = 2e11;
+  // Largest number of instruction evaluations of one evaluation, called computations included (a sort's
+  // comparator counts once per comparison): a sort of 400k elements through a 25-instruction comparator (200M) stops
+  // in seconds with an error that says so, instead of minutes.
+  int64_t max_instructions = 10'000'000;
   // Largest number of iterations of one while loop.
   int64_t max_while_iterations = 1'000'000;
   // Largest loop state one while loop may carry over all its iterations together (iterations x state bytes):

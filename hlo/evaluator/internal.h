@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -245,10 +246,21 @@ class Evaluator {
   std::unordered_map<const Instruction*, std::vector<int64_t>> dynamic_sizes;
 
  private:
+  // How one computation is run: its instructions reachable from the root, operands first; each one's operand
+  // positions in that order; how many uses each value has; the root's position.
+  struct Plan {
+    std::vector<const Instruction*> order;
+    std::vector<std::vector<size_t>> operands;
+    std::vector<int> uses;
+    size_t root = 0;
+  };
+  Expected<const Plan*> PlanFor(const Computation& computation);
   Expected<Literal> EvalInstruction(const Instruction& ins, const std::vector<const Literal*>& ops);
   EvaluatorOptions options_;
   uint64_t rng_state_;
   int depth_ = 0;
+  int64_t instructions_evaluated_ = 0;
+  std::unordered_map<const Computation*, std::unique_ptr<Plan>> plans_;
 };
 
 // Handlers, by family (one source file each).

@@ -100,6 +100,32 @@ TEST(InterpBackend, AbsurdSizesAreUnsupportedNotAllocated) {
   EXPECT_NE(v.reason.find("too large"), std::string::npos) << v.reason;
 }
 
+TEST(InterpBackend, ResultBeyondTheProbeBudgetIsUnsupportedAtOnce) {
+  // A small input whose result alone (f32[4096,8192], 128 MiB) is past the 64 MiB budget of one probe.
+  hlo::Builder b("wide");
+  auto* x = b.Parameter(0, Shape::Array(PrimitiveType::F32, {8192}));
+  auto unit = UnitOf(b, b.Broadcast(x, {4096, 8192}, {1}));
+  Verdict v = MakeInterp()->probe(*unit);
+  EXPECT_EQ(v.kind, Verdict::Kind::kUnsupported);
+  EXPECT_NE(v.reason.find("the result"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("64 MiB budget"), std::string::npos) << v.reason;
+  EXPECT_LT(v.seconds, 1.0);
+}
+
+TEST(InterpBackend, InputsAndResultShareTheBudget) {
+  // 40 MiB in, 40 MiB out: each fits alone, not together.
+  hlo::Builder b("pair");
+  auto* x = b.Parameter(0, Shape::Array(PrimitiveType::F32, {10 << 20}));
+  auto unit = UnitOf(b, b.Unary(hlo::Opcode::kNegate, x));
+  Verdict v = MakeInterp()->probe(*unit);
+  EXPECT_EQ(v.kind, Verdict::Kind::kUnsupported);
+  EXPECT_NE(v.reason.find("budget"), std::string::npos) << v.reason;
+  hlo::Builder small("small");
+  auto* y = small.Parameter(0, Shape::Array(PrimitiveType::F32, {4 << 20}));
+  auto ok = UnitOf(small, small.Unary(hlo::Opcode::kNegate, y));
+  EXPECT_EQ(MakeInterp()->probe(*ok).kind, Verdict::Kind::kSupported);
+}
+
 TEST(InterpBackend, SeedsFromTheFingerprint) {
   hlo::Builder b1("a"), b2("a");
   auto u1 = UnitOf(b1, b1.Unary(hlo::Opcode::kExp, b1.Parameter(0, Shape::Array(PrimitiveType::F32, {3}))));

@@ -141,6 +141,27 @@ TEST(EvaluatorControl, InfiniteWhileIsCapped) {
   EXPECT_EQ(r.status().code(), ErrorCode::kUnimplemented);
 }
 
+TEST(EvaluatorControl, InstructionLimitCountsCalledComputations) {
+  // A sort of 4096 elements calls its 5-instruction comparator (not one the evaluator compiles: it negates both
+  // sides) tens of thousands of times: within the default limit, past a limit of 10,000 instruction
+  // evaluations, with an error that names the limit.
+  auto m = ParseModule("HloModule t\n\n"
+                       "gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  na = f32[] negate(a)\n"
+                       "  nb = f32[] negate(b)\n  ROOT c = pred[] compare(na, nb), direction=LT\n}\n\n"
+                       "ENTRY main {\n  x = f32[4096] parameter(0)\n"
+                       "  ROOT s = f32[4096] sort(x), dimensions={0}, to_apply=gt\n}\n",
+                       "t");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<Literal> args = RandomArguments(*(*m)->entry(), 7);
+  ASSERT_TRUE(Evaluate(**m, args).ok());
+  EvaluatorOptions o;
+  o.max_instructions = 10'000;
+  auto r = Evaluate(**m, args, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("instruction evaluations"), std::string::npos) << r.status().message();
+}
+
 TEST(EvaluatorControl, ConditionalAndCall) {
   std::string comps =
       "neg {\n  p = s32[] parameter(0)\n  ROOT n = s32[] negate(p)\n}\n\n"
