@@ -59,10 +59,18 @@ Shape WithoutLayout(Shape s) {
   return s;
 }
 
+// An array shape without a layout (the verifier's inferred shapes are compared, never printed: no layout to build).
+Shape Bare(PrimitiveType type, std::vector<int64_t> dims) {
+  Shape s;
+  s.set_element_type(type);
+  s.mutable_dimensions() = std::move(dims);
+  return s;
+}
+
 Shape ArrayLike(const Shape& dims_from, PrimitiveType type) {
-  Shape s = Shape::Array(type, dims_from.dimensions());
-  for (int i = 0; i < dims_from.rank(); ++i) s.set_dynamic_dimension(i, dims_from.is_dynamic_dimension(i));
-  s.clear_layout();
+  Shape s = Bare(type, dims_from.dimensions());
+  if (dims_from.is_dynamic())
+    for (int i = 0; i < dims_from.rank(); ++i) s.set_dynamic_dimension(i, dims_from.is_dynamic_dimension(i));
   return s;
 }
 
@@ -82,17 +90,22 @@ const Shape* RootShape(const Computation* c) { return c && c->root() ? &c->root(
 Status CheckReducer(const Computation* c, const std::vector<PrimitiveType>& types, const ShapeCheckOptions& o) {
   if (!c) return Bad("no reducer computation");
   const size_t n = types.size();
-  auto params = c->parameters();
-  if (params.size() != 2 * n)
-    return Bad(fmt::format("reducer {} takes {} parameter(s), {} value(s) need {}", c->name(), params.size(), n, 2 * n));
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Shape& p = params[i]->shape;
+  // The parameters by their numbers (dense 0..N-1: the verifier checks that per computation), without a copy.
+  size_t count = 0;
+  for (const auto& instr : c->instructions()) {
+    if (instr->opcode != Opcode::kParameter) continue;
+    ++count;
+    const int64_t i = instr->parameter_number;
+    const Shape& p = instr->shape;
+    if (i < 0 || static_cast<size_t>(i) >= 2 * n) continue;  // counted: the count check below names it
     if (!IsScalar(p))
       return Bad(fmt::format("reducer {} parameter {} is {}, not a scalar", c->name(), i, Str(p)));
-    if (!SameType(p.element_type(), types[i % n], o))
+    if (!SameType(p.element_type(), types[static_cast<size_t>(i) % n], o))
       return Bad(fmt::format("reducer {} parameter {} is {}, the value is {}", c->name(), i, Str(p),
-                             PrimitiveTypeName(types[i % n])));
+                             PrimitiveTypeName(types[static_cast<size_t>(i) % n])));
   }
+  if (count != 2 * n)
+    return Bad(fmt::format("reducer {} takes {} parameter(s), {} value(s) need {}", c->name(), count, n, 2 * n));
   const Shape* root = RootShape(c);
   if (!root) return Bad(fmt::format("reducer {} has no root", c->name()));
   if (n == 1 ? !IsScalar(*root) && !(root->IsTuple() && root->tuple_shapes().size() == 1)
@@ -138,7 +151,7 @@ Expected<int64_t> WindowedSize(int64_t in, const WindowDimension& w) {
 
 // Gather's result (XLA's InferGatherShape): the indices' batch dimensions (all but index_vector_dim) and the
 // slice sizes of the operand's offset dimensions, placed at offset_dims.
-Expected<Shape> InferGather(const Instruction& in) {
+Expected<Shape> InferGather(const Instruction& in, bool with_layout) {
   const Shape& operand = in.operand(0)->shape;
   const Shape& indices = in.operand(1)->shape;
   const GatherDimensionNumbers& g = GatherNumbers(in);
@@ -191,7 +204,7 @@ Expected<Shape> InferGather(const Instruction& in) {
   size_t b = 0;
   for (int d = 0; d < rank; ++d)
     if (!is_offset[static_cast<size_t>(d)]) dims[static_cast<size_t>(d)] = batch[b++];
-  return Shape::Array(operand.element_type(), dims);
+  return with_layout ? Shape::Array(operand.element_type(), std::move(dims)) : Bare(operand.element_type(), std::move(dims));
 }
 
 Status CheckScatterUpdates(const Instruction& in, int n) {
@@ -260,6 +273,10 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       return Shape();
     }
     return WithoutLayout(s);
+  };
+  // The parser's inferred shapes get the default layout, as XLA's parser gives them; the verifier's need none.
+  auto array = [&](PrimitiveType t, std::vector<int64_t> d) {
+    return sc ? Bare(t, std::move(d)) : Shape::Array(t, std::move(d));
   };
   auto given = [&]() -> Expected<Shape> {
     if (sc) {
@@ -469,7 +486,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         seen[static_cast<size_t>(d)] = true;
         dims.push_back(a.dimensions(static_cast<int>(d)));
       }
-      Shape s = Shape::Array(a.element_type(), dims);
+      Shape s = array(a.element_type(), dims);
       for (size_t i = 0; i < in.dimensions.size(); ++i)
         s.set_dynamic_dimension(static_cast<int>(i), a.is_dynamic_dimension(static_cast<int>(in.dimensions[i])));
       return s;
@@ -501,7 +518,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
           return Overflow();
       }
       OPPROBE_RETURN_IF_ERROR(same_types(1, n, 0));
-      return Shape::Array(op(0).element_type(), dims);
+      return array(op(0).element_type(), dims);
     }
     case Opcode::kSlice: {
       OPPROBE_RETURN_IF_ERROR(need(1));
@@ -523,7 +540,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         const int64_t span = s.limits[k] - s.starts[k];  // 0 <= start <= limit
         dims.push_back(span / s.strides[k] + (span % s.strides[k] != 0));
       }
-      return Shape::Array(a.element_type(), dims);
+      return array(a.element_type(), dims);
     }
     case Opcode::kDynamicSlice: {
       OPPROBE_RETURN_IF_ERROR(need(2));
@@ -542,7 +559,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         if (sz < 0 || (!Unbounded(a.dimensions(i)) && sz > a.dimensions(i)))
           return Bad(fmt::format("slice size {} of dimension {} outside {}", sz, i, Str(a)));
       }
-      return Shape::Array(a.element_type(), in.dynamic_slice_sizes);
+      return array(a.element_type(), in.dynamic_slice_sizes);
     }
     case Opcode::kDynamicUpdateSlice: {
       OPPROBE_RETURN_IF_ERROR(need(3));
@@ -586,7 +603,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         if (r < 0) return Bad(fmt::format("padding dimension {} of {} gives a negative size", i, Str(a)));
         dims.push_back(r);
       }
-      return Shape::Array(a.element_type(), dims);
+      return array(a.element_type(), dims);
     }
     case Opcode::kDot: {
       OPPROBE_RETURN_IF_ERROR(need(2));
@@ -618,7 +635,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         if (!used(dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions, i)) dims.push_back(l.dimensions(i));
       for (int i = 0; i < r.rank(); ++i)
         if (!used(dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions, i)) dims.push_back(r.dimensions(i));
-      return Shape::Array(l.element_type(), dims);
+      return array(l.element_type(), dims);
     }
     case Opcode::kReduce: {
       // reduce(inputs..., inits...): each input loses the reduced dimensions.
@@ -636,7 +653,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         for (int d = 0; d < op(i).rank(); ++d)
           if (std::find(in.dimensions.begin(), in.dimensions.end(), d) == in.dimensions.end())
             dims.push_back(op(i).dimensions(d));
-        outs.push_back(Shape::Array(op(n / 2 + i).element_type(), dims));
+        outs.push_back(array(op(n / 2 + i).element_type(), dims));
         types.push_back(op(n / 2 + i).element_type());
       }
       OPPROBE_RETURN_IF_ERROR(CheckReducer(in.to_apply(), types, o));
@@ -681,7 +698,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
           OPPROBE_ASSIGN_OR_RETURN(int64_t size, WindowedSize(a.dimensions(d), in.window->dimensions[static_cast<size_t>(d)]));
           dims.push_back(size);
         }
-        outs.push_back(Shape::Array(op(n / 2 + i).element_type(), dims));
+        outs.push_back(array(op(n / 2 + i).element_type(), dims));
         types.push_back(op(n / 2 + i).element_type());
       }
       OPPROBE_RETURN_IF_ERROR(CheckReducer(in.to_apply(), types, o));
@@ -700,9 +717,9 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         OPPROBE_ASSIGN_OR_RETURN(int64_t size, WindowedSize(a.dimensions(d), in.window->dimensions[static_cast<size_t>(d)]));
         dims.push_back(size);
       }
-      if (!SameDims(op(1), Shape::Array(a.element_type(), dims)))
+      if (!SameDims(op(1), array(a.element_type(), dims)))
         return Bad(fmt::format("the source is {}, the window over {} gives {}", Str(op(1)), Str(a),
-                               Str(Shape::Array(a.element_type(), dims))));
+                               Str(array(a.element_type(), dims))));
       if (!IsScalar(op(2))) return Bad(fmt::format("the init value is {}, not a scalar", Str(op(2))));
       const Computation* select = in.called_computations.size() > 0 ? in.called_computations[0] : nullptr;
       const Computation* scatter = in.called_computations.size() > 1 ? in.called_computations[1] : nullptr;
@@ -768,13 +785,13 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         OPPROBE_ASSIGN_OR_RETURN(int64_t size, WindowedSize(at(x, dn.input_spatial_dimensions[s]), wd));
         dims[static_cast<size_t>(out_pos)] = size;
       }
-      return Shape::Array(x.element_type(), dims);
+      return array(x.element_type(), dims);
     }
     case Opcode::kGather:
       OPPROBE_RETURN_IF_ERROR(need(2));
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       OPPROBE_RETURN_IF_ERROR(need_array(1));
-      return InferGather(in);
+      return InferGather(in, sc == nullptr);
     case Opcode::kScatter: {
       if (n < 3 || n % 2 == 0) return Bad(fmt::format("scatter needs operands, indices and as many updates, has {}", n));
       const int k = (n - 1) / 2;
@@ -832,7 +849,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
             if (!DimAgrees(last(i), in.fft_length[static_cast<size_t>(i)]))
               return Bad(fmt::format("fft_length does not match {}", Str(a)));
           if (!Unbounded(last(len - 1)) && in.fft_length.back() != 0) last(len - 1) = in.fft_length.back() / 2 + 1;
-          return Shape::Array(t == PrimitiveType::F32 ? PrimitiveType::C64 : PrimitiveType::C128, dims);
+          return array(t == PrimitiveType::F32 ? PrimitiveType::C64 : PrimitiveType::C128, dims);
         }
         case FftType::kIrfft: {
           if (!IsComplex(t)) return Bad(fmt::format("IRFFT needs a complex operand, is {}", Str(a)));
@@ -843,7 +860,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
               last(len - 1) != in.fft_length.back() / 2 + 1)
             return Bad(fmt::format("fft_length does not match {}", Str(a)));
           last(len - 1) = in.fft_length.back();
-          return Shape::Array(ComplexComponentType(t), dims);
+          return array(ComplexComponentType(t), dims);
         }
       }
       return given();
@@ -866,7 +883,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         return Bad(fmt::format("the output gradient is {}, the operand {}", Str(op(4)), Str(a)));
       OPPROBE_RETURN_IF_ERROR(same_types(1, want, 0));
       if (in.opcode == Opcode::kBatchNormInference) return pass(a);
-      Shape f = Shape::Array(a.element_type(), {features});
+      Shape f = array(a.element_type(), {features});
       return Shape::Tuple({WithoutLayout(a), f, f});
     }
     case Opcode::kTopK: {
@@ -878,7 +895,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       if (in.k < 0 || (!Unbounded(last) && in.k > last)) return Bad(fmt::format("k={} outside {}", in.k, Str(a)));
       std::vector<int64_t> dims = a.dimensions();
       dims.back() = in.k;
-      return Shape::Tuple({Shape::Array(a.element_type(), dims), Shape::Array(PrimitiveType::S32, dims)});
+      return Shape::Tuple({array(a.element_type(), dims), array(PrimitiveType::S32, dims)});
     }
     default:
       break;
