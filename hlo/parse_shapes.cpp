@@ -255,13 +255,13 @@ std::string_view Parser::ReadElementToken() {
     if (Peek() == ')') ++p_;
     return s_.substr(start, p_ - start);
   }
+  int open = 0;
   while (p_ < end_) {
     char c = s_[p_];
     if (c == ',' || c == '}' || c == ' ' || c == '\t' || c == '\n' || c == '\r') break;
-    if (c == ')') {
-      // `nan(0x7f)` keeps its parenthesis; a bare ')' ends the element.
-      if (s_.substr(start, p_ - start).find('(') == std::string_view::npos) break;
-    }
+    // `nan(0x7f)` keeps its parenthesis; a ')' that closes none (`constant(nan(0x7f))`) ends the element.
+    if (c == '(') ++open;
+    if (c == ')' && open-- == 0) break;
     ++p_;
   }
   return s_.substr(start, p_ - start);
@@ -337,6 +337,53 @@ bool ParseDoubleText(std::string_view text, double* out) {
 }
 }  // namespace
 
+// Mantissa bits of the floating-point types whose NaNs carry a payload (`nan(0x7f)`); 0 for the others.
+static int NanPayloadBits(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::F16: return 10;
+    case PrimitiveType::BF16: return 7;
+    case PrimitiveType::F32: return 23;
+    case PrimitiveType::F64: return 52;
+    default: return 0;
+  }
+}
+
+Status Parser::SetNan(Literal& lit, int64_t i, std::string_view tok, size_t pos) {
+  const PrimitiveType t = lit.shape().element_type();
+  const bool negative = !tok.empty() && tok[0] == '-';
+  std::string_view rest = tok.substr(negative ? 4 : 3);  // after "nan" / "-nan"
+  if (rest.empty()) {
+    lit.SetFromDouble(i, negative ? -std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::quiet_NaN());
+    return Status::Ok();
+  }
+  // `nan(0x...)`: the payload, which must be a non-zero value of the type's mantissa bits (XLA's parser).
+  if (rest.size() < 5 || rest.substr(0, 3) != "(0x" || rest.back() != ')')
+    return Err(pos, fmt::format("{} is not a number", Quote(tok)));
+  std::string hex(rest.substr(3, rest.size() - 4));
+  char* endp = nullptr;
+  errno = 0;
+  const unsigned long long payload = std::strtoull(hex.c_str(), &endp, 16);
+  if (hex.empty() || errno || !endp || *endp || hex[0] == '-' || hex[0] == '+')
+    return Err(pos, fmt::format("{} is not a number", Quote(tok)));
+  const int bits = NanPayloadBits(t);
+  if (bits == 0) {  // the small float types: any NaN stands for the type's NaN
+    lit.SetFromDouble(i, std::numeric_limits<double>::quiet_NaN());
+    return Status::Ok();
+  }
+  const unsigned long long max = (1ULL << bits) - 1;
+  if (payload == 0 || payload > max)
+    return Err(pos, fmt::format("NaN payload {} is out of range for {} (1 to {:#x})", Quote(tok),
+                                PrimitiveTypeName(t), max));
+  const unsigned long long sign = negative ? 1ULL : 0ULL;
+  switch (t) {
+    case PrimitiveType::F16: lit.Set<uint16_t>(i, static_cast<uint16_t>((sign << 15) | (0x1fULL << 10) | payload)); break;
+    case PrimitiveType::BF16: lit.Set<uint16_t>(i, static_cast<uint16_t>((sign << 15) | (0xffULL << 7) | payload)); break;
+    case PrimitiveType::F32: lit.Set<uint32_t>(i, static_cast<uint32_t>((sign << 31) | (0xffULL << 23) | payload)); break;
+    default: lit.Set<uint64_t>(i, (sign << 63) | (0x7ffULL << 52) | payload); break;
+  }
+  return Status::Ok();
+}
+
 Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t pos) {
   PrimitiveType t = lit.shape().element_type();
   std::string tok(text);
@@ -410,16 +457,18 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     return Status::Ok();
   }
   if (IsFloatingPoint(t)) {
-    if (t == PrimitiveType::F32) {
-      double d;
-      if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("{} is not a number", Quote(tok)));
-      float f = std::isfinite(d) ? std::strtof(tok.c_str(), nullptr) : static_cast<float>(d);
-      lit.Set<float>(i, f);
-      return Status::Ok();
-    }
     double d;
     if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("{} is not a number", Quote(tok)));
-    lit.SetFromDouble(i, d);
+    if (std::isnan(d)) return SetNan(lit, i, tok, pos);
+    if (t == PrimitiveType::F32) {
+      float f = std::isfinite(d) ? std::strtof(tok.c_str(), nullptr) : static_cast<float>(d);
+      lit.Set<float>(i, f);
+    } else {
+      lit.SetFromDouble(i, d);
+    }
+    // XLA's parser: a finite value that the type cannot hold (f16 65520, bf16 1e100) is out of range.
+    if (std::isfinite(d) && !std::isfinite(lit.GetAsDouble(i)))
+      return Err(pos, fmt::format("{} is out of range for {}", Quote(tok), PrimitiveTypeName(t)));
     return Status::Ok();
   }
   return Err(pos, fmt::format("cannot hold a literal of type {}", PrimitiveTypeName(t)));

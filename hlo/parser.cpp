@@ -10,6 +10,7 @@
 
 #include "hlo/parser_internal.h"
 #include "hlo/shape_inference.h"
+#include "hlo/verifier.h"
 
 namespace opprobe::hlo {
 namespace parse_internal {
@@ -302,7 +303,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
             scope.positions.push_back(pos);
             infer_.emplace(gte.get(), pos);
             operand = gte->name;
-            scope.comp->AddInstruction(std::move(gte));
+            positions_.emplace_back(scope.comp->AddInstruction(std::move(gte)), pos);
           }
           ops.push_back({operand, pos});
         }
@@ -336,6 +337,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
   scope.positions.push_back(name_pos);
   if (infer_shape) infer_.emplace(instr.get(), name_pos);
   added = scope.comp->AddInstruction(std::move(instr));
+  positions_.emplace_back(added, name_pos);
   return Status::Ok();
 }
 
@@ -443,6 +445,8 @@ Status Parser::ParseComputation(Computation*& entry) {
   if (module_->FindComputation(name)) return Err(name_pos, fmt::format("computation {} defined twice", name));
   computation_names_.insert(name);
   SkipWs();
+  std::optional<Shape> result_shape;
+  size_t result_pos = 0;
   if (Peek() == '(') {  // signature: (name: shape, ...) -> shape; XLA also takes `name shape`
     ++p_;
     SkipWs();
@@ -465,13 +469,18 @@ Status Parser::ParseComputation(Computation*& entry) {
     SkipWs();
     if (!(Peek() == '-' && Peek(1) == '>')) return Err(p_, "expected '->' in computation signature");
     p_ += 2;
+    SkipWs();
+    result_pos = p_;
     auto rs = ParseShape(0);
     if (!rs.ok()) return rs.status();
+    result_shape = std::move(*rs);
   }
   Scope scope;
   scope.comp = std::make_unique<Computation>(name);
   Computation* added = nullptr;
   OPPROBE_RETURN_IF_ERROR(ParseInstructionList(scope, name_pos, added));
+  computation_positions_.emplace_back(added, name_pos);
+  if (result_shape) signatures_.push_back({added, std::move(*result_shape), result_pos});
   // `}, execution_thread="worker"`: the thread the computation runs on.
   size_t save = p_;
   SkipWs();
@@ -611,8 +620,38 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
     if (!instr->operands.empty() && instr->operands[0]->shape.rank() != 0)
       return Err(pos, fmt::format("{} {} needs dimensions= (its operand is not a scalar)", OpcodeName(instr->opcode),
                                   instr->name));
+  OPPROBE_RETURN_IF_ERROR(Verify());
   module->AssignIds();
   return module;
+}
+
+Status Parser::Verify() {
+  // XLA's parser: a computation's root agrees with the result shape its signature writes.
+  for (const auto& sig : signatures_) {
+    const Instruction* root = sig.computation->root();
+    if (root && !ShapesAgree(root->shape, sig.result, ShapeCheckOptions{false}))
+      return Err(sig.pos, fmt::format("computation {} returns {}, its root {} is {}", sig.computation->name(),
+                                      sig.result.ToString(false), root->name, root->shape.ToString(false)));
+  }
+  auto violation = FindViolation(*module_);
+  if (!violation) return Status::Ok();
+  // The place: the instruction's name, else the computation's, else where the module starts.
+  size_t at = begin_;
+  bool found = false;
+  if (violation->instruction)
+    for (const auto& [instr, pos] : positions_)
+      if (instr == violation->instruction) {
+        at = pos;
+        found = true;
+        break;
+      }
+  if (!found && violation->computation)
+    for (const auto& [comp, pos] : computation_positions_)
+      if (comp == violation->computation) {
+        at = pos;
+        break;
+      }
+  return Err(at, DescribeViolation(*violation));
 }
 
 Status Parser::InferShapes() {
@@ -627,7 +666,9 @@ Status Parser::InferShapes() {
       auto it = infer_.find(i.get());
       if (it == infer_.end()) continue;
       auto shape = InferShape(*i);
-      if (!shape.ok()) return Err(it->second, shape.status().message());
+      if (!shape.ok())
+        return Err(it->second, fmt::format("cannot infer the shape of {} {}: {}", OpcodeName(i->opcode), i->name,
+                                           shape.status().message()));
       i->shape = std::move(*shape);
     }
     return Status::Ok();

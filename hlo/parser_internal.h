@@ -62,7 +62,7 @@ struct Scope {
 class Parser {
  public:
   Parser(std::string_view text, size_t begin, size_t end, const std::string& source)
-      : s_(text), p_(begin), end_(end), src_(source) {}
+      : s_(text), p_(begin), begin_(begin), end_(end), src_(source) {}
 
   Expected<std::unique_ptr<Module>> ParseModule();
   Expected<Shape> ParseShapeOnly();
@@ -118,6 +118,8 @@ class Parser {
                             int depth);
   std::string_view ReadElementToken();
   Status SetElement(Literal& lit, int64_t index, std::string_view text, size_t pos);
+  // A NaN element: `nan`, `-nan`, or `nan(0x...)` with a payload that fits the type (checked as XLA does).
+  Status SetNan(Literal& lit, int64_t index, std::string_view text, size_t pos);
 
   // ---- attributes (parse_attributes.cpp) ------------------------------------------------------------------
   // The attribute list after an instruction's operands (`, key=value` ...), walking the opcode's schema.
@@ -150,11 +152,15 @@ class Parser {
                              std::optional<Shape> shape, int depth, Instruction*& added);
   // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
   Status InferShapes();
+  // The verifier (hlo/verifier.h) and the signatures' result shapes, once shapes are known; a violation is an
+  // error at the instruction's (or computation's) name.
+  Status Verify();
   std::string SyntheticName(Scope& scope, const std::string& base);
   std::string UniqueComputationName(const std::string& base);
 
   std::string_view s_;
   size_t p_;
+  size_t begin_;
   size_t end_;
   const std::string& src_;
   Module* module_ = nullptr;
@@ -164,6 +170,15 @@ class Parser {
   // broadcast's dimensions= left out: allowed only when operand 0 turns out to be a scalar (checked once shapes
   // are known).
   std::vector<std::pair<Instruction*, size_t>> scalar_operand_checks_;
+  // Where each instruction and computation is named, for the verifier's messages (searched only on failure).
+  std::vector<std::pair<const Instruction*, size_t>> positions_;
+  std::vector<std::pair<const Computation*, size_t>> computation_positions_;
+  struct Signature {
+    const Computation* computation;
+    Shape result;
+    size_t pos;
+  };
+  std::vector<Signature> signatures_;
   int64_t synthetic_count_ = 0;
   int computation_depth_ = 0;
 };

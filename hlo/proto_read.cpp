@@ -13,6 +13,7 @@
 #include "hlo/proto_internal.h"
 #include "hlo/proto_io.h"
 #include "hlo/quote.h"
+#include "hlo/verifier.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -208,8 +209,12 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
 
 Expected<std::unique_ptr<Module>> ModuleFromProtoBytes(std::string_view bytes, const std::string& source_name) {
   // Names and strings from the proto reach the message quoted; OneLine is the last guard that it stays one line.
-  auto one_line = [](Expected<std::unique_ptr<Module>> m) -> Expected<std::unique_ptr<Module>> {
-    if (m.ok()) return m;
+  // A module read is verified (hlo/verifier.h) before it is returned, as the text parser's are.
+  auto one_line = [&](Expected<std::unique_ptr<Module>> m) -> Expected<std::unique_ptr<Module>> {
+    if (m.ok()) {
+      if (Status st = VerifyModule(**m, source_name); !st.ok()) return st;
+      return m;
+    }
     return Status(m.status().code(), OneLine(m.status().message(), 1000));
   };
   if (bytes.empty()) return InvalidInput(source_name + ": empty file, not an HloProto or HloModuleProto");

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "analyzer/lowering/families.h"
+#include "hlo/verifier.h"
 
 namespace opprobe::analyzer {
 
@@ -186,6 +187,11 @@ Expected<LoweredModule> Lower(const Node& node, const LoweringTable& table) {
   out.module = b.Build(root);
   out.dynamic_shape = lowered->dynamic_shape;
   out.note = lowered->note;
+  // Every lowering result passes XLA's structural checks (hlo/verifier.h, mixed precision not allowed): a
+  // violation is a bug in the lowering, reported as this call's internal lowering error.
+  if (auto v = hlo::FindViolation(*out.module, hlo::VerifyOptions{hlo::ShapeCheckOptions{false}}))
+    return Internal(fmt::format("lowering of {} produced invalid HLO: {}", node.qualified_name(),
+                                hlo::DescribeViolation(*v)));
   for (const auto& i : out.module->entry()->instructions()) {
     // Parameters are inputs; constants stand for the scalars and literals PyTorch/XLA passes as device
     // data (parameters), so neither is a probe unit, as in Neuron's analyze.

@@ -2,12 +2,16 @@
 
 #include "hlo/stablehlo/convert.h"
 #include "hlo/stablehlo/mlir_parser.h"
+#include "hlo/verifier.h"
 
 namespace opprobe::hlo {
 
 Expected<std::unique_ptr<Module>> ParseStableHlo(std::string_view text, const std::string& source_name) {
   OPPROBE_ASSIGN_OR_RETURN(stablehlo::ParsedModule parsed, stablehlo::ParseMlir(text, source_name));
-  return stablehlo::ConvertToHlo(parsed);
+  OPPROBE_ASSIGN_OR_RETURN(auto module, stablehlo::ConvertToHlo(parsed));
+  // The converted module is verified (hlo/verifier.h) as every loaded module is.
+  OPPROBE_RETURN_IF_ERROR(VerifyModule(*module, source_name));
+  return module;
 }
 
 bool IsMlirBytecode(std::string_view head) { return head.substr(0, 4) == std::string_view("ML\xEFR", 4); }

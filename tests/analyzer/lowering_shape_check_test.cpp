@@ -27,6 +27,29 @@ TEST(LoweringShapeCheckTest, AMismatchWithTheRecordedOutputIsAnInternalErrorNami
       << r.status().message();
 }
 
+TEST(LoweringShapeCheckTest, ALoweringThatBuildsInvalidHloIsAnInternalErrorNamingTheInstruction) {
+  // Every lowering result passes the verifier (hlo/verifier.h) with XLA's strict element types.
+  LoweringTable table;
+  ASSERT_TRUE(table
+                  .Register("aten::bad", "test",
+                            [](const Node&, hlo::Builder& b) -> Expected<LoweredOp> {
+                              hlo::Instruction* x = b.NextParameter(hlo::Shape::Array(F32, {2}));
+                              hlo::Instruction* y = b.Unary(hlo::Opcode::kNegate, x);
+                              y->shape = hlo::Shape::Array(F32, {5});  // what no operand gives
+                              return LoweredOp{{y}, false, ""};
+                            })
+                  .ok());
+  Node n = MakeNode("aten::bad", "default", {{"self", T(F32, {2})}}, {});
+  auto r = Lower(n, table);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInternal);
+  EXPECT_NE(r.status().message().find("lowering of aten::bad produced invalid HLO: computation "), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("negate has shape f32[5], its operands and attributes give f32[2]"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(LoweringShapeCheckTest, ADtypeMismatchIsReportedToo) {
   hlo::Builder b("t");
   hlo::Instruction* p = b.NextParameter(hlo::Shape::Array(C64, {4}));

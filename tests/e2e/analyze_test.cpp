@@ -158,8 +158,14 @@ TEST_F(AnalyzeE2E, BadInputIsOneLineExit2AndNoReport) {
   std::ofstream(garbage) << "\x01\x02 not a model";
   std::string bad_json = Path("bad.json");
   std::ofstream(bad_json) << "{\"format\": \"opprobe-trace\", \"calls\": [";
+  // HLO whose written shape does not follow from its operands: the verifier's error, at the instruction.
+  std::string mismatch = Path("shape_mismatch.hlo");
+  std::ofstream(mismatch) << "HloModule m\n\nENTRY main {\n  a = f32[2] parameter(0)\n  ROOT r = f32[3] negate(a)\n}\n";
   std::vector<Case> cases = {
       {{"analyze", "-o", report, "no/such/file.json"}, "no/such/file.json: no such file or directory"},
+      {{"analyze", "-o", report, mismatch},
+       "shape_mismatch.hlo:5:8: computation 'main', instruction 'r': negate has shape f32[3], its operands and "
+       "attributes give f32[2]"},
       {{"analyze", "-o", report, garbage}, "not a recognised input"},
       {{"analyze", "-o", report, bad_json}, "bad.json"},
       {{"analyze", "-o", report, "--backend", "rulez:cpu", "samples/traces/supported.json"}, "did you mean 'rules'?"},

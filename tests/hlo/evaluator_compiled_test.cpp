@@ -332,10 +332,14 @@ TEST(EvaluatorCompiled, UnrecognisedRegionsStayOnTheGenericPath) {
       "  ROOT s = f32[] add(a, m)\n}\n\n";
   ExpectBothPathsAgree(Mod(sumsq, "x = f32[4,5] parameter(0)\nz = f32[] parameter(1)",
                            "ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=sumsq"));
-  // A region whose result type does not fit: both paths report the same error.
+  // A region whose result type does not fit never reaches either path: the verifier refuses the module.
   std::string bad = "bad {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GT\n}\n\n";
-  ExpectBothPathsAgree(Mod(bad, "x = f32[4,5] parameter(0)\nz = f32[] parameter(1)",
-                           "ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=bad"));
+  auto m = ParseModule(Mod(bad, "x = f32[4,5] parameter(0)\nz = f32[] parameter(1)",
+                           "ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=bad"),
+                       "test.hlo");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("reduce: reducer bad returns pred[], the values are f32"), std::string::npos)
+      << m.status().message();
 }
 
 }  // namespace

@@ -11,9 +11,11 @@
 namespace opprobe::hlo {
 namespace {
 
+using testing::EvalBroken;
 using testing::EvalStr;
 using testing::EvalText;
 using testing::Module;
+using testing::Named;
 
 TEST(EvaluatorDot, MatrixProduct) {
   EXPECT_EQ(EvalStr(Module("a = f32[2,3]{1,0} constant({ {1, 2, 3}, {4, 5, 6} })\n"
@@ -55,8 +57,9 @@ TEST(EvaluatorDot, NaNAndEmptyContraction) {
                            "b = f32[0,1]{1,0} constant({})\n"
                            "ROOT r = f32[2,1]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}")),
             "{ {0}, {0} }");
-  auto bad = EvalText(Module("a = f32[2,3]{1,0} constant({ {1, 2, 3}, {4, 5, 6} })\n"
-                             "ROOT r = f32[2,2]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}"));
+  auto bad = EvalBroken(Module("a = f32[2,3]{1,0} constant({ {1, 2, 3}, {4, 5, 6} })\n"
+                               "ROOT r = f32[2,2]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={1}"),
+                        [](hlo::Module& m) { DotNumbers(Named(m, "r")).rhs_contracting_dimensions = {0}; });
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidInput);
 }

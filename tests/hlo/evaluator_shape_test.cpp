@@ -7,9 +7,11 @@
 namespace opprobe::hlo {
 namespace {
 
+using testing::EvalBroken;
 using testing::EvalStr;
 using testing::EvalText;
 using testing::Module;
+using testing::Named;
 
 TEST(EvaluatorShape, Broadcast) {
   EXPECT_EQ(EvalStr(Module("a = s32[2]{0} constant({1, 2})\n"
@@ -33,8 +35,9 @@ TEST(EvaluatorShape, ReshapeTransposeReverse) {
   EXPECT_EQ(EvalStr(Module("a = s32[2,3]{1,0} constant({ {1, 2, 3}, {4, 5, 6} })\n"
                            "ROOT r = s32[2,3]{1,0} reverse(a), dimensions={0,1}")),
             "{ {6, 5, 4}, {3, 2, 1} }");
-  auto bad = EvalText(Module("a = s32[6]{0} constant({1, 2, 3, 4, 5, 6})\n"
-                             "ROOT r = s32[4]{0} reshape(a)"));
+  auto bad = EvalBroken(Module("a = s32[6]{0} constant({1, 2, 3, 4, 5, 6})\n"
+                               "ROOT r = s32[6]{0} reshape(a)"),
+                        [](hlo::Module& m) { Named(m, "r").shape = Shape::Array(PrimitiveType::S32, {4}); });
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidInput);
 }

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "hlo/attributes.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/parser.h"
 
@@ -17,6 +19,18 @@ inline Expected<Literal> EvalText(const std::string& text, const std::vector<Lit
   if (!m.ok()) return Status(ErrorCode::kInternal, "test module does not parse: " + m.status().message());
   return Evaluate(**m, args);
 }
+
+// For the evaluator's own checks of modules the verifier rejects (hlo/verifier.h; other callers, such as a
+// lowering's Builder, hand it modules that were never parsed): `text` is a valid module, `break_it` makes it
+// inconsistent (a shape that no longer follows from the operands), then it is evaluated.
+inline Expected<Literal> EvalBroken(const std::string& text, const std::function<void(hlo::Module&)>& break_it) {
+  auto m = ParseModule(text, "test.hlo");
+  if (!m.ok()) return Status(ErrorCode::kInternal, "test module does not parse: " + m.status().message());
+  break_it(**m);
+  return Evaluate(**m, {});
+}
+// The instruction of the entry computation named `name` (for EvalBroken).
+inline Instruction& Named(hlo::Module& m, const std::string& name) { return *m.entry()->FindInstruction(name); }
 
 // The printed value of the result, or "error: <message>".
 inline std::string EvalStr(const std::string& text, const std::vector<Literal>& args = {}) {

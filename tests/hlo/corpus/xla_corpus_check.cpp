@@ -9,10 +9,14 @@
 // the end of the text). The rules never set apart a module opprobe accepts (checked: a template that parses
 // fails the run).
 //
-// Exit status 1 when a figure crosses its limit: more valid modules rejected than --max-rejected-valid, a
-// rejection without a `file:line:col:` place (--require-located), a module that takes more than --max-seconds of CPU
-// (process CPU time, so a loaded machine does not fail it and worker threads count). A crash or
-// an abort fails the run by itself.
+// Modules the manifest marks valid that XLA's own verifier rejects (their test parses them unverified) are counted
+// apart when --verifier-rejects lists them (tests/hlo/corpus/xla_verifier_rejects.tsv, each with the XLA check).
+//
+// Exit status 1 when a figure crosses its limit: more valid modules rejected than --max-rejected-valid, fewer
+// modules XLA expects to fail rejected than --min-rejected-invalid, a listed module opprobe accepts, a rejection
+// without a `file:line:col:` place (--require-located), a module that takes more than --max-seconds of CPU
+// (process CPU time, so a loaded machine does not fail it and worker threads count). A crash or an abort fails the
+// run by itself.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -142,7 +146,26 @@ struct Options {
   int64_t max_rejected_valid = -1;
   double max_seconds = -1;
   bool require_located = false;
+  int64_t min_rejected_invalid = -1;
+  // Modules the manifest marks valid that XLA's own verifier rejects (their test does not verify): module -> the
+  // XLA check (tests/hlo/corpus/xla_verifier_rejects.tsv).
+  std::map<std::string, std::string> verifier_rejects;
 };
+
+// `name<TAB>why` lines; `#` comments and blank lines skipped. A relative path is the source tree's.
+bool ReadVerifierRejects(std::string path, std::map<std::string, std::string>& out) {
+  if (!path.empty() && path[0] != '/') path = std::string(OPPROBE_SOURCE_DIR) + "/" + path;
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t tab = line.find('\t');
+    if (tab == std::string::npos) return false;
+    out[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -165,9 +188,17 @@ int main(int argc, char** argv) {
     else if (a == "--max-rejected-valid") opt.max_rejected_valid = std::stoll(next());
     else if (a == "--max-seconds") opt.max_seconds = std::stod(next());
     else if (a == "--require-located") opt.require_located = true;
-    else {
+    else if (a == "--min-rejected-invalid") opt.min_rejected_invalid = std::stoll(next());
+    else if (a == "--verifier-rejects") {
+      std::string file = next();
+      if (!ReadVerifierRejects(file, opt.verifier_rejects)) {
+        std::cerr << file << ": cannot read (lines of module<TAB>reason)\n";
+        return 2;
+      }
+    } else {
       std::cerr << "usage: xla_corpus_check [--corpus DIR] [--markdown OUT.md] [--interp-every N] [--interp MODULE]...\n"
-                   "                        [--max-rejected-valid N] [--max-seconds S] [--require-located]\n";
+                   "                        [--max-rejected-valid N] [--min-rejected-invalid N] [--max-seconds S]\n"
+                   "                        [--require-located] [--verifier-rejects FILE]\n";
       return 2;
     }
   }
@@ -238,7 +269,7 @@ int main(int argc, char** argv) {
   };
   std::map<std::string, Group> groups;
   std::map<std::string, std::vector<size_t>> rejected_valid_by_category;
-  std::vector<size_t> accepted_invalid, templates, incomplete, unlocated;
+  std::vector<size_t> accepted_invalid, templates, incomplete, unlocated, verifier_rejects, verifier_rejects_accepted;
   int64_t valid = 0, rejected_valid = 0, invalid = 0, rejected_invalid = 0, interp_modules = 0, interp_units = 0,
           interp_unsupported = 0, interp_errors = 0;
   std::vector<size_t> interp_with_errors;
@@ -261,8 +292,18 @@ int main(int argc, char** argv) {
       incomplete.push_back(k);
       continue;
     }
+    const bool unverified = !e.expect_invalid && opt.verifier_rejects.count(e.module);
     Group& g = groups[fmt::format("{} | {}", e.kind == "file" ? "`.hlo` files" : "C++ tests",
-                                  e.expect_invalid ? "XLA expects a failure" : "valid")];
+                                  e.expect_invalid ? "XLA expects a failure"
+                                  : unverified     ? "valid per the manifest, XLA's verifier rejects"
+                                                   : "valid")];
+    if (unverified) {
+      ++g.modules;
+      g.accepted += o.loaded;
+      verifier_rejects.push_back(k);
+      if (o.loaded) verifier_rejects_accepted.push_back(k);
+      continue;
+    }
     ++g.modules;
     g.accepted += o.loaded;
     if (e.expect_invalid) {
@@ -279,9 +320,11 @@ int main(int argc, char** argv) {
   }
   const double pct = valid ? 100.0 * static_cast<double>(rejected_valid) / static_cast<double>(valid) : 0;
   std::cout << fmt::format("{} modules: {} templates and {} incomplete texts set apart; {} valid, {} rejected ({:.2f}%); "
-                           "{} expected invalid, {} rejected, {} accepted\n",
+                           "{} expected invalid, {} rejected, {} accepted; {} marked valid that XLA's verifier "
+                           "rejects, {} accepted\n",
                            entries.size(), templates.size(), incomplete.size(), valid, rejected_valid, pct, invalid,
-                           rejected_invalid, accepted_invalid.size());
+                           rejected_invalid, accepted_invalid.size(), verifier_rejects.size(),
+                           verifier_rejects_accepted.size());
   std::cout << fmt::format("interp: {} modules, {} probe units, {} unsupported, {} errors\n", interp_modules,
                            interp_units, interp_unsupported, interp_errors);
   for (size_t k : interp_with_errors)
@@ -316,7 +359,11 @@ int main(int argc, char** argv) {
        << ", when a rejection does not name its line and column, when a module takes more than "
        << (opt.max_seconds > 0 ? fmt::format("{} s", opt.max_seconds) : std::string("its time limit"))
        << " of CPU (load, rules:tpu and, where sampled, the interpreter)"
-       << ", when the interpreter gives an error verdict, or when a module crashes the process.\n\n"
+       << ", when fewer modules XLA expects to fail are rejected than its floor"
+       << (opt.min_rejected_invalid >= 0 ? fmt::format(" ({})", opt.min_rejected_invalid) : std::string())
+       << ", when opprobe accepts a module listed as one XLA's own verifier rejects, when the interpreter gives an "
+          "error verdict, or when a module crashes the process. Every module is verified as it is loaded "
+          "(hlo/verifier.h: XLA's HloVerifier checks and shape inference per opcode).\n\n"
           "`expect_invalid` is the manifest's heuristic flag: XLA's test expects *some* check to fail (parser, "
           "verifier, shape inference or a pass), so a module with it set is not necessarily unparseable.\n\n"
           "## Figures\n\n"
@@ -329,8 +376,11 @@ int main(int argc, char** argv) {
       md << fmt::format("| {} | {} | {} | {} |\n", name, g.modules, g.accepted, g.modules - g.accepted);
     md << fmt::format("\nValid modules rejected: **{} of {} ({:.2f}%)**, each listed below with its reason. Modules "
                       "XLA's tests expect to fail: {} of {} rejected by opprobe (every message names its line and column), "
-                      "{} accepted, each listed below as a known difference.\n\n",
-                      rejected_valid, valid, pct, rejected_invalid, invalid, accepted_invalid.size());
+                      "{} accepted, each listed below as a known difference. Modules the manifest marks valid that XLA's "
+                      "own verifier rejects (their test never verifies them): {}, {} rejected by opprobe's verifier, "
+                      "each listed below with the XLA check.\n\n",
+                      rejected_valid, valid, pct, rejected_invalid, invalid, accepted_invalid.size(),
+                      verifier_rejects.size(), verifier_rejects.size() - verifier_rejects_accepted.size());
     md << fmt::format("Interpreter: {} modules, {} probe units, {} unsupported verdicts, {} errors. Slowest module: "
                       "{:.1f} s of CPU (`{}`).\n\n",
                       interp_modules, interp_units, interp_unsupported, interp_errors,
@@ -343,10 +393,19 @@ int main(int argc, char** argv) {
       for (size_t k : ks) md << item(k, out[k].reason);
       md << "\n";
     }
-    md << "## Known differences: modules XLA's tests expect to fail that opprobe accepts\n\n"
-          "opprobe parses HLO and checks its syntax, attributes and shapes where it infers them; it has no verifier "
-          "yet, and none of XLA's passes. A module here parses, and XLA's test expects a later check (a verifier, "
-          "shape inference of an instruction whose shape is written, a pass or a backend) to reject it. The "
+    md << "## Marked valid, rejected by XLA's own verifier\n\n"
+          "The manifest marks these valid because their test expects no failure, but the test parses them without "
+          "verifying (`ParseAndReturnUnverifiedModule`, or a tool that does not verify) and XLA's HloVerifier would "
+          "reject them; opprobe verifies every module it loads (hlo/verifier.h). The list is "
+          "tests/hlo/corpus/xla_verifier_rejects.tsv; the check fails when opprobe accepts one of them.\n\n";
+    if (verifier_rejects.empty()) md << "None.\n";
+    for (size_t k : verifier_rejects)
+      md << item(k, fmt::format("XLA: {}; opprobe: {}", opt.verifier_rejects.at(entries[k].module),
+                                out[k].loaded ? "accepted" : out[k].reason));
+    md << "\n## Known differences: modules XLA's tests expect to fail that opprobe accepts\n\n"
+          "opprobe parses HLO and verifies what XLA's HloVerifier and shape inference check of each instruction "
+          "(hlo/verifier.h), but none of XLA's passes or backends. A module here parses and verifies, and XLA's test "
+          "expects a later check (a pass, a backend, a verifier option opprobe does not take) to reject it. The "
           "manifest's test name says which.\n\n";
     for (size_t k : accepted_invalid) md << item(k, "accepted");
     md << "\n## Set apart: templates\n\n"
@@ -367,6 +426,16 @@ int main(int argc, char** argv) {
   bool fail = false;
   if (opt.max_rejected_valid >= 0 && rejected_valid > opt.max_rejected_valid) {
     std::cerr << fmt::format("regression: {} valid modules rejected, ceiling {}\n", rejected_valid, opt.max_rejected_valid);
+    fail = true;
+  }
+  if (opt.min_rejected_invalid >= 0 && rejected_invalid < opt.min_rejected_invalid) {
+    std::cerr << fmt::format("regression: {} modules XLA expects to fail rejected, floor {}\n", rejected_invalid,
+                             opt.min_rejected_invalid);
+    fail = true;
+  }
+  if (!verifier_rejects_accepted.empty()) {
+    std::cerr << fmt::format("{} modules listed as rejected by XLA's verifier are accepted (first: {})\n",
+                             verifier_rejects_accepted.size(), entries[verifier_rejects_accepted[0]].module);
     fail = true;
   }
   if (!templates_accepted.empty()) {
