@@ -374,13 +374,19 @@ int main(int argc, char** argv) {
        << "| source | XLA's expectation | modules | accepted | rejected |\n|---|---|---:|---:|---:|\n";
     for (const auto& [name, g] : groups)
       md << fmt::format("| {} | {} | {} | {} |\n", name, g.modules, g.accepted, g.modules - g.accepted);
+    const int64_t all_valid = valid + static_cast<int64_t>(verifier_rejects.size());
+    const int64_t all_rejected =
+        rejected_valid + static_cast<int64_t>(verifier_rejects.size() - verifier_rejects_accepted.size());
     md << fmt::format("\nValid modules rejected: **{} of {} ({:.2f}%)**, each listed below with its reason. Modules "
                       "XLA's tests expect to fail: {} of {} rejected by opprobe (every message names its line and column), "
                       "{} accepted, each listed below as a known difference. Modules the manifest marks valid that XLA's "
                       "own verifier rejects (their test never verifies them): {}, {} rejected by opprobe's verifier, "
-                      "each listed below with the XLA check.\n\n",
+                      "each listed below with the XLA check. Counted with the valid ones, as the manifest counts them: "
+                      "**{} of {} ({:.2f}%)** rejected.\n\n",
                       rejected_valid, valid, pct, rejected_invalid, invalid, accepted_invalid.size(),
-                      verifier_rejects.size(), verifier_rejects.size() - verifier_rejects_accepted.size());
+                      verifier_rejects.size(), verifier_rejects.size() - verifier_rejects_accepted.size(),
+                      all_rejected, all_valid,
+                      all_valid ? 100.0 * static_cast<double>(all_rejected) / static_cast<double>(all_valid) : 0.0);
     md << fmt::format("Interpreter: {} modules, {} probe units, {} unsupported verdicts, {} errors. Slowest module: "
                       "{:.1f} s of CPU (`{}`).\n\n",
                       interp_modules, interp_units, interp_unsupported, interp_errors,
