@@ -170,22 +170,24 @@ TORCH_XLA_RULES = [
      "rewrite), so torch_xla's module is unsupported there and opprobe's is not. A deliberate choice: opprobe asks a backend for the distribution, not for torch_xla's "
      "generator (random ops are not compared by value either)."),
     (_txla({"linalg_inv_ex", "_linalg_slogdet", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack", "_linalg_det",
-            "linalg_solve_ex", "_linalg_solve_ex"}, _has("extra", ("custom-call", "*"))),
-     "**Lowering gap.** opprobe's lowering factorizes with XLA's `LuDecomposition` custom call, which only XLA's TPU "
-     "compiler expands (xla:cpu: `No registered implementation for untyped custom call to LuDecomposition for "
-     "Host`), so rules:cpu and rules:gpu refuse it; torch_xla's HLO for the same call compiles on CPU and GPU."),
+            "linalg_solve_ex", "_linalg_solve_ex"}, _has("missing", ("custom-call", "*"))),
+     "torch_xla inverts a matrix (and takes slogdet) through XLA's `Qr` and `ProductOfElementaryHouseholderReflectors` "
+     "custom calls, which the neuron profiles refuse (unknown custom-call targets, NCC_EHCA005); opprobe factorizes "
+     "with LU with partial pivoting as a plain-HLO `while` loop (dynamic slices, selects, a rank-1 update) and two "
+     "triangular solves, which they accept. Deliberate: plain HLO runs on every backend (XLA's own `LuDecomposition` "
+     "custom call has an implementation on TPU only), and the results match PyTorch's."),
     (_txla({"_linalg_svd", "linalg_pinv", "linalg_svd", "svd", "linalg_matrix_rank", "pinverse"},
            _has("missing", ("while", "*"))),
      "**Lowering gap** (for Neuron). opprobe's lowering computes the SVD with XLA's `Eigh` custom call (of a "
      "matrix built by `concatenate`), which the neuron profiles refuse (unknown custom-call target, NCC_EHCA005); torch_xla expands the SVD into Jacobi `while` loops of plain arithmetic, which they accept."),
-    (_txla({"cummax", "cummin"}, _has("extra", ("reduce-window", "*"))),
-     "**Lowering gap** (for TPU). opprobe's lowering reduces (value, index) pairs with s64 indices in a variadic "
-     "`reduce-window`, which rules:tpu refuses (no S64 reduce-window on TPU); torch_xla carries s32 indices and "
-     "converts at the end."),
-    (_txla({"_embedding_bag_forward_only", "_embedding_bag"}, _has("extra", ("scatter", "s64"))),
-     "**Lowering gap** (for Neuron). opprobe's lowering has an s64 `scatter` with a reduction, which the neuron "
-     "profiles refuse (integer scatter-reduce, NCC_EVRF016); torch_xla loops over the bags with `while` and dynamic "
-     "slices."),
+    (_txla({"cummax", "cummin"}, _has("extra", ("or", "pred"))),
+     "both carry s32 indices in a variadic `reduce-window` and convert them to s64 at the end; opprobe's (value, "
+     "index) reducer makes NaN win and prefers the later index on ties with explicit pred logic (`and`, `or`, "
+     "`not`), as PyTorch specifies, where torch_xla's picks the index with a `minimum`."),
+    (_txla({"_embedding_bag_forward_only", "_embedding_bag"}, _has("missing", ("while", "*"))),
+     "torch_xla loops over the bags with `while` and dynamic slices; opprobe's lowering gathers the rows, sums each "
+     "bag with one f32 `scatter`-add and counts its rows with a compare and a sum (no integer scatter-reduce, which "
+     "the neuron profiles refuse, so they accept both)."),
     (_txla({"masked_scatter"}, _has("missing", ("set-dimension-size", "*"))),
      "torch_xla's HLO has dynamic shapes (`set-dimension-size`) and a sort, which the neuron profiles refuse; "
      "opprobe's lowering stays static (a prefix sum and a `gather`). Deliberate: the static form runs on more "
