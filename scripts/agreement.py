@@ -5,6 +5,7 @@ iree:llvm-cpu, checks that a profile recorded from xla:cpu reproduces xla:cpu, a
 
 import argparse
 import collections
+import importlib
 import json
 import os
 import re
@@ -584,6 +585,8 @@ def main():
         units = collect(a.opprobe, inputs, cache, a.work, SAMPLED, PER_CLASS)
         rows = torch_xla_rows(a, a.work, False)
         command = " ".join(["scripts/agreement"] + sys.argv[1:])
+        # The explanations as they are now: a full run probes for over an hour, and they may be edited meanwhile.
+        importlib.reload(explanations)
         write_doc(units, inputs, rows, quick, a.out, time.time() - t0, command)
     log("wrote {} ({} units, {} calls against torch_xla)".format(a.out, figures(units).get("units", 0), len(rows)))
 
