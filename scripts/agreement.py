@@ -492,9 +492,9 @@ def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
     L += ["## Crashes in the run that a unit alone does not reproduce", "",
           "A compiler crash (an `error` verdict) is probed again with the unit alone, by a fresh opprobe and worker;",
           "where the unit then runs (or is refused with a message), that is its verdict above, and the run's crash is",
-          "listed here. **Why:** not known yet: the crash depends on the units probed before it in the same backend",
-          "run (a scatter with out-of-range indices, which IREE writes outside its buffer, is among them), yet it also",
-          "happened with every unit served by a forked child of the worker, so it is not the worker's heap.", ""]
+          "listed here. Runs denser in crashing scatters than this one (IREE writes out-of-range scatter updates",
+          "outside its buffer) saw IREE crash on units that run alone; the recheck keeps such a crash from standing",
+          "as the unit's answer.", ""]
     for b in EXECUTING:
         items = [u for u in sorted(units.values(), key=lambda u: (u["opcode"], u["type"], u["signature"]))
                  if complete(u) and "in_run" in u["verdicts"][b]]
