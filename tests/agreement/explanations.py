@@ -69,12 +69,12 @@ RULES = [
      "an IREE compiler bug: a `set_dimension_size` of a dimension of size 0 fails IREE's own verifier (`offset 0 is "
      "out-of-bounds: 0 >= 0` in the tensor.extract_slice it builds). Reproduced with a one-op StableHLO module: "
      "tensor<0x1xi64> fails, tensor<2x1xi64> compiles. XLA runs it (an empty result)."),
-    ("iree:llvm-cpu", lambda u: "ScfWhileOpConversion" in u["verdicts"]["iree:llvm-cpu"]["tail"] and
-     "report_bad_alloc_error" in u["verdicts"]["iree:llvm-cpu"]["tail"],
-     "an IREE compiler crash: `iree-compile` aborts with LLVM's `report_bad_alloc_error` inside its `scf.while` "
-     "conversion (ScfWhileOpConversion, applySignatureConversion) on this loop, the Poisson sampler's `while` over "
-     "(f32[4], f32[4], f32[4], pred[]); it crashes again when the unit is probed alone by a fresh worker (the "
-     "crashed units' recheck). XLA compiles and runs it."),
+    ("iree:llvm-cpu", lambda u: "ScfWhileOpConversion" in u["verdicts"]["iree:llvm-cpu"]["tail"],
+     "an IREE compiler crash: `iree-compile` dies inside its `scf.while` conversion (ScfWhileOpConversion, "
+     "applySignatureConversion) on this loop, the Poisson sampler's `while` over (f32[4], f32[4], f32[4], pred[]): "
+     "with SIGSEGV in one run and SIGABRT from LLVM's `report_bad_alloc_error` in another, and again when the unit "
+     "is probed alone by a fresh worker (the crashed units' recheck): a memory error in IREE's compiler. XLA "
+     "compiles and runs the loop."),
     ("iree:llvm-cpu", lambda u: u["opcode"] == "rng" and "rng_normal" in u["signature"] and
      not u["signature"].startswith("f32["),
      "IREE expands a normal-distribution `rng` with f32 arithmetic only: for f64, f16 and bf16 its expansion "
