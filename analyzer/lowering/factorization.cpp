@@ -1,8 +1,9 @@
 // LAPACK-style linear algebra, lowered to what XLA's own builders emit (xla/hlo/builder/lib):
 // cholesky and triangular-solve are HLO opcodes; QR, the Householder product, the symmetric
-// eigendecomposition and LU are the custom calls "Qr", "ProductOfElementaryHouseholderReflectors",
-// "Eigh" and "LuDecomposition" that XLA's compiler passes (QrExpander, EighExpander, the TPU LU
-// rewrite) expand. Everything else is built from those with dot, select and friends:
+// eigendecomposition are the custom calls "Qr", "ProductOfElementaryHouseholderReflectors" and "Eigh"
+// that XLA's compiler passes (QrExpander, EighExpander) expand; LU with partial pivoting is a plain-HLO
+// `while` over the columns (XLA's "LuDecomposition" custom call has an implementation on TPU only).
+// Everything else is built from those with dot, select and friends:
 // - inverse, solve, det and slogdet from the LU factors and two triangular solves;
 // - SVD from Eigh of the Hermitian Jordan–Wielandt matrix [[0, A], [Aᴴ, 0]], whose eigenvalues are
 //   ±σ and whose eigenvectors stack U and V (scaled by 1/√2);
@@ -154,14 +155,84 @@ struct Lu {
   Instruction* perm = nullptr;  // s32 [..., m]: row i of P·A is row perm[i] of A
 };
 
+// LU with partial pivoting as plain HLO (what XLA's LU expander builds, and what LAPACK's getf2 computes):
+// a `while` over the k = min(m, n) columns; step j picks the first row p >= j of largest magnitude in
+// column j (|x| for reals, |re| + |im| for complex, as LAPACK's i?amax), records pivot p, swaps rows j and
+// p of A and of the permutation, then divides the column below the pivot by it and subtracts the rank-1
+// update from the trailing block (a zero pivot leaves the column as it is). Every backend sees real HLO;
+// XLA's own "LuDecomposition" custom call has an implementation on TPU only.
 Lu LuOf(Builder& b, Instruction* a) {
   std::vector<int64_t> d = Dims(a);
-  int64_t m = d[d.size() - 2], n = d[d.size() - 1];
-  std::vector<int64_t> batch = BatchOf(d);
-  Shape s = Shape::Tuple({a->shape, Shape::Array(PrimitiveType::S32, With(batch, {std::min(m, n)})),
-                          Shape::Array(PrimitiveType::S32, With(batch, {m}))});
-  Instruction* cc = b.CustomCall({a}, "LuDecomposition", s);
-  return {b.GetTupleElement(cc, 0), b.GetTupleElement(cc, 1), b.GetTupleElement(cc, 2)};
+  int64_t r = Rank(a), m = d[d.size() - 2], n = d[d.size() - 1], k = std::min(m, n);
+  std::vector<int64_t> batch = BatchOf(d), vm = With(batch, {m}), vn = With(batch, {n});
+  PrimitiveType t = a->shape.element_type();
+  bool complex = hlo::IsComplex(t);
+  PrimitiveType rt = complex ? hlo::ComplexComponentType(t) : t;
+  Instruction* perm0 = b.Iota(Shape::Array(PrimitiveType::S32, vm), r - 2);
+  Instruction* piv0 = Full(b, PrimitiveType::S32, 0, With(batch, {k}));
+  if (k == 0) return {a, piv0, perm0};
+  std::vector<int64_t> bmap = Upto(r - 2);               // batch dims
+  std::vector<int64_t> rows_of_mn = With(bmap, {r - 2});  // a [..., m] vector as the rows of [..., m, n]
+  std::vector<int64_t> cols_of_mn = With(bmap, {r - 1});  // a [..., n] vector as the columns
+  auto cond = [&](Builder& cb, const LoopState& st) {
+    return cb.Compare(st[0], cb.ConstantScalar(PrimitiveType::S32, static_cast<double>(k)), ComparisonDirection::kLt);
+  };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction *j = st[0], *x = st[1], *piv = st[2], *perm = st[3];
+    Instruction* zero = bb.ConstantScalar(PrimitiveType::S32, 0);
+    auto at = [&](std::initializer_list<Instruction*> tail) {  // dynamic-slice starts: batch dims at 0
+      std::vector<Instruction*> s(static_cast<size_t>(r - 2), zero);
+      s.insert(s.end(), tail.begin(), tail.end());
+      return s;
+    };
+    auto column = [&](Instruction* y) { return bb.Reshape(bb.DynamicSlice(y, at({zero, j}), With(batch, {m, 1})), vm); };
+    auto row = [&](Instruction* y) { return bb.Reshape(bb.DynamicSlice(y, at({j, zero}), With(batch, {1, n})), vn); };
+    Instruction* rows = bb.Iota(Shape::Array(PrimitiveType::S32, vm), r - 2);
+    Instruction* below_or_at = bb.Compare(rows, bb.Broadcast(j, vm, {}), ComparisonDirection::kGe);
+    // The pivot row p: the first row >= j whose magnitude is the column's largest there (j when none is, e.g. NaN).
+    Instruction* col = column(x);
+    Instruction* mag = complex ? Add(bb, bb.Unary(Opcode::kAbs, bb.Real(col)), bb.Unary(Opcode::kAbs, bb.Imag(col)))
+                               : bb.Unary(Opcode::kAbs, col);
+    Instruction* cand = bb.Select(below_or_at, mag, Full(bb, rt, -1, vm));
+    Instruction* largest = ReduceMax(bb, cand, {r - 2});
+    Instruction* hit = bb.Binary(Opcode::kAnd, below_or_at,
+                                 bb.Compare(cand, bb.Broadcast(largest, vm, bmap), ComparisonDirection::kEq));
+    Instruction* first = ReduceMin(bb, bb.Select(hit, rows, Full(bb, PrimitiveType::S32, static_cast<double>(m), vm)),
+                                   {r - 2});
+    Instruction* jb = bb.Broadcast(j, batch, {});
+    Instruction* p = bb.Select(CmpScalar(bb, first, static_cast<double>(m), ComparisonDirection::kLt), first, jb);
+    piv = bb.DynamicUpdateSlice(piv, bb.Reshape(p, With(batch, {1})), at({j}));
+    // Swap rows j and p of the matrix and of the permutation.
+    Instruction* is_p = bb.Compare(rows, bb.Broadcast(p, vm, bmap), ComparisonDirection::kEq);
+    Instruction* is_j = bb.Compare(rows, bb.Broadcast(j, vm, {}), ComparisonDirection::kEq);
+    Instruction* perm_j = bb.Broadcast(bb.Reshape(bb.DynamicSlice(perm, at({j}), With(batch, {1})), batch), vm, bmap);
+    Instruction* perm_p = bb.Broadcast(ReduceSum(bb, bb.Select(is_p, perm, FullLike(bb, perm, 0)), {r - 2}), vm, bmap);
+    perm = bb.Select(is_j, perm_p, bb.Select(is_p, perm_j, perm));
+    Instruction* is_p_mn = bb.Broadcast(is_p, d, rows_of_mn);
+    Instruction* is_j_mn = bb.Broadcast(is_j, d, rows_of_mn);
+    Instruction* row_j = bb.Broadcast(row(x), d, cols_of_mn);
+    Instruction* row_p = bb.Broadcast(ReduceSum(bb, bb.Select(is_p_mn, x, FullLike(bb, x, 0)), {r - 2}), d, cols_of_mn);
+    x = bb.Select(is_j_mn, row_p, bb.Select(is_p_mn, row_j, x));
+    // Eliminate below the pivot: l = column / pivot, trailing block -= l · (row j).
+    Instruction* u = row(x);  // the pivot row, [..., n]
+    Instruction* pivot = bb.Reshape(bb.DynamicSlice(x, at({j, j}), With(batch, {1, 1})), batch);
+    Instruction* nonzero = bb.Compare(pivot, FullLike(bb, pivot, 0), ComparisonDirection::kNe);
+    Instruction* below = bb.Binary(Opcode::kAnd, bb.Compare(rows, bb.Broadcast(j, vm, {}), ComparisonDirection::kGt),
+                                   bb.Broadcast(nonzero, vm, bmap));
+    col = column(x);
+    Instruction* l = bb.Select(below, Div(bb, col, bb.Broadcast(pivot, vm, bmap)), col);
+    Instruction* cols = bb.Iota(Shape::Array(PrimitiveType::S32, d), r - 1);
+    Instruction* right = bb.Compare(cols, bb.Broadcast(j, d, {}), ComparisonDirection::kGt);
+    Instruction* below_mn = bb.Broadcast(below, d, rows_of_mn);
+    Instruction* l_mn = bb.Broadcast(l, d, rows_of_mn);
+    Instruction* updated = Sub(bb, x, Mul(bb, l_mn, bb.Broadcast(u, d, cols_of_mn)));
+    x = bb.Select(bb.Binary(Opcode::kAnd, below_mn, right), updated, x);
+    Instruction* at_j = bb.Compare(cols, bb.Broadcast(j, d, {}), ComparisonDirection::kEq);
+    x = bb.Select(bb.Binary(Opcode::kAnd, below_mn, at_j), l_mn, x);
+    return {bb.Binary(Opcode::kAdd, j, bb.ConstantScalar(PrimitiveType::S32, 1)), x, piv, perm};
+  };
+  LoopState out = Loop(b, {b.ConstantScalar(PrimitiveType::S32, 0), a, piv0, perm0}, "lu", cond, body);
+  return {out[1], out[2], out[3]};
 }
 
 // P (type t, [..., m, m]) with A = P·L·U: P[r, c] = (r == perm[ctx]).

@@ -925,12 +925,11 @@ Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
   Instruction* out;
   Instruction* counts = nullptr;
   {
-    hlo::ScatterDimensionNumbers cdn;
-    cdn.inserted_window_dims = {0};
-    cdn.scatter_dims_to_operand_dims = {0};
-    cdn.index_vector_dim = 1;
-    counts = b.Scatter({Full(b, PrimitiveType::S64, 0, {nb})}, tb2, {Full(b, PrimitiveType::S64, 1, {L})}, cdn,
-                       b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+    // counts[j] = #(l with tbag[l] == j), compared and summed like `bag` above rather than an s64 scatter-add:
+    // the same numbers, and no integer scatter-reduce, which Neuron refuses (NCC_EVRF016; torch_xla has none).
+    Instruction* lanes = b.Iota(Shape::Array(PrimitiveType::S64, {L, nb}), 1);
+    Instruction* in_bag = b.Compare(b.Broadcast(tbag, {L, nb}, {0}), lanes, ComparisonDirection::kEq);
+    counts = ReduceSum(b, b.Convert(in_bag, PrimitiveType::S64), {0});
   }
   if (mode == 2) {
     out = b.Scatter({b.Broadcast(MinValue(b, t), {nb, D}, {})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kMaximum, t));

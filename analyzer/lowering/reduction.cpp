@@ -289,12 +289,14 @@ Expected<LoweredOp> LowerCumulative(const Node& n, Builder& b, Cumulative op) {
   {  // cummax, cummin
     bool is_max = op == Cumulative::kMax;
     PrimitiveType t = x0->shape.element_type();
-    // Reducer preferring the later index on ties (torch's cummax/cummin use >= / <=).
+    // Reducer preferring the later index on ties (torch's cummax/cummin use >= / <=). The indices are s32 while
+    // they fit, converted to torch's s64 at the end (as torch_xla does): TPUs have no s64 reduce-window.
+    PrimitiveType it = dims[static_cast<size_t>(d)] <= INT32_MAX ? PrimitiveType::S32 : PrimitiveType::S64;
     Builder sub = b.CreateSubBuilder(is_max ? "cummax" : "cummin");
     Instruction* v1 = sub.Parameter(0, Shape::Scalar(t));
-    Instruction* i1 = sub.Parameter(1, Shape::Scalar(PrimitiveType::S64));
+    Instruction* i1 = sub.Parameter(1, Shape::Scalar(it));
     Instruction* v2 = sub.Parameter(2, Shape::Scalar(t));
-    Instruction* i2 = sub.Parameter(3, Shape::Scalar(PrimitiveType::S64));
+    Instruction* i2 = sub.Parameter(3, Shape::Scalar(it));
     Instruction* better = sub.Compare(v1, v2, is_max ? ComparisonDirection::kGt : ComparisonDirection::kLt);
     Instruction* eq = sub.Compare(v1, v2, ComparisonDirection::kEq);
     Instruction* later = sub.Compare(i1, i2, ComparisonDirection::kGt);
@@ -306,10 +308,10 @@ Expected<LoweredOp> LowerCumulative(const Node& n, Builder& b, Cumulative op) {
       pick = sub.Binary(Opcode::kOr, take1, sub.Binary(Opcode::kAnd, sub.Unary(Opcode::kNot, nan2), pick));
     }
     Computation* red = sub.Finish(sub.Tuple({sub.Select(pick, v1, v2), sub.Select(pick, i1, i2)}));
-    Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, dims), d);
+    Instruction* io = b.Iota(Shape::Array(it, dims), d);
     Instruction* init = is_max ? MinValue(b, t) : MaxValue(b, t);
-    Instruction* r = b.ReduceWindow({x0, io}, {init, ConstS64(b, -1)}, win, red);
-    return ctx.Finish({b.GetTupleElement(r, 0), b.GetTupleElement(r, 1)});
+    Instruction* r = b.ReduceWindow({x0, io}, {init, Scalar(b, it, -1)}, win, red);
+    return ctx.Finish({b.GetTupleElement(r, 0), b.Convert(b.GetTupleElement(r, 1), PrimitiveType::S64)});
   }
 }
 

@@ -1,6 +1,6 @@
 # A Gaussian-process-style step: the LAPACK-style ops PyTorch dispatches to LAPACK on the CPU, which
-# XLA lowers to its cholesky / triangular-solve opcodes and "Qr" / "Eigh" / "LuDecomposition" custom
-# calls. `opprobe analyze --backend rules:neuron-trn1 -- /usr/bin/python3 samples/scripts/linalg.py`
+# XLA lowers to its cholesky / triangular-solve opcodes and "Qr" / "Eigh" custom calls (LU: a plain-HLO
+# while loop). `opprobe analyze --backend rules:neuron-trn1 -- /usr/bin/python3 samples/scripts/linalg.py`
 # names each op that a target cannot compile and the line it comes from.
 import torch
 

@@ -97,6 +97,29 @@ class Explanations(unittest.TestCase):
         self.assertIsNone(explanations.explain("rules:cpu", "xla:cpu", u))
         self.assertIsNone(explanations.explain_numbers("xla:cpu", u))
 
+    def test_iree_compiler_crash_explained_only_for_empty_operands(self):
+        crash = verdict("error", "IREE crashed: the worker was killed by signal 8 (SIGFPE)")
+        empty = unit("f32[2,2]{1,0} dot(f32[2,0]{1,0}, f32[0,2]{1,0}), lhs_contracting_dims={1}, "
+                     "rhs_contracting_dims={0}", "dot", iree_llvm_cpu=crash)
+        self.assertIn("contracting dimension is 0", explanations.explain("iree:llvm-cpu", "xla:cpu", empty))
+        full = unit("f32[2,2]{1,0} dot(f32[2,10]{1,0}, f32[10,2]{1,0}), lhs_contracting_dims={1}, "
+                    "rhs_contracting_dims={0}", "dot", iree_llvm_cpu=crash)
+        self.assertIsNone(explanations.explain("iree:llvm-cpu", "xla:cpu", full))
+
+    def test_iree_normal_rng_explained_for_f64_not_f32(self):
+        bad = verdict("unsupported", "compile: INVALID_ARGUMENT: iree-compile: 'stablehlo.broadcast' op requires "
+                      "the same element type for all operands and results")
+        f64 = unit("f64[10]{0} rng(f64[], f64[]), distribution=rng_normal", "rng", iree_llvm_cpu=bad)
+        f32 = unit("f32[10]{0} rng(f32[], f32[]), distribution=rng_normal", "rng", iree_llvm_cpu=bad)
+        self.assertIn("f32 arithmetic only", explanations.explain("iree:llvm-cpu", "xla:cpu", f64))
+        self.assertIsNone(explanations.explain("iree:llvm-cpu", "xla:cpu", f32))
+
+    def test_torch_xla_result_packaging_explained_only_without_opcode_differences(self):
+        same = {"op": "aten::clone", "missing": [], "extra": [], "verdicts": {"neuron-trn1": ("supported", "unsupported")}}
+        self.assertIn("result packaging", explanations.explain_torch_xla(same))
+        other = dict(same, extra=[("copy", "c64")])
+        self.assertIsNone(explanations.explain_torch_xla(other))
+
     def test_eigenvectors_explained_but_not_eigenvalues(self):
         sig = '(f32[4,4]{1,0}, f32[4]{0}) custom-call(f32[4,4]{1,0}), custom_call_target="Eigh"'
         vectors = unit(sig, "custom-call", xla_cpu=verdict("unsupported", "numerics: output 0 element [0,1]: got 1"))

@@ -96,6 +96,20 @@ ENTRY e { p0 = f32[2,1000] parameter(0)  p1 = f32[] parameter(1)
   ROOT r = f32[2] reduce(p0, p1), dimensions={1}, to_apply=add })"));
   EXPECT_TRUE(reduce.supported()) << reduce.reason;
   EXPECT_EQ(reduce.output_tail, "compared with interp: 1 output agree");
+  // A padded integer reduce-window pads with its init, which the backend makes the reducer's identity (a random
+  // init is implementation-defined: IREE gave 8 where interp gave 2); a set-dimension-size gets its bound as the
+  // size, so IREE's output (returned at its dynamic size) has interp's shape.
+  for (const char* text : {R"(HloModule rw
+max_s64 { a = s64[] parameter(0)  b = s64[] parameter(1)  ROOT m = s64[] maximum(a, b) }
+ENTRY e { p0 = s64[5,5,5] parameter(0)  p1 = s64[] parameter(1)
+  ROOT r = s64[5,5,5] reduce-window(p0, p1), window={size=1x1x5 pad=0_0x0_0x4_0}, to_apply=max_s64 })",
+                           R"(HloModule sds
+ENTRY e { p0 = s64[25,2] parameter(0)  p1 = s32[] parameter(1)
+  ROOT s = s64[<=25,2] set-dimension-size(p0, p1), dimensions={0} })"}) {
+    Verdict v = b->probe(*ParseUnit(text));
+    EXPECT_TRUE(v.supported()) << text << "\n" << v.reason;
+    EXPECT_EQ(v.output_tail, "compared with interp: 1 output agree") << text;
+  }
 }
 
 TEST(IreeBackend, UnitIreeRefusesIsUnsupportedWithIreesMessage) {

@@ -87,6 +87,37 @@ ENTRY e { p0 = f32[2,1000] parameter(0)  p1 = f32[] parameter(1)
   EXPECT_TRUE(reduce.supported()) << reduce.reason;
 }
 
+// Inputs the backend chooses so that XLA's answer is defined: a set-dimension-size's size within [0, bound]
+// (XLA's runtime dies with SIGSEGV on a negative one: this unit's random size was -6), an integer minimum's
+// identity as the init of a padded reduce-window (the padding is the init), and (+-inf, 0) as the init of a
+// (value, index) argmax reduction (XLA drops the init of a one-element reduction).
+TEST(XlaBackend, DynamicSizesAndInitValuesAreValidInputs) {
+  auto b = MustCreateBackend("xla:cpu");
+  ASSERT_TRUE(b);
+  EXPECT_NE(b->version().find("; inputs-2"), std::string::npos) << b->version();
+  const char* units[] = {
+      R"(HloModule sds
+ENTRY e { p0 = f32[100] parameter(0)  p1 = s32[] parameter(1)
+  ROOT s = f32[<=100] set-dimension-size(p0, p1), dimensions={0} })",
+      R"(HloModule rw
+min_s32 { a = s32[] parameter(0)  b = s32[] parameter(1)  ROOT m = s32[] minimum(a, b) }
+ENTRY e { p0 = s32[4,5] parameter(0)  p1 = s32[] parameter(1)
+  ROOT r = s32[4,5] reduce-window(p0, p1), window={size=1x5 pad=0_0x4_0}, to_apply=min_s32 })",
+      R"(HloModule am
+argmax { v1 = f32[] parameter(0)  i1 = s64[] parameter(1)  v2 = f32[] parameter(2)  i2 = s64[] parameter(3)
+  gt = pred[] compare(v1, v2), direction=GT  eq = pred[] compare(v1, v2), direction=EQ
+  lt = pred[] compare(i1, i2), direction=LT  a = pred[] and(eq, lt)  pick = pred[] or(gt, a)
+  v = f32[] select(pick, v1, v2)  i = s64[] select(pick, i1, i2)  ROOT t = (f32[], s64[]) tuple(v, i) }
+ENTRY e { p0 = f32[2,3,1,1,3] parameter(0)  p1 = s64[2,3,1,1,3] parameter(1)  p2 = f32[] parameter(2)
+  p3 = s64[] parameter(3)
+  ROOT r = (f32[2,3,1,3], s64[2,3,1,3]) reduce(p0, p1, p2, p3), dimensions={3}, to_apply=argmax })"};
+  for (const char* text : units) {
+    Verdict v = b->probe(*ParseUnit(text));
+    EXPECT_TRUE(v.supported()) << text << "\n" << v.reason;
+    EXPECT_EQ(v.output_tail.rfind("compared with interp: ", 0), 0u) << text << "\n" << v.output_tail;
+  }
+}
+
 TEST(XlaBackend, ModuleWithRepeatedInstructionNamesCompiles) {
   // Two computations both have a `p.0`: XLA wants module-wide unique names; the serializer renames.
   auto b = MustCreateBackend("xla:cpu");
