@@ -64,6 +64,14 @@ SOURCE_TITLES = {
 }
 
 
+def _duration(seconds):
+    """`1 minute`, `3 minutes`, `45 seconds`: how long a run took, for the doc's prose."""
+    if seconds < 90:
+        return "%d seconds" % round(seconds)
+    minutes = round(seconds / 60)
+    return "%d minute%s" % (minutes, "" if minutes == 1 else "s")
+
+
 def log(msg):
     print("agreement: " + msg, flush=True)
 
@@ -372,10 +380,11 @@ def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
         "compiler_probe/pjrt/pjrt_backend.h). `recorded` is the rules profile `opprobe profile record --backend xla:cpu`",
         "writes from xla:cpu's verdicts on all these units, applied to the same units: it must give xla:cpu's answer.",
         "",
-        "This run: `{}`, {} units in {:.0f} minutes on this project's CI machine (2 busy cores; with `--cache`, units".format(
-            command, full.get("units", 0), seconds / 60),
-        "probed by an earlier run are not probed again; without it every unit is probed, IREE taking about half a",
-        "second of CPU per unit).",
+        "This run: `{}`, {} units in {} on this project's CI machine (2 busy cores). With `--cache`, a unit an earlier"
+        .format(command, full.get("units", 0), _duration(seconds)),
+        "run probed with the same backend versions is not probed again, so a run's time says only what it had left to",
+        "probe; without it every unit is probed (IREE takes about half a second of CPU per unit: well over an hour for",
+        "all of them here).",
         "",
         "## Inputs",
         "",
