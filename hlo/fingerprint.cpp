@@ -75,10 +75,15 @@ void HashShape(Hasher& h, const Shape& s) {
   h.Ints(s.dimensions());
   h.Word(s.dynamic_dimensions().size());
   for (bool d : s.dynamic_dimensions()) h.Bool(d);
-  h.Bool(s.has_layout());
+  // An array without a layout has XLA's default one (its parser fills it in), so a unit built by a lowering
+  // (no layouts) and the same unit read back from its printed text (`{1,0}`) hash alike.
   if (s.has_layout()) {
     h.Ints(s.minor_to_major());
     h.Str(s.layout_suffix());
+  } else {  // the default minor_to_major, {rank-1, ..., 0}, hashed as Ints would hash it, and no suffix
+    h.Word(s.dimensions().size());
+    for (int64_t d = static_cast<int64_t>(s.dimensions().size()) - 1; d >= 0; --d) h.Int(d);
+    h.Str("");
   }
   h.Word(s.tuple_shapes().size());
   for (const Shape& e : s.tuple_shapes()) HashShape(h, e);

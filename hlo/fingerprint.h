@@ -23,7 +23,7 @@ namespace opprobe::hlo {
 // The scheme of the fingerprints below. Every probe cache key carries it (compiler_probe/remote/entry.h:
 // BackendKeyHash), so that verdicts stored under another scheme's fingerprints are never read as this one's.
 // Change it whenever what is hashed, or how, changes.
-inline constexpr std::string_view kFingerprintScheme = "structural-1";
+inline constexpr std::string_view kFingerprintScheme = "structural-2";
 
 // The unit fingerprint of `instr` as a number, and as the 16 hex digits reports and caches show.
 uint64_t UnitHash(const Instruction& instr);
