@@ -99,6 +99,10 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
   out += fmt::format("  {} ({}): {} aten calls at {} call sites, {} HLO instructions, {} unique probes ({} cached, {} run)\n",
                      result.model.empty() ? "model" : result.model, result.input_kind.empty() ? "?" : result.input_kind,
                      s.aten_calls, s.aten_nodes, s.hlo_instructions, s.unique_probes, s.cache_hits, s.probes_run);
+  if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0)
+    out += fmt::format("  numerics against interp: {} unique probes agree, {} differ, {} not compared (random numbers)\n",
+                       s.interp_agree, s.interp_differ,
+                       s.interp_not_compared);
   if (s.shard_count > 0)
     out += fmt::format("  {}: shard {}/{} only, {} units left to other shards; their verdicts are in the cache for a "
                        "final `opprobe analyze` without --shard\n",

@@ -1,6 +1,7 @@
 // xla:cpu and iree:llvm-cpu end to end (issue 15's acceptance): the bundled ResNet-18 training step, every unit
 // compiled and run by XLA's own CPU compiler (jaxlib from requirements/xla.txt; scripts/test makes the environment and
 // names it with OPPROBE_XLA_PYTHON) and compared with interp.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,11 @@ TEST_F(XlaE2E, ResnetTrainingStepIsCompiledAndRunByXla) {
   EXPECT_EQ(s["interp_agree"].get<int>() + s["interp_not_compared"].get<int>(), s["unique_probes"].get<int>());
   std::string txt = ReadWholeFile(text);
   EXPECT_NE(txt.find("Numerics vs interp: "), std::string::npos) << txt;
+  // The console summary says it too.
+  EXPECT_NE(r.out.find(fmt::format("numerics against interp: {} unique probes agree, 0 differ, {} not compared",
+                                   s["interp_agree"].get<int>(), s["interp_not_compared"].get<int>())),
+            std::string::npos)
+      << r.out;
 }
 
 // A while loop whose body holds constants (a scalar counter step and an array): XLA refused such units while the
