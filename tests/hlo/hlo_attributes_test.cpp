@@ -12,16 +12,13 @@
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
+#include "testing/parse_module.h"
 #include "hlo_test_files.h"
 
 namespace opprobe::hlo {
 namespace {
 
-std::unique_ptr<Module> Parse(const std::string& text) {
-  auto m = ParseModule(text, "t.hlo");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using ::opprobe::testing::ParseUnit;
 
 std::string ErrorOf(const std::string& text) {
   auto m = ParseModule(text, "t.hlo");
@@ -83,7 +80,7 @@ TEST(HloAttributeSchemaTest, RequiredAttributesAreEnforcedWithALocation) {
   // broadcast's dimensions may be left out for a scalar operand only (XLA infers {}).
   EXPECT_EQ(ErrorOf(Entry("  p = f32[2] parameter(0)\n  ROOT b = f32[2,3] broadcast(p)\n")),
             "t.hlo:5:8: broadcast b needs dimensions= (its operand is not a scalar)");
-  auto m = Parse(Entry("  p = f32[] parameter(0)\n  ROOT b = f32[2,3] broadcast(p)\n"));
+  auto m = ParseUnit(Entry("  p = f32[] parameter(0)\n  ROOT b = f32[2,3] broadcast(p)\n"));
   ASSERT_TRUE(m);
   EXPECT_TRUE(m->entry()->root()->dimensions.empty());
 }
@@ -100,7 +97,7 @@ TEST(HloAttributeSchemaTest, BadValuesAreLocatedErrors) {
 }
 
 TEST(HloAttributeSchemaTest, ValuesAreTyped) {
-  auto m = Parse(testing::ReadTestFile(testing::GoldenPath("xla_attributes.hlo")));
+  auto m = ParseUnit(testing::ReadTestFile(testing::GoldenPath("xla_attributes.hlo")));
   ASSERT_TRUE(m);
   const Computation* e = m->entry();
   const Instruction* ar = e->FindInstruction("ar.groups");
@@ -140,7 +137,7 @@ TEST(HloAttributeSchemaTest, ValuesAreTyped) {
 
 TEST(HloAttributeSchemaTest, EveryModelledAttributeRoundTripsThroughTextAndProto) {
   const std::string text = testing::ReadTestFile(testing::GoldenPath("xla_attributes.hlo"));
-  auto m = Parse(text);
+  auto m = ParseUnit(text);
   ASSERT_TRUE(m);
   EXPECT_EQ(ToString(*m, PrintOptions::Long()), text);
   auto bytes = ModuleToHloProtoBytes(*m);
@@ -149,13 +146,13 @@ TEST(HloAttributeSchemaTest, EveryModelledAttributeRoundTripsThroughTextAndProto
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(ToString(**back, PrintOptions::Long()), text);
   // The short style parses back to the same module.
-  auto again = Parse(ToString(*m, PrintOptions::Short()));
+  auto again = ParseUnit(ToString(*m, PrintOptions::Short()));
   ASSERT_TRUE(again);
   EXPECT_EQ(ToString(*again, PrintOptions::Long()), text);
 }
 
 TEST(HloAttributeSchemaTest, ModelledAttributesAreWrittenToXlasFields) {
-  auto m = Parse(testing::ReadTestFile(testing::GoldenPath("xla_attributes.hlo")));
+  auto m = ParseUnit(testing::ReadTestFile(testing::GoldenPath("xla_attributes.hlo")));
   ASSERT_TRUE(m);
   auto bytes = ModuleToProtoBytes(*m);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
@@ -226,7 +223,7 @@ const char* kTwoAllReduces =
     "  ROOT t = (f32[8], f32[8], f32[8], f32[8], f32[8]) tuple(x, y, z, u, v)\n}\n";
 
 TEST(HloAttributeSchemaTest, EveryAttributeIsPartOfTheProbeUnitAndItsFingerprint) {
-  auto m = Parse(kTwoAllReduces);
+  auto m = ParseUnit(kTwoAllReduces);
   ASSERT_TRUE(m);
   auto fp = [&](const char* name) { return Fingerprint(*MakeProbeModule(*m->entry()->FindInstruction(name))); };
   // Different replica groups: two probe units; metadata alone does not make another unit.
@@ -249,14 +246,14 @@ TEST(HloAttributeSchemaTest, EveryAttributeIsPartOfTheProbeUnitAndItsFingerprint
   auto unknown = MakeProbeModule(*m->entry()->FindInstruction("v"));
   EXPECT_NE(ToString(*unknown, PrintOptions::Canonical()).find("vendor_hint=2"), std::string::npos);
   // Control predecessors name instructions outside the unit: the unit has none.
-  auto c = Parse("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  a = f32[2] negate(p)\n"
+  auto c = ParseUnit("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  a = f32[2] negate(p)\n"
                  "  ROOT b = f32[2] negate(p), control-predecessors={a}\n}\n");
   ASSERT_TRUE(c);
   EXPECT_TRUE(MakeProbeModule(*c->entry()->root())->entry()->root()->control_predecessors.empty());
 }
 
 TEST(HloAttributeSchemaTest, ConstantLiteralsHaveALayoutInTheProto) {
-  auto m = Parse(Entry("  a = f32[2,2] constant({ { 1, 2 }, { 3, 4 } })\n"
+  auto m = ParseUnit(Entry("  a = f32[2,2] constant({ { 1, 2 }, { 3, 4 } })\n"
                        "  ROOT b = f32[2,2]{0,1} constant({ { 1, 2 }, { 3, 4 } })\n"));
   ASSERT_TRUE(m);
   auto bytes = ModuleToProtoBytes(*m);
@@ -278,7 +275,7 @@ TEST(HloAttributeSchemaTest, ConstantLiteralsHaveALayoutInTheProto) {
   ASSERT_TRUE(a.shape().has_layout());
   EXPECT_EQ(a.shape().layout().SerializeAsString(), a.literal().shape().layout().SerializeAsString());
   EXPECT_EQ(b.shape().layout().SerializeAsString(), b.literal().shape().layout().SerializeAsString());
-  auto s = Parse(Entry("  ROOT c = s32[] constant(1)\n"));
+  auto s = ParseUnit(Entry("  ROOT c = s32[] constant(1)\n"));
   ASSERT_TRUE(s);
   auto scalar = ModuleToProtoBytes(*s);
   ASSERT_TRUE(scalar.ok());

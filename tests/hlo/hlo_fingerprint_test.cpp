@@ -11,15 +11,12 @@
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
+#include "testing/parse_module.h"
 
 namespace opprobe::hlo {
 namespace {
 
-std::unique_ptr<Module> Parse(const std::string& text) {
-  auto m = ParseModule(text, "test.hlo");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using ::opprobe::testing::ParseUnit;
 
 std::string Fp(const Module& m, const char* name) {
   const Instruction* in = m.entry()->FindInstruction(name);
@@ -81,7 +78,7 @@ ENTRY e {
 )";
 
 TEST(HloFingerprintTest, NamesMetadataAndControlPredecessorsDoNotMatter) {
-  auto m = Parse(kModule);
+  auto m = ParseUnit(kModule);
   ASSERT_TRUE(m);
   // The same reduction over another parameter, through a computation with other names and metadata.
   EXPECT_EQ(Fp(*m, "r1"), Fp(*m, "r2"));
@@ -91,7 +88,7 @@ TEST(HloFingerprintTest, NamesMetadataAndControlPredecessorsDoNotMatter) {
 }
 
 TEST(HloFingerprintTest, WhatTheBackendSeesMakesAnotherUnit) {
-  auto m = Parse(kModule);
+  auto m = ParseUnit(kModule);
   ASSERT_TRUE(m);
   EXPECT_NE(Fp(*m, "x"), Fp(*m, "y"));      // replica groups
   EXPECT_NE(Fp(*m, "x"), Fp(*m, "u"));      // an attribute the schema does not know
@@ -109,7 +106,7 @@ TEST(HloFingerprintTest, WhatTheBackendSeesMakesAnotherUnit) {
 }
 
 TEST(HloFingerprintTest, TheUnitsModuleFingerprintsAsItsInstruction) {
-  auto m = Parse(kModule);
+  auto m = ParseUnit(kModule);
   ASSERT_TRUE(m);
   for (const auto& in : m->entry()->instructions()) {
     if (in->opcode == Opcode::kParameter) continue;
@@ -145,7 +142,7 @@ TEST(HloFingerprintTest, AUnitALoweringBuiltFingerprintsAsItsPrintedTextReadBack
 
 TEST(HloFingerprintTest, ASharedCalleeDiffersFromTwoEqualCalleesAndCyclesEnd) {
   // A conditional whose two branches are one computation, against one whose branches are two equal ones.
-  auto m = Parse(R"(HloModule m
+  auto m = ParseUnit(R"(HloModule m
 
 b1 {
   a = f32[] parameter(0)

@@ -9,18 +9,15 @@
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
+#include "testing/parse_module.h"
 
 namespace opprobe::hlo {
 namespace {
 
-std::unique_ptr<Module> Parse(const std::string& text) {
-  auto m = ParseModule(text, "t.hlo");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using ::opprobe::testing::ParseUnit;
 
 TEST(HloXlaSyntaxTest, LeftOutResultShapesAreInferred) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\n"
       "ENTRY e {\n"
       "  p = (f32[2,3], s32[]) parameter(0)\n"
@@ -50,7 +47,7 @@ TEST(HloXlaSyntaxTest, ShapesThatOperandsDoNotDetermineMustBeWritten) {
 }
 
 TEST(HloXlaSyntaxTest, InlineOperandsAndTupleIndices) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\n"
       "ENTRY e {\n"
       "  p0 = (f32[10], (f32[20], f32[30])) parameter(0)\n"
@@ -73,7 +70,7 @@ TEST(HloXlaSyntaxTest, InlineOperandsAndTupleIndices) {
 }
 
 TEST(HloXlaSyntaxTest, ScalarConstantFillsAnArrayShape) {
-  auto m = Parse("HloModule m\nENTRY e {\n  ROOT c = s32[3,3] constant(7)\n}\n");
+  auto m = ParseUnit("HloModule m\nENTRY e {\n  ROOT c = s32[3,3] constant(7)\n}\n");
   ASSERT_TRUE(m);
   const Literal& l = *m->entry()->root()->literal;
   ASSERT_EQ(l.element_count(), 9);
@@ -84,7 +81,7 @@ TEST(HloXlaSyntaxTest, ScalarConstantFillsAnArrayShape) {
 }
 
 TEST(HloXlaSyntaxTest, ExecutionThreadHeaderOverLinesAndValuesOnTheNextLine) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m, entry_computation_layout={\n"
       "    (f32[4]{0})->\n"
       "    f32[4]{0}},\n"
@@ -105,7 +102,7 @@ TEST(HloXlaSyntaxTest, ExecutionThreadHeaderOverLinesAndValuesOnTheNextLine) {
 }
 
 TEST(HloXlaSyntaxTest, AsyncUpdateAndDoneTakeAnyOperandCount) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\n"
       "comp {\n  a = f32[2] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT s = f32[2] add(a, b)\n}\n"
       "ENTRY e {\n"
@@ -120,7 +117,7 @@ TEST(HloXlaSyntaxTest, AsyncUpdateAndDoneTakeAnyOperandCount) {
 }
 
 TEST(HloXlaSyntaxTest, GatherFromAnEmptyOperandIsAnErrorNotACrash) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\n"
       "ENTRY e {\n"
       "  operand = f32[0,2] parameter(0)\n"
@@ -138,7 +135,7 @@ TEST(HloXlaSyntaxTest, GatherFromAnEmptyOperandIsAnErrorNotACrash) {
 }
 
 TEST(HloXlaSyntaxTest, InlineComputations) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule main\n\nENTRY main {\n"
       "  arg.0 = f32[4,4] parameter(0)\n"
       "  call.0 = call(arg.0, arg.0), to_apply={\n"
@@ -167,7 +164,7 @@ TEST(HloXlaSyntaxTest, InlineComputations) {
 }
 
 TEST(HloXlaSyntaxTest, BlanksBetweenTokensAndParametersWithoutColons) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m ENTRY %e (input f32[2,2]{1,0}, k s32 [4]) -> f32[2,2]{\n"
       "  %input = f32[2,2] {1,0} parameter(0)\n"
       "  %k = s32 [4] parameter(1)\n"
@@ -180,7 +177,7 @@ TEST(HloXlaSyntaxTest, BlanksBetweenTokensAndParametersWithoutColons) {
 }
 
 TEST(HloXlaSyntaxTest, BufferShapesAndUnboundedDimensions) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\nENTRY e {\n"
       "  pa = b(s32[4]) parameter(0)\n"
       "  q = f32[?,2] parameter(1)\n"
@@ -204,7 +201,7 @@ TEST(HloXlaSyntaxTest, BufferShapesAndUnboundedDimensions) {
 }
 
 TEST(HloXlaSyntaxTest, CustomCallLiteralsAndUnsignedWrapAround) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\nENTRY e {\n"
       "  c = u64[] constant(-1)\n"
       "  ROOT cc = f32[1,2,3]{0,2,1} custom-call(u64[] c), custom_call_target=\"foo\", literal=s32[2]{0} {1, 2}\n"
@@ -216,7 +213,7 @@ TEST(HloXlaSyntaxTest, CustomCallLiteralsAndUnsignedWrapAround) {
   EXPECT_EQ(cc->literal->GetAsInt64(1), 2);
   EXPECT_NE(ToString(*m).find("literal=s32[2]{0} {1, 2}"), std::string::npos);
   // A tuple literal names each element's shape; dim_labels may mark dimensions the call does not use with '?'.
-  auto t = Parse(
+  auto t = ParseUnit(
       "HloModule m\nENTRY e {\n  ROOT cc = f32[1] custom-call(), custom_call_target=\"t\", window={size=2x2}, "
       "dim_labels=?b01f_0?1io->b01?f, literal=( s32[4]{0} {4, 128, 128, 3}, pred[4]{0} {1, 0, 0, 0} )\n}\n");
   ASSERT_TRUE(t);
@@ -229,7 +226,7 @@ TEST(HloXlaSyntaxTest, CustomCallLiteralsAndUnsignedWrapAround) {
 }
 
 TEST(HloXlaSyntaxTest, MeshReplicaGroupsAreKeptAsWritten) {
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
       "ENTRY e {\n  p = f32[8] parameter(0)\n"
       "  ROOT r = f32[8] all-reduce(p), replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'}, to_apply=add\n}\n");
@@ -239,7 +236,7 @@ TEST(HloXlaSyntaxTest, MeshReplicaGroupsAreKeptAsWritten) {
 }
 
 TEST(HloXlaSyntaxTest, InterpreterRunsCopyDoneAndConvolutionWithoutSpatialDimensions) {
-  auto copy = Parse(
+  auto copy = ParseUnit(
       "HloModule m\nENTRY e {\n  p = f32[2,3] parameter(0)\n"
       "  s = (f32[2,3], f32[2,3], u32[]) copy-start(p)\n  ROOT d = f32[2,3] copy-done(s)\n}\n");
   ASSERT_TRUE(copy);
@@ -256,7 +253,7 @@ TEST(HloXlaSyntaxTest, InterpreterRunsCopyDoneAndConvolutionWithoutSpatialDimens
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->Get<float>(4), 7.f);
   // dim_labels=bf_io->bf: a matrix product; the left-out window is the empty one.
-  auto conv = Parse(
+  auto conv = ParseUnit(
       "HloModule m\nENTRY e {\n  a = f32[2,3] parameter(0)\n  b = f32[3,2] parameter(1)\n"
       "  ROOT c = f32[2,2] convolution(a, b), dim_labels=bf_io->bf\n}\n");
   ASSERT_TRUE(conv);
@@ -279,7 +276,7 @@ TEST(HloXlaSyntaxTest, InterpreterRunsCopyDoneAndConvolutionWithoutSpatialDimens
 TEST(HloXlaSyntaxTest, InterpreterStopsAnEndlessLoopBoundedByItsStateBytes) {
   // reduce_scatter_combiner_test's while(true) over 128 MiB of state ran for hours; the evaluator bounds
   // iterations x state bytes and answers "unimplemented" instead.
-  auto m = Parse(
+  auto m = ParseUnit(
       "HloModule m\ncond {\n  p = f32[1024] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n"
       "body {\n  p = f32[1024] parameter(0)\n  ROOT n = f32[1024] negate(p)\n}\n"
       "ENTRY e {\n  a = f32[1024] parameter(0)\n  ROOT w = f32[1024] while(a), condition=cond, body=body\n}\n");

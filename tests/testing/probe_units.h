@@ -10,8 +10,8 @@
 
 #include "compiler_probe/registry.h"
 #include "hlo/builder.h"
-#include "hlo/parser.h"
 #include "hlo/probe_unit.h"
+#include "testing/parse_module.h"
 
 namespace opprobe::testing {
 
@@ -22,12 +22,6 @@ inline std::unique_ptr<hlo::Module> BinaryUnit(hlo::Opcode op, hlo::PrimitiveTyp
   auto* y = b.Parameter(1, hlo::Shape::Array(type, dims));
   auto module = b.Build(b.Binary(op, x, y));
   return hlo::MakeProbeModule(*module->entry()->root());
-}
-
-inline std::unique_ptr<hlo::Module> ParseUnit(const std::string& text) {
-  auto m = hlo::ParseModule(text, "test");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return m.ok() ? std::move(m).value() : nullptr;
 }
 
 // The built-in backend `spec`; a failure to create it fails the test (and gives nullptr).
