@@ -19,7 +19,6 @@
 
 #include "compiler_probe/remote/entry.h"
 #include "hlo/file_io.h"
-#include "hlo/probe_unit.h"
 #include "hlo/quote.h"
 
 namespace opprobe::compiler_probe {
@@ -47,7 +46,16 @@ CREATE TABLE verdicts(
   checksum BLOB NOT NULL,         -- EntryChecksum: the whole key and verdict
   PRIMARY KEY(backend, fingerprint)
 ) WITHOUT ROWID;
+CREATE TABLE memos(
+  key INTEGER PRIMARY KEY,        -- ProbeCache::StoreMemos's key (it says what the value depends on)
+  value BLOB NOT NULL,
+  checksum INTEGER NOT NULL       -- Fnv1a64 of value
+);
 )sql";
+// Format 1 caches written before memos existed lack the table: the first open that wants it adds it (older
+// opprobes read such a file as before, ignoring the table).
+constexpr const char* kMemoTable =
+    "CREATE TABLE IF NOT EXISTS memos(key INTEGER PRIMARY KEY, value BLOB NOT NULL, checksum INTEGER NOT NULL)";
 // A writer waits this long for another process's write before the store gives up (a lost store is probed again).
 constexpr int kBusyTimeoutMs = 60000;
 // Taken (flock) only to create the database, migrate the old layout, or set a damaged file aside.
@@ -72,20 +80,44 @@ bool IsOldTempFile(const fs::directory_entry& e) {
 
 int KindCode(Verdict::Kind k) { return k == Verdict::Kind::kSupported ? 1 : 2; }
 
-// Length-prefixed fields, so that no two entries hash the same text. (Every lookup checks one: no formatting.)
+// FNV-1a 64 over length-prefixed fields, so that no two entries hash the same text; as 16 hex digits. (Every lookup
+// checks one: hashed as it goes, nothing formatted or copied.)
+struct Fnv64 {
+  uint64_t h = 1469598103934665603ULL;
+  void Add(std::string_view text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  }
+  void AddNumber(double v) {
+    char num[32];
+    Add(std::string_view(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, v).ptr - num)));
+  }
+  void AddSize(size_t n) {
+    char num[32];
+    Add(std::string_view(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, n).ptr - num)));
+  }
+};
+
 std::string EntryChecksum(const std::string& id, const std::string& version, std::string_view fingerprint, int kind,
                           std::string_view reason, double seconds, std::string_view tail) {
-  std::string text;
-  text.reserve(id.size() + version.size() + fingerprint.size() + reason.size() + tail.size() + 80);
-  char num[32];
-  for (std::string_view f : {std::string_view(id), std::string_view(version), fingerprint, reason, tail}) {
-    text.append(num, std::to_chars(num, num + sizeof num, f.size()).ptr);
-    text += ':';
-    text += f;
+  Fnv64 f;
+  for (std::string_view field : {std::string_view(id), std::string_view(version), fingerprint, reason, tail}) {
+    f.AddSize(field.size());
+    f.Add(":");
+    f.Add(field);
   }
-  text += static_cast<char>('0' + kind);
-  text.append(num, std::to_chars(num, num + sizeof num, seconds).ptr);  // shortest text that reads back the same
-  return hlo::Fnv1a64Hex(text);
+  const char k = static_cast<char>('0' + kind);
+  f.Add(std::string_view(&k, 1));
+  f.AddNumber(seconds);  // shortest text that reads back the same
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex(16, '0');
+  for (int i = 15; i >= 0; --i, f.h >>= 4) hex[static_cast<size_t>(i)] = kDigits[f.h & 15];
+  return hex;
+}
+
+int64_t MemoChecksum(std::string_view value) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : value) h = (h ^ c) * 1099511628211ULL;
+  return static_cast<int64_t>(h);
 }
 
 bool IsDamage(int rc) {
@@ -301,7 +333,13 @@ class DiskCache : public ProbeCache {
     Db::Inspection in = db_.Inspect();
     std::error_code ec;
     const bool old_layout = fs::exists(dir_ / kOldLayout, ec) && CountOldLayout(dir_, /*stop_at=*/1) > 0;
-    if (in.state == Db::State::kReady && !old_layout && Prepare()) return Status::Ok();  // the usual case
+    if (in.state == Db::State::kReady && !old_layout && Prepare()) {  // the usual case
+      if (!PrepareMemos()) {
+        FolderLock lock(dir_);
+        AddMemoTable();
+      }
+      return Status::Ok();
+    }
     // Something to set up: under the folder's lock, looking again (another process may have done it meanwhile).
     FolderLock lock(dir_);
     OPPROBE_RETURN_IF_ERROR(Reopen(/*refuse=*/options_.named));
@@ -312,7 +350,59 @@ class DiskCache : public ProbeCache {
         db_.Close();
       }
     }
+    if (db_.open() && !PrepareMemos()) AddMemoTable();
     return Status::Ok();
+  }
+
+  std::vector<std::optional<std::string>> LookupMemos(const std::vector<uint64_t>& keys) override {
+    std::vector<std::optional<std::string>> out(keys.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!db_.open() || !memo_get_.get()) return out;
+    const bool txn = sqlite3_step(begin_.get()) == SQLITE_DONE;
+    sqlite3_reset(begin_.get());
+    sqlite3_stmt* s = memo_get_.get();
+    int rc = SQLITE_DONE;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ResetOnExit r{s};
+      sqlite3_bind_int64(s, 1, static_cast<int64_t>(keys[i]));
+      rc = sqlite3_step(s);
+      if (rc == SQLITE_ROW) {
+        // A row that does not check out (wrong type, checksum) is a miss; the next StoreMemos replaces it.
+        std::string_view value = ColumnBlob(s, 0);
+        if (sqlite3_column_type(s, 1) == SQLITE_INTEGER && sqlite3_column_int64(s, 1) == MemoChecksum(value))
+          out[i] = std::string(value);
+      } else if (rc != SQLITE_DONE) {
+        break;
+      }
+    }
+    if (txn && db_.open()) {
+      sqlite3_step(commit_.get());
+      sqlite3_reset(commit_.get());
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) Fault(rc, "read");
+    return out;
+  }
+
+  void StoreMemos(const std::vector<std::pair<uint64_t, std::string>>& entries) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries.empty() || !db_.open() || !memo_put_.get()) return;
+    int rc = sqlite3_step(begin_write_.get());
+    sqlite3_reset(begin_write_.get());
+    if (rc != SQLITE_DONE) return Fault(rc, "write");
+    for (const auto& [key, value] : entries) {
+      ResetOnExit r{memo_put_.get()};
+      sqlite3_bind_int64(memo_put_.get(), 1, static_cast<int64_t>(key));
+      BindBlob(memo_put_.get(), 2, value);
+      sqlite3_bind_int64(memo_put_.get(), 3, MemoChecksum(value));
+      if ((rc = sqlite3_step(memo_put_.get())) != SQLITE_DONE) break;
+    }
+    if (rc == SQLITE_DONE) {
+      rc = sqlite3_step(commit_.get());
+      sqlite3_reset(commit_.get());
+      if (rc == SQLITE_DONE) return;
+    }
+    db_.Exec("ROLLBACK");
+    Fault(rc, "write");
   }
 
   std::optional<Verdict> Lookup(const std::string& backend_id, const std::string& backend_version,
@@ -459,8 +549,24 @@ class DiskCache : public ProbeCache {
            db_.Prepare("BEGIN", begin_) == SQLITE_OK && db_.Prepare("BEGIN IMMEDIATE", begin_write_) == SQLITE_OK &&
            db_.Prepare("COMMIT", commit_) == SQLITE_OK;
   }
+  // The memo statements; false when the file has no memos table yet (a cache written before memos existed).
+  bool PrepareMemos() {
+    return db_.Prepare("SELECT value, checksum FROM memos WHERE key = ?1", memo_get_) == SQLITE_OK &&
+           db_.Prepare("INSERT OR REPLACE INTO memos VALUES (?1, ?2, ?3)", memo_put_) == SQLITE_OK;
+  }
+  // Adds the memos table to a cache that lacks it; without it the cache keeps its verdicts and has no memos. The
+  // caller holds the folder's lock.
+  void AddMemoTable() {
+    memo_get_.Finalize();
+    memo_put_.Finalize();
+    if (db_.Exec(kMemoTable) != SQLITE_OK || !PrepareMemos()) {
+      memo_get_.Finalize();
+      memo_put_.Finalize();
+    }
+  }
   void Finalize() {
-    for (Stmt* s : {&get_, &put_, &put_backend_, &begin_, &begin_write_, &commit_}) s->Finalize();
+    for (Stmt* s : {&get_, &put_, &put_backend_, &begin_, &begin_write_, &commit_, &memo_get_, &memo_put_})
+      s->Finalize();
   }
 
   // Opens the file again and makes it a usable cache: as it is when ready, created when empty, set aside and
@@ -541,6 +647,7 @@ class DiskCache : public ProbeCache {
       Finalize();
       db_.Close();
     }
+    if (db_.open() && !PrepareMemos()) AddMemoTable();
   }
 
   // Copies the old layout's entries (checked as its reader checked them) into the database in one transaction,
@@ -606,6 +713,7 @@ class DiskCache : public ProbeCache {
   std::mutex mu_;  // one connection, used by one thread at a time
   Db db_;          // closed: no usable cache; every lookup misses and stores are dropped
   Stmt get_, put_, put_backend_, begin_, begin_write_, commit_;
+  Stmt memo_get_, memo_put_;  // null when the file has no memos table
   std::vector<Entry> pending_;  // stored, not yet committed
   Clock::time_point pending_since_{}, last_commit_{};
   bool recovered_ = false;
@@ -741,7 +849,9 @@ Expected<DiskCacheClear> ClearDiskCache(const std::string& dir) {
   int64_t n = 0;
   int rc = db.Exec("BEGIN IMMEDIATE");
   if (rc == SQLITE_OK) rc = db.QueryInt("SELECT count(*) FROM verdicts", n);
-  if (rc == SQLITE_OK) rc = db.Exec("DELETE FROM verdicts; DELETE FROM backends; COMMIT");
+  if (rc == SQLITE_OK) rc = db.Exec("DELETE FROM verdicts; DELETE FROM backends");
+  if (rc == SQLITE_OK) rc = db.Exec(kMemoTable);  // (a cache from before memos: the table is added, then emptied)
+  if (rc == SQLITE_OK) rc = db.Exec("DELETE FROM memos; COMMIT");
   if (rc != SQLITE_OK) {
     std::string msg = db.Error();
     db.Exec("ROLLBACK");

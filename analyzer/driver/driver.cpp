@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analyzer/driver/build_id.h"
+#include "analyzer/driver/lowering_memo.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "hlo/fingerprint.h"
 #include "hlo/printer.h"
@@ -37,7 +39,16 @@ class ProbeSet {
              const std::shared_ptr<const hlo::Module>& source = nullptr) {
     const uint64_t hash = hlo::UnitHash(instr);
     auto [it, inserted] = index_.emplace(hash, probes.size());
-    if (!inserted) return it->second;
+    if (!inserted) {
+      ProbeRecord& known = probes[it->second];
+      if (known.relower && source) {  // known from a memo so far: this lowering has the unit at hand
+        known.relower = nullptr;
+        known.source = source;
+        known.source_instruction = &instr;
+      }
+      return it->second;
+    }
+    hashes_.push_back(hash);
     ProbeRecord& rec = probes.emplace_back();
     rec.fingerprint = hlo::HashHex(hash);
     rec.opcode = instr.unknown_opcode.empty() ? std::string(hlo::OpcodeName(instr.opcode)) : instr.unknown_opcode;
@@ -51,8 +62,26 @@ class ProbeSet {
     return it->second;
   }
 
+  // A unit known from a lowering memo: by its fingerprint and what the report shows; `relower` gives the unit itself
+  // when it is needed.
+  size_t AddKnown(const MemoUnit& u, std::vector<ProbeRecord>& probes, decltype(ProbeRecord::relower) relower) {
+    auto [it, inserted] = index_.emplace(u.hash, probes.size());
+    if (!inserted) return it->second;
+    hashes_.push_back(u.hash);
+    ProbeRecord& rec = probes.emplace_back();
+    rec.fingerprint = hlo::HashHex(u.hash);
+    rec.opcode = u.opcode;
+    rec.signature = u.signature;
+    rec.relower = std::move(relower);
+    return it->second;
+  }
+
+  // The structural hash of unit `index` (an index Add or AddKnown returned).
+  uint64_t hash(size_t index) const { return hashes_[index]; }
+
  private:
   std::unordered_map<uint64_t, size_t> index_;
+  std::vector<uint64_t> hashes_;  // by unit index
 };
 
 // Probes every unit (cache first), in parallel when the backend allows it, then writes repro files.
@@ -78,6 +107,8 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
     }
     todo.push_back(i);
   }
+  // Units known only from a lowering memo are lowered again here, before the probe threads start.
+  for (size_t i : todo) probes[i].Unit();
   std::atomic<size_t> next{0};
   std::atomic<int64_t> done{total - static_cast<int64_t>(todo.size())};
   std::mutex progress_mu;
@@ -90,7 +121,10 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
       auto start = Clock::now();
       compiler_probe::Verdict v;
       try {
-        v = backend.probe(*probes[i].Unit());
+        const hlo::Module* unit = probes[i].Unit();
+        v = unit ? backend.probe(*unit)
+                 : compiler_probe::Verdict::Error(
+                       "internal: this unit's call no longer lowers to it (a stale lowering memo); clear the cache");
       } catch (const std::exception& e) {
         v = compiler_probe::Verdict::Error(fmt::format("backend threw: {}", e.what()));
       } catch (...) {
@@ -130,7 +164,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
     if (!v.supported() && v.reason.rfind(compiler_probe::kNumericsPrefix, 0) == 0) ++summary.interp_differ;
     if (v.supported() && v.output_tail.rfind(compiler_probe::kInterpNotComparedPrefix, 0) == 0)
       ++summary.interp_not_compared;
-    if (!options.dump_dir.empty() && !probes[i].verdict.supported()) {
+    if (!options.dump_dir.empty() && !probes[i].verdict.supported() && probes[i].Unit()) {
       auto path = hlo::WriteRepro(*probes[i].Unit(), options.dump_dir, probes[i].opcode, probes[i].fingerprint);
       if (path.ok()) probes[i].repro_path = *path;
       else if (dump_error.ok()) dump_error = path.status();
@@ -208,6 +242,7 @@ struct GraphAnalysis::State {
   // Distinct signatures (SignatureKey: op, overload, arguments, outputs), numbered in order of appearance, each with
   // the first node that had it: the one that is lowered.
   std::unordered_map<std::string, uint32_t> signature_ids;
+  std::vector<const std::string*> signature_keys;  // keys of signature_ids, by signature
   std::vector<Node> signature_nodes;
   std::vector<std::string> tensor_signatures;
   // Nodes whose argument and output lists share a storage have the same signature when op and overload agree too:
@@ -295,6 +330,7 @@ uint32_t GraphAnalysis::State::SignatureOf(const Node& n) {
     if (s.op == n.op && s.overload == n.overload) return s.signature;
   auto [it, inserted] = signature_ids.emplace(n.SignatureKey(), static_cast<uint32_t>(signature_nodes.size()));
   if (inserted) {
+    signature_keys.push_back(&it->first);
     signature_nodes.push_back(n);
     tensor_signatures.push_back(n.TensorSignature());
   }
@@ -371,10 +407,9 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     r.ignored.push_back(std::move(ig.second));
   }
 
-  // 2. Lower each distinct signature once (in the order the call sites first need it); 3. dedup probe units by
-  // fingerprint.
+  // 2. Lower each distinct signature once (in the order the call sites first need it), or take what its lowering
+  // gave from the memo; 3. dedup probe units by fingerprint.
   struct Lowered {
-    bool done = false;
     bool custom = false;  // outside aten and without a lowering: a custom op
     bool ok = false;
     std::string error;
@@ -386,41 +421,98 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     size_t derived = 0;                      // distinct other ops among attributed_to
   };
   std::vector<Lowered> lowered(s.signature_nodes.size());
+  std::vector<uint32_t> order;  // signatures in the order the call sites first need them
+  {
+    std::vector<bool> needed(s.signature_nodes.size());
+    for (const State::Site& site : s.sites)
+      if (!needed[site.signature]) {
+        needed[site.signature] = true;
+        order.push_back(site.signature);
+      }
+  }
+  // The nodes outlive the analysis in the units known from the memo (they lower their call again when needed).
+  const auto nodes = std::make_shared<const std::vector<Node>>(std::move(s.signature_nodes));
+  compiler_probe::ProbeCache* cache = s.options.cache;
+  const bool memo = cache && table.builtin() && !BuildId().empty();
+  std::vector<uint64_t> memo_keys;
+  std::vector<std::optional<std::string>> memos;
+  if (memo) {
+    memo_keys.reserve(order.size());
+    for (uint32_t sig : order) memo_keys.push_back(LoweringMemoKey(*s.signature_keys[sig]));
+    memos = cache->LookupMemos(memo_keys);
+  }
+  std::vector<std::pair<uint64_t, std::string>> new_memos;
+  const LoweringTable* lowering_table = &table;
   ProbeSet set;
   size_t derived_total = 0;
-  for (const State::Site& site : s.sites) {
-    Lowered& l = lowered[site.signature];
-    if (!l.done) {
-      l.done = true;
-      const Node& n = s.signature_nodes[site.signature];
-      if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
-        // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
-        l.custom = true;
-        continue;
+  for (size_t j = 0; j < order.size(); ++j) {
+    const uint32_t sig = order[j];
+    Lowered& l = lowered[sig];
+    const Node& n = (*nodes)[sig];
+    std::optional<LoweringOutcome> known;
+    if (memo && memos[j]) known = DecodeLoweringOutcome(*memos[j]);
+    if (known) {
+      l.custom = known->kind == LoweringOutcome::Kind::kCustomOp;
+      l.ok = known->kind == LoweringOutcome::Kind::kOk;
+      l.error = std::move(known->error);
+      l.dynamic = known->dynamic_shape;
+      l.note = std::move(known->note);
+      std::set<std::string> others;
+      for (size_t k = 0; k < known->units.size(); ++k) {
+        MemoUnit& u = known->units[k];
+        auto relower = [nodes, lowering_table, sig, k, hash = u.hash]() {
+          std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*> out{nullptr, nullptr};
+          Expected<LoweredModule> m = Lower((*nodes)[sig], *lowering_table);
+          if (m.ok() && k < m->units.size() && hlo::UnitHash(*m->units[k]) == hash) {
+            out.second = m->units[k];
+            out.first = std::move(m->module);
+          }
+          return out;
+        };
+        l.probes.push_back(set.AddKnown(u, r.probes, std::move(relower)));
+        l.names.push_back(std::move(u.name));
+        if (!u.attributed_to.empty()) others.insert(u.attributed_to);
+        l.attributed_to.push_back(std::move(u.attributed_to));
       }
-      Expected<LoweredModule> m = Lower(n, table);
-      if (!m.ok()) {
-        l.error = m.status().message();
-      } else {
-        l.ok = true;
-        l.dynamic = m->dynamic_shape;
-        l.note = m->note;
-        std::set<std::string> others;
-        // Units seen first here keep the lowered module until they are probed (or for the report's text).
-        const std::shared_ptr<const hlo::Module> source = std::move(m->module);
-        for (const hlo::Instruction* u : m->units) {
-          l.probes.push_back(set.Add(*u, r.probes, source));
-          l.names.push_back(u->name);
-          std::string other = AtenOpFromOpType(u->metadata.op_type);
-          l.attributed_to.push_back(other == n.op ? "" : other);
-          if (!l.attributed_to.back().empty()) others.insert(other);
-        }
-        l.derived = others.size();
-      }
-      ++r.summary.distinct_signatures;
+      l.derived = others.size();
+      if (!l.custom) ++r.summary.distinct_signatures;
+      derived_total += l.derived;
+      continue;
     }
+    LoweringOutcome outcome;  // what the memo keeps of this lowering
+    if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
+      // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
+      l.custom = true;
+      outcome.kind = LoweringOutcome::Kind::kCustomOp;
+    } else if (Expected<LoweredModule> m = Lower(n, table); !m.ok()) {
+      l.error = m.status().message();
+      outcome.kind = LoweringOutcome::Kind::kFailed;
+      outcome.error = l.error;
+    } else {
+      l.ok = true;
+      l.dynamic = outcome.dynamic_shape = m->dynamic_shape;
+      l.note = outcome.note = m->note;
+      std::set<std::string> others;
+      // Units seen first here keep the lowered module until they are probed (or for the report's text).
+      const std::shared_ptr<const hlo::Module> source = std::move(m->module);
+      for (const hlo::Instruction* u : m->units) {
+        const size_t p = set.Add(*u, r.probes, source);
+        l.probes.push_back(p);
+        l.names.push_back(u->name);
+        std::string other = AtenOpFromOpType(u->metadata.op_type);
+        l.attributed_to.push_back(other == n.op ? "" : other);
+        if (!l.attributed_to.back().empty()) others.insert(other);
+        if (memo)
+          outcome.units.push_back(
+              MemoUnit{set.hash(p), r.probes[p].opcode, r.probes[p].signature, u->name, l.attributed_to.back()});
+      }
+      l.derived = others.size();
+    }
+    if (!l.custom) ++r.summary.distinct_signatures;
     derived_total += l.derived;
+    if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(outcome));
   }
+  if (!new_memos.empty()) cache->StoreMemos(new_memos);
 
   // The records: one per call site, then those of instructions attributed to another op, each at its call's place.
   r.ops.reserve(s.sites.size() + derived_total);
@@ -429,7 +521,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   std::map<std::string, size_t> derived;  // attributed op -> index in derived_ops, for the call site at hand
   for (size_t i = 0; i < s.sites.size(); ++i) {
     const State::Site& site = s.sites[i];
-    const Node& n = s.signature_nodes[site.signature];
+    const Node& n = (*nodes)[site.signature];
     const Lowered& l = lowered[site.signature];
     OpRecord& op = r.ops.emplace_back();
     op.op = n.op;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 
@@ -14,10 +16,21 @@ std::string ProbeRecord::ModuleText() const {
     auto made = hlo::MakeProbeModule(*source_instruction, std::string(hlo::OpcodeName(source_instruction->opcode)));
     return hlo::ToString(*made, hlo::PrintOptions::Short());
   }
+  if (relower) {
+    auto [module, instruction] = relower();
+    if (instruction) {
+      auto made = hlo::MakeProbeModule(*instruction, std::string(hlo::OpcodeName(instruction->opcode)));
+      return hlo::ToString(*made, hlo::PrintOptions::Short());
+    }
+  }
   return module_text;
 }
 
 const hlo::Module* ProbeRecord::Unit() {
+  if (!unit && !source_instruction && relower) {
+    std::tie(source, source_instruction) = relower();
+    relower = nullptr;
+  }
   if (!unit && source_instruction) {
     unit = hlo::MakeProbeModule(*source_instruction, std::string(hlo::OpcodeName(source_instruction->opcode)));
     source_instruction = nullptr;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,10 @@ struct ProbeRecord {
   std::shared_ptr<const hlo::Module> unit;
   std::shared_ptr<const hlo::Module> source;
   const hlo::Instruction* source_instruction = nullptr;
+  // A unit the driver knows only from its lowering memo (a warm run builds no lowering): lowers its call again when
+  // the unit itself is needed, giving the module and the unit's instruction in it (null when that lowering no longer
+  // has the unit).
+  std::function<std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*>()> relower;
   compiler_probe::Verdict verdict;
   bool cache_hit = false;
   std::string repro_path;    // `--dump-dir` file for unsupported units, when written
@@ -31,7 +36,7 @@ struct ProbeRecord {
   // The unit as HLO text (short style): module_text, or the unit printed (on each call: only the reports that show
   // it ask, so a run whose report does not show it prints no unit).
   std::string ModuleText() const;
-  // `unit`, made from source_instruction first when there is none yet; null when there is neither.
+  // `unit`, made from source_instruction (or `relower`) first when there is none yet; null when there is neither.
   const hlo::Module* Unit();
 };
 

@@ -37,6 +37,7 @@ std::optional<std::string> FunctionalOverload(const std::string& overload) {
 }  // namespace
 
 const LoweringTable::Entry* LoweringTable::Find(const std::string& op, const std::string& overload) const {
+  Fill();
   if (!overload.empty() && overload != "default") {
     if (auto it = entries_.find(op + "." + overload); it != entries_.end()) return &it->second;
     if (auto functional = FunctionalOverload(overload); functional && !functional->empty()) {
@@ -48,6 +49,7 @@ const LoweringTable::Entry* LoweringTable::Find(const std::string& op, const std
 }
 
 std::vector<const LoweringTable::Entry*> LoweringTable::entries() const {
+  Fill();
   std::vector<const Entry*> out;
   for (const auto& [k, e] : entries_) out.push_back(&e);
   return out;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,18 @@ class LoweringTable {
   std::vector<const Entry*> entries() const;  // sorted by name
 
   // The table with every built-in lowering: each family's list (families.h) and the in-place forms derived
-  // from it.
+  // from it, registered when the table is first asked for an entry (a warm run that lowers nothing never is).
   static const LoweringTable& Builtin();
   // What Register rejected while Builtin() was built (a name listed twice): empty unless a family list is wrong.
-  const std::vector<Status>& rejected() const { return rejected_; }
+  const std::vector<Status>& rejected() const;
+  // Whether this is Builtin(): what it lowers is fixed by opprobe's build, so outcomes may be memoized under it.
+  bool builtin() const { return builtin_; }
 
  private:
+  void Fill() const;  // Builtin's registrations, once
+
+  bool builtin_ = false;
+  std::unique_ptr<std::once_flag> filled_ = std::make_unique<std::once_flag>();  // (a table stays movable)
   std::map<std::string, Entry> entries_;
   std::vector<Status> rejected_;
 };

@@ -54,6 +54,21 @@ LoweringFn InPlaceForm(const LoweringFn& fn, lowering::RestoreSelf restore) {
 const LoweringTable& LoweringTable::Builtin() {
   static const LoweringTable* table = [] {
     auto* t = new LoweringTable();
+    t->builtin_ = true;
+    return t;
+  }();
+  return *table;
+}
+
+const std::vector<Status>& LoweringTable::rejected() const {
+  Fill();
+  return rejected_;
+}
+
+void LoweringTable::Fill() const {
+  if (!builtin_) return;
+  std::call_once(*filled_, [this] {
+    auto* t = const_cast<LoweringTable*>(this);  // the one table Builtin() made, filled once under filled_
     auto add = [t](Entry e) {
       if (Status st = t->Register(std::move(e)); !st.ok()) t->rejected_.push_back(st);
     };
@@ -64,9 +79,7 @@ const LoweringTable& LoweringTable::Builtin() {
           add(Entry{lowering::InPlaceName(l.name), family->name, InPlaceForm(l.fn, l.in_place.restore), l.name});
       }
     }
-    return t;
-  }();
-  return *table;
+  });
 }
 
 }  // namespace opprobe::analyzer

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 
+#include "analyzer/driver/lowering_memo.h"
 #include "hlo/builder.h"
 
 namespace opprobe::analyzer {
@@ -47,6 +49,23 @@ class MapCache : public compiler_probe::ProbeCache {
  private:
   std::mutex mu_;
   std::map<std::string, compiler_probe::Verdict> map_;
+};
+
+// MapCache with memos, which tests can read and edit.
+class MemoCache : public MapCache {
+ public:
+  std::vector<std::optional<std::string>> LookupMemos(const std::vector<uint64_t>& keys) override {
+    std::vector<std::optional<std::string>> out;
+    for (uint64_t k : keys) {
+      auto it = memos.find(k);
+      out.push_back(it == memos.end() ? std::nullopt : std::optional<std::string>(it->second));
+    }
+    return out;
+  }
+  void StoreMemos(const std::vector<std::pair<uint64_t, std::string>>& entries) override {
+    for (const auto& [k, v] : entries) memos[k] = v;
+  }
+  std::map<uint64_t, std::string> memos;
 };
 
 TensorMeta F32(std::vector<int64_t> sizes) { return TensorMeta{PrimitiveType::F32, std::move(sizes), {}, {}}; }
@@ -125,6 +144,115 @@ TEST(Driver, CacheAnswersTheSecondRun) {
   EXPECT_EQ(second.probes.load(), 0);
   EXPECT_EQ(r2.summary.cache_hits, 2);
   EXPECT_EQ(r2.SupportPercentage(), 100.0);
+}
+
+// Calls the built-in table lowers (relu, exp, add with its alpha multiply attributed to aten::mul), one it cannot
+// and one outside aten.
+Graph BuiltinGraph() {
+  Graph g;
+  g.model = "model.py";
+  Node add = Call("aten::add", {4}, 12);
+  add.overload = "Tensor";
+  add.args = {{"self", Value::Tensor(F32({4}))}, {"other", Value::Tensor(F32({4}))}, {"alpha", Value::Int(2)}};
+  g.nodes = {Call("aten::relu", {4}, 10), Call("aten::exp", {8}, 11), add, Call("aten::opprobe_test_missing", {4}, 13),
+             Call("mylib::thing", {4}, 14), Call("aten::relu", {4}, 15)};
+  return g;
+}
+
+void ExpectSameAnalysis(const AnalysisResult& a, const AnalysisResult& b) {
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].op, b.ops[i].op);
+    EXPECT_EQ(a.ops[i].lowering, b.ops[i].lowering);
+    EXPECT_EQ(a.ops[i].lowering_error, b.ops[i].lowering_error);
+    EXPECT_EQ(a.ops[i].probes, b.ops[i].probes);
+    EXPECT_EQ(a.ops[i].instruction_names, b.ops[i].instruction_names);
+    EXPECT_EQ(a.ops[i].part_of, b.ops[i].part_of);
+  }
+  ASSERT_EQ(a.probes.size(), b.probes.size());
+  for (size_t i = 0; i < a.probes.size(); ++i) {
+    EXPECT_EQ(a.probes[i].fingerprint, b.probes[i].fingerprint);
+    EXPECT_EQ(a.probes[i].opcode, b.probes[i].opcode);
+    EXPECT_EQ(a.probes[i].signature, b.probes[i].signature);
+    EXPECT_EQ(a.probes[i].ModuleText(), b.probes[i].ModuleText());
+    EXPECT_EQ(a.probes[i].verdict.kind, b.probes[i].verdict.kind);
+    EXPECT_EQ(a.probes[i].verdict.reason, b.probes[i].verdict.reason);
+  }
+  EXPECT_EQ(a.summary.distinct_signatures, b.summary.distinct_signatures);
+  EXPECT_EQ(a.summary.hlo_instructions, b.summary.hlo_instructions);
+  EXPECT_EQ(a.summary.supported_instructions, b.summary.supported_instructions);
+}
+
+TEST(Driver, AWarmRunTakesEachLoweringFromTheMemo) {
+  const Graph g = BuiltinGraph();
+  MemoCache cache;
+  DriverOptions opts;
+  opts.cache = &cache;
+  FakeBackend first("exponential");
+  AnalysisResult cold = Analyze(g, first, LoweringTable::Builtin(), opts);
+  ASSERT_EQ(cache.memos.size(), 5u);  // relu, exp, add, the missing op and the custom op: one each
+  std::set<std::string> opcodes;
+  for (const auto& p : cold.probes) opcodes.insert(p.opcode);
+  for (const char* op : {"maximum", "exponential", "multiply", "add"}) EXPECT_TRUE(opcodes.count(op)) << op;
+  const int units = static_cast<int>(cold.summary.unique_probes);
+  EXPECT_EQ(first.probes.load(), units);
+  for (const auto& p : cold.probes) EXPECT_FALSE(p.relower);
+
+  // Warm: nothing is lowered (every unit is known by fingerprint from the memo) and nothing is probed.
+  FakeBackend second("exponential");
+  AnalysisResult warm = Analyze(g, second, LoweringTable::Builtin(), opts);
+  EXPECT_EQ(second.probes.load(), 0);
+  for (const auto& p : warm.probes) {
+    EXPECT_TRUE(p.cache_hit);
+    EXPECT_TRUE(p.relower) << p.fingerprint;
+    EXPECT_EQ(p.source, nullptr);
+  }
+  ExpectSameAnalysis(cold, warm);  // ModuleText lowers a memo's unit again to print it
+
+  // Memos without verdicts (another backend): the units are lowered again to be probed, and probed.
+  FakeBackend other("add");
+  AnalysisResult fresh = Analyze(g, other, LoweringTable::Builtin(), {});
+  MemoCache memos_only;
+  memos_only.memos = cache.memos;
+  opts.cache = &memos_only;
+  FakeBackend third("add");
+  AnalysisResult relowered = Analyze(g, third, LoweringTable::Builtin(), opts);
+  EXPECT_EQ(third.probes.load(), units);
+  ExpectSameAnalysis(fresh, relowered);
+}
+
+TEST(Driver, AMemoThatDoesNotCheckOutIsNeverTrusted) {
+  const Graph g = BuiltinGraph();
+  MemoCache cache;
+  DriverOptions opts;
+  opts.cache = &cache;
+  FakeBackend backend("none");
+  AnalysisResult cold = Analyze(g, backend, LoweringTable::Builtin(), opts);
+  // A memo that does not decode is lowered afresh (and written again).
+  MemoCache garbled;
+  for (const auto& [k, v] : cache.memos) garbled.memos[k] = v.substr(0, v.size() / 2);
+  opts.cache = &garbled;
+  FakeBackend b2("none");
+  ExpectSameAnalysis(cold, Analyze(g, b2, LoweringTable::Builtin(), opts));
+  EXPECT_EQ(garbled.memos, cache.memos);
+  // A memo whose unit is not what the call lowers to (edited, or from a lowering that changed without a rebuild):
+  // the unit to probe cannot be made, which is an error verdict of its own, never another unit's verdict.
+  MemoCache stale;
+  for (const auto& [k, v] : cache.memos) {
+    auto o = DecodeLoweringOutcome(v);
+    ASSERT_TRUE(o.has_value());
+    for (auto& u : o->units) u.hash ^= 1;
+    stale.memos[k] = EncodeLoweringOutcome(*o);
+  }
+  opts.cache = &stale;
+  FakeBackend b3("none");
+  AnalysisResult r = Analyze(g, b3, LoweringTable::Builtin(), opts);
+  EXPECT_EQ(b3.probes.load(), 0);
+  ASSERT_EQ(r.probes.size(), cold.probes.size());
+  for (const auto& p : r.probes) {
+    EXPECT_EQ(p.verdict.kind, compiler_probe::Verdict::Kind::kError);
+    EXPECT_NE(p.verdict.reason.find("stale lowering memo"), std::string::npos) << p.verdict.reason;
+  }
 }
 
 TEST(Driver, InstructionsAttributedToAnotherOpGetTheirOwnRecord) {

@@ -207,6 +207,51 @@ TEST(DiskCacheTest, StatsAndClear) {
   EXPECT_EQ(after->backends[0].id, "cmd:x");
 }
 
+TEST(DiskCacheTest, MemosAreKeptBesideTheVerdictsAndCheckedOnRead) {
+  TempDir tmp;
+  {
+    auto cache = OpenDiskCache(tmp.path.string());
+    ASSERT_TRUE(cache.ok());
+    const std::string odd("with\0nul\xff bytes", 18);
+    (*cache)->StoreMemos({{1, "one"}, {0xffffffffffffffffULL, odd}, {3, "three"}});
+    auto got = (*cache)->LookupMemos({3, 2, 0xffffffffffffffffULL, 1});
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_EQ(got[0], "three");
+    EXPECT_FALSE(got[1].has_value());
+    EXPECT_EQ(got[2], odd);  // byte for byte, the whole key range
+    EXPECT_EQ(got[3], "one");
+    (*cache)->StoreMemos({{3, "three again"}});  // a key stored again is replaced
+  }
+  Sql(tmp.File(), "UPDATE memos SET value = CAST('edited' AS BLOB) WHERE key = 1");
+  auto cache = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(cache.ok());
+  auto got = (*cache)->LookupMemos({1, 3});
+  EXPECT_FALSE(got[0].has_value());  // the checksum no longer matches: a miss
+  EXPECT_EQ(got[1], "three again");
+  // Clearing the cache clears its memos too.
+  cache->reset();
+  ASSERT_TRUE(ClearDiskCache(tmp.path.string()).ok());
+  cache = OpenDiskCache(tmp.path.string());
+  EXPECT_FALSE((*cache)->LookupMemos({3})[0].has_value());
+}
+
+TEST(DiskCacheTest, ACacheFromBeforeMemosGetsTheTableAndKeepsItsVerdicts) {
+  TempDir tmp;
+  {
+    auto cache = OpenDiskCache(tmp.path.string());
+    ASSERT_TRUE(cache.ok());
+    (*cache)->Store("b", "1", "abc", Unsupported("kept"));
+  }
+  Sql(tmp.File(), "DROP TABLE memos");  // as a cache written before memos existed
+  Warnings w;
+  auto cache = OpenDiskCache(tmp.path.string(), w.Options(/*named=*/true));
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  EXPECT_TRUE(w.lines.empty());
+  EXPECT_EQ((*cache)->Lookup("b", "1", "abc")->reason, "kept");
+  (*cache)->StoreMemos({{7, "seven"}});
+  EXPECT_EQ((*cache)->LookupMemos({7})[0], "seven");
+}
+
 TEST(DiskCacheTest, ConcurrentThreadsShareOneCache) {
   TempDir tmp;
   auto cache = OpenDiskCache(tmp.path.string());
