@@ -265,6 +265,7 @@ struct GraphAnalysis::State {
   class Strings {
    public:
     uint32_t Id(const std::string& s) {
+      if (auto known = ids_.find(s); known != ids_.end()) return known->second;  // (emplace would copy s first)
       auto [it, inserted] = ids_.emplace(s, static_cast<uint32_t>(text_.size()));
       if (inserted) text_.push_back(&it->first);
       return it->second;

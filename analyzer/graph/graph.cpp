@@ -1,5 +1,7 @@
 #include "analyzer/graph/graph.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,15 +21,29 @@ int64_t TensorMeta::numel() const {
   return n;
 }
 
-std::string TensorMeta::ToString() const {
-  std::string out = torch_dtype.empty() ? std::string(hlo::PrimitiveTypeName(dtype)) : torch_dtype;
+namespace {
+void AppendInt(std::string& out, int64_t v) {
+  char num[24];
+  out.append(num, std::to_chars(num, num + sizeof num, v).ptr);
+}
+}  // namespace
+
+void TensorMeta::AppendTo(std::string& out) const {
+  if (torch_dtype.empty()) out += hlo::PrimitiveTypeName(dtype);
+  else out += torch_dtype;
   out += '[';
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (i) out += ',';
     if (i < dynamic.size() && dynamic[i]) out += "<=";
-    out += std::to_string(sizes[i]);
+    AppendInt(out, sizes[i]);
   }
-  return out + ']';
+  out += ']';
+}
+
+std::string TensorMeta::ToString() const {
+  std::string out;
+  AppendTo(out);
+  return out;
 }
 
 Value Value::Tensor(TensorMeta m) {
@@ -114,6 +130,24 @@ std::string Value::ToString() const {
   return "?";
 }
 
+void Value::AppendTo(std::string& out) const {
+  switch (kind) {
+    case Kind::kNone: out += "None"; return;
+    case Kind::kTensor: tensor.AppendTo(out); return;
+    case Kind::kBool: out += b ? "True" : "False"; return;
+    case Kind::kInt: AppendInt(out, i); return;
+    case Kind::kIntList:
+      out += '[';
+      for (size_t k = 0; k < ints.size(); ++k) {
+        if (k) out += ',';
+        AppendInt(out, ints[k]);
+      }
+      out += ']';
+      return;
+    default: out += ToString(); return;
+  }
+}
+
 std::string SourceLoc::ToString() const {
   if (empty()) return "";
   auto slash = file.find_last_of('/');
@@ -134,20 +168,37 @@ const Value* Node::arg(const std::string& name, size_t position) const {
 }
 
 std::string Node::SignatureKey() const {
-  std::string key = qualified_name() + "(";
-  for (const auto& a : args) key += a.name + "=" + a.value.ToString() + ";";
+  std::string key;
+  key.reserve(64 + 24 * (args.size() + outputs.size()));
+  key += op;
+  if (!overload.empty() && overload != "default") {
+    key += '.';
+    key += overload;
+  }
+  key += '(';
+  for (const auto& a : args) {
+    key += a.name;
+    key += '=';
+    a.value.AppendTo(key);
+    key += ';';
+  }
   key += ")->(";
-  for (const auto& o : outputs) key += o.ToString() + ";";
-  return key + ")";
+  for (const auto& o : outputs) {
+    o.AppendTo(key);
+    key += ';';
+  }
+  key += ')';
+  return key;
 }
 
 std::string Node::TensorSignature() const {
-  std::vector<std::string> parts;
+  std::string out;
   for (const auto& a : args) {
-    if (a.value.kind == Value::Kind::kTensor) parts.push_back(a.value.tensor.ToString());
-    else if (a.value.kind == Value::Kind::kTensorList) parts.push_back(a.value.ToString());
+    if (a.value.kind != Value::Kind::kTensor && a.value.kind != Value::Kind::kTensorList) continue;
+    if (!out.empty()) out += ", ";
+    a.value.AppendTo(out);
   }
-  return fmt::format("{}", fmt::join(parts, ", "));
+  return out;
 }
 
 namespace {

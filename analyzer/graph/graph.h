@@ -28,6 +28,7 @@ struct TensorMeta {
   int rank() const { return static_cast<int>(sizes.size()); }
   // `f32[4,3]` (`f32[<=4,3]` when the first size is symbolic).
   std::string ToString() const;
+  void AppendTo(std::string& out) const;  // ToString() added to `out`
   bool operator==(const TensorMeta&) const = default;
 };
 
@@ -80,6 +81,7 @@ struct Value {
   double AsDouble() const;
   // A short canonical text used for signatures and dedup keys: `f32[4]`, `10`, `[1,2]`, `None`.
   std::string ToString() const;
+  void AppendTo(std::string& out) const;  // ToString() added to `out` (without a string of its own for the usual kinds)
   bool operator==(const Value&) const = default;
 };
 
