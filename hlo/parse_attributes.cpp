@@ -138,25 +138,25 @@ struct ValueParser {
     return Status::Ok();
   }
   Status operator()(AttrKindTag<AttrKind::kText>, std::string& v) { return p.ParseBalanced(v); }
-  Status operator()(AttrKindTag<AttrKind::kWindow>, std::optional<Window>& v) {
+  Status operator()(AttrKindTag<AttrKind::kWindow>, HeapOptional<Window>& v) {
     Window w;
     OPPROBE_RETURN_IF_ERROR(p.ParseWindow(w));
     v = std::move(w);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kConvDims>, std::optional<ConvolutionDimensionNumbers>& v) {
+  Status operator()(AttrKindTag<AttrKind::kConvDims>, HeapOptional<ConvolutionDimensionNumbers>& v) {
     ConvolutionDimensionNumbers d;
     OPPROBE_RETURN_IF_ERROR(p.ParseDimLabels(d));
     v = std::move(d);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSlice>, std::optional<SliceDimensions>& v) {
+  Status operator()(AttrKindTag<AttrKind::kSlice>, HeapOptional<SliceDimensions>& v) {
     SliceDimensions s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSlice(s));
     v = std::move(s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kPadding>, std::optional<PaddingConfig>& v) {
+  Status operator()(AttrKindTag<AttrKind::kPadding>, HeapOptional<PaddingConfig>& v) {
     PaddingConfig c;
     OPPROBE_RETURN_IF_ERROR(p.ParsePadding(c));
     v = std::move(c);
@@ -215,7 +215,7 @@ struct ValueParser {
     v = std::move(m);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSharding>, std::optional<Sharding>& v) {
+  Status operator()(AttrKindTag<AttrKind::kSharding>, HeapOptional<Sharding>& v) {
     Sharding s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSharding(s, 0));
     v = std::move(s);
@@ -226,13 +226,13 @@ struct ValueParser {
   }
   Status operator()(AttrKindTag<AttrKind::kReplicaGroups>, CollectiveDeviceList& v) { return p.ParseReplicaGroups(v); }
   Status operator()(AttrKindTag<AttrKind::kAliasing>, std::vector<OutputOperandAlias>& v) { return p.ParseAliasing(v); }
-  Status operator()(AttrKindTag<AttrKind::kShape>, std::optional<Shape>& v) {
+  Status operator()(AttrKindTag<AttrKind::kShape>, HeapOptional<Shape>& v) {
     auto s = p.ParseShape(0);
     if (!s.ok()) return s.status();
     v = std::move(*s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kShapeList>, std::optional<std::vector<Shape>>& v) {
+  Status operator()(AttrKindTag<AttrKind::kShapeList>, HeapOptional<std::vector<Shape>>& v) {
     OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     std::vector<Shape> shapes;
     p.SkipWs();
@@ -272,13 +272,13 @@ struct ValueParser {
     if (!s.ok()) return s.status();
     return p.ParseLiteral(*s, depth + 1);
   }
-  Status operator()(AttrKindTag<AttrKind::kLiteral>, std::optional<Literal>& v) {
+  Status operator()(AttrKindTag<AttrKind::kLiteral>, HeapOptional<Literal>& v) {
     auto l = ShapedLiteral(0);
     if (!l.ok()) return l.status();
     v = std::move(*l);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, std::optional<ResultAccuracy>& v) {
+  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, HeapOptional<ResultAccuracy>& v) {
     ResultAccuracy r;
     OPPROBE_RETURN_IF_ERROR(p.ParseResultAccuracy(r));
     v = r;

@@ -278,11 +278,10 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
     if (Peek() != ')') {
       while (true) {
         SkipWs();
-        std::optional<Shape> operand_shape;
+        bool has_operand_shape = false;
         if (LooksLikeShape()) {
-          auto parsed = ParseShape(0);
-          if (!parsed.ok()) return parsed.status();
-          operand_shape = std::move(*parsed);
+          OPPROBE_RETURN_IF_ERROR(ParseShapeInto(operand_shape_, 0));
+          has_operand_shape = true;
         }
         SkipWs();
         size_t pos = p_;
@@ -291,6 +290,8 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
         while (q < end_ && IsNameChar(s_[q])) ++q;
         if (q > p_ && q < end_ && s_[q] == '(') {
           std::string_view inline_name = SyntheticName(scope, s_.substr(p_, q - p_));
+          std::optional<Shape> operand_shape;
+          if (has_operand_shape) operand_shape = operand_shape_;
           Instruction* inner = nullptr;
           OPPROBE_RETURN_IF_ERROR(
               ParseInstructionRhs(scope, inline_name, pos, pos, std::move(operand_shape), depth + 1, inner));

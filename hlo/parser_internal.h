@@ -121,6 +121,7 @@ class Parser {
 
   // ---- shapes and literals (parse_shapes.cpp) -------------------------------------------------------------
   Expected<Shape> ParseShape(int depth);
+  Status ParseShapeInto(Shape& shape, int depth);  // the same into `shape`, reusing its storage
   Status ParseLayout(Shape& shape);
   bool LooksLikeShape() const;
   bool LooksLikeLayout() const;  // a '{' that starts a layout (a digit, ':' or '}' follows)
@@ -179,6 +180,8 @@ class Parser {
   std::vector<PendingCall> calls_;
   // Operands of the instructions being parsed (inline operands nest), before they move to their scope's list.
   std::vector<PendingOperand> op_stack_;
+  // Where operand shapes (`add(f32[2]{0} %a, ...)`) are read: checked, then dropped unless the operand is inline.
+  Shape operand_shape_;
   std::unordered_map<const Instruction*, size_t> infer_;  // instructions without a written shape -> position
   std::set<std::string> computation_names_;              // every computation name given or generated
   // broadcast's dimensions= left out: allowed only when operand 0 turns out to be a scalar (checked once shapes
