@@ -437,6 +437,12 @@ Expected<std::vector<std::vector<int64_t>>> Parser::ParseIntListList() {
 }
 
 Expected<std::string> Parser::ParseQuoted() {
+  std::string out;
+  OPPROBE_RETURN_IF_ERROR(ParseQuotedInto(out));
+  return out;
+}
+
+Status Parser::ParseQuotedInto(std::string& out) {
   SkipWs();
   if (Peek() != '"') return Err(p_, fmt::format("expected a quoted string, got {}", Describe()));
   size_t start = p_;
@@ -445,11 +451,11 @@ Expected<std::string> Parser::ParseQuoted() {
   size_t plain = p_;
   while (plain < end_ && s_[plain] != '"' && s_[plain] != '\\') ++plain;
   if (plain < end_ && s_[plain] == '"') {
-    std::string out(s_.substr(p_, plain - p_));
+    out.assign(s_.data() + p_, plain - p_);
     p_ = plain + 1;
-    return out;
+    return Status::Ok();
   }
-  std::string out(s_.substr(p_, std::min(plain, end_) - p_));
+  out.assign(s_.data() + p_, std::min(plain, end_) - p_);
   p_ = std::min(plain, end_);
   while (true) {
     if (p_ >= end_) return Err(start, "unterminated string");
@@ -492,7 +498,7 @@ Expected<std::string> Parser::ParseQuoted() {
         }
     }
   }
-  return out;
+  return Status::Ok();
 }
 
 Status Parser::ParseBalanced(std::string& out) {
@@ -704,12 +710,7 @@ Status Parser::ParseMetadata(OpMetadata& m) {
     if (key.empty()) return Err(kpos, fmt::format("expected a metadata field, got {}", Describe()));
     OPPROBE_RETURN_IF_ERROR(Expect('=', "after metadata field"));
     SkipWs();
-    auto quoted = [&](std::string& field) -> Status {
-      auto v = ParseQuoted();
-      if (!v.ok()) return v.status();
-      field = std::move(*v);
-      return Status::Ok();
-    };
+    auto quoted = [&](std::string& field) -> Status { return ParseQuotedInto(field); };
     auto int32 = [&](int32_t& field) -> Status {
       auto v = ParseInt();
       if (!v.ok()) return v.status();

@@ -141,6 +141,7 @@ class Parser {
   Expected<std::vector<int64_t>> ParseIntList();
   Expected<std::vector<std::vector<int64_t>>> ParseIntListList();
   Expected<std::string> ParseQuoted();
+  Status ParseQuotedInto(std::string& out);  // the same into `out` (a field), without a temporary
   Status ParseWindow(Window& w);
   Status ParseDimLabels(ConvolutionDimensionNumbers& d);
   Status ParseSlice(SliceDimensions& s);
