@@ -448,8 +448,12 @@ Status Parser::ParseQuotedInto(std::string& out) {
   size_t start = p_;
   ++p_;
   // The usual string has no escapes: one copy of the bytes up to the closing quote.
-  size_t plain = p_;
-  while (plain < end_ && s_[plain] != '"' && s_[plain] != '\\') ++plain;
+  // The first '"' or '\\' (or the end): the closing quote, then no backslash before it (two memchr scans).
+  const char* text = s_.data() + p_;
+  const void* quote = std::memchr(text, '"', end_ - p_);
+  const size_t quote_at = quote ? p_ + static_cast<size_t>(static_cast<const char*>(quote) - text) : end_;
+  const void* backslash = std::memchr(text, '\\', quote_at - p_);
+  const size_t plain = backslash ? p_ + static_cast<size_t>(static_cast<const char*>(backslash) - text) : quote_at;
   if (plain < end_ && s_[plain] == '"') {
     out.assign(s_.data() + p_, plain - p_);
     p_ = plain + 1;

@@ -132,16 +132,17 @@ Expected<int64_t> Parser::ParseInt() {
     p_ = start;
     return Err(start, fmt::format("expected an integer, got {}", Describe()));
   }
-  unsigned __int128 v = 0;
-  while (IsDigit(Peek())) {
-    v = v * 10 + static_cast<unsigned>(s_[p_] - '0');
-    if (v > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max()) + 1)
-      return Err(start, "integer does not fit in 64 bits");
+  // The magnitude may reach 2^63 (INT64_MIN's); one more digit that would pass it is an error at that digit.
+  constexpr uint64_t kLimit = uint64_t{1} << 63;
+  uint64_t v = 0;
+  while (p_ < end_ && IsDigit(s_[p_])) {
+    const auto d = static_cast<uint64_t>(s_[p_] - '0');
+    if (v > (kLimit - d) / 10) return Err(start, "integer does not fit in 64 bits");
+    v = v * 10 + d;
     ++p_;
   }
-  if (!neg && v > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max()))
-    return Err(start, "integer does not fit in 64 bits");
-  return neg ? static_cast<int64_t>(-static_cast<__int128>(v)) : static_cast<int64_t>(v);
+  if (!neg && v == kLimit) return Err(start, "integer does not fit in 64 bits");
+  return neg ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
 }
 
 Expected<double> Parser::ParseNumber() {

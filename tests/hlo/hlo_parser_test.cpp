@@ -122,6 +122,21 @@ TEST(HloParserTest, ElementCountOverflowIsAnError) {
             "t.hlo:3:21: shape f32[4611686018427387904,4] has more than 2^63 elements");
 }
 
+// Integers reach INT64_MIN and INT64_MAX and no further, in either sign.
+TEST(HloParserTest, IntegersAtTheSixtyFourBitLimits) {
+  auto param = [](const std::string& n) {
+    return ErrorOf("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(" + n + ")\n}\n");
+  };
+  EXPECT_EQ(param("9223372036854775808"), "t.hlo:3:28: integer does not fit in 64 bits");
+  EXPECT_EQ(param("-9223372036854775809"), "t.hlo:3:28: integer does not fit in 64 bits");
+  EXPECT_EQ(param("-9223372036854775808"), "t.hlo:3:28: negative parameter number");
+  EXPECT_EQ(param("-0"), "ok");
+  EXPECT_EQ(param("+0"), "ok");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT p = f32[9223372036854775807] parameter(0)\n}\n"), "ok");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT p = f32[9223372036854775808] parameter(0)\n}\n"),
+            "t.hlo:3:16: integer does not fit in 64 bits");
+}
+
 TEST(HloParserTest, OperandCycleIsAnError) {
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  a = f32[] add(b, b)\n  ROOT b = f32[] negate(a)\n}\n"),
             "t.hlo:3:3: instruction a is part of an operand cycle in e");
