@@ -1,6 +1,7 @@
 // The HLO text parser, part 2: attribute values. ParseAttributes walks the opcode's schema (hlo/attributes.h);
 // ValueParser reads one value per AttrKind. Attributes the schema does not know are kept as written.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -311,8 +312,15 @@ Status Parser::ParseValue(Scope* scope, Instruction& in, const AttrSpec& spec, s
 Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int depth) {
   // After an inline operand, `, x` is the next operand of the enclosing instruction, not an attribute: only
   // `, key=` continues the attributes there.
-  std::vector<std::string_view> seen;  // the keys given (views into the text; an instruction has a few)
-  auto given = [&](std::string_view k) { return std::find(seen.begin(), seen.end(), k) != seen.end(); };
+  // The keys given (views into the text): an instruction has a few, held inline; more go to `seen_more`.
+  std::array<std::string_view, 8> seen;
+  size_t seen_count = 0;
+  std::vector<std::string_view> seen_more;
+  auto given = [&](std::string_view k) {
+    return std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen_count), k) !=
+               seen.begin() + static_cast<std::ptrdiff_t>(seen_count) ||
+           std::find(seen_more.begin(), seen_more.end(), k) != seen_more.end();
+  };
   while (true) {
     size_t save = p_;
     SkipWs();
@@ -337,7 +345,8 @@ Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int 
     }
     if (key.empty()) return Err(key_pos, fmt::format("expected an attribute name, got {}", Describe()));
     if (given(key)) return Err(key_pos, fmt::format("attribute {} given twice", key));
-    seen.push_back(key);
+    if (seen_count < seen.size()) seen[seen_count++] = key;
+    else seen_more.push_back(key);
     SkipWs();
     if (Peek() != '=') return Err(p_, fmt::format("expected '=' after attribute {}", key));
     ++p_;
