@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hlo/attribute_types.h"
+#include "hlo/heap_optional.h"
 #include "hlo/literal.h"
 #include "hlo/opcode.h"
 #include "hlo/shape.h"
@@ -20,7 +21,8 @@ class Computation;
 
 // One HLO instruction. Attributes that an opcode does not use stay at their defaults; hlo/attributes.h declares
 // which opcode uses which (XLA's HloInstruction subclasses, flattened), and the parser, printer and proto code
-// walk that declaration.
+// walk that declaration. The large optional structs are HeapOptional (std::optional's interface, one pointer
+// while unset), so that an instruction stays small.
 class Instruction {
  public:
   Opcode opcode = Opcode::kParameter;
@@ -39,22 +41,22 @@ class Instruction {
   int64_t iota_dimension = 0;
   int64_t feature_index = 0;
   float epsilon = 0.0f;
-  std::optional<Literal> literal;  // constant; custom-call `literal=`
-  std::optional<Window> window;
-  std::optional<ConvolutionDimensionNumbers> convolution_dimension_numbers;
+  HeapOptional<Literal> literal;  // constant; custom-call `literal=`
+  HeapOptional<Window> window;
+  HeapOptional<ConvolutionDimensionNumbers> convolution_dimension_numbers;
   int64_t feature_group_count = 1;
   int64_t batch_group_count = 1;
   std::vector<PrecisionLevel> operand_precision;
   std::string dot_algorithm;  // dot `algorithm=dot_bf16_bf16_f32` (PrecisionConfig.Algorithm); empty: unset
-  std::optional<DotDimensionNumbers> dot_dimension_numbers;
-  std::optional<GatherDimensionNumbers> gather_dimension_numbers;
+  HeapOptional<DotDimensionNumbers> dot_dimension_numbers;
+  HeapOptional<GatherDimensionNumbers> gather_dimension_numbers;
   std::vector<int64_t> gather_slice_sizes;
-  std::optional<ScatterDimensionNumbers> scatter_dimension_numbers;
+  HeapOptional<ScatterDimensionNumbers> scatter_dimension_numbers;
   bool indices_are_sorted = false;
   bool unique_indices = false;
-  std::optional<SliceDimensions> slice;
+  HeapOptional<SliceDimensions> slice;
   std::vector<int64_t> dynamic_slice_sizes;
-  std::optional<PaddingConfig> padding_config;
+  HeapOptional<PaddingConfig> padding_config;
   ComparisonDirection comparison_direction = ComparisonDirection::kEq;
   std::string comparison_type;  // "", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"
   FftType fft_type = FftType::kFft;
@@ -87,18 +89,18 @@ class Instruction {
   std::string custom_call_api_version;  // `api_version=API_VERSION_TYPED_FFI`; empty: API_VERSION_ORIGINAL
   std::string custom_call_schedule;     // `schedule=SCHEDULE_LATEST`; empty: SCHEDULE_NONE
   std::string padding_type;             // `padding_type=PADDING_VALID`; empty: PADDING_INVALID
-  std::optional<std::vector<Shape>> operand_layout_constraints;
+  HeapOptional<std::vector<Shape>> operand_layout_constraints;
   std::vector<OutputOperandAlias> output_to_operand_aliasing;  // custom-call, fusion, async-start
   // Others.
   bool is_composite = false;                       // call
   int64_t delta = 0;                               // rng-get-and-update-state
   std::string infeed_config, outfeed_config;       // infeed, outfeed
-  std::optional<Shape> outfeed_shape;              // outfeed
+  HeapOptional<Shape> outfeed_shape;              // outfeed
   std::optional<int64_t> inferred_dimension;       // reshape
-  std::optional<ResultAccuracy> result_accuracy;   // transcendental unary ops
+  HeapOptional<ResultAccuracy> result_accuracy;   // transcendental unary ops
   std::vector<bool> parameter_replication;         // parameter `parameter_replication={false,true}`
   // Attributes every opcode may have.
-  std::optional<Sharding> sharding;
+  HeapOptional<Sharding> sharding;
   std::vector<std::pair<std::string, std::string>> frontend_attributes;  // in written order; XLA's is sorted
   std::vector<std::string> control_predecessors;   // names of instructions of the same computation
   // Held as their text (balanced braces): `statistics={...}`, `origin={...}`, domain's `domain={...}`.

@@ -1,6 +1,7 @@
 // The HLO text parser, part 2: attribute values. ParseAttributes walks the opcode's schema (hlo/attributes.h);
 // ValueParser reads one value per AttrKind. Attributes the schema does not know are kept as written.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -138,25 +139,25 @@ struct ValueParser {
     return Status::Ok();
   }
   Status operator()(AttrKindTag<AttrKind::kText>, std::string& v) { return p.ParseBalanced(v); }
-  Status operator()(AttrKindTag<AttrKind::kWindow>, std::optional<Window>& v) {
+  Status operator()(AttrKindTag<AttrKind::kWindow>, HeapOptional<Window>& v) {
     Window w;
     OPPROBE_RETURN_IF_ERROR(p.ParseWindow(w));
     v = std::move(w);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kConvDims>, std::optional<ConvolutionDimensionNumbers>& v) {
+  Status operator()(AttrKindTag<AttrKind::kConvDims>, HeapOptional<ConvolutionDimensionNumbers>& v) {
     ConvolutionDimensionNumbers d;
     OPPROBE_RETURN_IF_ERROR(p.ParseDimLabels(d));
     v = std::move(d);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSlice>, std::optional<SliceDimensions>& v) {
+  Status operator()(AttrKindTag<AttrKind::kSlice>, HeapOptional<SliceDimensions>& v) {
     SliceDimensions s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSlice(s));
     v = std::move(s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kPadding>, std::optional<PaddingConfig>& v) {
+  Status operator()(AttrKindTag<AttrKind::kPadding>, HeapOptional<PaddingConfig>& v) {
     PaddingConfig c;
     OPPROBE_RETURN_IF_ERROR(p.ParsePadding(c));
     v = std::move(c);
@@ -215,7 +216,7 @@ struct ValueParser {
     v = std::move(m);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSharding>, std::optional<Sharding>& v) {
+  Status operator()(AttrKindTag<AttrKind::kSharding>, HeapOptional<Sharding>& v) {
     Sharding s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSharding(s, 0));
     v = std::move(s);
@@ -226,13 +227,13 @@ struct ValueParser {
   }
   Status operator()(AttrKindTag<AttrKind::kReplicaGroups>, CollectiveDeviceList& v) { return p.ParseReplicaGroups(v); }
   Status operator()(AttrKindTag<AttrKind::kAliasing>, std::vector<OutputOperandAlias>& v) { return p.ParseAliasing(v); }
-  Status operator()(AttrKindTag<AttrKind::kShape>, std::optional<Shape>& v) {
+  Status operator()(AttrKindTag<AttrKind::kShape>, HeapOptional<Shape>& v) {
     auto s = p.ParseShape(0);
     if (!s.ok()) return s.status();
     v = std::move(*s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kShapeList>, std::optional<std::vector<Shape>>& v) {
+  Status operator()(AttrKindTag<AttrKind::kShapeList>, HeapOptional<std::vector<Shape>>& v) {
     OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     std::vector<Shape> shapes;
     p.SkipWs();
@@ -272,13 +273,13 @@ struct ValueParser {
     if (!s.ok()) return s.status();
     return p.ParseLiteral(*s, depth + 1);
   }
-  Status operator()(AttrKindTag<AttrKind::kLiteral>, std::optional<Literal>& v) {
+  Status operator()(AttrKindTag<AttrKind::kLiteral>, HeapOptional<Literal>& v) {
     auto l = ShapedLiteral(0);
     if (!l.ok()) return l.status();
     v = std::move(*l);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, std::optional<ResultAccuracy>& v) {
+  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, HeapOptional<ResultAccuracy>& v) {
     ResultAccuracy r;
     OPPROBE_RETURN_IF_ERROR(p.ParseResultAccuracy(r));
     v = r;
@@ -311,8 +312,15 @@ Status Parser::ParseValue(Scope* scope, Instruction& in, const AttrSpec& spec, s
 Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int depth) {
   // After an inline operand, `, x` is the next operand of the enclosing instruction, not an attribute: only
   // `, key=` continues the attributes there.
-  std::vector<std::string_view> seen;  // the keys given (views into the text; an instruction has a few)
-  auto given = [&](std::string_view k) { return std::find(seen.begin(), seen.end(), k) != seen.end(); };
+  // The keys given (views into the text): an instruction has a few, held inline; more go to `seen_more`.
+  std::array<std::string_view, 8> seen;
+  size_t seen_count = 0;
+  std::vector<std::string_view> seen_more;
+  auto given = [&](std::string_view k) {
+    return std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen_count), k) !=
+               seen.begin() + static_cast<std::ptrdiff_t>(seen_count) ||
+           std::find(seen_more.begin(), seen_more.end(), k) != seen_more.end();
+  };
   while (true) {
     size_t save = p_;
     SkipWs();
@@ -337,7 +345,8 @@ Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int 
     }
     if (key.empty()) return Err(key_pos, fmt::format("expected an attribute name, got {}", Describe()));
     if (given(key)) return Err(key_pos, fmt::format("attribute {} given twice", key));
-    seen.push_back(key);
+    if (seen_count < seen.size()) seen[seen_count++] = key;
+    else seen_more.push_back(key);
     SkipWs();
     if (Peek() != '=') return Err(p_, fmt::format("expected '=' after attribute {}", key));
     ++p_;
@@ -437,19 +446,29 @@ Expected<std::vector<std::vector<int64_t>>> Parser::ParseIntListList() {
 }
 
 Expected<std::string> Parser::ParseQuoted() {
+  std::string out;
+  OPPROBE_RETURN_IF_ERROR(ParseQuotedInto(out));
+  return out;
+}
+
+Status Parser::ParseQuotedInto(std::string& out) {
   SkipWs();
   if (Peek() != '"') return Err(p_, fmt::format("expected a quoted string, got {}", Describe()));
   size_t start = p_;
   ++p_;
   // The usual string has no escapes: one copy of the bytes up to the closing quote.
-  size_t plain = p_;
-  while (plain < end_ && s_[plain] != '"' && s_[plain] != '\\') ++plain;
+  // The first '"' or '\\' (or the end): the closing quote, then no backslash before it (two memchr scans).
+  const char* text = s_.data() + p_;
+  const void* quote = std::memchr(text, '"', end_ - p_);
+  const size_t quote_at = quote ? p_ + static_cast<size_t>(static_cast<const char*>(quote) - text) : end_;
+  const void* backslash = std::memchr(text, '\\', quote_at - p_);
+  const size_t plain = backslash ? p_ + static_cast<size_t>(static_cast<const char*>(backslash) - text) : quote_at;
   if (plain < end_ && s_[plain] == '"') {
-    std::string out(s_.substr(p_, plain - p_));
+    out.assign(s_.data() + p_, plain - p_);
     p_ = plain + 1;
-    return out;
+    return Status::Ok();
   }
-  std::string out(s_.substr(p_, std::min(plain, end_) - p_));
+  out.assign(s_.data() + p_, std::min(plain, end_) - p_);
   p_ = std::min(plain, end_);
   while (true) {
     if (p_ >= end_) return Err(start, "unterminated string");
@@ -492,7 +511,7 @@ Expected<std::string> Parser::ParseQuoted() {
         }
     }
   }
-  return out;
+  return Status::Ok();
 }
 
 Status Parser::ParseBalanced(std::string& out) {
@@ -704,12 +723,7 @@ Status Parser::ParseMetadata(OpMetadata& m) {
     if (key.empty()) return Err(kpos, fmt::format("expected a metadata field, got {}", Describe()));
     OPPROBE_RETURN_IF_ERROR(Expect('=', "after metadata field"));
     SkipWs();
-    auto quoted = [&](std::string& field) -> Status {
-      auto v = ParseQuoted();
-      if (!v.ok()) return v.status();
-      field = std::move(*v);
-      return Status::Ok();
-    };
+    auto quoted = [&](std::string& field) -> Status { return ParseQuotedInto(field); };
     auto int32 = [&](int32_t& field) -> Status {
       auto v = ParseInt();
       if (!v.ok()) return v.status();

@@ -61,6 +61,12 @@ bool Parser::LooksLikeLayout() const {
 }
 
 Expected<Shape> Parser::ParseShape(int depth) {
+  Shape shape;
+  OPPROBE_RETURN_IF_ERROR(ParseShapeInto(shape, depth));
+  return shape;
+}
+
+Status Parser::ParseShapeInto(Shape& shape, int depth) {
   SkipWs();
   size_t start = p_;
   if (depth > kMaxDepth) return Err(p_, "shape nested too deeply");
@@ -70,7 +76,8 @@ Expected<Shape> Parser::ParseShape(int depth) {
     SkipWs();
     if (Peek() == ')') {
       ++p_;
-      return Shape::Tuple({});
+      shape = Shape::Tuple({});
+      return Status::Ok();
     }
     while (true) {
       auto e = ParseShape(depth + 1);
@@ -87,7 +94,8 @@ Expected<Shape> Parser::ParseShape(int depth) {
       }
       return Err(p_, fmt::format("expected ',' or ')' in tuple shape, got {}", Describe()));
     }
-    return Shape::Tuple(std::move(elements));
+    shape = Shape::Tuple(std::move(elements));
+    return Status::Ok();
   }
   size_t name_start = p_;
   while (p_ < end_ && ((s_[p_] >= 'a' && s_[p_] <= 'z') || IsDigit(s_[p_]) || s_[p_] == '_')) ++p_;
@@ -99,7 +107,8 @@ Expected<Shape> Parser::ParseShape(int depth) {
     if (!inner.ok()) return inner.status();
     if (!inner->IsArray()) return Err(name_start, "a buffer holds an array shape");
     OPPROBE_RETURN_IF_ERROR(Expect(')', "to close a buffer shape"));
-    return Shape::Buffer(std::move(*inner));
+    shape = Shape::Buffer(std::move(*inner));
+    return Status::Ok();
   }
   auto type = ElementType(type_name);
   if (!type || *type == PrimitiveType::TUPLE)
@@ -107,7 +116,9 @@ Expected<Shape> Parser::ParseShape(int depth) {
   SkipInlineWs();
   if (Peek() != '[') return Err(p_, fmt::format("expected '[' after element type {}", type_name));
   ++p_;
-  std::vector<int64_t> dims;
+  // Filled in place: a reused shape (operand shapes) keeps its storage.
+  shape.ResetArray(*type);
+  std::vector<int64_t>& dims = shape.mutable_dimensions();
   std::vector<int> dynamic;
   SkipWs();
   if (Peek() != ']') {
@@ -141,13 +152,9 @@ Expected<Shape> Parser::ParseShape(int depth) {
     }
   }
   ++p_;  // ']'
-  Shape shape;
   if (*type == PrimitiveType::TOKEN) {
     if (!dims.empty()) return Err(start, "token shapes have no dimensions");
-    shape = Shape::Token();
   } else {
-    shape.set_element_type(*type);
-    shape.mutable_dimensions() = std::move(dims);
     for (int i : dynamic) shape.set_dynamic_dimension(i, true);
     if (shape.IsArray()) {
       // Bounded dimensions must not overflow the element count; `?` ones have no count (a copy counts them as 1).
@@ -170,13 +177,14 @@ Expected<Shape> Parser::ParseShape(int depth) {
     SkipWs();
     OPPROBE_RETURN_IF_ERROR(ParseLayout(shape));
   }
-  return shape;
+  return Status::Ok();
 }
 
 Status Parser::ParseLayout(Shape& shape) {
   size_t start = p_;
   ++p_;  // '{'
-  std::vector<int64_t> m2m;
+  std::vector<int64_t>& m2m = shape.mutable_minor_to_major();  // in place (a reused shape keeps its storage)
+  m2m.clear();
   m2m.reserve(static_cast<size_t>(shape.rank()));  // one allocation, not one per doubling
   SkipWs();
   while (Peek() != '}' && Peek() != ':') {
@@ -239,7 +247,6 @@ Status Parser::ParseLayout(Shape& shape) {
       return Err(start, "empty layout on a non-scalar shape");
     }
   }
-  shape.set_layout(std::move(m2m));
   shape.set_layout_suffix(std::move(suffix));
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <span>
 
 #include "hlo/parser_internal.h"
 #include "hlo/shape_inference.h"
@@ -91,7 +92,9 @@ std::string Parser::Describe() const {
   return Quote(s_.substr(p_, n));
 }
 
-std::string Parser::ReadName() {
+std::string Parser::ReadName() { return std::string(ReadNameView()); }
+
+std::string_view Parser::ReadNameView() {
   SkipWs();
   size_t start = p_;
   if (Peek() == '%') ++p_;
@@ -101,7 +104,7 @@ std::string Parser::ReadName() {
     p_ = start;
     return {};
   }
-  return std::string(s_.substr(name_start, p_ - name_start));
+  return s_.substr(name_start, p_ - name_start);
 }
 
 bool Parser::LookingAtWord(std::string_view w) const {
@@ -129,16 +132,17 @@ Expected<int64_t> Parser::ParseInt() {
     p_ = start;
     return Err(start, fmt::format("expected an integer, got {}", Describe()));
   }
-  unsigned __int128 v = 0;
-  while (IsDigit(Peek())) {
-    v = v * 10 + static_cast<unsigned>(s_[p_] - '0');
-    if (v > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max()) + 1)
-      return Err(start, "integer does not fit in 64 bits");
+  // The magnitude may reach 2^63 (INT64_MIN's); one more digit that would pass it is an error at that digit.
+  constexpr uint64_t kLimit = uint64_t{1} << 63;
+  uint64_t v = 0;
+  while (p_ < end_ && IsDigit(s_[p_])) {
+    const auto d = static_cast<uint64_t>(s_[p_] - '0');
+    if (v > (kLimit - d) / 10) return Err(start, "integer does not fit in 64 bits");
+    v = v * 10 + d;
     ++p_;
   }
-  if (!neg && v > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max()))
-    return Err(start, "integer does not fit in 64 bits");
-  return neg ? static_cast<int64_t>(-static_cast<__int128>(v)) : static_cast<int64_t>(v);
+  if (!neg && v == kLimit) return Err(start, "integer does not fit in 64 bits");
+  return neg ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
 }
 
 Expected<double> Parser::ParseNumber() {
@@ -197,9 +201,9 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   }
   SkipWs();
   size_t name_pos = p_;
-  std::string name = ReadName();
+  std::string_view name = ReadNameView();
   if (name.empty()) return Err(name_pos, fmt::format("expected an instruction name, got {}", Describe()));
-  scope.names.insert(s_.substr(p_ - name.size(), name.size()));  // ReadName ends at the name's end
+  scope.AddName(name);
   OPPROBE_RETURN_IF_ERROR(ExpectOr('=', [&] { return fmt::format("after instruction name {}", name); }));
   SkipWs();
   // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
@@ -213,13 +217,18 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   return ParseInstructionRhs(scope, name, name_pos, start, std::move(shape), 0, added);
 }
 
-std::string Parser::SyntheticName(Scope& scope, const std::string& base) {
+std::string_view Parser::SyntheticName(Scope& scope, std::string_view base) {
+  if (!scope.names_built) {
+    scope.names.insert(scope.name_list.begin(), scope.name_list.end());
+    scope.names_built = true;
+  }
   std::string name;
   do {
     name = fmt::format("{}.{}", base, ++synthetic_count_);
   } while (scope.names.count(name));
-  scope.names.insert(scope.synthetic_names.emplace_back(name));
-  return name;
+  std::string_view kept = scope.synthetic_names.emplace_back(std::move(name));
+  scope.AddName(kept);
+  return kept;
 }
 
 std::string Parser::UniqueComputationName(const std::string& base) {
@@ -229,29 +238,31 @@ std::string Parser::UniqueComputationName(const std::string& base) {
   return name;
 }
 
-Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t name_pos, size_t start,
+Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
                                    std::optional<Shape> shape, int depth, Instruction*& added) {
   if (depth > kMaxDepth) return Err(p_, "inline operands nested too deeply");
   const bool infer_shape = !shape.has_value();
   SkipWs();
   size_t op_pos = p_;
   while (p_ < end_ && (IsNameChar(s_[p_]))) ++p_;
-  std::string opname(s_.substr(op_pos, p_ - op_pos));
+  std::string_view opname = s_.substr(op_pos, p_ - op_pos);
   if (opname.empty()) return Err(op_pos, fmt::format("expected an opcode, got {}", Describe()));
   if (infer_shape && Peek() == '[') return Err(op_pos, fmt::format("unknown element type {}", Quote(opname)));
   auto instr = std::make_unique<Instruction>();
-  instr->name = name;
+  instr->name.assign(name.data(), name.size());
   if (shape) instr->shape = std::move(*shape);
   if (auto op = OpcodeFromName(opname)) {
     instr->opcode = *op;
   } else {
     instr->opcode = Opcode::kCustomCall;
-    instr->unknown_opcode = opname;
+    instr->unknown_opcode = std::string(opname);
   }
   SkipInlineWs();  // `tuple (a, b)`
   if (Peek() != '(') return Err(p_, fmt::format("expected '(' after opcode {}", opname));
   ++p_;
-  std::vector<PendingOperand> ops;
+  // This instruction's operands go on op_stack_ above `ops_base` (an inline operand's own are pushed and
+  // popped above them while they are read).
+  const size_t ops_base = op_stack_.size();
   if (instr->opcode == Opcode::kParameter) {
     size_t pos = p_;
     auto n = ParseInt();
@@ -268,11 +279,10 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
     if (Peek() != ')') {
       while (true) {
         SkipWs();
-        std::optional<Shape> operand_shape;
+        bool has_operand_shape = false;
         if (LooksLikeShape()) {
-          auto parsed = ParseShape(0);
-          if (!parsed.ok()) return parsed.status();
-          operand_shape = std::move(*parsed);
+          OPPROBE_RETURN_IF_ERROR(ParseShapeInto(operand_shape_, 0));
+          has_operand_shape = true;
         }
         SkipWs();
         size_t pos = p_;
@@ -280,13 +290,15 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
         size_t q = p_;
         while (q < end_ && IsNameChar(s_[q])) ++q;
         if (q > p_ && q < end_ && s_[q] == '(') {
-          std::string inline_name = SyntheticName(scope, std::string(s_.substr(p_, q - p_)));
+          std::string_view inline_name = SyntheticName(scope, s_.substr(p_, q - p_));
+          std::optional<Shape> operand_shape;
+          if (has_operand_shape) operand_shape = operand_shape_;
           Instruction* inner = nullptr;
           OPPROBE_RETURN_IF_ERROR(
               ParseInstructionRhs(scope, inline_name, pos, pos, std::move(operand_shape), depth + 1, inner));
-          ops.push_back({inline_name, pos});
+          op_stack_.push_back({inline_name, pos});
         } else {
-          std::string operand = ReadName();
+          std::string_view operand = ReadNameView();
           if (operand.empty()) return Err(pos, fmt::format("expected an operand name, got {}", Describe()));
           // `%t#1#0`: element 0 of element 1 of tuple t, an implicit get-tuple-element per index.
           while (Peek() == '#') {
@@ -297,15 +309,17 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
             if (*index < 0) return Err(index_pos, "negative tuple index");
             auto gte = std::make_unique<Instruction>();
             gte->opcode = Opcode::kGetTupleElement;
-            gte->name = SyntheticName(scope, operand);
+            std::string_view gte_name = SyntheticName(scope, operand);
+            gte->name = std::string(gte_name);
             gte->tuple_index = *index;
-            scope.operands.push_back({{operand, pos}});
+            scope.operands.push_back({operand, pos});
+            scope.operand_ends.push_back(scope.operands.size());
             scope.positions.push_back(pos);
             infer_.emplace(gte.get(), pos);
-            operand = gte->name;
+            operand = gte_name;
             positions_.emplace_back(scope.comp->AddInstruction(std::move(gte)), pos);
           }
-          ops.push_back({operand, pos});
+          op_stack_.push_back({operand, pos});
         }
         SkipWs();
         if (Peek() == ',') {
@@ -317,13 +331,14 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
     }
   }
   OPPROBE_RETURN_IF_ERROR(ExpectOr(')', [&] { return fmt::format("to close the operands of {}", name); }));
+  const size_t op_count = op_stack_.size() - ops_base;
   if (instr->unknown_opcode.empty()) {
     int arity = OpcodeArity(instr->opcode);
     // async-update and async-done pass on every operand of the wrapped computation, as XLA writes them.
     const bool any_count = instr->opcode == Opcode::kAsyncUpdate || instr->opcode == Opcode::kAsyncDone;
     if (arity >= 0 && !any_count && instr->opcode != Opcode::kParameter && instr->opcode != Opcode::kConstant &&
-        static_cast<int>(ops.size()) != arity)
-      return Err(op_pos, fmt::format("{} takes {} operand(s), {} has {}", opname, arity, name, ops.size()));
+        static_cast<int>(op_count) != arity)
+      return Err(op_pos, fmt::format("{} takes {} operand(s), {} has {}", opname, arity, name, op_count));
   }
   const size_t first_call = calls_.size();
   OPPROBE_RETURN_IF_ERROR(ParseAttributes(scope, *instr, name_pos, depth));
@@ -333,7 +348,10 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
                                [&](const PendingCall& c) { return c.instr == instr.get() && c.slot == k; });
     if (!pending) return Err(start, fmt::format("{} is missing a called computation", name));
   }
-  scope.operands.push_back(std::move(ops));
+  scope.operands.insert(scope.operands.end(), op_stack_.begin() + static_cast<std::ptrdiff_t>(ops_base),
+                        op_stack_.end());
+  scope.operand_ends.push_back(scope.operands.size());
+  op_stack_.resize(ops_base);
   scope.positions.push_back(name_pos);
   if (infer_shape) infer_.emplace(instr.get(), name_pos);
   added = scope.comp->AddInstruction(std::move(instr));
@@ -343,6 +361,57 @@ Status Parser::ParseInstructionRhs(Scope& scope, const std::string& name, size_t
 
 // ---------------------------------------------------------------------------------------------------
 // Computations
+
+namespace {
+
+// Instruction names of one computation -> their index: open addressing over views of the names (no allocation
+// per name, unlike a node-based map; a computation's names are all inserted before any lookup).
+class NameIndex {
+ public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  explicit NameIndex(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+  }
+  // False when the name is already there.
+  bool Insert(std::string_view name, size_t index) {
+    for (size_t h = Hash(name) & mask_;; h = (h + 1) & mask_) {
+      Slot& s = slots_[h];
+      if (s.index == kNone) {
+        s = {name, index};
+        return true;
+      }
+      if (s.name == name) return false;
+    }
+  }
+  size_t Find(std::string_view name) const {
+    for (size_t h = Hash(name) & mask_;; h = (h + 1) & mask_) {
+      const Slot& s = slots_[h];
+      if (s.index == kNone) return kNone;
+      if (s.name == name) return s.index;
+    }
+  }
+
+ private:
+  struct Slot {
+    std::string_view name;
+    size_t index = kNone;
+  };
+  static size_t Hash(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix (names differ mostly in their last digits)
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return static_cast<size_t>(h);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+};
+
+}  // namespace
 
 Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added) {
   const std::string name = scope.comp->name();
@@ -363,38 +432,47 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
     }
   }
   auto& instrs = scope.comp->mutable_instructions();
-  const auto& operands = scope.operands;
   const auto& positions = scope.positions;
   if (instrs.empty()) return Err(name_pos, fmt::format("computation {} has no instructions", name));
   // Resolve operands by name (forward references allowed), then order operands before users.
   // Keys are views of the instructions' names (each instruction is its own allocation and keeps its name).
-  std::unordered_map<std::string_view, size_t> index;
-  index.reserve(instrs.size());
+  NameIndex index(instrs.size());
   for (size_t i = 0; i < instrs.size(); ++i)
-    if (!index.emplace(instrs[i]->name, i).second)
+    if (!index.Insert(instrs[i]->name, i))
       return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));
   std::set<int64_t> param_numbers;
+  // resolved[k]: the index of the instruction scope.operands[k] names.
+  std::vector<size_t> resolved(scope.operands.size());
   for (size_t i = 0; i < instrs.size(); ++i) {
     if (instrs[i]->opcode == Opcode::kParameter && !param_numbers.insert(instrs[i]->parameter_number).second)
       return Err(positions[i], fmt::format("parameter number {} used twice in {}", instrs[i]->parameter_number, name));
-    for (const auto& o : operands[i]) {
-      auto it = index.find(o.name);
-      if (it == index.end())
+    const size_t b = i == 0 ? 0 : scope.operand_ends[i - 1], e = scope.operand_ends[i];
+    instrs[i]->operands.reserve(e - b);
+    for (size_t k = b; k < e; ++k) {
+      const PendingOperand& o = scope.operands[k];
+      const size_t at = index.Find(o.name);
+      if (at == NameIndex::kNone)
         return Err(o.pos, fmt::format("instruction {} uses unknown operand {}", instrs[i]->name, o.name));
-      instrs[i]->operands.push_back(instrs[it->second].get());
+      resolved[k] = at;
+      instrs[i]->operands.push_back(instrs[at].get());
     }
   }
+  // The operands' indices of instruction i.
+  auto operand_indices = [&](size_t i) {
+    const size_t b = i == 0 ? 0 : scope.operand_ends[i - 1];
+    return std::span<const size_t>(resolved.data() + b, scope.operand_ends[i] - b);
+  };
   for (const auto& [instr, pos] : scope.control)
     for (const auto& pred : instr->control_predecessors)
-      if (!index.count(pred))
+      if (index.Find(pred) == NameIndex::kNone)
         return Err(pos, fmt::format("instruction {} names unknown control predecessor {}", instr->name, pred));
   for (size_t k = 0; k < param_numbers.size(); ++k)
     if (!param_numbers.count(static_cast<int64_t>(k)))
       return Err(name_pos, fmt::format("computation {} has no parameter {}", name, k));
   bool ordered = true;
   for (size_t i = 0; i < instrs.size() && ordered; ++i)
-    for (const auto& o : operands[i])
-      if (index[o.name] >= i) ordered = false;
+    for (size_t d : operand_indices(i))
+      if (d >= i) ordered = false;
   if (!ordered) {
     // Kahn's algorithm, keeping text order among ready instructions; a leftover means a cycle.
     size_t n = instrs.size();
@@ -402,7 +480,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
     std::vector<size_t> pending(n, 0);
     for (size_t i = 0; i < n; ++i) {
       std::set<size_t> uniq;
-      for (const auto& o : operands[i]) uniq.insert(index[o.name]);
+      for (size_t d : operand_indices(i)) uniq.insert(d);
       pending[i] = uniq.size();
       for (size_t d : uniq) users[d].push_back(i);
     }

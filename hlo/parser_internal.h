@@ -37,7 +37,7 @@ inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // An operand or a called computation still to be looked up by name.
 struct PendingOperand {
-  std::string name;
+  std::string_view name;  // a view into the text, or into Scope::synthetic_names
   size_t pos;
 };
 struct PendingCall {
@@ -50,12 +50,22 @@ struct PendingCall {
 // One computation being parsed (computations nest: `to_apply={...}` defines one inline).
 struct Scope {
   std::unique_ptr<Computation> comp;
-  std::vector<std::vector<PendingOperand>> operands;  // per instruction, in the order they were added
+  // Operands of every instruction, in the order the instructions were added: instruction i's are
+  // operands[operand_ends[i - 1] .. operand_ends[i]) (one flat list: no allocation per instruction).
+  std::vector<PendingOperand> operands;
+  std::vector<size_t> operand_ends;
   std::vector<size_t> positions;                      // where each instruction's name is
   // Names the text gives (views into the text) and synthetic ones (views into synthetic_names), which a synthetic
-  // name must not repeat.
+  // name must not repeat. The set is built from name_list only when the first synthetic name is made (most
+  // computations have none); from then on both are kept.
+  std::vector<std::string_view> name_list;
   std::unordered_set<std::string_view> names;
+  bool names_built = false;
   std::deque<std::string> synthetic_names;
+  void AddName(std::string_view n) {
+    name_list.push_back(n);
+    if (names_built) names.insert(n);
+  }
   std::vector<std::pair<Instruction*, size_t>> control;  // instructions with control-predecessors, and where
 };
 
@@ -100,6 +110,7 @@ class Parser {
   }
   std::string Describe() const;  // the next few characters, quoted, or "end of input"
   std::string ReadName();        // a name, an optional leading '%' dropped; empty when none
+  std::string_view ReadNameView();  // the same, as a view into the text
   bool LookingAtWord(std::string_view w) const;
   std::string_view ReadWord();
   Expected<int64_t> ParseInt();
@@ -110,6 +121,7 @@ class Parser {
 
   // ---- shapes and literals (parse_shapes.cpp) -------------------------------------------------------------
   Expected<Shape> ParseShape(int depth);
+  Status ParseShapeInto(Shape& shape, int depth);  // the same into `shape`, reusing its storage
   Status ParseLayout(Shape& shape);
   bool LooksLikeShape() const;
   bool LooksLikeLayout() const;  // a '{' that starts a layout (a digit, ':' or '}' follows)
@@ -129,6 +141,7 @@ class Parser {
   Expected<std::vector<int64_t>> ParseIntList();
   Expected<std::vector<std::vector<int64_t>>> ParseIntListList();
   Expected<std::string> ParseQuoted();
+  Status ParseQuotedInto(std::string& out);  // the same into `out` (a field), without a temporary
   Status ParseWindow(Window& w);
   Status ParseDimLabels(ConvolutionDimensionNumbers& d);
   Status ParseSlice(SliceDimensions& s);
@@ -148,14 +161,15 @@ class Parser {
   // The instruction list `{ ... }` of `scope`, then operand resolution and ordering; adds it to the module.
   Status ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added);
   Status ParseInstruction(Scope& scope, bool& is_root);
-  Status ParseInstructionRhs(Scope& scope, const std::string& name, size_t name_pos, size_t start,
+  Status ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
                              std::optional<Shape> shape, int depth, Instruction*& added);
   // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
   Status InferShapes();
   // The verifier (hlo/verifier.h) and the signatures' result shapes, once shapes are known; a violation is an
   // error at the instruction's (or computation's) name.
   Status Verify();
-  std::string SyntheticName(Scope& scope, const std::string& base);
+  // A name no instruction of `scope` has yet, `base.N`; the view stays valid as long as the scope.
+  std::string_view SyntheticName(Scope& scope, std::string_view base);
   std::string UniqueComputationName(const std::string& base);
 
   std::string_view s_;
@@ -165,6 +179,10 @@ class Parser {
   const std::string& src_;
   Module* module_ = nullptr;
   std::vector<PendingCall> calls_;
+  // Operands of the instructions being parsed (inline operands nest), before they move to their scope's list.
+  std::vector<PendingOperand> op_stack_;
+  // Where operand shapes (`add(f32[2]{0} %a, ...)`) are read: checked, then dropped unless the operand is inline.
+  Shape operand_shape_;
   std::unordered_map<const Instruction*, size_t> infer_;  // instructions without a written shape -> position
   std::set<std::string> computation_names_;              // every computation name given or generated
   // broadcast's dimensions= left out: allowed only when operand 0 turns out to be a scalar (checked once shapes

@@ -129,16 +129,16 @@ struct ValuePrinter {
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
   std::string operator()(AttrKindTag<AttrKind::kText>, const std::string& v) const { return v; }
-  std::string operator()(AttrKindTag<AttrKind::kWindow>, const std::optional<Window>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kWindow>, const HeapOptional<Window>& v) const {
     return v ? WindowToString(*v) : "{}";
   }
-  std::string operator()(AttrKindTag<AttrKind::kConvDims>, const std::optional<ConvolutionDimensionNumbers>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kConvDims>, const HeapOptional<ConvolutionDimensionNumbers>& v) const {
     return ConvolutionDimensionNumbersToString(v ? *v : ConvolutionDimensionNumbers{});
   }
-  std::string operator()(AttrKindTag<AttrKind::kSlice>, const std::optional<SliceDimensions>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kSlice>, const HeapOptional<SliceDimensions>& v) const {
     return SliceToString(v ? *v : SliceDimensions{});
   }
-  std::string operator()(AttrKindTag<AttrKind::kPadding>, const std::optional<PaddingConfig>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kPadding>, const HeapOptional<PaddingConfig>& v) const {
     return PaddingConfigToString(v ? *v : PaddingConfig{});
   }
   std::string operator()(AttrKindTag<AttrKind::kDirection>, ComparisonDirection v) const {
@@ -155,7 +155,7 @@ struct ValuePrinter {
     return fmt::format("{{{}}}", fmt::join(parts, ","));
   }
   std::string operator()(AttrKindTag<AttrKind::kMetadata>, const OpMetadata& v) const { return MetadataToString(v); }
-  std::string operator()(AttrKindTag<AttrKind::kSharding>, const std::optional<Sharding>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kSharding>, const HeapOptional<Sharding>& v) const {
     return v ? ShardingToString(*v) : "{replicated}";
   }
   std::string operator()(AttrKindTag<AttrKind::kFrontendAttributes>,
@@ -173,10 +173,10 @@ struct ValuePrinter {
       parts.push_back(fmt::format("{}: ({}, {})", Braced(a.output_index), a.operand, Braced(a.operand_shape_index)));
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
-  std::string operator()(AttrKindTag<AttrKind::kShape>, const std::optional<Shape>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kShape>, const HeapOptional<Shape>& v) const {
     return v ? v->ToString() : "()";
   }
-  std::string operator()(AttrKindTag<AttrKind::kShapeList>, const std::optional<std::vector<Shape>>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kShapeList>, const HeapOptional<std::vector<Shape>>& v) const {
     std::vector<std::string> parts;
     if (v)
       for (const auto& s : *v) parts.push_back(s.ToString());
@@ -188,10 +188,10 @@ struct ValuePrinter {
     for (const auto& e : l.tuple_elements()) parts.push_back(ShapedLiteral(e));
     return fmt::format("( {} )", fmt::join(parts, ", "));
   }
-  std::string operator()(AttrKindTag<AttrKind::kLiteral>, const std::optional<Literal>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kLiteral>, const HeapOptional<Literal>& v) const {
     return v ? ShapedLiteral(*v) : "()";
   }
-  std::string operator()(AttrKindTag<AttrKind::kResultAccuracy>, const std::optional<ResultAccuracy>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kResultAccuracy>, const HeapOptional<ResultAccuracy>& v) const {
     if (!v) return "{mode=default}";
     if (!v->has_tolerance) return v->highest ? "{mode=highest}" : "{mode=default}";
     return fmt::format("{{tolerance={{atol={},rtol={},ulps={}}}}}", RoundTripDouble(v->atol, false),

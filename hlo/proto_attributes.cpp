@@ -256,7 +256,7 @@ struct ValueWriter {
     return true;  // control predecessors: written by the caller, which knows the ids
   }
   Expected<bool> operator()(AttrKindTag<AttrKind::kText>, const std::string&) const { return false; }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kWindow>, const std::optional<Window>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kWindow>, const HeapOptional<Window>& v) const {
     if (!v) return true;
     auto* w = As<xla::Window>(m->GetReflection()->MutableMessage(m, fd));
     for (const auto& d : v->dimensions) {
@@ -271,7 +271,7 @@ struct ValueWriter {
     }
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kConvDims>, const std::optional<ConvolutionDimensionNumbers>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kConvDims>, const HeapOptional<ConvolutionDimensionNumbers>& v) const {
     if (!v) return true;
     const auto& d = *v;
     auto* c = As<xla::ConvolutionDimensionNumbers>(m->GetReflection()->MutableMessage(m, fd));
@@ -286,7 +286,7 @@ struct ValueWriter {
     for (int64_t x : d.output_spatial_dimensions) c->add_output_spatial_dimensions(x);
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kSlice>, const std::optional<SliceDimensions>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kSlice>, const HeapOptional<SliceDimensions>& v) const {
     if (!v) return true;
     const auto& s = *v;
     if (s.limits.size() != s.starts.size() || s.strides.size() != s.starts.size())
@@ -299,7 +299,7 @@ struct ValueWriter {
     }
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kPadding>, const std::optional<PaddingConfig>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kPadding>, const HeapOptional<PaddingConfig>& v) const {
     if (!v) return true;
     auto* c = As<xla::PaddingConfig>(m->GetReflection()->MutableMessage(m, fd));
     for (const auto& d : v->dimensions) {
@@ -335,7 +335,7 @@ struct ValueWriter {
     WriteMetadata(v, As<xla::OpMetadata>(m->GetReflection()->MutableMessage(m, fd)));
     return v.unknown_fields.empty();
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kSharding>, const std::optional<Sharding>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kSharding>, const HeapOptional<Sharding>& v) const {
     if (!v) return true;
     WriteSharding(*v, As<xla::OpSharding>(m->GetReflection()->MutableMessage(m, fd)));
     return ShardingIsExact(*v);
@@ -412,23 +412,23 @@ struct ValueWriter {
     }
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kShape>, const std::optional<Shape>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kShape>, const HeapOptional<Shape>& v) const {
     if (!v) return true;
     OPPROBE_RETURN_IF_ERROR(WriteShape(*v, As<xla::ShapeProto>(m->GetReflection()->MutableMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kShapeList>, const std::optional<std::vector<Shape>>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kShapeList>, const HeapOptional<std::vector<Shape>>& v) const {
     if (!v) return true;
     root->set_constrain_layout(true);  // XLA's layout-constrained custom call
     for (const auto& s : *v) OPPROBE_RETURN_IF_ERROR(WriteShape(s, As<xla::ShapeProto>(m->GetReflection()->AddMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kLiteral>, const std::optional<Literal>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kLiteral>, const HeapOptional<Literal>& v) const {
     if (!v) return true;
     OPPROBE_RETURN_IF_ERROR(WriteLiteral(*v, As<xla::LiteralProto>(m->GetReflection()->MutableMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kResultAccuracy>, const std::optional<ResultAccuracy>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kResultAccuracy>, const HeapOptional<ResultAccuracy>& v) const {
     if (!v) return true;
     auto* r = As<xla::ResultAccuracy>(m->GetReflection()->MutableMessage(m, fd));
     if (v->has_tolerance) {
@@ -527,7 +527,7 @@ struct ValueReader {
   }
   Status operator()(AttrKindTag<AttrKind::kNameList>, std::vector<std::string>&) const { return Status::Ok(); }
   Status operator()(AttrKindTag<AttrKind::kText>, std::string&) const { return Status::Ok(); }
-  Status operator()(AttrKindTag<AttrKind::kWindow>, std::optional<Window>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kWindow>, HeapOptional<Window>& v) const {
     if (!Has()) return Status::Ok();
     Window w;
     for (const auto& d : As<xla::Window>(Sub()).dimensions()) {
@@ -544,7 +544,7 @@ struct ValueReader {
     v = std::move(w);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kConvDims>, std::optional<ConvolutionDimensionNumbers>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kConvDims>, HeapOptional<ConvolutionDimensionNumbers>& v) const {
     if (!Has()) return Status::Ok();
     const auto& c = As<xla::ConvolutionDimensionNumbers>(Sub());
     ConvolutionDimensionNumbers d;
@@ -560,7 +560,7 @@ struct ValueReader {
     v = std::move(d);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSlice>, std::optional<SliceDimensions>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kSlice>, HeapOptional<SliceDimensions>& v) const {
     SliceDimensions s;
     for (int i = 0; i < Size(); ++i) {
       const auto& d = As<xla::HloInstructionProto::SliceDimensions>(m->GetReflection()->GetRepeatedMessage(*m, fd, i));
@@ -571,7 +571,7 @@ struct ValueReader {
     if (Size() || spec.need == AttrNeed::kRequired) v = std::move(s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kPadding>, std::optional<PaddingConfig>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kPadding>, HeapOptional<PaddingConfig>& v) const {
     if (!Has()) return Status::Ok();
     PaddingConfig c;
     for (const auto& d : As<xla::PaddingConfig>(Sub()).dimensions())
@@ -625,7 +625,7 @@ struct ValueReader {
     if (Has()) v = ReadMetadata(As<xla::OpMetadata>(Sub()));
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSharding>, std::optional<Sharding>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kSharding>, HeapOptional<Sharding>& v) const {
     if (Has()) v = ReadSharding(As<xla::OpSharding>(Sub()));
     return Status::Ok();
   }
@@ -666,13 +666,13 @@ struct ValueReader {
     }
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kShape>, std::optional<Shape>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kShape>, HeapOptional<Shape>& v) const {
     if (!Has()) return Status::Ok();
     OPPROBE_ASSIGN_OR_RETURN(Shape s, ReadShape(As<xla::ShapeProto>(Sub())));
     v = std::move(s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kShapeList>, std::optional<std::vector<Shape>>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kShapeList>, HeapOptional<std::vector<Shape>>& v) const {
     if (!root.constrain_layout() && Size() == 0) return Status::Ok();
     std::vector<Shape> shapes;
     for (int i = 0; i < Size(); ++i) {
@@ -682,13 +682,13 @@ struct ValueReader {
     v = std::move(shapes);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kLiteral>, std::optional<Literal>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kLiteral>, HeapOptional<Literal>& v) const {
     if (!Has()) return Status::Ok();
     OPPROBE_ASSIGN_OR_RETURN(Literal l, ReadLiteral(As<xla::LiteralProto>(Sub()), Shape()));
     v = std::move(l);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, std::optional<ResultAccuracy>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, HeapOptional<ResultAccuracy>& v) const {
     if (!Has()) return Status::Ok();
     const auto& r = As<xla::ResultAccuracy>(Sub());
     ResultAccuracy out;

@@ -15,6 +15,16 @@ namespace opprobe::hlo {
 class Shape {
  public:
   Shape() = default;
+  // Makes this an array shape of `type` with no dimensions and no layout, as a new one, keeping the storage.
+  void ResetArray(PrimitiveType type) {
+    element_type_ = type;
+    dims_.clear();
+    dynamic_.clear();
+    has_layout_ = false;
+    minor_to_major_.clear();
+    layout_suffix_.clear();
+    tuple_.clear();
+  }
   // An array shape with the default (descending, row-major) layout.
   static Shape Array(PrimitiveType type, std::vector<int64_t> dims);
   static Shape Scalar(PrimitiveType type) { return Array(type, {}); }
@@ -50,6 +60,11 @@ class Shape {
   bool has_layout() const { return has_layout_; }
   const std::vector<int64_t>& minor_to_major() const { return minor_to_major_; }
   void set_layout(std::vector<int64_t> minor_to_major);
+  // The layout, marked present, to fill in place (the parser reuses one shape's storage for operand shapes).
+  std::vector<int64_t>& mutable_minor_to_major() {
+    has_layout_ = true;
+    return minor_to_major_;
+  }
   void clear_layout();
   void SetDefaultLayout();  // {rank-1, ..., 0}, recursively for tuples
   // Tiling / memory-space suffix of a layout as printed by TPU dumps (`:T(8,128)S(5)`), kept verbatim.

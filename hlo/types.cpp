@@ -48,10 +48,18 @@ constexpr std::array<TypeInfo, 33> kTypes = {{
     {PrimitiveType::F8E8M0FNU, "f8e8m0fnu", 8},
 }};
 
+// kTypes lists the types in their enum order, PRED (1) first: a type's entry is at its value - 1 (asked for
+// several times per instruction while a module is parsed and checked, so not searched).
+constexpr bool InEnumOrder() {
+  for (size_t i = 0; i < kTypes.size(); ++i)
+    if (static_cast<size_t>(kTypes[i].type) != i + 1) return false;
+  return true;
+}
+static_assert(InEnumOrder(), "kTypes must list the types in enum order");
+
 const TypeInfo* Find(PrimitiveType t) {
-  for (const auto& info : kTypes)
-    if (info.type == t) return &info;
-  return nullptr;
+  const auto v = static_cast<size_t>(t);
+  return v >= 1 && v <= kTypes.size() ? &kTypes[v - 1] : nullptr;
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ template <typename T>
 struct IsOptional : std::false_type {};
 template <typename T>
 struct IsOptional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct IsOptional<HeapOptional<T>> : std::true_type {};
 
 std::string Str(const Shape& s) { return s.ToString(false); }
 

@@ -122,6 +122,39 @@ TEST(HloParserTest, ElementCountOverflowIsAnError) {
             "t.hlo:3:21: shape f32[4611686018427387904,4] has more than 2^63 elements");
 }
 
+// Integers reach INT64_MIN and INT64_MAX and no further, in either sign.
+TEST(HloParserTest, IntegersAtTheSixtyFourBitLimits) {
+  auto param = [](const std::string& n) {
+    return ErrorOf("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(" + n + ")\n}\n");
+  };
+  EXPECT_EQ(param("9223372036854775808"), "t.hlo:3:28: integer does not fit in 64 bits");
+  EXPECT_EQ(param("-9223372036854775809"), "t.hlo:3:28: integer does not fit in 64 bits");
+  EXPECT_EQ(param("-9223372036854775808"), "t.hlo:3:28: negative parameter number");
+  EXPECT_EQ(param("-0"), "ok");
+  EXPECT_EQ(param("+0"), "ok");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT p = f32[9223372036854775807] parameter(0)\n}\n"), "ok");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT p = f32[9223372036854775808] parameter(0)\n}\n"),
+            "t.hlo:3:16: integer does not fit in 64 bits");
+}
+
+// An attribute key given twice is an error wherever it repeats, among few keys or many.
+TEST(HloParserTest, AttributeGivenTwiceIsAnError) {
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                    "  ROOT t = f32[2] transpose(p), dimensions={0}, dimensions={0}\n}\n"),
+            "t.hlo:4:49: attribute dimensions given twice");
+  std::string many;
+  for (int k = 1; k <= 10; ++k) many += ", k" + std::to_string(k) + "=" + std::to_string(k);
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many +
+                    "\n}\n"),
+            "ok");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many +
+                    ", k9=0\n}\n"),
+            "t.hlo:4:" + std::to_string(29 + static_cast<int>(many.size())) + ": attribute k9 given twice");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many +
+                    ", k2=0\n}\n"),
+            "t.hlo:4:" + std::to_string(29 + static_cast<int>(many.size())) + ": attribute k2 given twice");
+}
+
 TEST(HloParserTest, OperandCycleIsAnError) {
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  a = f32[] add(b, b)\n  ROOT b = f32[] negate(a)\n}\n"),
             "t.hlo:3:3: instruction a is part of an operand cycle in e");

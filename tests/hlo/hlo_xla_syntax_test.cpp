@@ -5,6 +5,10 @@
 // shapes `b(...)`, unbounded dimensions `?`, and async-update / async-done with several operands.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
@@ -67,6 +71,28 @@ TEST(HloXlaSyntaxTest, InlineOperandsAndTupleIndices) {
   EXPECT_EQ(r->operand(1)->operand(0)->opcode, Opcode::kConstant);
   // The printed module parses again.
   EXPECT_TRUE(ParseModule(ToString(*m), "printed.hlo").ok());
+}
+
+// An inline operand's synthetic name (`constant.N`) never repeats a name the text gave before it.
+TEST(HloXlaSyntaxTest, InlineOperandNamesAvoidGivenNames) {
+  auto m = ParseUnit(
+      "HloModule m\n"
+      "ENTRY e {\n"
+      "  constant.1 = f32[] constant(2)\n"
+      "  a = f32[] add(constant.1, f32[] constant(1))\n"
+      "  b = f32[] add(a, f32[] constant(3))\n"
+      "  ROOT r = f32[] add(b, f32[] constant(4))\n"
+      "}\n");
+  ASSERT_TRUE(m);
+  const Computation* e = m->entry();
+  std::vector<std::string> names;
+  for (const auto& i : e->instructions()) names.push_back(i->name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << ::testing::PrintToString(names);
+  EXPECT_EQ(names.size(), 7u);
+  EXPECT_NE(e->FindInstruction("a")->operand(1)->name, "constant.1");
+  EXPECT_EQ(e->FindInstruction("a")->operand(0)->name, "constant.1");
+  EXPECT_EQ(e->root()->operand(1)->opcode, Opcode::kConstant);
 }
 
 TEST(HloXlaSyntaxTest, ScalarConstantFillsAnArrayShape) {
