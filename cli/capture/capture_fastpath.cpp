@@ -1,0 +1,335 @@
+// The capture's fast path (see capture_native.py, which builds and loads it): a boxed fallback on the dispatch key
+// just above the Python key (DispatchKey::Fake, an out-of-core key no kernel of PyTorch itself uses), switched on
+// for the capture's thread through the thread's included dispatch keys. It sees every call the capture's dispatch
+// mode would see (below autograd; calls made inside a call are not seen), at the same place.
+//
+// Per call it builds a key from what the Python recorder's entry depends on: the operator, each argument's and
+// output's dtype and sizes or value, the Python call site (each frame's code object and instruction up to the
+// innermost frame of the user's own files) and a context number the recorder keeps up to date (module path,
+// phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
+// (capture_recorder.py), which stays the one place that encodes a call, and says whether the entry may be counted
+// by its key from now on. Every call it cannot key (a tensor that requires grad while grad mode is on, a tensor
+// subclass, a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a
+// context of -1) goes on to the Python dispatch mode below it, as if this fallback did not exist.
+#include <Python.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr c10::DispatchKey kKey = c10::DispatchKey::Fake;
+
+struct State {
+  bool on = false;
+  std::thread::id thread;
+  long context = -1;              // -1: every call goes to the Python dispatch mode
+  PyObject* classify = nullptr;   // classify(code) -> 0 torch/shim, 1 library, 2 user's, -1 decides the phase
+  PyObject* record = nullptr;     // record(op, overload, args, out) -> entry number, or -1: ask every time
+  std::unordered_map<PyObject*, int> kinds;  // code object (a reference held) -> classify's answer
+  std::unordered_map<std::string, long> keys;
+  std::vector<long long> counts;  // by entry number: calls counted here, not yet added to the recorder's
+};
+
+State* state() {
+  static State* s = new State();  // never destroyed: the fallback may run during interpreter shutdown
+  return s;
+}
+
+template <typename T>
+void Put(std::string& k, T v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// Appends a value's key; false where it has none (the call then goes to the Python path).
+bool KeyOf(const c10::IValue& v, std::string& k, bool grad) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) {
+      k.push_back('n');
+      return true;
+    }
+    c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    if (impl->key_set().has(c10::DispatchKey::Python)) return false;  // a tensor subclass: its own dispatch
+    if (grad && t.requires_grad()) return false;  // the recorder links its grad_fn to this call
+    if (impl->has_symbolic_sizes_strides()) return false;
+    k.push_back(impl->is_wrapped_number() ? 'w' : 't');
+    Put<int8_t>(k, static_cast<int8_t>(t.scalar_type()));
+    auto sizes = t.sizes();
+    Put<uint32_t>(k, static_cast<uint32_t>(sizes.size()));
+    for (int64_t s : sizes) Put<int64_t>(k, s);
+    return true;
+  }
+  if (v.isNone()) {
+    k.push_back('n');
+  } else if (v.isBool()) {
+    k.push_back(v.toBool() ? 'B' : 'b');
+  } else if (v.isInt()) {
+    k.push_back('i');
+    Put<int64_t>(k, v.toInt());
+  } else if (v.isDouble()) {
+    k.push_back('d');
+    Put<double>(k, v.toDouble());
+  } else if (v.isString()) {
+    const std::string& s = v.toStringRef();
+    k.push_back('s');
+    Put<uint32_t>(k, static_cast<uint32_t>(s.size()));
+    k.append(s);
+  } else if (v.isDevice()) {
+    k.push_back('v');
+    Put<int16_t>(k, static_cast<int16_t>(v.toDevice().type()));
+    Put<int16_t>(k, static_cast<int16_t>(v.toDevice().index()));
+  } else if (v.isIntList()) {
+    auto l = v.toIntList();
+    k.push_back('I');
+    Put<uint32_t>(k, static_cast<uint32_t>(l.size()));
+    for (int64_t x : l) Put<int64_t>(k, x);
+  } else if (v.isDoubleList()) {
+    auto l = v.toDoubleList();
+    k.push_back('D');
+    Put<uint32_t>(k, static_cast<uint32_t>(l.size()));
+    for (double x : l) Put<double>(k, x);
+  } else if (v.isBoolList()) {
+    auto l = v.toBoolList();
+    k.push_back('L');
+    Put<uint32_t>(k, static_cast<uint32_t>(l.size()));
+    for (bool x : l) k.push_back(x ? '1' : '0');
+  } else if (v.isTensorList() || v.isList()) {
+    auto l = v.isTensorList() ? c10::IValue(v.toTensorList()).toList() : v.toList();
+    k.push_back(v.isTensorList() ? 'T' : 'l');
+    Put<uint32_t>(k, static_cast<uint32_t>(l.size()));
+    for (const c10::IValue& x : l) {
+      if (!KeyOf(x, k, grad)) return false;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Appends the call site: each frame's code object and instruction, innermost first, up to the innermost frame of the
+// user's own files. False where a frame decides the phase, or the stack is deeper than the key should be.
+bool KeyOfSite(State* s, std::string& k) {
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(f);
+  bool ok = true;
+  for (int depth = 0; f != nullptr; ++depth) {
+    if (depth == 64) {
+      ok = false;
+      break;
+    }
+    PyCodeObject* code = PyFrame_GetCode(f);  // new reference
+    auto it = s->kinds.find(reinterpret_cast<PyObject*>(code));
+    int kind;
+    if (it != s->kinds.end()) {
+      kind = it->second;
+      Py_DECREF(code);
+    } else {
+      PyObject* r = PyObject_CallOneArg(s->classify, reinterpret_cast<PyObject*>(code));
+      kind = r != nullptr ? static_cast<int>(PyLong_AsLong(r)) : -1;
+      Py_XDECREF(r);
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        kind = -1;
+      }
+      s->kinds.emplace(reinterpret_cast<PyObject*>(code), kind);  // keeps the reference
+    }
+    if (kind < 0) {
+      ok = false;
+      break;
+    }
+    Put<const void*>(k, code);
+    Put<int32_t>(k, PyFrame_GetLasti(f));
+    if (kind == 2) break;
+    PyFrameObject* back = PyFrame_GetBack(f);  // new reference
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  return ok;
+}
+
+void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IValue>& args,
+              const torch::jit::Stack& outs, std::string* key) {
+  PyObject* py_args = PyList_New(static_cast<Py_ssize_t>(args.size()));
+  PyObject* out = nullptr;
+  long entry = -1;
+  try {
+    for (size_t i = 0; i < args.size(); ++i) {
+      PyList_SET_ITEM(py_args, static_cast<Py_ssize_t>(i), torch::jit::toPyObject(args[i]).release().ptr());
+    }
+    if (outs.empty()) {
+      out = Py_NewRef(Py_None);
+    } else if (outs.size() == 1) {
+      out = torch::jit::toPyObject(outs[0]).release().ptr();
+    } else {
+      out = PyTuple_New(static_cast<Py_ssize_t>(outs.size()));
+      for (size_t i = 0; i < outs.size(); ++i) {
+        PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), torch::jit::toPyObject(outs[i]).release().ptr());
+      }
+    }
+    const auto& name = op.schema().operator_name();
+    PyObject* r = PyObject_CallFunction(s->record, "ssOO", name.name.c_str(), name.overload_name.c_str(), py_args,
+                                        out);
+    if (r != nullptr) entry = PyLong_AsLong(r);
+    Py_XDECREF(r);
+  } catch (const std::exception&) {
+    entry = -1;
+  }
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    entry = -1;
+  }
+  Py_XDECREF(py_args);
+  Py_XDECREF(out);
+  if (key != nullptr) {
+    if (entry >= 0 && static_cast<size_t>(entry) >= s->counts.size()) s->counts.resize(entry + 1, 0);
+    s->keys.emplace(std::move(*key), entry);
+  }
+}
+
+void RunBelow(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
+                                                                c10::DispatchKey::PythonTLSSnapshot}));
+  op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::Python), stack);
+}
+
+void PythonPath(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+  op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kKey), stack);
+}
+
+void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  State* s = state();
+  if (!s->on || s->context < 0 || std::this_thread::get_id() != s->thread) return PythonPath(op, ks, stack);
+  const size_t nargs = op.schema().arguments().size();
+  const bool grad = at::GradMode::is_enabled();
+  thread_local std::string key;
+  key.clear();
+  Put<const void*>(key, &op.schema());
+  for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
+    if (!KeyOf((*stack)[i], key, grad)) return PythonPath(op, ks, stack);
+  }
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Put<long>(key, s->context);
+  bool ok = s->context >= 0 && KeyOfSite(s, key);
+  PyGILState_Release(gil);
+  if (!ok) return PythonPath(op, ks, stack);
+  std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(nargs), stack->end());
+  try {
+    RunBelow(op, ks, stack);
+  } catch (const std::exception&) {
+    // The dispatch mode decides what a failing call does (a dtype-promoting retry under an XLA stand-in, or the
+    // error itself): it gets the call as it came.
+    stack->resize(stack->size() - std::min(stack->size(), nargs));
+    stack->insert(stack->end(), args.begin(), args.end());
+    return PythonPath(op, ks, stack);
+  }
+  key.push_back('|');
+  const size_t nouts = op.schema().returns().size();
+  bool keyed = true;
+  for (size_t i = stack->size() - nouts; i < stack->size(); ++i) {
+    if (!KeyOf((*stack)[i], key, false)) {
+      keyed = false;
+      break;
+    }
+  }
+  if (keyed) {
+    auto it = s->keys.find(key);
+    if (it != s->keys.end() && it->second >= 0) {
+      ++s->counts[it->second];
+      return;
+    }
+  }
+  torch::jit::Stack outs(stack->end() - static_cast<std::ptrdiff_t>(nouts), stack->end());
+  {
+    // What the recorder does is not recorded (as in the dispatch mode, which is off while it records).
+    c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
+                                                                  c10::DispatchKey::PythonTLSSnapshot}));
+    gil = PyGILState_Ensure();
+    ToPython(op, s, args, outs, keyed ? &key : nullptr);
+    PyGILState_Release(gil);
+  }
+}
+
+TORCH_LIBRARY_IMPL(_, Fake, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&Fallback>());
+}
+
+// -- the module's functions -----------------------------------------------------------------------------------------
+
+PyObject* Start(PyObject*, PyObject* args) {
+  PyObject *classify, *record;
+  if (!PyArg_ParseTuple(args, "OO", &classify, &record)) return nullptr;
+  State* s = state();
+  Py_XSETREF(s->classify, Py_NewRef(classify));
+  Py_XSETREF(s->record, Py_NewRef(record));
+  s->thread = std::this_thread::get_id();
+  s->on = true;
+  c10::impl::tls_set_dispatch_key_included(kKey, true);
+  Py_RETURN_NONE;
+}
+
+PyObject* Stop(PyObject*, PyObject*) {
+  State* s = state();
+  s->on = false;
+  c10::impl::tls_set_dispatch_key_included(kKey, false);
+  Py_RETURN_NONE;
+}
+
+PyObject* SetContext(PyObject*, PyObject* arg) {
+  long c = PyLong_AsLong(arg);
+  if (c == -1 && PyErr_Occurred()) return nullptr;
+  state()->context = c;
+  Py_RETURN_NONE;
+}
+
+// The counts kept here since the last call, as {entry number: count}; they are reset.
+PyObject* TakeCounts(PyObject*, PyObject*) {
+  State* s = state();
+  PyObject* d = PyDict_New();
+  for (size_t i = 0; i < s->counts.size(); ++i) {
+    if (s->counts[i] == 0) continue;
+    PyObject* k = PyLong_FromSize_t(i);
+    PyObject* v = PyLong_FromLongLong(s->counts[i]);
+    PyDict_SetItem(d, k, v);
+    Py_DECREF(k);
+    Py_DECREF(v);
+    s->counts[i] = 0;
+  }
+  return d;
+}
+
+PyObject* Pending(PyObject*, PyObject*) {
+  long long n = 0;
+  for (long long c : state()->counts) n += c;
+  return PyLong_FromLongLong(n);
+}
+
+PyMethodDef kMethods[] = {
+    {"start", Start, METH_VARARGS, "start(classify, record): the fast path on for this thread"},
+    {"stop", Stop, METH_NOARGS, "stop(): the fast path off"},
+    {"set_context", SetContext, METH_O, "set_context(n): the recorder's context number; -1: the Python path"},
+    {"take_counts", TakeCounts, METH_NOARGS, "take_counts() -> {entry: count} counted here since the last call"},
+    {"pending", Pending, METH_NOARGS, "pending() -> calls counted here and not yet taken"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "opprobe_capture_fastpath", nullptr, -1, kMethods,
+                       nullptr, nullptr, nullptr, nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit_opprobe_capture_fastpath() {
+  return PyModule_Create(&kModule);
+}
