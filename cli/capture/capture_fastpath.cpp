@@ -8,14 +8,17 @@
 // innermost frame of the user's own files) and a context number the recorder keeps up to date (module path,
 // phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
 // (capture_recorder.py), which stays the one place that encodes a call, and says whether the entry may be counted
-// by its key from now on. Every call it cannot key (a tensor that requires grad while grad mode is on, a tensor
-// subclass, a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a
-// context of -1) goes on to the Python dispatch mode below it, as if this fallback did not exist.
+// by its key from now on, and which place names the autograd node of the call's outputs (the recorder's pending
+// forward link, which this file then keeps for the calls it counts). Every call it cannot key (a tensor subclass,
+// a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a context of -1)
+// goes on to the Python dispatch mode below it, as if this fallback did not exist.
 #include <Python.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/python_anomaly_mode.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/library.h>
 
@@ -37,8 +40,17 @@ struct State {
   PyObject* classify = nullptr;   // classify(code) -> 0 torch/shim, 1 library, 2 user's, -1 decides the phase
   PyObject* record = nullptr;     // record(op, overload, args, out) -> entry number, or -1: ask every time
   std::unordered_map<PyObject*, int> kinds;  // code object (a reference held) -> classify's answer
-  std::unordered_map<std::string, long> keys;
+  struct Entry {
+    long number;        // the recorder's entry; -1: every such call goes to the recorder
+    PyObject* forward;  // a forward call's place, for the autograd node of its outputs (a reference), or null
+  };
+  std::unordered_map<std::string, Entry> keys;
   std::vector<long long> counts;  // by entry number: calls counted here, not yet added to the recorder's
+  PyObject* forward_key = nullptr;  // the key of the forward call's place in an autograd node's metadata
+  // The outputs of the last forward call that autograd links to a node, and that call's place: as the recorder's
+  // own pending link, the node (made after the call returns) is named at the next call.
+  std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> pending;
+  PyObject* pending_forward = nullptr;
 };
 
 State* state() {
@@ -61,9 +73,9 @@ bool KeyOf(const c10::IValue& v, std::string& k, bool grad) {
     }
     c10::TensorImpl* impl = t.unsafeGetTensorImpl();
     if (impl->key_set().has(c10::DispatchKey::Python)) return false;  // a tensor subclass: its own dispatch
-    if (grad && t.requires_grad()) return false;  // the recorder links its grad_fn to this call
     if (impl->has_symbolic_sizes_strides()) return false;
-    k.push_back(impl->is_wrapped_number() ? 'w' : 't');
+    // (whether autograd will link the outputs to a node, and so whether the recorder names the node)
+    k.push_back(impl->is_wrapped_number() ? 'w' : grad && t.requires_grad() ? 'g' : 't');
     Put<int8_t>(k, static_cast<int8_t>(t.scalar_type()));
     auto sizes = t.sizes();
     Put<uint32_t>(k, static_cast<uint32_t>(sizes.size()));
@@ -159,11 +171,46 @@ bool KeyOfSite(State* s, std::string& k) {
   return ok;
 }
 
+// Names the autograd node of the last linked forward call's outputs with its place, where the node has none yet
+// (the recorder's flush_pending). Needs the GIL.
+void FlushPending(State* s) {
+  PyObject* forward = s->pending_forward;
+  s->pending_forward = nullptr;
+  for (auto& weak : s->pending) {
+    auto strong = weak.lock();
+    if (!strong) continue;
+    at::Tensor t(std::move(strong));
+    std::shared_ptr<torch::autograd::Node> node = t.grad_fn();
+    if (!node) continue;
+    auto* md = static_cast<torch::autograd::PyAnomalyMetadata*>(node->metadata());
+    PyObject* d = md != nullptr ? md->dict() : nullptr;
+    if (d != nullptr && PyDict_SetDefault(d, s->forward_key, forward) == nullptr) PyErr_Clear();
+  }
+  s->pending.clear();
+  Py_XDECREF(forward);
+}
+
+void SetPending(State* s, const torch::jit::Stack& stack, size_t nouts, PyObject* forward) {
+  for (size_t i = stack.size() - nouts; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) s->pending.emplace_back(v.toTensor().getIntrusivePtr());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList().vec()) {
+        if (t.defined()) s->pending.emplace_back(t.getIntrusivePtr());
+      }
+    }
+  }
+  if (s->pending.empty()) return;
+  s->pending_forward = Py_NewRef(forward);
+}
+
 void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IValue>& args,
               const torch::jit::Stack& outs, std::string* key) {
   PyObject* py_args = PyList_New(static_cast<Py_ssize_t>(args.size()));
   PyObject* out = nullptr;
   long entry = -1;
+  PyObject* forward = nullptr;
   try {
     for (size_t i = 0; i < args.size(); ++i) {
       PyList_SET_ITEM(py_args, static_cast<Py_ssize_t>(i), torch::jit::toPyObject(args[i]).release().ptr());
@@ -181,7 +228,11 @@ void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IV
     const auto& name = op.schema().operator_name();
     PyObject* r = PyObject_CallFunction(s->record, "ssOO", name.name.c_str(), name.overload_name.c_str(), py_args,
                                         out);
-    if (r != nullptr) entry = PyLong_AsLong(r);
+    PyObject *number = nullptr, *fwd = nullptr;
+    if (r != nullptr && PyArg_ParseTuple(r, "OO", &number, &fwd)) {
+      entry = PyLong_AsLong(number);
+      if (fwd != Py_None) forward = Py_NewRef(fwd);
+    }
     Py_XDECREF(r);
   } catch (const std::exception&) {
     entry = -1;
@@ -192,9 +243,12 @@ void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IV
   }
   Py_XDECREF(py_args);
   Py_XDECREF(out);
+  if (forward != nullptr) SetPending(s, outs, outs.size(), forward);  // the recorder handed its link over
   if (key != nullptr) {
     if (entry >= 0 && static_cast<size_t>(entry) >= s->counts.size()) s->counts.resize(entry + 1, 0);
-    s->keys.emplace(std::move(*key), entry);
+    s->keys.emplace(std::move(*key), State::Entry{entry, forward});  // keeps the reference
+  } else {
+    Py_XDECREF(forward);
   }
 }
 
@@ -205,6 +259,12 @@ void RunBelow(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
 }
 
 void PythonPath(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  State* s = state();
+  if (s->pending_forward != nullptr && std::this_thread::get_id() == s->thread) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    FlushPending(s);
+    PyGILState_Release(gil);
+  }
   c10::impl::ExcludeDispatchKeyGuard guard(kKey);
   op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kKey), stack);
 }
@@ -225,6 +285,7 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
     if (!KeyOf((*stack)[i], key, grad)) return PythonPath(op, ks, stack);
   }
   PyGILState_STATE gil = PyGILState_Ensure();
+  if (s->pending_forward != nullptr) FlushPending(s);
   Put<long>(key, s->context);
   bool ok = s->context >= 0 && KeyOfSite(s, key);
   PyGILState_Release(gil);
@@ -250,8 +311,9 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
   }
   if (keyed) {
     auto it = s->keys.find(key);
-    if (it != s->keys.end() && it->second >= 0) {
-      ++s->counts[it->second];
+    if (it != s->keys.end() && it->second.number >= 0) {
+      ++s->counts[it->second.number];
+      if (it->second.forward != nullptr) SetPending(s, *stack, nouts, it->second.forward);
       return;
     }
   }
@@ -273,9 +335,10 @@ TORCH_LIBRARY_IMPL(_, Fake, m) {
 // -- the module's functions -----------------------------------------------------------------------------------------
 
 PyObject* Start(PyObject*, PyObject* args) {
-  PyObject *classify, *record;
-  if (!PyArg_ParseTuple(args, "OO", &classify, &record)) return nullptr;
+  PyObject *classify, *record, *forward_key;
+  if (!PyArg_ParseTuple(args, "OOO", &classify, &record, &forward_key)) return nullptr;
   State* s = state();
+  Py_XSETREF(s->forward_key, Py_NewRef(forward_key));
   Py_XSETREF(s->classify, Py_NewRef(classify));
   Py_XSETREF(s->record, Py_NewRef(record));
   s->thread = std::this_thread::get_id();
@@ -284,8 +347,15 @@ PyObject* Start(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+PyObject* Flush(PyObject*, PyObject*) {
+  State* s = state();
+  if (s->pending_forward != nullptr) FlushPending(s);
+  Py_RETURN_NONE;
+}
+
 PyObject* Stop(PyObject*, PyObject*) {
   State* s = state();
+  if (s->pending_forward != nullptr) FlushPending(s);
   s->on = false;
   c10::impl::tls_set_dispatch_key_included(kKey, false);
   Py_RETURN_NONE;
@@ -323,6 +393,7 @@ PyObject* Pending(PyObject*, PyObject*) {
 PyMethodDef kMethods[] = {
     {"start", Start, METH_VARARGS, "start(classify, record): the fast path on for this thread"},
     {"stop", Stop, METH_NOARGS, "stop(): the fast path off"},
+    {"flush", Flush, METH_NOARGS, "flush(): names the node of the last linked forward call now"},
     {"set_context", SetContext, METH_O, "set_context(n): the recorder's context number; -1: the Python path"},
     {"take_counts", TakeCounts, METH_NOARGS, "take_counts() -> {entry: count} counted here since the last call"},
     {"pending", Pending, METH_NOARGS, "pending() -> calls counted here and not yet taken"},

@@ -603,8 +603,7 @@ class Recorder(object):
         # The fast path may count later calls with the same key only where nothing but its key decides the entry:
         # not a backward call (its forward call comes from the autograd node), not a call that leaves a forward
         # link pending, not another thread.
-        self._last = (entry, entry is not _SKIP and phase != "backward" and forward is None and
-                      self._pending is None and main)
+        self._last = (entry, entry is not _SKIP and phase != "backward" and forward is None and main)
 
     def _encoded_entry(self, info, args, kwargs, out, loc, lib_loc, module_path, phase, forward):
         """The slow path: encodes the call (schema defaults filled in), counts it, and returns its entry."""
@@ -648,14 +647,16 @@ class Recorder(object):
     # -- the fast path ----------------------------------------------------------------------------------
     def native_classify(self, code):
         """For the fast path's call-site key: 2 the user's own code, 1 a library's, 0 torch's or the shim's; -1 a
-        frame that decides the phase (autograd's backward, an optimizer): those calls take the Python path."""
+        frame that makes the call a backward call, or whose phase depends on more than its code (a user-defined
+        optimizer method): those calls take the Python path."""
         info = self._code_cache.get(code) or self._code_info(code)
-        return -1 if info[1] is not None else info[0]
+        return -1 if info[1] in ("backward", "optimizer?") else info[0]
 
     def native_record(self, name, overload, args, out):
         """A call the fast path has not seen under its key: recorded here as the dispatch mode would. `args` holds
         every schema argument in order. Returns the entry's number for the fast path to count later calls with the
-        same key, or -1: hand every such call here."""
+        same key (or -1: hand every such call here), and the forward call's place that names the autograd node of
+        the call's outputs, or None: the fast path keeps that link from now on, instead of the recorder."""
         func = self._native_ops.get((name, overload))
         if func is None:
             ns, op = name.split("::", 1)
@@ -675,15 +676,20 @@ class Recorder(object):
             self.record(func, info, tuple(pos), kw, out, depth=2)
         except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
             self.note_internal_error(func, e)
-            return -1
+            return -1, None
+        forward = None
+        if self._pending is not None:
+            forward = self._pending[1]
+            self._pending = None
+            self.sync_native()
         entry, cacheable = self._last or (None, False)
         if not cacheable or entry is None:
-            return -1
+            return -1, forward
         number = self._native_numbers.get(id(entry))
         if number is None:
             number = self._native_numbers[id(entry)] = len(self._native_entries)
             self._native_entries.append(entry)
-        return number
+        return number, forward
 
     def sync_native(self):
         """Tells the fast path what decides a call's module path and phase now (-1: the Python path)."""
@@ -762,6 +768,8 @@ class Recorder(object):
                 def wrapper(*args, **kwargs):
                     if rec._pending is not None:
                         rec.flush_pending()
+                    if rec.native is not None:
+                        rec.native.flush()
                     frame = sys._getframe(1)
                     while frame is not None and rec._is_internal(frame.f_code):
                         frame = frame.f_back
@@ -962,7 +970,7 @@ class _CaptureMode(TorchDispatchMode):
         if native is not None:
             self.recorder.native = native
             self.recorder.sync_native()
-            native.start(self.recorder.native_classify, self.recorder.native_record)
+            native.start(self.recorder.native_classify, self.recorder.native_record, _FORWARD_KEY)
 
     def _to_stack(self):
         """The script enters a dispatch mode of its own (1.13): from now on the capture's mode is the bottom of
