@@ -77,6 +77,10 @@ bool KeyOf(const c10::IValue& v, std::string& k, bool grad) {
     // (whether autograd will link the outputs to a node, and so whether the recorder names the node)
     k.push_back(impl->is_wrapped_number() ? 'w' : grad && t.requires_grad() ? 'g' : 't');
     Put<int8_t>(k, static_cast<int8_t>(t.scalar_type()));
+    if (impl->is_wrapped_number()) {  // a Python number made a tensor (`x * 2`): the dispatch mode sees the number
+      k.append(static_cast<const char*>(impl->data()), static_cast<size_t>(t.element_size()));
+      return true;
+    }
     auto sizes = t.sizes();
     Put<uint32_t>(k, static_cast<uint32_t>(sizes.size()));
     for (int64_t s : sizes) Put<int64_t>(k, s);
