@@ -8,8 +8,9 @@ PyTorch's version, its C++ ABI, the Python version and a hash of the source:
     python capture_native.py --where     # prints the folder it is (or would be) in
 
 The capture loads it when it is there and uses the Python recorder alone when it is not, or when
-`OPPROBE_CAPTURE_FASTPATH=0` is set (the switch the tests use to compare traces both ways). It never compiles
-during a capture. Kept free of syntax newer than Python 3.6.
+`OPPROBE_CAPTURE_FASTPATH=0` is set (the switch the tests use to compare traces both ways);
+`OPPROBE_CAPTURE_FASTPATH=require` makes a capture without it an error (exit 2), and prints how many calls the
+fast path counted. It never compiles during a capture. Kept free of syntax newer than Python 3.6.
 """
 
 import hashlib
@@ -45,10 +46,17 @@ def build_dir():
     return os.path.join(_cache_root(), name)
 
 
+def mode():
+    """OPPROBE_CAPTURE_FASTPATH: "0" (off), "require" or "1" (the default: used where built)."""
+    return os.environ.get("OPPROBE_CAPTURE_FASTPATH", "1")
+
+
 def load():
     """The extension module, or None: switched off, not built for this PyTorch, or not loadable."""
-    if os.environ.get("OPPROBE_CAPTURE_FASTPATH", "1") == "0":
+    if mode() == "0":
         return None
+    if NAME in sys.modules:
+        return sys.modules[NAME]
     try:
         d = build_dir()
     except Exception:  # noqa: BLE001  (no usable torch: the Python path)
@@ -63,6 +71,7 @@ def load():
         spec = importlib.util.spec_from_file_location(NAME, path, loader=loader)
         module = importlib.util.module_from_spec(spec)
         loader.exec_module(module)
+        sys.modules[NAME] = module
         return module
     except Exception:  # noqa: BLE001  (built for another PyTorch or broken: the Python path)
         return None
@@ -72,6 +81,8 @@ def build(verbose=False):
     """Compiles the extension into build_dir(); returns that folder."""
     from torch.utils import cpp_extension
     d = build_dir()
+    if os.path.isfile(os.path.join(d, NAME + ".so")):
+        return d  # the folder's name holds the source's hash and the PyTorch it is for
     os.makedirs(d, exist_ok=True)
     cpp_extension.load(name=NAME, sources=[_SOURCE], build_directory=d, extra_cflags=["-O2", "-g0"],
                        verbose=verbose, is_python_module=True)

@@ -419,6 +419,7 @@ class Recorder(object):
         self._contexts = {}        # (module path, phase) -> the context number the fast path keys calls with
         self._native_ops = {}      # (op name, overload name) -> OpOverload
         self._last = None          # (entry or None, cacheable) of the last call recorded
+        self.native_counted = 0    # calls the fast path counted (added by merge_native)
 
     # -- where: source line, phase ------------------------------------------------------------------
     def _code_info(self, code):
@@ -717,6 +718,7 @@ class Recorder(object):
         for number, count in self.native.take_counts().items():
             self._native_entries[number][1] += count
             self.total += count
+            self.native_counted += count
 
     def calls_so_far(self):
         """Calls recorded so far, those the fast path has counted included (for the progress counter)."""
@@ -1264,6 +1266,9 @@ def run_script(script, script_args, output, quiet=False, progress=None):
     except OSError as e:
         sys.stderr.write("opprobe capture: cannot write %s: %s\n" % (output, e))
         return exit_status if exit_status != 0 else 2
+    if capture_native.mode() == "require":
+        sys.stderr.write("opprobe capture: the fast path counted %d of the %d calls\n"
+                         % (recorder.native_counted, recorder.total))
     if quiet:
         pass
     elif error is not None:

@@ -16,6 +16,8 @@ bench_capture() {
   local tiny="$OPPROBE_ROOT/scripts/lib/tiny_ops.py" resnet="$OPPROBE_ROOT/scripts/lib/resnet50_train.py"
   local torch2
   torch2="$(opprobe_venv torch2)"
+  opprobe_capture_native /usr/bin/python3
+  opprobe_capture_native "$torch2"
   local work
   work="$(mktemp -d /tmp/opprobe-bench-capture-XXXXXX)"
   trap 'rm -rf "'"$work"'"' RETURN
