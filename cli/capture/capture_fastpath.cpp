@@ -17,6 +17,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/python_anomaly_mode.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -56,6 +58,29 @@ struct State {
 State* state() {
   static State* s = new State();  // never destroyed: the fallback may run during interpreter shutdown
   return s;
+}
+
+// A Python error raised in the recorder's callbacks: an Exception is the recorder's own failure (the call is then
+// not keyed); anything else (KeyboardInterrupt, the shim's SIGTERM exception) is raised in the script, as the
+// dispatch mode would raise it, once the GIL is released (Rethrow). Needs the GIL.
+thread_local std::unique_ptr<python_error> interrupt;
+
+bool ClearError() {
+  if (!PyErr_Occurred()) return false;
+  if (PyErr_ExceptionMatches(PyExc_Exception) || interrupt) {
+    PyErr_Clear();
+  } else {
+    interrupt = std::make_unique<python_error>();
+    interrupt->persist();
+  }
+  return true;
+}
+
+void Rethrow() {
+  if (!interrupt) return;
+  python_error e(std::move(*interrupt));
+  interrupt.reset();
+  throw e;
 }
 
 template <typename T>
@@ -154,10 +179,7 @@ bool KeyOfSite(State* s, std::string& k) {
       PyObject* r = PyObject_CallOneArg(s->classify, reinterpret_cast<PyObject*>(code));
       kind = r != nullptr ? static_cast<int>(PyLong_AsLong(r)) : -1;
       Py_XDECREF(r);
-      if (PyErr_Occurred()) {
-        PyErr_Clear();
-        kind = -1;
-      }
+      if (ClearError()) kind = -1;
       s->kinds.emplace(reinterpret_cast<PyObject*>(code), kind);  // keeps the reference
     }
     if (kind < 0) {
@@ -241,10 +263,7 @@ void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IV
   } catch (const std::exception&) {
     entry = -1;
   }
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    entry = -1;
-  }
+  if (ClearError()) entry = -1;
   Py_XDECREF(py_args);
   Py_XDECREF(out);
   if (forward != nullptr) SetPending(s, outs, outs.size(), forward);  // the recorder handed its link over
@@ -293,6 +312,7 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
   Put<long>(key, s->context);
   bool ok = s->context >= 0 && KeyOfSite(s, key);
   PyGILState_Release(gil);
+  Rethrow();
   if (!ok) return PythonPath(op, ks, stack);
   std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(nargs), stack->end());
   try {
@@ -330,6 +350,7 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
     ToPython(op, s, args, outs, keyed ? &key : nullptr);
     PyGILState_Release(gil);
   }
+  Rethrow();
 }
 
 TORCH_LIBRARY_IMPL(_, Fake, m) {
