@@ -9,7 +9,8 @@
 // phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
 // (capture_recorder.py), which stays the one place that encodes a call, and says whether the entry may be counted
 // by its key from now on, and which place names the autograd node of the call's outputs (the recorder's pending
-// forward link, which this file then keeps for the calls it counts). Every call it cannot key (a tensor subclass,
+// forward link: while this file is loaded the recorder hands every such link here, and this file names the node at
+// the next call, for the calls it counts too). Every call it cannot key (a tensor subclass,
 // a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a context of -1)
 // goes on to the Python dispatch mode below it, as if this fallback did not exist.
 #include <Python.h>
@@ -20,13 +21,16 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/python_anomaly_mode.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/library.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -53,6 +57,7 @@ struct State {
   // own pending link, the node (made after the call returns) is named at the next call.
   std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> pending;
   PyObject* pending_forward = nullptr;
+  std::unordered_set<PyObject*> forwards;  // forward places keyed by identity (a reference held: ids stay unique)
 };
 
 State* state() {
@@ -159,8 +164,10 @@ bool KeyOf(const c10::IValue& v, std::string& k, bool grad) {
 }
 
 // Appends the call site: each frame's code object and instruction, innermost first, up to the innermost frame of the
-// user's own files. False where a frame decides the phase, or the stack is deeper than the key should be.
-bool KeyOfSite(State* s, std::string& k) {
+// user's own files (*user: whether there is one). False where a frame decides the phase, or the stack is deeper than
+// the key should be.
+bool KeyOfSite(State* s, std::string& k, bool* user) {
+  *user = false;
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   Py_XINCREF(f);
   bool ok = true;
@@ -188,7 +195,10 @@ bool KeyOfSite(State* s, std::string& k) {
     }
     Put<const void*>(k, code);
     Put<int32_t>(k, PyFrame_GetLasti(f));
-    if (kind == 2) break;
+    if (kind == 2) {
+      *user = true;
+      break;
+    }
     PyFrameObject* back = PyFrame_GetBack(f);  // new reference
     Py_DECREF(f);
     f = back;
@@ -266,7 +276,6 @@ void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IV
   if (ClearError()) entry = -1;
   Py_XDECREF(py_args);
   Py_XDECREF(out);
-  if (forward != nullptr) SetPending(s, outs, outs.size(), forward);  // the recorder handed its link over
   if (key != nullptr) {
     if (entry >= 0 && static_cast<size_t>(entry) >= s->counts.size()) s->counts.resize(entry + 1, 0);
     s->keys.emplace(std::move(*key), State::Entry{entry, forward});  // keeps the reference
@@ -310,7 +319,28 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
   PyGILState_STATE gil = PyGILState_Ensure();
   if (s->pending_forward != nullptr) FlushPending(s);
   Put<long>(key, s->context);
-  bool ok = s->context >= 0 && KeyOfSite(s, key);
+  bool user = false;
+  bool ok = s->context >= 0 && KeyOfSite(s, key, &user);
+#if TORCH_VERSION_MAJOR >= 2
+  // A backward call (PyTorch 2.x): the recorder names the forward call from the running autograd node's metadata,
+  // so the key holds that place (by identity: the recorder makes equal places one object). Without a frame of the
+  // user's the recorder falls back on the backward() line, which the key does not hold.
+  if (ok) {
+    std::shared_ptr<torch::autograd::Node> node = torch::autograd::get_current_node();
+    if (node) {
+      auto* md = static_cast<torch::autograd::PyAnomalyMetadata*>(node->metadata());
+      PyObject* d = md != nullptr ? md->dict() : nullptr;
+      PyObject* forward = d != nullptr ? PyDict_GetItemWithError(d, s->forward_key) : nullptr;  // borrowed
+      if (ClearError() || !user) {
+        ok = false;
+      } else {
+        key.push_back('N');
+        Put<const void*>(key, forward);
+        if (forward != nullptr && s->forwards.insert(forward).second) Py_INCREF(forward);
+      }
+    }
+  }
+#endif
   PyGILState_Release(gil);
   Rethrow();
   if (!ok) return PythonPath(op, ks, stack);
@@ -372,6 +402,27 @@ PyObject* Start(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// take_pending(tensors, place): the recorder's pending forward link (a call it recorded, here or through the dispatch
+// mode), kept here from now on: the node is named at the next call, as the recorder would.
+PyObject* TakePending(PyObject*, PyObject* args) {
+  PyObject *tensors, *forward;
+  if (!PyArg_ParseTuple(args, "OO", &tensors, &forward)) return nullptr;
+  State* s = state();
+  if (s->pending_forward != nullptr) FlushPending(s);
+  PyObject* seq = PySequence_Fast(tensors, "take_pending: a sequence of tensors");
+  if (seq == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
+    PyObject* t = PySequence_Fast_GET_ITEM(seq, i);
+    if (THPVariable_Check(t)) {
+      const at::Tensor& tensor = THPVariable_Unpack(t);
+      if (tensor.defined()) s->pending.emplace_back(tensor.getIntrusivePtr());
+    }
+  }
+  Py_DECREF(seq);
+  if (!s->pending.empty()) s->pending_forward = Py_NewRef(forward);
+  Py_RETURN_NONE;
+}
+
 PyObject* Flush(PyObject*, PyObject*) {
   State* s = state();
   if (s->pending_forward != nullptr) FlushPending(s);
@@ -419,6 +470,7 @@ PyMethodDef kMethods[] = {
     {"start", Start, METH_VARARGS, "start(classify, record): the fast path on for this thread"},
     {"stop", Stop, METH_NOARGS, "stop(): the fast path off"},
     {"flush", Flush, METH_NOARGS, "flush(): names the node of the last linked forward call now"},
+    {"take_pending", TakePending, METH_VARARGS, "take_pending(tensors, place): the recorder's pending link"},
     {"set_context", SetContext, METH_O, "set_context(n): the recorder's context number; -1: the Python path"},
     {"take_counts", TakeCounts, METH_NOARGS, "take_counts() -> {entry: count} counted here since the last call"},
     {"pending", Pending, METH_NOARGS, "pending() -> calls counted here and not yet taken"},

@@ -418,6 +418,8 @@ class Recorder(object):
         self._native_off = False   # the script entered a dispatch mode of its own: the Python path from then on
         self._contexts = {}        # (module path, phase) -> the context number the fast path keys calls with
         self._native_ops = {}      # (op name, overload name) -> OpOverload
+        self._places = {}          # forward call place -> the same tuple (one object per distinct place)
+        self._last_place = None    # the place of the last call that left a forward link
         self._last = None          # (entry or None, cacheable) of the last call recorded
         self.native_counted = 0    # calls the fast path counted (added by merge_native)
 
@@ -573,15 +575,22 @@ class Recorder(object):
             # Weak references: a reference the mode keeps to an output changes what PyTorch 2.x dispatches after
             # the call (a factory's output gets an extra aten::detach).
             if isinstance(out, _TENSOR):
-                refs = (_weakref(out),)
+                outs = (out,)
             elif isinstance(out, (tuple, list)):
-                refs = tuple([_weakref(o) for o in out if isinstance(o, _TENSOR)])
+                outs = tuple([o for o in out if isinstance(o, _TENSOR)])
             else:
-                refs = ()
-            if refs:
-                self._pending = (refs, (info.qualified, loc, lib_loc, module_path))
-                if self.native is not None:
-                    self.sync_native()
+                outs = ()
+            if outs:
+                place = (info.qualified, loc, lib_loc, module_path)
+                # one object per distinct place: the fast path keys a backward call by its forward place's identity
+                place = self._places.setdefault(place, place)
+                self._last_place = place
+                if self.native is not None and main:
+                    self.native.take_pending(outs, place)  # the fast path names the node at the next call
+                else:
+                    self._pending = (tuple([_weakref(o) for o in outs]), place)
+                    if self.native is not None:
+                        self.sync_native()
 
         try:
             # (A plain tensor's key inline: most arguments are tensors, and a call of _raw costs more than its body.)
@@ -602,9 +611,10 @@ class Recorder(object):
             self.total += 1
             entry[1] += 1
         # The fast path may count later calls with the same key only where nothing but its key decides the entry:
-        # not a backward call (its forward call comes from the autograd node), not a call that leaves a forward
-        # link pending, not another thread.
-        self._last = (entry, entry is not _SKIP and phase != "backward" and forward is None and main)
+        # not another thread, and a backward call only on PyTorch 2.x, where the key holds the forward call that the
+        # running autograd node names (1.13 knows it from the node pre-hooks, which the key does not see).
+        self._last = (entry, entry is not _SKIP and main and
+                      (phase != "backward" or self._autograd_node_fn is not None))
 
     def _encoded_entry(self, info, args, kwargs, out, loc, lib_loc, module_path, phase, forward):
         """The slow path: encodes the call (schema defaults filled in), counts it, and returns its entry."""
@@ -648,10 +658,12 @@ class Recorder(object):
     # -- the fast path ----------------------------------------------------------------------------------
     def native_classify(self, code):
         """For the fast path's call-site key: 2 the user's own code, 1 a library's, 0 torch's or the shim's; -1 a
-        frame that makes the call a backward call, or whose phase depends on more than its code (a user-defined
-        optimizer method): those calls take the Python path."""
+        frame that makes the call a backward call on PyTorch 1.13, or whose phase depends on more than its code (a
+        user-defined optimizer method): those calls take the Python path."""
         info = self._code_cache.get(code) or self._code_info(code)
-        return -1 if info[1] in ("backward", "optimizer?") else info[0]
+        if info[1] == "optimizer?" or (info[1] == "backward" and self._autograd_node_fn is None):
+            return -1
+        return info[0]
 
     def native_record(self, name, overload, args, out):
         """A call the fast path has not seen under its key: recorded here as the dispatch mode would. `args` holds
@@ -673,16 +685,13 @@ class Recorder(object):
             else:
                 pos.append(value)
         self._last = None
+        self._last_place = None
         try:
             self.record(func, info, tuple(pos), kw, out, depth=2)
         except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
             self.note_internal_error(func, e)
             return -1, None
-        forward = None
-        if self._pending is not None:
-            forward = self._pending[1]
-            self._pending = None
-            self.sync_native()
+        forward = self._last_place
         entry, cacheable = self._last or (None, False)
         if not cacheable or entry is None:
             return -1, forward
@@ -694,7 +703,8 @@ class Recorder(object):
 
     def sync_native(self):
         """Tells the fast path what decides a call's module path and phase now (-1: the Python path)."""
-        if self._native_off or self._pending is not None or "backward" in self._phase_stack:
+        if self._native_off or self._pending is not None or (self._autograd_node_fn is None and
+                                                              "backward" in self._phase_stack):
             context = -1
         else:
             key = (self._module_stack[-1][1] if self._module_stack else "",
