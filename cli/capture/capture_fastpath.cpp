@@ -304,10 +304,12 @@ void PythonPath(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::ji
 void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
   State* s = state();
   // Without the Python key the dispatch mode would not see this call either (PyTorch turns modes off around some
-  // calls of its own, such as the detach in nn.Parameter's constructor): it goes on unrecorded.
-  if (!s->on || s->context < 0 || !ks.has(c10::DispatchKey::Python) || std::this_thread::get_id() != s->thread) {
-    return PythonPath(op, ks, stack);
+  // calls of its own, such as the detach in nn.Parameter's constructor, or redispatches below it): it goes on
+  // unrecorded, and the calls it makes come back here as they would reach the mode.
+  if (!s->on || !ks.has(c10::DispatchKey::Python)) {
+    return op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kKey), stack);
   }
+  if (s->context < 0 || std::this_thread::get_id() != s->thread) return PythonPath(op, ks, stack);
   const size_t nargs = op.schema().arguments().size();
   const bool grad = at::GradMode::is_enabled();
   thread_local std::string key;
