@@ -305,8 +305,12 @@ TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
 // The fast path (cli/capture/capture_fastpath.cpp, docs/capture.md) counts the calls it has keyed before and hands
 // every other call to the Python recorder: each script's trace is the same byte for byte with it
 // (OPPROBE_CAPTURE_FASTPATH=require: an error where it is not built) and without it (=0), but for the address in a
-// Generator's repr, which differs from run to run anyway. scripts/test builds it for both PyTorch versions.
+// Generator's repr, which differs from run to run anyway. The test compiles it for its PyTorch first where it is not
+// built yet (scripts/test builds it for both PyTorch versions; then this does nothing).
 TEST_F(CaptureTest, FastPathTracesMatchThePythonPath) {
+  const std::string build = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && " + Quote(kPython) +
+                            " cli/capture/capture_native.py --build >" + Quote((dir_ / "build.txt").string()) + " 2>&1";
+  ASSERT_EQ(std::system(build.c_str()), 0) << Slurp(dir_ / "build.txt");
   const std::vector<std::vector<std::string>> scripts = {
       {"tests/fixtures/traces/scripts/repeats.py"},
       {"tests/fixtures/traces/scripts/modules_nograd.py", "a", "b c"},
