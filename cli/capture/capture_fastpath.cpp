@@ -208,8 +208,15 @@ bool KeyOfSite(State* s, std::string& k, bool* user) {
 }
 
 // Names the autograd node of the last linked forward call's outputs with its place, where the node has none yet
-// (the recorder's flush_pending). Needs the GIL.
-void FlushPending(State* s) {
+// (the recorder's flush_pending). `hidden`: the calls this makes (a view's grad_fn may be remade) are not recorded,
+// as when the recorder flushes inside the dispatch mode; the flush before a backward() records them, as the
+// recorder's own does there. Needs the GIL.
+void FlushPending(State* s, bool hidden = true) {
+  std::unique_ptr<c10::impl::ExcludeDispatchKeyGuard> guard;
+  if (hidden) {
+    guard = std::make_unique<c10::impl::ExcludeDispatchKeyGuard>(
+        c10::DispatchKeySet({kKey, c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
+  }
   PyObject* forward = s->pending_forward;
   s->pending_forward = nullptr;
   for (auto& weak : s->pending) {
@@ -427,7 +434,7 @@ PyObject* TakePending(PyObject*, PyObject* args) {
 
 PyObject* Flush(PyObject*, PyObject*) {
   State* s = state();
-  if (s->pending_forward != nullptr) FlushPending(s);
+  if (s->pending_forward != nullptr) FlushPending(s, /*hidden=*/false);
   Py_RETURN_NONE;
 }
 
