@@ -54,7 +54,7 @@ class Counter(object):
 
     def _text(self):
         r = self._recorder
-        return "opprobe: captured %d calls (%d distinct)" % (r.total, len(r.order))
+        return "opprobe: captured %d calls (%d distinct)" % (r.calls_so_far(), len(r.order))
 
     def start(self):
         if self._mode == "tty":
@@ -82,7 +82,7 @@ class Counter(object):
 
     def _draw(self):
         with self.lock:
-            total = self._recorder.total
+            total = self._recorder.calls_so_far()
             if total == self._last:
                 return
             if self._mode == "tty":

@@ -119,6 +119,7 @@ def _rel_path(path):
 # The one top-level splitter of the Python side (cli/capture/top_level.py, beside this file in every copy of
 # the shim), shared with analyzer/loaders/gen_op_schemas.py.
 from top_level import split_top_level as _split_top_level  # noqa: E402
+import capture_native  # noqa: E402  (cli/capture/capture_native.py: the fast path, where it is built)
 
 
 def _strip_alias(t):
@@ -409,6 +410,18 @@ class Recorder(object):
         self._main_thread = threading.current_thread()
         self._main_ident = threading.get_ident()
         self._optimizer_cls = getattr(torch.optim, "Optimizer", None)
+        # The fast path (capture_fastpath.cpp, loaded by capture_native.py; None without it): the calls it counts by
+        # their key are added to the entries here when the capture stops (merge_native).
+        self.native = None
+        self._native_entries = []  # entry number -> entry (the list in self.calls)
+        self._native_numbers = {}  # id(entry) -> entry number
+        self._native_off = False   # the script entered a dispatch mode of its own: the Python path from then on
+        self._contexts = {}        # (module path, phase) -> the context number the fast path keys calls with
+        self._native_ops = {}      # (op name, overload name) -> OpOverload
+        self._places = {}          # forward call place -> the same tuple (one object per distinct place)
+        self._last_place = None    # the place of the last call that left a forward link
+        self._last = None          # (entry or None, cacheable) of the last call recorded
+        self.native_counted = 0    # calls the fast path counted (added by merge_native)
 
     # -- where: source line, phase ------------------------------------------------------------------
     def _code_info(self, code):
@@ -441,6 +454,8 @@ class Recorder(object):
         looked up at the next call) with that call's place."""
         refs, forward = self._pending
         self._pending = None
+        if self.native is not None:
+            self.sync_native()
         for ref in refs:
             t = ref()
             node = t.grad_fn if t is not None else None
@@ -556,17 +571,26 @@ class Recorder(object):
                 forward = self._forward_of_backward_call()
             except Exception:  # noqa: BLE001  (no node or no metadata: the backward() line only)
                 forward = None
-        elif phase == "forward" and self._grad_enabled():
+        elif phase == "forward" and self._grad_enabled() and _requires_grad(args, kwargs):
             # Weak references: a reference the mode keeps to an output changes what PyTorch 2.x dispatches after
             # the call (a factory's output gets an extra aten::detach).
             if isinstance(out, _TENSOR):
-                refs = (_weakref(out),)
+                outs = (out,)
             elif isinstance(out, (tuple, list)):
-                refs = tuple([_weakref(o) for o in out if isinstance(o, _TENSOR)])
+                outs = tuple([o for o in out if isinstance(o, _TENSOR)])
             else:
-                refs = ()
-            if refs:
-                self._pending = (refs, (info.qualified, loc, lib_loc, module_path))
+                outs = ()
+            if outs:
+                place = (info.qualified, loc, lib_loc, module_path)
+                # one object per distinct place: the fast path keys a backward call by its forward place's identity
+                place = self._places.setdefault(place, place)
+                self._last_place = place
+                if self.native is not None and main:
+                    self.native.take_pending(outs, place)  # the fast path names the node at the next call
+                else:
+                    self._pending = (tuple([_weakref(o) for o in outs]), place)
+                    if self.native is not None:
+                        self.sync_native()
 
         try:
             # (A plain tensor's key inline: most arguments are tensors, and a call of _raw costs more than its body.)
@@ -581,12 +605,16 @@ class Recorder(object):
             entry = self._encoded_entry(info, args, kwargs, out, loc, lib_loc, module_path, phase, forward)
             if raw is not None:
                 self._fast[raw] = entry
-            return
-        if entry is _SKIP:
+        elif entry is _SKIP:
             self.skipped[info.name] = self.skipped.get(info.name, 0) + 1
-            return
-        self.total += 1
-        entry[1] += 1
+        else:
+            self.total += 1
+            entry[1] += 1
+        # The fast path may count later calls with the same key only where nothing but its key decides the entry:
+        # not another thread, and a backward call only on PyTorch 2.x, where the key holds the forward call that the
+        # running autograd node names (1.13 knows it from the node pre-hooks, which the key does not see).
+        self._last = (entry, entry is not _SKIP and main and
+                      (phase != "backward" or self._autograd_node_fn is not None))
 
     def _encoded_entry(self, info, args, kwargs, out, loc, lib_loc, module_path, phase, forward):
         """The slow path: encodes the call (schema defaults filled in), counts it, and returns its entry."""
@@ -627,6 +655,85 @@ class Recorder(object):
             entry[1] += 1
         return entry
 
+    # -- the fast path ----------------------------------------------------------------------------------
+    def native_classify(self, code):
+        """For the fast path's call-site key: 2 the user's own code, 1 a library's, 0 torch's or the shim's; -1 a
+        frame that makes the call a backward call on PyTorch 1.13, or whose phase depends on more than its code (a
+        user-defined optimizer method): those calls take the Python path."""
+        info = self._code_cache.get(code) or self._code_info(code)
+        if info[1] == "optimizer?" or (info[1] == "backward" and self._autograd_node_fn is None):
+            return -1
+        return info[0]
+
+    def native_record(self, name, overload, args, out):
+        """A call the fast path has not seen under its key: recorded here as the dispatch mode would. `args` holds
+        every schema argument in order. Returns the entry's number for the fast path to count later calls with the
+        same key (or -1: hand every such call here), and the forward call's place that names the autograd node of
+        the call's outputs, or None: the fast path keeps that link from now on, instead of the recorder."""
+        func = self._native_ops.get((name, overload))
+        if func is None:
+            ns, op = name.split("::", 1)
+            func = getattr(getattr(getattr(torch.ops, ns), op), overload or "default")
+            self._native_ops[(name, overload)] = func
+        info = self._ops.get(id(func))
+        if info is None:
+            info = self.op_info(func)
+        pos, kw = [], {}
+        for value, a in zip(args, info.args):
+            if a[2]:
+                kw[a[0]] = value
+            else:
+                pos.append(value)
+        self._last = None
+        self._last_place = None
+        try:
+            self.record(func, info, tuple(pos), kw, out, depth=2)
+        except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
+            self.note_internal_error(func, e)
+            return -1, None
+        forward = self._last_place
+        entry, cacheable = self._last or (None, False)
+        if not cacheable or entry is None:
+            return -1, forward
+        number = self._native_numbers.get(id(entry))
+        if number is None:
+            number = self._native_numbers[id(entry)] = len(self._native_entries)
+            self._native_entries.append(entry)
+        return number, forward
+
+    def sync_native(self):
+        """Tells the fast path what decides a call's module path and phase now (-1: the Python path)."""
+        if self._native_off or self._pending is not None or (self._autograd_node_fn is None and
+                                                              "backward" in self._phase_stack):
+            context = -1
+        else:
+            key = (self._module_stack[-1][1] if self._module_stack else "",
+                   self._phase_stack[-1] if self._phase_stack else "")
+            context = self._contexts.get(key)
+            if context is None:
+                context = self._contexts[key] = len(self._contexts)
+        self.native.set_context(context)
+
+    def native_off(self):
+        """The Python path from now on (the script entered a dispatch mode of its own, which must see the calls
+        before the capture does)."""
+        self._native_off = True
+        if self.native is not None:
+            self.sync_native()
+
+    def merge_native(self):
+        """Adds the calls the fast path counted to their entries."""
+        if self.native is None:
+            return
+        for number, count in self.native.take_counts().items():
+            self._native_entries[number][1] += count
+            self.total += count
+            self.native_counted += count
+
+    def calls_so_far(self):
+        """Calls recorded so far, those the fast path has counted included (for the progress counter)."""
+        return self.total + (self.native.pending() if self.native is not None else 0)
+
     # -- module paths ---------------------------------------------------------------------------------
     def forward_pre_hook(self, module, inputs):
         if threading.current_thread() is not self._main_thread:
@@ -642,6 +749,8 @@ class Recorder(object):
                 cls = type(module).__name__
                 path = parent + "." + cls if parent else cls
         self._module_stack.append((mid, path))
+        if self.native is not None:
+            self.sync_native()
         return None
 
     def forward_hook(self, module, inputs, output):
@@ -653,6 +762,8 @@ class Recorder(object):
             if self._module_stack[k][0] == mid:
                 del self._module_stack[k:]
                 break
+        if self.native is not None:
+            self.sync_native()
         return None
 
     # -- phases: backward and optimizer entry points --------------------------------------------------
@@ -669,6 +780,8 @@ class Recorder(object):
                 def wrapper(*args, **kwargs):
                     if rec._pending is not None:
                         rec.flush_pending()
+                    if rec.native is not None:
+                        rec.native.flush()
                     frame = sys._getframe(1)
                     while frame is not None and rec._is_internal(frame.f_code):
                         frame = frame.f_back
@@ -684,10 +797,14 @@ class Recorder(object):
                         except Exception:  # noqa: BLE001  (never break the script: backward ops keep the line)
                             handles = ()
                     rec._phase_stack.append("backward")
+                    if rec.native is not None:
+                        rec.sync_native()
                     try:
                         return orig(*args, **kwargs)
                     finally:
                         rec._phase_stack.pop()
+                        if rec.native is not None:
+                            rec.sync_native()
                         for h in handles:
                             h.remove()
                         rec._backward_loc = prev_loc
@@ -711,10 +828,14 @@ class Recorder(object):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
                 rec._phase_stack.append("optimizer")
+                if rec.native is not None:
+                    rec.sync_native()
                 try:
                     return fn(*args, **kwargs)
                 finally:
                     rec._phase_stack.pop()
+                    if rec.native is not None:
+                        rec.sync_native()
             wrapper._opprobe_phase = True
             return wrapper
 
@@ -777,6 +898,19 @@ class Recorder(object):
         return out
 
 
+def _requires_grad(args, kwargs):
+    """Whether a tensor among the arguments requires grad: only then does autograd give the outputs a node."""
+    for a in (list(args) + list(kwargs.values())) if kwargs else args:
+        if isinstance(a, _TENSOR):
+            if a.requires_grad:
+                return True
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, _TENSOR) and x.requires_grad:
+                    return True
+    return False
+
+
 def _is_dtype_mismatch(exc):
     msg = str(exc)
     return msg.startswith("Found dtype") or "expected scalar type" in msg or "must have the same dtype" in msg
@@ -835,16 +969,34 @@ class _CaptureMode(TorchDispatchMode):
         else:
             self.__enter__()
             self._stacked = True
+            self._orig_push_mode = orig_push = _python_dispatch._push_mode
+            rec = self.recorder
+
+            def push_mode(m, *args, **kwargs):
+                rec.native_off()
+                return orig_push(m, *args, **kwargs)
+            _python_dispatch._push_mode = push_mode
+        # The fast path (capture_fastpath.cpp), where it is built for this PyTorch: it sits just above this mode and
+        # counts the calls it has seen before; everything else comes on to this mode.
+        native = capture_native.load()
+        if native is not None:
+            self.recorder.native = native
+            self.recorder.sync_native()
+            native.start(self.recorder.native_classify, self.recorder.native_record, _FORWARD_KEY)
 
     def _to_stack(self):
         """The script enters a dispatch mode of its own (1.13): from now on the capture's mode is the bottom of
         PyTorch's mode stack, below the script's."""
         self._direct = False
+        self.recorder.native_off()
         _SET_DISPATCH_MODE(None)
         self._orig_push_mode(self)
         self._stacked = True
 
     def stop(self):
+        if self.recorder.native is not None:
+            self.recorder.native.stop()
+            self.recorder.merge_native()
         if self._direct:
             self._direct = False
             _SET_DISPATCH_MODE(None)
@@ -1124,6 +1276,9 @@ def run_script(script, script_args, output, quiet=False, progress=None):
     except OSError as e:
         sys.stderr.write("opprobe capture: cannot write %s: %s\n" % (output, e))
         return exit_status if exit_status != 0 else 2
+    if capture_native.mode() == "require":
+        sys.stderr.write("opprobe capture: the fast path counted %d of the %d calls\n"
+                         % (recorder.native_counted, recorder.total))
     if quiet:
         pass
     elif error is not None:

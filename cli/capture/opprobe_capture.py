@@ -93,6 +93,12 @@ def main(argv):
                          "has PyTorch, e.g. /usr/bin/python3 on Debian\n" % (sys.executable, e))
         return 2
     import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py; imports torch)
+    import capture_native  # noqa: E402  (cli/capture/capture_native.py)
+    if capture_native.mode() == "require" and capture_native.load() is None:
+        sys.stderr.write("opprobe capture: OPPROBE_CAPTURE_FASTPATH=require, but the fast path is not built for the "
+                         "PyTorch of %s (build it: %s %s --build)\n"
+                         % (sys.executable, sys.executable, os.path.join(_SHIM_DIR, "capture_native.py")))
+        return 2
     return capture_recorder.run_script(script, rest[1:], output, quiet=quiet, progress=progress)
 
 

@@ -15,6 +15,10 @@ OPPROBE_PACKAGES=(
   python3 python3-torch python3-torchvision python3-torchaudio
   zip unzip
 )
+# The capture's fast path (cli/capture/capture_fastpath.cpp, docs/capture.md) is a PyTorch C++ extension compiled
+# against each PyTorch: Debian's PyTorch 1.13 needs its headers (libtorch-dev) and pybind11's; PyTorch 2.x's wheel
+# ships both. ninja-build (above) drives the compile.
+OPPROBE_PACKAGES+=(libtorch-dev pybind11-dev)
 # Test-only tools: the HTML report is checked in a real browser, JUnit output against its XSD (xmllint).
 OPPROBE_TEST_PACKAGES=(chromium libxml2-utils)
 # The Python API's `pip install` test builds the package offline with Debian's setuptools.
@@ -48,6 +52,21 @@ opprobe_install() {
   # Another install (a second checkout's script) may hold the package lock: wait for it rather than fail.
   $sudo apt-get -o DPkg::Lock::Timeout=900 update -qq
   $sudo apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# `opprobe_capture_native PYTHON`: compiles the capture's fast path for that Python's PyTorch into the cache folder
+# that cli/capture/capture_native.py names (once per PyTorch and per source; 20-40 s here, then nothing). Without it
+# `opprobe capture` records through the Python path alone, with the same traces, only slower.
+opprobe_capture_native() {
+  local log
+  log="$(mktemp)"
+  if ! "$1" "$OPPROBE_ROOT/cli/capture/capture_native.py" --build >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "opprobe: compiling the capture fast path for $1 failed (see above)" >&2
+    return 1
+  fi
+  rm -f "$log"
 }
 
 opprobe_build() {

@@ -3,7 +3,7 @@
 # Usage: tiny_ops.py [CALLS_PER_LOOP [LOOPS [noop]]]; prints `opprobe-bench us_per_call=X`, the best loop's time per
 # call. `noop` runs the loops under a dispatch mode that only calls the op, installed the way the capture installs
 # its own (the C++ dispatch mode itself on PyTorch 1.13, the mode stack on 2.x): the least any capture by a Python
-# dispatch mode costs.
+# dispatch mode costs, the floor of the capture's Python path (its C++ fast path, docs/capture.md, is below it).
 import sys
 import time
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -299,6 +300,53 @@ TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
     EXPECT_EQ(up->arg("scale_factors", 2)->floats, (std::vector<double>{2.0, 1.5}));
   }
   EXPECT_NE(Find(*g, "aten::native_layer_norm_backward", "backward"), nullptr);
+}
+
+// The fast path (cli/capture/capture_fastpath.cpp, docs/capture.md) counts the calls it has keyed before and hands
+// every other call to the Python recorder: each script's trace is the same byte for byte with it
+// (OPPROBE_CAPTURE_FASTPATH=require: an error where it is not built) and without it (=0), but for the address in a
+// Generator's repr, which differs from run to run anyway. The test compiles it for its PyTorch first where it is not
+// built yet (scripts/test builds it for both PyTorch versions; then this does nothing).
+TEST_F(CaptureTest, FastPathTracesMatchThePythonPath) {
+  const std::string build = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && " + Quote(kPython) +
+                            " cli/capture/capture_native.py --build >" + Quote((dir_ / "build.txt").string()) + " 2>&1";
+  ASSERT_EQ(std::system(build.c_str()), 0) << Slurp(dir_ / "build.txt");
+  const std::vector<std::vector<std::string>> scripts = {
+      {"tests/fixtures/traces/scripts/repeats.py"},
+      {"tests/fixtures/traces/scripts/modules_nograd.py", "a", "b c"},
+      {"tests/fixtures/traces/scripts/library_calls.py"},
+      {"tests/fixtures/traces/scripts/own_dispatch_mode.py"},
+      {"tests/fixtures/traces/scripts/raises_midway.py"},
+      {"tests/fixtures/traces/scripts/value_kinds.py"},
+      {"samples/scripts/supported.py"},
+      {"samples/scripts/linalg.py"},
+      {"samples/scripts/resnet18_train.py"},
+      {"tests/e2e/scripts/cuda_amp.py"},
+      {"tests/e2e/scripts/torchax_env.py"},
+  };
+  const std::regex address(" at 0x[0-9a-f]+");
+  for (const auto& script : scripts) {
+    SCOPED_TRACE(script[0]);
+    std::vector<std::string> fast_args = {"capture", "-q", "-o", Trace("fast.json"), "--", kPython};
+    std::vector<std::string> slow_args = {"capture", "-q", "-o", Trace("slow.json"), "--", kPython};
+    fast_args.insert(fast_args.end(), script.begin(), script.end());
+    slow_args.insert(slow_args.end(), script.begin(), script.end());
+    auto fast = Opprobe(fast_args, "OPPROBE_CAPTURE_FASTPATH=require");
+    auto slow = Opprobe(slow_args, "OPPROBE_CAPTURE_FASTPATH=0");
+    EXPECT_EQ(fast.status, slow.status) << fast.err;
+    EXPECT_EQ(fast.out, slow.out);
+    std::smatch m;
+    const std::regex counted("the fast path counted ([0-9]+) of the ([0-9]+) calls");
+    ASSERT_TRUE(std::regex_search(fast.err, m, counted)) << fast.err;
+    if (script[0] == "tests/fixtures/traces/scripts/repeats.py") {
+      EXPECT_GT(std::stol(m[1].str()), std::stol(m[2].str()) / 2);  // most of its calls repeat one seen before
+    }
+    EXPECT_THAT(slow.err, Not(HasSubstr("fast path")));
+    const std::string fast_trace = std::regex_replace(Slurp(Trace("fast.json")), address, " at 0x");
+    const std::string slow_trace = std::regex_replace(Slurp(Trace("slow.json")), address, " at 0x");
+    ASSERT_FALSE(slow_trace.empty());
+    EXPECT_TRUE(fast_trace == slow_trace) << "the traces differ: " << Trace("fast.json") << " " << Trace("slow.json");
+  }
 }
 
 TEST_F(CaptureTest, UsageErrors) {

@@ -2,8 +2,9 @@
 # and under `opprobe capture` side by side, with Debian's PyTorch 1.13 (/usr/bin/python3) and with PyTorch 2.x (the
 # torch2 environment, requirements/torch2.txt):
 #   - a loop of tiny ops (scripts/lib/tiny_ops.py: add, mul and relu on 4-element tensors; per call, the best of 5
-#     loops of 30000 calls), next to a dispatch mode that only calls the op (the least any capture through a Python
-#     dispatch mode costs);
+#     loops of 30000 calls), captured with the fast path (docs/capture.md; built here for both PyTorch versions) and
+#     with the Python path alone (OPPROBE_CAPTURE_FASTPATH=0), next to a Python dispatch mode that only calls the op
+#     (the least the Python path can cost);
 #   - resnet50's training step (scripts/lib/resnet50_train.py: batch 2x3x64x64, SGD; the fastest of 4 steps after
 #     the first, and the first, which is where the capture meets each distinct call for the first time).
 # Each pair alternates $OPPROBE_BENCH_ROUNDS times (default 3) and the best figure of each side counts, since the
@@ -16,6 +17,8 @@ bench_capture() {
   local tiny="$OPPROBE_ROOT/scripts/lib/tiny_ops.py" resnet="$OPPROBE_ROOT/scripts/lib/resnet50_train.py"
   local torch2
   torch2="$(opprobe_venv torch2)"
+  opprobe_capture_native /usr/bin/python3
+  opprobe_capture_native "$torch2"
   local work
   work="$(mktemp -d /tmp/opprobe-bench-capture-XXXXXX)"
   trap 'rm -rf "'"$work"'"' RETURN
@@ -24,16 +27,18 @@ bench_capture() {
   min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "") print b; else if (b == "") print a; else print (b < a ? b : a) }'; }
   plain() { "$py" "$@"; }
   captured() { "$bin" capture -q -o "$work/trace.json" -- "$py" "$@"; }
+  python_path() { OPPROBE_CAPTURE_FASTPATH=0 "$bin" capture -q -o "$work/trace.json" -- "$py" "$@"; }
 
   echo "capture: the cost of \`opprobe capture\` to the script it runs, best of $rounds rounds"
   echo "  ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg))"
   local py version
   for py in /usr/bin/python3 "$torch2"; do
     version="$("$py" -c 'import torch; print(torch.__version__)')"
-    local tp="" tc="" tn="" rp="" rc="" rp1="" rc1="" out k
+    local tp="" tc="" ts="" tn="" rp="" rc="" rp1="" rc1="" out k
     for k in $(seq "$rounds"); do
       tp=$(min "$tp" "$(plain "$tiny" | field us_per_call)")
       tc=$(min "$tc" "$(captured "$tiny" | field us_per_call)")
+      ts=$(min "$ts" "$(python_path "$tiny" | field us_per_call)")
       tn=$(min "$tn" "$(plain "$tiny" 30000 5 noop | field us_per_call)")
       out="$(plain "$resnet" 5)"
       rp=$(min "$rp" "$(field step_s <<<"$out")")
@@ -43,8 +48,10 @@ bench_capture() {
       rc1=$(min "$rc1" "$(field first_step_s <<<"$out")")
     done
     echo "  torch $version ($py)"
-    printf '    %-44s plain %8.3f us  captured %8.3f us  %5sx  (target 3x; a dispatch mode that only calls the op: %sx)\n' \
-      "tiny-op loop, per call" "$tp" "$tc" "$(ratio "$tc" "$tp")" "$(ratio "$tn" "$tp")"
+    printf '    %-44s plain %8.3f us  captured %8.3f us  %5sx  (target 3x)\n' \
+      "tiny-op loop, per call" "$tp" "$tc" "$(ratio "$tc" "$tp")"
+    printf '    %-44s plain %8.3f us  captured %8.3f us  %5sx  (a Python mode that only calls the op: %sx)\n' \
+      "  the same, Python path alone" "$tp" "$ts" "$(ratio "$ts" "$tp")" "$(ratio "$tn" "$tp")"
     printf '    %-44s plain %8.3f s   captured %8.3f s   %5sx  (target 1.15x)\n' \
       "resnet50 training step (a later step)" "$rp" "$rc" "$(ratio "$rc" "$rp")"
     printf '    %-44s plain %8.3f s   captured %8.3f s   %5sx\n' \
