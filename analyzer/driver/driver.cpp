@@ -654,7 +654,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
         r.ops.push_back(std::move(rec));
       }
       OpRecord& rec = r.ops[it->second];
-      rec.probes.push_back(set.Add(*instr, r.probes));
+      rec.probes.push_back(set.Add(*instr, r.probes, nm.owner));
       rec.instruction_names.push_back(instr->name);
       if (instr->shape.is_dynamic()) {
         rec.dynamic_shape = true;

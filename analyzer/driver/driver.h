@@ -71,6 +71,9 @@ class GraphAnalysis final : public NodeSink {
 struct NamedModule {
   std::string name;  // shown in the report (module name, or file#index)
   const hlo::Module* module;
+  // When given (it owns `module`), the result's units refer into the module and are built only when needed (probed,
+  // written, printed), as for a lowering; without it every unique unit is copied out of the module at once.
+  std::shared_ptr<const hlo::Module> owner = nullptr;
 };
 AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModule>& modules,
                           compiler_probe::Backend& backend, const DriverOptions& options);

@@ -195,7 +195,10 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
       for (auto& m : modules) loaded.push_back(std::move(m));
     }
     std::vector<NamedModule> named;
-    for (const auto& m : loaded) named.push_back({m.name, m.module.get()});
+    for (auto& m : loaded) {  // the result's units refer into the modules, which it keeps alive while it needs them
+      std::shared_ptr<const hlo::Module> owner = std::move(m.module);
+      named.push_back({m.name, owner.get(), owner});
+    }
     return probe([&](compiler_probe::Backend& fleet) {
       AnalysisResult r = AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d);
       // StableHLO is analyzed as the HLO it converts to; the report says which the input was.
