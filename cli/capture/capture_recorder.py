@@ -437,8 +437,9 @@ class Recorder(object):
                 marker = "backward"
             elif ap.startswith(_OPTIM_DIR):
                 marker = "optimizer"
-        elif code.co_name in ("step", "zero_grad"):
-            marker = "optimizer?"  # a user-defined optimizer method: checked against `self`
+        elif code.co_name in ("step", "zero_grad") and "self" in code.co_varnames + code.co_cellvars + code.co_freevars:
+            marker = "optimizer?"  # a user-defined optimizer method: checked against `self` (a function without one
+            # never is, and its calls stay countable by the fast path)
         lib = None if internal else _library_path(ap)
         info = (0 if internal else 1 if lib is not None else 2, marker, None if internal else _rel_path(f), lib)
         self._code_cache[code] = info

@@ -313,6 +313,7 @@ TEST_F(CaptureTest, FastPathTracesMatchThePythonPath) {
   ASSERT_EQ(std::system(build.c_str()), 0) << Slurp(dir_ / "build.txt");
   const std::vector<std::vector<std::string>> scripts = {
       {"tests/fixtures/traces/scripts/repeats.py"},
+      {"tests/fixtures/traces/scripts/step_function.py"},
       {"tests/fixtures/traces/scripts/modules_nograd.py", "a", "b c"},
       {"tests/fixtures/traces/scripts/library_calls.py"},
       {"tests/fixtures/traces/scripts/own_dispatch_mode.py"},
@@ -340,6 +341,11 @@ TEST_F(CaptureTest, FastPathTracesMatchThePythonPath) {
     ASSERT_TRUE(std::regex_search(fast.err, m, counted)) << fast.err;
     if (script[0] == "tests/fixtures/traces/scripts/repeats.py") {
       EXPECT_GT(std::stol(m[1].str()), std::stol(m[2].str()) / 2);  // most of its calls repeat one seen before
+    }
+    if (script[0] == "tests/fixtures/traces/scripts/step_function.py") {
+      // Its loop body is a function named `step`: counted all the same (before, none of its calls were), but for
+      // the backward calls on 1.13, which always take the Python path (about 40% there, 70% on 2.x).
+      EXPECT_GT(std::stol(m[1].str()), std::stol(m[2].str()) / 4);
     }
     EXPECT_THAT(slow.err, Not(HasSubstr("fast path")));
     const std::string fast_trace = std::regex_replace(Slurp(Trace("fast.json")), address, " at 0x");
