@@ -410,16 +410,12 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
 
   // 2. Lower each distinct signature once (in the order the call sites first need it), or take what its lowering
   // gave from the memo; 3. dedup probe units by fingerprint.
+  // What each distinct signature lowered to (from the memo, or lowered now: one form either way) and the index in
+  // r.probes of each of its units.
   struct Lowered {
-    bool custom = false;  // outside aten and without a lowering: a custom op
-    bool ok = false;
-    std::string error;
-    bool dynamic = false;
-    std::string note;
-    std::vector<size_t> probes;
-    std::vector<std::string> names;
-    std::vector<std::string> attributed_to;  // per unit: empty = this node's op, else another aten op
-    size_t derived = 0;                      // distinct other ops among attributed_to
+    LoweringOutcome outcome;
+    std::vector<size_t> probes;  // per outcome unit
+    size_t derived = 0;          // distinct other ops its units are attributed to
   };
   std::vector<Lowered> lowered(s.signature_nodes.size());
   std::vector<uint32_t> order;  // signatures in the order the call sites first need them
@@ -445,23 +441,17 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   std::vector<std::pair<uint64_t, std::string>> new_memos;
   const LoweringTable* lowering_table = &table;
   ProbeSet set;
-  size_t derived_total = 0;
   for (size_t j = 0; j < order.size(); ++j) {
     const uint32_t sig = order[j];
     Lowered& l = lowered[sig];
+    LoweringOutcome& o = l.outcome;
     const Node& n = (*nodes)[sig];
     std::optional<LoweringOutcome> known;
     if (memo && memos[j]) known = DecodeLoweringOutcome(*memos[j]);
     if (known) {
-      l.custom = known->kind == LoweringOutcome::Kind::kCustomOp;
-      l.ok = known->kind == LoweringOutcome::Kind::kOk;
-      l.error = std::move(known->error);
-      l.dynamic = known->dynamic_shape;
-      l.note = std::move(known->note);
-      std::set<std::string> others;
-      for (size_t k = 0; k < known->units.size(); ++k) {
-        MemoUnit& u = known->units[k];
-        auto relower = [nodes, lowering_table, sig, k, hash = u.hash]() {
+      o = std::move(*known);
+      for (size_t k = 0; k < o.units.size(); ++k) {
+        auto relower = [nodes, lowering_table, sig, k, hash = o.units[k].hash]() {
           std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*> out{nullptr, nullptr};
           Expected<LoweredModule> m = Lower((*nodes)[sig], *lowering_table);
           if (m.ok() && k < m->units.size() && hlo::UnitHash(*m->units[k]) == hash) {
@@ -470,50 +460,39 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
           }
           return out;
         };
-        l.probes.push_back(set.AddKnown(u, r.probes, std::move(relower)));
-        l.names.push_back(std::move(u.name));
-        if (!u.attributed_to.empty()) others.insert(u.attributed_to);
-        l.attributed_to.push_back(std::move(u.attributed_to));
+        l.probes.push_back(set.AddKnown(o.units[k], r.probes, std::move(relower)));
       }
-      l.derived = others.size();
-      if (!l.custom) ++r.summary.distinct_signatures;
-      derived_total += l.derived;
-      continue;
-    }
-    LoweringOutcome outcome;  // what the memo keeps of this lowering
-    if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
-      // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
-      l.custom = true;
-      outcome.kind = LoweringOutcome::Kind::kCustomOp;
-    } else if (Expected<LoweredModule> m = Lower(n, table); !m.ok()) {
-      l.error = m.status().message();
-      outcome.kind = LoweringOutcome::Kind::kFailed;
-      outcome.error = l.error;
     } else {
-      l.ok = true;
-      l.dynamic = outcome.dynamic_shape = m->dynamic_shape;
-      l.note = outcome.note = m->note;
-      std::set<std::string> others;
-      // Units seen first here keep the lowered module until they are probed (or for the report's text).
-      const std::shared_ptr<const hlo::Module> source = std::move(m->module);
-      for (const hlo::Instruction* u : m->units) {
-        const size_t p = set.Add(*u, r.probes, source);
-        l.probes.push_back(p);
-        l.names.push_back(u->name);
-        std::string other = AtenOpFromOpType(u->metadata.op_type);
-        l.attributed_to.push_back(other == n.op ? "" : other);
-        if (!l.attributed_to.back().empty()) others.insert(other);
-        if (memo)
-          outcome.units.push_back(
-              MemoUnit{set.hash(p), r.probes[p].opcode, r.probes[p].signature, u->name, l.attributed_to.back()});
+      if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
+        // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
+        o.kind = LoweringOutcome::Kind::kCustomOp;
+      } else if (Expected<LoweredModule> m = Lower(n, table); !m.ok()) {
+        o.kind = LoweringOutcome::Kind::kFailed;
+        o.error = m.status().message();
+      } else {
+        o.dynamic_shape = m->dynamic_shape;
+        o.note = m->note;
+        // Units seen first here keep the lowered module until they are probed (or for the report's text).
+        const std::shared_ptr<const hlo::Module> source = std::move(m->module);
+        for (const hlo::Instruction* u : m->units) {
+          const size_t p = set.Add(*u, r.probes, source);
+          l.probes.push_back(p);
+          std::string other = AtenOpFromOpType(u->metadata.op_type);
+          o.units.push_back(MemoUnit{set.hash(p), r.probes[p].opcode, r.probes[p].signature, u->name,
+                                     other == n.op ? "" : std::move(other)});
+        }
       }
-      l.derived = others.size();
+      if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(o));
     }
-    if (!l.custom) ++r.summary.distinct_signatures;
-    derived_total += l.derived;
-    if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(outcome));
+    std::set<std::string_view> others;
+    for (const MemoUnit& u : o.units)
+      if (!u.attributed_to.empty()) others.insert(u.attributed_to);
+    l.derived = others.size();
+    if (o.kind != LoweringOutcome::Kind::kCustomOp) ++r.summary.distinct_signatures;
   }
   if (!new_memos.empty()) cache->StoreMemos(new_memos);
+  size_t derived_total = 0;
+  for (const State::Site& site : s.sites) derived_total += lowered[site.signature].derived;
 
   // The records: one per call site, then those of instructions attributed to another op, each at its call's place.
   r.ops.reserve(s.sites.size() + derived_total);
@@ -524,6 +503,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     const State::Site& site = s.sites[i];
     const Node& n = (*nodes)[site.signature];
     const Lowered& l = lowered[site.signature];
+    const LoweringOutcome& o = l.outcome;
     OpRecord& op = r.ops.emplace_back();
     op.op = n.op;
     op.overload = n.overload;
@@ -537,27 +517,28 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     op.count = site.count;
     op.dynamic_shape = site.dynamic;
     op.note = s.strings[site.note];
-    if (l.custom) {
+    if (o.kind == LoweringOutcome::Kind::kCustomOp) {
       op.lowering = OpRecord::Lowering::kCustomOp;
       op.lowering_error = CustomOpReason(n.op);
       continue;
     }
-    if (!l.ok) {
+    if (o.kind == LoweringOutcome::Kind::kFailed) {
       op.lowering = OpRecord::Lowering::kFailed;
-      op.lowering_error = l.error;
+      op.lowering_error = o.error;
     }
     derived.clear();
     for (size_t k = 0; k < l.probes.size(); ++k) {
-      if (l.attributed_to[k].empty()) {
+      const MemoUnit& u = o.units[k];
+      if (u.attributed_to.empty()) {
         op.probes.push_back(l.probes[k]);
-        op.instruction_names.push_back(l.names[k]);
+        op.instruction_names.push_back(u.name);
         continue;
       }
       // An instruction the lowering attributes to another aten op gets that op's record at this place.
-      auto [jt, inserted] = derived.emplace(l.attributed_to[k], derived_ops.size());
+      auto [jt, inserted] = derived.emplace(u.attributed_to, derived_ops.size());
       if (inserted) {
         OpRecord& d = derived_ops.emplace_back();
-        d.op = l.attributed_to[k];
+        d.op = u.attributed_to;
         d.overload = "";
         d.signature = op.signature;
         d.loc = op.loc;
@@ -571,11 +552,11 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
         d.part_of = static_cast<int64_t>(i);
       }
       derived_ops[jt->second].probes.push_back(l.probes[k]);
-      derived_ops[jt->second].instruction_names.push_back(l.names[k]);
+      derived_ops[jt->second].instruction_names.push_back(u.name);
     }
-    if (l.dynamic) {
+    if (o.dynamic_shape) {
       op.dynamic_shape = true;
-      if (op.note.empty()) op.note = l.note;
+      if (op.note.empty()) op.note = o.note;
     }
   }
   for (auto& d : derived_ops) r.ops.push_back(std::move(d));

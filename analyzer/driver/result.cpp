@@ -9,21 +9,19 @@
 
 namespace opprobe::analyzer {
 
+namespace {
+std::unique_ptr<hlo::Module> MakeUnit(const hlo::Instruction& instr) {
+  return hlo::MakeProbeModule(instr, std::string(hlo::OpcodeName(instr.opcode)));
+}
+}  // namespace
+
 std::string ProbeRecord::ModuleText() const {
   if (!module_text.empty()) return module_text;
   if (unit) return hlo::ToString(*unit, hlo::PrintOptions::Short());
-  if (source_instruction) {
-    auto made = hlo::MakeProbeModule(*source_instruction, std::string(hlo::OpcodeName(source_instruction->opcode)));
-    return hlo::ToString(*made, hlo::PrintOptions::Short());
-  }
-  if (relower) {
-    auto [module, instruction] = relower();
-    if (instruction) {
-      auto made = hlo::MakeProbeModule(*instruction, std::string(hlo::OpcodeName(instruction->opcode)));
-      return hlo::ToString(*made, hlo::PrintOptions::Short());
-    }
-  }
-  return module_text;
+  std::shared_ptr<const hlo::Module> relowered;  // keeps `instr` alive while it is printed
+  const hlo::Instruction* instr = source_instruction;
+  if (!instr && relower) std::tie(relowered, instr) = relower();
+  return instr ? hlo::ToString(*MakeUnit(*instr), hlo::PrintOptions::Short()) : module_text;
 }
 
 const hlo::Module* ProbeRecord::Unit() {
@@ -32,7 +30,7 @@ const hlo::Module* ProbeRecord::Unit() {
     relower = nullptr;
   }
   if (!unit && source_instruction) {
-    unit = hlo::MakeProbeModule(*source_instruction, std::string(hlo::OpcodeName(source_instruction->opcode)));
+    unit = MakeUnit(*source_instruction);
     source_instruction = nullptr;
     source.reset();
   }
