@@ -19,6 +19,8 @@
 
 #include "compiler_probe/remote/entry.h"
 #include "hlo/file_io.h"
+#include "hlo/fingerprint.h"
+#include "hlo/probe_unit.h"
 #include "hlo/quote.h"
 
 namespace opprobe::compiler_probe {
@@ -80,45 +82,23 @@ bool IsOldTempFile(const fs::directory_entry& e) {
 
 int KindCode(Verdict::Kind k) { return k == Verdict::Kind::kSupported ? 1 : 2; }
 
-// FNV-1a 64 over length-prefixed fields, so that no two entries hash the same text; as 16 hex digits. (Every lookup
-// checks one: hashed as it goes, nothing formatted or copied.)
-struct Fnv64 {
-  uint64_t h = 1469598103934665603ULL;
-  void Add(std::string_view text) {
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  }
-  void AddNumber(double v) {
-    char num[32];
-    Add(std::string_view(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, v).ptr - num)));
-  }
-  void AddSize(size_t n) {
-    char num[32];
-    Add(std::string_view(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, n).ptr - num)));
-  }
-};
-
+// FNV-1a 64 over length-prefixed fields, so that no two entries hash the same text, as 16 hex digits; hashed as it
+// goes (every lookup checks one), nothing formatted or copied.
 std::string EntryChecksum(const std::string& id, const std::string& version, std::string_view fingerprint, int kind,
                           std::string_view reason, double seconds, std::string_view tail) {
-  Fnv64 f;
-  for (std::string_view field : {std::string_view(id), std::string_view(version), fingerprint, reason, tail}) {
-    f.AddSize(field.size());
-    f.Add(":");
-    f.Add(field);
-  }
+  char num[32];
+  auto text = [&num](auto v) {  // the shortest text that reads back the same
+    return std::string_view(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, v).ptr - num));
+  };
+  uint64_t h = hlo::kFnv1a64Basis;
+  for (std::string_view field : {std::string_view(id), std::string_view(version), fingerprint, reason, tail})
+    h = hlo::Fnv1a64(field, hlo::Fnv1a64(":", hlo::Fnv1a64(text(field.size()), h)));
   const char k = static_cast<char>('0' + kind);
-  f.Add(std::string_view(&k, 1));
-  f.AddNumber(seconds);  // shortest text that reads back the same
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex(16, '0');
-  for (int i = 15; i >= 0; --i, f.h >>= 4) hex[static_cast<size_t>(i)] = kDigits[f.h & 15];
-  return hex;
+  h = hlo::Fnv1a64(std::string_view(&k, 1), h);
+  return hlo::HashHex(hlo::Fnv1a64(text(seconds), h));
 }
 
-int64_t MemoChecksum(std::string_view value) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : value) h = (h ^ c) * 1099511628211ULL;
-  return static_cast<int64_t>(h);
-}
+int64_t MemoChecksum(std::string_view value) { return static_cast<int64_t>(hlo::Fnv1a64(value)); }
 
 bool IsDamage(int rc) {
   rc &= 0xff;

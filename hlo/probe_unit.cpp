@@ -65,14 +65,12 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
   return module;
 }
 
-std::string Fnv1a64Hex(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return fmt::format("{:016x}", h);
+uint64_t Fnv1a64(std::string_view text, uint64_t hash) {
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+  return hash;
 }
+
+std::string Fnv1a64Hex(std::string_view text) { return HashHex(Fnv1a64(text)); }
 
 std::string Fingerprint(const Module& module) {
   if (module.entry() == nullptr || module.entry()->root() == nullptr) return Fnv1a64Hex("");

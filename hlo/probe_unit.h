@@ -2,8 +2,10 @@
 // Neuron's analyze does, and its fingerprint.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "hlo/instruction.h"
 
@@ -21,7 +23,11 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
 // made from. Every modelled and unknown attribute is part of it, so units that differ in any attribute are
 // different units; names and metadata are not. A module without an entry root gets the hash of nothing.
 std::string Fingerprint(const Module& module);
+// FNV-1a 64 of `text`, continuing from `hash` (the offset basis for a new one): stable across runs and builds, for
+// cache keys, checksums and seeds.
+inline constexpr uint64_t kFnv1a64Basis = 1469598103934665603ULL;
+uint64_t Fnv1a64(std::string_view text, uint64_t hash = kFnv1a64Basis);
 // 16 hex digits: FNV-1a 64 of `text` (cache keys and entry checksums).
-std::string Fnv1a64Hex(const std::string& text);
+std::string Fnv1a64Hex(std::string_view text);
 
 }  // namespace opprobe::hlo

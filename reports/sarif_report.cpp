@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "hlo/probe_unit.h"
 #include "opprobe_version.h"
 #include "reports/report.h"
 #include "reports/view.h"
@@ -112,7 +113,7 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
         location["logicalLocations"] = Json::array({{{"fullyQualifiedName", module_path}, {"kind", "module"}}});
       res["locations"] = Json::array({std::move(location)});
     }
-    res["partialFingerprints"] = {{"opprobeResult/v1", HashHex(key)}};
+    res["partialFingerprints"] = {{"opprobeResult/v1", hlo::Fnv1a64Hex(key)}};
     res["properties"] = std::move(properties);
     results.push_back(std::move(res));
   };

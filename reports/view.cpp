@@ -370,16 +370,4 @@ std::string XmlEscape(const std::string& text) {
   return out;
 }
 
-std::string HashHex(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  static const char* kDigits = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4) out[i] = kDigits[h & 0xF];
-  return out;
-}
-
 }  // namespace opprobe::reports

@@ -142,9 +142,6 @@ std::string ValidUtf8(const std::string& text);
 // characters XML 1.0 forbids (controls other than tab, newline, carriage return) become U+FFFD.
 std::string XmlEscape(const std::string& text);
 
-// A stable 64-bit FNV-1a hash in 16 hex digits (ids and fingerprints in reports).
-std::string HashHex(const std::string& text);
-
 // The last `max_lines` lines of a text (no trailing newline). of a text into at most `max_lines` final lines.
 std::string TailLines(const std::string& text, size_t max_lines);
 

@@ -2,17 +2,13 @@
 
 #include "analyzer/driver/build_id.h"
 #include "hlo/fingerprint.h"
+#include "hlo/probe_unit.h"
 
 namespace opprobe::analyzer {
 namespace {
 
 // The encoding's own version: the first byte of every value.
 constexpr char kFormat = '1';
-
-uint64_t Fnv1a(uint64_t h, std::string_view text) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
 
 void PutSize(std::string& out, uint64_t n) {
   while (n >= 0x80) {
@@ -71,12 +67,10 @@ class Reader {
 uint64_t LoweringMemoKey(std::string_view signature_key) {
   const std::string& build = BuildId();
   if (build.empty()) return 0;
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = hlo::kFnv1a64Basis;
   for (std::string_view part : {std::string_view("lowering-memo-1"), std::string_view(build),
-                                hlo::kFingerprintScheme, signature_key}) {
-    h = Fnv1a(h, part);
-    h = Fnv1a(h, std::string_view("\0", 1));
-  }
+                                hlo::kFingerprintScheme, signature_key})
+    h = hlo::Fnv1a64(std::string_view("\0", 1), hlo::Fnv1a64(part, h));
   return h == 0 ? 1 : h;
 }
 

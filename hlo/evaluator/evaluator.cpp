@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "hlo/evaluator/internal.h"
+#include "hlo/probe_unit.h"
 
 namespace opprobe::hlo {
 namespace eval {
@@ -468,11 +469,6 @@ Expected<Literal> EvalIota(Evaluator& ev, const Instruction& ins) {
   return out;
 }
 
-uint64_t HashName(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
 
 Expected<Literal> EvalConstant(Evaluator& ev, const Instruction& ins) {
   if (!ins.literal) return InvalidInput(fmt::format("{}: constant without a value", ins.name));
@@ -480,7 +476,7 @@ Expected<Literal> EvalConstant(Evaluator& ev, const Instruction& ins) {
   if (l.elided()) {
     OPPROBE_ASSIGN_OR_RETURN(Literal probe, ev.Allocate(ins.shape));
     (void)probe;
-    return RandomLiteral(ins.shape, HashName(ins.name) ^ ev.options().seed);
+    return RandomLiteral(ins.shape, Fnv1a64(ins.name) ^ ev.options().seed);
   }
   if (!l.shape().Compatible(ins.shape))
     return InvalidInput(fmt::format("{}: literal of shape {} in a constant of shape {}", ins.name,
