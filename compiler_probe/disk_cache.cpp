@@ -338,26 +338,23 @@ class DiskCache : public ProbeCache {
     std::vector<std::optional<std::string>> out(keys.size());
     std::lock_guard<std::mutex> lock(mu_);
     if (!db_.open() || !memo_get_.get()) return out;
-    const bool txn = sqlite3_step(begin_.get()) == SQLITE_DONE;
-    sqlite3_reset(begin_.get());
     sqlite3_stmt* s = memo_get_.get();
     int rc = SQLITE_DONE;
-    for (size_t i = 0; i < keys.size(); ++i) {
-      ResetOnExit r{s};
-      sqlite3_bind_int64(s, 1, static_cast<int64_t>(keys[i]));
-      rc = sqlite3_step(s);
-      if (rc == SQLITE_ROW) {
-        // A row that does not check out (wrong type, checksum) is a miss; the next StoreMemos replaces it.
-        std::string_view value = ColumnBlob(s, 0);
-        if (sqlite3_column_type(s, 1) == SQLITE_INTEGER && sqlite3_column_int64(s, 1) == MemoChecksum(value))
-          out[i] = std::string(value);
-      } else if (rc != SQLITE_DONE) {
-        break;
+    {
+      ReadTransaction txn(*this);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        ResetOnExit r{s};
+        sqlite3_bind_int64(s, 1, static_cast<int64_t>(keys[i]));
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+          // A row that does not check out (wrong type, checksum) is a miss; the next StoreMemos replaces it.
+          std::string_view value = ColumnBlob(s, 0);
+          if (sqlite3_column_type(s, 1) == SQLITE_INTEGER && sqlite3_column_int64(s, 1) == MemoChecksum(value))
+            out[i] = std::string(value);
+        } else if (rc != SQLITE_DONE) {
+          break;
+        }
       }
-    }
-    if (txn && db_.open()) {
-      sqlite3_step(commit_.get());
-      sqlite3_reset(commit_.get());
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) Fault(rc, "read");
     return out;
@@ -366,23 +363,17 @@ class DiskCache : public ProbeCache {
   void StoreMemos(const std::vector<std::pair<uint64_t, std::string>>& entries) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (entries.empty() || !db_.open() || !memo_put_.get()) return;
-    int rc = sqlite3_step(begin_write_.get());
-    sqlite3_reset(begin_write_.get());
-    if (rc != SQLITE_DONE) return Fault(rc, "write");
-    for (const auto& [key, value] : entries) {
-      ResetOnExit r{memo_put_.get()};
-      sqlite3_bind_int64(memo_put_.get(), 1, static_cast<int64_t>(key));
-      BindBlob(memo_put_.get(), 2, value);
-      sqlite3_bind_int64(memo_put_.get(), 3, MemoChecksum(value));
-      if ((rc = sqlite3_step(memo_put_.get())) != SQLITE_DONE) break;
-    }
-    if (rc == SQLITE_DONE) {
-      rc = sqlite3_step(commit_.get());
-      sqlite3_reset(commit_.get());
-      if (rc == SQLITE_DONE) return;
-    }
-    db_.Exec("ROLLBACK");
-    Fault(rc, "write");
+    WriteLocked([&] {
+      int rc = SQLITE_DONE;
+      for (const auto& [key, value] : entries) {
+        ResetOnExit r{memo_put_.get()};
+        sqlite3_bind_int64(memo_put_.get(), 1, static_cast<int64_t>(key));
+        BindBlob(memo_put_.get(), 2, value);
+        sqlite3_bind_int64(memo_put_.get(), 3, MemoChecksum(value));
+        if ((rc = sqlite3_step(memo_put_.get())) != SQLITE_DONE) break;
+      }
+      return rc;
+    });
   }
 
   std::optional<Verdict> Lookup(const std::string& backend_id, const std::string& backend_version,
@@ -397,14 +388,8 @@ class DiskCache : public ProbeCache {
     out.reserve(fingerprints.size());
     std::lock_guard<std::mutex> lock(mu_);
     const std::string key = BackendKeyHash(backend_id, backend_version);
-    // One read transaction (one snapshot, one lock of the log's index) for them all.
-    const bool txn = db_.open() && sqlite3_step(begin_.get()) == SQLITE_DONE;
-    if (db_.open()) sqlite3_reset(begin_.get());
+    ReadTransaction txn(*this);
     for (const auto& fp : fingerprints) out.push_back(LookupLocked(key, backend_id, backend_version, fp));
-    if (txn && db_.open()) {
-      sqlite3_step(commit_.get());
-      sqlite3_reset(commit_.get());
-    }
     return out;
   }
 
@@ -441,22 +426,55 @@ class DiskCache : public ProbeCache {
     if (pending_.empty() || !db_.open()) return;
     std::vector<Entry> batch;
     batch.swap(pending_);
+    const bool committed = WriteLocked([&] {
+      int rc = SQLITE_DONE;
+      for (const Entry& e : batch)
+        if ((rc = Insert(put_.get(), e)) != SQLITE_DONE) break;
+      return rc;
+    });
+    if (committed) last_commit_ = Clock::now();
+  }
+
+  // Runs `write` (the rows of one batch; it returns SQLite's result code of the last, SQLITE_DONE when all went in) in
+  // one write transaction. True when committed; else rolled back, with one fault.
+  template <class Write>
+  bool WriteLocked(Write&& write) {
     int rc = sqlite3_step(begin_write_.get());
     sqlite3_reset(begin_write_.get());
-    if (rc != SQLITE_DONE) return Fault(rc, "write");
-    for (const Entry& e : batch)
-      if ((rc = Insert(put_.get(), e)) != SQLITE_DONE) break;
-    if (rc == SQLITE_DONE) {
+    if (rc != SQLITE_DONE) {
+      Fault(rc, "write");
+      return false;
+    }
+    if ((rc = write()) == SQLITE_DONE) {
       rc = sqlite3_step(commit_.get());
       sqlite3_reset(commit_.get());
-      if (rc == SQLITE_DONE) {
-        last_commit_ = Clock::now();
-        return;
-      }
+      if (rc == SQLITE_DONE) return true;
     }
     db_.Exec("ROLLBACK");
     Fault(rc, "write");
+    return false;
   }
+
+  // One read transaction (one snapshot, one lock of the log's index) for the lookups made while it stands.
+  class ReadTransaction {
+   public:
+    explicit ReadTransaction(DiskCache& c) : c_(c) {
+      if (!c_.db_.open()) return;
+      open_ = sqlite3_step(c_.begin_.get()) == SQLITE_DONE;
+      sqlite3_reset(c_.begin_.get());
+    }
+    ~ReadTransaction() {
+      if (!open_ || !c_.db_.open()) return;
+      sqlite3_step(c_.commit_.get());
+      sqlite3_reset(c_.commit_.get());
+    }
+    ReadTransaction(const ReadTransaction&) = delete;
+    ReadTransaction& operator=(const ReadTransaction&) = delete;
+
+   private:
+    DiskCache& c_;
+    bool open_ = false;
+  };
 
   // The two rows of one entry (its backend's name, its verdict), inside the caller's transaction.
   int Insert(sqlite3_stmt* put, const Entry& e) {
