@@ -1,6 +1,5 @@
 #include "analyzer/driver/build_id.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 

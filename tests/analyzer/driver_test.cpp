@@ -183,13 +183,18 @@ void ExpectSameAnalysis(const AnalysisResult& a, const AnalysisResult& b) {
   EXPECT_EQ(a.summary.supported_instructions, b.summary.supported_instructions);
 }
 
+// The graph analyzed with the built-in table through `cache` (none: no cache).
+AnalysisResult AnalyzeBuiltin(const Graph& g, compiler_probe::Backend& backend, compiler_probe::ProbeCache* cache) {
+  DriverOptions opts;
+  opts.cache = cache;
+  return Analyze(g, backend, LoweringTable::Builtin(), opts);
+}
+
 TEST(Driver, AWarmRunTakesEachLoweringFromTheMemo) {
   const Graph g = BuiltinGraph();
   MemoCache cache;
-  DriverOptions opts;
-  opts.cache = &cache;
   FakeBackend first("exponential");
-  AnalysisResult cold = Analyze(g, first, LoweringTable::Builtin(), opts);
+  AnalysisResult cold = AnalyzeBuiltin(g, first, &cache);
   ASSERT_EQ(cache.memos.size(), 5u);  // relu, exp, add, the missing op and the custom op: one each
   std::set<std::string> opcodes;
   for (const auto& p : cold.probes) opcodes.insert(p.opcode);
@@ -200,7 +205,7 @@ TEST(Driver, AWarmRunTakesEachLoweringFromTheMemo) {
 
   // Warm: nothing is lowered (every unit is known by fingerprint from the memo) and nothing is probed.
   FakeBackend second("exponential");
-  AnalysisResult warm = Analyze(g, second, LoweringTable::Builtin(), opts);
+  AnalysisResult warm = AnalyzeBuiltin(g, second, &cache);
   EXPECT_EQ(second.probes.load(), 0);
   for (const auto& p : warm.probes) {
     EXPECT_TRUE(p.cache_hit);
@@ -211,12 +216,11 @@ TEST(Driver, AWarmRunTakesEachLoweringFromTheMemo) {
 
   // Memos without verdicts (another backend): the units are lowered again to be probed, and probed.
   FakeBackend other("add");
-  AnalysisResult fresh = Analyze(g, other, LoweringTable::Builtin(), {});
+  AnalysisResult fresh = AnalyzeBuiltin(g, other, nullptr);
   MemoCache memos_only;
   memos_only.memos = cache.memos;
-  opts.cache = &memos_only;
   FakeBackend third("add");
-  AnalysisResult relowered = Analyze(g, third, LoweringTable::Builtin(), opts);
+  AnalysisResult relowered = AnalyzeBuiltin(g, third, &memos_only);
   EXPECT_EQ(third.probes.load(), units);
   ExpectSameAnalysis(fresh, relowered);
 }
@@ -224,16 +228,13 @@ TEST(Driver, AWarmRunTakesEachLoweringFromTheMemo) {
 TEST(Driver, AMemoThatDoesNotCheckOutIsNeverTrusted) {
   const Graph g = BuiltinGraph();
   MemoCache cache;
-  DriverOptions opts;
-  opts.cache = &cache;
   FakeBackend backend("none");
-  AnalysisResult cold = Analyze(g, backend, LoweringTable::Builtin(), opts);
+  AnalysisResult cold = AnalyzeBuiltin(g, backend, &cache);
   // A memo that does not decode is lowered afresh (and written again).
   MemoCache garbled;
   for (const auto& [k, v] : cache.memos) garbled.memos[k] = v.substr(0, v.size() / 2);
-  opts.cache = &garbled;
   FakeBackend b2("none");
-  ExpectSameAnalysis(cold, Analyze(g, b2, LoweringTable::Builtin(), opts));
+  ExpectSameAnalysis(cold, AnalyzeBuiltin(g, b2, &garbled));
   EXPECT_EQ(garbled.memos, cache.memos);
   // A memo whose unit is not what the call lowers to (edited, or from a lowering that changed without a rebuild):
   // the unit to probe cannot be made, which is an error verdict of its own, never another unit's verdict.
@@ -244,9 +245,8 @@ TEST(Driver, AMemoThatDoesNotCheckOutIsNeverTrusted) {
     for (auto& u : o->units) u.hash ^= 1;
     stale.memos[k] = EncodeLoweringOutcome(*o);
   }
-  opts.cache = &stale;
   FakeBackend b3("none");
-  AnalysisResult r = Analyze(g, b3, LoweringTable::Builtin(), opts);
+  AnalysisResult r = AnalyzeBuiltin(g, b3, &stale);
   EXPECT_EQ(b3.probes.load(), 0);
   ASSERT_EQ(r.probes.size(), cold.probes.size());
   for (const auto& p : r.probes) {
