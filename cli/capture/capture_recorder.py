@@ -455,8 +455,7 @@ class Recorder(object):
         looked up at the next call) with that call's place."""
         refs, forward = self._pending
         self._pending = None
-        if self.native is not None:
-            self.sync_native()
+        self.sync_native()
         for ref in refs:
             t = ref()
             node = t.grad_fn if t is not None else None
@@ -590,8 +589,7 @@ class Recorder(object):
                     self.native.take_pending(outs, place)  # the fast path names the node at the next call
                 else:
                     self._pending = (tuple([_weakref(o) for o in outs]), place)
-                    if self.native is not None:
-                        self.sync_native()
+                    self.sync_native()
 
         try:
             # (A plain tensor's key inline: most arguments are tensors, and a call of _raw costs more than its body.)
@@ -703,7 +701,10 @@ class Recorder(object):
         return number, forward
 
     def sync_native(self):
-        """Tells the fast path what decides a call's module path and phase now (-1: the Python path)."""
+        """Tells the fast path what decides a call's module path and phase now (-1: the Python path); nothing without
+        a fast path."""
+        if self.native is None:
+            return
         if self._native_off or self._pending is not None or (self._autograd_node_fn is None and
                                                               "backward" in self._phase_stack):
             context = -1
@@ -719,8 +720,7 @@ class Recorder(object):
         """The Python path from now on (the script entered a dispatch mode of its own, which must see the calls
         before the capture does)."""
         self._native_off = True
-        if self.native is not None:
-            self.sync_native()
+        self.sync_native()
 
     def merge_native(self):
         """Adds the calls the fast path counted to their entries."""
@@ -750,8 +750,7 @@ class Recorder(object):
                 cls = type(module).__name__
                 path = parent + "." + cls if parent else cls
         self._module_stack.append((mid, path))
-        if self.native is not None:
-            self.sync_native()
+        self.sync_native()
         return None
 
     def forward_hook(self, module, inputs, output):
@@ -763,8 +762,7 @@ class Recorder(object):
             if self._module_stack[k][0] == mid:
                 del self._module_stack[k:]
                 break
-        if self.native is not None:
-            self.sync_native()
+        self.sync_native()
         return None
 
     # -- phases: backward and optimizer entry points --------------------------------------------------
@@ -798,14 +796,12 @@ class Recorder(object):
                         except Exception:  # noqa: BLE001  (never break the script: backward ops keep the line)
                             handles = ()
                     rec._phase_stack.append("backward")
-                    if rec.native is not None:
-                        rec.sync_native()
+                    rec.sync_native()
                     try:
                         return orig(*args, **kwargs)
                     finally:
                         rec._phase_stack.pop()
-                        if rec.native is not None:
-                            rec.sync_native()
+                        rec.sync_native()
                         for h in handles:
                             h.remove()
                         rec._backward_loc = prev_loc
@@ -829,14 +825,12 @@ class Recorder(object):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
                 rec._phase_stack.append("optimizer")
-                if rec.native is not None:
-                    rec.sync_native()
+                rec.sync_native()
                 try:
                     return fn(*args, **kwargs)
                 finally:
                     rec._phase_stack.pop()
-                    if rec.native is not None:
-                        rec.sync_native()
+                    rec.sync_native()
             wrapper._opprobe_phase = True
             return wrapper
 
