@@ -28,6 +28,9 @@ OPPROBE_PACKAGES+=(libhiredis-dev libcurl4-openssl-dev)
 OPPROBE_TEST_PACKAGES+=(redis-server nginx)
 # The local probe cache: one SQLite database per cache folder.
 OPPROBE_PACKAGES+=(libsqlite3-dev)
+# Debian's oneDNN CMake package (dnnl-config.cmake, hlo/CMakeLists.txt) looks for OpenCL and fails without it, but
+# libdnnl-dev only recommends the OpenCL files, and installs here skip recommends: a bare machine needs them named.
+OPPROBE_PACKAGES+=(ocl-icd-opencl-dev)
 # The libFuzzer targets (scripts/fuzz, fuzz/README.md): clang 16 and its sanitizer runtimes; scripts/test runs them.
 OPPROBE_FUZZ_PACKAGES=(clang-16 libclang-rt-16-dev)
 OPPROBE_TEST_PACKAGES+=("${OPPROBE_FUZZ_PACKAGES[@]}")
