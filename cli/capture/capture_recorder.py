@@ -977,7 +977,7 @@ class _CaptureMode(TorchDispatchMode):
         if native is not None:
             self.recorder.native = native
             self.recorder.sync_native()
-            native.start(self.recorder.native_classify, self.recorder.native_record, _FORWARD_KEY)
+            native.start(self.recorder.native_classify, self.recorder.native_record, _FORWARD_KEY, self)
 
     def _to_stack(self):
         """The script enters a dispatch mode of its own (1.13): from now on the capture's mode is the bottom of
