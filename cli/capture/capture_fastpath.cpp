@@ -4,9 +4,9 @@
 // mode would see (below autograd; calls made inside a call are not seen), at the same place.
 //
 // Per call it builds a key from what the Python recorder's entry depends on: the operator, each argument's and
-// output's dtype and sizes or value, the Python call site (each frame's code object and instruction up to the
-// innermost frame of the user's own files) and a context number the recorder keeps up to date (module path,
-// phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
+// output's dtype and sizes or value, the Python call site (the innermost frame of the user's own files, the innermost
+// library frame inside it, each by code object and instruction, and the phase an autograd or optimizer frame marks)
+// and a context number the recorder keeps up to date (module path, phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
 // (capture_recorder.py), which stays the one place that encodes a call, and says whether the entry may be counted
 // by its key from now on, and which place names the autograd node of the call's outputs (the recorder's pending
 // forward link: while this file is loaded the recorder hands every such link here, and this file names the node at
@@ -45,12 +45,15 @@
 namespace {
 
 constexpr c10::DispatchKey kKey = c10::DispatchKey::Fake;
+// The bits of the recorder's classification of a code object (classify) that name the phase it marks: 4 autograd's
+// backward, 8 an optimizer's step; the low two bits are its kind (0 torch or the shim, 1 a library, 2 the user's).
+constexpr int kMarks = 4 | 8;
 
 struct State {
   bool on = false;
   std::thread::id thread;
   long context = -1;              // -1: every call goes to the Python dispatch mode
-  PyObject* classify = nullptr;   // classify(code) -> 0 torch/shim, 1 library, 2 user's, -1 decides the phase
+  PyObject* classify = nullptr;   // classify(code) -> kind | the phase it marks (kMarks), or -1: decides the phase
   PyObject* record = nullptr;     // record(op, overload, args, out) -> entry number, or -1: ask every time
   std::unordered_map<PyObject*, int> kinds;  // code object (a reference held) -> classify's answer
   struct Entry {
@@ -172,14 +175,16 @@ bool KeyOf(const c10::IValue& v, std::string& k, bool grad) {
   return true;
 }
 
-// Appends the call site: each frame's code object and instruction, innermost first, up to the innermost frame of the
-// user's own files (*user: whether there is one). False where a frame decides the phase, or the stack is deeper than
-// the key should be.
+// Appends what the recorder's entry takes from the call site, walking the frames innermost first up to the innermost
+// frame of the user's own files (*user: whether there is one): the phase marked by the innermost frame of autograd's
+// or an optimizer's code, the innermost library frame and the user's frame (each by its code object and instruction,
+// which decide the file and line). Other frames of torch and of libraries change nothing in the entry and are left
+// out of the key. False where a frame decides the phase by more than its code, or the stack is deeper than 64 frames.
 bool KeyOfSite(State* s, std::string& k, bool* user) {
   *user = false;
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   Py_XINCREF(f);
-  bool ok = true;
+  bool ok = true, marked = false, library = false;
   for (int depth = 0; f != nullptr; ++depth) {
     if (depth == 64) {
       ok = false;
@@ -202,11 +207,21 @@ bool KeyOfSite(State* s, std::string& k, bool* user) {
       ok = false;
       break;
     }
-    Put<const void*>(k, code);
-    Put<int32_t>(k, PyFrame_GetLasti(f));
-    if (kind == 2) {
-      *user = true;
-      break;
+    if ((kind & kMarks) != 0 && !marked) {
+      k.push_back('M');
+      k.push_back(static_cast<char>(kind & kMarks));
+      marked = true;
+    }
+    const int where = kind & 3;
+    if (where == 2 || (where == 1 && !library)) {
+      k.push_back(where == 2 ? 'U' : 'L');
+      Put<const void*>(k, code);
+      Put<int32_t>(k, PyFrame_GetLasti(f));
+      if (where == 2) {
+        *user = true;
+        break;
+      }
+      library = true;
     }
     PyFrameObject* back = PyFrame_GetBack(f);  // new reference
     Py_DECREF(f);
