@@ -4,20 +4,24 @@
 // mode would see (below autograd; calls made inside a call are not seen), at the same place.
 //
 // Per call it builds a key from what the Python recorder's entry depends on: the operator, each argument's and
-// output's dtype and sizes or value, the Python call site (each frame's code object and instruction up to the
-// innermost frame of the user's own files) and a context number the recorder keeps up to date (module path,
-// phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
+// output's dtype and sizes or value, the Python call site (the innermost frame of the user's own files, the innermost
+// library frame inside it, each by code object and instruction, and the phase an autograd or optimizer frame marks)
+// and a context number the recorder keeps up to date (module path, phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
 // (capture_recorder.py), which stays the one place that encodes a call, and says whether the entry may be counted
 // by its key from now on, and which place names the autograd node of the call's outputs (the recorder's pending
 // forward link: while this file is loaded the recorder hands every such link here, and this file names the node at
 // the next call, for the calls it counts too). Every call it cannot key (a tensor subclass,
 // a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a context of -1)
-// goes on to the Python dispatch mode below it, as if this fallback did not exist.
+// goes on to the Python dispatch mode below it, as if this fallback did not exist. On PyTorch 2.9 the detach calls
+// that reach the mode without the dispatcher (a shallow copy of a tensor while a mode is entered) are keyed and
+// counted the same way, through a wrapper of the Python interpreter's `detach` ("the detach of a dispatch mode").
 #include <Python.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/detach_ops.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/python_anomaly_mode.h>
@@ -25,25 +29,31 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/library.h>
 #include <torch/version.h>
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 9
+#include <torch/csrc/PyInterpreter.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace {
 
 constexpr c10::DispatchKey kKey = c10::DispatchKey::Fake;
+// The bits of the recorder's classification of a code object (classify) that name the phase it marks: 4 autograd's
+// backward, 8 an optimizer's step; the low two bits are its kind (0 torch or the shim, 1 a library, 2 the user's).
+constexpr int kMarks = 4 | 8;
 
 struct State {
   bool on = false;
   std::thread::id thread;
   long context = -1;              // -1: every call goes to the Python dispatch mode
-  PyObject* classify = nullptr;   // classify(code) -> 0 torch/shim, 1 library, 2 user's, -1 decides the phase
+  PyObject* classify = nullptr;   // classify(code) -> kind | the phase it marks (kMarks), or -1: decides the phase
   PyObject* record = nullptr;     // record(op, overload, args, out) -> entry number, or -1: ask every time
   std::unordered_map<PyObject*, int> kinds;  // code object (a reference held) -> classify's answer
   struct Entry {
@@ -58,6 +68,8 @@ struct State {
   std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> pending;
   PyObject* pending_forward = nullptr;
   std::unordered_set<PyObject*> forwards;  // forward places keyed by identity (a reference held: ids stay unique)
+  PyObject* mode = nullptr;  // the capture's dispatch mode (a reference), whose detach calls are keyed here
+  std::unique_ptr<c10::OperatorHandle> detach_op;  // aten::detach
 };
 
 State* state() {
@@ -163,14 +175,16 @@ bool KeyOf(const c10::IValue& v, std::string& k, bool grad) {
   return true;
 }
 
-// Appends the call site: each frame's code object and instruction, innermost first, up to the innermost frame of the
-// user's own files (*user: whether there is one). False where a frame decides the phase, or the stack is deeper than
-// the key should be.
+// Appends what the recorder's entry takes from the call site, walking the frames innermost first up to the innermost
+// frame of the user's own files (*user: whether there is one): the phase marked by the innermost frame of autograd's
+// or an optimizer's code, the innermost library frame and the user's frame (each by its code object and instruction,
+// which decide the file and line). Other frames of torch and of libraries change nothing in the entry and are left
+// out of the key. False where a frame decides the phase by more than its code, or the stack is deeper than 64 frames.
 bool KeyOfSite(State* s, std::string& k, bool* user) {
   *user = false;
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   Py_XINCREF(f);
-  bool ok = true;
+  bool ok = true, marked = false, library = false;
   for (int depth = 0; f != nullptr; ++depth) {
     if (depth == 64) {
       ok = false;
@@ -193,11 +207,21 @@ bool KeyOfSite(State* s, std::string& k, bool* user) {
       ok = false;
       break;
     }
-    Put<const void*>(k, code);
-    Put<int32_t>(k, PyFrame_GetLasti(f));
-    if (kind == 2) {
-      *user = true;
-      break;
+    if ((kind & kMarks) != 0 && !marked) {
+      k.push_back('M');
+      k.push_back(static_cast<char>(kind & kMarks));
+      marked = true;
+    }
+    const int where = kind & 3;
+    if (where == 2 || (where == 1 && !library)) {
+      k.push_back(where == 2 ? 'U' : 'L');
+      Put<const void*>(k, code);
+      Put<int32_t>(k, PyFrame_GetLasti(f));
+      if (where == 2) {
+        *user = true;
+        break;
+      }
+      library = true;
     }
     PyFrameObject* back = PyFrame_GetBack(f);  // new reference
     Py_DECREF(f);
@@ -219,7 +243,11 @@ void FlushPending(State* s, bool hidden = true) {
   }
   PyObject* forward = s->pending_forward;
   s->pending_forward = nullptr;
-  for (auto& weak : s->pending) {
+  // (taken out first: a call made while a node is named, such as a view's grad_fn remade by a visible flush, may
+  // leave a link of its own)
+  std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> pending;
+  pending.swap(s->pending);
+  for (auto& weak : pending) {
     auto strong = weak.lock();
     if (!strong) continue;
     at::Tensor t(std::move(strong));
@@ -229,7 +257,8 @@ void FlushPending(State* s, bool hidden = true) {
     PyObject* d = md != nullptr ? md->dict() : nullptr;
     if (d != nullptr && PyDict_SetDefault(d, s->forward_key, forward) == nullptr) PyErr_Clear();
   }
-  s->pending.clear();
+  pending.clear();
+  if (s->pending.empty()) s->pending.swap(pending);  // (keeps the vector's room)
   Py_XDECREF(forward);
 }
 
@@ -308,22 +337,15 @@ void PythonPath(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::ji
   op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kKey), stack);
 }
 
-void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
-  State* s = state();
-  // Without the Python key the dispatch mode would not see this call either (PyTorch turns modes off around some
-  // calls of its own, such as the detach in nn.Parameter's constructor, or redispatches below it): it goes on
-  // unrecorded, and the calls it makes come back here as they would reach the mode.
-  if (!s->on || !ks.has(c10::DispatchKey::Python)) {
-    return op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kKey), stack);
-  }
-  if (s->context < 0 || std::this_thread::get_id() != s->thread) return PythonPath(op, ks, stack);
-  const size_t nargs = op.schema().arguments().size();
+// Appends what a call's key holds before it runs: the operator, its arguments, the context number, the call site and
+// (2.x) the forward call of the running autograd node. False where the key cannot decide the recorder's entry (the
+// call then goes to the Python path). Names the node of the pending forward link first, as the recorder does at
+// every call. Raises what the recorder's callbacks raised that is not their own failure.
+bool KeyBefore(State* s, const c10::OperatorHandle& op, const c10::IValue* args, size_t nargs, std::string& key) {
   const bool grad = at::GradMode::is_enabled();
-  thread_local std::string key;
-  key.clear();
   Put<const void*>(key, &op.schema());
-  for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
-    if (!KeyOf((*stack)[i], key, grad)) return PythonPath(op, ks, stack);
+  for (size_t i = 0; i < nargs; ++i) {
+    if (!KeyOf(args[i], key, grad)) return false;
   }
   PyGILState_STATE gil = PyGILState_Ensure();
   if (s->pending_forward != nullptr) FlushPending(s);
@@ -352,7 +374,54 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
 #endif
   PyGILState_Release(gil);
   Rethrow();
-  if (!ok) return PythonPath(op, ks, stack);
+  return ok;
+}
+
+// After the call ran (its `nouts` outputs last on `stack`): completes the key with the outputs and counts the call
+// where the key is known, or hands it to the recorder (ToPython), which says how later calls with the key are kept.
+void Finish(State* s, const c10::OperatorHandle& op, std::string& key, const std::vector<c10::IValue>& args,
+            const torch::jit::Stack& stack, size_t nouts) {
+  key.push_back('|');
+  bool keyed = true;
+  for (size_t i = stack.size() - nouts; i < stack.size(); ++i) {
+    if (!KeyOf(stack[i], key, false)) {
+      keyed = false;
+      break;
+    }
+  }
+  if (keyed) {
+    auto it = s->keys.find(key);
+    if (it != s->keys.end() && it->second.number >= 0) {
+      ++s->counts[it->second.number];
+      if (it->second.forward != nullptr) SetPending(s, stack, nouts, it->second.forward);
+      return;
+    }
+  }
+  torch::jit::Stack outs(stack.end() - static_cast<std::ptrdiff_t>(nouts), stack.end());
+  {
+    // What the recorder does is not recorded (as in the dispatch mode, which is off while it records).
+    c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
+                                                                  c10::DispatchKey::PythonTLSSnapshot}));
+    PyGILState_STATE gil = PyGILState_Ensure();
+    ToPython(op, s, args, outs, keyed ? &key : nullptr);
+    PyGILState_Release(gil);
+  }
+  Rethrow();
+}
+
+void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  State* s = state();
+  // Without the Python key the dispatch mode would not see this call either (PyTorch turns modes off around some
+  // calls of its own, such as the detach in nn.Parameter's constructor, or redispatches below it): it goes on
+  // unrecorded, and the calls it makes come back here as they would reach the mode.
+  if (!s->on || !ks.has(c10::DispatchKey::Python)) {
+    return op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kKey), stack);
+  }
+  if (s->context < 0 || std::this_thread::get_id() != s->thread) return PythonPath(op, ks, stack);
+  const size_t nargs = op.schema().arguments().size();
+  thread_local std::string key;
+  key.clear();
+  if (!KeyBefore(s, op, stack->data() + (stack->size() - nargs), nargs, key)) return PythonPath(op, ks, stack);
   std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(nargs), stack->end());
   try {
     RunBelow(op, ks, stack);
@@ -363,51 +432,178 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
     stack->insert(stack->end(), args.begin(), args.end());
     return PythonPath(op, ks, stack);
   }
-  key.push_back('|');
-  const size_t nouts = op.schema().returns().size();
-  bool keyed = true;
-  for (size_t i = stack->size() - nouts; i < stack->size(); ++i) {
-    if (!KeyOf((*stack)[i], key, false)) {
-      keyed = false;
-      break;
-    }
-  }
-  if (keyed) {
-    auto it = s->keys.find(key);
-    if (it != s->keys.end() && it->second.number >= 0) {
-      ++s->counts[it->second.number];
-      if (it->second.forward != nullptr) SetPending(s, *stack, nouts, it->second.forward);
-      return;
-    }
-  }
-  torch::jit::Stack outs(stack->end() - static_cast<std::ptrdiff_t>(nouts), stack->end());
-  {
-    // What the recorder does is not recorded (as in the dispatch mode, which is off while it records).
-    c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
-                                                                  c10::DispatchKey::PythonTLSSnapshot}));
-    gil = PyGILState_Ensure();
-    ToPython(op, s, args, outs, keyed ? &key : nullptr);
-    PyGILState_Release(gil);
-  }
-  Rethrow();
+  Finish(s, op, key, args, *stack, op.schema().returns().size());
 }
 
 TORCH_LIBRARY_IMPL(_, Fake, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&Fallback>());
 }
 
+// -- the detach of a dispatch mode (PyTorch 2.9) ---------------------------------------------------------------------
+// While a dispatch mode is entered, PyTorch 2.x makes every shallow copy of a tensor (TensorImpl::
+// shallow_copy_and_detach: the view that ADInplaceOrView's detach returns, a SavedVariable saving or unpacking an
+// output, `.data`) call the mode's __torch_dispatch__ with aten::detach, through its Python interpreter's `detach`
+// and not through the dispatcher: the fallback above never sees these calls (about 260 a training step of resnet50:
+// AccumulateGrad's detach of each gradient, nn.ReLU's saved output and its unpacking in backward). The recorder
+// records them as any other call. While the fast path is on, the interpreter's table of methods is wrapped: its
+// `detach` keys such a call as the fallback keys a dispatcher call (the same key for the same call), counts it where
+// the key is known, else runs it and hands it to the recorder, and returns what the mode's detach returns (the op run
+// with the mode hidden); every other case (another mode on top, another thread, a tensor subclass, a context of -1)
+// and every other method go to PyTorch's own table. The table's methods are those of PyTorch 2.9 (pinned by
+// requirements/torch2.txt); with another version these calls go to the dispatch mode as before.
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 9
+#define OPPROBE_WRAPS_DETACH 1
+
+c10::intrusive_ptr<c10::TensorImpl> Detach(const c10::impl::PyInterpreterVTable* base, const c10::TensorImpl* self);
+
+class Interpreter final : public c10::impl::PyInterpreterVTable {
+ public:
+  explicit Interpreter(const c10::impl::PyInterpreterVTable* base) : base_(base) {}
+  const c10::impl::PyInterpreterVTable* base() const { return base_; }
+
+  c10::intrusive_ptr<c10::TensorImpl> detach(const c10::TensorImpl* self) const override { return Detach(base_, self); }
+
+  std::string name() const override { return base_->name(); }
+  void incref(PyObject* o) const override { base_->incref(o); }
+  void decref(PyObject* o, bool has_pyobj_slot) const override { base_->decref(o, has_pyobj_slot); }
+  void dispatch(const c10::OperatorHandle& op, torch::jit::Stack* stack) const override { base_->dispatch(op, stack); }
+  void reportErrorCallback(PyObject* callback, c10::DispatchKey key) const override {
+    base_->reportErrorCallback(callback, key);
+  }
+  void python_op_registration_trampoline(const c10::OperatorHandle& op, c10::DispatchKey k, c10::DispatchKeySet ks,
+                                         torch::jit::Stack* stack, bool with_keyset, bool with_op) const override {
+    base_->python_op_registration_trampoline(op, k, ks, stack, with_keyset, with_op);
+  }
+  void throw_abstract_impl_not_imported_error(std::string opname, const char* pymodule,
+                                              const char* context) const override {
+    base_->throw_abstract_impl_not_imported_error(std::move(opname), pymodule, context);
+  }
+  void python_dispatcher(const c10::OperatorHandle& op, c10::DispatchKeySet ks,
+                         torch::jit::Stack* stack) const override {
+    base_->python_dispatcher(op, ks, stack);
+  }
+  bool is_contiguous(const c10::TensorImpl* t, at::MemoryFormat f) const override {
+    return base_->is_contiguous(t, f);
+  }
+  c10::SymBool sym_is_contiguous(const c10::TensorImpl* t, at::MemoryFormat f) const override {
+    return base_->sym_is_contiguous(t, f);
+  }
+  bool is_strides_like(const c10::TensorImpl* t, at::MemoryFormat f) const override {
+    return base_->is_strides_like(t, f);
+  }
+  bool is_non_overlapping_and_dense(const c10::TensorImpl* t) const override {
+    return base_->is_non_overlapping_and_dense(t);
+  }
+  c10::Device device(const c10::TensorImpl* t) const override { return base_->device(t); }
+  int64_t dim(const c10::TensorImpl* t) const override { return base_->dim(t); }
+  c10::IntArrayRef strides(const c10::TensorImpl* t) const override { return base_->strides(t); }
+  c10::IntArrayRef sizes(const c10::TensorImpl* t) const override { return base_->sizes(t); }
+  c10::SymIntArrayRef sym_sizes(const c10::TensorImpl* t) const override { return base_->sym_sizes(t); }
+  c10::Layout layout(const c10::TensorImpl* t) const override { return base_->layout(t); }
+  int64_t numel(const c10::TensorImpl* t) const override { return base_->numel(t); }
+  c10::SymInt sym_numel(const c10::TensorImpl* t) const override { return base_->sym_numel(t); }
+  c10::SymIntArrayRef sym_strides(const c10::TensorImpl* t) const override { return base_->sym_strides(t); }
+  c10::SymInt sym_storage_offset(const c10::TensorImpl* t) const override { return base_->sym_storage_offset(t); }
+  void trace_gpu_event_creation(c10::DeviceType d, uintptr_t event) const override {
+    base_->trace_gpu_event_creation(d, event);
+  }
+  void trace_gpu_event_deletion(c10::DeviceType d, uintptr_t event) const override {
+    base_->trace_gpu_event_deletion(d, event);
+  }
+  void trace_gpu_event_record(c10::DeviceType d, uintptr_t event, uintptr_t stream) const override {
+    base_->trace_gpu_event_record(d, event, stream);
+  }
+  void trace_gpu_event_wait(c10::DeviceType d, uintptr_t event, uintptr_t stream) const override {
+    base_->trace_gpu_event_wait(d, event, stream);
+  }
+  void trace_gpu_memory_allocation(c10::DeviceType d, uintptr_t ptr) const override {
+    base_->trace_gpu_memory_allocation(d, ptr);
+  }
+  void trace_gpu_memory_deallocation(c10::DeviceType d, uintptr_t ptr) const override {
+    base_->trace_gpu_memory_deallocation(d, ptr);
+  }
+  void trace_gpu_stream_creation(c10::DeviceType d, uintptr_t stream) const override {
+    base_->trace_gpu_stream_creation(d, stream);
+  }
+  void trace_gpu_device_synchronization(c10::DeviceType d) const override {
+    base_->trace_gpu_device_synchronization(d);
+  }
+  void trace_gpu_stream_synchronization(c10::DeviceType d, uintptr_t stream) const override {
+    base_->trace_gpu_stream_synchronization(d, stream);
+  }
+  void trace_gpu_event_synchronization(c10::DeviceType d, uintptr_t event) const override {
+    base_->trace_gpu_event_synchronization(d, event);
+  }
+  void reset_backward_hooks(const c10::TensorImpl* t) const override { base_->reset_backward_hooks(t); }
+
+ private:
+  const c10::impl::PyInterpreterVTable* base_;
+};
+
+Interpreter* interpreter = nullptr;  // made once, never destroyed (another thread may be inside one of its methods)
+
+// Whether the mode on top of the thread's mode stack is the capture's own (the one a detach would call).
+bool CaptureModeOnTop(State* s) {
+  const int64_t n = c10::impl::TorchDispatchModeTLS::stack_len();
+  if (n <= 0 || s->mode == nullptr) return false;
+  return c10::impl::TorchDispatchModeTLS::get_stack_at(n - 1)->ptr(getPyInterpreter()) == s->mode;
+}
+
+c10::intrusive_ptr<c10::TensorImpl> Detach(const c10::impl::PyInterpreterVTable* base, const c10::TensorImpl* self) {
+  State* s = state();
+  if (!s->on || s->context < 0 || std::this_thread::get_id() != s->thread || !s->detach_op || !CaptureModeOnTop(s)) {
+    return base->detach(self);
+  }
+  const at::Tensor t(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
+      const_cast<c10::TensorImpl*>(self)));
+  const c10::OperatorHandle& op = *s->detach_op;
+  std::vector<c10::IValue> args{c10::IValue(t)};
+  std::string key;  // (not the fallback's: a detach may run while the fallback keys a call)
+  if (!KeyBefore(s, op, args.data(), 1, key)) return base->detach(self);
+  torch::jit::Stack out;
+  {
+    // As the dispatch mode runs it: with the mode (and this fast path) out of the way.
+    c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
+                                                                  c10::DispatchKey::PythonTLSSnapshot}));
+    out.emplace_back(at::_ops::detach::call(t));
+  }
+  Finish(s, op, key, args, out, 1);
+  return out[0].toTensor().getIntrusivePtr();
+}
+
+void WrapInterpreter() {
+  c10::impl::PyInterpreter* py = getPyInterpreter();
+  if (interpreter == nullptr) interpreter = new Interpreter(py->vtable_);
+  if (py->vtable_ != interpreter) py->vtable_ = interpreter;
+}
+
+void UnwrapInterpreter() {
+  c10::impl::PyInterpreter* py = getPyInterpreter();
+  if (interpreter != nullptr && py->vtable_ == interpreter) py->vtable_ = interpreter->base();
+}
+#else
+void WrapInterpreter() {}
+void UnwrapInterpreter() {}
+#endif
+
 // -- the module's functions -----------------------------------------------------------------------------------------
 
 PyObject* Start(PyObject*, PyObject* args) {
-  PyObject *classify, *record, *forward_key;
-  if (!PyArg_ParseTuple(args, "OOO", &classify, &record, &forward_key)) return nullptr;
+  PyObject *classify, *record, *forward_key, *mode;
+  if (!PyArg_ParseTuple(args, "OOOO", &classify, &record, &forward_key, &mode)) return nullptr;
   State* s = state();
+  Py_XSETREF(s->mode, Py_NewRef(mode));
+  if (!s->detach_op) {
+    auto detach = c10::Dispatcher::singleton().findSchema({"aten::detach", ""});
+    if (detach) s->detach_op = std::make_unique<c10::OperatorHandle>(*detach);
+  }
   Py_XSETREF(s->forward_key, Py_NewRef(forward_key));
   Py_XSETREF(s->classify, Py_NewRef(classify));
   Py_XSETREF(s->record, Py_NewRef(record));
   s->thread = std::this_thread::get_id();
   s->on = true;
   c10::impl::tls_set_dispatch_key_included(kKey, true);
+  WrapInterpreter();
   Py_RETURN_NONE;
 }
 
@@ -443,6 +639,7 @@ PyObject* Stop(PyObject*, PyObject*) {
   if (s->pending_forward != nullptr) FlushPending(s);
   s->on = false;
   c10::impl::tls_set_dispatch_key_included(kKey, false);
+  UnwrapInterpreter();
   Py_RETURN_NONE;
 }
 
@@ -476,7 +673,7 @@ PyObject* Pending(PyObject*, PyObject*) {
 }
 
 PyMethodDef kMethods[] = {
-    {"start", Start, METH_VARARGS, "start(classify, record): the fast path on for this thread"},
+    {"start", Start, METH_VARARGS, "start(classify, record, forward_key, mode): the fast path on for this thread"},
     {"stop", Stop, METH_NOARGS, "stop(): the fast path off"},
     {"flush", Flush, METH_NOARGS, "flush(): names the node of the last linked forward call now"},
     {"take_pending", TakePending, METH_VARARGS, "take_pending(tensors, place): the recorder's pending link"},

@@ -381,6 +381,7 @@ def _raw(v):
 # ops of that node to name it.
 _FORWARD_KEY = "opprobe_forward"
 _SKIP = object()  # raw-key entry of a call that is not recorded (counted in skipped_ops)
+_NATIVE_MARKS = {"backward": 4, "optimizer": 8}  # the phase a code object marks, for the fast path (native_classify)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -656,13 +657,14 @@ class Recorder(object):
 
     # -- the fast path ----------------------------------------------------------------------------------
     def native_classify(self, code):
-        """For the fast path's call-site key: 2 the user's own code, 1 a library's, 0 torch's or the shim's; -1 a
-        frame that makes the call a backward call on PyTorch 1.13, or whose phase depends on more than its code (a
-        user-defined optimizer method): those calls take the Python path."""
+        """For the fast path's call-site key: 2 the user's own code, 1 a library's, 0 torch's or the shim's, plus 4
+        where the code marks the backward phase and 8 where it marks the optimizer phase (record takes the phase of
+        the innermost such frame); -1 a frame that makes the call a backward call on PyTorch 1.13, or whose phase
+        depends on more than its code (a user-defined optimizer method): those calls take the Python path."""
         info = self._code_cache.get(code) or self._code_info(code)
         if info[1] == "optimizer?" or (info[1] == "backward" and self._autograd_node_fn is None):
             return -1
-        return info[0]
+        return info[0] | _NATIVE_MARKS.get(info[1], 0)
 
     def native_record(self, name, overload, args, out):
         """A call the fast path has not seen under its key: recorded here as the dispatch mode would. `args` holds
@@ -977,7 +979,7 @@ class _CaptureMode(TorchDispatchMode):
         if native is not None:
             self.recorder.native = native
             self.recorder.sync_native()
-            native.start(self.recorder.native_classify, self.recorder.native_record, _FORWARD_KEY)
+            native.start(self.recorder.native_classify, self.recorder.native_record, _FORWARD_KEY, self)
 
     def _to_stack(self):
         """The script enters a dispatch mode of its own (1.13): from now on the capture's mode is the bottom of
