@@ -207,14 +207,11 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   OPPROBE_RETURN_IF_ERROR(ExpectOr('=', [&] { return fmt::format("after instruction name {}", name); }));
   SkipWs();
   // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
-  std::optional<Shape> shape;
-  if (LooksLikeShape()) {
-    auto parsed = ParseShape(0);
-    if (!parsed.ok()) return parsed.status();
-    shape = std::move(*parsed);
-  }
+  Shape shape;
+  const bool has_shape = LooksLikeShape();
+  if (has_shape) OPPROBE_RETURN_IF_ERROR(ParseShapeInto(shape, 0));
   Instruction* added = nullptr;
-  return ParseInstructionRhs(scope, name, name_pos, start, std::move(shape), 0, added);
+  return ParseInstructionRhs(scope, name, name_pos, start, has_shape ? &shape : nullptr, 0, added);
 }
 
 std::string_view Parser::SyntheticName(Scope& scope, std::string_view base) {
@@ -239,9 +236,9 @@ std::string Parser::UniqueComputationName(const std::string& base) {
 }
 
 Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
-                                   std::optional<Shape> shape, int depth, Instruction*& added) {
+                                   Shape* shape, int depth, Instruction*& added) {
   if (depth > kMaxDepth) return Err(p_, "inline operands nested too deeply");
-  const bool infer_shape = !shape.has_value();
+  const bool infer_shape = shape == nullptr;
   SkipWs();
   size_t op_pos = p_;
   while (p_ < end_ && (IsNameChar(s_[p_]))) ++p_;
@@ -291,11 +288,10 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
         while (q < end_ && IsNameChar(s_[q])) ++q;
         if (q > p_ && q < end_ && s_[q] == '(') {
           std::string_view inline_name = SyntheticName(scope, s_.substr(p_, q - p_));
-          std::optional<Shape> operand_shape;
-          if (has_operand_shape) operand_shape = operand_shape_;
+          Shape operand_shape = has_operand_shape ? operand_shape_ : Shape();
           Instruction* inner = nullptr;
-          OPPROBE_RETURN_IF_ERROR(
-              ParseInstructionRhs(scope, inline_name, pos, pos, std::move(operand_shape), depth + 1, inner));
+          OPPROBE_RETURN_IF_ERROR(ParseInstructionRhs(scope, inline_name, pos, pos,
+                                                      has_operand_shape ? &operand_shape : nullptr, depth + 1, inner));
           op_stack_.push_back({inline_name, pos});
         } else {
           std::string_view operand = ReadNameView();
@@ -364,8 +360,11 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
 
 namespace {
 
-// Instruction names of one computation -> their index: open addressing over views of the names (no allocation
-// per name, unlike a node-based map; a computation's names are all inserted before any lookup).
+// Instruction names of one computation -> their index: open addressing (no allocation per name, unlike a
+// node-based map; a computation's names are all inserted before any lookup). A slot is 8 bytes, the index and 32
+// bits of the name's hash, so that a probe touches one small table (a big module's names are hundreds of
+// thousands: a lookup per operand was a cache miss into a table of views, then one into the name) and compares
+// names only when the hash bits agree.
 class NameIndex {
  public:
   static constexpr size_t kNone = static_cast<size_t>(-1);
@@ -374,30 +373,36 @@ class NameIndex {
     while (cap < 2 * n) cap *= 2;
     slots_.assign(cap, Slot{});
     mask_ = cap - 1;
+    names_.reserve(n);
   }
-  // False when the name is already there.
-  bool Insert(std::string_view name, size_t index) {
-    for (size_t h = Hash(name) & mask_;; h = (h + 1) & mask_) {
+  // False when the name is already there. Indices are given in order 0, 1, 2, ...
+  bool Insert(std::string_view name) {
+    const uint64_t hash = Hash(name);
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
       Slot& s = slots_[h];
-      if (s.index == kNone) {
-        s = {name, index};
+      if (s.index_plus_one == 0) {
+        names_.push_back(name);
+        s = {static_cast<uint32_t>(names_.size()), tag};
         return true;
       }
-      if (s.name == name) return false;
+      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return false;
     }
   }
   size_t Find(std::string_view name) const {
-    for (size_t h = Hash(name) & mask_;; h = (h + 1) & mask_) {
+    const uint64_t hash = Hash(name);
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
       const Slot& s = slots_[h];
-      if (s.index == kNone) return kNone;
-      if (s.name == name) return s.index;
+      if (s.index_plus_one == 0) return kNone;
+      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return s.index_plus_one - 1;
     }
   }
 
  private:
   struct Slot {
-    std::string_view name;
-    size_t index = kNone;
+    uint32_t index_plus_one = 0;  // 0: empty (io::ReadFile's 2 GiB cap keeps a computation far below 2^32 names)
+    uint32_t tag = 0;
   };
   static size_t Hash(std::string_view s) {
     uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix (names differ mostly in their last digits)
@@ -409,6 +414,7 @@ class NameIndex {
   }
   std::vector<Slot> slots_;
   size_t mask_ = 0;
+  std::vector<std::string_view> names_;  // by index
 };
 
 }  // namespace
@@ -438,7 +444,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
   // Keys are views of the instructions' names (each instruction is its own allocation and keeps its name).
   NameIndex index(instrs.size());
   for (size_t i = 0; i < instrs.size(); ++i)
-    if (!index.Insert(instrs[i]->name, i))
+    if (!index.Insert(instrs[i]->name))
       return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));
   std::set<int64_t> param_numbers;
   // resolved[k]: the index of the instruction scope.operands[k] names.
@@ -463,7 +469,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
     return std::span<const size_t>(resolved.data() + b, scope.operand_ends[i] - b);
   };
   for (const auto& [instr, pos] : scope.control)
-    for (const auto& pred : instr->control_predecessors)
+    for (const auto& pred : instr->rare().control_predecessors)
       if (index.Find(pred) == NameIndex::kNone)
         return Err(pos, fmt::format("instruction {} names unknown control predecessor {}", instr->name, pred));
   for (size_t k = 0; k < param_numbers.size(); ++k)

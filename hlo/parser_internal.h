@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -122,6 +124,7 @@ class Parser {
   // ---- shapes and literals (parse_shapes.cpp) -------------------------------------------------------------
   Expected<Shape> ParseShape(int depth);
   Status ParseShapeInto(Shape& shape, int depth);  // the same into `shape`, reusing its storage
+  bool TryParsePlainArrayShape(Shape& shape);      // ParseShapeInto's fast path
   Status ParseLayout(Shape& shape);
   bool LooksLikeShape() const;
   bool LooksLikeLayout() const;  // a '{' that starts a layout (a digit, ':' or '}' follows)
@@ -147,6 +150,8 @@ class Parser {
   Status ParseSlice(SliceDimensions& s);
   Status ParsePadding(PaddingConfig& c);
   Status ParseMetadata(OpMetadata& m);
+  // `metadata={...}` into a value shared by every instruction of the module whose metadata text is the same.
+  Status ParseSharedMetadata(SharedValue<OpMetadata>& out);
   Status ParseSharding(Sharding& s, int depth);
   Status ParseSingleSharding(Sharding& s);
   Status ParseReplicaGroups(CollectiveDeviceList& g);
@@ -162,7 +167,7 @@ class Parser {
   Status ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added);
   Status ParseInstruction(Scope& scope, bool& is_root);
   Status ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
-                             std::optional<Shape> shape, int depth, Instruction*& added);
+                             Shape* shape, int depth, Instruction*& added);  // shape: null when the text has none
   // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
   Status InferShapes();
   // The verifier (hlo/verifier.h) and the signatures' result shapes, once shapes are known; a violation is an
@@ -197,6 +202,25 @@ class Parser {
     size_t pos;
   };
   std::vector<Signature> signatures_;
+  // Metadata parsed so far, by their text `{...}` (views into the text): a module's instructions repeat a few
+  // hundred metadata over and over; each text is parsed once.
+  struct TextHash {  // 8 bytes at a time (the texts are a few hundred bytes; std::hash reads them byte by byte)
+    size_t operator()(std::string_view s) const {
+      uint64_t h = s.size() * 0x9e3779b97f4a7c15ull;
+      size_t i = 0;
+      for (; i + 8 <= s.size(); i += 8) {
+        uint64_t w;
+        std::memcpy(&w, s.data() + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+      }
+      uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, s.size() - i);
+      h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::string_view, SharedValue<OpMetadata>, TextHash> metadata_by_text_;
   int64_t synthetic_count_ = 0;
   int computation_depth_ = 0;
 };

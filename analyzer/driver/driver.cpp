@@ -477,7 +477,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
         for (const hlo::Instruction* u : m->units) {
           const size_t p = set.Add(*u, r.probes, source);
           l.probes.push_back(p);
-          std::string other = AtenOpFromOpType(u->metadata.op_type);
+          std::string other = AtenOpFromOpType(u->metadata->op_type);
           o.units.push_back(MemoUnit{set.hash(p), r.probes[p].opcode, r.probes[p].signature, u->name,
                                      other == n.op ? "" : std::move(other)});
         }
@@ -619,7 +619,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
     if (!entry) continue;
     for (const auto& instr : entry->instructions()) {
       if (instr->opcode == hlo::Opcode::kParameter) continue;
-      const hlo::OpMetadata& md = instr->metadata;
+      const hlo::OpMetadata& md = *instr->metadata;
       auto [ot, new_type] = op_of_type.try_emplace(md.op_type);
       if (new_type) {
         ot->second = AtenOpFromOpType(md.op_type);
