@@ -31,10 +31,16 @@ namespace opprobe::hlo::parse_internal {
 
 constexpr int kMaxDepth = 64;  // nesting of tuple shapes, literal braces, attribute values and inline operands
 
-inline bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         c == '-';
-}
+// Letters, digits, '_', '.', '-': a table (names are most of an HLO text's characters).
+inline constexpr struct NameChars {
+  bool is[256] = {};
+  constexpr NameChars() {
+    for (int c = 0; c < 256; ++c)
+      is[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '-';
+  }
+} kNameChars;
+inline bool IsNameChar(char c) { return kNameChars.is[static_cast<unsigned char>(c)]; }
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // An operand or a called computation still to be looked up by name.
@@ -91,6 +97,14 @@ class Parser {
     if (p_ < end_) {
       const char c = s_[p_];
       if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '/') return;
+      // One blank before a token (`, key=`, `) %x`): the usual case.
+      if (c == ' ' && p_ + 1 < end_) {
+        const char d = s_[p_ + 1];
+        if (d != ' ' && d != '\t' && d != '\r' && d != '\n' && d != '/') {
+          ++p_;
+          return;
+        }
+      }
     }
     SkipWsSlow();
   }
