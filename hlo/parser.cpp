@@ -309,11 +309,13 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
             gte->name = std::string(gte_name);
             gte->tuple_index = *index;
             scope.operands.push_back({operand, pos});
+            scope.operands_found.push_back(scope.index.Find(operand));
             scope.operand_ends.push_back(scope.operands.size());
             scope.positions.push_back(pos);
             infer_.emplace(gte.get(), pos);
             operand = gte_name;
             positions_.emplace_back(scope.comp->AddInstruction(std::move(gte)), pos);
+            IndexName(scope, gte_name);
           }
           op_stack_.push_back({operand, pos});
         }
@@ -346,78 +348,25 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
   }
   scope.operands.insert(scope.operands.end(), op_stack_.begin() + static_cast<std::ptrdiff_t>(ops_base),
                         op_stack_.end());
+  for (size_t k = ops_base; k < op_stack_.size(); ++k) scope.operands_found.push_back(scope.index.Find(op_stack_[k].name));
   scope.operand_ends.push_back(scope.operands.size());
   op_stack_.resize(ops_base);
   scope.positions.push_back(name_pos);
   if (infer_shape) infer_.emplace(instr.get(), name_pos);
   added = scope.comp->AddInstruction(std::move(instr));
   positions_.emplace_back(added, name_pos);
+  IndexName(scope, name);
   return Status::Ok();
+}
+
+void Parser::IndexName(Scope& scope, std::string_view name) {
+  // A name given twice is reported once the whole computation has been read (parse errors further on come first).
+  if (!scope.index.Insert(name) && scope.first_duplicate == NameIndex::kNone)
+    scope.first_duplicate = scope.comp->instructions().size() - 1;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Computations
-
-namespace {
-
-// Instruction names of one computation -> their index: open addressing (no allocation per name, unlike a
-// node-based map; a computation's names are all inserted before any lookup). A slot is 8 bytes, the index and 32
-// bits of the name's hash, so that a probe touches one small table (a big module's names are hundreds of
-// thousands: a lookup per operand was a cache miss into a table of views, then one into the name) and compares
-// names only when the hash bits agree.
-class NameIndex {
- public:
-  static constexpr size_t kNone = static_cast<size_t>(-1);
-  explicit NameIndex(size_t n) {
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    slots_.assign(cap, Slot{});
-    mask_ = cap - 1;
-    names_.reserve(n);
-  }
-  // False when the name is already there. Indices are given in order 0, 1, 2, ...
-  bool Insert(std::string_view name) {
-    const uint64_t hash = Hash(name);
-    const auto tag = static_cast<uint32_t>(hash >> 32);
-    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
-      Slot& s = slots_[h];
-      if (s.index_plus_one == 0) {
-        names_.push_back(name);
-        s = {static_cast<uint32_t>(names_.size()), tag};
-        return true;
-      }
-      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return false;
-    }
-  }
-  size_t Find(std::string_view name) const {
-    const uint64_t hash = Hash(name);
-    const auto tag = static_cast<uint32_t>(hash >> 32);
-    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
-      const Slot& s = slots_[h];
-      if (s.index_plus_one == 0) return kNone;
-      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return s.index_plus_one - 1;
-    }
-  }
-
- private:
-  struct Slot {
-    uint32_t index_plus_one = 0;  // 0: empty (io::ReadFile's 2 GiB cap keeps a computation far below 2^32 names)
-    uint32_t tag = 0;
-  };
-  static size_t Hash(std::string_view s) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix (names differ mostly in their last digits)
-    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return static_cast<size_t>(h);
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  std::vector<std::string_view> names_;  // by index
-};
-
-}  // namespace
 
 Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added) {
   const std::string name = scope.comp->name();
@@ -440,15 +389,14 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
   auto& instrs = scope.comp->mutable_instructions();
   const auto& positions = scope.positions;
   if (instrs.empty()) return Err(name_pos, fmt::format("computation {} has no instructions", name));
-  // Resolve operands by name (forward references allowed), then order operands before users.
-  // Keys are views of the instructions' names (each instruction is its own allocation and keeps its name).
-  NameIndex index(instrs.size());
-  for (size_t i = 0; i < instrs.size(); ++i)
-    if (!index.Insert(instrs[i]->name))
-      return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));
+  // Resolve operands by name (forward references allowed; most were found as they were read), then order
+  // operands before users.
+  if (const size_t i = scope.first_duplicate; i != NameIndex::kNone)
+    return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));
+  const NameIndex& index = scope.index;
   std::set<int64_t> param_numbers;
   // resolved[k]: the index of the instruction scope.operands[k] names.
-  std::vector<size_t> resolved(scope.operands.size());
+  std::vector<size_t>& resolved = scope.operands_found;
   for (size_t i = 0; i < instrs.size(); ++i) {
     if (instrs[i]->opcode == Opcode::kParameter && !param_numbers.insert(instrs[i]->parameter_number).second)
       return Err(positions[i], fmt::format("parameter number {} used twice in {}", instrs[i]->parameter_number, name));
@@ -456,7 +404,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
     instrs[i]->operands.reserve(e - b);
     for (size_t k = b; k < e; ++k) {
       const PendingOperand& o = scope.operands[k];
-      const size_t at = index.Find(o.name);
+      const size_t at = resolved[k] != NameIndex::kNone ? resolved[k] : index.Find(o.name);
       if (at == NameIndex::kNone)
         return Err(o.pos, fmt::format("instruction {} uses unknown operand {}", instrs[i]->name, o.name));
       resolved[k] = at;

@@ -43,6 +43,69 @@ inline constexpr struct NameChars {
 inline bool IsNameChar(char c) { return kNameChars.is[static_cast<unsigned char>(c)]; }
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// Instruction names of one computation -> their index: open addressing (no allocation per name, unlike a
+// node-based map). A slot is 8 bytes, the index and 32 bits of the name's hash, so that a probe touches one small
+// table (a big module's names are hundreds of thousands) and compares names only when the hash bits agree. Names
+// are inserted as instructions are added and operands looked up as they are read, while the slots they touch are
+// still in the cache (most operands name an instruction a few lines up).
+class NameIndex {
+ public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  NameIndex() : slots_(16), mask_(15) {}
+  // Gives `name` the next index (0, 1, 2, ...); false when the name is already there (it keeps its first index).
+  bool Insert(std::string_view name) {
+    if (2 * (names_.size() + 1) > slots_.size()) Grow();
+    names_.push_back(name);
+    return Place(Hash(name), static_cast<uint32_t>(names_.size()));
+  }
+  size_t Find(std::string_view name) const {
+    const uint64_t hash = Hash(name);
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
+      const Slot& s = slots_[h];
+      if (s.index_plus_one == 0) return kNone;
+      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return s.index_plus_one - 1;
+    }
+  }
+
+ private:
+  // False when the name at index `index_plus_one - 1` is already there.
+  bool Place(uint64_t hash, uint32_t index_plus_one) {
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    const std::string_view name = names_[index_plus_one - 1];
+    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
+      Slot& s = slots_[h];
+      if (s.index_plus_one == 0) {
+        s = {index_plus_one, tag};
+        return true;
+      }
+      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return false;
+    }
+  }
+  void Grow() {
+    std::vector<Slot> old(2 * slots_.size(), Slot{});
+    old.swap(slots_);
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old)
+      if (s.index_plus_one != 0) Place(Hash(names_[s.index_plus_one - 1]), s.index_plus_one);
+  }
+  struct Slot {
+    uint32_t index_plus_one = 0;  // 0: empty (io::ReadFile's 2 GiB cap keeps a computation far below 2^32 names)
+    uint32_t tag = 0;
+  };
+  static size_t Hash(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix (names differ mostly in their last digits)
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return static_cast<size_t>(h);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  std::vector<std::string_view> names_;  // by index
+};
+
 // An operand or a called computation still to be looked up by name.
 struct PendingOperand {
   std::string_view name;  // a view into the text, or into Scope::synthetic_names
@@ -61,7 +124,10 @@ struct Scope {
   // Operands of every instruction, in the order the instructions were added: instruction i's are
   // operands[operand_ends[i - 1] .. operand_ends[i]) (one flat list: no allocation per instruction).
   std::vector<PendingOperand> operands;
+  std::vector<size_t> operands_found;  // per operand: its instruction's index when known as it was read, else kNone
   std::vector<size_t> operand_ends;
+  NameIndex index;  // the instructions' names, in the order they are added
+  size_t first_duplicate = NameIndex::kNone;  // the first instruction whose name an earlier one has
   std::vector<size_t> positions;                      // where each instruction's name is
   // Names the text gives (views into the text) and synthetic ones (views into synthetic_names), which a synthetic
   // name must not repeat. The set is built from name_list only when the first synthetic name is made (most
@@ -189,6 +255,8 @@ class Parser {
   Status Verify();
   // A name no instruction of `scope` has yet, `base.N`; the view stays valid as long as the scope.
   std::string_view SyntheticName(Scope& scope, std::string_view base);
+  // Enters the name of the instruction just added to `scope` into its index.
+  void IndexName(Scope& scope, std::string_view name);
   std::string UniqueComputationName(const std::string& base);
 
   std::string_view s_;
