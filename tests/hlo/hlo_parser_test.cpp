@@ -75,6 +75,24 @@ TEST(HloParserTest, ForwardReferencesAreOrdered) {
   EXPECT_EQ((*m)->entry()->root()->name, "n");
 }
 
+// Names are indexed and operands looked up while the computation is read; the errors come as if the whole
+// computation were read first: a syntax error anywhere in it, then a name given twice (at its second
+// definition), then an unknown operand.
+TEST(HloParserTest, DuplicateNamesAndUnknownOperandsAreReportedInTextOrder) {
+  const std::string head = "HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n";
+  EXPECT_EQ(ErrorOf(head + "  b = f32[] add(a, zz)\n  a = f32[] negate(b)\n  ROOT c = f32[] constant(1)\n}\n"),
+            "t.hlo:5:3: instruction a defined twice in e");
+  EXPECT_EQ(ErrorOf(head + "  a = f32[] negate(a)\n  ROOT c = f32[] constant(1\n}\n"),
+            "t.hlo:5:28: expected ')' to close the operands of c, got ''");
+  EXPECT_EQ(ErrorOf(head + "  ROOT b = f32[] add(a, f32[] negate(a))\n  negate.1 = f32[] parameter(1)\n}\n"),
+            "t.hlo:5:3: instruction negate.1 defined twice in e");
+  EXPECT_EQ(ErrorOf(head + "  b = f32[] add(a, zz)\n  ROOT c = f32[] add(b, yy)\n}\n"),
+            "t.hlo:4:20: instruction b uses unknown operand zz");
+  auto m = ParseModule(head + "  ROOT b = f32[] add(a, f32[] negate(q))\n  q = f32[] parameter(1)\n}\n", "t.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)->entry()->root()->operand(1)->operand(0)->name, "q");
+}
+
 TEST(HloParserTest, SyntaxErrorsGiveLineAndColumn) {
   EXPECT_EQ(ErrorOf("HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  q f32[2] negate(p)\n}\n"),
             "t.hlo:5:5: expected '=' after instruction name q, got 'f32[2] negate(p)'");
