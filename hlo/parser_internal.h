@@ -56,7 +56,8 @@ class NameIndex {
   bool Insert(std::string_view name) {
     if (2 * (names_.size() + 1) > slots_.size()) Grow();
     names_.push_back(name);
-    return Place(Hash(name), static_cast<uint32_t>(names_.size()));
+    hashes_.push_back(Hash(name));
+    return Place(hashes_.back(), static_cast<uint32_t>(names_.size()));
   }
   size_t Find(std::string_view name) const {
     const uint64_t hash = Hash(name);
@@ -82,12 +83,11 @@ class NameIndex {
       if (s.tag == tag && names_[s.index_plus_one - 1] == name) return false;
     }
   }
+  // Twice the slots, the names placed again in index order from their kept hashes (reading no name).
   void Grow() {
-    std::vector<Slot> old(2 * slots_.size(), Slot{});
-    old.swap(slots_);
+    slots_.assign(2 * slots_.size(), Slot{});
     mask_ = slots_.size() - 1;
-    for (const Slot& s : old)
-      if (s.index_plus_one != 0) Place(Hash(names_[s.index_plus_one - 1]), s.index_plus_one);
+    for (size_t i = 0; i < names_.size(); ++i) Place(hashes_[i], static_cast<uint32_t>(i + 1));
   }
   struct Slot {
     uint32_t index_plus_one = 0;  // 0: empty (io::ReadFile's 2 GiB cap keeps a computation far below 2^32 names)
@@ -104,6 +104,7 @@ class NameIndex {
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   std::vector<std::string_view> names_;  // by index
+  std::vector<uint64_t> hashes_;         // by index
 };
 
 // An operand or a called computation still to be looked up by name.
