@@ -293,7 +293,10 @@ bool IsSet(AttrField f, const Instruction& in) {
 #define OPPROBE_HLO_ATTR_IS_SET(field, kind, proto, access)                                                      \
   case AttrField::field: {                                                                                       \
     auto get = [](const Instruction& in) -> const typename AttrValueType<AttrKind::kind>::type& { return access; }; \
-    return !(get(in) == get(kDefault)) && !KindEmpty(AttrKindTag<AttrKind::kind>{}, get(in));                    \
+    const auto& value = get(in);                                                                                 \
+    const auto& unset = get(kDefault);                                                                           \
+    /* The same object: a field of the shared default (rare() or DotNumbers() of an instruction without them). */ \
+    return &value != &unset && !(value == unset) && !KindEmpty(AttrKindTag<AttrKind::kind>{}, value);           \
   }
     OPPROBE_HLO_ATTR_FIELDS(OPPROBE_HLO_ATTR_IS_SET)
 #undef OPPROBE_HLO_ATTR_IS_SET

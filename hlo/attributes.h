@@ -7,7 +7,7 @@
 // structural hash walks them the same way: OpcodeAttributes/GenericAttributes give the specs, VisitField gives
 // each spec's field as a typed reference (AttrValueType<kind>), IsSet tells whether a value differs from the
 // field's default. An attribute the schema does not know for an opcode is kept verbatim in
-// Instruction::unknown_attributes.
+// Instruction::rare().unknown_attributes.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +46,7 @@ enum class AttrKind : uint8_t {
   kDistribution,       // RandomDistribution           distribution=rng_uniform
   kTransposeA,         // TransposeA                   transpose_a=NO_TRANSPOSE
   kPrecisionList,      // std::vector<PrecisionLevel>  operand_precision={high,default}
-  kMetadata,           // OpMetadata                   metadata={op_type="..." ...}
+  kMetadata,           // SharedValue<OpMetadata>      metadata={op_type="..." ...}
   kSharding,           // HeapOptional<Sharding>      sharding={devices=[2,1]<=[2]}
   kFrontendAttributes, // std::vector<std::pair<std::string, std::string>>  frontend_attributes={a="b"}
   kReplicaGroups,      // CollectiveDeviceList         replica_groups={{0,1}} or [2,2]<=[4]
@@ -92,7 +92,7 @@ OPPROBE_HLO_ATTR_VALUE_TYPE(kFftType, FftType)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kDistribution, RandomDistribution)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kTransposeA, TransposeA)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kPrecisionList, std::vector<PrecisionLevel>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kMetadata, OpMetadata)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kMetadata, SharedValue<OpMetadata>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kSharding, HeapOptional<Sharding>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kFrontendAttributes, std::vector<std::pair<std::string, std::string>>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kReplicaGroups, CollectiveDeviceList)
@@ -105,6 +105,9 @@ OPPROBE_HLO_ATTR_VALUE_TYPE(kComputation, std::vector<Computation*>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kComputationList, std::vector<Computation*>)
 #undef OPPROBE_HLO_ATTR_VALUE_TYPE
 
+// The out-of-line attributes (Instruction::rare()): the mutable form creates them.
+inline RareAttributes& Rare(Instruction& in) { return in.mutable_rare(); }
+inline const RareAttributes& Rare(const Instruction& in) { return in.rare(); }
 // Dimension-number structs that several attributes fill one member each: the mutable form creates the struct.
 inline DotDimensionNumbers& DotNumbers(Instruction& in) {
   return in.dot_dimension_numbers ? *in.dot_dimension_numbers : in.dot_dimension_numbers.emplace();
@@ -131,8 +134,8 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kConvDims, kConvDims, "convolution_dimension_numbers", in.convolution_dimension_numbers)                   \
   F(kFeatureGroupCount, kInt, "feature_group_count", in.feature_group_count)                                   \
   F(kBatchGroupCount, kInt, "batch_group_count", in.batch_group_count)                                         \
-  F(kOperandPrecision, kPrecisionList, "precision_config.operand_precision", in.operand_precision)             \
-  F(kDotAlgorithm, kWord, "precision_config.algorithm", in.dot_algorithm)                                      \
+  F(kOperandPrecision, kPrecisionList, "precision_config.operand_precision", Rare(in).operand_precision)             \
+  F(kDotAlgorithm, kWord, "precision_config.algorithm", Rare(in).dot_algorithm)                                      \
   F(kDotLhsBatch, kIntList, "dot_dimension_numbers.lhs_batch_dimensions", DotNumbers(in).lhs_batch_dimensions) \
   F(kDotLhsContracting, kIntList, "dot_dimension_numbers.lhs_contracting_dimensions",                          \
     DotNumbers(in).lhs_contracting_dimensions)                                                                 \
@@ -148,7 +151,7 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kGatherStartIndicesBatchingDims, kIntList, "gather_dimension_numbers.start_indices_batching_dims",         \
     GatherNumbers(in).start_indices_batching_dims)                                                             \
   F(kGatherIndexVectorDim, kInt, "gather_dimension_numbers.index_vector_dim", GatherNumbers(in).index_vector_dim) \
-  F(kGatherSliceSizes, kIntList, "gather_slice_sizes", in.gather_slice_sizes)                                  \
+  F(kGatherSliceSizes, kIntList, "gather_slice_sizes", Rare(in).gather_slice_sizes)                                  \
   F(kScatterUpdateWindowDims, kIntList, "scatter_dimension_numbers.update_window_dims",                         \
     ScatterNumbers(in).update_window_dims)                                                                     \
   F(kScatterInsertedWindowDims, kIntList, "scatter_dimension_numbers.inserted_window_dims",                     \
@@ -164,20 +167,20 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kIndicesAreSorted, kBool, "indices_are_sorted", in.indices_are_sorted)                                     \
   F(kUniqueIndices, kBool, "unique_indices", in.unique_indices)                                                \
   F(kSlice, kSlice, "slice_dimensions", in.slice)                                                              \
-  F(kDynamicSliceSizes, kIntList, "dynamic_slice_sizes", in.dynamic_slice_sizes)                               \
+  F(kDynamicSliceSizes, kIntList, "dynamic_slice_sizes", Rare(in).dynamic_slice_sizes)                               \
   F(kPadding, kPadding, "padding_config", in.padding_config)                                                   \
   F(kDirection, kDirection, "comparison_direction", in.comparison_direction)                                   \
-  F(kComparisonType, kWord, "comparison_type", in.comparison_type)                                             \
+  F(kComparisonType, kWord, "comparison_type", Rare(in).comparison_type)                                             \
   F(kFftType, kFftType, "fft_type", in.fft_type)                                                               \
-  F(kFftLength, kIntList, "fft_length", in.fft_length)                                                         \
+  F(kFftLength, kIntList, "fft_length", Rare(in).fft_length)                                                         \
   F(kIsStable, kBool, "is_stable", in.is_stable)                                                               \
   F(kExponentBits, kInt32, "exponent_bits", in.exponent_bits)                                                  \
   F(kMantissaBits, kInt32, "mantissa_bits", in.mantissa_bits)                                                  \
   F(kDistribution, kDistribution, "distribution", in.distribution)                                             \
-  F(kRngAlgorithm, kWord, "rng_algorithm", in.rng_algorithm)                                                   \
-  F(kCustomCallTarget, kString, "custom_call_target", in.custom_call_target)                                   \
-  F(kBackendConfig, kStringOrJson, "backend_config", in.backend_config)                                        \
-  F(kFusionKind, kWord, "fusion_kind", in.fusion_kind)                                                         \
+  F(kRngAlgorithm, kWord, "rng_algorithm", Rare(in).rng_algorithm)                                                   \
+  F(kCustomCallTarget, kString, "custom_call_target", Rare(in).custom_call_target)                                   \
+  F(kBackendConfig, kStringOrJson, "backend_config", Rare(in).backend_config)                                        \
+  F(kFusionKind, kWord, "fusion_kind", Rare(in).fusion_kind)                                                         \
   F(kK, kInt, "k", in.k)                                                                                       \
   F(kLargest, kBool, "largest", in.largest)                                                                    \
   F(kLeftSide, kBool, "triangular_solve_options.left_side", in.triangular_solve_options.left_side)             \
@@ -187,36 +190,36 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kCholeskyLower, kBool, "cholesky_options.lower", in.cholesky_lower)                                        \
   F(kMetadata, kMetadata, "metadata", in.metadata)                                                             \
   F(kChannelId, kOptInt, "channel_id", in.channel_id)                                                          \
-  F(kReplicaGroups, kReplicaGroups, "replica_groups", in.replica_groups)                                       \
+  F(kReplicaGroups, kReplicaGroups, "replica_groups", Rare(in).replica_groups)                                       \
   F(kConstrainLayout, kBool, "constrain_layout", in.constrain_layout)                                          \
   F(kUseGlobalDeviceIds, kBool, "use_global_device_ids", in.use_global_device_ids)                             \
-  F(kSourceTargetPairs, kIntListList, "source_target_pairs", in.source_target_pairs)                           \
-  F(kCollectiveSliceSizes, kIntListList, "", in.collective_slice_sizes)                                        \
+  F(kSourceTargetPairs, kIntListList, "source_target_pairs", Rare(in).source_target_pairs)                           \
+  F(kCollectiveSliceSizes, kIntListList, "", Rare(in).collective_slice_sizes)                                        \
   F(kIsHostTransfer, kBool, "is_host_transfer", in.is_host_transfer)                                           \
-  F(kAsyncExecutionThread, kString, "async_execution_thread", in.async_execution_thread)                       \
+  F(kAsyncExecutionThread, kString, "async_execution_thread", Rare(in).async_execution_thread)                       \
   F(kCrossProgramPrefetchIndex, kOptInt, "cross_program_prefetch_index", in.cross_program_prefetch_index)      \
   F(kCustomCallHasSideEffect, kBool, "custom_call_has_side_effect", in.custom_call_has_side_effect)             \
-  F(kApiVersion, kWord, "custom_call_api_version", in.custom_call_api_version)                                 \
-  F(kSchedule, kWord, "custom_call_schedule", in.custom_call_schedule)                                         \
-  F(kPaddingType, kWord, "padding_type", in.padding_type)                                                      \
+  F(kApiVersion, kWord, "custom_call_api_version", Rare(in).custom_call_api_version)                                 \
+  F(kSchedule, kWord, "custom_call_schedule", Rare(in).custom_call_schedule)                                         \
+  F(kPaddingType, kWord, "padding_type", Rare(in).padding_type)                                                      \
   F(kOperandLayoutConstraints, kShapeList, "operand_shapes_with_layout", in.operand_layout_constraints)        \
-  F(kOutputToOperandAliasing, kAliasing, "output_operand_aliasing", in.output_to_operand_aliasing)             \
+  F(kOutputToOperandAliasing, kAliasing, "output_operand_aliasing", Rare(in).output_to_operand_aliasing)             \
   F(kIsComposite, kBool, "is_composite", in.is_composite)                                                      \
   F(kDelta, kInt, "delta", in.delta)                                                                           \
-  F(kInfeedConfig, kString, "infeed_config", in.infeed_config)                                                 \
-  F(kOutfeedConfig, kString, "outfeed_config", in.outfeed_config)                                              \
+  F(kInfeedConfig, kString, "infeed_config", Rare(in).infeed_config)                                                 \
+  F(kOutfeedConfig, kString, "outfeed_config", Rare(in).outfeed_config)                                              \
   F(kOutfeedShape, kShape, "outfeed_shape", in.outfeed_shape)                                                  \
   F(kInferredDimension, kOptInt, "", in.inferred_dimension)                                                    \
   F(kResultAccuracy, kResultAccuracy, "result_accuracy", in.result_accuracy)                                   \
   F(kParameterReplication, kBoolList, "parameter_replication.replicated_at_leaf_buffers",                      \
-    in.parameter_replication)                                                                                  \
+    Rare(in).parameter_replication)                                                                                  \
   F(kLiteral, kLiteral, "literal", in.literal)                                                                 \
   F(kSharding, kSharding, "sharding", in.sharding)                                                             \
-  F(kFrontendAttributes, kFrontendAttributes, "frontend_attributes", in.frontend_attributes)                   \
-  F(kControlPredecessors, kNameList, "control_predecessor_ids", in.control_predecessors)                       \
-  F(kStatistics, kText, "", in.statistics)                                                                     \
-  F(kOrigin, kText, "", in.origin)                                                                             \
-  F(kDomain, kText, "", in.domain)                                                                             \
+  F(kFrontendAttributes, kFrontendAttributes, "frontend_attributes", Rare(in).frontend_attributes)                   \
+  F(kControlPredecessors, kNameList, "control_predecessor_ids", Rare(in).control_predecessors)                       \
+  F(kStatistics, kText, "", Rare(in).statistics)                                                                     \
+  F(kOrigin, kText, "", Rare(in).origin)                                                                             \
+  F(kDomain, kText, "", Rare(in).domain)                                                                             \
   F(kCalledComputation, kComputation, "called_computation_ids", in.called_computations)                        \
   F(kCalledComputations, kComputationList, "called_computation_ids", in.called_computations)
 

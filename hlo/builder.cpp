@@ -35,7 +35,7 @@ Instruction* Builder::Add(std::unique_ptr<Instruction> instr) {
                       ? fmt::format("p{}.{}", instr->parameter_number, instr->id)
                       : fmt::format("{}.{}", OpcodeName(instr->opcode), instr->id);
   }
-  if (instr->metadata.empty()) instr->metadata = metadata_;
+  if (instr->metadata->empty()) instr->metadata = metadata_;
   return computation_->AddInstruction(std::move(instr));
 }
 
@@ -118,7 +118,7 @@ Instruction* Builder::Compare(Instruction* a, Instruction* b, ComparisonDirectio
   s.set_element_type(PrimitiveType::PRED);
   Instruction* c = Make(Opcode::kCompare, std::move(s), {a, b});
   c->comparison_direction = dir;
-  c->comparison_type = std::move(type);
+  c->mutable_rare().comparison_type = std::move(type);
   return c;
 }
 
@@ -243,7 +243,7 @@ Instruction* Builder::DynamicSlice(Instruction* x, const std::vector<Instruction
   std::vector<Instruction*> ops{x};
   ops.insert(ops.end(), starts.begin(), starts.end());
   Instruction* d = Make(Opcode::kDynamicSlice, Shape::Array(x->shape.element_type(), sizes), std::move(ops));
-  d->dynamic_slice_sizes = sizes;
+  d->mutable_rare().dynamic_slice_sizes = sizes;
   return d;
 }
 
@@ -416,7 +416,7 @@ Instruction* Builder::Gather(Instruction* operand, Instruction* indices, const G
                              const std::vector<int64_t>& slice_sizes, const Shape& result) {
   Instruction* g = Make(Opcode::kGather, result, {operand, indices});
   g->gather_dimension_numbers = dnums;
-  g->gather_slice_sizes = slice_sizes;
+  g->mutable_rare().gather_slice_sizes = slice_sizes;
   return g;
 }
 
@@ -468,7 +468,7 @@ Instruction* Builder::Fft(Instruction* x, FftType type, const std::vector<int64_
   }
   Instruction* f = Make(Opcode::kFft, std::move(s), {x});
   f->fft_type = type;
-  f->fft_length = fft_length;
+  f->mutable_rare().fft_length = fft_length;
   return f;
 }
 
@@ -494,7 +494,7 @@ Instruction* Builder::Rng(Instruction* a, Instruction* b, RandomDistribution dis
 
 Instruction* Builder::CustomCall(const std::vector<Instruction*>& operands, const std::string& target, const Shape& shape) {
   Instruction* c = Make(Opcode::kCustomCall, shape, operands);
-  c->custom_call_target = target;
+  c->mutable_rare().custom_call_target = target;
   return c;
 }
 

@@ -103,7 +103,7 @@ class Builder {
 
   // Sets the metadata given to every later instruction.
   void SetMetadata(OpMetadata metadata) { metadata_ = std::move(metadata); }
-  const OpMetadata& metadata() const { return metadata_; }
+  const OpMetadata& metadata() const { return *metadata_; }
 
   const Status& status() const { return state_->status; }
   void Fail(Status s) {
@@ -124,7 +124,7 @@ class Builder {
 
   std::shared_ptr<State> state_;
   std::unique_ptr<Computation> computation_;
-  OpMetadata metadata_;
+  SharedValue<OpMetadata> metadata_;  // shared by every instruction added while it is set
   int64_t parameter_count_ = 0;
 };
 

@@ -272,8 +272,8 @@ class UnitHasher {
     if (in.unknown_opcode.empty()) HashAttributes(h_, in, OpcodeAttributes(in.opcode));
     HashAttributes(h_, in, GenericAttributes());
     h_.Word(kTagUnknownAttributes);
-    h_.Word(in.unknown_attributes.size());
-    for (const auto& [key, value] : in.unknown_attributes) {
+    h_.Word(in.rare().unknown_attributes.size());
+    for (const auto& [key, value] : in.rare().unknown_attributes) {
       h_.Str(key);
       h_.Str(value);
     }

@@ -5,6 +5,11 @@
 
 namespace opprobe::hlo {
 
+const RareAttributes& Instruction::NoRareAttributes() {
+  static const RareAttributes kNone;
+  return kNone;
+}
+
 Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
   instructions_.push_back(std::move(instr));
   return instructions_.back().get();

@@ -11,6 +11,7 @@
 
 #include "hlo/attribute_types.h"
 #include "hlo/heap_optional.h"
+#include "hlo/shared_value.h"
 #include "hlo/literal.h"
 #include "hlo/opcode.h"
 #include "hlo/shape.h"
@@ -19,10 +20,49 @@ namespace opprobe::hlo {
 
 class Computation;
 
+// The attributes of an instruction that most instructions leave unset (strings and lists that only a few opcodes
+// have), held out of line: an instruction without any costs one pointer for them (Instruction::rare()).
+struct RareAttributes {
+  std::vector<PrecisionLevel> operand_precision;
+  std::string dot_algorithm;  // dot `algorithm=dot_bf16_bf16_f32` (PrecisionConfig.Algorithm); empty: unset
+  std::vector<int64_t> gather_slice_sizes;
+  std::vector<int64_t> dynamic_slice_sizes;
+  std::string comparison_type;  // "", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"
+  std::vector<int64_t> fft_length;
+  std::string rng_algorithm = "rng_default";  // rng-bit-generator: "rng_default", "rng_three_fry", "rng_philox"
+  std::string custom_call_target;
+  std::string backend_config;  // any opcode; custom-call's opaque string or a JSON dict
+  std::string fusion_kind = "kLoop";  // "kLoop", "kInput", "kOutput", "kCustom"
+  // Collectives, send/recv, async.
+  CollectiveDeviceList replica_groups;
+  std::vector<std::vector<int64_t>> source_target_pairs;     // collective-permute: {{source, target}, ...}
+  std::vector<std::vector<int64_t>> collective_slice_sizes;  // collective-permute `slice_sizes={{...}}`
+  std::string async_execution_thread;                        // async ops; empty: the main thread
+  // Custom calls.
+  std::string custom_call_api_version;  // `api_version=API_VERSION_TYPED_FFI`; empty: API_VERSION_ORIGINAL
+  std::string custom_call_schedule;     // `schedule=SCHEDULE_LATEST`; empty: SCHEDULE_NONE
+  std::string padding_type;             // `padding_type=PADDING_VALID`; empty: PADDING_INVALID
+  std::vector<OutputOperandAlias> output_to_operand_aliasing;  // custom-call, fusion, async-start
+  // Others.
+  std::string infeed_config, outfeed_config;  // infeed, outfeed
+  std::vector<bool> parameter_replication;    // parameter `parameter_replication={false,true}`
+  // Attributes every opcode may have.
+  std::vector<std::pair<std::string, std::string>> frontend_attributes;  // in written order; XLA's is sorted
+  std::vector<std::string> control_predecessors;  // names of instructions of the same computation
+  // Held as their text (balanced braces): `statistics={...}`, `origin={...}`, domain's `domain={...}`.
+  std::string statistics, origin, domain;
+  // Attributes the schema (hlo/attributes.h) does not know for this opcode, kept as written `key=value` so
+  // that a parsed module prints back unchanged; they are part of the fingerprint like every other attribute.
+  std::vector<std::pair<std::string, std::string>> unknown_attributes;
+  bool operator==(const RareAttributes&) const = default;
+};
+
 // One HLO instruction. Attributes that an opcode does not use stay at their defaults; hlo/attributes.h declares
 // which opcode uses which (XLA's HloInstruction subclasses, flattened), and the parser, printer and proto code
-// walk that declaration. The large optional structs are HeapOptional (std::optional's interface, one pointer
-// while unset), so that an instruction stays small.
+// walk that declaration. So that an instruction stays small (issue #17.3: a big module holds hundreds of
+// thousands), the large optional structs are HeapOptional (std::optional's interface, one pointer while unset),
+// the string and list attributes few opcodes have are in RareAttributes (rare(), mutable_rare()), and the metadata
+// is a SharedValue (instructions with the same metadata share one).
 class Instruction {
  public:
   Opcode opcode = Opcode::kParameter;
@@ -46,76 +86,62 @@ class Instruction {
   HeapOptional<ConvolutionDimensionNumbers> convolution_dimension_numbers;
   int64_t feature_group_count = 1;
   int64_t batch_group_count = 1;
-  std::vector<PrecisionLevel> operand_precision;
-  std::string dot_algorithm;  // dot `algorithm=dot_bf16_bf16_f32` (PrecisionConfig.Algorithm); empty: unset
   HeapOptional<DotDimensionNumbers> dot_dimension_numbers;
   HeapOptional<GatherDimensionNumbers> gather_dimension_numbers;
-  std::vector<int64_t> gather_slice_sizes;
   HeapOptional<ScatterDimensionNumbers> scatter_dimension_numbers;
   bool indices_are_sorted = false;
   bool unique_indices = false;
   HeapOptional<SliceDimensions> slice;
-  std::vector<int64_t> dynamic_slice_sizes;
   HeapOptional<PaddingConfig> padding_config;
   ComparisonDirection comparison_direction = ComparisonDirection::kEq;
-  std::string comparison_type;  // "", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"
   FftType fft_type = FftType::kFft;
-  std::vector<int64_t> fft_length;
   bool is_stable = false;  // sort
   int32_t exponent_bits = 0, mantissa_bits = 0;  // reduce-precision
   RandomDistribution distribution = RandomDistribution::kInvalid;  // rng
-  std::string rng_algorithm = "rng_default";  // rng-bit-generator: "rng_default", "rng_three_fry", "rng_philox"
-  std::string custom_call_target;
-  std::string backend_config;  // any opcode; custom-call's opaque string or a JSON dict
-  std::string fusion_kind = "kLoop";  // "kLoop", "kInput", "kOutput", "kCustom"
   int64_t k = 0;            // topk
   TriangularSolveOptions triangular_solve_options;  // triangular-solve
   bool cholesky_lower = false;                       // cholesky: `lower=true`
   bool largest = true;      // topk
-  OpMetadata metadata;
+  SharedValue<OpMetadata> metadata;  // read as metadata->op_type; metadata.mutable_value() to change it
 
   // Collectives, send/recv, async and scheduling.
   std::optional<int64_t> channel_id;
-  CollectiveDeviceList replica_groups;
   bool constrain_layout = false;
   bool use_global_device_ids = false;
-  std::vector<std::vector<int64_t>> source_target_pairs;     // collective-permute: {{source, target}, ...}
-  std::vector<std::vector<int64_t>> collective_slice_sizes;  // collective-permute `slice_sizes={{...}}`
-  bool is_host_transfer = false;                             // send, recv and their -done
-  std::string async_execution_thread;                        // async ops; empty: the main thread
-  std::optional<int64_t> cross_program_prefetch_index;       // copy-start
+  bool is_host_transfer = false;                        // send, recv and their -done
+  std::optional<int64_t> cross_program_prefetch_index;  // copy-start
   // Custom calls.
   bool custom_call_has_side_effect = false;
-  std::string custom_call_api_version;  // `api_version=API_VERSION_TYPED_FFI`; empty: API_VERSION_ORIGINAL
-  std::string custom_call_schedule;     // `schedule=SCHEDULE_LATEST`; empty: SCHEDULE_NONE
-  std::string padding_type;             // `padding_type=PADDING_VALID`; empty: PADDING_INVALID
   HeapOptional<std::vector<Shape>> operand_layout_constraints;
-  std::vector<OutputOperandAlias> output_to_operand_aliasing;  // custom-call, fusion, async-start
   // Others.
-  bool is_composite = false;                       // call
-  int64_t delta = 0;                               // rng-get-and-update-state
-  std::string infeed_config, outfeed_config;       // infeed, outfeed
+  bool is_composite = false;                      // call
+  int64_t delta = 0;                              // rng-get-and-update-state
   HeapOptional<Shape> outfeed_shape;              // outfeed
-  std::optional<int64_t> inferred_dimension;       // reshape
+  std::optional<int64_t> inferred_dimension;      // reshape
   HeapOptional<ResultAccuracy> result_accuracy;   // transcendental unary ops
-  std::vector<bool> parameter_replication;         // parameter `parameter_replication={false,true}`
   // Attributes every opcode may have.
   HeapOptional<Sharding> sharding;
-  std::vector<std::pair<std::string, std::string>> frontend_attributes;  // in written order; XLA's is sorted
-  std::vector<std::string> control_predecessors;   // names of instructions of the same computation
-  // Held as their text (balanced braces): `statistics={...}`, `origin={...}`, domain's `domain={...}`.
-  std::string statistics, origin, domain;
 
   // The opcode text when the input named an opcode this IR does not know (opcode is then kCustomCall):
   // such an instruction parses, prints back under its own name, and every backend calls it unsupported.
   std::string unknown_opcode;
-  // Attributes the schema (hlo/attributes.h) does not know for this opcode, kept as written `key=value` so
-  // that a parsed module prints back unchanged; they are part of the fingerprint like every other attribute.
-  std::vector<std::pair<std::string, std::string>> unknown_attributes;
+
+  // The attributes few instructions have (a RareAttributes{} when none is set); mutable_rare() creates them.
+  const RareAttributes& rare() const { return rare_ ? *rare_ : NoRareAttributes(); }
+  RareAttributes& mutable_rare() { return rare_ ? *rare_ : rare_.emplace(); }
+  // Lets the out-of-line attributes go when none differs from its default (after code that visited every field
+  // through mutable_rare()).
+  void ReleaseRareIfUnset() {
+    if (rare_ && *rare_ == NoRareAttributes()) rare_.reset();
+  }
 
   Instruction* operand(int i) const { return operands[static_cast<size_t>(i)]; }
   int operand_count() const { return static_cast<int>(operands.size()); }
   Computation* to_apply() const { return called_computations.empty() ? nullptr : called_computations[0]; }
+
+ private:
+  static const RareAttributes& NoRareAttributes();
+  HeapOptional<RareAttributes> rare_;
 };
 
 class Computation {

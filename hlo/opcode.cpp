@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string_view>
 
 namespace opprobe::hlo {
@@ -20,20 +21,30 @@ constexpr OpcodeInfo kOpcodes[] = {
 };
 constexpr int kNumOpcodes = static_cast<int>(sizeof(kOpcodes) / sizeof(kOpcodes[0]));
 
-// The text names sorted for lookup (the enum list is sorted by enum name, as XLA's is).
-struct NameIndex {
-  std::array<int, kNumOpcodes> order{};
-  constexpr NameIndex() {
-    for (int i = 0; i < kNumOpcodes; ++i) order[i] = i;
-    for (int i = 1; i < kNumOpcodes; ++i)  // insertion sort: constexpr-friendly and run once
-      for (int j = i; j > 0 && kOpcodes[order[j]].name < kOpcodes[order[j - 1]].name; --j) {
-        int t = order[j];
-        order[j] = order[j - 1];
-        order[j - 1] = t;
-      }
+// The text names hashed for the parser, which looks one up per instruction (a binary search compared 7 names):
+// open addressing, twice as many slots as opcodes, built at compile time.
+constexpr uint64_t NameHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h ^ (h >> 32);
+}
+constexpr size_t kNameSlots = [] {
+  size_t n = 1;
+  while (n < 2 * static_cast<size_t>(kNumOpcodes)) n *= 2;
+  return n;
+}();
+struct NameTable {
+  std::array<int, kNameSlots> slot{};  // index into kOpcodes, -1: empty
+  constexpr NameTable() {
+    for (auto& s : slot) s = -1;
+    for (int i = 0; i < kNumOpcodes; ++i) {
+      size_t h = NameHash(kOpcodes[i].name) & (kNameSlots - 1);
+      while (slot[h] >= 0) h = (h + 1) & (kNameSlots - 1);
+      slot[h] = i;
+    }
   }
 };
-constexpr NameIndex kByName;
+constexpr NameTable kNameTable;
 
 }  // namespace
 
@@ -43,10 +54,11 @@ int OpcodeCount() { return kNumOpcodes; }
 Opcode OpcodeAt(int index) { return kOpcodes[index].op; }
 
 std::optional<Opcode> OpcodeFromName(std::string_view name) {
-  auto it = std::lower_bound(kByName.order.begin(), kByName.order.end(), name,
-                             [](int idx, std::string_view n) { return kOpcodes[idx].name < n; });
-  if (it == kByName.order.end() || kOpcodes[*it].name != name) return std::nullopt;
-  return kOpcodes[*it].op;
+  for (size_t h = NameHash(name) & (kNameSlots - 1);; h = (h + 1) & (kNameSlots - 1)) {
+    const int i = kNameTable.slot[h];
+    if (i < 0) return std::nullopt;
+    if (kOpcodes[i].name == name) return kOpcodes[i].op;
+  }
 }
 
 bool IsElementwise(Opcode op) {

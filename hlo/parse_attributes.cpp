@@ -210,12 +210,7 @@ struct ValueParser {
     v = std::move(levels);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kMetadata>, OpMetadata& v) {
-    OpMetadata m;
-    OPPROBE_RETURN_IF_ERROR(p.ParseMetadata(m));
-    v = std::move(m);
-    return Status::Ok();
-  }
+  Status operator()(AttrKindTag<AttrKind::kMetadata>, SharedValue<OpMetadata>& v) { return p.ParseSharedMetadata(v); }
   Status operator()(AttrKindTag<AttrKind::kSharding>, HeapOptional<Sharding>& v) {
     Sharding s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSharding(s, 0));
@@ -358,7 +353,7 @@ Status Parser::ParseAttributes(Scope& scope, Instruction& in, size_t start, int 
     } else {
       std::string_view value = CaptureValue();
       if (value.empty()) return Err(value_pos, fmt::format("attribute {} has no value", key));
-      in.unknown_attributes.emplace_back(std::string(key), std::string(value));
+      in.mutable_rare().unknown_attributes.emplace_back(std::string(key), std::string(value));
     }
   }
   if (!in.unknown_opcode.empty()) return Status::Ok();
@@ -710,6 +705,54 @@ Status Parser::ParsePadding(PaddingConfig& c) {
     if (x == std::string::npos) break;
     b = x + 1;
   }
+  return Status::Ok();
+}
+
+Status Parser::ParseSharedMetadata(SharedValue<OpMetadata>& out) {
+  SkipWs();
+  const size_t start = p_;
+  // Where the braces that open here close (quoted strings skipped), or npos: the text a parse would read when it
+  // succeeds. Identical text parses to an identical value, so a text seen before (and parsed to exactly its end)
+  // takes the value parsed then.
+  size_t stop = std::string_view::npos;
+  if (Peek() == '{') {
+    int depth = 0;
+    for (size_t q = p_; q < end_; ++q) {
+      const char c = s_[q];
+      if (c == '"') {
+        // To the closing quote with memchr; a backslash before it: one character at a time from there.
+        const char* from = s_.data() + q + 1;
+        const void* quote = std::memchr(from, '"', end_ - q - 1);
+        if (!quote) break;
+        const auto* close = static_cast<const char*>(quote);
+        if (!std::memchr(from, '\\', static_cast<size_t>(close - from))) {
+          q = static_cast<size_t>(close - s_.data());
+          continue;
+        }
+        for (++q; q < end_ && s_[q] != '"'; ++q)
+          if (s_[q] == '\\') ++q;
+        if (q >= end_) break;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        stop = q + 1;
+        break;
+      }
+    }
+  }
+  std::string_view text = stop == std::string_view::npos ? std::string_view() : s_.substr(start, stop - start);
+  if (!text.empty()) {
+    auto it = metadata_by_text_.find(text);
+    if (it != metadata_by_text_.end()) {
+      out = it->second;
+      p_ = stop;
+      return Status::Ok();
+    }
+  }
+  OpMetadata m;
+  OPPROBE_RETURN_IF_ERROR(ParseMetadata(m));
+  out = std::move(m);
+  if (!text.empty() && p_ == stop) metadata_by_text_.emplace(text, out);
   return Status::Ok();
 }
 

@@ -66,10 +66,83 @@ Expected<Shape> Parser::ParseShape(int depth) {
   return shape;
 }
 
+// An array shape as printers write it, `f32[16,128]{1,0}` or `pred[]`: no blanks, no comments, plain dimensions
+// and a plain layout. Reads it and returns true when that is what is at p_ and it is valid (the checks of the
+// general path below: the element count fits, the layout is a permutation of the dimensions); leaves p_ alone and
+// returns false otherwise, for the general path to read it or to report the error.
+bool Parser::TryParsePlainArrayShape(Shape& shape) {
+  size_t q = p_;
+  while (q < end_ && ((s_[q] >= 'a' && s_[q] <= 'z') || IsDigit(s_[q]) || s_[q] == '_')) ++q;
+  if (q == p_ || q >= end_ || s_[q] != '[') return false;
+  const auto type = ElementType(s_.substr(p_, q - p_));
+  if (!type || !IsArrayType(*type)) return false;
+  // A number of at most 18 digits (no overflow); -1 when there is none.
+  auto number = [&]() -> int64_t {
+    const size_t first = q;
+    int64_t v = 0;
+    while (q < end_ && IsDigit(s_[q]) && q - first < 18) v = v * 10 + (s_[q++] - '0');
+    return q == first || (q < end_ && IsDigit(s_[q])) ? -1 : v;
+  };
+  shape.ResetArray(*type);
+  std::vector<int64_t>& dims = shape.mutable_dimensions();
+  ++q;  // '['
+  if (q >= end_) return false;  // the text ends inside the dimensions
+  int64_t elements = 1;
+  if (s_[q] != ']') {
+    dims.reserve(4);  // most shapes have rank 4 or less: one allocation (a scalar needs none)
+    while (true) {
+      const int64_t d = number();
+      if (d < 0 || __builtin_mul_overflow(elements, d, &elements)) return false;
+      dims.push_back(d);
+      if (q < end_ && s_[q] == ',') {
+        ++q;
+        continue;
+      }
+      if (q < end_ && s_[q] == ']') break;
+      return false;
+    }
+  }
+  ++q;  // ']'
+  if (q < end_ && s_[q] == '{') {
+    const size_t rank = dims.size();
+    ++q;
+    if (q >= end_) return false;  // the text ends inside the layout
+    std::vector<int64_t>& m2m = shape.mutable_minor_to_major();
+    m2m.clear();
+    uint64_t seen = 0;  // a permutation of the dimensions: each once (ranks up to 64; more go the general way)
+    if (rank > 64) return false;
+    if (s_[q] != '}') {
+      m2m.reserve(rank);
+      while (true) {
+        const int64_t d = number();
+        if (d < 0 || static_cast<size_t>(d) >= rank || ((seen >> d) & 1)) return false;
+        seen |= uint64_t{1} << d;
+        m2m.push_back(d);
+        if (q < end_ && s_[q] == ',') {
+          ++q;
+          continue;
+        }
+        if (q < end_ && s_[q] == '}') break;
+        return false;  // a tiling suffix `:T(8,128)`, blanks, or an error
+      }
+    }
+    if (m2m.size() != rank) return false;
+    ++q;  // '}'
+  } else {
+    // Blanks may stand before a layout (`f32[2] {1,0}`): the general path reads those.
+    size_t r = q;
+    while (r < end_ && (s_[r] == ' ' || s_[r] == '\t' || s_[r] == '\r' || s_[r] == '\n')) ++r;
+    if (r > q && r < end_ && s_[r] == '{') return false;
+  }
+  p_ = q;
+  return true;
+}
+
 Status Parser::ParseShapeInto(Shape& shape, int depth) {
   SkipWs();
   size_t start = p_;
   if (depth > kMaxDepth) return Err(p_, "shape nested too deeply");
+  if (TryParsePlainArrayShape(shape)) return Status::Ok();
   if (Peek() == '(') {
     ++p_;
     std::vector<Shape> elements;

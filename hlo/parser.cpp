@@ -207,14 +207,11 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   OPPROBE_RETURN_IF_ERROR(ExpectOr('=', [&] { return fmt::format("after instruction name {}", name); }));
   SkipWs();
   // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
-  std::optional<Shape> shape;
-  if (LooksLikeShape()) {
-    auto parsed = ParseShape(0);
-    if (!parsed.ok()) return parsed.status();
-    shape = std::move(*parsed);
-  }
+  Shape shape;
+  const bool has_shape = LooksLikeShape();
+  if (has_shape) OPPROBE_RETURN_IF_ERROR(ParseShapeInto(shape, 0));
   Instruction* added = nullptr;
-  return ParseInstructionRhs(scope, name, name_pos, start, std::move(shape), 0, added);
+  return ParseInstructionRhs(scope, name, name_pos, start, has_shape ? &shape : nullptr, 0, added);
 }
 
 std::string_view Parser::SyntheticName(Scope& scope, std::string_view base) {
@@ -239,9 +236,9 @@ std::string Parser::UniqueComputationName(const std::string& base) {
 }
 
 Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
-                                   std::optional<Shape> shape, int depth, Instruction*& added) {
+                                   Shape* shape, int depth, Instruction*& added) {
   if (depth > kMaxDepth) return Err(p_, "inline operands nested too deeply");
-  const bool infer_shape = !shape.has_value();
+  const bool infer_shape = shape == nullptr;
   SkipWs();
   size_t op_pos = p_;
   while (p_ < end_ && (IsNameChar(s_[p_]))) ++p_;
@@ -291,11 +288,10 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
         while (q < end_ && IsNameChar(s_[q])) ++q;
         if (q > p_ && q < end_ && s_[q] == '(') {
           std::string_view inline_name = SyntheticName(scope, s_.substr(p_, q - p_));
-          std::optional<Shape> operand_shape;
-          if (has_operand_shape) operand_shape = operand_shape_;
+          Shape operand_shape = has_operand_shape ? operand_shape_ : Shape();
           Instruction* inner = nullptr;
-          OPPROBE_RETURN_IF_ERROR(
-              ParseInstructionRhs(scope, inline_name, pos, pos, std::move(operand_shape), depth + 1, inner));
+          OPPROBE_RETURN_IF_ERROR(ParseInstructionRhs(scope, inline_name, pos, pos,
+                                                      has_operand_shape ? &operand_shape : nullptr, depth + 1, inner));
           op_stack_.push_back({inline_name, pos});
         } else {
           std::string_view operand = ReadNameView();
@@ -313,11 +309,13 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
             gte->name = std::string(gte_name);
             gte->tuple_index = *index;
             scope.operands.push_back({operand, pos});
+            scope.operands_found.push_back(scope.index.Find(operand));
             scope.operand_ends.push_back(scope.operands.size());
             scope.positions.push_back(pos);
             infer_.emplace(gte.get(), pos);
             operand = gte_name;
             positions_.emplace_back(scope.comp->AddInstruction(std::move(gte)), pos);
+            IndexName(scope, gte_name);
           }
           op_stack_.push_back({operand, pos});
         }
@@ -350,68 +348,25 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
   }
   scope.operands.insert(scope.operands.end(), op_stack_.begin() + static_cast<std::ptrdiff_t>(ops_base),
                         op_stack_.end());
+  for (size_t k = ops_base; k < op_stack_.size(); ++k) scope.operands_found.push_back(scope.index.Find(op_stack_[k].name));
   scope.operand_ends.push_back(scope.operands.size());
   op_stack_.resize(ops_base);
   scope.positions.push_back(name_pos);
   if (infer_shape) infer_.emplace(instr.get(), name_pos);
   added = scope.comp->AddInstruction(std::move(instr));
   positions_.emplace_back(added, name_pos);
+  IndexName(scope, name);
   return Status::Ok();
+}
+
+void Parser::IndexName(Scope& scope, std::string_view name) {
+  // A name given twice is reported once the whole computation has been read (parse errors further on come first).
+  if (!scope.index.Insert(name) && scope.first_duplicate == NameIndex::kNone)
+    scope.first_duplicate = scope.comp->instructions().size() - 1;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Computations
-
-namespace {
-
-// Instruction names of one computation -> their index: open addressing over views of the names (no allocation
-// per name, unlike a node-based map; a computation's names are all inserted before any lookup).
-class NameIndex {
- public:
-  static constexpr size_t kNone = static_cast<size_t>(-1);
-  explicit NameIndex(size_t n) {
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    slots_.assign(cap, Slot{});
-    mask_ = cap - 1;
-  }
-  // False when the name is already there.
-  bool Insert(std::string_view name, size_t index) {
-    for (size_t h = Hash(name) & mask_;; h = (h + 1) & mask_) {
-      Slot& s = slots_[h];
-      if (s.index == kNone) {
-        s = {name, index};
-        return true;
-      }
-      if (s.name == name) return false;
-    }
-  }
-  size_t Find(std::string_view name) const {
-    for (size_t h = Hash(name) & mask_;; h = (h + 1) & mask_) {
-      const Slot& s = slots_[h];
-      if (s.index == kNone) return kNone;
-      if (s.name == name) return s.index;
-    }
-  }
-
- private:
-  struct Slot {
-    std::string_view name;
-    size_t index = kNone;
-  };
-  static size_t Hash(std::string_view s) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix (names differ mostly in their last digits)
-    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return static_cast<size_t>(h);
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-};
-
-}  // namespace
 
 Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added) {
   const std::string name = scope.comp->name();
@@ -434,15 +389,14 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
   auto& instrs = scope.comp->mutable_instructions();
   const auto& positions = scope.positions;
   if (instrs.empty()) return Err(name_pos, fmt::format("computation {} has no instructions", name));
-  // Resolve operands by name (forward references allowed), then order operands before users.
-  // Keys are views of the instructions' names (each instruction is its own allocation and keeps its name).
-  NameIndex index(instrs.size());
-  for (size_t i = 0; i < instrs.size(); ++i)
-    if (!index.Insert(instrs[i]->name, i))
-      return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));
+  // Resolve operands by name (forward references allowed; most were found as they were read), then order
+  // operands before users.
+  if (const size_t i = scope.first_duplicate; i != NameIndex::kNone)
+    return Err(positions[i], fmt::format("instruction {} defined twice in {}", instrs[i]->name, name));
+  const NameIndex& index = scope.index;
   std::set<int64_t> param_numbers;
   // resolved[k]: the index of the instruction scope.operands[k] names.
-  std::vector<size_t> resolved(scope.operands.size());
+  std::vector<size_t>& resolved = scope.operands_found;
   for (size_t i = 0; i < instrs.size(); ++i) {
     if (instrs[i]->opcode == Opcode::kParameter && !param_numbers.insert(instrs[i]->parameter_number).second)
       return Err(positions[i], fmt::format("parameter number {} used twice in {}", instrs[i]->parameter_number, name));
@@ -450,7 +404,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
     instrs[i]->operands.reserve(e - b);
     for (size_t k = b; k < e; ++k) {
       const PendingOperand& o = scope.operands[k];
-      const size_t at = index.Find(o.name);
+      const size_t at = resolved[k] != NameIndex::kNone ? resolved[k] : index.Find(o.name);
       if (at == NameIndex::kNone)
         return Err(o.pos, fmt::format("instruction {} uses unknown operand {}", instrs[i]->name, o.name));
       resolved[k] = at;
@@ -463,7 +417,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
     return std::span<const size_t>(resolved.data() + b, scope.operand_ends[i] - b);
   };
   for (const auto& [instr, pos] : scope.control)
-    for (const auto& pred : instr->control_predecessors)
+    for (const auto& pred : instr->rare().control_predecessors)
       if (index.Find(pred) == NameIndex::kNone)
         return Err(pos, fmt::format("instruction {} names unknown control predecessor {}", instr->name, pred));
   for (size_t k = 0; k < param_numbers.size(); ++k)

@@ -2,7 +2,7 @@
 // (long: `%name`, operand shapes, computation signatures; short: XLA --xla_dump_to files) and the rest of XLA's
 // syntax (left-out result shapes, inline operands and computations, `%t#1`, `?` dimensions, any line layout).
 // Attributes are read as hlo/attributes.h declares them (a required one missing is an error); attributes the
-// schema does not know are kept verbatim in Instruction::unknown_attributes, module header attributes in
+// schema does not know are kept verbatim in Instruction::rare().unknown_attributes, module header attributes in
 // Module::header_attributes, so that the printer reproduces the text. Unknown opcodes parse (opcode kCustomCall,
 // Instruction::unknown_opcode holds the name). Errors read `source:line:col: message`.
 #pragma once

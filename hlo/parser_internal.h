@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -29,11 +31,81 @@ namespace opprobe::hlo::parse_internal {
 
 constexpr int kMaxDepth = 64;  // nesting of tuple shapes, literal braces, attribute values and inline operands
 
-inline bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         c == '-';
-}
+// Letters, digits, '_', '.', '-': a table (names are most of an HLO text's characters).
+inline constexpr struct NameChars {
+  bool is[256] = {};
+  constexpr NameChars() {
+    for (int c = 0; c < 256; ++c)
+      is[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '-';
+  }
+} kNameChars;
+inline bool IsNameChar(char c) { return kNameChars.is[static_cast<unsigned char>(c)]; }
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Instruction names of one computation -> their index: open addressing (no allocation per name, unlike a
+// node-based map). A slot is 8 bytes, the index and 32 bits of the name's hash, so that a probe touches one small
+// table (a big module's names are hundreds of thousands) and compares names only when the hash bits agree. Names
+// are inserted as instructions are added and operands looked up as they are read, while the slots they touch are
+// still in the cache (most operands name an instruction a few lines up).
+class NameIndex {
+ public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  NameIndex() : slots_(16), mask_(15) {}
+  // Gives `name` the next index (0, 1, 2, ...); false when the name is already there (it keeps its first index).
+  bool Insert(std::string_view name) {
+    if (2 * (names_.size() + 1) > slots_.size()) Grow();
+    names_.push_back(name);
+    hashes_.push_back(Hash(name));
+    return Place(hashes_.back(), static_cast<uint32_t>(names_.size()));
+  }
+  size_t Find(std::string_view name) const {
+    const uint64_t hash = Hash(name);
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
+      const Slot& s = slots_[h];
+      if (s.index_plus_one == 0) return kNone;
+      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return s.index_plus_one - 1;
+    }
+  }
+
+ private:
+  // False when the name at index `index_plus_one - 1` is already there.
+  bool Place(uint64_t hash, uint32_t index_plus_one) {
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    const std::string_view name = names_[index_plus_one - 1];
+    for (size_t h = hash & mask_;; h = (h + 1) & mask_) {
+      Slot& s = slots_[h];
+      if (s.index_plus_one == 0) {
+        s = {index_plus_one, tag};
+        return true;
+      }
+      if (s.tag == tag && names_[s.index_plus_one - 1] == name) return false;
+    }
+  }
+  // Twice the slots, the names placed again in index order from their kept hashes (reading no name).
+  void Grow() {
+    slots_.assign(2 * slots_.size(), Slot{});
+    mask_ = slots_.size() - 1;
+    for (size_t i = 0; i < names_.size(); ++i) Place(hashes_[i], static_cast<uint32_t>(i + 1));
+  }
+  struct Slot {
+    uint32_t index_plus_one = 0;  // 0: empty (io::ReadFile's 2 GiB cap keeps a computation far below 2^32 names)
+    uint32_t tag = 0;
+  };
+  static size_t Hash(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix (names differ mostly in their last digits)
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return static_cast<size_t>(h);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  std::vector<std::string_view> names_;  // by index
+  std::vector<uint64_t> hashes_;         // by index
+};
 
 // An operand or a called computation still to be looked up by name.
 struct PendingOperand {
@@ -53,7 +125,10 @@ struct Scope {
   // Operands of every instruction, in the order the instructions were added: instruction i's are
   // operands[operand_ends[i - 1] .. operand_ends[i]) (one flat list: no allocation per instruction).
   std::vector<PendingOperand> operands;
+  std::vector<size_t> operands_found;  // per operand: its instruction's index when known as it was read, else kNone
   std::vector<size_t> operand_ends;
+  NameIndex index;  // the instructions' names, in the order they are added
+  size_t first_duplicate = NameIndex::kNone;  // the first instruction whose name an earlier one has
   std::vector<size_t> positions;                      // where each instruction's name is
   // Names the text gives (views into the text) and synthetic ones (views into synthetic_names), which a synthetic
   // name must not repeat. The set is built from name_list only when the first synthetic name is made (most
@@ -89,6 +164,14 @@ class Parser {
     if (p_ < end_) {
       const char c = s_[p_];
       if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '/') return;
+      // One blank before a token (`, key=`, `) %x`): the usual case.
+      if (c == ' ' && p_ + 1 < end_) {
+        const char d = s_[p_ + 1];
+        if (d != ' ' && d != '\t' && d != '\r' && d != '\n' && d != '/') {
+          ++p_;
+          return;
+        }
+      }
     }
     SkipWsSlow();
   }
@@ -122,6 +205,7 @@ class Parser {
   // ---- shapes and literals (parse_shapes.cpp) -------------------------------------------------------------
   Expected<Shape> ParseShape(int depth);
   Status ParseShapeInto(Shape& shape, int depth);  // the same into `shape`, reusing its storage
+  bool TryParsePlainArrayShape(Shape& shape);      // ParseShapeInto's fast path
   Status ParseLayout(Shape& shape);
   bool LooksLikeShape() const;
   bool LooksLikeLayout() const;  // a '{' that starts a layout (a digit, ':' or '}' follows)
@@ -147,6 +231,8 @@ class Parser {
   Status ParseSlice(SliceDimensions& s);
   Status ParsePadding(PaddingConfig& c);
   Status ParseMetadata(OpMetadata& m);
+  // `metadata={...}` into a value shared by every instruction of the module whose metadata text is the same.
+  Status ParseSharedMetadata(SharedValue<OpMetadata>& out);
   Status ParseSharding(Sharding& s, int depth);
   Status ParseSingleSharding(Sharding& s);
   Status ParseReplicaGroups(CollectiveDeviceList& g);
@@ -162,7 +248,7 @@ class Parser {
   Status ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added);
   Status ParseInstruction(Scope& scope, bool& is_root);
   Status ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
-                             std::optional<Shape> shape, int depth, Instruction*& added);
+                             Shape* shape, int depth, Instruction*& added);  // shape: null when the text has none
   // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
   Status InferShapes();
   // The verifier (hlo/verifier.h) and the signatures' result shapes, once shapes are known; a violation is an
@@ -170,6 +256,8 @@ class Parser {
   Status Verify();
   // A name no instruction of `scope` has yet, `base.N`; the view stays valid as long as the scope.
   std::string_view SyntheticName(Scope& scope, std::string_view base);
+  // Enters the name of the instruction just added to `scope` into its index.
+  void IndexName(Scope& scope, std::string_view name);
   std::string UniqueComputationName(const std::string& base);
 
   std::string_view s_;
@@ -197,6 +285,25 @@ class Parser {
     size_t pos;
   };
   std::vector<Signature> signatures_;
+  // Metadata parsed so far, by their text `{...}` (views into the text): a module's instructions repeat a few
+  // hundred metadata over and over; each text is parsed once.
+  struct TextHash {  // 8 bytes at a time (the texts are a few hundred bytes; std::hash reads them byte by byte)
+    size_t operator()(std::string_view s) const {
+      uint64_t h = s.size() * 0x9e3779b97f4a7c15ull;
+      size_t i = 0;
+      for (; i + 8 <= s.size(); i += 8) {
+        uint64_t w;
+        std::memcpy(&w, s.data() + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+      }
+      uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, s.size() - i);
+      h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::string_view, SharedValue<OpMetadata>, TextHash> metadata_by_text_;
   int64_t synthetic_count_ = 0;
   int computation_depth_ = 0;
 };

@@ -154,7 +154,9 @@ struct ValuePrinter {
     for (auto p : v) parts.push_back(PrecisionName(p));
     return fmt::format("{{{}}}", fmt::join(parts, ","));
   }
-  std::string operator()(AttrKindTag<AttrKind::kMetadata>, const OpMetadata& v) const { return MetadataToString(v); }
+  std::string operator()(AttrKindTag<AttrKind::kMetadata>, const SharedValue<OpMetadata>& v) const {
+    return MetadataToString(*v);
+  }
   std::string operator()(AttrKindTag<AttrKind::kSharding>, const HeapOptional<Sharding>& v) const {
     return v ? ShardingToString(*v) : "{replicated}";
   }
@@ -369,7 +371,7 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
   for (const AttrSpec& spec : GenericAttributes()) {
     if (spec.field == AttrField::kMetadata) {
       if (o.print_unknown_attributes)
-        for (const auto& [k, v] : in.unknown_attributes) add(k, v);
+        for (const auto& [k, v] : in.rare().unknown_attributes) add(k, v);
       if (!o.print_metadata) continue;
     }
     if (ShouldPrint(in, spec)) add(spec.key, AttributeValueToString(in, spec, o));

@@ -25,8 +25,9 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
     for (const auto& i : c->instructions()) {
       auto ni = std::make_unique<Instruction>(*i);
       ni->name = fmt::format("{}.{}", OpcodeName(i->opcode), k++);
-      ni->metadata = {};
-      ni->control_predecessors.clear();  // names of the original computation; ordering only
+      ni->metadata.reset();
+      // Names of the original computation; ordering only.
+      if (!ni->rare().control_predecessors.empty()) ni->mutable_rare().control_predecessors.clear();
       for (auto& op : ni->operands) op = map.at(op);
       for (auto& cc : ni->called_computations) cc = copied.at(cc);
       map[i.get()] = nc->AddInstruction(std::move(ni));
@@ -44,7 +45,7 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
   root->name = std::string(OpcodeName(instr.opcode));
   // Every attribute the instruction has, modelled or unknown, stays: the backend sees it and the fingerprint
   // holds it. Control predecessors name instructions the unit does not have.
-  root->control_predecessors.clear();
+  if (!root->rare().control_predecessors.empty()) root->mutable_rare().control_predecessors.clear();
   for (auto& op : root->operands) {
     auto it = params.find(op);
     if (it == params.end()) {

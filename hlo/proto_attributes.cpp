@@ -330,10 +330,10 @@ struct ValueWriter {
     for (auto p : v) m->GetReflection()->AddEnumValue(m, fd, static_cast<int>(p));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kMetadata>, const OpMetadata& v) const {
-    if (v.empty()) return true;
-    WriteMetadata(v, As<xla::OpMetadata>(m->GetReflection()->MutableMessage(m, fd)));
-    return v.unknown_fields.empty();
+  Expected<bool> operator()(AttrKindTag<AttrKind::kMetadata>, const SharedValue<OpMetadata>& v) const {
+    if (v->empty()) return true;
+    WriteMetadata(*v, As<xla::OpMetadata>(m->GetReflection()->MutableMessage(m, fd)));
+    return v->unknown_fields.empty();
   }
   Expected<bool> operator()(AttrKindTag<AttrKind::kSharding>, const HeapOptional<Sharding>& v) const {
     if (!v) return true;
@@ -621,7 +621,7 @@ struct ValueReader {
     }
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kMetadata>, OpMetadata& v) const {
+  Status operator()(AttrKindTag<AttrKind::kMetadata>, SharedValue<OpMetadata>& v) const {
     if (Has()) v = ReadMetadata(As<xla::OpMetadata>(Sub()));
     return Status::Ok();
   }
@@ -765,7 +765,7 @@ Status WriteAttributes(const Instruction& in, xla::HloInstructionProto* p) {
     if (set && !exact) text(spec.key, AttributeValueToString(in, spec));
     return Status::Ok();
   }));
-  for (const auto& [k, v] : in.unknown_attributes) text(k, v);
+  for (const auto& [k, v] : in.rare().unknown_attributes) text(k, v);
   return Status::Ok();
 }
 
@@ -785,9 +785,10 @@ Status ReadAttributes(const xla::HloInstructionProto& p, Instruction& in, const 
     if (FindAttribute(in, t.key())) {
       OPPROBE_RETURN_IF_ERROR(ParseAttributeValue(in, t.key(), t.value(), where));
     } else {
-      in.unknown_attributes.emplace_back(t.key(), t.value());
+      in.mutable_rare().unknown_attributes.emplace_back(t.key(), t.value());
     }
   }
+  in.ReleaseRareIfUnset();  // the walk above made them for every field it read
   return Status::Ok();
 }
 

@@ -112,7 +112,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
         if (it == local.end())
           return InvalidInput(fmt::format("{}, instruction {} (id {}): control predecessor id {} is not an instruction of this computation",
                                           cwhere, Quote(ip.name()), ip.id(), pid));
-        made[k]->control_predecessors.push_back(made[it->second]->name);
+        made[k]->mutable_rare().control_predecessors.push_back(made[it->second]->name);
       }
       auto arity = CheckArity(*made[k]);
       if (!arity.ok()) return InvalidInput(fmt::format("{}, instruction {}: {}", cwhere, Quote(ip.name()), arity.message()));

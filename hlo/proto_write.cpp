@@ -62,7 +62,7 @@ Status WriteInstruction(const Instruction& in, const Computation& comp, const Id
     p->add_operand_ids(it->second);
   }
   for (const Computation* c : in.called_computations) p->add_called_computation_ids(ids.comp.at(c));
-  for (const std::string& name : in.control_predecessors) {
+  for (const std::string& name : in.rare().control_predecessors) {
     const Instruction* pred = comp.FindInstruction(name);
     if (!pred) return InvalidInput(fmt::format("instruction {}: control predecessor {} is not in {}", in.name, name, comp.name()));
     p->add_control_predecessor_ids(ids.instr.at(pred));
@@ -186,7 +186,7 @@ Status FillModuleProto(const Module& m, xla::HloModuleProto* p, bool unique_name
       // The module's frontend attributes have the instruction attribute's syntax.
       Instruction holder;
       if (ParseAttributeValue(holder, k, v, "header").ok())
-        for (const auto& [key, value] : holder.frontend_attributes) (*p->mutable_frontend_attributes()->mutable_map())[key] = value;
+        for (const auto& [key, value] : holder.rare().frontend_attributes) (*p->mutable_frontend_attributes()->mutable_map())[key] = value;
     }
   }
   return Status::Ok();

@@ -40,13 +40,24 @@ bool Shape::is_unbounded_dynamic() const {
   return false;
 }
 
+const Shape::Rare& Shape::NoRare() {
+  static const Rare kNone;
+  return kNone;
+}
+
 void Shape::set_dynamic_dimension(int i, bool dynamic) {
-  if (dynamic_.size() < dims_.size()) dynamic_.resize(dims_.size(), false);
-  dynamic_[static_cast<size_t>(i)] = dynamic;
+  std::vector<bool>& d = (rare_ ? *rare_ : rare_.emplace()).dynamic;
+  if (d.size() < dims_.size()) d.resize(dims_.size(), false);
+  d[static_cast<size_t>(i)] = dynamic;
+}
+
+void Shape::set_layout_suffix(std::string s) {
+  if (s.empty() && !rare_) return;
+  (rare_ ? *rare_ : rare_.emplace()).layout_suffix = std::move(s);
 }
 
 bool Shape::is_dynamic() const {
-  for (bool d : dynamic_)
+  for (bool d : dynamic_dimensions())
     if (d) return true;
   for (const auto& t : tuple_)
     if (t.is_dynamic()) return true;
@@ -61,7 +72,7 @@ void Shape::set_layout(std::vector<int64_t> minor_to_major) {
 void Shape::clear_layout() {
   has_layout_ = false;
   minor_to_major_.clear();
-  layout_suffix_.clear();
+  if (rare_) rare_->layout_suffix.clear();
   for (auto& t : tuple_) t.clear_layout();
 }
 
@@ -118,13 +129,13 @@ std::string Shape::ToString(bool print_layout) const {
   }
   out += ']';
   // XLA omits the layout of non-array shapes, and of scalars unless it has tiling (`f32[]{:T(128)}`).
-  if (print_layout && has_layout_ && IsArray() && (!dims_.empty() || !layout_suffix_.empty())) {
+  if (print_layout && has_layout_ && IsArray() && (!dims_.empty() || !layout_suffix().empty())) {
     out += '{';
     for (size_t i = 0; i < minor_to_major_.size(); ++i) {
       if (i) out += ',';
       out += std::to_string(minor_to_major_[i]);
     }
-    out += layout_suffix_;
+    out += layout_suffix();
     out += '}';
   }
   return out;
@@ -144,7 +155,7 @@ bool Shape::Compatible(const Shape& o) const {
 bool Shape::operator==(const Shape& o) const {
   return element_type_ == o.element_type_ && dims_ == o.dims_ && is_dynamic() == o.is_dynamic() &&
          has_layout_ == o.has_layout_ && minor_to_major_ == o.minor_to_major_ &&
-         layout_suffix_ == o.layout_suffix_ && tuple_ == o.tuple_;
+         layout_suffix() == o.layout_suffix() && tuple_ == o.tuple_;
 }
 
 }  // namespace opprobe::hlo

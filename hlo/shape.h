@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hlo/heap_optional.h"
 #include "hlo/status.h"
 #include "hlo/types.h"
 
@@ -19,10 +20,9 @@ class Shape {
   void ResetArray(PrimitiveType type) {
     element_type_ = type;
     dims_.clear();
-    dynamic_.clear();
     has_layout_ = false;
     minor_to_major_.clear();
-    layout_suffix_.clear();
+    rare_.reset();
     tuple_.clear();
   }
   // An array shape with the default (descending, row-major) layout.
@@ -50,11 +50,13 @@ class Shape {
 
   // Bounded dynamic dimensions (`s32[<=8]`): the dimension holds the bound.
   bool is_dynamic_dimension(int i) const {
-    return static_cast<size_t>(i) < dynamic_.size() && dynamic_[static_cast<size_t>(i)];
+    if (!rare_) return false;
+    const std::vector<bool>& d = rare_->dynamic;
+    return static_cast<size_t>(i) < d.size() && d[static_cast<size_t>(i)];
   }
   void set_dynamic_dimension(int i, bool dynamic);
   bool is_dynamic() const;
-  const std::vector<bool>& dynamic_dimensions() const { return dynamic_; }
+  const std::vector<bool>& dynamic_dimensions() const { return rare_ ? rare_->dynamic : NoRare().dynamic; }
 
   // Layout: minor_to_major. `has_layout()` is false when the text had none; printing then omits it.
   bool has_layout() const { return has_layout_; }
@@ -68,8 +70,8 @@ class Shape {
   void clear_layout();
   void SetDefaultLayout();  // {rank-1, ..., 0}, recursively for tuples
   // Tiling / memory-space suffix of a layout as printed by TPU dumps (`:T(8,128)S(5)`), kept verbatim.
-  const std::string& layout_suffix() const { return layout_suffix_; }
-  void set_layout_suffix(std::string s) { layout_suffix_ = std::move(s); }
+  const std::string& layout_suffix() const { return rare_ ? rare_->layout_suffix : NoRare().layout_suffix; }
+  void set_layout_suffix(std::string s);
 
   const std::vector<Shape>& tuple_shapes() const { return tuple_; }
   std::vector<Shape>& mutable_tuple_shapes() { return tuple_; }
@@ -90,10 +92,16 @@ class Shape {
  private:
   PrimitiveType element_type_ = PrimitiveType::PRIMITIVE_TYPE_INVALID;
   std::vector<int64_t> dims_;
-  std::vector<bool> dynamic_;
   bool has_layout_ = false;
   std::vector<int64_t> minor_to_major_;
-  std::string layout_suffix_;
+  // What few shapes have, out of line (a shape is part of every instruction): dynamic dimensions, a layout suffix.
+  struct Rare {
+    std::vector<bool> dynamic;
+    std::string layout_suffix;
+    bool operator==(const Rare&) const = default;
+  };
+  static const Rare& NoRare();
+  HeapOptional<Rare> rare_;
   std::vector<Shape> tuple_;
 };
 

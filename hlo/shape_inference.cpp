@@ -163,8 +163,8 @@ Expected<Shape> InferGather(const Instruction& in, bool with_layout) {
   if (!Unbounded(index_vector_size) && static_cast<int64_t>(g.start_index_map.size()) != index_vector_size)
     return Bad(fmt::format("start_index_map has {} entries, the index vector {}", g.start_index_map.size(),
                            index_vector_size));
-  if (static_cast<int>(in.gather_slice_sizes.size()) != operand.rank())
-    return Bad(fmt::format("slice_sizes has {} entries for an operand of rank {}", in.gather_slice_sizes.size(),
+  if (static_cast<int>(in.rare().gather_slice_sizes.size()) != operand.rank())
+    return Bad(fmt::format("slice_sizes has {} entries for an operand of rank {}", in.rare().gather_slice_sizes.size(),
                            operand.rank()));
   for (int64_t d : g.start_index_map)
     if (!ValidDim(d, operand.rank())) return Bad(fmt::format("start_index_map names dimension {}", d));
@@ -173,18 +173,18 @@ Expected<Shape> InferGather(const Instruction& in, bool with_layout) {
     for (int64_t d : *list) {
       if (!ValidDim(d, operand.rank())) return Bad(fmt::format("collapsed or batching dimension {} outside the operand", d));
       if (dropped[static_cast<size_t>(d)]) return Bad(fmt::format("dimension {} collapsed twice", d));
-      if (in.gather_slice_sizes[static_cast<size_t>(d)] > 1)
-        return Bad(fmt::format("collapsed dimension {} has slice size {}", d, in.gather_slice_sizes[static_cast<size_t>(d)]));
+      if (in.rare().gather_slice_sizes[static_cast<size_t>(d)] > 1)
+        return Bad(fmt::format("collapsed dimension {} has slice size {}", d, in.rare().gather_slice_sizes[static_cast<size_t>(d)]));
       dropped[static_cast<size_t>(d)] = true;
     }
   for (int d = 0; d < operand.rank(); ++d) {
-    int64_t s = in.gather_slice_sizes[static_cast<size_t>(d)];
+    int64_t s = in.rare().gather_slice_sizes[static_cast<size_t>(d)];
     if (s < 0 || (!Unbounded(operand.dimensions(d)) && s > operand.dimensions(d)))
       return Bad(fmt::format("slice size {} of dimension {} outside [0, {}]", s, d, operand.dimensions(d)));
   }
   std::vector<int64_t> offsets;
   for (int d = 0; d < operand.rank(); ++d)
-    if (!dropped[static_cast<size_t>(d)]) offsets.push_back(in.gather_slice_sizes[static_cast<size_t>(d)]);
+    if (!dropped[static_cast<size_t>(d)]) offsets.push_back(in.rare().gather_slice_sizes[static_cast<size_t>(d)]);
   if (offsets.size() != g.offset_dims.size())
     return Bad(fmt::format("offset_dims has {} entries, the slice keeps {} dimensions", g.offset_dims.size(),
                            offsets.size()));
@@ -546,8 +546,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       OPPROBE_RETURN_IF_ERROR(need(2));
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       const Shape& a = op(0);
-      if (static_cast<int>(in.dynamic_slice_sizes.size()) != a.rank())
-        return Bad(fmt::format("dynamic_slice_sizes has {} entries for {}", in.dynamic_slice_sizes.size(), Str(a)));
+      if (static_cast<int>(in.rare().dynamic_slice_sizes.size()) != a.rank())
+        return Bad(fmt::format("dynamic_slice_sizes has {} entries for {}", in.rare().dynamic_slice_sizes.size(), Str(a)));
       // Scalar start indices, one per dimension (or XLA's older single index vector).
       if (!(n == a.rank() + 1 || (n == 2 && op(1).rank() == 1)))
         return Bad(fmt::format("{} start indices for an operand of rank {}", n - 1, a.rank()));
@@ -555,11 +555,11 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         if (!op(i).IsArray() || !IsInteger(op(i).element_type()))
           return Bad(fmt::format("start index {} is {}, not an integer", i - 1, Str(op(i))));
       for (int i = 0; i < a.rank(); ++i) {
-        int64_t sz = in.dynamic_slice_sizes[static_cast<size_t>(i)];
+        int64_t sz = in.rare().dynamic_slice_sizes[static_cast<size_t>(i)];
         if (sz < 0 || (!Unbounded(a.dimensions(i)) && sz > a.dimensions(i)))
           return Bad(fmt::format("slice size {} of dimension {} outside {}", sz, i, Str(a)));
       }
-      return array(a.element_type(), in.dynamic_slice_sizes);
+      return array(a.element_type(), in.rare().dynamic_slice_sizes);
     }
     case Opcode::kDynamicUpdateSlice: {
       OPPROBE_RETURN_IF_ERROR(need(3));
@@ -833,7 +833,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       OPPROBE_RETURN_IF_ERROR(need(1));
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       const Shape& a = op(0);
-      const int len = static_cast<int>(in.fft_length.size());
+      const int len = static_cast<int>(in.rare().fft_length.size());
       if (len < 1 || len > 3 || len > a.rank()) return Bad(fmt::format("fft_length has {} entries for {}", len, Str(a)));
       const PrimitiveType t = a.element_type();
       std::vector<int64_t> dims = a.dimensions();
@@ -846,20 +846,20 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
           if (t != PrimitiveType::F32 && t != PrimitiveType::F64)
             return Bad(fmt::format("RFFT needs an f32 or f64 operand, is {}", Str(a)));
           for (int i = 0; i < len; ++i)
-            if (!DimAgrees(last(i), in.fft_length[static_cast<size_t>(i)]))
+            if (!DimAgrees(last(i), in.rare().fft_length[static_cast<size_t>(i)]))
               return Bad(fmt::format("fft_length does not match {}", Str(a)));
-          if (!Unbounded(last(len - 1)) && in.fft_length.back() != 0) last(len - 1) = in.fft_length.back() / 2 + 1;
+          if (!Unbounded(last(len - 1)) && in.rare().fft_length.back() != 0) last(len - 1) = in.rare().fft_length.back() / 2 + 1;
           return array(t == PrimitiveType::F32 ? PrimitiveType::C64 : PrimitiveType::C128, dims);
         }
         case FftType::kIrfft: {
           if (!IsComplex(t)) return Bad(fmt::format("IRFFT needs a complex operand, is {}", Str(a)));
           for (int i = 0; i + 1 < len; ++i)
-            if (!DimAgrees(last(i), in.fft_length[static_cast<size_t>(i)]))
+            if (!DimAgrees(last(i), in.rare().fft_length[static_cast<size_t>(i)]))
               return Bad(fmt::format("fft_length does not match {}", Str(a)));
-          if (!Unbounded(last(len - 1)) && in.fft_length.back() != 0 &&
-              last(len - 1) != in.fft_length.back() / 2 + 1)
+          if (!Unbounded(last(len - 1)) && in.rare().fft_length.back() != 0 &&
+              last(len - 1) != in.rare().fft_length.back() / 2 + 1)
             return Bad(fmt::format("fft_length does not match {}", Str(a)));
-          last(len - 1) = in.fft_length.back();
+          last(len - 1) = in.rare().fft_length.back();
           return array(ComplexComponentType(t), dims);
         }
       }

@@ -38,7 +38,7 @@ class ProbeSet {
   size_t Add(const hlo::Instruction& instr, std::vector<ProbeRecord>& probes,
              const std::shared_ptr<const hlo::Module>& source = nullptr) {
     const uint64_t hash = hlo::UnitHash(instr);
-    auto [it, inserted] = index_.emplace(hash, probes.size());
+    auto [it, inserted] = index_.try_emplace(hash, probes.size());  // no node made for a known unit
     if (!inserted) {
       ProbeRecord& known = probes[it->second];
       if (known.relower && source) {  // known from a memo so far: this lowering has the unit at hand
@@ -477,7 +477,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
         for (const hlo::Instruction* u : m->units) {
           const size_t p = set.Add(*u, r.probes, source);
           l.probes.push_back(p);
-          std::string other = AtenOpFromOpType(u->metadata.op_type);
+          std::string other = AtenOpFromOpType(u->metadata->op_type);
           o.units.push_back(MemoUnit{set.hash(p), r.probes[p].opcode, r.probes[p].signature, u->name,
                                      other == n.op ? "" : std::move(other)});
         }
@@ -612,29 +612,37 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
     }
   };
   std::unordered_map<RecordKey, size_t, RecordKeyHash> op_index;
+  // A module's instructions with the same metadata share one OpMetadata (hlo::SharedValue; the text parser gives
+  // each distinct text one): the record is worked out once per metadata, not once per instruction.
+  std::unordered_map<const hlo::OpMetadata*, size_t> record_of_metadata;
   for (size_t mi = 0; mi < modules.size(); ++mi) {
     const NamedModule& nm = modules[mi];
     r.programs.push_back(nm.name);
     const hlo::Computation* entry = nm.module->entry();
     if (!entry) continue;
+    record_of_metadata.clear();
     for (const auto& instr : entry->instructions()) {
       if (instr->opcode == hlo::Opcode::kParameter) continue;
-      const hlo::OpMetadata& md = instr->metadata;
-      auto [ot, new_type] = op_of_type.try_emplace(md.op_type);
-      if (new_type) {
-        ot->second = AtenOpFromOpType(md.op_type);
-        if (ot->second.empty()) ot->second = "unattributed";
+      const hlo::OpMetadata& md = *instr->metadata;
+      auto [mt, new_metadata] = record_of_metadata.try_emplace(&md, 0);
+      if (new_metadata) {
+        auto [ot, new_type] = op_of_type.try_emplace(md.op_type);
+        if (new_type) {
+          ot->second = AtenOpFromOpType(md.op_type);
+          if (ot->second.empty()) ot->second = "unattributed";
+        }
+        const std::string& op = ot->second;
+        auto [it, inserted] = op_index.try_emplace(RecordKey{mi, op, md.source_file, md.source_line}, r.ops.size());
+        if (inserted) {
+          OpRecord rec;
+          rec.op = op;
+          rec.loc = SourceLoc{md.source_file, md.source_line};
+          rec.program = nm.name;
+          r.ops.push_back(std::move(rec));
+        }
+        mt->second = it->second;
       }
-      const std::string& op = ot->second;
-      auto [it, inserted] = op_index.try_emplace(RecordKey{mi, op, md.source_file, md.source_line}, r.ops.size());
-      if (inserted) {
-        OpRecord rec;
-        rec.op = op;
-        rec.loc = SourceLoc{md.source_file, md.source_line};
-        rec.program = nm.name;
-        r.ops.push_back(std::move(rec));
-      }
-      OpRecord& rec = r.ops[it->second];
+      OpRecord& rec = r.ops[mt->second];
       rec.probes.push_back(set.Add(*instr, r.probes, nm.owner));
       rec.instruction_names.push_back(instr->name);
       if (instr->shape.is_dynamic()) {

@@ -345,7 +345,7 @@ Eig EighOf(Builder& b, Instruction* a, bool lower) {
   Shape ws = Shape::Array(hlo::ComplexComponentType(a->shape.element_type()), std::vector<int64_t>(d.begin(), d.end() - 1));
   Instruction* cc = b.CustomCall({a}, "Eigh", Shape::Tuple({a->shape, ws}));
   // XLA's SelfAdjointEig: "lower,sort_eigenvalues,max_iter,tol".
-  cc->backend_config = fmt::format("{},1,15,0.000010", lower ? 1 : 0);
+  cc->mutable_rare().backend_config = fmt::format("{},1,15,0.000010", lower ? 1 : 0);
   return {b.GetTupleElement(cc, 0), b.GetTupleElement(cc, 1)};
 }
 

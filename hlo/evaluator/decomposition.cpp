@@ -264,7 +264,7 @@ Expected<Literal> EvalHouseholderProduct(Evaluator& ev, const Instruction& ins, 
 Expected<Literal> EvalEigh(Evaluator& ev, const Instruction& ins, const Literal& a) {
   OPPROBE_ASSIGN_OR_RETURN(MatDims d, DimsOf(ins, a.shape(), "the operand"));
   if (d.m != d.n) return InvalidInput(fmt::format("{}: Eigh needs square matrices", ins.name));
-  bool lower = ins.backend_config.empty() || ins.backend_config[0] != '0';
+  bool lower = ins.rare().backend_config.empty() || ins.rare().backend_config[0] != '0';
   std::vector<int64_t> wdims(a.shape().dimensions().begin(), a.shape().dimensions().end() - 1);
   if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != 2 ||
       ins.shape.tuple_shapes()[0].dimensions() != a.shape().dimensions() || ins.shape.tuple_shapes()[1].dimensions() != wdims)
@@ -356,7 +356,7 @@ Expected<Literal> EvalLu(Evaluator& ev, const Instruction& ins, const Literal& a
 }  // namespace
 
 Expected<Literal> EvalCustomCall(Evaluator& ev, const Instruction& ins, const std::vector<const Literal*>& ops) {
-  const std::string& t = ins.custom_call_target;
+  const std::string& t = ins.rare().custom_call_target;
   auto need = [&](size_t n) -> Status {
     if (ops.size() != n) return InvalidInput(fmt::format("{}: custom-call '{}' takes {} operands", ins.name, t, n));
     return Status::Ok();

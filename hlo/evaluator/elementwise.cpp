@@ -297,7 +297,7 @@ Expected<Literal> EvalElementwise(Evaluator& ev, const Instruction& ins, const s
       if (ops[1]->shape().element_type() != t)
         return InvalidInput(fmt::format("{}: operand types differ", ins.name));
       OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, dims, PrimitiveType::PRED));
-      CompareKernel k = GetCompareKernel(ins.comparison_direction, ins.comparison_type == "TOTALORDER", t);
+      CompareKernel k = GetCompareKernel(ins.comparison_direction, ins.rare().comparison_type == "TOTALORDER", t);
       if (!k)
         return Unimplemented(fmt::format("compare direction {} is not defined for {}",
                                          ComparisonDirectionName(ins.comparison_direction), PrimitiveTypeName(t)));

@@ -297,7 +297,7 @@ Expected<Literal> EvalDynamicSlice(Evaluator& ev, const Instruction& ins, const 
   OPPROBE_RETURN_IF_ERROR(NeedArray(ins, x));
   const auto& xd = x.shape().dimensions();
   OPPROBE_ASSIGN_OR_RETURN(auto starts, StartIndices(ins, ops, 1, xd.size()));
-  const auto& sizes = ins.dynamic_slice_sizes.empty() ? ins.shape.dimensions() : ins.dynamic_slice_sizes;
+  const auto& sizes = ins.rare().dynamic_slice_sizes.empty() ? ins.shape.dimensions() : ins.rare().dynamic_slice_sizes;
   if (sizes.size() != xd.size())
     return InvalidInput(fmt::format("{}: slice sizes {} do not fit {}", ins.name, DimsToString(sizes),
                                     x.shape().ToString(false)));

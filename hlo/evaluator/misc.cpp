@@ -33,7 +33,7 @@ void Transform1D(std::vector<Cd>& a, const std::vector<int64_t>& d, size_t axis,
 
 Expected<Literal> EvalFft(Evaluator& ev, const Instruction& ins, const Literal& x) {
   if (!x.shape().IsArray() || !ins.shape.IsArray()) return InvalidInput(fmt::format("{}: fft needs arrays", ins.name));
-  const auto& len = ins.fft_length;
+  const auto& len = ins.rare().fft_length;
   size_t nf = len.size();
   auto xd = x.shape().dimensions();
   size_t rank = xd.size();

@@ -296,7 +296,7 @@ Expected<Literal> EvalSelectAndScatter(Evaluator& ev, const Instruction& ins, co
     if (r->opcode == Opcode::kCompare && r->unknown_opcode.empty() && r->operand_count() == 2 &&
         r->operand(0) == ps[0] && r->operand(1) == ps[1] && ps[0]->shape.element_type() == t &&
         ps[1]->shape.element_type() == t)
-      fast_cmp = GetCompareKernel(r->comparison_direction, r->comparison_type == "TOTALORDER", t);
+      fast_cmp = GetCompareKernel(r->comparison_direction, r->rare().comparison_type == "TOTALORDER", t);
   }
   OPPROBE_ASSIGN_OR_RETURN(Combiner scat, MakeCombiner(ev, ins, ins.called_computations[1], {source.shape().element_type()}));
   if (ev.options().compiled_regions && CompiledSelectAndScatter(ins, operand, source, g, out)) return out;
@@ -372,7 +372,7 @@ Expected<Literal> EvalSort(Evaluator& ev, const Instruction& ins, const std::vec
       else if (r->operand(0) == params[2 * k + 1] && r->operand(1) == params[2 * k]) key = k, swapped = true;
       else continue;
       if (params[2 * k]->shape.element_type() == types[k])
-        fast = GetCompareKernel(r->comparison_direction, r->comparison_type == "TOTALORDER", types[k]);
+        fast = GetCompareKernel(r->comparison_direction, r->rare().comparison_type == "TOTALORDER", types[k]);
       break;
     }
   }
@@ -498,7 +498,7 @@ Expected<Literal> EvalGather(Evaluator& ev, const Instruction& ins, const Litera
   if (!ins.gather_dimension_numbers) return InvalidInput(fmt::format("{}: gather without dimension numbers", ins.name));
   const auto& dn = *ins.gather_dimension_numbers;
   const auto& od = operand.shape().dimensions();
-  const auto& slice = ins.gather_slice_sizes;
+  const auto& slice = ins.rare().gather_slice_sizes;
   int64_t orank = static_cast<int64_t>(od.size());
   auto id = indices.shape().dimensions();
   int64_t ivd = dn.index_vector_dim;

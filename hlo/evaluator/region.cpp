@@ -149,7 +149,7 @@ bool Selection::Compile(const Computation& comp, const std::vector<PrimitiveType
       case Opcode::kCompare: {
         if (ins.operand_count() != 2 || !out_pred || operand_type(0) != operand_type(1)) return false;
         PrimitiveType t = operand_type(0);
-        CompareKernel cmp = GetCompareKernel(ins.comparison_direction, ins.comparison_type == "TOTALORDER", t);
+        CompareKernel cmp = GetCompareKernel(ins.comparison_direction, ins.rare().comparison_type == "TOTALORDER", t);
         if (!cmp) return false;
         st.pred = true;
         if (t == PrimitiveType::PRED) {
@@ -157,7 +157,7 @@ bool Selection::Compile(const Computation& comp, const std::vector<PrimitiveType
         } else {
           int a = leaf_slot(ins.operand(0)), b = leaf_slot(ins.operand(1));
           if (a < 0 || b < 0) return false;
-          st.op = Step::Op::kAtom, st.atom = add_atom(a, b, ins.comparison_direction, ins.comparison_type == "TOTALORDER");
+          st.op = Step::Op::kAtom, st.atom = add_atom(a, b, ins.comparison_direction, ins.rare().comparison_type == "TOTALORDER");
         }
         break;
       }

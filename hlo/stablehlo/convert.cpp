@@ -768,7 +768,7 @@ class Converter {
       } else if (base == "dynamic_slice") {
         if (ops.empty()) return OpErr(op, "expected operands");
         i = Make(Opcode::kDynamicSlice, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(i->dynamic_slice_sizes, IntsAttr(op, "slice_sizes"));
+        OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().dynamic_slice_sizes, IntsAttr(op, "slice_sizes"));
       } else if (base == "pad") {
         OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
         i = Make(Opcode::kPad, {}, ops);
@@ -788,17 +788,17 @@ class Converter {
         i->comparison_direction = *d;
         std::string type = EnumAttr(op, "compare_type");
         if (type == "FLOAT" || type == "TOTALORDER" || type == "SIGNED" || type == "UNSIGNED") {
-          i->comparison_type = type;
+          i->mutable_rare().comparison_type = type;
         } else if (!type.empty() && type != "NOTYPE") {
           return OpErr(op, fmt::format("unknown comparison type {}", Quote(type)));
         } else {
-          i->comparison_type = DefaultComparisonType(ops[0]->shape.element_type());
+          i->mutable_rare().comparison_type = DefaultComparisonType(ops[0]->shape.element_type());
         }
       } else if (base == "dot_general" || base == "dot") {
         OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
         i = Make(Opcode::kDot, {}, ops);
         OPPROBE_ASSIGN_OR_RETURN(i->dot_dimension_numbers, DotDims(op, base == "dot", ops[0]->shape));
-        OPPROBE_ASSIGN_OR_RETURN(i->operand_precision, Precision(op));
+        OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().operand_precision, Precision(op));
       } else if (base == "convolution") {
         OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
         i = Make(Opcode::kConvolution, {}, ops);
@@ -825,15 +825,15 @@ class Converter {
         auto ft = FftTypeFromName(t);
         if (!ft) return OpErr(op, fmt::format("unknown fft type {}", Quote(t)));
         i->fft_type = *ft;
-        OPPROBE_ASSIGN_OR_RETURN(i->fft_length, IntsAttr(op, "fft_length"));
+        OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().fft_length, IntsAttr(op, "fft_length"));
       } else if (base == "rng_bit_generator") {
         OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
         OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 2));
         i = Make(Opcode::kRngBitGenerator, {}, ops);
         std::string alg = EnumAttr(op, "rng_algorithm");
-        if (alg == "DEFAULT" || alg.empty()) i->rng_algorithm = "rng_default";
-        else if (alg == "THREE_FRY") i->rng_algorithm = "rng_three_fry";
-        else if (alg == "PHILOX") i->rng_algorithm = "rng_philox";
+        if (alg == "DEFAULT" || alg.empty()) i->mutable_rare().rng_algorithm = "rng_default";
+        else if (alg == "THREE_FRY") i->mutable_rare().rng_algorithm = "rng_three_fry";
+        else if (alg == "PHILOX") i->mutable_rare().rng_algorithm = "rng_philox";
         else return OpErr(op, fmt::format("unknown rng algorithm {}", Quote(alg)));
         return Results(std::move(i), shapes, md);
       } else if (base == "rng") {
@@ -1412,7 +1412,7 @@ class Converter {
     i.convolution_dimension_numbers = dn;
     OPPROBE_ASSIGN_OR_RETURN(i.feature_group_count, IntAttr(op, "feature_group_count"));
     OPPROBE_ASSIGN_OR_RETURN(i.batch_group_count, IntAttr(op, "batch_group_count"));
-    OPPROBE_ASSIGN_OR_RETURN(i.operand_precision, Precision(op));
+    OPPROBE_ASSIGN_OR_RETURN(i.mutable_rare().operand_precision, Precision(op));
     return Status::Ok();
   }
 
@@ -1468,7 +1468,7 @@ class Converter {
       g.index_vector_dim = v->i;
     }
     i.gather_dimension_numbers = g;
-    OPPROBE_ASSIGN_OR_RETURN(i.gather_slice_sizes, IntsAttr(op, "slice_sizes"));
+    OPPROBE_ASSIGN_OR_RETURN(i.mutable_rare().gather_slice_sizes, IntsAttr(op, "slice_sizes"));
     i.indices_are_sorted = BoolAttr(op, "indices_are_sorted");
     return Status::Ok();
   }
@@ -1556,7 +1556,7 @@ class Converter {
         if (groups.empty() || (cols > 0 && k % static_cast<size_t>(cols) == 0)) groups.emplace_back();
         groups.back().push_back(flat[k]);
       }
-      i.replica_groups.groups = std::move(groups);
+      i.mutable_rare().replica_groups.groups = std::move(groups);
     }
     if (const Attr* c = op.Find("channel_handle"); c && c->kind == Attr::Kind::kDict) {
       if (const Attr* h = c->Get("handle"); h && h->kind == Attr::Kind::kInt && h->i > 0)
@@ -1584,7 +1584,7 @@ class Converter {
       if (const Attr* p = op.Find("source_target_pairs")) {
         OPPROBE_ASSIGN_OR_RETURN(auto flat, Ints(op, *p));
         if (flat.size() % 2) return OpErr(op, "source_target_pairs must be pairs");
-        for (size_t k = 0; k < flat.size(); k += 2) i->source_target_pairs.push_back({flat[k], flat[k + 1]});
+        for (size_t k = 0; k < flat.size(); k += 2) i->mutable_rare().source_target_pairs.push_back({flat[k], flat[k + 1]});
       }
     }
     OPPROBE_RETURN_IF_ERROR(CollectiveAttrs(op, *i));
@@ -1596,16 +1596,16 @@ class Converter {
     const Attr* target = op.Find("call_target_name");
     if (!target || target->kind != Attr::Kind::kString) return OpErr(op, "missing call_target_name");
     auto i = Make(Opcode::kCustomCall, {}, ops);
-    i->custom_call_target = target->text;
-    if (const Attr* bc = op.Find("backend_config"); bc && bc->kind == Attr::Kind::kString) i->backend_config = bc->text;
+    i->mutable_rare().custom_call_target = target->text;
+    if (const Attr* bc = op.Find("backend_config"); bc && bc->kind == Attr::Kind::kString) i->mutable_rare().backend_config = bc->text;
     // A typed-FFI call's configuration is a dictionary, which XLA keeps as its MLIR text.
     if (const Attr* bc = op.Find("mhlo.backend_config"); bc && bc->kind == Attr::Kind::kDict && bc->end > bc->pos)
-      i->backend_config = std::string(m_.text.substr(bc->pos, bc->end - bc->pos));
+      i->mutable_rare().backend_config = std::string(m_.text.substr(bc->pos, bc->end - bc->pos));
     if (const Attr* v = op.Find("api_version"); v && v->kind == Attr::Kind::kInt) {
       static constexpr const char* kVersions[] = {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL",
                                                   "API_VERSION_STATUS_RETURNING",
                                                   "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
-      if (v->i >= 2 && v->i <= 4) i->custom_call_api_version = kVersions[v->i];
+      if (v->i >= 2 && v->i <= 4) i->mutable_rare().custom_call_api_version = kVersions[v->i];
     }
     if (BoolAttr(op, "has_side_effect")) i->custom_call_has_side_effect = true;
     // result_layouts: the layout of each result.
@@ -1708,7 +1708,7 @@ class Converter {
       if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", Quote(dir)));
       i->comparison_direction = *d;
       std::string type = EnumAttr(op, "compare_type");
-      i->comparison_type = type.empty() || type == "NOTYPE" ? DefaultComparisonType(ops[0]->shape.element_type()) : type;
+      i->mutable_rare().comparison_type = type.empty() || type == "NOTYPE" ? DefaultComparisonType(ops[0]->shape.element_type()) : type;
     }
     return std::vector<Instruction*>{Add(std::move(i), md)};
   }

@@ -204,7 +204,7 @@ TEST(LoweringIndex, AnEmptyDimensionIsSlicedByZero) {
     for (const auto& i : c->instructions())
       if (i->opcode == hlo::Opcode::kGather) gather = i.get();
   ASSERT_NE(gather, nullptr) << hlo::ToString(*m->module);
-  EXPECT_EQ(gather->gather_slice_sizes, (std::vector<int64_t>{0, 4})) << hlo::ToString(*m->module);
+  EXPECT_EQ(gather->rare().gather_slice_sizes, (std::vector<int64_t>{0, 4})) << hlo::ToString(*m->module);
   auto out = testing::LowerAndRun(n, {testing::Lit(F32, {0, 4}, {}), testing::Lit(S64, {0}, {})});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].element_count(), 0);

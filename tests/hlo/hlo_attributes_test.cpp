@@ -103,13 +103,13 @@ TEST(HloAttributeSchemaTest, ValuesAreTyped) {
   const Instruction* ar = e->FindInstruction("ar.groups");
   ASSERT_TRUE(ar->channel_id.has_value());
   EXPECT_EQ(*ar->channel_id, 5);
-  EXPECT_EQ(ar->replica_groups.groups, (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(ar->rare().replica_groups.groups, (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
   EXPECT_TRUE(ar->use_global_device_ids);
   const Instruction* iota = e->FindInstruction("ar.iota");
-  EXPECT_TRUE(iota->replica_groups.iota);
-  EXPECT_EQ(iota->replica_groups.num_groups, 2);
-  EXPECT_EQ(iota->replica_groups.iota_transpose_perm, (std::vector<int64_t>{1, 0}));
-  EXPECT_EQ(iota->control_predecessors, std::vector<std::string>{"ar.groups"});
+  EXPECT_TRUE(iota->rare().replica_groups.iota);
+  EXPECT_EQ(iota->rare().replica_groups.num_groups, 2);
+  EXPECT_EQ(iota->rare().replica_groups.iota_transpose_perm, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(iota->rare().control_predecessors, std::vector<std::string>{"ar.groups"});
   const Instruction* idx = e->FindInstruction("idx");
   ASSERT_TRUE(idx->sharding);
   EXPECT_EQ(idx->sharding->type, Sharding::Type::kTiled);
@@ -118,20 +118,20 @@ TEST(HloAttributeSchemaTest, ValuesAreTyped) {
   ASSERT_EQ(idx->sharding->metadata.size(), 1u);
   EXPECT_EQ(idx->sharding->metadata[0].op_name, "s");
   const Instruction* cc = e->FindInstruction("cc");
-  EXPECT_EQ(cc->custom_call_target, "foo\"bar");
-  EXPECT_EQ(cc->custom_call_api_version, "API_VERSION_TYPED_FFI");
-  EXPECT_EQ(cc->custom_call_schedule, "SCHEDULE_LATEST");
-  ASSERT_EQ(cc->output_to_operand_aliasing.size(), 1u);
-  EXPECT_EQ(cc->backend_config, "{\"x\":[1,2]}");
-  EXPECT_EQ(e->FindInstruction("start")->async_execution_thread, "worker");
+  EXPECT_EQ(cc->rare().custom_call_target, "foo\"bar");
+  EXPECT_EQ(cc->rare().custom_call_api_version, "API_VERSION_TYPED_FFI");
+  EXPECT_EQ(cc->rare().custom_call_schedule, "SCHEDULE_LATEST");
+  ASSERT_EQ(cc->rare().output_to_operand_aliasing.size(), 1u);
+  EXPECT_EQ(cc->rare().backend_config, "{\"x\":[1,2]}");
+  EXPECT_EQ(e->FindInstruction("start")->rare().async_execution_thread, "worker");
   const Instruction* exp = e->FindInstruction("exp");
   ASSERT_TRUE(exp->result_accuracy);
   EXPECT_EQ(exp->result_accuracy->ulps, 2);
-  EXPECT_EQ(e->FindInstruction("dot")->dot_algorithm, "dot_bf16_bf16_f32_x3");
+  EXPECT_EQ(e->FindInstruction("dot")->rare().dot_algorithm, "dot_bf16_bf16_f32_x3");
   const Instruction* stats = e->FindInstruction("stats");
-  ASSERT_EQ(stats->unknown_attributes.size(), 1u);
-  EXPECT_EQ(stats->unknown_attributes[0].first, "vendor_hint");
-  EXPECT_EQ(stats->metadata.scheduling_name, "n.1");
+  ASSERT_EQ(stats->rare().unknown_attributes.size(), 1u);
+  EXPECT_EQ(stats->rare().unknown_attributes[0].first, "vendor_hint");
+  EXPECT_EQ(stats->metadata->scheduling_name, "n.1");
   EXPECT_EQ(e->root()->sharding->type, Sharding::Type::kNamed);
 }
 
@@ -249,7 +249,7 @@ TEST(HloAttributeSchemaTest, EveryAttributeIsPartOfTheProbeUnitAndItsFingerprint
   auto c = ParseUnit("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  a = f32[2] negate(p)\n"
                  "  ROOT b = f32[2] negate(p), control-predecessors={a}\n}\n");
   ASSERT_TRUE(c);
-  EXPECT_TRUE(MakeProbeModule(*c->entry()->root())->entry()->root()->control_predecessors.empty());
+  EXPECT_TRUE(MakeProbeModule(*c->entry()->root())->entry()->root()->rare().control_predecessors.empty());
 }
 
 TEST(HloAttributeSchemaTest, ConstantLiteralsHaveALayoutInTheProto) {

@@ -123,11 +123,11 @@ TEST(HloCorpusTest, BertDumpKeepsMetadataForAttribution) {
   size_t with_source = 0, gathers = 0;
   for (const auto& c : (*m)->computations())
     for (const auto& i : c->instructions()) {
-      if (!i->metadata.source_file.empty() && i->metadata.source_line > 0) ++with_source;
+      if (!i->metadata->source_file.empty() && i->metadata->source_line > 0) ++with_source;
       if (i->opcode == Opcode::kGather) {
         ++gathers;
         ASSERT_TRUE(i->gather_dimension_numbers.has_value());
-        EXPECT_EQ(i->metadata.op_type.rfind("aten__", 0), 0u) << i->metadata.op_type;
+        EXPECT_EQ(i->metadata->op_type.rfind("aten__", 0), 0u) << i->metadata->op_type;
       }
     }
   EXPECT_GT(with_source, 100u);

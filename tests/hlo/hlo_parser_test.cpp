@@ -39,11 +39,11 @@ TEST(HloParserTest, ParsesShortStyleModule) {
   const Instruction* root = e->root();
   EXPECT_EQ(root->opcode, Opcode::kAdd);
   EXPECT_EQ(root->operand(0)->name, "convert.4");
-  EXPECT_EQ(root->metadata.op_name, "jit(f)/add");
-  EXPECT_EQ(root->metadata.source_line, 8);
+  EXPECT_EQ(root->metadata->op_name, "jit(f)/add");
+  EXPECT_EQ(root->metadata->source_line, 8);
   ASSERT_TRUE(e->instructions()[0]->sharding.has_value());  // a modelled attribute, not kept as text
   EXPECT_EQ(e->instructions()[0]->sharding->type, Sharding::Type::kReplicated);
-  EXPECT_TRUE(e->instructions()[0]->unknown_attributes.empty());
+  EXPECT_TRUE(e->instructions()[0]->rare().unknown_attributes.empty());
   EXPECT_FALSE(e->instructions()[2]->shape.has_layout() && e->instructions()[2]->shape.rank() > 0);
   EXPECT_EQ(e->instructions()[2]->literal->GetAsDouble(0), 1.0);
   // Ids are unique across the module.
@@ -73,6 +73,24 @@ TEST(HloParserTest, ForwardReferencesAreOrdered) {
   const auto& instrs = (*m)->entry()->instructions();
   EXPECT_EQ(instrs[0]->name, "p");
   EXPECT_EQ((*m)->entry()->root()->name, "n");
+}
+
+// Names are indexed and operands looked up while the computation is read; the errors come as if the whole
+// computation were read first: a syntax error anywhere in it, then a name given twice (at its second
+// definition), then an unknown operand.
+TEST(HloParserTest, DuplicateNamesAndUnknownOperandsAreReportedInTextOrder) {
+  const std::string head = "HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n";
+  EXPECT_EQ(ErrorOf(head + "  b = f32[] add(a, zz)\n  a = f32[] negate(b)\n  ROOT c = f32[] constant(1)\n}\n"),
+            "t.hlo:5:3: instruction a defined twice in e");
+  EXPECT_EQ(ErrorOf(head + "  a = f32[] negate(a)\n  ROOT c = f32[] constant(1\n}\n"),
+            "t.hlo:5:28: expected ')' to close the operands of c, got ''");
+  EXPECT_EQ(ErrorOf(head + "  ROOT b = f32[] add(a, f32[] negate(a))\n  negate.1 = f32[] parameter(1)\n}\n"),
+            "t.hlo:5:3: instruction negate.1 defined twice in e");
+  EXPECT_EQ(ErrorOf(head + "  b = f32[] add(a, zz)\n  ROOT c = f32[] add(b, yy)\n}\n"),
+            "t.hlo:4:20: instruction b uses unknown operand zz");
+  auto m = ParseModule(head + "  ROOT b = f32[] add(a, f32[] negate(q))\n  q = f32[] parameter(1)\n}\n", "t.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)->entry()->root()->operand(1)->operand(0)->name, "q");
 }
 
 TEST(HloParserTest, SyntaxErrorsGiveLineAndColumn) {
@@ -108,8 +126,8 @@ TEST(HloParserTest, UnknownOpcodeParsesAndKeepsItsName) {
   EXPECT_EQ(x->opcode, Opcode::kCustomCall);
   EXPECT_EQ(x->unknown_opcode, "my-new-op");
   EXPECT_EQ(x->operand_count(), 2);
-  ASSERT_EQ(x->unknown_attributes.size(), 1u);
-  EXPECT_EQ(x->unknown_attributes[0], (std::pair<std::string, std::string>("mode", "fast")));
+  ASSERT_EQ(x->rare().unknown_attributes.size(), 1u);
+  EXPECT_EQ(x->rare().unknown_attributes[0], (std::pair<std::string, std::string>("mode", "fast")));
   EXPECT_NE(ToString(**m).find("my-new-op(f32[2] %p, f32[2] %p), mode=fast"), std::string::npos);
 }
 
@@ -257,6 +275,31 @@ TEST(HloParserTest, TruncatedAndMutatedTextNeverCrashes) {
     for (int j = 0; j < 3; ++j) mutated[rng() % mutated.size()] = junk[rng() % (sizeof(junk) - 1)];
     auto m = ParseModule(mutated, "a.hlo");
     if (m.ok()) (void)ToString(**m);  // whatever parses also prints
+  }
+}
+
+// Shapes written plainly (`f32[2,3]{1,0}`) take the parser's fast path; with blanks inside they take the general
+// one. Both must accept and reject the same shapes and read the same values.
+TEST(HloParserTest, PlainAndSpacedShapesParseAlike) {
+  const std::vector<std::string> shapes = {
+      "f32[]", "f32[]{}", "pred[2,3]{1,0}", "s32[4]{0}", "f32[2,3]{0,1}", "bf16[1,2,3,4]{3,2,1,0}", "u8[7]",
+      "f32[0,9223372036854775807]{1,0}", "f32[2,4611686018427387904]", "f32[3037000500,3037000500]",
+      "f32[999999999999999999]", "f32[1234567890123456789]", "f32[2,3]{1,1}", "f32[2,3]{2,0}", "f32[2,3]{}",
+      "f32[2,3]{1}", "f32[2]{0:T(128)}", "f32[]{0}", "token[]", "f32[2,3]{1,0,2}", "f32[01,2]{1,00}", "f32[2,]",
+      "f32[,2]", "f32[2", "f32[2]{", "f32[2]{0", "f32[]{"};
+  for (const std::string& plain : shapes) {
+    std::string spaced;
+    for (char c : plain) {
+      spaced += c;
+      if (c == '[' || c == ',' || c == '{') spaced += ' ';
+    }
+    auto a = ParseShape(plain);
+    auto b = ParseShape(spaced);
+    ASSERT_EQ(a.ok(), b.ok()) << plain << " | " << spaced << " | " << (a.ok() ? b.status().message() : a.status().message());
+    if (a.ok()) {
+      EXPECT_EQ(*a, *b) << plain;
+      EXPECT_EQ(a->ToString(), b->ToString()) << plain;
+    }
   }
 }
 

@@ -122,7 +122,7 @@ TEST(HloPrinterTest, UnknownOpcodePrintsUnderItsOwnName) {
   const Instruction* root = m->entry()->root();
   EXPECT_EQ(root->opcode, Opcode::kCustomCall);
   EXPECT_EQ(root->unknown_opcode, "vendor-op");
-  EXPECT_EQ(root->metadata.op_type, "aten__foo");
+  EXPECT_EQ(root->metadata->op_type, "aten__foo");
   EXPECT_EQ(ToString(*m, PrintOptions::Short()), text);
   EXPECT_EQ(InstructionSignature(*root), "f32[2]{0} vendor-op(f32[2]{0}), level=3, to_apply=whatever");
 }
@@ -136,7 +136,7 @@ TEST(HloPrinterTest, EscapesStringsLikeAbsl) {
   EXPECT_EQ(MetadataToString(md), "{op_type=\"aten__add\" source_file=\"caf\\303\\251.py\" source_line=4}");
   auto m = ParseOrDie("HloModule m\n\nENTRY e {\n  ROOT p = f32[] parameter(0), metadata={source_file=\"caf\\303\\251.py\"}\n}\n");
   ASSERT_TRUE(m);
-  EXPECT_EQ(m->entry()->root()->metadata.source_file, "caf\xc3\xa9.py");
+  EXPECT_EQ(m->entry()->root()->metadata->source_file, "caf\xc3\xa9.py");
 }
 
 }  // namespace

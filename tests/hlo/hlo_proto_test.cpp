@@ -121,9 +121,9 @@ TEST(HloProtoTest, HandWrittenBytesDecodeIntoTheRightIr) {
   ASSERT_EQ(sum->operand_count(), 2);
   EXPECT_EQ(sum->operand(0)->shape.ToString(), "f32[4]{0}");
   EXPECT_EQ(sum->operand(1)->literal->GetAsDouble(0), 2.5);
-  EXPECT_EQ(sum->metadata.op_type, "aten__sum");
-  EXPECT_EQ(sum->metadata.source_file, "model.py");
-  EXPECT_EQ(sum->metadata.source_line, 42);
+  EXPECT_EQ(sum->metadata->op_type, "aten__sum");
+  EXPECT_EQ(sum->metadata->source_file, "model.py");
+  EXPECT_EQ(sum->metadata->source_line, 42);
   EXPECT_EQ(ToString(mod, PrintOptions::Short()),
             "HloModule hand\n\n"
             "add_comp {\n  lhs = f32[] parameter(0)\n  rhs = f32[] parameter(1)\n  ROOT add = f32[] add(lhs, rhs)\n}\n\n"

@@ -257,7 +257,7 @@ TEST(HloXlaSyntaxTest, MeshReplicaGroupsAreKeptAsWritten) {
       "ENTRY e {\n  p = f32[8] parameter(0)\n"
       "  ROOT r = f32[8] all-reduce(p), replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'}, to_apply=add\n}\n");
   ASSERT_TRUE(m);
-  EXPECT_EQ(m->entry()->root()->replica_groups.mesh, "mesh['axis_0'=2,'axis_1'=2] {'axis_1'}");
+  EXPECT_EQ(m->entry()->root()->rare().replica_groups.mesh, "mesh['axis_0'=2,'axis_1'=2] {'axis_1'}");
   EXPECT_NE(ToString(*m).find("replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'}, to_apply="), std::string::npos);
 }
 

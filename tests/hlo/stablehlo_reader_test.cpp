@@ -84,11 +84,11 @@ TEST(StableHloReader, PrettyFormBecomesHloInstructions) {
   ASSERT_TRUE(dot);
   EXPECT_EQ(dot->dot_dimension_numbers->lhs_contracting_dimensions, std::vector<int64_t>{1});
   EXPECT_EQ(dot->dot_dimension_numbers->rhs_contracting_dimensions, std::vector<int64_t>{0});
-  EXPECT_EQ(dot->operand_precision, (std::vector<PrecisionLevel>{PrecisionLevel::kDefault, PrecisionLevel::kHighest}));
+  EXPECT_EQ(dot->rare().operand_precision, (std::vector<PrecisionLevel>{PrecisionLevel::kDefault, PrecisionLevel::kHighest}));
   const Instruction* cmp = Find(*m, Opcode::kCompare);
   ASSERT_TRUE(cmp);
   EXPECT_EQ(cmp->comparison_direction, ComparisonDirection::kGt);
-  EXPECT_EQ(cmp->comparison_type, "FLOAT");
+  EXPECT_EQ(cmp->rare().comparison_type, "FLOAT");
   EXPECT_EQ(cmp->shape.ToString(), "pred[2,4]{1,0}");
   const Instruction* b = Find(*m, Opcode::kBroadcast);
   ASSERT_TRUE(b);
@@ -125,20 +125,20 @@ module @jit_f {
   ASSERT_TRUE(m);
   const Instruction* sin = Find(*m, Opcode::kSin);
   ASSERT_TRUE(sin);
-  EXPECT_EQ(sin->metadata.op_name, "jit(f)/sin");
-  EXPECT_EQ(sin->metadata.op_type, "");
-  EXPECT_EQ(sin->metadata.source_file, "/home/me/f.py");
-  EXPECT_EQ(sin->metadata.source_line, 4);  // the callee, the innermost frame
+  EXPECT_EQ(sin->metadata->op_name, "jit(f)/sin");
+  EXPECT_EQ(sin->metadata->op_type, "");
+  EXPECT_EQ(sin->metadata->source_file, "/home/me/f.py");
+  EXPECT_EQ(sin->metadata->source_line, 4);  // the callee, the innermost frame
   const Instruction* cos = Find(*m, Opcode::kCos);
   ASSERT_TRUE(cos);
-  EXPECT_EQ(cos->metadata.op_type, "aten__cos");  // torch_xla's op name is its op type
-  EXPECT_EQ(cos->metadata.source_file, "model.py");
-  EXPECT_EQ(cos->metadata.source_line, 12);
+  EXPECT_EQ(cos->metadata->op_type, "aten__cos");  // torch_xla's op name is its op type
+  EXPECT_EQ(cos->metadata->source_file, "model.py");
+  EXPECT_EQ(cos->metadata->source_line, 12);
   const Instruction* neg = Find(*m, Opcode::kNegate);
   ASSERT_TRUE(neg);
-  EXPECT_EQ(neg->metadata.op_type, "neg");  // a name ending in ':' is XLA's op_type
-  EXPECT_EQ(neg->metadata.op_name, "");
-  EXPECT_EQ(neg->metadata.source_line, 7);
+  EXPECT_EQ(neg->metadata->op_type, "neg");  // a name ending in ':' is XLA's op_type
+  EXPECT_EQ(neg->metadata->op_name, "");
+  EXPECT_EQ(neg->metadata->source_line, 7);
 }
 
 TEST(StableHloReader, TorchXlaPrettyDebugInfoNamesAtenOpsAndTheScriptLine) {
@@ -148,11 +148,11 @@ TEST(StableHloReader, TorchXlaPrettyDebugInfoNamesAtenOpsAndTheScriptLine) {
   std::map<std::string, int> by_type;
   for (const auto& i : m->entry()->instructions()) {
     if (i->opcode == Opcode::kParameter) continue;
-    ++by_type[i->metadata.op_type];
-    if (!i->metadata.op_type.empty()) {
+    ++by_type[i->metadata->op_type];
+    if (!i->metadata->op_type.empty()) {
       // The innermost frame outside the installed packages: the script's call of the exporter.
-      EXPECT_EQ(i->metadata.source_file, "torch_xla_mlp.py") << ToString(*i);
-      EXPECT_GT(i->metadata.source_line, 0);
+      EXPECT_EQ(i->metadata->source_file, "torch_xla_mlp.py") << ToString(*i);
+      EXPECT_GT(i->metadata->source_line, 0);
     }
   }
   EXPECT_GT(by_type["aten__addmm"], 0);

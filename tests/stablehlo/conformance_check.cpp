@@ -46,11 +46,11 @@ namespace {
 // not take from MLIR yet, and attributes the schema does not know.
 std::string Signature(const Instruction& original) {
   Instruction i = original;
-  i.frontend_attributes.clear();
+  i.mutable_rare().frontend_attributes.clear();
   i.sharding.reset();
   i.operand_layout_constraints.reset();
-  i.output_to_operand_aliasing.clear();
-  i.custom_call_api_version.clear();
+  i.mutable_rare().output_to_operand_aliasing.clear();
+  i.mutable_rare().custom_call_api_version.clear();
   static const std::regex kCalled(
       R"(\b(to_apply|condition|body|calls|select|scatter|true_computation|false_computation)=[^,\s]+)");
   static const std::regex kCalledList(R"(\b(branch_computations|called_computations)=\{[^}]*\})");
@@ -102,8 +102,8 @@ std::set<std::string> MetadataPairs(const Module& m) {
   std::set<std::string> out;
   for (const auto& c : m.computations())
     for (const auto& i : c->instructions()) {
-      if (i->opcode == Opcode::kParameter || i->metadata.op_name.empty()) continue;
-      out.insert(fmt::format("{} @ {}:{}", i->metadata.op_name, i->metadata.source_file, i->metadata.source_line));
+      if (i->opcode == Opcode::kParameter || i->metadata->op_name.empty()) continue;
+      out.insert(fmt::format("{} @ {}:{}", i->metadata->op_name, i->metadata->source_file, i->metadata->source_line));
     }
   return out;
 }
