@@ -360,7 +360,7 @@ class DiskCache : public ProbeCache {
     if (!db_.open() || !memo_scan_.get() || keys.empty()) return out;
     // As SQLite orders the INTEGER PRIMARY KEY: signed.
     auto key = [&keys](uint32_t i) { return static_cast<int64_t>(keys[i]); };
-    std::vector<uint32_t> order = SortedOrder(keys.size(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    std::vector<uint32_t> order = SortedOrder(keys.size(), key);
     sqlite3_stmt* s = memo_scan_.get();
     int rc;
     {
@@ -413,9 +413,8 @@ class DiskCache : public ProbeCache {
     std::lock_guard<std::mutex> lock(mu_);
     if (!db_.open() || fingerprints.empty()) return out;
     const std::string key = BackendKeyHash(backend_id, backend_version);
-    std::vector<uint32_t> order = SortedOrder(fingerprints.size(), [&](uint32_t a, uint32_t b) {
-      return std::string_view(fingerprints[a]) < std::string_view(fingerprints[b]);
-    });
+    std::vector<uint32_t> order =
+        SortedOrder(fingerprints.size(), [&](uint32_t i) { return std::string_view(fingerprints[i]); });
     if (!pending_.empty()) {  // stored by this handle, not committed yet: found as Lookup finds them
       std::erase_if(order, [&](uint32_t i) {
         out[i] = FindPending(key, backend_id, backend_version, fingerprints[i]);
@@ -547,12 +546,14 @@ class DiskCache : public ProbeCache {
     return sqlite3_step(put);
   }
 
-  // Indices 0..n-1 sorted by `less` (ties by index, so that the order does not depend on the sort).
-  template <class Less>
-  static std::vector<uint32_t> SortedOrder(size_t n, Less less) {
+  // Indices 0..n-1 sorted by key(i), ties by index (so that the order does not depend on the sort).
+  template <class Key>
+  static std::vector<uint32_t> SortedOrder(size_t n, Key key) {
+    std::vector<std::pair<decltype(key(0)), uint32_t>> keyed(n);
+    for (uint32_t i = 0; i < n; ++i) keyed[i] = {key(i), i};
+    std::sort(keyed.begin(), keyed.end());
     std::vector<uint32_t> order(n);
-    for (uint32_t i = 0; i < n; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return less(a, b) || (!less(b, a) && a < b); });
+    for (size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
     return order;
   }
 
