@@ -83,19 +83,38 @@ bool IsOldTempFile(const fs::directory_entry& e) {
 int KindCode(Verdict::Kind k) { return k == Verdict::Kind::kSupported ? 1 : 2; }
 
 // FNV-1a 64 over length-prefixed fields, so that no two entries hash the same text, as 16 hex digits; hashed as it
-// goes (every lookup checks one), nothing formatted or copied.
-std::string EntryChecksum(const std::string& id, const std::string& version, std::string_view fingerprint, int kind,
-                          std::string_view reason, double seconds, std::string_view tail) {
+// goes (every lookup checks one), nothing formatted or copied. The backend's id and version come first, so a batch of
+// lookups hashes them once (ChecksumPrefix) and goes on from there for each row (EntryChecksum).
+template <class T>
+std::string_view ShortestText(char (&num)[32], T v) {  // the shortest text that reads back the same
+  return std::string_view(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, v).ptr - num));
+}
+uint64_t HashField(std::string_view field, uint64_t h) {
   char num[32];
-  auto text = [&num](auto v) {  // the shortest text that reads back the same
-    return std::string_view(num, static_cast<size_t>(std::to_chars(num, num + sizeof num, v).ptr - num));
-  };
-  uint64_t h = hlo::kFnv1a64Basis;
-  for (std::string_view field : {std::string_view(id), std::string_view(version), fingerprint, reason, tail})
-    h = hlo::Fnv1a64(field, hlo::Fnv1a64(":", hlo::Fnv1a64(text(field.size()), h)));
+  return hlo::Fnv1a64(field, hlo::Fnv1a64(":", hlo::Fnv1a64(ShortestText(num, field.size()), h)));
+}
+uint64_t ChecksumPrefix(std::string_view id, std::string_view version) {
+  return HashField(version, HashField(id, hlo::kFnv1a64Basis));
+}
+uint64_t EntryChecksum(uint64_t prefix, std::string_view fingerprint, int kind, std::string_view reason, double seconds,
+                       std::string_view tail) {
+  uint64_t h = prefix;
+  for (std::string_view field : {fingerprint, reason, tail}) h = HashField(field, h);
   const char k = static_cast<char>('0' + kind);
   h = hlo::Fnv1a64(std::string_view(&k, 1), h);
-  return hlo::HashHex(hlo::Fnv1a64(text(seconds), h));
+  char num[32];
+  return hlo::Fnv1a64(ShortestText(num, seconds), h);
+}
+// The checksum as the row stores it: 16 lowercase hex digits (hlo::HashHex).
+void ChecksumText(uint64_t hash, char (&out)[16]) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (int i = 15; i >= 0; --i, hash >>= 4) out[i] = kDigits[hash & 0xf];
+}
+std::string EntryChecksum(const std::string& id, const std::string& version, std::string_view fingerprint, int kind,
+                          std::string_view reason, double seconds, std::string_view tail) {
+  char text[16];
+  ChecksumText(EntryChecksum(ChecksumPrefix(id, version), fingerprint, kind, reason, seconds, tail), text);
+  return std::string(text, sizeof text);
 }
 
 int64_t MemoChecksum(std::string_view value) { return static_cast<int64_t>(hlo::Fnv1a64(value)); }
@@ -334,29 +353,33 @@ class DiskCache : public ProbeCache {
     return Status::Ok();
   }
 
+  // The memos in one read transaction, by a walk in key order (KeyWalk): a run's memos mostly lie next to each other.
   std::vector<std::optional<std::string>> LookupMemos(const std::vector<uint64_t>& keys) override {
     std::vector<std::optional<std::string>> out(keys.size());
     std::lock_guard<std::mutex> lock(mu_);
-    if (!db_.open() || !memo_get_.get()) return out;
-    sqlite3_stmt* s = memo_get_.get();
-    int rc = SQLITE_DONE;
+    if (!db_.open() || !memo_scan_.get() || keys.empty()) return out;
+    // As SQLite orders the INTEGER PRIMARY KEY: signed.
+    auto key = [&keys](uint32_t i) { return static_cast<int64_t>(keys[i]); };
+    std::vector<uint32_t> order = SortedOrder(keys.size(), key);
+    sqlite3_stmt* s = memo_scan_.get();
+    int rc;
     {
       ReadTransaction txn(*this);
-      for (size_t i = 0; i < keys.size(); ++i) {
-        ResetOnExit r{s};
-        sqlite3_bind_int64(s, 1, static_cast<int64_t>(keys[i]));
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-          // A row that does not check out (wrong type, checksum) is a miss; the next StoreMemos replaces it.
-          std::string_view value = ColumnBlob(s, 0);
-          if (sqlite3_column_type(s, 1) == SQLITE_INTEGER && sqlite3_column_int64(s, 1) == MemoChecksum(value))
-            out[i] = std::string(value);
-        } else if (rc != SQLITE_DONE) {
-          break;
-        }
-      }
+      rc = KeyWalk(
+          s, order, [&](uint32_t i) { sqlite3_bind_int64(s, 1, key(i)); },
+          [&](uint32_t i) {  // <0, 0, >0: wanted key i against the row's
+            const int64_t row = sqlite3_column_int64(s, 0);
+            return key(i) < row ? -1 : key(i) == row ? 0 : 1;
+          },
+          [&](uint32_t i) {
+            // A row that does not check out (wrong type, checksum) is a miss; the next StoreMemos replaces it.
+            if (sqlite3_column_type(s, 0) != SQLITE_INTEGER) return;
+            std::string_view value = ColumnBlob(s, 1);
+            if (sqlite3_column_type(s, 2) == SQLITE_INTEGER && sqlite3_column_int64(s, 2) == MemoChecksum(value))
+              out[i] = std::string(value);
+          });
     }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) Fault(rc, "read");
+    if (rc != SQLITE_DONE) Fault(rc, "read");
     return out;
   }
 
@@ -382,14 +405,37 @@ class DiskCache : public ProbeCache {
     return LookupLocked(BackendKeyHash(backend_id, backend_version), backend_id, backend_version, fingerprint);
   }
 
+  // The verdicts in one read transaction, by a walk in fingerprint order (KeyWalk): a run's verdicts mostly lie next
+  // to each other.
   std::vector<std::optional<Verdict>> LookupMany(const std::string& backend_id, const std::string& backend_version,
                                                  const std::vector<std::string>& fingerprints) override {
-    std::vector<std::optional<Verdict>> out;
-    out.reserve(fingerprints.size());
+    std::vector<std::optional<Verdict>> out(fingerprints.size());
     std::lock_guard<std::mutex> lock(mu_);
+    if (!db_.open() || fingerprints.empty()) return out;
     const std::string key = BackendKeyHash(backend_id, backend_version);
-    ReadTransaction txn(*this);
-    for (const auto& fp : fingerprints) out.push_back(LookupLocked(key, backend_id, backend_version, fp));
+    std::vector<uint32_t> order =
+        SortedOrder(fingerprints.size(), [&](uint32_t i) { return std::string_view(fingerprints[i]); });
+    if (!pending_.empty()) {  // stored by this handle, not committed yet: found as Lookup finds them
+      std::erase_if(order, [&](uint32_t i) {
+        out[i] = FindPending(key, backend_id, backend_version, fingerprints[i]);
+        return out[i].has_value();
+      });
+    }
+    const uint64_t prefix = ChecksumPrefix(backend_id, backend_version);
+    sqlite3_stmt* s = scan_.get();
+    int rc;
+    {
+      ReadTransaction txn(*this);
+      rc = KeyWalk(
+          s, order,
+          [&](uint32_t i) {
+            BindBlob(s, 1, key);
+            BindBlob(s, 2, fingerprints[i]);
+          },
+          [&](uint32_t i) { return std::string_view(fingerprints[i]).compare(ColumnBlob(s, 0)); },
+          [&](uint32_t i) { out[i] = Decode(s, 1, prefix, fingerprints[i]); });
+    }
+    if (rc != SQLITE_DONE) Fault(rc, "read");
     return out;
   }
 
@@ -500,13 +546,69 @@ class DiskCache : public ProbeCache {
     return sqlite3_step(put);
   }
 
-  std::optional<Verdict> LookupLocked(const std::string& key, const std::string& backend_id,
-                                      const std::string& backend_version, const std::string& fingerprint) {
-    if (!db_.open()) return std::nullopt;
+  // Indices 0..n-1 sorted by key(i), ties by index (so that the order does not depend on the sort).
+  template <class Key>
+  static std::vector<uint32_t> SortedOrder(size_t n, Key key) {
+    std::vector<std::pair<decltype(key(0)), uint32_t>> keyed(n);
+    for (uint32_t i = 0; i < n; ++i) keyed[i] = {key(i), i};
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<uint32_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
+    return order;
+  }
+
+  // Looks up the keys `order` lists (sorted, ascending) with `scan`, a statement that returns the rows from a bound
+  // key on in key order: seeks to the first key (`bind` binds key i), then steps row by row, handing each row that
+  // is a wanted key to `found` (`compare` tells wanted key i against the row's: <0, 0, >0) and passing over wanted
+  // keys that have no row. Stepping to the next row costs a fraction of a seek, so a run whose rows lie together
+  // reads them at that cost; after kMaxSkip rows in a row that are not wanted it seeks again, so that rows of other
+  // runs between the wanted ones cost at most that many steps per key. SQLITE_DONE, or the error that stopped it.
+  template <class Bind, class Compare, class Found>
+  static int KeyWalk(sqlite3_stmt* scan, const std::vector<uint32_t>& order, Bind bind, Compare compare,
+                     Found found) {
+    constexpr int kMaxSkip = 8;
+    size_t k = 0;
+    int rc = SQLITE_DONE;
+    while (k < order.size()) {
+      sqlite3_reset(scan);
+      bind(order[k]);
+      int skipped = 0;
+      while ((rc = sqlite3_step(scan)) == SQLITE_ROW) {
+        int c;
+        while ((c = compare(order[k])) < 0)  // no row for this key
+          if (++k == order.size()) break;
+        if (k == order.size()) break;
+        if (c == 0) {
+          skipped = 0;
+          do found(order[k]);
+          while (++k < order.size() && compare(order[k]) == 0);
+          if (k == order.size()) break;
+        } else if (++skipped > kMaxSkip) {
+          break;  // seek to order[k]
+        }
+      }
+      if (rc == SQLITE_DONE) break;  // no more rows: the keys left have none
+      if (rc != SQLITE_ROW) break;
+      rc = SQLITE_DONE;
+    }
+    sqlite3_reset(scan);
+    return rc;
+  }
+
+  // The verdict of a store still waiting for its commit, if any.
+  std::optional<Verdict> FindPending(const std::string& key, const std::string& backend_id,
+                                     const std::string& backend_version, const std::string& fingerprint) const {
     for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
       if (it->fingerprint == fingerprint && it->key == key && it->backend_id == backend_id &&
           it->backend_version == backend_version)
         return it->verdict;
+    return std::nullopt;
+  }
+
+  std::optional<Verdict> LookupLocked(const std::string& key, const std::string& backend_id,
+                                      const std::string& backend_version, const std::string& fingerprint) {
+    if (!db_.open()) return std::nullopt;
+    if (auto v = FindPending(key, backend_id, backend_version, fingerprint)) return v;
     sqlite3_stmt* s = get_.get();
     int rc;
     std::optional<Verdict> v;
@@ -515,26 +617,31 @@ class DiskCache : public ProbeCache {
       BindBlob(s, 1, key);
       BindBlob(s, 2, fingerprint);
       rc = sqlite3_step(s);
-      if (rc == SQLITE_ROW) v = Decode(s, backend_id, backend_version, fingerprint);
+      if (rc == SQLITE_ROW) v = Decode(s, 0, ChecksumPrefix(backend_id, backend_version), fingerprint);
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) Fault(rc, "read");
     return v;
   }
 
-  // A row that does not check out (wrong types, unknown kind, checksum) is a miss; the next Store replaces it.
-  static std::optional<Verdict> Decode(sqlite3_stmt* s, const std::string& backend_id,
-                                       const std::string& backend_version, const std::string& fingerprint) {
-    if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || sqlite3_column_type(s, 2) != SQLITE_FLOAT) return std::nullopt;
-    const int kind = sqlite3_column_int(s, 0);
+  // The verdict in a row's columns from `col` on (kind, reason, seconds, output_tail, checksum); `prefix` is the
+  // ChecksumPrefix of its backend. A row that does not check out (wrong types, unknown kind, checksum) is a miss; the
+  // next Store replaces it.
+  static std::optional<Verdict> Decode(sqlite3_stmt* s, int col, uint64_t prefix, std::string_view fingerprint) {
+    if (sqlite3_column_type(s, col) != SQLITE_INTEGER || sqlite3_column_type(s, col + 2) != SQLITE_FLOAT)
+      return std::nullopt;
+    const int kind = sqlite3_column_int(s, col);
     if (kind != 1 && kind != 2) return std::nullopt;
+    const std::string_view reason = ColumnBlob(s, col + 1);
+    const double seconds = sqlite3_column_double(s, col + 2);
+    const std::string_view tail = ColumnBlob(s, col + 3);
+    char sum[16];
+    ChecksumText(EntryChecksum(prefix, fingerprint, kind, reason, seconds, tail), sum);
+    if (ColumnBlob(s, col + 4) != std::string_view(sum, sizeof sum)) return std::nullopt;
     Verdict v;
     v.kind = kind == 1 ? Verdict::Kind::kSupported : Verdict::Kind::kUnsupported;
-    v.reason = std::string(ColumnBlob(s, 1));
-    v.seconds = sqlite3_column_double(s, 2);
-    v.output_tail = std::string(ColumnBlob(s, 3));
-    if (ColumnBlob(s, 4) !=
-        EntryChecksum(backend_id, backend_version, fingerprint, kind, v.reason, v.seconds, v.output_tail))
-      return std::nullopt;
+    v.reason = reason;
+    v.seconds = seconds;
+    v.output_tail = tail;
     return v;
   }
 
@@ -542,6 +649,9 @@ class DiskCache : public ProbeCache {
     return db_.Prepare("SELECT kind, reason, seconds, output_tail, checksum FROM verdicts "
                        "WHERE backend = ?1 AND fingerprint = ?2",
                        get_) == SQLITE_OK &&
+           db_.Prepare("SELECT fingerprint, kind, reason, seconds, output_tail, checksum FROM verdicts "
+                       "WHERE backend = ?1 AND fingerprint >= ?2 ORDER BY fingerprint",
+                       scan_) == SQLITE_OK &&
            db_.Prepare("INSERT OR REPLACE INTO verdicts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", put_) == SQLITE_OK &&
            db_.Prepare("INSERT OR IGNORE INTO backends VALUES (?1, ?2, ?3)", put_backend_) == SQLITE_OK &&
            db_.Prepare("BEGIN", begin_) == SQLITE_OK && db_.Prepare("BEGIN IMMEDIATE", begin_write_) == SQLITE_OK &&
@@ -549,21 +659,21 @@ class DiskCache : public ProbeCache {
   }
   // The memo statements; false when the file has no memos table yet (a cache written before memos existed).
   bool PrepareMemos() {
-    return db_.Prepare("SELECT value, checksum FROM memos WHERE key = ?1", memo_get_) == SQLITE_OK &&
+    return db_.Prepare("SELECT key, value, checksum FROM memos WHERE key >= ?1 ORDER BY key", memo_scan_) == SQLITE_OK &&
            db_.Prepare("INSERT OR REPLACE INTO memos VALUES (?1, ?2, ?3)", memo_put_) == SQLITE_OK;
   }
   // Adds the memos table to a cache that lacks it; without it the cache keeps its verdicts and has no memos. The
   // caller holds the folder's lock.
   void AddMemoTable() {
-    memo_get_.Finalize();
+    memo_scan_.Finalize();
     memo_put_.Finalize();
     if (db_.Exec(kMemoTable) != SQLITE_OK || !PrepareMemos()) {
-      memo_get_.Finalize();
+      memo_scan_.Finalize();
       memo_put_.Finalize();
     }
   }
   void Finalize() {
-    for (Stmt* s : {&get_, &put_, &put_backend_, &begin_, &begin_write_, &commit_, &memo_get_, &memo_put_})
+    for (Stmt* s : {&get_, &scan_, &put_, &put_backend_, &begin_, &begin_write_, &commit_, &memo_scan_, &memo_put_})
       s->Finalize();
   }
 
@@ -710,8 +820,8 @@ class DiskCache : public ProbeCache {
   const DiskCacheOptions options_;
   std::mutex mu_;  // one connection, used by one thread at a time
   Db db_;          // closed: no usable cache; every lookup misses and stores are dropped
-  Stmt get_, put_, put_backend_, begin_, begin_write_, commit_;
-  Stmt memo_get_, memo_put_;  // null when the file has no memos table
+  Stmt get_, scan_, put_, put_backend_, begin_, begin_write_, commit_;
+  Stmt memo_scan_, memo_put_;  // null when the file has no memos table
   std::vector<Entry> pending_;  // stored, not yet committed
   Clock::time_point pending_since_{}, last_commit_{};
   bool recovered_ = false;

@@ -67,7 +67,16 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
 }
 
 uint64_t Fnv1a64(std::string_view text, uint64_t hash) {
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+  constexpr uint64_t kPrime = 1099511628211ULL;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const unsigned char* end = p + text.size();
+  for (; end - p >= 4; p += 4) {  // the same steps, a quarter of the loop's (cache checksums hash every lookup)
+    hash = (hash ^ p[0]) * kPrime;
+    hash = (hash ^ p[1]) * kPrime;
+    hash = (hash ^ p[2]) * kPrime;
+    hash = (hash ^ p[3]) * kPrime;
+  }
+  for (; p != end; ++p) hash = (hash ^ *p) * kPrime;
   return hash;
 }
 

@@ -279,7 +279,7 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
   out += Chart(result) + "\n</section>\n";
 
   // By module path.
-  auto modules = GroupBy(result, [](const OpRecord& op) { return op.module_path; });
+  auto modules = GroupBy(result, [](const OpRecord& op) { return op.module_path.str(); });
   out += fmt::format("<section id=\"modules\"><h2>By module path ({})</h2>\n", modules.size());
   out += "<div class=\"tools\"><button type=\"button\" data-expand=\"all\" data-table=\"by-module\">Expand all</button> "
          "<button type=\"button\" data-expand=\"none\" data-table=\"by-module\">Collapse all</button></div>\n";
@@ -313,7 +313,7 @@ std::string RenderHtml(const AnalysisResult& result, const RenderOptions& option
 
   // By aten op.
   // Derived records (instructions a lowering attributes to another op) are their own, marked rows.
-  auto ops = GroupBy(result, [](const OpRecord& op) { return op.part_of >= 0 ? op.op + " (derived)" : op.op; });
+  auto ops = GroupBy(result, [](const OpRecord& op) { return op.part_of >= 0 ? op.op + " (derived)" : op.op.str(); });
   std::stable_sort(ops.begin(), ops.end(), [](const Group& a, const Group& b) { return a.key < b.key; });
   out += fmt::format("<section id=\"ops\"><h2>By aten op ({})</h2>\n", ops.size());
   out += "<div class=\"tools\"><button type=\"button\" data-expand=\"all\" data-table=\"by-op\">Expand all</button> "

@@ -42,7 +42,7 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
     std::string part_of;
     if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
       const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-      part_of = parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload;
+      part_of = parent.overload.empty() || parent.overload == "default" ? parent.op.str() : parent.op + "." + parent.overload;
     }
     Case& c = cases[{op.op, op.signature, part_of}];
     c.op = op.op;

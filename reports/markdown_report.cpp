@@ -133,7 +133,7 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
   }
 
   if (result.programs.size() > 1) {
-    auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program; });
+    auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program.str(); });
     out += "### Programs\n\n| program | support | aten support | aten calls | HLO instructions |\n|---|---:|---:|---:|---:|\n";
     for (const auto& name : result.programs) {
       Tally t;

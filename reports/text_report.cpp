@@ -175,7 +175,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
   }
 
   if (result.programs.size() > 1) {
-    auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program; });
+    auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program.str(); });
     out += "\n" + paint("Programs", "1") + "\n";
     Table t({"PROGRAM", "SUPPORT", "ATEN SUPPORT", "ATEN CALLS", "INSTRUCTIONS"}, {false, true, true, true, true});
     for (const auto& name : result.programs) {

@@ -23,10 +23,11 @@ auto OpKey(const UnsupportedOp& u) {
 void SetOrigin(const OpRecord& op, const std::string& source_dir, UnsupportedOp& u) {
   u.lib_place = SourcePlace(op.lib_loc, "");
   if (op.forward.empty()) return;
-  u.forward_op = op.forward.op;
-  u.forward_place = SourcePlace(op.forward.loc, source_dir);
-  u.forward_lib_place = SourcePlace(op.forward.lib_loc, "");
-  u.forward_module_path = op.forward.module_path;
+  const analyzer::ForwardCall& f = op.forward;
+  u.forward_op = f.op;
+  u.forward_place = SourcePlace(f.loc, source_dir);
+  u.forward_lib_place = SourcePlace(f.lib_loc, "");
+  u.forward_module_path = f.module_path;
 }
 
 }  // namespace
@@ -50,7 +51,7 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     u.dynamic_shape = op.dynamic_shape;
     if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
       const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-      u.part_of = parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload;
+      u.part_of = parent.overload.empty() || parent.overload == "default" ? parent.op.str() : parent.op + "." + parent.overload;
     }
     u.place = SourcePlace(op.loc, result.source_dir);
     SetOrigin(op, result.source_dir, u);
@@ -158,14 +159,18 @@ std::map<std::string, int64_t> SupportedAtenCounts(const AnalysisResult& result,
   std::map<std::string, int64_t> out;
   for (const OpRecord& op : result.ops) {
     if (!result.OpSupported(op)) continue;
-    std::string key = op.op;
     if (mark_derived && op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
       const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-      key += " (part of " +
-             (parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload) +
-             ")";
+      std::string key = op.op + " (part of " +
+                        (parent.overload.empty() || parent.overload == "default" ? parent.op.str()
+                                                                                 : parent.op + "." + parent.overload) +
+                        ")";
+      out[key] += op.count;
+      continue;
     }
-    out[key] += op.count;
+    // (looked up before it is copied: most ops are there already)
+    if (auto it = out.find(op.op.str()); it != out.end()) it->second += op.count;
+    else out.emplace(op.op.str(), op.count);
   }
   return out;
 }
@@ -192,7 +197,7 @@ std::vector<UnsupportedInstruction> UnsupportedInstructions(const AnalysisResult
       std::string part_of;
       if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
         const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-        part_of = parent.overload.empty() || parent.overload == "default" ? parent.op : parent.op + "." + parent.overload;
+        part_of = parent.overload.empty() || parent.overload == "default" ? parent.op.str() : parent.op + "." + parent.overload;
       }
       auto [it, inserted] = by_key.try_emplace({probe.signature, op.op + "|" + part_of, call, p});
       auto& u = it->second;

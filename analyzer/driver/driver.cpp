@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -29,6 +30,38 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The units a run knows only from their lowering memos (ProbeRecord::relower): unit i is unit `k` of signature
+// `sig`'s lowering, whose structural hash was `hash`. It holds the distinct signatures' nodes while a record needs
+// them.
+class MemoUnits final : public UnitSource {
+ public:
+  MemoUnits(std::vector<Node> nodes, const LoweringTable& table) : nodes_(std::move(nodes)), table_(table) {}
+  const Node& node(uint32_t sig) const { return nodes_[sig]; }
+  size_t Add(uint32_t sig, uint32_t k, uint64_t hash) {
+    units_.push_back({sig, k, hash});
+    return units_.size() - 1;
+  }
+  std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*> Relower(size_t index) const override {
+    const Unit& u = units_[index];
+    std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*> out{nullptr, nullptr};
+    Expected<LoweredModule> m = Lower(nodes_[u.sig], table_);
+    if (m.ok() && u.k < m->units.size() && hlo::UnitHash(*m->units[u.k]) == u.hash) {
+      out.second = m->units[u.k];
+      out.first = std::move(m->module);
+    }
+    return out;
+  }
+
+ private:
+  struct Unit {
+    uint32_t sig, k;
+    uint64_t hash;
+  };
+  std::vector<Node> nodes_;
+  const LoweringTable& table_;
+  std::vector<Unit> units_;
+};
+
 // Collects unique probe units by their structural fingerprint (hlo/fingerprint.h): only the first instruction with
 // a fingerprint becomes a probe module, when it is probed (a cache hit never builds one) or when the module `source`
 // does not outlive the analysis; the text of a unit is printed only if a report asks (ProbeRecord::ModuleText).
@@ -42,7 +75,7 @@ class ProbeSet {
     if (!inserted) {
       ProbeRecord& known = probes[it->second];
       if (known.relower && source) {  // known from a memo so far: this lowering has the unit at hand
-        known.relower = nullptr;
+        known.relower.reset();
         known.source = source;
         known.source_instruction = &instr;
       }
@@ -62,17 +95,19 @@ class ProbeSet {
     return it->second;
   }
 
-  // A unit known from a lowering memo: by its fingerprint and what the report shows; `relower` gives the unit itself
-  // when it is needed.
-  size_t AddKnown(const MemoUnit& u, std::vector<ProbeRecord>& probes, decltype(ProbeRecord::relower) relower) {
+  // A unit known from a lowering memo: by its fingerprint and what the report shows (taken from `u`); `relower`
+  // gives the unit itself when it is needed (unit `k` of signature `sig`'s lowering).
+  size_t AddKnown(MemoUnit& u, std::vector<ProbeRecord>& probes, const std::shared_ptr<MemoUnits>& relower,
+                  uint32_t sig, uint32_t k) {
     auto [it, inserted] = index_.emplace(u.hash, probes.size());
     if (!inserted) return it->second;
     hashes_.push_back(u.hash);
     ProbeRecord& rec = probes.emplace_back();
     rec.fingerprint = hlo::HashHex(u.hash);
-    rec.opcode = u.opcode;
-    rec.signature = u.signature;
-    rec.relower = std::move(relower);
+    rec.opcode = std::move(u.opcode);
+    rec.signature = std::move(u.signature);
+    rec.relower_index = relower->Add(sig, k, u.hash);
+    rec.relower = relower;
     return it->second;
   }
 
@@ -232,7 +267,8 @@ std::string CustomOpReason(const std::string& op) {
 // Everything a GraphAnalysis keeps between Add and Finish: per distinct call site a few numbers (its strings are held
 // once in `strings`), per distinct signature one node.
 struct GraphAnalysis::State {
-  explicit State(const DriverOptions& o) : options(o), site_index(0, SiteHash{this}, SiteEq{this}) {}
+  explicit State(const DriverOptions& o)
+      : options(o), forward_index(0, ForwardHash{this}, ForwardEq{this}), site_index(0, SiteHash{this}, SiteEq{this}) {}
 
   DriverOptions options;
   Clock::time_point start = Clock::now();
@@ -261,25 +297,48 @@ struct GraphAnalysis::State {
   };
   std::unordered_map<std::pair<const void*, const void*>, std::vector<Seen>, StoragePairHash> seen;
 
-  // The strings of the call sites (file, module path, program, phase, note), each held once.
+  // The strings of the call sites (file, module path, program, phase, note), each held once; id 0 is "".
   class Strings {
    public:
+    Strings() { text_.push_back(&ids_.emplace(std::string(), 0).first->first); }
     uint32_t Id(const std::string& s) {
+      if (s.empty()) return 0;
       if (auto known = ids_.find(s); known != ids_.end()) return known->second;  // (emplace would copy s first)
       auto [it, inserted] = ids_.emplace(s, static_cast<uint32_t>(text_.size()));
       if (inserted) text_.push_back(&it->first);
       return it->second;
     }
     const std::string& operator[](uint32_t id) const { return *text_[id]; }
+    size_t size() const { return text_.size(); }
 
    private:
     std::unordered_map<std::string, uint32_t> ids_;
     std::vector<const std::string*> text_;  // keys of ids_ (their addresses do not move)
   } strings;
 
-  // A backward call's forward call, each distinct one held once; id 0 is "none".
-  std::vector<ForwardCall> forwards{ForwardCall{}};
-  std::map<std::string, uint32_t> forward_ids;
+  // A backward call's forward call, each distinct one held once (shared by the records); id 0 is "none".
+  std::vector<std::shared_ptr<const ForwardCall>> forwards{nullptr};
+  struct ForwardHash {
+    using is_transparent = void;
+    const State* s;
+    size_t operator()(const ForwardCall& f) const {
+      std::hash<std::string_view> text;
+      size_t h = text(f.op);
+      for (size_t v : {text(f.loc.file), static_cast<size_t>(f.loc.line), text(f.lib_loc.file),
+                       static_cast<size_t>(f.lib_loc.line), text(f.module_path)})
+        h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      return h;
+    }
+    size_t operator()(uint32_t i) const { return (*this)(*s->forwards[i]); }
+  };
+  struct ForwardEq {
+    using is_transparent = void;
+    const State* s;
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(const ForwardCall& f, uint32_t i) const { return f == *s->forwards[i]; }
+    bool operator()(uint32_t i, const ForwardCall& f) const { return f == *s->forwards[i]; }
+  };
+  std::unordered_set<uint32_t, ForwardHash, ForwardEq> forward_index;  // indices into `forwards`
   uint32_t ForwardId(const ForwardCall& f);
 
   // One entry per distinct call site (signature, place, library frame, forward call, module, program, phase,
@@ -322,30 +381,26 @@ struct GraphAnalysis::State {
   };
   std::unordered_set<uint32_t, SiteHash, SiteEq> site_index;  // indices into `sites`
 
-  uint32_t SignatureOf(const Node& n);
+  // The signature of `n`, and whether it is new (then `n` is to be added to signature_nodes and tensor_signatures).
+  std::pair<uint32_t, bool> SignatureOf(const Node& n);
 };
 
-uint32_t GraphAnalysis::State::SignatureOf(const Node& n) {
+std::pair<uint32_t, bool> GraphAnalysis::State::SignatureOf(const Node& n) {
   std::vector<Seen>& same_lists = seen[{n.args.storage(), n.outputs.storage()}];
   for (const Seen& s : same_lists)
-    if (s.op == n.op && s.overload == n.overload) return s.signature;
-  auto [it, inserted] = signature_ids.emplace(n.SignatureKey(), static_cast<uint32_t>(signature_nodes.size()));
-  if (inserted) {
-    signature_keys.push_back(&it->first);
-    signature_nodes.push_back(n);
-    tensor_signatures.push_back(n.TensorSignature());
-  }
+    if (s.op == n.op && s.overload == n.overload) return {s.signature, false};
+  auto [it, inserted] = signature_ids.emplace(n.SignatureKey(), static_cast<uint32_t>(signature_keys.size()));
+  if (inserted) signature_keys.push_back(&it->first);
   same_lists.push_back(Seen{n.op, n.overload, it->second, n.args, n.outputs});
-  return it->second;
+  return {it->second, inserted};
 }
 
 uint32_t GraphAnalysis::State::ForwardId(const ForwardCall& f) {
   if (f.op.empty()) return 0;
-  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", f.op, f.loc.file, f.loc.line, f.lib_loc.file,
-                                f.lib_loc.line, f.module_path);
-  auto [it, inserted] = forward_ids.emplace(std::move(key), static_cast<uint32_t>(forwards.size()));
-  if (inserted) forwards.push_back(f);
-  return it->second;
+  if (auto known = forward_index.find(f); known != forward_index.end()) return *known;
+  forwards.push_back(std::make_shared<const ForwardCall>(f));
+  forward_index.insert(static_cast<uint32_t>(forwards.size() - 1));
+  return static_cast<uint32_t>(forwards.size() - 1);
 }
 
 GraphAnalysis::GraphAnalysis(const DriverOptions& options) : s_(std::make_unique<State>(options)) {}
@@ -370,7 +425,8 @@ void GraphAnalysis::Add(Node&& n) {
     }
   }
   // 1. Merge identical calls at the same place: memory grows with distinct calls, not total calls.
-  State::Site site{s.SignatureOf(n),
+  const auto [signature, new_signature] = s.SignatureOf(n);
+  State::Site site{signature,
                    s.strings.Id(n.loc.file),
                    s.strings.Id(n.module_path),
                    s.strings.Id(n.program),
@@ -382,13 +438,19 @@ void GraphAnalysis::Add(Node&& n) {
                    s.strings.Id(n.lib_loc.file),
                    n.lib_loc.line,
                    s.ForwardId(n.forward)};
-  if (auto it = s.site_index.find(site); it != s.site_index.end()) {
-    s.sites[*it].count += n.count;
-    return;
+  if (!new_signature) {
+    if (auto it = s.site_index.find(site); it != s.site_index.end()) {
+      s.sites[*it].count += n.count;
+      return;
+    }
   }
   site.note = s.strings.Id(n.note);
   s.sites.push_back(site);
   s.site_index.insert(static_cast<uint32_t>(s.sites.size() - 1));
+  if (new_signature) {  // the first node with it: the one that is lowered
+    s.tensor_signatures.push_back(n.TensorSignature());
+    s.signature_nodes.push_back(std::move(n));
+  }
 }
 
 AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table) {
@@ -410,12 +472,26 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
 
   // 2. Lower each distinct signature once (in the order the call sites first need it), or take what its lowering
   // gave from the memo; 3. dedup probe units by fingerprint.
-  // What each distinct signature lowered to (from the memo, or lowered now: one form either way) and the index in
-  // r.probes of each of its units.
+  // What each distinct signature lowered to (from the memo, or lowered now: one form either way), the index in
+  // r.probes of each of its units, and what the records of its call sites share.
   struct Lowered {
     LoweringOutcome outcome;
     std::vector<size_t> probes;  // per outcome unit
-    size_t derived = 0;          // distinct other ops its units are attributed to
+    SharedVector<size_t> own_probes;  // the units of the call's own record, and their names
+    SharedVector<std::string> own_names;
+    // The units attributed to other ops (a record of their own at each call site), by op in order of first
+    // appearance.
+    struct Derived {
+      SharedString op;
+      std::vector<size_t> probes;
+      std::vector<std::string> names;
+      SharedVector<size_t> shared_probes;
+      SharedVector<std::string> shared_names;
+    };
+    std::vector<Derived> derived;
+    // What the records show, held once for all of them.
+    SharedString op, overload, signature, error, note;
+    SharedString derived_note;  // `part of the lowering of aten::add.Tensor`
   };
   std::vector<Lowered> lowered(s.signature_nodes.size());
   std::vector<uint32_t> order;  // signatures in the order the call sites first need them
@@ -428,7 +504,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       }
   }
   // The nodes outlive the analysis in the units known from the memo (they lower their call again when needed).
-  const auto nodes = std::make_shared<const std::vector<Node>>(std::move(s.signature_nodes));
+  const auto memo_units = std::make_shared<MemoUnits>(std::move(s.signature_nodes), table);
   compiler_probe::ProbeCache* cache = s.options.cache;
   const bool memo = cache && table.builtin() && !BuildId().empty();
   std::vector<uint64_t> memo_keys;
@@ -439,29 +515,22 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     memos = cache->LookupMemos(memo_keys);
   }
   std::vector<std::pair<uint64_t, std::string>> new_memos;
-  const LoweringTable* lowering_table = &table;
   ProbeSet set;
   for (size_t j = 0; j < order.size(); ++j) {
     const uint32_t sig = order[j];
     Lowered& l = lowered[sig];
     LoweringOutcome& o = l.outcome;
-    const Node& n = (*nodes)[sig];
+    const Node& n = memo_units->node(sig);
     std::optional<LoweringOutcome> known;
-    if (memo && memos[j]) known = DecodeLoweringOutcome(*memos[j]);
+    if (memo && memos[j]) {
+      known = DecodeLoweringOutcome(*memos[j]);
+      memos[j].reset();
+    }
     if (known) {
       o = std::move(*known);
-      for (size_t k = 0; k < o.units.size(); ++k) {
-        auto relower = [nodes, lowering_table, sig, k, hash = o.units[k].hash]() {
-          std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*> out{nullptr, nullptr};
-          Expected<LoweredModule> m = Lower((*nodes)[sig], *lowering_table);
-          if (m.ok() && k < m->units.size() && hlo::UnitHash(*m->units[k]) == hash) {
-            out.second = m->units[k];
-            out.first = std::move(m->module);
-          }
-          return out;
-        };
-        l.probes.push_back(set.AddKnown(o.units[k], r.probes, std::move(relower)));
-      }
+      l.probes.reserve(o.units.size());
+      for (size_t k = 0; k < o.units.size(); ++k)
+        l.probes.push_back(set.AddKnown(o.units[k], r.probes, memo_units, sig, static_cast<uint32_t>(k)));
     } else {
       if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
         // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
@@ -484,82 +553,105 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       }
       if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(o));
     }
-    std::set<std::string_view> others;
-    for (const MemoUnit& u : o.units)
-      if (!u.attributed_to.empty()) others.insert(u.attributed_to);
-    l.derived = others.size();
-    if (o.kind != LoweringOutcome::Kind::kCustomOp) ++r.summary.distinct_signatures;
+    l.op = n.op;
+    l.overload = n.overload;
+    l.signature = std::move(s.tensor_signatures[sig]);
+    if (o.kind == LoweringOutcome::Kind::kCustomOp) {
+      l.error = CustomOpReason(n.op);
+      continue;
+    }
+    ++r.summary.distinct_signatures;
+    l.error = o.error;
+    l.note = o.note;
+    // The records' share: the units attributed to the call itself, and those attributed to other ops by op.
+    std::vector<size_t> own;
+    std::vector<std::string> own_names;
+    for (size_t k = 0; k < o.units.size(); ++k) {
+      MemoUnit& u = o.units[k];
+      if (u.attributed_to.empty()) {
+        own.push_back(l.probes[k]);
+        own_names.push_back(std::move(u.name));
+        continue;
+      }
+      auto d = std::find_if(l.derived.begin(), l.derived.end(),
+                            [&](const Lowered::Derived& x) { return x.op == u.attributed_to; });
+      if (d == l.derived.end()) d = l.derived.insert(d, Lowered::Derived{SharedString(u.attributed_to), {}, {}, {}, {}});
+      d->probes.push_back(l.probes[k]);
+      d->names.push_back(std::move(u.name));
+    }
+    l.own_probes = std::move(own);
+    l.own_names = std::move(own_names);
+    for (Lowered::Derived& d : l.derived) {
+      d.shared_probes = std::move(d.probes);
+      d.shared_names = std::move(d.names);
+    }
+    if (!l.derived.empty()) l.derived_note = fmt::format("part of the lowering of {}", n.qualified_name());
   }
   if (!new_memos.empty()) cache->StoreMemos(new_memos);
   size_t derived_total = 0;
-  for (const State::Site& site : s.sites) derived_total += lowered[site.signature].derived;
+  for (const State::Site& site : s.sites) derived_total += lowered[site.signature].derived.size();
 
   // The records: one per call site, then those of instructions attributed to another op, each at its call's place.
+  // Their strings are shared: one SharedString per distinct string of the call sites.
+  std::vector<SharedString> texts(s.strings.size());
+  auto text = [&](uint32_t id) -> const SharedString& {
+    if (texts[id].empty() && id != 0) texts[id] = s.strings[id];
+    return texts[id];
+  };
   r.ops.reserve(s.sites.size() + derived_total);
-  std::vector<OpRecord> derived_ops;
-  derived_ops.reserve(derived_total);
-  std::map<std::string, size_t> derived;  // attributed op -> index in derived_ops, for the call site at hand
-  for (size_t i = 0; i < s.sites.size(); ++i) {
-    const State::Site& site = s.sites[i];
-    const Node& n = (*nodes)[site.signature];
+  for (const State::Site& site : s.sites) {
     const Lowered& l = lowered[site.signature];
     const LoweringOutcome& o = l.outcome;
     OpRecord& op = r.ops.emplace_back();
-    op.op = n.op;
-    op.overload = n.overload;
-    op.signature = s.tensor_signatures[site.signature];
+    op.op = l.op;
+    op.overload = l.overload;
+    op.signature = l.signature;
     op.loc = {s.strings[site.file], site.line};
     op.lib_loc = {s.strings[site.lib_file], site.lib_line};
     op.forward = s.forwards[site.forward];
-    op.module_path = s.strings[site.module_path];
-    op.program = s.strings[site.program];
-    op.phase = s.strings[site.phase];
+    op.module_path = text(site.module_path);
+    op.program = text(site.program);
+    op.phase = text(site.phase);
     op.count = site.count;
     op.dynamic_shape = site.dynamic;
-    op.note = s.strings[site.note];
+    op.note = text(site.note);
     if (o.kind == LoweringOutcome::Kind::kCustomOp) {
       op.lowering = OpRecord::Lowering::kCustomOp;
-      op.lowering_error = CustomOpReason(n.op);
+      op.lowering_error = l.error;
       continue;
     }
     if (o.kind == LoweringOutcome::Kind::kFailed) {
       op.lowering = OpRecord::Lowering::kFailed;
-      op.lowering_error = o.error;
+      op.lowering_error = l.error;
     }
-    derived.clear();
-    for (size_t k = 0; k < l.probes.size(); ++k) {
-      const MemoUnit& u = o.units[k];
-      if (u.attributed_to.empty()) {
-        op.probes.push_back(l.probes[k]);
-        op.instruction_names.push_back(u.name);
-        continue;
-      }
-      // An instruction the lowering attributes to another aten op gets that op's record at this place.
-      auto [jt, inserted] = derived.emplace(u.attributed_to, derived_ops.size());
-      if (inserted) {
-        OpRecord& d = derived_ops.emplace_back();
-        d.op = u.attributed_to;
-        d.overload = "";
-        d.signature = op.signature;
-        d.loc = op.loc;
-        d.lib_loc = op.lib_loc;
-        d.forward = op.forward;
-        d.module_path = op.module_path;
-        d.program = op.program;
-        d.phase = op.phase;
-        d.count = op.count;
-        d.note = fmt::format("part of the lowering of {}", n.qualified_name());
-        d.part_of = static_cast<int64_t>(i);
-      }
-      derived_ops[jt->second].probes.push_back(l.probes[k]);
-      derived_ops[jt->second].instruction_names.push_back(u.name);
-    }
+    op.probes = l.own_probes;
+    op.instruction_names = l.own_names;
     if (o.dynamic_shape) {
       op.dynamic_shape = true;
-      if (op.note.empty()) op.note = o.note;
+      if (op.note.empty()) op.note = l.note;
     }
   }
-  for (auto& d : derived_ops) r.ops.push_back(std::move(d));
+  // An instruction the lowering attributes to another aten op gets that op's record at its call's place.
+  for (size_t i = 0; i < s.sites.size(); ++i) {
+    const Lowered& l = lowered[s.sites[i].signature];
+    for (const Lowered::Derived& d : l.derived) {
+      OpRecord& rec = r.ops.emplace_back();
+      const OpRecord& op = r.ops[i];  // (reserved: no reallocation)
+      rec.op = d.op;
+      rec.signature = op.signature;
+      rec.loc = op.loc;
+      rec.lib_loc = op.lib_loc;
+      rec.forward = op.forward;
+      rec.module_path = op.module_path;
+      rec.program = op.program;
+      rec.phase = op.phase;
+      rec.count = op.count;
+      rec.note = l.derived_note;
+      rec.part_of = static_cast<int64_t>(i);
+      rec.probes = d.shared_probes;
+      rec.instruction_names = d.shared_names;
+    }
+  }
   std::vector<State::Site>().swap(s.sites);
 
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
@@ -596,7 +688,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   ProbeSet set;
   // A record per (module, attributed op, source file, line). The op an op_type names is worked out once per distinct
   // op_type; the keys are views into the modules' metadata, which outlive this function's maps.
-  std::unordered_map<std::string_view, std::string> op_of_type;
+  std::unordered_map<std::string_view, SharedString> op_of_type;
   struct RecordKey {
     size_t module;
     std::string_view op, file;
@@ -618,6 +710,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   for (size_t mi = 0; mi < modules.size(); ++mi) {
     const NamedModule& nm = modules[mi];
     r.programs.push_back(nm.name);
+    const SharedString program = nm.name;  // shared by the module's records
     const hlo::Computation* entry = nm.module->entry();
     if (!entry) continue;
     record_of_metadata.clear();
@@ -628,16 +721,16 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
       if (new_metadata) {
         auto [ot, new_type] = op_of_type.try_emplace(md.op_type);
         if (new_type) {
-          ot->second = AtenOpFromOpType(md.op_type);
-          if (ot->second.empty()) ot->second = "unattributed";
+          std::string aten = AtenOpFromOpType(md.op_type);
+          ot->second = aten.empty() ? "unattributed" : std::move(aten);
         }
-        const std::string& op = ot->second;
-        auto [it, inserted] = op_index.try_emplace(RecordKey{mi, op, md.source_file, md.source_line}, r.ops.size());
+        const SharedString& op = ot->second;
+        auto [it, inserted] = op_index.try_emplace(RecordKey{mi, op.str(), md.source_file, md.source_line}, r.ops.size());
         if (inserted) {
           OpRecord rec;
           rec.op = op;
           rec.loc = SourceLoc{md.source_file, md.source_line};
-          rec.program = nm.name;
+          rec.program = program;
           r.ops.push_back(std::move(rec));
         }
         mt->second = it->second;

@@ -20,14 +20,14 @@ std::string ProbeRecord::ModuleText() const {
   if (unit) return hlo::ToString(*unit, hlo::PrintOptions::Short());
   std::shared_ptr<const hlo::Module> relowered;  // keeps `instr` alive while it is printed
   const hlo::Instruction* instr = source_instruction;
-  if (!instr && relower) std::tie(relowered, instr) = relower();
+  if (!instr && relower) std::tie(relowered, instr) = relower->Relower(relower_index);
   return instr ? hlo::ToString(*MakeUnit(*instr), hlo::PrintOptions::Short()) : module_text;
 }
 
 const hlo::Module* ProbeRecord::Unit() {
   if (!unit && !source_instruction && relower) {
-    std::tie(source, source_instruction) = relower();
-    relower = nullptr;
+    std::tie(source, source_instruction) = relower->Relower(relower_index);
+    relower.reset();
   }
   if (!unit && source_instruction) {
     unit = MakeUnit(*source_instruction);

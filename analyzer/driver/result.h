@@ -1,18 +1,31 @@
 // analyzer::AnalysisResult: everything a report writer needs, as plain values.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "analyzer/graph/graph.h"
 #include "compiler_probe/backend.h"
 #include "hlo/instruction.h"
 
 namespace opprobe::analyzer {
+
+// Gives again the units a driver knows only from its lowering memo (a warm run builds no lowering): unit `index`
+// (the driver's numbering) as its module and the unit's instruction in it, lowered anew; null when that lowering no
+// longer has the unit.
+class UnitSource {
+ public:
+  virtual ~UnitSource() = default;
+  virtual std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*> Relower(size_t index) const = 0;
+};
 
 // One unique probe unit (a single-instruction module) and the backend's verdict on it.
 struct ProbeRecord {
@@ -25,10 +38,10 @@ struct ProbeRecord {
   std::shared_ptr<const hlo::Module> unit;
   std::shared_ptr<const hlo::Module> source;
   const hlo::Instruction* source_instruction = nullptr;
-  // A unit the driver knows only from its lowering memo (a warm run builds no lowering): lowers its call again when
-  // the unit itself is needed, giving the module and the unit's instruction in it (null when that lowering no longer
-  // has the unit).
-  std::function<std::pair<std::shared_ptr<const hlo::Module>, const hlo::Instruction*>()> relower;
+  // A unit the driver knows only from its lowering memo (a warm run builds no lowering): `relower` lowers its call
+  // again (unit `relower_index` of it) when the unit itself is needed.
+  std::shared_ptr<const UnitSource> relower;
+  size_t relower_index = 0;
   compiler_probe::Verdict verdict;
   bool cache_hit = false;
   std::string repro_path;    // `--dump-dir` file for unsupported units, when written
@@ -40,18 +53,87 @@ struct ProbeRecord {
   const hlo::Module* Unit();
 };
 
+// A string held once for all the records that show it (an op's name, a signature, a module path): copies share it,
+// so that the records of many call sites neither allocate nor copy it again. Reads as a const std::string
+// (`op.op.str()`, or wherever a const std::string& is taken); assigned and compared like one.
+class SharedString {
+ public:
+  SharedString() = default;
+  SharedString(std::string s)  // NOLINT(implicit): assigned where a std::string was before
+      : p_(s.empty() ? nullptr : std::make_shared<const std::string>(std::move(s))) {}
+  SharedString(const char* s) : SharedString(std::string(s)) {}  // NOLINT(implicit)
+
+  const std::string& str() const { return p_ ? *p_ : Empty(); }
+  operator const std::string&() const { return str(); }  // NOLINT(implicit)
+  bool empty() const { return p_ == nullptr; }
+  size_t size() const { return str().size(); }
+  const char* c_str() const { return str().c_str(); }
+  const char* data() const { return str().data(); }
+  std::string::const_iterator begin() const { return str().begin(); }
+  std::string::const_iterator end() const { return str().end(); }
+  bool starts_with(std::string_view prefix) const { return str().starts_with(prefix); }
+  size_t find(std::string_view text, size_t pos = 0) const { return str().find(text, pos); }
+  std::string substr(size_t pos, size_t n = std::string::npos) const { return str().substr(pos, n); }
+
+  friend bool operator==(const SharedString& a, const SharedString& b) { return a.p_ == b.p_ || a.str() == b.str(); }
+  friend bool operator==(const SharedString& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const SharedString& a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(const SharedString& a, const char* b) { return a.str() == b; }
+  friend std::strong_ordering operator<=>(const SharedString& a, const SharedString& b) { return a.str() <=> b.str(); }
+  friend std::strong_ordering operator<=>(const SharedString& a, const std::string& b) { return a.str() <=> b; }
+  friend std::string operator+(const SharedString& a, const SharedString& b) { return a.str() + b.str(); }
+  friend std::string operator+(const SharedString& a, const std::string& b) { return a.str() + b; }
+  friend std::string operator+(const std::string& a, const SharedString& b) { return a + b.str(); }
+  friend std::string operator+(const SharedString& a, const char* b) { return a.str() + b; }
+  friend std::string operator+(const char* a, const SharedString& b) { return a + b.str(); }
+  friend std::string operator+(const SharedString& a, char b) { return a.str() + b; }
+  friend std::ostream& operator<<(std::ostream& os, const SharedString& s) { return os << s.str(); }
+
+ private:
+  static const std::string& Empty() {
+    static const std::string empty;
+    return empty;
+  }
+  std::shared_ptr<const std::string> p_;  // null for ""
+};
+
+// A backward call's forward call, held once for all the records of the calls it made. Reads as a const ForwardCall
+// (`op.forward->op`, `op.forward.empty()`); assigned a ForwardCall like one.
+class SharedForwardCall {
+ public:
+  SharedForwardCall() = default;
+  SharedForwardCall(std::shared_ptr<const ForwardCall> p) : p_(std::move(p)) {}  // NOLINT(implicit)
+  SharedForwardCall& operator=(ForwardCall f) {
+    p_ = f.empty() ? nullptr : std::make_shared<const ForwardCall>(std::move(f));
+    return *this;
+  }
+  const ForwardCall& get() const { return p_ ? *p_ : Empty(); }
+  operator const ForwardCall&() const { return get(); }  // NOLINT(implicit)
+  const ForwardCall* operator->() const { return &get(); }
+  bool empty() const { return get().empty(); }
+  friend bool operator==(const SharedForwardCall& a, const SharedForwardCall& b) { return a.get() == b.get(); }
+
+ private:
+  static const ForwardCall& Empty() {
+    static const ForwardCall empty;
+    return empty;
+  }
+  std::shared_ptr<const ForwardCall> p_;
+};
+
 // One distinct aten call site: an op with one argument signature at one place (merged `count` times).
 // For HLO input, the instructions attributed to one (op_type, source line, module).
+// Its strings are SharedStrings: the records of the call sites of one signature, file or module share them.
 struct OpRecord {
-  std::string op;            // `aten::mul`, or `unattributed` for HLO without metadata
-  std::string overload;      // `Tensor`
-  std::string signature;     // tensor signature `f32[4], c64[4]`
+  SharedString op;           // `aten::mul`, or `unattributed` for HLO without metadata
+  SharedString overload;     // `Tensor`
+  SharedString signature;    // tensor signature `f32[4], c64[4]`
   SourceLoc loc;
   SourceLoc lib_loc;         // traces: the library frame inside `loc` (`torchvision/models/resnet.py` 154), if any
-  ForwardCall forward;       // traces: a backward call's forward call, if known
-  std::string module_path;
-  std::string program;
-  std::string phase;
+  SharedForwardCall forward;  // traces: a backward call's forward call, if known
+  SharedString module_path;
+  SharedString program;
+  SharedString phase;
   int64_t count = 1;
   // For instructions a lowering attributes to another aten op (add's `other * alpha` is aten::mul in
   // PyTorch/XLA's IR): the index of the call's own record in AnalysisResult::ops; -1 for a real call.
@@ -61,14 +143,15 @@ struct OpRecord {
   // kCustomOp: a call outside aten/prims (`torchvision::nms`, `mylib::my_op`): XLA has no lowering for it.
   enum class Lowering { kOk, kFailed, kCustomOp };
   Lowering lowering = Lowering::kOk;
-  std::string lowering_error;
+  SharedString lowering_error;
   bool dynamic_shape = false;
-  std::string note;
+  SharedString note;
 
   // One entry per probe-unit instruction of this op's lowering, in order (indices into
-  // AnalysisResult::probes; repeats allowed), with the instruction's name in the lowered module.
-  std::vector<size_t> probes;
-  std::vector<std::string> instruction_names;
+  // AnalysisResult::probes; repeats allowed), with the instruction's name in the lowered module. The records of the
+  // call sites of one signature share them (SharedVector: copy on write).
+  SharedVector<size_t> probes;
+  SharedVector<std::string> instruction_names;
 };
 
 struct Summary {
@@ -147,3 +230,11 @@ struct AnalysisResult {
 };
 
 }  // namespace opprobe::analyzer
+
+template <>
+struct fmt::formatter<opprobe::analyzer::SharedString> : fmt::formatter<std::string_view> {
+  template <typename Context>
+  auto format(const opprobe::analyzer::SharedString& s, Context& ctx) const {
+    return fmt::formatter<std::string_view>::format(s.str(), ctx);
+  }
+};

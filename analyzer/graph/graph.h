@@ -134,6 +134,8 @@ class SharedVector {
   // The shared storage (nullptr when empty): two vectors with the same one hold the same elements.
   const void* storage() const { return p_.get(); }
 
+  friend bool operator==(const SharedVector& a, const SharedVector& b) { return a.get() == b.get(); }
+
  private:
   static const std::vector<T>& Empty() {
     static const std::vector<T> empty;

@@ -37,6 +37,45 @@ Node Neg(std::vector<int64_t> shape, int line, int64_t count = 1) {
   return n;
 }
 
+// The records share their strings (SharedString, one per distinct file, module, phase): each shows its own, and one
+// that has none shows none, whichever string came first.
+TEST(GraphAnalysis, EachRecordKeepsItsOwnPlaceModuleAndPhase) {
+  GraphAnalysis a{DriverOptions{}};
+  Node first = Neg({4}, 10);
+  first.lib_loc = {"torch/nn/modules/module.py", 1501};
+  first.module_path = "layer1.0.downsample.0";
+  first.phase = "forward";
+  first.forward = {"aten::mul.Tensor", {"model.py", 3}, {}, "head"};
+  a.Add(std::move(first));
+  Node bare = Neg({8}, 0);
+  bare.loc = {};
+  a.Add(std::move(bare));
+  Node other = Neg({4}, 12);
+  other.loc.file = "other.py";
+  other.module_path = "layer1.0.downsample.0";
+  a.Add(std::move(other));
+  Graph g;
+  AllSupported backend;
+  AnalysisResult r = a.Finish(g, backend, LoweringTable::Builtin());
+  ASSERT_EQ(r.ops.size(), 3u);
+  EXPECT_EQ(r.ops[0].loc.file, "model.py");
+  EXPECT_EQ(r.ops[0].lib_loc, (SourceLoc{"torch/nn/modules/module.py", 1501}));
+  EXPECT_EQ(r.ops[0].module_path, "layer1.0.downsample.0");
+  EXPECT_EQ(r.ops[0].phase, "forward");
+  EXPECT_EQ(r.ops[0].forward->op, "aten::mul.Tensor");
+  EXPECT_EQ(r.ops[0].program, "");
+  EXPECT_EQ(r.ops[0].note, "");
+  EXPECT_TRUE(r.ops[1].loc.empty());
+  EXPECT_TRUE(r.ops[1].lib_loc.empty());
+  EXPECT_EQ(r.ops[1].module_path, "");
+  EXPECT_EQ(r.ops[1].phase, "");
+  EXPECT_TRUE(r.ops[1].forward.empty());
+  EXPECT_EQ(r.ops[2].loc, (SourceLoc{"other.py", 12}));
+  EXPECT_TRUE(r.ops[2].lib_loc.empty());
+  EXPECT_EQ(r.ops[2].module_path, "layer1.0.downsample.0");
+  EXPECT_EQ(r.ops[0].probes, r.ops[2].probes);  // one signature: one shared list
+}
+
 TEST(GraphAnalysis, MergesIdenticalCallsWhereverTheyCome) {
   GraphAnalysis a{DriverOptions{}};
   a.Add(Neg({4}, 10, 2));

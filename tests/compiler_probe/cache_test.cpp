@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -108,6 +109,55 @@ TEST(DiskCacheTest, LookupManyAnswersAsLookupDoes) {
   }
   EXPECT_TRUE(c.LookupMany("b", "2", fps)[0] == std::nullopt);  // the backend is part of the key
   EXPECT_TRUE(c.LookupMany("b", "1", {}).empty());
+}
+
+// LookupMany and LookupMemos walk the rows in key order (stepping over rows nobody asked for, seeking again past a
+// few): every mix of densities, misses, repeats and orders answers as one lookup per key does.
+TEST(DiskCacheTest, BatchLookupsWalkCommittedRowsInAnyMix) {
+  TempDir tmp;
+  {
+    auto cache = OpenDiskCache(tmp.path.string());
+    ASSERT_TRUE(cache.ok());
+    for (int i = 0; i < 600; ++i) {
+      (*cache)->Store("b", "1", "f" + std::to_string(1000 + i), Unsupported("r" + std::to_string(i)));
+      (*cache)->Store("a", "1", "f" + std::to_string(1000 + i), Unsupported("other backend"));
+    }
+    std::vector<std::pair<uint64_t, std::string>> memos;
+    for (uint64_t k = 0; k < 600; ++k) memos.emplace_back(k * 0x0123456789abcdefULL, "m" + std::to_string(k));
+    (*cache)->StoreMemos(memos);
+  }
+  std::map<uint64_t, std::string> memo_of;  // (the keys wrap around 2^64: half of them read as negative in SQLite)
+  for (uint64_t k = 0; k < 600; ++k) memo_of[k * 0x0123456789abcdefULL] = "m" + std::to_string(k);
+  auto cache = OpenDiskCache(tmp.path.string());  // everything committed: the lookups read the database
+  ASSERT_TRUE(cache.ok());
+  auto& c = **cache;
+  for (int stride : {1, 3, 25, 200}) {
+    std::vector<std::string> fps;
+    std::vector<uint64_t> keys;
+    for (int i = 599; i >= -50; i -= stride) {  // backwards, with misses below, above and between the rows
+      fps.push_back("f" + std::to_string(1000 + i));
+      fps.push_back("f" + std::to_string(1000 + i) + "x");
+      keys.push_back(static_cast<uint64_t>(i) * 0x0123456789abcdefULL);
+      keys.push_back(static_cast<uint64_t>(i) * 0x0123456789abcdefULL + 1);
+    }
+    fps.push_back(fps.front());  // a repeat
+    keys.push_back(keys.front());
+    auto many = c.LookupMany("b", "1", fps);
+    ASSERT_EQ(many.size(), fps.size());
+    for (size_t i = 0; i < fps.size(); ++i) {
+      auto one = c.Lookup("b", "1", fps[i]);
+      ASSERT_EQ(many[i].has_value(), one.has_value()) << stride << " " << fps[i];
+      if (one) EXPECT_EQ(many[i]->reason, one->reason) << fps[i];
+    }
+    auto got = c.LookupMemos(keys);
+    ASSERT_EQ(got.size(), keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto stored = memo_of.find(keys[i]);
+      ASSERT_EQ(got[i].has_value(), stored != memo_of.end()) << stride << " " << keys[i];
+      if (got[i]) EXPECT_EQ(*got[i], stored->second);
+    }
+  }
+  EXPECT_EQ(c.LookupMany("b", "1", {"f1599", "f1000"})[1]->reason, "r0");
 }
 
 TEST(DiskCacheTest, ErrorVerdictsAreNotStored) {
