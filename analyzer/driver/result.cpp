@@ -31,8 +31,7 @@ const hlo::Module* ProbeRecord::Unit() {
   }
   if (!unit && source_instruction) {
     unit = MakeUnit(*source_instruction);
-    source_instruction = nullptr;
-    source.reset();
+    source_instruction = nullptr;  // `source` stays: the module goes with the result (the CLI leaves it to the exit)
   }
   return unit.get();
 }

@@ -34,7 +34,8 @@ struct ProbeRecord {
   std::string signature;     // hlo::InstructionSignature: `c64[4]{0} multiply(c64[4]{0}, c64[4]{0})`
   std::string module_text;   // the unit as HLO text (short style), when given; else ModuleText prints the unit
   // The probe unit (the driver's results; a report read back has none): `unit`, or, until it is needed (probed,
-  // written as a repro, printed), the instruction it is made from, in a module `source` keeps alive.
+  // written as a repro, printed), the instruction it is made from, in a module `source` keeps alive for as long as
+  // the result lives (its peak is the parse's; freeing it while probing only moved the cost of freeing it).
   std::shared_ptr<const hlo::Module> unit;
   std::shared_ptr<const hlo::Module> source;
   const hlo::Instruction* source_instruction = nullptr;

@@ -1,7 +1,7 @@
 // The reference of `scripts/bench warm`: what `opprobe analyze INPUT` does before it lowers or probes anything,
 // and nothing else. One process per call, as opprobe is one: start (the same libraries), tell the input's kind
-// (analyzer::DetectInput), load it as AnalyzeInputs does (LoadHlo for HLO, LoadGraph for traces and .pt2), free it,
-// exit. `opprobe_parse_only INPUT...` prints what it loaded; exit 2 with the loader's message on bad input.
+// (analyzer::DetectInput), load it as AnalyzeInputs does (LoadHlo for HLO, LoadGraph for traces and .pt2), and
+// exit without freeing it, as `opprobe analyze` leaves its result to the exit. `opprobe_parse_only INPUT...` prints what it loaded; exit 2 with the loader's message on bad input.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
         ++modules;
         if (m.module->entry()) instructions += m.module->entry()->instructions().size();
       }
+      [[maybe_unused]] auto* left_to_exit = new auto(std::move(*loaded));
     }
     std::printf("hlo: %zu modules, %zu entry instructions\n", modules, instructions);
     return 0;
@@ -46,5 +47,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("%s: %zu aten nodes\n", graph->input_kind.c_str(), graph->nodes.size());
+  [[maybe_unused]] auto* left_to_exit = new auto(std::move(*graph));
   return 0;
 }
