@@ -710,6 +710,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   for (size_t mi = 0; mi < modules.size(); ++mi) {
     const NamedModule& nm = modules[mi];
     r.programs.push_back(nm.name);
+    if (nm.owner) r.input_modules.push_back(nm.owner);
     const SharedString program = nm.name;  // shared by the module's records
     const hlo::Computation* entry = nm.module->entry();
     if (!entry) continue;

@@ -207,6 +207,9 @@ struct AnalysisResult {
   std::vector<IgnoredOp> ignored;  // sorted by op
   // The folder of the analyzed script (or input file) when known: call sites are shown relative to it.
   std::string source_dir;
+  // HLO input: the loaded modules its probe units refer into (ProbeRecord::source), held for as long as the result,
+  // so that they are freed with it (or, by the CLI, left to the process's exit) rather than one by one mid-run.
+  std::vector<std::shared_ptr<const hlo::Module>> input_modules;
 
   bool OpSupported(const OpRecord& op) const;
   // Supported instruction instances / all instances, in percent (Neuron's definition). A failed
