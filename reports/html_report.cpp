@@ -123,10 +123,12 @@ std::string Chart(const AnalysisResult& result) {
 
   std::vector<std::string> order;
   std::map<std::string, Tally> tallies;
-  for (const auto& op : result.ops) {
+  const std::vector<bool> derived_unsupported = UnsupportedDerived(result);
+  for (size_t i = 0; i < result.ops.size(); ++i) {
+    const auto& op = result.ops[i];
     std::string key = Prefix(op.module_path, depth);
     if (!tallies.count(key)) order.push_back(key);
-    tallies[key].Add(result, op);
+    tallies[key].Add(result, op, derived_unsupported[i]);
   }
   if (order.size() > kMaxBars) {  // still too many top-level modules: keep the ones with most failures
     std::vector<std::string> by_bad = order;
@@ -181,8 +183,7 @@ std::string Chart(const AnalysisResult& result) {
 std::string RenderHtml(const AnalysisResult& result, const RenderOptions& options) {
   double pct = result.SupportPercentage();
   bool all = RoundPercent(pct) >= 100 && !result.incomplete();
-  Tally total;
-  for (const auto& op : result.ops) total.Add(result, op);
+  const Tally total = TallyAll(result);
   auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
   const auto& s = result.summary;
 

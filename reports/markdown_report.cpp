@@ -56,12 +56,9 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
   bool all = RoundPercent(pct) >= 100 && !result.incomplete();
   auto all_unsupported = UnsupportedOps(result);
   auto [unsupported, gaps] = SplitLoweringGaps(all_unsupported);
-  Tally tally;
+  const Tally tally = TallyAll(result);
   int64_t sites = 0;
-  for (const auto& op : result.ops) {
-    tally.Add(result, op);
-    sites += op.part_of < 0;
-  }
+  for (const auto& op : result.ops) sites += op.part_of < 0;
 
   std::string out;
   for (const auto& b : result.IncompleteReasons()) out += "> :warning: **" + Cell(b) + "**\n>\n";

@@ -103,8 +103,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
                                 result.backend_version.empty() ? "" : " (" + result.backend_version + ")");
   for (const auto& b : result.IncompleteReasons()) out += paint("! " + Clean(b), "1;33") + "\n";
   double pct = result.SupportPercentage();
-  Tally all;
-  for (const auto& op : result.ops) all.Add(result, op);
+  const Tally all = TallyAll(result);
   out += fmt::format("Support: {} of HLO instructions ({} of {}), {} of aten calls ({} of {})\n",
                      paint(PercentLabel(result, pct), RoundPercent(pct) >= 100 && !result.incomplete() ? "1;32" : "1;31"),
                      all.supported_instructions, all.instructions, PercentLabel(result, result.AtenSupportPercentage()),

@@ -257,18 +257,30 @@ std::vector<size_t> SortedProbeOrder(const AnalysisResult& result) {
   return order;
 }
 
+std::vector<bool> UnsupportedDerived(const AnalysisResult& result) {
+  std::vector<bool> out(result.ops.size(), false);
+  for (const OpRecord& d : result.ops)
+    if (d.part_of >= 0 && static_cast<size_t>(d.part_of) < out.size() && !result.OpSupported(d))
+      out[static_cast<size_t>(d.part_of)] = true;
+  return out;
+}
+
 void Tally::Add(const AnalysisResult& result, const OpRecord& op) {
+  bool derived_unsupported = false;
+  if (op.part_of < 0 && result.OpSupported(op) && &op >= result.ops.data() && &op < result.ops.data() + result.ops.size()) {
+    auto index = static_cast<int64_t>(&op - &result.ops.front());
+    for (const OpRecord& d : result.ops)
+      if (d.part_of == index && !result.OpSupported(d)) derived_unsupported = true;
+  }
+  Add(result, op, derived_unsupported);
+}
+
+void Tally::Add(const AnalysisResult& result, const OpRecord& op, bool derived_unsupported) {
   // Calls are the program's own (derived records add instructions only), and a call is supported when its own
   // instructions and those attributed to other ops from its lowering all are (AtenSupportPercentage's definition).
   if (op.part_of < 0) {
     calls += op.count;
-    bool ok = result.OpSupported(op);
-    if (ok && !result.ops.empty() && &op >= &result.ops.front() && &op <= &result.ops.back()) {
-      auto index = static_cast<int64_t>(&op - &result.ops.front());
-      for (const OpRecord& d : result.ops)
-        if (d.part_of == index && !result.OpSupported(d)) ok = false;
-    }
-    if (ok) supported_calls += op.count;
+    if (result.OpSupported(op) && !derived_unsupported) supported_calls += op.count;
   }
   if (op.lowering != OpRecord::Lowering::kOk) {
     instructions += op.count;
@@ -278,6 +290,13 @@ void Tally::Add(const AnalysisResult& result, const OpRecord& op) {
     instructions += op.count;
     if (p < result.probes.size() && result.probes[p].verdict.supported()) supported_instructions += op.count;
   }
+}
+
+Tally TallyAll(const AnalysisResult& result) {
+  Tally t;
+  const std::vector<bool> derived_unsupported = UnsupportedDerived(result);
+  for (size_t i = 0; i < result.ops.size(); ++i) t.Add(result, result.ops[i], derived_unsupported[i]);
+  return t;
 }
 
 double Tally::Percentage() const {
@@ -291,12 +310,13 @@ double Tally::AtenPercentage() const {
 std::vector<Group> GroupBy(const AnalysisResult& result, std::string (*key)(const OpRecord& op)) {
   std::vector<Group> groups;
   std::unordered_map<std::string, size_t> index;
+  const std::vector<bool> derived_unsupported = UnsupportedDerived(result);
   for (size_t i = 0; i < result.ops.size(); ++i) {
     std::string k = key(result.ops[i]);
     auto [it, inserted] = index.try_emplace(k, groups.size());
     if (inserted) groups.push_back(Group{k, {}, {}});
     Group& g = groups[it->second];
-    g.tally.Add(result, result.ops[i]);
+    g.tally.Add(result, result.ops[i], derived_unsupported[i]);
     g.ops.push_back(i);
   }
   return groups;

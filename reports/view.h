@@ -119,9 +119,18 @@ struct Tally {
   int64_t instructions = 0;            // lowering failure: 1 each
   int64_t supported_instructions = 0;
   void Add(const analyzer::AnalysisResult& result, const analyzer::OpRecord& op);
+  // The same, told whether a record derived from `op` is unsupported (UnsupportedDerived: one pass for all records,
+  // where the two-argument form looks through every record for each call).
+  void Add(const analyzer::AnalysisResult& result, const analyzer::OpRecord& op, bool derived_unsupported);
   double Percentage() const;           // instructions; 100 when empty
   double AtenPercentage() const;       // calls; 100 when empty
 };
+
+// Every record of the result tallied (in one pass over its derived records).
+Tally TallyAll(const analyzer::AnalysisResult& result);
+
+// Per record of result.ops: whether a record derived from it (part_of) is unsupported.
+std::vector<bool> UnsupportedDerived(const analyzer::AnalysisResult& result);
 
 // One group of ops that share a key (a module path, an aten op, a program), in first-appearance order.
 struct Group {
