@@ -66,6 +66,55 @@ class RedisStore : public RemoteStore {
                });
   }
 
+  std::vector<StoreReply> GetMany(const std::vector<std::string>& keys) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<StoreReply> out(keys.size());
+    auto fault_from = [&](size_t i, std::string error) {
+      for (; i < keys.size(); ++i) {
+        out[i].code = StoreReply::Code::kFault;
+        out[i].error = error;
+      }
+    };
+    if (std::string e = Connect(); !e.empty()) {
+      fault_from(0, e);
+      return out;
+    }
+    constexpr size_t kBatch = 256;  // GETs in flight at once: bounded, so neither side buffers a whole run's replies
+    for (size_t begin = 0; begin < keys.size(); begin += kBatch) {
+      const size_t end = std::min(keys.size(), begin + kBatch);
+      for (size_t i = begin; i < end; ++i) {
+        const std::string k = kPrefix + keys[i];
+        const char* argv[] = {"GET", k.data()};
+        const size_t lens[] = {3, k.size()};
+        if (redisAppendCommandArgv(ctx_, 2, argv, lens) != REDIS_OK) {
+          fault_from(begin, LostError());
+          Drop();
+          return out;
+        }
+      }
+      for (size_t i = begin; i < end; ++i) {
+        void* raw = nullptr;
+        if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
+          fault_from(i, LostError());
+          Drop();
+          return out;
+        }
+        Reply r(static_cast<redisReply*>(raw));
+        if (r->type == REDIS_REPLY_NIL) {
+          out[i].code = StoreReply::Code::kMissing;
+        } else if (r->type == REDIS_REPLY_STRING) {
+          out[i].value.assign(r->str, r->len);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+          ServerError(r.get(), out[i]);
+        } else {
+          out[i].code = StoreReply::Code::kFault;
+          out[i].error = "unexpected reply";
+        }
+      }
+    }
+    return out;
+  }
+
   StoreReply Put(const std::string& key, const std::string& value) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::string k = kPrefix + key;
@@ -232,6 +281,24 @@ class RedisStore : public RemoteStore {
     return "";
   }
 
+  // Why the connection failed mid-command, as one line.
+  std::string LostError() const {
+    std::string e = ctx_->err ? OneLine(ctx_->errstr) : "no reply";
+    return e.empty() ? "connection lost" : e;
+  }
+  // A connection that failed mid-command is dropped and made again on next use.
+  void Drop() {
+    redisFree(ctx_);
+    ctx_ = nullptr;
+  }
+  // An error answer: NOAUTH / WRONGPASS / NOPERM are faults of the whole cache; READONLY, OOM refuse writes only.
+  static void ServerError(const redisReply* r, StoreReply& out) {
+    std::string e = OneLine(std::string(r->str, r->len));
+    bool refused = e.rfind("READONLY", 0) == 0 || e.rfind("OOM", 0) == 0 || e.rfind("MISCONF", 0) == 0;
+    out.code = refused ? StoreReply::Code::kRefused : StoreReply::Code::kFault;
+    out.error = "the server answered: " + e;
+  }
+
   // Runs one command; `accept` reads a non-error reply (false: an unexpected reply type, a fault).
   template <typename Cmd, typename Accept>
   StoreReply Run(Cmd cmd, Accept accept) {
@@ -244,18 +311,12 @@ class RedisStore : public RemoteStore {
     Reply r = cmd(ctx_);
     if (!r) {
       out.code = StoreReply::Code::kFault;
-      out.error = ctx_->err ? OneLine(ctx_->errstr) : "no reply";
-      if (out.error.empty()) out.error = "connection lost";
-      redisFree(ctx_);
-      ctx_ = nullptr;
+      out.error = LostError();
+      Drop();
       return out;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-      std::string e = OneLine(std::string(r->str, r->len));
-      // NOAUTH / WRONGPASS / NOPERM are faults of the whole cache; READONLY, OOM refuse writes only.
-      bool refused = e.rfind("READONLY", 0) == 0 || e.rfind("OOM", 0) == 0 || e.rfind("MISCONF", 0) == 0;
-      out.code = refused ? StoreReply::Code::kRefused : StoreReply::Code::kFault;
-      out.error = "the server answered: " + e;
+      ServerError(r.get(), out);
       return out;
     }
     if (!accept(r.get(), out)) {

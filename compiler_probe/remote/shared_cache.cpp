@@ -113,8 +113,38 @@ std::vector<std::optional<Verdict>> SharedProbeCache::LookupMany(const std::stri
   // The local tier answers the whole batch at once; the server is asked only for what it did not have.
   std::vector<std::optional<Verdict>> out = local_ ? local_->LookupMany(backend_id, backend_version, fingerprints)
                                                    : std::vector<std::optional<Verdict>>(fingerprints.size());
+  if (down_) return out;
+  std::vector<size_t> asked;
+  std::vector<std::string> keys;
   for (size_t i = 0; i < fingerprints.size(); ++i)
-    if (!out[i]) out[i] = LookupRemote(backend_id, backend_version, fingerprints[i]);
+    if (!out[i]) {
+      asked.push_back(i);
+      keys.push_back(EntryKey({backend_id, backend_version, fingerprints[i]}));
+    }
+  if (keys.empty()) return out;
+  std::vector<StoreReply> replies = remote_->GetMany(keys);  // one round trip a batch, not one a unit
+  for (size_t j = 0; j < asked.size() && j < replies.size(); ++j) {
+    const StoreReply& r = replies[j];
+    if (!Check(r, "read")) {
+      if (down_) break;  // the server is unusable: the rest are misses of the local tier only, as after RemoteGet
+      ++misses_;
+      continue;
+    }
+    std::optional<Verdict> v;
+    if (r.code != StoreReply::Code::kMissing)
+      v = DecodeCacheEntry(r.value, {backend_id, backend_version, fingerprints[asked[j]]});  // a bad entry: a miss
+    if (!v) {
+      ++misses_;
+      continue;
+    }
+    ++hits_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      on_server_.insert(keys[j]);
+    }
+    if (local_) local_->Store(backend_id, backend_version, fingerprints[asked[j]], *v);
+    out[asked[j]] = std::move(v);
+  }
   return out;
 }
 

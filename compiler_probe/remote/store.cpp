@@ -30,6 +30,19 @@ Expected<std::string> SecretFromEnv(const char* name) {
 
 }  // namespace
 
+std::vector<StoreReply> RemoteStore::GetMany(const std::vector<std::string>& keys) {
+  std::vector<StoreReply> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    if (!out.empty() && out.back().code == StoreReply::Code::kFault) {
+      out.push_back(out.back());
+      continue;
+    }
+    out.push_back(Get(k));
+  }
+  return out;
+}
+
 bool IsRemoteCacheUrl(const std::string& spec) {
   return StartsWith(spec, "redis://") || StartsWith(spec, "http://") || StartsWith(spec, "https://");
 }

@@ -55,6 +55,9 @@ class RemoteStore {
   virtual ~RemoteStore() = default;
   virtual std::string Where() const = 0;  // the URL without secrets
   virtual StoreReply Get(const std::string& key) = 0;
+  // One reply per key, as Get's. Redis sends the GETs in one pipeline (one round trip for a batch instead of one a
+  // key); the default asks one at a time. After a fault the remaining keys get that fault without being asked.
+  virtual std::vector<StoreReply> GetMany(const std::vector<std::string>& keys);
   virtual StoreReply Put(const std::string& key, const std::string& value) = 0;
   virtual StoreReply Delete(const std::string& key) = 0;
   // Takes a lease on `key` for `ttl_seconds` if nobody holds a live one: kOk claimed, kMissing held by

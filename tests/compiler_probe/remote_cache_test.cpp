@@ -218,6 +218,43 @@ TEST_F(RemoteCacheTest, ServerKilledMidRunStillCompletes) {
   EXPECT_EQ(Comparable(rd.report), Comparable(ref.report));
 }
 
+// A batch lookup answers each key as Get does: on Redis in pipelines (more keys than one pipeline holds, present,
+// missing and repeated ones), on HTTP one at a time; against a server that is gone, every key is a fault at once.
+TEST_F(RemoteCacheTest, GetManyAnswersEachKeyAsGetDoes) {
+  auto check = [](RemoteStore& store, size_t n) {
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < n; ++i) {
+      keys.push_back("t/k" + std::to_string(i));
+      if (i % 3 != 0) ASSERT_EQ(store.Put(keys.back(), "value " + std::to_string(i)).code, StoreReply::Code::kOk);
+    }
+    keys.push_back("t/k1");  // asked twice
+    std::vector<StoreReply> many = store.GetMany(keys);
+    ASSERT_EQ(many.size(), keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      StoreReply one = store.Get(keys[i]);
+      EXPECT_EQ(many[i].code, one.code) << keys[i];
+      EXPECT_EQ(many[i].value, one.value) << keys[i];
+    }
+    EXPECT_EQ(many[1].value, "value 1");
+    EXPECT_EQ(many[3].code, StoreReply::Code::kMissing);
+  };
+  TestServer redis;
+  redis.StartRedis(dir_ / "redis");
+  auto rs = OpenRemoteStore(redis.url());
+  ASSERT_TRUE(rs.ok()) << rs.status().message();
+  check(**rs, 600);
+  redis.Kill();
+  std::vector<StoreReply> gone = (*rs)->GetMany({"t/k1", "t/k2", "t/k3"});
+  ASSERT_EQ(gone.size(), 3u);
+  for (const StoreReply& r : gone) EXPECT_EQ(r.code, StoreReply::Code::kFault);
+
+  TestServer nginx;
+  nginx.StartNginx(dir_ / "nginx");
+  auto hs = OpenRemoteStore(nginx.url());
+  ASSERT_TRUE(hs.ok()) << hs.status().message();
+  check(**hs, 12);
+}
+
 // Corrupt, truncated and foreign entries are misses: probed again, and overwritten with good ones.
 TEST_F(RemoteCacheTest, CorruptEntriesAreRejectedAndOverwritten) {
   TestServer redis;
