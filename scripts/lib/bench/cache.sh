@@ -38,9 +38,18 @@ bench_cache() {
   run --cache "$work/local-final" --cache "$url" -o "$work/final.json"
   t1=$(now); shard_time=$(elapsed "$t0" "$t1")
 
-  t0=$(now); run --cache "$work/local-one" -o "$work/warm-local.json"; t1=$(now); warm_local=$(elapsed "$t0" "$t1")
-  t0=$(now); run --cache "$work/local-fresh" --cache "$url" -o "$work/warm-remote.json"; t1=$(now)
-  warm_remote=$(elapsed "$t0" "$t1")
+  # Warm runs take tens of milliseconds: the best of 5 each, in milliseconds; every remote run gets an empty local cache.
+  local i ms
+  warm_local="" warm_remote=""
+  for i in 1 2 3 4 5; do
+    t0=$(now); run --cache "$work/local-one" -o "$work/warm-local.json"; t1=$(now)
+    ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
+    warm_local=$(awk -v a="$warm_local" -v b="$ms" 'BEGIN { print (a == "" || b < a) ? b : a }')
+    rm -rf "$work/local-fresh"
+    t0=$(now); run --cache "$work/local-fresh" --cache "$url" -o "$work/warm-remote.json"; t1=$(now)
+    ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
+    warm_remote=$(awk -v a="$warm_remote" -v b="$ms" 'BEGIN { print (a == "" || b < a) ? b : a }')
+  done
 
   local final_runs same
   final_runs=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["probes_run"])' "$work/final.json")
@@ -56,7 +65,8 @@ PY
   printf '  %-52s %8s s\n' "one runner, cold (local cache)" "$cold"
   printf '  %-52s %8s s   %sx faster than one runner (the final report probed %s units)\n' \
     "$shards shards at once on one redis + final report" "$shard_time" "$(ratio "$cold" "$shard_time")" "$final_runs"
-  printf '  %-52s %8s s\n' "warm, local cache" "$warm_local"
-  printf '  %-52s %8s s   %sx the warm local time\n' "warm, redis only (empty local cache)" "$warm_remote" "$(ratio "$warm_remote" "$warm_local")"
+  printf '  %-52s %8s ms  (best of 5)\n' "warm, local cache" "$warm_local"
+  printf '  %-52s %8s ms  %sx the warm local time (best of 5)\n' "warm, redis only (empty local cache)" "$warm_remote" \
+    "$(ratio "$warm_remote" "$warm_local")"
 }
 
