@@ -195,7 +195,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
       for (auto& m : modules) loaded.push_back(std::move(m));
     }
     std::vector<NamedModule> named;
-    for (auto& m : loaded) {  // the result's units refer into the modules, which it keeps alive while it needs them
+    for (auto& m : loaded) {  // the result keeps the modules (input_modules), which its units refer into
       std::shared_ptr<const hlo::Module> owner = std::move(m.module);
       named.push_back({m.name, owner.get(), owner});
     }
