@@ -60,14 +60,29 @@ bool SharedProbeCache::Check(const StoreReply& r, const char* what) {
 
 std::optional<Verdict> SharedProbeCache::RemoteGet(const CacheKey& key) {
   if (down_) return std::nullopt;
-  StoreReply r = remote_->Get(EntryKey(key));
+  const std::string ek = EntryKey(key);
+  return FromReply(key, ek, remote_->Get(ek));
+}
+
+std::optional<Verdict> SharedProbeCache::FromReply(const CacheKey& key, const std::string& entry_key,
+                                                   const StoreReply& r) {
   if (!Check(r, "read")) return std::nullopt;
   if (r.code == StoreReply::Code::kMissing) return std::nullopt;
   auto v = DecodeCacheEntry(r.value, key);  // a bad entry is a miss; the fresh verdict overwrites it
   if (v) {
     std::lock_guard<std::mutex> lock(mu_);
-    on_server_.insert(EntryKey(key));
+    on_server_.insert(entry_key);
   }
+  return v;
+}
+
+std::optional<Verdict> SharedProbeCache::Counted(const CacheKey& key, std::optional<Verdict> v) {
+  if (!v) {
+    if (!down_) ++misses_;
+    return std::nullopt;
+  }
+  ++hits_;
+  if (local_) local_->Store(key.backend_id, key.backend_version, key.fingerprint, *v);
   return v;
 }
 
@@ -123,42 +138,17 @@ std::vector<std::optional<Verdict>> SharedProbeCache::LookupMany(const std::stri
     }
   if (keys.empty()) return out;
   std::vector<StoreReply> replies = remote_->GetMany(keys);  // one round trip a batch, not one a unit
-  for (size_t j = 0; j < asked.size() && j < replies.size(); ++j) {
-    const StoreReply& r = replies[j];
-    if (!Check(r, "read")) {
-      if (down_) break;  // the server is unusable: the rest are misses of the local tier only, as after RemoteGet
-      ++misses_;
-      continue;
-    }
-    std::optional<Verdict> v;
-    if (r.code != StoreReply::Code::kMissing)
-      v = DecodeCacheEntry(r.value, {backend_id, backend_version, fingerprints[asked[j]]});  // a bad entry: a miss
-    if (!v) {
-      ++misses_;
-      continue;
-    }
-    ++hits_;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      on_server_.insert(keys[j]);
-    }
-    if (local_) local_->Store(backend_id, backend_version, fingerprints[asked[j]], *v);
-    out[asked[j]] = std::move(v);
+  for (size_t j = 0; j < asked.size() && j < replies.size() && !down_; ++j) {  // after a fault: local misses only
+    const CacheKey key{backend_id, backend_version, fingerprints[asked[j]]};
+    out[asked[j]] = Counted(key, FromReply(key, keys[j], replies[j]));
   }
   return out;
 }
 
 std::optional<Verdict> SharedProbeCache::LookupRemote(const std::string& backend_id, const std::string& backend_version,
                                                       const std::string& fingerprint) {
-  CacheKey key{backend_id, backend_version, fingerprint};
-  auto v = RemoteGet(key);
-  if (!v) {
-    if (!down_) ++misses_;
-    return std::nullopt;
-  }
-  ++hits_;
-  if (local_) local_->Store(backend_id, backend_version, fingerprint, *v);
-  return v;
+  const CacheKey key{backend_id, backend_version, fingerprint};
+  return Counted(key, RemoteGet(key));
 }
 
 void SharedProbeCache::Store(const std::string& backend_id, const std::string& backend_version,

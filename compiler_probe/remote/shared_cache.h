@@ -51,6 +51,11 @@ class SharedProbeCache : public ProbeCache {
 
  private:
   std::optional<Verdict> RemoteGet(const CacheKey& key);
+  // The server's reply for `key` (stored under `entry_key`) as a verdict: none for a miss, a bad entry or a fault
+  // (which Check reports).
+  std::optional<Verdict> FromReply(const CacheKey& key, const std::string& entry_key, const StoreReply& r);
+  // A local miss answered by the server or not: counted as a hit (and stored locally) or a miss.
+  std::optional<Verdict> Counted(const CacheKey& key, std::optional<Verdict> v);
   // A local miss: the server's verdict (also stored locally), counted as a hit or miss.
   std::optional<Verdict> LookupRemote(const std::string& backend_id, const std::string& backend_version,
                                       const std::string& fingerprint);
