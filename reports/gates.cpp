@@ -15,9 +15,11 @@ using analyzer::OpRecord;
 double GatedPercentage(const AnalysisResult& result, const std::vector<std::string>& allow) {
   if (allow.empty()) return result.SupportPercentage();
   Tally t;
-  for (const OpRecord& op : result.ops) {
+  const std::vector<bool> derived_unsupported = UnsupportedDerived(result);
+  for (size_t i = 0; i < result.ops.size(); ++i) {
+    const OpRecord& op = result.ops[i];
     Tally one;
-    one.Add(result, op);
+    one.Add(result, op, derived_unsupported[i]);
     t.instructions += one.instructions;
     t.supported_instructions += IsAllowed(op.op, allow) ? one.instructions : one.supported_instructions;
   }

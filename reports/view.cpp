@@ -265,16 +265,6 @@ std::vector<bool> UnsupportedDerived(const AnalysisResult& result) {
   return out;
 }
 
-void Tally::Add(const AnalysisResult& result, const OpRecord& op) {
-  bool derived_unsupported = false;
-  if (op.part_of < 0 && result.OpSupported(op) && &op >= result.ops.data() && &op < result.ops.data() + result.ops.size()) {
-    auto index = static_cast<int64_t>(&op - &result.ops.front());
-    for (const OpRecord& d : result.ops)
-      if (d.part_of == index && !result.OpSupported(d)) derived_unsupported = true;
-  }
-  Add(result, op, derived_unsupported);
-}
-
 void Tally::Add(const AnalysisResult& result, const OpRecord& op, bool derived_unsupported) {
   // Calls are the program's own (derived records add instructions only), and a call is supported when its own
   // instructions and those attributed to other ops from its lowering all are (AtenSupportPercentage's definition).

@@ -118,9 +118,7 @@ struct Tally {
   int64_t supported_calls = 0;
   int64_t instructions = 0;            // lowering failure: 1 each
   int64_t supported_instructions = 0;
-  void Add(const analyzer::AnalysisResult& result, const analyzer::OpRecord& op);
-  // The same, told whether a record derived from `op` is unsupported (UnsupportedDerived: one pass for all records,
-  // where the two-argument form looks through every record for each call).
+  // `derived_unsupported`: whether a record derived from `op` is unsupported (UnsupportedDerived, one pass for all).
   void Add(const analyzer::AnalysisResult& result, const analyzer::OpRecord& op, bool derived_unsupported);
   double Percentage() const;           // instructions; 100 when empty
   double AtenPercentage() const;       // calls; 100 when empty
