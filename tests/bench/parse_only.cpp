@@ -1,7 +1,8 @@
 // The reference of `scripts/bench warm`: what `opprobe analyze INPUT` does before it lowers or probes anything,
 // and nothing else. One process per call, as opprobe is one: start (the same libraries), tell the input's kind
 // (analyzer::DetectInput), load it as AnalyzeInputs does (LoadHlo for HLO, LoadGraph for traces and .pt2), and
-// exit without freeing it, as `opprobe analyze` leaves its result to the exit. `opprobe_parse_only INPUT...` prints what it loaded; exit 2 with the loader's message on bad input.
+// exit without freeing it, as `opprobe analyze` leaves its result to the exit. `opprobe_parse_only INPUT...` prints
+// what it loaded; exit 2 with the loader's message on bad input.
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -39,16 +39,17 @@ bench_cache() {
   t1=$(now); shard_time=$(elapsed "$t0" "$t1")
 
   # Warm runs take tens of milliseconds: the best of 5 each, in milliseconds; every remote run gets an empty local cache.
-  local i ms
+  run_ms() {
+    local s e
+    s=$(now); run "$@"; e=$(now)
+    awk -v a="$s" -v b="$e" 'BEGIN { printf "%.1f", (b - a) * 1000 }'
+  }
+  local i
   warm_local="" warm_remote=""
   for i in 1 2 3 4 5; do
-    t0=$(now); run --cache "$work/local-one" -o "$work/warm-local.json"; t1=$(now)
-    ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
-    warm_local=$(awk -v a="$warm_local" -v b="$ms" 'BEGIN { print (a == "" || b < a) ? b : a }')
+    warm_local=$(min "$warm_local" "$(run_ms --cache "$work/local-one" -o "$work/warm-local.json")")
     rm -rf "$work/local-fresh"
-    t0=$(now); run --cache "$work/local-fresh" --cache "$url" -o "$work/warm-remote.json"; t1=$(now)
-    ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
-    warm_remote=$(awk -v a="$warm_remote" -v b="$ms" 'BEGIN { print (a == "" || b < a) ? b : a }')
+    warm_remote=$(min "$warm_remote" "$(run_ms --cache "$work/local-fresh" --cache "$url" -o "$work/warm-remote.json")")
   done
 
   local final_runs same

@@ -26,7 +26,6 @@ bench_capture() {
   trap 'rm -rf "'"$work"'"' RETURN
   # The value of KEY in the `opprobe-bench k=v ...` line of a run's output.
   field() { sed -n "s/^opprobe-bench .*$1=\([0-9.]*\).*/\1/p" | tail -1; }
-  min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "") print b; else if (b == "") print a; else print (b < a ? b : a) }'; }
   plain() { "$py" "$@"; }
   captured() { "$bin" capture -q -o "$work/trace.json" -- "$py" "$@"; }
   python_path() { OPPROBE_CAPTURE_FASTPATH=0 "$bin" capture -q -o "$work/trace.json" -- "$py" "$@"; }
@@ -36,27 +35,25 @@ bench_capture() {
   local py version
   for py in /usr/bin/python3 "$torch2"; do
     version="$("$py" -c 'import torch; print(torch.__version__)')"
-    local tp="" tc="" ts="" tn="" rp="" rc="" rpc="" rcc="" rp1="" rc1="" out k side
+    # best[SIDE.FIGURE]: the best of the rounds for SIDE (plain, captured, python_path, noop).
+    local -A best=()
+    keep() { best[$1]=$(min "${best[$1]:-}" "$2"); }
+    local out k side
     for k in $(seq "$rounds"); do
       for side in plain captured; do
         if [ $((k % 2)) -eq 0 ]; then side=$([ "$side" = plain ] && echo captured || echo plain); fi
-        if [ "$side" = plain ]; then
-          tp=$(min "$tp" "$(plain "$tiny" | field us_per_call)")
-          out="$(plain "$resnet" 8)"
-          rp=$(min "$rp" "$(field step_s <<<"$out")")
-          rpc=$(min "$rpc" "$(field step_cpu_s <<<"$out")")
-          rp1=$(min "$rp1" "$(field first_step_s <<<"$out")")
-        else
-          tc=$(min "$tc" "$(captured "$tiny" | field us_per_call)")
-          out="$(captured "$resnet" 8)"
-          rc=$(min "$rc" "$(field step_s <<<"$out")")
-          rcc=$(min "$rcc" "$(field step_cpu_s <<<"$out")")
-          rc1=$(min "$rc1" "$(field first_step_s <<<"$out")")
-        fi
+        keep "$side.tiny" "$("$side" "$tiny" | field us_per_call)"
+        out="$("$side" "$resnet" 8)"
+        keep "$side.step" "$(field step_s <<<"$out")"
+        keep "$side.step_cpu" "$(field step_cpu_s <<<"$out")"
+        keep "$side.first" "$(field first_step_s <<<"$out")"
       done
-      ts=$(min "$ts" "$(python_path "$tiny" | field us_per_call)")
-      tn=$(min "$tn" "$(plain "$tiny" 30000 5 noop | field us_per_call)")
+      keep python_path.tiny "$(python_path "$tiny" | field us_per_call)"
+      keep noop.tiny "$(plain "$tiny" 30000 5 noop | field us_per_call)"
     done
+    local tp="${best[plain.tiny]}" tc="${best[captured.tiny]}" ts="${best[python_path.tiny]}" tn="${best[noop.tiny]}"
+    local rp="${best[plain.step]}" rc="${best[captured.step]}" rpc="${best[plain.step_cpu]}"
+    local rcc="${best[captured.step_cpu]}" rp1="${best[plain.first]}" rc1="${best[captured.first]}"
     echo "  torch $version ($py)"
     printf '    %-44s plain %8.3f us  captured %8.3f us  %5sx  (target 3x)\n' \
       "tiny-op loop, per call" "$tp" "$tc" "$(ratio "$tc" "$tp")"
