@@ -39,11 +39,7 @@ std::string Time(double s) { return fmt::format("{:.3f}", s); }
 std::string RenderJunit(const AnalysisResult& result, const RenderOptions& options) {
   std::map<std::tuple<std::string, std::string, std::string>, Case> cases;
   for (const OpRecord& op : result.ops) {
-    std::string part_of;
-    if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
-      const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-      part_of = parent.overload.empty() || parent.overload == "default" ? parent.op.str() : parent.op + "." + parent.overload;
-    }
+    const std::string part_of = PartOfName(result, op);
     Case& c = cases[{op.op, op.signature, part_of}];
     c.op = op.op;
     c.signature = op.signature;

@@ -49,10 +49,7 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     u.phase = op.phase;
     u.count = op.count;
     u.dynamic_shape = op.dynamic_shape;
-    if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
-      const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-      u.part_of = parent.overload.empty() || parent.overload == "default" ? parent.op.str() : parent.op + "." + parent.overload;
-    }
+    u.part_of = PartOfName(result, op);
     u.place = SourcePlace(op.loc, result.source_dir);
     SetOrigin(op, result.source_dir, u);
     if (op.lowering != OpRecord::Lowering::kOk) {
@@ -159,13 +156,8 @@ std::map<std::string, int64_t> SupportedAtenCounts(const AnalysisResult& result,
   std::map<std::string, int64_t> out;
   for (const OpRecord& op : result.ops) {
     if (!result.OpSupported(op)) continue;
-    if (mark_derived && op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
-      const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-      std::string key = op.op + " (part of " +
-                        (parent.overload.empty() || parent.overload == "default" ? parent.op.str()
-                                                                                 : parent.op + "." + parent.overload) +
-                        ")";
-      out[key] += op.count;
+    if (std::string parent = mark_derived ? PartOfName(result, op) : ""; !parent.empty()) {
+      out[op.op + " (part of " + parent + ")"] += op.count;
       continue;
     }
     // (looked up before it is copied: most ops are there already)
@@ -194,11 +186,7 @@ std::vector<UnsupportedInstruction> UnsupportedInstructions(const AnalysisResult
       if (p >= result.probes.size()) continue;
       const auto& probe = result.probes[p];
       if (probe.verdict.supported()) continue;
-      std::string part_of;
-      if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
-        const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
-        part_of = parent.overload.empty() || parent.overload == "default" ? parent.op.str() : parent.op + "." + parent.overload;
-      }
+      const std::string part_of = PartOfName(result, op);
       auto [it, inserted] = by_key.try_emplace({probe.signature, op.op + "|" + part_of, call, p});
       auto& u = it->second;
       if (inserted) {
@@ -255,6 +243,12 @@ std::vector<size_t> SortedProbeOrder(const AnalysisResult& result) {
     return std::tie(pa.signature, pa.fingerprint) < std::tie(pb.signature, pb.fingerprint);
   });
   return order;
+}
+
+std::string PartOfName(const AnalysisResult& result, const OpRecord& op) {
+  if (op.part_of < 0 || static_cast<size_t>(op.part_of) >= result.ops.size()) return "";
+  const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
+  return analyzer::QualifiedOpName(parent.op.str(), parent.overload.str());
 }
 
 std::vector<bool> UnsupportedDerived(const AnalysisResult& result) {

@@ -59,6 +59,10 @@ std::vector<UnsupportedGroup> GroupUnsupported(const std::vector<UnsupportedOp>&
 // `ops` split into the backend's rejections and custom ops (first) and opprobe's lowering gaps (second).
 std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops);
 
+// The qualified name (analyzer::QualifiedOpName) of the call whose lowering `op` was derived from (OpRecord::part_of);
+// empty for a call of its own.
+std::string PartOfName(const analyzer::AnalysisResult& result, const analyzer::OpRecord& op);
+
 // `aten::mul` or `aten::mul (part of aten::add.Tensor)`.
 std::string DisplayKind(const UnsupportedOp& u);
 

@@ -246,7 +246,7 @@ std::string Dirname(const std::string& path) {
 
 std::string MatchIgnorePattern(const std::string& op, const std::string& overload,
                                const std::vector<std::string>& patterns) {
-  std::string qualified = overload.empty() || overload == "default" ? op : op + "." + overload;
+  const std::string qualified = QualifiedOpName(op, overload);
   for (const auto& p : patterns)
     if (::fnmatch(p.c_str(), op.c_str(), 0) == 0 || ::fnmatch(p.c_str(), qualified.c_str(), 0) == 0) return p;
   return "";

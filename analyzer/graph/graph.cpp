@@ -155,10 +155,12 @@ std::string SourceLoc::ToString() const {
   return fmt::format("{} {}", base, line);
 }
 
-std::string Node::qualified_name() const {
+std::string QualifiedOpName(const std::string& op, const std::string& overload) {
   if (overload.empty() || overload == "default") return op;
   return op + "." + overload;
 }
+
+std::string Node::qualified_name() const { return QualifiedOpName(op, overload); }
 
 const Value* Node::arg(const std::string& name, size_t position) const {
   for (const auto& a : args)
