@@ -5,10 +5,7 @@
 
 namespace opprobe::hlo {
 
-const RareAttributes& Instruction::NoRareAttributes() {
-  static const RareAttributes kNone;
-  return kNone;
-}
+constinit const RareAttributes Instruction::kNoRareAttributes{};
 
 Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
   instructions_.push_back(std::move(instr));

@@ -127,12 +127,12 @@ class Instruction {
   std::string unknown_opcode;
 
   // The attributes few instructions have (a RareAttributes{} when none is set); mutable_rare() creates them.
-  const RareAttributes& rare() const { return rare_ ? *rare_ : NoRareAttributes(); }
+  const RareAttributes& rare() const { return rare_ ? *rare_ : kNoRareAttributes; }
   RareAttributes& mutable_rare() { return rare_ ? *rare_ : rare_.emplace(); }
   // Lets the out-of-line attributes go when none differs from its default (after code that visited every field
   // through mutable_rare()).
   void ReleaseRareIfUnset() {
-    if (rare_ && *rare_ == NoRareAttributes()) rare_.reset();
+    if (rare_ && *rare_ == kNoRareAttributes) rare_.reset();
   }
 
   Instruction* operand(int i) const { return operands[static_cast<size_t>(i)]; }
@@ -140,7 +140,7 @@ class Instruction {
   Computation* to_apply() const { return called_computations.empty() ? nullptr : called_computations[0]; }
 
  private:
-  static const RareAttributes& NoRareAttributes();
+  static const RareAttributes kNoRareAttributes;  // constant-initialized: reading it needs no guard
   HeapOptional<RareAttributes> rare_;
 };
 

@@ -209,9 +209,40 @@ Status Parser::ParseInstruction(Scope& scope, bool& is_root) {
   // XLA's parser infers a left-out result shape (`gte = get-tuple-element(t), index=1`); so does InferShapes.
   Shape shape;
   const bool has_shape = LooksLikeShape();
-  if (has_shape) OPPROBE_RETURN_IF_ERROR(ParseShapeInto(shape, 0));
+  Scope::TextSpan shape_text;
+  if (has_shape) {
+    const size_t shape_pos = p_;
+    OPPROBE_RETURN_IF_ERROR(ParseShapeInto(shape, 0));
+    size_t shape_end = p_;
+    while (shape_end > shape_pos && IsBlank(s_[shape_end - 1])) --shape_end;
+    shape_text = {static_cast<uint32_t>(shape_pos), static_cast<uint32_t>(shape_end - shape_pos)};
+  }
   Instruction* added = nullptr;
-  return ParseInstructionRhs(scope, name, name_pos, start, has_shape ? &shape : nullptr, 0, added);
+  return ParseInstructionRhs(scope, name, name_pos, start, has_shape ? &shape : nullptr, shape_text, 0, added);
+}
+
+Parser::KnownOperand Parser::SkipRepeatedOperandShape(const Scope& scope) {
+  // The shape text ends at the first blank: `f32[8]{1,0} %x` (a shape with blanks in it, or longer than the
+  // scan, is parsed as usual).
+  constexpr size_t kMaxScan = 256;
+  const size_t stop = std::min(end_, p_ + kMaxScan);
+  size_t q = p_;
+  while (q < stop && !IsBlank(s_[q])) ++q;
+  if (q >= stop || s_[q] != ' ') return {};
+  const size_t pos = q + 1;
+  size_t r = pos;
+  if (r < end_ && s_[r] == '%') ++r;
+  const size_t name_start = r;
+  while (r < end_ && IsNameChar(s_[r])) ++r;
+  // Not a plain name: an inline operand `s32[] constant(1)` or a tuple element `%t#0`.
+  if (r == name_start || (r < end_ && (s_[r] == '(' || s_[r] == '#'))) return {};
+  const std::string_view name = s_.substr(name_start, r - name_start);
+  const size_t found = scope.index.Find(name);
+  if (found == NameIndex::kNone) return {};
+  const Scope::TextSpan written = scope.shape_texts[found];
+  if (written.size != q - p_ || s_.compare(written.begin, written.size, s_.substr(p_, q - p_)) != 0) return {};
+  p_ = r;
+  return {{name, pos}, found};
 }
 
 std::string_view Parser::SyntheticName(Scope& scope, std::string_view base) {
@@ -235,8 +266,8 @@ std::string Parser::UniqueComputationName(const std::string& base) {
   return name;
 }
 
-Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
-                                   Shape* shape, int depth, Instruction*& added) {
+Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start, Shape* shape,
+                                   Scope::TextSpan shape_text, int depth, Instruction*& added) {
   if (depth > kMaxDepth) return Err(p_, "inline operands nested too deeply");
   const bool infer_shape = shape == nullptr;
   SkipWs();
@@ -278,6 +309,16 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
         SkipWs();
         bool has_operand_shape = false;
         if (LooksLikeShape()) {
+          if (const KnownOperand known = SkipRepeatedOperandShape(scope); known.found != NameIndex::kNone) {
+            op_stack_.push_back(known.operand);
+            op_found_.push_back(known.found);
+            SkipWs();
+            if (Peek() == ',') {
+              ++p_;
+              continue;
+            }
+            break;
+          }
           OPPROBE_RETURN_IF_ERROR(ParseShapeInto(operand_shape_, 0));
           has_operand_shape = true;
         }
@@ -291,8 +332,10 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
           Shape operand_shape = has_operand_shape ? operand_shape_ : Shape();
           Instruction* inner = nullptr;
           OPPROBE_RETURN_IF_ERROR(ParseInstructionRhs(scope, inline_name, pos, pos,
-                                                      has_operand_shape ? &operand_shape : nullptr, depth + 1, inner));
+                                                      has_operand_shape ? &operand_shape : nullptr, {}, depth + 1,
+                                                      inner));
           op_stack_.push_back({inline_name, pos});
+          op_found_.push_back(NameIndex::kNone);
         } else {
           std::string_view operand = ReadNameView();
           if (operand.empty()) return Err(pos, fmt::format("expected an operand name, got {}", Describe()));
@@ -312,12 +355,14 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
             scope.operands_found.push_back(scope.index.Find(operand));
             scope.operand_ends.push_back(scope.operands.size());
             scope.positions.push_back(pos);
+            scope.shape_texts.emplace_back();
             infer_.emplace(gte.get(), pos);
             operand = gte_name;
             positions_.emplace_back(scope.comp->AddInstruction(std::move(gte)), pos);
             IndexName(scope, gte_name);
           }
           op_stack_.push_back({operand, pos});
+          op_found_.push_back(NameIndex::kNone);
         }
         SkipWs();
         if (Peek() == ',') {
@@ -348,10 +393,14 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
   }
   scope.operands.insert(scope.operands.end(), op_stack_.begin() + static_cast<std::ptrdiff_t>(ops_base),
                         op_stack_.end());
-  for (size_t k = ops_base; k < op_stack_.size(); ++k) scope.operands_found.push_back(scope.index.Find(op_stack_[k].name));
+  for (size_t k = ops_base; k < op_stack_.size(); ++k)
+    scope.operands_found.push_back(op_found_[k] != NameIndex::kNone ? op_found_[k]
+                                                                    : scope.index.Find(op_stack_[k].name));
   scope.operand_ends.push_back(scope.operands.size());
   op_stack_.resize(ops_base);
+  op_found_.resize(ops_base);
   scope.positions.push_back(name_pos);
+  scope.shape_texts.push_back(shape_text);
   if (infer_shape) infer_.emplace(instr.get(), name_pos);
   added = scope.comp->AddInstruction(std::move(instr));
   positions_.emplace_back(added, name_pos);

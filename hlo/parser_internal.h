@@ -41,6 +41,7 @@ inline constexpr struct NameChars {
   }
 } kNameChars;
 inline bool IsNameChar(char c) { return kNameChars.is[static_cast<unsigned char>(c)]; }
+inline bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // Instruction names of one computation -> their index: open addressing (no allocation per name, unlike a
@@ -130,6 +131,12 @@ struct Scope {
   NameIndex index;  // the instructions' names, in the order they are added
   size_t first_duplicate = NameIndex::kNone;  // the first instruction whose name an earlier one has
   std::vector<size_t> positions;                      // where each instruction's name is
+  // Per instruction: where its written result shape is in the text (size 0: none written), so that an operand
+  // shape written again as the same text (`add(f32[8]{0} %a, ...)`) is known valid without parsing it again.
+  struct TextSpan {
+    uint32_t begin = 0, size = 0;  // io::ReadFile's 2 GiB cap keeps offsets below 2^31
+  };
+  std::vector<TextSpan> shape_texts;
   // Names the text gives (views into the text) and synthetic ones (views into synthetic_names), which a synthetic
   // name must not repeat. The set is built from name_list only when the first synthetic name is made (most
   // computations have none); from then on both are kept.
@@ -247,8 +254,16 @@ class Parser {
   // The instruction list `{ ... }` of `scope`, then operand resolution and ordering; adds it to the module.
   Status ParseInstructionList(Scope& scope, size_t name_pos, Computation*& added);
   Status ParseInstruction(Scope& scope, bool& is_root);
-  Status ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start,
-                             Shape* shape, int depth, Instruction*& added);  // shape: null when the text has none
+  // shape: null when the text has none; shape_text: where it is written (size 0 for an inline operand's).
+  Status ParseInstructionRhs(Scope& scope, std::string_view name, size_t name_pos, size_t start, Shape* shape,
+                             Scope::TextSpan shape_text, int depth, Instruction*& added);
+  // At an operand `T %x`: when an instruction of `scope` named x was written with the same shape text T, steps
+  // over both (T parsed before) and gives x, where it is and its index; else stays and gives found == kNone.
+  struct KnownOperand {
+    PendingOperand operand;
+    size_t found = NameIndex::kNone;
+  };
+  KnownOperand SkipRepeatedOperandShape(const Scope& scope);
   // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
   Status InferShapes();
   // The verifier (hlo/verifier.h) and the signatures' result shapes, once shapes are known; a violation is an
@@ -269,6 +284,7 @@ class Parser {
   std::vector<PendingCall> calls_;
   // Operands of the instructions being parsed (inline operands nest), before they move to their scope's list.
   std::vector<PendingOperand> op_stack_;
+  std::vector<size_t> op_found_;  // per op_stack_ entry: its instruction's index when known as read, else kNone
   // Where operand shapes (`add(f32[2]{0} %a, ...)`) are read: checked, then dropped unless the operand is inline.
   Shape operand_shape_;
   std::unordered_map<const Instruction*, size_t> infer_;  // instructions without a written shape -> position

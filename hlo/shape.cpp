@@ -40,10 +40,7 @@ bool Shape::is_unbounded_dynamic() const {
   return false;
 }
 
-const Shape::Rare& Shape::NoRare() {
-  static const Rare kNone;
-  return kNone;
-}
+constinit const Shape::Rare Shape::kNoRare{};
 
 void Shape::set_dynamic_dimension(int i, bool dynamic) {
   std::vector<bool>& d = (rare_ ? *rare_ : rare_.emplace()).dynamic;

@@ -56,7 +56,7 @@ class Shape {
   }
   void set_dynamic_dimension(int i, bool dynamic);
   bool is_dynamic() const;
-  const std::vector<bool>& dynamic_dimensions() const { return rare_ ? rare_->dynamic : NoRare().dynamic; }
+  const std::vector<bool>& dynamic_dimensions() const { return rare_ ? rare_->dynamic : kNoRare.dynamic; }
 
   // Layout: minor_to_major. `has_layout()` is false when the text had none; printing then omits it.
   bool has_layout() const { return has_layout_; }
@@ -70,7 +70,7 @@ class Shape {
   void clear_layout();
   void SetDefaultLayout();  // {rank-1, ..., 0}, recursively for tuples
   // Tiling / memory-space suffix of a layout as printed by TPU dumps (`:T(8,128)S(5)`), kept verbatim.
-  const std::string& layout_suffix() const { return rare_ ? rare_->layout_suffix : NoRare().layout_suffix; }
+  const std::string& layout_suffix() const { return rare_ ? rare_->layout_suffix : kNoRare.layout_suffix; }
   void set_layout_suffix(std::string s);
 
   const std::vector<Shape>& tuple_shapes() const { return tuple_; }
@@ -100,7 +100,7 @@ class Shape {
     std::string layout_suffix;
     bool operator==(const Rare&) const = default;
   };
-  static const Rare& NoRare();
+  static const Rare kNoRare;  // constant-initialized: reading it needs no guard
   HeapOptional<Rare> rare_;
   std::vector<Shape> tuple_;
 };
