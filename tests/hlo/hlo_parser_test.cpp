@@ -93,6 +93,27 @@ TEST(HloParserTest, DuplicateNamesAndUnknownOperandsAreReportedInTextOrder) {
   EXPECT_EQ((*m)->entry()->root()->operand(1)->operand(0)->name, "q");
 }
 
+// An operand's shape written as the same text as its instruction's result shape is stepped over (it parsed
+// already); any other text is parsed and checked as before, and the operands are the same either way.
+TEST(HloParserTest, OperandShapesRepeatingTheResultShapeTextAreSteppedOver) {
+  const std::string head = "HloModule m\nENTRY e {\n  a = f32[2,3]{1,0} parameter(0)\n  t = (f32[2]) parameter(1)\n";
+  auto m = ParseModule(head + "  b = f32[2,3]{1,0} add(f32[2,3]{1,0} %a, f32[2,3] a)\n"
+                              "  ROOT c = f32[2,3]{1,0} add(f32[2,3]{1,0} b, f32[2,3]{1,0} %a)\n}\n",
+                       "t.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const Instruction* c = (*m)->entry()->root();
+  EXPECT_EQ(c->operand(0)->name, "b");
+  EXPECT_EQ(c->operand(1)->name, "a");
+  EXPECT_EQ(c->operand(0)->operand(0), c->operand(1));
+  EXPECT_EQ(c->operand(0)->operand(1), c->operand(1));
+  // A malformed operand shape is an error wherever it is, beside a well-formed repeat or not.
+  EXPECT_EQ(ErrorOf(head + "  ROOT b = f32[2,3]{1,0} add(f32[2,3]{1,0} a, f32[2,3]{1,0 a)\n}\n"),
+            "t.hlo:5:60: expected ',' or '}' in layout, got 'a)'");
+  // The same text before a tuple element or an inline operand is not a repeat of their shape.
+  EXPECT_EQ(ErrorOf(head + "  ROOT g = f32[2] negate(f32[2] t#0)\n}\n"), "ok");
+  EXPECT_EQ(ErrorOf(head + "  ROOT n = f32[2,3]{1,0} negate(f32[2,3]{1,0} negate(a))\n}\n"), "ok");
+}
+
 TEST(HloParserTest, SyntaxErrorsGiveLineAndColumn) {
   EXPECT_EQ(ErrorOf("HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  q f32[2] negate(p)\n}\n"),
             "t.hlo:5:5: expected '=' after instruction name q, got 'f32[2] negate(p)'");
