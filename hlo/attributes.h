@@ -178,7 +178,7 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kMantissaBits, kInt32, "mantissa_bits", in.mantissa_bits)                                                  \
   F(kDistribution, kDistribution, "distribution", in.distribution)                                             \
   F(kRngAlgorithm, kWord, "rng_algorithm", Rare(in).rng_algorithm)                                                   \
-  F(kCustomCallTarget, kString, "custom_call_target", Rare(in).custom_call_target)                                   \
+  F(kCustomCallTarget, kString, "custom_call_target", in.custom_call_target)                                             \
   F(kBackendConfig, kStringOrJson, "backend_config", Rare(in).backend_config)                                        \
   F(kFusionKind, kWord, "fusion_kind", Rare(in).fusion_kind)                                                         \
   F(kK, kInt, "k", in.k)                                                                                       \
@@ -189,7 +189,7 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kTransposeA, kTransposeA, "triangular_solve_options.transpose_a", in.triangular_solve_options.transpose_a)  \
   F(kCholeskyLower, kBool, "cholesky_options.lower", in.cholesky_lower)                                        \
   F(kMetadata, kMetadata, "metadata", in.metadata)                                                             \
-  F(kChannelId, kOptInt, "channel_id", in.channel_id)                                                          \
+  F(kChannelId, kOptInt, "channel_id", Rare(in).channel_id)                                                    \
   F(kReplicaGroups, kReplicaGroups, "replica_groups", Rare(in).replica_groups)                                       \
   F(kConstrainLayout, kBool, "constrain_layout", in.constrain_layout)                                          \
   F(kUseGlobalDeviceIds, kBool, "use_global_device_ids", in.use_global_device_ids)                             \
@@ -197,7 +197,7 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kCollectiveSliceSizes, kIntListList, "", Rare(in).collective_slice_sizes)                                        \
   F(kIsHostTransfer, kBool, "is_host_transfer", in.is_host_transfer)                                           \
   F(kAsyncExecutionThread, kString, "async_execution_thread", Rare(in).async_execution_thread)                       \
-  F(kCrossProgramPrefetchIndex, kOptInt, "cross_program_prefetch_index", in.cross_program_prefetch_index)      \
+  F(kCrossProgramPrefetchIndex, kOptInt, "cross_program_prefetch_index", Rare(in).cross_program_prefetch_index)\
   F(kCustomCallHasSideEffect, kBool, "custom_call_has_side_effect", in.custom_call_has_side_effect)             \
   F(kApiVersion, kWord, "custom_call_api_version", Rare(in).custom_call_api_version)                                 \
   F(kSchedule, kWord, "custom_call_schedule", Rare(in).custom_call_schedule)                                         \
@@ -209,7 +209,7 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
   F(kInfeedConfig, kString, "infeed_config", Rare(in).infeed_config)                                                 \
   F(kOutfeedConfig, kString, "outfeed_config", Rare(in).outfeed_config)                                              \
   F(kOutfeedShape, kShape, "outfeed_shape", in.outfeed_shape)                                                  \
-  F(kInferredDimension, kOptInt, "", in.inferred_dimension)                                                    \
+  F(kInferredDimension, kOptInt, "", Rare(in).inferred_dimension)                                              \
   F(kResultAccuracy, kResultAccuracy, "result_accuracy", in.result_accuracy)                                   \
   F(kParameterReplication, kBoolList, "parameter_replication.replicated_at_leaf_buffers",                      \
     Rare(in).parameter_replication)                                                                                  \

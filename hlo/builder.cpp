@@ -494,7 +494,7 @@ Instruction* Builder::Rng(Instruction* a, Instruction* b, RandomDistribution dis
 
 Instruction* Builder::CustomCall(const std::vector<Instruction*>& operands, const std::string& target, const Shape& shape) {
   Instruction* c = Make(Opcode::kCustomCall, shape, operands);
-  c->mutable_rare().custom_call_target = target;
+  c->custom_call_target = target;
   return c;
 }
 

@@ -30,7 +30,6 @@ struct RareAttributes {
   std::string comparison_type;  // "", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"
   std::vector<int64_t> fft_length;
   std::string rng_algorithm = "rng_default";  // rng-bit-generator: "rng_default", "rng_three_fry", "rng_philox"
-  std::string custom_call_target;
   std::string backend_config;  // any opcode; custom-call's opaque string or a JSON dict
   std::string fusion_kind = "kLoop";  // "kLoop", "kInput", "kOutput", "kCustom"
   // Collectives, send/recv, async.
@@ -54,6 +53,9 @@ struct RareAttributes {
   // Attributes the schema (hlo/attributes.h) does not know for this opcode, kept as written `key=value` so
   // that a parsed module prints back unchanged; they are part of the fingerprint like every other attribute.
   std::vector<std::pair<std::string, std::string>> unknown_attributes;
+  std::optional<int64_t> channel_id;                    // collectives, send and recv
+  std::optional<int64_t> cross_program_prefetch_index;  // copy-start
+  std::optional<int64_t> inferred_dimension;            // reshape
   bool operator==(const RareAttributes&) const = default;
 };
 
@@ -105,11 +107,9 @@ class Instruction {
   SharedValue<OpMetadata> metadata;  // read as metadata->op_type; metadata.mutable_value() to change it
 
   // Collectives, send/recv, async and scheduling.
-  std::optional<int64_t> channel_id;
   bool constrain_layout = false;
   bool use_global_device_ids = false;
   bool is_host_transfer = false;                        // send, recv and their -done
-  std::optional<int64_t> cross_program_prefetch_index;  // copy-start
   // Custom calls.
   bool custom_call_has_side_effect = false;
   HeapOptional<std::vector<Shape>> operand_layout_constraints;
@@ -117,11 +117,13 @@ class Instruction {
   bool is_composite = false;                      // call
   int64_t delta = 0;                              // rng-get-and-update-state
   HeapOptional<Shape> outfeed_shape;              // outfeed
-  std::optional<int64_t> inferred_dimension;      // reshape
   HeapOptional<ResultAccuracy> result_accuracy;   // transcendental unary ops
   // Attributes every opcode may have.
   HeapOptional<Sharding> sharding;
 
+  // custom-call's target: in the instruction, as in XLA's, since every custom-call has one (a Neuron module holds
+  // thousands).
+  std::string custom_call_target;
   // The opcode text when the input named an opcode this IR does not know (opcode is then kCustomCall):
   // such an instruction parses, prints back under its own name, and every backend calls it unsupported.
   std::string unknown_opcode;

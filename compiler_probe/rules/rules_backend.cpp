@@ -114,7 +114,7 @@ InstructionFacts FactsOf(const hlo::Instruction& in) {
   InstructionFacts f;
   f.unknown_opcode = !in.unknown_opcode.empty();
   f.opcode = f.unknown_opcode ? in.unknown_opcode : std::string(hlo::OpcodeName(in.opcode));
-  if (in.opcode == hlo::Opcode::kCustomCall && !f.unknown_opcode) f.custom_call_target = in.rare().custom_call_target;
+  if (in.opcode == hlo::Opcode::kCustomCall && !f.unknown_opcode) f.custom_call_target = in.custom_call_target;
   std::set<std::string> results, operands;
   CollectTypes(in.shape, results);
   for (const auto* op : in.operands) CollectTypes(op->shape, operands);

@@ -356,7 +356,7 @@ Expected<Literal> EvalLu(Evaluator& ev, const Instruction& ins, const Literal& a
 }  // namespace
 
 Expected<Literal> EvalCustomCall(Evaluator& ev, const Instruction& ins, const std::vector<const Literal*>& ops) {
-  const std::string& t = ins.rare().custom_call_target;
+  const std::string& t = ins.custom_call_target;
   auto need = [&](size_t n) -> Status {
     if (ops.size() != n) return InvalidInput(fmt::format("{}: custom-call '{}' takes {} operands", ins.name, t, n));
     return Status::Ok();

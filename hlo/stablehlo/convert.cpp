@@ -1560,7 +1560,7 @@ class Converter {
     }
     if (const Attr* c = op.Find("channel_handle"); c && c->kind == Attr::Kind::kDict) {
       if (const Attr* h = c->Get("handle"); h && h->kind == Attr::Kind::kInt && h->i > 0)
-        i.channel_id = h->i;
+        i.mutable_rare().channel_id = h->i;
     }
     if (BoolAttr(op, "use_global_device_ids")) i.use_global_device_ids = true;
     return Status::Ok();
@@ -1596,7 +1596,7 @@ class Converter {
     const Attr* target = op.Find("call_target_name");
     if (!target || target->kind != Attr::Kind::kString) return OpErr(op, "missing call_target_name");
     auto i = Make(Opcode::kCustomCall, {}, ops);
-    i->mutable_rare().custom_call_target = target->text;
+    i->custom_call_target = target->text;
     if (const Attr* bc = op.Find("backend_config"); bc && bc->kind == Attr::Kind::kString) i->mutable_rare().backend_config = bc->text;
     // A typed-FFI call's configuration is a dictionary, which XLA keeps as its MLIR text.
     if (const Attr* bc = op.Find("mhlo.backend_config"); bc && bc->kind == Attr::Kind::kDict && bc->end > bc->pos)

@@ -101,8 +101,8 @@ TEST(HloAttributeSchemaTest, ValuesAreTyped) {
   ASSERT_TRUE(m);
   const Computation* e = m->entry();
   const Instruction* ar = e->FindInstruction("ar.groups");
-  ASSERT_TRUE(ar->channel_id.has_value());
-  EXPECT_EQ(*ar->channel_id, 5);
+  ASSERT_TRUE(ar->rare().channel_id.has_value());
+  EXPECT_EQ(*ar->rare().channel_id, 5);
   EXPECT_EQ(ar->rare().replica_groups.groups, (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
   EXPECT_TRUE(ar->use_global_device_ids);
   const Instruction* iota = e->FindInstruction("ar.iota");
@@ -118,7 +118,7 @@ TEST(HloAttributeSchemaTest, ValuesAreTyped) {
   ASSERT_EQ(idx->sharding->metadata.size(), 1u);
   EXPECT_EQ(idx->sharding->metadata[0].op_name, "s");
   const Instruction* cc = e->FindInstruction("cc");
-  EXPECT_EQ(cc->rare().custom_call_target, "foo\"bar");
+  EXPECT_EQ(cc->custom_call_target, "foo\"bar");
   EXPECT_EQ(cc->rare().custom_call_api_version, "API_VERSION_TYPED_FFI");
   EXPECT_EQ(cc->rare().custom_call_schedule, "SCHEDULE_LATEST");
   ASSERT_EQ(cc->rare().output_to_operand_aliasing.size(), 1u);
