@@ -97,15 +97,15 @@ class ProbeSet {
 
   // A unit known from a lowering memo: by its fingerprint and what the report shows (taken from `u`); `relower`
   // gives the unit itself when it is needed (unit `k` of signature `sig`'s lowering).
-  size_t AddKnown(MemoUnit& u, std::vector<ProbeRecord>& probes, const std::shared_ptr<MemoUnits>& relower,
+  size_t AddKnown(const MemoUnitView& u, std::vector<ProbeRecord>& probes, const std::shared_ptr<MemoUnits>& relower,
                   uint32_t sig, uint32_t k) {
     auto [it, inserted] = index_.emplace(u.hash, probes.size());
     if (!inserted) return it->second;
     hashes_.push_back(u.hash);
     ProbeRecord& rec = probes.emplace_back();
     rec.fingerprint = hlo::HashHex(u.hash);
-    rec.opcode = std::move(u.opcode);
-    rec.signature = std::move(u.signature);
+    rec.opcode = u.opcode;
+    rec.signature = u.signature;
     rec.relower_index = relower->Add(sig, k, u.hash);
     rec.relower = relower;
     return it->second;
@@ -308,6 +308,13 @@ struct GraphAnalysis::State {
       if (inserted) text_.push_back(&it->first);
       return it->second;
     }
+    // Id(s), where `last` is the id this field had in the call before: consecutive calls mostly share their file,
+    // module and phase, and comparing with it is cheaper than hashing `s`.
+    uint32_t Id(const std::string& s, uint32_t& last) {
+      if (s.empty()) return 0;
+      if (last != 0 && *text_[last] == s) return last;
+      return last = Id(s);
+    }
     const std::string& operator[](uint32_t id) const { return *text_[id]; }
     size_t size() const { return text_.size(); }
 
@@ -354,6 +361,7 @@ struct GraphAnalysis::State {
     uint32_t forward = 0;  // in `forwards`
   };
   std::vector<Site> sites;
+  Site last_site{};  // the string ids of the call before (Strings::Id's `last`)
   struct SiteHash {
     using is_transparent = void;
     const State* s;
@@ -426,16 +434,17 @@ void GraphAnalysis::Add(Node&& n) {
   }
   // 1. Merge identical calls at the same place: memory grows with distinct calls, not total calls.
   const auto [signature, new_signature] = s.SignatureOf(n);
+  State::Site& last = s.last_site;
   State::Site site{signature,
-                   s.strings.Id(n.loc.file),
-                   s.strings.Id(n.module_path),
-                   s.strings.Id(n.program),
-                   s.strings.Id(n.phase),
+                   s.strings.Id(n.loc.file, last.file),
+                   s.strings.Id(n.module_path, last.module_path),
+                   s.strings.Id(n.program, last.program),
+                   s.strings.Id(n.phase, last.phase),
                    0,
                    n.loc.line,
                    n.dynamic_shape,
                    n.count,
-                   s.strings.Id(n.lib_loc.file),
+                   s.strings.Id(n.lib_loc.file, last.lib_file),
                    n.lib_loc.line,
                    s.ForwardId(n.forward)};
   if (!new_signature) {
@@ -516,21 +525,31 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   }
   std::vector<std::pair<uint64_t, std::string>> new_memos;
   ProbeSet set;
+  // The records' op and overload names, one SharedString per distinct name (a model calls a few dozen ops with
+  // hundreds of signatures): the reports tally records by them (reports::TallySupportedAten) without a lookup each.
+  std::unordered_map<std::string_view, SharedString> names;  // keys: views into the nodes, which outlive the map
+  auto name = [&names](const std::string& text) -> const SharedString& {
+    auto [it, inserted] = names.try_emplace(text);
+    if (inserted) it->second = text;
+    return it->second;
+  };
   for (size_t j = 0; j < order.size(); ++j) {
     const uint32_t sig = order[j];
     Lowered& l = lowered[sig];
     LoweringOutcome& o = l.outcome;
     const Node& n = memo_units->node(sig);
-    std::optional<LoweringOutcome> known;
-    if (memo && memos[j]) {
-      known = DecodeLoweringOutcome(*memos[j]);
-      memos[j].reset();
-    }
+    // A memo is read in place (views into memos[j], which stands until this signature is done): only what the
+    // records keep is copied out of it.
+    std::optional<LoweringOutcomeView> known;
+    if (memo && memos[j]) known = DecodeLoweringOutcomeView(*memos[j]);
     if (known) {
-      o = std::move(*known);
-      l.probes.reserve(o.units.size());
-      for (size_t k = 0; k < o.units.size(); ++k)
-        l.probes.push_back(set.AddKnown(o.units[k], r.probes, memo_units, sig, static_cast<uint32_t>(k)));
+      o.kind = known->kind;
+      o.error = known->error;
+      o.dynamic_shape = known->dynamic_shape;
+      o.note = known->note;
+      l.probes.reserve(known->units.size());
+      for (size_t k = 0; k < known->units.size(); ++k)
+        l.probes.push_back(set.AddKnown(known->units[k], r.probes, memo_units, sig, static_cast<uint32_t>(k)));
     } else {
       if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
         // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
@@ -553,8 +572,8 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       }
       if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(o));
     }
-    l.op = n.op;
-    l.overload = n.overload;
+    l.op = name(n.op);
+    l.overload = name(n.overload);
     l.signature = std::move(s.tensor_signatures[sig]);
     if (o.kind == LoweringOutcome::Kind::kCustomOp) {
       l.error = CustomOpReason(n.op);
@@ -566,19 +585,24 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     // The records' share: the units attributed to the call itself, and those attributed to other ops by op.
     std::vector<size_t> own;
     std::vector<std::string> own_names;
-    for (size_t k = 0; k < o.units.size(); ++k) {
-      MemoUnit& u = o.units[k];
-      if (u.attributed_to.empty()) {
+    const size_t units = known ? known->units.size() : o.units.size();
+    for (size_t k = 0; k < units; ++k) {
+      const std::string_view unit_name = known ? known->units[k].name : std::string_view(o.units[k].name);
+      const std::string_view attributed_to =
+          known ? known->units[k].attributed_to : std::string_view(o.units[k].attributed_to);
+      if (attributed_to.empty()) {
         own.push_back(l.probes[k]);
-        own_names.push_back(std::move(u.name));
+        own_names.emplace_back(unit_name);
         continue;
       }
       auto d = std::find_if(l.derived.begin(), l.derived.end(),
-                            [&](const Lowered::Derived& x) { return x.op == u.attributed_to; });
-      if (d == l.derived.end()) d = l.derived.insert(d, Lowered::Derived{SharedString(u.attributed_to), {}, {}, {}, {}});
+                            [&](const Lowered::Derived& x) { return x.op == attributed_to; });
+      if (d == l.derived.end())
+        d = l.derived.insert(d, Lowered::Derived{SharedString(std::string(attributed_to)), {}, {}, {}, {}});
       d->probes.push_back(l.probes[k]);
-      d->names.push_back(std::move(u.name));
+      d->names.emplace_back(unit_name);
     }
+    if (known) memos[j].reset();
     l.own_probes = std::move(own);
     l.own_names = std::move(own_names);
     for (Lowered::Derived& d : l.derived) {

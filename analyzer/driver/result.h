@@ -70,6 +70,8 @@ class SharedString {
   size_t size() const { return str().size(); }
   const char* c_str() const { return str().c_str(); }
   const char* data() const { return str().data(); }
+  // The shared storage (nullptr for ""): two SharedStrings with the same one hold the same text.
+  const void* storage() const { return p_.get(); }
   std::string::const_iterator begin() const { return str().begin(); }
   std::string::const_iterator end() const { return str().end(); }
   bool starts_with(std::string_view prefix) const { return str().starts_with(prefix); }
