@@ -129,9 +129,17 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
   std::vector<size_t> todo;
   std::vector<std::optional<compiler_probe::Verdict>> cached;
   if (options.cache) {  // one batch: the disk cache answers it in one read transaction
+    // The records lend the batch their fingerprints and get them back (a copy of each would be an allocation).
     std::vector<std::string> fingerprints;
     fingerprints.reserve(probes.size());
-    for (const auto& p : probes) fingerprints.push_back(p.fingerprint);
+    for (auto& p : probes) fingerprints.push_back(std::move(p.fingerprint));
+    struct GiveBack {
+      std::vector<ProbeRecord>& probes;
+      std::vector<std::string>& fingerprints;
+      ~GiveBack() {
+        for (size_t i = 0; i < probes.size(); ++i) probes[i].fingerprint = std::move(fingerprints[i]);
+      }
+    } give_back{probes, fingerprints};
     cached = options.cache->LookupMany(id, version, fingerprints);
   }
   for (size_t i = 0; i < probes.size(); ++i) {
@@ -282,10 +290,10 @@ struct GraphAnalysis::State {
   std::vector<Node> signature_nodes;
   std::vector<std::string> tensor_signatures;
   // Nodes whose argument and output lists share a storage have the same signature when op and overload agree too:
-  // (args storage, outputs storage) -> the signatures seen with them. An entry holds the storages, so that their
-  // addresses are not reused for other lists while it stands.
+  // (args storage, outputs storage) -> the signatures seen with them (compared by the op and overload of the
+  // signature's node). An entry holds the storages, so that their addresses are not reused for other lists while it
+  // stands.
   struct Seen {
-    std::string op, overload;
     uint32_t signature;
     SharedVector<Argument> args;
     SharedVector<Value> outputs;
@@ -346,7 +354,7 @@ struct GraphAnalysis::State {
     bool operator()(uint32_t i, const ForwardCall& f) const { return f == *s->forwards[i]; }
   };
   std::unordered_set<uint32_t, ForwardHash, ForwardEq> forward_index;  // indices into `forwards`
-  uint32_t ForwardId(const ForwardCall& f);
+  uint32_t ForwardId(ForwardCall&& f);  // `f` is moved from when it is new
 
   // One entry per distinct call site (signature, place, library frame, forward call, module, program, phase,
   // dynamic), in order of appearance.
@@ -389,24 +397,29 @@ struct GraphAnalysis::State {
   };
   std::unordered_set<uint32_t, SiteHash, SiteEq> site_index;  // indices into `sites`
 
-  // The signature of `n`, and whether it is new (then `n` is to be added to signature_nodes and tensor_signatures).
-  std::pair<uint32_t, bool> SignatureOf(const Node& n);
+  // The signature of `n`, and whether it is new (then `n` is to be added to signature_nodes, and `tensor_signature`,
+  // its TensorSignature(), to tensor_signatures).
+  std::pair<uint32_t, bool> SignatureOf(const Node& n, std::string& tensor_signature);
 };
 
-std::pair<uint32_t, bool> GraphAnalysis::State::SignatureOf(const Node& n) {
+std::pair<uint32_t, bool> GraphAnalysis::State::SignatureOf(const Node& n, std::string& tensor_signature) {
   std::vector<Seen>& same_lists = seen[{n.args.storage(), n.outputs.storage()}];
-  for (const Seen& s : same_lists)
-    if (s.op == n.op && s.overload == n.overload) return {s.signature, false};
-  auto [it, inserted] = signature_ids.emplace(n.SignatureKey(), static_cast<uint32_t>(signature_keys.size()));
+  for (const Seen& s : same_lists) {
+    // (Add stores a new signature's node right after this: every signature seen here has one)
+    const Node& known = signature_nodes[s.signature];
+    if (known.op == n.op && known.overload == n.overload) return {s.signature, false};
+  }
+  auto [it, inserted] =
+      signature_ids.emplace(n.SignatureKey(&tensor_signature), static_cast<uint32_t>(signature_keys.size()));
   if (inserted) signature_keys.push_back(&it->first);
-  same_lists.push_back(Seen{n.op, n.overload, it->second, n.args, n.outputs});
+  same_lists.push_back(Seen{it->second, n.args, n.outputs});
   return {it->second, inserted};
 }
 
-uint32_t GraphAnalysis::State::ForwardId(const ForwardCall& f) {
+uint32_t GraphAnalysis::State::ForwardId(ForwardCall&& f) {
   if (f.op.empty()) return 0;
   if (auto known = forward_index.find(f); known != forward_index.end()) return *known;
-  forwards.push_back(std::make_shared<const ForwardCall>(f));
+  forwards.push_back(std::make_shared<const ForwardCall>(std::move(f)));
   forward_index.insert(static_cast<uint32_t>(forwards.size() - 1));
   return static_cast<uint32_t>(forwards.size() - 1);
 }
@@ -433,7 +446,8 @@ void GraphAnalysis::Add(Node&& n) {
     }
   }
   // 1. Merge identical calls at the same place: memory grows with distinct calls, not total calls.
-  const auto [signature, new_signature] = s.SignatureOf(n);
+  std::string tensor_signature;
+  const auto [signature, new_signature] = s.SignatureOf(n, tensor_signature);
   State::Site& last = s.last_site;
   State::Site site{signature,
                    s.strings.Id(n.loc.file, last.file),
@@ -446,7 +460,7 @@ void GraphAnalysis::Add(Node&& n) {
                    n.count,
                    s.strings.Id(n.lib_loc.file, last.lib_file),
                    n.lib_loc.line,
-                   s.ForwardId(n.forward)};
+                   s.ForwardId(std::move(n.forward))};  // (no lowering reads a node's forward call)
   if (!new_signature) {
     if (auto it = s.site_index.find(site); it != s.site_index.end()) {
       s.sites[*it].count += n.count;
@@ -457,7 +471,7 @@ void GraphAnalysis::Add(Node&& n) {
   s.sites.push_back(site);
   s.site_index.insert(static_cast<uint32_t>(s.sites.size() - 1));
   if (new_signature) {  // the first node with it: the one that is lowered
-    s.tensor_signatures.push_back(n.TensorSignature());
+    s.tensor_signatures.push_back(std::move(tensor_signature));
     s.signature_nodes.push_back(std::move(n));
   }
 }
@@ -630,8 +644,8 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     op.op = l.op;
     op.overload = l.overload;
     op.signature = l.signature;
-    op.loc = {s.strings[site.file], site.line};
-    op.lib_loc = {s.strings[site.lib_file], site.lib_line};
+    op.loc = {text(site.file), site.line};
+    op.lib_loc = {text(site.lib_file), site.lib_line};
     op.forward = s.forwards[site.forward];
     op.module_path = text(site.module_path);
     op.program = text(site.program);
@@ -713,6 +727,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   // A record per (module, attributed op, source file, line). The op an op_type names is worked out once per distinct
   // op_type; the keys are views into the modules' metadata, which outlive this function's maps.
   std::unordered_map<std::string_view, SharedString> op_of_type;
+  std::unordered_map<std::string_view, SharedString> file_of;  // the records' files, one SharedString each
   struct RecordKey {
     size_t module;
     std::string_view op, file;
@@ -754,7 +769,9 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
         if (inserted) {
           OpRecord rec;
           rec.op = op;
-          rec.loc = SourceLoc{md.source_file, md.source_line};
+          auto [ft, new_file] = file_of.try_emplace(md.source_file);
+          if (new_file) ft->second = std::string(md.source_file);
+          rec.loc = {ft->second, static_cast<int>(md.source_line)};
           rec.program = program;
           r.ops.push_back(std::move(rec));
         }

@@ -23,6 +23,10 @@ int64_t TensorMeta::numel() const {
 
 namespace {
 void AppendInt(std::string& out, int64_t v) {
+  if (v >= 0 && v < 10) {  // most sizes and ints of a signature: one character, no conversion
+    out += static_cast<char>('0' + v);
+    return;
+  }
   char num[24];
   out.append(num, std::to_chars(num, num + sizeof num, v).ptr);
 }
@@ -169,7 +173,7 @@ const Value* Node::arg(const std::string& name, size_t position) const {
   return nullptr;
 }
 
-std::string Node::SignatureKey() const {
+std::string Node::SignatureKey(std::string* tensor_signature) const {
   std::string key;
   key.reserve(64 + 24 * (args.size() + outputs.size()));
   key += op;
@@ -178,10 +182,16 @@ std::string Node::SignatureKey() const {
     key += overload;
   }
   key += '(';
+  if (tensor_signature) tensor_signature->clear();
   for (const auto& a : args) {
     key += a.name;
     key += '=';
+    const size_t start = key.size();
     a.value.AppendTo(key);
+    if (tensor_signature && (a.value.kind == Value::Kind::kTensor || a.value.kind == Value::Kind::kTensorList)) {
+      if (!tensor_signature->empty()) *tensor_signature += ", ";  // as TensorSignature() writes it
+      tensor_signature->append(key, start, key.size() - start);
+    }
     key += ';';
   }
   key += ")->(";
