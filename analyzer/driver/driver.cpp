@@ -355,6 +355,7 @@ struct GraphAnalysis::State {
   };
   std::unordered_set<uint32_t, ForwardHash, ForwardEq> forward_index;  // indices into `forwards`
   uint32_t ForwardId(ForwardCall&& f);  // `f` is moved from when it is new
+  uint32_t last_forward = 0;             // the id ForwardId gave last
 
   // One entry per distinct call site (signature, place, library frame, forward call, module, program, phase,
   // dynamic), in order of appearance.
@@ -418,10 +419,13 @@ std::pair<uint32_t, bool> GraphAnalysis::State::SignatureOf(const Node& n, std::
 
 uint32_t GraphAnalysis::State::ForwardId(ForwardCall&& f) {
   if (f.op.empty()) return 0;
-  if (auto known = forward_index.find(f); known != forward_index.end()) return *known;
+  // The calls a forward call's backward makes mostly come one after another: the last one is compared first (cheaper
+  // than hashing its four strings).
+  if (last_forward != 0 && *forwards[last_forward] == f) return last_forward;
+  if (auto known = forward_index.find(f); known != forward_index.end()) return last_forward = *known;
   forwards.push_back(std::make_shared<const ForwardCall>(std::move(f)));
   forward_index.insert(static_cast<uint32_t>(forwards.size() - 1));
-  return static_cast<uint32_t>(forwards.size() - 1);
+  return last_forward = static_cast<uint32_t>(forwards.size() - 1);
 }
 
 GraphAnalysis::GraphAnalysis(const DriverOptions& options) : s_(std::make_unique<State>(options)) {}
@@ -539,6 +543,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   }
   std::vector<std::pair<uint64_t, std::string>> new_memos;
   ProbeSet set;
+  r.probes.reserve(order.size() + order.size() / 2);  // (a signature lowers to a unit or two, most of them shared)
   // The records' op and overload names, one SharedString per distinct name (a model calls a few dozen ops with
   // hundreds of signatures): the reports tally records by them (reports::TallySupportedAten) without a lookup each.
   std::unordered_map<std::string_view, SharedString> names;  // keys: views into the nodes, which outlive the map

@@ -1,6 +1,7 @@
 #include "analyzer/graph/graph.h"
 
 #include <charconv>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -33,8 +34,28 @@ void AppendInt(std::string& out, int64_t v) {
 }  // namespace
 
 void TensorMeta::AppendTo(std::string& out) const {
-  if (torch_dtype.empty()) out += hlo::PrimitiveTypeName(dtype);
-  else out += torch_dtype;
+  const std::string_view type = torch_dtype.empty() ? hlo::PrimitiveTypeName(dtype) : std::string_view(torch_dtype);
+  // Written into a buffer and added to `out` at once (a signature key formats every tensor of a call): a size takes
+  // at most 24 characters (',', "<=", 20 digits and a sign).
+  char buf[256];
+  if (type.size() + 2 + 24 * sizes.size() <= sizeof buf) {
+    char* p = buf;
+    std::memcpy(p, type.data(), type.size());
+    p += type.size();
+    *p++ = '[';
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i) *p++ = ',';
+      if (i < dynamic.size() && dynamic[i]) {
+        *p++ = '<';
+        *p++ = '=';
+      }
+      p = std::to_chars(p, p + 21, sizes[i]).ptr;
+    }
+    *p++ = ']';
+    out.append(buf, static_cast<size_t>(p - buf));
+    return;
+  }
+  out += type;
   out += '[';
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (i) out += ',';

@@ -141,6 +141,22 @@ TEST(GraphAnalysis, TheKeyGivesTheTensorSignatureAsItIsFormatted) {
   EXPECT_EQ(ts, "");
 }
 
+TEST(GraphAnalysis, TensorsOfEveryRankFormatAlike) {
+  TensorMeta t{PrimitiveType::BF16, {}, {}, {}};
+  EXPECT_EQ(t.ToString(), "bf16[]");
+  std::string want = "bf16[";
+  for (int64_t i = 0; i < 14; ++i) {  // past the rank the buffered form takes (the rest are added piece by piece)
+    t.sizes.push_back(i == 3 ? -7 : (i == 5 ? INT64_MAX : i * 37));
+    t.dynamic.push_back(i % 4 == 1);
+    want += (i ? "," : "") + std::string(i % 4 == 1 ? "<=" : "") + std::to_string(t.sizes.back());
+    std::string got = "x";
+    t.AppendTo(got);
+    EXPECT_EQ(got, "x" + want + "]") << "rank " << i + 1;
+  }
+  t.torch_dtype = "qint8";
+  EXPECT_TRUE(t.ToString().starts_with("qint8[0,<=37,"));
+}
+
 TEST(GraphAnalysis, NothingAtenIsNothingToAnalyze) {
   GraphAnalysis a{DriverOptions{}};
   Node custom = Neg({4}, 1);
