@@ -26,6 +26,13 @@ void RegisterDiff(CLI::App& app, int& exit_code);      // diff_cmd.cpp
 
 // The arguments that followed the first `--` on the command line (empty when there was none): the
 // script command of `analyze -- python train.py` and `capture -- ...`.
+// Every command, by the name its Register function gives it.
+struct Command {
+  const char* name;
+  RegisterFn reg;
+};
+const std::vector<Command>& Commands();
+
 const std::vector<std::string>& ArgsAfterDoubleDash();
 
 // Prints `opprobe: <message>` on stderr and returns the exit code for the status (cli/exit_codes.h).

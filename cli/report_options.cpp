@@ -150,7 +150,9 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
   for (const auto& t : targets) stdout_report = stdout_report || t.file.empty();
   // Reports on stdout stay machine-readable: the summary then goes to stderr.
   FILE* summary = stdout_report ? stderr : stdout;
-  const std::string cwd = CurrentDir();
+  bool any_cwd = false;  // (the working directory is looked up only for the formats that show paths relative to it)
+  for (const auto& t : targets) any_cwd = any_cwd || t.format->uses_cwd;
+  const std::string cwd = any_cwd ? CurrentDir() : std::string();
 
   // Render everything first, then replace the files all together or none of them.
   std::vector<std::string> contents;

@@ -51,7 +51,7 @@ CREATE TABLE verdicts(
 CREATE TABLE memos(
   key INTEGER PRIMARY KEY,        -- ProbeCache::StoreMemos's key (it says what the value depends on)
   value BLOB NOT NULL,
-  checksum INTEGER NOT NULL       -- Fnv1a64 of value
+  checksum INTEGER NOT NULL       -- MemoChecksum of value
 );
 )sql";
 // Format 1 caches written before memos existed lack the table: the first open that wants it adds it (older
@@ -117,7 +117,9 @@ std::string EntryChecksum(const std::string& id, const std::string& version, std
   return std::string(text, sizeof text);
 }
 
-int64_t MemoChecksum(std::string_view value) { return static_cast<int64_t>(hlo::Fnv1a64(value)); }
+// A memo's checksum: hlo::HashBytes, 8 bytes a step (a memo is read back only by the build that wrote it: its key
+// holds the build's ID, analyzer::LoweringMemoKey).
+int64_t MemoChecksum(std::string_view value) { return static_cast<int64_t>(hlo::HashBytes(value)); }
 
 bool IsDamage(int rc) {
   rc &= 0xff;

@@ -339,4 +339,11 @@ std::string HashHex(uint64_t hash) {
 
 std::string UnitFingerprint(const Instruction& instr) { return HashHex(UnitHash(instr)); }
 
+uint64_t HashBytes(std::string_view bytes, uint64_t seed) {
+  Hasher h;
+  h.Word(seed);
+  h.Str(bytes);
+  return h.Finish();
+}
+
 }  // namespace opprobe::hlo

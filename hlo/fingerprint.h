@@ -30,4 +30,9 @@ uint64_t UnitHash(const Instruction& instr);
 std::string UnitFingerprint(const Instruction& instr);
 std::string HashHex(uint64_t hash);
 
+// A 64-bit hash of `bytes` after `seed`, 8 bytes a step with the unit fingerprint's mixing (a few instructions a word,
+// where hlo::Fnv1a64 takes a few a byte). For keys and checksums that only the build that wrote them reads back (the
+// lowering memos): what it gives may change between builds.
+uint64_t HashBytes(std::string_view bytes, uint64_t seed = 0);
+
 }  // namespace opprobe::hlo

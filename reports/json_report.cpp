@@ -125,12 +125,13 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
   j["analyzed_percentage"] = FormatPercent(result.AnalyzedPercentage());
 
   Json supported;
+  const SupportedAtenTally tally = TallySupportedAten(result);
   Json aten_counts = Json::object();
-  for (const auto& [op, count] : SupportedAtenCounts(result, /*mark_derived=*/false)) aten_counts[op] = count;
+  for (const auto& [op, count] : tally.calls) aten_counts[op] = count;
   supported["aten"] = std::move(aten_counts);
   // Which of those counts are derived instructions rather than calls of the program.
   Json derived = Json::object();
-  for (const auto& [key, count] : SupportedAtenCounts(result)) {
+  for (const auto& [key, count] : tally.marked) {
     auto pos = key.find(" (part of ");
     if (pos == std::string::npos) continue;
     derived[key] = count;

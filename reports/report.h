@@ -45,6 +45,7 @@ struct Format {
   std::string_view extension;    // default file extension, e.g. `.sarif`
   std::string_view description;
   RenderFn render;
+  bool uses_cwd = false;  // reads RenderOptions::cwd (the CLI asks the system for it only then)
 };
 
 // Every format, in a fixed order: json, text, markdown, junit, sarif, github, html.

@@ -152,19 +152,53 @@ std::string PercentLabel(const AnalysisResult& result, double pct) {
   return result.incomplete() ? s + " (incomplete)" : s;
 }
 
-std::map<std::string, int64_t> SupportedAtenCounts(const AnalysisResult& result, bool mark_derived) {
-  std::map<std::string, int64_t> out;
-  for (const OpRecord& op : result.ops) {
-    if (!result.OpSupported(op)) continue;
-    if (std::string parent = mark_derived ? PartOfName(result, op) : ""; !parent.empty()) {
-      out[op.op + " (part of " + parent + ")"] += op.count;
-      continue;
+SupportedAtenTally TallySupportedAten(const AnalysisResult& result) {
+  // The records are tallied first by the strings they share (the call sites of one signature share their op's; a
+  // derived record's call has its op and overload), then each group is looked up by its text once, not each record.
+  struct Group {
+    const void* op;
+    const void* parent_op;  // a derived record's call's op and overload (PartOfName); null for a call's own record
+    const void* parent_overload;
+    bool operator==(const Group&) const = default;
+  };
+  struct GroupHash {
+    size_t operator()(const Group& g) const {
+      size_t h = std::hash<const void*>{}(g.op);
+      for (const void* p : {g.parent_op, g.parent_overload})
+        h ^= std::hash<const void*>{}(p) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      return h;
     }
-    // (looked up before it is copied: most ops are there already)
-    if (auto it = out.find(op.op.str()); it != out.end()) it->second += op.count;
-    else out.emplace(op.op.str(), op.count);
+  };
+  struct Count {
+    size_t record;  // the group's first record
+    int64_t count;
+  };
+  std::unordered_map<Group, Count, GroupHash> groups;
+  for (size_t i = 0; i < result.ops.size(); ++i) {
+    const OpRecord& op = result.ops[i];
+    if (!result.OpSupported(op)) continue;
+    Group g{op.op.storage(), nullptr, nullptr};
+    if (op.part_of >= 0 && static_cast<size_t>(op.part_of) < result.ops.size()) {
+      const OpRecord& parent = result.ops[static_cast<size_t>(op.part_of)];
+      g.parent_op = parent.op.storage();
+      g.parent_overload = parent.overload.storage();
+    }
+    auto [it, inserted] = groups.try_emplace(g, Count{i, 0});
+    it->second.count += op.count;
+  }
+  SupportedAtenTally out;
+  for (const auto& [g, c] : groups) {
+    const OpRecord& op = result.ops[c.record];
+    out.calls[op.op.str()] += c.count;
+    if (std::string parent = PartOfName(result, op); !parent.empty()) out.marked[op.op + " (part of " + parent + ")"] += c.count;
+    else out.marked[op.op.str()] += c.count;
   }
   return out;
+}
+
+std::map<std::string, int64_t> SupportedAtenCounts(const AnalysisResult& result, bool mark_derived) {
+  SupportedAtenTally t = TallySupportedAten(result);
+  return mark_derived ? std::move(t.marked) : std::move(t.calls);
 }
 
 std::vector<std::string> SupportedSignatures(const AnalysisResult& result) {

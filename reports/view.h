@@ -86,6 +86,12 @@ inline constexpr const char* kLoweringGapTitle = "opprobe cannot analyze these y
 // op -> supported call instances (count-weighted), sorted by op. With `mark_derived`, a derived record is keyed
 // `aten::mul (part of aten::add.Tensor)`; without (the JSON's Neuron-compatible map), it counts under its op.
 std::map<std::string, int64_t> SupportedAtenCounts(const analyzer::AnalysisResult& result, bool mark_derived = true);
+// Both forms of SupportedAtenCounts from one pass over the records.
+struct SupportedAtenTally {
+  std::map<std::string, int64_t> calls;   // mark_derived = false
+  std::map<std::string, int64_t> marked;  // mark_derived = true
+};
+SupportedAtenTally TallySupportedAten(const analyzer::AnalysisResult& result);
 
 // Unique signatures of supported instructions that some op uses, sorted.
 std::vector<std::string> SupportedSignatures(const analyzer::AnalysisResult& result);

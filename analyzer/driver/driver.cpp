@@ -97,15 +97,15 @@ class ProbeSet {
 
   // A unit known from a lowering memo: by its fingerprint and what the report shows (taken from `u`); `relower`
   // gives the unit itself when it is needed (unit `k` of signature `sig`'s lowering).
-  size_t AddKnown(MemoUnit& u, std::vector<ProbeRecord>& probes, const std::shared_ptr<MemoUnits>& relower,
+  size_t AddKnown(const MemoUnitView& u, std::vector<ProbeRecord>& probes, const std::shared_ptr<MemoUnits>& relower,
                   uint32_t sig, uint32_t k) {
     auto [it, inserted] = index_.emplace(u.hash, probes.size());
     if (!inserted) return it->second;
     hashes_.push_back(u.hash);
     ProbeRecord& rec = probes.emplace_back();
     rec.fingerprint = hlo::HashHex(u.hash);
-    rec.opcode = std::move(u.opcode);
-    rec.signature = std::move(u.signature);
+    rec.opcode = u.opcode;
+    rec.signature = u.signature;
     rec.relower_index = relower->Add(sig, k, u.hash);
     rec.relower = relower;
     return it->second;
@@ -129,9 +129,17 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
   std::vector<size_t> todo;
   std::vector<std::optional<compiler_probe::Verdict>> cached;
   if (options.cache) {  // one batch: the disk cache answers it in one read transaction
+    // The records lend the batch their fingerprints and get them back (a copy of each would be an allocation).
     std::vector<std::string> fingerprints;
     fingerprints.reserve(probes.size());
-    for (const auto& p : probes) fingerprints.push_back(p.fingerprint);
+    for (auto& p : probes) fingerprints.push_back(std::move(p.fingerprint));
+    struct GiveBack {
+      std::vector<ProbeRecord>& probes;
+      std::vector<std::string>& fingerprints;
+      ~GiveBack() {
+        for (size_t i = 0; i < probes.size(); ++i) probes[i].fingerprint = std::move(fingerprints[i]);
+      }
+    } give_back{probes, fingerprints};
     cached = options.cache->LookupMany(id, version, fingerprints);
   }
   for (size_t i = 0; i < probes.size(); ++i) {
@@ -282,10 +290,10 @@ struct GraphAnalysis::State {
   std::vector<Node> signature_nodes;
   std::vector<std::string> tensor_signatures;
   // Nodes whose argument and output lists share a storage have the same signature when op and overload agree too:
-  // (args storage, outputs storage) -> the signatures seen with them. An entry holds the storages, so that their
-  // addresses are not reused for other lists while it stands.
+  // (args storage, outputs storage) -> the signatures seen with them (compared by the op and overload of the
+  // signature's node). An entry holds the storages, so that their addresses are not reused for other lists while it
+  // stands.
   struct Seen {
-    std::string op, overload;
     uint32_t signature;
     SharedVector<Argument> args;
     SharedVector<Value> outputs;
@@ -307,6 +315,13 @@ struct GraphAnalysis::State {
       auto [it, inserted] = ids_.emplace(s, static_cast<uint32_t>(text_.size()));
       if (inserted) text_.push_back(&it->first);
       return it->second;
+    }
+    // Id(s), where `last` is the id this field had in the call before: consecutive calls mostly share their file,
+    // module and phase, and comparing with it is cheaper than hashing `s`.
+    uint32_t Id(const std::string& s, uint32_t& last) {
+      if (s.empty()) return 0;
+      if (last != 0 && *text_[last] == s) return last;
+      return last = Id(s);
     }
     const std::string& operator[](uint32_t id) const { return *text_[id]; }
     size_t size() const { return text_.size(); }
@@ -339,7 +354,8 @@ struct GraphAnalysis::State {
     bool operator()(uint32_t i, const ForwardCall& f) const { return f == *s->forwards[i]; }
   };
   std::unordered_set<uint32_t, ForwardHash, ForwardEq> forward_index;  // indices into `forwards`
-  uint32_t ForwardId(const ForwardCall& f);
+  uint32_t ForwardId(ForwardCall&& f);  // `f` is moved from when it is new
+  uint32_t last_forward = 0;             // the id ForwardId gave last
 
   // One entry per distinct call site (signature, place, library frame, forward call, module, program, phase,
   // dynamic), in order of appearance.
@@ -354,6 +370,7 @@ struct GraphAnalysis::State {
     uint32_t forward = 0;  // in `forwards`
   };
   std::vector<Site> sites;
+  Site last_site{};  // the string ids of the call before (Strings::Id's `last`)
   struct SiteHash {
     using is_transparent = void;
     const State* s;
@@ -381,26 +398,34 @@ struct GraphAnalysis::State {
   };
   std::unordered_set<uint32_t, SiteHash, SiteEq> site_index;  // indices into `sites`
 
-  // The signature of `n`, and whether it is new (then `n` is to be added to signature_nodes and tensor_signatures).
-  std::pair<uint32_t, bool> SignatureOf(const Node& n);
+  // The signature of `n`, and whether it is new (then `n` is to be added to signature_nodes, and `tensor_signature`,
+  // its TensorSignature(), to tensor_signatures).
+  std::pair<uint32_t, bool> SignatureOf(const Node& n, std::string& tensor_signature);
 };
 
-std::pair<uint32_t, bool> GraphAnalysis::State::SignatureOf(const Node& n) {
+std::pair<uint32_t, bool> GraphAnalysis::State::SignatureOf(const Node& n, std::string& tensor_signature) {
   std::vector<Seen>& same_lists = seen[{n.args.storage(), n.outputs.storage()}];
-  for (const Seen& s : same_lists)
-    if (s.op == n.op && s.overload == n.overload) return {s.signature, false};
-  auto [it, inserted] = signature_ids.emplace(n.SignatureKey(), static_cast<uint32_t>(signature_keys.size()));
+  for (const Seen& s : same_lists) {
+    // (Add stores a new signature's node right after this: every signature seen here has one)
+    const Node& known = signature_nodes[s.signature];
+    if (known.op == n.op && known.overload == n.overload) return {s.signature, false};
+  }
+  auto [it, inserted] =
+      signature_ids.emplace(n.SignatureKey(&tensor_signature), static_cast<uint32_t>(signature_keys.size()));
   if (inserted) signature_keys.push_back(&it->first);
-  same_lists.push_back(Seen{n.op, n.overload, it->second, n.args, n.outputs});
+  same_lists.push_back(Seen{it->second, n.args, n.outputs});
   return {it->second, inserted};
 }
 
-uint32_t GraphAnalysis::State::ForwardId(const ForwardCall& f) {
+uint32_t GraphAnalysis::State::ForwardId(ForwardCall&& f) {
   if (f.op.empty()) return 0;
-  if (auto known = forward_index.find(f); known != forward_index.end()) return *known;
-  forwards.push_back(std::make_shared<const ForwardCall>(f));
+  // The calls a forward call's backward makes mostly come one after another: the last one is compared first (cheaper
+  // than hashing its four strings).
+  if (last_forward != 0 && *forwards[last_forward] == f) return last_forward;
+  if (auto known = forward_index.find(f); known != forward_index.end()) return last_forward = *known;
+  forwards.push_back(std::make_shared<const ForwardCall>(std::move(f)));
   forward_index.insert(static_cast<uint32_t>(forwards.size() - 1));
-  return static_cast<uint32_t>(forwards.size() - 1);
+  return last_forward = static_cast<uint32_t>(forwards.size() - 1);
 }
 
 GraphAnalysis::GraphAnalysis(const DriverOptions& options) : s_(std::make_unique<State>(options)) {}
@@ -425,19 +450,21 @@ void GraphAnalysis::Add(Node&& n) {
     }
   }
   // 1. Merge identical calls at the same place: memory grows with distinct calls, not total calls.
-  const auto [signature, new_signature] = s.SignatureOf(n);
+  std::string tensor_signature;
+  const auto [signature, new_signature] = s.SignatureOf(n, tensor_signature);
+  State::Site& last = s.last_site;
   State::Site site{signature,
-                   s.strings.Id(n.loc.file),
-                   s.strings.Id(n.module_path),
-                   s.strings.Id(n.program),
-                   s.strings.Id(n.phase),
+                   s.strings.Id(n.loc.file, last.file),
+                   s.strings.Id(n.module_path, last.module_path),
+                   s.strings.Id(n.program, last.program),
+                   s.strings.Id(n.phase, last.phase),
                    0,
                    n.loc.line,
                    n.dynamic_shape,
                    n.count,
-                   s.strings.Id(n.lib_loc.file),
+                   s.strings.Id(n.lib_loc.file, last.lib_file),
                    n.lib_loc.line,
-                   s.ForwardId(n.forward)};
+                   s.ForwardId(std::move(n.forward))};  // (no lowering reads a node's forward call)
   if (!new_signature) {
     if (auto it = s.site_index.find(site); it != s.site_index.end()) {
       s.sites[*it].count += n.count;
@@ -448,7 +475,7 @@ void GraphAnalysis::Add(Node&& n) {
   s.sites.push_back(site);
   s.site_index.insert(static_cast<uint32_t>(s.sites.size() - 1));
   if (new_signature) {  // the first node with it: the one that is lowered
-    s.tensor_signatures.push_back(n.TensorSignature());
+    s.tensor_signatures.push_back(std::move(tensor_signature));
     s.signature_nodes.push_back(std::move(n));
   }
 }
@@ -516,21 +543,32 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   }
   std::vector<std::pair<uint64_t, std::string>> new_memos;
   ProbeSet set;
+  r.probes.reserve(order.size() + order.size() / 2);  // (a signature lowers to a unit or two, most of them shared)
+  // The records' op and overload names, one SharedString per distinct name (a model calls a few dozen ops with
+  // hundreds of signatures): the reports tally records by them (reports::TallySupportedAten) without a lookup each.
+  std::unordered_map<std::string_view, SharedString> names;  // keys: views into the nodes, which outlive the map
+  auto name = [&names](const std::string& text) -> const SharedString& {
+    auto [it, inserted] = names.try_emplace(text);
+    if (inserted) it->second = text;
+    return it->second;
+  };
   for (size_t j = 0; j < order.size(); ++j) {
     const uint32_t sig = order[j];
     Lowered& l = lowered[sig];
     LoweringOutcome& o = l.outcome;
     const Node& n = memo_units->node(sig);
-    std::optional<LoweringOutcome> known;
-    if (memo && memos[j]) {
-      known = DecodeLoweringOutcome(*memos[j]);
-      memos[j].reset();
-    }
+    // A memo is read in place (views into memos[j], which stands until this signature is done): only what the
+    // records keep is copied out of it.
+    std::optional<LoweringOutcomeView> known;
+    if (memo && memos[j]) known = DecodeLoweringOutcomeView(*memos[j]);
     if (known) {
-      o = std::move(*known);
-      l.probes.reserve(o.units.size());
-      for (size_t k = 0; k < o.units.size(); ++k)
-        l.probes.push_back(set.AddKnown(o.units[k], r.probes, memo_units, sig, static_cast<uint32_t>(k)));
+      o.kind = known->kind;
+      o.error = known->error;
+      o.dynamic_shape = known->dynamic_shape;
+      o.note = known->note;
+      l.probes.reserve(known->units.size());
+      for (size_t k = 0; k < known->units.size(); ++k)
+        l.probes.push_back(set.AddKnown(known->units[k], r.probes, memo_units, sig, static_cast<uint32_t>(k)));
     } else {
       if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
         // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
@@ -553,8 +591,8 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       }
       if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(o));
     }
-    l.op = n.op;
-    l.overload = n.overload;
+    l.op = name(n.op);
+    l.overload = name(n.overload);
     l.signature = std::move(s.tensor_signatures[sig]);
     if (o.kind == LoweringOutcome::Kind::kCustomOp) {
       l.error = CustomOpReason(n.op);
@@ -566,19 +604,24 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     // The records' share: the units attributed to the call itself, and those attributed to other ops by op.
     std::vector<size_t> own;
     std::vector<std::string> own_names;
-    for (size_t k = 0; k < o.units.size(); ++k) {
-      MemoUnit& u = o.units[k];
-      if (u.attributed_to.empty()) {
+    const size_t units = known ? known->units.size() : o.units.size();
+    for (size_t k = 0; k < units; ++k) {
+      const std::string_view unit_name = known ? known->units[k].name : std::string_view(o.units[k].name);
+      const std::string_view attributed_to =
+          known ? known->units[k].attributed_to : std::string_view(o.units[k].attributed_to);
+      if (attributed_to.empty()) {
         own.push_back(l.probes[k]);
-        own_names.push_back(std::move(u.name));
+        own_names.emplace_back(unit_name);
         continue;
       }
       auto d = std::find_if(l.derived.begin(), l.derived.end(),
-                            [&](const Lowered::Derived& x) { return x.op == u.attributed_to; });
-      if (d == l.derived.end()) d = l.derived.insert(d, Lowered::Derived{SharedString(u.attributed_to), {}, {}, {}, {}});
+                            [&](const Lowered::Derived& x) { return x.op == attributed_to; });
+      if (d == l.derived.end())
+        d = l.derived.insert(d, Lowered::Derived{SharedString(std::string(attributed_to)), {}, {}, {}, {}});
       d->probes.push_back(l.probes[k]);
-      d->names.push_back(std::move(u.name));
+      d->names.emplace_back(unit_name);
     }
+    if (known) memos[j].reset();
     l.own_probes = std::move(own);
     l.own_names = std::move(own_names);
     for (Lowered::Derived& d : l.derived) {
@@ -606,8 +649,8 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     op.op = l.op;
     op.overload = l.overload;
     op.signature = l.signature;
-    op.loc = {s.strings[site.file], site.line};
-    op.lib_loc = {s.strings[site.lib_file], site.lib_line};
+    op.loc = {text(site.file), site.line};
+    op.lib_loc = {text(site.lib_file), site.lib_line};
     op.forward = s.forwards[site.forward];
     op.module_path = text(site.module_path);
     op.program = text(site.program);
@@ -689,6 +732,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   // A record per (module, attributed op, source file, line). The op an op_type names is worked out once per distinct
   // op_type; the keys are views into the modules' metadata, which outlive this function's maps.
   std::unordered_map<std::string_view, SharedString> op_of_type;
+  std::unordered_map<std::string_view, SharedString> file_of;  // the records' files, one SharedString each
   struct RecordKey {
     size_t module;
     std::string_view op, file;
@@ -730,7 +774,9 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
         if (inserted) {
           OpRecord rec;
           rec.op = op;
-          rec.loc = SourceLoc{md.source_file, md.source_line};
+          auto [ft, new_file] = file_of.try_emplace(md.source_file);
+          if (new_file) ft->second = std::string(md.source_file);
+          rec.loc = {ft->second, static_cast<int>(md.source_line)};
           rec.program = program;
           r.ops.push_back(std::move(rec));
         }

@@ -42,10 +42,10 @@ class Reader {
     }
     return Fail(), 0;
   }
-  std::string String() {
+  std::string_view String() {
     const uint64_t n = Size();
-    if (!ok_ || n > in_.size() - pos_) return Fail(), std::string();
-    std::string s(in_.substr(pos_, n));
+    if (!ok_ || n > in_.size() - pos_) return Fail(), std::string_view();
+    std::string_view s = in_.substr(pos_, n);
     pos_ += n;
     return s;
   }
@@ -65,12 +65,19 @@ class Reader {
 }  // namespace
 
 uint64_t LoweringMemoKey(std::string_view signature_key) {
-  const std::string& build = BuildId();
-  if (build.empty()) return 0;
-  uint64_t h = hlo::kFnv1a64Basis;
-  for (std::string_view part : {std::string_view("lowering-memo-1"), std::string_view(build),
-                                hlo::kFingerprintScheme, signature_key})
-    h = hlo::Fnv1a64(std::string_view("\0", 1), hlo::Fnv1a64(part, h));
+  // What the key depends on besides the call (the memo's own version, the build, the fingerprint scheme), hashed
+  // once; the signature key (a few hundred bytes) is hashed 8 bytes a step after it. The build ID changes with every
+  // build, so a build's keys (and how they are hashed) are its own.
+  static const uint64_t prefix = [] {
+    const std::string& build = BuildId();
+    if (build.empty()) return uint64_t{0};
+    uint64_t h = 0;
+    for (std::string_view part : {std::string_view("lowering-memo-2"), std::string_view(build), hlo::kFingerprintScheme})
+      h = hlo::HashBytes(part, h);
+    return h == 0 ? 1 : h;
+  }();
+  if (prefix == 0) return 0;
+  const uint64_t h = hlo::HashBytes(signature_key, prefix);
   return h == 0 ? 1 : h;
 }
 
@@ -92,10 +99,10 @@ std::string EncodeLoweringOutcome(const LoweringOutcome& o) {
   return out;
 }
 
-std::optional<LoweringOutcome> DecodeLoweringOutcome(std::string_view value) {
+std::optional<LoweringOutcomeView> DecodeLoweringOutcomeView(std::string_view value) {
   Reader r(value);
   if (r.Byte() != kFormat) return std::nullopt;
-  LoweringOutcome o;
+  LoweringOutcomeView o;
   const char kind = r.Byte();
   if (kind != 'c' && kind != 'e' && kind != 'o') return std::nullopt;
   o.kind = static_cast<LoweringOutcome::Kind>(kind);
@@ -107,7 +114,7 @@ std::optional<LoweringOutcome> DecodeLoweringOutcome(std::string_view value) {
   const uint64_t n = r.Size();
   if (!r.ok() || n > value.size()) return std::nullopt;  // each unit takes more than one byte
   o.units.resize(n);
-  for (MemoUnit& u : o.units) {
+  for (MemoUnitView& u : o.units) {
     u.hash = r.Fixed64();
     u.opcode = r.String();
     u.signature = r.String();
@@ -116,6 +123,21 @@ std::optional<LoweringOutcome> DecodeLoweringOutcome(std::string_view value) {
     if (!r.ok()) return std::nullopt;
   }
   if (!r.done()) return std::nullopt;
+  return o;
+}
+
+std::optional<LoweringOutcome> DecodeLoweringOutcome(std::string_view value) {
+  std::optional<LoweringOutcomeView> v = DecodeLoweringOutcomeView(value);
+  if (!v) return std::nullopt;
+  LoweringOutcome o;
+  o.kind = v->kind;
+  o.error = v->error;
+  o.dynamic_shape = v->dynamic_shape;
+  o.note = v->note;
+  o.units.reserve(v->units.size());
+  for (const MemoUnitView& u : v->units)
+    o.units.push_back(MemoUnit{u.hash, std::string(u.opcode), std::string(u.signature), std::string(u.name),
+                               std::string(u.attributed_to)});
   return o;
 }
 

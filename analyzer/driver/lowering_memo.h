@@ -38,4 +38,20 @@ std::string EncodeLoweringOutcome(const LoweringOutcome& outcome);
 // nullopt for anything that is not exactly what EncodeLoweringOutcome writes (a memo from another format, cut short).
 std::optional<LoweringOutcome> DecodeLoweringOutcome(std::string_view value);
 
+// A memo as DecodeLoweringOutcomeView reads it: its strings are views into the memo, which must outlive them (a warm
+// run copies out only what its records keep: a unit's opcode and signature only for a unit not seen before).
+struct MemoUnitView {
+  uint64_t hash = 0;
+  std::string_view opcode, signature, name, attributed_to;
+};
+struct LoweringOutcomeView {
+  LoweringOutcome::Kind kind = LoweringOutcome::Kind::kOk;
+  std::string_view error;
+  bool dynamic_shape = false;
+  std::string_view note;
+  std::vector<MemoUnitView> units;
+};
+// What DecodeLoweringOutcome reads, in place; nullopt for the same values.
+std::optional<LoweringOutcomeView> DecodeLoweringOutcomeView(std::string_view value);
+
 }  // namespace opprobe::analyzer

@@ -70,6 +70,8 @@ class SharedString {
   size_t size() const { return str().size(); }
   const char* c_str() const { return str().c_str(); }
   const char* data() const { return str().data(); }
+  // The shared storage (nullptr for ""): two SharedStrings with the same one hold the same text.
+  const void* storage() const { return p_.get(); }
   std::string::const_iterator begin() const { return str().begin(); }
   std::string::const_iterator end() const { return str().end(); }
   bool starts_with(std::string_view prefix) const { return str().starts_with(prefix); }
@@ -122,6 +124,22 @@ class SharedForwardCall {
   std::shared_ptr<const ForwardCall> p_;
 };
 
+// A record's place: a SourceLoc whose file is held once for all the records at that file (copies share it). Reads
+// as a SourceLoc (`loc.file`, `loc.line`, `loc.ToString()`, or wherever a const SourceLoc& is taken).
+struct SharedSourceLoc {
+  SharedString file;
+  int line = 0;
+
+  SharedSourceLoc() = default;
+  SharedSourceLoc(SharedString f, int l) : file(std::move(f)), line(l) {}
+  SharedSourceLoc(const SourceLoc& l) : file(l.file), line(l.line) {}  // NOLINT(implicit): assigned from SourceLocs
+  operator SourceLoc() const { return SourceLoc{file.str(), line}; }  // NOLINT(implicit)
+  bool empty() const { return file.empty() && line == 0; }
+  std::string ToString() const { return SourceLoc(*this).ToString(); }
+  friend bool operator==(const SharedSourceLoc& a, const SharedSourceLoc& b) { return a.line == b.line && a.file == b.file; }
+  friend bool operator==(const SharedSourceLoc& a, const SourceLoc& b) { return a.line == b.line && a.file == b.file; }
+};
+
 // One distinct aten call site: an op with one argument signature at one place (merged `count` times).
 // For HLO input, the instructions attributed to one (op_type, source line, module).
 // Its strings are SharedStrings: the records of the call sites of one signature, file or module share them.
@@ -129,8 +147,8 @@ struct OpRecord {
   SharedString op;           // `aten::mul`, or `unattributed` for HLO without metadata
   SharedString overload;     // `Tensor`
   SharedString signature;    // tensor signature `f32[4], c64[4]`
-  SourceLoc loc;
-  SourceLoc lib_loc;         // traces: the library frame inside `loc` (`torchvision/models/resnet.py` 154), if any
+  SharedSourceLoc loc;
+  SharedSourceLoc lib_loc;   // traces: the library frame inside `loc` (`torchvision/models/resnet.py` 154), if any
   SharedForwardCall forward;  // traces: a backward call's forward call, if known
   SharedString module_path;
   SharedString program;

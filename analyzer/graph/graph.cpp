@@ -1,6 +1,7 @@
 #include "analyzer/graph/graph.h"
 
 #include <charconv>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,14 +24,38 @@ int64_t TensorMeta::numel() const {
 
 namespace {
 void AppendInt(std::string& out, int64_t v) {
+  if (v >= 0 && v < 10) {  // most sizes and ints of a signature: one character, no conversion
+    out += static_cast<char>('0' + v);
+    return;
+  }
   char num[24];
   out.append(num, std::to_chars(num, num + sizeof num, v).ptr);
 }
 }  // namespace
 
 void TensorMeta::AppendTo(std::string& out) const {
-  if (torch_dtype.empty()) out += hlo::PrimitiveTypeName(dtype);
-  else out += torch_dtype;
+  const std::string_view type = torch_dtype.empty() ? hlo::PrimitiveTypeName(dtype) : std::string_view(torch_dtype);
+  // Written into a buffer and added to `out` at once (a signature key formats every tensor of a call): a size takes
+  // at most 24 characters (',', "<=", 20 digits and a sign).
+  char buf[256];
+  if (type.size() + 2 + 24 * sizes.size() <= sizeof buf) {
+    char* p = buf;
+    std::memcpy(p, type.data(), type.size());
+    p += type.size();
+    *p++ = '[';
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i) *p++ = ',';
+      if (i < dynamic.size() && dynamic[i]) {
+        *p++ = '<';
+        *p++ = '=';
+      }
+      p = std::to_chars(p, p + 21, sizes[i]).ptr;
+    }
+    *p++ = ']';
+    out.append(buf, static_cast<size_t>(p - buf));
+    return;
+  }
+  out += type;
   out += '[';
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (i) out += ',';
@@ -169,7 +194,7 @@ const Value* Node::arg(const std::string& name, size_t position) const {
   return nullptr;
 }
 
-std::string Node::SignatureKey() const {
+std::string Node::SignatureKey(std::string* tensor_signature) const {
   std::string key;
   key.reserve(64 + 24 * (args.size() + outputs.size()));
   key += op;
@@ -178,10 +203,16 @@ std::string Node::SignatureKey() const {
     key += overload;
   }
   key += '(';
+  if (tensor_signature) tensor_signature->clear();
   for (const auto& a : args) {
     key += a.name;
     key += '=';
+    const size_t start = key.size();
     a.value.AppendTo(key);
+    if (tensor_signature && (a.value.kind == Value::Kind::kTensor || a.value.kind == Value::Kind::kTensorList)) {
+      if (!tensor_signature->empty()) *tensor_signature += ", ";  // as TensorSignature() writes it
+      tensor_signature->append(key, start, key.size() - start);
+    }
     key += ';';
   }
   key += ")->(";

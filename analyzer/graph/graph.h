@@ -189,8 +189,9 @@ struct Node {
   std::string qualified_name() const;
   // Argument by schema name, else by position; nullptr when absent.
   const Value* arg(const std::string& name, size_t position) const;
-  // What makes two calls identical for lowering: op, overload, args (not place or count).
-  std::string SignatureKey() const;
+  // What makes two calls identical for lowering: op, overload, args (not place or count). With `tensor_signature`,
+  // TensorSignature() is also written there (from the same text, not formatted twice).
+  std::string SignatureKey(std::string* tensor_signature = nullptr) const;
   // dtype/shape signature shown in reports: `f32[4], c64[4]`.
   std::string TensorSignature() const;
 };

@@ -116,6 +116,47 @@ TEST(GraphAnalysis, SignaturesDoNotDependOnSharedStorage) {
   EXPECT_EQ(r.summary.distinct_signatures, 2);
 }
 
+// GraphAnalysis takes a new signature's tensor signature from its key's text (Node::SignatureKey(&ts)): the same as
+// TensorSignature() formats, for tensors, tensor lists (with a None) and the arguments that are neither.
+TEST(GraphAnalysis, TheKeyGivesTheTensorSignatureAsItIsFormatted) {
+  Node n;
+  n.op = "aten::index_put";
+  n.overload = "default";
+  TensorMeta a{PrimitiveType::F32, {4, 3}, {true, false}, {}};
+  TensorMeta b{PrimitiveType::S64, {2}, {}, {}};
+  Value list;
+  list.kind = Value::Kind::kTensorList;
+  list.tensors = {b, std::nullopt};
+  n.args = {{"self", Value::Tensor(a)}, {"indices", list}, {"values", Value::Tensor(b)},
+            {"accumulate", Value::Bool(false)}, {"dims", Value::IntList({0, 1})}};
+  n.outputs = {Value::Tensor(a)};
+  std::string ts = "left over";
+  EXPECT_EQ(n.SignatureKey(&ts), n.SignatureKey());
+  EXPECT_EQ(ts, n.TensorSignature());
+  EXPECT_EQ(ts, "f32[<=4,3], [s64[2], None], s64[2]");
+  Node none;
+  none.op = "aten::empty";
+  none.args = {{"size", Value::IntList({2})}};
+  EXPECT_EQ(none.SignatureKey(&ts), none.SignatureKey());
+  EXPECT_EQ(ts, "");
+}
+
+TEST(GraphAnalysis, TensorsOfEveryRankFormatAlike) {
+  TensorMeta t{PrimitiveType::BF16, {}, {}, {}};
+  EXPECT_EQ(t.ToString(), "bf16[]");
+  std::string want = "bf16[";
+  for (int64_t i = 0; i < 14; ++i) {  // past the rank the buffered form takes (the rest are added piece by piece)
+    t.sizes.push_back(i == 3 ? -7 : (i == 5 ? INT64_MAX : i * 37));
+    t.dynamic.push_back(i % 4 == 1);
+    want += (i ? "," : "") + std::string(i % 4 == 1 ? "<=" : "") + std::to_string(t.sizes.back());
+    std::string got = "x";
+    t.AppendTo(got);
+    EXPECT_EQ(got, "x" + want + "]") << "rank " << i + 1;
+  }
+  t.torch_dtype = "qint8";
+  EXPECT_TRUE(t.ToString().starts_with("qint8[0,<=37,"));
+}
+
 TEST(GraphAnalysis, NothingAtenIsNothingToAnalyze) {
   GraphAnalysis a{DriverOptions{}};
   Node custom = Neg({4}, 1);

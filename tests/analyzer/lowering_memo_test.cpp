@@ -44,6 +44,27 @@ TEST(LoweringMemo, EveryOutcomeReadsBackAsWritten) {
   ExpectSame(*DecodeLoweringOutcome(EncodeLoweringOutcome(custom)), custom);
 }
 
+TEST(LoweringMemo, TheViewReadsWhatTheCopyReads) {
+  const std::string whole = EncodeLoweringOutcome(Sample());
+  std::optional<LoweringOutcomeView> v = DecodeLoweringOutcomeView(whole);
+  ASSERT_TRUE(v.has_value());
+  LoweringOutcome o;
+  o.kind = v->kind;
+  o.error = v->error;
+  o.dynamic_shape = v->dynamic_shape;
+  o.note = v->note;
+  for (const MemoUnitView& u : v->units) {
+    // Views into the memo itself, not copies.
+    EXPECT_TRUE(u.signature.empty() || (u.signature.data() >= whole.data() &&
+                                        u.signature.data() + u.signature.size() <= whole.data() + whole.size()));
+    o.units.push_back(MemoUnit{u.hash, std::string(u.opcode), std::string(u.signature), std::string(u.name),
+                               std::string(u.attributed_to)});
+  }
+  ExpectSame(o, Sample());
+  for (size_t n = 0; n < whole.size(); ++n)
+    EXPECT_FALSE(DecodeLoweringOutcomeView(whole.substr(0, n)).has_value()) << "cut at " << n;
+}
+
 TEST(LoweringMemo, AnythingButAWholeMemoIsAMiss) {
   const std::string whole = EncodeLoweringOutcome(Sample());
   for (size_t n = 0; n < whole.size(); ++n)

@@ -31,6 +31,26 @@ std::string Render(const Fixture& f, std::string_view format, int verbosity, boo
   return fmt == nullptr ? "" : fmt->render(f.make(), o);
 }
 
+// The CLI looks up the working directory only for the formats that say they use it: the others must not depend on it.
+TEST(Formats, OnlyTheFormatsThatSayTheyUseTheWorkingDirectoryDependOnIt) {
+  std::set<std::string> dependent;
+  for (const auto& f : kFixtures) {
+    for (const Format& format : Formats()) {
+      for (int verbosity : {0, 2}) {
+        RenderOptions here, elsewhere;
+        here.verbosity = elsewhere.verbosity = verbosity;
+        here.cwd = f.cwd;
+        elsewhere.cwd = "";
+        const AnalysisResult r = f.make();
+        if (format.render(r, here) != format.render(r, elsewhere)) dependent.insert(std::string(format.name));
+      }
+    }
+  }
+  for (const Format& format : Formats())
+    if (!format.uses_cwd) EXPECT_EQ(dependent.count(std::string(format.name)), 0u) << format.name;
+  EXPECT_TRUE(dependent.count("sarif"));  // (the fixtures do exercise it)
+}
+
 TEST(Formats, RegistryListsEveryFormat) {
   std::vector<std::string> names;
   for (const auto& f : Formats()) names.push_back(std::string(f.name));
