@@ -1,16 +1,22 @@
 #include "hlo/file_io.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "hlo/quote.h"
 
 namespace opprobe::io {
 
@@ -133,11 +139,137 @@ Status WriteTemp(const std::string& target, const std::string& temp, std::string
   return Status::Ok();
 }
 
+// The live mappings of FileBytes, for the SIGBUS handler: a read of a mapped file that shrank faults with an
+// address inside one of them. The handler reads the table with atomics only (async-signal-safe); a mapping that
+// finds no free slot is not made (the file is read instead).
+struct MappedGuard {
+  std::atomic<uintptr_t> begin{0}, end{0};
+  std::atomic<const std::string*> message{nullptr};  // "PATH: cannot read: it changed while being read\n"
+};
+std::array<MappedGuard, 16> g_mapped;
+std::mutex g_mapped_mutex;  // taken to claim and free slots, never by the handler
+struct sigaction g_previous_sigbus {};
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (const MappedGuard& g : g_mapped) {
+    const uintptr_t begin = g.begin.load(std::memory_order_acquire);
+    if (begin == 0 || addr < begin || addr >= g.end.load(std::memory_order_acquire)) continue;
+    if (const std::string* m = g.message.load(std::memory_order_acquire)) {
+      ssize_t ignored = ::write(2, m->data(), m->size());
+      (void)ignored;
+    }
+    ::_exit(2);
+  }
+  // Not a mapped input: the action SIGBUS had before, as if this handler were not there.
+  if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
+    g_previous_sigbus.sa_sigaction(sig, info, context);
+  } else if (g_previous_sigbus.sa_handler != SIG_IGN && g_previous_sigbus.sa_handler != SIG_DFL) {
+    g_previous_sigbus.sa_handler(sig);
+  } else {
+    ::sigaction(SIGBUS, &g_previous_sigbus, nullptr);  // returning re-runs the faulting read under it
+  }
+}
+
+void InstallSigbusHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_sigaction = OnSigbus;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous_sigbus);
+  });
+}
+
+// A free slot for [begin, begin + size) with `message`, or -1.
+int ClaimGuard(const void* begin, size_t size, const std::string* message) {
+  std::lock_guard<std::mutex> lock(g_mapped_mutex);
+  for (size_t i = 0; i < g_mapped.size(); ++i) {
+    MappedGuard& g = g_mapped[i];
+    if (g.begin.load(std::memory_order_relaxed) != 0) continue;
+    g.message.store(message, std::memory_order_release);
+    g.end.store(reinterpret_cast<uintptr_t>(begin) + size, std::memory_order_release);
+    g.begin.store(reinterpret_cast<uintptr_t>(begin), std::memory_order_release);
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void FreeGuard(int slot) {
+  std::lock_guard<std::mutex> lock(g_mapped_mutex);
+  MappedGuard& g = g_mapped[static_cast<size_t>(slot)];
+  g.begin.store(0, std::memory_order_release);
+  g.end.store(0, std::memory_order_release);
+  g.message.store(nullptr, std::memory_order_release);
+}
+
 }  // namespace
 
 Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes) { return Read(path, max_bytes, true); }
 
 Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes) { return Read(path, max_bytes, false); }
+
+Expected<FileBytes> FileBytes::Open(const std::string& path, uint64_t max_bytes) {
+  OPPROBE_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));
+  const bool regular = S_ISREG(file.st.st_mode);
+  const auto size = static_cast<uint64_t>(file.st.st_size);
+  FileBytes out;
+  if (regular && size > max_bytes) {
+    ::close(file.fd);
+    return InvalidInput(fmt::format("{}: the file has {} bytes, more than the {} this input may have", path, size,
+                                    max_bytes));
+  }
+  if (regular && size > 0) {
+    // The message the SIGBUS handler writes lives in the heap, where a move of this object leaves it.
+    auto message = std::make_unique<std::string>(
+        hlo::OneLine(fmt::format("{}: cannot read: it changed while being read", path), 1000) + "\n");
+    void* map = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, file.fd, 0);
+    ::close(file.fd);
+    if (map != MAP_FAILED) {
+      InstallSigbusHandler();
+      const int slot = ClaimGuard(map, static_cast<size_t>(size), message.get());
+      if (slot >= 0) {
+        out.map_ = map;
+        out.size_ = static_cast<size_t>(size);
+        out.guard_ = slot;
+        out.message_ = std::move(message);
+        return out;
+      }
+      ::munmap(map, static_cast<size_t>(size));
+    }
+  } else {
+    ::close(file.fd);
+  }
+  OPPROBE_ASSIGN_OR_RETURN(out.data_, ReadFile(path, max_bytes));
+  return out;
+}
+
+FileBytes::FileBytes(FileBytes&& other) noexcept
+    : map_(std::exchange(other.map_, nullptr)), size_(std::exchange(other.size_, 0)),
+      guard_(std::exchange(other.guard_, -1)), message_(std::move(other.message_)), data_(std::move(other.data_)) {}
+
+FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
+  if (this != &other) {
+    Release();
+    map_ = std::exchange(other.map_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    guard_ = std::exchange(other.guard_, -1);
+    message_ = std::move(other.message_);
+    data_ = std::move(other.data_);
+  }
+  return *this;
+}
+
+FileBytes::~FileBytes() { Release(); }
+
+void FileBytes::Release() {
+  if (!map_) return;
+  if (guard_ >= 0) FreeGuard(guard_);
+  ::munmap(map_, size_);
+  map_ = nullptr;
+  guard_ = -1;
+}
 
 Expected<FileReader> FileReader::Open(const std::string& path) {
   OPPROBE_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,34 @@ Expected<std::string> ReadFile(const std::string& path, uint64_t max_bytes = kMa
 
 // Up to `max_bytes` from the start of the file (for telling formats apart); errors as ReadFile.
 Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes);
+
+// The whole file as bytes to read once (a large HLO module): a regular, non-empty file is mapped, not copied (no
+// copy and no zero-filled pages to fault in); anything else (a pipe, an empty file) is read as ReadFile reads it.
+// Errors as ReadFile. A mapped file that shrinks while it is mapped would make a read past its new end raise
+// SIGBUS: the handler installed with the first mapping turns that into one line on stderr,
+// "PATH: cannot read: it changed while being read", and exit code 2 (a SIGBUS anywhere else keeps the action it
+// had). The bytes stay valid as long as the object.
+class FileBytes {
+ public:
+  static Expected<FileBytes> Open(const std::string& path, uint64_t max_bytes = kMaxReadBytes);
+  FileBytes(FileBytes&& other) noexcept;
+  FileBytes& operator=(FileBytes&& other) noexcept;
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  ~FileBytes();
+
+  std::string_view view() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : data_; }
+  bool mapped() const { return map_ != nullptr; }
+
+ private:
+  FileBytes() = default;
+  void Release();
+  void* map_ = nullptr;  // null: the bytes are in data_
+  size_t size_ = 0;
+  int guard_ = -1;  // this mapping's slot in the SIGBUS handler's table, or -1
+  std::unique_ptr<std::string> message_;  // what the handler writes (in the heap: a move leaves it in place)
+  std::string data_;
+};
 
 // A file read front to back in pieces, for an input that is parsed as it arrives and so is never held whole (a
 // trace of any size). Open fails as ReadFile does (missing, a folder, unreadable); Read's errors name the file, and a

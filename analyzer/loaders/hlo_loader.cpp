@@ -45,11 +45,12 @@ bool FileLooksLikeHlo(const fs::path& p) {
 }
 
 Expected<std::vector<LoadedHloModule>> LoadFile(const std::string& path, const std::string& suffix) {
-  OPPROBE_ASSIGN_OR_RETURN(std::string data, io::ReadFile(path));
+  OPPROBE_ASSIGN_OR_RETURN(io::FileBytes bytes, io::FileBytes::Open(path));
+  const std::string_view data = bytes.view();
   std::vector<LoadedHloModule> out;
   const std::string name = fs::path(path).filename().string();
   if (EndsWith(name, ".gz")) return InvalidInput(fmt::format("{}: compressed HLO is not supported; gunzip it first", path));
-  if (IsBinaryName(name) || (!IsTextName(name) && data.find('\0') != std::string::npos)) {
+  if (IsBinaryName(name) || (!IsTextName(name) && data.find('\0') != std::string_view::npos)) {
     OPPROBE_ASSIGN_OR_RETURN(auto module, hlo::ModuleFromProtoBytes(data, path));
     std::string n = module->name();
     out.push_back({n + suffix, std::move(module)});

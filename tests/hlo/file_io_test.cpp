@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "testing/temp_dir_test.h"
 
 namespace opprobe::io {
@@ -29,6 +31,47 @@ class FileIoTest : public opprobe::testing::TempDirTest {
     return names;
   }
 };
+
+// FileBytes: a regular file mapped, the rest read; the same bytes and the same errors as ReadFile.
+TEST_F(FileIoTest, FileBytesMapsRegularFilesAndReadsTheRest) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += std::to_string(i) + ",";
+  Write("a.txt", text);
+  auto bytes = FileBytes::Open(Path("a.txt"));
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_TRUE(bytes->mapped());
+  EXPECT_EQ(bytes->view(), text);
+  FileBytes moved = std::move(*bytes);  // the mapping goes with the object
+  EXPECT_EQ(moved.view(), text);
+
+  Write("empty.txt", "");
+  auto empty = FileBytes::Open(Path("empty.txt"));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->mapped());
+  EXPECT_EQ(empty->view(), "");
+
+  EXPECT_EQ(FileBytes::Open(Path("none.txt")).status().message(), Path("none.txt") + ": no such file");
+  EXPECT_EQ(FileBytes::Open(dir_.string()).status().message(), dir_.string() + ": is a folder, not a file");
+  EXPECT_EQ(FileBytes::Open(Path("a.txt"), 10).status().message(),
+            fmt::format("{}: the file has {} bytes, more than the 10 this input may have", Path("a.txt"), text.size()));
+}
+
+// A mapped file cut short while it is read: one located line and exit code 2, not a crash by SIGBUS.
+TEST_F(FileIoTest, AMappedFileThatShrinksIsALocatedErrorNotACrash) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string text(3 * 4096, 'x');
+  Write("big.hlo", text);
+  EXPECT_EXIT(
+      {
+        auto bytes = FileBytes::Open(Path("big.hlo"));
+        if (!bytes.ok() || !bytes->mapped()) std::_Exit(1);
+        fs::resize_file(Path("big.hlo"), 0);
+        volatile char c = bytes->view()[2 * 4096];
+        (void)c;
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(2), "big.hlo: cannot read: it changed while being read");
+}
 
 // FileReader: the whole file in pieces of any size, the same errors as ReadFile when it cannot be opened.
 TEST_F(FileIoTest, FileReaderReadsInPieces) {
