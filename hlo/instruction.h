@@ -68,6 +68,10 @@ struct RareAttributes {
 class Instruction {
  public:
   Opcode opcode = Opcode::kParameter;
+  // The opcode text when the input named an opcode this IR does not know (opcode is then kCustomCall):
+  // such an instruction parses, prints back under its own name, and every backend calls it unsupported.
+  // (Beside the opcode, in the first cache line, since every pass over a module reads both.)
+  std::string unknown_opcode;
   std::string name;
   Shape shape;
   std::vector<Instruction*> operands;
@@ -104,6 +108,9 @@ class Instruction {
   TriangularSolveOptions triangular_solve_options;  // triangular-solve
   bool cholesky_lower = false;                       // cholesky: `lower=true`
   bool largest = true;      // topk
+  // custom-call's target: in the instruction, as in XLA's, since every custom-call has one (a Neuron module holds
+  // thousands).
+  std::string custom_call_target;
   SharedValue<OpMetadata> metadata;  // read as metadata->op_type; metadata.mutable_value() to change it
 
   // Collectives, send/recv, async and scheduling.
@@ -121,12 +128,6 @@ class Instruction {
   // Attributes every opcode may have.
   HeapOptional<Sharding> sharding;
 
-  // custom-call's target: in the instruction, as in XLA's, since every custom-call has one (a Neuron module holds
-  // thousands).
-  std::string custom_call_target;
-  // The opcode text when the input named an opcode this IR does not know (opcode is then kCustomCall):
-  // such an instruction parses, prints back under its own name, and every backend calls it unsupported.
-  std::string unknown_opcode;
 
   // The attributes few instructions have (a RareAttributes{} when none is set); mutable_rare() creates them.
   const RareAttributes& rare() const { return rare_ ? *rare_ : kNoRareAttributes; }

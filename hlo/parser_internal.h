@@ -24,6 +24,7 @@
 
 #include "hlo/attributes.h"
 #include "hlo/instruction.h"
+#include "hlo/prefetch.h"
 #include "hlo/quote.h"
 #include "hlo/status.h"
 
@@ -55,11 +56,26 @@ class NameIndex {
   NameIndex() : slots_(16), mask_(15) {}
   // Gives `name` the next index (0, 1, 2, ...); false when the name is already there (it keeps its first index).
   bool Insert(std::string_view name) {
-    if (2 * (names_.size() + 1) > slots_.size()) Grow();
+    if (2 * (names_.size() + 1) > slots_.size()) Grow(2 * slots_.size());
     names_.push_back(name);
     hashes_.push_back(Hash(name));
     return Place(hashes_.back(), static_cast<uint32_t>(names_.size()));
   }
+  // Room for `n` names without growing.
+  void Reserve(size_t n) {
+    names_.reserve(n);
+    hashes_.reserve(n);
+    if (2 * n > slots_.size()) {
+      size_t size = slots_.size();
+      while (2 * n > size) size *= 2;
+      Grow(size);
+    }
+  }
+
+  // Brings the slot `name` will take into the cache: called when an instruction's name is read, long before the
+  // instruction is complete and its name inserted (the table outgrows the caches of a big module, and that miss
+  // was the index's whole cost).
+  void Prefetch(std::string_view name) const { PrefetchLine(&slots_[Hash(name) & mask_]); }
   size_t Find(std::string_view name) const {
     const uint64_t hash = Hash(name);
     const auto tag = static_cast<uint32_t>(hash >> 32);
@@ -84,9 +100,10 @@ class NameIndex {
       if (s.tag == tag && names_[s.index_plus_one - 1] == name) return false;
     }
   }
-  // Twice the slots, the names placed again in index order from their kept hashes (reading no name).
-  void Grow() {
-    slots_.assign(2 * slots_.size(), Slot{});
+ private:
+  // `size` slots (a power of two), the names placed again in index order from their kept hashes (reading no name).
+  void Grow(size_t size) {
+    slots_.assign(size, Slot{});
     mask_ = slots_.size() - 1;
     for (size_t i = 0; i < names_.size(); ++i) Place(hashes_[i], static_cast<uint32_t>(i + 1));
   }
@@ -147,6 +164,17 @@ struct Scope {
   void AddName(std::string_view n) {
     name_list.push_back(n);
     if (names_built) names.insert(n);
+  }
+  // Room for `n` instructions (and twice as many operands) in every per-instruction list.
+  void Reserve(size_t n) {
+    comp->mutable_instructions().reserve(n);
+    operands.reserve(2 * n);
+    operands_found.reserve(2 * n);
+    operand_ends.reserve(n);
+    index.Reserve(n);
+    positions.reserve(n);
+    shape_texts.reserve(n);
+    name_list.reserve(n);
   }
   std::vector<std::pair<Instruction*, size_t>> control;  // instructions with control-predecessors, and where
 };

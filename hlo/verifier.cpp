@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "hlo/attributes.h"
+#include "hlo/prefetch.h"
 #include "hlo/quote.h"
 
 namespace opprobe::hlo {
@@ -157,8 +158,12 @@ std::optional<Violation> CheckComputation(const Computation& comp, const VerifyO
   // One pass over the instructions (each is touched once: a module holds hundreds of thousands), collecting the
   // parameters; then their numbers must be 0..N-1, each once.
   std::vector<const Instruction*> params;
-  for (const auto& i : comp.instructions()) {
-    if (i->opcode == Opcode::kParameter) params.push_back(i.get());
+  const auto& instrs = comp.instructions();
+  constexpr size_t kAhead = 4;  // instructions
+  for (size_t k = 0; k < instrs.size(); ++k) {
+    if (k + kAhead < instrs.size()) PrefetchBytes(instrs[k + kAhead].get(), 192);  // opcode .. operands
+    const Instruction* i = instrs[k].get();
+    if (i->opcode == Opcode::kParameter) params.push_back(i);
     if (auto v = CheckInstruction(comp, *i, o)) return v;
   }
   std::vector<const Instruction*> by_number(params.size(), nullptr);
