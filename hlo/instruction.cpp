@@ -5,7 +5,9 @@
 
 namespace opprobe::hlo {
 
-constinit const RareAttributes Instruction::kNoRareAttributes{};
+// At namespace scope, not in a function: read without the guard a function's static needs. (Not constinit: clang
+// cannot constant-initialize its std::string defaults; no static initializer of another file reads it.)
+const RareAttributes Instruction::kNoRareAttributes{};
 
 Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {
   instructions_.push_back(std::move(instr));

@@ -143,7 +143,7 @@ class Instruction {
   Computation* to_apply() const { return called_computations.empty() ? nullptr : called_computations[0]; }
 
  private:
-  static const RareAttributes kNoRareAttributes;  // constant-initialized: reading it needs no guard
+  static const RareAttributes kNoRareAttributes;  // a namespace-scope object: reading it needs no guard
   HeapOptional<RareAttributes> rare_;
 };
 

@@ -40,7 +40,9 @@ bool Shape::is_unbounded_dynamic() const {
   return false;
 }
 
-constinit const Shape::Rare Shape::kNoRare{};
+// At namespace scope, not in a function: read without the guard a function's static needs. (Not constinit: clang
+// cannot constant-initialize a std::string; no static initializer of another file reads it.)
+const Shape::Rare Shape::kNoRare{};
 
 void Shape::set_dynamic_dimension(int i, bool dynamic) {
   std::vector<bool>& d = (rare_ ? *rare_ : rare_.emplace()).dynamic;

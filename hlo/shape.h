@@ -100,7 +100,7 @@ class Shape {
     std::string layout_suffix;
     bool operator==(const Rare&) const = default;
   };
-  static const Rare kNoRare;  // constant-initialized: reading it needs no guard
+  static const Rare kNoRare;  // a namespace-scope object: reading it needs no guard
   HeapOptional<Rare> rare_;
   std::vector<Shape> tuple_;
 };
