@@ -246,6 +246,63 @@ Parser::KnownOperand Parser::SkipRepeatedOperandShape(const Scope& scope) {
   return {{name, pos}, found};
 }
 
+Status Parser::ParseOperand(Scope& scope, int depth) {
+  SkipWs();
+  bool has_operand_shape = false;
+  if (LooksLikeShape()) {
+    if (const KnownOperand known = SkipRepeatedOperandShape(scope); known.found != NameIndex::kNone) {
+      op_stack_.push_back(known.operand);
+      op_found_.push_back(known.found);
+      return Status::Ok();
+    }
+    OPPROBE_RETURN_IF_ERROR(ParseShapeInto(operand_shape_, 0));
+    has_operand_shape = true;
+  }
+  SkipWs();
+  size_t pos = p_;
+  // An inline operand: `add(p, s32[] constant(1))` defines an unnamed instruction in place.
+  size_t q = p_;
+  while (q < end_ && IsNameChar(s_[q])) ++q;
+  if (q > p_ && q < end_ && s_[q] == '(') {
+    std::string_view inline_name = SyntheticName(scope, s_.substr(p_, q - p_));
+    Shape operand_shape = has_operand_shape ? operand_shape_ : Shape();
+    Instruction* inner = nullptr;
+    OPPROBE_RETURN_IF_ERROR(ParseInstructionRhs(scope, inline_name, pos, pos,
+                                                has_operand_shape ? &operand_shape : nullptr, {}, depth + 1,
+                                                inner));
+    op_stack_.push_back({inline_name, pos});
+    op_found_.push_back(NameIndex::kNone);
+  } else {
+    std::string_view operand = ReadNameView();
+    if (operand.empty()) return Err(pos, fmt::format("expected an operand name, got {}", Describe()));
+    // `%t#1#0`: element 0 of element 1 of tuple t, an implicit get-tuple-element per index.
+    while (Peek() == '#') {
+      ++p_;
+      size_t index_pos = p_;
+      auto index = ParseInt();
+      if (!index.ok()) return index.status();
+      if (*index < 0) return Err(index_pos, "negative tuple index");
+      auto gte = std::make_unique<Instruction>();
+      gte->opcode = Opcode::kGetTupleElement;
+      std::string_view gte_name = SyntheticName(scope, operand);
+      gte->name = std::string(gte_name);
+      gte->tuple_index = *index;
+      scope.operands.push_back({operand, pos});
+      scope.operands_found.push_back(scope.index.Find(operand));
+      scope.operand_ends.push_back(scope.operands.size());
+      scope.positions.push_back(pos);
+      scope.shape_texts.emplace_back();
+      infer_.emplace(gte.get(), pos);
+      operand = gte_name;
+      positions_.emplace_back(scope.comp->AddInstruction(std::move(gte)), pos);
+      IndexName(scope, gte_name);
+    }
+    op_stack_.push_back({operand, pos});
+    op_found_.push_back(NameIndex::kNone);
+  }
+  return Status::Ok();
+}
+
 std::string_view Parser::SyntheticName(Scope& scope, std::string_view base) {
   if (!scope.names_built) {
     scope.names.insert(scope.name_list.begin(), scope.name_list.end());
@@ -307,64 +364,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
     SkipWs();
     if (Peek() != ')') {
       while (true) {
-        SkipWs();
-        bool has_operand_shape = false;
-        if (LooksLikeShape()) {
-          if (const KnownOperand known = SkipRepeatedOperandShape(scope); known.found != NameIndex::kNone) {
-            op_stack_.push_back(known.operand);
-            op_found_.push_back(known.found);
-            SkipWs();
-            if (Peek() == ',') {
-              ++p_;
-              continue;
-            }
-            break;
-          }
-          OPPROBE_RETURN_IF_ERROR(ParseShapeInto(operand_shape_, 0));
-          has_operand_shape = true;
-        }
-        SkipWs();
-        size_t pos = p_;
-        // An inline operand: `add(p, s32[] constant(1))` defines an unnamed instruction in place.
-        size_t q = p_;
-        while (q < end_ && IsNameChar(s_[q])) ++q;
-        if (q > p_ && q < end_ && s_[q] == '(') {
-          std::string_view inline_name = SyntheticName(scope, s_.substr(p_, q - p_));
-          Shape operand_shape = has_operand_shape ? operand_shape_ : Shape();
-          Instruction* inner = nullptr;
-          OPPROBE_RETURN_IF_ERROR(ParseInstructionRhs(scope, inline_name, pos, pos,
-                                                      has_operand_shape ? &operand_shape : nullptr, {}, depth + 1,
-                                                      inner));
-          op_stack_.push_back({inline_name, pos});
-          op_found_.push_back(NameIndex::kNone);
-        } else {
-          std::string_view operand = ReadNameView();
-          if (operand.empty()) return Err(pos, fmt::format("expected an operand name, got {}", Describe()));
-          // `%t#1#0`: element 0 of element 1 of tuple t, an implicit get-tuple-element per index.
-          while (Peek() == '#') {
-            ++p_;
-            size_t index_pos = p_;
-            auto index = ParseInt();
-            if (!index.ok()) return index.status();
-            if (*index < 0) return Err(index_pos, "negative tuple index");
-            auto gte = std::make_unique<Instruction>();
-            gte->opcode = Opcode::kGetTupleElement;
-            std::string_view gte_name = SyntheticName(scope, operand);
-            gte->name = std::string(gte_name);
-            gte->tuple_index = *index;
-            scope.operands.push_back({operand, pos});
-            scope.operands_found.push_back(scope.index.Find(operand));
-            scope.operand_ends.push_back(scope.operands.size());
-            scope.positions.push_back(pos);
-            scope.shape_texts.emplace_back();
-            infer_.emplace(gte.get(), pos);
-            operand = gte_name;
-            positions_.emplace_back(scope.comp->AddInstruction(std::move(gte)), pos);
-            IndexName(scope, gte_name);
-          }
-          op_stack_.push_back({operand, pos});
-          op_found_.push_back(NameIndex::kNone);
-        }
+        OPPROBE_RETURN_IF_ERROR(ParseOperand(scope, depth));
         SkipWs();
         if (Peek() == ',') {
           ++p_;
@@ -459,7 +459,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
   // resolved[k]: the index of the instruction scope.operands[k] names.
   std::vector<size_t>& resolved = scope.operands_found;
   for (size_t i = 0; i < instrs.size(); ++i) {
-    if (i + 4 < instrs.size()) PrefetchBytes(instrs[i + 4].get(), 192);  // opcode .. operands, 4 ahead
+    PrefetchAhead(instrs, i);
     if (instrs[i]->opcode == Opcode::kParameter && !param_numbers.insert(instrs[i]->parameter_number).second)
       return Err(positions[i], fmt::format("parameter number {} used twice in {}", instrs[i]->parameter_number, name));
     const size_t b = i == 0 ? 0 : scope.operand_ends[i - 1], e = scope.operand_ends[i];

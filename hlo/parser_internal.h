@@ -100,7 +100,6 @@ class NameIndex {
       if (s.tag == tag && names_[s.index_plus_one - 1] == name) return false;
     }
   }
- private:
   // `size` slots (a power of two), the names placed again in index order from their kept hashes (reading no name).
   void Grow(size_t size) {
     slots_.assign(size, Slot{});
@@ -292,6 +291,8 @@ class Parser {
     size_t found = NameIndex::kNone;
   };
   KnownOperand SkipRepeatedOperandShape(const Scope& scope);
+  // One operand of the instruction being read (`f32[8]{0} %x`, `%t#0`, an inline `s32[] constant(1)`), onto op_stack_.
+  Status ParseOperand(Scope& scope, int depth);
   // Shapes the text left out (`t = tuple(a, b)`), once operands and called computations are known.
   Status InferShapes();
   // The verifier (hlo/verifier.h) and the signatures' result shapes, once shapes are known; a violation is an

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace opprobe::hlo {
 
@@ -16,9 +17,12 @@ inline void PrefetchLine(const void* p) {
 #endif
 }
 
-// The first `bytes` of the object at `p`, line by line.
+// Every cache line of [p, p + bytes).
 inline void PrefetchBytes(const void* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) PrefetchLine(static_cast<const char*>(p) + off);
+  constexpr uintptr_t kLine = 64;
+  const auto begin = reinterpret_cast<uintptr_t>(p) & ~(kLine - 1);
+  const auto end = reinterpret_cast<uintptr_t>(p) + bytes;
+  for (uintptr_t line = begin; line < end; line += kLine) PrefetchLine(reinterpret_cast<const void*>(line));
 }
 
 }  // namespace opprobe::hlo

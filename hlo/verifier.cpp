@@ -5,7 +5,6 @@
 #include <type_traits>
 
 #include "hlo/attributes.h"
-#include "hlo/prefetch.h"
 #include "hlo/quote.h"
 
 namespace opprobe::hlo {
@@ -159,9 +158,8 @@ std::optional<Violation> CheckComputation(const Computation& comp, const VerifyO
   // parameters; then their numbers must be 0..N-1, each once.
   std::vector<const Instruction*> params;
   const auto& instrs = comp.instructions();
-  constexpr size_t kAhead = 4;  // instructions
   for (size_t k = 0; k < instrs.size(); ++k) {
-    if (k + kAhead < instrs.size()) PrefetchBytes(instrs[k + kAhead].get(), 192);  // opcode .. operands
+    PrefetchAhead(instrs, k);
     const Instruction* i = instrs[k].get();
     if (i->opcode == Opcode::kParameter) params.push_back(i);
     if (auto v = CheckInstruction(comp, *i, o)) return v;

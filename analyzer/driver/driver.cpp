@@ -19,7 +19,6 @@
 #include "analyzer/driver/lowering_memo.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "hlo/fingerprint.h"
-#include "hlo/prefetch.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/repro.h"
@@ -762,11 +761,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
     record_of_metadata.clear();
     const auto& instrs = entry->instructions();
     for (size_t k = 0; k < instrs.size(); ++k) {
-      // A big module's instructions are out of the caches by now: read 4 ahead (hlo/prefetch.h).
-      if (k + 4 < instrs.size()) {
-        hlo::PrefetchBytes(instrs[k + 4].get(), 192);
-        hlo::PrefetchLine(&instrs[k + 4]->metadata);
-      }
+      if (const hlo::Instruction* ahead = hlo::PrefetchAhead(instrs, k)) hlo::PrefetchLine(&ahead->metadata);
       const hlo::Instruction* instr = instrs[k].get();
       if (instr->opcode == hlo::Opcode::kParameter) continue;
       const hlo::OpMetadata& md = *instr->metadata;
