@@ -84,8 +84,8 @@ Expected<OpenFile> OpenForReading(const std::string& path) {
   return OpenFile{fd, st};
 }
 
-Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool whole) {
-  OPPROBE_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));
+// Reads the open `file` (named `path` in errors) and closes it.
+Expected<std::string> ReadOpen(const OpenFile& file, const std::string& path, uint64_t max_bytes, bool whole) {
   const int fd = file.fd;
   const struct stat& st = file.st;
   const bool regular = S_ISREG(st.st_mode);
@@ -108,6 +108,11 @@ Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool who
   if (whole && regular && data.size() != size)
     return ReadError(path, fmt::format("it changed while being read ({} of {} bytes)", data.size(), size));
   return data;
+}
+
+Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool whole) {
+  OPPROBE_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));
+  return ReadOpen(file, path, max_bytes, whole);
 }
 
 // Writes `contents` to a new file `temp` (0666 less the umask) and flushes it to disk.
@@ -212,24 +217,18 @@ Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes) { 
 
 Expected<FileBytes> FileBytes::Open(const std::string& path, uint64_t max_bytes) {
   OPPROBE_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));
-  const bool regular = S_ISREG(file.st.st_mode);
   const auto size = static_cast<uint64_t>(file.st.st_size);
   FileBytes out;
-  if (regular && size > max_bytes) {
-    ::close(file.fd);
-    return InvalidInput(fmt::format("{}: the file has {} bytes, more than the {} this input may have", path, size,
-                                    max_bytes));
-  }
-  if (regular && size > 0) {
-    // The message the SIGBUS handler writes lives in the heap, where a move of this object leaves it.
-    auto message = std::make_unique<std::string>(
-        hlo::OneLine(fmt::format("{}: cannot read: it changed while being read", path), 1000) + "\n");
+  if (S_ISREG(file.st.st_mode) && size > 0 && size <= max_bytes) {
     void* map = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, file.fd, 0);
-    ::close(file.fd);
     if (map != MAP_FAILED) {
+      // The message the SIGBUS handler writes lives in the heap, where a move of this object leaves it.
+      auto message = std::make_unique<std::string>(
+          hlo::OneLine(fmt::format("{}: cannot read: it changed while being read", path), 1000) + "\n");
       InstallSigbusHandler();
       const int slot = ClaimGuard(map, static_cast<size_t>(size), message.get());
       if (slot >= 0) {
+        ::close(file.fd);
         out.map_ = map;
         out.size_ = static_cast<size_t>(size);
         out.guard_ = slot;
@@ -238,10 +237,9 @@ Expected<FileBytes> FileBytes::Open(const std::string& path, uint64_t max_bytes)
       }
       ::munmap(map, static_cast<size_t>(size));
     }
-  } else {
-    ::close(file.fd);
   }
-  OPPROBE_ASSIGN_OR_RETURN(out.data_, ReadFile(path, max_bytes));
+  // Not mapped (a pipe, an empty file, one over the cap, a failed mapping): read as ReadFile reads, errors alike.
+  OPPROBE_ASSIGN_OR_RETURN(out.data_, ReadOpen(file, path, max_bytes, true));
   return out;
 }
 
