@@ -24,8 +24,6 @@ void RegisterRun(CLI::App& app, int& exit_code);       // run_cmd.cpp
 void RegisterOps(CLI::App& app, int& exit_code);       // ops_cmd.cpp
 void RegisterDiff(CLI::App& app, int& exit_code);      // diff_cmd.cpp
 
-// The arguments that followed the first `--` on the command line (empty when there was none): the
-// script command of `analyze -- python train.py` and `capture -- ...`.
 // Every command, by the name its Register function gives it.
 struct Command {
   const char* name;
@@ -33,6 +31,8 @@ struct Command {
 };
 const std::vector<Command>& Commands();
 
+// The arguments that followed the first `--` on the command line (empty when there was none): the
+// script command of `analyze -- python train.py` and `capture -- ...`.
 const std::vector<std::string>& ArgsAfterDoubleDash();
 
 // Prints `opprobe: <message>` on stderr and returns the exit code for the status (cli/exit_codes.h).

@@ -236,12 +236,12 @@ class GraphNodes final : public NodeSink {
   Graph& graph_;
 };
 
-// Maps torch dtype names (`float32`, `torch.float32`, `bfloat16`, `bool`, `complex64`, ...) to XLA types. Every
-// torch dtype maps: one without an XLA element type (quantized, complex32, bits, sub-byte uints) to its storage
-// type, which TorchDtypeWithoutXlaType tells apart.
 // `aten::add.Tensor`, or `aten::relu` for the default (or no) overload.
 std::string QualifiedOpName(const std::string& op, const std::string& overload);
 
+// Maps torch dtype names (`float32`, `torch.float32`, `bfloat16`, `bool`, `complex64`, ...) to XLA types. Every
+// torch dtype maps: one without an XLA element type (quantized, complex32, bits, sub-byte uints) to its storage
+// type, which TorchDtypeWithoutXlaType tells apart.
 std::optional<hlo::PrimitiveType> DtypeFromTorchName(std::string_view name);
 // The canonical torch name (`qint8`, `complex32`) when `name` is a torch dtype that XLA has no element type for;
 // empty for the others (and for unknown names).

@@ -225,7 +225,9 @@ TEST_F(RemoteCacheTest, GetManyAnswersEachKeyAsGetDoes) {
     std::vector<std::string> keys;
     for (size_t i = 0; i < n; ++i) {
       keys.push_back("t/k" + std::to_string(i));
-      if (i % 3 != 0) ASSERT_EQ(store.Put(keys.back(), "value " + std::to_string(i)).code, StoreReply::Code::kOk);
+      if (i % 3 != 0) {
+        ASSERT_EQ(store.Put(keys.back(), "value " + std::to_string(i)).code, StoreReply::Code::kOk);
+      }
     }
     keys.push_back("t/k1");  // asked twice
     std::vector<StoreReply> many = store.GetMany(keys);

@@ -46,8 +46,11 @@ TEST(Formats, OnlyTheFormatsThatSayTheyUseTheWorkingDirectoryDependOnIt) {
       }
     }
   }
-  for (const Format& format : Formats())
-    if (!format.uses_cwd) EXPECT_EQ(dependent.count(std::string(format.name)), 0u) << format.name;
+  for (const Format& format : Formats()) {
+    if (!format.uses_cwd) {
+      EXPECT_EQ(dependent.count(std::string(format.name)), 0u) << format.name;
+    }
+  }
   EXPECT_TRUE(dependent.count("sarif"));  // (the fixtures do exercise it)
 }
 
