@@ -26,6 +26,20 @@
 namespace opprobe::analyzer {
 namespace {
 
+// One SharedString per distinct text, for records that share their strings. The keys are views: the texts must
+// outlive it.
+class SharedStrings {
+ public:
+  const SharedString& Of(std::string_view text) {
+    auto [it, inserted] = map_.try_emplace(text);
+    if (inserted) it->second = std::string(text);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string_view, SharedString> map_;
+};
+
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -546,12 +560,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   r.probes.reserve(order.size() + order.size() / 2);  // (a signature lowers to a unit or two, most of them shared)
   // The records' op and overload names, one SharedString per distinct name (a model calls a few dozen ops with
   // hundreds of signatures): the reports tally records by them (reports::TallySupportedAten) without a lookup each.
-  std::unordered_map<std::string_view, SharedString> names;  // keys: views into the nodes, which outlive the map
-  auto name = [&names](const std::string& text) -> const SharedString& {
-    auto [it, inserted] = names.try_emplace(text);
-    if (inserted) it->second = text;
-    return it->second;
-  };
+  SharedStrings names;  // of views into the nodes, which outlive it
   for (size_t j = 0; j < order.size(); ++j) {
     const uint32_t sig = order[j];
     Lowered& l = lowered[sig];
@@ -591,8 +600,8 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       }
       if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(o));
     }
-    l.op = name(n.op);
-    l.overload = name(n.overload);
+    l.op = names.Of(n.op);
+    l.overload = names.Of(n.overload);
     l.signature = std::move(s.tensor_signatures[sig]);
     if (o.kind == LoweringOutcome::Kind::kCustomOp) {
       l.error = CustomOpReason(n.op);
@@ -732,7 +741,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   // A record per (module, attributed op, source file, line). The op an op_type names is worked out once per distinct
   // op_type; the keys are views into the modules' metadata, which outlive this function's maps.
   std::unordered_map<std::string_view, SharedString> op_of_type;
-  std::unordered_map<std::string_view, SharedString> file_of;  // the records' files, one SharedString each
+  SharedStrings files;  // the records' files
   struct RecordKey {
     size_t module;
     std::string_view op, file;
@@ -777,9 +786,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
         if (inserted) {
           OpRecord rec;
           rec.op = op;
-          auto [ft, new_file] = file_of.try_emplace(md.source_file);
-          if (new_file) ft->second = std::string(md.source_file);
-          rec.loc = {ft->second, static_cast<int>(md.source_line)};
+          rec.loc = {files.Of(md.source_file), static_cast<int>(md.source_line)};
           rec.program = program;
           r.ops.push_back(std::move(rec));
         }
