@@ -156,8 +156,9 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "or `-- <python> script.py args...` to capture and analyze a script in one step.");
   cmd->add_option("inputs", args->inputs, "Model files (or, after `--`, the Python command to capture)");
   cmd->add_option("-b,--backend", args->backend_spec,
-                  "Backend spec: interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...]; see "
-                  "`opprobe backends`")
+                  "Backend spec: interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...], xla:cpu, "
+                  "iree:llvm-cpu, tpu:GEN[:TOPOLOGY] (the real TPU compiler), gpu:DEVICE[:TOPOLOGY] (the real GPU "
+                  "compiler); see `opprobe backends`")
       ->capture_default_str();
   cmd->add_option("-j,--jobs", args->run.jobs, "Probes run in parallel (default: the number of cores)");
   cmd->add_option("--cache", args->caches,

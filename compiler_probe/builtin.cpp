@@ -1,4 +1,5 @@
 #include "compiler_probe/registry.h"
+#include "compiler_probe/chip/chip_backend.h"
 #include "compiler_probe/cmd/cmd_backend.h"
 #include "compiler_probe/interp/interp_backend.h"
 #include "compiler_probe/iree/iree_backend.h"
@@ -16,6 +17,7 @@ Registry Registry::Builtin() {
   pjrt::Register(r);
   xla::Register(r);
   iree::Register(r);
+  chip::Register(r);
   return r;
 }
 

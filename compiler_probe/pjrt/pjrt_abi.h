@@ -22,6 +22,8 @@ struct Memory;
 struct LoadedExecutable;
 struct Executable;
 struct Buffer;
+struct TopologyDescription;
+struct DeviceDescription;
 
 struct ApiVersion {
   size_t struct_size;
@@ -68,6 +70,16 @@ enum Slot : int {
   kBuffer_ElementType = 59,
   kBuffer_Dimensions = 60,
   kBuffer_ToHostBuffer = 70,
+  // The client-less compile for a topology (research/deviceless-compilers.md; the slots of API 0.112 and 0.117).
+  kExecutable_SizeOfGeneratedCodeInBytes = 45,
+  kExecutable_OptimizedProgram = 48,
+  kTopologyDescription_Create = 82,
+  kTopologyDescription_Destroy = 83,
+  kTopologyDescription_PlatformName = 84,
+  kTopologyDescription_PlatformVersion = 85,
+  kTopologyDescription_GetDeviceDescriptions = 86,
+  kCompile = 89,
+  kExecutable_GetCompiledMemoryStats = 96,
 };
 // Number of slots in PJRT_Api at 0.94 (a plugin at an older minor may have fewer).
 constexpr int kSlotsAt94 = 129;
@@ -81,6 +93,7 @@ enum ErrorCode : int {
   kUnknown = 2,
   kInvalidArgument = 3,
   kNotFound = 5,
+  kResourceExhausted = 8,
   kFailedPrecondition = 9,
   kUnimplemented = 12,
   kInternal = 13,
@@ -302,6 +315,79 @@ struct Buffer_ToHostBuffer_Args {
   Event* event;
 };
 
+struct TopologyDescription_Create_Args {
+  size_t struct_size;
+  void* extension_start;
+  const char* topology_name;
+  size_t topology_name_size;
+  const NamedValue* create_options;
+  size_t num_options;
+  TopologyDescription* topology;
+};
+struct TopologyDescription_Destroy_Args {
+  size_t struct_size;
+  void* extension_start;
+  TopologyDescription* topology;
+};
+struct TopologyDescription_String_Args {  // TopologyDescription_PlatformName and _PlatformVersion
+  size_t struct_size;
+  void* extension_start;
+  TopologyDescription* topology;
+  const char* value;
+  size_t value_size;
+};
+struct TopologyDescription_GetDeviceDescriptions_Args {
+  size_t struct_size;
+  void* extension_start;
+  TopologyDescription* topology;
+  DeviceDescription* const* descriptions;
+  size_t num_descriptions;
+};
+struct Compile_Args {
+  size_t struct_size;
+  void* extension_start;
+  const TopologyDescription* topology;
+  const Program* program;
+  const char* compile_options;
+  size_t compile_options_size;
+  Client* client;
+  Executable* executable;
+};
+struct Executable_SizeOfGeneratedCodeInBytes_Args {
+  size_t struct_size;
+  void* extension_start;
+  Executable* executable;
+  int64_t size_in_bytes;
+};
+struct Executable_OptimizedProgram_Args {
+  size_t struct_size;
+  void* extension_start;
+  Executable* executable;
+  Program* program;
+};
+// PJRT_Executable_GetCompiledMemoryStats_Args (host fields from 0.37, peak from 0.72, total from 0.90, the last
+// three from 0.104): the plugins check struct_size against their own version's (libtpu 0.0.42.1 wants >= 112).
+struct Executable_GetCompiledMemoryStats_Args {
+  size_t struct_size;
+  void* extension_start;
+  Executable* executable;
+  int64_t generated_code_size_in_bytes;
+  int64_t argument_size_in_bytes;
+  int64_t output_size_in_bytes;
+  int64_t alias_size_in_bytes;
+  int64_t temp_size_in_bytes;
+  int64_t host_generated_code_size_in_bytes;
+  int64_t host_argument_size_in_bytes;
+  int64_t host_output_size_in_bytes;
+  int64_t host_alias_size_in_bytes;
+  int64_t host_temp_size_in_bytes;
+  int64_t peak_memory_in_bytes;
+  int64_t total_size_in_bytes;
+  int64_t total_allocation_size_in_bytes;
+  int64_t indefinite_allocations_in_bytes;
+  int64_t peak_unpadded_heap_size_in_bytes;
+};
+
 #define OPPROBE_PJRT_STRUCT_SIZE(type, last) (offsetof(type, last) + sizeof(type::last))
 
 // STRUCT_SIZE of each args struct at a plugin's minor version (Appendix B of research/pjrt.md). The
@@ -349,6 +435,9 @@ inline StructSizes StructSizesForMinor(int minor) {
 }
 
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(Error_GetCode_Args, code) == 28);
+static_assert(OPPROBE_PJRT_STRUCT_SIZE(TopologyDescription_Create_Args, topology) == 56);
+static_assert(OPPROBE_PJRT_STRUCT_SIZE(Compile_Args, executable) == 64);
+static_assert(OPPROBE_PJRT_STRUCT_SIZE(Executable_GetCompiledMemoryStats_Args, peak_unpadded_heap_size_in_bytes) == 144);
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(Client_Create_Args, kv_try_get_user_arg) == 88);
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(Client_BufferFromHostBuffer_Args, buffer) == 120);
 static_assert(offsetof(Client_BufferFromHostBuffer_Args, host_buffer_semantics) == 72);

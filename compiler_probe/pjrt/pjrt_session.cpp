@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -134,6 +136,7 @@ struct PjrtSession::Impl {
   const abi::ApiHeader* api = nullptr;
   abi::StructSizes sizes{};
   abi::Client* client = nullptr;
+  abi::TopologyDescription* topology = nullptr;
   std::vector<abi::Device*> devices;
 
   size_t num_slots() const { return (api->struct_size - abi::kFirstSlotOffset) / sizeof(void*); }
@@ -215,8 +218,37 @@ struct PjrtSession::Impl {
   }
 };
 
-Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plugin_path,
-                                                         const std::vector<PluginOption>& options) {
+namespace {
+
+// The typed create options, pointing into `options` (which must outlive the result).
+std::vector<abi::NamedValue> NamedValues(const std::vector<PluginOption>& options, size_t struct_size) {
+  std::vector<abi::NamedValue> values(options.size());
+  for (size_t i = 0; i < options.size(); ++i) {
+    const PluginOption& o = options[i];
+    abi::NamedValue& v = values[i];
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = struct_size;
+    v.name = o.name.c_str();
+    v.name_size = o.name.size();
+    v.value_size = 1;
+    switch (o.type) {
+      case PluginOption::Type::kString:
+        v.type = abi::kString;
+        v.string_value = o.string_value.c_str();
+        v.value_size = o.string_value.size();
+        break;
+      case PluginOption::Type::kInt64: v.type = abi::kInt64, v.int64_value = o.int_value; break;
+      case PluginOption::Type::kFloat: v.type = abi::kFloat, v.float_value = o.float_value; break;
+      case PluginOption::Type::kBool: v.type = abi::kBool, v.bool_value = o.bool_value; break;
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<PjrtSession>> PjrtSession::Open(const std::string& plugin_path, const int* required,
+                                                         size_t num_required) {
   struct stat st;
   if (::stat(plugin_path.c_str(), &st) != 0)
     return Unavailable(fmt::format("PJRT plugin '{}' not found", plugin_path));
@@ -248,17 +280,14 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
     return Unavailable(fmt::format(
         "PJRT plugin '{}' has unsupported PJRT API version {}.{} (opprobe supports {}.{} and later {}.x versions)",
         plugin_path, info.api_major, info.api_minor, abi::kOurMajor, abi::kMinMinor, abi::kOurMajor));
-  constexpr int kRequired[] = {abi::kError_Destroy,  abi::kError_Message,      abi::kError_GetCode,
-                               abi::kEvent_Destroy,  abi::kEvent_Await,        abi::kClient_Create,
-                               abi::kClient_Destroy, abi::kClient_Compile,     abi::kClient_BufferFromHostBuffer,
-                               abi::kLoadedExecutable_Destroy, abi::kLoadedExecutable_Execute,
-                               abi::kBuffer_Destroy, abi::kBuffer_ToHostBuffer};
-  if (api->struct_size < abi::kFirstSlotOffset + sizeof(void*) * (abi::kBuffer_ToHostBuffer + 1))
+  int highest = 0;
+  for (size_t i = 0; i < num_required; ++i) highest = std::max(highest, required[i]);
+  if (api->struct_size < abi::kFirstSlotOffset + sizeof(void*) * static_cast<size_t>(highest + 1))
     return Unavailable(fmt::format("PJRT plugin '{}': PJRT_Api table of {} bytes is too small for API {}.{}",
                                           plugin_path, api->struct_size, info.api_major, info.api_minor));
-  for (int k : kRequired)
-    if (!im.slot(k))
-      return Unavailable(fmt::format("PJRT plugin '{}' lacks required function slot {}", plugin_path, k));
+  for (size_t i = 0; i < num_required; ++i)
+    if (!im.slot(required[i]))
+      return Unavailable(fmt::format("PJRT plugin '{}' lacks required function slot {}", plugin_path, required[i]));
   // Our header's sizes, as they were at the plugin's minor (older plugins may want exact sizes).
   im.sizes = abi::StructSizesForMinor(std::min(info.api_minor, abi::kOurMinor));
 
@@ -268,27 +297,21 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
     CallStatus s = im.Call(abi::kPlugin_Initialize, &a, "PJRT_Plugin_Initialize");
     if (!s.ok) return Unavailable(fmt::format("PJRT plugin '{}': {}", plugin_path, s.message));
   }
+  return session;
+}
 
-  std::vector<abi::NamedValue> values(options.size());
-  for (size_t i = 0; i < options.size(); ++i) {
-    const PluginOption& o = options[i];
-    abi::NamedValue& v = values[i];
-    std::memset(&v, 0, sizeof v);
-    v.struct_size = im.sizes.named_value;
-    v.name = o.name.c_str();
-    v.name_size = o.name.size();
-    v.value_size = 1;
-    switch (o.type) {
-      case PluginOption::Type::kString:
-        v.type = abi::kString;
-        v.string_value = o.string_value.c_str();
-        v.value_size = o.string_value.size();
-        break;
-      case PluginOption::Type::kInt64: v.type = abi::kInt64, v.int64_value = o.int_value; break;
-      case PluginOption::Type::kFloat: v.type = abi::kFloat, v.float_value = o.float_value; break;
-      case PluginOption::Type::kBool: v.type = abi::kBool, v.bool_value = o.bool_value; break;
-    }
-  }
+Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plugin_path,
+                                                         const std::vector<PluginOption>& options) {
+  constexpr int kRequired[] = {abi::kError_Destroy,  abi::kError_Message,      abi::kError_GetCode,
+                               abi::kEvent_Destroy,  abi::kEvent_Await,        abi::kClient_Create,
+                               abi::kClient_Destroy, abi::kClient_Compile,     abi::kClient_BufferFromHostBuffer,
+                               abi::kLoadedExecutable_Destroy, abi::kLoadedExecutable_Execute,
+                               abi::kBuffer_Destroy, abi::kBuffer_ToHostBuffer};
+  OPPROBE_ASSIGN_OR_RETURN(std::unique_ptr<PjrtSession> session,
+                           Open(plugin_path, kRequired, sizeof kRequired / sizeof kRequired[0]));
+  Impl& im = *session->impl_;
+  SessionInfo& info = session->info_;
+  std::vector<abi::NamedValue> values = NamedValues(options, im.sizes.named_value);
   abi::Client_Create_Args ca{};
   ca.struct_size = im.sizes.client_create;
   ca.create_options = values.empty() ? nullptr : values.data();
@@ -311,12 +334,20 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
   return session;
 }
 
+bool PjrtSession::has_topology() const { return impl_ && impl_->topology; }
+
 PjrtSession::~PjrtSession() {
   if (impl_ && impl_->client) {
     abi::Client_Destroy_Args a{};
     a.struct_size = impl_->sizes.client_destroy;
     a.client = impl_->client;
     impl_->Call(abi::kClient_Destroy, &a, "PJRT_Client_Destroy");
+  }
+  if (impl_ && impl_->topology) {
+    abi::TopologyDescription_Destroy_Args a{};
+    a.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::TopologyDescription_Destroy_Args, topology);
+    a.topology = impl_->topology;
+    impl_->Call(abi::kTopologyDescription_Destroy, &a, "PJRT_TopologyDescription_Destroy");
   }
   // No dlclose: plugins keep threads and static state (research/pjrt.md 2.12).
 }
@@ -485,6 +516,156 @@ RunResult PjrtSession::Run(const std::string& hlo_module_proto, const std::vecto
   }
   cleanup();
   return result;
+}
+
+
+Expected<std::unique_ptr<PjrtSession>> PjrtSession::LoadTopology(const std::string& plugin_path,
+                                                                 const std::string& topology_name,
+                                                                 const std::vector<PluginOption>& options) {
+  constexpr int kRequired[] = {abi::kError_Destroy, abi::kError_Message, abi::kError_GetCode,
+                               abi::kExecutable_Destroy, abi::kTopologyDescription_Create,
+                               abi::kTopologyDescription_Destroy, abi::kCompile};
+  OPPROBE_ASSIGN_OR_RETURN(std::unique_ptr<PjrtSession> session,
+                           Open(plugin_path, kRequired, sizeof kRequired / sizeof kRequired[0]));
+  Impl& im = *session->impl_;
+  SessionInfo& info = session->info_;
+  std::vector<abi::NamedValue> values = NamedValues(options, im.sizes.named_value);
+  abi::TopologyDescription_Create_Args ta{};
+  ta.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::TopologyDescription_Create_Args, topology);
+  ta.topology_name = topology_name.c_str();
+  ta.topology_name_size = topology_name.size();
+  ta.create_options = values.empty() ? nullptr : values.data();
+  ta.num_options = values.size();
+  CallStatus s = im.Call(abi::kTopologyDescription_Create, &ta, "PJRT_TopologyDescription_Create");
+  if (!s.ok || !ta.topology)
+    return Unavailable(fmt::format("PJRT plugin '{}' (API {}.{}): cannot describe the topology '{}': {}", plugin_path,
+                                   info.api_major, info.api_minor, topology_name,
+                                   s.ok ? "no topology returned" : s.message));
+  im.topology = ta.topology;
+  auto topology_string = [&](int k, const char* name) {
+    abi::TopologyDescription_String_Args a{};
+    a.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::TopologyDescription_String_Args, value_size);
+    a.topology = im.topology;
+    if (!im.slot(k) || !im.Call(k, &a, name).ok || !a.value) return std::string();
+    return std::string(a.value, a.value_size);
+  };
+  info.platform_name = topology_string(abi::kTopologyDescription_PlatformName, "PJRT_TopologyDescription_PlatformName");
+  info.platform_version =
+      topology_string(abi::kTopologyDescription_PlatformVersion, "PJRT_TopologyDescription_PlatformVersion");
+  if (im.slot(abi::kTopologyDescription_GetDeviceDescriptions)) {
+    abi::TopologyDescription_GetDeviceDescriptions_Args a{};
+    a.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::TopologyDescription_GetDeviceDescriptions_Args, num_descriptions);
+    a.topology = im.topology;
+    if (im.Call(abi::kTopologyDescription_GetDeviceDescriptions, &a, "PJRT_TopologyDescription_GetDeviceDescriptions")
+            .ok)
+      info.num_devices = static_cast<int64_t>(a.num_descriptions);
+  }
+  info.topology = topology_name;
+  return session;
+}
+
+RunResult PjrtSession::CompileForTopology(const std::string& hlo_module_proto, const std::string& compile_options) {
+  Impl& im = *impl_;
+  RunResult result;
+  if (!im.topology) {
+    result.stage = RunResult::Stage::kCompile;
+    result.code = abi::kInternal;
+    result.message = "opprobe worker: this session has no topology (it was loaded with a client)";
+    return result;
+  }
+  abi::Program program{};
+  program.struct_size = im.sizes.program;
+  std::string code = hlo_module_proto;
+  program.code = code.data();
+  program.code_size = code.size();
+  program.format = "hlo";
+  program.format_size = 3;
+  abi::Compile_Args ca{};
+  ca.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Compile_Args, executable);
+  ca.topology = im.topology;
+  ca.program = &program;
+  ca.compile_options = compile_options.data();
+  ca.compile_options_size = compile_options.size();
+  ca.client = nullptr;
+  CallStatus s = im.Call(abi::kCompile, &ca, "PJRT_Compile");
+  if (!s.ok || !ca.executable) {
+    result.stage = RunResult::Stage::kCompile;
+    result.code = s.ok ? abi::kInternal : s.code;
+    // The compiler's own words, without the name of the C API function they came through.
+    const std::string prefix = "PJRT_Compile: ";
+    result.message = s.ok ? "PJRT_Compile returned no executable"
+                          : (s.message.rfind(prefix, 0) == 0 ? s.message.substr(prefix.size()) : s.message);
+    return result;
+  }
+  abi::Executable* exe = ca.executable;
+  CompileStats& st = result.stats;
+  st.present = true;
+  if (im.slot(abi::kExecutable_GetCompiledMemoryStats)) {
+    abi::Executable_GetCompiledMemoryStats_Args m{};
+    // The whole struct of the newest layout we know; a plugin reads what its own version has.
+    m.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Executable_GetCompiledMemoryStats_Args, peak_unpadded_heap_size_in_bytes);
+    m.executable = exe;
+    if (im.Call(abi::kExecutable_GetCompiledMemoryStats, &m, "PJRT_Executable_GetCompiledMemoryStats").ok) {
+      st.has_memory = true;
+      st.generated_code_bytes = m.generated_code_size_in_bytes;
+      st.argument_bytes = m.argument_size_in_bytes;
+      st.output_bytes = m.output_size_in_bytes;
+      st.alias_bytes = m.alias_size_in_bytes;
+      st.temp_bytes = m.temp_size_in_bytes;
+      st.peak_bytes = m.peak_memory_in_bytes;
+    }
+  }
+  if (im.slot(abi::kExecutable_SizeOfGeneratedCodeInBytes)) {
+    abi::Executable_SizeOfGeneratedCodeInBytes_Args g{};
+    g.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Executable_SizeOfGeneratedCodeInBytes_Args, size_in_bytes);
+    g.executable = exe;
+    if (im.Call(abi::kExecutable_SizeOfGeneratedCodeInBytes, &g, "PJRT_Executable_SizeOfGeneratedCodeInBytes").ok &&
+        g.size_in_bytes > st.generated_code_bytes)
+      st.generated_code_bytes = g.size_in_bytes;
+  }
+  if (im.slot(abi::kExecutable_OptimizedProgram)) {
+    // Two calls: the first with no buffer asks for the size.
+    abi::Program out{};
+    out.struct_size = im.sizes.program;
+    abi::Executable_OptimizedProgram_Args o{};
+    o.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Executable_OptimizedProgram_Args, program);
+    o.executable = exe;
+    o.program = &out;
+    if (im.Call(abi::kExecutable_OptimizedProgram, &o, "PJRT_Executable_OptimizedProgram").ok && out.code_size > 0 &&
+        out.code_size < (size_t{1} << 31)) {
+      std::string bytes(out.code_size, '\0');
+      out.code = bytes.data();
+      if (im.Call(abi::kExecutable_OptimizedProgram, &o, "PJRT_Executable_OptimizedProgram").ok)
+        st.library_calls = LibraryCallTargets(bytes);
+    }
+  }
+  abi::Executable_Destroy_Args d{};
+  d.struct_size = im.sizes.executable_destroy;
+  d.executable = exe;
+  im.Call(abi::kExecutable_Destroy, &d, "PJRT_Executable_Destroy");
+  return result;
+}
+
+std::vector<std::string> LibraryCallTargets(std::string_view program) {
+  // Custom-call targets of vendor libraries, as XLA's GPU compiler names them: `__cudnn$convForward`,
+  // `__cublas$gemm`, `__cublas$lt$matmul`, `__cusolver$...`. A serialized HloModuleProto holds each target as
+  // a plain string, so they are found without parsing the program.
+  static constexpr std::string_view kPrefixes[] = {"__cudnn$", "__cublas$", "__cusolver$", "__cufft$"};
+  std::vector<std::string> found;
+  for (std::string_view prefix : kPrefixes) {
+    size_t at = 0;
+    while ((at = program.find(prefix, at)) != std::string_view::npos) {
+      size_t end = at + prefix.size();
+      while (end < program.size() && (std::isalnum(static_cast<unsigned char>(program[end])) || program[end] == '$' ||
+                                       program[end] == '_'))
+        ++end;
+      std::string target(program.substr(at, end - at));
+      if (std::find(found.begin(), found.end(), target) == found.end()) found.push_back(std::move(target));
+      at = end;
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace opprobe::compiler_probe::pjrt

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hlo/status.h"
@@ -42,6 +43,23 @@ struct SessionInfo {
   std::string platform_name;
   std::string platform_version;
   int64_t num_devices = 0;
+  std::string topology;  // the topology compiled for (LoadTopology); empty for a client
+};
+
+// What a compile for a topology says of the program (PJRT_Executable_GetCompiledMemoryStats, per device, and the
+// optimized program's vendor library calls).
+struct CompileStats {
+  bool present = false;     // the program compiled for a topology
+  bool has_memory = false;  // the plugin gave memory statistics
+  int64_t generated_code_bytes = 0;
+  int64_t argument_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t alias_bytes = 0;
+  int64_t temp_bytes = 0;
+  int64_t peak_bytes = 0;  // 0 where the plugin does not say
+  std::vector<std::string> library_calls;  // `__cudnn$convForward`, ... in the optimized program, sorted
+  // code + arguments + outputs - aliased + temporaries: what one device holds while the program runs.
+  int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
 };
 
 struct RunResult {
@@ -50,7 +68,11 @@ struct RunResult {
   int code = 0;  // absl status code from the plugin
   std::string message;
   std::vector<HostArray> outputs;
+  CompileStats stats;  // CompileForTopology's, when it compiled
 };
+
+// The vendor-library custom-call targets a serialized optimized program names (`__cudnn$...`, `__cublas$...`).
+std::vector<std::string> LibraryCallTargets(std::string_view program);
 
 // PJRT_Buffer_Type <-> hlo::PrimitiveType (they differ for bf16, c64, c128); nullopt when the type has
 // no host transfer here (tuples, tokens, f8, sub-byte types).
@@ -69,7 +91,19 @@ class PjrtSession {
                                                      const std::vector<PluginOption>& options);
   ~PjrtSession();
 
+  // dlopen + GetPjrtApi + version gate + Plugin_Initialize + PJRT_TopologyDescription_Create: a session that
+  // compiles for `topology_name` (`v5e:2x2`; empty for GPU, whose options describe the device) with no device and
+  // no client (research/deviceless-compilers.md). `options` are the topology's create options.
+  static Expected<std::unique_ptr<PjrtSession>> LoadTopology(const std::string& plugin_path,
+                                                             const std::string& topology_name,
+                                                             const std::vector<PluginOption>& options);
+
   const SessionInfo& info() const { return info_; }
+  bool has_topology() const;
+
+  // PJRT_Compile of `hlo_module_proto` for the session's topology with serialized CompileOptionsProto bytes; a
+  // refusal is stage kCompile with the compiler's status code and message; a compile gives `stats`.
+  RunResult CompileForTopology(const std::string& hlo_module_proto, const std::string& compile_options);
 
   // Compiles `hlo_module_proto` (format "hlo"); when `execute`, runs it once on `inputs` (on the
   // executable's first addressable device) and reads every output back.
@@ -77,6 +111,9 @@ class PjrtSession {
 
  private:
   PjrtSession() = default;
+  // The common part of Load and LoadTopology: the plugin opened, its API checked for `required` slots, initialized.
+  static Expected<std::unique_ptr<PjrtSession>> Open(const std::string& plugin_path, const int* required,
+                                                     size_t num_required);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   SessionInfo info_;

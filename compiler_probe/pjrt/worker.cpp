@@ -81,6 +81,7 @@ class Reader {
       if (!Pod(d)) return false;
     return Str(a.data);
   }
+  bool at_end() const { return pos_ >= in_.size(); }
 
  private:
   const std::string& in_;
@@ -140,8 +141,41 @@ Expected<std::string> FindWorkerProgram() {
       kWorkerProgram));
 }
 
-int ServeWorker(int sock, const std::string& plugin_path, const std::vector<PluginOption>& options) {
-  auto session = PjrtSession::Load(plugin_path, options);
+// Request flags (the first byte of a request): execute the compiled program, or compile it for the session's
+// topology with the compile options that follow the inputs.
+constexpr uint8_t kRequestExecute = 1;
+constexpr uint8_t kRequestTopologyCompile = 2;
+
+void WriteStats(Writer& w, const CompileStats& st) {
+  w.Pod<uint8_t>(1);
+  w.Pod<uint8_t>(st.has_memory ? 1 : 0);
+  for (int64_t v : {st.generated_code_bytes, st.argument_bytes, st.output_bytes, st.alias_bytes, st.temp_bytes,
+                    st.peak_bytes})
+    w.Pod<int64_t>(v);
+  w.Pod<uint32_t>(static_cast<uint32_t>(st.library_calls.size()));
+  for (const auto& l : st.library_calls) w.Str(l);
+}
+
+bool ReadStats(Reader& r, CompileStats& st) {
+  uint8_t present = 0, has_memory = 0;
+  if (!r.Pod(present) || !r.Pod(has_memory)) return false;
+  st.present = present != 0;
+  st.has_memory = has_memory != 0;
+  for (int64_t* v : {&st.generated_code_bytes, &st.argument_bytes, &st.output_bytes, &st.alias_bytes, &st.temp_bytes,
+                     &st.peak_bytes})
+    if (!r.Pod(*v)) return false;
+  uint32_t n = 0;
+  if (!r.Pod(n) || n > 4096) return false;
+  st.library_calls.resize(n);
+  for (auto& l : st.library_calls)
+    if (!r.Str(l)) return false;
+  return true;
+}
+
+int ServeWorker(int sock, const std::string& plugin_path, const std::string& topology,
+                const std::vector<PluginOption>& options) {
+  auto session = topology.empty() ? PjrtSession::Load(plugin_path, options)
+                                  : PjrtSession::LoadTopology(plugin_path, topology == "-" ? "" : topology, options);
   Writer hello;
   hello.Pod<uint8_t>(session.ok() ? 1 : 0);
   if (!session.ok()) {
@@ -160,22 +194,25 @@ int ServeWorker(int sock, const std::string& plugin_path, const std::vector<Plug
   std::string request;
   while (ReadMessageBlocking(sock, request)) {
     Reader r(request);
-    uint8_t execute = 0;
-    std::string proto;
+    uint8_t flags = 0;
+    std::string proto, compile_options;
     uint32_t n = 0;
     std::vector<HostArray> inputs;
-    bool ok = r.Pod(execute) && r.Str(proto) && r.Pod(n);
+    bool ok = r.Pod(flags) && r.Str(proto) && r.Pod(n);
     for (uint32_t i = 0; ok && i < n; ++i) {
       inputs.emplace_back();
       ok = r.Array(inputs.back());
     }
+    if (ok && (flags & kRequestTopologyCompile)) ok = r.Str(compile_options);
     RunResult res;
     if (!ok) {
       res.stage = RunResult::Stage::kCompile;
       res.code = 13;
       res.message = "opprobe worker: malformed request";
+    } else if (flags & kRequestTopologyCompile) {
+      res = (*session)->CompileForTopology(proto, compile_options);
     } else {
-      res = (*session)->Run(proto, inputs, execute != 0);
+      res = (*session)->Run(proto, inputs, (flags & kRequestExecute) != 0);
     }
     Writer w;
     w.Pod<int32_t>(static_cast<int32_t>(res.stage));
@@ -183,6 +220,7 @@ int ServeWorker(int sock, const std::string& plugin_path, const std::vector<Plug
     w.Str(res.message);
     w.Pod<uint32_t>(static_cast<uint32_t>(res.outputs.size()));
     for (const auto& o : res.outputs) w.Array(o);
+    if (res.stats.present) WriteStats(w, res.stats);
     if (!WriteAllBlocking(sock, w.Framed())) break;
     std::fflush(stdout);
     std::fflush(stderr);
@@ -192,10 +230,18 @@ int ServeWorker(int sock, const std::string& plugin_path, const std::vector<Plug
 
 
 int WorkerMainEntry(int argc, char** argv) {
-  // argv: --parent=PID PLUGIN [name=value ...]; the request socket is fd 3.
+  // argv: --parent=PID [--topology=NAME] PLUGIN [name=value ...]; the request socket is fd 3.
   if (argc < 3 || std::strncmp(argv[1], "--parent=", 9) != 0) {
-    std::fprintf(stderr, "usage: opprobe-pjrt-worker --parent=PID PLUGIN [name=value ...] (started by opprobe)\n");
+    std::fprintf(stderr,
+                 "usage: opprobe-pjrt-worker --parent=PID [--topology=NAME] PLUGIN [name=value ...] (started by opprobe)\n");
     return 64;
+  }
+  std::string topology;
+  int first = 2;
+  if (std::strncmp(argv[2], "--topology=", 11) == 0) {
+    topology = argv[2] + 11;
+    first = 3;
+    if (argc < 4) return 64;
   }
   pid_t parent = static_cast<pid_t>(std::atol(argv[1] + 9));
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -203,19 +249,30 @@ int WorkerMainEntry(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGINT, SIG_IGN);  // the parent decides when the worker ends
   std::vector<PluginOption> options;
-  for (int i = 3; i < argc; ++i) {
+  for (int i = first + 1; i < argc; ++i) {
     std::string kv = argv[i];
     size_t eq = kv.find('=');
     if (eq == std::string::npos) continue;
     options.push_back(PluginOption::Parse(kv.substr(0, eq), kv.substr(eq + 1)));
   }
-  return ServeWorker(3, argv[2], options);
+  return ServeWorker(3, argv[first], topology, options);
 }
 
 Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string& plugin_path,
                                                               const std::vector<PluginOption>& options,
                                                               double load_timeout_seconds,
                                                               const std::vector<std::string>& launcher) {
+  WorkerLaunch launch;
+  launch.plugin_path = plugin_path;
+  launch.options = options;
+  launch.launcher = launcher;
+  return Start(launch, load_timeout_seconds);
+}
+
+Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& launch, double load_timeout_seconds) {
+  const std::string& plugin_path = launch.plugin_path;
+  const std::vector<PluginOption>& options = launch.options;
+  const std::vector<std::string>& launcher = launch.launcher;
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Internal(fmt::format("socketpair: {}", std::strerror(errno)));
@@ -231,6 +288,8 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string&
   }
   std::vector<std::string> args = launcher.empty() ? std::vector<std::string>{*worker_path} : launcher;
   args.push_back(fmt::format("--parent={}", ::getpid()));
+  // An empty topology name (the GPU plugin's, whose options describe the device) travels as `-`.
+  if (launch.topology) args.push_back("--topology=" + (launch.topology->empty() ? std::string("-") : *launch.topology));
   args.push_back(plugin_path);
   for (const auto& o : options) {
     switch (o.type) {
@@ -256,8 +315,22 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string&
   sigemptyset(&no_signals);
   posix_spawnattr_setsigmask(&attr, &no_signals);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  // The worker's environment: ours, with launch.env's NAME=VALUE entries in place of any of the same name.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view entry(*e);
+    std::string_view name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& x : launch.env)
+      if (std::string_view(x).substr(0, x.find('=')) == name) replaced = true;
+    if (!replaced) env_strings.emplace_back(entry);
+  }
+  for (const auto& x : launch.env) env_strings.push_back(x);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, worker_path->c_str(), &actions, &attr, argv.data(), environ);
+  int rc = ::posix_spawn(&pid, worker_path->c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -398,6 +471,17 @@ bool WorkerProcess::ReadMessage(std::string& out, double timeout_seconds, std::s
 
 WorkerProcess::Outcome WorkerProcess::Run(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs,
                                           bool execute, double timeout_seconds) {
+  return Request(hlo_module_proto, inputs, execute ? kRequestExecute : 0, nullptr, timeout_seconds);
+}
+
+WorkerProcess::Outcome WorkerProcess::CompileForTopology(const std::string& hlo_module_proto,
+                                                         const std::string& compile_options, double timeout_seconds) {
+  return Request(hlo_module_proto, {}, kRequestTopologyCompile, &compile_options, timeout_seconds);
+}
+
+WorkerProcess::Outcome WorkerProcess::Request(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs,
+                                              uint8_t flags, const std::string* compile_options,
+                                              double timeout_seconds) {
   Outcome o;
   auto start = Clock::now();
   DrainLog(false);
@@ -411,10 +495,11 @@ WorkerProcess::Outcome WorkerProcess::Run(const std::string& hlo_module_proto, c
   };
   if (!alive()) return finish(Outcome::Kind::kCrashed, "is not running");
   Writer w;
-  w.Pod<uint8_t>(execute ? 1 : 0);
+  w.Pod<uint8_t>(flags);
   w.Str(hlo_module_proto);
   w.Pod<uint32_t>(static_cast<uint32_t>(inputs.size()));
   for (const auto& in : inputs) w.Array(in);
+  if (compile_options) w.Str(*compile_options);
   std::string frame = w.Framed();
   // Non-blocking send with the same deadline, so a hung worker cannot block us.
   auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
@@ -456,6 +541,8 @@ WorkerProcess::Outcome WorkerProcess::Run(const std::string& hlo_module_proto, c
     o.result.outputs.emplace_back();
     ok = r.Array(o.result.outputs.back());
   }
+  // A topology compile's statistics follow the outputs (the Python worker never sends them).
+  if (ok && !r.at_end()) ok = ReadStats(r, o.result.stats);
   if (!ok || stage < 0 || stage > static_cast<int>(RunResult::Stage::kTransfer)) {
     Kill();
     return finish(Outcome::Kind::kProtocolError, "sent a malformed reply");

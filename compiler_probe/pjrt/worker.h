@@ -6,7 +6,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,19 @@ inline constexpr const char* kWorkerProgram = "opprobe-pjrt-worker";
 // else on PATH; kUnavailable when there is none.
 Expected<std::string> FindWorkerProgram();
 
-// The worker program's main(): `opprobe-pjrt-worker --parent=PID PLUGIN [name=value ...]`, requests on fd 3.
+// The worker program's main(): `opprobe-pjrt-worker --parent=PID [--topology=NAME] PLUGIN [name=value ...]`,
+// requests on fd 3 (a topology named `-` is the empty name).
 int WorkerMainEntry(int argc, char** argv);
+
+// How a worker is started: the plugin (or, for a launcher, the target it is asked to load), its create options,
+// for a compile-only worker the topology it compiles for, and what its environment adds.
+struct WorkerLaunch {
+  std::string plugin_path;
+  std::vector<PluginOption> options;             // the client's create options, or the topology's
+  std::optional<std::string> topology;           // set: PjrtSession::LoadTopology with this name (may be empty)
+  std::vector<std::string> env;                  // NAME=VALUE entries added to (or replacing in) the environment
+  std::vector<std::string> launcher;             // see Start below
+};
 
 class WorkerProcess {
  public:
@@ -39,6 +52,7 @@ class WorkerProcess {
                                                         const std::vector<PluginOption>& options,
                                                         double load_timeout_seconds,
                                                         const std::vector<std::string>& launcher = {});
+  static Expected<std::unique_ptr<WorkerProcess>> Start(const WorkerLaunch& launch, double load_timeout_seconds);
   ~WorkerProcess();  // kills the worker's process group
 
   const SessionInfo& info() const { return info_; }
@@ -56,10 +70,16 @@ class WorkerProcess {
   // kDone the worker is gone (alive() is false) and a new one must be started.
   Outcome Run(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs, bool execute,
               double timeout_seconds);
+  // A worker started with a topology: compiles the module for it with serialized CompileOptionsProto bytes
+  // (result.stats set when it compiled).
+  Outcome CompileForTopology(const std::string& hlo_module_proto, const std::string& compile_options,
+                             double timeout_seconds);
   bool alive() const { return pid_ > 0; }
 
  private:
   WorkerProcess() = default;
+  Outcome Request(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs, uint8_t flags,
+                  const std::string* compile_options, double timeout_seconds);
   void Kill();
   void DrainLog(bool keep);
   // Reads one framed message; false (with `what` set) on EOF, timeout or a broken frame.

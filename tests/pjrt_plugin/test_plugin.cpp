@@ -49,6 +49,14 @@ struct Client {
 };
 struct Executable {
   size_t num_outputs = 1;
+  std::string optimized;  // a client-less compile's "optimized program"
+  int64_t argument_bytes = 0, output_bytes = 0;
+};
+// A client-less compile's topology (PJRT_TopologyDescription_Create): as many devices as its layout names.
+struct TopologyDescription {
+  std::string name;
+  size_t devices = 1;
+  std::vector<DeviceDescription*> descriptions;
 };
 struct LoadedExecutable {
   std::unique_ptr<hlo::Module> module;
@@ -69,7 +77,7 @@ struct Config {
   int major = 0;
   int minor = 94;
   bool exact = true;
-  std::string fail_compile, crash, hang, wrong, fail_execute;
+  std::string fail_compile, crash, hang, wrong, fail_execute, internal;
 };
 
 std::string Env(const char* name) {
@@ -88,6 +96,7 @@ const Config& Cfg() {
     c.hang = Env("OPPROBE_TEST_PJRT_HANG_OPCODE");
     c.wrong = Env("OPPROBE_TEST_PJRT_WRONG_NUMERICS_OPCODE");
     c.fail_execute = Env("OPPROBE_TEST_PJRT_FAIL_EXECUTE_OPCODE");
+    c.internal = Env("OPPROBE_TEST_PJRT_INTERNAL_OPCODE");
     return c;
   }();
   return cfg;
@@ -218,14 +227,15 @@ abi::Error* ClientAddressableDevices(void* raw) {
   return nullptr;
 }
 
-abi::Error* ClientCompile(void* raw) {
-  CHECK_ARGS(Client_Compile_Args, 56);
-  if (abi::Error* e = CheckSize("PJRT_Program", a->program->struct_size, 48)) return e;
-  std::string format(a->program->format, a->program->format_size);
+// What both compiles share: the program read, and the configured failures, crash and hang of its root opcode.
+abi::Error* CompileProgram(const abi::Program* program, size_t compile_options_size,
+                           std::unique_ptr<hlo::Module>& module_out, std::string& opcode_out) {
+  if (abi::Error* e = CheckSize("PJRT_Program", program->struct_size, 48)) return e;
+  std::string format(program->format, program->format_size);
   if (format != "hlo") return MakeError(abi::kInvalidArgument, "Unknown program format '" + format + "'.");
-  if (a->compile_options_size == 0)
+  if (compile_options_size == 0)
     return MakeError(abi::kInvalidArgument, "empty CompileOptionsProto: 0 replicas and 0 partitions");
-  auto module = hlo::ModuleFromProtoBytes(std::string_view(a->program->code, a->program->code_size), "PJRT program");
+  auto module = hlo::ModuleFromProtoBytes(std::string_view(program->code, program->code_size), "PJRT program");
   if (!module.ok())
     return MakeError(abi::kInvalidArgument,
                      "PJRT_Client_Compile: failed to deserialize HloModuleProto: " + module.status().message());
@@ -246,13 +256,128 @@ abi::Error* ClientCompile(void* raw) {
   }
   if (opcode == c.fail_compile)
     return MakeError(abi::kUnimplemented, "test plugin: opcode " + opcode + " is not supported\n(more detail on a second line)");
+  if (opcode == c.internal)
+    return MakeError(abi::kInternal, "RET_CHECK failure (test_plugin.cc:1) opcode " + opcode + " misconfigured");
+  module_out = std::move(module).value();
+  opcode_out = opcode;
+  return nullptr;
+}
+
+abi::Error* ClientCompile(void* raw) {
+  CHECK_ARGS(Client_Compile_Args, 56);
+  std::unique_ptr<hlo::Module> module;
+  std::string opcode;
+  if (abi::Error* e = CompileProgram(a->program, a->compile_options_size, module, opcode)) return e;
   auto exe = std::make_unique<abi::LoadedExecutable>();
-  const hlo::Shape& root_shape = entry->root()->shape;
+  const hlo::Shape& root_shape = module->entry()->root()->shape;
   exe->num_outputs = root_shape.IsTuple() ? root_shape.tuple_shapes().size() : 1;
   exe->root_opcode = opcode;
   exe->client = a->client;
-  exe->module = std::move(module).value();
+  exe->module = std::move(module);
   a->executable = exe.release();
+  return nullptr;
+}
+
+size_t LayoutDevices(const std::string& layout) {
+  size_t n = 1;
+  for (size_t start = 0; start < layout.size();) {
+    size_t x = layout.find('x', start);
+    n *= std::strtoul(layout.substr(start, x == std::string::npos ? std::string::npos : x - start).c_str(), nullptr, 10);
+    start = x == std::string::npos ? layout.size() : x + 1;
+  }
+  return n;
+}
+
+abi::Error* TopologyCreate(void* raw) {
+  CHECK_ARGS(TopologyDescription_Create_Args, 56);
+  auto t = std::make_unique<abi::TopologyDescription>();
+  t->name.assign(a->topology_name, a->topology_name_size);
+  std::string layout = t->name.substr(t->name.find(':') + 1);
+  for (size_t i = 0; i < a->num_options; ++i)
+    if (std::string(a->create_options[i].name, a->create_options[i].name_size) == "topology" &&
+        a->create_options[i].type == abi::kString)
+      layout.assign(a->create_options[i].string_value, a->create_options[i].value_size);
+  if (t->name == "bad:1x1") return MakeError(abi::kInvalidArgument, "Unknown topology bad:1x1");
+  t->devices = layout.empty() ? 1 : LayoutDevices(layout);
+  t->descriptions.assign(t->devices, nullptr);
+  a->topology = t.release();
+  return nullptr;
+}
+
+abi::Error* TopologyDestroy(void* raw) {
+  CHECK_ARGS(TopologyDescription_Destroy_Args, 24);
+  delete a->topology;
+  return nullptr;
+}
+
+abi::Error* TopologyPlatformName(void* raw) {
+  CHECK_ARGS(TopologyDescription_String_Args, 40);
+  static const char kName[] = "test";
+  a->value = kName;
+  a->value_size = sizeof kName - 1;
+  return nullptr;
+}
+
+abi::Error* TopologyPlatformVersion(void* raw) {
+  CHECK_ARGS(TopologyDescription_String_Args, 40);
+  static const char kVersion[] = "test-compiler 1.0";
+  a->value = kVersion;
+  a->value_size = sizeof kVersion - 1;
+  return nullptr;
+}
+
+abi::Error* TopologyGetDeviceDescriptions(void* raw) {
+  CHECK_ARGS(TopologyDescription_GetDeviceDescriptions_Args, 40);
+  a->descriptions = a->topology->descriptions.data();
+  a->num_descriptions = a->topology->descriptions.size();
+  return nullptr;
+}
+
+int64_t ArrayBytes(const hlo::Shape& s) {
+  if (!s.IsArray()) return 0;
+  int64_t n = hlo::ByteWidth(s.element_type());
+  for (int64_t d : s.dimensions()) n *= d;
+  return n;
+}
+
+// The client-less compile: the same checks as the client's; a convolution "compiles to" a cuDNN call, whose target
+// the optimized program names as XLA's GPU compiler's does.
+abi::Error* Compile(void* raw) {
+  CHECK_ARGS(Compile_Args, 64);
+  if (!a->topology) return MakeError(abi::kInvalidArgument, "PJRT_Compile: no topology");
+  std::unique_ptr<hlo::Module> module;
+  std::string opcode;
+  if (abi::Error* e = CompileProgram(a->program, a->compile_options_size, module, opcode)) return e;
+  auto exe = std::make_unique<abi::Executable>();
+  const hlo::Instruction* root = module->entry()->root();
+  exe->num_outputs = root->shape.IsTuple() ? root->shape.tuple_shapes().size() : 1;
+  exe->optimized = std::string(a->program->code, a->program->code_size);
+  if (root->opcode == hlo::Opcode::kConvolution) exe->optimized += std::string("\x0a\x13__cudnn$convForward");
+  for (const auto& in : module->entry()->instructions())
+    if (in->opcode == hlo::Opcode::kParameter) exe->argument_bytes += ArrayBytes(in->shape);
+  exe->output_bytes = ArrayBytes(root->shape);
+  a->executable = exe.release();
+  return nullptr;
+}
+
+abi::Error* ExecutableOptimizedProgram(void* raw) {
+  CHECK_ARGS(Executable_OptimizedProgram_Args, 32);
+  a->program->code_size = a->executable->optimized.size();
+  if (a->program->code) std::memcpy(a->program->code, a->executable->optimized.data(), a->executable->optimized.size());
+  static const char kFormat[] = "hlo";
+  a->program->format = kFormat;
+  a->program->format_size = 3;
+  return nullptr;
+}
+
+abi::Error* ExecutableGetCompiledMemoryStats(void* raw) {
+  auto* a = static_cast<abi::Executable_GetCompiledMemoryStats_Args*>(raw);
+  if (a->struct_size < 112) return CheckSize("PJRT_Executable_GetCompiledMemoryStats_Args", a->struct_size, 112);
+  a->generated_code_size_in_bytes = 4096;
+  a->argument_size_in_bytes = a->executable->argument_bytes;
+  a->output_size_in_bytes = a->executable->output_bytes;
+  a->alias_size_in_bytes = 0;
+  a->temp_size_in_bytes = 0;
   return nullptr;
 }
 
@@ -473,6 +598,16 @@ ApiTable* BuildApi() {
   set(abi::kBuffer_ElementType, &BufferElementType);
   set(abi::kBuffer_Dimensions, &BufferDimensions);
   set(abi::kBuffer_ToHostBuffer, &BufferToHostBuffer);
+  if (c.minor >= 94) {  // the client-less compile for a topology
+    set(abi::kExecutable_OptimizedProgram, &ExecutableOptimizedProgram);
+    set(abi::kTopologyDescription_Create, &TopologyCreate);
+    set(abi::kTopologyDescription_Destroy, &TopologyDestroy);
+    set(abi::kTopologyDescription_PlatformName, &TopologyPlatformName);
+    set(abi::kTopologyDescription_PlatformVersion, &TopologyPlatformVersion);
+    set(abi::kTopologyDescription_GetDeviceDescriptions, &TopologyGetDeviceDescriptions);
+    set(abi::kCompile, &Compile);
+    set(abi::kExecutable_GetCompiledMemoryStats, &ExecutableGetCompiledMemoryStats);
+  }
   return &table;
 }
 

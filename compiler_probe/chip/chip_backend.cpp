@@ -1,0 +1,428 @@
+#include "compiler_probe/chip/chip_backend.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <regex>
+
+#include "compiler_probe/chip/compile_options.h"
+#include "compiler_probe/pjrt/worker.h"
+#include "compiler_probe/subprocess.h"
+#include "hlo/fingerprint.h"
+#include "hlo/probe_unit.h"
+#include "hlo/proto_io.h"
+
+#ifndef OPPROBE_SOURCE_ROOT
+#define OPPROBE_SOURCE_ROOT ""
+#endif
+
+namespace opprobe::compiler_probe::chip {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct EmbeddedTarget {
+  const char* name;
+  const char* text;
+};
+constexpr EmbeddedTarget kGpuTargets[] = {
+#include "builtin_gpu_targets.inc"
+};
+
+// What each kind of chip needs: its compiler's name in verdicts, the package that brings the plugin, where the
+// plugin lies inside the environment's site-packages, the variable that names it, the environment's name under
+// $OPPROBE_VENV_ROOT, its requirements file, and what the worker's environment must hold.
+struct KindFacts {
+  const char* prefix;        // `tpu`
+  const char* what;          // `TPU compiler`
+  const char* package;       // `libtpu`
+  const char* plugin_in_site_packages;
+  const char* env_var;       // `OPPROBE_LIBTPU`
+  const char* venv;          // `tpu`
+  const char* requirements;  // `requirements/tpu.txt`
+  std::vector<std::string> worker_env;
+};
+
+const KindFacts& Facts(ChipKind kind) {
+  // libtpu queries Google Cloud's metadata server at initialization for over 10 minutes unless told not to, and
+  // refuses a second process's load through /tmp/libtpu_lockfile (research/deviceless-compilers.md).
+  static const KindFacts kTpu = {"tpu", "TPU compiler", "libtpu", "libtpu/libtpu.so", "OPPROBE_LIBTPU", "tpu",
+                                 "requirements/tpu.txt", {"TPU_SKIP_MDS_QUERY=1", "ALLOW_MULTIPLE_LIBTPU_LOAD=1"}};
+  static const KindFacts kGpu = {"gpu", "GPU compiler", "jax_cuda12_pjrt", "jax_plugins/xla_cuda12/xla_cuda_plugin.so",
+                                 "OPPROBE_CUDA_PLUGIN", "gpu", "requirements/gpu.txt", {}};
+  return kind == ChipKind::kTpu ? kTpu : kGpu;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// `2x4`, `2x2x2`: positive integers joined by 'x'.
+bool IsLayout(std::string_view s) { return std::regex_match(std::string(s), std::regex("[1-9][0-9]*(x[1-9][0-9]*)+")); }
+
+int64_t LayoutDevices(std::string_view s) {
+  int64_t n = 1;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t x = s.find('x', start);
+    n *= std::atoll(std::string(s.substr(start, x == std::string_view::npos ? std::string_view::npos : x - start)).c_str());
+    if (x == std::string_view::npos) break;
+    start = x + 1;
+  }
+  return n;
+}
+
+std::string FirstLine(const std::string& text, size_t max_chars = 400) {
+  std::string clean = SanitizeOutput(text);
+  size_t start = clean.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return "";
+  size_t end = clean.find('\n', start);
+  std::string line = clean.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
+  return line;
+}
+
+std::string GpuNames() {
+  std::vector<std::string> names;
+  for (const auto& d : GpuDevices()) names.push_back(d.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string TpuNames() {
+  std::vector<std::string> names;
+  for (const auto& g : TpuGenerations()) names.emplace_back(g.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// The site-packages of the environment the scripts make for this kind, and which rule chose it.
+std::pair<fs::path, std::string> DefaultSitePackages(const KindFacts& f) {
+  fs::path venv;
+  std::string rule;
+  if (std::string root = Env("OPPROBE_VENV_ROOT"); !root.empty()) {
+    venv = fs::path(root) / f.venv;
+    rule = "OPPROBE_VENV_ROOT";
+  } else {
+    venv = fs::path(OPPROBE_SOURCE_ROOT) / ".venv" / f.venv;
+    rule = "the scripts' default environment";
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(venv / "lib", ec))
+    if (entry.path().filename().string().rfind("python3", 0) == 0) return {entry.path() / "site-packages", rule};
+  return {venv / "lib" / "python3" / "site-packages", rule};
+}
+
+class ChipBackend : public Backend {
+ public:
+  ChipBackend(ChipSpec spec, pjrt::WorkerLaunch launch, std::unique_ptr<pjrt::WorkerProcess> worker,
+              BackendOptions options, std::string package)
+      : spec_(std::move(spec)),
+        launch_(std::move(launch)),
+        worker_(std::move(worker)),
+        options_(std::move(options)),
+        info_(worker_->info()),
+        package_(std::move(package)) {}
+
+  std::string id() const override { return spec_.id; }
+  std::string version() const override {
+    // Everything that changes a verdict: the compiler (its package and the plugin's own version string), the
+    // topology and the device description, and how opprobe serializes units and options.
+    std::string device;
+    if (spec_.kind == ChipKind::kGpu)
+      for (const auto& d : GpuDevices())
+        if (d.name == spec_.target)
+          device = fmt::format("; {} (sm_{}{}, target config {})", d.description, d.compute_major, d.compute_minor,
+                               fmt::format("{:016x}", hlo::HashBytes(d.target_config)));
+    // libtpu's platform version runs over two lines ("TFRT TPU v5 lite\nBuilt on ..."): one line here.
+    std::string platform_version = info_.platform_version;
+    std::replace(platform_version.begin(), platform_version.end(), '\n', ' ');
+    return fmt::format("{}{}{}; topology {} ({} devices){}; PJRT API {}.{}; {}; {}",
+                       package_.empty() ? "" : package_ + "; ", info_.platform_name,
+                       platform_version.empty() ? "" : " " + platform_version,
+                       spec_.topology, info_.num_devices, device,
+                       info_.api_major, info_.api_minor, hlo::kProtoWriterRevision, kOptionsRevision);
+  }
+  bool thread_safe() const override { return false; }  // one worker, one request at a time
+
+  Verdict probe(const hlo::Module& unit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const KindFacts& f = Facts(spec_.kind);
+    CompileConfig config = CompileConfigFor(unit);
+    if (info_.num_devices > 0 && config.devices() > info_.num_devices)
+      return Verdict::Error(fmt::format(
+          "not probed: the unit needs {} devices ({} replicas x {} partitions) and the topology {} has {}; name a "
+          "larger one ({}:{}:...)",
+          config.devices(), config.replicas, config.partitions, spec_.topology, info_.num_devices, f.prefix,
+          spec_.target));
+    if (!worker_ || !worker_->alive()) {
+      auto w = pjrt::WorkerProcess::Start(launch_, LoadTimeout());
+      if (!w.ok()) return Verdict::Error(fmt::format("{} could not be restarted: {}", f.what, w.status().message()));
+      worker_ = std::move(w).value();
+    }
+    auto bytes = hlo::ModuleToProtoBytes(unit, /*unique_names=*/true);
+    if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
+    pjrt::WorkerProcess::Outcome o =
+        worker_->CompileForTopology(*bytes, SerializeCompileOptions(config), options_.probe_timeout_seconds);
+    Verdict v;
+    switch (o.kind) {
+      case pjrt::WorkerProcess::Outcome::Kind::kCrashed: {
+        std::string last = LastLines(o.log_tail, 2);
+        v = Verdict::Error(fmt::format("{} crashed: the worker {}{}", f.what, o.what, last.empty() ? "" : ": " + last));
+        break;
+      }
+      case pjrt::WorkerProcess::Outcome::Kind::kTimedOut:
+        v = Verdict::Error(fmt::format("{} {} (probe timeout {:g} s)", f.what, o.what, options_.probe_timeout_seconds));
+        break;
+      case pjrt::WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error(fmt::format("{} worker {}", f.what, o.what)); break;
+      case pjrt::WorkerProcess::Outcome::Kind::kDone: v = JudgeCompile(spec_.kind, f.what, unit, o.result); break;
+    }
+    v.seconds = o.seconds;
+    if (!v.supported() && v.output_tail.empty() && !o.log_tail.empty()) {
+      constexpr size_t kTail = 4096;
+      v.output_tail = SanitizeOutput(o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail);
+    }
+    return v;
+  }
+
+ private:
+  // How units become compile options (compile_options.h): part of version(), so verdicts made with other options
+  // are not reused from a cache.
+  static constexpr std::string_view kOptionsRevision = "options-1";
+  double LoadTimeout() const { return std::max(120.0, options_.probe_timeout_seconds); }
+
+  std::mutex mu_;
+  ChipSpec spec_;
+  pjrt::WorkerLaunch launch_;
+  std::unique_ptr<pjrt::WorkerProcess> worker_;
+  BackendOptions options_;
+  pjrt::SessionInfo info_;
+  std::string package_;
+};
+
+std::string DescribeInstalled(ChipKind kind) {
+  ChipSpec probe_spec;
+  probe_spec.kind = kind;
+  auto plugin = FindPlugin(probe_spec);
+  std::string targets;
+  if (kind == ChipKind::kTpu) {
+    std::vector<std::string> gens;
+    for (const auto& g : TpuGenerations()) gens.push_back(fmt::format("{} ({})", g.name, g.default_topology));
+    targets = fmt::format("generations (default topology): {}", fmt::join(gens, ", "));
+  } else {
+    std::vector<std::string> devs;
+    for (const auto& d : GpuDevices())
+      devs.push_back(fmt::format("{} ({}, sm_{}{}, {:.1f} GiB)", d.name, d.description, d.compute_major, d.compute_minor,
+                                 static_cast<double>(d.device_memory_bytes) / (1 << 30)));
+    targets = fmt::format("devices: {}; default topology 1x1x8", fmt::join(devs, ", "));
+  }
+  if (!plugin.ok()) return fmt::format("not installed ({}); {}", FirstLine(plugin.status().message(), 300), targets);
+  std::string package = PluginPackage(*plugin);
+  return fmt::format("{} ({}); {}", package.empty() ? "plugin" : package, *plugin, targets);
+}
+
+}  // namespace
+
+const std::vector<TpuGeneration>& TpuGenerations() {
+  // Topology names as libtpu's PJRT_TopologyDescription_Create takes them; the defaults are 8-chip slices (a
+  // collective over up to 8 devices is judged as it would be on them): v2-8 and v3-8 are 4 chips of two cores.
+  static const std::vector<TpuGeneration> kGenerations = {
+      {"v2", "v2:2x2", "TPU v2"},
+      {"v3", "v3:2x2", "TPU v3"},
+      {"v4", "v4:2x2x2", "TPU v4"},
+      {"v5e", "v5e:2x4", "TPU v5e (v5 lite)"},
+      {"v5p", "v5p:2x2x2", "TPU v5p"},
+      {"v6e", "v6e:2x4", "TPU v6e (Trillium)"},
+  };
+  return kGenerations;
+}
+
+const std::vector<GpuDevice>& GpuDevices() {
+  static const std::vector<GpuDevice> kDevices = [] {
+    std::vector<GpuDevice> out;
+    auto field = [](const std::string& text, const char* re) -> std::string {
+      std::smatch m;
+      return std::regex_search(text, m, std::regex(re)) ? m[1].str() : "";
+    };
+    for (const auto& t : kGpuTargets) {
+      GpuDevice d;
+      d.file = t.name;
+      d.name = d.file.substr(0, d.file.find('_'));
+      d.target_config = t.text;
+      d.description = field(d.target_config, "device_description_str: \"([^\"]*)\"");
+      d.compute_major = std::atoi(field(d.target_config, "cuda_compute_capability \\{\\s*major: ([0-9]+)").c_str());
+      d.compute_minor = std::atoi(field(d.target_config, "cuda_compute_capability \\{[^}]*minor: ([0-9]+)").c_str());
+      d.device_memory_bytes = std::atoll(field(d.target_config, "device_memory_size: ([0-9]+)").c_str());
+      out.push_back(std::move(d));
+    }
+    return out;
+  }();
+  return kDevices;
+}
+
+Expected<ChipSpec> ParseChipSpec(ChipKind kind, const std::string& arg) {
+  const KindFacts& f = Facts(kind);
+  ChipSpec spec;
+  spec.kind = kind;
+  std::string head = arg.substr(0, arg.find(','));
+  for (size_t start = head.size(); start < arg.size();) {
+    size_t comma = arg.find(',', start + 1);
+    std::string part = arg.substr(start + 1, comma == std::string::npos ? std::string::npos : comma - start - 1);
+    if (part.rfind("plugin=", 0) == 0 && part.size() > 7)
+      spec.plugin = part.substr(7);
+    else
+      return InvalidInput(fmt::format("{0} backend: unknown option '{1}' in '{0}:{2}' (expected plugin=PATH)", f.prefix,
+                                      part, arg));
+    start = comma == std::string::npos ? arg.size() : comma;
+  }
+  size_t colon = head.find(':');
+  spec.target = head.substr(0, colon);
+  std::string layout = colon == std::string::npos ? "" : head.substr(colon + 1);
+  if (colon != std::string::npos && !IsLayout(layout))
+    return InvalidInput(fmt::format("{0} backend: '{1}' in '{0}:{2}' is not a topology such as {3}", f.prefix, layout,
+                                    arg, kind == ChipKind::kTpu ? "2x4 or 2x2x2" : "1x1x8"));
+  if (kind == ChipKind::kTpu) {
+    const auto& gens = TpuGenerations();
+    auto it = std::find_if(gens.begin(), gens.end(), [&](const TpuGeneration& g) { return g.name == spec.target; });
+    if (it == gens.end())
+      return InvalidInput(
+          fmt::format("tpu backend: unknown TPU generation '{}' in 'tpu:{}' (known: {})", spec.target, arg, TpuNames()));
+    spec.topology = layout.empty() ? std::string(it->default_topology) : spec.target + ":" + layout;
+  } else {
+    const auto& devs = GpuDevices();
+    auto it = std::find_if(devs.begin(), devs.end(), [&](const GpuDevice& d) { return d.name == spec.target; });
+    if (it == devs.end())
+      return InvalidInput(fmt::format("gpu backend: unknown GPU '{}' in 'gpu:{}' (known: {})", spec.target, arg, GpuNames()));
+    spec.topology = layout.empty() ? "1x1x8" : layout;
+  }
+  spec.id = fmt::format("{}:{}", f.prefix, head);
+  return spec;
+}
+
+Expected<std::string> FindPlugin(const ChipSpec& spec) {
+  const KindFacts& f = Facts(spec.kind);
+  auto usable = [](const std::string& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec);
+  };
+  if (!spec.plugin.empty()) {
+    if (usable(spec.plugin)) return spec.plugin;
+    return Unavailable(fmt::format("{} backend: plugin '{}' (plugin=) is not a file", f.prefix, spec.plugin));
+  }
+  if (std::string p = Env(f.env_var); !p.empty()) {
+    if (usable(p)) return p;
+    return Unavailable(fmt::format("{} backend: {}='{}' is not a file", f.prefix, f.env_var, p));
+  }
+  auto [site, rule] = DefaultSitePackages(Facts(spec.kind));
+  fs::path plugin = site / f.plugin_in_site_packages;
+  if (usable(plugin.string())) return plugin.string();
+  fs::path venv = site.parent_path().parent_path().parent_path();
+  return Unavailable(fmt::format(
+      "{0} backend: the {1} is not installed (looked for {2}, from {3}); install it with: /usr/bin/python3 -m venv {4} "
+      "&& {4}/bin/python -m pip install -r {5} (scripts/test does this), or name the plugin with {6} or "
+      "{0}:TARGET,plugin=PATH",
+      f.prefix, f.what, plugin.string(), rule, venv.string(), f.requirements, f.env_var));
+}
+
+std::string PluginPackage(const std::string& plugin_path) {
+  // site-packages/libtpu/libtpu.so -> site-packages/libtpu-0.0.42.1.dist-info; the CUDA plugin sits two folders
+  // down (jax_plugins/xla_cuda12/) and its package is jax_cuda12_pjrt.
+  static const std::regex kDistInfo("(libtpu|jax_cuda12_pjrt)-(.+)\\.dist-info");
+  fs::path dir = fs::path(plugin_path).parent_path();
+  for (int up = 0; up < 3 && !dir.empty(); ++up, dir = dir.parent_path()) {
+    std::error_code ec;
+    std::vector<std::string> found;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::smatch m;
+      std::string name = e.path().filename().string();
+      if (std::regex_match(name, m, kDistInfo)) found.push_back(fmt::format("{} {}", m[1].str(), m[2].str()));
+    }
+    std::sort(found.begin(), found.end());
+    if (!found.empty()) return found.front();
+  }
+  return "";
+}
+
+Verdict JudgeCompile(ChipKind kind, std::string_view what, const hlo::Module& unit, const pjrt::RunResult& r) {
+  if (r.stage != pjrt::RunResult::Stage::kOk) {
+    const std::string code = pjrt::ErrorCodeName(r.code);
+    const std::string line = FirstLine(r.message);
+    Verdict v;
+    // An internal check failing on a module that passed opprobe's verifier, or an INTERNAL status, says that
+    // opprobe handed the compiler something wrong (a configuration, a module form): not the device's verdict.
+    if (r.code == 13 || r.message.find("RET_CHECK") != std::string::npos)
+      v = Verdict::Error(fmt::format("{} internal error (opprobe's module or options, not a verdict on the op): {}: {}",
+                                     what, code, line));
+    else
+      v = Verdict::Unsupported(fmt::format("compile: {}: {}", code, line));
+    v.output_tail = SanitizeOutput(r.message.size() > 4096 ? r.message.substr(0, 4096) : r.message);
+    return v;
+  }
+  Verdict ok = Verdict::Supported();
+  if (kind == ChipKind::kGpu) {
+    std::vector<std::string> notes;
+    if (!r.stats.library_calls.empty())
+      notes.push_back(fmt::format("a vendor library call ({})", fmt::join(r.stats.library_calls, ", ")));
+    // XLA's GPU backend runs an FFT as a cuFFT plan: the compile emitted a call, not a kernel.
+    for (const auto& comp : unit.computations())
+      for (const auto& in : comp->instructions())
+        if (in->opcode == hlo::Opcode::kFft && notes.size() < 2 &&
+            std::none_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("cuFFT") != n.npos; }))
+          notes.push_back("a cuFFT call (fft)");
+    if (!notes.empty())
+      ok.output_tail = fmt::format("compiled to {}: whether the library is present at run time is not checked",
+                                   fmt::join(notes, " and "));
+  }
+  return ok;
+}
+
+Expected<std::unique_ptr<Backend>> CreateChipBackend(ChipKind kind, const std::string& arg,
+                                                     const BackendOptions& options) {
+  OPPROBE_ASSIGN_OR_RETURN(ChipSpec spec, ParseChipSpec(kind, arg));
+  OPPROBE_ASSIGN_OR_RETURN(std::string plugin, FindPlugin(spec));
+  const KindFacts& f = Facts(kind);
+  pjrt::WorkerLaunch launch;
+  launch.plugin_path = plugin;
+  launch.env = f.worker_env;
+  if (kind == ChipKind::kTpu) {
+    launch.topology = spec.topology;
+  } else {
+    launch.topology = std::string();  // the GPU plugin takes its device from the options
+    for (const auto& d : GpuDevices())
+      if (d.name == spec.target) launch.options.push_back(pjrt::PluginOption::Parse("target_config", d.target_config));
+    launch.options.push_back(pjrt::PluginOption::Parse("topology", spec.topology));
+  }
+  auto worker = pjrt::WorkerProcess::Start(launch, std::max(120.0, options.probe_timeout_seconds));
+  if (!worker.ok()) {
+    if (worker.status().code() == ErrorCode::kUnavailable)
+      return Unavailable(fmt::format("{} backend: {} for {} cannot be used: {}", f.prefix, f.what, spec.topology,
+                                     worker.status().message()));
+    return worker.status();
+  }
+  std::string package = PluginPackage(plugin);
+  return std::unique_ptr<Backend>(std::make_unique<ChipBackend>(std::move(spec), std::move(launch),
+                                                                std::move(worker).value(), options, std::move(package)));
+}
+
+void Register(Registry& registry) {
+  registry.Register({"tpu", "tpu:GEN[:TOPOLOGY][,plugin=PATH]",
+                     "compiles each unit with XLA's TPU compiler (libtpu) for a TPU slice, with no TPU present",
+                     [](const std::string& arg, const BackendOptions& options) {
+                       return CreateChipBackend(ChipKind::kTpu, arg, options);
+                     }});
+  registry.SetInstalled("tpu", [] { return DescribeInstalled(ChipKind::kTpu); });
+  registry.Register({"gpu", "gpu:DEVICE[:TOPOLOGY][,plugin=PATH]",
+                     "compiles each unit with XLA's NVIDIA GPU compiler (jax-cuda12-pjrt, ptxas) for a GPU target "
+                     "config, with no GPU present",
+                     [](const std::string& arg, const BackendOptions& options) {
+                       return CreateChipBackend(ChipKind::kGpu, arg, options);
+                     }});
+  registry.SetInstalled("gpu", [] { return DescribeInstalled(ChipKind::kGpu); });
+}
+
+}  // namespace opprobe::compiler_probe::chip

@@ -1,0 +1,103 @@
+// tpu: and gpu: end to end: the real binary with the real TPU and GPU compilers (libtpu and XLA's CUDA plugin from
+// PyPI; scripts/test makes their environments from requirements/tpu.txt and requirements/gpu.txt and names the plugins
+// with OPPROBE_LIBTPU and OPPROBE_CUDA_PLUGIN), compiling every unit of the bundled ResNet-18 training step with no
+// TPU or GPU present; a bad spec is a usage error (exit 2), a missing plugin exit 3 with the install command.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "testing/run_binary.h"
+#include "testing/scoped_env.h"
+#include "testing/temp_dir_test.h"
+
+namespace opprobe {
+namespace {
+
+using nlohmann::json;
+using testing::ReadWholeFile;
+using testing::RunOpprobe;
+using testing::ScopedEnv;
+
+class ChipE2E : public testing::TempDirTest {};
+
+TEST_F(ChipE2E, EveryResnetUnitIsJudgedByTheTpuCompiler) {
+  std::string out = Path("report.json");
+  auto r = RunOpprobe({"analyze", "samples/traces/resnet18_train.json", "--backend", "tpu:v5e", "--no-cache",
+                       "--no-progress", "--verbosity", "0", "-o", out, "--fail-under", "100"});
+  // The TPU compiler refuses one unit (below), so a gate at 100% fails: exit 1, the report written.
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  json report = json::parse(ReadWholeFile(out));
+  EXPECT_EQ(report["backend"], "tpu:v5e");
+  const std::string version = report["backend_version"];
+  EXPECT_EQ(version.rfind("libtpu 0.0.42.1; tpu TFRT TPU v5 lite Built on ", 0), 0u) << version;
+  EXPECT_NE(version.find("; topology v5e:2x4 (8 devices); PJRT API 0.112"), std::string::npos) << version;
+  const json& s = report["summary"];
+  EXPECT_EQ(s["probes_run"], s["unique_probes"]);
+  EXPECT_GT(s["unique_probes"].get<int>(), 200);
+  // aten::randint lowers to an f64 rng, which the TPU compiler cannot rewrite to 32-bit types (its own words).
+  EXPECT_EQ(s["hlo_instructions"].get<int>() - s["supported_instructions"].get<int>(), 1) << report.dump();
+  const std::string dumped = report["unsupported_operators"].dump();
+  EXPECT_NE(dumped.find("aten::randint"), std::string::npos) << dumped;
+  EXPECT_NE(dumped.find("compile: UNIMPLEMENTED: While rewriting computation to not contain X{64|128} element types"),
+            std::string::npos)
+      << dumped;
+}
+
+TEST_F(ChipE2E, EveryResnetUnitCompilesForTheGpuAndConvolutionsSayTheyAreCudnnCalls) {
+  std::string out = Path("report.json");
+  auto r = RunOpprobe({"analyze", "samples/traces/resnet18_train.json", "--backend", "gpu:h100", "--no-cache",
+                       "--no-progress", "--verbosity", "0", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json report = json::parse(ReadWholeFile(out));
+  EXPECT_EQ(report["backend"], "gpu:h100");
+  const std::string version = report["backend_version"];
+  EXPECT_EQ(version.rfind("jax_cuda12_pjrt 0.12.0.1; cuda NVIDIA H100 80GB HBM3; topology 1x1x8 (8 devices)", 0), 0u)
+      << version;
+  const json& s = report["summary"];
+  EXPECT_EQ(s["supported_instructions"], s["hlo_instructions"]);
+  EXPECT_NE(ReadWholeFile(out).find("compiled to a vendor library call (__cudnn$convForward)"), std::string::npos);
+}
+
+TEST_F(ChipE2E, BadSpecsAreUsageErrorsAndAMissingCompilerIsExit3) {
+  auto unknown = RunOpprobe({"analyze", "samples/traces/supported.json", "--backend", "tpu:v99", "--no-cache"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("unknown TPU generation 'v99'"), std::string::npos) << unknown.err;
+  auto gpu = RunOpprobe({"analyze", "samples/traces/supported.json", "--backend", "gpu:h100:lots", "--no-cache"});
+  EXPECT_EQ(gpu.exit_code, 2) << gpu.err;
+  ScopedEnv root("OPPROBE_VENV_ROOT", Path("no-venvs"));
+  ScopedEnv plugin("OPPROBE_LIBTPU", "");
+  auto missing = RunOpprobe({"analyze", "samples/traces/supported.json", "--backend", "tpu:v5e", "--no-cache"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("pip install -r requirements/tpu.txt"), std::string::npos) << missing.err;
+}
+
+// `cmake --install` puts the pjrt worker beside the installed opprobe: the installed binary compiles with the TPU
+// compiler from its prefix (it used to install opprobe alone, and every worker backend failed with exit 3).
+TEST_F(ChipE2E, TheInstalledBinaryRunsTheWorkerBackends) {
+  const std::string build = std::filesystem::path(OPPROBE_BIN).parent_path().string();
+  const std::string prefix = Path("prefix");
+  auto install = testing::RunProgram({"cmake", "--install", build, "--prefix", prefix});
+  ASSERT_EQ(install.exit_code, 0) << install.err << install.out;
+  ASSERT_TRUE(std::filesystem::is_regular_file(prefix + "/bin/opprobe-pjrt-worker"));
+  ASSERT_TRUE(std::filesystem::is_regular_file(prefix + "/bin/opprobe-xla-worker.py"));
+  ScopedEnv worker("OPPROBE_PJRT_WORKER", "");
+  auto r = testing::RunProgram({prefix + "/bin/opprobe", "analyze", "samples/traces/supported.json", "--backend",
+                               "tpu:v5e", "--no-cache", "--no-progress"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("100.00% of HLO instructions supported on tpu:v5e"), std::string::npos) << r.out;
+}
+
+TEST_F(ChipE2E, BackendsListsTheCompilersWithTheirVersionsAndTargets) {
+  auto r = RunOpprobe({"backends"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("libtpu 0.0.42.1 ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("v5e (v5e:2x4)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("jax_cuda12_pjrt 0.12.0.1 ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("h200 (NVIDIA H200 141GB HBM3e, sm_90"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace opprobe
