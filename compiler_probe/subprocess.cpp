@@ -298,6 +298,17 @@ std::string SanitizeOutput(std::string_view text) {
   return out;
 }
 
+std::string FirstLine(std::string_view text, size_t max_chars) {
+  std::string clean = SanitizeOutput(text);
+  size_t start = clean.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return "";
+  size_t end = clean.find('\n', start);
+  std::string line = clean.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
+  return line;
+}
+
 std::string LastLines(std::string_view text, int max_lines, size_t max_chars) {
   std::string clean = SanitizeOutput(text);
   std::vector<std::string> lines;

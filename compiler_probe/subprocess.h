@@ -58,6 +58,9 @@ std::string SanitizeOutput(std::string_view text);
 // The last `max_lines` non-empty lines of `text` (sanitized), joined with " | ", at most `max_chars`
 // characters (the end is kept): a one-line reason from a compiler's stderr.
 std::string LastLines(std::string_view text, int max_lines = 3, size_t max_chars = 400);
+// The first non-empty line of `text` (sanitized), trailing blanks cut, at most `max_chars` characters and "...":
+// the line a compiler's error message carries its verdict on (the rest is usually a stack or a dump).
+std::string FirstLine(std::string_view text, size_t max_chars = 400);
 
 // Keeps the last `limit` bytes appended to it (a ring, trimmed lazily); used for output tails.
 class TailBuffer {

@@ -78,17 +78,6 @@ int64_t LayoutDevices(std::string_view s) {
   return n;
 }
 
-std::string FirstLine(const std::string& text, size_t max_chars = 400) {
-  std::string clean = SanitizeOutput(text);
-  size_t start = clean.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos) return "";
-  size_t end = clean.find('\n', start);
-  std::string line = clean.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
-  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
-  return line;
-}
-
 std::string GpuNames() {
   std::vector<std::string> names;
   for (const auto& d : GpuDevices()) names.push_back(d.name);

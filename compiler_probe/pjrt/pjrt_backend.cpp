@@ -25,18 +25,6 @@ namespace {
 
 using hlo::PrimitiveType;
 
-std::string OneLine(const std::string& text, size_t max_chars = 400) {
-  std::string clean = SanitizeOutput(text);
-  // The first non-empty line carries the error; the rest is usually a stack or a dump.
-  size_t start = clean.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos) return "";
-  size_t end = clean.find('\n', start);
-  std::string line = clean.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
-  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
-  return line;
-}
-
 void Flatten(const hlo::Literal& l, std::vector<const hlo::Literal*>& out) {
   if (l.shape().IsTuple()) {
     for (const auto& e : l.tuple_elements()) Flatten(e, out);
@@ -285,7 +273,7 @@ class PjrtBackend : public Backend {
   Verdict Judge(const hlo::Module& unit, const std::vector<hlo::Literal>& args, bool executed,
                 const std::string& no_execute_reason, const RunResult& r) {
     auto failure = [&](const char* stage) {
-      Verdict v = Verdict::Unsupported(fmt::format("{}: {}: {}", stage, ErrorCodeName(r.code), OneLine(r.message)));
+      Verdict v = Verdict::Unsupported(fmt::format("{}: {}: {}", stage, ErrorCodeName(r.code), FirstLine(r.message)));
       v.output_tail = SanitizeOutput(r.message.size() > 4096 ? r.message.substr(0, 4096) : r.message);
       return v;
     };

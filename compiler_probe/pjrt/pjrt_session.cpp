@@ -208,6 +208,17 @@ struct PjrtSession::Impl {
     Call(abi::kBuffer_Destroy, &a, "PJRT_Buffer_Destroy");
   }
 
+  // A program of format "hlo" (a serialized HloModuleProto) over `code`, which must outlive it.
+  abi::Program HloProgram(std::string& code) const {
+    abi::Program program{};
+    program.struct_size = sizes.program;
+    program.code = code.data();
+    program.code_size = code.size();
+    program.format = "hlo";
+    program.format_size = 3;
+    return program;
+  }
+
   std::string ClientString(int k, const char* name) {
     abi::Client_String_Args a{};
     a.struct_size = sizes.client_string;
@@ -362,13 +373,8 @@ RunResult PjrtSession::Run(const std::string& hlo_module_proto, const std::vecto
     return result;
   };
 
-  abi::Program program{};
-  program.struct_size = im.sizes.program;
   std::string code = hlo_module_proto;
-  program.code = code.data();
-  program.code_size = code.size();
-  program.format = "hlo";
-  program.format_size = 3;
+  abi::Program program = im.HloProgram(code);
   abi::Client_Compile_Args ca{};
   ca.struct_size = im.sizes.client_compile;
   ca.client = im.client;
@@ -573,13 +579,8 @@ RunResult PjrtSession::CompileForTopology(const std::string& hlo_module_proto, c
     result.message = "opprobe worker: this session has no topology (it was loaded with a client)";
     return result;
   }
-  abi::Program program{};
-  program.struct_size = im.sizes.program;
   std::string code = hlo_module_proto;
-  program.code = code.data();
-  program.code_size = code.size();
-  program.format = "hlo";
-  program.format_size = 3;
+  abi::Program program = im.HloProgram(code);
   abi::Compile_Args ca{};
   ca.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Compile_Args, executable);
   ca.topology = im.topology;
