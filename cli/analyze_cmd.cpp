@@ -19,7 +19,7 @@ namespace {
 
 struct AnalyzeArgs {
   std::vector<std::string> inputs;
-  std::string backend_spec = "interp";
+  std::vector<std::string> backend_specs;  // --backend, repeatable; none: interp
   analyzer::AnalysisOptions run;
   ReportOptions report;
   bool no_cache = false;
@@ -89,8 +89,19 @@ int RunAnalyze(AnalyzeArgs& a) {
   a.run.on_warning = PrintWarning;
   const auto start = std::chrono::steady_clock::now();
 
-  auto backend = analyzer::CreateBackend(a.backend_spec, a.run.probe_timeout_seconds);
-  if (!backend.ok()) return ReportError(backend.status().WithContext("--backend " + a.backend_spec));
+  if (a.backend_specs.empty()) a.backend_specs.push_back("interp");
+  // Several targets: each probes every unit, all at once; the same target twice would only probe twice.
+  std::vector<std::unique_ptr<compiler_probe::Backend>> backends;
+  std::vector<compiler_probe::Backend*> targets;
+  for (const auto& spec : a.backend_specs) {
+    auto backend = analyzer::CreateBackend(spec, a.run.probe_timeout_seconds);
+    if (!backend.ok()) return ReportError(backend.status().WithContext("--backend " + spec));
+    for (const auto* t : targets)
+      if (t->id() == (*backend)->id())
+        return ReportError(InvalidInput(fmt::format("--backend {} is given twice", (*backend)->id())));
+    targets.push_back(backend->get());
+    backends.push_back(std::move(backend).value());
+  }
 
   std::filesystem::path temp_dir;
   int script_status = 0;
@@ -121,7 +132,7 @@ int RunAnalyze(AnalyzeArgs& a) {
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
                    script_status);
   }
-  auto result = analyzer::AnalyzeInputs(inputs, **backend, a.run);
+  auto result = analyzer::AnalyzeInputs(inputs, targets, a.run);
   if (!temp_dir.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(temp_dir, ec);
@@ -132,7 +143,9 @@ int RunAnalyze(AnalyzeArgs& a) {
   result->summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!a.report.quiet)
     for (const auto& w : result->warnings) PrintWarning(w);
-  if (!a.report.quiet) WarnIfBackendRejectsEverything(*result);
+  if (!a.report.quiet)
+    for (size_t k = 0; k < result->target_count(); ++k)
+      WarnIfBackendRejectsEverything(result->target_count() > 1 ? result->ForTarget(k) : *result);
   int code = FinishReports(*result, a.report);
   // The process exits when this returns, and the exit takes the result's memory back at once: freeing it piece by
   // piece (a large HLO input's instructions, a trace's records) cost a sixth of analyzing a 35 MB module (issue
@@ -155,11 +168,13 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "an HloProto/HloModuleProto (.hlo.pb), a folder of HLO dumps, StableHLO MLIR text (.mlir: JAX's, torch_xla's),\n"
       "or `-- <python> script.py args...` to capture and analyze a script in one step.");
   cmd->add_option("inputs", args->inputs, "Model files (or, after `--`, the Python command to capture)");
-  cmd->add_option("-b,--backend", args->backend_spec,
-                  "Backend spec: interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...], xla:cpu, "
+  cmd->add_option("-b,--backend", args->backend_specs,
+                  "Backend spec, repeatable (several targets in one report, each probing every unit): interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...], xla:cpu, "
                   "iree:llvm-cpu, tpu:GEN[:TOPOLOGY] (the real TPU compiler), gpu:DEVICE[:TOPOLOGY] (the real GPU "
                   "compiler); see `opprobe backends`")
-      ->capture_default_str();
+      ->allow_extra_args(false)  // one value an occurrence: `--backend A --backend B MODEL`
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("SPEC");
   cmd->add_option("-j,--jobs", args->run.jobs, "Probes run in parallel (default: the number of cores)");
   cmd->add_option("--cache", args->caches,
                   "Probe cache folder (default: $XDG_CACHE_HOME/opprobe), and/or a shared cache server behind it: "

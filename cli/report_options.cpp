@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +10,9 @@
 #include <set>
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "hlo/file_io.h"
@@ -89,6 +93,10 @@ std::string CurrentDir() {
 
 }  // namespace
 
+namespace {
+Expected<std::pair<std::string, double>> ParseFailUnder(const std::string& spec);
+}  // namespace
+
 void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
   cmd->add_option("-o,--output", options.output,
                   "Write the JSON report to FILE (with a single --format FMT, that format); '-' for stdout")
@@ -110,9 +118,15 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
           },
           "", "FORMAT");
   cmd->add_option("--fail-under", options.fail_under,
-                  "Exit 1 when the support percentage (HLO instructions) is below PCT")
-      ->check(CLI::Range(0.0, 100.0))
-      ->type_name("PCT");
+                  "Exit 1 when the support percentage (HLO instructions) is below PCT; with several --backend, "
+                  "TARGET=PCT gates one target (e.g. tpu:v5e=95) and a plain PCT every target (repeatable)")
+      ->allow_extra_args(false)  // one value an occurrence: `--backend A --backend B MODEL`
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check([](const std::string& spec) -> std::string {
+        auto parsed = ParseFailUnder(spec);
+        return parsed.ok() ? "" : parsed.status().message();
+      }, "", "FAIL_UNDER")
+      ->type_name("[TARGET=]PCT");
   cmd->add_option("--baseline", options.baseline,
                   "Exit 1 when an aten op or HLO instruction signature unsupported now was not unsupported in "
                   "this earlier JSON report, or the support percentage dropped")
@@ -124,7 +138,42 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
   cmd->add_flag("-q,--quiet", options.quiet, "Print only errors: no summary, progress or warnings (gate failures still go to stderr)");
 }
 
+namespace {
+
+// `95` or `tpu:v5e=95` (the last '=' splits: a backend spec may hold '=' itself).
+Expected<std::pair<std::string, double>> ParseFailUnder(const std::string& spec) {
+  size_t eq = spec.rfind('=');
+  std::string target = eq == std::string::npos ? "" : spec.substr(0, eq);
+  std::string number = eq == std::string::npos ? spec : spec.substr(eq + 1);
+  char* end = nullptr;
+  double pct = std::strtod(number.c_str(), &end);
+  if (number.empty() || !end || *end != '\0' || !(pct >= 0 && pct <= 100) || (eq != std::string::npos && target.empty()))
+    return InvalidInput(fmt::format("--fail-under '{}': expected PCT or TARGET=PCT with PCT from 0 to 100", spec));
+  return std::make_pair(target, pct);
+}
+
+}  // namespace
+
+Expected<double> FailUnderFor(const ReportOptions& options, const std::string& backend_id,
+                              const std::vector<std::string>& target_ids) {
+  double any = -1, own = -1;
+  for (const auto& spec : options.fail_under) {
+    OPPROBE_ASSIGN_OR_RETURN(auto parsed, ParseFailUnder(spec));
+    if (parsed.first.empty()) {
+      any = parsed.second;
+      continue;
+    }
+    if (!target_ids.empty() && std::find(target_ids.begin(), target_ids.end(), parsed.first) == target_ids.end())
+      return InvalidInput(fmt::format("--fail-under '{}': {} is not a target of this run (its targets: {})", spec,
+                                      parsed.first, fmt::join(target_ids, ", ")));
+    if (parsed.first == backend_id) own = parsed.second;
+  }
+  return own >= 0 ? own : any;
+}
+
 Status CheckReportOptions(const ReportOptions& options) {
+  for (const auto& spec : options.fail_under)
+    if (auto parsed = ParseFailUnder(spec); !parsed.ok()) return parsed.status();
   if (options.verbosity < 0 || options.verbosity > 2)
     return InvalidInput(fmt::format("--verbosity {}: expected 0, 1 or 2", options.verbosity));
   auto targets = ResolveTargets(options);
@@ -172,15 +221,34 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
     if (targets[i].file.empty()) std::fwrite(contents[i].data(), 1, contents[i].size(), stdout);
   std::fflush(stdout);
 
-  reports::GateOptions go;
-  go.fail_under = options.fail_under;
-  go.baseline = baseline ? &*baseline : nullptr;
-  go.baseline_name = options.baseline;
-  go.allow = options.allow;
-  reports::GateResult gates = reports::EvaluateGates(result, go);
+  // The gates judge each target on its own; the baseline is the first target's (the report's top level).
+  std::vector<std::string> target_ids;
+  for (size_t k = 0; k < result.target_count(); ++k)
+    target_ids.push_back(k == 0 ? result.backend_id : result.other_targets[k - 1].backend_id);
+  reports::GateResult gates;
+  bool any_fail_under = false;
+  std::string summary_text;
+  for (size_t k = 0; k < result.target_count(); ++k) {
+    const analyzer::AnalysisResult one = result.target_count() > 1 ? result.ForTarget(k) : analyzer::AnalysisResult();
+    const analyzer::AnalysisResult& t = result.target_count() > 1 ? one : result;
+    auto fail_under = FailUnderFor(options, t.backend_id, target_ids);
+    if (!fail_under.ok()) return ReportError(fail_under.status());
+    any_fail_under = any_fail_under || *fail_under >= 0;
+    reports::GateOptions go;
+    go.fail_under = *fail_under;
+    go.baseline = baseline && k == 0 ? &*baseline : nullptr;
+    go.baseline_name = options.baseline;
+    go.allow = options.allow;
+    reports::GateResult g = reports::EvaluateGates(t, go);
+    const std::string prefix = result.target_count() > 1 ? t.backend_id + ": " : "";
+    gates.failed = gates.failed || g.failed;
+    for (auto& m : g.messages) gates.messages.push_back(prefix + m);
+    for (auto& n : g.notes) gates.notes.push_back(prefix + n);
+    if (!options.quiet) summary_text += reports::RenderSummary(t, ColorFor(summary));
+  }
 
   if (!options.quiet) {
-    std::string text = reports::RenderSummary(result, ColorFor(summary));
+    std::string text = summary_text;
     bool any_file = false;
     for (const auto& t : targets) {
       if (t.file.empty()) continue;
@@ -190,7 +258,7 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
     if (!any_file && !stdout_report)
       text += "  write the full report with -o result.json (other formats: --format FMT[=FILE], see --help)\n";
     for (const auto& n : gates.notes) text += "  " + n + "\n";
-    if (options.fail_under >= 0 || baseline)
+    if (any_fail_under || baseline)
       text += gates.failed ? "  gates: FAILED\n" : "  gates: passed\n";
     std::fputs(text.c_str(), summary);
     std::fflush(summary);

@@ -16,7 +16,8 @@ struct ReportOptions {
   int verbosity = 2;                  // 2 aten level, 1 adds xla lists, 0 per-instruction detail
   std::string output;                 // -o FILE: the JSON report (or the only --format's file)
   std::vector<std::string> formats;   // --format FMT[=FILE], repeatable
-  double fail_under = -1;             // --fail-under PCT; < 0: off
+  // --fail-under PCT (every target) or TARGET=PCT (one target of a run with several backends), repeatable.
+  std::vector<std::string> fail_under;
   std::string baseline;               // --baseline OLD.json
   std::vector<std::string> allow;     // --allow aten::op
   bool quiet = false;                 // no summary on stdout
@@ -29,6 +30,11 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options);
 // baseline that is an opprobe report of a compatible schema_version. Call it first so that bad usage fails
 // fast (exit 2 via ExitCodeFor); FinishReports checks again.
 Status CheckReportOptions(const ReportOptions& options);
+
+// The --fail-under threshold for the target `backend_id` (< 0: none): its own TARGET=PCT, else a plain PCT. A
+// malformed entry, or (with `target_ids`) one naming no target of the run, is a usage error.
+Expected<double> FailUnderFor(const ReportOptions& options, const std::string& backend_id,
+                              const std::vector<std::string>& target_ids = {});
 
 // Writes every requested report (atomically), prints the short summary on stdout, evaluates the
 // gates, and returns the exit code: 0 done and gates passed, 1 a gate failed, 2 bad input (an

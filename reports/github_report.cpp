@@ -51,6 +51,7 @@ std::string Command(const char* level, const std::string& file, int line, const 
 }  // namespace
 
 std::string RenderGithub(const AnalysisResult& result, const RenderOptions& options) {
+  if (result.target_count() > 1) return RenderGithubTargets(result, options);
   std::string out;
   if (result.partial()) {
     const auto& c = *result.capture;

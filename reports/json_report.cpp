@@ -94,6 +94,21 @@ double RoundPercent(double pct) {
 }
 
 Json ToJson(const AnalysisResult& result, int verbosity) {
+  if (result.target_count() > 1) {
+    // Several targets: the first keeps Neuron's top-level shape; `targets` holds every target's verdicts.
+    Json j = ToJson(result.ForTarget(0), verbosity);
+    Json targets = Json::array();
+    for (size_t k = 0; k < result.target_count(); ++k) {
+      Json one = ToJson(result.ForTarget(k), verbosity);
+      Json t;
+      for (const char* key : {"backend", "backend_version", "support_percentage", "aten_support_percentage",
+                              "unsupported_operators", "summary", "instructions"})
+        if (one.contains(key)) t[key] = std::move(one[key]);
+      targets.push_back(std::move(t));
+    }
+    j["targets"] = std::move(targets);
+    return j;
+  }
   const bool xla = verbosity <= 1;
   const bool several_programs = result.programs.size() > 1;
   Json j;

@@ -37,6 +37,7 @@ std::string Time(double s) { return fmt::format("{:.3f}", s); }
 }  // namespace
 
 std::string RenderJunit(const AnalysisResult& result, const RenderOptions& options) {
+  if (result.target_count() > 1) return RenderJunitTargets(result, options);
   std::map<std::tuple<std::string, std::string, std::string>, Case> cases;
   for (const OpRecord& op : result.ops) {
     const std::string part_of = PartOfName(result, op);

@@ -52,6 +52,7 @@ std::string Code(const std::string& s) {
 }  // namespace
 
 std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& options) {
+  if (result.target_count() > 1) return RenderMarkdownTargets(result, options);
   double pct = result.SupportPercentage();
   bool all = RoundPercent(pct) >= 100 && !result.incomplete();
   auto all_unsupported = UnsupportedOps(result);

@@ -61,4 +61,13 @@ std::string RenderSarif(const analyzer::AnalysisResult& result, const RenderOpti
 std::string RenderGithub(const analyzer::AnalysisResult& result, const RenderOptions& options);    // github_report.cpp
 std::string RenderHtml(const analyzer::AnalysisResult& result, const RenderOptions& options);      // html_report.cpp
 
+// The same formats for a result of several targets (AnalysisResult::other_targets): each writer above hands such a
+// result to its form here (targets_report.cpp; HTML's in html_report.cpp, JSON's in json_report.cpp).
+std::string RenderTextTargets(const analyzer::AnalysisResult& result, const RenderOptions& options);
+std::string RenderMarkdownTargets(const analyzer::AnalysisResult& result, const RenderOptions& options);
+std::string RenderJunitTargets(const analyzer::AnalysisResult& result, const RenderOptions& options);
+std::string RenderSarifTargets(const analyzer::AnalysisResult& result, const RenderOptions& options);
+std::string RenderGithubTargets(const analyzer::AnalysisResult& result, const RenderOptions& options);
+std::string RenderHtmlTargets(const analyzer::AnalysisResult& result, const RenderOptions& options);
+
 }  // namespace opprobe::reports

@@ -77,6 +77,7 @@ Json ArtifactLocation(const std::string& file, const std::string& cwd) {
 }  // namespace
 
 std::string RenderSarif(const AnalysisResult& result, const RenderOptions& options) {
+  if (result.target_count() > 1) return RenderSarifTargets(result, options);
   Json rules = Json::array();
   for (const Rule& r : kRules) {
     Json rule;

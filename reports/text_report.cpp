@@ -93,6 +93,7 @@ class Table {
 }  // namespace
 
 std::string RenderText(const AnalysisResult& result, const RenderOptions& options) {
+  if (result.target_count() > 1) return RenderTextTargets(result, options);
   const bool color = options.color;
   auto paint = [&](const std::string& s, const char* code) {
     return color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;

@@ -3,6 +3,7 @@
 #include "reports/report.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -411,6 +412,40 @@ std::string XmlEscape(const std::string& text) {
     }
   }
   return out;
+}
+
+SupportMatrix BuildSupportMatrix(const analyzer::AnalysisResult& result) {
+  SupportMatrix m;
+  const size_t n = result.target_count();
+  std::vector<analyzer::AnalysisResult> per_target;
+  for (size_t k = 0; k < n; ++k) per_target.push_back(result.ForTarget(k));
+  std::map<std::string, SupportMatrix::Row> rows;
+  for (size_t k = 0; k < n; ++k) {
+    const analyzer::AnalysisResult& t = per_target[k];
+    m.targets.push_back({t.backend_id, t.backend_version, PercentLabel(t, t.SupportPercentage()),
+                         PercentLabel(t, t.AtenSupportPercentage())});
+    for (const analyzer::OpRecord& op : t.ops) {
+      if (op.part_of >= 0) continue;  // a derived record counts with its call
+      SupportMatrix::Row& r = rows[op.op.str()];
+      if (r.supported.empty()) {
+        r.op = op.op.str();
+        r.supported.assign(n, true);
+        r.reason.assign(n, "");
+      }
+      if (k == 0) r.calls += op.count;
+      if (r.supported[k] && !t.OpSupported(op)) {
+        r.supported[k] = false;
+        r.reason[k] = t.FailureReason(op);
+      }
+    }
+  }
+  for (auto& [op, r] : rows) {
+    if (std::all_of(r.supported.begin(), r.supported.end(), [](bool b) { return b; }))
+      ++m.ops_supported_everywhere;
+    else
+      m.rows.push_back(std::move(r));
+  }
+  return m;
 }
 
 }  // namespace opprobe::reports

@@ -162,4 +162,23 @@ std::string XmlEscape(const std::string& text);
 // The last `max_lines` lines of a text (no trailing newline). of a text into at most `max_lines` final lines.
 std::string TailLines(const std::string& text, size_t max_lines);
 
+// Several targets side by side (a run with several backends): each target's percentages, and each aten op that is
+// unsupported on at least one target with its verdict on every target. Ops supported everywhere are only counted.
+struct SupportMatrix {
+  struct Target {
+    std::string id, version;
+    std::string percentage, aten_percentage;  // as PercentLabel shows them
+  };
+  struct Row {
+    std::string op;                 // `aten::mul`
+    int64_t calls = 0;              // call instances (count-weighted)
+    std::vector<bool> supported;    // per target, in `targets`' order
+    std::vector<std::string> reason;  // per target: the first reason it is unsupported ("" when supported)
+  };
+  std::vector<Target> targets;
+  std::vector<Row> rows;              // sorted by op
+  int64_t ops_supported_everywhere = 0;
+};
+SupportMatrix BuildSupportMatrix(const analyzer::AnalysisResult& result);
+
 }  // namespace opprobe::reports

@@ -36,6 +36,35 @@ const hlo::Module* ProbeRecord::Unit() {
   return unit.get();
 }
 
+AnalysisResult AnalysisResult::ForTarget(size_t k) const {
+  AnalysisResult r;
+  r.model = model;
+  r.input_kind = input_kind;
+  r.torch_version = torch_version;
+  r.programs = programs;
+  r.ops = ops;
+  r.probes = probes;
+  r.summary = summary;
+  r.warnings = warnings;
+  r.capture = capture;
+  r.ignored = ignored;
+  r.source_dir = source_dir;
+  r.input_modules = input_modules;
+  r.backend_id = backend_id;
+  r.backend_version = backend_version;
+  if (k == 0 || k > other_targets.size()) return r;
+  const TargetResult& t = other_targets[k - 1];
+  r.backend_id = t.backend_id;
+  r.backend_version = t.backend_version;
+  for (size_t i = 0; i < r.probes.size() && i < t.verdicts.size(); ++i) {
+    r.probes[i].verdict = t.verdicts[i];
+    r.probes[i].cache_hit = i < t.cache_hits.size() && t.cache_hits[i];
+    r.probes[i].repro_path = i < t.repro_paths.size() ? t.repro_paths[i] : std::string();
+  }
+  r.summary = t.summary;
+  return r;
+}
+
 bool AnalysisResult::OpSupported(const OpRecord& op) const {
   if (op.lowering != OpRecord::Lowering::kOk) return false;
   for (size_t p : op.probes)

@@ -208,6 +208,18 @@ struct IgnoredOp {
   int64_t count = 0;    // call instances
 };
 
+// A further target of a run with several backends (`--backend` given more than once): its verdict on every probe
+// unit of the result (in AnalysisResult::probes' order) and its own summary. The first backend's verdicts are the
+// result's own, so a report of several targets keeps Neuron's top-level shape for the first.
+struct TargetResult {
+  std::string backend_id;
+  std::string backend_version;
+  std::vector<compiler_probe::Verdict> verdicts;
+  std::vector<char> cache_hits;
+  std::vector<std::string> repro_paths;  // `--dump-dir` files of this target's unsupported units
+  Summary summary;
+};
+
 struct AnalysisResult {
   std::string model;
   std::string input_kind;
@@ -228,6 +240,13 @@ struct AnalysisResult {
   // HLO input: the loaded modules its probe units refer into (ProbeRecord::source), held for as long as the result,
   // so that they are freed with it (or, by the CLI, left to the process's exit) rather than one by one mid-run.
   std::vector<std::shared_ptr<const hlo::Module>> input_modules;
+
+  // The second and later backends' verdicts (empty for a run with one backend).
+  std::vector<TargetResult> other_targets;
+  size_t target_count() const { return 1 + other_targets.size(); }
+  // The result as target `k` alone gives it (0: the first backend), without other targets: what each report
+  // writer and gate is given for one target.
+  AnalysisResult ForTarget(size_t k) const;
 
   bool OpSupported(const OpRecord& op) const;
   // Supported instruction instances / all instances, in percent (Neuron's definition). A failed

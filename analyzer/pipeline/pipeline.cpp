@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "analyzer/driver/driver.h"
 #include "analyzer/loaders/hlo_loader.h"
@@ -215,6 +218,59 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     analysis.set_cache(d.cache);
     return analysis.Finish(graph, fleet, LoweringTable::Builtin());
   });
+}
+
+Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths,
+                                       const std::vector<compiler_probe::Backend*>& backends,
+                                       const AnalysisOptions& options) {
+  if (backends.empty()) return InvalidInput("no backend");
+  if (backends.size() == 1) return AnalyzeInputs(paths, *backends[0], options);
+  // Each target's progress, added up: (done, total) of all targets' units.
+  std::mutex progress_mu;
+  std::vector<std::pair<int64_t, int64_t>> progress(backends.size());
+  std::vector<std::optional<Expected<AnalysisResult>>> results(backends.size());
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < backends.size(); ++k)
+    threads.emplace_back([&, k] {
+      AnalysisOptions o = options;
+      if (options.on_progress)
+        o.on_progress = [&, k](int64_t done, int64_t total) {
+          std::lock_guard<std::mutex> lock(progress_mu);
+          progress[k] = {done, total};
+          int64_t d = 0, t = 0;
+          for (const auto& [pd, pt] : progress) d += pd, t += pt;
+          options.on_progress(d, t);
+        };
+      results[k] = AnalyzeInputs(paths, *backends[k], o);
+    });
+  for (auto& t : threads) t.join();
+  for (auto& r : results)
+    if (!r->ok()) return r->status();
+  AnalysisResult first = std::move(**results[0]);
+  std::unordered_map<std::string, size_t> index_of;
+  for (size_t i = 0; i < first.probes.size(); ++i) index_of.emplace(first.probes[i].fingerprint, i);
+  for (size_t k = 1; k < backends.size(); ++k) {
+    AnalysisResult& other = **results[k];
+    TargetResult t;
+    t.backend_id = other.backend_id;
+    t.backend_version = other.backend_version;
+    t.summary = other.summary;
+    // Every target lowered the same inputs into the same units; the verdicts are matched by fingerprint all the same.
+    t.verdicts.assign(first.probes.size(), compiler_probe::Verdict::Error("not probed by this target"));
+    t.cache_hits.assign(first.probes.size(), 0);
+    t.repro_paths.assign(first.probes.size(), "");
+    for (const ProbeRecord& p : other.probes) {
+      auto it = index_of.find(p.fingerprint);
+      if (it == index_of.end()) continue;
+      t.verdicts[it->second] = p.verdict;
+      t.cache_hits[it->second] = p.cache_hit;
+      t.repro_paths[it->second] = p.repro_path;
+    }
+    for (const auto& w : other.warnings)
+      if (std::find(first.warnings.begin(), first.warnings.end(), w) == first.warnings.end()) first.warnings.push_back(w);
+    first.other_targets.push_back(std::move(t));
+  }
+  return first;
 }
 
 }  // namespace opprobe::analyzer

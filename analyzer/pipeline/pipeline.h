@@ -61,5 +61,11 @@ struct AnalysisOptions {
 // single aten call is bad input ("no aten calls were captured from SCRIPT"), never an empty 100% report.
 Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
                                        const AnalysisOptions& options);
+// The same with several backends (targets), each probing every unit once, all at the same time (a thread per
+// target): the result is the first backend's, with the others' verdicts and summaries in `other_targets`. Progress
+// counts the units of all targets together.
+Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths,
+                                       const std::vector<compiler_probe::Backend*>& backends,
+                                       const AnalysisOptions& options);
 
 }  // namespace opprobe::analyzer

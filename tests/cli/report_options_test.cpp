@@ -39,10 +39,31 @@ TEST(ReportOptions, ParsesEveryOption) {
   EXPECT_EQ(o.output, "r.json");
   EXPECT_EQ(o.verbosity, 0);
   EXPECT_EQ(o.formats, (std::vector<std::string>{"text", "html=r.html"}));
-  EXPECT_DOUBLE_EQ(o.fail_under, 90.5);
+  EXPECT_EQ(o.fail_under, (std::vector<std::string>{"90.5"}));
+  EXPECT_DOUBLE_EQ(*FailUnderFor(o, "rules:neuron-trn1"), 90.5);
   EXPECT_EQ(o.baseline, "b.json");
   EXPECT_EQ(o.allow, (std::vector<std::string>{"aten::mul", "aten::fft"}));
   EXPECT_TRUE(o.quiet);
+}
+
+TEST(ReportOptions, FailUnderTakesATargetAndTheTargetsOwnThresholdWins) {
+  ReportOptions o;
+  o.fail_under = {"80", "tpu:v5e=95", "pjrt:/p.so,k=v=70"};
+  EXPECT_DOUBLE_EQ(*FailUnderFor(o, "tpu:v5e"), 95);
+  EXPECT_DOUBLE_EQ(*FailUnderFor(o, "gpu:h100"), 80);
+  EXPECT_DOUBLE_EQ(*FailUnderFor(o, "pjrt:/p.so,k=v"), 70);
+  o.fail_under = {"tpu:v5e=95"};
+  EXPECT_LT(*FailUnderFor(o, "gpu:h100"), 0);
+  auto unknown = FailUnderFor(o, "gpu:h100", {"gpu:h100", "rules:cpu"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("tpu:v5e is not a target of this run (its targets: gpu:h100, rules:cpu)"),
+            std::string::npos)
+      << unknown.status().message();
+  for (const char* bad : {"", "=90", "tpu:v5e=", "tpu:v5e=x", "101", "-1"}) {
+    o.fail_under = {bad};
+    EXPECT_FALSE(FailUnderFor(o, "tpu:v5e").ok()) << bad;
+    EXPECT_FALSE(CheckReportOptions(o).ok()) << bad;
+  }
 }
 
 TEST(ReportOptions, RejectsBadValuesAtParseTime) {
@@ -141,7 +162,7 @@ TEST(FinishReports, QuietPrintsNothingButGateFailures) {
   auto r = Finish(t::AllSupported(), o);
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(r.out.empty() && r.err.empty()) << r.out << r.err;
-  o.fail_under = 50;
+  o.fail_under = {"50"};
   r = Finish(t::NeuronUnsupported(), o);
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(r.out.empty()) << r.out;
