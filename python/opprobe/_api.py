@@ -140,7 +140,9 @@ def analyze(model_or_function, example_inputs, *, backend="interp", train=False,
     a dict: `support_percentage`, `supported_operators`, `unsupported_operators` (the keys
     torch_neuronx.analyze returns) and the rest of opprobe's report.
 
-    backend: an `opprobe analyze --backend` spec (`interp`, `rules:neuron-trn1`, `cmd:...`, `pjrt:...`).
+    backend: an `opprobe analyze --backend` spec (`interp`, `rules:neuron-trn1`, `tpu:v5e`, `gpu:h100`, `cmd:...`,
+      `pjrt:...`), or a list of them: several targets in one report (the first at the top level, every one in
+      `report["targets"]`).
     train: also run the loss (`loss_fn(output)`, default: the sum of the floating-point outputs), its
       backward and, when `optimizer` is given, `optimizer.step()` and `zero_grad()`; without it the call
       runs under torch.no_grad(). The model is left in the mode (train/eval) it is in.
@@ -161,8 +163,9 @@ def analyze(model_or_function, example_inputs, *, backend="interp", train=False,
         with open(trace, "w") as f:
             json.dump(doc, f)
         report = os.path.join(tmp, "report.json")
-        cmd = [binary, "analyze", trace, "--backend", backend, "--verbosity", str(verbosity), "-o", report, "-q",
-               "--no-progress"] + list(args)
+        backends = [backend] if isinstance(backend, str) else list(backend)
+        cmd = [binary, "analyze", trace] + [x for b in backends for x in ("--backend", b)] + [
+            "--verbosity", str(verbosity), "-o", report, "-q", "--no-progress"] + list(args)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         if p.returncode not in (0, 1) or not os.path.isfile(report):
             msg = (p.stderr.strip() or p.stdout.strip() or "no output").splitlines()[-1]

@@ -72,6 +72,13 @@ class AnalyzeTest(unittest.TestCase):
         self.assertIn(HERE, text)  # the call site is the forward() line in this file
         self.assertIn("c64", text)
 
+    def test_several_targets_in_one_report(self):
+        r = opprobe.analyze(FftMul(), (torch.rand(4),), backend=["rules:neuron-trn1", "rules:cpu"])
+        self.assertEqual(r["backend"], "rules:neuron-trn1")
+        self.assertEqual([t["backend"] for t in r["targets"]], ["rules:neuron-trn1", "rules:cpu"])
+        self.assertLess(float(r["targets"][0]["support_percentage"].rstrip("%")), 100)
+        self.assertEqual(r["targets"][1]["support_percentage"], "100.00%")
+
     def test_function_and_dict_inputs(self):
         def f(a, b):
             return torch.tanh(a) + b
