@@ -257,6 +257,10 @@ std::vector<std::string> ReportDiff::RegressionReasons() const {
 
 ReportDiff DiffReports(const Json& old_report, const Json& new_report, const DiffOptions& options) {
   ReportDiff d;
+  d.old_backend = Str(old_report, "backend");
+  d.new_backend = Str(new_report, "backend");
+  d.old_backend_version = Str(old_report, "backend_version");
+  d.new_backend_version = Str(new_report, "backend_version");
   d.old_percentage = Str(old_report, "support_percentage");
   d.new_percentage = Str(new_report, "support_percentage");
   d.old_aten_percentage = Str(old_report, "aten_support_percentage");
@@ -327,6 +331,14 @@ ReportDiff DiffReports(const Json& old_report, const Json& new_report, const Dif
 
 std::string FormatDiff(const ReportDiff& d, const std::string& old_name, const std::string& new_name) {
   std::string out = fmt::format("opprobe diff {} -> {}\n", old_name, new_name);
+  // What was compared with what: another backend, or the same one at another version (a compiler upgrade, whose
+  // newly unsupported entries below are what the new version newly refuses, and the now supported ones what it
+  // newly accepts).
+  if (d.old_backend != d.new_backend)
+    out += fmt::format("backend: {} -> {}\n", d.old_backend, d.new_backend);
+  else if (d.old_backend_version != d.new_backend_version)
+    out += fmt::format("backend: {}, version changed:\n  old: {}\n  new: {}\n", d.new_backend, d.old_backend_version,
+                       d.new_backend_version);
   double delta = d.new_pct - d.old_pct;
   out += fmt::format("support: {} -> {} ({}{:.2f})\n", FormatPercent(d.old_pct), FormatPercent(d.new_pct),
                      delta >= 0 ? "+" : "", delta);

@@ -43,6 +43,8 @@ struct ReportDiff {
     bool allowed = false;
   };
 
+  // The backends and their versions: a compiler upgrade is the same backend at another version.
+  std::string old_backend, new_backend, old_backend_version, new_backend_version;
   std::string old_percentage, new_percentage;          // as printed, e.g. "60.00%"
   std::string old_aten_percentage, new_aten_percentage;
   double old_pct = 0, new_pct = 0;                     // compared values (new_pct may be the override)

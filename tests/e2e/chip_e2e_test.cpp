@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -88,6 +89,38 @@ TEST_F(ChipE2E, TheInstalledBinaryRunsTheWorkerBackends) {
                                "tpu:v5e", "--no-cache", "--no-progress"});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("100.00% of HLO instructions supported on tpu:v5e"), std::string::npos) << r.out;
+}
+
+// Gating a compiler upgrade (docs/ci.md): the same units with two libtpu versions from PyPI (requirements/tpu.txt and
+// requirements/tpu-next.txt; scripts/test names the second with OPPROBE_LIBTPU_NEXT), then `opprobe diff`. Measured:
+// 0.0.42.1 and 0.0.52 give the same verdicts on these units, so the diff names both versions and finds nothing new.
+TEST_F(ChipE2E, ACompilerUpgradeIsDiffedVersionAgainstVersion) {
+  const char* next = std::getenv("OPPROBE_LIBTPU_NEXT");
+  ASSERT_TRUE(next && *next) << "OPPROBE_LIBTPU_NEXT is not set: scripts/test installs requirements/tpu-next.txt";
+  std::string old_report = Path("old.json"), new_report = Path("new.json");
+  auto o = RunOpprobe({"analyze", "tests/fixtures/hlo/tpu_edge_units.hlo", "--backend", "tpu:v5e", "--no-cache",
+                       "--no-progress", "--verbosity", "1", "-o", old_report});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto n = RunOpprobe({"analyze", "tests/fixtures/hlo/tpu_edge_units.hlo", "--backend", std::string("tpu:v5e,plugin=") + next,
+                       "--no-cache", "--no-progress", "--verbosity", "1", "-o", new_report});
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  json old_j = json::parse(ReadWholeFile(old_report)), new_j = json::parse(ReadWholeFile(new_report));
+  EXPECT_EQ(new_j["backend"], "tpu:v5e");  // the plugin's path is not part of the target's name
+  EXPECT_EQ(new_j["backend_version"].get<std::string>().rfind("libtpu 0.0.52; ", 0), 0u) << new_j["backend_version"];
+  // Both refuse the s2 add, the c128 FFT and the f64 rng, each in the compiler's own words.
+  for (const json* j : {&old_j, &new_j}) {
+    const std::string dumped = (*j)["unsupported_operators"].dump();
+    EXPECT_NE(dumped.find("INT2 is not supported for rank 1"), std::string::npos) << dumped;
+    EXPECT_NE(dumped.find("Unexpected operand type for FFT"), std::string::npos) << dumped;
+    EXPECT_NE(dumped.find("While rewriting computation to not contain X{64|128} element types"), std::string::npos);
+  }
+  auto d = RunOpprobe({"diff", old_report, new_report});
+  EXPECT_EQ(d.exit_code, 0) << d.err << d.out;
+  EXPECT_NE(d.out.find("backend: tpu:v5e, version changed:\n  old: libtpu 0.0.42.1; "), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("\n  new: libtpu 0.0.52; "), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("newly unsupported"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("now supported"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("result: no regression"), std::string::npos) << d.out;
 }
 
 TEST_F(ChipE2E, BackendsListsTheCompilersWithTheirVersionsAndTargets) {
