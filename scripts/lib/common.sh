@@ -6,6 +6,10 @@ set -euo pipefail
 OPPROBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OPPROBE_BUILD_DIR="${OPPROBE_BUILD_DIR:-$OPPROBE_ROOT/build}"
 OPPROBE_JOBS="${OPPROBE_JOBS:-$(nproc)}"
+# ccache (CMakeLists.txt) hashes absolute paths and, with debug info, the build folder: without these, a second
+# checkout of the same commit (CI's fresh clone) compiles everything again. Paths under the checkout count relative
+# to it, so every checkout on a machine shares one cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$OPPROBE_ROOT}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 
 # Every dependency is a Debian package; the build never downloads anything.
 OPPROBE_PACKAGES=(
