@@ -38,6 +38,9 @@ CHIP_TARGETS = ["tpu:v5e", "tpu:v4", "tpu:v6e", "gpu:h100", "gpu:a100"]
 PROFILES = os.path.join(ROOT, "compiler_probe", "rules", "profiles")
 CHIPS_BEGIN, CHIPS_END = "<!-- chips-begin -->", "<!-- chips-end -->"
 CHIP_FIGURES_BEGIN = "<!-- chips-quick-figures"
+# Hand-written units for the profiles' rules that no agreement unit exercises (tests/agreement/chip_units/README.md):
+# compiled with every chip target beside the agreement units, listed apart and counted in no agreement figure of them.
+CHIP_EVIDENCE = os.path.join(ROOT, "tests", "agreement", "chip_units")
 
 # The quick subset the ctest entry checks: the bundled traces, three small corpus dumps and a slice of the OpInfo
 # sweep. The full set adds every corpus dump, the seeds' scripts, the whole OpInfo sweep and the model sweeps.
@@ -312,7 +315,8 @@ def chip_backends():
 
 def probe_chips(opprobe, units, cache, work):
     """Every probed unit through every chip target's compiler and every profile that stands for one (the profile files
-    of the source tree, which the build embeds as rules:NAME); returns {backend: version}."""
+    of the source tree, which the build embeds as rules:NAME), and the hand-written evidence units (CHIP_EVIDENCE) too,
+    added to `units` marked `evidence`; returns {backend: version}."""
     folder = os.path.join(work, "chip-units")
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -337,11 +341,21 @@ def probe_chips(opprobe, units, cache, work):
                                                   time.time() - t0))
             if not rules:
                 recheck_crashes(opprobe, units, backend, folder, report)
+            for u in analyze(opprobe, CHIP_EVIDENCE, spec, None if rules else cache, report)["instructions"]:
+                e = units.setdefault("evidence:" + u["fingerprint"], {
+                    "opcode": u["opcode"], "type": element_type(u["signature"]), "signature": u["signature"],
+                    "sources": {"evidence"}, "inputs": set(), "aten_ops": set(), "verdicts": {}, "probed": True,
+                    "evidence": True})
+                e["verdicts"][backend] = {"kind": u["verdict"], "reason": u.get("reason", ""), "tail": ""}
     return versions
 
 
 def chip_complete(u):
-    return u["probed"] and all(b in u["verdicts"] for b in chip_backends())
+    return u["probed"] and not u.get("evidence") and all(b in u["verdicts"] for b in chip_backends())
+
+
+def chip_evidence(units):
+    return sorted((u for u in units.values() if u.get("evidence")), key=lambda u: (u["opcode"], u["signature"]))
 
 
 def fig_key(name):
@@ -364,11 +378,22 @@ def chip_figures(units):
         for t in CHIP_TARGETS:
             f[fig_key(t) + "_compiles"] += runs(v[t])
             f[fig_key(t) + "_errors"] += v[t]["kind"] == "error"
+            if v[t]["kind"] == "error":  # the compiler crashed or failed inside: no verdict to agree with
+                continue
+            f[fig_key(t) + "_answered"] += 1
             for n in chip_profiles(t):
                 f["{}_{}_agree".format(fig_key("rules:" + n), fig_key(t))] += runs(v["rules:" + n]) == runs(v[t])
-            if chip_reference(t) != t:
-                f["{}_{}_same".format(fig_key(t), fig_key(chip_reference(t)))] += runs(v[t]) == runs(
-                    v[chip_reference(t)])
+            ref = chip_reference(t)
+            if ref != t and v[ref]["kind"] != "error":
+                f["{}_{}_same".format(fig_key(t), fig_key(ref))] += runs(v[t]) == runs(v[ref])
+    for u in chip_evidence(units):
+        v = u["verdicts"]
+        f["evidence_units"] += 1
+        for t in CHIP_TARGETS:
+            for n in chip_profiles(t):
+                if t in v and "rules:" + n in v and v[t]["kind"] != "error":
+                    f["{}_{}_evidence_agree".format(fig_key("rules:" + n), fig_key(t))] += runs(
+                        v["rules:" + n]) == runs(v[t])
     return dict(sorted(f.items()))
 
 
@@ -406,7 +431,8 @@ def compiler_cell(version):
     parts = [p.strip() for p in version.split(";")]
     build = [m for p in parts for m in re.findall(r"cl/\d+", p)]
     topo = [p[len("topology "):] for p in parts if p.startswith("topology ")]
-    return ", ".join(parts[:1] + ["build " + b for b in build[:1]] + ["topology " + t for t in topo[:1]])
+    device = [p[len("cuda "):] for p in parts if p.startswith("cuda ")]
+    return ", ".join(parts[:1] + ["build " + b for b in build[:1]] + device[:1] + ["topology " + t for t in topo[:1]])
 
 
 def plural(n, word):
@@ -434,7 +460,10 @@ def chip_section(units, versions, quick_figures, seconds, command):
          .format(compiler_version(versions.get(CHIP_TARGETS[0], "")), ", ".join(tpus)),
          "default slice) and XLA's GPU compiler ({}) for {} (`gpu:DEVICE`, a target config of".format(
              compiler_version(versions.get("gpu:" + gpus[0], "")), ", ".join(x.upper() for x in gpus)),
-         "compiler_probe/chip/gpu_targets). A unit *compiles* when the compiler accepts it; nothing runs. Each target is",
+         "compiler_probe/chip/gpu_targets). A unit *compiles* when the compiler accepts it and is *refused* when it",
+         "answers with an error status and message (nothing runs); an *error* is the compiler crashing or failing inside",
+         "(an INTERNAL status, a failed check): the backend's `error` verdict, which says nothing about the op on the",
+         "chip, so agreement counts only the units the compiler answered, and the errors are listed apart. Each target is",
          "compared with the rules profiles that stand for it on a machine without its compiler, as the source tree holds",
          "them (`compiler_probe/rules/profiles/NAME.json`, built in as `rules:NAME`): its family's (`rules:tpu`,",
          "`rules:gpu`) and, where a generation's verdicts differ from the family's, the generation's own",
@@ -446,13 +475,13 @@ def chip_section(units, versions, quick_figures, seconds, command):
          "version is not compiled again; without it every unit is (about 0.12 s of CPU a unit for a TPU target, 0.15 s",
          "for a GPU target).", "",
          "| target | compiler | units | compile | refused | errors | " + " | ".join(
-             "`{}` agrees".format(p) for p in profiles) + " |",
+             "`{}` agrees (of the answered)".format(p) for p in profiles) + " |",
          "| --- " * (6 + len(profiles)) + "|"]
     for t in CHIP_TARGETS:
         cells = []
         for p in profiles:
             k = "{}_{}_agree".format(fig_key(p), fig_key(t))
-            cells.append("{}/{}".format(f[k], n) if k in f else "–")
+            cells.append("{}/{}".format(f[k], f.get(fig_key(t) + "_answered", 0)) if k in f else "–")
         L.append("| `{}` | {} | {} | {} | {} | {} | {} |".format(
             t, md(compiler_cell(versions.get(t, ""))), n, f.get(fig_key(t) + "_compiles", 0),
             n - f.get(fig_key(t) + "_compiles", 0) - f.get(fig_key(t) + "_errors", 0), f.get(fig_key(t) + "_errors", 0),
@@ -498,38 +527,69 @@ def chip_section(units, versions, quick_figures, seconds, command):
         return out
 
     ordered = sorted(done.values(), key=lambda u: (u["opcode"], u["type"], u["signature"]))
+    errs = lambda u, *ts: any(u["verdicts"][t]["kind"] == "error" for t in ts)  # noqa: E731
     L += ["", "### Where the generations differ", "",
-          "Units on which a target's compiler answers otherwise than its family's first target's ({}).".format(
+          "Units both compilers answered on which a target's compiler answers otherwise than its family's first",
+          "target's ({}).".format(
               ", ".join("`{}`".format(chip_reference(t)) for t in CHIP_TARGETS if chip_reference(t) == t))]
     for t in CHIP_TARGETS:
         ref = chip_reference(t)
         if ref == t:
             continue
-        items = [u for u in ordered if runs(u["verdicts"][t]) != runs(u["verdicts"][ref])]
+        items = [u for u in ordered if runs(u["verdicts"][t]) != runs(u["verdicts"][ref]) and not errs(u, t, ref)]
         L += ["", "#### {} vs {} ({})".format(t, ref, plural(len(items), "unit")), ""]
         L += listing(items, t, ref) if items else ["None."]
 
     L += ["", "### Disagreements of the profiles with the compilers", "",
-          "Each unit on which a profile and the target it stands for disagree, with the compiler's own message."]
+          "Each unit the compiler answered on which a profile and the target it stands for disagree, with the",
+          "compiler's own message."]
     for t in CHIP_TARGETS:
         for p in chip_profiles(t):
-            items = [u for u in ordered if runs(u["verdicts"]["rules:" + p]) != runs(u["verdicts"][t])]
+            items = [u for u in ordered if runs(u["verdicts"]["rules:" + p]) != runs(u["verdicts"][t])
+                     and not errs(u, t)]
             L += ["", "#### rules:{} vs {} ({})".format(p, t, plural(len(items), "unit")), ""]
             L += listing(items, "rules:" + p, t) if items else ["None."]
 
-    L += ["", "### What each compiler refuses", "",
-          "Every refusal (and error), grouped by opcode, element type and the compiler's message without its shapes."]
+    L += ["", "### Hand-written units", "",
+          "The units of tests/agreement/chip_units, for the profiles' rules that no unit above exercises: each target's",
+          "verdict and, after the slash, its profile's (`rules:{}`, `rules:{}`); counted in no figure above.".format(
+              *[chip_profiles(t)[0] for t in (CHIP_TARGETS[0], CHIP_TARGETS[-1])]), "",
+          "| unit | " + " | ".join("`{}`".format(t) for t in CHIP_TARGETS) + " |",
+          "| --- " * (1 + len(CHIP_TARGETS)) + "|"]
+    for u in chip_evidence(units):
+        v = u["verdicts"]
+        cells = []
+        for t in CHIP_TARGETS:
+            p = "rules:" + chip_profiles(t)[-1]
+            if t not in v or p not in v:
+                cells.append("–")
+                continue
+            cell = "{} / {}".format(v[t]["kind"], v[p]["kind"])
+            if runs(v[t]) != runs(v[p]):
+                cell = "**{}**".format(cell)
+            if not runs(v[t]):
+                cell += ": " + md(re.sub(r"^compile: ", "", v[t]["reason"])[:110])
+            cells.append(cell)
+        L.append("| `{}` | {} |".format(md(u["signature"][:110]), " | ".join(cells)))
+
+    L += ["", "### What each compiler refuses, and where it fails", "",
+          "Every refusal and every error (marked), grouped by opcode, element type and the compiler's message without",
+          "its shapes and numbers; for an error, what the target's profile says."]
     for t in CHIP_TARGETS:
         items = [u for u in ordered if not runs(u["verdicts"][t])]
         L += ["", "#### {} ({})".format(t, plural(len(items), "unit")), ""]
         if not items:
             L.append("None.")
-        for (op, ty, _), us in grouped(items, lambda u: (u["opcode"], u["type"], shapeless(
-                u["verdicts"][t]["reason"]))).items():
+        prof = "rules:" + chip_profiles(t)[-1]
+        for (op, ty, _, _), us in grouped(items, lambda u: (u["opcode"], u["type"], u["verdicts"][t]["kind"], shapeless(
+                re.sub(r"^.*?\] ", "", u["verdicts"][t]["reason"])))).items():
             u = us[0]
-            L.append("- `{}` {} ({} unit{}): e.g. `{}` from {}: {}.".format(
-                op, ty, len(us), "" if len(us) == 1 else "s", md(u["signature"][:150]),
-                md(", ".join(sorted(u["inputs"]))[:120]), md(verdict_text(u["verdicts"][t], 300))))
+            said = collections.Counter(u["verdicts"][prof]["kind"] for u in us)
+            L.append("- {}`{}` {} ({}): e.g. `{}` from {}: {}.{}".format(
+                "**error** " if errs(u, t) else "", op, ty, plural(len(us), "unit"), md(u["signature"][:150]),
+                md(", ".join(sorted(u["inputs"]))[:120]), md(verdict_text(u["verdicts"][t], 300)),
+                " {} says {}.".format(prof, ", ".join("{} {}".format(k, c) for k, c in sorted(said.items())))
+                if errs(u, t) else ""))
     L += ["", CHIP_FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True), FIGURES_END, CHIPS_END]
     return L
 

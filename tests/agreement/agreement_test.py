@@ -131,7 +131,10 @@ class Chips(unittest.TestCase):
         self.assertEqual(f["rules_tpu_v4_tpu_v4_agree"], 3)
         self.assertNotIn("rules_tpu_v4_tpu_v5e_agree", f)
         self.assertEqual(f["tpu_v4_tpu_v5e_same"], 2)
+        # An error is no verdict: agreement counts the answered units only.
         self.assertEqual(f["gpu_a100_errors"], 1)
+        self.assertEqual(f["gpu_a100_answered"], 2)
+        self.assertEqual(f["gpu_a100_compiles"], 2)
         self.assertEqual(f["gpu_a100_gpu_h100_same"], 2)
         self.assertEqual(f["rules_gpu_gpu_a100_agree"], 2)
         # The section lists the generations' difference and the profile's with the compiler's message.
@@ -140,6 +143,8 @@ class Chips(unittest.TestCase):
         self.assertIn("#### rules:tpu vs tpu:v4 (1 unit)", text)
         self.assertIn("#### rules:tpu-v4 vs tpu:v4 (0 units)", text)
         self.assertIn("INT2 is not supported for rank 1", text)
+        self.assertIn("**error** `fft` c128 (1 unit)", text)
+        self.assertIn("#### rules:gpu vs gpu:a100 (0 units)", text)
 
     def test_regressions(self):
         want = {"chip_units": 10, "rules_tpu_tpu_v5e_agree": 10, "tpu_v5e_compiles": 9, "tpu_v5e_errors": 0,
