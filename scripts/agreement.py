@@ -30,6 +30,18 @@ EXECUTING = ["xla:cpu", "iree:llvm-cpu"]  # compiled, run and compared with inte
 PROFILE = "recorded"  # the rules profile `opprobe profile record` writes from xla:cpu's verdicts
 FIGURES_BEGIN, FIGURES_END = "<!-- quick-figures", "-->"
 
+# The real chips' compilers (`--part chips`): the same units through XLA's TPU compiler (libtpu) for three TPU
+# generations and XLA's GPU compiler for two NVIDIA devices, each compiling with no chip present (tpu:GEN, gpu:DEVICE),
+# against the rules profiles a CI machine without those compilers uses instead. The first target of each family is
+# the one its profile is recorded from.
+CHIP_TARGETS = ["tpu:v5e", "tpu:v4", "tpu:v6e", "gpu:h100", "gpu:a100"]
+PROFILES = os.path.join(ROOT, "compiler_probe", "rules", "profiles")
+CHIPS_BEGIN, CHIPS_END = "<!-- chips-begin -->", "<!-- chips-end -->"
+CHIP_FIGURES_BEGIN = "<!-- chips-quick-figures"
+# Hand-written units for the profiles' rules that no agreement unit exercises (tests/agreement/chip_units/README.md):
+# compiled with every chip target beside the agreement units, listed apart and counted in no agreement figure of them.
+CHIP_EVIDENCE = os.path.join(ROOT, "tests", "agreement", "chip_units")
+
 # The quick subset the ctest entry checks: the bundled traces, three small corpus dumps and a slice of the OpInfo
 # sweep. The full set adds every corpus dump, the seeds' scripts, the whole OpInfo sweep and the model sweeps.
 QUICK_FILES = ["samples/traces/supported.json", "samples/traces/unsupported.json",
@@ -285,6 +297,323 @@ def collect(opprobe, inputs, cache, work, sampled_sources=(), per_class=0):
     return units
 
 
+def chip_profiles(target):
+    """The rules profiles that stand for a chip target where its compiler cannot be installed, as the source tree holds
+    them: its family's (`tpu`) and, where its generation has one of its own (compiler_probe/rules/profiles/tpu-v4.json),
+    that one too, last."""
+    family, gen = target.split(":")[:2]
+    names = [family]
+    if os.path.exists(os.path.join(PROFILES, "{}-{}.json".format(family, gen))):
+        names.append("{}-{}".format(family, gen))
+    return names
+
+
+def chip_backends():
+    """The chip targets, then every rules profile that stands for one (`rules:NAME`)."""
+    return CHIP_TARGETS + ["rules:" + n for n in sorted({n for t in CHIP_TARGETS for n in chip_profiles(t)})]
+
+
+def probe_chips(opprobe, units, cache, work):
+    """Every probed unit through every chip target's compiler and every profile that stands for one (the profile files
+    of the source tree, which the build embeds as rules:NAME), and the hand-written evidence units (CHIP_EVIDENCE) too,
+    added to `units` marked `evidence`; returns {backend: version}."""
+    folder = os.path.join(work, "chip-units")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for fp, u in units.items():
+        if u["probed"]:
+            with open(os.path.join(folder, fp + ".hlo"), "w") as f:
+                f.write(u["module"])
+    versions = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        for backend in chip_backends():
+            t0 = time.time()
+            rules = backend.startswith("rules:")
+            spec = "rules:" + os.path.join(PROFILES, backend[len("rules:"):] + ".json") if rules else backend
+            r = analyze(opprobe, folder, spec, None if rules else cache, report)
+            versions[backend] = r.get("backend_version", "")
+            for u in r["instructions"]:
+                if u["fingerprint"] in units:
+                    units[u["fingerprint"]]["verdicts"][backend] = {
+                        "kind": u["verdict"], "reason": u.get("reason", ""), "tail": u.get("output_tail", "")}
+            log("{}: {} units in {:.0f} s".format(backend, sum(1 for u in units.values() if u["probed"]),
+                                                  time.time() - t0))
+            if not rules:
+                recheck_crashes(opprobe, units, backend, folder, report)
+            for u in analyze(opprobe, CHIP_EVIDENCE, spec, None if rules else cache, report)["instructions"]:
+                e = units.setdefault("evidence:" + u["fingerprint"], {
+                    "opcode": u["opcode"], "type": element_type(u["signature"]), "signature": u["signature"],
+                    "sources": {"evidence"}, "inputs": set(), "aten_ops": set(), "verdicts": {}, "probed": True,
+                    "evidence": True})
+                e["verdicts"][backend] = {"kind": u["verdict"], "reason": u.get("reason", ""), "tail": ""}
+    return versions
+
+
+def chip_complete(u):
+    return u["probed"] and not u.get("evidence") and all(b in u["verdicts"] for b in chip_backends())
+
+
+def chip_evidence(units):
+    return sorted((u for u in units.values() if u.get("evidence")), key=lambda u: (u["opcode"], u["signature"]))
+
+
+def fig_key(name):
+    """`tpu:v5e` -> `tpu_v5e`, `rules:tpu-v4` -> `rules_tpu_v4`: a figure's name part."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def chip_reference(target):
+    """The target of the same family its other targets are compared with (the family's first: tpu:v5e, gpu:h100)."""
+    return next(t for t in CHIP_TARGETS if t.split(":")[0] == target.split(":")[0])
+
+
+def chip_figures(units):
+    f = collections.Counter()
+    for u in units.values():
+        if not chip_complete(u):
+            continue
+        v = u["verdicts"]
+        f["chip_units"] += 1
+        for t in CHIP_TARGETS:
+            f[fig_key(t) + "_compiles"] += runs(v[t])
+            f[fig_key(t) + "_errors"] += v[t]["kind"] == "error"
+            if v[t]["kind"] == "error":  # the compiler crashed or failed inside: no verdict to agree with
+                continue
+            f[fig_key(t) + "_answered"] += 1
+            for n in chip_profiles(t):
+                f["{}_{}_agree".format(fig_key("rules:" + n), fig_key(t))] += runs(v["rules:" + n]) == runs(v[t])
+            ref = chip_reference(t)
+            if ref != t and v[ref]["kind"] != "error":
+                f["{}_{}_same".format(fig_key(t), fig_key(ref))] += runs(v[t]) == runs(v[ref])
+    for u in chip_evidence(units):
+        v = u["verdicts"]
+        f["evidence_units"] += 1
+        for t in CHIP_TARGETS:
+            for n in chip_profiles(t):
+                if t in v and "rules:" + n in v and v[t]["kind"] != "error":
+                    f["{}_{}_evidence_agree".format(fig_key("rules:" + n), fig_key(t))] += runs(
+                        v["rules:" + n]) == runs(v[t])
+    return dict(sorted(f.items()))
+
+
+def chip_regressions(quick, want):
+    """What got worse in the chips' quick figures against the recorded ones: a profile's agreement with its target or a
+    target's compiled units dropped, its errors rose, or the units changed. (Whether two generations agree is a fact
+    about the compilers, not a regression.)"""
+    bad = []
+    for k in sorted(set(quick) | set(want)):
+        q, w = quick.get(k, 0), want.get(k, 0)
+        if (k.endswith("_agree") or k.endswith("_compiles")) and q < w or k.endswith("_errors") and q > w:
+            bad.append("{}: {} (recorded {})".format(k, q, w))
+    if quick.get("chip_units", 0) != want.get("chip_units", 0):
+        bad.append("chip_units: {} (recorded {}): regenerate docs/agreement.md with scripts/agreement --part chips"
+                   .format(quick.get("chip_units", 0), want.get("chip_units", 0)))
+    return bad
+
+
+def recorded_chip_figures(path):
+    with open(path) as f:
+        text = f.read()
+    if CHIP_FIGURES_BEGIN not in text:
+        return {}
+    start = text.index(CHIP_FIGURES_BEGIN) + len(CHIP_FIGURES_BEGIN)
+    return json.loads(text[start:text.index(FIGURES_END, start)])
+
+
+def compiler_version(version):
+    """`libtpu 0.0.42.1` of a chip backend's version line (the package; the rest names the build and topology)."""
+    return version.split(";")[0].strip()
+
+
+def compiler_cell(version):
+    """A chip backend's version line shortened for a table: the package, the build (`cl/...`) and the topology."""
+    parts = [p.strip() for p in version.split(";")]
+    build = [m for p in parts for m in re.findall(r"cl/\d+", p)]
+    topo = [p[len("topology "):] for p in parts if p.startswith("topology ")]
+    device = [p[len("cuda "):] for p in parts if p.startswith("cuda ")]
+    return ", ".join(parts[:1] + ["build " + b for b in build[:1]] + device[:1] + ["topology " + t for t in topo[:1]])
+
+
+def plural(n, word):
+    return "{} {}{}".format(n, word, "" if n == 1 else "s")
+
+
+def chip_section(units, versions, quick_figures, seconds, command):
+    """docs/agreement.md's section on the real TPU and GPU compilers, between CHIPS_BEGIN and CHIPS_END."""
+    done = {k: u for k, u in units.items() if chip_complete(u)}
+    f = chip_figures(units)
+    n = f.get("chip_units", 0)
+    profiles = sorted((b for b in chip_backends() if b.startswith("rules:")),
+                      key=lambda b: ([t.split(":")[0] for t in CHIP_TARGETS].index(b[6:].split("-")[0]), b))
+    own = ["`{}`".format(p) for p in profiles if "-" in p]
+    tpus = [t[4:] for t in CHIP_TARGETS if t.startswith("tpu:")]
+    gpus = [t[4:] for t in CHIP_TARGETS if t.startswith("gpu:")]
+    L = [CHIPS_BEGIN, "## Real TPU and GPU compilers", "",
+         "Generated with the rest by `scripts/agreement`, or alone by `scripts/agreement --part chips`, which rewrites",
+         "only this section. `scripts/agreement --check --part chips` (the ctest entry `agreement_chips_quick`, label",
+         "`agreement`) recomputes the quick subset and fails when a profile's agreement with its target or a target's",
+         "compiled units drop, or its errors rise.",
+         "The units are the ones above (the same inputs; of the model sweeps the same {} per class), each compiled by the"
+         .format(PER_CLASS),
+         "chip's own compiler with no chip present: XLA's TPU compiler ({}) for TPU {} (`tpu:GEN`, the generation's"
+         .format(compiler_version(versions.get(CHIP_TARGETS[0], "")), ", ".join(tpus)),
+         "default slice) and XLA's GPU compiler ({}) for {} (`gpu:DEVICE`, a target config of".format(
+             compiler_version(versions.get("gpu:" + gpus[0], "")), ", ".join(x.upper() for x in gpus)),
+         "compiler_probe/chip/gpu_targets). A unit *compiles* when the compiler accepts it and is *refused* when it",
+         "answers with an error status and message (nothing runs); an *error* is the compiler crashing or failing inside",
+         "(an INTERNAL status, a failed check): the backend's `error` verdict, which says nothing about the op on the",
+         "chip, so agreement counts only the units the compiler answered, and the errors are listed apart. Each target is",
+         "compared with the rules profiles that stand for it on a machine without its compiler, as the source tree holds",
+         "them (`compiler_probe/rules/profiles/NAME.json`, built in as `rules:NAME`): its family's (`rules:tpu`,",
+         "`rules:gpu`) and, where a generation's verdicts differ from the family's, the generation's own",
+         "(`rules:tpu-GEN`; {}). The profiles are recorded from these verdicts (docs/profiles.md).".format(
+             "here " + ", ".join(own) if own else "none: the generations agree on every unit"),
+         "",
+         "This run: `{}`, {} units in {}. With `--cache`, a unit an earlier run compiled with the same compiler".format(
+             command, n, _duration(seconds)),
+         "version is not compiled again; without it every unit is (about 0.12 s of CPU a unit for a TPU target, 0.15 s",
+         "for a GPU target).", "",
+         "| target | compiler | units | compile | refused | errors | " + " | ".join(
+             "`{}` agrees (of the answered)".format(p) for p in profiles) + " |",
+         "| --- " * (6 + len(profiles)) + "|"]
+    for t in CHIP_TARGETS:
+        cells = []
+        for p in profiles:
+            k = "{}_{}_agree".format(fig_key(p), fig_key(t))
+            cells.append("{}/{}".format(f[k], f.get(fig_key(t) + "_answered", 0)) if k in f else "–")
+        L.append("| `{}` | {} | {} | {} | {} | {} | {} |".format(
+            t, md(compiler_cell(versions.get(t, ""))), n, f.get(fig_key(t) + "_compiles", 0),
+            n - f.get(fig_key(t) + "_compiles", 0) - f.get(fig_key(t) + "_errors", 0), f.get(fig_key(t) + "_errors", 0),
+            " | ".join(cells)))
+
+    L += ["", "### Per source", "", "Units each target compiles, per source (a unit counts for every source that has it).",
+          "", "| source | units | " + " | ".join("`{}`".format(t) for t in CHIP_TARGETS) + " |",
+          "| --- " * (2 + len(CHIP_TARGETS)) + "|"]
+    for s in SOURCES:
+        sub = [u for u in done.values() if s in u["sources"]]
+        if sub:
+            L.append("| {} | {} | {} |".format(s, len(sub), " | ".join(
+                str(sum(runs(u["verdicts"][t]) for u in sub)) for t in CHIP_TARGETS)))
+
+    rows = collections.defaultdict(collections.Counter)
+    for u in done.values():
+        if not all(runs(u["verdicts"][t]) for t in CHIP_TARGETS):
+            r = rows[(u["opcode"], u["type"])]
+            r["n"] += 1
+            for t in CHIP_TARGETS:
+                r[t] += runs(u["verdicts"][t])
+    L += ["", "### Opcodes and element types some target refuses", "",
+          "Units per opcode and element type of the units at least one target refuses, and how many of them each target",
+          "compiles.", "", "| opcode | type | units | " + " | ".join("`{}`".format(t) for t in CHIP_TARGETS) + " |",
+          "| --- " * (3 + len(CHIP_TARGETS)) + "|"]
+    for (op, t), r in sorted(rows.items()):
+        L.append("| `{}` | {} | {} | {} |".format(op, t, r["n"], " | ".join(str(r[x]) for x in CHIP_TARGETS)))
+    if not rows:
+        L.append("| – | – | 0 |" + " |" * len(CHIP_TARGETS))
+
+    def listing(items, a, b):
+        """Units on which a and b disagree, grouped by opcode, element type and the refusal's message without its
+        shapes; the example is the first such unit."""
+        out = []
+        groups = grouped(items, lambda u: (u["opcode"], u["type"], runs(u["verdicts"][a]), shapeless(
+            u["verdicts"][b if runs(u["verdicts"][a]) else a]["reason"])))
+        for (op, t, a_runs, _), us in groups.items():
+            u = us[0]
+            loser = b if a_runs else a
+            out.append("- `{}` {} ({} unit{}; {} compiles, {} does not): e.g. `{}` from {}: {} says {}.".format(
+                op, t, len(us), "" if len(us) == 1 else "s", a if a_runs else b, loser, md(u["signature"][:150]),
+                md(", ".join(sorted(u["inputs"]))[:120]), loser, md(verdict_text(u["verdicts"][loser], 260))))
+        return out
+
+    ordered = sorted(done.values(), key=lambda u: (u["opcode"], u["type"], u["signature"]))
+    errs = lambda u, *ts: any(u["verdicts"][t]["kind"] == "error" for t in ts)  # noqa: E731
+    L += ["", "### Where the generations differ", "",
+          "Units both compilers answered on which a target's compiler answers otherwise than its family's first",
+          "target's ({}).".format(
+              ", ".join("`{}`".format(chip_reference(t)) for t in CHIP_TARGETS if chip_reference(t) == t))]
+    for t in CHIP_TARGETS:
+        ref = chip_reference(t)
+        if ref == t:
+            continue
+        items = [u for u in ordered if runs(u["verdicts"][t]) != runs(u["verdicts"][ref]) and not errs(u, t, ref)]
+        L += ["", "#### {} vs {} ({})".format(t, ref, plural(len(items), "unit")), ""]
+        L += listing(items, t, ref) if items else ["None."]
+
+    L += ["", "### Disagreements of the profiles with the compilers", "",
+          "Each unit the compiler answered on which a profile and the target it stands for disagree, with the",
+          "compiler's own message."]
+    for t in CHIP_TARGETS:
+        for p in chip_profiles(t):
+            items = [u for u in ordered if runs(u["verdicts"]["rules:" + p]) != runs(u["verdicts"][t])
+                     and not errs(u, t)]
+            L += ["", "#### rules:{} vs {} ({})".format(p, t, plural(len(items), "unit")), ""]
+            L += listing(items, "rules:" + p, t) if items else ["None."]
+
+    L += ["", "### Hand-written units", "",
+          "The units of tests/agreement/chip_units, for the profiles' rules that no unit above exercises: each target's",
+          "verdict and, after the slash, its profile's (`rules:{}`, `rules:{}`); counted in no figure above.".format(
+              *[chip_profiles(t)[0] for t in (CHIP_TARGETS[0], CHIP_TARGETS[-1])]), "",
+          "| unit | " + " | ".join("`{}`".format(t) for t in CHIP_TARGETS) + " |",
+          "| --- " * (1 + len(CHIP_TARGETS)) + "|"]
+    for u in chip_evidence(units):
+        v = u["verdicts"]
+        cells = []
+        for t in CHIP_TARGETS:
+            p = "rules:" + chip_profiles(t)[-1]
+            if t not in v or p not in v:
+                cells.append("–")
+                continue
+            cell = "{} / {}".format(v[t]["kind"], v[p]["kind"])
+            if runs(v[t]) != runs(v[p]):
+                cell = "**{}**".format(cell)
+            if not runs(v[t]):
+                cell += ": " + md(re.sub(r"^compile: ", "", v[t]["reason"])[:110])
+            cells.append(cell)
+        L.append("| `{}` | {} |".format(md(u["signature"][:110]), " | ".join(cells)))
+
+    L += ["", "### What each compiler refuses, and where it fails", "",
+          "Every refusal and every error (marked), grouped by opcode, element type and the compiler's message without",
+          "its shapes and numbers; for an error, what the target's profile says."]
+    for t in CHIP_TARGETS:
+        items = [u for u in ordered if not runs(u["verdicts"][t])]
+        L += ["", "#### {} ({})".format(t, plural(len(items), "unit")), ""]
+        if not items:
+            L.append("None.")
+        prof = "rules:" + chip_profiles(t)[-1]
+        for (op, ty, _, _), us in grouped(items, lambda u: (u["opcode"], u["type"], u["verdicts"][t]["kind"], shapeless(
+                re.sub(r"^.*?\] ", "", u["verdicts"][t]["reason"])))).items():
+            u = us[0]
+            said = collections.Counter(u["verdicts"][prof]["kind"] for u in us)
+            L.append("- {}`{}` {} ({}): e.g. `{}` from {}: {}.{}".format(
+                "**error** " if errs(u, t) else "", op, ty, plural(len(us), "unit"), md(u["signature"][:150]),
+                md(", ".join(sorted(u["inputs"]))[:120]), md(verdict_text(u["verdicts"][t], 300)),
+                " {} says {}.".format(prof, ", ".join("{} {}".format(k, c) for k, c in sorted(said.items())))
+                if errs(u, t) else ""))
+    L += ["", CHIP_FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True), FIGURES_END, CHIPS_END]
+    return L
+
+
+def splice_chips(path, section):
+    """Writes the chips section into the doc at `path` in place of the one there (or, when there is none yet, before
+    "## Explained differences"), leaving every other byte as it was."""
+    with open(path) as f:
+        text = f.read()
+    block = "\n".join(section) + "\n"
+    if CHIPS_BEGIN in text:
+        start = text.index(CHIPS_BEGIN)
+        end = text.index(CHIPS_END, start) + len(CHIPS_END) + 1
+        text = text[:start] + block + text[end:]
+    else:
+        at = text.find("\n## Explained differences\n")
+        at = at + 1 if at >= 0 else text.index(FIGURES_BEGIN)
+        text = text[:at] + block + "\n" + text[at:]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def runs(v):
     """Whether a verdict says the unit compiles and runs (a numerics difference still ran)."""
     return v["kind"] == "supported" or v["reason"].startswith("numerics: ")
@@ -363,7 +692,7 @@ def shapeless(reason):
     return r[:220]
 
 
-def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
+def write_doc(units, inputs, txla_rows, quick_figures, chips, path, seconds, command):
     full = dict(figures(units), **txla.figures(txla_rows))
     L = [
         "# Agreement of opprobe's verdict sources with real compilers",
@@ -517,6 +846,7 @@ def write_doc(units, inputs, txla_rows, quick_figures, path, seconds, command):
     L.append("")
     L += txla.doc_section(txla_rows, explanations.explain_torch_xla, md) + [""]
     L += gap_list(units, txla_rows) + [""]
+    L += chips + [""]
     L += ["## Explained differences", ""] + explanations.GENERAL + [""]
     L += [FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True), FIGURES_END, ""]
     tmp = path + ".tmp"
@@ -605,38 +935,64 @@ def main():
     ap.add_argument("--sources", default=",".join(SOURCES), help="the sources of the full run (comma-separated)")
     ap.add_argument("--check", action="store_true",
                     help="recompute the quick subset and fail when an agreement figure is below the recorded one")
-    ap.add_argument("--part", choices=["all", "backends", "torch_xla"], default="all",
-                    help="with --check: only the backends' figures or only the torch_xla comparison's")
+    ap.add_argument("--part", choices=["all", "backends", "torch_xla", "chips"], default="all",
+                    help="with --check: only the backends' figures, the torch_xla comparison's or the real chips'; "
+                         "without --check, `chips` regenerates only the doc's section on the real TPU and GPU "
+                         "compilers, leaving the rest as it is")
     a = ap.parse_args()
+    if not a.check and a.part in ("backends", "torch_xla"):
+        ap.error("--part {} needs --check (the doc is regenerated whole, or only its chips section)".format(a.part))
     os.makedirs(a.work, exist_ok=True)
-    parts = ["backends", "torch_xla"] if a.part == "all" or not a.check else [a.part]
+    parts = ["backends", "torch_xla", "chips"] if a.part == "all" else [a.part]
+    command = " ".join(["scripts/agreement"] + sys.argv[1:])
     with tempfile.TemporaryDirectory() as fresh:
         cache = a.cache or fresh
         t0 = time.time()
         quick_work = os.path.join(a.work, "quick")
-        quick = {}
-        if "backends" in parts:
+        quick, quick_chips = {}, {}
+        if "backends" in parts or "chips" in parts:
             quick_inputs = inputs_for(a.opprobe, quick_work, True, False, SOURCES)
-            quick.update(figures(collect(a.opprobe, quick_inputs, cache, quick_work)))
+            quick_units = (collect(a.opprobe, quick_inputs, cache, quick_work) if "backends" in parts
+                           else gather(a.opprobe, quick_inputs, (), 0))
+            if "backends" in parts:
+                quick.update(figures(quick_units))
+            if "chips" in parts:
+                probe_chips(a.opprobe, quick_units, cache, quick_work)
+                quick_chips = chip_figures(quick_units)
         if "torch_xla" in parts:
             quick.update(txla.figures(torch_xla_rows(a, quick_work, True)))
-        log("quick subset: {} ({:.0f} s)".format(json.dumps(quick, sort_keys=True), time.time() - t0))
+        log("quick subset: {} ({:.0f} s)".format(json.dumps(dict(quick, **quick_chips), sort_keys=True),
+                                                   time.time() - t0))
         if a.check:
-            bad = regressions(quick, recorded_figures(a.out), parts)
+            bad = regressions(quick, recorded_figures(a.out), [p for p in parts if p != "chips"])
+            if "chips" in parts:
+                want = recorded_chip_figures(a.out)
+                if not want:
+                    sys.exit("agreement: {} has no chips section: write it with scripts/agreement --part chips".format(
+                        os.path.relpath(a.out, ROOT)))
+                bad += chip_regressions(quick_chips, want)
             if bad:
                 sys.exit("agreement regressed: " + "; ".join(bad))
             log("no regression against " + os.path.relpath(a.out, ROOT))
             return
         sources = [s for s in a.sources.split(",") if s]
         inputs = inputs_for(a.opprobe, a.work, False, a.reuse, sources)
+        if a.part == "chips":
+            t1 = time.time()
+            units = gather(a.opprobe, inputs, SAMPLED, PER_CLASS)
+            versions = probe_chips(a.opprobe, units, cache, a.work)
+            splice_chips(a.out, chip_section(units, versions, quick_chips, time.time() - t1, command))
+            log("wrote the chips section of {} ({} units)".format(a.out, chip_figures(units).get("chip_units", 0)))
+            return
         units = collect(a.opprobe, inputs, cache, a.work, SAMPLED, PER_CLASS)
+        t1 = time.time()
+        versions = probe_chips(a.opprobe, units, cache, a.work)
+        chips = chip_section(units, versions, quick_chips, time.time() - t1, command)
         rows = torch_xla_rows(a, a.work, False)
-        command = " ".join(["scripts/agreement"] + sys.argv[1:])
         # The explanations as they are now: a full run probes for over an hour, and they may be edited meanwhile.
         importlib.reload(explanations)
-        write_doc(units, inputs, rows, quick, a.out, time.time() - t0, command)
+        write_doc(units, inputs, rows, quick, chips, a.out, time.time() - t0, command)
     log("wrote {} ({} units, {} calls against torch_xla)".format(a.out, figures(units).get("units", 0), len(rows)))
-
 
 if __name__ == "__main__":
     main()

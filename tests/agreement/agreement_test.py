@@ -1,8 +1,9 @@
-"""Unit tests of scripts/agreement.py's figures, its regression check, its HLO reading for the torch_xla comparison and
-the explanations' matching (ctest agreement_tools; no compiler needed)."""
+"""Unit tests of scripts/agreement.py's figures, its regression check, its chips section, its HLO reading for the
+torch_xla comparison and the explanations' matching (ctest agreement_tools; no compiler needed)."""
 
 import os
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,6 +81,100 @@ class Figures(unittest.TestCase):
     def test_the_cheapest_units_stand_for_a_sampled_class(self):
         self.assertEqual(agreement.elements("f32[2,3]{1,0} add(f32[2,3]{1,0}, f32[])"), 13)
         self.assertEqual(agreement.elements("f32[<=4,2]{1,0} set-dimension-size(f32[4,2]{1,0}, s32[])"), 17)
+
+
+def chip_unit(signature, opcode, **verdicts):
+    """A unit every chip target and profile compiles unless told (tpu_v4=verdict(...), rules_tpu=...)."""
+    u = unit(signature, opcode)
+    u["verdicts"] = {b: verdict("supported") for b in agreement.chip_backends()}
+    u["verdicts"].update({b: verdicts[agreement.fig_key(b)] for b in agreement.chip_backends()
+                          if agreement.fig_key(b) in verdicts})
+    return u
+
+
+class Chips(unittest.TestCase):
+    """The real chips' section on made-up verdicts, with profile files in a folder of the test's own."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.saved = agreement.PROFILES
+        agreement.PROFILES = self.tmp.name
+        for name in ("tpu", "gpu", "tpu-v4"):
+            open(os.path.join(self.tmp.name, name + ".json"), "w").close()
+
+    def tearDown(self):
+        agreement.PROFILES = self.saved
+        self.tmp.cleanup()
+
+    def test_a_generation_with_its_own_profile_is_compared_with_both(self):
+        self.assertEqual(agreement.chip_profiles("tpu:v4"), ["tpu", "tpu-v4"])
+        self.assertEqual(agreement.chip_profiles("tpu:v5e"), ["tpu"])
+        self.assertEqual(agreement.chip_profiles("gpu:a100"), ["gpu"])
+        self.assertEqual(agreement.chip_backends()[-3:], ["rules:gpu", "rules:tpu", "rules:tpu-v4"])
+
+    def test_figures(self):
+        refused = verdict("unsupported", "compile: UNIMPLEMENTED: INT2 is not supported for rank 1")
+        units = {
+            "a": chip_unit("f32[2]{0} add(f32[2]{0}, f32[2]{0})", "add"),
+            # v4 refuses what v5e compiles; its own profile knows, the family's does not.
+            "b": chip_unit("s2[2]{0} add(s2[2]{0}, s2[2]{0})", "add", tpu_v4=refused,
+                           rules_tpu_v4=verdict("unsupported", "x")),
+            # A crash is an error and not a compile; gpu:a100 differs from gpu:h100.
+            "c": chip_unit("c128[4]{0} fft(c128[4]{0})", "fft", gpu_a100=verdict("error", "crashed")),
+        }
+        units["d"] = dict(chip_unit("f32[] constant(1)", "constant"), probed=False)
+        f = agreement.chip_figures(units)
+        self.assertEqual(f["chip_units"], 3)
+        self.assertEqual(f["tpu_v4_compiles"], 2)
+        self.assertEqual(f["tpu_v5e_compiles"], 3)
+        self.assertEqual(f["rules_tpu_tpu_v4_agree"], 2)
+        self.assertEqual(f["rules_tpu_v4_tpu_v4_agree"], 3)
+        self.assertNotIn("rules_tpu_v4_tpu_v5e_agree", f)
+        self.assertEqual(f["tpu_v4_tpu_v5e_same"], 2)
+        # An error is no verdict: agreement counts the answered units only.
+        self.assertEqual(f["gpu_a100_errors"], 1)
+        self.assertEqual(f["gpu_a100_answered"], 2)
+        self.assertEqual(f["gpu_a100_compiles"], 2)
+        self.assertEqual(f["gpu_a100_gpu_h100_same"], 2)
+        self.assertEqual(f["rules_gpu_gpu_a100_agree"], 2)
+        # The section lists the generations' difference and the profile's with the compiler's message.
+        text = "\n".join(agreement.chip_section(units, {}, f, 5, "scripts/agreement --part chips"))
+        self.assertIn("#### tpu:v4 vs tpu:v5e (1 unit)", text)
+        self.assertIn("#### rules:tpu vs tpu:v4 (1 unit)", text)
+        self.assertIn("#### rules:tpu-v4 vs tpu:v4 (0 units)", text)
+        self.assertIn("INT2 is not supported for rank 1", text)
+        self.assertIn("**error** `fft` c128 (1 unit)", text)
+        self.assertIn("#### rules:gpu vs gpu:a100 (0 units)", text)
+
+    def test_regressions(self):
+        want = {"chip_units": 10, "rules_tpu_tpu_v5e_agree": 10, "tpu_v5e_compiles": 9, "tpu_v5e_errors": 0,
+                "tpu_v4_tpu_v5e_same": 10}
+        self.assertEqual(agreement.chip_regressions(dict(want), want), [])
+        # The generations drifting apart is the compilers' fact, not a regression.
+        self.assertEqual(agreement.chip_regressions(dict(want, tpu_v4_tpu_v5e_same=9), want), [])
+        worse = dict(want, rules_tpu_tpu_v5e_agree=9, tpu_v5e_compiles=8, tpu_v5e_errors=1)
+        self.assertEqual(agreement.chip_regressions(worse, want), [
+            "rules_tpu_tpu_v5e_agree: 9 (recorded 10)", "tpu_v5e_compiles: 8 (recorded 9)",
+            "tpu_v5e_errors: 1 (recorded 0)"])
+        self.assertIn("--part chips", agreement.chip_regressions(dict(want, chip_units=11), want)[0])
+
+    def test_the_section_replaces_only_itself(self):
+        doc = os.path.join(self.tmp.name, "agreement.md")
+        before = "# A\n\n## Lowering gaps\n\n- x\n\n"
+        after = "## Explained differences\n\ny\n\n<!-- quick-figures\n{}\n-->\n"
+        with open(doc, "w") as f:
+            f.write(before + after)
+        section = [agreement.CHIPS_BEGIN, "## Real", "", agreement.CHIP_FIGURES_BEGIN, '{"chip_units": 3}',
+                   agreement.FIGURES_END, agreement.CHIPS_END]
+        agreement.splice_chips(doc, section)
+        with open(doc) as f:
+            first = f.read()
+        self.assertEqual(first, before + "\n".join(section) + "\n\n" + after)
+        self.assertEqual(agreement.recorded_chip_figures(doc), {"chip_units": 3})
+        self.assertEqual(agreement.recorded_figures(doc), {})
+        agreement.splice_chips(doc, section[:1] + ["## Other"] + section[2:])
+        with open(doc) as f:
+            self.assertEqual(f.read(), first.replace("## Real", "## Other"))
 
 
 class Explanations(unittest.TestCase):
