@@ -12,8 +12,9 @@ namespace opprobe::hlo {
 
 // What the writer below emits, as a revision: a backend that hands units to a compiler as HloModuleProto names it in
 // its version, so that a cached verdict given to an older encoding is not reused. Bump it whenever the bytes written
-// for the same module change (proto-2: a constant's shape carries its literal's layout, strings are checked UTF-8).
-inline constexpr std::string_view kProtoWriterRevision = "proto-2";
+// for the same module change (proto-2: a constant's shape carries its literal's layout, strings are checked UTF-8;
+// proto-3: a scalar without a layout is written with its one layout, `{}`).
+inline constexpr std::string_view kProtoWriterRevision = "proto-3";
 
 // Serialized HloModuleProto: instruction ids 1..N unique across the module, computation ids in callee-first
 // order, entry_computation_id/name, host_program_shape and every computation's program_shape,

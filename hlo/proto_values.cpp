@@ -162,6 +162,13 @@ Status WriteShape(const Shape& shape, xla::ShapeProto* p, int depth) {
     p->add_dimensions(shape.dimensions(i));
     p->add_is_dynamic_dimension(shape.is_dynamic_dimension(i));
   }
+  // A scalar has one layout, `{}`, which XLA's text omits: written always, since a compiler handed layouts on the
+  // other shapes checks that every shape has one (libtpu 0.0.42.1 aborts on torch_xla's whole step, "Check failed:
+  // has_layout() f32[]", and on corpus units such as `s64[] abs(s64[])`).
+  if (shape.IsArray() && shape.rank() == 0 && !shape.has_layout()) {
+    p->mutable_layout();
+    return Status::Ok();
+  }
   if (shape.IsArray() && shape.has_layout()) {
     auto* layout = p->mutable_layout();
     for (int64_t d : shape.minor_to_major()) layout->add_minor_to_major(d);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "hlo/proto_io.h"
 #include "testing/run_binary.h"
 #include "testing/temp_dir_test.h"
 
@@ -59,7 +60,7 @@ TEST_F(XlaE2E, ConstantsInsideAWhileLoopCompile) {
   json report = json::parse(ReadWholeFile(out));
   EXPECT_EQ(report["summary"]["supported_instructions"], report["summary"]["hlo_instructions"])
       << report["unsupported_operators"].dump();
-  EXPECT_NE(report["backend_version"].get<std::string>().find("proto-2"), std::string::npos)
+  EXPECT_NE(report["backend_version"].get<std::string>().find(hlo::kProtoWriterRevision), std::string::npos)
       << "the writer's revision is part of the version, so verdicts cached before the fix are not reused";
 }
 
