@@ -176,6 +176,12 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("SPEC");
   cmd->add_option("-j,--jobs", args->run.jobs, "Probes run in parallel (default: the number of cores)");
+  cmd->add_option("--probe-batch", args->run.probe_batch,
+                  "Units one compile may hold, for the backends that compile many units as one program (tpu:, "
+                  "gpu:; a refused program is split until each refusal is found, so verdicts do not change); 1: one "
+                  "unit per compile (default: the backend's own)")
+      ->check(CLI::Range(1, 100000))
+      ->type_name("N");
   cmd->add_option("--cache", args->caches,
                   "Probe cache folder (default: $XDG_CACHE_HOME/opprobe), and/or a shared cache server behind it: "
                   "redis://HOST:PORT[/DB] or http(s)://HOST[:PORT]/PATH (secrets from $OPPROBE_CACHE_PASSWORD, "

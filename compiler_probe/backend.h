@@ -3,9 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "hlo/instruction.h"
+#include "hlo/probe_unit.h"
 
 namespace opprobe::compiler_probe {
 
@@ -48,6 +51,28 @@ class Backend {
   virtual Verdict probe(const hlo::Module& unit) = 0;
   // Whether probe() may be called from several threads at once.
   virtual bool thread_safe() const { return true; }
+
+  // Batching (compiler_probe/batch.h): a backend whose compiler can judge many units with one program says how
+  // many units one program may hold (0 or 1: one unit per compile) and which units may share one. probe_batch
+  // judges such units with one program (hlo::MakeBatchModule): one verdict per unit when the program compiled (and,
+  // for a backend that runs units, ran) as a whole and each unit's verdict is the one probe() would give it alone;
+  // nullopt otherwise, and the batch is split until each refusal is judged alone by probe(). The default compiles
+  // the batch with probe() and speaks for its units only when that is supported with nothing to say (an empty
+  // output_tail).
+  virtual size_t batch_limit() const { return 0; }
+  virtual bool batchable(const hlo::Module& unit) const {
+    (void)unit;
+    return false;
+  }
+  virtual std::optional<std::vector<Verdict>> probe_batch(const std::vector<const hlo::Module*>& units) {
+    Verdict v = probe(*hlo::MakeBatchModule(units));
+    if (!v.supported() || !v.output_tail.empty()) return std::nullopt;
+    return std::vector<Verdict>(units.size(), Verdict::Supported());
+  }
+
+  // Compiles a whole program (not a probe unit) as the target would receive it, without running it: what
+  // `scripts/bench batch` sets the probing of a step's units against. Default: probe().
+  virtual Verdict compile(const hlo::Module& program) { return probe(program); }
 };
 
 }  // namespace opprobe::compiler_probe

@@ -66,6 +66,79 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
   return module;
 }
 
+std::unique_ptr<Module> MakeBatchModule(const std::vector<const Module*>& units, const std::string& name) {
+  auto module = std::make_unique<Module>(name);
+  auto entry = std::make_unique<Computation>("main");
+  std::vector<Instruction*> roots;
+  std::vector<Shape> root_shapes;
+  int64_t next_parameter = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    const Module& unit = *units[u];
+    if (!unit.entry() || !unit.entry()->root()) continue;
+    const std::string suffix = fmt::format(".u{}", u);
+    const std::string marker = BatchUnitMarker(u);
+    std::map<const Computation*, Computation*> copied;
+    // Copies one computation's instructions into `to`, names suffixed and operands and callees remapped.
+    auto copy_into = [&](const Computation& from, Computation& to, int64_t parameter_base) {
+      std::map<const Instruction*, Instruction*> map;
+      for (const auto& i : from.instructions()) {
+        auto ni = std::make_unique<Instruction>(*i);
+        ni->name += suffix;
+        ni->metadata.mutable_value().op_name = marker;
+        if (ni->opcode == Opcode::kParameter) ni->parameter_number += parameter_base;
+        if (!ni->rare().control_predecessors.empty())
+          for (auto& pred : ni->mutable_rare().control_predecessors) pred += suffix;
+        for (auto& op : ni->operands) op = map.at(op);
+        for (auto& cc : ni->called_computations) cc = copied.at(cc);
+        map[i.get()] = to.AddInstruction(std::move(ni));
+      }
+      return map;
+    };
+    // Computations are held callees first, so every callee is copied before its callers.
+    for (const auto& c : unit.computations()) {
+      if (c.get() == unit.entry()) continue;
+      auto nc = std::make_unique<Computation>(c->name() + suffix);
+      nc->is_fusion_computation = c->is_fusion_computation;
+      nc->execution_thread = c->execution_thread;
+      auto map = copy_into(*c, *nc, 0);
+      if (c->root()) nc->set_root(map.at(c->root()));
+      copied[c.get()] = module->AddComputation(std::move(nc));
+    }
+    auto map = copy_into(*unit.entry(), *entry, next_parameter);
+    next_parameter += static_cast<int64_t>(unit.entry()->parameters().size());
+    Instruction* root = map.at(unit.entry()->root());
+    int gte = 0;
+    std::function<void(Instruction*)> leaves = [&](Instruction* in) {
+      if (!in->shape.IsTuple()) {
+        roots.push_back(in);
+        root_shapes.push_back(in->shape);
+        return;
+      }
+      for (size_t k = 0; k < in->shape.tuple_shapes().size(); ++k) {
+        auto g = std::make_unique<Instruction>();
+        g->opcode = Opcode::kGetTupleElement;
+        g->name = fmt::format("leaf.{}{}", gte++, suffix);
+        g->shape = in->shape.tuple_shapes()[k];
+        g->tuple_index = static_cast<int64_t>(k);
+        g->operands = {in};
+        leaves(entry->AddInstruction(std::move(g)));
+      }
+    };
+    leaves(root);
+  }
+  auto tuple = std::make_unique<Instruction>();
+  tuple->opcode = Opcode::kTuple;
+  tuple->name = "batch";
+  tuple->operands = roots;
+  tuple->shape = Shape::Tuple(std::move(root_shapes));
+  entry->set_root(entry->AddInstruction(std::move(tuple)));
+  module->set_entry(module->AddComputation(std::move(entry)));
+  module->AssignIds();
+  return module;
+}
+
+std::string BatchUnitMarker(size_t k) { return fmt::format("opprobe.batch.unit.{}", k); }
+
 uint64_t Fnv1a64(std::string_view text, uint64_t hash) {
   constexpr uint64_t kPrime = 1099511628211ULL;
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hlo/instruction.h"
 
@@ -17,6 +18,18 @@ namespace opprobe::hlo {
 // every attribute, modelled or unknown to the schema (hlo/attributes.h); control predecessors are dropped, and so
 // is the metadata of instructions in called computations.
 std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::string& name = "probe");
+
+// One module that holds every unit of `units` (probe units, or any module with an entry): each unit's entry inlined
+// into one entry (its parameters numbered after the previous unit's, its names suffixed `.uK`), its other
+// computations copied under suffixed names, and a ROOT tuple of the array leaves of every unit's root, one unit after
+// the other (a tuple-shaped root taken apart with get-tuple-element, depth first: PJRT takes no nested tuple as a
+// program's result), so that a run returns each unit's outputs in the order its own run flattens them. Every
+// instruction of unit K carries op_name BatchUnitMarker(K) in its metadata (which no compile reads), so that what a
+// compiler makes of it (a library call) can be told apart. A compiler that accepts the module has compiled every unit
+// in one program (compiler_probe/batch.h); which unit it refused is found by splitting.
+std::unique_ptr<Module> MakeBatchModule(const std::vector<const Module*>& units, const std::string& name = "batch");
+// `opprobe.batch.unit.K`.
+std::string BatchUnitMarker(size_t k);
 
 // The fingerprint of a probe unit made by MakeProbeModule (or read back from a repro file): 16 hex digits, the
 // structural fingerprint (hlo/fingerprint.h) of its entry's root, which is that of the instruction the unit was

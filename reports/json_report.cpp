@@ -59,6 +59,9 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["probe_seconds"] = RoundSeconds(s.probe_seconds);
   j["wall_seconds"] = RoundSeconds(s.wall_seconds);
   j["jobs"] = s.jobs;
+  if (s.batched_units > 0)
+    j["batching"] = {{"units", s.batched_units}, {"compiles", s.batch_compiles}, {"batches", s.batches},
+                     {"splits", s.batch_splits}};
   if (s.shard_count > 0)
     j["shard"] = {{"index", s.shard_index}, {"count", s.shard_count}, {"skipped", s.shard_skipped}, {"partial", true}};
   if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0) {

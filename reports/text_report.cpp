@@ -244,6 +244,10 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
       "{} unique probes ({} cached, {} run), probe time {:.2f} s, wall {:.2f} s, {} job{}\n",
       s.aten_calls, s.aten_nodes, s.distinct_signatures, s.lowering_failures, s.hlo_instructions, s.unique_probes,
       s.cache_hits, s.probes_run, s.probe_seconds, s.wall_seconds, s.jobs, s.jobs == 1 ? "" : "s");
+  if (s.batched_units > 0)
+    out += fmt::format("Batched: {} units judged in {} compiles ({} programs of several units, {} split to find a "
+                       "refusal; --probe-batch)\n",
+                       s.batched_units, s.batch_compiles, s.batches, s.batch_splits);
   if (s.shard_count > 0)
     out += fmt::format("PARTIAL: --shard {}/{} probed only its own units; {} were left to other shards\n", s.shard_index,
                        s.shard_count, s.shard_skipped);

@@ -14,10 +14,12 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "analyzer/driver/build_id.h"
 #include "analyzer/driver/lowering_memo.h"
 #include "analyzer/loaders/trace_loader.h"
+#include "compiler_probe/batch.h"
 #include "hlo/fingerprint.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
@@ -166,41 +168,86 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
   }
   // Units known only from a lowering memo are lowered again here, before the probe threads start.
   for (size_t i : todo) probes[i].Unit();
+  // Work items: one unit, or (a backend that batches) up to `limit` batchable units judged together.
+  const size_t limit = options.probe_batch < 0 ? backend.batch_limit() : static_cast<size_t>(options.probe_batch);
+  std::vector<std::vector<size_t>> items;
+  {
+    std::vector<size_t> batch;
+    for (size_t i : todo) {
+      const hlo::Module* unit = probes[i].Unit();
+      if (limit > 1 && unit && backend.batchable(*unit)) {
+        batch.push_back(i);
+        if (batch.size() == limit) items.push_back(std::exchange(batch, {}));
+      } else {
+        items.push_back({i});
+      }
+    }
+    if (!batch.empty()) items.push_back(std::move(batch));
+  }
   std::atomic<size_t> next{0};
   std::atomic<int64_t> done{total - static_cast<int64_t>(todo.size())};
   std::mutex progress_mu;
+  compiler_probe::BatchStats batch_stats;
   if (options.on_progress && done > 0) options.on_progress(done, total);
+  auto finish = [&](size_t i, compiler_probe::Verdict v) {
+    probes[i].verdict = std::move(v);
+    // Errors (crash, timeout) are not cached: they say nothing stable about the unit.
+    if (options.cache && probes[i].verdict.kind != compiler_probe::Verdict::Kind::kError)
+      options.cache->Store(id, version, probes[i].fingerprint, probes[i].verdict);
+    int64_t d = ++done;
+    if (options.on_progress) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      options.on_progress(d, total);
+    }
+  };
+  auto guarded = [](auto&& judge) -> std::optional<compiler_probe::Verdict> {
+    try {
+      judge();
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      return compiler_probe::Verdict::Error(fmt::format("backend threw: {}", e.what()));
+    } catch (...) {
+      return compiler_probe::Verdict::Error("backend threw an unknown exception");
+    }
+  };
   auto worker = [&] {
     for (;;) {
       size_t k = next.fetch_add(1);
-      if (k >= todo.size()) return;
-      size_t i = todo[k];
+      if (k >= items.size()) return;
+      const std::vector<size_t>& item = items[k];
+      if (item.size() > 1) {
+        std::vector<const hlo::Module*> units;
+        for (size_t i : item) units.push_back(probes[i].Unit());
+        std::vector<compiler_probe::Verdict> verdicts;
+        compiler_probe::BatchStats stats;
+        auto thrown = guarded([&] { verdicts = compiler_probe::ProbeBatched(backend, units, limit, &stats); });
+        {
+          std::lock_guard<std::mutex> lock(progress_mu);
+          batch_stats.compiles += stats.compiles;
+          batch_stats.batched_compiles += stats.batched_compiles;
+          batch_stats.splits += stats.splits;
+        }
+        for (size_t j = 0; j < item.size(); ++j) finish(item[j], thrown ? *thrown : std::move(verdicts[j]));
+        continue;
+      }
+      size_t i = item[0];
       auto start = Clock::now();
       compiler_probe::Verdict v;
-      try {
+      auto thrown = guarded([&] {
         const hlo::Module* unit = probes[i].Unit();
         v = unit ? backend.probe(*unit)
                  : compiler_probe::Verdict::Error(
                        "internal: this unit's call no longer lowers to it (a stale lowering memo); clear the cache");
-      } catch (const std::exception& e) {
-        v = compiler_probe::Verdict::Error(fmt::format("backend threw: {}", e.what()));
-      } catch (...) {
-        v = compiler_probe::Verdict::Error("backend threw an unknown exception");
-      }
+      });
+      if (thrown) v = std::move(*thrown);
       if (v.seconds == 0) v.seconds = SecondsSince(start);
-      probes[i].verdict = v;
-      // Errors (crash, timeout) are not cached: they say nothing stable about the unit.
-      if (options.cache && v.kind != compiler_probe::Verdict::Kind::kError)
-        options.cache->Store(id, version, probes[i].fingerprint, v);
-      int64_t d = ++done;
-      if (options.on_progress) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        options.on_progress(d, total);
-      }
+      finish(i, std::move(v));
     }
   };
+  for (const auto& item : items)
+    if (item.size() > 1) summary.batched_units += static_cast<int64_t>(item.size());
   int jobs = backend.thread_safe() ? std::max(1, options.jobs) : 1;
-  jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(todo.size(), 1)));
+  jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(items.size(), 1)));
   summary.jobs = jobs;
   if (jobs <= 1) {
     worker();
@@ -209,6 +256,9 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
     for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
     for (auto& t : threads) t.join();
   }
+  summary.batch_compiles = static_cast<int64_t>(batch_stats.compiles);
+  summary.batches = static_cast<int64_t>(batch_stats.batched_compiles);
+  summary.batch_splits = static_cast<int64_t>(batch_stats.splits);
   for (size_t i = 0; i < probes.size(); ++i) {
     if (probes[i].cache_hit) {
       ++summary.cache_hits;

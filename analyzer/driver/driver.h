@@ -18,6 +18,9 @@ namespace opprobe::analyzer {
 
 struct DriverOptions {
   int jobs = 1;                                // probe threads (a backend that is not thread_safe gets 1)
+  // `--probe-batch N`: the most units one compile holds, for a backend that can batch (compiler_probe/batch.h);
+  // -1: the backend's own batch_limit(); 0 or 1: one unit per compile. Verdicts are the same either way.
+  int probe_batch = -1;
   compiler_probe::ProbeCache* cache = nullptr; // optional
   std::string dump_dir;                        // write unsupported units as <opcode>_<fingerprint>.hlo/.hlo.pb
   // Called after each probe finishes with (done, total); from probe threads, serialized.

@@ -199,6 +199,12 @@ struct Summary {
   int64_t interp_agree = 0;
   int64_t interp_differ = 0;
   int64_t interp_not_compared = 0;
+  // Probes run in batches (compiler_probe/batch.h): programs compiled for the batched units (batches and units
+  // judged alone after a split), of them batches of two or more units, and batches split; all 0 when none was.
+  int64_t batched_units = 0;
+  int64_t batch_compiles = 0;
+  int64_t batches = 0;
+  int64_t batch_splits = 0;
 };
 
 // Calls left out of the analysis by `--ignore-op PATTERN`, one entry per op.

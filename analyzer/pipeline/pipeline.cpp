@@ -168,6 +168,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   }
   DriverOptions d;
   d.jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  d.probe_batch = options.probe_batch;
   d.dump_dir = options.dump_dir;
   d.ignore_ops = options.ignore_ops;
   d.on_progress = options.on_progress;

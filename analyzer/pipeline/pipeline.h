@@ -43,6 +43,7 @@ Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const std::stri
 
 struct AnalysisOptions {
   int jobs = 0;                      // probe threads; 0: the number of cores
+  int probe_batch = -1;              // units per compile (DriverOptions::probe_batch); -1: the backend's own
   bool use_cache = true;             // the local probe cache (a folder; see compiler_probe/disk_cache.h)
   std::string cache_dir;             // empty: compiler_probe::DefaultCacheDir()
   std::string remote_cache;          // redis://... or http(s)://...: a shared cache behind the local one

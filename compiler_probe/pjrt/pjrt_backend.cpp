@@ -202,52 +202,148 @@ class PjrtBackend : public Backend {
 
   Verdict probe(const hlo::Module& unit) override {
     std::lock_guard<std::mutex> lock(mu_);
-    Verdict v = ProbeLocked(unit);
+    Verdict v = ProbeLocked(unit, /*execute=*/true);
     return v;
+  }
+  Verdict compile(const hlo::Module& program) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ProbeLocked(program, /*execute=*/false);
+  }
+
+  // Many units to a program (compiler_probe/batch.h): the units run together, each on the inputs it runs with
+  // alone, and each unit's outputs (the program's flat root holds them one unit after the other) are compared with
+  // interp's as alone. The batch speaks for its units only when every one agrees; a unit that needs something of
+  // its own (a custom call, the host, collectives, a sharding, a dynamic shape, a parameter that cannot be
+  // transferred) runs alone.
+  size_t batch_limit() const override { return kBatchLimit; }
+  bool batchable(const hlo::Module& unit) const override {
+    const hlo::Computation* entry = unit.entry();
+    if (!entry || !entry->root()) return false;
+    for (const auto* p : entry->parameters())
+      if (!p->shape.IsArray() || !PjrtBufferType(p->shape.element_type()) || p->shape.is_dynamic()) return false;
+    for (const auto& comp : unit.computations())
+      for (const auto& in : comp->instructions()) {
+        if (!in->unknown_opcode.empty() || in->sharding || in->shape.is_dynamic() || in->shape.IsToken()) return false;
+        // Collectives and async pairs (`all-reduce`, `collective-permute-start`, `copy-done`, ...) by name.
+        const std::string_view name = hlo::OpcodeName(in->opcode);
+        if (name.find("all-") != name.npos || name.find("collective") != name.npos ||
+            name.find("-start") != name.npos || name.find("-done") != name.npos)
+          return false;
+        switch (in->opcode) {
+          case hlo::Opcode::kCustomCall: case hlo::Opcode::kInfeed: case hlo::Opcode::kOutfeed:
+          case hlo::Opcode::kSend: case hlo::Opcode::kRecv: case hlo::Opcode::kRngGetAndUpdateState:
+          case hlo::Opcode::kFusion: case hlo::Opcode::kReduceScatter: case hlo::Opcode::kReplicaId:
+          case hlo::Opcode::kPartitionId: case hlo::Opcode::kAfterAll:
+            return false;
+          default:
+            break;
+        }
+      }
+    return true;
+  }
+  std::optional<std::vector<Verdict>> probe_batch(const std::vector<const hlo::Module*>& units) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (EnsureWorker()) return std::nullopt;
+    std::vector<UnitInputs> inputs;
+    std::vector<HostArray> host;
+    for (const auto* u : units) {
+      inputs.push_back(InputsFor(*u));
+      if (!inputs.back().transferable) return std::nullopt;
+      for (auto& h : inputs.back().host) host.push_back(std::move(h));
+    }
+    auto batch = hlo::MakeBatchModule(units);
+    auto bytes = hlo::ModuleToProtoBytes(*batch, /*unique_names=*/true);
+    if (!bytes.ok()) return std::nullopt;
+    WorkerProcess::Outcome o = worker_->Run(*bytes, host, /*execute=*/true, options_.probe_timeout_seconds);
+    if (o.kind != WorkerProcess::Outcome::Kind::kDone || o.result.stage != RunResult::Stage::kOk)
+      return std::nullopt;
+    std::vector<Verdict> verdicts;
+    size_t next = 0;
+    for (size_t k = 0; k < units.size(); ++k) {
+      const size_t n = LeafCount(units[k]->entry()->root()->shape);
+      if (next + n > o.result.outputs.size()) return std::nullopt;
+      RunResult own;
+      own.stage = RunResult::Stage::kOk;
+      own.outputs.assign(std::make_move_iterator(o.result.outputs.begin() + static_cast<std::ptrdiff_t>(next)),
+                         std::make_move_iterator(o.result.outputs.begin() + static_cast<std::ptrdiff_t>(next + n)));
+      next += n;
+      Verdict v = Judge(*units[k], inputs[k].args, /*executed=*/true, "", own);
+      if (!v.supported()) return std::nullopt;  // judged alone, where its verdict is its own
+      verdicts.push_back(std::move(v));
+    }
+    if (next != o.result.outputs.size()) return std::nullopt;
+    return verdicts;
   }
 
  private:
   double LoadTimeout() const { return std::max(60.0, options_.probe_timeout_seconds); }
+  // Units to a program: a CPU compile's fixed cost is small, a big program's compile and run are not.
+  static constexpr size_t kBatchLimit = 64;
+  static size_t LeafCount(const hlo::Shape& s) {
+    if (!s.IsTuple()) return 1;
+    size_t n = 0;
+    for (const auto& e : s.tuple_shapes()) n += LeafCount(e);
+    return n;
+  }
 
-  Verdict ProbeLocked(const hlo::Module& unit) {
-    if (!worker_ || !worker_->alive()) {
-      auto w = WorkerProcess::Start(spec_.plugin_path, spec_.options, LoadTimeout(), launcher_);
-      if (!w.ok()) return Verdict::Error(what_ + " could not be restarted: " + w.status().message());
-      worker_ = std::move(w).value();
-      ++restarts_;
-    }
-    auto bytes = hlo::ModuleToProtoBytes(unit, /*unique_names=*/true);  // a bare HloModuleProto, as format "hlo" wants
-    if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
-    const std::string& proto = *bytes;
-    const hlo::Computation* entry = unit.entry();
-    if (!entry) return Verdict::Error("probe unit has no entry computation");
-
-    // Deterministic inputs: seeded from the unit's fingerprint.
+  // The inputs a unit runs with: deterministic, seeded from its fingerprint; `transferable` false (and `reason`
+  // set) when a parameter's type cannot be handed to the plugin, and the unit is compiled only.
+  struct UnitInputs {
+    std::vector<hlo::Literal> args;
+    std::vector<HostArray> host;
+    bool transferable = true;
+    std::string reason;
+  };
+  static UnitInputs InputsFor(const hlo::Module& unit) {
+    UnitInputs in;
+    const hlo::Computation& entry = *unit.entry();
     std::string fp = hlo::Fingerprint(unit);
     uint64_t seed = std::strtoull(fp.c_str(), nullptr, 16);
-    std::vector<hlo::Literal> args = hlo::RandomArguments(*entry, seed);
-    UseIdentityInitValues(*entry, args);
-    UseValidDynamicSizes(*entry, args);
-    bool execute = true;
-    std::string no_execute_reason;
-    std::vector<HostArray> inputs;
-    for (size_t i = 0; i < args.size(); ++i) {
-      const hlo::Literal& a = args[i];
+    in.args = hlo::RandomArguments(entry, seed);
+    UseIdentityInitValues(entry, in.args);
+    UseValidDynamicSizes(entry, in.args);
+    for (size_t i = 0; i < in.args.size(); ++i) {
+      const hlo::Literal& a = in.args[i];
       auto t = a.shape().IsArray() ? PjrtBufferType(a.shape().element_type()) : std::nullopt;
       if (!t) {
-        execute = false;
-        no_execute_reason = fmt::format("parameter {} of type {} cannot be transferred", i, a.shape().ToString());
+        in.transferable = false;
+        in.reason = fmt::format("parameter {} of type {} cannot be transferred", i, a.shape().ToString());
+        in.host.clear();
         break;
       }
       HostArray h;
       h.type = *t;
       h.dims = a.shape().dimensions();
       h.data.assign(reinterpret_cast<const char*>(a.data().data()), a.data().size());
-      inputs.push_back(std::move(h));
+      in.host.push_back(std::move(h));
     }
-    if (!execute) inputs.clear();
+    return in;
+  }
 
-    WorkerProcess::Outcome o = worker_->Run(proto, inputs, execute, options_.probe_timeout_seconds);
+  // The worker, started again after a crash; an error verdict when it will not start.
+  std::optional<Verdict> EnsureWorker() {
+    if (worker_ && worker_->alive()) return std::nullopt;
+    auto w = WorkerProcess::Start(spec_.plugin_path, spec_.options, LoadTimeout(), launcher_);
+    if (!w.ok()) return Verdict::Error(what_ + " could not be restarted: " + w.status().message());
+    worker_ = std::move(w).value();
+    ++restarts_;
+    return std::nullopt;
+  }
+
+  // Compiles `unit`, and with `run` also runs it and compares its results with interp's.
+  Verdict ProbeLocked(const hlo::Module& unit, bool run) {
+    if (auto failed = EnsureWorker()) return *failed;
+    auto bytes = hlo::ModuleToProtoBytes(unit, /*unique_names=*/true);  // a bare HloModuleProto, as format "hlo" wants
+    if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
+    const std::string& proto = *bytes;
+    if (!unit.entry()) return Verdict::Error("probe unit has no entry computation");
+
+    UnitInputs in;
+    if (run) in = InputsFor(unit);
+    else in = {{}, {}, false, "a whole program, compiled only"};
+    const bool execute = in.transferable;
+
+    WorkerProcess::Outcome o = worker_->Run(proto, in.host, execute, options_.probe_timeout_seconds);
     Verdict v;
     switch (o.kind) {
       case WorkerProcess::Outcome::Kind::kCrashed: {
@@ -259,7 +355,7 @@ class PjrtBackend : public Backend {
         v = Verdict::Error(fmt::format("{} {} (probe timeout {:g} s)", what_, o.what, options_.probe_timeout_seconds));
         break;
       case WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error(what_ + " worker " + o.what); break;
-      case WorkerProcess::Outcome::Kind::kDone: v = Judge(unit, args, execute, no_execute_reason, o.result); break;
+      case WorkerProcess::Outcome::Kind::kDone: v = Judge(unit, in.args, execute, in.reason, o.result); break;
     }
     v.seconds = o.seconds;
     if (!v.supported() && !o.log_tail.empty() && v.output_tail.empty()) {

@@ -636,8 +636,10 @@ RunResult PjrtSession::CompileForTopology(const std::string& hlo_module_proto, c
         out.code_size < (size_t{1} << 31)) {
       std::string bytes(out.code_size, '\0');
       out.code = bytes.data();
-      if (im.Call(abi::kExecutable_OptimizedProgram, &o, "PJRT_Executable_OptimizedProgram").ok)
+      if (im.Call(abi::kExecutable_OptimizedProgram, &o, "PJRT_Executable_OptimizedProgram").ok) {
         st.library_calls = LibraryCallTargets(bytes);
+        if (!st.library_calls.empty()) st.library_call_sites = LibraryCallSites(bytes);
+      }
     }
   }
   abi::Executable_Destroy_Args d{};
@@ -667,6 +669,87 @@ std::vector<std::string> LibraryCallTargets(std::string_view program) {
   }
   std::sort(found.begin(), found.end());
   return found;
+}
+
+namespace {
+
+// A protobuf wire-format field: its number, and for a length-delimited one (wire type 2) its bytes.
+struct WireField {
+  uint32_t number = 0;
+  uint32_t type = 0;
+  std::string_view bytes;
+};
+
+bool ReadVarint(std::string_view& in, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    const auto b = static_cast<uint8_t>(in.front());
+    in.remove_prefix(1);
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+// Calls `f` with each field of a message; false on bytes that are not one.
+template <typename F>
+bool ForEachField(std::string_view in, F&& f) {
+  while (!in.empty()) {
+    uint64_t key = 0, v = 0;
+    if (!ReadVarint(in, key)) return false;
+    WireField field;
+    field.number = static_cast<uint32_t>(key >> 3);
+    field.type = static_cast<uint32_t>(key & 7);
+    switch (field.type) {
+      case 0: if (!ReadVarint(in, v)) return false; break;
+      case 1: if (in.size() < 8) return false; in.remove_prefix(8); break;
+      case 5: if (in.size() < 4) return false; in.remove_prefix(4); break;
+      case 2:
+        if (!ReadVarint(in, v) || v > in.size()) return false;
+        field.bytes = in.substr(0, v);
+        in.remove_prefix(v);
+        break;
+      default: return false;
+    }
+    f(field);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<CompileStats::LibraryCall> LibraryCallSites(std::string_view program) {
+  // HloModuleProto.computations = 3, HloComputationProto.instructions = 2, HloInstructionProto.metadata = 7 and
+  // custom_call_target = 28, OpMetadata.op_name = 2 (xla/service/hlo.proto, xla/xla_data.proto).
+  // XLA's plugins hand the module inside a wrapper whose field 1 it is (HloProto.hlo_module,
+  // HloModuleProtoWithConfig.hlo_module): the module is the first field 1 that holds computations.
+  std::vector<CompileStats::LibraryCall> calls;
+  const std::vector<std::string> targets = LibraryCallTargets(program);
+  auto has_computations = [](std::string_view m) {
+    bool found = false;
+    ForEachField(m, [&](const WireField& f) { found = found || (f.number == 3 && f.type == 2); });
+    return found;
+  };
+  if (!has_computations(program))
+    ForEachField(program, [&](const WireField& f) {
+      if (f.number == 1 && f.type == 2 && has_computations(f.bytes)) program = f.bytes;
+    });
+  ForEachField(program, [&](const WireField& comp) {
+    if (comp.number != 3 || comp.type != 2) return;
+    ForEachField(comp.bytes, [&](const WireField& instr) {
+      if (instr.number != 2 || instr.type != 2) return;
+      CompileStats::LibraryCall call;
+      ForEachField(instr.bytes, [&](const WireField& f) {
+        if (f.number == 28 && f.type == 2) call.target = std::string(f.bytes);
+        if (f.number == 7 && f.type == 2)
+          ForEachField(f.bytes, [&](const WireField& m) {
+            if (m.number == 2 && m.type == 2) call.op_name = std::string(m.bytes);
+          });
+      });
+      if (std::find(targets.begin(), targets.end(), call.target) != targets.end()) calls.push_back(std::move(call));
+    });
+  });
+  return calls;
 }
 
 }  // namespace opprobe::compiler_probe::pjrt

@@ -58,6 +58,13 @@ struct CompileStats {
   int64_t temp_bytes = 0;
   int64_t peak_bytes = 0;  // 0 where the plugin does not say
   std::vector<std::string> library_calls;  // `__cudnn$convForward`, ... in the optimized program, sorted
+  // Each such call with the op_name of its metadata (XLA carries an instruction's metadata to the call it becomes):
+  // which unit of a batch (hlo::MakeBatchModule marks them) a call comes from.
+  struct LibraryCall {
+    std::string target;
+    std::string op_name;
+  };
+  std::vector<LibraryCall> library_call_sites;
   // code + arguments + outputs - aliased + temporaries: what one device holds while the program runs.
   int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
 };
@@ -73,6 +80,9 @@ struct RunResult {
 
 // The vendor-library custom-call targets a serialized optimized program names (`__cudnn$...`, `__cublas$...`).
 std::vector<std::string> LibraryCallTargets(std::string_view program);
+// Each vendor-library custom call of a serialized optimized HloModuleProto with its metadata's op_name, read from the
+// protobuf wire format (the worker links no protobuf); empty when the bytes hold no HloModuleProto.
+std::vector<CompileStats::LibraryCall> LibraryCallSites(std::string_view program);
 
 // PJRT_Buffer_Type <-> hlo::PrimitiveType (they differ for bf16, c64, c128); nullopt when the type has
 // no host transfer here (tuples, tokens, f8, sub-byte types).

@@ -154,6 +154,11 @@ void WriteStats(Writer& w, const CompileStats& st) {
     w.Pod<int64_t>(v);
   w.Pod<uint32_t>(static_cast<uint32_t>(st.library_calls.size()));
   for (const auto& l : st.library_calls) w.Str(l);
+  w.Pod<uint32_t>(static_cast<uint32_t>(st.library_call_sites.size()));
+  for (const auto& c : st.library_call_sites) {
+    w.Str(c.target);
+    w.Str(c.op_name);
+  }
 }
 
 bool ReadStats(Reader& r, CompileStats& st) {
@@ -169,6 +174,10 @@ bool ReadStats(Reader& r, CompileStats& st) {
   st.library_calls.resize(n);
   for (auto& l : st.library_calls)
     if (!r.Str(l)) return false;
+  if (!r.Pod(n) || n > (1u << 20)) return false;
+  st.library_call_sites.resize(n);
+  for (auto& c : st.library_call_sites)
+    if (!r.Str(c.target) || !r.Str(c.op_name)) return false;
   return true;
 }
 

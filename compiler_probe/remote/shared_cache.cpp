@@ -236,6 +236,15 @@ Verdict FleetBackend::probe(const hlo::Module& unit) {
   return Timed(unit);
 }
 
+size_t FleetBackend::batch_limit() const {
+  return shared_ && shared_->remote_usable() ? 0 : inner_.batch_limit();
+}
+
+bool FleetBackend::batchable(const hlo::Module& unit) const {
+  if (shard_.count > 0 && ShardOf(hlo::Fingerprint(unit), shard_.count) != shard_.index) return false;
+  return inner_.batchable(unit);
+}
+
 Verdict FleetBackend::Timed(const hlo::Module& unit) {
   auto start = std::chrono::steady_clock::now();
   Verdict v = inner_.probe(unit);

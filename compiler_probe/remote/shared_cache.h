@@ -95,6 +95,14 @@ class FleetBackend : public Backend {
   std::string version() const override { return version_; }
   bool thread_safe() const override { return inner_.thread_safe(); }
   Verdict probe(const hlo::Module& unit) override;
+  // The inner backend's batches (compiler_probe/batch.h), of the units this shard owns; none with a usable shared
+  // cache, where a fleet shares its units one lease at a time.
+  size_t batch_limit() const override;
+  bool batchable(const hlo::Module& unit) const override;
+  std::optional<std::vector<Verdict>> probe_batch(const std::vector<const hlo::Module*>& units) override {
+    return inner_.probe_batch(units);
+  }
+  Verdict compile(const hlo::Module& program) override { return inner_.compile(program); }
   // Probes that took less than this on average are not worth a lease.
   static constexpr double kLeaseWorthSeconds = 0.05;
 

@@ -119,3 +119,20 @@ opprobe_venv() {
   ) 9>"$OPPROBE_VENV_ROOT/.$name.lock"
   echo "$dir/bin/python"
 }
+
+# An environment's site-packages folder (made by opprobe_venv when missing).
+opprobe_site_packages() { "$(opprobe_venv "$1")" -I -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+
+# The real TPU and GPU compilers of the tpu: and gpu: backends (compiler_probe/chip): libtpu (requirements/tpu.txt)
+# and XLA's CUDA plugin with ptxas (requirements/gpu.txt), PJRT plugins that compile with no device present. Exports
+# OPPROBE_LIBTPU and OPPROBE_CUDA_PLUGIN where they are unset (scripts/test, scripts/agreement, scripts/bench).
+opprobe_chip_plugins() {
+  if [ -z "${OPPROBE_LIBTPU:-}" ]; then
+    OPPROBE_LIBTPU="$(opprobe_site_packages tpu)/libtpu/libtpu.so"
+    export OPPROBE_LIBTPU
+  fi
+  if [ -z "${OPPROBE_CUDA_PLUGIN:-}" ]; then
+    OPPROBE_CUDA_PLUGIN="$(opprobe_site_packages gpu)/jax_plugins/xla_cuda12/xla_cuda_plugin.so"
+    export OPPROBE_CUDA_PLUGIN
+  fi
+}

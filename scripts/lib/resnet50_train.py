@@ -3,6 +3,10 @@
 # times plain and captured. Usage: resnet50_train.py [STEPS]; with STEPS (> 1 for a later step) it runs that
 # many steps and prints `opprobe-bench first_step_s=X step_s=Y step_cpu_s=Z` (Y: the fastest step after the first in
 # wall time, Z: the least CPU time of this process, all its threads, that a step after the first took).
+# With OPPROBE_BENCH_XLA=1 (the torch_xla environment) the same step runs on torch_xla's device and ends with a sync,
+# so that torch_xla compiles it as one graph: `scripts/bench batch` saves that graph (XLA_SAVE_TENSORS_FILE) as the
+# whole step the probing of its units is set against.
+import os
 import sys
 import time
 
@@ -18,9 +22,15 @@ def main():
     except TypeError:  # torchvision < 0.13 has no `weights` argument
         model = torchvision.models.resnet50(pretrained=False)
     model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     images = torch.rand(2, 3, 64, 64)
     labels = torch.randint(0, 1000, (2,))
+    sync = None
+    if os.environ.get("OPPROBE_BENCH_XLA") == "1":
+        import torch_xla
+        device = torch_xla.device()
+        model, images, labels = model.to(device), images.to(device), labels.to(device)
+        sync = torch_xla.sync
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     times = []
     cpu = []
     for _ in range(steps):
@@ -30,6 +40,8 @@ def main():
         loss = torch.nn.functional.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
+        if sync:
+            sync()
         cpu.append(time.process_time() - c0)
         times.append(time.perf_counter() - t0)
     if len(sys.argv) > 1:

@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "testing/run_binary.h"
@@ -121,6 +123,54 @@ TEST_F(ChipE2E, ACompilerUpgradeIsDiffedVersionAgainstVersion) {
   EXPECT_EQ(d.out.find("newly unsupported"), std::string::npos) << d.out;
   EXPECT_EQ(d.out.find("now supported"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("result: no regression"), std::string::npos) << d.out;
+}
+
+// Many units to a compile (--probe-batch; compiler_probe/batch.h) changes how long probing takes, never a verdict:
+// the ResNet-18 step and the edge units (a refusal per kind, and a tuple unit with an s2 element that crashes libtpu)
+// give every unit the same verdict (a refusal the same message, a library call the same note) with the default
+// batches as with one unit per compile.
+TEST_F(ChipE2E, BatchedAndOneUnitPerCompileGiveTheSameVerdicts) {
+  for (const std::string target : {"tpu:v5e", "gpu:h100"}) {
+    std::map<std::string, json> alone;
+    for (const std::string batch : {"1", ""}) {
+      std::string out = Path("report.json");
+      // The trace and the HLO file cannot go in one run: two runs, the second adding to the same map.
+      for (const std::string input : {"samples/traces/resnet18_train.json", "tests/fixtures/hlo/tpu_edge_units.hlo"}) {
+        std::vector<std::string> one = {"analyze", input, "--backend", target, "--no-cache", "--no-progress",
+                                        "--verbosity", "0", "-o", out};
+        if (!batch.empty()) one.insert(one.end(), {"--probe-batch", batch});
+        auto r = RunOpprobe(one);
+        ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+        json report = json::parse(ReadWholeFile(out));
+        const json& s = report["summary"];
+        if (batch == "1") {
+          EXPECT_FALSE(s.contains("batching")) << s.dump();
+        } else {
+          ASSERT_TRUE(s.contains("batching")) << s.dump();
+          // The step's units compile in a few programs; the edge units, most of them refused, are split to each.
+          if (input.find("resnet18") != std::string::npos)
+            EXPECT_LT(s["batching"]["compiles"].get<int>() * 4, s["batching"]["units"].get<int>()) << s.dump();
+        }
+        for (const json& u : report["instructions"]) {
+          // A refusal's reason is the compiler's message; a supported verdict's tail names a library call. (An
+          // error's text ends with the worker's last log lines, which carry times: its kind is compared.)
+          json v = {{"verdict", u["verdict"]}};
+          if (u["verdict"] == "unsupported") v["reason"] = u["reason"];
+          if (u["verdict"] == "supported") v["output_tail"] = u["output_tail"];
+          // By input and fingerprint: the trace's f64 rng and the HLO file's are one unit, with other metadata,
+          // which the compiler's message quotes.
+          const std::string fp = input + " " + u["fingerprint"].get<std::string>();
+          if (batch == "1") {
+            alone[fp] = v;
+          } else {
+            ASSERT_TRUE(alone.count(fp)) << fp;
+            EXPECT_EQ(v, alone[fp]) << target << " " << u["signature"];
+          }
+        }
+      }
+    }
+    EXPECT_GT(alone.size(), 200u);
+  }
 }
 
 TEST_F(ChipE2E, BackendsListsTheCompilersWithTheirVersionsAndTargets) {
