@@ -166,9 +166,11 @@ TORCH_XLA_RULES = [
      "opprobe's lowering does not emit (results: see \"Results that differ\" below)."),
     (_txla({"randint", "randint_like"}, _has("missing", ("rng-bit-generator", "u64"))),
      "torch_xla draws integers from a u64 `rng-bit-generator` with bit arithmetic; opprobe's lowering floors a "
-     "uniform f64 `rng`. rules:tpu refuses torch_xla's 64-bit `bitcast-convert` (unimplemented under the TPU X64 "
-     "rewrite), so torch_xla's module is unsupported there and opprobe's is not. A deliberate choice: opprobe asks a backend for the distribution, not for torch_xla's "
-     "generator (random ops are not compared by value either)."),
+     "uniform f64 `rng`. rules:tpu, recorded from the TPU compiler (libtpu 0.0.42.1), refuses that f64 `rng` (its X64 "
+     "rewrite does not implement it) and accepts torch_xla's 64-bit `bitcast-convert`, so opprobe's module is "
+     "unsupported there and torch_xla's is not (before the profile was recorded, the other way round). A deliberate "
+     "choice: opprobe asks a backend for the distribution, not for torch_xla's generator (random ops are not compared "
+     "by value either); on TPU the choice costs a refusal the real torch_xla would not meet."),
     (_txla({"linalg_inv_ex", "_linalg_slogdet", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack", "_linalg_det",
             "linalg_solve_ex", "_linalg_solve_ex"}, _has("missing", ("custom-call", "*"))),
      "torch_xla inverts a matrix (and takes slogdet) through XLA's `Qr` and `ProductOfElementaryHouseholderReflectors` "
