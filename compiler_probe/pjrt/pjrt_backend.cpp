@@ -10,6 +10,7 @@
 #include <optional>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <mutex>
 
 #include "compiler_probe/pjrt/worker.h"
@@ -254,7 +255,13 @@ class PjrtBackend : public Backend {
     auto batch = hlo::MakeBatchModule(units);
     auto bytes = hlo::ModuleToProtoBytes(*batch, /*unique_names=*/true);
     if (!bytes.ok()) return std::nullopt;
+    // interp's results are computed on this side while the worker compiles and runs the batch.
+    std::vector<std::optional<Expected<hlo::Literal>>> references(units.size());
+    auto evaluated = std::async(std::launch::async, [&] {
+      for (size_t k = 0; k < units.size(); ++k) references[k].emplace(hlo::Evaluate(*units[k], inputs[k].args));
+    });
     WorkerProcess::Outcome o = worker_->Run(*bytes, host, /*execute=*/true, options_.probe_timeout_seconds);
+    evaluated.wait();
     if (o.kind != WorkerProcess::Outcome::Kind::kDone || o.result.stage != RunResult::Stage::kOk)
       return std::nullopt;
     std::vector<Verdict> verdicts;
@@ -267,7 +274,7 @@ class PjrtBackend : public Backend {
       own.outputs.assign(std::make_move_iterator(o.result.outputs.begin() + static_cast<std::ptrdiff_t>(next)),
                          std::make_move_iterator(o.result.outputs.begin() + static_cast<std::ptrdiff_t>(next + n)));
       next += n;
-      Verdict v = Judge(*units[k], inputs[k].args, /*executed=*/true, "", own);
+      Verdict v = Judge(*units[k], inputs[k].args, /*executed=*/true, "", own, std::move(references[k]));
       if (!v.supported()) return std::nullopt;  // judged alone, where its verdict is its own
       verdicts.push_back(std::move(v));
     }
@@ -366,8 +373,11 @@ class PjrtBackend : public Backend {
     return v;
   }
 
+  // `reference`: interp's result on `args`, when it was computed already (a batch evaluates while the worker
+  // compiles); otherwise it is computed here.
   Verdict Judge(const hlo::Module& unit, const std::vector<hlo::Literal>& args, bool executed,
-                const std::string& no_execute_reason, const RunResult& r) {
+                const std::string& no_execute_reason, const RunResult& r,
+                std::optional<Expected<hlo::Literal>> reference = std::nullopt) {
     auto failure = [&](const char* stage) {
       Verdict v = Verdict::Unsupported(fmt::format("{}: {}: {}", stage, ErrorCodeName(r.code), FirstLine(r.message)));
       v.output_tail = SanitizeOutput(r.message.size() > 4096 ? r.message.substr(0, 4096) : r.message);
@@ -393,7 +403,7 @@ class PjrtBackend : public Backend {
         ok.output_tail = std::string(kInterpNotComparedPrefix) + "random numbers are implementation-defined";
         return ok;
       }
-    auto expected = hlo::Evaluate(unit, args);
+    Expected<hlo::Literal> expected = reference ? std::move(*reference) : hlo::Evaluate(unit, args);
     if (!expected.ok()) {
       // The reference cannot say; the plugin compiled and ran the unit.
       ok.output_tail = std::string(kInterpNotComparedPrefix) + expected.status().message();

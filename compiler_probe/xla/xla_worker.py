@@ -56,11 +56,11 @@ def read_message():
 
 
 def write_message(body):
-    data = struct.pack("<Q", len(body)) + body
-    view = memoryview(data)
-    while view:
-        n = os.write(SOCK_FD, view)
-        view = view[n:]
+    for part in (struct.pack("<Q", len(body)), body):  # the body is not copied behind its length
+        view = memoryview(part)
+        while view:
+            n = os.write(SOCK_FD, view)
+            view = view[n:]
 
 
 def pack_str(b):
@@ -105,10 +105,14 @@ def split_status(message):
 
 
 def reply(stage, code, message, outputs=()):
-    body = struct.pack("<ii", stage, code) + pack_str(message) + struct.pack("<I", len(outputs))
+    # One join at the end: appending each output to the body copied all before it (a batch of units returns
+    # hundreds of outputs, megabytes in all).
+    parts = [struct.pack("<ii", stage, code), pack_str(message), struct.pack("<I", len(outputs))]
     for t, dims, data in outputs:
-        body += struct.pack("<iI", t, len(dims)) + b"".join(struct.pack("<q", d) for d in dims) + pack_str(data)
-    write_message(body)
+        parts.append(struct.pack("<iI", t, len(dims)) + b"".join(struct.pack("<q", d) for d in dims) +
+                     struct.pack("<Q", len(data)))
+        parts.append(data)
+    write_message(b"".join(parts))
 
 
 def numpy_types():

@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "hlo/proto_io.h"
 #include "testing/run_binary.h"
@@ -52,6 +54,36 @@ TEST_F(XlaE2E, ResnetTrainingStepIsCompiledAndRunByXla) {
 // A while loop whose body holds constants (a scalar counter step and an array): XLA refused such units while the
 // proto writer gave a constant's literal a layout and its shape none (CreateFromProto: `s32[] vs s32[]`), 44 of the
 // agreement table's disagreements between rules:cpu and xla:cpu.
+// Many units to a program (--probe-batch): each unit of a batch runs on its own inputs and is compared with interp
+// as alone, so every verdict, reason and comparison note is the one a run of the unit alone gives.
+TEST_F(XlaE2E, BatchedAndOneUnitPerRunGiveTheSameVerdicts) {
+  std::map<std::string, json> alone;
+  for (const std::string batch : {"1", ""}) {
+    std::string out = Path("report.json");
+    std::vector<std::string> args = {"analyze", "samples/traces/resnet18_train.json", "--backend", "xla:cpu",
+                                     "--no-cache", "--no-progress", "--verbosity", "0", "-o", out};
+    if (!batch.empty()) args.insert(args.end(), {"--probe-batch", batch});
+    auto r = RunOpprobe(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json report = json::parse(ReadWholeFile(out));
+    const json& s = report["summary"];
+    if (batch == "1") {
+      EXPECT_FALSE(s.contains("batching")) << s.dump();
+    } else {
+      ASSERT_TRUE(s.contains("batching")) << s.dump();
+      EXPECT_LT(s["batching"]["compiles"].get<int>() * 4, s["batching"]["units"].get<int>()) << s.dump();
+    }
+    for (const json& u : report["instructions"]) {
+      json v = {{"verdict", u["verdict"]}, {"reason", u["reason"]}, {"output_tail", u["output_tail"]}};
+      if (batch == "1")
+        alone[u["fingerprint"]] = v;
+      else
+        EXPECT_EQ(v, alone[u["fingerprint"]]) << u["signature"];
+    }
+  }
+  EXPECT_GT(alone.size(), 200u);
+}
+
 TEST_F(XlaE2E, ConstantsInsideAWhileLoopCompile) {
   std::string out = Path("report.json");
   auto r = RunOpprobe({"analyze", "tests/fixtures/hlo/while_with_constants.hlo", "--backend", "xla:cpu", "--no-cache",
