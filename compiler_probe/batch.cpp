@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-
 namespace opprobe::compiler_probe {
 namespace {
 
@@ -44,6 +43,25 @@ void Judge(Backend& backend, const std::vector<const hlo::Module*>& units, size_
 }
 
 }  // namespace
+
+bool MayShareAProgram(const hlo::Module& unit) {
+  if (!unit.entry() || !unit.entry()->root()) return false;
+  for (const auto* p : unit.entry()->parameters())
+    if (!p->shape.IsArray()) return false;
+  for (const auto& comp : unit.computations())
+    for (const auto& in : comp->instructions()) {
+      if (!in->unknown_opcode.empty() || in->sharding || in->shape.is_dynamic()) return false;
+      switch (in->opcode) {
+        case hlo::Opcode::kCustomCall: case hlo::Opcode::kInfeed: case hlo::Opcode::kOutfeed:
+        case hlo::Opcode::kSend: case hlo::Opcode::kSendDone: case hlo::Opcode::kRecv: case hlo::Opcode::kRecvDone:
+        case hlo::Opcode::kRngGetAndUpdateState: case hlo::Opcode::kFusion:
+          return false;
+        default:
+          break;
+      }
+    }
+  return true;
+}
 
 std::vector<Verdict> ProbeBatched(Backend& backend, const std::vector<const hlo::Module*>& units, size_t limit,
                                   BatchStats* stats) {

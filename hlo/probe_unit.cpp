@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <functional>
 #include <map>
 
@@ -137,7 +138,20 @@ std::unique_ptr<Module> MakeBatchModule(const std::vector<const Module*>& units,
   return module;
 }
 
-std::string BatchUnitMarker(size_t k) { return fmt::format("opprobe.batch.unit.{}", k); }
+namespace {
+constexpr std::string_view kBatchUnitPrefix = "opprobe.batch.unit.";
+}  // namespace
+
+std::string BatchUnitMarker(size_t k) { return fmt::format("{}{}", kBatchUnitPrefix, k); }
+
+std::optional<size_t> BatchUnitOf(std::string_view op_name) {
+  if (op_name.substr(0, kBatchUnitPrefix.size()) != kBatchUnitPrefix) return std::nullopt;
+  std::string_view digits = op_name.substr(kBatchUnitPrefix.size());
+  size_t k = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
+  return k;
+}
 
 uint64_t Fnv1a64(std::string_view text, uint64_t hash) {
   constexpr uint64_t kPrime = 1099511628211ULL;

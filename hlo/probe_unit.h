@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,8 @@ std::unique_ptr<Module> MakeProbeModule(const Instruction& instr, const std::str
 std::unique_ptr<Module> MakeBatchModule(const std::vector<const Module*>& units, const std::string& name = "batch");
 // `opprobe.batch.unit.K`.
 std::string BatchUnitMarker(size_t k);
+// K of an op_name that is BatchUnitMarker(K); nullopt for any other.
+std::optional<size_t> BatchUnitOf(std::string_view op_name);
 
 // The fingerprint of a probe unit made by MakeProbeModule (or read back from a repro file): 16 hex digits, the
 // structural fingerprint (hlo/fingerprint.h) of its entry's root, which is that of the instruction the unit was

@@ -223,9 +223,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
         auto thrown = guarded([&] { verdicts = compiler_probe::ProbeBatched(backend, units, limit, &stats); });
         {
           std::lock_guard<std::mutex> lock(progress_mu);
-          batch_stats.compiles += stats.compiles;
-          batch_stats.batched_compiles += stats.batched_compiles;
-          batch_stats.splits += stats.splits;
+          batch_stats += stats;
         }
         for (size_t j = 0; j < item.size(); ++j) finish(item[j], thrown ? *thrown : std::move(verdicts[j]));
         continue;

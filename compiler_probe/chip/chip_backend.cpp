@@ -9,7 +9,9 @@
 #include <mutex>
 #include <regex>
 
+#include "compiler_probe/batch.h"
 #include "compiler_probe/chip/compile_options.h"
+#include "compiler_probe/pjrt/pjrt_backend.h"
 #include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/subprocess.h"
 #include "hlo/fingerprint.h"
@@ -140,34 +142,11 @@ class ChipBackend : public Backend {
   bool thread_safe() const override { return false; }  // one worker, one request at a time
 
   // Many units to a program (compiler_probe/batch.h): each compile pays the compiler's fixed cost (its pass
-  // pipeline; on GPU a ptxas run) once. Units that need other compile options (collectives, shardings), that take a
-  // tuple, or that talk to the host or the runtime are compiled alone.
+  // pipeline; on GPU a ptxas run) once. Units that MayShareAProgram refuses, and units that need other compile
+  // options (collectives over several replicas), are compiled alone.
   size_t batch_limit() const override { return kBatchLimit; }
   bool batchable(const hlo::Module& unit) const override {
-    if (!(CompileConfigFor(unit) == CompileConfig{}) || !unit.entry()) return false;
-    // A tuple parameter is passed as the program's one tupled argument when it is alone; beside others PJRT
-    // refuses it ("LayoutModeToXlaShape must be passed array shapes").
-    for (const auto* p : unit.entry()->parameters())
-      if (!p->shape.IsArray()) return false;
-    for (const auto& comp : unit.computations())
-      for (const auto& in : comp->instructions()) {
-        if (!in->unknown_opcode.empty() || in->sharding || in->shape.is_dynamic()) return false;
-        switch (in->opcode) {
-          case hlo::Opcode::kCustomCall:
-          case hlo::Opcode::kInfeed:
-          case hlo::Opcode::kOutfeed:
-          case hlo::Opcode::kSend:
-          case hlo::Opcode::kSendDone:
-          case hlo::Opcode::kRecv:
-          case hlo::Opcode::kRecvDone:
-          case hlo::Opcode::kRngGetAndUpdateState:
-          case hlo::Opcode::kFusion:
-            return false;
-          default:
-            break;
-        }
-      }
-    return true;
+    return MayShareAProgram(unit) && CompileConfigFor(unit) == CompileConfig{};
   }
 
   Verdict probe(const hlo::Module& unit) override {
@@ -182,25 +161,8 @@ class ChipBackend : public Backend {
           spec_.target));
     pjrt::WorkerProcess::Outcome o;
     if (auto failed = Compile(unit, config, o)) return *failed;
-    Verdict v;
-    switch (o.kind) {
-      case pjrt::WorkerProcess::Outcome::Kind::kCrashed: {
-        std::string last = LastLines(o.log_tail, 2);
-        v = Verdict::Error(fmt::format("{} crashed: the worker {}{}", f.what, o.what, last.empty() ? "" : ": " + last));
-        break;
-      }
-      case pjrt::WorkerProcess::Outcome::Kind::kTimedOut:
-        v = Verdict::Error(fmt::format("{} {} (probe timeout {:g} s)", f.what, o.what, options_.probe_timeout_seconds));
-        break;
-      case pjrt::WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error(fmt::format("{} worker {}", f.what, o.what)); break;
-      case pjrt::WorkerProcess::Outcome::Kind::kDone: v = JudgeCompile(spec_.kind, f.what, unit, o.result); break;
-    }
-    v.seconds = o.seconds;
-    if (!v.supported() && v.output_tail.empty() && !o.log_tail.empty()) {
-      constexpr size_t kTail = 4096;
-      v.output_tail = SanitizeOutput(o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail);
-    }
-    return v;
+    return pjrt::OutcomeVerdict(o, f.what, options_.probe_timeout_seconds,
+                                [&](const pjrt::RunResult& r) { return JudgeCompile(spec_.kind, f.what, unit, r); });
   }
 
   // The batch compiled as one program; a supported verdict per unit when it compiled, each with the library calls
@@ -214,11 +176,9 @@ class ChipBackend : public Backend {
       return std::nullopt;
     std::vector<std::vector<std::string>> calls(units.size());
     for (const auto& site : o.result.stats.library_call_sites) {
-      auto k = std::find_if(calls.begin(), calls.end(), [&](const auto& c) {
-        return site.op_name == hlo::BatchUnitMarker(static_cast<size_t>(&c - calls.data()));
-      });
-      if (k == calls.end()) return std::nullopt;  // a call no unit can be named for: each unit compiles alone
-      if (std::find(k->begin(), k->end(), site.target) == k->end()) k->push_back(site.target);
+      std::optional<size_t> k = hlo::BatchUnitOf(site.op_name);
+      if (!k || *k >= calls.size()) return std::nullopt;  // a call no unit can be named for: each compiles alone
+      if (std::find(calls[*k].begin(), calls[*k].end(), site.target) == calls[*k].end()) calls[*k].push_back(site.target);
     }
     // Every call the program names must have been found with its unit.
     size_t named = 0;

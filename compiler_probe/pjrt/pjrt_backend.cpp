@@ -13,6 +13,7 @@
 #include <future>
 #include <mutex>
 
+#include "compiler_probe/batch.h"
 #include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/subprocess.h"
 #include "hlo/evaluator/evaluator.h"
@@ -213,28 +214,24 @@ class PjrtBackend : public Backend {
 
   // Many units to a program (compiler_probe/batch.h): the units run together, each on the inputs it runs with
   // alone, and each unit's outputs (the program's flat root holds them one unit after the other) are compared with
-  // interp's as alone. The batch speaks for its units only when every one agrees; a unit that needs something of
-  // its own (a custom call, the host, collectives, a sharding, a dynamic shape, a parameter that cannot be
-  // transferred) runs alone.
+  // interp's as alone. The batch speaks for its units only when every one agrees; a unit MayShareAProgram refuses,
+  // or with a collective, a token or a parameter that cannot be transferred, runs alone.
   size_t batch_limit() const override { return kBatchLimit; }
   bool batchable(const hlo::Module& unit) const override {
-    const hlo::Computation* entry = unit.entry();
-    if (!entry || !entry->root()) return false;
-    for (const auto* p : entry->parameters())
-      if (!p->shape.IsArray() || !PjrtBufferType(p->shape.element_type()) || p->shape.is_dynamic()) return false;
+    if (!MayShareAProgram(unit)) return false;
+    for (const auto* p : unit.entry()->parameters())
+      if (!PjrtBufferType(p->shape.element_type())) return false;
     for (const auto& comp : unit.computations())
       for (const auto& in : comp->instructions()) {
-        if (!in->unknown_opcode.empty() || in->sharding || in->shape.is_dynamic() || in->shape.IsToken()) return false;
+        if (in->shape.IsToken()) return false;
         // Collectives and async pairs (`all-reduce`, `collective-permute-start`, `copy-done`, ...) by name.
         const std::string_view name = hlo::OpcodeName(in->opcode);
         if (name.find("all-") != name.npos || name.find("collective") != name.npos ||
             name.find("-start") != name.npos || name.find("-done") != name.npos)
           return false;
         switch (in->opcode) {
-          case hlo::Opcode::kCustomCall: case hlo::Opcode::kInfeed: case hlo::Opcode::kOutfeed:
-          case hlo::Opcode::kSend: case hlo::Opcode::kRecv: case hlo::Opcode::kRngGetAndUpdateState:
-          case hlo::Opcode::kFusion: case hlo::Opcode::kReduceScatter: case hlo::Opcode::kReplicaId:
-          case hlo::Opcode::kPartitionId: case hlo::Opcode::kAfterAll:
+          case hlo::Opcode::kReduceScatter: case hlo::Opcode::kReplicaId: case hlo::Opcode::kPartitionId:
+          case hlo::Opcode::kAfterAll:
             return false;
           default:
             break;
@@ -351,26 +348,8 @@ class PjrtBackend : public Backend {
     const bool execute = in.transferable;
 
     WorkerProcess::Outcome o = worker_->Run(proto, in.host, execute, options_.probe_timeout_seconds);
-    Verdict v;
-    switch (o.kind) {
-      case WorkerProcess::Outcome::Kind::kCrashed: {
-        std::string last = LastLines(o.log_tail, 2);
-        v = Verdict::Error(fmt::format("{} crashed: the worker {}{}", what_, o.what, last.empty() ? "" : ": " + last));
-        break;
-      }
-      case WorkerProcess::Outcome::Kind::kTimedOut:
-        v = Verdict::Error(fmt::format("{} {} (probe timeout {:g} s)", what_, o.what, options_.probe_timeout_seconds));
-        break;
-      case WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error(what_ + " worker " + o.what); break;
-      case WorkerProcess::Outcome::Kind::kDone: v = Judge(unit, in.args, execute, in.reason, o.result); break;
-    }
-    v.seconds = o.seconds;
-    if (!v.supported() && !o.log_tail.empty() && v.output_tail.empty()) {
-      constexpr size_t kTail = 4096;
-      std::string tail = o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail;
-      v.output_tail = SanitizeOutput(tail);
-    }
-    return v;
+    return OutcomeVerdict(o, what_, options_.probe_timeout_seconds,
+                          [&](const RunResult& r) { return Judge(unit, in.args, execute, in.reason, r); });
   }
 
   // `reference`: interp's result on `args`, when it was computed already (a batch evaluates while the worker
@@ -563,6 +542,29 @@ Expected<std::unique_ptr<Backend>> CreateWorkerBackend(WorkerBackendSpec spec, c
   auto worker = WorkerProcess::Start(spec.target, {}, std::max(60.0, options.probe_timeout_seconds), spec.launcher);
   if (!worker.ok()) return worker.status();
   return std::unique_ptr<Backend>(std::make_unique<PjrtBackend>(std::move(spec), std::move(worker).value(), options));
+}
+
+Verdict OutcomeVerdict(const WorkerProcess::Outcome& o, const std::string& what, double timeout_seconds,
+                       const std::function<Verdict(const RunResult&)>& judge) {
+  Verdict v;
+  switch (o.kind) {
+    case WorkerProcess::Outcome::Kind::kCrashed: {
+      std::string last = LastLines(o.log_tail, 2);
+      v = Verdict::Error(fmt::format("{} crashed: the worker {}{}", what, o.what, last.empty() ? "" : ": " + last));
+      break;
+    }
+    case WorkerProcess::Outcome::Kind::kTimedOut:
+      v = Verdict::Error(fmt::format("{} {} (probe timeout {:g} s)", what, o.what, timeout_seconds));
+      break;
+    case WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error(fmt::format("{} worker {}", what, o.what)); break;
+    case WorkerProcess::Outcome::Kind::kDone: v = judge(o.result); break;
+  }
+  v.seconds = o.seconds;
+  if (!v.supported() && v.output_tail.empty() && !o.log_tail.empty()) {
+    constexpr size_t kTail = 4096;
+    v.output_tail = SanitizeOutput(o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail);
+  }
+  return v;
 }
 
 void Register(Registry& registry) {

@@ -6,6 +6,7 @@
 // after a crash). The key=value pairs are passed to PJRT_Client_Create as typed create options.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "compiler_probe/backend.h"
 #include "compiler_probe/pjrt/pjrt_session.h"
+#include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/registry.h"
 #include "hlo/literal.h"
 #include "hlo/status.h"
@@ -41,6 +43,12 @@ struct WorkerBackendSpec {
   std::string target;                 // what the worker is asked to load, in place of a plugin path (`cpu`)
 };
 Expected<std::unique_ptr<Backend>> CreateWorkerBackend(WorkerBackendSpec spec, const BackendOptions& options);
+
+// The verdict of one worker request (worker.h), as every backend with a worker gives it: a crash (with the worker's
+// last log lines), a timeout or a broken protocol is an `error` naming `what` (the compiler); a request that came back
+// is judged by `judge`. A verdict that is not supported and has no tail of its own gets the worker's log tail.
+Verdict OutcomeVerdict(const WorkerProcess::Outcome& o, const std::string& what, double timeout_seconds,
+                       const std::function<Verdict(const RunResult&)>& judge);
 
 // Registers `pjrt` (one line in compiler_probe/builtin.cpp).
 void Register(Registry& registry);

@@ -83,6 +83,12 @@ TEST(MakeBatchModule, HoldsEveryUnitWithItsParametersAndComputationsAndVerifies)
   // The two reductions keep their own (renamed) computation; the entry is the only other one.
   EXPECT_EQ(batch->computations().size(), 3u);
   EXPECT_NE(root->operand(0)->to_apply(), root->operand(2)->to_apply());
+  // Each instruction carries its unit's marker, which reads back as the unit's index; nothing else does.
+  EXPECT_EQ(hlo::BatchUnitOf(root->operand(2)->metadata->op_name), std::optional<size_t>(2));
+  EXPECT_EQ(hlo::BatchUnitOf(params[2]->metadata->op_name), std::optional<size_t>(1));
+  EXPECT_EQ(hlo::BatchUnitOf("opprobe.batch.unit."), std::nullopt);
+  EXPECT_EQ(hlo::BatchUnitOf("opprobe.batch.unit.3x"), std::nullopt);
+  EXPECT_EQ(hlo::BatchUnitOf("aten__add"), std::nullopt);
   // Each unit inside the batch fingerprints as the unit does alone: the batch holds the units unchanged.
   EXPECT_EQ(hlo::UnitFingerprint(*root->operand(0)), hlo::UnitFingerprint(*a->entry()->root()));
   EXPECT_EQ(hlo::UnitFingerprint(*root->operand(1)), hlo::UnitFingerprint(*b->entry()->root()));
