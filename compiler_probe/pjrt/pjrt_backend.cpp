@@ -200,17 +200,13 @@ class PjrtBackend : public Backend {
                        info_.platform_version, info_.api_major, info_.api_minor, file_identity_,
                        hlo::kEvaluatorRevision, hlo::kProtoWriterRevision, kInputsRevision);
   }
-  bool thread_safe() const override { return false; }  // one worker, one request at a time
+  // One worker, one request at a time: only the worker's round trip holds the lock, so that one thread makes the
+  // next request (inputs, proto bytes) and judges the last reply (interp's reference, the comparison) while another
+  // thread's request is in the worker.
+  bool thread_safe() const override { return true; }
 
-  Verdict probe(const hlo::Module& unit) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    Verdict v = ProbeLocked(unit, /*execute=*/true);
-    return v;
-  }
-  Verdict compile(const hlo::Module& program) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return ProbeLocked(program, /*execute=*/false);
-  }
+  Verdict probe(const hlo::Module& unit) override { return Probe(unit, /*run=*/true); }
+  Verdict compile(const hlo::Module& program) override { return Probe(program, /*run=*/false); }
 
   // Many units to a program (compiler_probe/batch.h): the units run together, each on the inputs it runs with
   // alone, and each unit's outputs (the program's flat root holds them one unit after the other) are compared with
@@ -240,8 +236,6 @@ class PjrtBackend : public Backend {
     return true;
   }
   std::optional<std::vector<Verdict>> probe_batch(const std::vector<const hlo::Module*>& units) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (EnsureWorker()) return std::nullopt;
     std::vector<UnitInputs> inputs;
     std::vector<HostArray> host;
     for (const auto* u : units) {
@@ -257,8 +251,14 @@ class PjrtBackend : public Backend {
     auto evaluated = std::async(std::launch::async, [&] {
       for (size_t k = 0; k < units.size(); ++k) references[k].emplace(hlo::Evaluate(*units[k], inputs[k].args));
     });
-    WorkerProcess::Outcome o = worker_->Run(*bytes, host, /*execute=*/true, options_.probe_timeout_seconds);
+    std::optional<WorkerProcess::Outcome> outcome;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!EnsureWorker()) outcome = worker_->Run(*bytes, host, /*execute=*/true, options_.probe_timeout_seconds);
+    }
     evaluated.wait();
+    if (!outcome) return std::nullopt;
+    WorkerProcess::Outcome& o = *outcome;
     if (o.kind != WorkerProcess::Outcome::Kind::kDone || o.result.stage != RunResult::Stage::kOk)
       return std::nullopt;
     std::vector<Verdict> verdicts;
@@ -324,7 +324,7 @@ class PjrtBackend : public Backend {
     return in;
   }
 
-  // The worker, started again after a crash; an error verdict when it will not start.
+  // The worker, started again after a crash; an error verdict when it will not start. Called with mu_ held.
   std::optional<Verdict> EnsureWorker() {
     if (worker_ && worker_->alive()) return std::nullopt;
     auto w = WorkerProcess::Start(spec_.plugin_path, spec_.options, LoadTimeout(), launcher_);
@@ -335,8 +335,7 @@ class PjrtBackend : public Backend {
   }
 
   // Compiles `unit`, and with `run` also runs it and compares its results with interp's.
-  Verdict ProbeLocked(const hlo::Module& unit, bool run) {
-    if (auto failed = EnsureWorker()) return *failed;
+  Verdict Probe(const hlo::Module& unit, bool run) {
     auto bytes = hlo::ModuleToProtoBytes(unit, /*unique_names=*/true);  // a bare HloModuleProto, as format "hlo" wants
     if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
     const std::string& proto = *bytes;
@@ -347,7 +346,12 @@ class PjrtBackend : public Backend {
     else in = {{}, {}, false, "a whole program, compiled only"};
     const bool execute = in.transferable;
 
-    WorkerProcess::Outcome o = worker_->Run(proto, in.host, execute, options_.probe_timeout_seconds);
+    WorkerProcess::Outcome o;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto failed = EnsureWorker()) return *failed;
+      o = worker_->Run(proto, in.host, execute, options_.probe_timeout_seconds);
+    }
     return OutcomeVerdict(o, what_, options_.probe_timeout_seconds,
                           [&](const RunResult& r) { return Judge(unit, in.args, execute, in.reason, r); });
   }
@@ -433,6 +437,32 @@ Tolerance ToleranceFor(PrimitiveType type) {
   }
 }
 
+namespace {
+// Whether every element of `got` (n values of T, the bytes as received) is Close to interp's: what the loop of
+// CompareOutput decides for a floating-point type, without building a literal or formatting anything.
+template <typename T>
+bool AllClose(const hlo::Literal& expected, const std::string& got, int64_t n, bool accumulated) {
+  const char* want_bytes = reinterpret_cast<const char*>(expected.data().data());
+  auto at = [](const char* bytes, int64_t i) {
+    T v;
+    std::memcpy(&v, bytes + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    return static_cast<double>(v);
+  };
+  Tolerance tol = ToleranceFor(sizeof(T) == 4 ? PrimitiveType::F32 : PrimitiveType::F64);
+  if (accumulated) {
+    double max_abs = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = std::fabs(at(want_bytes, i));
+      if (std::isfinite(v)) max_abs = std::max(max_abs, v);
+    }
+    tol.atol = std::max(tol.atol, tol.rtol * max_abs);
+  }
+  for (int64_t i = 0; i < n; ++i)
+    if (!Close(at(got.data(), i), at(want_bytes, i), tol)) return false;
+  return true;
+}
+}  // namespace
+
 std::optional<std::string> CompareOutput(const hlo::Literal& expected, const HostArray& got, size_t output_index,
                                          bool accumulated) {
   const hlo::Shape& shape = expected.shape();
@@ -445,11 +475,14 @@ std::optional<std::string> CompareOutput(const hlo::Literal& expected, const Hos
                        DimsString(shape.dimensions()));
   if (got.data.size() != expected.data().size())
     return fmt::format("output {} has {} bytes, interp {}", output_index, got.data.size(), expected.data().size());
+  const PrimitiveType t = shape.element_type();
+  const int64_t n = expected.element_count();
+  // f32 and f64, most outputs, compared in place first; only a difference is looked at element by element below.
+  if (t == PrimitiveType::F32 && AllClose<float>(expected, got.data, n, accumulated)) return std::nullopt;
+  if (t == PrimitiveType::F64 && AllClose<double>(expected, got.data, n, accumulated)) return std::nullopt;
   hlo::Literal g(hlo::Shape::Array(shape.element_type(), shape.dimensions()));
   std::memcpy(g.data().data(), got.data.data(), got.data.size());
-  const PrimitiveType t = shape.element_type();
   Tolerance tol = ToleranceFor(t);
-  const int64_t n = expected.element_count();
   if (accumulated && hlo::IsFloatingPoint(t)) {
     // A sum of many terms differs by rounding in another summation order, most visibly where it cancels
     // to near zero: the absolute tolerance follows the largest magnitude in the output.

@@ -13,8 +13,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 extern char** environ;
@@ -25,9 +28,49 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A worker dies with opprobe by PR_SET_PDEATHSIG, which Linux sends when the *thread* that started the worker ends,
+// not the process: a worker (re)started from a probe thread was killed as soon as that thread ended, while other
+// threads, or the next analysis, still used it. Every worker is therefore started from one thread that lives as long
+// as the process (never joined, never destroyed).
+void RunOnSpawnerThread(const std::function<void()>& job) {
+  struct Spawner {
+    std::mutex one_at_a_time, mu;
+    std::condition_variable cv;
+    const std::function<void()>* job = nullptr;
+    bool done = false;
+  };
+  static Spawner* const spawner = [] {
+    auto* s = new Spawner;
+    std::thread([s] {
+      std::unique_lock<std::mutex> lock(s->mu);
+      for (;;) {
+        s->cv.wait(lock, [s] { return s->job != nullptr; });
+        (*s->job)();
+        s->job = nullptr;
+        s->done = true;
+        s->cv.notify_all();
+      }
+    }).detach();
+    return s;
+  }();
+  std::lock_guard<std::mutex> one(spawner->one_at_a_time);
+  std::unique_lock<std::mutex> lock(spawner->mu);
+  spawner->job = &job;
+  spawner->done = false;
+  spawner->cv.notify_all();
+  spawner->cv.wait(lock, [] { return spawner->done; });
+}
+
 // A minimal binary codec for the worker protocol (both ends are the same binary).
+// One message: its length, then its body. The length's place is kept at the front and filled in by Framed(), so a
+// message of hundreds of megabytes (a batch's inputs) is not copied behind its length; `reserve` is the body's
+// expected size, for one allocation.
 class Writer {
  public:
+  explicit Writer(size_t reserve = 0) {
+    out_.reserve(sizeof(uint64_t) + reserve);
+    out_.append(sizeof(uint64_t), '\0');
+  }
   template <typename T>
   void Pod(T v) {
     out_.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -42,12 +85,12 @@ class Writer {
     for (int64_t d : a.dims) Pod<int64_t>(d);
     Str(a.data);
   }
-  std::string Framed() const {
-    std::string f;
-    uint64_t n = out_.size();
-    f.append(reinterpret_cast<const char*>(&n), sizeof n);
-    f.append(out_);
-    return f;
+  static size_t ArraySize(const HostArray& a) { return 4 + 4 + 8 * a.dims.size() + 8 + a.data.size(); }
+  // The message, ready to send; the writer is left empty.
+  std::string Framed() {
+    const uint64_t n = out_.size() - sizeof n;
+    std::memcpy(out_.data(), &n, sizeof n);
+    return std::move(out_);
   }
 
  private:
@@ -339,7 +382,8 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, worker_path->c_str(), &actions, &attr, argv.data(), envp.data());
+  int rc = 0;
+  RunOnSpawnerThread([&] { rc = ::posix_spawn(&pid, worker_path->c_str(), &actions, &attr, argv.data(), envp.data()); });
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -434,19 +478,24 @@ std::string WorkerProcess::ReapDescription() {
 bool WorkerProcess::ReadMessage(std::string& out, double timeout_seconds, std::string& what, bool& timed_out) {
   auto start = Clock::now();
   auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
-  std::string buf;
-  uint64_t need = 0;
+  // The length first, then the body read straight into `out` (no chunks appended and copied again).
+  char head[8];
+  size_t have = 0;  // bytes of the length read, then of the body
   bool have_len = false;
-  char chunk[65536];
+  uint64_t need = 0;
   while (true) {
-    if (!have_len && buf.size() >= 8) {
-      std::memcpy(&need, buf.data(), 8);
+    if (!have_len && have == sizeof head) {
+      std::memcpy(&need, head, sizeof need);
+      if (need > (uint64_t{1} << 36)) {
+        what = fmt::format("sent a message of {} bytes", need);
+        Kill();
+        return false;
+      }
       have_len = true;
+      have = 0;
+      out.assign(need, '\0');
     }
-    if (have_len && buf.size() >= 8 + need) {
-      out = buf.substr(8, need);
-      return true;
-    }
+    if (have_len && have == need) return true;
     auto now = Clock::now();
     if (now >= deadline) {
       timed_out = true;
@@ -466,9 +515,9 @@ bool WorkerProcess::ReadMessage(std::string& out, double timeout_seconds, std::s
     }
     if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP))) DrainLog(true);
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = ::read(sock_, chunk, sizeof chunk);
+      ssize_t n = have_len ? ::read(sock_, out.data() + have, need - have) : ::read(sock_, head + have, sizeof head - have);
       if (n > 0) {
-        buf.append(chunk, static_cast<size_t>(n));
+        have += static_cast<size_t>(n);
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
         what = ReapDescription();
         Kill();
@@ -503,7 +552,9 @@ WorkerProcess::Outcome WorkerProcess::Request(const std::string& hlo_module_prot
     return o;
   };
   if (!alive()) return finish(Outcome::Kind::kCrashed, "is not running");
-  Writer w;
+  size_t size = 1 + 8 + hlo_module_proto.size() + 4 + (compile_options ? 8 + compile_options->size() : 0);
+  for (const auto& in : inputs) size += Writer::ArraySize(in);
+  Writer w(size);
   w.Pod<uint8_t>(flags);
   w.Str(hlo_module_proto);
   w.Pod<uint32_t>(static_cast<uint32_t>(inputs.size()));

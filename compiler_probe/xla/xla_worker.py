@@ -37,14 +37,15 @@ STAGE_OK, STAGE_COMPILE, STAGE_EXECUTE, STAGE_TRANSFER = 0, 1, 2, 3
 
 
 def read_exact(n):
-    chunks = []
-    while n > 0:
-        b = os.read(SOCK_FD, min(n, 1 << 20))
-        if not b:
+    """n bytes read straight into one buffer (a batch's request is hundreds of megabytes: no chunks joined)."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    while view:
+        got = os.readv(SOCK_FD, [view[:1 << 24]])
+        if not got:
             return None
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
+        view = view[got:]
+    return buf
 
 
 def read_message():
@@ -55,12 +56,17 @@ def read_message():
     return read_exact(n)
 
 
-def write_message(body):
-    for part in (struct.pack("<Q", len(body)), body):  # the body is not copied behind its length
-        view = memoryview(part)
-        while view:
-            n = os.write(SOCK_FD, view)
-            view = view[n:]
+def write_message(*parts):
+    """One message of the parts' bytes, written as they are (gathered: no part copied behind another)."""
+    views = [memoryview(p).cast("B") for p in parts]
+    views.insert(0, memoryview(struct.pack("<Q", sum(v.nbytes for v in views))))
+    while views:
+        n = os.writev(SOCK_FD, views[:512])
+        while views and n >= views[0].nbytes:
+            n -= views[0].nbytes
+            views.pop(0)
+        if views and n:
+            views[0] = views[0][n:]
 
 
 def pack_str(b):
@@ -82,10 +88,11 @@ class Reader:
         return v[0] if len(v) == 1 else v
 
     def str(self):
+        """The next length-prefixed bytes, as a view of the request (not a copy)."""
         n = self.take("<Q")
         if self.pos + n > len(self.data):
             raise ValueError("truncated request")
-        s = self.data[self.pos:self.pos + n]
+        s = memoryview(self.data)[self.pos:self.pos + n]
         self.pos += n
         return s
 
@@ -110,9 +117,9 @@ def reply(stage, code, message, outputs=()):
     parts = [struct.pack("<ii", stage, code), pack_str(message), struct.pack("<I", len(outputs))]
     for t, dims, data in outputs:
         parts.append(struct.pack("<iI", t, len(dims)) + b"".join(struct.pack("<q", d) for d in dims) +
-                     struct.pack("<Q", len(data)))
+                     struct.pack("<Q", memoryview(data).nbytes))
         parts.append(data)
-    write_message(b"".join(parts))
+    write_message(*parts)
 
 
 def numpy_types():
@@ -279,7 +286,7 @@ def main(argv):
         try:
             r = Reader(request)
             execute = r.take("<B")
-            proto = r.str()
+            proto = bytes(r.str())
             inputs = [r.array() for _ in range(r.take("<I"))]
         except (ValueError, struct.error) as e:
             reply(STAGE_COMPILE, 13, "opprobe xla worker: malformed request: {}".format(e))
@@ -320,7 +327,9 @@ def main(argv):
                 host = np.asarray(res)  # tobytes() is row-major whatever the layout; ascontiguousarray would make 0-d arrays 1-d
                 if host.dtype not in codes:
                     raise ValueError("output of element type {} cannot be read back".format(host.dtype))
-                outputs.append((codes[host.dtype], list(host.shape), host.tobytes()))
+                # A row-major view of the array's own bytes where it is one (XLA's CPU outputs are), else a copy.
+                data = host.reshape(-1).view(np.uint8) if host.flags.c_contiguous and host.ndim else host.tobytes()
+                outputs.append((codes[host.dtype], list(host.shape), data))
         except Exception as e:  # noqa: BLE001
             code, msg = split_status(str(e))
             reply(STAGE_EXECUTE, code, msg)

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "hlo/evaluator/internal.h"
@@ -875,6 +876,19 @@ Literal RandomLiteral(const Shape& shape, uint64_t seed) {
   int64_t n = l.element_count();
   PrimitiveType t = shape.element_type();
   auto unit = [&] { return static_cast<double>(eval::SplitMix64(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0; };
+  // f32 and f64, most of any unit's inputs, written directly: the same values SetFromDouble stores.
+  if (t == PrimitiveType::F32 || t == PrimitiveType::F64) {
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = unit();
+      if (t == PrimitiveType::F32) {
+        const float f = static_cast<float>(v);
+        std::memcpy(l.data().data() + i * 4, &f, 4);
+      } else {
+        std::memcpy(l.data().data() + i * 8, &v, 8);
+      }
+    }
+    return l;
+  }
   for (int64_t i = 0; i < n; ++i) {
     if (t == PrimitiveType::PRED) {
       l.data()[static_cast<size_t>(i)] = eval::SplitMix64(state) & 1;

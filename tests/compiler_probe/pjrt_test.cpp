@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "compiler_probe/pjrt/pjrt_abi.h"
 #include "compiler_probe/pjrt/worker.h"
@@ -75,7 +76,7 @@ TEST(PjrtBackendTest, RunsUnitsAndNamesThePluginAndItsApiVersion) {
   EXPECT_NE(b->version().find("opprobe-test"), std::string::npos) << b->version();
   EXPECT_NE(b->version().find("PJRT API 0.94"), std::string::npos) << b->version();
   EXPECT_NE(b->version().find("libopprobe_test_pjrt_plugin.so"), std::string::npos) << b->version();
-  EXPECT_FALSE(b->thread_safe());
+  EXPECT_TRUE(b->thread_safe());  // probe threads share the one worker, one request at a time
   for (auto type : {PrimitiveType::F32, PrimitiveType::F64, PrimitiveType::S32, PrimitiveType::BF16, PrimitiveType::F16,
                     PrimitiveType::U8, PrimitiveType::C64}) {
     Verdict v = b->probe(*BinaryUnit(Opcode::kAdd, type));
@@ -153,6 +154,35 @@ TEST(PjrtBackendTest, PluginCrashIsAnErrorAndTheWorkerIsRestarted) {
   EXPECT_EQ(after.kind, Verdict::Kind::kSupported) << after.reason;
   EXPECT_EQ(b->probe(*BinaryUnit(Opcode::kDivide)).kind, Verdict::Kind::kError);
   EXPECT_TRUE(b->probe(*BinaryUnit(Opcode::kMaximum)).supported());
+}
+
+TEST(PjrtBackendTest, ThreadsShareTheWorkerAndACrashRestartsItForAll) {
+  // Probe threads make their requests and judge the replies on their own; only the worker's round trip is one at a
+  // time. A crash in one thread's unit is that unit's error verdict; the other threads' units still get theirs.
+  ScopedEnv env({{"OPPROBE_TEST_PJRT_CRASH_OPCODE", "divide"}});
+  auto b = Make(kPlugin);
+  ASSERT_TRUE(b);
+  const std::vector<Opcode> ops = {Opcode::kAdd, Opcode::kDivide, Opcode::kMaximum, Opcode::kMultiply};
+  std::vector<std::vector<Verdict>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round)
+        for (Opcode op : ops) got[t].push_back(b->probe(*BinaryUnit(op)));
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& verdicts : got) {
+    ASSERT_EQ(verdicts.size(), 12u);
+    for (size_t i = 0; i < verdicts.size(); ++i) {
+      if (ops[i % ops.size()] == Opcode::kDivide) {
+        EXPECT_EQ(verdicts[i].kind, Verdict::Kind::kError) << verdicts[i].reason;
+        EXPECT_NE(verdicts[i].reason.find("segmentation fault while compiling divide"), std::string::npos)
+            << verdicts[i].reason;
+      } else {
+        EXPECT_EQ(verdicts[i].kind, Verdict::Kind::kSupported) << verdicts[i].reason;
+      }
+    }
+  }
 }
 
 TEST(PjrtBackendTest, PluginHangIsAnErrorAfterTheTimeout) {
@@ -302,6 +332,20 @@ TEST(PjrtBackendTest, CompareOutputUsesTheTypesTolerance) {
   nan.Set<float>(0, std::nanf(""));
   EXPECT_FALSE(CompareOutput(nan, host({std::nanf("")}, 11, {1}), 0).has_value());
   EXPECT_TRUE(CompareOutput(nan, host({0.0f}, 11, {1}), 0).has_value());
+  // A sum's absolute tolerance follows the output's largest magnitude (f32 and f64 alike).
+  hlo::Literal sum(Shape::Array(PrimitiveType::F64, {2}));
+  sum.Set<double>(0, 1000.0);
+  sum.Set<double>(1, 0.0);
+  HostArray close_sum;
+  close_sum.type = 12;
+  close_sum.dims = {2};
+  const double got_sum[2] = {1000.0, 1e-10};
+  close_sum.data.assign(reinterpret_cast<const char*>(got_sum), sizeof got_sum);
+  EXPECT_FALSE(CompareOutput(sum, close_sum, 0, /*accumulated=*/true).has_value());
+  auto exact = CompareOutput(sum, close_sum, 0, /*accumulated=*/false);
+  ASSERT_TRUE(exact.has_value());
+  EXPECT_EQ(*exact, "output 0 element [1]: got 1e-10, interp 0 (1 of 2 elements differ beyond the f64 tolerance: "
+                    "rtol 1e-09, atol 1e-12)");
   EXPECT_EQ(ToleranceFor(PrimitiveType::S32).rtol, 0.0);
   EXPECT_GT(ToleranceFor(PrimitiveType::BF16).rtol, ToleranceFor(PrimitiveType::F16).rtol);
 }
