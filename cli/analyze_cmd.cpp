@@ -118,6 +118,7 @@ int RunAnalyze(AnalyzeArgs& a) {
       return ReportError(ran.status());
     }
     inputs = ran->hlo_files;
+    a.run.host_fallbacks = ran->fallbacks;
     script_status = ran->script_status;
     if (script_status != 0 && !a.report.quiet)
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
@@ -205,7 +206,8 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
   cmd->add_option("--lowering", args->lowering,
                   "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
-                  "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step")
+                  "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "
+                  "calls it ran on the host CPU are entries with failureAt cpu_fallback")
       ->check(CLI::IsMember({"opprobe", "torch_xla"}))
       ->capture_default_str();
   AddReportOptions(cmd, args->report);

@@ -11,9 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
+#include "cli/capture_run.h"
 #include "compiler_probe/subprocess.h"
 
 extern char** environ;
@@ -73,6 +77,39 @@ std::vector<std::string> Environment(const std::map<std::string, std::string>& s
   return out;
 }
 
+// The watcher's file (cli/capture/torch_xla_watch.py): torch_xla's version and its host fallbacks by op and place.
+// Absent when the script died before it could be written (killed): no fallback is known then.
+Status ReadFallbacks(const std::string& path, TorchXlaRun& run) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return Status::Ok();
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const char* bad = "--lowering torch_xla: the watcher's file of host fallbacks is malformed";
+  if (!doc.is_object() || !doc.contains("fallbacks") || !doc["fallbacks"].is_array()) return Internal(bad);
+  run.torch_xla_version = doc.value("torch_xla", "");
+  for (const auto& f : doc["fallbacks"]) {
+    if (!f.is_object() || !f.contains("op") || !f["op"].is_string() || !f.contains("count") ||
+        !f["count"].is_number_integer())
+      return Internal(bad);
+    analyzer::HostFallback h;
+    h.op = f["op"].get<std::string>();
+    h.overload = f.value("overload", "");
+    h.file = f.value("file", "");
+    h.line = f.value("line", 0);
+    h.count = f["count"].get<int64_t>();
+    const std::string who = run.torch_xla_version.empty() ? "torch_xla" : "torch_xla " + run.torch_xla_version;
+    h.reason = h.op == "aten::_local_scalar_dense"
+                   ? fmt::format("{} read a value on the host here (.item(), printing a tensor, a Python branch on "
+                                 "one): the graph so far is compiled and run to give it",
+                                 who)
+                   : fmt::format("{} has no device lowering for {} and ran it on the host CPU (its {} fallback "
+                                 "counter): the graph is cut here and the inputs copied to the host and back",
+                                 who, h.op, h.op);
+    if (h.count > 0) run.fallbacks.push_back(std::move(h));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, const std::string& dump_dir) {
@@ -94,9 +131,19 @@ Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, c
     return Unavailable(fmt::format("--lowering torch_xla: the Python interpreter {} cannot import torch_xla; {}",
                                           *python, kInstall));
 
+  auto shim = FindCaptureShim();
+  if (!shim.ok()) return shim.status();
+  const std::string watcher = (fs::path(*shim).parent_path() / "torch_xla_watch.py").string();
+  if (!fs::is_regular_file(watcher, ec))
+    return InvalidInput(fmt::format("cannot find torch_xla_watch.py beside the capture shim {}", *shim));
   const std::string dump = (fs::path(dump_dir) / "torch_xla.hlo").string();
+  const std::string fallbacks = (fs::path(dump_dir) / "fallbacks.json").string();
+  // python [its options] torch_xla_watch.py OUT.json script.py args...
   std::vector<std::string> argv{*python};
-  argv.insert(argv.end(), command.begin() + 1, command.end());
+  argv.insert(argv.end(), command.begin() + 1, command.begin() + static_cast<std::ptrdiff_t>(i));
+  argv.push_back(watcher);
+  argv.push_back(fallbacks);
+  argv.insert(argv.end(), command.begin() + static_cast<std::ptrdiff_t>(i), command.end());
   int status = RunChild(argv,
                         Environment({{"XLA_SAVE_TENSORS_FILE", dump},
                                      {"XLA_SAVE_TENSORS_FMT", "hlo"},
@@ -117,6 +164,7 @@ Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, c
     if (!ec) run.hlo_files.push_back(renamed.string());
   }
   std::sort(run.hlo_files.begin(), run.hlo_files.end());
+  if (auto read = ReadFallbacks(fallbacks, run); !read.ok()) return read;
   if (run.hlo_files.empty())
     return InvalidInput(fmt::format(
         "--lowering torch_xla: {} emitted no HLO (exit status {}): nothing ran on the XLA device; the script must "

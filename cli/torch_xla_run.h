@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/driver/result.h"
 #include "hlo/status.h"
 
 namespace opprobe::cli {
@@ -13,6 +14,9 @@ namespace opprobe::cli {
 struct TorchXlaRun {
   std::vector<std::string> hlo_files;  // torch_xla's XLA_SAVE_TENSORS_FILE dumps (one per process ordinal)
   int script_status = 0;               // the script's exit status (128+N when killed by signal N)
+  std::string torch_xla_version;       // as torch_xla names itself (`2.9.0`)
+  // The calls torch_xla ran on the host CPU, by op and place (cli/capture/torch_xla_watch.py).
+  std::vector<analyzer::HostFallback> fallbacks;
 };
 
 // Runs `command` = {python, [options...], script.py, args...} unchanged (fork/exec, no shell, stdio
@@ -22,7 +26,8 @@ struct TorchXlaRun {
 // torch_xla compiles and runs: each mark_step/sync).
 // Errors: a missing interpreter or script -> kInvalidInput; torch_xla not importable by that python ->
 // kUnavailable (exit 3) with how to install it; a script that sent nothing to the XLA device
-// (no HLO emitted) -> kInvalidInput.
+// (no HLO emitted) -> kInvalidInput. The script runs under cli/capture/torch_xla_watch.py (found beside the capture
+// shim), which writes the calls torch_xla ran on the host CPU, with their places, into the dump folder.
 Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, const std::string& dump_dir);
 
 }  // namespace opprobe::cli

@@ -111,6 +111,9 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
                        paint("PARTIAL", "1;33"), s.shard_index, s.shard_count, s.shard_skipped);
   if (s.custom_op_calls > 0)
     out += fmt::format("  {} of the calls are outside aten (custom ops without an XLA lowering)\n", s.custom_op_calls);
+  if (s.cpu_fallback_calls > 0)
+    out += fmt::format("  {} of the calls ran on the host CPU under torch_xla (failureAt cpu_fallback)\n",
+                       s.cpu_fallback_calls);
   if (!result.ignored.empty()) {
     std::string list;
     for (const auto& ig : result.ignored) list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", ig.op, ig.count);

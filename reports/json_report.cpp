@@ -59,6 +59,7 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["probe_seconds"] = RoundSeconds(s.probe_seconds);
   j["wall_seconds"] = RoundSeconds(s.wall_seconds);
   j["jobs"] = s.jobs;
+  if (s.cpu_fallback_calls > 0) j["cpu_fallback_calls"] = s.cpu_fallback_calls;
   if (s.batched_units > 0)
     j["batching"] = {{"units", s.batched_units}, {"compiles", s.batch_compiles}, {"batches", s.batches},
                      {"splits", s.batch_splits}};

@@ -279,6 +279,20 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
   return dump_error;
 }
 
+// One record per HostFallback, after the graph's own: a call at a place, with no probe (it never reached the device).
+void AddHostFallbacks(AnalysisResult& r, const std::vector<HostFallback>& fallbacks) {
+  for (const auto& f : fallbacks) {
+    OpRecord rec;
+    rec.op = f.op;
+    rec.overload = f.overload;
+    rec.loc = SharedSourceLoc(f.file, f.line);
+    rec.count = f.count;
+    rec.lowering = OpRecord::Lowering::kCpuFallback;
+    rec.lowering_error = f.reason;
+    r.ops.push_back(std::move(rec));
+  }
+}
+
 void FillSummary(AnalysisResult& r) {
   Summary& s = r.summary;
   for (const auto& op : r.ops) {
@@ -288,6 +302,7 @@ void FillSummary(AnalysisResult& r) {
     }
     if (op.dynamic_shape) ++s.dynamic_shape_ops;
     if (op.lowering == OpRecord::Lowering::kCustomOp) s.custom_op_calls += op.count;
+    if (op.lowering == OpRecord::Lowering::kCpuFallback) s.cpu_fallback_calls += op.count;
     if (op.lowering == OpRecord::Lowering::kFailed && op.part_of < 0) s.lowering_gap_calls += op.count;
     if (op.lowering != OpRecord::Lowering::kOk) {
       if (op.lowering == OpRecord::Lowering::kFailed) ++s.lowering_failures;
@@ -757,6 +772,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
   if (Status st = ProbeAll(r.probes, backend, s.options, r.summary); !st.ok())
     r.warnings.push_back("repro files: " + st.message());
+  AddHostFallbacks(r, s.options.host_fallbacks);
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(s.start);
   return r;
@@ -852,6 +868,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
   if (Status st = ProbeAll(r.probes, backend, options, r.summary); !st.ok())
     r.warnings.push_back("repro files: " + st.message());
   r.summary.distinct_signatures = static_cast<int64_t>(r.ops.size());
+  AddHostFallbacks(r, options.host_fallbacks);
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(start);
   return r;

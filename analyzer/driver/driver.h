@@ -28,6 +28,8 @@ struct DriverOptions {
   // `--ignore-op PATTERN`: calls whose op (`torchvision::nms`, or `aten::add.Tensor` with its overload) matches a
   // pattern (`*` any text, `?` one character) are left out and listed in AnalysisResult::ignored.
   std::vector<std::string> ignore_ops;
+  // Calls torch_xla ran on the host (`--lowering torch_xla`): added as records of their own (HostFallback).
+  std::vector<HostFallback> host_fallbacks;
 };
 
 // Whether `op` (`torchvision::nms`) or its overload-qualified name matches a --ignore-op pattern; the pattern or "".

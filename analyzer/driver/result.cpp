@@ -113,6 +113,7 @@ std::string AnalysisResult::FailureAt(const OpRecord& op) const {
   switch (op.lowering) {
     case OpRecord::Lowering::kFailed: return "lowering";
     case OpRecord::Lowering::kCustomOp: return "custom_op";
+    case OpRecord::Lowering::kCpuFallback: return "cpu_fallback";
     case OpRecord::Lowering::kOk: break;
   }
   return backend_id;
@@ -121,7 +122,9 @@ std::string AnalysisResult::FailureAt(const OpRecord& op) const {
 double AnalysisResult::AnalyzedPercentage() const {
   int64_t total = 0, ok = 0;
   for (const auto& op : ops) {
-    if (op.part_of >= 0 || op.lowering == OpRecord::Lowering::kCustomOp) continue;
+    if (op.part_of >= 0 || op.lowering == OpRecord::Lowering::kCustomOp ||
+        op.lowering == OpRecord::Lowering::kCpuFallback)
+      continue;
     total += op.count;
     if (op.lowering == OpRecord::Lowering::kOk) ok += op.count;
   }

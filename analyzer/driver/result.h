@@ -160,7 +160,8 @@ struct OpRecord {
 
   // kFailed: opprobe's own gap (no or a broken lowering; "opprobe cannot analyze these yet").
   // kCustomOp: a call outside aten/prims (`torchvision::nms`, `mylib::my_op`): XLA has no lowering for it.
-  enum class Lowering { kOk, kFailed, kCustomOp };
+  // kCpuFallback: a call torch_xla ran on the host CPU instead of the device (HostFallback).
+  enum class Lowering { kOk, kFailed, kCustomOp, kCpuFallback };
   Lowering lowering = Lowering::kOk;
   SharedString lowering_error;
   bool dynamic_shape = false;
@@ -177,6 +178,7 @@ struct Summary {
   int64_t aten_calls = 0;            // sum of counts of real calls (records with part_of == -1), other namespaces included
   int64_t aten_nodes = 0;            // OpRecords of real calls (call sites)
   int64_t custom_op_calls = 0;       // of aten_calls: calls outside aten/prims (`torchvision::nms`)
+  int64_t cpu_fallback_calls = 0;    // of aten_calls: calls torch_xla ran on the host CPU (HostFallback)
   int64_t lowering_gap_calls = 0;    // of aten_calls: calls opprobe could not lower (not analyzed)
   int64_t ignored_calls = 0;         // calls left out by --ignore-op (not in aten_calls)
   int64_t distinct_signatures = 0;   // lowerings performed
@@ -217,6 +219,18 @@ struct IgnoredOp {
 // A further target of a run with several backends (`--backend` given more than once): its verdict on every probe
 // unit of the result (in AnalysisResult::probes' order) and its own summary. The first backend's verdicts are the
 // result's own, so a report of several targets keeps Neuron's top-level shape for the first.
+// A call the real torch_xla ran on the host CPU instead of the device, at one place (`--lowering torch_xla`: the
+// op's `aten::` fallback counter in torch_xla's metrics rose during the call): an unsupported entry with failureAt
+// `cpu_fallback`, never a device verdict and never opprobe's own gap.
+struct HostFallback {
+  std::string op;        // `aten::nonzero`
+  std::string overload;  // `default`
+  std::string file;      // as the script's frame named it
+  int line = 0;
+  int64_t count = 0;     // calls that fell back
+  std::string reason;
+};
+
 struct TargetResult {
   std::string backend_id;
   std::string backend_version;

@@ -171,6 +171,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   d.probe_batch = options.probe_batch;
   d.dump_dir = options.dump_dir;
   d.ignore_ops = options.ignore_ops;
+  d.host_fallbacks = options.host_fallbacks;
   d.on_progress = options.on_progress;
   // The caches open once the inputs have loaded: a bad input is one line, with no word about the cache before it.
   // Then shards and per-unit leases on a shared cache; a lease outlives the longest probe.

@@ -52,6 +52,7 @@ struct AnalysisOptions {
   double probe_timeout_seconds = 60; // also how long a shared-cache lease lasts past one probe
   std::string dump_dir;              // repro files of unsupported units
   std::vector<std::string> ignore_ops;  // calls left out (driver.h: MatchIgnorePattern)
+  std::vector<HostFallback> host_fallbacks;  // calls torch_xla ran on the host (DriverOptions::host_fallbacks)
   // After each probe: (done, total); from probe threads, one at a time.
   std::function<void(int64_t, int64_t)> on_progress;
   // A shared cache that stops answering says so once, and the run goes on without it.

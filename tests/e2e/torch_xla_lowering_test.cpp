@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -46,6 +47,42 @@ TEST_F(TorchXlaLowering, AnalyzesTheHloTorchXlaEmits) {
     EXPECT_TRUE(ops.contains(op)) << op << "\n" << report.dump(1);
   EXPECT_EQ(report["model"], "tests/torch2/scripts/xla_train.py");  // the script, not the temporary dump
   EXPECT_GT(report["summary"]["hlo_instructions"].get<int>(), 0);
+}
+
+TEST_F(TorchXlaLowering, CallsTorchXlaRanOnTheHostAreEntriesWithTheirLines) {
+  // torch.nonzero (a CPU fallback) and `.item()` (a value read) in each of 4 steps: torch_xla runs both on the
+  // host, and says so only in its metrics counters. The report lists each at its line, never silently.
+  ASSERT_FALSE(Python().empty())
+      << "OPPROBE_TORCH_XLA_PYTHON is not set (scripts/test creates the torch_xla environment and sets it)";
+  const std::string script = "tests/torch2/scripts/xla_loop_host_calls.py";
+  std::string out = Path("report.json");
+  auto r = RunOpprobe({"analyze", "--lowering", "torch_xla", "--no-cache", "--no-progress", "--backend",
+                       "rules:neuron-trn1", "--fail-under", "100", "-o", out, "--", Python(), script});
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;  // the gate fails: two calls never reach the device
+  EXPECT_THAT(r.out, HasSubstr("step 3 loss"));  // the script ran as it does alone
+  json report = json::parse(ReadWholeFile(out));
+  std::map<std::string, json> host;
+  for (const auto& e : report["unsupported_operators"]["aten"])
+    if (e.value("failureAt", "") == "cpu_fallback") host[e.value("kind", "?")] = e;
+  ASSERT_EQ(host.size(), 2u) << report["unsupported_operators"].dump(1);
+  ASSERT_TRUE(host.count("aten::nonzero"));
+  EXPECT_EQ(host["aten::nonzero"]["call"], "xla_loop_host_calls.py 19");
+  EXPECT_EQ(host["aten::nonzero"]["count"], 4);
+  EXPECT_THAT(host["aten::nonzero"]["reason"].get<std::string>(),
+              HasSubstr("torch_xla 2.9.0 has no device lowering for aten::nonzero and ran it on the host CPU"));
+  ASSERT_TRUE(host.count("aten::_local_scalar_dense"));
+  EXPECT_EQ(host["aten::_local_scalar_dense"]["call"], "xla_loop_host_calls.py 23");
+  EXPECT_EQ(host["aten::_local_scalar_dense"]["count"], 4);
+  EXPECT_THAT(host["aten::_local_scalar_dense"]["reason"].get<std::string>(), HasSubstr("read a value on the host"));
+  EXPECT_EQ(report["summary"]["cpu_fallback_calls"], 8);
+  EXPECT_LT(std::stod(report["support_percentage"].get<std::string>()), 100.0) << report["support_percentage"];
+  // The device's own verdicts are still there: the rest of the step, lowered by torch_xla.
+  EXPECT_TRUE(report["supported_operators"]["aten"].contains("aten::addmm")) << report.dump(1);
+  // The text report names them too.
+  auto text = RunOpprobe({"analyze", "--lowering", "torch_xla", "--no-progress", "--backend", "rules:neuron-trn1",
+                          "--", Python(), script});
+  EXPECT_THAT(text.out, HasSubstr("8 of the calls ran on the host CPU under torch_xla"));
+  EXPECT_THAT(text.out, HasSubstr("cpu_fallback"));
 }
 
 TEST_F(TorchXlaLowering, PythonWithoutTorchXlaExits3WithHowToInstall) {
