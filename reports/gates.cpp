@@ -70,6 +70,24 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
     g.messages.push_back(fmt::format("support {} is below --fail-under {}", FormatPercent(gated),
                                      FormatPercent(options.fail_under)));
   }
+  if (options.max_graphs >= 0) {
+    if (!result.steps) {
+      g.failed = true;
+      g.messages.push_back(fmt::format(
+          "--max-graphs {}: this input says nothing of the graphs its steps compile (a trace of a script that moves "
+          "its model to the XLA device does)",
+          options.max_graphs));
+    } else if (result.steps->distinct_graphs > options.max_graphs) {
+      g.failed = true;
+      std::string first;
+      if (!result.steps->recompilations.empty()) {
+        const auto& r = result.steps->recompilations.front();
+        first = fmt::format("; the first new one in step {}: {}", r.step, r.cause);
+      }
+      g.messages.push_back(fmt::format("the steps need {} distinct graphs, more than --max-graphs {}{}",
+                                       result.steps->distinct_graphs, options.max_graphs, first));
+    }
+  }
   if (options.baseline != nullptr) {
     DiffOptions d;
     d.allow = options.allow;

@@ -15,6 +15,7 @@ struct GateOptions {
   const Json* baseline = nullptr;      // a checked report (LoadReport), or nullptr
   std::string baseline_name;           // shown in messages
   std::vector<std::string> allow;      // aten ops whose gaps are accepted
+  int64_t max_graphs = -1;             // `--max-graphs N`: fail when the steps need more distinct graphs; < 0: off
 };
 
 struct GateResult {

@@ -277,6 +277,33 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
     out += "</tbody></table></section>\n";
   }
 
+  if (result.steps) {
+    const auto& st = *result.steps;
+    out += fmt::format("<section id=\"steps\"><h2>Steps</h2>\n<p>{}.</p>\n", E(StepsHeadline(st)));
+    if (!st.recompilations.empty()) {
+      out += "<table><thead><tr><th class=\"num\">step</th><th class=\"num\">graph</th><th>run by</th><th>first call "
+             "that differs</th><th>before</th><th>after</th><th>cause</th></tr></thead><tbody>\n";
+      for (const auto& r : st.recompilations)
+        out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td><code>{}"
+                           "</code></td><td><code>{}</code></td><td>{}</td></tr>\n",
+                           r.step, r.graph, E(StepsTrigger(r)),
+                           r.op.empty() ? "-" : "<code>" + E(r.op) + "</code> at " + E(r.loc.ToString()),
+                           E(r.before.empty() ? "-" : r.before), E(r.after.empty() ? "-" : r.after), E(r.cause));
+      out += "</tbody></table>\n";
+    }
+    if (!st.cuts.empty()) {
+      out += "<table><thead><tr><th>cut at</th><th>op</th><th>kind</th><th class=\"num\">times</th>"
+             "<th class=\"num\">extra graphs</th></tr></thead><tbody>\n";
+      for (const auto& c : st.cuts)
+        out += fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td>"
+                           "<td class=\"num\">{}</td></tr>\n",
+                           E(c.loc.ToString()), E(c.op), c.kind == "value_read" ? "value read on the host" : "CPU fallback",
+                           c.count, c.extra_graphs);
+      out += "</tbody></table>\n";
+    }
+    out += "</section>\n";
+  }
+
   // Chart.
   out += "<section id=\"chart\"><h2>Where the unsupported instructions sit</h2>\n"
          "<p class=\"meta\">HLO instruction instances per module path, in model order.</p>\n";

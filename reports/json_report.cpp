@@ -41,6 +41,38 @@ Json UnsupportedAtenJson(const UnsupportedOp& u, bool several_programs) {
   return e;
 }
 
+Json StepsJson(const analyzer::StepGraphs& s) {
+  Json j;
+  j["model"] = s.model;
+  j["steps"] = s.steps;
+  j["executed_graphs"] = s.executed_graphs;
+  j["distinct_graphs"] = s.distinct_graphs;
+  Json recs = Json::array();
+  for (const auto& r : s.recompilations) {
+    Json e;
+    e["step"] = r.step;
+    e["graph"] = r.graph;
+    e["trigger"] = {{"kind", r.trigger_kind}, {"op", r.trigger_op}, {"call", r.trigger_loc.ToString()}};
+    if (!r.op.empty()) {
+      Json c;
+      c["op"] = r.op;
+      c["call"] = r.loc.ToString();
+      if (!r.before.empty()) c["before"] = r.before;
+      c["after"] = r.after;
+      e["first_difference"] = std::move(c);
+    }
+    e["cause"] = r.cause;
+    recs.push_back(std::move(e));
+  }
+  j["recompilations"] = std::move(recs);
+  Json cuts = Json::array();
+  for (const auto& c : s.cuts)
+    cuts.push_back({{"kind", c.kind}, {"op", c.op}, {"call", c.loc.ToString()}, {"count", c.count},
+                    {"extra_graphs", c.extra_graphs}});
+  j["cuts"] = std::move(cuts);
+  return j;
+}
+
 Json SummaryJson(const analyzer::Summary& s) {
   Json j;
   j["aten_calls"] = s.aten_calls;
@@ -137,6 +169,7 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
     }
     j["capture"] = std::move(cj);
   }
+  if (result.steps) j["steps"] = StepsJson(*result.steps);
   j["complete"] = !result.incomplete();
   j["incomplete_reasons"] = result.IncompleteReasons();
   j["support_percentage"] = FormatPercent(result.SupportPercentage());

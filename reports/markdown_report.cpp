@@ -130,6 +130,26 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
     out += "\n";
   }
 
+  if (result.steps) {
+    const auto& st = *result.steps;
+    out += "### Steps\n\n" + Cell(StepsHeadline(st)) + ".\n\n";
+    if (!st.recompilations.empty()) {
+      out += "| step | graph | run by | first call that differs | before | after | cause |\n|---:|---:|---|---|---|---|---|\n";
+      for (const auto& r : st.recompilations)
+        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.step, r.graph, Cell(StepsTrigger(r)),
+                           r.op.empty() ? "-" : Code(r.op) + " at " + Code(r.loc.ToString()),
+                           r.before.empty() ? "-" : Code(r.before), r.after.empty() ? "-" : Code(r.after), Cell(r.cause));
+      out += "\n";
+    }
+    if (!st.cuts.empty()) {
+      out += "| cut at | op | kind | times | extra graphs |\n|---|---|---|---:|---:|\n";
+      for (const auto& c : st.cuts)
+        out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(c.loc.ToString()), Code(c.op),
+                           c.kind == "value_read" ? "value read on the host" : "CPU fallback", c.count, c.extra_graphs);
+      out += "\n";
+    }
+  }
+
   if (result.programs.size() > 1) {
     auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program.str(); });
     out += "### Programs\n\n| program | support | aten support | aten calls | HLO instructions |\n|---|---:|---:|---:|---:|\n";

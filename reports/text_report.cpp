@@ -174,6 +174,26 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     out += t.Render(color);
   }
 
+  if (result.steps) {
+    const auto& st = *result.steps;
+    out += "\n" + paint("Steps", "1") + ": " + StepsHeadline(st) + "\n";
+    if (!st.recompilations.empty()) {
+      Table t({"STEP", "GRAPH", "RUN BY", "FIRST CALL THAT DIFFERS", "BEFORE", "AFTER", "CAUSE"});
+      for (const auto& r : st.recompilations)
+        t.Add({std::to_string(r.step), std::to_string(r.graph), StepsTrigger(r),
+               r.op.empty() ? "-" : r.op + " at " + r.loc.ToString(), r.before.empty() ? "-" : r.before,
+               r.after.empty() ? "-" : r.after, r.cause});
+      out += t.Render(color);
+    }
+    if (!st.cuts.empty()) {
+      Table t({"CUT AT", "OP", "KIND", "TIMES", "EXTRA GRAPHS"}, {false, false, false, true, true});
+      for (const auto& c : st.cuts)
+        t.Add({c.loc.ToString(), c.op, c.kind == "value_read" ? "value read on the host" : "CPU fallback",
+               std::to_string(c.count), std::to_string(c.extra_graphs)});
+      out += t.Render(color);
+    }
+  }
+
   if (result.programs.size() > 1) {
     auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program.str(); });
     out += "\n" + paint("Programs", "1") + "\n";

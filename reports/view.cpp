@@ -448,4 +448,17 @@ SupportMatrix BuildSupportMatrix(const analyzer::AnalysisResult& result) {
   return m;
 }
 
+std::string StepsHeadline(const analyzer::StepGraphs& s) {
+  return fmt::format("{} step{} ran {} graph{}, {} distinct (each compiled once; {} model of the captured calls)",
+                     s.steps, s.steps == 1 ? "" : "s", s.executed_graphs, s.executed_graphs == 1 ? "" : "s",
+                     s.distinct_graphs, s.model);
+}
+
+std::string StepsTrigger(const analyzer::StepGraphs::Recompilation& r) {
+  std::string what = r.trigger_kind == "value_read"     ? "value read (" + r.trigger_op + ")"
+                     : r.trigger_kind == "cpu_fallback" ? "CPU fallback (" + r.trigger_op + ")"
+                                                         : r.trigger_op;
+  return r.trigger_loc.empty() ? what : what + " at " + r.trigger_loc.ToString();
+}
+
 }  // namespace opprobe::reports

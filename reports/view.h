@@ -77,6 +77,12 @@ std::string CallOrigin(const UnsupportedOp& u);
 // The same for one op record; `source_dir` as AnalysisResult::source_dir.
 std::string CallOrigin(const analyzer::OpRecord& op, const std::string& source_dir);
 
+// The steps section's first line, the same in every format: `6 steps ran 12 graphs, 2 distinct (each compiled once;
+// torch_xla lazy tensor model of the captured calls)`.
+std::string StepsHeadline(const analyzer::StepGraphs& s);
+// A recompilation's trigger in words: `xm.mark_step at train.py 41`, `value read (aten::_local_scalar_dense) at ...`.
+std::string StepsTrigger(const analyzer::StepGraphs::Recompilation& r);
+
 // A percentage as reports print it: `60.00%`, or `60.00% (incomplete)` when the analysis left something out.
 std::string PercentLabel(const analyzer::AnalysisResult& result, double pct);
 

@@ -568,6 +568,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   r.backend_version = backend.version();
   r.programs = graph.programs;
   r.capture = graph.capture;
+  r.steps = graph.steps;
   if (graph.input_kind == "trace") r.source_dir = Dirname(graph.model);
   for (auto& ig : s.ignored) {
     r.summary.ignored_calls += ig.second.count;

@@ -254,6 +254,7 @@ struct AnalysisResult {
   std::vector<std::string> warnings;
   // How the captured script ended (trace inputs that record it); a failed script gives a partial analysis.
   std::optional<CaptureStatus> capture;
+  std::optional<StepGraphs> steps;  // the graphs torch_xla would run, where the input says (Graph::steps)
   std::vector<IgnoredOp> ignored;  // sorted by op
   // The folder of the analyzed script (or input file) when known: call sites are shown relative to it.
   std::string source_dir;

@@ -209,6 +209,41 @@ struct CaptureStatus {
   bool operator==(const CaptureStatus&) const = default;
 };
 
+// The graphs torch_xla would compile and run for a captured script (the trace's `graphs`, from the capture's model of
+// torch_xla's lazy tensors, cli/capture/capture_steps.py): how many steps, how many graphs ran and how many distinct
+// ones (each compiled once), why each new graph after the first differs from the closest earlier one, and the cuts
+// inside steps (value reads on the host, CPU fallbacks) with the graphs each adds.
+struct StepGraphs {
+  struct Recompilation {
+    int64_t step = 0;            // the step (0-based) that first ran the graph
+    int64_t graph = 0;           // its number among the distinct graphs
+    std::string trigger_kind;    // `step_end`, `value_read`, `cpu_fallback`
+    std::string trigger_op;      // `xm.mark_step`, `aten::_local_scalar_dense`, `aten::nonzero`
+    SourceLoc trigger_loc;
+    std::string op;              // the first call that differs from the closest earlier graph; empty: none
+    SourceLoc loc;
+    std::string before;          // that call's arguments in the closest graph, and in this one
+    std::string after;
+    std::string cause;           // in words
+    bool operator==(const Recompilation&) const = default;
+  };
+  struct Cut {
+    std::string kind;            // `value_read`, `cpu_fallback`
+    std::string op;
+    SourceLoc loc;
+    int64_t count = 0;           // times it cut a step
+    int64_t extra_graphs = 0;    // distinct graphs it made run
+    bool operator==(const Cut&) const = default;
+  };
+  std::string model;             // what decided the graphs: `torch_xla lazy tensor`
+  int64_t steps = 0;
+  int64_t executed_graphs = 0;
+  int64_t distinct_graphs = 0;
+  std::vector<Recompilation> recompilations;
+  std::vector<Cut> cuts;
+  bool operator==(const StepGraphs&) const = default;
+};
+
 struct Graph {
   std::string model;                  // what was analyzed: script or file name
   std::string input_kind;             // `trace`, `pt2`, `hlo`
@@ -216,6 +251,7 @@ struct Graph {
   std::vector<Node> nodes;
   std::string torch_version;          // as recorded by the capture or the archive, when known
   std::optional<CaptureStatus> capture;  // traces only: how the captured script ended
+  std::optional<StepGraphs> steps;       // traces of a script that used the XLA device: its graphs
 };
 
 // Receives the nodes of a graph one at a time, in order, as a loader reads them: a large trace is analyzed as it is

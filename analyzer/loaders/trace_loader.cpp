@@ -483,7 +483,7 @@ bool CallReader::ParseCall(const Ref& j, const Path& p, Node* n) {
 // repeats) and checked once the whole document is read. A new optional member is one more name here and its check in
 // TraceReader::Finish.
 constexpr const char* kHeaderMembers[] = {"format", "version", "script", "torch_version",
-                                          "status", "exit_status", "error", "skipped_ops"};
+                                          "status", "exit_status", "error", "skipped_ops", "graphs"};
 
 // Reads a trace document from a json::Stream: the header members are kept, the calls are checked and handed to the
 // sink one by one as they are read. The errors are those (and in the order) of checking the whole document at once:
@@ -515,6 +515,7 @@ class TraceReader {
   Expected<Graph> Finish();
   Status CaptureStatusOf(Graph& g);
   Status SkippedOps();
+  Status StepGraphsOf(Graph& g);
 
   json::Stream& stream_;
   NodeSink& sink_;
@@ -695,6 +696,99 @@ Status TraceReader::SkippedOps() {
   return Status::Ok();
 }
 
+// `graphs` (capture_steps.py's model of torch_xla's steps) into Graph::steps.
+Status TraceReader::StepGraphsOf(Graph& g) {
+  std::optional<Ref> graphs = Header("graphs");
+  if (!graphs) return Status::Ok();
+  Checker c;
+  const Path root;
+  const Path gp = root.Key("graphs");
+  if (!graphs->is_object()) {
+    c.Expect(*graphs, gp, "an object {steps, executed_graphs, distinct_graphs, recompilations, cuts}");
+    return c.error();
+  }
+  StepGraphs s;
+  auto str = [&](const Ref& obj, const Path& p, const char* key, std::string* out) {
+    auto v = obj.Find(key);
+    return !v || c.GetString(*v, p.Key(key), out);
+  };
+  auto num = [&](const Ref& obj, const Path& p, const char* key, int64_t* out) {
+    auto v = obj.Find(key);
+    if (!v) {
+      c.Bad(p, fmt::format("missing member \"{}\"", key));
+      return false;
+    }
+    return c.GetInt(*v, p.Key(key), out) && (*out >= 0 || (c.Bad(p.Key(key), "expected a count"), false));
+  };
+  auto loc = [&](const Ref& obj, const Path& p, const char* key, SourceLoc* out) {
+    auto v = obj.Find(key);
+    return !v || c.ParseLoc(*v, p.Key(key), out);
+  };
+  if (!str(*graphs, gp, "model", &s.model) || !num(*graphs, gp, "steps", &s.steps) ||
+      !num(*graphs, gp, "executed_graphs", &s.executed_graphs) ||
+      !num(*graphs, gp, "distinct_graphs", &s.distinct_graphs))
+    return c.error();
+  if (auto list = graphs->Find("recompilations")) {
+    const Path lp = gp.Key("recompilations");
+    if (!list->is_array()) {
+      c.Expect(*list, lp, "an array");
+      return c.error();
+    }
+    size_t i = 0;
+    for (auto it = list->begin(); it != list->end(); ++it, ++i) {
+      const Ref r = it.value();
+      const Path rp = lp.Index(i);
+      if (!r.is_object()) {
+        c.Expect(r, rp, "an object");
+        return c.error();
+      }
+      StepGraphs::Recompilation x;
+      if (!num(r, rp, "step", &x.step) || !num(r, rp, "graph", &x.graph) || !str(r, rp, "cause", &x.cause))
+        return c.error();
+      if (auto t = r.Find("trigger")) {
+        const Path tp = rp.Key("trigger");
+        if (!t->is_object() || !str(*t, tp, "kind", &x.trigger_kind) || !str(*t, tp, "op", &x.trigger_op) ||
+            !loc(*t, tp, "loc", &x.trigger_loc)) {
+          if (!t->is_object()) c.Expect(*t, tp, "an object");
+          return c.error();
+        }
+      }
+      if (auto call = r.Find("call")) {
+        const Path cp = rp.Key("call");
+        if (!call->is_object() || !str(*call, cp, "op", &x.op) || !loc(*call, cp, "loc", &x.loc) ||
+            !str(*call, cp, "before", &x.before) || !str(*call, cp, "after", &x.after)) {
+          if (!call->is_object()) c.Expect(*call, cp, "an object");
+          return c.error();
+        }
+      }
+      s.recompilations.push_back(std::move(x));
+    }
+  }
+  if (auto list = graphs->Find("cuts")) {
+    const Path lp = gp.Key("cuts");
+    if (!list->is_array()) {
+      c.Expect(*list, lp, "an array");
+      return c.error();
+    }
+    size_t i = 0;
+    for (auto it = list->begin(); it != list->end(); ++it, ++i) {
+      const Ref r = it.value();
+      const Path rp = lp.Index(i);
+      if (!r.is_object()) {
+        c.Expect(r, rp, "an object");
+        return c.error();
+      }
+      StepGraphs::Cut x;
+      if (!str(r, rp, "kind", &x.kind) || !str(r, rp, "op", &x.op) || !loc(r, rp, "loc", &x.loc) ||
+          !num(r, rp, "count", &x.count) || !num(r, rp, "extra_graphs", &x.extra_graphs))
+        return c.error();
+      s.cuts.push_back(std::move(x));
+    }
+  }
+  g.steps = std::move(s);
+  return Status::Ok();
+}
+
 Expected<Graph> TraceReader::Finish() {
   const Path root;
   Checker c;
@@ -742,6 +836,7 @@ Expected<Graph> TraceReader::Finish() {
   if (!calls_error_.ok()) return calls_error_;
   OPPROBE_RETURN_IF_ERROR(CaptureStatusOf(g));
   OPPROBE_RETURN_IF_ERROR(SkippedOps());
+  OPPROBE_RETURN_IF_ERROR(StepGraphsOf(g));
   return g;
 }
 

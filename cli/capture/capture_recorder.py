@@ -120,6 +120,7 @@ def _rel_path(path):
 # the shim), shared with analyzer/loaders/gen_op_schemas.py.
 from top_level import split_top_level as _split_top_level  # noqa: E402
 import capture_native  # noqa: E402  (cli/capture/capture_native.py: the fast path, where it is built)
+import capture_steps  # noqa: E402  (cli/capture/capture_steps.py: the graphs torch_xla would run)
 
 
 def _strip_alias(t):
@@ -423,6 +424,9 @@ class Recorder(object):
         self._last_place = None    # the place of the last call that left a forward link
         self._last = None          # (entry or None, cacheable) of the last call recorded
         self.native_counted = 0    # calls the fast path counted (added by merge_native)
+        # The graphs torch_xla would run (capture_steps.py); followed once a tensor is moved to the XLA device, from
+        # when on every call takes the Python path (the fast path does not see the data flow).
+        self.graphs = capture_steps.StepGraphs()
 
     # -- where: source line, phase ------------------------------------------------------------------
     def _code_info(self, code):
@@ -615,6 +619,8 @@ class Recorder(object):
         # running autograd node names (1.13 knows it from the node pre-hooks, which the key does not see).
         self._last = (entry, entry is not _SKIP and main and
                       (phase != "backward" or self._autograd_node_fn is not None))
+        if self.graphs.active and entry is not _SKIP and main:
+            self.graphs.on_call(info, entry[3], args, kwargs, out)
 
     def _encoded_entry(self, info, args, kwargs, out, loc, lib_loc, module_path, phase, forward):
         """The slow path: encodes the call (schema defaults filled in), counts it, and returns its entry."""
@@ -649,7 +655,7 @@ class Recorder(object):
         self.total += 1
         entry = self.calls.get(key)
         if entry is None:
-            entry = self.calls[key] = [self.total, 1, self.step]
+            entry = self.calls[key] = [self.total, 1, self.step, key]
             self.order.append(key)
         else:
             entry[1] += 1
@@ -861,6 +867,23 @@ class Recorder(object):
         """A step boundary (xm.mark_step, torch_xla.sync, ...): later calls belong to the next step."""
         self.step += 1
         self.boundaries[kind] = self.boundaries.get(kind, 0) + 1
+        if self.graphs.active:
+            self.graphs.on_boundary(kind, self._user_place(sys._getframe(1)))
+
+    def on_device(self, tensor):
+        """A tensor the script moved to (or made on) the XLA device: the graph model starts with the first."""
+        if not self.graphs.active:
+            self.native_off()
+        self.graphs.mark_device(tensor)
+
+    def _user_place(self, frame):
+        """(file, line) of the innermost frame in the user's own files, or ("", 0)."""
+        while frame is not None:
+            info = self._code_cache.get(frame.f_code) or self._code_info(frame.f_code)
+            if info[0] == 2:
+                return (info[2], frame.f_lineno)
+            frame = frame.f_back
+        return ("", 0)
 
     def note_internal_error(self, func, exc):
         msg = "%s: %s: %s" % (getattr(func, "__name__", str(func)), type(exc).__name__, exc)
@@ -1190,7 +1213,7 @@ def run_script(script, script_args, output, quiet=False, progress=None):
     recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
     import capture_progress  # noqa: E402  (cli/capture/capture_progress.py)
-    capture_standins.install(recorder.boundary)
+    capture_standins.install(recorder.boundary, recorder.on_device)
 
     script_abs = os.path.abspath(script)
     sys.argv = [script] + list(script_args)
@@ -1262,6 +1285,9 @@ def run_script(script, script_args, output, quiet=False, progress=None):
         doc["standins"] = standins_used
     if recorder.boundaries:
         doc["step_boundaries"] = dict(sorted(recorder.boundaries.items()))
+    graphs = recorder.graphs.to_json()
+    if graphs is not None:
+        doc["graphs"] = graphs
     if error is not None:
         doc["error"] = error
     if recorder.skipped:

@@ -35,6 +35,7 @@ import types
 import torch
 
 _CPU = torch.device("cpu")
+_XLA_CPU = torch.device("cpu")  # what the torch_xla stand-in's xla_device() returns: the CPU, told apart by identity
 _MAPPED_DEVICE_TYPES = set()  # device types mapped to the CPU: "xla", "cuda", "jax"
 _CUDA_USED = [False]  # the script asked for CUDA (is_available, a cuda device, .cuda(), ...)
 
@@ -46,6 +47,27 @@ def _boundary(kind):
     hook = _boundary_hook[0]
     if hook is not None:
         hook(kind)
+
+
+# Called with each tensor the script moves to (or makes on) the XLA device; set by the recorder (its graph model of
+# torch_xla's steps, capture_steps.py).
+_device_hook = [None]
+
+
+def _is_xla(dev):
+    if isinstance(dev, torch.device):
+        return dev is _XLA_CPU or dev.type == "xla"
+    return isinstance(dev, str) and dev.split(":", 1)[0] == "xla"
+
+
+def _xla_target(args, kwargs):
+    return any(_is_xla(a) for a in args) or _is_xla(kwargs.get("device"))
+
+
+def _on_xla_device(t):
+    hook = _device_hook[0]
+    if hook is not None and "xla" in _MAPPED_DEVICE_TYPES:
+        hook(t)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -99,10 +121,28 @@ def _patch_device_mapping():
 
     @functools.wraps(orig_to)
     def to(self, *args, **kwargs):
+        xla = _xla_target(args, kwargs)
         args, kwargs = _map_args(args, kwargs)
-        return orig_to(self, *args, **kwargs)
+        out = orig_to(self, *args, **kwargs)
+        if xla:
+            _on_xla_device(out)
+        return out
 
     torch.Tensor.to = to
+
+    orig_module_to = torch.nn.Module.to
+
+    @functools.wraps(orig_module_to)
+    def module_to(self, *args, **kwargs):
+        # Module.to parses its device into a new torch.device: what it moved to the XLA device is marked here.
+        xla = _xla_target(args, kwargs)
+        out = orig_module_to(self, *args, **kwargs)
+        if xla:
+            for t in list(self.parameters()) + list(self.buffers()):
+                _on_xla_device(t)
+        return out
+
+    torch.nn.Module.to = module_to
 
     def tensor_cuda(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
         _CUDA_USED[0] = True
@@ -126,9 +166,14 @@ def _patch_device_mapping():
         def make(fn):
             @functools.wraps(fn)
             def factory(*args, **kwargs):
+                xla = False
                 if "device" in kwargs:
+                    xla = _is_xla(kwargs["device"])
                     kwargs["device"] = _mapped(kwargs["device"])
-                return fn(*args, **kwargs)
+                out = fn(*args, **kwargs)
+                if xla:
+                    _on_xla_device(out)
+                return out
             return factory
 
         wrapper = make(fn)
@@ -239,7 +284,9 @@ def _build_torch_xla():
     state = {"eager": False}
 
     def xla_device(n=None, devkind=None):
-        return _CPU  # the XLA device is mapped to the CPU (device type `xla` is mapped too, for torch.device("xla"))
+        # The XLA device is mapped to the CPU (device type `xla` is mapped too, for torch.device("xla")): a CPU device
+        # object of its own, so that what the script moves to it is known (`.to(dev)`, `device=dev`).
+        return _XLA_CPU
 
     def device(index=None):
         return xla_device(index)
@@ -599,9 +646,10 @@ def _install_eager_compile():
 _ROOTS = []
 
 
-def install(boundary_hook):
+def install(boundary_hook, device_hook=None):
     """Installs the stand-ins this Python needs (those whose real package or device is missing)."""
     _boundary_hook[0] = boundary_hook
+    _device_hook[0] = device_hook
     if not _installed("torch_xla"):
         _build_torch_xla()
         _ROOTS.append("torch_xla")

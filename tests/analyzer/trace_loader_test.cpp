@@ -73,6 +73,35 @@ TEST(TraceLoader, UnsupportedSample) {
   EXPECT_NE(Find(*g, "aten::_fft_r2c"), nullptr);
 }
 
+// tests/fixtures/traces/xla_loop_print.json: the loss printed every step of a torch_xla loop, captured on PyTorch 2.9
+// (regenerate: build/opprobe capture -q -o tests/fixtures/traces/xla_loop_print.json --
+// $OPPROBE_VENV_ROOT/torch2/bin/python tests/torch2/scripts/xla_loop_steps.py print).
+TEST(TraceLoader, GraphsOfTheStepsAreRead) {
+  auto g = LoadTrace(Src("tests/fixtures/traces/xla_loop_print.json"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_TRUE(g->steps.has_value());
+  const StepGraphs& s = *g->steps;
+  EXPECT_EQ(s.model, "torch_xla lazy tensor");
+  EXPECT_EQ(s.steps, 6);
+  EXPECT_EQ(s.executed_graphs, 12);
+  EXPECT_EQ(s.distinct_graphs, 2);
+  ASSERT_EQ(s.recompilations.size(), 1u);
+  EXPECT_EQ(s.recompilations[0].trigger_kind, "step_end");
+  EXPECT_EQ(s.recompilations[0].trigger_op, "xm.mark_step");
+  EXPECT_EQ(s.recompilations[0].trigger_loc.line, 42);
+  EXPECT_THAT(s.recompilations[0].cause, HasSubstr("after a value read on the host at xla_loop_steps.py:41"));
+  ASSERT_EQ(s.cuts.size(), 1u);
+  EXPECT_EQ(s.cuts[0].kind, "value_read");
+  EXPECT_EQ(s.cuts[0].op, "aten::_local_scalar_dense");
+  EXPECT_EQ(s.cuts[0].loc.line, 41);
+  EXPECT_EQ(s.cuts[0].count, 6);
+  EXPECT_EQ(s.cuts[0].extra_graphs, 1);
+  // A trace of a script that never used the XLA device says nothing of its graphs.
+  auto plain = LoadTrace(Src("samples/traces/supported.json"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->steps.has_value());
+}
+
 TEST(TraceLoader, SupportedSampleHasAllThreePhasesAndModulePaths) {
   auto g = LoadTrace(Src("samples/traces/supported.json"));
   ASSERT_TRUE(g.ok()) << g.status().message();
@@ -607,7 +636,8 @@ MiniSchemaValidator LoadSchema() { return MiniSchemaValidator(json::parse(ReadFi
 TEST(TraceSchema, SamplesAndFixturesAreValid) {
   auto v = LoadSchema();
   for (const char* f : {"samples/traces/supported.json", "samples/traces/unsupported.json",
-                        "samples/traces/resnet18_train.json", "tests/fixtures/traces/all_kinds.json"}) {
+                        "samples/traces/resnet18_train.json", "tests/fixtures/traces/all_kinds.json",
+                        "tests/fixtures/traces/xla_loop_print.json"}) {
     auto doc = json::parse(ReadFile(Src(f)));
     EXPECT_EQ(v.Validate(doc), "") << f;
   }
