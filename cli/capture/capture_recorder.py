@@ -876,6 +876,19 @@ class Recorder(object):
             self.native_off()
         self.graphs.mark_device(tensor)
 
+    def on_value_read(self, tensor, what, run):
+        """The script reads a device tensor's values on the host without an aten call (printing it, .tolist(), ...):
+        torch_xla runs its graph there. The formatting's own calls are no part of any graph."""
+        graphs = self.graphs
+        if not graphs.active or not graphs.on_device(tensor) or graphs.suspended:
+            return run()
+        graphs.value_read(tensor, what, self._user_place(sys._getframe(1)))
+        graphs.suspended += 1
+        try:
+            return run()
+        finally:
+            graphs.suspended -= 1
+
     def _user_place(self, frame):
         """(file, line) of the innermost frame in the user's own files, or ("", 0)."""
         while frame is not None:
@@ -1213,7 +1226,7 @@ def run_script(script, script_args, output, quiet=False, progress=None):
     recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
     import capture_progress  # noqa: E402  (cli/capture/capture_progress.py)
-    capture_standins.install(recorder.boundary, recorder.on_device)
+    capture_standins.install(recorder.boundary, recorder.on_device, recorder.on_value_read)
 
     script_abs = os.path.abspath(script)
     sys.argv = [script] + list(script_args)

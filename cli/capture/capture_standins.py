@@ -70,6 +70,43 @@ def _on_xla_device(t):
         hook(t)
 
 
+# Called as hook(tensor, what, run) where the script reads a tensor's values on the host in a way that dispatches no
+# aten call on the CPU (printing it, .tolist(), .numpy(), .cpu(), .to("cpu")): torch_xla runs the tensor's graph
+# there. The hook returns run()'s result. Set by the recorder.
+_read_hook = [None]
+
+
+def _reading(tensor, what, run):
+    hook = _read_hook[0]
+    if hook is None or "xla" not in _MAPPED_DEVICE_TYPES:
+        return run()
+    return hook(tensor, what, run)
+
+
+def _cpu_target(args, kwargs):
+    """Whether a Tensor.to(...) asks for the host CPU itself (not the stand-in's XLA device, which is the CPU too)."""
+    for d in list(args) + [kwargs.get("device")]:
+        if isinstance(d, torch.device) and d.type == "cpu" and d is not _XLA_CPU:
+            return True
+        if isinstance(d, str) and d.split(":", 1)[0] == "cpu":
+            return True
+    return False
+
+
+def _patch_value_reads():
+    for name, what in (("__repr__", "Tensor.__repr__"), ("tolist", "Tensor.tolist"), ("numpy", "Tensor.numpy"),
+                       ("cpu", "Tensor.cpu")):
+        orig = getattr(torch.Tensor, name)
+
+        def make(orig, what):
+            @functools.wraps(orig)
+            def read(self, *args, **kwargs):
+                return _reading(self, what, lambda: orig(self, *args, **kwargs))
+            return read
+
+        setattr(torch.Tensor, name, make(orig, what))
+
+
 # ---------------------------------------------------------------------------------------------------
 # Device mapping
 # ---------------------------------------------------------------------------------------------------
@@ -117,11 +154,14 @@ def _patch_device_mapping():
         return
     _patched[0] = True
 
+    _patch_value_reads()
     orig_to = torch.Tensor.to
 
     @functools.wraps(orig_to)
     def to(self, *args, **kwargs):
         xla = _xla_target(args, kwargs)
+        if _cpu_target(args, kwargs):
+            return _reading(self, "Tensor.to(cpu)", lambda: orig_to(self, *args, **kwargs))
         args, kwargs = _map_args(args, kwargs)
         out = orig_to(self, *args, **kwargs)
         if xla:
@@ -646,10 +686,11 @@ def _install_eager_compile():
 _ROOTS = []
 
 
-def install(boundary_hook, device_hook=None):
+def install(boundary_hook, device_hook=None, read_hook=None):
     """Installs the stand-ins this Python needs (those whose real package or device is missing)."""
     _boundary_hook[0] = boundary_hook
     _device_hook[0] = device_hook
+    _read_hook[0] = read_hook
     if not _installed("torch_xla"):
         _build_torch_xla()
         _ROOTS.append("torch_xla")

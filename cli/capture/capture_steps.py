@@ -105,6 +105,7 @@ class StepGraphs(object):
         self.graphs = []          # distinct graphs: {"events": [...], "signature": ...}
         self._by_signature = {}
         self.executions = []      # (step, graph index, trigger kind, trigger op, loc)
+        self.suspended = 0        # > 0 while the host formats a tensor it read: those calls are no graph's
 
     # -- where tensors live ------------------------------------------------------------------------
     def mark_device(self, t):
@@ -112,9 +113,15 @@ class StepGraphs(object):
             self._device[id(t)] = weakref.ref(t)
             self.active = True
 
-    def _on_device(self, t):
+    def on_device(self, t):
         r = self._device.get(id(t))
         return r is not None and r() is t
+
+    _on_device = on_device
+
+    def value_read(self, tensor, what, loc):
+        """A read of a tensor's values that dispatches no aten call (printing it, .tolist(), .cpu(), ...)."""
+        self._cut([tensor], "value_read", what, loc)
 
     def _ref(self, t):
         p = self._producer.get(id(t))
@@ -133,6 +140,8 @@ class StepGraphs(object):
     def on_call(self, info, key, args, kwargs, out):
         """One recorded call; `key` is the recorder's key of it (op, overload, encoded args, encoded outputs, file,
         line, ...)."""
+        if self.suspended:
+            return
         flat = []
         for a in list(args) + (list(kwargs.values()) if kwargs else []):
             _tensors(a, flat)

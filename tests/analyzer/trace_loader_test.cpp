@@ -88,7 +88,7 @@ TEST(TraceLoader, GraphsOfTheStepsAreRead) {
   ASSERT_EQ(s.recompilations.size(), 1u);
   EXPECT_EQ(s.recompilations[0].trigger_kind, "step_end");
   EXPECT_EQ(s.recompilations[0].trigger_op, "xm.mark_step");
-  EXPECT_EQ(s.recompilations[0].trigger_loc.line, 42);
+  EXPECT_EQ(s.recompilations[0].trigger_loc.line, 46);
   EXPECT_THAT(s.recompilations[0].cause, HasSubstr("after a value read on the host at xla_loop_steps.py:41"));
   ASSERT_EQ(s.cuts.size(), 1u);
   EXPECT_EQ(s.cuts[0].kind, "value_read");

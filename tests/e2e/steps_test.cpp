@@ -28,6 +28,7 @@ using testing::RunOpprobe;
 using testing::RunProgram;
 
 constexpr const char* kScript = "tests/torch2/scripts/xla_loop_steps.py";
+constexpr const char* kLoader = "tests/torch2/scripts/xla_loop_loader.py";
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -36,6 +37,7 @@ std::string Env(const char* name) {
 
 struct Loop {
   const char* mode;
+  const char* script;
   int graphs;             // what opprobe must find: the real torch_xla's count, also checked below
   int first_line;         // the first recompilation's first differing call; 0: no recompilation
   const char* cause;      // words of its cause
@@ -44,14 +46,21 @@ struct Loop {
 };
 
 const Loop kLoops[] = {
-    {"steady", 1, 0, "", 0, ""},
-    {"last_small", 2, 31, "an input's shape changed", 0, ""},
-    {"warmup", 1, 0, "", 0, ""},
-    {"slice", 2, 33, "a size or value from Python baked into the graph changed", 0, ""},
-    {"nonzero", 2, 31, "the rest of the step after a CPU fallback (aten::nonzero) at xla_loop_steps.py:37", 37,
+    {"steady", kScript, 1, 0, "", 0, ""},
+    {"last_small", kScript, 2, 31, "an input's shape changed", 0, ""},
+    {"warmup", kScript, 1, 0, "", 0, ""},
+    {"slice", kScript, 2, 33, "a size or value from Python baked into the graph changed", 0, ""},
+    {"nonzero", kScript, 2, 31, "the rest of the step after a CPU fallback (aten::nonzero) at xla_loop_steps.py:37", 37,
      "aten::nonzero"},
-    {"print", 2, 31, "the rest of the step after a value read on the host at xla_loop_steps.py:41", 41,
+    {"print", kScript, 2, 31, "the rest of the step after a value read on the host at xla_loop_steps.py:41", 41,
      "aten::_local_scalar_dense"},
+    {"print_tensor", kScript, 2, 31, "the rest of the step after a value read on the host at xla_loop_steps.py:43", 43,
+     "Tensor.__repr__"},
+    {"branch", kScript, 2, 31, "the rest of the step after a value read on the host at xla_loop_steps.py:44", 44,
+     "aten::_local_scalar_dense"},
+    // As torch_xla's examples feed a loop: a DataLoader through MpDeviceLoader, with and without drop_last.
+    {"drop_last", kLoader, 1, 0, "", 0, ""},
+    {"keep_last", kLoader, 2, 23, "an input's shape changed", 0, ""},
 };
 
 void PrintTo(const Loop& loop, std::ostream* os) { *os << loop.mode; }
@@ -72,7 +81,7 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
                             "import torch_xla.debug.metrics as m\n"
                             "print('COMPILES', m.metric_data('CompileTime')[0])\n";
   setenv("PJRT_DEVICE", "CPU", 0);
-  auto real = RunProgram({torch_xla, counter, kScript, loop.mode});
+  auto real = RunProgram({torch_xla, counter, loop.script, loop.mode});
   ASSERT_EQ(real.exit_code, 0) << real.err;
   auto at = real.out.find("COMPILES ");
   ASSERT_NE(at, std::string::npos) << real.out;
@@ -84,21 +93,22 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
   const std::string trace = Path("trace.json"), md = Path("report.md"), html = Path("report.html");
   auto r = RunOpprobe({"analyze", "--backend", "rules:cpu", "--no-cache", "--no-progress", "-q", "--max-graphs", "1",
                        "-o", out, "--format", "markdown=" + md, "--format", "html=" + html, "--save-trace", trace,
-                       "--", torch2, kScript, loop.mode});
+                       "--", torch2, loop.script, loop.mode});
   EXPECT_EQ(r.exit_code, loop.graphs > 1 ? 1 : 0) << r.err;  // --max-graphs 1
   if (loop.graphs > 1) EXPECT_THAT(r.err, HasSubstr("more than --max-graphs 1"));
   json report = json::parse(ReadWholeFile(out));
   ASSERT_TRUE(report.contains("steps")) << report.dump(1).substr(0, 2000);
   const json& steps = report["steps"];
-  EXPECT_EQ(steps["steps"], 6);
+  EXPECT_EQ(steps["steps"], loop.script == kLoader ? (loop.graphs == 1 ? 4 : 6) : 6);
   EXPECT_EQ(steps["distinct_graphs"].get<int>(), real_graphs) << steps.dump(1);
-  EXPECT_EQ(steps["executed_graphs"], loop.cut_line ? 12 : 6) << steps.dump(1);
+  EXPECT_EQ(steps["executed_graphs"], steps["steps"].get<int>() * (loop.cut_line ? 2 : 1)) << steps.dump(1);
   if (loop.first_line == 0) {
     EXPECT_TRUE(steps["recompilations"].empty()) << steps.dump(1);
   } else {
     ASSERT_FALSE(steps["recompilations"].empty());
     const json& first = steps["recompilations"][0];
-    EXPECT_EQ(first["first_difference"]["call"], "xla_loop_steps.py " + std::to_string(loop.first_line))
+    const std::string base = std::string(loop.script).substr(std::string(loop.script).rfind('/') + 1);
+    EXPECT_EQ(first["first_difference"]["call"], base + " " + std::to_string(loop.first_line))
         << first.dump(1);
     EXPECT_THAT(first["cause"].get<std::string>(), HasSubstr(loop.cause)) << first.dump(1);
   }

@@ -5,7 +5,7 @@
 #   warmup      a learning-rate warmup factor: a Python float passed as data, still one graph
 #   slice       a slice whose size follows the step: a size baked into the graph
 #   nonzero     torch.nonzero inside the step: a CPU fallback cuts each step in two
-#   print       the loss printed every step (.item()): a value read cuts each step in two
+#   print       the loss printed every step (.item(); print_tensor: the tensor; branch: an `if` on it): a cut
 # tests/e2e/steps_test.cpp compares opprobe's count of graphs with the real torch_xla's and names these lines:
 # keep them where they are.
 import sys
@@ -39,4 +39,8 @@ for step, (x, y) in enumerate(batches):
     opt.step()
     if MODE == "print":
         print("step", step, "loss", loss.item())  # line 41: a value read
+    if MODE == "print_tensor":
+        print("loss", loss)  # line 43: printing a tensor reads it
+    if MODE == "branch" and loss > 100.0:  # line 44: a Python branch on a tensor reads it
+        print("diverged")
     xm.mark_step()
