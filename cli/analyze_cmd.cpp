@@ -5,7 +5,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
+#include "analyzer/loaders/torch_xla_steps.h"
 #include "analyzer/pipeline/pipeline.h"
 #include "cli/capture_run.h"
 #include "cli/commands.h"
@@ -105,6 +108,7 @@ int RunAnalyze(AnalyzeArgs& a) {
 
   std::filesystem::path temp_dir;
   int script_status = 0;
+  std::optional<analyzer::StepGraphs> torch_xla_steps;
   if (a.lowering == "torch_xla") {
     if (command.empty())
       return ReportError(InvalidInput("--lowering torch_xla runs a script: give `-- <python> script.py args...`"));
@@ -119,6 +123,10 @@ int RunAnalyze(AnalyzeArgs& a) {
     }
     inputs = ran->hlo_files;
     a.run.host_fallbacks = ran->fallbacks;
+    // The steps from torch_xla's own graphs (the first process's dump), read before the folder goes.
+    std::ifstream dump(ran->hlo_files.front(), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(dump)), std::istreambuf_iterator<char>());
+    torch_xla_steps = analyzer::TorchXlaDumpSteps(text, ran->fallbacks, ran->torch_xla_version);
     script_status = ran->script_status;
     if (script_status != 0 && !a.report.quiet)
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
@@ -139,7 +147,10 @@ int RunAnalyze(AnalyzeArgs& a) {
     std::filesystem::remove_all(temp_dir, ec);
   }
   if (!result.ok()) return ReportError(result.status());
-  if (a.lowering == "torch_xla") result->model = command.size() > 1 ? command[1] : command[0];  // not the temp dump
+  if (a.lowering == "torch_xla") {
+    result->model = command.size() > 1 ? command[1] : command[0];  // not the temp dump
+    result->steps = torch_xla_steps;
+  }
   // The analysis's real wall time: capture, loading, lowering and probing.
   result->summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!a.report.quiet)

@@ -118,6 +118,18 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
   EXPECT_TRUE(errors.empty()) << errors.front();
   EXPECT_TRUE(json::parse(ReadWholeFile(trace)).contains("graphs"));
   EXPECT_THAT(ReadWholeFile(md), HasSubstr("### Steps"));
+
+  // --lowering torch_xla reads the same steps off torch_xla's own graphs (XLA_SAVE_TENSORS_FILE's graph hashes).
+  const std::string real_out = Path("real.json");
+  auto x = RunOpprobe({"analyze", "--lowering", "torch_xla", "--backend", "rules:cpu", "--no-cache", "--no-progress",
+                       "-q", "-o", real_out, "--", torch_xla, loop.script, loop.mode});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  json real_steps = json::parse(ReadWholeFile(real_out))["steps"];
+  EXPECT_EQ(real_steps["distinct_graphs"].get<int>(), real_graphs) << real_steps.dump(1);
+  EXPECT_EQ(real_steps["executed_graphs"], steps["executed_graphs"]) << real_steps.dump(1);
+  EXPECT_THAT(real_steps["model"].get<std::string>(), HasSubstr("torch_xla 2.9.0 (its own graphs"));
+  EXPECT_EQ(real_steps["cuts"].size(), steps["cuts"].size()) << real_steps.dump(1);
+  if (loop.cut_line) EXPECT_EQ(real_steps["cuts"][0]["call"], steps["cuts"][0]["call"]);
   EXPECT_THAT(ReadWholeFile(html), HasSubstr("<section id=\"steps\">"));
   if (loop.cut_line == 0) {
     EXPECT_TRUE(steps["cuts"].empty()) << steps.dump(1);
