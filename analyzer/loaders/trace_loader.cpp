@@ -483,7 +483,8 @@ bool CallReader::ParseCall(const Ref& j, const Path& p, Node* n) {
 // repeats) and checked once the whole document is read. A new optional member is one more name here and its check in
 // TraceReader::Finish.
 constexpr const char* kHeaderMembers[] = {"format", "version", "script", "torch_version",
-                                          "status", "exit_status", "error", "skipped_ops", "graphs"};
+                                          "status", "exit_status", "error", "skipped_ops", "graphs",
+                                          "host_only_ops"};
 
 // Reads a trace document from a json::Stream: the header members are kept, the calls are checked and handed to the
 // sink one by one as they are read. The errors are those (and in the order) of checking the whole document at once:
@@ -516,6 +517,7 @@ class TraceReader {
   Status CaptureStatusOf(Graph& g);
   Status SkippedOps();
   Status StepGraphsOf(Graph& g);
+  Status HostOnlyOps();
 
   json::Stream& stream_;
   NodeSink& sink_;
@@ -696,6 +698,25 @@ Status TraceReader::SkippedOps() {
   return Status::Ok();
 }
 
+// `host_only_ops`: calls that never reach a device (no tensor in or out; bookkeeping namespaces), no part of the model:
+// checked ({name: count}) and left out.
+Status TraceReader::HostOnlyOps() {
+  std::optional<Ref> ops = Header("host_only_ops");
+  if (!ops) return Status::Ok();
+  Checker c;
+  const Path root;
+  const Path hp = root.Key("host_only_ops");
+  if (!ops->is_object()) {
+    c.Expect(*ops, hp, "an object {op: count}");
+    return c.error();
+  }
+  for (auto it = ops->begin(); it != ops->end(); ++it) {
+    int64_t count = 0;
+    if (!c.GetInt(it.value(), hp.Key(it.key()), &count)) return c.error();
+  }
+  return Status::Ok();
+}
+
 // `graphs` (capture_steps.py's model of torch_xla's steps) into Graph::steps.
 Status TraceReader::StepGraphsOf(Graph& g) {
   std::optional<Ref> graphs = Header("graphs");
@@ -836,6 +857,7 @@ Expected<Graph> TraceReader::Finish() {
   if (!calls_error_.ok()) return calls_error_;
   OPPROBE_RETURN_IF_ERROR(CaptureStatusOf(g));
   OPPROBE_RETURN_IF_ERROR(SkippedOps());
+  OPPROBE_RETURN_IF_ERROR(HostOnlyOps());
   OPPROBE_RETURN_IF_ERROR(StepGraphsOf(g));
   return g;
 }

@@ -33,8 +33,9 @@ _OPTIM_DIR = _TORCH_DIR + "optim" + os.sep
 _RUNPY_FILE = os.path.abspath(runpy.__file__) if getattr(runpy, "__file__", None) else "<runpy>"
 
 # Namespaces of ops that never reach a device (profiler ranges and similar bookkeeping): counted in the
-# trace's `skipped_ops`, not recorded as calls. Every other namespace (aten, torchvision, quantized, a user's
-# torch.library namespace, ...) is recorded.
+# trace's `host_only_ops`, not recorded as calls, as is any call outside aten that takes and returns no tensor (a
+# library's own queries and configuration: torchaudio::is_sox_available). Every other namespace (aten, torchvision,
+# quantized, a user's torch.library namespace, ...) is recorded.
 BOOKKEEPING_NAMESPACES = ("profiler",)
 
 
@@ -381,7 +382,7 @@ def _raw(v):
 # The key under which a forward call's place is kept in its autograd node's `metadata` dict, for the backward
 # ops of that node to name it.
 _FORWARD_KEY = "opprobe_forward"
-_SKIP = object()  # raw-key entry of a call that is not recorded (counted in skipped_ops)
+_SKIP = object()  # raw-key entry of a call that is not recorded (counted in host_only_ops)
 _NATIVE_MARKS = {"backward": 4, "optimizer": 8}  # the phase a code object marks, for the fast path (native_classify)
 
 
@@ -394,7 +395,7 @@ class Recorder(object):
         self.calls = {}        # encoded key -> [first sequence number, count, step of the first occurrence]
         self.order = []        # encoded keys in order of first occurrence
         self.total = 0
-        self.skipped = {}      # bookkeeping ops (profiler::...) -> count
+        self.skipped = {}      # calls that never reach a device (host_only_ops) -> count
         self.step = 0          # step boundaries seen so far (xm.mark_step, torch_xla.sync, ...)
         self.boundaries = {}   # boundary kind -> count
         self.internal_errors = {}  # recorder failures by message (the call itself still ran)
@@ -1304,7 +1305,8 @@ def run_script(script, script_args, output, quiet=False, progress=None):
     if error is not None:
         doc["error"] = error
     if recorder.skipped:
-        doc["skipped_ops"] = dict(sorted(recorder.skipped.items()))
+        # (named skipped_ops by opprobe before: the loader lists that older key's non-aten names as calls)
+        doc["host_only_ops"] = dict(sorted(recorder.skipped.items()))
     if recorder.internal_errors:
         doc["recorder_errors"] = [{"message": m, "count": c} for m, c in sorted(recorder.internal_errors.items())]
     try:

@@ -320,6 +320,37 @@ def _to_device(data, device):
     return data
 
 
+def _xla_autocast(device=None, enabled=True, dtype=None, cache_enabled=None, **kwargs):
+    """torch_xla.amp.autocast(device, ...): XLA's autocast is bfloat16 unless told otherwise; on the CPU where the
+    capture runs, PyTorch's CPU autocast casts the same matmuls and convolutions (linear, addmm, mm, bmm, conv, ...)."""
+    return torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=enabled)
+
+
+def _patch_autocast_for_xla():
+    """torch.autocast("xla", ...) as torch_xla gives it: PyTorch 1.13 refuses the device type (only cuda and cpu) and
+    PyTorch 2.x without torch_xla casts nothing; both become the CPU autocast with XLA's default dtype, bfloat16."""
+    cls = torch.autocast
+    if getattr(cls, "__opprobe_xla__", False):
+        return
+    orig_init = cls.__init__
+
+    @functools.wraps(orig_init)
+    def init(self, *args, **kwargs):
+        args = list(args)
+        device_type = args[0] if args else kwargs.get("device_type")
+        if isinstance(device_type, str) and device_type.split(":", 1)[0] == "xla":
+            if args:
+                args[0] = "cpu"
+            else:
+                kwargs["device_type"] = "cpu"
+            if kwargs.get("dtype") is None and len(args) < 2:
+                kwargs["dtype"] = torch.bfloat16
+        orig_init(self, *args, **kwargs)
+
+    cls.__init__ = init
+    cls.__opprobe_xla__ = True
+
+
 def _build_torch_xla():
     state = {"eager": False}
 
@@ -528,8 +559,9 @@ def _build_torch_xla():
             trace_detached=lambda *a, **k: None, Trace=_NullContext, StepTrace=StepTrace,
             trace_me=lambda name: (lambda fn: fn))
     _module("torch_xla.experimental", "", eager_mode=eager_mode, is_eager_mode=is_eager_mode, compile=compile)
-    _module("torch_xla.amp", "opprobe stand-in: autocast is disabled (the analysis sees full precision)",
-            autocast=_NullContext, GradScaler=_disabled_grad_scaler())
+    _module("torch_xla.amp", "opprobe stand-in: autocast as torch_xla's (bfloat16 by default), through PyTorch's CPU "
+            "autocast", autocast=_xla_autocast, GradScaler=_disabled_grad_scaler())
+    _patch_autocast_for_xla()
     _module("torch_xla.amp.syncfree", "opprobe stand-in: the torch.optim optimizers",
             SGD=torch.optim.SGD, Adam=torch.optim.Adam, AdamW=torch.optim.AdamW)
     _module("torch_xla.utils", "")

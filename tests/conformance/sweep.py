@@ -93,7 +93,7 @@ def main():
                 skips.append(line[5:].rstrip())
     with open(trace) as fh:
         doc = json.load(fh)
-    skipped_ops = doc.get("skipped_ops", {})
+    skipped_ops = doc.get("host_only_ops", doc.get("skipped_ops", {}))  # (the older name)
     distinct, failures = lower(a.opprobe, trace)
     non_aten = {}
     sparse = []

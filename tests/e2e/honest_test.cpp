@@ -136,6 +136,25 @@ TEST_F(HonestE2E, LibraryFramesAndForwardCallsInEveryFormat) {
   EXPECT_EQ(j["summary"]["aten_calls"], 4);
 }
 
+TEST_F(HonestE2E, ALibrarysOwnBookkeepingNeverCounts) {
+  // Importing torchaudio (Debian's 0.13 with PyTorch 1.13) dispatches its own queries and configuration
+  // (torchaudio::is_sox_available, ffmpeg_set_log_level, ...): no tensor in or out, no part of the model. A script
+  // written as torchaudio's users write it analyzes at 100%, with none of them listed.
+  const std::string trace = Path("t.json"), report = Path("r.json");
+  auto r = RunOpprobe({"analyze", "--no-cache", "--backend", "rules:cpu", "-q", "-o", report, "--save-trace", trace,
+                       "--", "/usr/bin/python3", "tests/fixtures/traces/scripts/torchaudio_mel.py"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json t = json::parse(ReadWholeFile(trace));
+  ASSERT_TRUE(t.contains("host_only_ops")) << "torchaudio no longer configures itself at import?";
+  EXPECT_TRUE(t["host_only_ops"].contains("torchaudio::ffmpeg_set_log_level")) << t["host_only_ops"].dump();
+  EXPECT_FALSE(t.contains("skipped_ops"));
+  json j = json::parse(ReadWholeFile(report));
+  EXPECT_EQ(j["support_percentage"], "100.00%");
+  for (const auto& e : j["unsupported_operators"]["aten"])
+    EXPECT_EQ(e["kind"].get<std::string>().rfind("torchaudio::", 0), std::string::npos) << e.dump();
+  EXPECT_GT(j["summary"]["aten_calls"].get<int>(), 10);  // the spectrogram's own calls are there
+}
+
 TEST_F(HonestE2E, AScriptThatRaisesMidwayIsAPartialAnalysis) {
   auto r = RunOpprobe({"analyze", "--no-cache", "--fail-under", "0", "-o", Path("r.json"), "--format",
                        "markdown=" + Path("r.md"), "--", "/usr/bin/python3",

@@ -171,6 +171,19 @@ TEST_F(StandinsE2E, CudaScriptWithAmpRunsWithoutAGpu) {
   EXPECT_TRUE(SupportedAten(r).count("aten::convolution")) << r.dump(2);
 }
 
+TEST_F(StandinsE2E, XlaAutocastCastsAsTorchXlaDoes) {
+  // torch.autocast("xla") and torch_xla.amp.autocast: bfloat16 matmuls, as under the real torch_xla (which prints
+  // `dtypes torch.bfloat16 torch.bfloat16` for this script), on PyTorch 1.13 too, which knows no "xla" autocast.
+  json t = Capture("tests/e2e/scripts/xla_autocast.py");
+  ASSERT_TRUE(t.is_object());
+  EXPECT_EQ(t["status"], "ok") << last_.err;
+  EXPECT_THAT(last_.out, HasSubstr("dtypes torch.bfloat16 torch.bfloat16"));
+  int bf16_addmm = 0;
+  for (const auto& c : t["calls"])
+    if (c["op"] == "aten::addmm" && c["outputs"][0]["dtype"] == "bfloat16") bf16_addmm += c["count"].get<int>();
+  EXPECT_EQ(bf16_addmm, 4) << t["calls"].dump();  // two linear layers under each of the two autocasts
+}
+
 TEST_F(StandinsE2E, PlainCpuScriptUsesNoStandin) {
   json t = Capture("tests/fixtures/traces/scripts/raises_midway.py", 2);
   ASSERT_TRUE(t.is_object());
