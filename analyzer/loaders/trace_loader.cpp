@@ -749,63 +749,56 @@ Status TraceReader::StepGraphsOf(Graph& g) {
       !num(*graphs, gp, "executed_graphs", &s.executed_graphs) ||
       !num(*graphs, gp, "distinct_graphs", &s.distinct_graphs))
     return c.error();
-  if (auto list = graphs->Find("recompilations")) {
-    const Path lp = gp.Key("recompilations");
-    if (!list->is_array()) {
-      c.Expect(*list, lp, "an array");
-      return c.error();
-    }
+  // Each object of the array member `key` (absent: none) handed to `read` with its path; false on the first error.
+  auto objects = [&](const char* key, const auto& read) {
+    auto list = graphs->Find(key);
+    if (!list) return true;
+    const Path lp = gp.Key(key);
+    if (!list->is_array()) return c.Expect(*list, lp, "an array"), false;
     size_t i = 0;
     for (auto it = list->begin(); it != list->end(); ++it, ++i) {
       const Ref r = it.value();
       const Path rp = lp.Index(i);
-      if (!r.is_object()) {
-        c.Expect(r, rp, "an object");
-        return c.error();
-      }
-      StepGraphs::Recompilation x;
-      if (!num(r, rp, "step", &x.step) || !num(r, rp, "graph", &x.graph) || !str(r, rp, "cause", &x.cause))
-        return c.error();
-      if (auto t = r.Find("trigger")) {
-        const Path tp = rp.Key("trigger");
-        if (!t->is_object() || !str(*t, tp, "kind", &x.trigger_kind) || !str(*t, tp, "op", &x.trigger_op) ||
-            !loc(*t, tp, "loc", &x.trigger_loc)) {
-          if (!t->is_object()) c.Expect(*t, tp, "an object");
-          return c.error();
-        }
-      }
-      if (auto call = r.Find("call")) {
-        const Path cp = rp.Key("call");
-        if (!call->is_object() || !str(*call, cp, "op", &x.op) || !loc(*call, cp, "loc", &x.loc) ||
-            !str(*call, cp, "before", &x.before) || !str(*call, cp, "after", &x.after)) {
-          if (!call->is_object()) c.Expect(*call, cp, "an object");
-          return c.error();
-        }
-      }
-      s.recompilations.push_back(std::move(x));
+      if (!r.is_object()) return c.Expect(r, rp, "an object"), false;
+      if (!read(r, rp)) return false;
     }
-  }
-  if (auto list = graphs->Find("cuts")) {
-    const Path lp = gp.Key("cuts");
-    if (!list->is_array()) {
-      c.Expect(*list, lp, "an array");
-      return c.error();
-    }
-    size_t i = 0;
-    for (auto it = list->begin(); it != list->end(); ++it, ++i) {
-      const Ref r = it.value();
-      const Path rp = lp.Index(i);
-      if (!r.is_object()) {
-        c.Expect(r, rp, "an object");
-        return c.error();
-      }
-      StepGraphs::Cut x;
-      if (!str(r, rp, "kind", &x.kind) || !str(r, rp, "op", &x.op) || !loc(r, rp, "loc", &x.loc) ||
-          !num(r, rp, "count", &x.count) || !num(r, rp, "extra_graphs", &x.extra_graphs))
-        return c.error();
-      s.cuts.push_back(std::move(x));
-    }
-  }
+    return true;
+  };
+  // An object member `key` (absent: fine) whose fields `read` takes.
+  auto object = [&](const Ref& r, const Path& rp, const char* key, const auto& read) {
+    auto v = r.Find(key);
+    if (!v) return true;
+    const Path p = rp.Key(key);
+    if (!v->is_object()) return c.Expect(*v, p, "an object"), false;
+    return static_cast<bool>(read(*v, p));
+  };
+  const bool ok =
+      objects("recompilations",
+              [&](const Ref& r, const Path& rp) {
+                StepGraphs::Recompilation x;
+                if (!num(r, rp, "step", &x.step) || !num(r, rp, "graph", &x.graph) || !str(r, rp, "cause", &x.cause) ||
+                    !object(r, rp, "trigger",
+                            [&](const Ref& t, const Path& tp) {
+                              return str(t, tp, "kind", &x.trigger_kind) && str(t, tp, "op", &x.trigger_op) &&
+                                     loc(t, tp, "loc", &x.trigger_loc);
+                            }) ||
+                    !object(r, rp, "call", [&](const Ref& t, const Path& tp) {
+                      return str(t, tp, "op", &x.op) && loc(t, tp, "loc", &x.loc) && str(t, tp, "before", &x.before) &&
+                             str(t, tp, "after", &x.after);
+                    }))
+                  return false;
+                s.recompilations.push_back(std::move(x));
+                return true;
+              }) &&
+      objects("cuts", [&](const Ref& r, const Path& rp) {
+        StepGraphs::Cut x;
+        if (!str(r, rp, "kind", &x.kind) || !str(r, rp, "op", &x.op) || !loc(r, rp, "loc", &x.loc) ||
+            !num(r, rp, "count", &x.count) || !num(r, rp, "extra_graphs", &x.extra_graphs))
+          return false;
+        s.cuts.push_back(std::move(x));
+        return true;
+      });
+  if (!ok) return c.error();
   g.steps = std::move(s);
   return Status::Ok();
 }

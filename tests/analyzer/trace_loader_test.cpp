@@ -253,6 +253,19 @@ std::string ErrorOf(const std::string& text) {
   return g.status().message();
 }
 
+TEST(TraceLoader, AMalformedGraphsMemberNamesItsPlace) {
+  const std::string head = R"({"format":"opprobe-trace","version":1,"calls":[],"graphs":)";
+  EXPECT_EQ(ErrorOf(head + "5}"), "trace.json: graphs: expected an object {steps, executed_graphs, distinct_graphs, "
+                                  "recompilations, cuts}, got an integer");
+  EXPECT_EQ(ErrorOf(head + R"({"steps":1,"executed_graphs":1}})"), "trace.json: graphs: missing member \"distinct_graphs\"");
+  const std::string counts = R"({"steps":1,"executed_graphs":2,"distinct_graphs":2,)";
+  EXPECT_EQ(ErrorOf(head + counts + R"("recompilations":[{"step":0,"graph":1,"cause":"x","trigger":5}]}})"),
+            "trace.json: graphs.recompilations[0].trigger: expected an object, got an integer");
+  EXPECT_EQ(ErrorOf(head + counts + R"("cuts":[{"kind":"value_read","op":"x","count":-1,"extra_graphs":0}]}})"),
+            "trace.json: graphs.cuts[0].count: expected a count");
+  EXPECT_EQ(ErrorOf(head + counts + R"("cuts":{}}})"), "trace.json: graphs.cuts: expected an array, got an object");
+}
+
 // A valid one-call trace with `call` spliced in.
 std::string WithCall(const std::string& call) {
   return R"({"format":"opprobe-trace","version":1,"calls":[)" + call + "]}";
