@@ -175,5 +175,18 @@ ENTRY e {
   EXPECT_NE(UnitFingerprint(*shared), Fp(*m, "two"));
 }
 
+// Fingerprints are cache keys kept across runs, machines and opprobe versions (the local cache, Redis, an HTTP cache):
+// under one scheme a unit's fingerprint never changes. A change to the hashing that changes any value here must bump
+// kFingerprintScheme (hlo/fingerprint.h) and pin the new scheme's values.
+TEST(HloFingerprintTest, ValuesArePinnedForTheirScheme) {
+  ASSERT_EQ(kFingerprintScheme, "structural-2") << "a new scheme: pin its values below";
+  auto m = ParseUnit(kModule);
+  EXPECT_EQ(Fp(*m, "r1"), "24d9befd2b7cb231");
+  EXPECT_EQ(Fp(*m, "x"), "e463168351af84db");
+  EXPECT_EQ(Fp(*m, "same"), "be060ed24968ac0d");
+  EXPECT_EQ(Fp(*m, "layout"), "da7ea35dda1d5f41");
+  EXPECT_EQ(Fp(*m, "c1"), "05baa9f4057af3ed");
+}
+
 }  // namespace
 }  // namespace opprobe::hlo
