@@ -32,12 +32,14 @@ struct AnalyzeArgs {
   bool progress = false;
   std::string save_trace;
   std::string lowering = "opprobe";  // or torch_xla: analyze the HLO the real torch_xla emits (-- script)
+  bool fake = false;                 // -- script: captured on fake tensors
 };
 
 // Captures the script after `--` into a temporary trace (or --save-trace FILE); returns its path and
 // the script's exit status.
 Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::string>& command, const std::string& save_trace,
-                                                    std::filesystem::path& temp_dir, CaptureProgress progress) {
+                                                    std::filesystem::path& temp_dir, CaptureProgress progress,
+                                                    bool fake) {
   std::string trace = save_trace;
   if (trace.empty()) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
@@ -45,7 +47,7 @@ Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::strin
     temp_dir = tmpl;
     trace = (temp_dir / "trace.json").string();
   }
-  OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true, progress));
+  OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true, progress, fake));
   return std::make_pair(trace, status);
 }
 
@@ -133,13 +135,11 @@ int RunAnalyze(AnalyzeArgs& a) {
                    script_status);
   } else if (!command.empty()) {
     auto captured =
-        CaptureScript(command, a.save_trace, temp_dir, CaptureProgressFor(progress_mode, ::isatty(STDERR_FILENO) == 1));
+        CaptureScript(command, a.save_trace, temp_dir, CaptureProgressFor(progress_mode, ::isatty(STDERR_FILENO) == 1),
+                      a.fake);
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
     script_status = captured->second;
-    if (script_status != 0 && !a.report.quiet)
-      std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
-                   script_status);
   }
   auto result = analyzer::AnalyzeInputs(inputs, targets, a.run);
   if (!temp_dir.empty()) {
@@ -147,6 +147,16 @@ int RunAnalyze(AnalyzeArgs& a) {
     std::filesystem::remove_all(temp_dir, ec);
   }
   if (!result.ok()) return ReportError(result.status());
+  if (a.lowering != "torch_xla" && !command.empty() && script_status != 0 && !a.report.quiet) {
+    const auto& c = result->capture;
+    if (c && !c->location.empty())
+      std::fprintf(stderr, "opprobe: warning: the script failed at %s:%d (%s); analyzing the calls recorded before that\n",
+                   c->location.file.c_str(), c->location.line,
+                   (c->exception_type + (c->exception_message.empty() ? "" : ": " + c->exception_message)).c_str());
+    else
+      std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
+                   script_status);
+  }
   if (a.lowering == "torch_xla") {
     result->model = command.size() > 1 ? command[1] : command[0];  // not the temp dump
     result->steps = torch_xla_steps;
@@ -215,6 +225,9 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "torchvision::*, mylib::my_op, aten::add.Tensor. The report lists what was ignored")
       ->type_name("PATTERN");
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
+  cmd->add_flag("--fake", args->fake, "With `-- script`: " "Run the script on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its shapes, "
+                "nothing is allocated or computed (a model of any size); a script that needs a value (.item(), a "
+                "branch on a tensor) stops at that line");
   cmd->add_option("--lowering", args->lowering,
                   "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
                   "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "

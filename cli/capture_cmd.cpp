@@ -20,6 +20,7 @@ struct CaptureArgs {
   bool progress = false;
   bool no_progress = false;
   bool quiet = false;
+  bool fake = false;
 };
 
 int RunCaptureCommand(const CaptureArgs& args) {
@@ -29,7 +30,7 @@ int RunCaptureCommand(const CaptureArgs& args) {
                             : args.progress                ? ProgressMode::kOn
                                                            : ProgressMode::kAuto;
   auto status = RunCapture(args.command, args.output, /*quiet=*/true,
-                           CaptureProgressFor(mode, ::isatty(STDERR_FILENO) == 1));
+                           CaptureProgressFor(mode, ::isatty(STDERR_FILENO) == 1), args.fake);
   if (!status.ok()) return ReportError(status.status());
   // Summarise from the trace just written; a trace `analyze` could not read is worth knowing about now.
   auto graph = analyzer::LoadTrace(args.output);
@@ -42,8 +43,14 @@ int RunCaptureCommand(const CaptureArgs& args) {
     std::fprintf(stderr, "opprobe: warning: the trace cannot be analyzed: %s\n", graph.status().message().c_str());
   }
   if (*status != 0) {
-    std::fprintf(stderr, "opprobe: script exited with status %d; the trace holds the calls recorded before that\n",
-                 *status);
+    const auto* c = graph.ok() && graph->capture ? &*graph->capture : nullptr;
+    if (c && !c->location.empty())
+      std::fprintf(stderr, "opprobe: the script failed at %s:%d (%s); the trace holds the calls recorded before that\n",
+                   c->location.file.c_str(), c->location.line,
+                   (c->exception_type + (c->exception_message.empty() ? "" : ": " + c->exception_message)).c_str());
+    else
+      std::fprintf(stderr, "opprobe: script exited with status %d; the trace holds the calls recorded before that\n",
+                   *status);
     return kExitBadInput;
   }
   return graph.ok() ? kExitOk : kExitBadInput;
@@ -84,6 +91,9 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
                 "Show the counter of calls captured so far even when stderr is not a terminal (a line every 5 s)");
   cmd->add_flag("--no-progress", args->no_progress, "No counter of calls captured so far");
   cmd->add_flag("-q,--quiet", args->quiet, "Neither the counter nor the summary line (errors are still printed)");
+  cmd->add_flag("--fake", args->fake, "Run the script on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its shapes, "
+                "nothing is allocated or computed (a model of any size); a script that needs a value (.item(), a "
+                "branch on a tensor) stops at that line");
   cmd->footer(
       "Examples:\n"
       "  opprobe capture -o trace.json -- /usr/bin/python3 samples/scripts/supported.py\n"

@@ -99,7 +99,7 @@ CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty) {
 }
 
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet,
-                         CaptureProgress progress) {
+                         CaptureProgress progress, bool fake) {
   if (command.empty()) return InvalidInput(fmt::format("no script to capture: {}", kCommandForm));
   if (trace_path.empty()) return InvalidInput("no trace file given");
   const std::string& interpreter_name = command[0];
@@ -130,6 +130,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   argv.push_back("--output");
   argv.push_back(trace_path);
   if (quiet) argv.push_back("--quiet");
+  if (fake) argv.push_back("--fake");
   if (progress != CaptureProgress::kOff) {
     argv.push_back("--progress");
     argv.push_back(progress == CaptureProgress::kTerminal ? "tty" : "lines");

@@ -31,7 +31,9 @@ Expected<std::string> FindCaptureShim();
 // interpreter, a script given without an interpreter, or an unexecutable interpreter -> kInvalidInput;
 // a child that wrote no trace (e.g. torch not importable) -> kInvalidInput naming the exit status.
 // With `quiet` false the shim also prints its one-line summary on stderr; `progress` is its counter.
+// `fake`: the script runs on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its
+// shapes and nothing is allocated or computed (`--fake`).
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true,
-                         CaptureProgress progress = CaptureProgress::kOff);
+                         CaptureProgress progress = CaptureProgress::kOff, bool fake = false);
 
 }  // namespace opprobe::cli

@@ -986,6 +986,7 @@ class _CaptureMode(TorchDispatchMode):
         self._direct = False
         self._stacked = False
         self._orig_push_mode = None
+        self.fake = False  # the script runs on fake tensors (run_script: --fake): no fast path
 
     # -- entering and leaving -------------------------------------------------------------------------
     def start(self):
@@ -1012,7 +1013,8 @@ class _CaptureMode(TorchDispatchMode):
             _python_dispatch._push_mode = push_mode
         # The fast path (capture_fastpath.cpp), where it is built for this PyTorch: it sits just above this mode and
         # counts the calls it has seen before; everything else comes on to this mode.
-        native = capture_native.load()
+        # Not on fake tensors: the fast path's kernel sits above the Python key, where FakeTensorMode answers.
+        native = capture_native.load() if not self.fake else None
         if native is not None:
             self.recorder.native = native
             self.recorder.sync_native()
@@ -1063,6 +1065,8 @@ class _CaptureMode(TorchDispatchMode):
                 if p is None:
                     raise
                 out = info.call(*p[0], **p[1])
+            if self.fake and _fake_tensors_own_call(info):
+                return out
             try:
                 rec.record(func, info, args, kwargs, out)
             except Exception as e:  # noqa: BLE001  (never break the user's script because of the recorder)
@@ -1207,9 +1211,62 @@ def _print_script_traceback(exc_info, script_abs):
     sys.stderr.flush()
 
 
-def run_script(script, script_args, output, quiet=False, progress=None):
+def _fake_mode():
+    """PyTorch's FakeTensorMode (2.x), or a one-line reason why there is none."""
+    try:
+        major = int(str(torch.__version__).split(".")[0])
+    except ValueError:
+        major = 0
+    if major < 2:
+        return None, ("--fake needs PyTorch 2.x (its FakeTensorMode); %s has PyTorch %s: give a Python with PyTorch "
+                      "2.x (scripts/test makes one: $OPPROBE_VENV_ROOT/torch2/bin/python)" % (sys.executable,
+                                                                                             torch.__version__))
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+    except Exception as e:  # noqa: BLE001
+        return None, "--fake: PyTorch %s has no FakeTensorMode (%s)" % (torch.__version__, e)
+    # Tensors the script makes from data it has (a numpy array, a Python list) become fake on their first use.
+    return FakeTensorMode(allow_non_fake_inputs=True), None
+
+
+_PARAMETER_NEW = getattr(getattr(torch.nn.Parameter, "__new__", None), "__code__", None)
+
+
+def _fake_tensors_own_call(info):
+    """A call only fake tensors make, which the script on real tensors does not: `prim::device` (a FakeTensor answers
+    `.device` through dispatch) and the detach of nn.Parameter(fake) (a real tensor becomes a Parameter without any
+    call). Left out of a --fake trace, so that it holds the calls of a real run."""
+    if info.name.startswith("prim::"):
+        return True
+    if info.name != "aten::detach" or _PARAMETER_NEW is None:
+        return False
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_code is _PARAMETER_NEW:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _needs_a_value(exc):
+    """The op whose output a fake tensor cannot give (a value, or a size the data decides), or None."""
+    name = type(exc).__name__
+    if name in ("DataDependentOutputException", "DynamicOutputShapeException"):
+        return str(getattr(exc, "func", None) or exc).split("(")[0]
+    return None
+
+
+def run_script(script, script_args, output, quiet=False, progress=None, fake=False):
     """Runs the script under the capture and writes the trace. `progress`: None, "tty" or "lines" (the counter of
-    calls captured so far on stderr, capture_progress.py)."""
+    calls captured so far on stderr, capture_progress.py). `fake`: on PyTorch's fake tensors (see opprobe_capture.py)."""
+    fake_mode = None
+    if fake:
+        fake_mode, why = _fake_mode()
+        if fake_mode is None:
+            sys.stderr.write("opprobe capture: %s\n" % why)
+            return 2
     output = os.path.abspath(output)  # before the script can chdir
     out_dir = os.path.dirname(output)
     if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
@@ -1238,15 +1295,20 @@ def run_script(script, script_args, output, quiet=False, progress=None):
     _install_sigterm()
     mode = _CaptureMode(recorder, promote_dtypes=lambda: any(
         r in capture_standins.used() for r in ("torch_xla", "torchax", "torch_xla2")))
+    mode.fake = fake_mode is not None
     counter = capture_progress.Counter(recorder, progress) if progress else None
     try:
         if counter is not None:
             counter.start()
+        if fake_mode is not None:
+            fake_mode.__enter__()  # below the capture's mode: the capture records each call, fake tensors answer it
         mode.start()
         try:
             runpy.run_path(script_abs, run_name="__main__")
         finally:
             mode.stop()
+            if fake_mode is not None:
+                fake_mode.__exit__(None, None, None)
             if counter is not None:
                 counter.stop()
     except SystemExit as e:
@@ -1268,8 +1330,16 @@ def run_script(script, script_args, output, quiet=False, progress=None):
         error = {"type": "SIGTERM", "message": "terminated by SIGTERM"}
     except BaseException as e:  # noqa: BLE001  (the script's own error: report it, keep the trace)
         exit_status = 1
-        _print_script_traceback(sys.exc_info(), script_abs)
-        error = {"type": type(e).__name__, "message": str(e)}
+        needs = _needs_a_value(e) if fake_mode is not None else None
+        if needs is None:
+            _print_script_traceback(sys.exc_info(), script_abs)
+            error = {"type": type(e).__name__, "message": str(e)}
+        else:  # one line, no traceback: the script needs a value fake tensors do not have
+            error = {"type": "NeedsAValue", "message": "--fake: the script needs a tensor's value here (%s: .item(), a "
+                     "Python branch on a tensor, or a size the data decides); fake tensors have none" % needs}
+            loc = _error_location(sys.exc_info()[2])
+            if loc:
+                error["loc"] = loc
         loc = _error_location(sys.exc_info()[2])
         if loc:
             error["loc"] = loc
@@ -1294,6 +1364,8 @@ def run_script(script, script_args, output, quiet=False, progress=None):
         "steps": recorder.step,
         "calls": recorder.calls_json(),
     }
+    if fake_mode is not None:
+        doc["fake"] = True
     standins_used = capture_standins.used()
     if standins_used:
         doc["standins"] = standins_used

@@ -198,6 +198,14 @@ def _patch_device_mapping():
 
     torch.nn.Module.cuda = module_cuda
 
+    # torch.set_default_device (2.x) gives a device to the factories its DeviceContext finds in a set of torch's own
+    # functions, made once on first use: made here, before the wrappers replace them, or a script's default device
+    # (`meta`, to build a large model without its memory) would be lost and its model made for real on the CPU.
+    try:
+        import torch.utils._device as _torch_device
+        _torch_device._device_constructors()
+    except (ImportError, AttributeError):
+        pass  # PyTorch 1.13: no default device
     for name in _FACTORIES:
         fn = getattr(torch, name, None)
         if fn is None:

@@ -23,6 +23,11 @@ written atomically (temp file + rename). Works with PyTorch 1.13 and 2.x.
 
 `--progress tty` redraws a counter of the calls captured so far on stderr (a terminal) while the script runs;
 `--progress lines` prints it as a plain line every few seconds (capture_progress.py).
+
+`--fake` runs the script on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its
+shapes while nothing is allocated or computed, so a model of any size can be captured. A script that needs a value
+(`.item()`, a Python branch on a tensor, an op whose output size depends on the data such as nonzero) stops there with
+a one-line message naming its line; the trace holds the calls before it.
 """
 
 import os
@@ -33,7 +38,8 @@ _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 if _SHIM_DIR not in sys.path:
     sys.path.insert(0, _SHIM_DIR)
 
-USAGE = "usage: opprobe_capture.py --output TRACE.json [--quiet] [--progress tty|lines] -- SCRIPT.py [ARGS...]"
+USAGE = ("usage: opprobe_capture.py --output TRACE.json [--quiet] [--fake] [--progress tty|lines] -- SCRIPT.py "
+         "[ARGS...]")
 
 
 def _usage_error(message):
@@ -44,6 +50,7 @@ def _usage_error(message):
 def main(argv):
     output = None
     quiet = False
+    fake = False
     progress = None
     i = 0
     while i < len(argv):
@@ -66,6 +73,10 @@ def main(argv):
             continue
         if a == "--quiet":
             quiet = True
+            i += 1
+            continue
+        if a == "--fake":
+            fake = True
             i += 1
             continue
         if a == "--progress":
@@ -99,7 +110,7 @@ def main(argv):
                          "PyTorch of %s (build it: %s %s --build)\n"
                          % (sys.executable, sys.executable, os.path.join(_SHIM_DIR, "capture_native.py")))
         return 2
-    return capture_recorder.run_script(script, rest[1:], output, quiet=quiet, progress=progress)
+    return capture_recorder.run_script(script, rest[1:], output, quiet=quiet, progress=progress, fake=fake)
 
 
 if __name__ == "__main__":

@@ -117,7 +117,8 @@ TEST_F(CaptureTest, ScriptThatRaisesKeepsTheCallsBeforeTheError) {
   EXPECT_THAT(r.err, HasSubstr("ValueError: boom from the fixture"));
   EXPECT_THAT(r.err, HasSubstr("raises_midway.py\", line 13"));
   EXPECT_THAT(r.err, Not(HasSubstr("capture_recorder.py")));  // the traceback is the script's alone
-  EXPECT_THAT(r.err, HasSubstr("opprobe: script exited with status 1; the trace holds the calls recorded before that"));
+  EXPECT_THAT(r.err, HasSubstr("opprobe: the script failed at tests/fixtures/traces/scripts/raises_midway.py:13 "
+                               "(ValueError: boom from the fixture); the trace holds the calls recorded before that"));
   auto g = analyzer::LoadTrace(Trace());
   ASSERT_TRUE(g.ok()) << g.status().message();
   const analyzer::Node* mul = Find(*g, "aten::mul.Tensor");
