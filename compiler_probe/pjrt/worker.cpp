@@ -38,6 +38,7 @@ void RunOnSpawnerThread(const std::function<void()>& job) {
     std::condition_variable cv;
     const std::function<void()>* job = nullptr;
     bool done = false;
+    pid_t pid = ::getpid();  // a forked child (a Python user's multiprocessing) has no copy of the thread
   };
   static Spawner* const spawner = [] {
     auto* s = new Spawner;
@@ -53,6 +54,10 @@ void RunOnSpawnerThread(const std::function<void()>& job) {
     }).detach();
     return s;
   }();
+  if (spawner->pid != ::getpid()) {  // in a fork of the process that made the thread: from here, as before
+    job();
+    return;
+  }
   std::lock_guard<std::mutex> one(spawner->one_at_a_time);
   std::unique_lock<std::mutex> lock(spawner->mu);
   spawner->job = &job;

@@ -1,5 +1,9 @@
 #include "compiler_probe/pjrt/pjrt_backend.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -183,6 +187,29 @@ TEST(PjrtBackendTest, ThreadsShareTheWorkerAndACrashRestartsItForAll) {
       }
     }
   }
+}
+
+TEST(PjrtBackendTest, AForkedChildStartsItsOwnWorker) {
+  // Workers start from one long-lived thread, which a fork (a Python user's multiprocessing) does not copy: the
+  // child starts its workers itself instead of waiting for a thread it does not have.
+  auto b = Make(kPlugin);
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(b->probe(*BinaryUnit(Opcode::kAdd)).supported());  // the starting thread exists now
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    BackendOptions o;
+    auto child = CreatePjrtBackend(kPlugin, o);
+    _exit(child.ok() && (*child)->probe(*BinaryUnit(Opcode::kMultiply)).supported() ? 0 : 1);
+  }
+  int status = 0;
+  for (int i = 0; i < 600 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(50 * 1000);
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "the forked child hung starting its worker";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST(PjrtBackendTest, PluginHangIsAnErrorAfterTheTimeout) {
