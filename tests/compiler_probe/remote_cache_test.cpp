@@ -3,6 +3,8 @@
 // appends one line per probe, so the tests count how often each unit was probed across processes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -62,6 +64,19 @@ class RemoteCacheTest : public opprobe::testing::TempDirTest {
   Outcome Run(const std::string& name, const std::string& backend, std::vector<std::string> extra,
               std::map<std::string, std::string> env = {}) {
     return Finish(name, Start(name, backend, std::move(extra), std::move(env)));
+  }
+  // Waits (at most 30 s) until the probe log holds `n` more lines than `before`: a run is that far into probing.
+  // Event-driven, where a fixed sleep would be too short on a slow machine and too long on a fast one.
+  size_t ProbeLines() const {
+    const std::string log = ReadWholeFile(Path("probes.log"));
+    return static_cast<size_t>(std::count(log.begin(), log.end(), '\n'));
+  }
+  bool WaitForProbes(size_t before, size_t n) const {
+    for (int i = 0; i < 3000; ++i) {
+      if (ProbeLines() >= before + n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
   }
   // Probe-log lines (one per probe) per unit.
   std::map<std::string, int> ProbeCounts() const {
@@ -177,8 +192,9 @@ TEST_F(RemoteCacheTest, ServerKilledMidRunStillCompletes) {
   ASSERT_EQ(ref.code, 0) << ref.err;
   TestServer redis;
   redis.StartRedis(dir_ / "redis");
+  size_t before = ProbeLines();
   pid_t p = Start("a", backend, {"--cache", redis.url(), "-j", "1"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_TRUE(WaitForProbes(before, 3));  // mid-run: three units probed, the others not yet
   redis.Kill();
   Outcome ra = Finish("a", p);
   ASSERT_EQ(ra.code, 0) << ra.err;
@@ -189,8 +205,9 @@ TEST_F(RemoteCacheTest, ServerKilledMidRunStillCompletes) {
 
   TestServer nginx;
   nginx.StartNginx(dir_ / "nginx");
+  before = ProbeLines();
   p = Start("b", backend, {"--cache", nginx.url(), "-j", "1"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_TRUE(WaitForProbes(before, 3));
   nginx.Kill();
   Outcome rb = Finish("b", p);
   ASSERT_EQ(rb.code, 0) << rb.err;
