@@ -1,6 +1,7 @@
-# One training step of a small decoder written for the CPU, as its users write it: python decoder_step.py [SIZE]
-# with SIZE `tiny` (the tests' real-and-fake comparison) or `1b` (about a billion parameters: only with --fake, or on
-# the meta device with META=1). tests/e2e/fake_test.cpp.
+# One training step of a decoder written for the CPU, as its users write it: python decoder_step.py [SIZE] with SIZE
+# `tiny` (the tests' real-and-fake comparison), `1b` (about a billion parameters: only with --fake, or on the meta
+# device with META=1), `7b` (6.7e9 parameters, 32 layers) or `7b-shape` (the 7b's 32 layers at tiny width: as many
+# calls; scripts/bench fake). tests/e2e/fake_test.cpp.
 import os
 import sys
 
@@ -10,7 +11,8 @@ import torch.nn as nn
 size = sys.argv[1] if len(sys.argv) > 1 else "tiny"
 if os.environ.get("META") == "1":
     torch.set_default_device("meta")
-dim, layers, vocab = (64, 2, 100) if size == "tiny" else (4096, 4, 32000)
+dim, layers, vocab = {"tiny": (64, 2, 100), "1b": (4096, 4, 32000), "7b": (4096, 32, 32000),
+                      "7b-shape": (64, 32, 100)}[size]
 
 
 class Block(nn.Module):
