@@ -438,27 +438,35 @@ Tolerance ToleranceFor(PrimitiveType type) {
 }
 
 namespace {
+// Element i of n values of T laid out in `bytes`, as a double.
+template <typename T>
+double ElementAt(const char* bytes, int64_t i) {
+  T v;
+  std::memcpy(&v, bytes + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return static_cast<double>(v);
+}
+
+// The largest finite magnitude among `l`'s elements (f32 and f64, most outputs, read in place).
+double MaxFiniteAbs(const hlo::Literal& l) {
+  const char* bytes = reinterpret_cast<const char*>(l.data().data());
+  const PrimitiveType t = l.shape().element_type();
+  double max_abs = 0;
+  for (int64_t i = 0, n = l.element_count(); i < n; ++i) {
+    const double v = std::fabs(t == PrimitiveType::F32   ? ElementAt<float>(bytes, i)
+                               : t == PrimitiveType::F64 ? ElementAt<double>(bytes, i)
+                                                         : l.GetAsDouble(i));
+    if (std::isfinite(v)) max_abs = std::max(max_abs, v);
+  }
+  return max_abs;
+}
+
 // Whether every element of `got` (n values of T, the bytes as received) is Close to interp's: what the loop of
 // CompareOutput decides for a floating-point type, without building a literal or formatting anything.
 template <typename T>
-bool AllClose(const hlo::Literal& expected, const std::string& got, int64_t n, bool accumulated) {
-  const char* want_bytes = reinterpret_cast<const char*>(expected.data().data());
-  auto at = [](const char* bytes, int64_t i) {
-    T v;
-    std::memcpy(&v, bytes + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-    return static_cast<double>(v);
-  };
-  Tolerance tol = ToleranceFor(sizeof(T) == 4 ? PrimitiveType::F32 : PrimitiveType::F64);
-  if (accumulated) {
-    double max_abs = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double v = std::fabs(at(want_bytes, i));
-      if (std::isfinite(v)) max_abs = std::max(max_abs, v);
-    }
-    tol.atol = std::max(tol.atol, tol.rtol * max_abs);
-  }
+bool AllClose(const hlo::Literal& expected, const std::string& got, int64_t n, const Tolerance& tol) {
+  const char* want = reinterpret_cast<const char*>(expected.data().data());
   for (int64_t i = 0; i < n; ++i)
-    if (!Close(at(got.data(), i), at(want_bytes, i), tol)) return false;
+    if (!Close(ElementAt<T>(got.data(), i), ElementAt<T>(want, i), tol)) return false;
   return true;
 }
 }  // namespace
@@ -477,22 +485,15 @@ std::optional<std::string> CompareOutput(const hlo::Literal& expected, const Hos
     return fmt::format("output {} has {} bytes, interp {}", output_index, got.data.size(), expected.data().size());
   const PrimitiveType t = shape.element_type();
   const int64_t n = expected.element_count();
+  Tolerance tol = ToleranceFor(t);
+  // A sum of many terms differs by rounding in another summation order, most visibly where it cancels to near zero:
+  // the absolute tolerance follows the largest magnitude in the output.
+  if (accumulated && hlo::IsFloatingPoint(t)) tol.atol = std::max(tol.atol, tol.rtol * MaxFiniteAbs(expected));
   // f32 and f64, most outputs, compared in place first; only a difference is looked at element by element below.
-  if (t == PrimitiveType::F32 && AllClose<float>(expected, got.data, n, accumulated)) return std::nullopt;
-  if (t == PrimitiveType::F64 && AllClose<double>(expected, got.data, n, accumulated)) return std::nullopt;
+  if (t == PrimitiveType::F32 && AllClose<float>(expected, got.data, n, tol)) return std::nullopt;
+  if (t == PrimitiveType::F64 && AllClose<double>(expected, got.data, n, tol)) return std::nullopt;
   hlo::Literal g(hlo::Shape::Array(shape.element_type(), shape.dimensions()));
   std::memcpy(g.data().data(), got.data.data(), got.data.size());
-  Tolerance tol = ToleranceFor(t);
-  if (accumulated && hlo::IsFloatingPoint(t)) {
-    // A sum of many terms differs by rounding in another summation order, most visibly where it cancels
-    // to near zero: the absolute tolerance follows the largest magnitude in the output.
-    double max_abs = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      double v = std::fabs(expected.GetAsDouble(i));
-      if (std::isfinite(v)) max_abs = std::max(max_abs, v);
-    }
-    tol.atol = std::max(tol.atol, tol.rtol * max_abs);
-  }
   int64_t bad = 0;
   std::string first;
   for (int64_t i = 0; i < n; ++i) {
