@@ -150,9 +150,8 @@ int RunAnalyze(AnalyzeArgs& a) {
   if (a.lowering != "torch_xla" && !command.empty() && script_status != 0 && !a.report.quiet) {
     const auto& c = result->capture;
     if (c && !c->location.empty())
-      std::fprintf(stderr, "opprobe: warning: the script failed at %s:%d (%s); analyzing the calls recorded before that\n",
-                   c->location.file.c_str(), c->location.line,
-                   (c->exception_type + (c->exception_message.empty() ? "" : ": " + c->exception_message)).c_str());
+      std::fprintf(stderr, "opprobe: warning: the script %s; analyzing the calls recorded before that\n",
+                   c->Failure().c_str());
     else
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
                    script_status);
@@ -225,9 +224,7 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "torchvision::*, mylib::my_op, aten::add.Tensor. The report lists what was ignored")
       ->type_name("PATTERN");
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
-  cmd->add_flag("--fake", args->fake, "With `-- script`: " "Run the script on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its shapes, "
-                "nothing is allocated or computed (a model of any size); a script that needs a value (.item(), a "
-                "branch on a tensor) stops at that line");
+  cmd->add_flag("--fake", args->fake, std::string("With `-- script`: ") + kFakeHelp);
   cmd->add_option("--lowering", args->lowering,
                   "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
                   "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "

@@ -45,9 +45,8 @@ int RunCaptureCommand(const CaptureArgs& args) {
   if (*status != 0) {
     const auto* c = graph.ok() && graph->capture ? &*graph->capture : nullptr;
     if (c && !c->location.empty())
-      std::fprintf(stderr, "opprobe: the script failed at %s:%d (%s); the trace holds the calls recorded before that\n",
-                   c->location.file.c_str(), c->location.line,
-                   (c->exception_type + (c->exception_message.empty() ? "" : ": " + c->exception_message)).c_str());
+      std::fprintf(stderr, "opprobe: the script %s; the trace holds the calls recorded before that\n",
+                   c->Failure().c_str());
     else
       std::fprintf(stderr, "opprobe: script exited with status %d; the trace holds the calls recorded before that\n",
                    *status);
@@ -91,9 +90,7 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
                 "Show the counter of calls captured so far even when stderr is not a terminal (a line every 5 s)");
   cmd->add_flag("--no-progress", args->no_progress, "No counter of calls captured so far");
   cmd->add_flag("-q,--quiet", args->quiet, "Neither the counter nor the summary line (errors are still printed)");
-  cmd->add_flag("--fake", args->fake, "Run the script on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its shapes, "
-                "nothing is allocated or computed (a model of any size); a script that needs a value (.item(), a "
-                "branch on a tensor) stops at that line");
+  cmd->add_flag("--fake", args->fake, kFakeHelp);
   cmd->footer(
       "Examples:\n"
       "  opprobe capture -o trace.json -- /usr/bin/python3 samples/scripts/supported.py\n"

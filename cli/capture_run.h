@@ -33,6 +33,12 @@ Expected<std::string> FindCaptureShim();
 // With `quiet` false the shim also prints its one-line summary on stderr; `progress` is its counter.
 // `fake`: the script runs on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its
 // shapes and nothing is allocated or computed (`--fake`).
+// What `--fake` does, as `capture --help` and `analyze --help` say it.
+inline constexpr const char* kFakeHelp =
+    "Run the script on PyTorch's fake tensors (FakeTensorMode, PyTorch 2.x): every call is recorded with its shapes, "
+    "nothing is allocated or computed (a model of any size); a script that needs a value (.item(), a branch on a "
+    "tensor) stops at that line";
+
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true,
                          CaptureProgress progress = CaptureProgress::kOff, bool fake = false);
 

@@ -136,14 +136,8 @@ bool AnalysisResult::incomplete() const { return !IncompleteReasons().empty(); }
 std::vector<std::string> AnalysisResult::IncompleteReasons() const {
   std::vector<std::string> out;
   if (partial()) {
-    const CaptureStatus& c = *capture;
-    std::string where = c.location.empty() ? fmt::format("with exit status {}", c.exit_code)
-                                           : fmt::format("at {}:{}", c.location.file, c.location.line);
-    std::string what = c.exception_type.empty() ? std::string()
-                       : c.exception_message.empty() ? fmt::format(" ({})", c.exception_type)
-                                                     : fmt::format(" ({}: {})", c.exception_type, c.exception_message);
-    out.push_back(fmt::format("partial analysis: the script failed {}{}; only the calls before that were analyzed",
-                              where, what));
+    out.push_back(fmt::format("partial analysis: the script {}; only the calls before that were analyzed",
+                              capture->Failure()));
   }
   int64_t calls = 0, gap_calls = 0, gap_sites = 0;
   for (const auto& op : ops) {

@@ -173,6 +173,15 @@ void Value::AppendTo(std::string& out) const {
   }
 }
 
+std::string CaptureStatus::Failure() const {
+  std::string where = location.empty() ? fmt::format("with exit status {}", exit_code)
+                                       : fmt::format("at {}:{}", location.file, location.line);
+  std::string what = exception_type.empty()      ? std::string()
+                     : exception_message.empty() ? fmt::format(" ({})", exception_type)
+                                                 : fmt::format(" ({}: {})", exception_type, exception_message);
+  return "failed " + where + what;
+}
+
 std::string SourceLoc::ToString() const {
   if (empty()) return "";
   auto slash = file.find_last_of('/');

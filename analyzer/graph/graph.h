@@ -206,6 +206,9 @@ struct CaptureStatus {
   std::string exception_message;  // first line of the exception's message
   SourceLoc location;             // innermost frame in the user's own files where it was raised
   bool failed() const { return status == Status::kFailed; }
+  // How a failed script ended, as every report and message says it: `failed at train.py:41 (RuntimeError: boom)`, or
+  // `failed with exit status 3`.
+  std::string Failure() const;
   bool operator==(const CaptureStatus&) const = default;
 };
 
