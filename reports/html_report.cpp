@@ -297,7 +297,7 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
       for (const auto& c : st.cuts)
         out += fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td>"
                            "<td class=\"num\">{}</td></tr>\n",
-                           E(c.loc.ToString()), E(c.op), c.kind == "value_read" ? "value read on the host" : "CPU fallback",
+                           E(c.loc.ToString()), E(c.op), CutKind(c),
                            c.count, c.extra_graphs);
       out += "</tbody></table>\n";
     }

@@ -145,7 +145,7 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
       out += "| cut at | op | kind | times | extra graphs |\n|---|---|---|---:|---:|\n";
       for (const auto& c : st.cuts)
         out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(c.loc.ToString()), Code(c.op),
-                           c.kind == "value_read" ? "value read on the host" : "CPU fallback", c.count, c.extra_graphs);
+                           CutKind(c), c.count, c.extra_graphs);
       out += "\n";
     }
   }

@@ -188,7 +188,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     if (!st.cuts.empty()) {
       Table t({"CUT AT", "OP", "KIND", "TIMES", "EXTRA GRAPHS"}, {false, false, false, true, true});
       for (const auto& c : st.cuts)
-        t.Add({c.loc.ToString(), c.op, c.kind == "value_read" ? "value read on the host" : "CPU fallback",
+        t.Add({c.loc.ToString(), c.op, CutKind(c),
                std::to_string(c.count), std::to_string(c.extra_graphs)});
       out += t.Render(color);
     }

@@ -454,6 +454,10 @@ std::string StepsHeadline(const analyzer::StepGraphs& s) {
                      s.distinct_graphs, s.model);
 }
 
+std::string CutKind(const analyzer::StepGraphs::Cut& c) {
+  return c.kind == "value_read" ? "value read on the host" : "CPU fallback";
+}
+
 std::string StepsTrigger(const analyzer::StepGraphs::Recompilation& r) {
   std::string what = r.trigger_kind == "value_read"     ? "value read (" + r.trigger_op + ")"
                      : r.trigger_kind == "cpu_fallback" ? "CPU fallback (" + r.trigger_op + ")"

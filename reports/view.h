@@ -83,6 +83,9 @@ std::string StepsHeadline(const analyzer::StepGraphs& s);
 // A recompilation's trigger in words: `xm.mark_step at train.py 41`, `value read (aten::_local_scalar_dense) at ...`.
 std::string StepsTrigger(const analyzer::StepGraphs::Recompilation& r);
 
+// A cut's kind in words: `value read on the host`, `CPU fallback`.
+std::string CutKind(const analyzer::StepGraphs::Cut& c);
+
 // A percentage as reports print it: `60.00%`, or `60.00% (incomplete)` when the analysis left something out.
 std::string PercentLabel(const analyzer::AnalysisResult& result, double pct);
 

@@ -166,17 +166,16 @@ std::optional<StepGraphs> TorchXlaDumpSteps(const std::string& text, const std::
       }
     return t;
   };
-  auto cut_cause = [](const Trigger& t) {
+  // What a cut was: `a CPU fallback (aten::nonzero) at train.py:37`.
+  auto cut = [](const Trigger& t) {
     const std::string where = fmt::format("{}:{}", Base(t.loc.file), t.loc.line);
-    if (t.kind == "cpu_fallback") return fmt::format("a CPU fallback ({}) at {} cut the graph", t.op, where);
-    return fmt::format("a value read on the host at {} (.item(), printing a tensor, a Python branch on one) cut the "
-                       "graph",
-                       where);
+    if (t.kind == "cpu_fallback") return fmt::format("a CPU fallback ({}) at {}", t.op, where);
+    return fmt::format("a value read on the host at {} (.item(), printing a tensor, a Python branch on one)", where);
   };
   std::map<std::string, int64_t> graph_of;  // hash -> distinct graph number
   std::vector<const Execution*> firsts;
   std::vector<Trigger> first_triggers;
-  std::map<std::tuple<std::string, std::string, std::string, int>, std::pair<StepGraphs::Cut, std::set<int64_t>>> cuts;
+  std::map<std::tuple<std::string, std::string, std::string, int>, std::pair<StepGraphs::Cut, std::set<int64_t>>> cuts_at;
   int64_t step = 0;
   for (const auto& e : runs) {
     const Trigger t = trigger_of(e);
@@ -191,7 +190,7 @@ std::optional<StepGraphs> TorchXlaDumpSteps(const std::string& text, const std::
           size_t n = 0;
           const auto& a = firsts[k]->body;
           while (n < a.size() && n < e.body.size() && Shape(a[n]) == Shape(e.body[n])) ++n;
-          if (n > best_n || k == 0) best = k, best_n = std::max(n, best_n);
+          if (k == 0 || n > best_n) best = k, best_n = n;
         }
         StepGraphs::Recompilation r;
         r.step = step;
@@ -209,9 +208,9 @@ std::optional<StepGraphs> TorchXlaDumpSteps(const std::string& text, const std::
         const Trigger& ot = first_triggers[best];
         auto params = [](const std::string& layout) { return layout.substr(0, layout.find(")->")); };
         if (t.kind == "step_end" && ot.kind != "step_end")
-          r.cause = "the rest of the step after " + cut_cause(ot).substr(0, cut_cause(ot).rfind(" cut the graph"));
+          r.cause = "the rest of the step after " + cut(ot);
         else if (t.kind != "step_end" && ot.kind == "step_end")
-          r.cause = cut_cause(t);
+          r.cause = cut(t) + " cut the graph";
         else if (params(e.layout) != params(old.layout))
           r.cause = "an input's shape changed";
         else
@@ -220,11 +219,11 @@ std::optional<StepGraphs> TorchXlaDumpSteps(const std::string& text, const std::
       }
     }
     if (t.kind != "step_end") {
-      auto& [cut, graphs] = cuts[{t.kind, t.op, t.loc.file, t.loc.line}];
-      cut.kind = t.kind;
-      cut.op = t.op;
-      cut.loc = t.loc;
-      ++cut.count;
+      auto& [c, graphs] = cuts_at[{t.kind, t.op, t.loc.file, t.loc.line}];
+      c.kind = t.kind;
+      c.op = t.op;
+      c.loc = t.loc;
+      ++c.count;
       graphs.insert(it->second);
     } else {
       ++step;
@@ -232,7 +231,7 @@ std::optional<StepGraphs> TorchXlaDumpSteps(const std::string& text, const std::
   }
   s.steps = step;
   s.distinct_graphs = static_cast<int64_t>(firsts.size());
-  for (auto& [key, value] : cuts) {
+  for (auto& [key, value] : cuts_at) {
     value.first.extra_graphs = static_cast<int64_t>(value.second.size());
     s.cuts.push_back(value.first);
   }

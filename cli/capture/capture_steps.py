@@ -102,10 +102,11 @@ class StepGraphs(object):
         self._dynamic = {}        # id(tensor) -> (weakref, (op, loc)): outputs of a CPU fallback (data-dependent)
         self._pending = []        # _Event of calls not yet run
         self.step = 0
-        self.graphs = []          # distinct graphs: {"events": [...], "signature": ...}
+        self.graphs = []          # distinct graphs: {"events", "trigger", "step" that first ran it}
         self._by_signature = {}
         self.executions = []      # (step, graph index, trigger kind, trigger op, loc)
         self.suspended = 0        # > 0 while the host formats a tensor it read: those calls are no graph's
+        self._declared = {}       # id(_OpInfo) -> {argument name: declared type}
 
     # -- where tensors live ------------------------------------------------------------------------
     def mark_device(self, t):
@@ -116,8 +117,6 @@ class StepGraphs(object):
     def on_device(self, t):
         r = self._device.get(id(t))
         return r is not None and r() is t
-
-    _on_device = on_device
 
     def value_read(self, tensor, what, loc):
         """A read of a tensor's values that dispatches no aten call (printing it, .tolist(), .cpu(), ...)."""
@@ -145,7 +144,7 @@ class StepGraphs(object):
         flat = []
         for a in list(args) + (list(kwargs.values()) if kwargs else []):
             _tensors(a, flat)
-        if not any(self._on_device(t) for t in flat):
+        if not any(self.on_device(t) for t in flat):
             return  # a host computation (data loading, the model's initialisation before .to(device))
         op = key[0]
         loc = (key[4], key[5])
@@ -160,7 +159,9 @@ class StepGraphs(object):
                 self._producer.pop(id(o), None)
                 self._dynamic[id(o)] = (weakref.ref(o), (op, loc))
             return
-        declared = dict((a[0], a[1]) for a in info.args)
+        declared = self._declared.get(id(info))
+        if declared is None:  # once per op (the recorder keeps one _OpInfo per op)
+            declared = self._declared[id(info)] = dict((a[0], a[1]) for a in info.args)
         ir_args = tuple(_ir_arg(op, n, declared.get(n, ""), e) for n, e in key[2])
         refs = tuple(self._ref(t) for t in flat)
         ir = (op, key[1], ir_args, tuple(key[3]))
@@ -286,23 +287,28 @@ class StepGraphs(object):
         return out
 
     @staticmethod
-    def _cut_cause(trigger):
+    def _cut_what(trigger):
+        """What a cut was (`a CPU fallback (aten::nonzero) at train.py:37`); None for a step boundary."""
         kind, op, loc = trigger
         where = "%s:%d" % (os.path.basename(loc[0]), loc[1])
         if kind == "value_read":
-            return "a value read on the host at %s (.item(), printing a tensor, a Python branch on one) cut the graph" \
-                % where
+            return "a value read on the host at %s (.item(), printing a tensor, a Python branch on one)" % where
         if kind == "cpu_fallback":
-            return "a CPU fallback (%s) at %s cut the graph" % (op, where)
+            return "a CPU fallback (%s) at %s" % (op, where)
         return None
+
+    @staticmethod
+    def _cut_cause(trigger):
+        cut = StepGraphs._cut_what(trigger)
+        return cut and cut + " cut the graph"
 
     def _cause(self, before, after, trigger, closest_trigger):
         if after.dynamic is not None:
             d_op, d_loc = after.dynamic
             return "a data-dependent shape: the output of %s at %s:%d" % (d_op, os.path.basename(d_loc[0]), d_loc[1])
-        if trigger[0] != closest_trigger[0] and trigger[0] == "step_end" and self._cut_cause(closest_trigger):
+        if trigger[0] != closest_trigger[0] and trigger[0] == "step_end" and self._cut_what(closest_trigger):
             # the rest of a step that a cut split in two
-            return "the rest of the step after " + self._cut_cause(closest_trigger).replace(" cut the graph", "")
+            return "the rest of the step after " + self._cut_what(closest_trigger)
         if before is None:
             return self._cut_cause(trigger) or "the graph holds more calls"
         if before.op != after.op:
