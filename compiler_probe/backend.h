@@ -40,6 +40,38 @@ struct BackendOptions {
   std::string work_dir;  // scratch space for backends that write files (cmd, pjrt)
 };
 
+// A whole program compiled for the target (`--fit`): what the compiler said of it and, per device, the memory it laid
+// out (PJRT_Executable_GetCompiledMemoryStats for the TPU and GPU compilers).
+struct ProgramCompile {
+  enum class Outcome {
+    kCompiled,     // the compiler accepted it
+    kRefused,      // the compiler refused it (message: its words); memory_refusal when for want of memory
+    kError,        // the compiler could not be asked, crashed or timed out: no verdict on the program
+    kUnsupported,  // this backend compiles no whole programs
+  };
+  Outcome outcome = Outcome::kUnsupported;
+  std::string message;   // the compiler's words (refused), or why there is no verdict
+  std::string compiler;  // what compiled it, with its version: `libtpu 0.0.42.1 (TPU compiler), PJRT C API 0.112`
+  int64_t devices = 1;   // the devices the program was compiled for (partitions)
+  bool memory_refusal = false;
+  bool has_memory = false;  // per device, from the compiler:
+  int64_t generated_code_bytes = 0;
+  int64_t argument_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t alias_bytes = 0;
+  int64_t temp_bytes = 0;
+  int64_t required_bytes = 0;       // what one device needs: the compiler's figure in a refusal, else total_bytes()
+  int64_t device_memory_bytes = 0;  // what one device has (the compiler's figure in a refusal, else the target's
+                                    // published one); 0: unknown
+  double seconds = 0;
+  int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
+};
+
+// How to compile a whole program: over how many devices its SPMD partitioner splits it (its shardings annotated).
+struct ProgramOptions {
+  int64_t partitions = 1;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -73,6 +105,15 @@ class Backend {
   // Compiles a whole program (not a probe unit) as the target would receive it, without running it: what
   // `scripts/bench batch` sets the probing of a step's units against. Default: probe().
   virtual Verdict compile(const hlo::Module& program) { return probe(program); }
+
+  // Compiles a whole program for the target and says what it lays out per device (`--fit`). Default: kUnsupported.
+  virtual ProgramCompile compile_program(const hlo::Module& program, const ProgramOptions& options) {
+    (void)program;
+    (void)options;
+    ProgramCompile c;
+    c.message = "the " + id() + " backend compiles no whole programs (the tpu:, gpu: backends do)";
+    return c;
+  }
 };
 
 }  // namespace opprobe::compiler_probe

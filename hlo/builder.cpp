@@ -560,6 +560,15 @@ Computation* Builder::ScalarBinaryComputation(Opcode op, PrimitiveType type) {
   return c;
 }
 
+Computation* Builder::Adopt(std::unique_ptr<Module> other, const std::string& prefix) {
+  Computation* entry = other->entry();
+  for (auto& c : other->mutable_computations()) {
+    c->set_name(fmt::format("{}.{}", prefix, c->name()));
+    state_->module->AddComputation(std::move(c));
+  }
+  return entry;
+}
+
 Computation* Builder::Finish(Instruction* root) {
   computation_->set_root(root);
   return state_->module->AddComputation(std::move(computation_));

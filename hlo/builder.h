@@ -96,6 +96,10 @@ class Builder {
   // Generic escape hatch: adds a fully formed instruction (name and id are filled in).
   Instruction* Add(std::unique_ptr<Instruction> instr);
 
+  // Moves every computation of `other` (a module built apart, such as one lowering's) into this builder's module,
+  // each renamed `prefix.NAME`, and returns what was its entry: a computation to call from this one.
+  Computation* Adopt(std::unique_ptr<Module> other, const std::string& prefix);
+
   // Finishes a sub-computation with `root` and adds it to the module (callees before callers).
   Computation* Finish(Instruction* root);
   // Finishes the entry computation with `root` and returns the module.

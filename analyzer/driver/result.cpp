@@ -47,6 +47,8 @@ AnalysisResult AnalysisResult::ForTarget(size_t k) const {
   r.summary = summary;
   r.warnings = warnings;
   r.capture = capture;
+  r.steps = steps;
+  r.program = program;
   r.ignored = ignored;
   r.source_dir = source_dir;
   r.input_modules = input_modules;
@@ -62,6 +64,7 @@ AnalysisResult AnalysisResult::ForTarget(size_t k) const {
     r.probes[i].repro_path = i < t.repro_paths.size() ? t.repro_paths[i] : std::string();
   }
   r.summary = t.summary;
+  r.program = t.program;
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/graph/graph.h"
+#include "analyzer/program/program.h"
 #include "compiler_probe/backend.h"
 #include "hlo/instruction.h"
 
@@ -238,6 +239,7 @@ struct TargetResult {
   std::vector<char> cache_hits;
   std::vector<std::string> repro_paths;  // `--dump-dir` files of this target's unsupported units
   Summary summary;
+  std::optional<ProgramFit> program;  // `--fit`: the program compiled for this target
 };
 
 struct AnalysisResult {
@@ -255,6 +257,7 @@ struct AnalysisResult {
   // How the captured script ended (trace inputs that record it); a failed script gives a partial analysis.
   std::optional<CaptureStatus> capture;
   std::optional<StepGraphs> steps;  // the graphs torch_xla would run, where the input says (Graph::steps)
+  std::optional<ProgramFit> program;  // `--fit`: the whole program compiled for the target (analyzer/program)
   std::vector<IgnoredOp> ignored;  // sorted by op
   // The folder of the analyzed script (or input file) when known: call sites are shown relative to it.
   std::string source_dir;

@@ -247,6 +247,33 @@ struct StepGraphs {
   bool operator==(const StepGraphs&) const = default;
 };
 
+// The data flow of a captured script's first training step (the trace's `program`, cli/capture/capture_program.py):
+// its calls in order with the values each reads and makes, and the values the step reads from outside and leaves
+// behind. What analyzer/program builds as one HLO program for --fit.
+struct StepDataFlow {
+  struct Call {
+    int64_t node = 0;              // the call's index in the trace's calls (Graph::nodes)
+    std::vector<int64_t> inputs;   // value ids, one per tensor argument (and per tensor of a list), in argument order
+    std::vector<int64_t> outputs;  // value ids, one per output that is not None; -1: not a tensor (an int)
+    bool operator==(const Call&) const = default;
+  };
+  struct Value {
+    int64_t value = 0;
+    std::string kind;   // `parameter`, `buffer`, `optimizer_state`, `gradient`, `data` (inputs), `output`
+    std::string name;   // `layers.0.mlp.weight`, `layers.0.mlp.weight.exp_avg`; empty when the capture knows none
+    int64_t aliases = -1;  // outputs: the input (index into inputs) whose data this output updates in place
+    bool operator==(const Value&) const = default;
+  };
+  std::string scope;          // `first training step`
+  SourceLoc begin, end;       // its first call, and what ended it
+  std::string end_kind;       // `optimizer_step`, `step_boundary`, `second_forward`, `script_end`
+  std::vector<Call> calls;
+  std::vector<Value> inputs;
+  std::vector<Value> outputs;
+  int64_t untracked_writes = 0;  // reads of data changed through another view (each such read is a new input)
+  bool operator==(const StepDataFlow&) const = default;
+};
+
 struct Graph {
   std::string model;                  // what was analyzed: script or file name
   std::string input_kind;             // `trace`, `pt2`, `hlo`
@@ -255,6 +282,7 @@ struct Graph {
   std::string torch_version;          // as recorded by the capture or the archive, when known
   std::optional<CaptureStatus> capture;  // traces only: how the captured script ended
   std::optional<StepGraphs> steps;       // traces of a script that used the XLA device: its graphs
+  std::optional<StepDataFlow> program;   // traces captured with --program: the first step's data flow
 };
 
 // Receives the nodes of a graph one at a time, in order, as a loader reads them: a large trace is analyzed as it is

@@ -484,7 +484,7 @@ bool CallReader::ParseCall(const Ref& j, const Path& p, Node* n) {
 // TraceReader::Finish.
 constexpr const char* kHeaderMembers[] = {"format", "version", "script", "torch_version",
                                           "status", "exit_status", "error", "skipped_ops", "graphs",
-                                          "host_only_ops"};
+                                          "host_only_ops", "program"};
 
 // Reads a trace document from a json::Stream: the header members are kept, the calls are checked and handed to the
 // sink one by one as they are read. The errors are those (and in the order) of checking the whole document at once:
@@ -517,6 +517,7 @@ class TraceReader {
   Status CaptureStatusOf(Graph& g);
   Status SkippedOps();
   Status StepGraphsOf(Graph& g);
+  Status ProgramOf(Graph& g);
   Status HostOnlyOps();
 
   json::Stream& stream_;
@@ -803,6 +804,98 @@ Status TraceReader::StepGraphsOf(Graph& g) {
   return Status::Ok();
 }
 
+// `program` (capture_program.py's data flow of the first step) into Graph::program. Value ids are checked here: a
+// call reads only values made before it; builders may rely on that.
+Status TraceReader::ProgramOf(Graph& g) {
+  std::optional<Ref> program = Header("program");
+  if (!program) return Status::Ok();
+  Checker c;
+  const Path pp = Path().Key("program");
+  if (!program->is_object()) {
+    c.Expect(*program, pp, "an object {scope, calls, inputs, outputs}");
+    return c.error();
+  }
+  StepDataFlow f;
+  auto str = [&](const Ref& obj, const Path& p, const char* key, std::string* out) {
+    auto v = obj.Find(key);
+    return !v || v->is_null() || c.GetString(*v, p.Key(key), out);
+  };
+  auto loc = [&](const Ref& obj, const Path& p, const char* key, SourceLoc* out) {
+    auto v = obj.Find(key);
+    return !v || v->is_null() || c.ParseLoc(*v, p.Key(key), out);
+  };
+  auto count = [&](const Ref& v, const Path& p, int64_t* out, int64_t min) {
+    return c.GetInt(v, p, out) && (*out >= min || (c.Bad(p, min < 0 ? "expected -1 or more" : "expected a count"), false));
+  };
+  if (!str(*program, pp, "scope", &f.scope) || !loc(*program, pp, "begin", &f.begin) ||
+      !loc(*program, pp, "end", &f.end) || !str(*program, pp, "end_kind", &f.end_kind))
+    return c.error();
+  if (auto u = program->Find("untracked_writes"); u && !count(*u, pp.Key("untracked_writes"), &f.untracked_writes, 0))
+    return c.error();
+  // Known value ids as they are made: inputs first, then each call's outputs.
+  std::unordered_set<int64_t> known;
+  auto array = [&](const char* key, const auto& read) {
+    auto list = program->Find(key);
+    if (!list) return true;
+    const Path lp = pp.Key(key);
+    if (!list->is_array()) return c.Expect(*list, lp, "an array"), false;
+    size_t i = 0;
+    for (auto it = list->begin(); it != list->end(); ++it, ++i)
+      if (!read(it.value(), lp.Index(i))) return false;
+    return true;
+  };
+  auto value = [&](std::vector<StepDataFlow::Value>& out, bool is_input) {
+    return [&, is_input](const Ref& r, const Path& rp) {
+      if (!r.is_object()) return c.Expect(r, rp, "an object {value, kind, name}"), false;
+      StepDataFlow::Value v;
+      auto id = r.Find("value");
+      if (!id) return c.Bad(rp, "missing member \"value\""), false;
+      if (!count(*id, rp.Key("value"), &v.value, 0) || !str(r, rp, "kind", &v.kind) || !str(r, rp, "name", &v.name))
+        return false;
+      if (auto a = r.Find("aliases"); a && !a->is_null() && !count(*a, rp.Key("aliases"), &v.aliases, 0)) return false;
+      if (is_input) known.insert(v.value);
+      out.push_back(std::move(v));
+      return true;
+    };
+  };
+  auto ids = [&](const Ref& r, const Path& p, std::vector<int64_t>* out, bool reads) {
+    if (!r.is_array()) return c.Expect(r, p, "an array of value ids"), false;
+    size_t i = 0;
+    for (auto it = r.begin(); it != r.end(); ++it, ++i) {
+      int64_t id = 0;
+      if (!count(it.value(), p.Index(i), &id, reads ? 0 : -1)) return false;
+      if (reads && !known.count(id)) return c.Bad(p.Index(i), fmt::format("value {} is read before it is made", id)), false;
+      out->push_back(id);
+    }
+    return true;
+  };
+  bool ok = array("inputs", value(f.inputs, true)) && array("calls", [&](const Ref& r, const Path& rp) {
+    if (!r.is_array() || r.size() != 3) return c.Expect(r, rp, "[call index, [input ids], [output ids]]"), false;
+    StepDataFlow::Call call;
+    auto it = r.begin();
+    if (!count(it.value(), rp.Index(0), &call.node, 0)) return false;
+    ++it;
+    if (!ids(it.value(), rp.Index(1), &call.inputs, true)) return false;
+    ++it;
+    if (!ids(it.value(), rp.Index(2), &call.outputs, false)) return false;
+    for (int64_t id : call.outputs)
+      if (id >= 0) known.insert(id);
+    f.calls.push_back(std::move(call));
+    return true;
+  });
+  ok = ok && array("outputs", value(f.outputs, false));
+  if (!ok) return c.error();
+  for (size_t i = 0; i < f.outputs.size(); ++i) {
+    const auto& o = f.outputs[i];
+    if (!known.count(o.value))
+      return InvalidInput(fmt::format("program.outputs[{}].value: value {} is never made", i, o.value));
+    if (o.aliases >= static_cast<int64_t>(f.inputs.size()))
+      return InvalidInput(fmt::format("program.outputs[{}].aliases: no input {}", i, o.aliases));
+  }
+  g.program = std::move(f);
+  return Status::Ok();
+}
+
 Expected<Graph> TraceReader::Finish() {
   const Path root;
   Checker c;
@@ -852,6 +945,7 @@ Expected<Graph> TraceReader::Finish() {
   OPPROBE_RETURN_IF_ERROR(SkippedOps());
   OPPROBE_RETURN_IF_ERROR(HostOnlyOps());
   OPPROBE_RETURN_IF_ERROR(StepGraphsOf(g));
+  OPPROBE_RETURN_IF_ERROR(ProgramOf(g));
   return g;
 }
 

@@ -15,6 +15,7 @@
 #include "analyzer/loaders/pt2_loader.h"
 #include "analyzer/loaders/stablehlo_loader.h"
 #include "analyzer/loaders/trace_loader.h"
+#include "analyzer/program/fit.h"
 #include "compiler_probe/disk_cache.h"
 #include "compiler_probe/registry.h"
 #include "compiler_probe/remote/shared_cache.h"
@@ -206,6 +207,10 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     }
     return probe([&](compiler_probe::Backend& fleet) {
       AnalysisResult r = AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d);
+      if (options.fit) {
+        r.program = FitHloInput(named, backend, options.program, options.dump_program);
+        if (!r.program->warning.empty()) r.warnings.push_back(r.program->warning);
+      }
       // StableHLO is analyzed as the HLO it converts to; the report says which the input was.
       if (std::all_of(inputs.begin(), inputs.end(), [](const Input& in) { return in.kind == InputKind::kStableHlo; }))
         r.input_kind = "stablehlo";
@@ -218,7 +223,12 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   if (!analysis.any_aten_call()) return NothingToAnalyze(graph, paths);
   return probe([&](compiler_probe::Backend& fleet) {
     analysis.set_cache(d.cache);
-    return analysis.Finish(graph, fleet, LoweringTable::Builtin());
+    AnalysisResult r = analysis.Finish(graph, fleet, LoweringTable::Builtin());
+    if (options.fit) {
+      r.program = FitTraceInput(paths, backend, options.program, options.dump_program);
+      if (!r.program->warning.empty()) r.warnings.push_back(r.program->warning);
+    }
+    return r;
   });
 }
 
@@ -257,6 +267,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths,
     t.backend_id = other.backend_id;
     t.backend_version = other.backend_version;
     t.summary = other.summary;
+    t.program = std::move(other.program);
     // Every target lowered the same inputs into the same units; the verdicts are matched by fingerprint all the same.
     t.verdicts.assign(first.probes.size(), compiler_probe::Verdict::Error("not probed by this target"));
     t.cache_hits.assign(first.probes.size(), 0);

@@ -53,6 +53,11 @@ struct AnalysisOptions {
   std::string dump_dir;              // repro files of unsupported units
   std::vector<std::string> ignore_ops;  // calls left out (driver.h: MatchIgnorePattern)
   std::vector<HostFallback> host_fallbacks;  // calls torch_xla ran on the host (DriverOptions::host_fallbacks)
+  // `--fit`: the whole program (a trace's recorded step, an HLO input's largest module) compiled for the target
+  // (analyzer/program): AnalysisResult::program.
+  bool fit = false;
+  compiler_probe::ProgramOptions program;
+  std::string dump_program;  // with fit: the built program's HLO text written here
   // After each probe: (done, total); from probe threads, one at a time.
   std::function<void(int64_t, int64_t)> on_progress;
   // A shared cache that stops answering says so once, and the run goes on without it.

@@ -122,6 +122,7 @@ def _rel_path(path):
 from top_level import split_top_level as _split_top_level  # noqa: E402
 import capture_native  # noqa: E402  (cli/capture/capture_native.py: the fast path, where it is built)
 import capture_steps  # noqa: E402  (cli/capture/capture_steps.py: the graphs torch_xla would run)
+import capture_program  # noqa: E402  (cli/capture/capture_program.py: the first step's data flow, for --fit)
 
 
 def _strip_alias(t):
@@ -428,6 +429,9 @@ class Recorder(object):
         # The graphs torch_xla would run (capture_steps.py); followed once a tensor is moved to the XLA device, from
         # when on every call takes the Python path (the fast path does not see the data flow).
         self.graphs = capture_steps.StepGraphs()
+        # The first training step's data flow (capture_program.py), when asked for (--program): every call takes the
+        # Python path then.
+        self.program = None
 
     # -- where: source line, phase ------------------------------------------------------------------
     def _code_info(self, code):
@@ -622,6 +626,9 @@ class Recorder(object):
                       (phase != "backward" or self._autograd_node_fn is not None))
         if self.graphs.active and entry is not _SKIP and main:
             self.graphs.on_call(info, entry[3], args, kwargs, out)
+        if self.program is not None and entry is not _SKIP:
+            self.program.on_call(info, entry[4], args, kwargs, out, phase, bool(self._module_stack),
+                                 self._grad_enabled(), loc)
 
     def _encoded_entry(self, info, args, kwargs, out, loc, lib_loc, module_path, phase, forward):
         """The slow path: encodes the call (schema defaults filled in), counts it, and returns its entry."""
@@ -656,7 +663,8 @@ class Recorder(object):
         self.total += 1
         entry = self.calls.get(key)
         if entry is None:
-            entry = self.calls[key] = [self.total, 1, self.step, key]
+            # [number, count, step, key, index in the trace's calls]
+            entry = self.calls[key] = [self.total, 1, self.step, key, len(self.order)]
             self.order.append(key)
         else:
             entry[1] += 1
@@ -752,6 +760,8 @@ class Recorder(object):
         if not self._module_stack:
             self._module_names = {id(m): n for n, m in module.named_modules()}
             path = ""
+            if self.program is not None:
+                self.program.on_root_module(module)
         else:
             path = self._module_names.get(mid)
             if path is None:  # not a registered child of the root: name it by class under its caller
@@ -806,6 +816,8 @@ class Recorder(object):
                             handles = ()
                     rec._phase_stack.append("backward")
                     rec.sync_native()
+                    if rec.program is not None:
+                        rec.program.on_backward()
                     try:
                         return orig(*args, **kwargs)
                     finally:
@@ -830,7 +842,7 @@ class Recorder(object):
             return
         rec = self
 
-        def make(fn):
+        def make(fn, name):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
                 rec._phase_stack.append("optimizer")
@@ -840,6 +852,8 @@ class Recorder(object):
                 finally:
                     rec._phase_stack.pop()
                     rec.sync_native()
+                    if name == "step" and rec.program is not None and args and not rec._phase_stack:
+                        rec.program.on_optimizer_step(args[0], rec._user_place(sys._getframe(1)))
             wrapper._opprobe_phase = True
             return wrapper
 
@@ -847,7 +861,7 @@ class Recorder(object):
             for name in ("step", "zero_grad"):
                 fn = cls.__dict__.get(name)
                 if isinstance(fn, _pytypes.FunctionType) and not getattr(fn, "_opprobe_phase", False):
-                    setattr(cls, name, make(fn))
+                    setattr(cls, name, make(fn, name))
 
         todo = [base]
         while todo:
@@ -870,6 +884,8 @@ class Recorder(object):
         self.boundaries[kind] = self.boundaries.get(kind, 0) + 1
         if self.graphs.active:
             self.graphs.on_boundary(kind, self._user_place(sys._getframe(1)))
+        if self.program is not None:
+            self.program.on_boundary(self._user_place(sys._getframe(1)))
 
     def on_device(self, tensor):
         """A tensor the script moved to (or made on) the XLA device: the graph model starts with the first."""
@@ -1258,9 +1274,10 @@ def _needs_a_value(exc):
     return None
 
 
-def run_script(script, script_args, output, quiet=False, progress=None, fake=False):
+def run_script(script, script_args, output, quiet=False, progress=None, fake=False, program=False):
     """Runs the script under the capture and writes the trace. `progress`: None, "tty" or "lines" (the counter of
-    calls captured so far on stderr, capture_progress.py). `fake`: on PyTorch's fake tensors (see opprobe_capture.py)."""
+    calls captured so far on stderr, capture_progress.py). `fake`: on PyTorch's fake tensors (see opprobe_capture.py).
+    `program`: also record the first training step's data flow (capture_program.py)."""
     fake_mode = None
     if fake:
         fake_mode, why = _fake_mode()
@@ -1274,6 +1291,9 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
                          % (output, out_dir))
         return 2
     recorder = Recorder()
+    if program:
+        recorder.program = capture_program.StepProgram()
+        recorder.native_off()  # the fast path counts calls without their tensors
     hooks = []
     mod = torch.nn.modules.module
     if hasattr(mod, "register_module_forward_pre_hook"):
@@ -1374,6 +1394,10 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
     graphs = recorder.graphs.to_json()
     if graphs is not None:
         doc["graphs"] = graphs
+    if recorder.program is not None:
+        step = recorder.program.to_json()
+        doc["program"] = step if step is not None else {"scope": "none: no call ran inside a module's forward or "
+                                                                 "differentiated a tensor"}
     if error is not None:
         doc["error"] = error
     if recorder.skipped:

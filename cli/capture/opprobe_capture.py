@@ -28,6 +28,10 @@ written atomically (temp file + rename). Works with PyTorch 1.13 and 2.x.
 shapes while nothing is allocated or computed, so a model of any size can be captured. A script that needs a value
 (`.item()`, a Python branch on a tensor, an op whose output size depends on the data such as nonzero) stops there with
 a one-line message naming its line; the trace holds the calls before it.
+
+`--program` also records the data flow of the script's first training step (capture_program.py): the trace's
+`program` lists the step's calls with the values each reads and makes, and the step's inputs and outputs (parameters,
+buffers, optimizer state, gradients, the batch), so that opprobe builds the step as one program (`analyze --fit`).
 """
 
 import os
@@ -38,8 +42,8 @@ _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 if _SHIM_DIR not in sys.path:
     sys.path.insert(0, _SHIM_DIR)
 
-USAGE = ("usage: opprobe_capture.py --output TRACE.json [--quiet] [--fake] [--progress tty|lines] -- SCRIPT.py "
-         "[ARGS...]")
+USAGE = ("usage: opprobe_capture.py --output TRACE.json [--quiet] [--fake] [--program] [--progress tty|lines] -- "
+         "SCRIPT.py [ARGS...]")
 
 
 def _usage_error(message):
@@ -51,6 +55,7 @@ def main(argv):
     output = None
     quiet = False
     fake = False
+    program = False
     progress = None
     i = 0
     while i < len(argv):
@@ -77,6 +82,10 @@ def main(argv):
             continue
         if a == "--fake":
             fake = True
+            i += 1
+            continue
+        if a == "--program":
+            program = True
             i += 1
             continue
         if a == "--progress":
@@ -110,7 +119,8 @@ def main(argv):
                          "PyTorch of %s (build it: %s %s --build)\n"
                          % (sys.executable, sys.executable, os.path.join(_SHIM_DIR, "capture_native.py")))
         return 2
-    return capture_recorder.run_script(script, rest[1:], output, quiet=quiet, progress=progress, fake=fake)
+    return capture_recorder.run_script(script, rest[1:], output, quiet=quiet, progress=progress, fake=fake,
+                                      program=program)
 
 
 if __name__ == "__main__":

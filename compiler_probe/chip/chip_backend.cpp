@@ -165,6 +165,63 @@ class ChipBackend : public Backend {
                                 [&](const pjrt::RunResult& r) { return JudgeCompile(spec_.kind, f.what, unit, r); });
   }
 
+  ProgramCompile compile_program(const hlo::Module& program, const ProgramOptions& options) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const KindFacts& f = Facts(spec_.kind);
+    ProgramCompile c;
+    c.compiler = fmt::format("{}{} ({}), PJRT C API {}.{}", package_.empty() ? "" : package_ + ", ", info_.platform_name,
+                             f.what, info_.api_major, info_.api_minor);
+    c.devices = options.partitions;
+    c.device_memory_bytes = DeviceMemoryBytes();
+    if (info_.num_devices > 0 && options.partitions > info_.num_devices) {
+      c.outcome = ProgramCompile::Outcome::kError;
+      c.message = fmt::format("the program is split over {} devices and the topology {} has {}; name a larger one",
+                              options.partitions, spec_.topology, info_.num_devices);
+      return c;
+    }
+    CompileConfig config;
+    config.partitions = options.partitions;
+    config.spmd = options.partitions > 1;
+    pjrt::WorkerProcess::Outcome o;
+    // A whole step takes the compiler longer than a unit: at least ten minutes before it counts as hung.
+    if (auto failed = Compile(program, config, o, std::max(600.0, options_.probe_timeout_seconds))) {
+      c.outcome = ProgramCompile::Outcome::kError;
+      c.message = failed->reason;
+      return c;
+    }
+    c.seconds = o.seconds;
+    Verdict v = pjrt::OutcomeVerdict(o, f.what, std::max(600.0, options_.probe_timeout_seconds),
+                                     [](const pjrt::RunResult&) { return Verdict::Supported(); });
+    if (o.kind != pjrt::WorkerProcess::Outcome::Kind::kDone) {
+      c.outcome = ProgramCompile::Outcome::kError;
+      c.message = v.reason;
+      return c;
+    }
+    const pjrt::RunResult& r = o.result;
+    if (r.stage != pjrt::RunResult::Stage::kOk) {
+      c.message = FirstLine(r.message, 2000);
+      Verdict judged = JudgeCompile(spec_.kind, f.what, program, r);
+      c.outcome = judged.kind == Verdict::Kind::kError ? ProgramCompile::Outcome::kError : ProgramCompile::Outcome::kRefused;
+      if (auto m = ParseMemoryRefusal(r.message)) {
+        c.outcome = ProgramCompile::Outcome::kRefused;
+        c.memory_refusal = true;
+        c.required_bytes = m->required_bytes;
+        if (m->available_bytes > 0) c.device_memory_bytes = m->available_bytes;
+      }
+      return c;
+    }
+    c.outcome = ProgramCompile::Outcome::kCompiled;
+    const pjrt::CompileStats& st = r.stats;
+    c.has_memory = st.has_memory;
+    c.generated_code_bytes = st.generated_code_bytes;
+    c.argument_bytes = st.argument_bytes;
+    c.output_bytes = st.output_bytes;
+    c.alias_bytes = st.alias_bytes;
+    c.temp_bytes = st.temp_bytes;
+    c.required_bytes = st.has_memory ? c.total_bytes() : 0;
+    return c;
+  }
+
   // The batch compiled as one program; a supported verdict per unit when it compiled, each with the library calls
   // its own instructions became (told apart by hlo::BatchUnitMarker), as a compile of that unit alone names them.
   std::optional<std::vector<Verdict>> probe_batch(const std::vector<const hlo::Module*>& units) override {
@@ -196,8 +253,20 @@ class ChipBackend : public Backend {
  private:
   // Compiles `module` with `config` into `o`; an error verdict when the worker will not start or the module will not
   // serialize.
+  // What one device of the target has: a GPU target config's device_memory_size, a TPU generation's published HBM.
+  int64_t DeviceMemoryBytes() const {
+    if (spec_.kind == ChipKind::kGpu) {
+      for (const auto& d : GpuDevices())
+        if (d.name == spec_.target) return d.device_memory_bytes;
+      return 0;
+    }
+    for (const auto& g : TpuGenerations())
+      if (g.name == spec_.target) return g.device_memory_bytes;
+    return 0;
+  }
+
   std::optional<Verdict> Compile(const hlo::Module& module, const CompileConfig& config,
-                                 pjrt::WorkerProcess::Outcome& o) {
+                                 pjrt::WorkerProcess::Outcome& o, double timeout_seconds = 0) {
     const KindFacts& f = Facts(spec_.kind);
     if (!worker_ || !worker_->alive()) {
       auto w = pjrt::WorkerProcess::Start(launch_, LoadTimeout());
@@ -206,7 +275,8 @@ class ChipBackend : public Backend {
     }
     auto bytes = hlo::ModuleToProtoBytes(module, /*unique_names=*/true);
     if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
-    o = worker_->CompileForTopology(*bytes, SerializeCompileOptions(config), options_.probe_timeout_seconds);
+    o = worker_->CompileForTopology(*bytes, SerializeCompileOptions(config),
+                                    timeout_seconds > 0 ? timeout_seconds : options_.probe_timeout_seconds);
     return std::nullopt;
   }
 
@@ -254,14 +324,30 @@ const std::vector<TpuGeneration>& TpuGenerations() {
   // Topology names as libtpu's PJRT_TopologyDescription_Create takes them; the defaults are 8-chip slices (a
   // collective over up to 8 devices is judged as it would be on them): v2-8 and v3-8 are 4 chips of two cores.
   static const std::vector<TpuGeneration> kGenerations = {
-      {"v2", "v2:2x2", "TPU v2"},
-      {"v3", "v3:2x2", "TPU v3"},
-      {"v4", "v4:2x2x2", "TPU v4"},
-      {"v5e", "v5e:2x4", "TPU v5e (v5 lite)"},
-      {"v5p", "v5p:2x2x2", "TPU v5p"},
-      {"v6e", "v6e:2x4", "TPU v6e (Trillium)"},
+      {"v2", "v2:2x2", "TPU v2", int64_t{8} << 30},    // 16 GiB a chip, two cores
+      {"v3", "v3:2x2", "TPU v3", int64_t{16} << 30},   // 32 GiB a chip, two cores
+      {"v4", "v4:2x2x2", "TPU v4", int64_t{32} << 30},
+      {"v5e", "v5e:2x4", "TPU v5e (v5 lite)", int64_t{16} << 30},
+      {"v5p", "v5p:2x2x2", "TPU v5p", int64_t{95} << 30},
+      {"v6e", "v6e:2x4", "TPU v6e (Trillium)", int64_t{32} << 30},
   };
   return kGenerations;
+}
+
+std::optional<MemoryRefusal> ParseMemoryRefusal(std::string_view message) {
+  // XLA writes sizes as HumanReadableNumBytes does: a number and B, K, M, G, T or P, in powers of 1024.
+  static const std::regex kRefusal(
+      R"(memory required[^(]*\(([0-9.]+)([BKMGTP])\)[^(]*exceeds available[^(]*\(([0-9.]+)([BKMGTP])\))");
+  std::string text(message.substr(0, 8192));
+  std::smatch m;
+  if (!std::regex_search(text, m, kRefusal)) return std::nullopt;
+  auto bytes = [](const std::string& number, const std::string& unit) {
+    static constexpr std::string_view kUnits = "BKMGTP";
+    double v = std::strtod(number.c_str(), nullptr);
+    for (size_t k = 0; k < kUnits.find(unit[0]); ++k) v *= 1024.0;
+    return static_cast<int64_t>(v);
+  };
+  return MemoryRefusal{bytes(m[1].str(), m[2].str()), bytes(m[3].str(), m[4].str())};
 }
 
 const std::vector<GpuDevice>& GpuDevices() {

@@ -30,6 +30,7 @@ struct TpuGeneration {
   std::string_view name;              // `v5e`
   std::string_view default_topology;  // `v5e:2x4`
   std::string_view description;       // `TPU v5e (v5 lite)`
+  int64_t device_memory_bytes = 0;    // HBM per PJRT device (a chip; a core on v2 and v3), as Google publishes it
 };
 const std::vector<TpuGeneration>& TpuGenerations();
 
@@ -67,6 +68,14 @@ Expected<std::string> FindPlugin(const ChipSpec& spec);
 // The PyPI package and version a plugin file comes from (`libtpu 0.0.42.1`), read from the `.dist-info` folder
 // beside it; empty when there is none.
 std::string PluginPackage(const std::string& plugin_path);
+
+// A compiler's refusal of a program for want of memory (libtpu: "... the total memory required ... (243.99G) exceeds
+// available HBM (15.75G)"): the bytes it says are required and available; nullopt for any other message.
+struct MemoryRefusal {
+  int64_t required_bytes = 0;
+  int64_t available_bytes = 0;
+};
+std::optional<MemoryRefusal> ParseMemoryRefusal(std::string_view message);
 
 // How the compile of `unit` went, as a verdict (see above). `what` names the compiler (`TPU compiler`).
 Verdict JudgeCompile(ChipKind kind, std::string_view what, const hlo::Module& unit, const pjrt::RunResult& result);

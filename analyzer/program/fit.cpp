@@ -1,0 +1,64 @@
+#include "analyzer/program/fit.h"
+
+#include <fmt/format.h>
+
+#include "analyzer/loaders/trace_loader.h"
+#include "hlo/file_io.h"
+#include "hlo/printer.h"
+
+namespace opprobe::analyzer {
+namespace {
+
+void Dump(const hlo::Module& module, const std::string& path, ProgramFit& fit) {
+  if (path.empty()) return;
+  Status st = io::WriteFileAtomically(path, hlo::ToString(module));
+  if (!st.ok()) fit.warning = "--dump-program: " + st.message();
+}
+
+ProgramFit NotBuilt(std::string what, std::string why) {
+  ProgramFit fit;
+  fit.what = std::move(what);
+  fit.not_built = std::move(why);
+  return fit;
+}
+
+}  // namespace
+
+ProgramFit FitTraceInput(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
+                         const compiler_probe::ProgramOptions& options, const std::string& dump_program) {
+  if (paths.size() != 1) return NotBuilt("the step", "--fit builds the step of one input; this analysis has several");
+  // The whole trace this time: the program names its calls by their index.
+  Expected<Graph> graph = LoadTrace(paths[0]);
+  if (!graph.ok()) return NotBuilt("the step", graph.status().message());
+  if (!graph->program)
+    return NotBuilt("the step", "the trace holds no data flow of a step: capture it with `opprobe capture --program` "
+                                "(`opprobe analyze --fit -- SCRIPT` does)");
+  if (graph->program->calls.empty())
+    return NotBuilt("the step", graph->program->scope.empty() ? "the capture found no step" : graph->program->scope);
+  Expected<BuiltStep> step = BuildStepProgram(*graph, LoweringTable::Builtin());
+  if (!step.ok()) return NotBuilt("the step", step.status().message());
+  std::shared_ptr<hlo::Module> module = step->module;
+  ProgramFit fit = FitStep(std::move(*step), backend, options);
+  if (module) Dump(*module, dump_program, fit);
+  return fit;
+}
+
+ProgramFit FitHloInput(const std::vector<NamedModule>& modules, compiler_probe::Backend& backend,
+                       const compiler_probe::ProgramOptions& options, const std::string& dump_program) {
+  // The largest module: a dump of a training step holds the step and small helpers (torch_xla's data transfers).
+  const NamedModule* best = nullptr;
+  size_t most = 0;
+  for (const auto& m : modules) {
+    size_t n = 0;
+    for (const auto& c : m.module->computations()) n += c->instructions().size();
+    if (!best || n > most) best = &m, most = n;
+  }
+  if (!best) return NotBuilt("the program", "the input holds no module");
+  std::shared_ptr<const hlo::Module> module =
+      best->owner ? best->owner : std::shared_ptr<const hlo::Module>(best->module, [](const hlo::Module*) {});
+  ProgramFit fit = FitProgram(module, fmt::format("module {}", best->name), backend, options);
+  Dump(*module, dump_program, fit);
+  return fit;
+}
+
+}  // namespace opprobe::analyzer
