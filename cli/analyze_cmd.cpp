@@ -233,7 +233,9 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "  opprobe analyze --lowering torch_xla --backend rules:neuron-trn1 -- venv/bin/python train_xla.py\n"
       "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
       "(or the captured script failed: reports are written, marked partial; or no aten call was captured),\n"
-      "3 the backend cannot be used. Gates never pass on a partial, empty or incomplete analysis.");
+      "3 the backend cannot be used. Gates never pass on a partial, empty or incomplete analysis.\n"
+      "Ctrl-C, SIGTERM or SIGHUP stop the compilers and workers it started and remove its temporary folders\n"
+      "(in $TMPDIR); it then ends by that signal (status 128+N, 130 for Ctrl-C).");
   cmd->callback([args, &exit_code] { exit_code = RunAnalyze(*args); });
 }
 
