@@ -1,10 +1,8 @@
 // `opprobe analyze MODEL... | -- <python> script.py args`: the whole pipeline, then reports and gates.
 #include <fmt/format.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -16,6 +14,7 @@
 #include "cli/report_options.h"
 #include "cli/torch_xla_run.h"
 #include "compiler_probe/remote/shared_cache.h"
+#include "hlo/temp_folder.h"
 
 namespace opprobe::cli {
 namespace {
@@ -35,17 +34,15 @@ struct AnalyzeArgs {
   bool fake = false;                 // -- script: captured on fake tensors
 };
 
-// Captures the script after `--` into a temporary trace (or --save-trace FILE); returns its path and
+// Captures the script after `--` into a temporary trace in `temp` (or --save-trace FILE); returns its path and
 // the script's exit status.
 Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::string>& command, const std::string& save_trace,
-                                                    std::filesystem::path& temp_dir, CaptureProgress progress,
+                                                    std::optional<io::TempFolder>& temp, CaptureProgress progress,
                                                     bool fake) {
   std::string trace = save_trace;
   if (trace.empty()) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) return Internal("cannot create a temporary folder for the trace");
-    temp_dir = tmpl;
-    trace = (temp_dir / "trace.json").string();
+    OPPROBE_ASSIGN_OR_RETURN(temp, io::TempFolder::Create());
+    trace = *temp / "trace.json";
   }
   OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true, progress, fake));
   return std::make_pair(trace, status);
@@ -108,21 +105,18 @@ int RunAnalyze(AnalyzeArgs& a) {
     backends.push_back(std::move(backend).value());
   }
 
-  std::filesystem::path temp_dir;
+  // The captured trace's or torch_xla's dump folder, removed when the analysis has read it (or on any way out).
+  std::optional<io::TempFolder> temp;
   int script_status = 0;
   std::optional<analyzer::StepGraphs> torch_xla_steps;
   if (a.lowering == "torch_xla") {
     if (command.empty())
       return ReportError(InvalidInput("--lowering torch_xla runs a script: give `-- <python> script.py args...`"));
-    std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) return ReportError(Internal("cannot create a temporary folder for the HLO dump"));
-    temp_dir = tmpl;
-    auto ran = RunWithTorchXla(command, tmpl);
-    if (!ran.ok()) {
-      std::error_code ec;
-      std::filesystem::remove_all(temp_dir, ec);
-      return ReportError(ran.status());
-    }
+    auto folder = io::TempFolder::Create();
+    if (!folder.ok()) return ReportError(folder.status().WithContext("the HLO dump"));
+    temp = std::move(folder).value();
+    auto ran = RunWithTorchXla(command, temp->path());
+    if (!ran.ok()) return ReportError(ran.status());
     inputs = ran->hlo_files;
     a.run.host_fallbacks = ran->fallbacks;
     // The steps from torch_xla's own graphs (the first process's dump), read before the folder goes.
@@ -135,17 +129,14 @@ int RunAnalyze(AnalyzeArgs& a) {
                    script_status);
   } else if (!command.empty()) {
     auto captured =
-        CaptureScript(command, a.save_trace, temp_dir, CaptureProgressFor(progress_mode, ::isatty(STDERR_FILENO) == 1),
+        CaptureScript(command, a.save_trace, temp, CaptureProgressFor(progress_mode, ::isatty(STDERR_FILENO) == 1),
                       a.fake);
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
     script_status = captured->second;
   }
   auto result = analyzer::AnalyzeInputs(inputs, targets, a.run);
-  if (!temp_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(temp_dir, ec);
-  }
+  temp.reset();
   if (!result.ok()) return ReportError(result.status());
   if (a.lowering != "torch_xla" && !command.empty() && script_status != 0 && !a.report.quiet) {
     const auto& c = result->capture;
@@ -242,7 +233,9 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "  opprobe analyze --lowering torch_xla --backend rules:neuron-trn1 -- venv/bin/python train_xla.py\n"
       "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
       "(or the captured script failed: reports are written, marked partial; or no aten call was captured),\n"
-      "3 the backend cannot be used. Gates never pass on a partial, empty or incomplete analysis.");
+      "3 the backend cannot be used. Gates never pass on a partial, empty or incomplete analysis.\n"
+      "Ctrl-C, SIGTERM or SIGHUP stop the compilers and workers it started and remove its temporary folders\n"
+      "(in $TMPDIR); it then ends by that signal (status 128+N, 130 for Ctrl-C).");
   cmd->callback([args, &exit_code] { exit_code = RunAnalyze(*args); });
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <optional>
 
 #include "compiler_probe/subprocess.h"
+#include "hlo/exit_cleanup.h"
 #include "opprobe_version.h"
 
 extern char** environ;
@@ -167,15 +169,21 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   };
   std::fflush(nullptr);
 
+  // The script dies with opprobe (PR_SET_PDEATHSIG; this thread waits for it) and with opprobe's exit cleanup.
+  const pid_t parent = getpid();
+  std::optional<exit_cleanup::StartGuard> guard(std::in_place);
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
+    guard.reset();
     restore_signals();
     close(err_pipe[0]);
     close(err_pipe[1]);
     return Internal(fmt::format("fork: {}", std::strerror(e)));
   }
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
@@ -186,6 +194,8 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
     (void)ignored;
     _exit(127);
   }
+  exit_cleanup::AddChild(pid, /*group=*/false);  // it shares opprobe's process group: the script alone
+  guard.reset();
   g_capture_child = pid;
   close(err_pipe[1]);
   int exec_errno = 0;
@@ -195,6 +205,10 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   } while (n < 0 && errno == EINTR);
   close(err_pipe[0]);
 
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  exit_cleanup::ForgetChild(pid);  // before the reap, after which the pid may be another process's
   int wstatus = 0;
   pid_t w;
   do {

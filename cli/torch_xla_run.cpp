@@ -1,6 +1,8 @@
 #include "cli/torch_xla_run.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 
 #include "cli/capture_run.h"
 #include "compiler_probe/subprocess.h"
+#include "hlo/exit_cleanup.h"
 
 extern char** environ;
 
@@ -41,16 +44,29 @@ int RunChild(const std::vector<std::string>& argv_s, const std::vector<std::stri
   for (const auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    if (silent) {
-      int null_fd = open("/dev/null", O_RDWR);
-      dup2(null_fd, 0), dup2(null_fd, 1), dup2(null_fd, 2);
+  const pid_t parent = getpid();
+  pid_t pid = -1;
+  {
+    // The script dies with opprobe (PR_SET_PDEATHSIG; this thread waits for it) and with opprobe's exit cleanup.
+    exit_cleanup::StartGuard guard;
+    pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      if (silent) {
+        int null_fd = open("/dev/null", O_RDWR);
+        dup2(null_fd, 0), dup2(null_fd, 1), dup2(null_fd, 2);
+      }
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
     }
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
+    if (pid < 0) return -1;
+    exit_cleanup::AddChild(pid, /*group=*/false);  // it shares opprobe's process group: the script alone
   }
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  exit_cleanup::ForgetChild(pid);  // before the reap, after which the pid may be another process's
   int ws = 0;
   pid_t w;
   do {

@@ -2,8 +2,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,7 +16,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
+
+#include "hlo/exit_cleanup.h"
 
 extern char** environ;
 
@@ -43,7 +47,100 @@ bool IsExecutableFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
+// What the cloned child reads (prepared before the clone: the child shares this process's memory and must not
+// allocate) and the errno it leaves when it cannot run the program.
+struct ChildArgs {
+  const char* program;
+  char* const* argv;
+  char* const* envp;
+  const std::pair<int, int>* fds;
+  size_t fd_count;
+  const char* cwd;  // null: inherit
+  bool own_process_group;
+  pid_t parent;
+  volatile int error;
+};
+
+// The child between the clone and the program, with async-signal-safe calls only (it runs on its own stack in this
+// process's memory, with this thread suspended until it execs or exits, as posix_spawn's child does).
+int ChildMain(void* p) {
+  auto* a = static_cast<ChildArgs*>(p);
+  auto fail = [a](int err) {
+    a->error = err;
+    ::_exit(127);
+  };
+  // A handler must not run here (it would run on this process's data): every handled signal back to its default
+  // while all are still blocked (the parent blocked them for the clone). SIGPIPE, SIGINT and SIGTERM to their
+  // defaults even where this process ignores them: a compiler must be able to die of them.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa {};
+    if (::sigaction(sig, nullptr, &sa) != 0) continue;
+    const bool forced = sig == SIGPIPE || sig == SIGINT || sig == SIGTERM;
+    if (sa.sa_handler == SIG_DFL || (sa.sa_handler == SIG_IGN && !forced)) continue;
+    sa.sa_handler = SIG_DFL;
+    sa.sa_flags = 0;
+    ::sigaction(sig, &sa, nullptr);
+  }
+  if (a->own_process_group && ::setpgid(0, 0) != 0) fail(errno);
+  // Dies with the thread that started it. Should that thread (or opprobe) have gone already, the signal was missed.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+  if (::getppid() != a->parent) fail(ESRCH);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) fail(errno);
+  if (::dup2(null_fd, 0) < 0) fail(errno);
+  for (size_t i = 0; i < a->fd_count; ++i) {
+    const auto [from, to] = a->fds[i];
+    if (from == to) {
+      if (::fcntl(to, F_SETFD, 0) != 0) fail(errno);
+    } else if (::dup2(from, to) < 0) {
+      fail(errno);
+    }
+  }
+  if (a->cwd && ::chdir(a->cwd) != 0) fail(errno);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(a->program, a->argv, a->envp);
+  fail(errno);
+  return 127;
+}
+
 }  // namespace
+
+int SpawnChild(const SpawnSpec& spec, pid_t& pid) {
+  pid = -1;
+  std::vector<std::string> argv_s = spec.argv, env_s = spec.env;
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  ChildArgs args{spec.program.c_str(), argv.data(), envp.data(), spec.fds.data(), spec.fds.size(),
+                 spec.cwd.empty() ? nullptr : spec.cwd.c_str(), spec.own_process_group, ::getpid(), 0};
+  constexpr size_t kStackBytes = 64 * 1024;
+  std::unique_ptr<char[]> stack(new char[kStackBytes]);
+  void* stack_top = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(stack.get() + kStackBytes) & ~uintptr_t{15});
+
+  // Registered under the guard, so that an exit cleanup that has begun does not miss it (and one that begins waits).
+  exit_cleanup::StartGuard guard;
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = 0;
+  pid_t child = ::clone(ChildMain, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  if (child < 0) {
+    rc = errno;
+  } else if (args.error != 0) {  // it could not run the program: reap it
+    rc = args.error;
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  } else {
+    exit_cleanup::AddChild(child, spec.own_process_group);
+    pid = child;
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc;
+}
 
 void TailBuffer::Append(const char* data, size_t n) {
   total_ += static_cast<int64_t>(n);
@@ -118,22 +215,18 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
   auto program = FindProgram(options.argv[0]);
   if (!program) return Unavailable(fmt::format("program '{}' not found or not executable", options.argv[0]));
 
-  // Everything the child needs is prepared before spawning (posix_spawn is safe in threaded programs).
-  std::vector<char*> argv;
-  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_storage;
+  SpawnSpec spec;
+  spec.program = *program;
+  spec.argv = options.argv;
   for (char** e = environ; e && *e; ++e) {
     std::string entry(*e);
     bool replaced = false;
     for (const auto& [k, v] : options.env)
       if (entry.compare(0, k.size() + 1, k + "=") == 0) replaced = true;
-    if (!replaced) env_storage.push_back(std::move(entry));
+    if (!replaced) spec.env.push_back(std::move(entry));
   }
-  for (const auto& [k, v] : options.env) env_storage.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& e : env_storage) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  for (const auto& [k, v] : options.env) spec.env.push_back(k + "=" + v);
+  spec.cwd = options.cwd;
 
   // O_CLOEXEC so that children spawned concurrently by other threads do not inherit our pipe ends.
   int out_pipe[2], err_pipe[2];
@@ -141,32 +234,11 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
   Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Internal(fmt::format("pipe: {}", std::strerror(errno)));
   Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_w.fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, err_w.fd, 2);
-  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t default_signals;
-  sigemptyset(&default_signals);
-  sigaddset(&default_signals, SIGPIPE);
-  sigaddset(&default_signals, SIGINT);
-  sigaddset(&default_signals, SIGTERM);
-  posix_spawnattr_setsigdefault(&attr, &default_signals);
-  sigset_t empty_mask;
-  sigemptyset(&empty_mask);
-  posix_spawnattr_setsigmask(&attr, &empty_mask);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  spec.fds = {{out_w.fd, 1}, {err_w.fd, 2}};
 
   auto start = Clock::now();
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  int rc = SpawnChild(spec, pid);
   if (rc != 0) {
     if (rc == ENOENT && !options.cwd.empty())
       return Unavailable(fmt::format("cannot start '{}' in '{}': {}", *program, options.cwd, std::strerror(rc)));
@@ -191,13 +263,21 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
   std::chrono::steady_clock::time_point drain_deadline{};
   char buf[65536];
 
+  // The child is reaped only after its group was killed and it was taken off the exit cleanup's list: until then its
+  // pid (the group's id) cannot be given to another process.
+  auto reap = [&]() {
+    exit_cleanup::ForgetChild(pid);
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    exited = true;
+  };
   auto try_reap = [&]() {
     if (exited) return;
-    pid_t r = ::waitpid(pid, &wstatus, WNOHANG);
-    if (r == pid) {
-      exited = true;
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
       // Kill whatever the child left behind in its group; they would otherwise hold our pipes open.
       ::kill(-pid, SIGKILL);
+      reap();
       drain_deadline = Clock::now() + std::chrono::milliseconds(500);
     }
   };
@@ -211,8 +291,7 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
       result.timed_out = true;
       ::kill(-pid, SIGKILL);
       ::kill(pid, SIGKILL);
-      ::waitpid(pid, &wstatus, 0);
-      exited = true;
+      reap();
       drain_deadline = Clock::now() + std::chrono::milliseconds(200);
       continue;
     }
@@ -249,7 +328,8 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
   }
   if (!exited) {  // poll failed: make sure the child does not outlive us
     ::kill(-pid, SIGKILL);
-    ::waitpid(pid, &wstatus, 0);
+    ::kill(pid, SIGKILL);
+    reap();
   }
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(wstatus)) result.exit_code = WEXITSTATUS(wstatus);

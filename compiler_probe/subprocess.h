@@ -1,7 +1,9 @@
 // Runs a child process without a shell, in its own process group, with a timeout, keeping only the
-// tail of its stdout and stderr (bounded memory however much it writes). Used by the `cmd` backend to
-// run compilers and by the `pjrt` backend's worker management.
+// tail of its stdout and stderr (bounded memory however much it writes), and starts child processes that die with
+// opprobe (SpawnChild). Used by the `cmd` backend to run compilers and by the `pjrt` backend's worker management.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
@@ -38,11 +40,30 @@ struct SubprocessResult {
   std::string Describe() const;
 };
 
-// Starts argv in a new process group with stdin from /dev/null, waits for it (killing the whole group
-// when the timeout expires) and returns what happened. After the child exits, any process it left
+// Starts argv in a new process group with stdin from /dev/null (SpawnChild), waits for it (killing the whole
+// group when the timeout expires) and returns what happened. After the child exits, any process it left
 // behind in its group is killed too. An error only when the child could not be started (program not
 // found, not executable): kUnavailable.
 Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options);
+
+// A child process as SpawnChild starts it.
+struct SpawnSpec {
+  std::string program;                   // a path, run as it is (no PATH lookup)
+  std::vector<std::string> argv;
+  std::vector<std::string> env;          // the whole environment, NAME=VALUE
+  std::vector<std::pair<int, int>> fds;  // (descriptor here, descriptor in the child), in order; 0 is /dev/null unless mapped
+  std::string cwd;                       // empty: this process's
+  bool own_process_group = true;         // the child leads a new process group, which the exit cleanup kills whole
+};
+
+// Starts `spec` as posix_spawn does (a vfork-like clone: nothing of this process is copied) and, in the child
+// before it runs the program: its own process group, every signal handler back to the default (SIGPIPE, SIGINT and
+// SIGTERM too where ignored), an empty signal mask, and PR_SET_PDEATHSIG SIGKILL, so that it dies with the thread
+// that started it, and so with opprobe, however opprobe ends (even by SIGKILL). The child is registered with the
+// exit cleanup (hlo/exit_cleanup.h): call exit_cleanup::ForgetChild(pid) before reaping it. Returns 0 with `pid`
+// set, or the errno that kept the program from starting (as posix_spawn does). A thread that starts a long-lived
+// child must outlive it (see compiler_probe/pjrt/worker.cpp's spawner thread).
+int SpawnChild(const SpawnSpec& spec, pid_t& pid);
 
 // The full path of `program` (a name looked up on $PATH, or a path containing '/' checked for
 // existence and execute permission); nullopt when there is none.

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "hlo/exit_cleanup.h"
 #include "hlo/quote.h"
 
 namespace opprobe::io {
@@ -164,6 +165,7 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
       ssize_t ignored = ::write(2, m->data(), m->size());
       (void)ignored;
     }
+    exit_cleanup::CleanUpNow();  // _exit runs no destructor: the children and temporary folders go here
     ::_exit(2);
   }
   // Not a mapped input: the action SIGBUS had before, as if this handler were not there.

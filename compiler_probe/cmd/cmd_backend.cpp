@@ -8,12 +8,14 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "compiler_probe/subprocess.h"
 #include "hlo/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
+#include "hlo/temp_folder.h"
 
 namespace opprobe::compiler_probe::cmd {
 
@@ -52,20 +54,16 @@ std::string ProgramVersion(const std::string& program_path) {
 
 class CmdBackend : public Backend {
  public:
+  // `own_base_dir`: the temporary folder `base_dir` is, removed with the backend (none: the user's --work-dir).
   CmdBackend(std::string tmpl, std::vector<std::string> words, std::string program_path, std::string version,
-             std::string base_dir, bool own_base_dir, double timeout)
+             std::string base_dir, std::optional<io::TempFolder> own_base_dir, double timeout)
       : template_(std::move(tmpl)),
         words_(std::move(words)),
         program_path_(std::move(program_path)),
         version_(std::move(version)),
         base_dir_(std::move(base_dir)),
-        own_base_dir_(own_base_dir),
+        own_base_dir_(std::move(own_base_dir)),
         timeout_(timeout) {}
-
-  ~CmdBackend() override {
-    std::error_code ec;
-    if (own_base_dir_) fs::remove_all(base_dir_, ec);
-  }
 
   std::string id() const override { return "cmd:" + template_; }
   std::string version() const override { return version_; }
@@ -74,7 +72,8 @@ class CmdBackend : public Backend {
     std::string fingerprint = hlo::Fingerprint(unit);
     std::string workdir = fmt::format("{}/{}-{}", base_dir_, fingerprint, counter_.fetch_add(1));
     std::error_code ec;
-    fs::create_directories(workdir, ec);
+    // Not create_directories: a base folder the exit cleanup removed is not made again behind its back.
+    fs::create_directory(workdir, ec);
     if (ec) return Verdict::Error(fmt::format("cannot create work directory '{}': {}", workdir, ec.message()));
     struct Cleanup {
       std::string dir;
@@ -146,7 +145,7 @@ class CmdBackend : public Backend {
   std::string program_path_;
   std::string version_;
   std::string base_dir_;
-  bool own_base_dir_;
+  std::optional<io::TempFolder> own_base_dir_;
   double timeout_;
   bool needs_pb_ = false;
   std::atomic<int64_t> counter_{0};
@@ -250,22 +249,20 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
   std::string version = fmt::format("template={} program={}", hlo::Fnv1a64Hex(command_template), ProgramVersion(*program));
 
   std::string base = options.work_dir;
-  bool own = false;
+  std::optional<io::TempFolder> own;
   std::error_code ec;
   if (base.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/opprobe-cmd-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)
-      return Unavailable(fmt::format("cmd backend: cannot create a work directory from '{}'", pattern));
-    base = pattern;
-    own = true;
+    auto folder = io::TempFolder::Create("opprobe-cmd-");
+    if (!folder.ok()) return Unavailable("cmd backend: " + folder.status().message());
+    base = folder->path();
+    own = std::move(folder).value();
   } else {
     fs::create_directories(base, ec);
     if (ec) return Unavailable(fmt::format("cmd backend: cannot create work directory '{}': {}", base, ec.message()));
   }
   base = fs::absolute(base, ec).string();
   auto backend = std::make_unique<CmdBackend>(command_template, std::move(words), *program, std::move(version), base,
-                                              own, options.probe_timeout_seconds);
+                                              std::move(own), options.probe_timeout_seconds);
   backend->set_needs_pb(needs_pb);
   return std::unique_ptr<Backend>(std::move(backend));
 }

@@ -183,7 +183,7 @@ class PjrtBackend : public Backend {
         file_identity_(std::move(file_identity)) {}
   // A worker backend (WorkerBackendSpec): another program speaking the worker protocol.
   PjrtBackend(WorkerBackendSpec w, std::unique_ptr<WorkerProcess> worker, BackendOptions options)
-      : spec_{w.target, {}},
+      : spec_{w.target, w.options},
         worker_(std::move(worker)),
         options_(std::move(options)),
         info_(worker_->info()),
@@ -573,7 +573,8 @@ Expected<std::unique_ptr<Backend>> CreatePjrtBackend(const std::string& arg, con
 }
 
 Expected<std::unique_ptr<Backend>> CreateWorkerBackend(WorkerBackendSpec spec, const BackendOptions& options) {
-  auto worker = WorkerProcess::Start(spec.target, {}, std::max(60.0, options.probe_timeout_seconds), spec.launcher);
+  auto worker = WorkerProcess::Start(spec.target, spec.options, std::max(60.0, options.probe_timeout_seconds),
+                                     spec.launcher);
   if (!worker.ok()) return worker.status();
   return std::unique_ptr<Backend>(std::make_unique<PjrtBackend>(std::move(spec), std::move(worker).value(), options));
 }

@@ -41,6 +41,7 @@ struct WorkerBackendSpec {
   std::string what;                   // names the compiler in reasons: `XLA` -> `XLA crashed: ...`
   std::vector<std::string> launcher;  // the start of the worker's command line (WorkerProcess::Start)
   std::string target;                 // what the worker is asked to load, in place of a plugin path (`cpu`)
+  std::vector<PluginOption> options;  // `name=value` words after the target (the Python worker's compile_timeout)
 };
 Expected<std::unique_ptr<Backend>> CreateWorkerBackend(WorkerBackendSpec spec, const BackendOptions& options);
 

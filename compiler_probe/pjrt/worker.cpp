@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +18,8 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+
+#include "hlo/exit_cleanup.h"
 
 extern char** environ;
 
@@ -356,41 +357,23 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch
       case PluginOption::Type::kBool: args.push_back(o.name + (o.bool_value ? "=true" : "=false")); break;
     }
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, log_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, log_pipe[1], 2);
-  posix_spawn_file_actions_adddup2(&actions, sv[1], 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-  posix_spawnattr_setsigmask(&attr, &no_signals);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  SpawnSpec spec;
+  spec.program = *worker_path;
+  spec.argv = std::move(args);
+  spec.fds = {{log_pipe[1], 1}, {log_pipe[1], 2}, {sv[1], 3}};
   // The worker's environment: ours, with launch.env's NAME=VALUE entries in place of any of the same name.
-  std::vector<std::string> env_strings;
   for (char** e = environ; e && *e; ++e) {
     std::string_view entry(*e);
     std::string_view name = entry.substr(0, entry.find('='));
     bool replaced = false;
     for (const auto& x : launch.env)
       if (std::string_view(x).substr(0, x.find('=')) == name) replaced = true;
-    if (!replaced) env_strings.emplace_back(entry);
+    if (!replaced) spec.env.emplace_back(entry);
   }
-  for (const auto& x : launch.env) env_strings.push_back(x);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  for (const auto& x : launch.env) spec.env.push_back(x);
   pid_t pid = -1;
   int rc = 0;
-  RunOnSpawnerThread([&] { rc = ::posix_spawn(&pid, worker_path->c_str(), &actions, &attr, argv.data(), envp.data()); });
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  RunOnSpawnerThread([&] { rc = SpawnChild(spec, pid); });
   if (rc != 0) {
     ::close(sv[0]), ::close(sv[1]), ::close(log_pipe[0]), ::close(log_pipe[1]);
     return Unavailable(fmt::format("pjrt backend: cannot start '{}': {}", *worker_path, std::strerror(rc)));
@@ -439,7 +422,9 @@ void WorkerProcess::Kill() {
   if (pid_ > 0) {
     ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    exit_cleanup::ForgetChild(pid_);  // before the reap, after which the pid may be another process's
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
     pid_ = -1;
   }
   if (log_fd_ >= 0) ::close(log_fd_), log_fd_ = -1;
@@ -462,16 +447,19 @@ void WorkerProcess::DrainLog(bool keep) {
 std::string WorkerProcess::ReapDescription() {
   if (pid_ <= 0) return "exited";
   int status = 0;
-  pid_t r = 0;
-  // The worker closed its socket; give it a moment to finish dying, then make sure it is gone.
-  for (int i = 0; i < 200 && (r = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (r == 0) {
-    ::kill(-pid_, SIGKILL);
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
+  // The worker closed its socket; give it a moment to finish dying (seen without reaping it), then make sure it is
+  // gone, with anything it left in its group, before it is reaped (its pid, the group's id, is ours until then).
+  bool dead = false;
+  for (int i = 0; i < 200 && !dead; ++i) {
+    siginfo_t info{};
+    dead = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
+    if (!dead) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ::kill(-pid_, SIGKILL);  // anything it left in its group
+  ::kill(-pid_, SIGKILL);
+  if (!dead) ::kill(pid_, SIGKILL);
+  exit_cleanup::ForgetChild(pid_);
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
   pid_ = -1;
   DrainLog(true);
   if (WIFSIGNALED(status))

@@ -103,6 +103,12 @@ Expected<std::unique_ptr<Backend>> CreatePythonWorkerBackend(const PythonEnviron
   // -I: the worker ignores PYTHONPATH and the user's site folder, so only the environment's packages count.
   w.launcher = {python, "-I", *script};
   w.target = w.id;
+  // How long the worker lets a compiler it runs itself (iree-compile) take: past the probe timeout, which ends the
+  // whole worker first while opprobe is there; a backstop for when it is not.
+  pjrt::PluginOption compile_timeout;
+  compile_timeout.name = "compile_timeout";
+  compile_timeout.string_value = fmt::format("{:g}", options.probe_timeout_seconds + 30);
+  w.options.push_back(std::move(compile_timeout));
   return pjrt::CreateWorkerBackend(std::move(w), options);
 }
 

@@ -1,7 +1,8 @@
 """opprobe's worker for the compilers that take XLA's HLO through StableHLO: XLA's own CPU compiler and runtime
 (`xla:cpu`, compiler_probe/xla) and IREE's llvm-cpu compiler and runtime (`iree:llvm-cpu`, compiler_probe/iree).
 
-Started by opprobe as `PYTHON xla_worker.py --parent=PID TARGET` (TARGET `xla:cpu` or `iree:llvm-cpu`), never by hand. It
+Started by opprobe as `PYTHON xla_worker.py --parent=PID TARGET [compile_timeout=SECONDS]` (TARGET `xla:cpu` or
+`iree:llvm-cpu`), never by hand. It
 speaks the protocol of the pjrt backend's worker (compiler_probe/pjrt/worker.cpp) on file descriptor 3, so that
 opprobe drives it with the same code: every message is a little-endian u64 length followed by the body.
 
@@ -17,6 +18,11 @@ once. `iree:llvm-cpu`: printed as StableHLO text, compiled by `iree-compile` (ll
 process, and executed by IREE's runtime (the one `iree-run-module` uses) on its single-threaded local device. When
 `iree-compile` itself crashes, the worker ends with the same signal, so that opprobe reports the crash as it does
 XLA's: an `error` verdict naming the signal and the compiler's last lines.
+
+Nothing outlives opprobe: the worker dies with it (PR_SET_PDEATHSIG, set by opprobe when it starts the worker and
+again here), and `iree-compile` dies with the worker (PR_SET_PDEATHSIG in the child before it runs) and after
+`compile_timeout` seconds (opprobe passes its probe timeout and a margin: its own deadline comes first while it is
+there). `iree-compile` runs in the worker's process group, which opprobe kills whole.
 """
 
 import os
@@ -34,6 +40,14 @@ STATUS_CODES = [
     "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
 ]
 STAGE_OK, STAGE_COMPILE, STAGE_EXECUTE, STAGE_TRANSFER = 0, 1, 2, 3
+PR_SET_PDEATHSIG = 1
+LIBC = None  # ctypes' handle on the C library, for prctl (main)
+
+
+def die_with_parent():
+    """PR_SET_PDEATHSIG SIGKILL for the calling process: it dies when the thread that started it ends."""
+    if LIBC is not None:
+        LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def read_exact(n):
@@ -181,7 +195,7 @@ IREE_COMPILE_FLAGS = ["--iree-hal-target-device=local", "--iree-hal-local-target
 class IreeLlvmCpu:
     """IREE: iree-compile for llvm-cpu, then IREE's runtime on the local-sync device."""
 
-    def __init__(self, jax):
+    def __init__(self, jax, compile_timeout):
         from importlib.metadata import version
         import iree.compiler.version
         import iree.runtime
@@ -191,6 +205,7 @@ class IreeLlvmCpu:
         import jaxlib
         self.rt, self.ir, self.make_context = iree.runtime, ir, jax_mlir.make_ir_context
         self.iree_compile = find_tool("iree-compile")
+        self.compile_timeout = compile_timeout
         self.config = iree.runtime.Config("local-sync")
         self.platform = "llvm-cpu"
         self.version = "IREE {} ({} @ {}; llvm-cpu, host CPU; StableHLO from jaxlib {})".format(
@@ -205,8 +220,12 @@ class IreeLlvmCpu:
                 text = self.ir.Module.parse(stablehlo).operation.get_asm(enable_debug_info=False)
         except Exception as e:  # noqa: BLE001
             raise CompileError(3, "StableHLO from jaxlib cannot be printed: {}".format(e))
-        p = subprocess.run([self.iree_compile, "-", "-o", "-"] + IREE_COMPILE_FLAGS, input=text.encode(),
-                           capture_output=True)
+        try:
+            # preexec_fn runs in the forked child before the exec: only a prctl call through ctypes, loaded before.
+            p = subprocess.run([self.iree_compile, "-", "-o", "-"] + IREE_COMPILE_FLAGS, input=text.encode(),
+                               capture_output=True, timeout=self.compile_timeout, preexec_fn=die_with_parent)
+        except subprocess.TimeoutExpired:  # run() killed it
+            raise CompileError(4, "iree-compile timed out after {:g} s".format(self.compile_timeout))
         err = p.stderr.decode("utf-8", "replace")
         if p.returncode < 0:  # the compiler crashed: end the same way (see the module's docstring)
             import resource
@@ -233,18 +252,28 @@ class IreeLlvmCpu:
 
 
 def main(argv):
+    global LIBC
     if len(argv) < 3 or not argv[1].startswith("--parent="):
-        sys.stderr.write("usage: xla_worker.py --parent=PID xla:cpu|iree:llvm-cpu (started by opprobe)\n")
+        sys.stderr.write("usage: xla_worker.py --parent=PID xla:cpu|iree:llvm-cpu [compile_timeout=SECONDS] "
+                         "(started by opprobe)\n")
         return 64
-    try:  # die with opprobe, as the pjrt worker does (PR_SET_PDEATHSIG = 1, SIGKILL = 9)
+    try:  # die with opprobe, as the pjrt worker does
         import ctypes
-        ctypes.CDLL(None).prctl(1, 9)
+        LIBC = ctypes.CDLL(None)
+        die_with_parent()
     except (OSError, AttributeError):
-        pass
+        LIBC = None
     if os.getppid() != int(argv[1][len("--parent="):]):
         return 0
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # opprobe decides when the worker ends
     target = argv[2]
+    options = dict(a.split("=", 1) for a in argv[3:] if "=" in a)
+    try:
+        compile_timeout = float(options.get("compile_timeout", "")) or None
+    except ValueError:
+        compile_timeout = None
+    if compile_timeout is not None and compile_timeout <= 0:
+        compile_timeout = None
     if target not in ("xla:cpu", "iree:llvm-cpu"):
         write_message(struct.pack("<B", 0) + pack_str(
             "xla worker: unknown target '{}' (this worker serves xla:cpu and iree:llvm-cpu)".format(target)))
@@ -270,7 +299,7 @@ def main(argv):
                 spec.split(":")[0].upper(), spec)))
         return 0
     try:
-        compiler = IreeLlvmCpu(jax) if iree else XlaCpu(jax, xla_client)
+        compiler = IreeLlvmCpu(jax, compile_timeout) if iree else XlaCpu(jax, xla_client)
     except Exception as e:  # noqa: BLE001
         write_message(struct.pack("<B", 0) + pack_str("{} backend: cannot start {}: {}".format(
             "iree" if iree else "xla", target, e)))

@@ -1,9 +1,16 @@
 #include "compiler_probe/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <thread>
+
+#include "hlo/exit_cleanup.h"
 
 namespace opprobe::compiler_probe {
 namespace {
@@ -95,6 +102,58 @@ TEST(SubprocessTest, MissingProgramIsBackendUnavailable) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(r.status().message().find("opprobe-no-such-program-xyz"), std::string::npos);
+}
+
+// SpawnChild: a process group of its own and the descriptors as mapped.
+TEST(SubprocessTest, ASpawnedChildLeadsItsOwnGroupWithTheDescriptorsMapped) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  SpawnSpec spec;
+  spec.program = "/bin/sh";
+  spec.argv = {"sh", "-c", "echo started $(cut -d' ' -f5 /proc/$$/stat) >&5; read x"};  // field 5: the group
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.fds = {{fds[1], 5}};
+  pid_t pid = -1;
+  ASSERT_EQ(SpawnChild(spec, pid), 0);
+  ::close(fds[1]);
+  std::string out;
+  char buf[64];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  EXPECT_EQ(out, "started " + std::to_string(pid) + "\n");
+  exit_cleanup::ForgetChild(pid);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << status;  // `read` from /dev/null: end of file at once
+}
+
+// PR_SET_PDEATHSIG: the child dies with the thread that started it (here a thread that ends at once; in opprobe,
+// opprobe itself, however it ends).
+TEST(SubprocessTest, ASpawnedChildDiesWithTheThreadThatStartedIt) {
+  SpawnSpec spec;
+  spec.program = "/bin/sleep";
+  spec.argv = {"sleep", "600"};
+  pid_t pid = -1;
+  int rc = -1;
+  std::thread([&] { rc = SpawnChild(spec, pid); }).join();
+  ASSERT_EQ(rc, 0) << std::strerror(rc);
+  exit_cleanup::ForgetChild(pid);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);  // it would sleep ten minutes: only the death signal ends it now
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+TEST(SubprocessTest, ASpawnThatCannotRunTheProgramSaysWhy) {
+  SpawnSpec spec;
+  spec.program = "/nonexistent/compiler";
+  spec.argv = {"compiler"};
+  pid_t pid = 123;
+  EXPECT_EQ(SpawnChild(spec, pid), ENOENT);
+  EXPECT_EQ(pid, -1);
+  spec.program = "/bin/true";
+  spec.cwd = "/nonexistent";
+  EXPECT_EQ(SpawnChild(spec, pid), ENOENT);
 }
 
 TEST(SubprocessTest, FindProgram) {

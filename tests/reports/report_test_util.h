@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "hlo/temp_folder.h"
 #include "opprobe_version.h"
 #include "testing/run_binary.h"
 
@@ -38,23 +40,20 @@ inline bool UpdateGolden() {
   return v != nullptr && std::string(v) == "1";
 }
 
-// A fresh folder under /tmp, removed with the object.
+// A fresh folder in $TMPDIR (else /tmp), removed with the object (io::TempFolder).
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "opprobe-reports-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (::mkdtemp(buf.data()) != nullptr) path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+    if (auto folder = io::TempFolder::Create("opprobe-reports-"); folder.ok()) {
+      path_ = folder->path();
+      folder_.emplace(std::move(folder).value());
+    }
   }
   const std::filesystem::path& path() const { return path_; }
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
 
  private:
+  std::optional<io::TempFolder> folder_;
   std::filesystem::path path_;
 };
 
