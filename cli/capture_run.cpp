@@ -18,6 +18,7 @@
 #include "compiler_probe/subprocess.h"
 #include "hlo/exit_cleanup.h"
 #include "opprobe_version.h"
+#include "hlo/runtime_files.h"
 
 extern char** environ;
 
@@ -77,18 +78,11 @@ Expected<std::string> FindCaptureShim() {
     if (!IsRegularFile(env)) return InvalidInput(fmt::format("OPPROBE_CAPTURE_SHIM={}: no such file", env));
     return std::string(env);
   }
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path installed = exe.parent_path() / ".." / "share" / "opprobe" / "capture" / "opprobe_capture.py";
-    if (IsRegularFile(installed.string())) return fs::weakly_canonical(installed, ec).string();
-  }
-  std::string in_tree = std::string(OPPROBE_SOURCE_DIR) + "/cli/capture/opprobe_capture.py";
-  if (IsRegularFile(in_tree)) return in_tree;
-  return InvalidInput(fmt::format(
-      "cannot find the capture shim opprobe_capture.py (looked in <binary dir>/../share/opprobe/capture and {}); "
-      "set OPPROBE_CAPTURE_SHIM to its path",
-      std::string(OPPROBE_SOURCE_DIR) + "/cli/capture"));
+  const auto places = io::DataPlaces("capture", "cli/capture");
+  if (std::string found = io::FirstFile(places, "opprobe_capture.py"); !found.empty()) return found;
+  return InvalidInput(fmt::format("cannot find the capture shim opprobe_capture.py (looked in {}); "
+                                  "set OPPROBE_CAPTURE_SHIM to its path",
+                                  io::DescribePlaces(places)));
 }
 
 CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty) {

@@ -18,8 +18,8 @@ enum class CaptureProgress { kOff, kTerminal, kLines };
 CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty);
 
 // Where the shim is: $OPPROBE_CAPTURE_SHIM when set (an error if that file does not exist), else
-// <binary dir>/../share/opprobe/capture/opprobe_capture.py (installed layout), else
-// OPPROBE_SOURCE_DIR/cli/capture/opprobe_capture.py (build tree).
+// PREFIX/share/opprobe/capture/opprobe_capture.py beside an installed opprobe, else, for a program of the build tree,
+// the source tree's cli/capture/opprobe_capture.py (hlo/runtime_files.h).
 Expected<std::string> FindCaptureShim();
 
 // Runs `command` = {python, [python options...], script.py, args...} as a child process (fork/exec, no

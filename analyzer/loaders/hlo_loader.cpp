@@ -40,7 +40,7 @@ bool FileLooksLikeHlo(const fs::path& p) {
   const std::string name = p.filename().string();
   if (EndsWith(name, ".hlo") || IsBinaryName(name)) return true;
   if (!EndsWith(name, ".txt")) return false;
-  auto head = io::ReadFileHead(p.string(), 1 << 16);
+  auto head = io::ReadFileHead(p.string(), kHloSniffBytes);
   return head.ok() && TextLooksLikeHlo(*head);
 }
 
@@ -67,6 +67,12 @@ Expected<std::vector<LoadedHloModule>> LoadFile(const std::string& path, const s
 }
 
 }  // namespace
+
+bool LooksLikeHloFile(const std::string& path, std::string_view head) {
+  const std::string name = fs::path(path).filename().string();
+  if (EndsWith(name, ".hlo") || IsBinaryName(name)) return true;
+  return EndsWith(name, ".txt") && TextLooksLikeHlo(head.substr(0, kHloSniffBytes));
+}
 
 bool LooksLikeHlo(const std::string& path) {
   std::error_code ec;

@@ -2,8 +2,10 @@
 // included), a binary HloProto / HloModuleProto (`.pb`, `.hlo.pb`), or a dump directory.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hlo/instruction.h"
@@ -27,5 +29,12 @@ Expected<std::vector<LoadedHloModule>> LoadHlo(const std::string& path);
 // True when `path` is HLO input LoadHlo accepts: a .hlo/.pb/.hlo.pb file, a text file whose content
 // is HLO (an `HloModule` line or torch_xla `## BEGIN_GRAPH` framing), or a directory holding such files.
 bool LooksLikeHlo(const std::string& path);
+
+// How much of a .txt file is read to find its `HloModule` or `## BEGIN_GRAPH` line (a torch_xla dump writes the
+// Python frames of the sync before it).
+inline constexpr size_t kHloSniffBytes = size_t{1} << 16;
+// The same for the file `path` from its first bytes (`head`; at most kHloSniffBytes of it are looked at), without
+// opening it.
+bool LooksLikeHloFile(const std::string& path, std::string_view head);
 
 }  // namespace opprobe::analyzer

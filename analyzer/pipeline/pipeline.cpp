@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -27,49 +28,99 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// An opprobe trace names its format near the top; a JSON object that does not is taken for an ExportedProgram
-// JSON (a program extracted from a .pt2), whose loader says what is wrong with it.
-constexpr std::string_view kTraceFormat = "\"opprobe-trace\"";
-constexpr size_t kSniffBytes = 4096;
-
-Expected<InputKind> KindOfJson(const std::string& path, std::string_view head) {
-  if (head.find(kTraceFormat) != std::string_view::npos) return InputKind::kTrace;
-  if (head.size() < kSniffBytes) return InputKind::kPt2;  // the whole file was read
-  OPPROBE_ASSIGN_OR_RETURN(std::string text, io::ReadFile(path));
-  return text.find(kTraceFormat) != std::string::npos ? InputKind::kTrace : InputKind::kPt2;
+bool StartsWithJsonObject(std::string_view bytes) {
+  size_t first = bytes.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && bytes[first] == '{';
 }
+
+bool IsZip(std::string_view bytes) { return bytes.starts_with(std::string_view("PK\x03\x04", 4)); }
+
+std::string_view SkipSpace(std::string_view s) {
+  size_t n = s.find_first_not_of(" \t\r\n");
+  return n == std::string_view::npos ? std::string_view() : s.substr(n);
+}
+
+// Whether a JSON object's first bytes mark it as an opprobe trace: the member `"format": "opprobe-trace"` (which
+// opprobe writes first), or a first member `calls` (a trace written again with its keys sorted, its format after
+// its calls). The marker inside a string (an ExportedProgram's metadata quoting it) does not count: its quotes are
+// escaped there.
+bool MarkedAsTrace(std::string_view bytes) {
+  constexpr std::string_view kFormat = "\"format\"";
+  for (size_t at = bytes.find(kFormat); at != std::string_view::npos; at = bytes.find(kFormat, at + 1)) {
+    std::string_view rest = SkipSpace(bytes.substr(at + kFormat.size()));
+    if (rest.starts_with(':') && SkipSpace(rest.substr(1)).starts_with("\"opprobe-trace\"")) return true;
+  }
+  std::string_view body = SkipSpace(bytes);
+  return body.starts_with('{') && SkipSpace(body.substr(1)).starts_with("\"calls\"");
+}
+
+// A trace and a .pt2 are a zip archive or a JSON object; the text and binary formats are neither, whatever their name.
+bool ZipOrJsonObject(const InputHead& h) { return IsZip(h.bytes) || StartsWithJsonObject(h.bytes); }
+
+// The sniffs accept disjoint sets of paths, so that no format is taken for another by the order they are tried in.
+// A trace is a JSON object marked as one. A .pt2 is a zip archive (a torch.export archive or an ETRecord), whatever
+// its entries say, or any other JSON object (a bare ExportedProgram, whose loader says what is wrong with it).
+// StableHLO is a .mlir/.mlirbc file or MLIR text or bytecode; HLO a folder (of dumps: LoadHlo says when it holds
+// none), or a .hlo/.pb file or .txt file with an HloModule line that is not MLIR (JAX's MLIR text saved as
+// `model.hlo` is StableHLO).
+bool SniffTrace(const InputHead& h) { return !h.folder && StartsWithJsonObject(h.bytes) && MarkedAsTrace(h.bytes); }
+bool SniffPt2(const InputHead& h) {
+  return !h.folder && (IsZip(h.bytes) || (StartsWithJsonObject(h.bytes) && !MarkedAsTrace(h.bytes)));
+}
+bool IsMlir(const InputHead& h) { return LooksLikeStableHlo(std::string(h.path), h.bytes); }
+bool SniffStableHlo(const InputHead& h) { return !h.folder && !ZipOrJsonObject(h) && IsMlir(h); }
+bool SniffHlo(const InputHead& h) {
+  return h.folder || (!ZipOrJsonObject(h) && !IsMlir(h) && LooksLikeHloFile(std::string(h.path), h.bytes));
+}
+
+Expected<Graph> LoadTraceInto(const std::string& path, NodeSink& sink) { return LoadTrace(path, sink); }
+Expected<Graph> LoadPt2Graph(const std::string& path, NodeSink&) { return LoadPt2(path); }
+
+// One row per InputKind. A new format is one more row (and its kind): its sniff, level and loader, nothing else.
+constexpr InputFormat kFormats[] = {
+    {InputKind::kTrace, "trace", "trace", "an opprobe trace .json", InputLevel::kAten, SniffTrace, LoadTraceInto,
+     nullptr},
+    {InputKind::kPt2, "pt2", ".pt2", "a torch.export .pt2 archive, an ExecuTorch ETRecord", InputLevel::kAten,
+     SniffPt2, LoadPt2Graph, nullptr},
+    {InputKind::kHlo, "hlo", "HLO", "HLO text, an .hlo.pb proto, a folder of HLO dumps", InputLevel::kHlo, SniffHlo,
+     nullptr, LoadHlo},
+    {InputKind::kStableHlo, "stablehlo", "StableHLO", "StableHLO .mlir text", InputLevel::kHlo, SniffStableHlo,
+     nullptr, LoadStableHlo},
+};
 
 }  // namespace
 
-std::string_view InputKindName(InputKind kind) {
-  switch (kind) {
-    case InputKind::kTrace: return "trace";
-    case InputKind::kPt2: return "pt2";
-    case InputKind::kHlo: return "hlo";
-    case InputKind::kStableHlo: return "stablehlo";
-  }
-  return "?";
+std::span<const InputFormat> InputFormats() { return kFormats; }
+
+const InputFormat& FormatOf(InputKind kind) {
+  for (const auto& f : kFormats)
+    if (f.kind == kind) return f;
+  std::abort();  // every InputKind has its row (a test checks)
+}
+
+std::string_view InputKindName(InputKind kind) { return FormatOf(kind).name; }
+
+Expected<InputKind> SniffInput(const InputHead& head) {
+  for (const auto& f : kFormats)
+    if (f.sniff(head)) return f.kind;
+  // Every format's kinds of file in one list: "A, B, or C".
+  std::string expected;
+  for (const auto& f : kFormats) expected += fmt::format("{}{}", expected.empty() ? "" : ", ", f.expected);
+  if (size_t last = expected.rfind(", "); last != std::string::npos) expected.insert(last + 2, "or ");
+  return InvalidInput(fmt::format("{}: not a recognised input (expected {})", head.path, expected));
 }
 
 Expected<Input> DetectInput(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return InvalidInput(fmt::format("{}: no such file or directory", path));
-  if (fs::is_directory(path, ec)) return Input{path, InputKind::kHlo};
-  auto head = io::ReadFileHead(path, kSniffBytes);
-  if (!head.ok()) return head.status();
-  std::string_view h(*head);
-  if (h.starts_with(std::string_view("PK\x03\x04", 4))) return Input{path, InputKind::kPt2};
-  auto first = h.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && h[first] == '{') {
-    OPPROBE_ASSIGN_OR_RETURN(InputKind kind, KindOfJson(path, h));
-    return Input{path, kind};
+  InputHead head{path, fs::is_directory(path, ec), {}};
+  std::string bytes;
+  if (!head.folder) {
+    OPPROBE_ASSIGN_OR_RETURN(bytes, io::ReadFileHead(path, kInputSniffBytes));
+    head.bytes = bytes;
   }
-  if (LooksLikeStableHlo(path, h)) return Input{path, InputKind::kStableHlo};
-  if (LooksLikeHlo(path)) return Input{path, InputKind::kHlo};
-  return InvalidInput(fmt::format(
-      "{}: not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, "
-      "an ExecuTorch ETRecord, HLO text, an .hlo.pb proto, a folder of HLO dumps, or StableHLO .mlir text)",
-      path));
+  OPPROBE_ASSIGN_OR_RETURN(InputKind kind, SniffInput(head));
+  return Input{path, kind};
 }
 
 namespace {
@@ -80,10 +131,10 @@ Expected<Graph> LoadInto(const std::vector<Input>& inputs, NodeSink& sink) {
   Graph merged;
   std::vector<std::string> models;
   for (const auto& in : inputs) {
-    if (in.kind == InputKind::kHlo || in.kind == InputKind::kStableHlo)
-      return InvalidInput(fmt::format("{}: {} input cannot be mixed with aten inputs", in.path,
-                                      in.kind == InputKind::kHlo ? "HLO" : "StableHLO"));
-    Expected<Graph> g = in.kind == InputKind::kTrace ? LoadTrace(in.path, sink) : LoadPt2(in.path);
+    const InputFormat& format = FormatOf(in.kind);
+    if (format.level != InputLevel::kAten)
+      return InvalidInput(fmt::format("{}: {} input cannot be mixed with aten inputs", in.path, format.label));
+    Expected<Graph> g = format.load_graph(in.path, sink);
     if (!g.ok()) return g.status();
     for (auto& n : g->nodes) sink.Add(std::move(n));
     g->nodes.clear();
@@ -192,12 +243,12 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     return r;
   };
 
-  auto is_hlo = [](const Input& in) { return in.kind == InputKind::kHlo || in.kind == InputKind::kStableHlo; };
+  auto is_hlo = [](const Input& in) { return FormatOf(in.kind).level == InputLevel::kHlo; };
   if (std::any_of(inputs.begin(), inputs.end(), is_hlo)) {
     std::vector<LoadedHloModule> loaded;
     for (const auto& in : inputs) {
       if (!is_hlo(in)) return InvalidInput(fmt::format("{}: aten inputs cannot be mixed with HLO inputs", in.path));
-      OPPROBE_ASSIGN_OR_RETURN(auto modules, in.kind == InputKind::kHlo ? LoadHlo(in.path) : LoadStableHlo(in.path));
+      OPPROBE_ASSIGN_OR_RETURN(auto modules, FormatOf(in.kind).load_modules(in.path));
       for (auto& m : modules) loaded.push_back(std::move(m));
     }
     std::vector<NamedModule> named;
@@ -211,9 +262,11 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
         r.program = FitHloInput(named, backend, options.program, options.dump_program);
         if (!r.program->warning.empty()) r.warnings.push_back(r.program->warning);
       }
-      // StableHLO is analyzed as the HLO it converts to; the report says which the input was.
-      if (std::all_of(inputs.begin(), inputs.end(), [](const Input& in) { return in.kind == InputKind::kStableHlo; }))
-        r.input_kind = "stablehlo";
+      // Every HLO-level format is analyzed as the HLO it is or converts to; the report says which the input was when
+      // all inputs are of one format (StableHLO: "stablehlo"), and "hlo" for a mix.
+      const InputKind first = inputs.front().kind;
+      if (std::all_of(inputs.begin(), inputs.end(), [&](const Input& in) { return in.kind == first; }))
+        r.input_kind = std::string(FormatOf(first).name);
       return r;
     });
   }

@@ -1,18 +1,21 @@
 // The analysis pipeline as one library call, shared by the CLI (`analyze`, `profile record`, `lower`), the tests
-// and the Python API: tell each input's kind once, load and merge the inputs, open the probe caches, run the
-// driver. Options are plain values; nothing here prints or knows a command-line flag (callers give callbacks
-// for progress and warnings, and put their flag names into error messages themselves).
+// and the Python API: tell each input's format once (one table of formats), load and merge the inputs, open the
+// probe caches, run the driver. Options are plain values; nothing here prints or knows a command-line flag (callers
+// give callbacks for progress and warnings, and put their flag names into error messages themselves).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "analyzer/driver/result.h"
 #include "analyzer/graph/graph.h"
+#include "analyzer/loaders/hlo_loader.h"
 #include "compiler_probe/backend.h"
 #include "hlo/status.h"
 
@@ -20,15 +23,51 @@ namespace opprobe::analyzer {
 
 // What a path holds: an opprobe trace JSON; a torch.export .pt2 archive, an ExecuTorch ETRecord or a bare
 // ExportedProgram JSON; HLO (text, HloProto/HloModuleProto binary, or a folder of dumps); StableHLO (MLIR text).
+// Everything the pipeline does with a kind is in its row of InputFormats().
 enum class InputKind { kTrace, kPt2, kHlo, kStableHlo };
 std::string_view InputKindName(InputKind kind);  // "trace", "pt2", "hlo", "stablehlo"
+
+// What an input is analyzed as: aten calls, which opprobe lowers to HLO, or HLO modules, probed as they are. Inputs of
+// the two levels cannot be mixed in one analysis.
+enum class InputLevel { kAten, kHlo };
+
+// All that telling a path's format may look at: its name, whether it is a folder, and its first bytes (at most
+// kInputSniffBytes; none for a folder). A format is never told by reading a file further.
+inline constexpr size_t kInputSniffBytes = size_t{1} << 16;
+struct InputHead {
+  std::string_view path;
+  bool folder = false;
+  std::string_view bytes;
+};
+
+// One input format: its name, how it is told from an InputHead, its level and its loader.
+struct InputFormat {
+  InputKind kind;
+  std::string_view name;      // InputKindName; an analysis of inputs of this format alone reports it as input_kind
+  std::string_view label;     // how messages name it: "HLO", "StableHLO"
+  std::string_view expected;  // what the error for an unrecognised input lists for it
+  InputLevel level;
+  bool (*sniff)(const InputHead& head);
+  // The loader, of the format's level (the other is null). kAten: the calls go to `sink` as they are read, or come
+  // back in the Graph's nodes (the caller hands those to the sink); kHlo: the modules.
+  Expected<Graph> (*load_graph)(const std::string& path, NodeSink& sink);
+  Expected<std::vector<LoadedHloModule>> (*load_modules)(const std::string& path);
+};
+
+// Every format. No two sniffs accept the same head (tests/analyzer/input_formats_test.cpp holds them to it), so the
+// order they are tried in decides nothing; it is the order the error for an unrecognised input lists them in.
+std::span<const InputFormat> InputFormats();
+const InputFormat& FormatOf(InputKind kind);
 
 struct Input {
   std::string path;
   InputKind kind;
 };
 
-// Looks at `path` once (its first bytes, or that it is a folder). Errors name the path and what it may be.
+// The format of `head` (the format whose sniff accepts it); none is one error line naming the path and every format's
+// kinds of file.
+Expected<InputKind> SniffInput(const InputHead& head);
+// Looks at `path` once (its first kInputSniffBytes bytes, or that it is a folder) and sniffs it. Errors name the path.
 Expected<Input> DetectInput(const std::string& path);
 
 // Loads trace and .pt2 inputs into one aten Graph: nodes of several inputs are concatenated, the model names

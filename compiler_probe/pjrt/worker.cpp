@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "hlo/exit_cleanup.h"
+#include "hlo/runtime_files.h"
 
 extern char** environ;
 
@@ -176,18 +177,13 @@ Expected<std::string> FindWorkerProgram() {
     if (auto p = FindProgram(env)) return *p;
     return Unavailable(fmt::format("pjrt backend: OPPROBE_PJRT_WORKER='{}' is not an executable program", env));
   }
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const auto& dir : {self.parent_path(), self.parent_path().parent_path()}) {
-      auto candidate = (dir / kWorkerProgram).string();
-      if (auto p = FindProgram(candidate)) return *p;
-    }
-  }
+  const auto places = io::HelperPlaces(kWorkerProgram);
+  for (const auto& place : places)
+    if (auto p = FindProgram(place.string())) return *p;
   if (auto p = FindProgram(kWorkerProgram)) return *p;
   return Unavailable(fmt::format(
-      "pjrt backend: the helper program {} was not found next to this program or on PATH (set OPPROBE_PJRT_WORKER)",
-      kWorkerProgram));
+      "pjrt backend: the helper program {} was found neither at {} nor on PATH (set OPPROBE_PJRT_WORKER)",
+      kWorkerProgram, io::DescribePlaces(places)));
 }
 
 // Request flags (the first byte of a request): execute the compiled program, or compile it for the session's

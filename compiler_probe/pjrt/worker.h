@@ -23,8 +23,9 @@ namespace opprobe::compiler_probe::pjrt {
 // process is involved.
 inline constexpr const char* kWorkerProgram = "opprobe-pjrt-worker";
 
-// $OPPROBE_PJRT_WORKER, else opprobe-pjrt-worker next to (or one folder above) the running program,
-// else on PATH; kUnavailable when there is none.
+// $OPPROBE_PJRT_WORKER, else opprobe-pjrt-worker where the running program's layout puts it (PREFIX/libexec/opprobe
+// beside an installed opprobe, the build folder for a program of the build tree: hlo/runtime_files.h), else on PATH;
+// kUnavailable when there is none.
 Expected<std::string> FindWorkerProgram();
 
 // The worker program's main(): `opprobe-pjrt-worker --parent=PID [--topology=NAME] PLUGIN [name=value ...]`,

@@ -7,6 +7,7 @@
 
 #include "compiler_probe/pjrt/pjrt_backend.h"
 #include "compiler_probe/subprocess.h"
+#include "hlo/runtime_files.h"
 
 #ifndef OPPROBE_SOURCE_ROOT
 #define OPPROBE_SOURCE_ROOT ""
@@ -80,15 +81,10 @@ Expected<std::string> FindWorkerScript() {
     if (fs::is_regular_file(env)) return env;
     return Unavailable(fmt::format("OPPROBE_XLA_WORKER='{}' is not a file", env));
   }
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (const auto& dir : {self.parent_path(), self.parent_path().parent_path()})
-      if (fs::is_regular_file(dir / kWorkerScript)) return (dir / kWorkerScript).string();
-  fs::path source = fs::path(OPPROBE_SOURCE_ROOT) / "compiler_probe" / "xla" / "xla_worker.py";
-  if (fs::is_regular_file(source)) return source.string();
-  return Unavailable(fmt::format("the worker script {} was not found next to this program (set OPPROBE_XLA_WORKER)",
-                                 kWorkerScript));
+  const auto places = io::HelperPlaces(kWorkerScript);
+  if (std::string found = io::FirstFile(places); !found.empty()) return found;
+  return Unavailable(fmt::format("the worker script {} was not found at {} (set OPPROBE_XLA_WORKER)", kWorkerScript,
+                                 io::DescribePlaces(places)));
 }
 
 Expected<std::unique_ptr<Backend>> CreatePythonWorkerBackend(const PythonEnvironment& env, const std::string& arg,

@@ -5,8 +5,9 @@
 //
 // The Python: `python=PATH`, else $<env_var>, else $OPPROBE_VENV_ROOT/<venv>/bin/python, else the environment the
 // scripts create in the source tree (.venv/<venv>/bin/python). The worker script: $OPPROBE_XLA_WORKER, else
-// opprobe-xla-worker.py next to (or one folder above) the running program (the build puts it there), else
-// compiler_probe/xla/xla_worker.py in the source tree.
+// opprobe-xla-worker.py (a copy of compiler_probe/xla/xla_worker.py) where the running program's layout puts it:
+// PREFIX/libexec/opprobe beside an installed opprobe, the build folder for a program of the build tree
+// (hlo/runtime_files.h).
 #pragma once
 
 #include <memory>

@@ -1,13 +1,12 @@
 // The reference of `scripts/bench warm`: what `opprobe analyze INPUT` does before it lowers or probes anything,
 // and nothing else. One process per call, as opprobe is one: start (the same libraries), tell the input's kind
-// (analyzer::DetectInput), load it as AnalyzeInputs does (LoadHlo for HLO, LoadGraph for traces and .pt2), and
-// exit without freeing it, as `opprobe analyze` leaves its result to the exit. `opprobe_parse_only INPUT...` prints
+// (analyzer::DetectInput), load it as AnalyzeInputs does (its format's loader for HLO and StableHLO, LoadGraph for
+// traces and .pt2), and exit without freeing it, as `opprobe analyze` leaves its result to the exit. `opprobe_parse_only INPUT...` prints
 // what it loaded; exit 2 with the loader's message on bad input.
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "analyzer/loaders/hlo_loader.h"
 #include "analyzer/pipeline/pipeline.h"
 
 int main(int argc, char** argv) {
@@ -25,10 +24,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: opprobe_parse_only INPUT...\n");
     return 2;
   }
-  if (inputs[0].kind == InputKind::kHlo) {
+  if (FormatOf(inputs[0].kind).level == InputLevel::kHlo) {
     size_t modules = 0, instructions = 0;
     for (const auto& in : inputs) {
-      auto loaded = LoadHlo(in.path);
+      if (FormatOf(in.kind).level != InputLevel::kHlo) {
+        std::fprintf(stderr, "opprobe_parse_only: %s: aten inputs cannot be mixed with HLO inputs\n", in.path.c_str());
+        return 2;
+      }
+      auto loaded = FormatOf(in.kind).load_modules(in.path);
       if (!loaded.ok()) {
         std::fprintf(stderr, "opprobe_parse_only: %s\n", loaded.status().message().c_str());
         return 2;

@@ -77,22 +77,6 @@ TEST_F(ChipE2E, BadSpecsAreUsageErrorsAndAMissingCompilerIsExit3) {
   EXPECT_NE(missing.err.find("pip install -r requirements/tpu.txt"), std::string::npos) << missing.err;
 }
 
-// `cmake --install` puts the pjrt worker beside the installed opprobe: the installed binary compiles with the TPU
-// compiler from its prefix (it used to install opprobe alone, and every worker backend failed with exit 3).
-TEST_F(ChipE2E, TheInstalledBinaryRunsTheWorkerBackends) {
-  const std::string build = std::filesystem::path(OPPROBE_BIN).parent_path().string();
-  const std::string prefix = Path("prefix");
-  auto install = testing::RunProgram({"cmake", "--install", build, "--prefix", prefix});
-  ASSERT_EQ(install.exit_code, 0) << install.err << install.out;
-  ASSERT_TRUE(std::filesystem::is_regular_file(prefix + "/bin/opprobe-pjrt-worker"));
-  ASSERT_TRUE(std::filesystem::is_regular_file(prefix + "/bin/opprobe-xla-worker.py"));
-  ScopedEnv worker("OPPROBE_PJRT_WORKER", "");
-  auto r = testing::RunProgram({prefix + "/bin/opprobe", "analyze", "samples/traces/supported.json", "--backend",
-                               "tpu:v5e", "--no-cache", "--no-progress"});
-  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("100.00% of HLO instructions supported on tpu:v5e"), std::string::npos) << r.out;
-}
-
 // Gating a compiler upgrade (docs/ci.md): the same units with two libtpu versions from PyPI (requirements/tpu.txt and
 // requirements/tpu-next.txt; scripts/test names the second with OPPROBE_LIBTPU_NEXT), then `opprobe diff`. Measured:
 // 0.0.42.1 and 0.0.52 give the same verdicts on these units, so the diff names both versions and finds nothing new.
