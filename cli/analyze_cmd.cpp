@@ -32,19 +32,20 @@ struct AnalyzeArgs {
   std::string save_trace;
   std::string lowering = "opprobe";  // or torch_xla: analyze the HLO the real torch_xla emits (-- script)
   bool fake = false;                 // -- script: captured on fake tensors
+  std::string parallel;              // --parallel dp=N,fsdp=N,tp=N
 };
 
 // Captures the script after `--` into a temporary trace in `temp` (or --save-trace FILE); returns its path and
 // the script's exit status.
 Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::string>& command, const std::string& save_trace,
                                                     std::optional<io::TempFolder>& temp, CaptureProgress progress,
-                                                    bool fake) {
+                                                    CaptureFlags flags) {
   std::string trace = save_trace;
   if (trace.empty()) {
     OPPROBE_ASSIGN_OR_RETURN(temp, io::TempFolder::Create());
     trace = *temp / "trace.json";
   }
-  OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true, progress, fake));
+  OPPROBE_ASSIGN_OR_RETURN(int status, RunCapture(command, trace, /*quiet=*/true, progress, flags));
   return std::make_pair(trace, status);
 }
 
@@ -83,6 +84,14 @@ int RunAnalyze(AnalyzeArgs& a) {
     a.run.shard_index = shard->index;
     a.run.shard_count = shard->count;
   }
+  if (a.report.require_fit) a.run.fit = true;
+  if (!a.parallel.empty()) {
+    if (!a.run.fit) return ReportError(InvalidInput("--parallel needs --fit"));
+    auto p = analyzer::ParseParallelism(a.parallel);
+    if (!p.ok()) return ReportError(p.status());
+    a.run.parallel = *p;
+  }
+  if (!a.run.dump_program.empty() && !a.run.fit) return ReportError(InvalidInput("--dump-program needs --fit"));
   const ProgressMode progress_mode = a.no_progress || a.report.quiet ? ProgressMode::kOff
                                      : a.progress                    ? ProgressMode::kOn
                                                                      : ProgressMode::kAuto;
@@ -130,7 +139,7 @@ int RunAnalyze(AnalyzeArgs& a) {
   } else if (!command.empty()) {
     auto captured =
         CaptureScript(command, a.save_trace, temp, CaptureProgressFor(progress_mode, ::isatty(STDERR_FILENO) == 1),
-                      a.fake);
+                      CaptureFlags{a.fake, a.run.fit});
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
     script_status = captured->second;
@@ -216,6 +225,18 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       ->type_name("PATTERN");
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
   cmd->add_flag("--fake", args->fake, std::string("With `-- script`: ") + kFakeHelp);
+  cmd->add_flag("--fit", args->run.fit,
+                "Will it fit: build the whole program (a script's or trace's first training step, recorded with its "
+                "data flow; an HLO input's largest module), compile it for the target with the backend's real "
+                "compiler (tpu:, gpu:) and report per-device memory against the device's (the report's `program`); "
+                "a rules: backend gives opprobe's own estimate, labelled so");
+  cmd->add_option("--parallel", args->parallel,
+                  "With --fit: split the step over the target topology's devices as a strategy does (their product "
+                  "equal to its devices): dp=N data parallel, fsdp=N parameters, gradients and optimizer state split, "
+                  "tp=N Megatron-style column/row splits of 2-D weights; e.g. --backend tpu:v5p:2x2x2 --parallel fsdp=8")
+      ->type_name("dp=N,fsdp=N,tp=N");
+  cmd->add_option("--dump-program", args->run.dump_program, "With --fit: write the program built and compiled here (HLO text; a name ending in .pb: the HloModuleProto the compiler receives)")
+      ->type_name("FILE");
   cmd->add_option("--lowering", args->lowering,
                   "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
                   "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "

@@ -21,6 +21,7 @@ struct CaptureArgs {
   bool no_progress = false;
   bool quiet = false;
   bool fake = false;
+  bool program = false;
 };
 
 int RunCaptureCommand(const CaptureArgs& args) {
@@ -30,7 +31,8 @@ int RunCaptureCommand(const CaptureArgs& args) {
                             : args.progress                ? ProgressMode::kOn
                                                            : ProgressMode::kAuto;
   auto status = RunCapture(args.command, args.output, /*quiet=*/true,
-                           CaptureProgressFor(mode, ::isatty(STDERR_FILENO) == 1), args.fake);
+                           CaptureProgressFor(mode, ::isatty(STDERR_FILENO) == 1),
+                           CaptureFlags{args.fake, args.program});
   if (!status.ok()) return ReportError(status.status());
   // Summarise from the trace just written; a trace `analyze` could not read is worth knowing about now.
   auto graph = analyzer::LoadTrace(args.output);
@@ -91,6 +93,7 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-progress", args->no_progress, "No counter of calls captured so far");
   cmd->add_flag("-q,--quiet", args->quiet, "Neither the counter nor the summary line (errors are still printed)");
   cmd->add_flag("--fake", args->fake, kFakeHelp);
+  cmd->add_flag("--program", args->program, kProgramHelp);
   cmd->footer(
       "Examples:\n"
       "  opprobe capture -o trace.json -- /usr/bin/python3 samples/scripts/supported.py\n"

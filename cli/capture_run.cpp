@@ -95,7 +95,7 @@ CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty) {
 }
 
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet,
-                         CaptureProgress progress, bool fake) {
+                         CaptureProgress progress, CaptureFlags flags) {
   if (command.empty()) return InvalidInput(fmt::format("no script to capture: {}", kCommandForm));
   if (trace_path.empty()) return InvalidInput("no trace file given");
   const std::string& interpreter_name = command[0];
@@ -126,7 +126,8 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   argv.push_back("--output");
   argv.push_back(trace_path);
   if (quiet) argv.push_back("--quiet");
-  if (fake) argv.push_back("--fake");
+  if (flags.fake) argv.push_back("--fake");
+  if (flags.program) argv.push_back("--program");
   if (progress != CaptureProgress::kOff) {
     argv.push_back("--progress");
     argv.push_back(progress == CaptureProgress::kTerminal ? "tty" : "lines");

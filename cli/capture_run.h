@@ -39,7 +39,19 @@ inline constexpr const char* kFakeHelp =
     "nothing is allocated or computed (a model of any size); a script that needs a value (.item(), a branch on a "
     "tensor) stops at that line";
 
+// What `--program` does, as `capture --help` says it (`analyze --fit` asks for it).
+inline constexpr const char* kProgramHelp =
+    "Also record the data flow of the script's first training step (from the first call inside a module's forward to "
+    "the end of the first optimizer step): which call made each input, the parameters, buffers and optimizer state it "
+    "reads and updates, so that `analyze --fit` builds and compiles the step as one program";
+
+// What the capture records besides the calls.
+struct CaptureFlags {
+  bool fake = false;     // `--fake`
+  bool program = false;  // `--program`: the first step's data flow (trace `program`)
+};
+
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true,
-                         CaptureProgress progress = CaptureProgress::kOff, bool fake = false);
+                         CaptureProgress progress = CaptureProgress::kOff, CaptureFlags flags = {});
 
 }  // namespace opprobe::cli

@@ -132,6 +132,9 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
                   "device: a recompilation; see the report's steps section)")
       ->check(CLI::NonNegativeNumber)
       ->type_name("N");
+  cmd->add_flag("--require-fit", options.require_fit,
+                "Exit 1 unless the whole program, compiled for the target (--fit), fits one device's memory; never "
+                "passes on a program that was not compiled (an estimate, a refusal for another reason)");
   cmd->add_option("--baseline", options.baseline,
                   "Exit 1 when an aten op or HLO instruction signature unsupported now was not unsupported in "
                   "this earlier JSON report, or the support percentage dropped")
@@ -245,6 +248,7 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
     go.baseline_name = options.baseline;
     go.allow = options.allow;
     go.max_graphs = options.max_graphs;
+    go.require_fit = options.require_fit;
     reports::GateResult g = reports::EvaluateGates(t, go);
     const std::string prefix = result.target_count() > 1 ? t.backend_id + ": " : "";
     gates.failed = gates.failed || g.failed;
@@ -264,7 +268,7 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
     if (!any_file && !stdout_report)
       text += "  write the full report with -o result.json (other formats: --format FMT[=FILE], see --help)\n";
     for (const auto& n : gates.notes) text += "  " + n + "\n";
-    if (any_fail_under || baseline || options.max_graphs >= 0)
+    if (any_fail_under || baseline || options.max_graphs >= 0 || options.require_fit)
       text += gates.failed ? "  gates: FAILED\n" : "  gates: passed\n";
     std::fputs(text.c_str(), summary);
     std::fflush(summary);

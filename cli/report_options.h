@@ -19,6 +19,7 @@ struct ReportOptions {
   // --fail-under PCT (every target) or TARGET=PCT (one target of a run with several backends), repeatable.
   std::vector<std::string> fail_under;
   int64_t max_graphs = -1;  // --max-graphs N (steps' distinct graphs); < 0: off
+  bool require_fit = false; // --require-fit (with analyze: implies --fit)
   std::string baseline;               // --baseline OLD.json
   std::vector<std::string> allow;     // --allow aten::op
   bool quiet = false;                 // no summary on stdout

@@ -67,7 +67,9 @@ struct ProgramCompile {
   int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
 };
 
-// How to compile a whole program: over how many devices its SPMD partitioner splits it (its shardings annotated).
+// How to compile a whole program: over how many devices its SPMD partitioner splits it (its shardings annotated by
+// the caller's strategy, which must use every device of the target's topology); 1: as the program's own shardings
+// and collectives say (one device when it has none).
 struct ProgramOptions {
   int64_t partitions = 1;
 };

@@ -59,7 +59,7 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
                                      "with the same cache, without --shard)",
                                      result.summary.shard_index, result.summary.shard_count));
   }
-  if (options.fail_under >= 0 || options.baseline != nullptr) {
+  if (options.fail_under >= 0 || options.baseline != nullptr || options.require_fit) {
     for (const auto& b : GateBlockers(result, options.allow)) {
       g.failed = true;
       g.messages.push_back("no gate passes on this analysis: " + b);
@@ -86,6 +86,24 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
       }
       g.messages.push_back(fmt::format("the steps need {} distinct graphs, more than --max-graphs {}{}",
                                        result.steps->distinct_graphs, options.max_graphs, first));
+    }
+  }
+  if (options.require_fit) {
+    const auto& p = result.program;
+    if (!p) {
+      g.failed = true;
+      g.messages.push_back("--require-fit: no program was compiled (analyze with --fit)");
+    } else if (p->fits && !*p->fits) {
+      g.failed = true;
+      g.messages.push_back(fmt::format("{} does not fit: one device needs {}, more than its {} (short by {})", p->what,
+                                       FormatBytes(p->required_bytes), FormatBytes(p->device_memory_bytes),
+                                       FormatBytes(p->required_bytes - p->device_memory_bytes)));
+    } else if (!p->fits || p->estimated) {
+      g.failed = true;
+      g.messages.push_back("--require-fit never passes on a program its compiler did not judge: " + ProgramHeadline(*p));
+    } else {
+      g.notes.push_back(fmt::format("{} fits: {} of {} per device", p->what, FormatBytes(p->required_bytes),
+                                    FormatBytes(p->device_memory_bytes)));
     }
   }
   if (options.baseline != nullptr) {

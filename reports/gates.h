@@ -16,6 +16,7 @@ struct GateOptions {
   std::string baseline_name;           // shown in messages
   std::vector<std::string> allow;      // aten ops whose gaps are accepted
   int64_t max_graphs = -1;             // `--max-graphs N`: fail when the steps need more distinct graphs; < 0: off
+  bool require_fit = false;            // `--require-fit`: fail unless the compiled program fits one device
 };
 
 struct GateResult {

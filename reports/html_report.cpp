@@ -304,6 +304,36 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
     out += "</section>\n";
   }
 
+  if (result.program) {
+    const auto& p = *result.program;
+    out += fmt::format("<section id=\"program\"><h2>Will it fit</h2>\n<p>{}.</p>\n", E(ProgramHeadline(p)));
+    if (auto rows = ProgramMemoryRows(p); !rows.empty()) {
+      out += "<table><thead><tr><th>per device</th><th class=\"num\">bytes</th><th class=\"num\"></th></tr></thead>"
+             "<tbody>\n";
+      for (const auto& r : rows)
+        out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n", E(r.what),
+                           r.bytes, E(FormatBytes(r.bytes)));
+      out += "</tbody></table>\n";
+    }
+    if (auto cs = ProgramContributors(p); !cs.empty()) {
+      out += "<table><thead><tr><th>where the bytes go (whole program)</th><th>call</th><th class=\"num\">size</th>"
+             "</tr></thead><tbody>\n";
+      for (const auto& x : cs)
+        out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n", E(x.what),
+                           E(x.where.empty() ? "-" : x.where), E(FormatBytes(x.bytes)));
+      out += "</tbody></table>\n";
+    }
+    if (!p.step.gaps.empty()) {
+      out += "<table><thead><tr><th>call the program cannot hold</th><th>at</th><th class=\"num\">calls</th>"
+             "<th>why</th></tr></thead><tbody>\n";
+      for (const auto& g : p.step.gaps)
+        out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                           E(g.op), E(g.loc.ToString()), g.calls, E(g.reason));
+      out += "</tbody></table>\n";
+    }
+    out += "</section>\n";
+  }
+
   // Chart.
   out += "<section id=\"chart\"><h2>Where the unsupported instructions sit</h2>\n"
          "<p class=\"meta\">HLO instruction instances per module path, in model order.</p>\n";

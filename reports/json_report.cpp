@@ -73,6 +73,64 @@ Json StepsJson(const analyzer::StepGraphs& s) {
   return j;
 }
 
+Json ProgramJson(const analyzer::ProgramFit& p) {
+  const auto& c = p.compile;
+  Json j;
+  j["what"] = p.what;
+  j["outcome"] = ProgramOutcome(p);
+  j["headline"] = ProgramHeadline(p);
+  if (!p.built) j["not_built"] = p.not_built;
+  const auto& s = p.step;
+  if (s.calls > 0) {
+    Json step;
+    step["scope"] = s.scope;
+    if (!s.begin.empty()) step["begin"] = s.begin.ToString();
+    if (!s.end.empty()) step["end"] = s.end.ToString();
+    step["end_kind"] = s.end_kind;
+    step["calls"] = s.calls;
+    if (s.untracked_writes) step["untracked_writes"] = s.untracked_writes;
+    step["inputs"] = static_cast<int64_t>(s.inputs.size());
+    step["outputs"] = static_cast<int64_t>(s.outputs.size());
+    Json gaps = Json::array();
+    for (const auto& g : s.gaps) gaps.push_back({{"op", g.op}, {"call", g.loc.ToString()}, {"reason", g.reason},
+                                                 {"calls", g.calls}});
+    step["gaps"] = std::move(gaps);
+    j["step"] = std::move(step);
+  }
+  if (p.built) {
+    j["instructions"] = p.instructions;
+    j["compiler"] = c.compiler;
+    j["devices"] = c.devices;
+    if (c.outcome == compiler_probe::ProgramCompile::Outcome::kRefused ||
+        c.outcome == compiler_probe::ProgramCompile::Outcome::kError)
+      j["message"] = c.message;
+    if (c.outcome == compiler_probe::ProgramCompile::Outcome::kCompiled) j["compile_seconds"] = c.seconds;
+  }
+  if (c.has_memory) {
+    j["memory"] = {{"argument_bytes", c.argument_bytes}, {"output_bytes", c.output_bytes},
+                   {"alias_bytes", c.alias_bytes},       {"temp_bytes", c.temp_bytes},
+                   {"code_bytes", c.generated_code_bytes}, {"total_bytes", c.total_bytes()}};
+  }
+  if (s.calls > 0 && p.built) {
+    j["estimate"] = {{"argument_bytes", s.argument_bytes}, {"output_bytes", s.output_bytes},
+                     {"alias_bytes", s.alias_bytes},       {"temp_bytes", s.estimated_temp_bytes},
+                     {"total_bytes", s.estimated_total_bytes()}};
+  }
+  j["source"] = p.estimated ? "estimate" : "compiler";
+  j["device_memory_bytes"] = p.device_memory_bytes;
+  j["required_bytes"] = p.required_bytes;
+  j["fits"] = p.fits ? Json(*p.fits) : Json(nullptr);
+  if (p.fits && !*p.fits) j["short_by_bytes"] = p.required_bytes - p.device_memory_bytes;
+  Json contributors = Json::array();
+  for (const auto& x : ProgramContributors(p)) {
+    Json e = {{"what", x.what}, {"bytes", x.bytes}};
+    if (!x.where.empty()) e["call"] = x.where;
+    contributors.push_back(std::move(e));
+  }
+  j["contributors"] = std::move(contributors);
+  return j;
+}
+
 Json SummaryJson(const analyzer::Summary& s) {
   Json j;
   j["aten_calls"] = s.aten_calls;
@@ -170,6 +228,7 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
     j["capture"] = std::move(cj);
   }
   if (result.steps) j["steps"] = StepsJson(*result.steps);
+  if (result.program) j["program"] = ProgramJson(*result.program);
   j["complete"] = !result.incomplete();
   j["incomplete_reasons"] = result.IncompleteReasons();
   j["support_percentage"] = FormatPercent(result.SupportPercentage());

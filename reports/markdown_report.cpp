@@ -150,6 +150,28 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
     }
   }
 
+  if (result.program) {
+    const auto& p = *result.program;
+    out += "### Will it fit\n\n" + Cell(ProgramHeadline(p)) + ".\n\n";
+    if (auto rows = ProgramMemoryRows(p); !rows.empty()) {
+      out += "| per device | bytes | |\n|---|---:|---:|\n";
+      for (const auto& r : rows) out += fmt::format("| {} | {} | {} |\n", r.what, r.bytes, FormatBytes(r.bytes));
+      out += "\n";
+    }
+    if (auto cs = ProgramContributors(p); !cs.empty()) {
+      out += "| where the bytes go (whole program) | call | size |\n|---|---|---:|\n";
+      for (const auto& x : cs)
+        out += fmt::format("| {} | {} | {} |\n", Cell(x.what), x.where.empty() ? "-" : Code(x.where), FormatBytes(x.bytes));
+      out += "\n";
+    }
+    if (!p.step.gaps.empty()) {
+      out += "| call the program cannot hold | at | calls | why |\n|---|---|---:|---|\n";
+      for (const auto& g : p.step.gaps)
+        out += fmt::format("| {} | {} | {} | {} |\n", Code(g.op), Code(g.loc.ToString()), g.calls, Cell(g.reason));
+      out += "\n";
+    }
+  }
+
   if (result.programs.size() > 1) {
     auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program.str(); });
     out += "### Programs\n\n| program | support | aten support | aten calls | HLO instructions |\n|---|---:|---:|---:|---:|\n";

@@ -194,6 +194,26 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     }
   }
 
+  if (result.program) {
+    const auto& p = *result.program;
+    out += "\n" + paint("Will it fit", "1") + ": " + ProgramHeadline(p) + "\n";
+    if (auto rows = ProgramMemoryRows(p); !rows.empty()) {
+      Table t({"PER DEVICE", "BYTES", ""}, {false, true, true});
+      for (const auto& r : rows) t.Add({r.what, std::to_string(r.bytes), FormatBytes(r.bytes)});
+      out += t.Render(color);
+    }
+    if (auto cs = ProgramContributors(p); !cs.empty()) {
+      Table t({"WHERE THE BYTES GO (WHOLE PROGRAM)", "CALL", "SIZE"}, {false, false, true});
+      for (const auto& x : cs) t.Add({x.what, x.where.empty() ? "-" : x.where, FormatBytes(x.bytes)});
+      out += t.Render(color);
+    }
+    if (!p.step.gaps.empty()) {
+      Table t({"CALL THE PROGRAM CANNOT HOLD", "AT", "CALLS", "WHY"}, {false, false, true, false});
+      for (const auto& g : p.step.gaps) t.Add({g.op, g.loc.ToString(), std::to_string(g.calls), g.reason});
+      out += t.Render(color);
+    }
+  }
+
   if (result.programs.size() > 1) {
     auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program.str(); });
     out += "\n" + paint("Programs", "1") + "\n";

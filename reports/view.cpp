@@ -454,6 +454,102 @@ std::string StepsHeadline(const analyzer::StepGraphs& s) {
                      s.distinct_graphs, s.model);
 }
 
+std::string FormatBytes(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes < 0 ? -bytes : bytes);
+  size_t u = 0;
+  while (v >= 1024.0 && u + 1 < std::size(kUnits)) v /= 1024.0, ++u;
+  std::string sign = bytes < 0 ? "-" : "";
+  return u == 0 ? fmt::format("{}{} B", sign, static_cast<int64_t>(v)) : fmt::format("{}{:.2f} {}", sign, v, kUnits[u]);
+}
+
+std::string ProgramOutcome(const analyzer::ProgramFit& p) {
+  using O = compiler_probe::ProgramCompile::Outcome;
+  if (!p.built) return "not built";
+  switch (p.compile.outcome) {
+    case O::kCompiled: return "compiled";
+    case O::kRefused: return "refused";
+    case O::kError: return "error";
+    case O::kUnsupported: return "not compiled";
+  }
+  return "not compiled";
+}
+
+std::string ProgramHeadline(const analyzer::ProgramFit& p) {
+  using O = compiler_probe::ProgramCompile::Outcome;
+  if (!p.built) return fmt::format("{}: not built: {}", p.what, p.not_built);
+  const auto& c = p.compile;
+  std::string devices = fmt::format("{} device{}", c.devices, c.devices == 1 ? "" : "s");
+  std::string verdict;
+  if (p.fits) {
+    int64_t diff = p.device_memory_bytes - p.required_bytes;
+    verdict = *p.fits ? fmt::format(": fits ({} to spare)", FormatBytes(diff))
+                      : fmt::format(": does not fit (short by {})", FormatBytes(-diff));
+  }
+  std::string need = p.device_memory_bytes > 0
+                         ? fmt::format("needs {} of the {} one device has", FormatBytes(p.required_bytes),
+                                       FormatBytes(p.device_memory_bytes))
+                         : fmt::format("needs {} per device", FormatBytes(p.required_bytes));
+  switch (c.outcome) {
+    case O::kCompiled:
+      if (!c.has_memory) return fmt::format("{} compiled by {} for {}; the compiler gave no memory figures", p.what,
+                                            c.compiler, devices);
+      return fmt::format("{} ({} HLO instructions) compiled by {} for {}: {}{}", p.what, p.instructions, c.compiler,
+                         devices, need, verdict);
+    case O::kRefused:
+      if (c.memory_refusal)
+        return fmt::format("{} refused by {} for {}: {}{}", p.what, c.compiler, devices, need, verdict);
+      return fmt::format("{} refused by {} for {}: {}", p.what, c.compiler, devices, c.message);
+    case O::kError: return fmt::format("{} not compiled: {}", p.what, c.message);
+    case O::kUnsupported:
+      if (p.estimated)
+        return fmt::format("{}: {}; opprobe's estimate (the recorded step's liveness: no fusion, no "
+                           "rematerialisation) {}{}",
+                           p.what, c.message, need, verdict);
+      return fmt::format("{}: {}", p.what, c.message);
+  }
+  return p.what;
+}
+
+std::vector<ProgramMemoryRow> ProgramMemoryRows(const analyzer::ProgramFit& p) {
+  const auto& c = p.compile;
+  if (c.has_memory)
+    return {{"arguments", c.argument_bytes},     {"outputs", c.output_bytes},
+            {"aliased with arguments", -c.alias_bytes}, {"temporaries", c.temp_bytes},
+            {"generated code", c.generated_code_bytes}, {"total", c.total_bytes()}};
+  if (p.estimated) {
+    const auto& s = p.step;
+    return {{"arguments", s.argument_bytes}, {"outputs", s.output_bytes}, {"aliased with arguments", -s.alias_bytes},
+            {"temporaries (estimate)", s.estimated_temp_bytes}, {"total (estimate)", s.estimated_total_bytes()}};
+  }
+  return {};
+}
+
+std::vector<ProgramContributor> ProgramContributors(const analyzer::ProgramFit& p, size_t max_lines) {
+  std::map<std::string, int64_t> by_kind;
+  auto name = [](const std::string& kind) -> std::string {
+    if (kind == "parameter") return "parameters";
+    if (kind == "gradient") return "gradients";
+    if (kind == "optimizer_state") return "optimizer state";
+    if (kind == "buffer") return "buffers";
+    if (kind == "data") return "inputs (the batch, other tensors)";
+    return "other outputs";
+  };
+  for (const auto& v : p.step.inputs) by_kind[name(v.kind)] += v.bytes;
+  for (const auto& v : p.step.outputs)
+    if (v.aliases < 0) by_kind[name(v.kind)] += v.bytes;
+  std::vector<ProgramContributor> out;
+  for (const auto& [what, bytes] : by_kind)
+    if (bytes > 0) out.push_back({what, "", bytes});
+  for (size_t i = 0; i < p.step.activations.size() && i < max_lines; ++i) {
+    const auto& a = p.step.activations[i];
+    out.push_back({"activations kept for backward (" + a.op + ")", a.loc.ToString(), a.bytes});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ProgramContributor& a, const ProgramContributor& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
 std::string CutKind(const analyzer::StepGraphs::Cut& c) {
   return c.kind == "value_read" ? "value read on the host" : "CPU fallback";
 }

@@ -80,6 +80,29 @@ std::string CallOrigin(const analyzer::OpRecord& op, const std::string& source_d
 // The steps section's first line, the same in every format: `6 steps ran 12 graphs, 2 distinct (each compiled once;
 // torch_xla lazy tensor model of the captured calls)`.
 std::string StepsHeadline(const analyzer::StepGraphs& s);
+
+// `15.75 GiB`, `312.0 MiB`, `12 B`: powers of 1024, as XLA prints memory.
+std::string FormatBytes(int64_t bytes);
+// The words of a --fit program's outcome, as every format says it.
+std::string ProgramOutcome(const analyzer::ProgramFit& p);  // `compiled`, `refused`, `error`, `not compiled`, `not built`
+// One sentence: what was compiled by what, what one device needs of what it has, and whether it fits.
+std::string ProgramHeadline(const analyzer::ProgramFit& p);
+// Where the bytes go, largest first: the program's inputs and outputs by kind (parameters, gradients, optimizer state,
+// buffers, the batch, other outputs; an output that updates an input in place counted once) and the values the
+// forward keeps for the backward by the line that made them (the top `max_lines`). Whole-program figures, not per
+// device.
+struct ProgramContributor {
+  std::string what;  // `parameters`, `activations kept for backward`
+  std::string where; // the line, for activations; empty otherwise
+  int64_t bytes = 0;
+};
+// The per-device memory rows of a --fit program (the compiler's figures, else opprobe's estimate), `total` last.
+struct ProgramMemoryRow {
+  std::string what;  // `arguments`, `outputs`, `aliased with arguments`, `temporaries`, `generated code`, `total`
+  int64_t bytes = 0;
+};
+std::vector<ProgramMemoryRow> ProgramMemoryRows(const analyzer::ProgramFit& p);
+std::vector<ProgramContributor> ProgramContributors(const analyzer::ProgramFit& p, size_t max_lines = 5);
 // A recompilation's trigger in words: `xm.mark_step at train.py 41`, `value read (aten::_local_scalar_dense) at ...`.
 std::string StepsTrigger(const analyzer::StepGraphs::Recompilation& r);
 

@@ -259,7 +259,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     return probe([&](compiler_probe::Backend& fleet) {
       AnalysisResult r = AnalyzeHlo(fmt::format("{}", fmt::join(paths, ", ")), named, fleet, d);
       if (options.fit) {
-        r.program = FitHloInput(named, backend, options.program, options.dump_program);
+        r.program = FitHloInput(named, backend, options.dump_program);
         if (!r.program->warning.empty()) r.warnings.push_back(r.program->warning);
       }
       // Every HLO-level format is analyzed as the HLO it is or converts to; the report says which the input was when
@@ -278,7 +278,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     analysis.set_cache(d.cache);
     AnalysisResult r = analysis.Finish(graph, fleet, LoweringTable::Builtin());
     if (options.fit) {
-      r.program = FitTraceInput(paths, backend, options.program, options.dump_program);
+      r.program = FitTraceInput(paths, backend, options.parallel, options.dump_program);
       if (!r.program->warning.empty()) r.warnings.push_back(r.program->warning);
     }
     return r;

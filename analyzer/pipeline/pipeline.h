@@ -16,6 +16,7 @@
 #include "analyzer/driver/result.h"
 #include "analyzer/graph/graph.h"
 #include "analyzer/loaders/hlo_loader.h"
+#include "analyzer/program/parallel.h"
 #include "compiler_probe/backend.h"
 #include "hlo/status.h"
 
@@ -95,7 +96,7 @@ struct AnalysisOptions {
   // `--fit`: the whole program (a trace's recorded step, an HLO input's largest module) compiled for the target
   // (analyzer/program): AnalysisResult::program.
   bool fit = false;
-  compiler_probe::ProgramOptions program;
+  Parallelism parallel;      // `--parallel`: how the step is split over the target's devices
   std::string dump_program;  // with fit: the built program's HLO text written here
   // After each probe: (done, total); from probe threads, one at a time.
   std::function<void(int64_t, int64_t)> on_progress;

@@ -5,13 +5,26 @@
 #include "analyzer/loaders/trace_loader.h"
 #include "hlo/file_io.h"
 #include "hlo/printer.h"
+#include "hlo/proto_io.h"
 
 namespace opprobe::analyzer {
 namespace {
 
 void Dump(const hlo::Module& module, const std::string& path, ProgramFit& fit) {
   if (path.empty()) return;
-  Status st = io::WriteFileAtomically(path, hlo::ToString(module));
+  // `.pb`: the serialized HloModuleProto exactly as the compiler receives it; else HLO text.
+  std::string contents;
+  if (path.ends_with(".pb")) {
+    Expected<std::string> bytes = hlo::ModuleToProtoBytes(module, /*unique_names=*/true);
+    if (!bytes.ok()) {
+      fit.warning = "--dump-program: " + bytes.status().message();
+      return;
+    }
+    contents = std::move(*bytes);
+  } else {
+    contents = hlo::ToString(module);
+  }
+  Status st = io::WriteFileAtomically(path, contents);
   if (!st.ok()) fit.warning = "--dump-program: " + st.message();
 }
 
@@ -25,7 +38,7 @@ ProgramFit NotBuilt(std::string what, std::string why) {
 }  // namespace
 
 ProgramFit FitTraceInput(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
-                         const compiler_probe::ProgramOptions& options, const std::string& dump_program) {
+                         const Parallelism& parallel, const std::string& dump_program) {
   if (paths.size() != 1) return NotBuilt("the step", "--fit builds the step of one input; this analysis has several");
   // The whole trace this time: the program names its calls by their index.
   Expected<Graph> graph = LoadTrace(paths[0]);
@@ -37,14 +50,19 @@ ProgramFit FitTraceInput(const std::vector<std::string>& paths, compiler_probe::
     return NotBuilt("the step", graph->program->scope.empty() ? "the capture found no step" : graph->program->scope);
   Expected<BuiltStep> step = BuildStepProgram(*graph, LoweringTable::Builtin());
   if (!step.ok()) return NotBuilt("the step", step.status().message());
+  if (Status st = ShardStep(*step, parallel); !st.ok()) return NotBuilt("the step", st.message());
   std::shared_ptr<hlo::Module> module = step->module;
+  compiler_probe::ProgramOptions options;
+  options.partitions = parallel.devices();
   ProgramFit fit = FitStep(std::move(*step), backend, options);
+  if (parallel.devices() > 1) fit.what += " split " + parallel.ToString();
   if (module) Dump(*module, dump_program, fit);
   return fit;
 }
 
 ProgramFit FitHloInput(const std::vector<NamedModule>& modules, compiler_probe::Backend& backend,
-                       const compiler_probe::ProgramOptions& options, const std::string& dump_program) {
+                       const std::string& dump_program) {
+  const compiler_probe::ProgramOptions options;
   // The largest module: a dump of a training step holds the step and small helpers (torch_xla's data transfers).
   const NamedModule* best = nullptr;
   size_t most = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/driver/driver.h"
+#include "analyzer/program/parallel.h"
 #include "analyzer/program/program.h"
 #include "compiler_probe/backend.h"
 
@@ -14,9 +15,10 @@ namespace opprobe::analyzer {
 
 // `dump_program`: where to write the program's HLO text (empty: nowhere); a write that fails is said in not_built's
 // stead only when there is no program, else as the result's message.
+// A trace's step is split as `parallel` says (parallel.h); an HLO program is compiled with its own shardings.
 ProgramFit FitTraceInput(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
-                         const compiler_probe::ProgramOptions& options, const std::string& dump_program);
+                         const Parallelism& parallel, const std::string& dump_program);
 ProgramFit FitHloInput(const std::vector<NamedModule>& modules, compiler_probe::Backend& backend,
-                       const compiler_probe::ProgramOptions& options, const std::string& dump_program);
+                       const std::string& dump_program);
 
 }  // namespace opprobe::analyzer

@@ -237,7 +237,7 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
       if (maker.phase != "forward") continue;
       ProgramActivation& a = kept[{maker.loc.file, maker.loc.line}];
       int64_t bytes = BytesOf(value[id]->shape);
-      if (a.values == 0) a.op = maker.qualified_name(), a.loc = maker.loc;
+      if (a.values == 0 || bytes > a.largest) a.op = maker.qualified_name(), a.loc = maker.loc, a.largest = bytes;
       made_by.erase(m);  // each value once
       a.bytes += bytes;
       ++a.values;

@@ -45,6 +45,7 @@ struct ProgramActivation {
   SourceLoc loc;
   int64_t bytes = 0;
   int64_t values = 0;
+  int64_t largest = 0;
 };
 
 struct BuiltStep {

@@ -169,19 +169,28 @@ class ChipBackend : public Backend {
     std::lock_guard<std::mutex> lock(mu_);
     const KindFacts& f = Facts(spec_.kind);
     ProgramCompile c;
-    c.compiler = fmt::format("{}{} ({}), PJRT C API {}.{}", package_.empty() ? "" : package_ + ", ", info_.platform_name,
-                             f.what, info_.api_major, info_.api_minor);
-    c.devices = options.partitions;
+    c.compiler = fmt::format("{} ({}, PJRT C API {}.{})", package_.empty() ? info_.plugin_path : package_, f.what,
+                             info_.api_major, info_.api_minor);
+    CompileConfig config = CompileConfigFor(program);
+    if (options.partitions > 1) {
+      config.partitions = options.partitions;
+      config.spmd = true;
+    }
+    c.devices = config.devices();
     c.device_memory_bytes = DeviceMemoryBytes();
-    if (info_.num_devices > 0 && options.partitions > info_.num_devices) {
+    if (info_.num_devices > 0 && options.partitions > 1 && options.partitions != info_.num_devices) {
       c.outcome = ProgramCompile::Outcome::kError;
-      c.message = fmt::format("the program is split over {} devices and the topology {} has {}; name a larger one",
-                              options.partitions, spec_.topology, info_.num_devices);
+      c.message = fmt::format("the strategy splits the program over {} devices and the topology {} has {}; name a "
+                              "topology of that many ({}:{}:...) or change the strategy",
+                              options.partitions, spec_.topology, info_.num_devices, f.prefix, spec_.target);
       return c;
     }
-    CompileConfig config;
-    config.partitions = options.partitions;
-    config.spmd = options.partitions > 1;
+    if (info_.num_devices > 0 && config.devices() > info_.num_devices) {
+      c.outcome = ProgramCompile::Outcome::kError;
+      c.message = fmt::format("the program needs {} devices and the topology {} has {}; name a larger one",
+                              config.devices(), spec_.topology, info_.num_devices);
+      return c;
+    }
     pjrt::WorkerProcess::Outcome o;
     // A whole step takes the compiler longer than a unit: at least ten minutes before it counts as hung.
     if (auto failed = Compile(program, config, o, std::max(600.0, options_.probe_timeout_seconds))) {
