@@ -810,7 +810,8 @@ Status TraceReader::ProgramOf(Graph& g) {
   std::optional<Ref> program = Header("program");
   if (!program) return Status::Ok();
   Checker c;
-  const Path pp = Path().Key("program");
+  const Path root;
+  const Path pp = root.Key("program");
   if (!program->is_object()) {
     c.Expect(*program, pp, "an object {scope, calls, inputs, outputs}");
     return c.error();

@@ -650,7 +650,7 @@ TEST(TraceSchema, SamplesAndFixturesAreValid) {
   auto v = LoadSchema();
   for (const char* f : {"samples/traces/supported.json", "samples/traces/unsupported.json",
                         "samples/traces/resnet18_train.json", "tests/fixtures/traces/all_kinds.json",
-                        "tests/fixtures/traces/xla_loop_print.json"}) {
+                        "tests/fixtures/traces/xla_loop_print.json", "tests/fixtures/traces/decoder_program.json"}) {
     auto doc = json::parse(ReadFile(Src(f)));
     EXPECT_EQ(v.Validate(doc), "") << f;
   }

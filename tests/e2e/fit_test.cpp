@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/json_schema.h"
 #include "testing/run_binary.h"
 #include "testing/temp_dir_test.h"
 
@@ -80,6 +81,17 @@ TEST_F(FitE2E, ASmallDecoderStepCompiledWholeFitsOneV5eChip) {
   EXPECT_EQ(p["step"]["inputs"], 24);
   EXPECT_GE(p["step"]["outputs"].get<int>(), 46);
   EXPECT_GT(Mem(p, "alias_bytes"), 0) << "the updated parameters reuse their buffers (donated)";
+  // Every format shows it; the JSON as its schema says.
+  opprobe::testing::JsonSchemaValidator schema(json::parse(ReadWholeFile("schemas/report.schema.json")));
+  auto errors = schema.Validate(json::parse(ReadWholeFile(Path("report.json"))));
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  auto text = RunOpprobe({"analyze", "--fit", "--backend", "tpu:v5e", "--no-progress", "--format", "text", "--format",
+                          "markdown=" + Path("r.md"), "--format", "html=" + Path("r.html"), "--", Torch2(), kDecoder,
+                          "tiny"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("Will it fit: the first training step"));
+  EXPECT_THAT(ReadWholeFile(Path("r.md")), HasSubstr("### Will it fit"));
+  EXPECT_THAT(ReadWholeFile(Path("r.html")), HasSubstr("<section id=\"program\"><h2>Will it fit</h2>"));
   std::string contributors = p["contributors"].dump();
   EXPECT_THAT(contributors, HasSubstr("\"parameters\""));
   EXPECT_THAT(contributors, HasSubstr("\"gradients\""));

@@ -1,0 +1,137 @@
+// analyzer/program: a recorded step built as one HLO program (tests/fixtures/traces/decoder_program.json: the tiny
+// decoder of tests/torch2/scripts/decoder_step.py captured with --program), split by a strategy, and the data flow a
+// trace loader refuses.
+#include "analyzer/program/program.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "analyzer/loaders/trace_loader.h"
+#include "analyzer/program/parallel.h"
+#include "compiler_probe/chip/chip_backend.h"
+#include "hlo/printer.h"
+#include "opprobe_version.h"
+
+namespace opprobe::analyzer {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Src(const std::string& rel) { return std::string(OPPROBE_SOURCE_DIR) + "/" + rel; }
+constexpr const char* kFixture = "tests/fixtures/traces/decoder_program.json";
+
+Graph Load() {
+  auto g = LoadTrace(Src(kFixture));
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return std::move(g).value();
+}
+
+TEST(StepProgram, TheDecoderStepIsOneProgramWithItsUpdatesAliased) {
+  Graph g = Load();
+  ASSERT_TRUE(g.program);
+  EXPECT_EQ(g.program->end_kind, "optimizer_step");
+  auto step = BuildStepProgram(g);
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  ASSERT_TRUE(step->gaps.empty()) << step->gaps.front().op << ": " << step->gaps.front().reason;
+  ASSERT_TRUE(step->module);
+  // 23 parameters (112612 f32) and the int64 tokens [2, 16] in.
+  EXPECT_EQ(step->inputs.size(), 24u);
+  EXPECT_EQ(step->module->entry()->parameters().size(), 24u);
+  EXPECT_EQ(step->argument_bytes, 112612 * 4 + 2 * 16 * 8);
+  // Each parameter updated in place is an output aliased to it; each has its gradient beside it.
+  int aliased = 0, gradients = 0;
+  for (const auto& o : step->outputs) {
+    if (o.aliases >= 0) {
+      ++aliased;
+      EXPECT_EQ(step->inputs[static_cast<size_t>(o.aliases)].kind, "parameter");
+      EXPECT_EQ(step->inputs[static_cast<size_t>(o.aliases)].name, o.name);
+    }
+    gradients += o.kind == "gradient";
+  }
+  EXPECT_EQ(aliased, 23);
+  EXPECT_EQ(gradients, 23);
+  EXPECT_EQ(step->alias_bytes, 112612 * 4);
+  const std::string text = hlo::ToString(*step->module);
+  EXPECT_THAT(text, HasSubstr("input_output_alias={ {"));
+  EXPECT_THAT(text, HasSubstr("to_apply="));  // the calls of each lowering
+  // The forward keeps values for the backward; the estimate holds more than the arguments.
+  EXPECT_FALSE(step->activations.empty());
+  EXPECT_GT(step->estimated_temp_bytes, 0);
+  EXPECT_EQ(step->estimated_total_bytes(),
+            step->argument_bytes + step->output_bytes - step->alias_bytes + step->estimated_temp_bytes);
+}
+
+TEST(StepProgram, AnFsdpSplitShardsParametersAndTheirUpdatesAlike) {
+  Graph g = Load();
+  auto step = BuildStepProgram(g);
+  ASSERT_TRUE(step.ok() && step->module);
+  auto p = ParseParallelism("fsdp=4");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(ShardStep(*step, *p).ok());
+  auto params = step->module->entry()->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    ASSERT_TRUE(params[i]->sharding.has_value()) << i;
+    const hlo::Sharding& s = *params[i]->sharding;
+    if (step->inputs[i].kind == "parameter" && step->inputs[i].meta.sizes[0] % 4 == 0) {
+      EXPECT_EQ(s.type, hlo::Sharding::Type::kTiled) << step->inputs[i].name;
+      EXPECT_EQ(s.tile_dims.front(), 4) << step->inputs[i].name;
+    }
+  }
+  const hlo::Instruction* root = step->module->entry()->root();
+  ASSERT_TRUE(root->sharding.has_value());
+  ASSERT_EQ(root->sharding->tuple.size(), step->outputs.size());
+  for (size_t k = 0; k < step->outputs.size(); ++k)
+    if (step->outputs[k].aliases >= 0)
+      EXPECT_EQ(root->sharding->tuple[k], *params[static_cast<size_t>(step->outputs[k].aliases)]->sharding);
+  EXPECT_THAT(hlo::ToString(*step->module), HasSubstr("sharding={devices=[4"));
+}
+
+TEST(StepProgram, ParallelSpecs) {
+  auto p = ParseParallelism("dp=2,tp=4");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->devices(), 8);
+  EXPECT_EQ(p->ToString(), "dp=2,tp=4");
+  for (const char* bad : {"fsdp", "fsdp=0", "fsdp=x", "pp=2", "dp=2,dp=2", ""}) {
+    auto e = ParseParallelism(bad);
+    EXPECT_FALSE(e.ok()) << bad;
+    if (!e.ok()) EXPECT_THAT(e.status().message(), HasSubstr("--parallel")) << bad;
+  }
+}
+
+TEST(StepProgram, LibtpusMemoryRefusalIsRead) {
+  auto m = compiler_probe::chip::ParseMemoryRefusal(
+      "RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO temporaries (50.08G) exceeds "
+      "available HBM (15.75G).");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->required_bytes, static_cast<int64_t>(50.08 * (1 << 30)));
+  EXPECT_EQ(m->available_bytes, static_cast<int64_t>(15.75 * (1 << 30)));
+  EXPECT_FALSE(compiler_probe::chip::ParseMemoryRefusal("INVALID_ARGUMENT: Binary op with incompatible shapes"));
+}
+
+TEST(StepProgram, ATraceWhoseStepReadsAValueBeforeItIsMadeIsRefused) {
+  std::ifstream in(Src(kFixture));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The first call reads value 999999, which nothing makes.
+  const std::string calls = "\"calls\": [[";
+  size_t at = text.find(calls, text.find("\"program\""));
+  ASSERT_NE(at, std::string::npos);
+  size_t ids = text.find('[', at + calls.size());
+  text.insert(ids + 1, "999999, ");
+  auto g = ParseTrace(text, "t.json");
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("program.calls[0][1][0]: value 999999 is read before it is made"));
+}
+
+TEST(StepProgram, AGraphWithoutAProgramIsBadInput) {
+  auto g = LoadTrace(Src("samples/traces/resnet18_train.json"));
+  ASSERT_TRUE(g.ok());
+  auto step = BuildStepProgram(*g);
+  ASSERT_FALSE(step.ok());
+  EXPECT_THAT(step.status().message(), HasSubstr("capture it with --program"));
+}
+
+}  // namespace
+}  // namespace opprobe::analyzer
