@@ -125,6 +125,15 @@ class StepProgram(object):
         if not flat and written:
             flat = written  # an in-place op that returns nothing (_foreach_add_): its values are what it wrote
         out_ids = [self._made(o) if isinstance(o, _TENSOR) else -1 for o in flat]
+        # An in-place call returns the tensor it wrote; on fake tensors over a real (or meta) one it returns the fake
+        # copy, so the written tensor's own data is named the new value too.
+        returned = [o for o in flat if isinstance(o, _TENSOR)]
+        if written and len(returned) == len(written):
+            for t, o, vid in zip(written, returned, [v for v in out_ids if v >= 0]):
+                if o is not t:
+                    storage = _storage_of(t)
+                    if storage is not None:
+                        self._put(_key(t, storage), vid, storage)
         self.calls.append([entry_index, inputs, out_ids])
 
     @staticmethod
@@ -214,7 +223,16 @@ class StepProgram(object):
         # made; a value written over an input's data is that input's update (aliased to it, donated).
         input_at = dict((k, i) for i, k in enumerate(self._input_keys.get(v) for v in self.inputs) if k is not None)
         outputs = []
-        made = set(v for v in self._refs if v not in self._input_keys)
+        done = set()
+        # An input whose data now holds another value: that value updates it (the input's tensor is alive: the
+        # parameter, the optimizer's state).
+        for k, i in input_at.items():
+            vid = self._values.get(k)
+            if vid is not None and vid != self.inputs[i]:
+                kind_name = names.get(k, ("output", ""))
+                outputs.append((vid, kind_name[0], kind_name[1], i))
+                done.add(vid)
+        made = set(v for v in self._refs if v not in self._input_keys and v not in done)
         for vid in sorted(made):
             t = self._refs[vid]()
             if t is None:
@@ -227,6 +245,7 @@ class StepProgram(object):
                 continue
             kind_name = names.get(k, ("output", ""))
             outputs.append((vid, kind_name[0], kind_name[1], input_at.get(k)))
+        outputs.sort(key=lambda o: o[0])  # in the order they were made
         self.outputs = outputs
         # Nothing of the step is needed any more.
         self._values = {}

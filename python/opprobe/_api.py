@@ -75,6 +75,17 @@ def _call(fn, example_inputs):
     return fn(example_inputs)
 
 
+def _to_meta(x):
+    import torch
+    if isinstance(x, torch.Tensor):
+        return x if x.is_meta else x.to("meta")
+    if isinstance(x, dict):
+        return dict((k, _to_meta(v)) for k, v in x.items())
+    if isinstance(x, (tuple, list)):
+        return type(x)(_to_meta(v) for v in x)
+    return x
+
+
 def _ignored(call, ignore_ops):
     op = call["op"]
     short = op.split("::", 1)[-1]
@@ -89,12 +100,33 @@ def _model_name(fn):
     return "opprobe.analyze(%s)" % (getattr(fn, "__name__", None) or type(fn).__name__)
 
 
-def record(model_or_function, example_inputs, *, train=False, loss_fn=None, optimizer=None):
+def record(model_or_function, example_inputs, *, train=False, loss_fn=None, optimizer=None, fake=False,
+           program=False):
     """Runs one step (forward; with train=True also loss, backward and optimizer.step()) under the capture
-    recorder and returns the trace document (schemas/trace.schema.json) as a dict."""
+    recorder and returns the trace document (schemas/trace.schema.json) as a dict. fake: on PyTorch's fake tensors
+    (2.x): nothing is computed, the model's own tensors are left as they are. program: also record the step's data
+    flow (the trace's `program`, for analyze(fit=True))."""
     import torch
     cr = _recorder_module()
+    fake_mode = None
+    if fake:
+        fake_mode, why = cr._fake_mode()
+        if fake_mode is None:
+            raise OpprobeError(why.replace("--fake", "fake=True"), 2)
+        # FakeTensorMode lets real tensors in, and an in-place call (an optimizer's update) then changes them for real.
+        if isinstance(model_or_function, torch.nn.Module):
+            for name, t in list(model_or_function.named_parameters()) + list(model_or_function.named_buffers()):
+                if not t.is_meta and type(t).__name__ != "FakeTensor" and not isinstance(t, type(None)):
+                    if getattr(t, "fake_mode", None) is None:
+                        raise OpprobeError(
+                            "fake=True: the model's %s is a real tensor, which the step would change; build the model "
+                            "on the meta device (with torch.device('meta'): ...) or pass fake=False" % name, 2)
+        # The inputs go where the model is (a model on the meta device computes on meta inputs).
+        example_inputs = _to_meta(example_inputs)
     recorder = _new_recorder(cr)
+    if program:
+        recorder.program = cr.capture_program.StepProgram()
+        recorder.native_off()
     hooks = []
     mod = torch.nn.modules.module
     if hasattr(mod, "register_module_forward_pre_hook"):
@@ -105,21 +137,31 @@ def record(model_or_function, example_inputs, *, train=False, loss_fn=None, opti
     recorder.wrap_autograd()
     try:
         grad = torch.enable_grad() if train else torch.no_grad()
-        with grad, cr._CaptureMode(recorder):
-            output = _call(model_or_function, example_inputs)
-            if train:
-                loss = loss_fn(output) if loss_fn is not None else _default_loss(output)
-                loss.backward()
-                if optimizer is not None:
-                    optimizer.step()
-                    optimizer.zero_grad()
+        if fake_mode is not None:
+            fake_mode.__enter__()  # below the capture's mode, as the capture of a script enters it
+        try:
+            mode = cr._CaptureMode(recorder)
+            mode.fake = fake_mode is not None  # the calls only fake tensors make are left out, as in a script's capture
+            with grad, mode:
+                output = _call(model_or_function, example_inputs)
+                if train:
+                    loss = loss_fn(output) if loss_fn is not None else _default_loss(output)
+                    loss.backward()
+                    if optimizer is not None:
+                        optimizer.step()
+                        if recorder.program is not None:
+                            recorder.program.on_optimizer_step(optimizer, None)
+                        optimizer.zero_grad()
+        finally:
+            if fake_mode is not None:
+                fake_mode.__exit__(None, None, None)
     finally:
         for h in hooks:
             h.remove()
         for n, f in saved.items():
             setattr(torch.autograd, n, f)
     name = _model_name(model_or_function)
-    return {
+    doc = {
         "format": cr.TRACE_FORMAT,
         "version": cr.TRACE_VERSION,
         "torch_version": str(torch.__version__),
@@ -131,10 +173,16 @@ def record(model_or_function, example_inputs, *, train=False, loss_fn=None, opti
         "total_calls": recorder.total,
         "calls": recorder.calls_json(),
     }
+    if fake_mode is not None:
+        doc["fake"] = True
+    if recorder.program is not None:
+        step = recorder.program.to_json()
+        doc["program"] = step if step is not None else {"scope": "none: no call ran inside a module's forward"}
+    return doc
 
 
 def analyze(model_or_function, example_inputs, *, backend="interp", train=False, loss_fn=None, optimizer=None,
-            verbosity=2, ignore_ops=(), args=(), trace_path=None):
+            verbosity=2, ignore_ops=(), args=(), trace_path=None, fake=False, fit=False):
     """Analyzes one call of `model_or_function` on `example_inputs` (a tuple of positional arguments, a dict
     of keyword arguments, or one tensor) and returns opprobe's JSON report (schemas/report.schema.json) as
     a dict: `support_percentage`, `supported_operators`, `unsupported_operators` (the keys
@@ -148,11 +196,15 @@ def analyze(model_or_function, example_inputs, *, backend="interp", train=False,
       runs under torch.no_grad(). The model is left in the mode (train/eval) it is in.
     verbosity: the report's verbosity (2 aten ops, 1 adds HLO instructions, 0 per-instruction detail).
     ignore_ops: aten ops left out of the analysis (`aten::mul`, `mul` or `mul.Tensor`).
+    fake: run the step on PyTorch's fake tensors (2.x): shapes only, nothing computed (the model's weights may be real
+      or fake). fit: also build the whole step as one program and compile it for the backend (`analyze --fit`):
+      report["program"] says whether it fits one device's memory.
     args: further `opprobe analyze` options (e.g. ["--no-cache"]). trace_path: keep the recorded trace there.
     Raises OpprobeError when the binary is missing or exits with 2 (bad input) or 3 (backend unusable).
     """
     binary = find_binary()
-    doc = record(model_or_function, example_inputs, train=train, loss_fn=loss_fn, optimizer=optimizer)
+    doc = record(model_or_function, example_inputs, train=train, loss_fn=loss_fn, optimizer=optimizer, fake=fake,
+                 program=fit)
     if ignore_ops:
         ignore = set(ignore_ops)
         kept = [c for c in doc["calls"] if not _ignored(c, ignore)]
@@ -165,7 +217,7 @@ def analyze(model_or_function, example_inputs, *, backend="interp", train=False,
         report = os.path.join(tmp, "report.json")
         backends = [backend] if isinstance(backend, str) else list(backend)
         cmd = [binary, "analyze", trace] + [x for b in backends for x in ("--backend", b)] + [
-            "--verbosity", str(verbosity), "-o", report, "-q", "--no-progress"] + list(args)
+            "--verbosity", str(verbosity), "-o", report, "-q", "--no-progress"] + (["--fit"] if fit else []) + list(args)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         if p.returncode not in (0, 1) or not os.path.isfile(report):
             msg = (p.stderr.strip() or p.stdout.strip() or "no output").splitlines()[-1]

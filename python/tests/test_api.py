@@ -104,6 +104,32 @@ class AnalyzeTest(unittest.TestCase):
         self.assertIn("aten::threshold_backward", names)
         self.assertEqual(r["summary"]["lowering_failures"], 0)
 
+    def test_fake_fit_of_a_meta_model(self):
+        # A model on the meta device, its AdamW step on fake tensors, compiled whole for one TPU v5e chip.
+        if int(torch.__version__.split(".")[0]) < 2:
+            with self.assertRaises(opprobe.OpprobeError) as e:
+                opprobe.analyze(Mlp(), (torch.randn(5, 4),), fake=True)
+            self.assertIn("needs PyTorch 2.x", str(e.exception))
+            return
+        with torch.device("meta"):
+            model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 8))
+        opt = torch.optim.AdamW(model.parameters())
+        r = opprobe.analyze(model, (torch.randn(16, 1024),), train=True, optimizer=opt, backend="tpu:v5e", fake=True,
+                            fit=True)
+        p = r["program"]
+        self.assertEqual(p["outcome"], "compiled", p["headline"])
+        self.assertTrue(p["fits"])
+        params = (1024 * 4096 + 4096 + 4096 * 8 + 8) * 4
+        self.assertEqual(p["estimate"]["alias_bytes"], params, "the parameters are updated in place (donated)")
+        self.assertAlmostEqual(p["memory"]["alias_bytes"] / params, 1.0, delta=0.01)  # TPU tiles pad a little
+        kinds = {c["what"]: c["bytes"] for c in p["contributors"]}
+        self.assertEqual(kinds["parameters"], params)
+        self.assertEqual(kinds["optimizer state"], 2 * params + 4 * 4)  # two moments and a step count per parameter
+        # A real model's weights would be changed by a fake step: refused.
+        with self.assertRaises(opprobe.OpprobeError) as e:
+            opprobe.analyze(Mlp(), (torch.randn(5, 4),), fake=True)
+        self.assertIn("build the model on the meta device", str(e.exception))
+
     def test_ignore_ops_leaves_them_out(self):
         x = torch.rand(4)
         r = opprobe.analyze(FftMul(), (x,), backend="rules:neuron-trn1", ignore_ops=("aten::mul",))
