@@ -51,6 +51,21 @@ TensorMeta MetaOf(const hlo::Shape& s) {
   return m;
 }
 
+// Calls whose outputs are views of their first input's buffer (PyTorch's view ops, and detach/alias): they make
+// no buffer of their own. XLA fuses most of them into their readers too.
+bool IsViewCall(const Node& n) {
+  static const char* const kViews[] = {
+      "aten::t", "aten::transpose", "aten::view", "aten::_unsafe_view", "aten::_reshape_alias", "aten::expand",
+      "aten::expand_as", "aten::permute", "aten::slice", "aten::select", "aten::alias", "aten::detach",
+      "aten::unsqueeze", "aten::squeeze", "aten::as_strided", "aten::unfold", "aten::diagonal", "aten::narrow",
+      "aten::split", "aten::split_with_sizes", "aten::unbind", "aten::chunk", "aten::view_as_real",
+      "aten::view_as_complex", "aten::lift_fresh", "aten::numpy_T", "aten::mT", "aten::movedim", "aten::swapaxes",
+      "aten::unflatten", "aten::view_as"};
+  for (const char* v : kViews)
+    if (n.op == v) return true;
+  return false;
+}
+
 // One distinct call lowered once: the computation each call with its signature calls.
 struct Lowered {
   hlo::Computation* callee = nullptr;  // null: the call lowers to nothing (detach, alias): its outputs are its inputs
@@ -207,38 +222,60 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
     out.outputs.push_back(std::move(pv));
   }
 
-  // Liveness: each value made by a call lives until its last reader (a value nobody reads, for the call that made it);
-  // inputs and outputs are the program's arguments and results, counted apart.
+  // Liveness over buffers: a view (t, transpose, view, expand, slice, ...) makes no buffer of its own, it reads its
+  // base's, and keeps that alive; each buffer lives from the call that makes it to the last read of it or of a view
+  // of it. Buffers the program returns (or whose view it returns) and its inputs are its arguments and results,
+  // counted apart.
+  std::unordered_map<int64_t, int64_t> owner;  // value -> the value whose buffer it reads
+  auto owner_of = [&](int64_t id) {
+    auto o = owner.find(id);
+    return o == owner.end() ? id : o->second;
+  };
+  for (size_t ci = 0; ci < flow.calls.size(); ++ci) {
+    const auto& call = flow.calls[ci];
+    if (!IsViewCall(graph.nodes[static_cast<size_t>(call.node)]) || call.inputs.empty()) continue;
+    for (int64_t id : call.outputs)
+      if (id >= 0) owner[id] = owner_of(call.inputs.front());
+  }
+  std::unordered_map<int64_t, int64_t> buffer_last;  // buffer -> the last call that reads it or a view of it
+  for (const auto& [id, ci] : last_read) {
+    int64_t o = owner_of(id);
+    buffer_last[o] = std::max(buffer_last.count(o) ? buffer_last[o] : 0, ci);
+  }
+  std::unordered_map<int64_t, bool> returned;  // buffers the program returns
+  for (const auto& [id, yes] : is_output) returned[owner_of(id)] = yes;
+  auto counted = [&](int64_t id) { return made_by.count(id) && !owner.count(id) && !returned.count(id); };
   std::vector<std::vector<int64_t>> dies_after(flow.calls.size());
   for (const auto& [id, ci] : made_by) {
-    if (is_output.count(id)) continue;
-    auto r = last_read.find(id);
-    int64_t last = r == last_read.end() ? ci : std::max(ci, r->second);
+    if (!counted(id)) continue;
+    auto r = buffer_last.find(id);
+    int64_t last = r == buffer_last.end() ? ci : std::max(ci, r->second);
     dies_after[static_cast<size_t>(last)].push_back(id);
   }
   int64_t live = 0;
   std::map<std::pair<std::string, int>, ProgramActivation> kept;  // by the line that made them
   for (size_t ci = 0; ci < flow.calls.size(); ++ci) {
     for (int64_t id : flow.calls[ci].outputs) {
-      if (id < 0 || is_output.count(id) || !made_by.count(id) || made_by[id] != static_cast<int64_t>(ci)) continue;
+      if (id < 0 || !counted(id) || made_by[id] != static_cast<int64_t>(ci)) continue;
       live += BytesOf(value[id]->shape);
     }
     out.estimated_temp_bytes = std::max(out.estimated_temp_bytes, live);
     for (int64_t id : dies_after[ci]) live -= BytesOf(value[id]->shape);
   }
-  // Activations: made in the forward, read in the backward.
+  // Activations: buffers made in the forward and read (themselves or through a view) in the backward, each once.
+  std::unordered_map<int64_t, bool> seen;
   for (size_t ci = 0; ci < flow.calls.size(); ++ci) {
     const Node& reader = graph.nodes[static_cast<size_t>(flow.calls[ci].node)];
     if (reader.phase != "backward") continue;
-    for (int64_t id : flow.calls[ci].inputs) {
-      auto m = made_by.find(id);
-      if (m == made_by.end()) continue;
-      const Node& maker = graph.nodes[static_cast<size_t>(flow.calls[static_cast<size_t>(m->second)].node)];
+    for (int64_t read : flow.calls[ci].inputs) {
+      int64_t id = owner_of(read);
+      if (!counted(id) || seen.count(id)) continue;
+      seen[id] = true;
+      const Node& maker = graph.nodes[static_cast<size_t>(flow.calls[static_cast<size_t>(made_by[id])].node)];
       if (maker.phase != "forward") continue;
       ProgramActivation& a = kept[{maker.loc.file, maker.loc.line}];
       int64_t bytes = BytesOf(value[id]->shape);
       if (a.values == 0 || bytes > a.largest) a.op = maker.qualified_name(), a.loc = maker.loc, a.largest = bytes;
-      made_by.erase(m);  // each value once
       a.bytes += bytes;
       ++a.values;
     }
