@@ -61,6 +61,7 @@ struct ProgramCompile {
   int64_t alias_bytes = 0;
   int64_t temp_bytes = 0;
   int64_t required_bytes = 0;       // what one device needs: the compiler's figure in a refusal, else total_bytes()
+  std::string required_what;        // what the refusal's figure counts (`for HLO temporaries`); empty: everything
   int64_t device_memory_bytes = 0;  // what one device has (the compiler's figure in a refusal, else the target's
                                     // published one); 0: unknown
   double seconds = 0;

@@ -119,6 +119,7 @@ Json ProgramJson(const analyzer::ProgramFit& p) {
   j["source"] = p.estimated ? "estimate" : "compiler";
   j["device_memory_bytes"] = p.device_memory_bytes;
   j["required_bytes"] = p.required_bytes;
+  if (!c.required_what.empty()) j["required_what"] = c.required_what;
   j["fits"] = p.fits ? Json(*p.fits) : Json(nullptr);
   if (p.fits && !*p.fits) j["short_by_bytes"] = p.required_bytes - p.device_memory_bytes;
   Json contributors = Json::array();

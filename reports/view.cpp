@@ -497,8 +497,13 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p) {
       return fmt::format("{} ({} HLO instructions) compiled by {} for {}: {}{}", p.what, p.instructions, c.compiler,
                          devices, need, verdict);
     case O::kRefused:
-      if (c.memory_refusal)
+      if (c.memory_refusal) {
+        std::string counts = c.required_what.empty() ? "" : fmt::format(" ({} alone, the compiler's figure)", c.required_what);
+        if (p.device_memory_bytes > 0)
+          need = fmt::format("needs {}{} of the {} one device has", FormatBytes(p.required_bytes), counts,
+                             FormatBytes(p.device_memory_bytes));
         return fmt::format("{} refused by {} for {}: {}{}", p.what, c.compiler, devices, need, verdict);
+      }
       return fmt::format("{} refused by {} for {}: {}", p.what, c.compiler, devices, c.message);
     case O::kError: return fmt::format("{} not compiled: {}", p.what, c.message);
     case O::kUnsupported:

@@ -215,6 +215,7 @@ class ChipBackend : public Backend {
         c.outcome = ProgramCompile::Outcome::kRefused;
         c.memory_refusal = true;
         c.required_bytes = m->required_bytes;
+        c.required_what = m->what;
         if (m->available_bytes > 0) c.device_memory_bytes = m->available_bytes;
       }
       return c;
@@ -346,7 +347,7 @@ const std::vector<TpuGeneration>& TpuGenerations() {
 std::optional<MemoryRefusal> ParseMemoryRefusal(std::string_view message) {
   // XLA writes sizes as HumanReadableNumBytes does: a number and B, K, M, G, T or P, in powers of 1024.
   static const std::regex kRefusal(
-      R"(memory required[^(]*\(([0-9.]+)([BKMGTP])\)[^(]*exceeds available[^(]*\(([0-9.]+)([BKMGTP])\))");
+      R"(memory required([^(]*)\(([0-9.]+)([BKMGTP])\)[^(]*exceeds available[^(]*\(([0-9.]+)([BKMGTP])\))");
   std::string text(message.substr(0, 8192));
   std::smatch m;
   if (!std::regex_search(text, m, kRefusal)) return std::nullopt;
@@ -356,7 +357,10 @@ std::optional<MemoryRefusal> ParseMemoryRefusal(std::string_view message) {
     for (size_t k = 0; k < kUnits.find(unit[0]); ++k) v *= 1024.0;
     return static_cast<int64_t>(v);
   };
-  return MemoryRefusal{bytes(m[1].str(), m[2].str()), bytes(m[3].str(), m[4].str())};
+  std::string what = m[1].str();
+  while (!what.empty() && what.back() == ' ') what.pop_back();
+  while (!what.empty() && what.front() == ' ') what.erase(0, 1);
+  return MemoryRefusal{bytes(m[2].str(), m[3].str()), bytes(m[4].str(), m[5].str()), what};
 }
 
 const std::vector<GpuDevice>& GpuDevices() {

@@ -74,6 +74,7 @@ std::string PluginPackage(const std::string& plugin_path);
 struct MemoryRefusal {
   int64_t required_bytes = 0;
   int64_t available_bytes = 0;
+  std::string what;  // what the required figure counts, in the compiler's words: `for HLO temporaries`; may be empty
 };
 std::optional<MemoryRefusal> ParseMemoryRefusal(std::string_view message);
 

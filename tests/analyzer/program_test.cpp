@@ -108,6 +108,7 @@ TEST(StepProgram, LibtpusMemoryRefusalIsRead) {
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->required_bytes, static_cast<int64_t>(50.08 * (1 << 30)));
   EXPECT_EQ(m->available_bytes, static_cast<int64_t>(15.75 * (1 << 30)));
+  EXPECT_EQ(m->what, "for HLO temporaries");
   EXPECT_FALSE(compiler_probe::chip::ParseMemoryRefusal("INVALID_ARGUMENT: Binary op with incompatible shapes"));
 }
 

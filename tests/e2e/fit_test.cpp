@@ -135,6 +135,8 @@ TEST_F(FitE2E, ASevenBillionStepDoesNotFitOneV5eChipAndFitsV5pSplitFsdp8) {
   EXPECT_EQ(p["outcome"], "refused");
   EXPECT_EQ(p["fits"], false);
   EXPECT_THAT(p["message"].get<std::string>(), HasSubstr("exceeds available HBM"));
+  EXPECT_EQ(p["required_what"], "for HLO temporaries");
+  EXPECT_THAT(p["headline"].get<std::string>(), HasSubstr("(for HLO temporaries alone, the compiler's figure)"));
   EXPECT_GT(p["required_bytes"].get<int64_t>(), int64_t{40} << 30);
   EXPECT_EQ(p["device_memory_bytes"].get<int64_t>(), static_cast<int64_t>(15.75 * (1 << 30)))
       << "the HBM libtpu says is available";
