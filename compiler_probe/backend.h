@@ -40,6 +40,18 @@ struct BackendOptions {
   std::string work_dir;  // scratch space for backends that write files (cmd, pjrt)
 };
 
+// What one device holds while a compiled program runs, as a compiler lays it out (PJRT's compiled memory statistics),
+// or as opprobe estimates it (no generated code then).
+struct DeviceMemory {
+  int64_t generated_code_bytes = 0;
+  int64_t argument_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t alias_bytes = 0;  // outputs that reuse an argument's buffer (donated)
+  int64_t temp_bytes = 0;
+  int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
+  bool operator==(const DeviceMemory&) const = default;
+};
+
 // A whole program compiled for the target (`--fit`): what the compiler said of it and, per device, the memory it laid
 // out (PJRT_Executable_GetCompiledMemoryStats for the TPU and GPU compilers).
 struct ProgramCompile {
@@ -54,18 +66,13 @@ struct ProgramCompile {
   std::string compiler;  // what compiled it, with its version: `libtpu 0.0.42.1 (TPU compiler), PJRT C API 0.112`
   int64_t devices = 1;   // the devices the program was compiled for (partitions)
   bool memory_refusal = false;
-  bool has_memory = false;  // per device, from the compiler:
-  int64_t generated_code_bytes = 0;
-  int64_t argument_bytes = 0;
-  int64_t output_bytes = 0;
-  int64_t alias_bytes = 0;
-  int64_t temp_bytes = 0;
+  bool has_memory = false;  // the compiler gave `memory`
+  DeviceMemory memory;      // per device
   int64_t required_bytes = 0;       // what one device needs: the compiler's figure in a refusal, else total_bytes()
   std::string required_what;        // what the refusal's figure counts (`for HLO temporaries`); empty: everything
   int64_t device_memory_bytes = 0;  // what one device has (the compiler's figure in a refusal, else the target's
                                     // published one); 0: unknown
   double seconds = 0;
-  int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
 };
 
 // How to compile a whole program: over how many devices its SPMD partitioner splits it (its shardings annotated by

@@ -73,6 +73,12 @@ Json StepsJson(const analyzer::StepGraphs& s) {
   return j;
 }
 
+// Per-device memory, as the report's `memory` and `estimate` write it (code_bytes added where a compiler gave it).
+Json MemoryJson(const compiler_probe::DeviceMemory& m) {
+  return {{"argument_bytes", m.argument_bytes}, {"output_bytes", m.output_bytes}, {"alias_bytes", m.alias_bytes},
+          {"temp_bytes", m.temp_bytes}, {"total_bytes", m.total_bytes()}};
+}
+
 Json ProgramJson(const analyzer::ProgramFit& p) {
   const auto& c = p.compile;
   Json j;
@@ -107,14 +113,11 @@ Json ProgramJson(const analyzer::ProgramFit& p) {
     if (c.outcome == compiler_probe::ProgramCompile::Outcome::kCompiled) j["compile_seconds"] = c.seconds;
   }
   if (c.has_memory) {
-    j["memory"] = {{"argument_bytes", c.argument_bytes}, {"output_bytes", c.output_bytes},
-                   {"alias_bytes", c.alias_bytes},       {"temp_bytes", c.temp_bytes},
-                   {"code_bytes", c.generated_code_bytes}, {"total_bytes", c.total_bytes()}};
+    j["memory"] = MemoryJson(c.memory);
+    j["memory"]["code_bytes"] = c.memory.generated_code_bytes;
   }
   if (s.calls > 0 && p.built) {
-    j["estimate"] = {{"argument_bytes", s.argument_bytes}, {"output_bytes", s.output_bytes},
-                     {"alias_bytes", s.alias_bytes},       {"temp_bytes", s.estimated_temp_bytes},
-                     {"total_bytes", s.estimated_total_bytes()}};
+    j["estimate"] = MemoryJson(s.estimate);
   }
   j["source"] = p.estimated ? "estimate" : "compiler";
   j["device_memory_bytes"] = p.device_memory_bytes;

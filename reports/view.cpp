@@ -517,17 +517,16 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p) {
 }
 
 std::vector<ProgramMemoryRow> ProgramMemoryRows(const analyzer::ProgramFit& p) {
-  const auto& c = p.compile;
-  if (c.has_memory)
-    return {{"arguments", c.argument_bytes},     {"outputs", c.output_bytes},
-            {"aliased with arguments", -c.alias_bytes}, {"temporaries", c.temp_bytes},
-            {"generated code", c.generated_code_bytes}, {"total", c.total_bytes()}};
-  if (p.estimated) {
-    const auto& s = p.step;
-    return {{"arguments", s.argument_bytes}, {"outputs", s.output_bytes}, {"aliased with arguments", -s.alias_bytes},
-            {"temporaries (estimate)", s.estimated_temp_bytes}, {"total (estimate)", s.estimated_total_bytes()}};
-  }
-  return {};
+  if (!p.compile.has_memory && !p.estimated) return {};
+  const compiler_probe::DeviceMemory& m = p.compile.has_memory ? p.compile.memory : p.step.estimate;
+  const std::string of = p.compile.has_memory ? "" : " (estimate)";
+  std::vector<ProgramMemoryRow> rows = {{"arguments", m.argument_bytes},
+                                        {"outputs", m.output_bytes},
+                                        {"aliased with arguments", -m.alias_bytes},
+                                        {"temporaries" + of, m.temp_bytes}};
+  if (p.compile.has_memory) rows.push_back({"generated code", m.generated_code_bytes});
+  rows.push_back({"total" + of, m.total_bytes()});
+  return rows;
 }
 
 std::vector<ProgramContributor> ProgramContributors(const analyzer::ProgramFit& p, size_t max_lines) {

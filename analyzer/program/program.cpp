@@ -116,7 +116,7 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
     if (input_meta[i]) v.meta = *input_meta[i];
     hlo::Instruction* p = b.Parameter(static_cast<int64_t>(i), lowering::ShapeOf(v.meta));
     v.bytes = BytesOf(p->shape);
-    out.argument_bytes += v.bytes;
+    out.estimate.argument_bytes += v.bytes;
     value[in.value] = p;
     out.inputs.push_back(std::move(v));
   }
@@ -214,9 +214,9 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
     if (o.aliases >= 0 && SameArray(v->second->shape, value[flow.inputs[static_cast<size_t>(o.aliases)].value]->shape)) {
       pv.aliases = o.aliases;
       aliases.push_back(fmt::format("{{{}}}: ({}, {{}}, may-alias)", roots.size(), o.aliases));
-      out.alias_bytes += pv.bytes;
+      out.estimate.alias_bytes += pv.bytes;
     }
-    out.output_bytes += pv.bytes;
+    out.estimate.output_bytes += pv.bytes;
     is_output[o.value] = true;
     roots.push_back(v->second);
     out.outputs.push_back(std::move(pv));
@@ -259,7 +259,7 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
       if (id < 0 || !counted(id) || made_by[id] != static_cast<int64_t>(ci)) continue;
       live += BytesOf(value[id]->shape);
     }
-    out.estimated_temp_bytes = std::max(out.estimated_temp_bytes, live);
+    out.estimate.temp_bytes = std::max(out.estimate.temp_bytes, live);
     for (int64_t id : dies_after[ci]) live -= BytesOf(value[id]->shape);
   }
   // Activations: buffers made in the forward and read (themselves or through a view) in the backward, each once.
@@ -316,7 +316,7 @@ void Judge(ProgramFit& fit) {
     return;
   } else if (c.outcome == compiler_probe::ProgramCompile::Outcome::kUnsupported && fit.built) {
     // No compiler to ask: opprobe's own liveness estimate, labelled so.
-    fit.required_bytes = fit.step.estimated_total_bytes();
+    fit.required_bytes = fit.step.estimate.total_bytes();
     fit.estimated = true;
   } else {
     return;  // refused for another reason, or no verdict: whether it would fit is not known

@@ -62,11 +62,7 @@ struct BuiltStep {
   // opprobe's own liveness analysis of the step as recorded (each value alive from the call that makes it to its last
   // reader; no fusion, no rematerialisation, no padding): the most bytes of intermediate values alive at once, and
   // with the program's arguments and outputs (less the aliased ones) what one device would hold.
-  int64_t estimated_temp_bytes = 0;
-  int64_t argument_bytes = 0;
-  int64_t output_bytes = 0;
-  int64_t alias_bytes = 0;
-  int64_t estimated_total_bytes() const { return argument_bytes + output_bytes - alias_bytes + estimated_temp_bytes; }
+  compiler_probe::DeviceMemory estimate;  // no generated code
 };
 
 // `--fit`: a whole program compiled for the target, and whether it fits one device's memory.

@@ -223,12 +223,8 @@ class ChipBackend : public Backend {
     c.outcome = ProgramCompile::Outcome::kCompiled;
     const pjrt::CompileStats& st = r.stats;
     c.has_memory = st.has_memory;
-    c.generated_code_bytes = st.generated_code_bytes;
-    c.argument_bytes = st.argument_bytes;
-    c.output_bytes = st.output_bytes;
-    c.alias_bytes = st.alias_bytes;
-    c.temp_bytes = st.temp_bytes;
-    c.required_bytes = st.has_memory ? c.total_bytes() : 0;
+    c.memory = st.memory;
+    c.required_bytes = st.has_memory ? c.memory.total_bytes() : 0;
     return c;
   }
 

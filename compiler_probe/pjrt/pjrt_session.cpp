@@ -608,11 +608,11 @@ RunResult PjrtSession::CompileForTopology(const std::string& hlo_module_proto, c
     m.executable = exe;
     if (im.Call(abi::kExecutable_GetCompiledMemoryStats, &m, "PJRT_Executable_GetCompiledMemoryStats").ok) {
       st.has_memory = true;
-      st.generated_code_bytes = m.generated_code_size_in_bytes;
-      st.argument_bytes = m.argument_size_in_bytes;
-      st.output_bytes = m.output_size_in_bytes;
-      st.alias_bytes = m.alias_size_in_bytes;
-      st.temp_bytes = m.temp_size_in_bytes;
+      st.memory.generated_code_bytes = m.generated_code_size_in_bytes;
+      st.memory.argument_bytes = m.argument_size_in_bytes;
+      st.memory.output_bytes = m.output_size_in_bytes;
+      st.memory.alias_bytes = m.alias_size_in_bytes;
+      st.memory.temp_bytes = m.temp_size_in_bytes;
       st.peak_bytes = m.peak_memory_in_bytes;
     }
   }
@@ -621,8 +621,8 @@ RunResult PjrtSession::CompileForTopology(const std::string& hlo_module_proto, c
     g.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Executable_SizeOfGeneratedCodeInBytes_Args, size_in_bytes);
     g.executable = exe;
     if (im.Call(abi::kExecutable_SizeOfGeneratedCodeInBytes, &g, "PJRT_Executable_SizeOfGeneratedCodeInBytes").ok &&
-        g.size_in_bytes > st.generated_code_bytes)
-      st.generated_code_bytes = g.size_in_bytes;
+        g.size_in_bytes > st.memory.generated_code_bytes)
+      st.memory.generated_code_bytes = g.size_in_bytes;
   }
   if (im.slot(abi::kExecutable_OptimizedProgram)) {
     // Two calls: the first with no buffer asks for the size.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler_probe/backend.h"
 #include "hlo/status.h"
 #include "hlo/types.h"
 
@@ -51,11 +52,7 @@ struct SessionInfo {
 struct CompileStats {
   bool present = false;     // the program compiled for a topology
   bool has_memory = false;  // the plugin gave memory statistics
-  int64_t generated_code_bytes = 0;
-  int64_t argument_bytes = 0;
-  int64_t output_bytes = 0;
-  int64_t alias_bytes = 0;
-  int64_t temp_bytes = 0;
+  DeviceMemory memory;      // code + arguments + outputs - aliased + temporaries: what one device holds
   int64_t peak_bytes = 0;  // 0 where the plugin does not say
   std::vector<std::string> library_calls;  // `__cudnn$convForward`, ... in the optimized program, sorted
   // Each such call with the op_name of its metadata (XLA carries an instruction's metadata to the call it becomes):
@@ -65,8 +62,6 @@ struct CompileStats {
     std::string op_name;
   };
   std::vector<LibraryCall> library_call_sites;
-  // code + arguments + outputs - aliased + temporaries: what one device holds while the program runs.
-  int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
 };
 
 struct RunResult {

@@ -194,7 +194,8 @@ constexpr uint8_t kRequestTopologyCompile = 2;
 void WriteStats(Writer& w, const CompileStats& st) {
   w.Pod<uint8_t>(1);
   w.Pod<uint8_t>(st.has_memory ? 1 : 0);
-  for (int64_t v : {st.generated_code_bytes, st.argument_bytes, st.output_bytes, st.alias_bytes, st.temp_bytes,
+  for (int64_t v : {st.memory.generated_code_bytes, st.memory.argument_bytes, st.memory.output_bytes, st.memory.alias_bytes,
+                    st.memory.temp_bytes,
                     st.peak_bytes})
     w.Pod<int64_t>(v);
   w.Pod<uint32_t>(static_cast<uint32_t>(st.library_calls.size()));
@@ -211,7 +212,8 @@ bool ReadStats(Reader& r, CompileStats& st) {
   if (!r.Pod(present) || !r.Pod(has_memory)) return false;
   st.present = present != 0;
   st.has_memory = has_memory != 0;
-  for (int64_t* v : {&st.generated_code_bytes, &st.argument_bytes, &st.output_bytes, &st.alias_bytes, &st.temp_bytes,
+  for (int64_t* v : {&st.memory.generated_code_bytes, &st.memory.argument_bytes, &st.memory.output_bytes,
+                     &st.memory.alias_bytes, &st.memory.temp_bytes,
                      &st.peak_bytes})
     if (!r.Pod(*v)) return false;
   uint32_t n = 0;
