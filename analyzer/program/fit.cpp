@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include "analyzer/loaders/trace_loader.h"
 #include "hlo/file_io.h"
 #include "hlo/printer.h"
@@ -40,6 +42,14 @@ ProgramFit NotBuilt(std::string what, std::string why) {
 ProgramFit FitTraceInput(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
                          const Parallelism& parallel, const std::string& dump_program) {
   if (paths.size() != 1) return NotBuilt("the step", "--fit builds the step of one input; this analysis has several");
+  {
+    // A .pt2 (a zip) holds an exported program whose data flow this build does not turn into one program yet.
+    char magic[2] = {0, 0};
+    std::ifstream(paths[0], std::ios::binary).read(magic, 2);
+    if (magic[0] == 'P' && magic[1] == 'K')
+      return NotBuilt("the program", "--fit builds the step of a captured script (its trace) and compiles HLO or "
+                                     "StableHLO input whole; a .pt2 program is not built as one program yet");
+  }
   // The whole trace this time: the program names its calls by their index.
   Expected<Graph> graph = LoadTrace(paths[0]);
   if (!graph.ok()) return NotBuilt("the step", graph.status().message());

@@ -206,6 +206,12 @@ TEST_F(FitE2E, BadParallelSpecsAreUsageErrors) {
   EXPECT_EQ(code, 0) << last_err_;
   EXPECT_EQ(p["outcome"], "not built");
   EXPECT_THAT(p["not_built"].get<std::string>(), HasSubstr("opprobe capture --program"));
+  // A .pt2: said so, not a JSON error of reading it as a trace.
+  auto [code2, q] = Analyze({"--fit", "--backend", "rules:cpu",
+                             "../shared/external/pt2/hades-pid_exported_program.schema2.pt2"}, "pt2.json");
+  EXPECT_EQ(code2, 0) << last_err_;
+  EXPECT_EQ(q["outcome"], "not built");
+  EXPECT_THAT(q["not_built"].get<std::string>(), HasSubstr("a .pt2 program is not built as one program yet"));
 }
 
 }  // namespace
