@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -369,6 +370,18 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch
     if (!replaced) spec.env.emplace_back(entry);
   }
   for (const auto& x : launch.env) spec.env.push_back(x);
+  // The worker's own temporary folder, removed with it (and by opprobe's signal cleanup): whatever the compiler
+  // writes to $TMPDIR (XLA's GPU compiler hands ptxas its PTX in a `tempfile-*` file) goes with it, even when the
+  // worker is killed mid-compile.
+  auto tmp = io::TempFolder::Create("opprobe-worker-");
+  if (!tmp.ok()) {
+    ::close(sv[0]), ::close(sv[1]), ::close(log_pipe[0]), ::close(log_pipe[1]);
+    return tmp.status();
+  }
+  spec.env.erase(std::remove_if(spec.env.begin(), spec.env.end(),
+                                [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; }),
+                 spec.env.end());
+  spec.env.push_back("TMPDIR=" + tmp->path());
   pid_t pid = -1;
   int rc = 0;
   RunOnSpawnerThread([&] { rc = SpawnChild(spec, pid); });
@@ -379,6 +392,7 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch
   ::close(sv[1]);
   ::close(log_pipe[1]);
   std::unique_ptr<WorkerProcess> w(new WorkerProcess());
+  w->tmp_ = std::move(*tmp);
   w->pid_ = pid;
   w->sock_ = sv[0];
   w->log_fd_ = log_pipe[0];

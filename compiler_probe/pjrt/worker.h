@@ -15,6 +15,7 @@
 #include "compiler_probe/pjrt/pjrt_session.h"
 #include "compiler_probe/subprocess.h"
 #include "hlo/status.h"
+#include "hlo/temp_folder.h"
 
 namespace opprobe::compiler_probe::pjrt {
 
@@ -87,6 +88,7 @@ class WorkerProcess {
   bool ReadMessage(std::string& out, double timeout_seconds, std::string& what, bool& timed_out);
   std::string ReapDescription();
 
+  std::optional<io::TempFolder> tmp_;  // the worker's $TMPDIR; declared first, so removed after the worker is gone
   pid_t pid_ = -1;
   int sock_ = -1;
   int log_fd_ = -1;
