@@ -97,7 +97,7 @@ class StepProgram(object):
         mutated = self._mutated.get(id(info))
         if mutated is None:
             mutated = self._mutated[id(info)] = self._writes(info)
-        values = self._schema_values(info, args, kwargs)
+        values = info.values(args, kwargs)
         if self.state == StepProgram.BEFORE:
             if not (in_module or (grad_enabled and _requires_grad(values))):
                 return
@@ -144,22 +144,6 @@ class StepProgram(object):
             alias = getattr(a, "alias_info", None)
             out.append(bool(alias is not None and getattr(alias, "is_write", False)))
         return out
-
-    @staticmethod
-    def _schema_values(info, args, kwargs):
-        """The call's argument values in schema order (as the recorder encodes them)."""
-        values = []
-        npos = len(args)
-        pos = 0
-        for (name, _declared, kwarg_only, _has_default, _default) in info.args:
-            if not kwarg_only and pos < npos:
-                values.append(args[pos])
-                pos += 1
-            elif kwargs and name in kwargs:
-                values.append(kwargs[name])
-            else:
-                values.append(None)
-        return values
 
     def _read(self, t):
         storage = _storage_of(t)

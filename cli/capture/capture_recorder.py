@@ -183,6 +183,23 @@ class _OpInfo(object):
             has_default = a.has_default_value() if hasattr(a, "has_default_value") else a.default_value is not None
             self.args.append((a.name, t, bool(a.kwarg_only), bool(has_default), a.default_value))
 
+    def values(self, args, kwargs):
+        """The call's argument values in schema order, schema defaults filled in (None where there is none)."""
+        values = []
+        npos = len(args)
+        pos = 0
+        for (name, _declared, kwarg_only, has_default, default) in self.args:
+            if not kwarg_only and pos < npos:
+                values.append(args[pos])
+                pos += 1
+            elif kwargs and name in kwargs:
+                values.append(kwargs[name])
+            elif has_default:
+                values.append(default)
+            else:
+                values.append(None)
+        return values
+
 
 # ---------------------------------------------------------------------------------------------------
 # Values. Encoded as hashable tuples while recording (so identical calls dedup cheaply) and turned
@@ -632,20 +649,7 @@ class Recorder(object):
 
     def _encoded_entry(self, info, args, kwargs, out, loc, lib_loc, module_path, phase, forward):
         """The slow path: encodes the call (schema defaults filled in), counts it, and returns its entry."""
-        enc_args = []
-        npos = len(args)
-        pos = 0
-        for (name, declared, kwarg_only, has_default, default) in info.args:
-            if not kwarg_only and pos < npos:
-                v = args[pos]
-                pos += 1
-            elif kwargs and name in kwargs:
-                v = kwargs[name]
-            elif has_default:
-                v = default
-            else:
-                v = None
-            enc_args.append((name, _encode(v, declared)))
+        enc_args = [(a[0], _encode(v, a[1])) for a, v in zip(info.args, info.values(args, kwargs))]
         outs = out if isinstance(out, (tuple, list)) else (out,)
         enc_outs = []
         for o in outs:
