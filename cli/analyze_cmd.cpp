@@ -228,8 +228,9 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
   cmd->add_flag("--fit", args->run.fit,
                 "Will it fit: build the whole program (a script's or trace's first training step, recorded with its "
                 "data flow; an HLO input's largest module), compile it for the target with the backend's real "
-                "compiler (tpu:, gpu:) and report per-device memory against the device's (the report's `program`); "
-                "a rules: backend gives opprobe's own estimate, labelled so");
+                "compiler (tpu:, gpu:, xla:cpu, pjrt:; iree:llvm-cpu compiles it and gives no memory figures) and "
+                "report per-device memory against the device's (the report's `program`); a rules: backend gives "
+                "opprobe's own estimate, labelled so, against the profile's device memory (neuron-trn1, neuron-trn2)");
   cmd->add_option("--parallel", args->parallel,
                   "With --fit: split the step over the target topology's devices as a strategy does (their product "
                   "equal to its devices): dp=N data parallel, fsdp=N parameters, gradients and optimizer state split, "

@@ -72,6 +72,7 @@ struct ProgramCompile {
   std::string required_what;        // what the refusal's figure counts (`for HLO temporaries`); empty: everything
   int64_t device_memory_bytes = 0;  // what one device has (the compiler's figure in a refusal, else the target's
                                     // published one); 0: unknown
+  std::string device_memory_source;  // where that figure comes from, in a few words
   double seconds = 0;
 };
 
@@ -121,7 +122,7 @@ class Backend {
     (void)program;
     (void)options;
     ProgramCompile c;
-    c.message = "the " + id() + " backend compiles no whole programs (the tpu:, gpu: backends do)";
+    c.message = "the " + id() + " backend compiles no whole programs (tpu:, gpu:, xla:cpu, iree:llvm-cpu and pjrt: do)";
     return c;
   }
 };

@@ -121,6 +121,7 @@ Json ProgramJson(const analyzer::ProgramFit& p) {
   }
   j["source"] = p.estimated ? "estimate" : "compiler";
   j["device_memory_bytes"] = p.device_memory_bytes;
+  if (!c.device_memory_source.empty()) j["device_memory_source"] = c.device_memory_source;
   j["required_bytes"] = p.required_bytes;
   if (!c.required_what.empty()) j["required_what"] = c.required_what;
   j["fits"] = p.fits ? Json(*p.fits) : Json(nullptr);

@@ -486,9 +486,10 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p) {
     verdict = *p.fits ? fmt::format(": fits ({} to spare)", FormatBytes(diff))
                       : fmt::format(": does not fit (short by {})", FormatBytes(-diff));
   }
+  const std::string from = c.device_memory_source.empty() ? "" : " (" + c.device_memory_source + ")";
   std::string need = p.device_memory_bytes > 0
-                         ? fmt::format("needs {} of the {} one device has", FormatBytes(p.required_bytes),
-                                       FormatBytes(p.device_memory_bytes))
+                         ? fmt::format("needs {} of the {} one device has{}", FormatBytes(p.required_bytes),
+                                       FormatBytes(p.device_memory_bytes), from)
                          : fmt::format("needs {} per device", FormatBytes(p.required_bytes));
   switch (c.outcome) {
     case O::kCompiled:
@@ -500,13 +501,17 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p) {
       if (c.memory_refusal) {
         std::string counts = c.required_what.empty() ? "" : fmt::format(" ({} alone, the compiler's figure)", c.required_what);
         if (p.device_memory_bytes > 0)
-          need = fmt::format("needs {}{} of the {} one device has", FormatBytes(p.required_bytes), counts,
-                             FormatBytes(p.device_memory_bytes));
+          need = fmt::format("needs {}{} of the {} one device has{}", FormatBytes(p.required_bytes), counts,
+                             FormatBytes(p.device_memory_bytes), from);
         return fmt::format("{} refused by {} for {}: {}{}", p.what, c.compiler, devices, need, verdict);
       }
       return fmt::format("{} refused by {} for {}: {}", p.what, c.compiler, devices, c.message);
     case O::kError: return fmt::format("{} not compiled: {}", p.what, c.message);
     case O::kUnsupported:
+      if (p.estimated && c.devices > 1)
+        return fmt::format("{}: {}; opprobe's estimate is of the whole step on one device ({}), not of one of the "
+                           "{} devices it is split over: whether it fits is not known",
+                           p.what, c.message, FormatBytes(p.required_bytes), c.devices);
       if (p.estimated)
         return fmt::format("{}: {}; opprobe's estimate (the recorded step's liveness: no fusion, no "
                            "rematerialisation) {}{}",

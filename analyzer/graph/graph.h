@@ -262,7 +262,17 @@ struct StepDataFlow {
     std::string kind;   // `parameter`, `buffer`, `optimizer_state`, `gradient`, `data` (inputs), `output`
     std::string name;   // `layers.0.mlp.weight`, `layers.0.mlp.weight.exp_avg`; empty when the capture knows none
     int64_t aliases = -1;  // outputs: the input (index into inputs) whose data this output updates in place
+    // inputs: how the script itself shards it over `mesh` (xs.mark_sharding): per dimension, the mesh axes that
+    // split it (none: not split); empty when the script marked none.
+    std::vector<std::vector<int64_t>> sharding;
     bool operator==(const Value&) const = default;
+  };
+  // The device mesh the script's own shardings use (torch_xla SPMD's xs.Mesh): its shape and its devices in
+  // row-major order; empty when it marked none.
+  struct Mesh {
+    std::vector<int64_t> shape;
+    std::vector<int64_t> devices;
+    bool operator==(const Mesh&) const = default;
   };
   std::string scope;          // `first training step`
   SourceLoc begin, end;       // its first call, and what ended it
@@ -271,6 +281,7 @@ struct StepDataFlow {
   std::vector<Value> inputs;
   std::vector<Value> outputs;
   int64_t untracked_writes = 0;  // reads of data changed through another view (each such read is a new input)
+  Mesh mesh;
   bool operator==(const StepDataFlow&) const = default;
 };
 

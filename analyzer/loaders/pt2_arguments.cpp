@@ -307,8 +307,10 @@ std::optional<TensorMeta> ArgumentDecoder::OptionalTensor(const json& j, const s
   auto [key, v] = j_.Union(j, path);
   if (key == "as_none") return std::nullopt;
   if (key == "as_tensor") {
-    const DecodedTensor& t = Tensor(TensorName(*v, path + ".as_tensor"), path + ".as_tensor", scope);
+    std::string name = TensorName(*v, path + ".as_tensor");
+    const DecodedTensor& t = Tensor(name, path + ".as_tensor", scope);
     UseTensor(t, ns);
+    ns.tensor_names.push_back(std::move(name));
     return t.meta;
   }
   j_.Fail(path, fmt::format("unknown OptionalTensorArgument member '{}'", key));
@@ -328,16 +330,20 @@ Value ArgumentDecoder::Decode(const json& j, const std::string& path, const std:
     j_.Array(list, lp);
     for (size_t i = 0; i < list.size(); ++i) {
       std::string ip = fmt::format("{}[{}]", lp, i);
-      const DecodedTensor& t = Tensor(TensorName(list[i], ip), ip, scope);
+      std::string name = TensorName(list[i], ip);
+      const DecodedTensor& t = Tensor(name, ip, scope);
       UseTensor(t, ns);
+      ns.tensor_names.push_back(std::move(name));
       r.tensors.emplace_back(t.meta);
     }
     return r;
   };
   if (key == "as_none") return Value::None();
   if (key == "as_tensor") {
-    const DecodedTensor& t = Tensor(TensorName(v, p), p, scope);
+    std::string name = TensorName(v, p);
+    const DecodedTensor& t = Tensor(name, p, scope);
     UseTensor(t, ns);
+    ns.tensor_names.push_back(std::move(name));
     return Value::Tensor(t.meta);
   }
   if (key == "as_tensors") return tensor_list(v, p);

@@ -74,6 +74,9 @@ struct DecodedTensor {
 struct NodeState {
   bool dynamic = false;
   std::vector<std::string> notes;
+  // The tensors decoded, by name, in the order decoded (a None of an optional list adds none): which value each
+  // tensor argument and output is, for the program's data flow (Graph::program).
+  std::vector<std::string> tensor_names;
   void Note(const std::string& n);
 };
 

@@ -38,6 +38,13 @@ class ProgramDecoder {
  private:
   void DecodeGraph(const json& g, const std::string& path, const pt2::Scope* parent, int depth);
   void DecodeNode(const json& n, const std::string& path, const pt2::Scope& scope, int depth);
+  // The program's inputs and outputs from its graph signature, what they are (parameters, buffers, user inputs;
+  // outputs, mutated buffers), and the data flow its top-level nodes recorded: Graph::program.
+  void DecodeSignature(const json& gm);
+  int64_t ValueId(const std::string& tensor_name);
+  // The tensor a signature's argument names: `{"name": N}` (TensorArgument) or `{"as_tensor": {"name": N}}`; empty
+  // for any other argument (a constant, a SymInt, a token).
+  std::string SpecTensor(const json& arg, const std::string& path) const;
 
   pt2::JsonAccess j_;
   std::string where_;
@@ -47,6 +54,8 @@ class ProgramDecoder {
   pt2::SymbolRanges ranges_;
   pt2::ArgumentDecoder args_;
   std::vector<std::unique_ptr<std::unordered_map<std::string, pt2::DecodedTensor>>> caches_;
+  StepDataFlow flow_;
+  std::unordered_map<std::string, int64_t> ids_;
 };
 
 struct Target {
@@ -222,9 +231,15 @@ void ProgramDecoder::DecodeNode(const json& n, const std::string& path, const pt
                           node.overload, OpSchemaTableTorchVersion()));
   }
 
+  const size_t tensors_read = ns.tensor_names.size();
+  StepDataFlow::Call call;
   for (size_t i = 0; i < outputs.size(); ++i) {
+    const size_t before = ns.tensor_names.size();
     Value v = args_.Decode(outputs[i], fmt::format("{}.outputs[{}]", path, i), "", scope, ns, depth);
-    if (!v.is_none()) node.outputs.push_back(std::move(v));
+    if (v.is_none()) continue;
+    if (ns.tensor_names.size() == before) call.outputs.push_back(-1);  // a SymInt, a scalar
+    for (size_t k = before; k < ns.tensor_names.size(); ++k) call.outputs.push_back(ValueId(ns.tensor_names[k]));
+    node.outputs.push_back(std::move(v));
   }
 
   if (const json* meta = j_.Optional(n, "metadata"); meta && meta->is_object()) {
@@ -236,7 +251,98 @@ void ProgramDecoder::DecodeNode(const json& n, const std::string& path, const pt
   if (t.skip) return;  // validated, but Python-number arithmetic is not an aten op
   node.dynamic_shape = ns.dynamic;
   for (const auto& note : ns.notes) node.note += (node.note.empty() ? "" : "; ") + note;
+  if (depth == 0) {  // a subgraph's nodes belong to their higher-order op, which the program cannot hold
+    call.node = static_cast<int64_t>(graph_.nodes.size());
+    for (size_t k = 0; k < tensors_read; ++k) call.inputs.push_back(ValueId(ns.tensor_names[k]));
+    if (flow_.calls.empty()) flow_.begin = node.loc;
+    flow_.end = node.loc;
+    flow_.calls.push_back(std::move(call));
+  }
   graph_.nodes.push_back(std::move(node));
+}
+
+int64_t ProgramDecoder::ValueId(const std::string& tensor_name) {
+  return ids_.emplace(tensor_name, static_cast<int64_t>(ids_.size())).first->second;
+}
+
+std::string ProgramDecoder::SpecTensor(const json& arg, const std::string& path) const {
+  if (!arg.is_object()) return "";
+  if (const json* name = j_.Optional(arg, "name"); name && name->is_string()) return name->get<std::string>();
+  auto [key, v] = j_.Union(arg, path);
+  if (key == "as_tensor" && v->is_object())
+    if (const json* name = j_.Optional(*v, "name"); name && name->is_string()) return name->get<std::string>();
+  return "";
+}
+
+void ProgramDecoder::DecodeSignature(const json& gm) {
+  const json* sig = j_.Optional(gm, "signature");
+  if (!sig || !sig->is_object()) return;  // no signature: no program
+  const std::string sp = "$.graph_module.signature";
+  const json* in_specs = j_.Optional(*sig, "input_specs");
+  const json* out_specs = j_.Optional(*sig, "output_specs");
+  if (!in_specs || !out_specs || !in_specs->is_array() || !out_specs->is_array()) return;
+  std::unordered_map<std::string, int64_t> input_of;  // tensor name -> index in flow_.inputs
+  std::unordered_map<std::string, std::string> input_named;  // buffer / user input name -> tensor name
+  for (size_t i = 0; i < in_specs->size(); ++i) {
+    const std::string ip = fmt::format("{}.input_specs[{}]", sp, i);
+    auto [kind, spec] = j_.Union((*in_specs)[i], ip);
+    if (!spec->is_object()) continue;
+    const json* arg = j_.Optional(*spec, "arg");
+    std::string tensor = arg ? SpecTensor(*arg, ip + "." + kind + ".arg") : "";
+    if (tensor.empty()) continue;
+    StepDataFlow::Value v;
+    v.value = ValueId(tensor);
+    auto named = [&](const char* key) {
+      const json* n = j_.Optional(*spec, key);
+      return n && n->is_string() ? n->get<std::string>() : std::string();
+    };
+    if (kind == "parameter") {
+      v.kind = "parameter";
+      v.name = named("parameter_name");
+    } else if (kind == "buffer") {
+      v.kind = "buffer";
+      v.name = named("buffer_name");
+    } else if (kind == "tensor_constant") {
+      v.kind = "buffer";
+      v.name = named("tensor_constant_name");
+    } else {
+      v.kind = "data";  // user_input, constant_input
+      v.name = tensor;
+    }
+    input_named[v.name] = tensor;
+    input_of[tensor] = static_cast<int64_t>(flow_.inputs.size());
+    flow_.inputs.push_back(std::move(v));
+  }
+  for (size_t i = 0; i < out_specs->size(); ++i) {
+    const std::string op = fmt::format("{}.output_specs[{}]", sp, i);
+    auto [kind, spec] = j_.Union((*out_specs)[i], op);
+    if (!spec->is_object()) continue;
+    const json* arg = j_.Optional(*spec, "arg");
+    std::string tensor = arg ? SpecTensor(*arg, op + "." + kind + ".arg") : "";
+    if (tensor.empty()) continue;
+    StepDataFlow::Value v;
+    v.value = ValueId(tensor);
+    auto named = [&](const char* key) {
+      const json* n = j_.Optional(*spec, key);
+      return n && n->is_string() ? n->get<std::string>() : std::string();
+    };
+    if (kind == "buffer_mutation" || kind == "user_input_mutation") {
+      // The new value of a buffer (running statistics) or of an input the program writes: updated in place.
+      v.kind = kind == "buffer_mutation" ? "buffer" : "data";
+      v.name = named(kind == "buffer_mutation" ? "buffer_name" : "user_input_name");
+      if (auto t = input_named.find(v.name); t != input_named.end()) v.aliases = input_of[t->second];
+    } else if (kind == "gradient_to_parameter" || kind == "gradient_to_user_input") {
+      v.kind = "gradient";
+      v.name = named(kind == "gradient_to_parameter" ? "parameter_name" : "user_input_name");
+    } else {
+      v.kind = "output";  // user_output, loss_output
+      v.name = tensor;
+    }
+    flow_.outputs.push_back(std::move(v));
+  }
+  flow_.scope = fmt::format("exported program {}", program_);
+  flow_.end_kind = "program_end";
+  if (!graph_.program) graph_.program = std::move(flow_);
 }
 
 void ProgramDecoder::DecodeGraph(const json& g, const std::string& path, const pt2::Scope* parent, int depth) {
@@ -293,6 +399,7 @@ Status ProgramDecoder::Run(std::string_view text) {
     }
     const json& gm = j_.Require(doc, "graph_module", "$");
     DecodeGraph(j_.Require(gm, "graph", "$.graph_module"), "$.graph_module.graph", nullptr, 0);
+    DecodeSignature(gm);
   } catch (const pt2::Failure& f) {
     return f.status;
   } catch (const json::exception& e) {

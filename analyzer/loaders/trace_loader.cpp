@@ -1,6 +1,7 @@
 #include "analyzer/loaders/trace_loader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -854,6 +855,22 @@ Status TraceReader::ProgramOf(Graph& g) {
       if (!count(*id, rp.Key("value"), &v.value, 0) || !str(r, rp, "kind", &v.kind) || !str(r, rp, "name", &v.name))
         return false;
       if (auto a = r.Find("aliases"); a && !a->is_null() && !count(*a, rp.Key("aliases"), &v.aliases, 0)) return false;
+      if (auto sh = r.Find("sharding"); is_input && sh && !sh->is_null()) {
+        const Path sp = rp.Key("sharding");
+        if (!sh->is_array()) return c.Expect(*sh, sp, "an array: per dimension, the mesh axes that split it"), false;
+        size_t d = 0;
+        for (auto dim = sh->begin(); dim != sh->end(); ++dim, ++d) {
+          if (!dim.value().is_array()) return c.Expect(dim.value(), sp.Index(d), "an array of mesh axes"), false;
+          std::vector<int64_t> axes;
+          size_t k = 0;
+          for (auto a = dim.value().begin(); a != dim.value().end(); ++a, ++k) {
+            int64_t axis = 0;
+            if (!count(a.value(), sp.Index(d).Index(k), &axis, 0)) return false;
+            axes.push_back(axis);
+          }
+          v.sharding.push_back(std::move(axes));
+        }
+      }
       if (is_input) known.insert(v.value);
       out.push_back(std::move(v));
       return true;
@@ -886,6 +903,34 @@ Status TraceReader::ProgramOf(Graph& g) {
   });
   ok = ok && array("outputs", value(f.outputs, false));
   if (!ok) return c.error();
+  if (auto mesh = program->Find("mesh"); mesh && !mesh->is_null()) {
+    const Path mp = pp.Key("mesh");
+    if (!mesh->is_object()) return c.Expect(*mesh, mp, "an object {shape, devices}"), c.error();
+    for (const char* key : {"shape", "devices"}) {
+      auto list = mesh->Find(key);
+      if (!list || !list->is_array()) {
+        c.Bad(mp.Key(key), "expected an array of integers");
+        return c.error();
+      }
+      size_t i = 0;
+      for (auto it = list->begin(); it != list->end(); ++it, ++i) {
+        int64_t n = 0;
+        if (!count(it.value(), mp.Key(key).Index(i), &n, key[0] == 's' ? 1 : 0)) return c.error();
+        (key[0] == 's' ? f.mesh.shape : f.mesh.devices).push_back(n);
+      }
+    }
+    int64_t devices = 1;
+    for (int64_t n : f.mesh.shape) devices = n > (int64_t{1} << 20) / devices ? (int64_t{1} << 21) : devices * n;
+    if (devices != static_cast<int64_t>(f.mesh.devices.size()))
+      return InvalidInput(fmt::format("program.mesh: a mesh of shape {} holds {} devices, not {}",
+                                      fmt::join(f.mesh.shape, "x"), devices, f.mesh.devices.size()));
+  }
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    for (const auto& axes : f.inputs[i].sharding)
+      for (int64_t a : axes)
+        if (a >= static_cast<int64_t>(f.mesh.shape.size()))
+          return InvalidInput(fmt::format("program.inputs[{}].sharding: no mesh axis {} (the mesh has {})", i, a,
+                                          f.mesh.shape.size()));
   for (size_t i = 0; i < f.outputs.size(); ++i) {
     const auto& o = f.outputs[i];
     if (!known.count(o.value))

@@ -1,9 +1,11 @@
 #include "analyzer/program/fit.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 
+#include "analyzer/loaders/pt2_loader.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "hlo/file_io.h"
 #include "hlo/printer.h"
@@ -42,30 +44,34 @@ ProgramFit NotBuilt(std::string what, std::string why) {
 ProgramFit FitTraceInput(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
                          const Parallelism& parallel, const std::string& dump_program) {
   if (paths.size() != 1) return NotBuilt("the step", "--fit builds the step of one input; this analysis has several");
-  {
-    // A .pt2 (a zip) holds an exported program whose data flow this build does not turn into one program yet.
-    char magic[2] = {0, 0};
-    std::ifstream(paths[0], std::ios::binary).read(magic, 2);
-    if (magic[0] == 'P' && magic[1] == 'K')
-      return NotBuilt("the program", "--fit builds the step of a captured script (its trace) and compiles HLO or "
-                                     "StableHLO input whole; a .pt2 program is not built as one program yet");
-  }
-  // The whole trace this time: the program names its calls by their index.
-  Expected<Graph> graph = LoadTrace(paths[0]);
-  if (!graph.ok()) return NotBuilt("the step", graph.status().message());
+  // A .pt2 (a zip) is a whole program already: its first exported program, with its graph signature's inputs and
+  // outputs. A trace, whole this time: the program names its calls by their index.
+  char magic[2] = {0, 0};
+  std::ifstream(paths[0], std::ios::binary).read(magic, 2);
+  const bool pt2 = magic[0] == 'P' && magic[1] == 'K';
+  Expected<Graph> graph = pt2 ? LoadPt2(paths[0]) : LoadTrace(paths[0]);
+  if (!graph.ok()) return NotBuilt(pt2 ? "the program" : "the step", graph.status().message());
   if (!graph->program)
-    return NotBuilt("the step", "the trace holds no data flow of a step: capture it with `opprobe capture --program` "
-                                "(`opprobe analyze --fit -- SCRIPT` does)");
+    return NotBuilt(pt2 ? "the program" : "the step",
+                    pt2 ? "the archive's program has no graph signature (its inputs and outputs)"
+                        : "the trace holds no data flow of a step: capture it with `opprobe capture --program` "
+                          "(`opprobe analyze --fit -- SCRIPT` does)");
   if (graph->program->calls.empty())
     return NotBuilt("the step", graph->program->scope.empty() ? "the capture found no step" : graph->program->scope);
   Expected<BuiltStep> step = BuildStepProgram(*graph, LoweringTable::Builtin());
   if (!step.ok()) return NotBuilt("the step", step.status().message());
-  if (Status st = ShardStep(*step, parallel); !st.ok()) return NotBuilt("the step", st.message());
-  std::shared_ptr<hlo::Module> module = step->module;
+  // --parallel when given; else the script's own shardings (xs.mark_sharding), when it marked any.
+  const StepDataFlow::Mesh& mesh = graph->program->mesh;
+  const bool marked = parallel.devices() == 1 && !mesh.shape.empty();
   compiler_probe::ProgramOptions options;
-  options.partitions = parallel.devices();
+  options.partitions = marked ? static_cast<int64_t>(mesh.devices.size()) : parallel.devices();
+  if (Status st = marked ? ShardStepAsMarked(*step, *graph->program) : ShardStep(*step, parallel); !st.ok())
+    return NotBuilt("the step", st.message());
+  std::shared_ptr<hlo::Module> module = step->module;
   ProgramFit fit = FitStep(std::move(*step), backend, options);
   if (parallel.devices() > 1) fit.what += " split " + parallel.ToString();
+  if (marked)
+    fit.what += fmt::format(" split as the script marks it (xs.mark_sharding over a {} mesh)", fmt::join(mesh.shape, "x"));
   if (module) Dump(*module, dump_program, fit);
   return fit;
 }

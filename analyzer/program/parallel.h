@@ -32,4 +32,10 @@ Expected<Parallelism> ParseParallelism(const std::string& spec);
 // Annotates `step.module` (built, not yet compiled) for the strategy. Nothing to do for one device.
 Status ShardStep(BuiltStep& step, const Parallelism& p);
 
+// Annotates `step.module` as the script shards it itself (torch_xla SPMD's xs.mark_sharding, recorded in the data
+// flow with its mesh): each marked input as marked; a gradient or optimizer state of a marked parameter as its
+// parameter; the rest replicated; updates as what they update. Nothing to do when the script marked nothing. A mark
+// whose dimensions do not match its tensor is kInvalidInput.
+Status ShardStepAsMarked(BuiltStep& step, const StepDataFlow& flow);
+
 }  // namespace opprobe::analyzer

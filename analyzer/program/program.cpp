@@ -315,9 +315,11 @@ void Judge(ProgramFit& fit) {
   } else if (c.outcome == compiler_probe::ProgramCompile::Outcome::kUnsupported && fit.built && !fit.step.calls) {
     return;
   } else if (c.outcome == compiler_probe::ProgramCompile::Outcome::kUnsupported && fit.built) {
-    // No compiler to ask: opprobe's own liveness estimate, labelled so.
+    // No compiler to ask: opprobe's own liveness estimate, labelled so. It is of the step on one device: split over
+    // several, what one of them holds is the partitioner's to say, so whether it fits is not known.
     fit.required_bytes = fit.step.estimate.total_bytes();
     fit.estimated = true;
+    if (c.devices > 1) return;
   } else {
     return;  // refused for another reason, or no verdict: whether it would fit is not known
   }

@@ -66,6 +66,10 @@ class StepProgram(object):
         self._mutated = {}     # id(_OpInfo) -> per schema argument: whether the op writes it
         self.outputs = None    # [(value id, kind, name, input index or None)] once the step ended
         self.input_names = None
+        self._marks = {}       # tensor key -> (mesh, per dimension the mesh axes splitting it): xs.mark_sharding
+        self._marked = []      # the marked tensors' storages, kept alive so no address is reused
+        self.mesh = None       # (shape, devices) of the mesh the step's inputs are marked over
+        self.input_shardings = None
 
     # -- the step's extent --------------------------------------------------------------------------
     def on_root_module(self, module):
@@ -89,6 +93,36 @@ class StepProgram(object):
     def on_script_end(self):
         if self.state == StepProgram.IN:
             self._finish("script_end", None)
+
+    def on_mark_sharding(self, t, mesh, partition_spec):
+        """xs.mark_sharding(t, mesh, partition_spec): a tensor the script shards itself, before or during the step.
+        Each entry of the spec is a mesh axis (its name or index), a tuple of them, or None (not split)."""
+        if self.state == StepProgram.DONE or not isinstance(t, _TENSOR):
+            return
+        storage = _storage_of(t)
+        shape = tuple(int(n) for n in getattr(mesh, "mesh_shape", ()) or ())
+        if storage is None or not shape:
+            return
+        names = list(getattr(mesh, "axis_names", None) or ())
+
+        def axis(a):
+            if isinstance(a, str):
+                return names.index(a) if a in names else None
+            return int(a) if isinstance(a, int) and 0 <= a < len(shape) else None
+
+        dims = []
+        for entry in tuple(partition_spec):
+            group = entry if isinstance(entry, (tuple, list)) else (entry,)
+            axes = [axis(a) for a in group if a is not None]
+            if any(a is None for a in axes):
+                return  # an axis the mesh does not have: torch_xla refuses it too
+            dims.append(axes)
+        try:
+            devices = [int(d) for d in list(getattr(mesh, "device_ids", ()))]
+        except (TypeError, ValueError):
+            return
+        self._marks[_key(t, storage)] = ((shape, tuple(devices)), dims)
+        self._marked.append(storage)
 
     # -- calls --------------------------------------------------------------------------------------
     def on_call(self, info, entry_index, args, kwargs, out, phase, in_module, grad_enabled, loc):
@@ -203,6 +237,15 @@ class StepProgram(object):
         for vid in self.inputs:
             k = self._input_keys.get(vid)
             self.input_names.append(names.get(k, ("data", "")))
+        # The script's own shardings of its inputs, over the first mesh one of them is marked over.
+        self.input_shardings = []
+        for vid in self.inputs:
+            mark = self._marks.get(self._input_keys.get(vid))
+            if mark is not None and self.mesh is None:
+                self.mesh = mark[0]
+            self.input_shardings.append(mark[1] if mark is not None and mark[0] == self.mesh else None)
+        self._marks = {}
+        self._marked = []
         # The outputs: values still held by a live tensor whose data is still that value, in the order they were
         # made; a value written over an input's data is that input's update (aliased to it, donated).
         input_at = dict((k, i) for i, k in enumerate(self._input_keys.get(v) for v in self.inputs) if k is not None)
@@ -290,13 +333,17 @@ class StepProgram(object):
             "end": place(self.end),
             "end_kind": self.end_kind,
             "calls": self.calls,
-            "inputs": [{"value": v, "kind": kn[0], "name": kn[1]} for v, kn in zip(self.inputs, self.input_names)],
+            "inputs": [dict([("value", v), ("kind", kn[0]), ("name", kn[1])] +
+                            ([("sharding", sh)] if sh is not None else []))
+                       for v, kn, sh in zip(self.inputs, self.input_names, self.input_shardings)],
             "outputs": [dict([("value", v), ("kind", kind), ("name", name)] +
                              ([("aliases", alias)] if alias is not None else [])) for v, kind, name, alias in
                         self.outputs],
         }
         if self.untracked_writes:
             out["untracked_writes"] = self.untracked_writes
+        if self.mesh is not None:
+            out["mesh"] = {"shape": list(self.mesh[0]), "devices": list(self.mesh[1])}
         return out
 
 

@@ -891,6 +891,11 @@ class Recorder(object):
         if self.program is not None:
             self.program.on_boundary(self._user_place(sys._getframe(1)))
 
+    def on_sharding(self, tensor, mesh, partition_spec):
+        """xs.mark_sharding: the script's own sharding of a tensor, for the step's program (--program)."""
+        if self.program is not None:
+            self.program.on_mark_sharding(tensor, mesh, partition_spec)
+
     def on_device(self, tensor):
         """A tensor the script moved to (or made on) the XLA device: the graph model starts with the first."""
         if not self.graphs.active:
@@ -1308,7 +1313,7 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
     recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
     import capture_progress  # noqa: E402  (cli/capture/capture_progress.py)
-    capture_standins.install(recorder.boundary, recorder.on_device, recorder.on_value_read)
+    capture_standins.install(recorder.boundary, recorder.on_device, recorder.on_value_read, recorder.on_sharding)
 
     script_abs = os.path.abspath(script)
     sys.argv = [script] + list(script_args)

@@ -49,6 +49,18 @@ def _boundary(kind):
         hook(kind)
 
 
+# Called with (tensor, mesh, partition_spec) at each xs.mark_sharding: the script's own SPMD shardings, which
+# `--fit` compiles the step with (capture_program.py); set by the recorder.
+_sharding_hook = [None]
+
+
+def _mark_sharding(t, mesh, partition_spec, *args, **kwargs):
+    hook = _sharding_hook[0]
+    if hook is not None:
+        hook(t, mesh, partition_spec)
+    return t
+
+
 # Called with each tensor the script moves to (or makes on) the XLA device; set by the recorder (its graph model of
 # torch_xla's steps, capture_steps.py).
 _device_hook = [None]
@@ -539,8 +551,8 @@ def _build_torch_xla():
         def __init__(self, device_ids, mesh_shape, axis_names=None):
             self.device_ids, self.mesh_shape, self.axis_names = device_ids, mesh_shape, axis_names
 
-    _module("torch_xla.distributed.spmd", "opprobe stand-in: sharding annotations are ignored",
-            Mesh=Mesh, mark_sharding=lambda t, *a, **k: t, clear_sharding=lambda t: t,
+    _module("torch_xla.distributed.spmd", "opprobe stand-in: sharding annotations are recorded for --fit and "
+            "change nothing else", Mesh=Mesh, mark_sharding=_mark_sharding, clear_sharding=lambda t: t,
             set_global_mesh=lambda mesh: None, get_global_mesh=lambda: None)
     _module("torch_xla.runtime", "opprobe stand-in for torch_xla.runtime: one CPU device",
             world_size=lambda: 1, global_ordinal=lambda: 0, local_ordinal=lambda: 0, process_index=lambda: 0,
@@ -726,9 +738,10 @@ def _install_eager_compile():
 _ROOTS = []
 
 
-def install(boundary_hook, device_hook=None, read_hook=None):
+def install(boundary_hook, device_hook=None, read_hook=None, sharding_hook=None):
     """Installs the stand-ins this Python needs (those whose real package or device is missing)."""
     _boundary_hook[0] = boundary_hook
+    _sharding_hook[0] = sharding_hook
     _device_hook[0] = device_hook
     _read_hook[0] = read_hook
     if not _installed("torch_xla"):

@@ -10,7 +10,7 @@
 #include <regex>
 
 #include "compiler_probe/batch.h"
-#include "compiler_probe/chip/compile_options.h"
+#include "compiler_probe/pjrt/compile_options.h"
 #include "compiler_probe/pjrt/pjrt_backend.h"
 #include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/subprocess.h"
@@ -25,6 +25,10 @@
 namespace opprobe::compiler_probe::chip {
 
 namespace {
+
+using pjrt::CompileConfig;
+using pjrt::CompileConfigFor;
+using pjrt::SerializeCompileOptions;
 
 namespace fs = std::filesystem;
 
@@ -178,6 +182,9 @@ class ChipBackend : public Backend {
     }
     c.devices = config.devices();
     c.device_memory_bytes = DeviceMemoryBytes();
+    if (c.device_memory_bytes > 0)
+      c.device_memory_source = spec_.kind == ChipKind::kGpu ? "the GPU target config's device_memory_size"
+                                                            : "the generation's published HBM per chip";
     if (info_.num_devices > 0 && options.partitions > 1 && options.partitions != info_.num_devices) {
       c.outcome = ProgramCompile::Outcome::kError;
       c.message = fmt::format("the strategy splits the program over {} devices and the topology {} has {}; name a "
@@ -216,7 +223,10 @@ class ChipBackend : public Backend {
         c.memory_refusal = true;
         c.required_bytes = m->required_bytes;
         c.required_what = m->what;
-        if (m->available_bytes > 0) c.device_memory_bytes = m->available_bytes;
+        if (m->available_bytes > 0) {
+          c.device_memory_bytes = m->available_bytes;
+          c.device_memory_source = "the compiler's figure in its refusal";
+        }
       }
       return c;
     }
@@ -281,7 +291,7 @@ class ChipBackend : public Backend {
     }
     auto bytes = hlo::ModuleToProtoBytes(module, /*unique_names=*/true);
     if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
-    o = worker_->CompileForTopology(*bytes, SerializeCompileOptions(config),
+    o = worker_->CompileProgram(*bytes, SerializeCompileOptions(config),
                                     timeout_seconds > 0 ? timeout_seconds : options_.probe_timeout_seconds);
     return std::nullopt;
   }

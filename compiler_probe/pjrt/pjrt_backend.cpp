@@ -1,6 +1,7 @@
 #include "compiler_probe/pjrt/pjrt_backend.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +15,7 @@
 #include <mutex>
 
 #include "compiler_probe/batch.h"
+#include "compiler_probe/pjrt/compile_options.h"
 #include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/subprocess.h"
 #include "hlo/evaluator/evaluator.h"
@@ -43,6 +45,12 @@ std::string IndexString(const std::vector<int64_t>& dims, int64_t linear) {
     linear /= d;
   }
   return fmt::format("[{}]", fmt::join(idx, ","));
+}
+
+// The host's physical memory: what a CPU device has.
+int64_t HostMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
 std::string TypeName(PrimitiveType t) { return std::string(hlo::PrimitiveTypeName(t)); }
@@ -207,6 +215,68 @@ class PjrtBackend : public Backend {
 
   Verdict probe(const hlo::Module& unit) override { return Probe(unit, /*run=*/true); }
   Verdict compile(const hlo::Module& program) override { return Probe(program, /*run=*/false); }
+
+  // The whole program compiled with the client's devices, not run: the plugin's own memory statistics per device.
+  // A CPU client's device memory is the host's (neither XLA's CPU client nor jaxlib reports a limit for it).
+  ProgramCompile compile_program(const hlo::Module& program, const ProgramOptions& options) override {
+    ProgramCompile c;
+    const std::string platform = info_.platform_name + (info_.platform_version.empty() ? "" : " " + info_.platform_version);
+    c.compiler = id_.empty() ? fmt::format("{} ({}, PJRT C API {}.{})", spec_.plugin_path, platform, info_.api_major,
+                                           info_.api_minor)
+                             : info_.platform_version;
+    CompileConfig config = CompileConfigFor(program);
+    if (options.partitions > 1) {
+      config.partitions = options.partitions;
+      config.spmd = true;
+    }
+    c.devices = config.devices();
+    if (info_.platform_name == "cpu") {
+      c.device_memory_bytes = HostMemoryBytes();
+      c.device_memory_source = "the host's physical memory, a CPU device's";
+    }
+    if (info_.num_devices > 0 && config.devices() > info_.num_devices) {
+      c.outcome = ProgramCompile::Outcome::kError;
+      c.message = fmt::format("the program needs {} devices ({} replicas x {} partitions) and {} has {}", config.devices(),
+                              config.replicas, config.partitions, id(), info_.num_devices);
+      return c;
+    }
+    auto bytes = hlo::ModuleToProtoBytes(program, /*unique_names=*/true);
+    if (!bytes.ok()) {
+      c.outcome = ProgramCompile::Outcome::kError;
+      c.message = "cannot serialize the program as HloModuleProto: " + bytes.status().message();
+      return c;
+    }
+    // A whole step takes the compiler longer than a unit: at least ten minutes before it counts as hung.
+    const double timeout = std::max(600.0, options_.probe_timeout_seconds);
+    WorkerProcess::Outcome o;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto failed = EnsureWorker()) {
+        c.outcome = ProgramCompile::Outcome::kError;
+        c.message = failed->reason;
+        return c;
+      }
+      o = worker_->CompileProgram(*bytes, SerializeCompileOptions(config), timeout);
+    }
+    c.seconds = o.seconds;
+    if (o.kind != WorkerProcess::Outcome::Kind::kDone) {
+      c.outcome = ProgramCompile::Outcome::kError;
+      c.message = OutcomeVerdict(o, what_, timeout, [](const RunResult&) { return Verdict::Supported(); }).reason;
+      return c;
+    }
+    const RunResult& r = o.result;
+    if (r.stage != RunResult::Stage::kOk) {
+      c.outcome = ProgramCompile::Outcome::kRefused;
+      c.message = FirstLine(fmt::format("{}: {}", ErrorCodeName(r.code), r.message), 2000);
+      return c;
+    }
+    c.outcome = ProgramCompile::Outcome::kCompiled;
+    c.has_memory = r.stats.has_memory;
+    c.memory = r.stats.memory;
+    c.required_bytes = c.has_memory ? c.memory.total_bytes() : 0;
+    if (!c.has_memory) c.message = what_ + " compiled the program and reports no memory statistics";
+    return c;
+  }
 
   // Many units to a program (compiler_probe/batch.h): the units run together, each on the inputs it runs with
   // alone, and each unit's outputs (the program's flat root holds them one unit after the other) are compared with

@@ -570,36 +570,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::LoadTopology(const std::stri
   return session;
 }
 
-RunResult PjrtSession::CompileForTopology(const std::string& hlo_module_proto, const std::string& compile_options) {
-  Impl& im = *impl_;
-  RunResult result;
-  if (!im.topology) {
-    result.stage = RunResult::Stage::kCompile;
-    result.code = abi::kInternal;
-    result.message = "opprobe worker: this session has no topology (it was loaded with a client)";
-    return result;
-  }
-  std::string code = hlo_module_proto;
-  abi::Program program = im.HloProgram(code);
-  abi::Compile_Args ca{};
-  ca.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Compile_Args, executable);
-  ca.topology = im.topology;
-  ca.program = &program;
-  ca.compile_options = compile_options.data();
-  ca.compile_options_size = compile_options.size();
-  ca.client = nullptr;
-  CallStatus s = im.Call(abi::kCompile, &ca, "PJRT_Compile");
-  if (!s.ok || !ca.executable) {
-    result.stage = RunResult::Stage::kCompile;
-    result.code = s.ok ? abi::kInternal : s.code;
-    // The compiler's own words, without the name of the C API function they came through.
-    const std::string prefix = "PJRT_Compile: ";
-    result.message = s.ok ? "PJRT_Compile returned no executable"
-                          : (s.message.rfind(prefix, 0) == 0 ? s.message.substr(prefix.size()) : s.message);
-    return result;
-  }
-  abi::Executable* exe = ca.executable;
-  CompileStats& st = result.stats;
+void PjrtSession::ReadCompileStats(Impl& im, abi::Executable* exe, CompileStats& st) {
   st.present = true;
   if (im.slot(abi::kExecutable_GetCompiledMemoryStats)) {
     abi::Executable_GetCompiledMemoryStats_Args m{};
@@ -642,9 +613,63 @@ RunResult PjrtSession::CompileForTopology(const std::string& hlo_module_proto, c
       }
     }
   }
+}
+
+RunResult PjrtSession::CompileProgram(const std::string& hlo_module_proto, const std::string& compile_options) {
+  Impl& im = *impl_;
+  RunResult result;
+  std::string code = hlo_module_proto;
+  abi::Program program = im.HloProgram(code);
+  // The compiler's own words, without the name of the C API function they came through.
+  auto refused = [&](const CallStatus& s, const std::string& function) {
+    result.stage = RunResult::Stage::kCompile;
+    result.code = s.ok ? abi::kInternal : s.code;
+    const std::string prefix = function + ": ";
+    result.message = s.ok ? function + " returned no executable"
+                          : (s.message.rfind(prefix, 0) == 0 ? s.message.substr(prefix.size()) : s.message);
+    return result;
+  };
+  if (!im.topology) {
+    // A client's devices: PJRT_Client_Compile, then the executable behind the loaded one.
+    abi::Client_Compile_Args ca{};
+    ca.struct_size = im.sizes.client_compile;
+    ca.client = im.client;
+    ca.program = &program;
+    ca.compile_options = compile_options.data();
+    ca.compile_options_size = compile_options.size();
+    CallStatus s = im.Call(abi::kClient_Compile, &ca, "PJRT_Client_Compile");
+    if (!s.ok || !ca.executable) return refused(s, "PJRT_Client_Compile");
+    abi::LoadedExecutable_GetExecutable_Args g{};
+    g.struct_size = im.sizes.get_executable;
+    g.loaded_executable = ca.executable;
+    if (im.Call(abi::kLoadedExecutable_GetExecutable, &g, "PJRT_LoadedExecutable_GetExecutable").ok && g.executable) {
+      ReadCompileStats(im, g.executable, result.stats);
+      abi::Executable_Destroy_Args d{};
+      d.struct_size = im.sizes.executable_destroy;
+      d.executable = g.executable;
+      im.Call(abi::kExecutable_Destroy, &d, "PJRT_Executable_Destroy");
+    } else {
+      result.stats.present = true;  // compiled; the plugin says nothing of it
+    }
+    abi::LoadedExecutable_Destroy_Args d{};
+    d.struct_size = im.sizes.loaded_executable_destroy;
+    d.executable = ca.executable;
+    im.Call(abi::kLoadedExecutable_Destroy, &d, "PJRT_LoadedExecutable_Destroy");
+    return result;
+  }
+  abi::Compile_Args ca{};
+  ca.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Compile_Args, executable);
+  ca.topology = im.topology;
+  ca.program = &program;
+  ca.compile_options = compile_options.data();
+  ca.compile_options_size = compile_options.size();
+  ca.client = nullptr;
+  CallStatus s = im.Call(abi::kCompile, &ca, "PJRT_Compile");
+  if (!s.ok || !ca.executable) return refused(s, "PJRT_Compile");
+  ReadCompileStats(im, ca.executable, result.stats);
   abi::Executable_Destroy_Args d{};
   d.struct_size = im.sizes.executable_destroy;
-  d.executable = exe;
+  d.executable = ca.executable;
   im.Call(abi::kExecutable_Destroy, &d, "PJRT_Executable_Destroy");
   return result;
 }

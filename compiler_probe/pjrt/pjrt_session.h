@@ -15,6 +15,10 @@
 #include "hlo/status.h"
 #include "hlo/types.h"
 
+namespace opprobe::pjrt_abi {
+struct Executable;
+}  // namespace opprobe::pjrt_abi
+
 namespace opprobe::compiler_probe::pjrt {
 
 // A `key=value` create option of `pjrt:PLUGIN.so,key=value`: `true`/`false` are bools, integers are
@@ -70,7 +74,7 @@ struct RunResult {
   int code = 0;  // absl status code from the plugin
   std::string message;
   std::vector<HostArray> outputs;
-  CompileStats stats;  // CompileForTopology's, when it compiled
+  CompileStats stats;  // CompileProgram's, when it compiled
 };
 
 // The vendor-library custom-call targets a serialized optimized program names (`__cudnn$...`, `__cublas$...`).
@@ -106,9 +110,10 @@ class PjrtSession {
   const SessionInfo& info() const { return info_; }
   bool has_topology() const;
 
-  // PJRT_Compile of `hlo_module_proto` for the session's topology with serialized CompileOptionsProto bytes; a
-  // refusal is stage kCompile with the compiler's status code and message; a compile gives `stats`.
-  RunResult CompileForTopology(const std::string& hlo_module_proto, const std::string& compile_options);
+  // Compiles `hlo_module_proto` with serialized CompileOptionsProto bytes, without running it: PJRT_Compile for the
+  // session's topology, or PJRT_Client_Compile for a client's devices. A refusal is stage kCompile with the
+  // compiler's status code and message; a compile gives `stats`.
+  RunResult CompileProgram(const std::string& hlo_module_proto, const std::string& compile_options);
 
   // Compiles `hlo_module_proto` (format "hlo"); when `execute`, runs it once on `inputs` (on the
   // executable's first addressable device) and reads every output back.
@@ -120,6 +125,9 @@ class PjrtSession {
   static Expected<std::unique_ptr<PjrtSession>> Open(const std::string& plugin_path, const int* required,
                                                      size_t num_required);
   struct Impl;
+  // What a compiled executable says of itself: per-device memory (PJRT_Executable_GetCompiledMemoryStats), the size
+  // of its code, and the vendor-library calls of its optimized program.
+  static void ReadCompileStats(Impl& im, pjrt_abi::Executable* exe, CompileStats& st);
   std::unique_ptr<Impl> impl_;
   SessionInfo info_;
 };

@@ -187,10 +187,10 @@ Expected<std::string> FindWorkerProgram() {
       kWorkerProgram, io::DescribePlaces(places)));
 }
 
-// Request flags (the first byte of a request): execute the compiled program, or compile it for the session's
-// topology with the compile options that follow the inputs.
+// Request flags (the first byte of a request): execute the compiled program, or compile it (for the session's
+// topology, or with its client) with the compile options that follow the inputs and reply with its statistics.
 constexpr uint8_t kRequestExecute = 1;
-constexpr uint8_t kRequestTopologyCompile = 2;
+constexpr uint8_t kRequestCompileProgram = 2;
 
 void WriteStats(Writer& w, const CompileStats& st) {
   w.Pod<uint8_t>(1);
@@ -260,14 +260,14 @@ int ServeWorker(int sock, const std::string& plugin_path, const std::string& top
       inputs.emplace_back();
       ok = r.Array(inputs.back());
     }
-    if (ok && (flags & kRequestTopologyCompile)) ok = r.Str(compile_options);
+    if (ok && (flags & kRequestCompileProgram)) ok = r.Str(compile_options);
     RunResult res;
     if (!ok) {
       res.stage = RunResult::Stage::kCompile;
       res.code = 13;
       res.message = "opprobe worker: malformed request";
-    } else if (flags & kRequestTopologyCompile) {
-      res = (*session)->CompileForTopology(proto, compile_options);
+    } else if (flags & kRequestCompileProgram) {
+      res = (*session)->CompileProgram(proto, compile_options);
     } else {
       res = (*session)->Run(proto, inputs, (flags & kRequestExecute) != 0);
     }
@@ -537,9 +537,9 @@ WorkerProcess::Outcome WorkerProcess::Run(const std::string& hlo_module_proto, c
   return Request(hlo_module_proto, inputs, execute ? kRequestExecute : 0, nullptr, timeout_seconds);
 }
 
-WorkerProcess::Outcome WorkerProcess::CompileForTopology(const std::string& hlo_module_proto,
+WorkerProcess::Outcome WorkerProcess::CompileProgram(const std::string& hlo_module_proto,
                                                          const std::string& compile_options, double timeout_seconds) {
-  return Request(hlo_module_proto, {}, kRequestTopologyCompile, &compile_options, timeout_seconds);
+  return Request(hlo_module_proto, {}, kRequestCompileProgram, &compile_options, timeout_seconds);
 }
 
 WorkerProcess::Outcome WorkerProcess::Request(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs,
@@ -606,7 +606,7 @@ WorkerProcess::Outcome WorkerProcess::Request(const std::string& hlo_module_prot
     o.result.outputs.emplace_back();
     ok = r.Array(o.result.outputs.back());
   }
-  // A topology compile's statistics follow the outputs (the Python worker never sends them).
+  // A whole program's statistics follow the outputs (CompileProgram: the Python worker sends them too).
   if (ok && !r.at_end()) ok = ReadStats(r, o.result.stats);
   if (!ok || stage < 0 || stage > static_cast<int>(RunResult::Stage::kTransfer)) {
     Kill();

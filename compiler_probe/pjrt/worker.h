@@ -72,10 +72,10 @@ class WorkerProcess {
   // kDone the worker is gone (alive() is false) and a new one must be started.
   Outcome Run(const std::string& hlo_module_proto, const std::vector<HostArray>& inputs, bool execute,
               double timeout_seconds);
-  // A worker started with a topology: compiles the module for it with serialized CompileOptionsProto bytes
-  // (result.stats set when it compiled).
-  Outcome CompileForTopology(const std::string& hlo_module_proto, const std::string& compile_options,
-                             double timeout_seconds);
+  // Compiles the module with serialized CompileOptionsProto bytes without running it: for the worker's topology, or
+  // with its client's devices (result.stats set when it compiled; the Python worker sends them too).
+  Outcome CompileProgram(const std::string& hlo_module_proto, const std::string& compile_options,
+                         double timeout_seconds);
   bool alive() const { return pid_ > 0; }
 
  private:

@@ -149,6 +149,17 @@ static Expected<Profile> ParseProfileUnguarded(const std::string& text, const st
     p.default_supported = v == "supported";
     p.default_reason = d.value("reason", "");
   }
+  if (j.contains("device_memory")) {
+    const json& d = j["device_memory"];
+    if (!d.is_object() || !d.contains("bytes") || !d["bytes"].is_number_integer() || d["bytes"].get<int64_t>() <= 0)
+      return fail(InvalidInput("device_memory.bytes: required positive integer"));
+    if (!d.contains("per") || !d["per"].is_string() || !d.contains("source") || !d["source"].is_string())
+      return fail(InvalidInput("device_memory: `per` (what one device is) and `source` (where the figure comes from) "
+                               "are required strings"));
+    p.device_memory_bytes = d["bytes"].get<int64_t>();
+    p.device_memory_per = d["per"];
+    p.device_memory_source = d["source"];
+  }
   if (!j.contains("rules") || !j["rules"].is_array()) return fail(InvalidInput("rules: required list"));
   for (size_t i = 0; i < j["rules"].size(); ++i) {
     const json& rj = j["rules"][i];
@@ -236,6 +247,16 @@ std::string BuiltinProfileText(const std::string& name) {
 RulesBackend::RulesBackend(Profile profile) : profile_(std::move(profile)) {}
 
 std::string RulesBackend::version() const { return "profile-" + hlo::Fnv1a64Hex(profile_.text); }
+
+ProgramCompile RulesBackend::compile_program(const hlo::Module& program, const ProgramOptions& options) {
+  ProgramCompile c = Backend::compile_program(program, options);
+  c.message = fmt::format("rules:{} is a profile and compiles nothing", profile_.name);
+  c.devices = std::max<int64_t>(1, options.partitions);
+  c.device_memory_bytes = profile_.device_memory_bytes;
+  if (c.device_memory_bytes > 0)
+    c.device_memory_source = fmt::format("per {}, from {}", profile_.device_memory_per, profile_.device_memory_source);
+  return c;
+}
 
 Verdict RulesBackend::probe(const hlo::Module& unit) {
   auto start = std::chrono::steady_clock::now();

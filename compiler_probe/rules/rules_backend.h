@@ -39,6 +39,11 @@ struct Profile {
   std::string default_reason;
   std::vector<Rule> rules;
   std::string text;    // the JSON it was read from (hashed for version())
+  // What one device of the target holds (`device_memory`: bytes, the unit it is per, where the figure comes from);
+  // 0: the profile does not say. `--fit` holds opprobe's estimate of a step against it.
+  int64_t device_memory_bytes = 0;
+  std::string device_memory_per;
+  std::string device_memory_source;
 };
 
 // Parses a profile; errors name the JSON path (`rules[3].match.opcodes[0]: unknown opcode 'ad'`).
@@ -55,6 +60,9 @@ class RulesBackend : public Backend {
   std::string id() const override { return "rules:" + profile_.name; }
   std::string version() const override;
   Verdict probe(const hlo::Module& unit) override;
+  // A profile compiles nothing: kUnsupported, with the profile's device memory, so that `--fit` holds opprobe's own
+  // estimate against it.
+  ProgramCompile compile_program(const hlo::Module& program, const ProgramOptions& options) override;
   const Profile& profile() const { return profile_; }
 
  private:

@@ -7,8 +7,11 @@ speaks the protocol of the pjrt backend's worker (compiler_probe/pjrt/worker.cpp
 opprobe drives it with the same code: every message is a little-endian u64 length followed by the body.
 
   greeting  u8 ok; ok=0: str message; ok=1: i32 0, i32 0, u64 0, str platform, str version, i64 devices
-  request   u8 execute, str HloModuleProto bytes, u32 n, n arrays
-  reply     i32 stage (0 ok, 1 compile, 2 execute, 3 transfer), i32 absl status code, str message, u32 n, n arrays
+  request   u8 flags (1 execute, 2 compile a whole program), str HloModuleProto bytes, u32 n, n arrays, and with
+            flag 2: str CompileOptionsProto bytes
+  reply     i32 stage (0 ok, 1 compile, 2 execute, 3 transfer), i32 absl status code, str message, u32 n, n arrays,
+            and to flag 2 when it compiled: stats
+  stats     u8 1, u8 has_memory, i64 code, argument, output, alias, temp and peak bytes per device, u32 0, u32 0
   array     i32 PJRT_Buffer_Type, u32 rank, rank x i64 dims, str dense row-major bytes
   str       u64 length, bytes
 
@@ -125,7 +128,7 @@ def split_status(message):
     return 2, message
 
 
-def reply(stage, code, message, outputs=()):
+def reply(stage, code, message, outputs=(), stats=None):
     # One join at the end: appending each output to the body copied all before it (a batch of units returns
     # hundreds of outputs, megabytes in all).
     parts = [struct.pack("<ii", stage, code), pack_str(message), struct.pack("<I", len(outputs))]
@@ -133,6 +136,11 @@ def reply(stage, code, message, outputs=()):
         parts.append(struct.pack("<iI", t, len(dims)) + b"".join(struct.pack("<q", d) for d in dims) +
                      struct.pack("<Q", memoryview(data).nbytes))
         parts.append(data)
+    if stats is not None:
+        memory = stats.get("memory")
+        parts.append(struct.pack("<BB", 1, 1 if memory else 0))
+        parts.append(struct.pack("<6q", *(memory or (0,) * 6)))
+        parts.append(struct.pack("<II", 0, 0))  # no vendor-library calls: those are the GPU compiler's
     write_message(*parts)
 
 
@@ -176,6 +184,18 @@ class XlaCpu:
             return self.client.compile_and_load(stablehlo, self.devices, self.options())
         except Exception as e:  # noqa: BLE001 - XLA's own refusal, reported as it is
             raise CompileError(*split_status(str(e)))
+
+    def compile_program(self, stablehlo, compile_options):
+        """A whole program compiled with the given CompileOptionsProto, not run: its memory per device, as XLA's
+        CPU compiler lays it out (code, arguments, outputs, aliased, temporaries, peak)."""
+        try:
+            exe = self.client.compile_and_load(stablehlo, self.devices, self.options.ParseFromString(compile_options))
+        except Exception as e:  # noqa: BLE001 - XLA's own refusal, reported as it is
+            raise CompileError(*split_status(str(e)))
+        m = exe.get_compiled_memory_stats()
+        code = max(m.generated_code_size_in_bytes, exe.size_of_generated_code_in_bytes())
+        return {"memory": (code, m.argument_size_in_bytes, m.output_size_in_bytes, m.alias_size_in_bytes,
+                           m.temp_size_in_bytes, 0)}
 
     def transfer(self, host_arrays):
         return [self.jax.device_put(h, self.device) for h in host_arrays]
@@ -242,6 +262,11 @@ class IreeLlvmCpu:
         context = self.rt.SystemContext(config=self.config)
         context.add_vm_module(vm)
         return context, context.modules[vm.name]["main"]
+
+    def compile_program(self, stablehlo, compile_options):
+        """A whole program compiled by iree-compile: IREE says nothing of the memory it lays out."""
+        self.compile(stablehlo)
+        return {"memory": None}
 
     def transfer(self, host_arrays):
         return host_arrays
@@ -314,9 +339,11 @@ def main(argv):
             return 0
         try:
             r = Reader(request)
-            execute = r.take("<B")
+            flags = r.take("<B")
+            execute = flags & 1
             proto = bytes(r.str())
             inputs = [r.array() for _ in range(r.take("<I"))]
+            compile_options = bytes(r.str()) if flags & 2 else None
         except (ValueError, struct.error) as e:
             reply(STAGE_COMPILE, 13, "opprobe xla worker: malformed request: {}".format(e))
             continue
@@ -325,6 +352,18 @@ def main(argv):
         except Exception as e:  # noqa: BLE001 - XLA's own refusal, reported as it is
             code, msg = split_status(str(e))
             reply(STAGE_COMPILE, code, "HloModuleProto to StableHLO: " + msg)
+            continue
+        if compile_options is not None:
+            try:
+                stats = compiler.compile_program(module, compile_options)
+            except CompileError as e:
+                reply(STAGE_COMPILE, e.code, e.message)
+                continue
+            except Exception as e:  # noqa: BLE001
+                code, msg = split_status(str(e))
+                reply(STAGE_COMPILE, code, msg)
+                continue
+            reply(STAGE_OK, 0, "", stats=stats)
             continue
         try:
             exe = compiler.compile(module)

@@ -88,6 +88,58 @@ TEST(StepProgram, AnFsdpSplitShardsParametersAndTheirUpdatesAlike) {
   EXPECT_THAT(hlo::ToString(*step->module), HasSubstr("sharding={devices=[4"));
 }
 
+TEST(StepProgram, AScriptsOwnMarksSplitItsInputsOverItsMeshsDevices) {
+  // As xs.mark_sharding records them: a 2x2 mesh whose devices run backwards, a 2-D parameter split over both axes
+  // (its rows over the second, its columns over the first): the tile assignment follows the axes in that order.
+  Graph g = Load();
+  auto step = BuildStepProgram(g);
+  ASSERT_TRUE(step.ok() && step->module);
+  StepDataFlow flow = *g.program;
+  flow.mesh = {{2, 2}, {3, 2, 1, 0}};
+  size_t marked = flow.inputs.size();
+  for (size_t i = 0; i < step->inputs.size() && marked == flow.inputs.size(); ++i)
+    if (step->inputs[i].kind == "parameter" && step->inputs[i].meta.sizes.size() == 2) marked = i;
+  ASSERT_LT(marked, flow.inputs.size());
+  flow.inputs[marked].sharding = {{1}, {0}};
+  ASSERT_TRUE(ShardStepAsMarked(*step, flow).ok());
+  auto params = step->module->entry()->parameters();
+  const hlo::Sharding& s = *params[marked]->sharding;
+  EXPECT_EQ(s.type, hlo::Sharding::Type::kTiled);
+  EXPECT_EQ(s.tile_dims, (std::vector<int64_t>{2, 2}));
+  EXPECT_FALSE(s.iota);
+  EXPECT_EQ(s.devices, (std::vector<int64_t>{3, 1, 2, 0}));
+  // Unmarked inputs are replicated; the marked parameter's gradient and update are split as it is.
+  for (size_t i = 0; i < params.size(); ++i)
+    if (i != marked) EXPECT_EQ(params[i]->sharding->type, hlo::Sharding::Type::kReplicated) << i;
+  const std::string name = step->inputs[marked].name;
+  const hlo::Instruction* root = step->module->entry()->root();
+  int followed = 0;
+  for (size_t k = 0; k < step->outputs.size(); ++k)
+    if (step->outputs[k].name == name || step->outputs[k].name == name + ".grad") {
+      EXPECT_EQ(root->sharding->tuple[k], s) << step->outputs[k].name;
+      ++followed;
+    }
+  EXPECT_EQ(followed, 2);
+  // A mark naming more dimensions than its tensor has is refused, naming the tensor.
+  flow.inputs[marked].sharding = {{0}, {}, {1}};
+  auto again = BuildStepProgram(g);
+  ASSERT_TRUE(again.ok());
+  Status bad = ShardStepAsMarked(*again, flow);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("names 3 dimensions; the tensor has 2"));
+}
+
+TEST(StepProgram, ATraceWhoseMeshDoesNotHoldItsDevicesIsRefused) {
+  std::ifstream in(Src(kFixture));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = text.find("\"program\": {");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 12, "\"mesh\": {\"shape\": [2, 4], \"devices\": [0, 1, 2]}, ");
+  auto g = ParseTrace(text, "t.json");
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("program.mesh: a mesh of shape 2x4 holds 8 devices, not 3"));
+}
+
 TEST(StepProgram, ParallelSpecs) {
   auto p = ParseParallelism("dp=2,tp=4");
   ASSERT_TRUE(p.ok());

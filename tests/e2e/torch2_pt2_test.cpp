@@ -193,6 +193,40 @@ TEST_F(Torch2Pt2, ArchiveWithSeveralPrograms) {
   EXPECT_EQ(names, (std::vector<std::string>{"model", "head"}));
 }
 
+TEST_F(Torch2Pt2, AnExportedProgramIsCompiledWholeForFit) {
+  // `--fit` on a .pt2: the exported program is a whole program already; built from its graph signature (parameters,
+  // buffers, user inputs in; the loss and each parameter's gradient out) and compiled by XLA's CPU compiler, whose
+  // arguments are the program's inputs byte for byte: 163 f32 parameters, x f32[5,6] and y s64[5].
+  const std::string out = (dir_ / "joint_fit.json").string();
+  auto r = RunOpprobe({"analyze", "--no-cache", "--no-progress", "-q", "--fit", "--backend", "xla:cpu", "-o", out,
+                       File("joint_train")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = json::parse(ReadWholeFile(out))["program"];
+  ASSERT_EQ(p["outcome"], "compiled") << p.dump(1);
+  EXPECT_EQ(p["what"], "the exported program model");
+  EXPECT_EQ(p["step"]["end_kind"], "program_end");
+  EXPECT_TRUE(p["step"]["gaps"].empty()) << p.dump(1);
+  EXPECT_EQ(p["step"]["inputs"], 6);
+  EXPECT_EQ(p["step"]["outputs"], 5);
+  EXPECT_EQ(p["memory"]["argument_bytes"], 163 * 4 + 30 * 4 + 5 * 8);
+  EXPECT_EQ(p["estimate"]["argument_bytes"], p["memory"]["argument_bytes"]);
+  EXPECT_EQ(p["fits"], true);
+  std::string contributors = p["contributors"].dump();
+  EXPECT_THAT(contributors, ::testing::HasSubstr("\"parameters\""));
+  EXPECT_THAT(contributors, ::testing::HasSubstr("\"gradients\""));
+
+  // An inference program with its buffers (resnet18's batch-norm statistics), compiled for one v5e chip.
+  const std::string cnn = (dir_ / "resnet_fit.json").string();
+  r = RunOpprobe({"analyze", "--no-cache", "--no-progress", "-q", "--fit", "--require-fit", "--backend", "tpu:v5e",
+                  "-o", cnn, File("resnet18")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json q = json::parse(ReadWholeFile(cnn))["program"];
+  ASSERT_EQ(q["outcome"], "compiled") << q.dump(1);
+  EXPECT_TRUE(q["step"]["gaps"].empty()) << q.dump(1);
+  EXPECT_EQ(q["fits"], true);
+  EXPECT_THAT(q["contributors"].dump(), ::testing::HasSubstr("\"buffers\""));
+}
+
 TEST_F(Torch2Pt2, BareProgramJson) {
   LoadAndCompare("bare");
   json r = Analyze("bare");

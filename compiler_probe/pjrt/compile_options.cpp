@@ -1,10 +1,10 @@
-#include "compiler_probe/chip/compile_options.h"
+#include "compiler_probe/pjrt/compile_options.h"
 
 #include <algorithm>
 
 #include "hlo/instruction.h"
 
-namespace opprobe::compiler_probe::chip {
+namespace opprobe::compiler_probe::pjrt {
 
 namespace {
 
@@ -99,4 +99,4 @@ std::string SerializeCompileOptions(const CompileConfig& c) {
   return out;
 }
 
-}  // namespace opprobe::compiler_probe::chip
+}  // namespace opprobe::compiler_probe::pjrt

@@ -10,7 +10,7 @@
 
 #include "hlo/instruction.h"
 
-namespace opprobe::compiler_probe::chip {
+namespace opprobe::compiler_probe::pjrt {
 
 struct CompileConfig {
   int64_t replicas = 1;
@@ -30,4 +30,4 @@ CompileConfig CompileConfigFor(const hlo::Module& unit);
 // One replica and one partition is the six bytes 1a 04 20 01 28 01.
 std::string SerializeCompileOptions(const CompileConfig& config);
 
-}  // namespace opprobe::compiler_probe::chip
+}  // namespace opprobe::compiler_probe::pjrt
