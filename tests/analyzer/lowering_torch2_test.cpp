@@ -273,5 +273,33 @@ TEST(LoweringTorch2Test, GridSamplerBackwardWithoutTheInputsGradient) {  // outp
                1e-5);
 }
 
+// _sample_dirichlet (a Beta/Dirichlet rsample in pi0.5's training step): Gamma draws by rejection in a while loop,
+// normalized per row; concentrations below and above 1. Random: each row is positive and sums to 1.
+TEST(LoweringTorch2Test, SampleDirichletRowsArePositiveAndSumToOne) {
+  Node n = MakeNode("aten::_sample_dirichlet", "default", {A("self", T(F32, {3, 2})), A("generator", Value::None())},
+                    {T(F32, {3, 2})});
+  auto out = LowerAndRun(n, {Lit(F32, {3, 2}, {0.3, 0.5, 1.0, 1.0, 7.5, 2.0})});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].element_count(), 6);
+  for (int64_t r = 0; r < 3; ++r) {
+    double x = out[0].GetAsDouble(2 * r), y = out[0].GetAsDouble(2 * r + 1);
+    EXPECT_GT(x, 0);
+    EXPECT_GT(y, 0);
+    EXPECT_NEAR(x + y, 1.0, 1e-5) << "row " << r;
+  }
+}
+
+// _is_all_true (torch._assert_async / a tensor's truth value): one bool, whether every element is true.
+TEST(LoweringTorch2Test, IsAllTrueReducesEveryElement) {
+  Node n = MakeNode("aten::_is_all_true", "default", {A("self", T(hlo::PrimitiveType::PRED, {2, 2}))},
+                    {T(hlo::PrimitiveType::PRED, {})});
+  auto yes = LowerAndRun(n, {Lit(hlo::PrimitiveType::PRED, {2, 2}, {1, 1, 1, 1})});
+  auto no = LowerAndRun(n, {Lit(hlo::PrimitiveType::PRED, {2, 2}, {1, 0, 1, 1})});
+  ASSERT_EQ(yes.size(), 1u);
+  ASSERT_EQ(no.size(), 1u);
+  ExpectValues(yes[0], {1}, 0);
+  ExpectValues(no[0], {0}, 0);
+}
+
 }  // namespace
 }  // namespace opprobe::analyzer::testing
