@@ -84,6 +84,9 @@ SMALL = {
     "decoder_attention_heads": 4,
     "num_key_value_heads": 2, "num_kv_heads": 2, "multi_query_group_num": 2,
     "head_dim": 16, "d_kv": 16, "rotary_dim": 8, "attention_head_dim": 16, "kv_channels": 16,
+    # multi-head latent attention (MiniCPM3, Mistral 4; DeepSeek-V2/V3 and Kimi need more than this): its own head
+    # split and low ranks
+    "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "kv_lora_rank": 32, "q_lora_rank": 32,
     "intermediate_size": 128, "ffn_dim": 128, "d_ff": 128, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
     "n_inner": 128, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "expert_intermediate_size": 32,
     "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2, "decoder_layers": 2,
@@ -129,6 +132,15 @@ def shrink(d):
     for k, v in list(out.items()):
         if isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
             out[k] = {x: y for x, y in v.items() if int(x) < n} if n else v
+    # Multimodal rotary sections (time, height, width) split half of the rotary head: scaled to the smaller head.
+    rope = out.get("rope_parameters")
+    rot = out.get("qk_rope_head_dim") or out.get("head_dim")
+    if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list) and isinstance(rot, int):
+        sec, want = rope["mrope_section"], rot // 2
+        if sum(sec) != want and want >= len(sec):
+            scaled = [max(1, v * want // sum(sec)) for v in sec]
+            scaled[0] += want - sum(scaled)
+            out["rope_parameters"] = dict(rope, mrope_section=scaled)
     vocab = out.get("vocab_size")
     if isinstance(vocab, int):
         for key in TOKEN_IDS:
