@@ -114,6 +114,8 @@ def shrink(d):
             value = shrink(value)
         elif key in SMALL and isinstance(value, int) and not isinstance(value, bool) and value > SMALL[key]:
             value = SMALL[key]
+        elif key in SMALL and isinstance(value, list) and value and all(type(v) is int for v in value):
+            value = [min(v, SMALL[key]) if key in LAYER_COUNTS else SMALL[key] for v in value]  # per stage (Swin's heads)
         out[key] = value
     # Per-layer lists (layer_types, ...): one layer of each kind the full model has, in its order, and the layer
     # counts set to that many (at least SMALL's); per-layer dicts keep the layers that are left.
