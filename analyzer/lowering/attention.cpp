@@ -238,7 +238,8 @@ Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
 }
 
 // ---- PyTorch 2.x: _scaled_dot_product_flash_attention_for_cpu and its backward (scaled_dot_product_attention
-// on the CPU): the math path, softmax in f32 with the log-sum-exp the op also returns; and
+// on the CPU): the math path, softmax in f32 with the log-sum-exp the op also returns, key and value repeated to the
+// query's heads for grouped-query attention (their gradients summed back); and
 // scaled_dot_product_attention itself, which torch.export (2.5+) keeps undecomposed ----
 
 // Batched matmul over the leading dims: x [B..., M, K] . y [B..., K, N] (or y transposed: [B..., N, K]).
@@ -252,11 +253,36 @@ Instruction* BatchDot(Builder& b, Instruction* x, Instruction* y, bool x_t, bool
 }
 
 struct Sdpa {
-  Instruction *q, *k, *v;  // f32
+  Instruction *q, *k, *v;  // f32; k and v repeated to the query's heads (grouped-query attention)
   Instruction* probs;      // softmax, [B..., L, S] f32
   Instruction* lse;        // [B..., L] f32
   double scale;
+  int64_t groups = 1;      // query heads per key/value head (1 unless grouped-query attention)
 };
+
+// Grouped-query attention (enable_gqa: Llama, Qwen2, Gemma with num_key_value_heads < num_attention_heads): the
+// key/value [B..., Hkv, S, E] serve Hq = G * Hkv query heads, query head h using key/value head h / G (what
+// repeat_interleave(G, dim=-3) gives, the CPU kernel's mapping). Repeats x's heads G times: [B..., Hkv*G, S, E].
+Instruction* RepeatHeads(Builder& b, Instruction* x, int64_t groups) {
+  if (groups == 1) return x;
+  std::vector<int64_t> d = Dims(x), big = d;
+  size_t h = d.size() - 3;
+  big.insert(big.begin() + static_cast<std::ptrdiff_t>(h) + 1, groups);  // [B..., Hkv, G, S, E]
+  std::vector<int64_t> map;
+  for (size_t i = 0; i < d.size(); ++i) map.push_back(static_cast<int64_t>(i <= h ? i : i + 1));
+  d[h] *= groups;
+  return b.Reshape(b.Broadcast(x, big, map), d);
+}
+
+// The gradient of RepeatHeads: g [B..., Hkv*G, S, E] summed over each key/value head's G query heads.
+Instruction* SumHeadGroups(Builder& b, Instruction* g, int64_t groups) {
+  if (groups == 1) return g;
+  std::vector<int64_t> d = Dims(g), split = d;
+  size_t h = d.size() - 3;
+  split[h] /= groups;
+  split.insert(split.begin() + static_cast<std::ptrdiff_t>(h) + 1, groups);
+  return ReduceSum(b, b.Reshape(g, split), {static_cast<int64_t>(h) + 1});
+}
 
 // Scores, the causal/explicit mask, softmax and log-sum-exp in f32 (what the CPU flash kernel accumulates in).
 Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
@@ -271,7 +297,17 @@ Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
   PrimitiveType f = PrimitiveType::F32;
   if (q0->shape.element_type() == PrimitiveType::F64) f = PrimitiveType::F64;
   Sdpa s;
-  s.q = b.Convert(q0, f), s.k = b.Convert(k0, f), s.v = b.Convert(v0, f);
+  if (r >= 3) {
+    size_t h = static_cast<size_t>(r - 3);
+    int64_t hq = Dims(q0)[h], hk = Dims(k0)[h];
+    if (Dims(v0)[h] != hk) return ctx.Unsupported("key and value have different numbers of heads");
+    if (hk != hq && hk > 0) {
+      if (hq % hk != 0) return ctx.Unsupported(fmt::format("{} query heads are not a multiple of {} key/value heads", hq, hk));
+      s.groups = hq / hk;
+    }
+  }
+  s.q = b.Convert(q0, f);
+  s.k = RepeatHeads(b, b.Convert(k0, f), s.groups), s.v = RepeatHeads(b, b.Convert(v0, f), s.groups);
   std::vector<int64_t> qd = Dims(q0), kd = Dims(k0);
   int64_t L = qd[static_cast<size_t>(r - 2)], S = kd[static_cast<size_t>(r - 2)], E = qd.back();
   const Value* sv = ctx.Arg("scale", 100);
@@ -325,6 +361,7 @@ Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
   Instruction* ds = Mul(b, s.probs, Sub(b, dp, BcastBack(b, rows, sd, {last})));
   Instruction* dq = MulScalar(b, BatchDot(b, ds, s.k, false, false), s.scale);
   Instruction* dk = MulScalar(b, BatchDot(b, ds, s.q, true, false), s.scale);
+  dk = SumHeadGroups(b, dk, s.groups), dv = SumHeadGroups(b, dv, s.groups);  // back to the key/value heads
   PrimitiveType t = ctx.Tensor("query", 1)->shape.element_type();
   return ctx.Finish({b.Convert(dq, ctx.OutputType(0, t)), b.Convert(dk, ctx.OutputType(1, t)), b.Convert(dv, ctx.OutputType(2, t))});
 }

@@ -1,6 +1,7 @@
 // Matrix and vector products lower to `dot` with explicit dimension numbers (torch_xla CreateMatMul / JAX
 // dot_general): mm contracts {1}x{0}, bmm adds batch dims {0}x{0}; addmm/baddbmm/linear add the
-// broadcast bias; einsum and _trilinear are dots too; linalg_cross and trace are slices and a masked sum.
+// broadcast bias; _grouped_mm is one dot per group, selected by a mask of its offsets; einsum and _trilinear are
+// dots too; linalg_cross and trace are slices and a masked sum.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,6 +61,68 @@ Expected<LoweredOp> Addmm(const Node& n, Builder& b) {
   Instruction* d = b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({1}, {0}));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(ctx, d, t));
   return ctx.Finish({r});
+}
+
+// _grouped_mm(self, mat2, offs, bias, out_dtype) (PyTorch 2.8+; Mixtral-style experts in transformers' grouped_mm
+// experts): one matmul per group, the groups cut along one dim by `offs`, the groups' cumulative end offsets (int32
+// [G]) read at run time. 2-d x 3-d: rows of self [M, K] by group times mat2[g] [K, N] -> [M, N]; 3-d x 2-d: self[g]
+// [M, K] times the column group g of mat2 [K, N] -> [M, N]; 2-d x 2-d (the weight gradient): the K range of group g
+// -> [G, M, N]; 3-d x 3-d: bmm. Each is the dot of every group with the whole cut dim and a select of the group each
+// index belongs to (mask[g, i]: offs[g-1] <= i < offs[g]); indices past the last offset are zero (PyTorch leaves them
+// unwritten).
+Instruction* GroupMask(Builder& b, Instruction* offs, int64_t len) {
+  int64_t G = Dims(offs)[0];
+  Instruction* ends = b.Convert(offs, PrimitiveType::S64);
+  Instruction* zero = b.Reshape(ConstS64(b, 0), {1});
+  Instruction* starts = G == 1 ? zero : b.Concatenate({zero, b.SliceInDim(ends, 0, G - 1, 1, 0)}, 0);
+  Shape sh = Shape::Array(PrimitiveType::S64, {G, len});
+  Instruction* i = b.Iota(sh, 1);
+  return b.Binary(Opcode::kAnd, b.Compare(i, b.Broadcast(starts, {G, len}, {0}), ComparisonDirection::kGe),
+                  b.Compare(i, b.Broadcast(ends, {G, len}, {0}), ComparisonDirection::kLt));  // [G, len]
+}
+
+Expected<LoweredOp> GroupedMm(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("mat2", 1));
+  Instruction* offs = ctx.Tensor("offs", 2);
+  if (ctx.Tensor("bias", 3)) return ctx.Unsupported("_grouped_mm with a bias");
+  PrimitiveType t = x->shape.element_type();
+  PrimitiveType out = ctx.OutputType(0, t);
+  y = b.Convert(y, t);
+  int64_t xr = Rank(x), yr = Rank(y);
+  std::vector<int64_t> xd = Dims(x), yd = Dims(y);
+  if (xr == 3 && yr == 3) {
+    if (xd[0] != yd[0] || xd[2] != yd[1]) return ctx.Unsupported("batch or contracted sizes do not match");
+    return ctx.Finish({b.Convert(b.Dot(x, y, Dn({2}, {1}, {0}, {0})), out)});
+  }
+  if (!offs) return ctx.Unsupported("offs is required unless both operands are 3-d");
+  if (Rank(offs) != 1 || !hlo::IsInteger(offs->shape.element_type()) || Dims(offs)[0] < 1)
+    return ctx.Unsupported("offs must be a 1-d integer tensor of the groups' end offsets");
+  int64_t G = Dims(offs)[0];
+  Instruction* r = nullptr;
+  if (xr == 2 && yr == 3) {  // [M, K] x [G, K, N]
+    int64_t M = xd[0], N = yd[2];
+    if (yd[0] != G || xd[1] != yd[1]) return ctx.Unsupported("sizes do not fit a 2-d x 3-d grouped matmul");
+    Instruction* all = b.Dot(x, y, Dn({1}, {1}));  // [M, G, N]
+    Instruction* keep = b.Broadcast(GroupMask(b, offs, M), {M, G, N}, {1, 0});
+    r = ReduceSum(b, b.Select(keep, all, Full(b, t, 0, {M, G, N})), {1});
+  } else if (xr == 3 && yr == 2) {  // [G, M, K] x [K, N]
+    int64_t M = xd[1], N = yd[1];
+    if (xd[0] != G || xd[2] != yd[0]) return ctx.Unsupported("sizes do not fit a 3-d x 2-d grouped matmul");
+    Instruction* all = b.Dot(x, y, Dn({2}, {0}));  // [G, M, N]
+    Instruction* keep = b.Broadcast(GroupMask(b, offs, N), {G, M, N}, {0, 2});
+    r = ReduceSum(b, b.Select(keep, all, Full(b, t, 0, {G, M, N})), {0});
+  } else if (xr == 2 && yr == 2) {  // [M, K] x [K, N], K cut into groups
+    int64_t M = xd[0], K = xd[1];
+    if (yd[0] != K) return ctx.Unsupported("sizes do not fit a 2-d x 2-d grouped matmul");
+    Instruction* keep = b.Broadcast(GroupMask(b, offs, K), {G, M, K}, {0, 2});
+    Instruction* xs = b.Select(keep, b.Broadcast(x, {G, M, K}, {1, 2}), Full(b, t, 0, {G, M, K}));
+    r = b.Dot(xs, y, Dn({2}, {0}));  // [G, M, N]
+  } else {
+    return ctx.Unsupported("operands must be 2-d or 3-d");
+  }
+  return ctx.Finish({b.Convert(r, out)});
 }
 
 // baddbmm, and with `sum_batches` addbmm (the batch products summed).
@@ -325,6 +388,7 @@ const LoweringFamily& LinalgLowerings() {
   static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
       {"aten::mm", Mm},
       {"aten::bmm", Bmm},
+      {"aten::_grouped_mm", GroupedMm},
       {"aten::addmm", Addmm},
       {"aten::baddbmm", Baddbmm},
       {"aten::addbmm", Addbmm},

@@ -1,6 +1,7 @@
 // Random ops lower to XLA's `rng` instruction (distribution uniform or normal), as torch_xla's
 // RngUniform/RngNormal do; dropout masks compare a uniform sample with p; the other distributions
-// (exponential_, cauchy_, log_normal_, geometric_) transform a uniform or normal sample.
+// (exponential_, cauchy_, log_normal_, geometric_) transform a uniform or normal sample; poisson and
+// _sample_dirichlet (Gamma) are while loops of draws.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -286,6 +287,56 @@ Expected<LoweredOp> Poisson(const Node& n, Builder& b) {
   return op;
 }
 
+// _sample_dirichlet(self): one Dirichlet(self) sample per row of the last dim (Beta and Dirichlet distributions'
+// rsample: pi0.5's flow-matching time), Gamma(alpha) samples normalized by their row's sum. XLA's rng has no Gamma
+// distribution; this is Marsaglia and Tsang's rejection method, as PyTorch's CPU kernel uses it: with d = a - 1/3
+// and c = 1 / sqrt(9 d), x normal and u uniform, v = (1 + c x)^3 is accepted when v > 0 and
+// log u < x^2 / 2 + d - d v + d log v, and the sample is d v; a < 1 draws Gamma(a + 1) and scales it by u^(1/a). A
+// `while` loop draws for every element until each has accepted one.
+Expected<LoweredOp> SampleDirichlet(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * alpha0, ctx.RequiredTensor("self", 0));
+  PrimitiveType t = ctx.OutputType(0, alpha0->shape.element_type());
+  if (!hlo::IsFloatingPoint(t) || Rank(alpha0) < 1) return ctx.Unsupported("needs float concentrations of rank >= 1");
+  PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
+  std::vector<int64_t> dims = Dims(alpha0);
+  Instruction* alpha = b.Convert(alpha0, ct);
+  Instruction* small = CmpScalar(b, alpha, 1, ComparisonDirection::kLt);
+  Instruction* a = b.Select(small, AddScalar(b, alpha, 1), alpha);
+  Instruction* d = AddScalar(b, a, -1.0 / 3.0);
+  Instruction* c = b.Unary(Opcode::kRsqrt, MulScalar(b, d, 9));
+  Instruction* zeros = Full(b, ct, 0, dims);
+  // state: the samples, whether each is accepted, d, c, whether any element is still drawing
+  LoopState init = {zeros, Full(b, PrimitiveType::PRED, 0, dims), d, c, b.ConstantScalar(PrimitiveType::PRED, 1)};
+  auto cond = [](Builder& cb, const LoopState& st) { return st[4]; };
+  auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
+    Instruction* x = RngIn(bb, ct, 0, 1, hlo::RandomDistribution::kNormal, dims);
+    Instruction* u = RngIn(bb, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
+    Instruction* base = AddScalar(bb, Mul(bb, st[3], x), 1);
+    Instruction* v = Mul(bb, Mul(bb, base, base), base);
+    Instruction* positive = CmpScalar(bb, v, 0, ComparisonDirection::kGt);
+    Instruction* safe_v = bb.Select(positive, v, FullLike(bb, v, 1));
+    Instruction* bound = Add(bb, Add(bb, MulScalar(bb, Mul(bb, x, x), 0.5), st[2]),
+                             Mul(bb, st[2], Sub(bb, bb.Unary(Opcode::kLog, safe_v), safe_v)));
+    Instruction* ok = bb.Binary(Opcode::kAnd, positive, bb.Compare(bb.Unary(Opcode::kLog, u), bound, ComparisonDirection::kLt));
+    Instruction* take = bb.Binary(Opcode::kAnd, ok, bb.Unary(Opcode::kNot, st[1]));
+    Instruction* sample = bb.Select(take, Mul(bb, st[2], safe_v), st[0]);
+    Instruction* accepted = bb.Binary(Opcode::kOr, st[1], ok);
+    Instruction* pending = Reduce(bb, bb.Unary(Opcode::kNot, accepted), AllDims(accepted), Opcode::kOr,
+                                  bb.ConstantScalar(PrimitiveType::PRED, 0));
+    return {sample, accepted, st[2], st[3], pending};
+  };
+  LoopState done = Loop(b, init, "gamma", cond, body);
+  Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
+  Instruction* boost = b.Binary(Opcode::kPower, u, Div(b, FullLike(b, alpha, 1), alpha));
+  Instruction* gamma = b.Select(small, Mul(b, done[0], boost), done[0]);
+  int64_t last = Rank(gamma) - 1;
+  Instruction* sum = BcastBack(b, ReduceSum(b, gamma, {last}), dims, {last});
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.Convert(Div(b, gamma, sum), t)}));
+  op.note = "a while loop of rejection sampling (Gamma): its trip count is random";
+  return op;
+}
+
 template <Distribution kDist>
 Expected<LoweredOp> Sample(const Node& n, Builder& b) {
   return RandDerived(n, b, kDist);
@@ -326,6 +377,7 @@ const LoweringFamily& RandomLowerings() {
       {"aten::randperm", Randperm},
       {"aten::multinomial", Multinomial},
       {"aten::poisson", Poisson},
+      {"aten::_sample_dirichlet", SampleDirichlet},
       {"aten::native_dropout", NativeDropout},
       {"aten::native_dropout_backward", NativeDropoutBackward},
       {"aten::dropout", DropoutComposite},

@@ -803,6 +803,7 @@ const LoweringFamily& ReductionLowerings() {
       {"aten::min", Reduction(Min)},
       {"aten::any", Reduction(Any)},
       {"aten::all", Reduction(All)},
+      {"aten::_is_all_true", Reduction(All)},  // (torch._assert_async's and Tensor.bool()'s check: all of self)
       {"aten::logsumexp", Reduction(LogSumExp)},
       {"aten::norm", Reduction(NormP, 2)},
       {"aten::linalg_vector_norm", Reduction(VectorNorm, 2)},

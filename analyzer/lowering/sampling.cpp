@@ -2,8 +2,8 @@
 // `dot` with a constant [in, out] interpolation matrix (what jax.image.resize's scale-and-translate
 // does); the backward ops contract with the transposed matrix. im2col/col2im are a grouped
 // convolution / backprop-input convolution with a constant one-hot kernel. grid_sampler_2d is a
-// `gather` of the four neighbours with bilinear weights. cdist/pdist are broadcast differences
-// and reductions.
+// `gather` of the four neighbours with bilinear weights, its backward a scatter-add into them. cdist/pdist are
+// broadcast differences and reductions.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -230,75 +230,189 @@ Expected<LoweredOp> Col2Im(const Node& n, Builder& b) {
   return ctx.Finish({y});
 }
 
-Expected<LoweredOp> GridSampler2d(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * grid, ctx.RequiredTensor("grid", 1));
-  int64_t interp = ctx.Int("interpolation_mode", 2, 0);
-  int64_t padding = ctx.Int("padding_mode", 3, 0);
-  bool align = ctx.Bool("align_corners", 4, false);
-  if (interp > 1) return ctx.Unsupported("bicubic grid sampling");
+// grid_sampler_2d's arguments and the sampling positions both directions share: the input as [N, H*W, C] rows, the
+// grid's unnormalized x and y ([N, Ho, Wo]), and d(position)/d(grid) per axis (the unnormalization's factor, zero where
+// border padding clips the position: PyTorch's clip_coordinates_set_grad treats the border itself as outside).
+struct GridSampling {
+  int64_t interp = 0, N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0;
+  PrimitiveType t = PrimitiveType::F32;
+  Instruction* xt = nullptr;  // [N, H*W, C]
+  Instruction *ix = nullptr, *iy = nullptr;
+  Instruction *dix = nullptr, *diy = nullptr;  // [N, Ho, Wo]
+
+  std::vector<int64_t> Positions() const { return {N, Ho, Wo}; }
+  std::vector<int64_t> Taps() const { return {N, Ho, Wo, C}; }
+};
+
+Expected<GridSampling> ReadGridSampling(const LoweringContext& ctx, Builder& b, size_t input_pos) {
+  GridSampling g;
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", input_pos));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * grid, ctx.RequiredTensor("grid", input_pos + 1));
+  g.interp = ctx.Int("interpolation_mode", input_pos + 2, 0);
+  int64_t padding = ctx.Int("padding_mode", input_pos + 3, 0);
+  bool align = ctx.Bool("align_corners", input_pos + 4, false);
+  if (g.interp > 1) return ctx.Unsupported("bicubic grid sampling");
   if (padding == 2) return ctx.Unsupported("reflection padding in grid sampling");
   std::vector<int64_t> xd = Dims(x), gd = Dims(grid);
   if (xd.size() != 4 || gd.size() != 4 || gd[3] != 2) return ctx.Unsupported("expects 4-d input and grid");
-  int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], Ho = gd[1], Wo = gd[2];
-  PrimitiveType t = x->shape.element_type();
-  Instruction* g = b.Convert(grid, t);
-  std::vector<int64_t> pd = {N, Ho, Wo};
-  Instruction* gx = b.Reshape(b.SliceInDim(g, 0, 1, 1, 3), pd);
-  Instruction* gy = b.Reshape(b.SliceInDim(g, 1, 2, 1, 3), pd);
+  g.N = xd[0], g.C = xd[1], g.H = xd[2], g.W = xd[3], g.Ho = gd[1], g.Wo = gd[2];
+  g.t = x->shape.element_type();
+  Instruction* gr = b.Convert(grid, g.t);
+  std::vector<int64_t> pd = g.Positions();
+  Instruction* gx = b.Reshape(b.SliceInDim(gr, 0, 1, 1, 3), pd);
+  Instruction* gy = b.Reshape(b.SliceInDim(gr, 1, 2, 1, 3), pd);
   auto unnorm = [&](Instruction* v, int64_t size) {
     // align: (v + 1) / 2 * (size - 1); else ((v + 1) * size - 1) / 2
     if (align) return MulScalar(b, AddScalar(b, v, 1), (static_cast<double>(size) - 1) / 2);
     return MulScalar(b, AddScalar(b, MulScalar(b, AddScalar(b, v, 1), static_cast<double>(size)), -1), 0.5);
   };
-  Instruction* ix = unnorm(gx, W);
-  Instruction* iy = unnorm(gy, H);
-  if (padding == 1) {  // border: clip coordinates
-    ix = b.Clamp(Scalar(b, t, 0), ix, Scalar(b, t, static_cast<double>(W - 1)));
-    iy = b.Clamp(Scalar(b, t, 0), iy, Scalar(b, t, static_cast<double>(H - 1)));
+  auto factor = [&](int64_t size) { return align ? (static_cast<double>(size) - 1) / 2 : static_cast<double>(size) / 2; };
+  g.ix = unnorm(gx, g.W);
+  g.iy = unnorm(gy, g.H);
+  g.dix = Full(b, g.t, factor(g.W), pd);
+  g.diy = Full(b, g.t, factor(g.H), pd);
+  if (padding == 1) {  // border: clip coordinates; no gradient through a clipped one
+    auto inside = [&](Instruction* v, int64_t size) {
+      return b.Binary(Opcode::kAnd, CmpScalar(b, v, 0, ComparisonDirection::kGt),
+                      CmpScalar(b, v, static_cast<double>(size - 1), ComparisonDirection::kLt));
+    };
+    g.dix = b.Select(inside(g.ix, g.W), g.dix, Full(b, g.t, 0, pd));
+    g.diy = b.Select(inside(g.iy, g.H), g.diy, Full(b, g.t, 0, pd));
+    g.ix = b.Clamp(Scalar(b, g.t, 0), g.ix, Scalar(b, g.t, static_cast<double>(g.W - 1)));
+    g.iy = b.Clamp(Scalar(b, g.t, 0), g.iy, Scalar(b, g.t, static_cast<double>(g.H - 1)));
   }
   // input as [N, H*W, C] for a batched gather of rows.
-  Instruction* xt = b.Reshape(b.Transpose(x, {0, 2, 3, 1}), {N, H * W, C});
+  g.xt = b.Reshape(b.Transpose(b.Convert(x, g.t), {0, 2, 3, 1}), {g.N, g.H * g.W, g.C});
+  return g;
+}
+
+// One tap of the sampling: the [N, Ho, Wo, 2] (batch, row of xt) indices of integer position (yy, xx), clamped into
+// the input, and whether the position lies inside it (zero padding: a tap outside reads and receives zero).
+struct GridTap {
+  Instruction* index;   // [N, Ho, Wo, 2] S64
+  Instruction* inside;  // [N, Ho, Wo, C] PRED
+};
+
+GridTap TapAt(Builder& b, const GridSampling& g, Instruction* yy, Instruction* xx) {
+  PrimitiveType t = g.t;
+  std::vector<int64_t> pd = g.Positions();
+  Instruction* inb = b.Binary(Opcode::kAnd,
+                              b.Binary(Opcode::kAnd, CmpScalar(b, xx, 0, ComparisonDirection::kGe),
+                                       CmpScalar(b, xx, static_cast<double>(g.W - 1), ComparisonDirection::kLe)),
+                              b.Binary(Opcode::kAnd, CmpScalar(b, yy, 0, ComparisonDirection::kGe),
+                                       CmpScalar(b, yy, static_cast<double>(g.H - 1), ComparisonDirection::kLe)));
+  Instruction* xi = b.Convert(b.Clamp(Scalar(b, t, 0), xx, Scalar(b, t, static_cast<double>(g.W - 1))), PrimitiveType::S64);
+  Instruction* yi = b.Convert(b.Clamp(Scalar(b, t, 0), yy, Scalar(b, t, static_cast<double>(g.H - 1))), PrimitiveType::S64);
+  Instruction* pos = Add(b, MulScalar(b, yi, static_cast<double>(g.W)), xi);
   Instruction* bidx = b.Iota(Shape::Array(PrimitiveType::S64, pd), 0);
-  auto tap = [&](Instruction* yy, Instruction* xx) {
-    // value at integer (yy, xx) (as t), zero outside; returns [N, Ho, Wo, C]
-    Instruction* inb = b.Binary(Opcode::kAnd,
-                                b.Binary(Opcode::kAnd, CmpScalar(b, xx, 0, ComparisonDirection::kGe),
-                                         CmpScalar(b, xx, static_cast<double>(W - 1), ComparisonDirection::kLe)),
-                                b.Binary(Opcode::kAnd, CmpScalar(b, yy, 0, ComparisonDirection::kGe),
-                                         CmpScalar(b, yy, static_cast<double>(H - 1), ComparisonDirection::kLe)));
-    Instruction* xi = b.Convert(b.Clamp(Scalar(b, t, 0), xx, Scalar(b, t, static_cast<double>(W - 1))), PrimitiveType::S64);
-    Instruction* yi = b.Convert(b.Clamp(Scalar(b, t, 0), yy, Scalar(b, t, static_cast<double>(H - 1))), PrimitiveType::S64);
-    Instruction* pos = Add(b, MulScalar(b, yi, static_cast<double>(W)), xi);
-    std::vector<int64_t> d1 = {N, Ho, Wo, 1};
-    Instruction* idx = b.Concatenate({b.Reshape(bidx, d1), b.Reshape(pos, d1)}, 3);
-    hlo::GatherDimensionNumbers dn;
-    dn.offset_dims = {3};
-    dn.collapsed_slice_dims = {0, 1};
-    dn.start_index_map = {0, 1};
-    dn.index_vector_dim = 3;
-    Instruction* v = b.Gather(xt, idx, dn, {1, 1, C}, Shape::Array(t, {N, Ho, Wo, C}));
-    return b.Select(b.Broadcast(inb, {N, Ho, Wo, C}, {0, 1, 2}), v, Full(b, t, 0, {N, Ho, Wo, C}));
-  };
+  std::vector<int64_t> d1 = {g.N, g.Ho, g.Wo, 1};
+  Instruction* idx = b.Concatenate({b.Reshape(bidx, d1), b.Reshape(pos, d1)}, 3);
+  return {idx, b.Broadcast(inb, g.Taps(), {0, 1, 2})};
+}
+
+// The value at a tap (as t), zero outside: [N, Ho, Wo, C].
+Instruction* TapValue(Builder& b, const GridSampling& g, const GridTap& tap) {
+  hlo::GatherDimensionNumbers dn;
+  dn.offset_dims = {3};
+  dn.collapsed_slice_dims = {0, 1};
+  dn.start_index_map = {0, 1};
+  dn.index_vector_dim = 3;
+  Instruction* v = b.Gather(g.xt, tap.index, dn, {1, 1, g.C}, Shape::Array(g.t, g.Taps()));
+  return b.Select(tap.inside, v, Full(b, g.t, 0, g.Taps()));
+}
+
+// The bilinear corners (y0, x0), (y0, x1), (y1, x0), (y1, x1) and their weights' factors.
+struct Bilinear {
+  Instruction *x0, *x1, *y0, *y1;
+  Instruction *wx0, *wx1, *wy0, *wy1;  // [N, Ho, Wo]
+};
+
+Bilinear Corners(Builder& b, const GridSampling& g) {
+  Bilinear c;
+  c.x0 = b.Unary(Opcode::kFloor, g.ix);
+  c.y0 = b.Unary(Opcode::kFloor, g.iy);
+  c.x1 = AddScalar(b, c.x0, 1);
+  c.y1 = AddScalar(b, c.y0, 1);
+  c.wx1 = Sub(b, g.ix, c.x0);
+  c.wx0 = Sub(b, FullLike(b, c.wx1, 1), c.wx1);
+  c.wy1 = Sub(b, g.iy, c.y0);
+  c.wy0 = Sub(b, FullLike(b, c.wy1, 1), c.wy1);
+  return c;
+}
+
+Expected<LoweredOp> GridSampler2d(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(GridSampling g, ReadGridSampling(ctx, b, 0));
+  std::vector<int64_t> od = g.Taps();
   Instruction* r;
-  std::vector<int64_t> od = {N, Ho, Wo, C};
-  if (interp == 1) {  // nearest (round half to even, like nearbyint)
-    r = tap(b.Unary(Opcode::kRoundNearestEven, iy), b.Unary(Opcode::kRoundNearestEven, ix));
+  if (g.interp == 1) {  // nearest (round half to even, like nearbyint)
+    r = TapValue(b, g, TapAt(b, g, b.Unary(Opcode::kRoundNearestEven, g.iy), b.Unary(Opcode::kRoundNearestEven, g.ix)));
   } else {
-    Instruction* x0 = b.Unary(Opcode::kFloor, ix);
-    Instruction* y0 = b.Unary(Opcode::kFloor, iy);
-    Instruction* x1 = AddScalar(b, x0, 1);
-    Instruction* y1 = AddScalar(b, y0, 1);
-    Instruction* wx1 = Sub(b, ix, x0);
-    Instruction* wx0 = Sub(b, FullLike(b, wx1, 1), wx1);
-    Instruction* wy1 = Sub(b, iy, y0);
-    Instruction* wy0 = Sub(b, FullLike(b, wy1, 1), wy1);
+    Bilinear c = Corners(b, g);
     auto wb = [&](Instruction* a, Instruction* bb) { return b.Broadcast(Mul(b, a, bb), od, {0, 1, 2}); };
-    r = Add(b, Add(b, Mul(b, tap(y0, x0), wb(wy0, wx0)), Mul(b, tap(y0, x1), wb(wy0, wx1))),
-            Add(b, Mul(b, tap(y1, x0), wb(wy1, wx0)), Mul(b, tap(y1, x1), wb(wy1, wx1))));
+    auto val = [&](Instruction* yy, Instruction* xx) { return TapValue(b, g, TapAt(b, g, yy, xx)); };
+    r = Add(b, Add(b, Mul(b, val(c.y0, c.x0), wb(c.wy0, c.wx0)), Mul(b, val(c.y0, c.x1), wb(c.wy0, c.wx1))),
+            Add(b, Mul(b, val(c.y1, c.x0), wb(c.wy1, c.wx0)), Mul(b, val(c.y1, c.x1), wb(c.wy1, c.wx1))));
   }
   return ctx.Finish({b.Transpose(r, {0, 3, 1, 2})});
+}
+
+// grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+// the input's gradient scatter-adds each output's gradient into the taps it read, with their weights; the grid's is
+// the bilinear weights' derivative along x and y summed over the channels (zero for nearest), times d(position)/d(grid).
+// grad_input is left out when output_mask[0] is false (PyTorch returns an undefined tensor there); grad_grid is
+// always computed, as PyTorch's kernels do.
+Expected<LoweredOp> GridSampler2dBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * go0, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(GridSampling g, ReadGridSampling(ctx, b, 1));
+  std::vector<bool> mask = ctx.Bools("output_mask", 6, {true, true});
+  if (mask.size() != 2) return ctx.Unsupported("output_mask must have 2 entries");
+  std::vector<int64_t> od = g.Taps(), pd = g.Positions();
+  if (Dims(go0) != std::vector<int64_t>{g.N, g.C, g.Ho, g.Wo}) return ctx.Unsupported("grad_output does not fit the grid");
+  Instruction* go = b.Transpose(b.Convert(go0, g.t), {0, 2, 3, 1});  // [N, Ho, Wo, C]
+  hlo::ScatterDimensionNumbers sdn;
+  sdn.update_window_dims = {3};
+  sdn.inserted_window_dims = {0, 1};
+  sdn.scatter_dims_to_operand_dims = {0, 1};
+  sdn.index_vector_dim = 3;
+  Instruction* gin = Full(b, g.t, 0, {g.N, g.H * g.W, g.C});
+  auto scatter = [&](const GridTap& tap, Instruction* w) {  // gin[tap] += go * w (w: [N, Ho, Wo] or null)
+    Instruction* upd = w ? Mul(b, go, b.Broadcast(w, od, {0, 1, 2})) : go;
+    upd = b.Select(tap.inside, upd, Full(b, g.t, 0, od));
+    gin = b.Scatter({gin}, tap.index, {upd}, sdn, b.ScalarBinaryComputation(Opcode::kAdd, g.t));
+  };
+  Instruction* ggrid;
+  if (g.interp == 1) {
+    scatter(TapAt(b, g, b.Unary(Opcode::kRoundNearestEven, g.iy), b.Unary(Opcode::kRoundNearestEven, g.ix)), nullptr);
+    ggrid = Full(b, g.t, 0, {g.N, g.Ho, g.Wo, 2});
+  } else {
+    Bilinear c = Corners(b, g);
+    GridTap t00 = TapAt(b, g, c.y0, c.x0), t01 = TapAt(b, g, c.y0, c.x1), t10 = TapAt(b, g, c.y1, c.x0),
+            t11 = TapAt(b, g, c.y1, c.x1);
+    if (mask[0]) {
+      scatter(t00, Mul(b, c.wy0, c.wx0));
+      scatter(t01, Mul(b, c.wy0, c.wx1));
+      scatter(t10, Mul(b, c.wy1, c.wx0));
+      scatter(t11, Mul(b, c.wy1, c.wx1));
+    }
+    Instruction *v00 = TapValue(b, g, t00), *v01 = TapValue(b, g, t01), *v10 = TapValue(b, g, t10),
+                *v11 = TapValue(b, g, t11);
+    auto wb = [&](Instruction* w) { return b.Broadcast(w, od, {0, 1, 2}); };
+    // d out / d ix = (v01 - v00) wy0 + (v11 - v10) wy1; d out / d iy = (v10 - v00) wx0 + (v11 - v01) wx1.
+    Instruction* dx = Add(b, Mul(b, Sub(b, v01, v00), wb(c.wy0)), Mul(b, Sub(b, v11, v10), wb(c.wy1)));
+    Instruction* dy = Add(b, Mul(b, Sub(b, v10, v00), wb(c.wx0)), Mul(b, Sub(b, v11, v01), wb(c.wx1)));
+    Instruction* gx = Mul(b, ReduceSum(b, Mul(b, go, dx), {3}), g.dix);
+    Instruction* gy = Mul(b, ReduceSum(b, Mul(b, go, dy), {3}), g.diy);
+    std::vector<int64_t> d1 = {g.N, g.Ho, g.Wo, 1};
+    ggrid = b.Concatenate({b.Reshape(gx, d1), b.Reshape(gy, d1)}, 3);
+  }
+  std::vector<Instruction*> outs;
+  PrimitiveType it = ctx.OutputType(0, g.t);
+  if (mask[0]) outs.push_back(b.Convert(b.Transpose(b.Reshape(gin, {g.N, g.H, g.W, g.C}), {0, 3, 1, 2}), it));
+  const TensorMeta* grid_meta = ctx.ArgMeta("grid", 2);
+  outs.push_back(b.Convert(ggrid, grid_meta ? grid_meta->dtype : g.t));
+  return ctx.Finish(outs);
 }
 
 // Pairwise p-norm distances between rows: x [.., P, M], y [.., R, M] -> [.., P, R].
@@ -386,6 +500,7 @@ const LoweringFamily& SamplingLowerings() {
       {"aten::im2col", Im2Col},
       {"aten::col2im", Col2Im},
       {"aten::grid_sampler_2d", GridSampler2d},
+      {"aten::grid_sampler_2d_backward", GridSampler2dBackward},
       {"aten::_cdist_forward", Cdist},
       {"aten::_pdist_forward", Pdist},
   }};

@@ -1,9 +1,11 @@
 // The lowerings of ops that PyTorch 2.x training steps dispatch and 1.13 never did (fused optimizers and
 // _foreach_norm in optimizer.cpp, the CPU flash attention in attention.cpp, _safe_softmax, ...), evaluated on small
 // inputs. The expected values are what torch 2.9.0 computes for the same inputs (its own kernels, e.g.
-// torch._fused_adam_ and torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward).
+// torch._fused_adam_ and torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward); grouped-query attention,
+// _grouped_mm and grid_sampler_2d_backward are what the model zoos' training steps (tests/torch2/zoo) dispatch.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "lowering_test_util.h"
@@ -117,6 +119,186 @@ TEST(LoweringTorch2Test, CpuFlashAttentionBackwardMatchesTorch) {
   ExpectValues(out[2], {0.6620796322822571, -0.33103981614112854, 0.7082644104957581, -0.35413220524787903,
                         0.6296560168266296, -0.3148280084133148},
                1e-5);
+}
+
+// sin(i * a + b) for i < n: the inputs the expected values below were computed from (torch.sin(torch.arange(n) * a + b)).
+std::vector<double> Seq(int n, double a, double b) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(std::sin(static_cast<float>(i * a) + b));
+  return v;
+}
+// (7 i mod m) - 2 for i < n: small integers, exact in every float type.
+std::vector<double> Small(int n, int m) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(static_cast<double>((i * 7) % m - 2));
+  return v;
+}
+
+// Grouped-query attention (Llama, Qwen2, Gemma with num_key_value_heads < num_attention_heads): 4 query heads share
+// 2 key/value heads, query head h reading key/value head h / 2; causal. The gradients of the keys and values are
+// summed over the query heads that read them.
+TEST(LoweringTorch2Test, CpuFlashAttentionWithFewerKeyValueHeadsForwardAndBackward) {
+  std::vector<double> q = Seq(16, 0.37, 0.5), k = Seq(12, 0.71, 0.2), v = Seq(12, 0.53, 1.1), go = Seq(16, 0.29, 0.3);
+  std::vector<double> o = {0.8912074,  0.99824798, 0.85411316,  0.64986926,  0.8912074,   0.99824798,
+                           0.85788274, 0.6852721,  -0.90796715, -0.99523985, -0.88505888, -0.85720783,
+                           -0.90796715, -0.99523985, -0.86906081, -0.76081252};
+  std::vector<double> lse = {0.49404678, 1.65843415, 0.52607167, 0.9005661, 0.61735934, 1.48930943, 1.19145322, 1.03727651};
+  Node fwd = MakeNode("aten::_scaled_dot_product_flash_attention_for_cpu", "default",
+                      {A("query", T(F32, {1, 4, 2, 2})), A("key", T(F32, {1, 2, 3, 2})), A("value", T(F32, {1, 2, 3, 2})),
+                       A("dropout_p", Value::Float(0)), A("is_causal", Value::Bool(true)), A("attn_mask", Value::None()),
+                       A("scale", Value::None())},
+                      {T(F32, {1, 4, 2, 2}), T(F32, {1, 4, 2})});
+  auto out = LowerAndRun(fwd, {Lit(F32, {1, 4, 2, 2}, q), Lit(F32, {1, 2, 3, 2}, k), Lit(F32, {1, 2, 3, 2}, v)});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectValues(out[0], o, 1e-5);
+  ExpectValues(out[1], lse, 1e-5);
+  Node bwd = MakeNode("aten::_scaled_dot_product_flash_attention_for_cpu_backward", "default",
+                      {A("grad_out", T(F32, {1, 4, 2, 2})), A("query", T(F32, {1, 4, 2, 2})), A("key", T(F32, {1, 2, 3, 2})),
+                       A("value", T(F32, {1, 2, 3, 2})), A("out", T(F32, {1, 4, 2, 2})), A("logsumexp", T(F32, {1, 4, 2})),
+                       A("dropout_p", Value::Float(0)), A("is_causal", Value::Bool(true)), A("attn_mask", Value::None()),
+                       A("scale", Value::None())},
+                      {T(F32, {1, 4, 2, 2}), T(F32, {1, 2, 3, 2}), T(F32, {1, 2, 3, 2})});
+  out = LowerAndRun(bwd, {Lit(F32, {1, 4, 2, 2}, go), Lit(F32, {1, 4, 2, 2}, q), Lit(F32, {1, 2, 3, 2}, k),
+                          Lit(F32, {1, 2, 3, 2}, v), Lit(F32, {1, 4, 2, 2}, o), Lit(F32, {1, 4, 2}, lse)});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectValues(out[0], {0, 0, -0.07509844, 0.00601823, 0, 0, -0.06434441, 0.00515638, 0, 0, -0.01514831, -0.03153796, 0,
+                        0, -0.06666408, -0.13879095},
+               1e-5);
+  ExpectValues(out[1], {0.12167871, 0.09793404, -0.12167864, -0.09793397, 0, 0, -0.08858012, -0.05277998, 0.08858009,
+                        0.05277998, 0, 0},
+               1e-5);
+  ExpectValues(out[2], {1.97730803, 2.21149087, 0.97474802, 0.97499102, 0, 0, -0.7104212, -1.43713903, -0.38415918,
+                        -0.47345528, 0, 0},
+               1e-5);
+}
+
+TEST(LoweringTorch2Test, CpuFlashAttentionRejectsHeadsThatDoNotGroup) {
+  Node n = MakeNode("aten::_scaled_dot_product_flash_attention_for_cpu", "default",
+                    {A("query", T(F32, {1, 3, 2, 2})), A("key", T(F32, {1, 2, 3, 2})), A("value", T(F32, {1, 2, 3, 2})),
+                     A("dropout_p", Value::Float(0)), A("is_causal", Value::Bool(false))},
+                    {T(F32, {1, 3, 2, 2}), T(F32, {1, 3, 2})});
+  auto m = Lower(n, LoweringTable::Builtin());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("3 query heads are not a multiple of 2 key/value heads"), std::string::npos)
+      << m.status().message();
+}
+
+// _grouped_mm (transformers' grouped_mm experts, Mixtral-style MoE), each operand layout; torch 2.9.0's CPU kernel.
+Node GroupedMm(std::vector<int64_t> x, std::vector<int64_t> y, int64_t groups, std::vector<int64_t> out) {
+  return MakeNode("aten::_grouped_mm", "default",
+                  {A("self", T(F32, std::move(x))), A("mat2", T(F32, std::move(y))),
+                   A("offs", T(hlo::PrimitiveType::S32, {groups})), A("bias", Value::None()), A("out_dtype", Value::None())},
+                  {T(F32, std::move(out))});
+}
+
+TEST(LoweringTorch2Test, GroupedMmRowGroupsTimesPerGroupWeights) {  // [5, 4] x [2, 4, 4], rows {0, 1} and {2, 3, 4}
+  auto out = LowerAndRun(GroupedMm({5, 4}, {2, 4, 4}, 2, {5, 4}),
+                         {Lit(F32, {5, 4}, Small(20, 5)), Lit(F32, {2, 4, 4}, Small(32, 3)),
+                          Lit(hlo::PrimitiveType::S32, {2}, {2, 5})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectValues(out[0], {6, -1, -2, 6, -4, -3, 4, -4, 5, 0, 1, 5, -2, 1, 1, -2, 1, -3, -4, 1}, 1e-6);
+}
+
+TEST(LoweringTorch2Test, GroupedMmPerGroupInputsTimesColumnGroups) {  // [2, 3, 4] x [4, 8], columns 0..2 and 3..7
+  auto out = LowerAndRun(GroupedMm({2, 3, 4}, {4, 8}, 2, {3, 8}),
+                         {Lit(F32, {2, 3, 4}, Small(24, 5)), Lit(F32, {4, 8}, Small(32, 3)),
+                          Lit(hlo::PrimitiveType::S32, {2}, {3, 8})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectValues(out[0], {4, 3, -4, -1, 2, -1, -1, 2, -6, 1, 2, -1, -5, 0, -1, -5, 4, -1, 3, 4, 3, -4, 4, 3}, 1e-6);
+}
+
+TEST(LoweringTorch2Test, GroupedMmContractedGroupsGiveOneProductPerGroup) {  // [2, 8] x [8, 4], K cut at 3: the weight gradient
+  auto out = LowerAndRun(GroupedMm({2, 8}, {8, 4}, 2, {2, 2, 4}),
+                         {Lit(F32, {2, 8}, Small(16, 5)), Lit(F32, {8, 4}, Small(32, 3)),
+                          Lit(hlo::PrimitiveType::S32, {2}, {3, 8})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectValues(out[0], {4, -2, -2, 4, 1, 5, 0, 1, -1, 5, -4, -1, -2, 1, 1, -2}, 1e-6);
+}
+
+// grid_sampler_2d_backward (the training step of torchvision's RAFT): input [1, 2, 3, 3], grid [1, 2, 2, 2] with one
+// point outside the input; torch 2.9.0's CPU kernel for each mode.
+struct GridCase {
+  int64_t interp, padding;
+  bool align;
+  std::vector<bool> mask;
+};
+
+std::vector<hlo::Literal> GridBackward(const GridCase& c) {
+  std::vector<Value> outs;
+  if (c.mask[0]) outs.push_back(T(F32, {1, 2, 3, 3}));
+  else outs.push_back(Value::None());
+  outs.push_back(T(F32, {1, 2, 2, 2}));
+  Node n = MakeNode("aten::grid_sampler_2d_backward", "default",
+                    {A("grad_output", T(F32, {1, 2, 2, 2})), A("input", T(F32, {1, 2, 3, 3})), A("grid", T(F32, {1, 2, 2, 2})),
+                     A("interpolation_mode", Value::Int(c.interp)), A("padding_mode", Value::Int(c.padding)),
+                     A("align_corners", Value::Bool(c.align)), A("output_mask", Bools(c.mask))},
+                    outs);
+  return LowerAndRun(n, {Lit(F32, {1, 2, 2, 2}, Seq(8, 0.45, 0.7)), Lit(F32, {1, 2, 3, 3}, Seq(18, 0.61, 0.1)),
+                         Lit(F32, {1, 2, 2, 2}, {-0.9, -0.3, 0.25, 0.8, 1.2, -0.5, -0.1, 0.05})});
+}
+
+TEST(LoweringTorch2Test, GridSamplerBackwardBilinearZeros) {
+  auto out = GridBackward({0, 0, false, {true, true}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectValues(out[0], {0.18843371, 0.0, 0.1499359, 0.35342938, 0.6976887, 0.04997863, 0.00998282, 0.51295137, 0.27382925,
+                        0.17505312, 0.0, -0.03833111, 0.12367952, -0.511554, -0.01277704, -0.00731953, 0.05373401, 0.05712679},
+               1e-5);
+  ExpectValues(out[1], {0.7308082, 1.42759347, -0.12591547, 1.46912384, -0.87392819, -0.30864176, -0.51812989, -0.73485297},
+               1e-5);
+}
+
+TEST(LoweringTorch2Test, GridSamplerBackwardBilinearBorderAlignCorners) {  // the clipped point has no x gradient
+  auto out = GridBackward({0, 1, true, {true, true}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectValues(out[0], {0.17393878, 0.01932654, 0.49978679, 0.49015656, 0.9407047, 0.545425, 0.00443681, 0.58758962,
+                        0.18255278, 0.16158748, 0.01795417, -0.12777048, 0.31522804, -0.48582798, -0.11824935, -0.00325312,
+                        0.08497545, 0.03808452},
+               1e-5);
+  ExpectValues(out[1], {0.07190035, 1.37614119, -0.19937828, -1.52607107, 0, -1.02880692, -0.35654017, -0.46766138}, 1e-5);
+}
+
+TEST(LoweringTorch2Test, GridSamplerBackwardNearestHasNoGridGradient) {
+  auto out = GridBackward({1, 0, false, {true, true}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectValues(out[0], {0, 0, 0, 0.64421767, 0.88736236, 0, 0, 0.91276395, 0, 0, 0, 0, 0.59847212, -0.65062505, 0, 0,
+                        0.19042259, 0},
+               1e-5);
+  ExpectValues(out[1], {0, 0, 0, 0, 0, 0, 0, 0}, 0);
+}
+
+TEST(LoweringTorch2Test, GridSamplerBackwardWithoutTheInputsGradient) {  // output_mask [false, true]: grad_grid only
+  auto out = GridBackward({0, 0, true, {false, true}});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectValues(out[0], {0.07190035, 1.37614119, -0.19937828, -1.52607107, -0.3254171, -0.82304549, -0.35654017, -0.46766138},
+               1e-5);
+}
+
+// _sample_dirichlet (a Beta/Dirichlet rsample in pi0.5's training step): Gamma draws by rejection in a while loop,
+// normalized per row; concentrations below and above 1. Random: each row is positive and sums to 1.
+TEST(LoweringTorch2Test, SampleDirichletRowsArePositiveAndSumToOne) {
+  Node n = MakeNode("aten::_sample_dirichlet", "default", {A("self", T(F32, {3, 2})), A("generator", Value::None())},
+                    {T(F32, {3, 2})});
+  auto out = LowerAndRun(n, {Lit(F32, {3, 2}, {0.3, 0.5, 1.0, 1.0, 7.5, 2.0})});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].element_count(), 6);
+  for (int64_t r = 0; r < 3; ++r) {
+    double x = out[0].GetAsDouble(2 * r), y = out[0].GetAsDouble(2 * r + 1);
+    EXPECT_GT(x, 0);
+    EXPECT_GT(y, 0);
+    EXPECT_NEAR(x + y, 1.0, 1e-5) << "row " << r;
+  }
+}
+
+// _is_all_true (torch._assert_async / a tensor's truth value): one bool, whether every element is true.
+TEST(LoweringTorch2Test, IsAllTrueReducesEveryElement) {
+  Node n = MakeNode("aten::_is_all_true", "default", {A("self", T(hlo::PrimitiveType::PRED, {2, 2}))},
+                    {T(hlo::PrimitiveType::PRED, {})});
+  auto yes = LowerAndRun(n, {Lit(hlo::PrimitiveType::PRED, {2, 2}, {1, 1, 1, 1})});
+  auto no = LowerAndRun(n, {Lit(hlo::PrimitiveType::PRED, {2, 2}, {1, 0, 1, 1})});
+  ASSERT_EQ(yes.size(), 1u);
+  ASSERT_EQ(no.size(), 1u);
+  ExpectValues(yes[0], {1}, 0);
+  ExpectValues(no[0], {0}, 0);
 }
 
 }  // namespace

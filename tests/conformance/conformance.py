@@ -26,6 +26,7 @@ COVERAGE = os.path.join(ROOT, "docs", "coverage.md")
 CORE = os.path.join(ROOT, "analyzer", "lowering", "core_aten_ops.txt")
 MODELS = os.path.join(HERE, "models.md")
 SWEEP = os.path.join(HERE, "sweep.md")  # the coverage sweep's section (tests/conformance/sweep.py), kept by hand
+ZOO = None  # the torch2 tier's model zoos section (tests/torch2/zoo), kept by hand
 
 LOWERING_FAIL = ("no-lowering", "lowering-error")
 
@@ -145,8 +146,8 @@ def write_coverage(results, classes, runner_bin, seconds):
     L.append("For comparison (research/lowering.md): torch_xla lowers 156 of the 193 core ops natively; "
              "torchax skips 29 OpInfo entries.")
     L.append("")
-    for part in (MODELS, SWEEP):
-        if os.path.exists(part):
+    for part in (MODELS, ZOO, SWEEP):
+        if part and os.path.exists(part):
             with open(part) as f:
                 L.append(f.read().rstrip("\n"))
             L.append("")
@@ -205,8 +206,9 @@ def main():
     ap.add_argument("--tier", default="", help="another PyTorch tier (torch2): writes/compares "
                     "expectations-TIER.txt and docs/coverage-TIER.md, with models-TIER.md")
     a = ap.parse_args()
-    global EXPECTATIONS, COVERAGE, MODELS
+    global EXPECTATIONS, COVERAGE, MODELS, ZOO
     if a.tier:
+        ZOO = os.path.join(ROOT, "tests", a.tier, "zoo", "zoo.md")
         EXPECTATIONS = os.path.join(HERE, "expectations-%s.txt" % a.tier)
         COVERAGE = os.path.join(ROOT, "docs", "coverage-%s.md" % a.tier)
         MODELS = os.path.join(HERE, "models-%s.md" % a.tier)

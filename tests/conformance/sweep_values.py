@@ -159,6 +159,20 @@ CASES["unfold_backward_overlap"] = lambda: grad(lambda x: x.unfold(1, 3, 2), tor
 CASES["unfold_backward_gaps"] = lambda: grad(lambda x: x.unfold(0, 2, 3), torch.randn(8, 3))
 CASES["unfold_backward_last"] = lambda: grad(lambda x: x.unfold(-1, 4, 1), torch.randn(2, 3, 6))
 
+# grid_sampler_2d_backward (RAFT's training step): bilinear and nearest, zeros and border padding, with points outside
+# the input; and the grid's gradient alone (output_mask [False, True]) when the input needs none.
+def grid_grad(mode, padding, align, input_grad=True):
+    x = torch.randn(2, 3, 5, 6).requires_grad_(input_grad)
+    grid = (torch.rand(2, 4, 3, 2) * 2.4 - 1.2).requires_grad_()
+    out = F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+    out.backward(torch.linspace(-1, 1, out.numel()).reshape(out.shape))
+
+
+CASES["grid_sampler_2d_backward_bilinear_zeros"] = lambda: grid_grad("bilinear", "zeros", False)
+CASES["grid_sampler_2d_backward_bilinear_border_align"] = lambda: grid_grad("bilinear", "border", True)
+CASES["grid_sampler_2d_backward_nearest"] = lambda: grid_grad("nearest", "zeros", False)
+CASES["grid_sampler_2d_backward_grid_only"] = lambda: grid_grad("bilinear", "zeros", True, input_grad=False)
+
 CHECKED = {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "hardshrink_backward", "softshrink_backward", "prelu_backward", "rrelu_with_noise_backward", "elu_backward",
            "soft_margin_loss_backward", "multi_margin_loss_backward", "reflection_pad1d_backward",
            "reflection_pad2d_backward", "replication_pad2d_backward", "replication_pad3d_backward",
@@ -167,12 +181,41 @@ CHECKED = {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "ha
            "fractional_max_pool3d_backward", "embedding_renorm_", "transpose_", "t_", "unsqueeze_",
            "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "exponential_",
            "cauchy_", "log_normal_", "geometric_", "_embedding_bag_dense_backward", "multilabel_margin_loss_backward",
-           "_ctc_loss_backward", "_pack_padded_sequence", "poisson", "unfold_backward"}
+           "_ctc_loss_backward", "_pack_padded_sequence", "poisson", "unfold_backward", "grid_sampler_2d_backward"}
 # PyTorch 2.x dispatches other ops for some of the cases (run with the torch2 tier's python: ctest
 # sweep_values_torch2): PReLU's gradient is _prelu_kernel_backward, EmbeddingBag's _embedding_bag_backward.
 if int(torch.__version__.split(".")[0]) >= 2:
     CHECKED = (CHECKED - {"prelu_backward", "_embedding_bag_dense_backward"}) | {"_prelu_kernel_backward",
                                                                                  "_embedding_bag_backward"}
+
+
+# PyTorch 2.x only: grouped-query attention on the CPU flash kernel (fewer key/value heads than query heads: Llama,
+# Qwen2, Gemma), with a causal and an additive mask, and _grouped_mm in the layouts a Mixtral-style expert layer's
+# forward and backward dispatch (2-d x 3-d, 2-d x 2-d, 3-d x 2-d, 3-d x 3-d).
+def gqa(causal, kv_heads=2):
+    q = torch.randn(2, 4, 5, 8).requires_grad_()
+    k, v = torch.randn(2, kv_heads, 5, 8).requires_grad_(), torch.randn(2, kv_heads, 5, 8).requires_grad_()
+    mask = None if causal else torch.randn(2, 1, 5, 5)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=True)
+    out.backward(torch.linspace(-1, 1, out.numel()).reshape(out.shape))
+
+
+def grouped_mm():
+    offs = torch.tensor([3, 3, 8, 12], dtype=torch.int32)  # an empty group, rows up to the end
+    x, w = torch.randn(12, 8).requires_grad_(), torch.randn(4, 8, 4).requires_grad_()
+    y = torch._grouped_mm(x, w, offs=offs)
+    y.backward(torch.linspace(-1, 1, y.numel()).reshape(y.shape))
+    torch._grouped_mm(torch.randn(4, 3, 8), torch.randn(8, 12), offs=offs)
+    torch._grouped_mm(torch.randn(4, 3, 8), torch.randn(4, 8, 4))
+
+
+if hasattr(torch, "_grouped_mm"):
+    CASES["sdpa_gqa_causal"] = lambda: gqa(True)
+    CASES["sdpa_gqa_mask"] = lambda: gqa(False)
+    CASES["sdpa_mqa_causal"] = lambda: gqa(True, kv_heads=1)
+    CASES["grouped_mm"] = grouped_mm
+    CHECKED |= {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
+                "_grouped_mm"}
 RANDOM = {"exponential_", "cauchy_", "log_normal_", "geometric_", "poisson"}
 
 

@@ -1,0 +1,392 @@
+# The model zoos' training steps (tests/torch2/zoo/zoo.py runs this under `opprobe capture`; docs/coverage-torch2.md
+# "Model zoos"). Usage: PYTHON zoo_cases.py FAMILY [--shard K/N] [--only NAME,...] [--list]
+# FAMILY: transformers (every architecture of the installed transformers with a causal LM, masked LM, seq2seq,
+# sequence/image/audio classification, CTC or image-text head), timm (one small model of every timm family),
+# diffusers (UNet2DConditionModel, AutoencoderKL, a DiT), torchvision (RAFT's training step). Each case builds its model from a small config with random
+# weights (nothing is read from the hub) and runs one training step: forward with labels, the head's loss, backward,
+# an SGD step. A case prints `CASE name ok`; one that raises prints `RAISED name: why`, and zoo.py fails on it unless
+# a rule in EXCLUSIONS (below) says why that architecture cannot be built from a small config offline.
+import os
+import re
+import sys
+import time
+import warnings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
+warnings.filterwarnings("ignore")
+
+import torch  # noqa: E402
+
+# Rules for the cases that cannot be built from a small config offline: (family, name regex, error regex, why). A
+# raised case no rule matches is a failure of the sweep.
+EXCLUSIONS = [
+    ("transformers", ".", r"requires the \w+ library but it was not found",
+     "its model class needs a compiled extension transformers does not install (LayoutLMv2: detectron2, not on "
+     "PyPI; DiNAT: natten, built from source against the installed torch)"),
+]
+
+BATCH, SEQ = 2, 8
+
+
+def excluded(family, name, error):
+    for fam, name_re, err_re, why in EXCLUSIONS:
+        if fam == family and re.search(name_re, name) and re.search(err_re, error):
+            return why
+    return None
+
+
+def sgd_step(model, loss):
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def loss_of(out):
+    """The head's loss when the model computed one, else the sum of its floating outputs."""
+    loss = getattr(out, "loss", None) if not isinstance(out, (tuple, list)) else None
+    if isinstance(out, dict) and loss is None:
+        loss = out.get("loss")
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        return loss if loss.dim() == 0 else loss.sum()
+    tensors = []
+
+    def walk(o):
+        if isinstance(o, torch.Tensor):
+            if o.requires_grad and o.is_floating_point():
+                tensors.append(o)
+        elif isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict) or hasattr(o, "values"):
+            for x in o.values():
+                walk(x)
+    walk(out)
+    if not tensors:
+        raise RuntimeError("the model returned no floating tensor that requires grad")
+    return sum(t.float().pow(2).mean() for t in tensors)
+
+
+# ---------------------------------------------------------------------------------------------- transformers
+# The task heads, in the order a model's one training step picks its head (the first it has).
+# (A speech encoder's CTC head before its audio classification head: CTC is how wav2vec2-like models are trained.)
+TASKS = ["CAUSAL_LM", "MASKED_LM", "SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ", "SEQUENCE_CLASSIFICATION",
+         "IMAGE_CLASSIFICATION", "CTC", "AUDIO_CLASSIFICATION", "IMAGE_TEXT_TO_TEXT"]
+
+# Config attributes set small wherever a config (or one of its sub-configs) has them.
+SMALL = {
+    "hidden_size": 64, "d_model": 64, "n_embd": 64, "embed_dim": 64, "model_dim": 64, "hidden_dim": 64,
+    "encoder_hidden_size": 64, "text_hidden_size": 64, "vision_hidden_size": 64, "projection_dim": 32,
+    "num_attention_heads": 4, "num_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "num_key_value_heads": 2, "num_kv_heads": 2, "multi_query_group_num": 2,
+    "head_dim": 16, "d_kv": 16, "rotary_dim": 8, "attention_head_dim": 16, "kv_channels": 16,
+    # multi-head latent attention (MiniCPM3, Mistral 4; DeepSeek-V2/V3 and Kimi need more than this): its own head
+    # split and low ranks
+    "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "kv_lora_rank": 32, "q_lora_rank": 32,
+    "intermediate_size": 128, "ffn_dim": 128, "d_ff": 128, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
+    "n_inner": 128, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "expert_intermediate_size": 32,
+    "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2, "decoder_layers": 2,
+    "num_decoder_layers": 2, "num_encoder_layers": 2,
+    "num_local_experts": 4, "num_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_topk": 2,
+    "vocab_size": 256, "max_position_embeddings": 512, "n_positions": 512,
+}
+LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
+                "num_decoder_layers", "num_encoder_layers")
+# Attributes a config derives from its sizes: left out, so that the config derives them again.
+DERIVED = ("out_features", "out_indices", "stage_names")
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id", "mask_token_id",
+             "decoder_start_token_id", "unk_token_id")
+
+
+def shrink(d):
+    """The config dict `d` (a config's to_dict(), sub-configs as dicts) with SMALL's sizes and token ids below the
+    vocabulary; the config is then made anew from it, so that sizes derived in its constructor follow."""
+    out = {}
+    layers_before = {d[k] for k in LAYER_COUNTS if isinstance(d.get(k), int) and not isinstance(d.get(k), bool)}
+    for key, value in d.items():
+        if key in DERIVED:
+            continue
+        if isinstance(value, dict) and not any(isinstance(k, int) or str(k).isdigit() for k in value):
+            value = shrink(value)
+        elif key in SMALL and isinstance(value, int) and not isinstance(value, bool) and value > SMALL[key]:
+            value = SMALL[key]
+        elif key in SMALL and isinstance(value, list) and value and all(type(v) is int for v in value):
+            value = [min(v, SMALL[key]) if key in LAYER_COUNTS else SMALL[key] for v in value]  # per stage (Swin's heads)
+        out[key] = value
+    # Per-layer lists (layer_types, ...): one layer of each kind the full model has, in its order, and the layer
+    # counts set to that many (at least SMALL's); per-layer dicts keep the layers that are left.
+    per_layer = [k for k, v in out.items() if isinstance(v, list) and len(v) in layers_before and len(v) > 2]
+    keep = None
+    for k in per_layer:
+        firsts = sorted({repr(x): i for i, x in reversed(list(enumerate(out[k])))}.values())
+        keep = sorted(set(firsts) | set(range(2))) if keep is None else sorted(set(keep) | set(firsts))
+    if keep is not None:
+        for k in per_layer:
+            out[k] = [out[k][i] for i in keep]
+        for k in LAYER_COUNTS:
+            if out.get(k) is not None and d.get(k) in layers_before and isinstance(out.get(k), int):
+                out[k] = len(keep)
+    n = max([v for k, v in out.items() if k in LAYER_COUNTS and isinstance(v, int)] or [0])
+    for k, v in list(out.items()):
+        if isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
+            out[k] = {x: y for x, y in v.items() if int(x) < n} if n else v
+    # Multimodal rotary sections (time, height, width) split half of the rotary head: scaled to the smaller head.
+    rope = out.get("rope_parameters")
+    rot = out.get("qk_rope_head_dim") or out.get("head_dim")
+    if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list) and isinstance(rot, int):
+        sec, want = rope["mrope_section"], rot // 2
+        if sum(sec) != want and want >= len(sec):
+            scaled = [max(1, v * want // sum(sec)) for v in sec]
+            scaled[0] += want - sum(scaled)
+            out["rope_parameters"] = dict(rope, mrope_section=scaled)
+    vocab = out.get("vocab_size")
+    if isinstance(vocab, int):
+        for key in TOKEN_IDS:
+            cur = out.get(key)
+            if isinstance(cur, int) and cur >= vocab:
+                out[key] = min(vocab - 1, 3)
+            elif isinstance(cur, list):
+                out[key] = [min(v, vocab - 1) for v in cur]
+    return out
+
+
+def small_config(model_type):
+    """The architecture's default config (a config class or a model type) made small: SMALL's sizes."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    cls = CONFIG_MAPPING[model_type] if isinstance(model_type, str) else model_type
+    d = shrink(cls().to_dict())
+    d.pop("transformers_version", None)
+    return cls.from_dict(d)
+
+
+def transformers_cases():
+    from transformers.models.auto import modeling_auto as ma
+    cases = {}
+    for task in TASKS:
+        for model_type, cls_name in getattr(ma, "MODEL_FOR_%s_MAPPING_NAMES" % task).items():
+            if model_type not in cases:  # (a mapping may name several classes: the first)
+                cases[model_type] = (task, cls_name[0] if isinstance(cls_name, (tuple, list)) else cls_name)
+    return {name: (lambda name=name, task=task, cls_name=cls_name: transformers_step(name, task, cls_name))
+            for name, (task, cls_name) in sorted(cases.items())}
+
+
+def config_value(cfg, key, default):
+    """cfg.key, else the first of its sub-configs (vision_config, text_config, ...) that has it."""
+    v = getattr(cfg, key, None)
+    if v is not None:
+        return v
+    for sub in ("vision_config", "text_config", "audio_config", "encoder"):
+        v = getattr(getattr(cfg, sub, None), key, None)
+        if v is not None:
+            return v
+    return default
+
+
+def transformers_inputs(model, cfg, task):
+    g = torch.Generator().manual_seed(0)
+    vocab = config_value(cfg, "vocab_size", 256)
+    name = getattr(model, "main_input_name", "input_ids")
+    kw = {}
+    if name == "input_ids":
+        ids = torch.randint(4, max(vocab, 8), (BATCH, SEQ), generator=g)
+        kw["input_ids"] = ids
+        if task in ("CAUSAL_LM", "MASKED_LM", "SEQ_TO_SEQ_CAUSAL_LM"):
+            kw["labels"] = ids.clone()
+    elif name == "pixel_values":
+        ch = config_value(cfg, "num_channels", 3)
+        size = config_value(cfg, "image_size", 64)
+        size = size[0] if isinstance(size, (list, tuple)) else size
+        kw["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=g)
+    elif name == "input_values":
+        kw["input_values"] = torch.randn(BATCH, 4000, generator=g)
+    elif name == "input_features":
+        mels = config_value(cfg, "num_mel_bins", 80)
+        kw["input_features"] = torch.randn(BATCH, mels, 3000 if cfg.model_type.startswith("whisper") else 64,
+                                           generator=g)
+    else:
+        raise RuntimeError("no input built for main_input_name %r" % name)
+    if task in ("SEQUENCE_CLASSIFICATION", "IMAGE_CLASSIFICATION", "AUDIO_CLASSIFICATION"):
+        kw["labels"] = torch.randint(0, getattr(cfg, "num_labels", 2), (BATCH,), generator=g)
+    elif task == "CTC":
+        kw["labels"] = torch.randint(1, min(vocab, 32), (BATCH, 3), generator=g)
+    elif task == "SPEECH_SEQ_2_SEQ":
+        kw["labels"] = torch.randint(4, min(vocab, 256), (BATCH, 4), generator=g)
+    return kw
+
+
+def transformers_step(model_type, task, cls_name):
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    cls = getattr(transformers, cls_name)
+    # A head whose own config class is not the architecture's (a composite model's text-only causal LM, ...) is
+    # built from that class's config.
+    config_cls = getattr(cls, "config_class", None) or CONFIG_MAPPING[model_type]
+    cfg = small_config(config_cls if not issubclass(CONFIG_MAPPING[model_type], config_cls) else model_type)
+    if getattr(cfg, "pad_token_id", None) is None:
+        cfg.pad_token_id = 0
+    if task in ("SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ") and getattr(cfg, "decoder_start_token_id", None) is None:
+        cfg.decoder_start_token_id = 0
+    if task == "CTC" and getattr(cfg, "vocab_size", None) is None:  # a CTC head's alphabet, left to the user
+        cfg.vocab_size = 32
+    torch.manual_seed(0)
+    model = cls(cfg)
+    model.train()
+    kw = transformers_inputs(model, model.config, task)
+    try:
+        out = model(**kw)
+    except TypeError:
+        kw.pop("labels", None)
+        out = model(**kw)
+    sgd_step(model, loss_of(out))
+
+
+# ---------------------------------------------------------------------------------------------- timm
+# One model of every timm family (module): its `test_*` model where it has one (timm's own tiny test models), else
+# the one with the fewest parameters (counted on the meta device when listing, outside the capture), built with 10
+# classes and random weights; input at the model's own default size.
+def timm_smallest(module):
+    import timm
+    names = timm.list_models(module=module)
+    tests = [n for n in names if n.startswith("test_")]
+    if tests:
+        return sorted(tests)[0]
+    best = None
+    for n in names:
+        try:
+            with torch.device("meta"):
+                m = timm.create_model(n, pretrained=False, num_classes=10)
+            count = sum(p.numel() for p in m.parameters())
+        except Exception:  # noqa: BLE001  a model the meta device cannot build is not a candidate
+            continue
+        if best is None or count < best[0]:
+            best = (count, n)
+    return best[1] if best else sorted(names)[0]
+
+
+def timm_step(name):
+    import timm
+    torch.manual_seed(0)
+    model = timm.create_model(name, pretrained=False, num_classes=10)
+    model.train()
+    size = model.pretrained_cfg.get("input_size", (3, 224, 224))
+    x = torch.randn(BATCH, *size, generator=torch.Generator().manual_seed(0))
+    out = model(x)
+    loss = torch.nn.functional.cross_entropy(out, torch.tensor([1, 7][:BATCH]))
+    sgd_step(model, loss)
+
+
+# ---------------------------------------------------------------------------------------------- diffusers
+def diffusers_unet():
+    from diffusers import UNet2DConditionModel
+    model = UNet2DConditionModel(
+        sample_size=16, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(32, 64),
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=32, attention_head_dim=8, norm_num_groups=16)
+    g = torch.Generator().manual_seed(0)
+    x, noise = torch.randn(BATCH, 4, 16, 16, generator=g), torch.randn(BATCH, 4, 16, 16, generator=g)
+    pred = model(x, torch.tensor([10, 500][:BATCH]), encoder_hidden_states=torch.randn(BATCH, 7, 32, generator=g)).sample
+    sgd_step(model, torch.nn.functional.mse_loss(pred, noise))
+
+
+def diffusers_vae():
+    from diffusers import AutoencoderKL
+    model = AutoencoderKL(in_channels=3, out_channels=3, block_out_channels=(32, 64), layers_per_block=1,
+                          down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+                          up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), latent_channels=4,
+                          norm_num_groups=16, sample_size=32)
+    x = torch.randn(BATCH, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    out = model(x, sample_posterior=True, generator=torch.Generator().manual_seed(1))
+    posterior = model.encode(x).latent_dist
+    loss = torch.nn.functional.mse_loss(out.sample, x) + 1e-3 * posterior.kl().mean()
+    sgd_step(model, loss)
+
+
+def diffusers_dit():
+    from diffusers import DiTTransformer2DModel
+    model = DiTTransformer2DModel(num_attention_heads=2, attention_head_dim=16, in_channels=4, out_channels=4,
+                                  num_layers=2, sample_size=8, patch_size=2, num_embeds_ada_norm=10, norm_num_groups=16)
+    g = torch.Generator().manual_seed(0)
+    x, noise = torch.randn(BATCH, 4, 8, 8, generator=g), torch.randn(BATCH, 4, 8, 8, generator=g)
+    pred = model(x, timestep=torch.tensor([3, 700][:BATCH]), class_labels=torch.tensor([1, 4][:BATCH])).sample
+    sgd_step(model, torch.nn.functional.mse_loss(pred, noise))
+
+
+def diffusers_cases():
+    return {"UNet2DConditionModel": diffusers_unet, "AutoencoderKL": diffusers_vae, "DiTTransformer2DModel": diffusers_dit}
+
+
+# ---------------------------------------------------------------------------------------------- torchvision
+# The training step of torchvision's RAFT (optical flow): its correlation lookup is grid_sample, so the step
+# dispatches grid_sampler_2d_backward (the eval sweep's vision_video family runs its forward only).
+# RAFT needs 128x128 inputs (its correlation pyramid); one image pair.
+def torchvision_raft():
+    from torchvision.models.optical_flow import raft_small
+    torch.manual_seed(0)
+    model = raft_small(weights=None)
+    model.train()
+    g = torch.Generator().manual_seed(0)
+    a, b, flow = torch.rand(1, 3, 128, 128, generator=g), torch.rand(1, 3, 128, 128, generator=g), \
+        torch.randn(1, 2, 128, 128, generator=g)
+    preds = model(a * 2 - 1, b * 2 - 1, num_flow_updates=2)
+    loss = sum((0.8 ** (len(preds) - i - 1)) * (p - flow).abs().mean() for i, p in enumerate(preds))
+    sgd_step(model, loss)
+
+
+FAMILIES = {"transformers": transformers_cases, "timm": None, "diffusers": diffusers_cases,
+            "torchvision": lambda: {"raft_small": torchvision_raft}}
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or args[0] not in FAMILIES:  # (timm's cases are made in main)
+        sys.exit("usage: zoo_cases.py FAMILY [--shard K/N] [--only NAME,...] [--list]  (FAMILY: %s)" %
+                 ", ".join(sorted(FAMILIES)))
+    family = args[0]
+    listing = "--list" in args
+    if family == "timm":
+        # A timm case is a family (module) with its smallest model: `--list` prints MODULE=MODEL after choosing it,
+        # and the capture run is given those pairs by --only, so that no choosing runs under the capture.
+        import timm
+        cases = {m: None for m in timm.list_modules()}
+        if "--only" in args:
+            pairs = dict(p.split("=", 1) if "=" in p else (p, None) for p in args[args.index("--only") + 1].split(","))
+            args[args.index("--only") + 1] = ",".join(pairs)
+            cases = {m: (lambda m=m: timm_step(pairs[m] or timm_smallest(m))) for m in cases}
+    else:
+        cases = FAMILIES[family]()
+    names = sorted(cases)
+    if "--only" in args:
+        want = args[args.index("--only") + 1].split(",")
+        unknown = [w for w in want if w not in cases]
+        if unknown:
+            sys.exit("zoo_cases: no %s case named %s" % (family, ", ".join(unknown)))
+        names = [n for n in names if n in want]
+    if "--shard" in args:
+        k, n = (int(x) for x in args[args.index("--shard") + 1].split("/"))
+        names = names[k - 1::n]
+    if listing:
+        print("\n".join("%s=%s" % (n, timm_smallest(n)) if family == "timm" else n for n in names))
+        return 0
+    ok = raised = 0
+    for name in names:
+        t0 = time.time()
+        try:
+            cases[name]()
+            ok += 1
+            print("CASE %s ok (%.1f s)" % (name, time.time() - t0), file=sys.stderr, flush=True)
+        except Exception as e:  # noqa: BLE001  judged by zoo.py against EXCLUSIONS
+            raised += 1
+            msg = ("%s: %s" % (type(e).__name__, e)).replace("\n", " ")[:300]
+            why = excluded(family, name, msg)
+            print("%s %s: %s" % ("EXCLUDED" if why else "RAISED", name, why + " -- " + msg if why else msg),
+                  file=sys.stderr, flush=True)
+    print("ZOO %s ok=%d raised=%d" % (family, ok, raised), file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
