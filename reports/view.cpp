@@ -53,6 +53,7 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     u.part_of = PartOfName(result, op);
     u.place = SourcePlace(op.loc, result.source_dir);
     SetOrigin(op, result.source_dir, u);
+    u.suggestions = op.suggestions;
     if (op.lowering != OpRecord::Lowering::kOk) {
       u.failed_instructions = op.count;
     } else {
@@ -78,6 +79,10 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
       merged.back().failed_instructions += u.failed_instructions;
       merged.back().failing_probes.insert(merged.back().failing_probes.end(), u.failing_probes.begin(),
                                           u.failing_probes.end());
+      for (auto& sg : u.suggestions)
+        if (std::none_of(merged.back().suggestions.begin(), merged.back().suggestions.end(),
+                         [&](const analyzer::Suggestion& x) { return x.rewrite == sg.rewrite; }))
+          merged.back().suggestions.push_back(std::move(sg));
       continue;
     }
     merged.push_back(std::move(u));
@@ -107,6 +112,30 @@ std::vector<UnsupportedGroup> GroupUnsupported(const std::vector<UnsupportedOp>&
     return std::tie(a.place, a.reason, a.failure_at) < std::tie(b.place, b.reason, b.failure_at);
   });
   return groups;
+}
+
+std::vector<analyzer::Suggestion> GroupSuggestions(const UnsupportedGroup& g) {
+  std::vector<analyzer::Suggestion> out;
+  for (const auto& e : g.entries)
+    for (const auto& sg : e.suggestions)
+      if (std::none_of(out.begin(), out.end(), [&](const analyzer::Suggestion& x) {
+            return x.rewrite == sg.rewrite && x.python == sg.python;
+          }))
+        out.push_back(sg);
+  std::stable_partition(out.begin(), out.end(), [](const analyzer::Suggestion& s) { return s.verified; });
+  return out;
+}
+
+std::string FractionLabel(double fraction) { return fmt::format("{:.0f}%", fraction * 100.0); }
+
+std::string WhatIfLine(const AnalysisResult& result) {
+  if (!result.summary.suggest) return "";
+  int64_t verified = 0;
+  for (const OpRecord& op : result.ops)
+    if (op.part_of < 0 && !op.suggestions.empty() && op.suggestions.front().verified) ++verified;
+  if (verified == 0) return "what-if: no verified suggestion to apply";
+  return fmt::format("what-if: {} with the verified suggestions of {} call site{} applied (not this analysis's verdict)",
+                     PercentLabel(result, result.WhatIfPercentage()), verified, verified == 1 ? "" : "s");
 }
 
 std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops) {

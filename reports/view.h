@@ -38,6 +38,8 @@ struct UnsupportedOp {
   std::string forward_place;
   std::string forward_lib_place;
   std::string forward_module_path;
+  // `--suggest`: the rewrites tried for the merged records, verified ones first, each rewrite once.
+  std::vector<analyzer::Suggestion> suggestions;
   bool lowering_gap() const { return failure_at == "lowering"; }
 };
 
@@ -53,8 +55,18 @@ struct UnsupportedGroup {
   std::vector<UnsupportedOp> entries;
 };
 
+// `supported_fraction` as reports print it: `100%`, `40%`.
+std::string FractionLabel(double fraction);
+
+// The what-if line every format shows beside the real percentage, or empty without --suggest:
+// `what-if: 100.00% with the 2 verified suggestions applied (not this analysis's verdict)`.
+std::string WhatIfLine(const analyzer::AnalysisResult& result);
+
 // Groups `ops` (from UnsupportedOps) by (place, reason, failure_at); most call instances first, then by place.
 std::vector<UnsupportedGroup> GroupUnsupported(const std::vector<UnsupportedOp>& ops);
+
+// The suggestions of a group's entries (`--suggest`), each rewrite once, verified ones first.
+std::vector<analyzer::Suggestion> GroupSuggestions(const UnsupportedGroup& g);
 
 // `ops` split into the backend's rejections and custom ops (first) and opprobe's lowering gaps (second).
 std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops);
