@@ -146,7 +146,7 @@ std::string PyValue(const Value& v) {
         case PrimitiveType::C128: return "torch.complex128";
         default: return v.ToString();
       }
-    case Value::Kind::kDevice: return "x.device";
+    case Value::Kind::kDevice: return fmt::format("torch.device('{}')", v.s);
     default: return v.ToString();
   }
 }
@@ -194,6 +194,7 @@ std::string Legend(const Node& n) {
     parts.push_back(fmt::format("{}: {}", k < 6 ? names[k] : fmt::format("t{}", k).c_str(), m->ToString()));
     ++k;
   }
+  if (parts.empty()) return fmt::format("# {} (no tensor arguments)", n.qualified_name());
   return fmt::format("# {}: {}", n.qualified_name(), fmt::join(parts, ", "));
 }
 
@@ -444,9 +445,12 @@ PrimitiveType To32(PrimitiveType t) {
 
 bool S64Applies(const Node& n) {
   if (n.op.rfind("aten::", 0) != 0) return false;
-  // An s64 argument: an s64 result alone (nonzero's indices, argmax) is PyTorch's own choice, not the user's.
+  // An s64 argument (or dtype): an s64 result alone (nonzero's indices, argmax) is PyTorch's own choice, not the user's.
   bool s64_arg = false;
   for (const TensorMeta* m : TensorArgs(n)) s64_arg = s64_arg || m->dtype == PrimitiveType::S64 || m->dtype == PrimitiveType::U64;
+  for (const auto& a : n.args)  // a factory's dtype=torch.int64 (arange, randint)
+    s64_arg = s64_arg || (a.value.kind == Value::Kind::kDtype &&
+                          (a.value.dtype == PrimitiveType::S64 || a.value.dtype == PrimitiveType::U64));
   return s64_arg &&
          !AnyTensorOf(n, [](PrimitiveType t) { return t == PrimitiveType::F64 || hlo::IsComplex(t); });
 }
