@@ -274,10 +274,10 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
       if (list.empty()) out += "<li>no rewrite in the table applies</li>\n";
       for (const auto& sg : list) {
         out += fmt::format("<li class=\"suggestion {}\"><strong class=\"{}\">{}</strong> {}: {} of its {} instructions "
-                           "pass on <code>{}</code>. {}: {}{}{}</li>\n",
+                           "pass on <code>{}</code>; the group's then {}. {}: {}{}{}</li>\n",
                            sg.verified ? "verified" : "tried", sg.verified ? "ok" : "bad",
                            sg.verified ? "verified" : "tried", E(sg.title), FractionLabel(sg.supported_fraction),
-                           sg.instructions, E(sg.backend), sg.exact ? "Exact" : "Differs", E(sg.changes),
+                           sg.instructions, E(sg.backend), FractionLabel(GroupShareWith(g, sg)), sg.exact ? "Exact" : "Differs", E(sg.changes),
                            sg.refusal.empty() || sg.verified ? "" : "<br>Refused: " + E(sg.refusal),
                            sg.verified ? "<pre><code>" + E(sg.python) + "</code></pre>" : "");
       }

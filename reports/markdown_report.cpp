@@ -109,9 +109,10 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
       const auto list = GroupSuggestions(g);
       if (list.empty()) out += "- no rewrite in the table applies\n";
       for (const auto& sg : list) {
-        out += fmt::format("- {} **{}**: {} of its {} instructions pass on {}. {}: {}\n",
+        out += fmt::format("- {} **{}**: {} of its {} instructions pass on {}; the group's then {}. {}: {}\n",
                            sg.verified ? ":white_check_mark: verified" : ":x: tried", Cell(sg.title),
                            FractionLabel(sg.supported_fraction), sg.instructions, Code(sg.backend),
+                           FractionLabel(GroupShareWith(g, sg)),
                            sg.exact ? "Exact" : "Differs", Cell(sg.changes));
         if (!sg.verified && !sg.refusal.empty()) out += "  Refused: " + Cell(sg.refusal) + "\n";
         if (sg.verified) out += "\n  ```python\n  " + [&] {

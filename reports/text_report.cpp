@@ -146,8 +146,9 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
       if (list.empty()) out += "    no rewrite in the table applies\n";
       for (const auto& sg : list) {
         out += "    " + (sg.verified ? paint("verified", "1;32") : paint("tried", "33")) +
-               fmt::format(" {}: {} of its {} instruction{} pass on {}\n", sg.title, FractionLabel(sg.supported_fraction),
-                           sg.instructions, sg.instructions == 1 ? "" : "s", sg.backend);
+               fmt::format(" {}: {} of its {} instruction{} pass on {}; the group's then {}\n", sg.title,
+                           FractionLabel(sg.supported_fraction), sg.instructions, sg.instructions == 1 ? "" : "s",
+                           sg.backend, FractionLabel(GroupShareWith(g, sg)));
         if (!sg.verified && !sg.refusal.empty()) out += "      refused: " + Clean(sg.refusal) + "\n";
         out += fmt::format("      {}: {}\n", sg.exact ? "exact" : "differs", Clean(sg.changes));
         if (sg.verified) {

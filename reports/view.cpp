@@ -54,6 +54,8 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     u.place = SourcePlace(op.loc, result.source_dir);
     SetOrigin(op, result.source_dir, u);
     u.suggestions = op.suggestions;
+    u.instructions = op.lowering != OpRecord::Lowering::kOk ? op.count
+                                                             : op.count * static_cast<int64_t>(op.probes.size());
     if (op.lowering != OpRecord::Lowering::kOk) {
       u.failed_instructions = op.count;
     } else {
@@ -77,6 +79,7 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     if (!merged.empty() && OpKey(merged.back()) == OpKey(u)) {
       merged.back().count += u.count;
       merged.back().failed_instructions += u.failed_instructions;
+      merged.back().instructions += u.instructions;
       merged.back().failing_probes.insert(merged.back().failing_probes.end(), u.failing_probes.begin(),
                                           u.failing_probes.end());
       for (auto& sg : u.suggestions)
@@ -124,6 +127,23 @@ std::vector<analyzer::Suggestion> GroupSuggestions(const UnsupportedGroup& g) {
         out.push_back(sg);
   std::stable_partition(out.begin(), out.end(), [](const analyzer::Suggestion& s) { return s.verified; });
   return out;
+}
+
+double GroupShareWith(const UnsupportedGroup& g, const analyzer::Suggestion& s) {
+  double total = 0, pass = 0;
+  for (const auto& e : g.entries) {
+    const bool has = std::any_of(e.suggestions.begin(), e.suggestions.end(),
+                                 [&](const analyzer::Suggestion& x) { return x.rewrite == s.rewrite; });
+    if (has) {
+      const double n = static_cast<double>(e.count * s.instructions);
+      total += n;
+      pass += n * s.supported_fraction;
+    } else {
+      total += static_cast<double>(e.instructions);
+      pass += static_cast<double>(e.instructions - e.failed_instructions);
+    }
+  }
+  return total == 0 ? 1.0 : pass / total;
 }
 
 std::string FractionLabel(double fraction) { return fmt::format("{:.0f}%", fraction * 100.0); }

@@ -26,6 +26,7 @@ struct UnsupportedOp {
   std::string phase;
   int64_t count = 0;       // merged call instances
   int64_t failed_instructions = 0;  // unsupported instruction instances (count-weighted; lowering failure: 1 each)
+  int64_t instructions = 0;  // all its instruction instances (count-weighted; lowering failure or custom op: 1 each)
   bool dynamic_shape = false;
   bool error = false;      // the first failing verdict was a backend error, not a rejection
   std::vector<size_t> failing_probes;  // unique indices into result.probes, ascending
@@ -54,6 +55,10 @@ struct UnsupportedGroup {
   int64_t count = 0;       // call instances of all entries
   std::vector<UnsupportedOp> entries;
 };
+
+// The share of the group's instruction instances that pass once suggestion `s` is applied to the entries it was made
+// for (their instructions replaced by its rewrite's, of which its supported_fraction pass); the others as they are.
+double GroupShareWith(const UnsupportedGroup& g, const analyzer::Suggestion& s);
 
 // `supported_fraction` as reports print it: `100%`, `40%`.
 std::string FractionLabel(double fraction);

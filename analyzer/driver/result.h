@@ -154,6 +154,9 @@ struct Suggestion {
   double supported_fraction = 0;
   int64_t instructions = 0;  // probe units of the rewritten computation, per call
   std::string refusal;   // not verified: the first refusal (`aten::select.int: c64 ... (NCC_EVRF004)`)
+  // The Python for a call made inside a library (analyzer/suggest's RewritePlan::override_python), which Suggest puts
+  // into `python` for the records whose call a library made; not a field of the reports.
+  std::string library_python;
   bool operator==(const Suggestion&) const = default;
 };
 

@@ -651,6 +651,9 @@ Expected<RewritePlan> LinalgPlan(const Node& n) {
   if (n.op == "aten::linalg_qr") {
     GramSchmidtCalls(p.calls, t, m, k);
     p.python = Legend(n) + "\n" + kGramSchmidtPython + "Q, R = qr_gram_schmidt(x)   # torch.linalg.qr(x)";
+    p.override_python = std::string(kGramSchmidtPython) +
+                        "_lib = torch.library.Library(\"aten\", \"IMPL\")\n"
+                        "_lib.impl(\"linalg_qr\", lambda A, mode=\"reduced\": qr_gram_schmidt(A), \"XLA\")";
     p.changes = fmt::format("{} matmul-vector steps instead of Householder reflections: equals torch.linalg.qr up to "
                             "the signs of Q's columns and R's rows; loses orthogonality for ill-conditioned x "
                             "(run it twice on Q to restore it)",
@@ -660,6 +663,9 @@ Expected<RewritePlan> LinalgPlan(const Node& n) {
   if (IsOp(n, {"aten::linalg_eigh", "aten::_linalg_eigh", "aten::linalg_eigvalsh"})) {
     QrIterationCalls(p.calls, t, k);
     p.python = Legend(n) + "\n" + kGramSchmidtPython + kEighPython + "w, V = eigh_qr_iteration(x)   # torch.linalg.eigh(x)";
+    p.override_python = std::string(kGramSchmidtPython) + kEighPython +
+                        "_lib = torch.library.Library(\"aten\", \"IMPL\")\n"
+                        "_lib.impl(\"_linalg_eigh\", lambda A, UPLO=\"L\", compute_v=True: eigh_qr_iteration(A), \"XLA\")";
     p.changes = "iterative: eigenvalues converge to torch.linalg.eigh's for well-separated eigenvalues (more "
                 "iterations when they are close); eigenvectors equal up to sign; each iteration is a QR and two "
                 "matmuls";
@@ -677,6 +683,13 @@ Expected<RewritePlan> LinalgPlan(const Node& n) {
              "w, V = eigh_qr_iteration(x.transpose(-2, -1) @ x)\n"
              "S, V = w.flip(-1).clamp_min(0).sqrt(), V.flip(-1)   # descending, as torch.linalg.svd\n"
              "U = (x @ V) / S   # torch.linalg.svd(x, full_matrices=False) == (U, S, V.mT)";
+  p.override_python = std::string(kGramSchmidtPython) + kEighPython +
+                      "def svd_via_eigh(A, full_matrices=False, compute_uv=True, driver=None):\n"
+                      "    w, V = eigh_qr_iteration(A.transpose(-2, -1) @ A)\n"
+                      "    S, V = w.flip(-1).clamp_min(0).sqrt(), V.flip(-1)\n"
+                      "    return (A @ V) / S, S, V.transpose(-2, -1)\n"
+                      "_lib = torch.library.Library(\"aten\", \"IMPL\")\n"
+                      "_lib.impl(\"_linalg_svd\", svd_via_eigh, \"XLA\")";
   p.changes = "through the eigenvalues of x^T x: squares x's condition number, so small singular values lose "
               "precision (relative error about eps * (s_max / s)**2); singular vectors equal up to sign; iterative as "
               "the eigh rewrite";
@@ -715,11 +728,12 @@ Expected<RewritePlan> CpuFallbackPlan(const Node& n) {
   }
   p.python = Legend(n) + fmt::format(
       "\n# run it on the CPU: its inputs go to the host and its result back to the device\n"
-      "out = {}({}).to(x.device)\n"
-      "# inside a library you cannot edit, register the same for the device's dispatch key:\n"
-      "# torch.library.impl(\"{}\", \"XLA\")(lambda *a: {}(*[t.cpu() if torch.is_tensor(t) else t for t in a]).to(a[0].device))",
-      call.substr(0, call.find('(')), fmt::join(parts, ", "), QualifiedOpName(n.op, n.overload),
-      call.substr(0, call.find('(')));
+      "out = {}({}).to(x.device)",
+      call.substr(0, call.find('(')), fmt::join(parts, ", "));
+  p.override_python = fmt::format(
+      "torch.library.impl(\"{}\", \"XLA\")(\n"
+      "    lambda *a: {}(*[t.cpu() if torch.is_tensor(t) else t for t in a]).to(a[0].device))",
+      QualifiedOpName(n.op, n.overload), call.substr(0, call.find('(')));
   p.changes = fmt::format("nothing of the call stays on the device; each call moves {} B to the host and {} B back, "
                           "and torch_xla cuts the step's graph at it (the calls before it run as one graph, the rest "
                           "as another)",

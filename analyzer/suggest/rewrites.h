@@ -24,6 +24,10 @@ struct RewritePlan {
   std::string python;   // what the user writes instead (several lines; names the call's tensors x, y, ...)
   std::string changes;  // what changes for this call (speed, precision, transfers), in words
   bool exact = false;   // PyTorch-exact (else `changes` says how it differs)
+  // For a call made inside a library the user cannot edit (transformers, torchvision): the torch.library
+  // registration that puts the rewrite in the call's place for the device; empty where the rewrite changes the types
+  // the call takes or returns (complex as pairs, a static shape), which no registration in its place can do.
+  std::string override_python;
 };
 
 struct Rewrite {

@@ -60,6 +60,7 @@ std::vector<Suggestion> SuggestionsFor(const Node& call, std::span<const Rewrite
     s.python = plan->python;
     s.changes = plan->changes;
     s.exact = plan->exact;
+    s.library_python = plan->override_python;
     s.backend = backend_id;
     int64_t units = 0, ok = 0;
     for (const Node& c : plan->calls) {
@@ -89,6 +90,20 @@ std::vector<Suggestion> SuggestionsFor(const Node& call, std::span<const Rewrite
   return out;
 }
 
+// A suggestion's Python for a call a library made at `lib` (inside the user's call at `loc`): the registration that
+// puts the rewrite in the call's place for the device, or, where the rewrite changes the call's types, where to edit.
+std::string InLibrary(const Suggestion& s, const SourceLoc& lib, const SourceLoc& loc) {
+  const std::string where = fmt::format("{}:{}", lib.file, lib.line);
+  if (!s.library_python.empty())
+    return fmt::format("# the call is made inside a library ({}, from your line {}:{}): register the rewrite in its "
+                       "place for the device, before the model runs\n{}\n# or, where you can edit the call:\n{}",
+                       where, loc.file, loc.line, s.library_python, s.python);
+  return fmt::format("# the call is made inside a library ({}, from your line {}:{}); this rewrite changes the types "
+                     "the call takes or returns, so no torch.library registration can stand in its place: apply it "
+                     "to a copy of the library's function there (or subclass the module that calls it)\n{}",
+                     where, loc.file, loc.line, s.python);
+}
+
 }  // namespace
 
 void Suggest(AnalysisResult& r, compiler_probe::Backend& backend, const LoweringTable& table,
@@ -103,6 +118,11 @@ void Suggest(AnalysisResult& r, compiler_probe::Backend& backend, const Lowering
     auto [it, inserted] = by_call.try_emplace(r.calls[i].get());
     if (inserted) it->second = SuggestionsFor(*r.calls[i], options.rewrites, table, judge, backend_id);
     r.ops[i].suggestions = it->second;
+    if (!r.ops[i].lib_loc.empty()) {  // a library made the call: the user edits their code, not the library's
+      std::vector<Suggestion> own = it->second;
+      for (Suggestion& s : own) s.python = InLibrary(s, r.ops[i].lib_loc, r.ops[i].loc);
+      r.ops[i].suggestions = std::move(own);
+    }
   }
   // A record attributed to another op's lowering is replaced along with that call.
   for (OpRecord& op : r.ops)

@@ -210,10 +210,28 @@ TEST_F(SuggestE2E, OpsOutsideAtenOnTheCpuWithTheirTransfers) {
   EXPECT_EQ(s["instructions"], 0);
   // 3x4 f32 boxes and 3 f32 scores to the host (60 B), the kept indices back.
   EXPECT_NE(s["changes"].get<std::string>().find("moves 60 B to the host"), std::string::npos) << s.dump(1);
+  // torchvision.ops.nms calls the op inside torchvision: the registration for the device, then the user's own form.
   EXPECT_NE(s["python"].get<std::string>().find("torch.library.impl(\"torchvision::nms\", \"XLA\")"),
             std::string::npos)
       << s.dump(1);
+  EXPECT_NE(s["python"].get<std::string>().find("out = torch.ops.torchvision.nms.default(x.cpu(), y.cpu(), 0.5)"),
+            std::string::npos)
+      << s.dump(1);
   ExpectNumerics(1);
+}
+
+TEST_F(SuggestE2E, ACallInsideALibraryGetsATorchLibraryRegistration) {
+  json r = Analyze({"--backend", "rules:neuron-trn1", "--", kPython, "tests/e2e/scripts/suggest/library_call.py"});
+  ASSERT_TRUE(r.is_object());
+  ExpectVerified(r, "aten::linalg_qr", "linalg-plain", "rules:neuron-trn1");
+  const json e = Entries(r, "aten::linalg_qr")[0];
+  EXPECT_EQ(e["library_place"], "fakelinalg/__init__.py:7");
+  const std::string python = Suggestion(e, "linalg-plain")["python"];
+  EXPECT_NE(python.find("the call is made inside a library (fakelinalg/__init__.py:7"), std::string::npos) << python;
+  EXPECT_NE(python.find("_lib.impl(\"linalg_qr\", lambda A, mode=\"reduced\": qr_gram_schmidt(A), \"XLA\")"),
+            std::string::npos)
+      << python;
+  ExpectNumerics(1);  // and the registration, run for the CPU, stands in for torch.linalg.qr
 }
 
 }  // namespace
