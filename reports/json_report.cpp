@@ -221,7 +221,8 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
       Json one = ToJson(result.ForTarget(k), verbosity);
       Json t;
       for (const char* key : {"backend", "backend_version", "support_percentage", "aten_support_percentage",
-                              "unsupported_operators", "summary", "instructions"})
+                              "what_if_support_percentage", "what_if", "unsupported_operators", "summary",
+                              "instructions"})
         if (one.contains(key)) t[key] = std::move(one[key]);
       targets.push_back(std::move(t));
     }
@@ -261,7 +262,7 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
   j["analyzed_percentage"] = FormatPercent(result.AnalyzedPercentage());
   if (result.summary.suggest) {
     j["what_if_support_percentage"] = FormatPercent(result.WhatIfPercentage());
-    j["what_if"] = WhatIfLine(result);
+    if (std::string line = WhatIfLine(result); !line.empty()) j["what_if"] = line;
   }
 
   Json supported;

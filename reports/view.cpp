@@ -153,7 +153,11 @@ std::string WhatIfLine(const AnalysisResult& result) {
   int64_t verified = 0;
   for (const OpRecord& op : result.ops)
     if (op.part_of < 0 && !op.suggestions.empty() && op.suggestions.front().verified) ++verified;
-  if (verified == 0) return "what-if: no verified suggestion to apply";
+  if (verified == 0) {
+    const bool any_unsupported =
+        std::any_of(result.ops.begin(), result.ops.end(), [&](const OpRecord& op) { return !result.OpSupported(op); });
+    return any_unsupported ? "what-if: no verified suggestion to apply" : "";
+  }
   return fmt::format("what-if: {} with the verified suggestions of {} call site{} applied (not this analysis's verdict)",
                      PercentLabel(result, result.WhatIfPercentage()), verified, verified == 1 ? "" : "s");
 }

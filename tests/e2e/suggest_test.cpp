@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/json_schema.h"
 #include "testing/run_binary.h"
 #include "testing/temp_dir_test.h"
 
@@ -101,6 +102,9 @@ TEST_F(SuggestE2E, SeedBothGroupsGetAVerifiedRewriteAndTheRewrittenScriptIsAt100
   EXPECT_NE(r["what_if"].get<std::string>().find("what-if: 100.00%"), std::string::npos) << r["what_if"];
   EXPECT_TRUE(r["summary"]["suggest"].contains("seconds"));
   ExpectNumerics(2);
+  opprobe::testing::JsonSchemaValidator schema(json::parse(ReadWholeFile("schemas/report.schema.json")));
+  auto errors = schema.Validate(r);
+  EXPECT_TRUE(errors.empty()) << errors.front();
   // Every format: the group's line, the title, the Python, what changes, the what-if.
   for (const char* file : {"r.txt", "r.md", "r.html"}) {
     std::string text = ReadWholeFile(Path(file));
@@ -128,6 +132,21 @@ TEST_F(SuggestE2E, SeedBothGroupsGetAVerifiedRewriteAndTheRewrittenScriptIsAt100
   auto check = testing::RunProgram({kPython, "tests/e2e/scripts/suggest/unsupported_rewritten.py", "--check"});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_NE(check.out.find("the rewritten model's values are the original's"), std::string::npos) << check.out;
+}
+
+TEST_F(SuggestE2E, EachTargetIsSuggestedForOnItsOwnBackend) {
+  json r = Analyze({"--backend", "rules:neuron-trn1", "--backend", "rules:tpu", "--", kPython,
+                    "samples/scripts/unsupported.py"});
+  ASSERT_TRUE(r.is_object());
+  ASSERT_EQ(r["targets"].size(), 2u);
+  EXPECT_EQ(r["targets"][0]["what_if_support_percentage"], "100.00%");
+  for (const auto& e : r["targets"][0]["unsupported_operators"]["aten"])
+    EXPECT_EQ(e["suggestions"][0]["backend"], "rules:neuron-trn1") << e.dump(1);
+  EXPECT_TRUE(r["targets"][1]["unsupported_operators"]["aten"].empty());  // TPU takes it as it is
+  EXPECT_FALSE(r["targets"][1].contains("what_if"));
+  opprobe::testing::JsonSchemaValidator schema(json::parse(ReadWholeFile("schemas/report.schema.json")));
+  auto errors = schema.Validate(r);
+  EXPECT_TRUE(errors.empty()) << errors.front();
 }
 
 TEST_F(SuggestE2E, WithoutTheFlagNothingIsSuggested) {
