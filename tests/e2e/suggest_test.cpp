@@ -200,6 +200,17 @@ TEST_F(SuggestE2E, C128FftAsC64OnTpu) {
   ExpectNumerics(2);  // and the DFT-matrix product in f64 pairs, which TPU's f64 dots accept too
 }
 
+// The real TPU compiler (libtpu, no chip: scripts/test sets OPPROBE_LIBTPU) judges the rewrites as it judged the call:
+// its c128 FFT fails to compile, the c64 FFT and the DFT-matrix product in f64 pairs compile.
+TEST_F(SuggestE2E, C128FftOnTheRealTpuCompiler) {
+  const char* libtpu = std::getenv("OPPROBE_LIBTPU");
+  ASSERT_TRUE(libtpu && *libtpu) << "OPPROBE_LIBTPU is not set: scripts/test installs requirements/tpu.txt";
+  json r = Family("tpu:v5e", "c128");
+  ASSERT_TRUE(r.is_object());
+  ExpectVerified(r, "aten::_fft_r2c", "c128-fft-as-c64", "tpu:v5e");
+  ExpectVerified(r, "aten::_fft_r2c", "fft-as-dft-matmul", "tpu:v5e");
+}
+
 TEST_F(SuggestE2E, DataDependentShapesAsStaticFormsOnTrn1) {
   json r = Family("rules:neuron-trn1", "dynamic");
   ASSERT_TRUE(r.is_object());
