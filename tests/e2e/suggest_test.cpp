@@ -236,6 +236,10 @@ TEST_F(SuggestE2E, OpsOutsideAtenOnTheCpuWithTheirTransfers) {
   json r = Family("rules:neuron-trn1", "custom");
   ASSERT_TRUE(r.is_object());
   ExpectVerified(r, "torchvision::nms", "cpu-fallback", "rules:neuron-trn1");
+  ExpectVerified(r, "mylib::my_op", "cpu-fallback", "rules:neuron-trn1");  // a torch.library op
+  EXPECT_NE(Suggestion(Entries(r, "mylib::my_op")[0], "cpu-fallback")["python"].get<std::string>().find(
+                "out = torch.ops.mylib.my_op.default(x.cpu()).to(x.device)"),
+            std::string::npos);
   json s = Suggestion(Entries(r, "torchvision::nms")[0], "cpu-fallback");
   EXPECT_EQ(s["instructions"], 0);
   // 3x4 f32 boxes and 3 f32 scores to the host (60 B), the kept indices back.

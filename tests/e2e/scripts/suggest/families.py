@@ -33,5 +33,9 @@ elif family == "custom":
     scores = torch.tensor([0.9, 0.8, 0.7])
     keep = torchvision.ops.nms(boxes, scores, 0.5)
     best = scores.max()
+    lib = torch.library.Library("mylib", "DEF")
+    lib.define("my_op(Tensor x) -> Tensor")
+    lib.impl("my_op", lambda x: x * 2, "CPU")
+    y = torch.ops.mylib.my_op(boxes)
 else:
     raise SystemExit(f"unknown family {family}")
