@@ -146,6 +146,14 @@ double GroupShareWith(const UnsupportedGroup& g, const analyzer::Suggestion& s) 
   return total == 0 ? 1.0 : pass / total;
 }
 
+std::string VerifiedSuggestionText(const UnsupportedOp& u) {
+  for (const auto& sg : u.suggestions)
+    if (sg.verified)
+      return fmt::format("suggested rewrite, verified on {}: {} ({}: {})\n{}", sg.backend, sg.title,
+                         sg.exact ? "exact" : "differs", sg.changes, sg.python);
+  return "";
+}
+
 std::string FractionLabel(double fraction) { return fmt::format("{:.0f}%", fraction * 100.0); }
 
 std::string WhatIfLine(const AnalysisResult& result) {

@@ -60,6 +60,11 @@ struct UnsupportedGroup {
 // for (their instructions replaced by its rewrite's, of which its supported_fraction pass); the others as they are.
 double GroupShareWith(const UnsupportedGroup& g, const analyzer::Suggestion& s);
 
+// The first verified suggestion of an entry in words, for the formats that give one message per entry (GitHub,
+// SARIF): `suggested rewrite, verified on rules:neuron-trn1: TITLE (exact|differs: CHANGES)` and its Python; empty
+// when none is verified.
+std::string VerifiedSuggestionText(const UnsupportedOp& u);
+
 // `supported_fraction` as reports print it: `100%`, `40%`.
 std::string FractionLabel(double fraction);
 

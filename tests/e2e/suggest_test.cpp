@@ -85,7 +85,8 @@ class SuggestE2E : public testing::TempDirTest {
 
 TEST_F(SuggestE2E, SeedBothGroupsGetAVerifiedRewriteAndTheRewrittenScriptIsAt100) {
   formats_ = {"--format=text=" + Path("r.txt"), "--format=markdown=" + Path("r.md"),
-              "--format=html=" + Path("r.html")};
+              "--format=html=" + Path("r.html"), "--format=github=" + Path("r.gh"),
+              "--format=sarif=" + Path("r.sarif")};
   json r = Analyze({"--backend", "rules:neuron-trn1", "--", kPython, "samples/scripts/unsupported.py"});
   ASSERT_TRUE(r.is_object());
   // The FFT (torch.fft.fft of a real tensor) and the complex multiply, each at its own line.
@@ -117,6 +118,16 @@ TEST_F(SuggestE2E, SeedBothGroupsGetAVerifiedRewriteAndTheRewrittenScriptIsAt100
     EXPECT_NE(text.find("x.unsqueeze(-1) * y_ri"), std::string::npos) << file;
     EXPECT_NE(text.find("what-if: 100.00%"), std::string::npos) << file;
     EXPECT_NE(text.find("verified"), std::string::npos) << file;
+  }
+
+  // The formats with one message per entry carry its verified suggestion in it.
+  for (const char* file : {"r.gh", "r.sarif"}) {
+    std::string text = ReadWholeFile(Path(file));
+    EXPECT_NE(text.find("suggested rewrite, verified on rules:neuron-trn1: FFT as a real DFT-matrix product"),
+              std::string::npos)
+        << file << text;
+    EXPECT_NE(text.find("suggested rewrite, verified on rules:neuron-trn1: complex arithmetic"), std::string::npos)
+        << file;
   }
 
   // The script rewritten as suggested: 100% on the same profile (and its values are the original's: it asserts so).
