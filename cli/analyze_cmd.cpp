@@ -227,10 +227,17 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
   cmd->add_flag("--fake", args->fake, std::string("With `-- script`: ") + kFakeHelp);
   cmd->add_flag("--fit", args->run.fit,
                 "Will it fit: build the whole program (a script's or trace's first training step, recorded with its "
-                "data flow; an HLO input's largest module), compile it for the target with the backend's real "
+                "data flow; a .pt2's exported program; an HLO input's largest module), compile it for the target with the "
+                "backend's real "
                 "compiler (tpu:, gpu:, xla:cpu, pjrt:; iree:llvm-cpu compiles it and gives no memory figures) and "
                 "report per-device memory against the device's (the report's `program`); a rules: backend gives "
                 "opprobe's own estimate, labelled so, against the profile's device memory (neuron-trn1, neuron-trn2)");
+  cmd->add_flag("--suggest", args->run.suggest,
+                "For every unsupported call, try the known rewrites that apply (complex as real pairs, FFT as a "
+                "DFT-matrix product, f64 as f32, s64 as s32, c128 FFT as c64, static-size forms of nonzero/"
+                "masked_select/unique, linear algebra with matmuls, CPU fallback of ops outside aten), lower and "
+                "probe each on the same backend, and report the Python to write: verified ones first, with the "
+                "what-if percentage of every verified rewrite applied (docs/suggest.md)");
   cmd->add_option("--parallel", args->parallel,
                   "With --fit: split the step over the target topology's devices as a strategy does (their product "
                   "equal to its devices): dp=N data parallel, fsdp=N parameters, gradients and optimizer state split, "

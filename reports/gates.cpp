@@ -156,6 +156,7 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
     out += fmt::format("  ignored (--ignore-op): {} call{} of {}\n", s.ignored_calls, s.ignored_calls == 1 ? "" : "s",
                        list);
   }
+  if (std::string what_if = WhatIfLine(result); !what_if.empty()) out += "  " + what_if + "\n";
   auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
   auto render_groups = [&](const std::vector<UnsupportedOp>& entries) {
     auto groups = GroupUnsupported(entries);
@@ -171,6 +172,13 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
       if (g.entries.size() > 3) ops += fmt::format(", +{} more", g.entries.size() - 3);
       out += fmt::format("    {}x at {}: {}\n      {}\n", g.count, g.place.empty() ? "(no call site recorded)" : g.place, ops,
                          g.reason.empty() ? g.failure_at : g.reason);
+      if (result.summary.suggest) {
+        const auto list = GroupSuggestions(g);
+        if (!list.empty() && list.front().verified)
+          out += fmt::format("      {} {}\n", paint("suggest (verified):", "32"), list.front().title);
+        else if (!list.empty())
+          out += fmt::format("      suggest: {} rewrite{} tried, none accepted\n", list.size(), list.size() == 1 ? "" : "s");
+      }
     }
     if (groups.size() > max_ops) out += fmt::format("    ... and {} more groups\n", groups.size() - max_ops);
   };

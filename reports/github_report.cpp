@@ -80,6 +80,7 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
       for (size_t p : u.failing_probes)
         message += "\n  " + result.probes[p].signature + ": " + result.probes[p].verdict.reason;
     }
+    if (std::string suggestion = VerifiedSuggestionText(u); !suggestion.empty()) message += "\n" + suggestion;
     out += Command(gap ? "warning" : "error", RelativeToCwd(u.file, options.cwd), u.line, title, message);
   }
   std::vector<const analyzer::OpRecord*> dynamic;

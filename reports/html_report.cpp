@@ -224,6 +224,10 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
   out += fmt::format("<div class=\"card\"><div class=\"n\">{:.2f} s</div><div class=\"l\">probe time ({:.2f} s wall, {} "
                      "job{})</div></div>\n",
                      s.probe_seconds, s.wall_seconds, s.jobs, s.jobs == 1 ? "" : "s");
+  if (std::string what_if = WhatIfLine(result); !what_if.empty())
+    out += fmt::format("<div class=\"card\"><div class=\"n\" id=\"what-if-percentage\">{}</div><div class=\"l\">{}</div>"
+                       "</div>\n",
+                       E(PercentLabel(result, result.WhatIfPercentage())), E(what_if));
   out += "</div></section>\n";
 
   // Unsupported ops, grouped by source line and reason (most instances first); opprobe's gaps apart.
@@ -260,6 +264,27 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
     out += table(unsupported, "unsupported-ops");
   }
   out += "</section>\n";
+  if (s.suggest && !unsupported.empty()) {
+    out += fmt::format("<section id=\"suggestions\"><h2>Suggested rewrites (each lowered and probed on <code>{}</code>)"
+                       "</h2>\n",
+                       E(result.backend_id));
+    for (const auto& g : GroupUnsupported(unsupported)) {
+      out += fmt::format("<h3><code>{}</code> {}</h3>\n<ul>\n", E(g.place.empty() ? "-" : g.place), E(g.reason));
+      const auto list = GroupSuggestions(g);
+      if (list.empty()) out += "<li>no rewrite in the table applies</li>\n";
+      for (const auto& sg : list) {
+        out += fmt::format("<li class=\"suggestion {}\"><strong class=\"{}\">{}</strong> {}: {} of its {} instructions "
+                           "pass on <code>{}</code>; the group's then {}. {}: {}{}{}</li>\n",
+                           sg.verified ? "verified" : "tried", sg.verified ? "ok" : "bad",
+                           sg.verified ? "verified" : "tried", E(sg.title), FractionLabel(sg.supported_fraction),
+                           sg.instructions, E(sg.backend), FractionLabel(GroupShareWith(g, sg)), sg.exact ? "Exact" : "Differs", E(sg.changes),
+                           sg.refusal.empty() || sg.verified ? "" : "<br>Refused: " + E(sg.refusal),
+                           sg.verified ? "<pre><code>" + E(sg.python) + "</code></pre>" : "");
+      }
+      out += "</ul>\n";
+    }
+    out += "</section>\n";
+  }
   if (!gaps.empty()) {
     out += fmt::format("<section id=\"lowering-gaps\"><h2>{} ({} entr{})</h2>\n<p>opprobe has no lowering for these "
                        "calls yet: they are not the backend's verdict, and the analysis is incomplete.</p>\n",

@@ -38,6 +38,24 @@ Json UnsupportedAtenJson(const UnsupportedOp& u, bool several_programs) {
   if (!u.forward_op.empty()) e["forward_call"] = ForwardCallJson(u);
   if (u.dynamic_shape) e["dynamic_shape"] = true;
   if (u.error) e["error"] = true;
+  if (!u.suggestions.empty()) {
+    Json list = Json::array();
+    for (const auto& sg : u.suggestions) {
+      Json j;
+      j["rewrite"] = sg.rewrite;
+      j["title"] = sg.title;
+      j["python"] = sg.python;
+      j["changes"] = sg.changes;
+      j["exact"] = sg.exact;
+      j["verified"] = sg.verified;
+      j["backend"] = sg.backend;
+      j["supported_fraction"] = std::round(sg.supported_fraction * 1e4) / 1e4;
+      j["instructions"] = sg.instructions;
+      if (!sg.refusal.empty()) j["refusal"] = sg.refusal;
+      list.push_back(std::move(j));
+    }
+    e["suggestions"] = std::move(list);
+  }
   return e;
 }
 
@@ -155,6 +173,9 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["wall_seconds"] = RoundSeconds(s.wall_seconds);
   j["jobs"] = s.jobs;
   if (s.cpu_fallback_calls > 0) j["cpu_fallback_calls"] = s.cpu_fallback_calls;
+  if (s.suggest)
+    j["suggest"] = {{"what_if_instructions", s.what_if_instructions}, {"what_if_supported", s.what_if_supported},
+                    {"seconds", RoundSeconds(s.suggest_seconds)}};
   if (s.batched_units > 0)
     j["batching"] = {{"units", s.batched_units}, {"compiles", s.batch_compiles}, {"batches", s.batches},
                      {"splits", s.batch_splits}};
@@ -201,7 +222,8 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
       Json one = ToJson(result.ForTarget(k), verbosity);
       Json t;
       for (const char* key : {"backend", "backend_version", "support_percentage", "aten_support_percentage",
-                              "unsupported_operators", "summary", "instructions"})
+                              "what_if_support_percentage", "what_if", "unsupported_operators", "summary",
+                              "instructions"})
         if (one.contains(key)) t[key] = std::move(one[key]);
       targets.push_back(std::move(t));
     }
@@ -239,6 +261,10 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
   j["support_percentage"] = FormatPercent(result.SupportPercentage());
   j["aten_support_percentage"] = FormatPercent(result.AtenSupportPercentage());
   j["analyzed_percentage"] = FormatPercent(result.AnalyzedPercentage());
+  if (result.summary.suggest) {
+    j["what_if_support_percentage"] = FormatPercent(result.WhatIfPercentage());
+    if (std::string line = WhatIfLine(result); !line.empty()) j["what_if"] = line;
+  }
 
   Json supported;
   const SupportedAtenTally tally = TallySupportedAten(result);

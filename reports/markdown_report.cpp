@@ -70,6 +70,7 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
                      Code(result.model), Cell(result.input_kind), Code(result.backend_id),
                      result.backend_version.empty() ? "" : " " + Code(result.backend_version),
                      PercentLabel(result, result.AtenSupportPercentage()), PercentLabel(result, result.AnalyzedPercentage()));
+  if (std::string what_if = WhatIfLine(result); !what_if.empty()) out += "*" + Cell(what_if) + "*\n\n";
   out += "| HLO instructions | supported | aten calls | supported | call sites | unsupported entries | lowering gaps | unique probes | cached |\n";
   out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n", tally.instructions,
@@ -100,6 +101,28 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
     out += fmt::format("### Unsupported aten ops ({} entr{} in {} group{} by source line and reason)\n\n",
                        unsupported.size(), unsupported.size() == 1 ? "y" : "ies", groups, groups == 1 ? "" : "s");
     out += table(unsupported);
+  }
+  if (result.summary.suggest && !unsupported.empty()) {
+    out += fmt::format("### Suggested rewrites (each lowered and probed on {})\n\n", Code(result.backend_id));
+    for (const auto& g : GroupUnsupported(unsupported)) {
+      out += fmt::format("**{}** {}\n\n", Code(g.place.empty() ? "-" : g.place), Cell(g.reason));
+      const auto list = GroupSuggestions(g);
+      if (list.empty()) out += "- no rewrite in the table applies\n";
+      for (const auto& sg : list) {
+        out += fmt::format("- {} **{}**: {} of its {} instructions pass on {}; the group's then {}. {}: {}\n",
+                           sg.verified ? ":white_check_mark: verified" : ":x: tried", Cell(sg.title),
+                           FractionLabel(sg.supported_fraction), sg.instructions, Code(sg.backend),
+                           FractionLabel(GroupShareWith(g, sg)),
+                           sg.exact ? "Exact" : "Differs", Cell(sg.changes));
+        if (!sg.verified && !sg.refusal.empty()) out += "  Refused: " + Cell(sg.refusal) + "\n";
+        if (sg.verified) out += "\n  ```python\n  " + [&] {
+          std::string py = sg.python, indented;
+          for (char c : py) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+          return indented;
+        }() + "\n  ```\n";
+      }
+      out += "\n";
+    }
   }
   if (!gaps.empty()) {
     out += fmt::format("### {} ({} entr{})\n\nopprobe has no lowering for these calls yet: they are not the backend's "

@@ -137,6 +137,7 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
     const std::string origin = CallOrigin(u);
     if (!origin.empty()) message += " (" + origin + ")";
     if (u.count > 1) message += fmt::format(" ({} calls)", u.count);
+    if (std::string suggestion = VerifiedSuggestionText(u); !suggestion.empty()) message += "\n" + suggestion;
     Json props;
     props["aten_op"] = u.kind;
     if (!u.lib_place.empty()) props["library_place"] = u.lib_place;

@@ -112,6 +112,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
   out += fmt::format("Analyzed: {} of aten calls lowered by opprobe ({} calls without a lowering, {} calls of custom "
                      "ops outside aten)\n",
                      PercentLabel(result, result.AnalyzedPercentage()), s.lowering_gap_calls, s.custom_op_calls);
+  if (std::string what_if = WhatIfLine(result); !what_if.empty()) out += paint(what_if, "36") + "\n";
 
   auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
   auto table = [&](const std::vector<UnsupportedOp>& entries) {
@@ -136,6 +137,32 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
                                    groups == 1 ? "" : "s"),
                        "1") + "\n";
   out += unsupported.empty() ? "  none\n" : table(unsupported);
+  if (s.suggest && !unsupported.empty()) {
+    out += "\n" + paint(fmt::format("Suggested rewrites (--suggest: each lowered and probed on {})", result.backend_id),
+                         "1") + "\n";
+    for (const auto& g : GroupUnsupported(unsupported)) {
+      out += fmt::format("  {}  {}\n", g.place.empty() ? "-" : g.place, Clean(g.reason));
+      const auto list = GroupSuggestions(g);
+      if (list.empty()) out += "    no rewrite in the table applies\n";
+      for (const auto& sg : list) {
+        out += "    " + (sg.verified ? paint("verified", "1;32") : paint("tried", "33")) +
+               fmt::format(" {}: {} of its {} instruction{} pass on {}; the group's then {}\n", sg.title,
+                           FractionLabel(sg.supported_fraction), sg.instructions, sg.instructions == 1 ? "" : "s",
+                           sg.backend, FractionLabel(GroupShareWith(g, sg)));
+        if (!sg.verified && !sg.refusal.empty()) out += "      refused: " + Clean(sg.refusal) + "\n";
+        out += fmt::format("      {}: {}\n", sg.exact ? "exact" : "differs", Clean(sg.changes));
+        if (sg.verified) {
+          size_t start = 0;
+          while (start < sg.python.size()) {
+            size_t nl = sg.python.find('\n', start);
+            out += "      | " + sg.python.substr(start, nl == std::string::npos ? std::string::npos : nl - start) + "\n";
+            if (nl == std::string::npos) break;
+            start = nl + 1;
+          }
+        }
+      }
+    }
+  }
   if (!gaps.empty()) {
     out += "\n" + paint(fmt::format("{} ({} entr{}: opprobe has no lowering; not a device verdict)", kLoweringGapTitle,
                                      gaps.size(), gaps.size() == 1 ? "y" : "ies"),

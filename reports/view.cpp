@@ -53,6 +53,9 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     u.part_of = PartOfName(result, op);
     u.place = SourcePlace(op.loc, result.source_dir);
     SetOrigin(op, result.source_dir, u);
+    u.suggestions = op.suggestions;
+    u.instructions = op.lowering != OpRecord::Lowering::kOk ? op.count
+                                                             : op.count * static_cast<int64_t>(op.probes.size());
     if (op.lowering != OpRecord::Lowering::kOk) {
       u.failed_instructions = op.count;
     } else {
@@ -76,8 +79,13 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     if (!merged.empty() && OpKey(merged.back()) == OpKey(u)) {
       merged.back().count += u.count;
       merged.back().failed_instructions += u.failed_instructions;
+      merged.back().instructions += u.instructions;
       merged.back().failing_probes.insert(merged.back().failing_probes.end(), u.failing_probes.begin(),
                                           u.failing_probes.end());
+      for (auto& sg : u.suggestions)
+        if (std::none_of(merged.back().suggestions.begin(), merged.back().suggestions.end(),
+                         [&](const analyzer::Suggestion& x) { return x.rewrite == sg.rewrite; }))
+          merged.back().suggestions.push_back(std::move(sg));
       continue;
     }
     merged.push_back(std::move(u));
@@ -107,6 +115,59 @@ std::vector<UnsupportedGroup> GroupUnsupported(const std::vector<UnsupportedOp>&
     return std::tie(a.place, a.reason, a.failure_at) < std::tie(b.place, b.reason, b.failure_at);
   });
   return groups;
+}
+
+std::vector<analyzer::Suggestion> GroupSuggestions(const UnsupportedGroup& g) {
+  std::vector<analyzer::Suggestion> out;
+  for (const auto& e : g.entries)
+    for (const auto& sg : e.suggestions)
+      if (std::none_of(out.begin(), out.end(), [&](const analyzer::Suggestion& x) {
+            return x.rewrite == sg.rewrite && x.python == sg.python;
+          }))
+        out.push_back(sg);
+  std::stable_partition(out.begin(), out.end(), [](const analyzer::Suggestion& s) { return s.verified; });
+  return out;
+}
+
+double GroupShareWith(const UnsupportedGroup& g, const analyzer::Suggestion& s) {
+  double total = 0, pass = 0;
+  for (const auto& e : g.entries) {
+    const bool has = std::any_of(e.suggestions.begin(), e.suggestions.end(),
+                                 [&](const analyzer::Suggestion& x) { return x.rewrite == s.rewrite; });
+    if (has) {
+      const double n = static_cast<double>(e.count * s.instructions);
+      total += n;
+      pass += n * s.supported_fraction;
+    } else {
+      total += static_cast<double>(e.instructions);
+      pass += static_cast<double>(e.instructions - e.failed_instructions);
+    }
+  }
+  return total == 0 ? 1.0 : pass / total;
+}
+
+std::string VerifiedSuggestionText(const UnsupportedOp& u) {
+  for (const auto& sg : u.suggestions)
+    if (sg.verified)
+      return fmt::format("suggested rewrite, verified on {}: {} ({}: {})\n{}", sg.backend, sg.title,
+                         sg.exact ? "exact" : "differs", sg.changes, sg.python);
+  return "";
+}
+
+std::string FractionLabel(double fraction) { return fmt::format("{:.0f}%", fraction * 100.0); }
+
+std::string WhatIfLine(const AnalysisResult& result) {
+  if (!result.summary.suggest) return "";
+  int64_t verified = 0;
+  for (const OpRecord& op : result.ops)
+    if (op.part_of < 0 && !op.suggestions.empty() && op.suggestions.front().verified) ++verified;
+  if (verified == 0) {
+    const bool any_unsupported =
+        std::any_of(result.ops.begin(), result.ops.end(), [&](const OpRecord& op) { return !result.OpSupported(op); });
+    return any_unsupported ? "what-if: no verified suggestion to apply" : "";
+  }
+  return fmt::format("what-if: {} with the verified suggestions of {} call site{} applied (not this analysis's verdict)",
+                     PercentLabel(result, result.WhatIfPercentage()), verified, verified == 1 ? "" : "s");
 }
 
 std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops) {

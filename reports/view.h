@@ -26,6 +26,7 @@ struct UnsupportedOp {
   std::string phase;
   int64_t count = 0;       // merged call instances
   int64_t failed_instructions = 0;  // unsupported instruction instances (count-weighted; lowering failure: 1 each)
+  int64_t instructions = 0;  // all its instruction instances (count-weighted; lowering failure or custom op: 1 each)
   bool dynamic_shape = false;
   bool error = false;      // the first failing verdict was a backend error, not a rejection
   std::vector<size_t> failing_probes;  // unique indices into result.probes, ascending
@@ -38,6 +39,8 @@ struct UnsupportedOp {
   std::string forward_place;
   std::string forward_lib_place;
   std::string forward_module_path;
+  // `--suggest`: the rewrites tried for the merged records, verified ones first, each rewrite once.
+  std::vector<analyzer::Suggestion> suggestions;
   bool lowering_gap() const { return failure_at == "lowering"; }
 };
 
@@ -53,8 +56,27 @@ struct UnsupportedGroup {
   std::vector<UnsupportedOp> entries;
 };
 
+// The share of the group's instruction instances that pass once suggestion `s` is applied to the entries it was made
+// for (their instructions replaced by its rewrite's, of which its supported_fraction pass); the others as they are.
+double GroupShareWith(const UnsupportedGroup& g, const analyzer::Suggestion& s);
+
+// The first verified suggestion of an entry in words, for the formats that give one message per entry (GitHub,
+// SARIF): `suggested rewrite, verified on rules:neuron-trn1: TITLE (exact|differs: CHANGES)` and its Python; empty
+// when none is verified.
+std::string VerifiedSuggestionText(const UnsupportedOp& u);
+
+// `supported_fraction` as reports print it: `100%`, `40%`.
+std::string FractionLabel(double fraction);
+
+// The what-if line every format shows beside the real percentage, or empty without --suggest:
+// `what-if: 100.00% with the 2 verified suggestions applied (not this analysis's verdict)`.
+std::string WhatIfLine(const analyzer::AnalysisResult& result);
+
 // Groups `ops` (from UnsupportedOps) by (place, reason, failure_at); most call instances first, then by place.
 std::vector<UnsupportedGroup> GroupUnsupported(const std::vector<UnsupportedOp>& ops);
+
+// The suggestions of a group's entries (`--suggest`), each rewrite once, verified ones first.
+std::vector<analyzer::Suggestion> GroupSuggestions(const UnsupportedGroup& g);
 
 // `ops` split into the backend's rejections and custom ops (first) and opprobe's lowering gaps (second).
 std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops);

@@ -768,11 +768,31 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       rec.instruction_names = d.shared_names;
     }
   }
+  std::vector<uint32_t> site_signatures;
+  if (s.options.keep_calls) {
+    site_signatures.reserve(s.sites.size());
+    for (const State::Site& site : s.sites) site_signatures.push_back(site.signature);
+  }
   std::vector<State::Site>().swap(s.sites);
 
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
   if (Status st = ProbeAll(r.probes, backend, s.options, r.summary); !st.ok())
     r.warnings.push_back("repro files: " + st.message());
+  if (s.options.keep_calls) {  // the calls of the unsupported records, one copy per signature
+    std::unordered_map<uint32_t, std::shared_ptr<const Node>> kept;
+    r.calls.resize(r.ops.size());
+    for (size_t i = 0; i < site_signatures.size(); ++i) {
+      if (r.OpSupported(r.ops[i])) {
+        bool derived_fails = false;  // (a record attributed to another op may fail where the call's own do not)
+        for (const Lowered::Derived& d : lowered[site_signatures[i]].derived)
+          for (size_t p : d.shared_probes) derived_fails = derived_fails || !r.probes[p].verdict.supported();
+        if (!derived_fails) continue;
+      }
+      auto [it, inserted] = kept.try_emplace(site_signatures[i]);
+      if (inserted) it->second = std::make_shared<const Node>(memo_units->node(site_signatures[i]));
+      r.calls[i] = it->second;
+    }
+  }
   AddHostFallbacks(r, s.options.host_fallbacks);
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(s.start);

@@ -30,6 +30,8 @@ struct DriverOptions {
   std::vector<std::string> ignore_ops;
   // Calls torch_xla ran on the host (`--lowering torch_xla`): added as records of their own (HostFallback).
   std::vector<HostFallback> host_fallbacks;
+  // `--suggest`: keep the aten call each unsupported record was lowered from (AnalysisResult::calls).
+  bool keep_calls = false;
 };
 
 // Whether `op` (`torchvision::nms`) or its overload-qualified name matches a --ignore-op pattern; the pattern or "".

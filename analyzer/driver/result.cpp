@@ -65,6 +65,8 @@ AnalysisResult AnalysisResult::ForTarget(size_t k) const {
   }
   r.summary = t.summary;
   r.program = t.program;
+  for (size_t i = 0; i < r.ops.size(); ++i)
+    r.ops[i].suggestions = i < t.suggestions.size() ? t.suggestions[i] : SharedVector<Suggestion>();
   return r;
 }
 
@@ -89,6 +91,11 @@ double AnalysisResult::SupportPercentage() const {
     }
   }
   return total == 0 ? 0.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
+}
+
+double AnalysisResult::WhatIfPercentage() const {
+  const int64_t total = summary.what_if_instructions;
+  return total == 0 ? 0.0 : 100.0 * static_cast<double>(summary.what_if_supported) / static_cast<double>(total);
 }
 
 double AnalysisResult::AtenSupportPercentage() const {

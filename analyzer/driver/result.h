@@ -141,6 +141,25 @@ struct SharedSourceLoc {
   friend bool operator==(const SharedSourceLoc& a, const SourceLoc& b) { return a.line == b.line && a.file == b.file; }
 };
 
+// `--suggest` (analyzer/suggest): a rewrite of an unsupported call, lowered and probed on the analysis's own backend.
+struct Suggestion {
+  std::string rewrite;   // the rewrite's id in the table (`complex-as-real-pairs`)
+  std::string title;
+  std::string python;    // what the user writes instead
+  std::string changes;   // what changes (speed, precision; how it differs from PyTorch)
+  bool exact = false;    // PyTorch-exact
+  bool verified = false; // the backend accepts every instruction of the rewritten computation
+  std::string backend;   // the backend that judged it
+  // Of the rewritten computation's instructions, the share the backend accepts (1 when verified).
+  double supported_fraction = 0;
+  int64_t instructions = 0;  // probe units of the rewritten computation, per call
+  std::string refusal;   // not verified: the first refusal (`aten::select.int: c64 ... (NCC_EVRF004)`)
+  // The Python for a call made inside a library (analyzer/suggest's RewritePlan::override_python), which Suggest puts
+  // into `python` for the records whose call a library made; not a field of the reports.
+  std::string library_python;
+  bool operator==(const Suggestion&) const = default;
+};
+
 // One distinct aten call site: an op with one argument signature at one place (merged `count` times).
 // For HLO input, the instructions attributed to one (op_type, source line, module).
 // Its strings are SharedStrings: the records of the call sites of one signature, file or module share them.
@@ -173,6 +192,8 @@ struct OpRecord {
   // call sites of one signature share them (SharedVector: copy on write).
   SharedVector<size_t> probes;
   SharedVector<std::string> instruction_names;
+  // `--suggest`, unsupported records: the rewrites tried, verified ones first (a derived record has its call's).
+  SharedVector<Suggestion> suggestions;
 };
 
 struct Summary {
@@ -208,6 +229,12 @@ struct Summary {
   int64_t batch_compiles = 0;
   int64_t batches = 0;
   int64_t batch_splits = 0;
+  // `--suggest`: whether it ran, and the instruction instances of the what-if analysis in which every unsupported call
+  // with a verified suggestion is replaced by its rewrite (all of whose instructions pass).
+  bool suggest = false;
+  int64_t what_if_instructions = 0;
+  int64_t what_if_supported = 0;
+  double suggest_seconds = 0;         // time the suggestion step took (lowering and probing the rewrites)
 };
 
 // Calls left out of the analysis by `--ignore-op PATTERN`, one entry per op.
@@ -240,6 +267,7 @@ struct TargetResult {
   std::vector<std::string> repro_paths;  // `--dump-dir` files of this target's unsupported units
   Summary summary;
   std::optional<ProgramFit> program;  // `--fit`: the program compiled for this target
+  std::vector<SharedVector<Suggestion>> suggestions;  // `--suggest`: this target's, per record of AnalysisResult::ops
 };
 
 struct AnalysisResult {
@@ -265,6 +293,10 @@ struct AnalysisResult {
   // so that they are freed with it (or, by the CLI, left to the process's exit) rather than one by one mid-run.
   std::vector<std::shared_ptr<const hlo::Module>> input_modules;
 
+  // DriverOptions::keep_calls (`--suggest`): per record of `ops`, the aten call an unsupported call site was lowered
+  // from (records of the same signature share it); null for supported records, derived ones and HLO input.
+  std::vector<std::shared_ptr<const Node>> calls;
+
   // The second and later backends' verdicts (empty for a run with one backend).
   std::vector<TargetResult> other_targets;
   size_t target_count() const { return 1 + other_targets.size(); }
@@ -279,6 +311,8 @@ struct AnalysisResult {
   // Supported aten call instances / all aten call instances, in percent. A call is supported when its
   // own instructions and those attributed to other ops from its lowering all are.
   double AtenSupportPercentage() const;
+  // `--suggest`: SupportPercentage with every verified suggestion applied (a what-if, never the analysis's verdict).
+  double WhatIfPercentage() const;
   // The first reason an op is unsupported (lowering error or first failing probe's reason).
   std::string FailureReason(const OpRecord& op) const;
   // `lowering`, `custom_op`, or the backend id.

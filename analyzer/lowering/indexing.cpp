@@ -667,6 +667,38 @@ Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
   return op;
 }
 
+// nonzero_static: nonzero's coordinates in a fixed `size` rows, the rows past the count of nonzeros `fill_value`
+// (torch.nonzero_static): a static shape, what --suggest offers where a backend refuses nonzero's bounded one.
+Expected<LoweredOp> NonzeroStatic(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const int64_t size = ctx.Int("size", 1, 0);
+  const int64_t fill = ctx.Int("fill_value", 2, -1);
+  if (size < 0) return ctx.Unsupported("size must be non-negative");
+  std::vector<int64_t> xd = Dims(x);
+  int64_t total = Numel(xd);
+  int64_t r = static_cast<int64_t>(xd.size());
+  Instruction* keep = b.Reshape(x->shape.element_type() == PrimitiveType::PRED ? x : CmpScalar(b, x, 0, ComparisonDirection::kNe),
+                                {total});
+  auto [perm, count] = CompactPositions(b, keep);
+  std::vector<Instruction*> cols;
+  int64_t stride = total;
+  for (int64_t k = 0; k < r; ++k) {
+    int64_t dim = xd[static_cast<size_t>(k)];
+    stride = dim == 0 ? 0 : stride / dim;
+    Instruction* q = stride > 1 ? Div(b, perm, Full(b, PrimitiveType::S64, static_cast<double>(stride), {total})) : perm;
+    Instruction* co = b.Binary(Opcode::kRemainder, q, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(dim, 1)), {total}));
+    cols.push_back(b.Reshape(co, {total, 1}));
+  }
+  Instruction* out = cols.empty() ? Full(b, PrimitiveType::S64, 0, {total, 0}) : cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
+  if (size < total) out = b.SliceInDim(out, 0, size, 1, 0);
+  if (size > total) out = b.Concatenate({out, Full(b, PrimitiveType::S64, static_cast<double>(fill), {size - total, r})}, 0);
+  Instruction* row = b.Iota(Shape::Array(PrimitiveType::S64, {size, r}), 0);
+  Instruction* found = b.Broadcast(b.Convert(count, PrimitiveType::S64), {size, r}, {});
+  Instruction* valid = Cmp(b, row, found, ComparisonDirection::kLt);
+  return ctx.Finish({b.Select(valid, out, Full(b, PrimitiveType::S64, static_cast<double>(fill), {size, r}))});
+}
+
 Expected<LoweredOp> MaskedSelect(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
@@ -1140,6 +1172,7 @@ const LoweringFamily& IndexingLowerings() {
       {"aten::masked_select", MaskedSelect},
       {"aten::_pack_padded_sequence", PackPaddedSequence},
       {"aten::nonzero", Nonzero},
+      {"aten::nonzero_static", NonzeroStatic},
       {"aten::argwhere", Nonzero},
       {"aten::_unique", Unique<U::kUnique>},
       {"aten::_unique2", Unique<U::kUnique2>},

@@ -17,6 +17,7 @@
 #include "analyzer/loaders/stablehlo_loader.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "analyzer/program/fit.h"
+#include "analyzer/suggest/suggest.h"
 #include "compiler_probe/disk_cache.h"
 #include "compiler_probe/registry.h"
 #include "compiler_probe/remote/shared_cache.h"
@@ -225,6 +226,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   d.ignore_ops = options.ignore_ops;
   d.host_fallbacks = options.host_fallbacks;
   d.on_progress = options.on_progress;
+  d.keep_calls = options.suggest;
   // The caches open once the inputs have loaded: a bad input is one line, with no word about the cache before it.
   // Then shards and per-unit leases on a shared cache; a lease outlives the longest probe.
   auto probe = [&](auto&& analyze) -> Expected<AnalysisResult> {
@@ -264,6 +266,8 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
       }
       // Every HLO-level format is analyzed as the HLO it is or converts to; the report says which the input was when
       // all inputs are of one format (StableHLO: "stablehlo"), and "hlo" for a mix.
+      if (options.suggest)
+        r.warnings.push_back("--suggest: HLO input holds no aten calls to rewrite; no suggestions were made");
       const InputKind first = inputs.front().kind;
       if (std::all_of(inputs.begin(), inputs.end(), [&](const Input& in) { return in.kind == first; }))
         r.input_kind = std::string(FormatOf(first).name);
@@ -277,6 +281,10 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   return probe([&](compiler_probe::Backend& fleet) {
     analysis.set_cache(d.cache);
     AnalysisResult r = analysis.Finish(graph, fleet, LoweringTable::Builtin());
+    if (options.suggest) {
+      suggest::Suggest(r, backend, LoweringTable::Builtin(), {suggest::BuiltinRewrites(), d.cache});
+      r.summary.wall_seconds += r.summary.suggest_seconds;
+    }
     if (options.fit) {
       r.program = FitTraceInput(paths, backend, options.parallel, options.dump_program);
       if (!r.program->warning.empty()) r.warnings.push_back(r.program->warning);
@@ -321,6 +329,8 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths,
     t.backend_version = other.backend_version;
     t.summary = other.summary;
     t.program = std::move(other.program);
+    if (other.ops.size() == first.ops.size())  // the same inputs give the same records, in the same order
+      for (const OpRecord& op : other.ops) t.suggestions.push_back(op.suggestions);
     // Every target lowered the same inputs into the same units; the verdicts are matched by fingerprint all the same.
     t.verdicts.assign(first.probes.size(), compiler_probe::Verdict::Error("not probed by this target"));
     t.cache_hits.assign(first.probes.size(), 0);

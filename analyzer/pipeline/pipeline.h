@@ -98,6 +98,8 @@ struct AnalysisOptions {
   bool fit = false;
   Parallelism parallel;      // `--parallel`: how the step is split over the target's devices
   std::string dump_program;  // with fit: the built program's HLO text written here
+  // `--suggest`: every unsupported call's rewrites (analyzer/suggest), lowered and probed on the same backend.
+  bool suggest = false;
   // After each probe: (done, total); from probe threads, one at a time.
   std::function<void(int64_t, int64_t)> on_progress;
   // A shared cache that stops answering says so once, and the run goes on without it.

@@ -182,7 +182,7 @@ def record(model_or_function, example_inputs, *, train=False, loss_fn=None, opti
 
 
 def analyze(model_or_function, example_inputs, *, backend="interp", train=False, loss_fn=None, optimizer=None,
-            verbosity=2, ignore_ops=(), args=(), trace_path=None, fake=False, fit=False):
+            verbosity=2, ignore_ops=(), args=(), trace_path=None, fake=False, fit=False, suggest=False):
     """Analyzes one call of `model_or_function` on `example_inputs` (a tuple of positional arguments, a dict
     of keyword arguments, or one tensor) and returns opprobe's JSON report (schemas/report.schema.json) as
     a dict: `support_percentage`, `supported_operators`, `unsupported_operators` (the keys
@@ -198,7 +198,9 @@ def analyze(model_or_function, example_inputs, *, backend="interp", train=False,
     ignore_ops: aten ops left out of the analysis (`aten::mul`, `mul` or `mul.Tensor`).
     fake: run the step on PyTorch's fake tensors (2.x): shapes only, nothing computed (the model's weights may be real
       or fake). fit: also build the whole step as one program and compile it for the backend (`analyze --fit`):
-      report["program"] says whether it fits one device's memory.
+      report["program"] says whether it fits one device's memory. suggest: try the known rewrites of every
+      unsupported call on the backend (`analyze --suggest`): each unsupported entry's "suggestions" and
+      report["what_if_support_percentage"] (docs/suggest.md).
     args: further `opprobe analyze` options (e.g. ["--no-cache"]). trace_path: keep the recorded trace there.
     Raises OpprobeError when the binary is missing or exits with 2 (bad input) or 3 (backend unusable).
     """
@@ -217,7 +219,8 @@ def analyze(model_or_function, example_inputs, *, backend="interp", train=False,
         report = os.path.join(tmp, "report.json")
         backends = [backend] if isinstance(backend, str) else list(backend)
         cmd = [binary, "analyze", trace] + [x for b in backends for x in ("--backend", b)] + [
-            "--verbosity", str(verbosity), "-o", report, "-q", "--no-progress"] + (["--fit"] if fit else []) + list(args)
+            "--verbosity", str(verbosity), "-o", report, "-q", "--no-progress"] + (["--fit"] if fit else []) + (
+            ["--suggest"] if suggest else []) + list(args)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         if p.returncode not in (0, 1) or not os.path.isfile(report):
             msg = (p.stderr.strip() or p.stdout.strip() or "no output").splitlines()[-1]

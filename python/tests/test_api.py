@@ -72,6 +72,16 @@ class AnalyzeTest(unittest.TestCase):
         self.assertIn(HERE, text)  # the call site is the forward() line in this file
         self.assertIn("c64", text)
 
+    def test_suggest(self):
+        # analyze(suggest=True) is `analyze --suggest`: both blockers get a rewrite the profile accepts.
+        r = opprobe.analyze(FftMul(), (torch.rand(4),), backend="rules:neuron-trn1", suggest=True)
+        entries = [e for e in r["unsupported_operators"]["aten"] if "part_of" not in e]
+        self.assertEqual({e["kind"] for e in entries}, {"aten::_fft_r2c", "aten::mul"})
+        for e in entries:
+            self.assertTrue(e["suggestions"][0]["verified"], e)
+            self.assertEqual(e["suggestions"][0]["backend"], "rules:neuron-trn1")
+        self.assertEqual(r["what_if_support_percentage"], "100.00%")
+
     def test_several_targets_in_one_report(self):
         r = opprobe.analyze(FftMul(), (torch.rand(4),), backend=["rules:neuron-trn1", "rules:cpu"])
         self.assertEqual(r["backend"], "rules:neuron-trn1")
