@@ -264,6 +264,9 @@ struct AnalysisResult {
   // HLO input: the loaded modules its probe units refer into (ProbeRecord::source), held for as long as the result,
   // so that they are freed with it (or, by the CLI, left to the process's exit) rather than one by one mid-run.
   std::vector<std::shared_ptr<const hlo::Module>> input_modules;
+  // Whose lowering the calls went through: empty for opprobe's own; `torchax` for `--lowering torchax`, whose gaps
+  // are reported with failureAt `torchax` (FailureAt) rather than `lowering`.
+  std::string lowering_library;
 
   // The second and later backends' verdicts (empty for a run with one backend).
   std::vector<TargetResult> other_targets;
@@ -281,7 +284,7 @@ struct AnalysisResult {
   double AtenSupportPercentage() const;
   // The first reason an op is unsupported (lowering error or first failing probe's reason).
   std::string FailureReason(const OpRecord& op) const;
-  // `lowering`, `custom_op`, or the backend id.
+  // `lowering` (or the lowering_library that lowered the calls), `custom_op`, `cpu_fallback`, or the backend id.
   std::string FailureAt(const OpRecord& op) const;
   // aten calls (count-weighted, custom ops left out) whose lowering opprobe could build, in percent. All three
   // percentages are 0 when there is nothing to count.

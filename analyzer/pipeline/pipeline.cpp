@@ -276,7 +276,9 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   if (!analysis.any_aten_call()) return NothingToAnalyze(graph, paths);
   return probe([&](compiler_probe::Backend& fleet) {
     analysis.set_cache(d.cache);
-    AnalysisResult r = analysis.Finish(graph, fleet, LoweringTable::Builtin());
+    AnalysisResult r = analysis.Finish(graph, fleet, options.lowering_table ? *options.lowering_table
+                                                                            : LoweringTable::Builtin());
+    r.lowering_library = options.lowering_library;
     if (options.fit) {
       r.program = FitTraceInput(paths, backend, options.parallel, options.dump_program);
       if (!r.program->warning.empty()) r.warnings.push_back(r.program->warning);

@@ -176,6 +176,9 @@ def _patch_device_mapping():
     def module_to(self, *args, **kwargs):
         # Module.to parses its device into a new torch.device: what it moved to the XLA device is marked here.
         xla = _xla_target(args, kwargs)
+        # A device type PyTorch does not know without its package (`jax`, which torchax registers) is mapped here,
+        # before Module.to parses it.
+        args, kwargs = _map_args(args, dict(kwargs))
         out = orig_module_to(self, *args, **kwargs)
         if xla:
             for t in list(self.parameters()) + list(self.buffers()):
@@ -726,8 +729,9 @@ def _install_eager_compile():
 _ROOTS = []
 
 
-def install(boundary_hook, device_hook=None, read_hook=None):
-    """Installs the stand-ins this Python needs (those whose real package or device is missing)."""
+def install(boundary_hook, device_hook=None, read_hook=None, torchax_standin=False):
+    """Installs the stand-ins this Python needs (those whose real package or device is missing). `torchax_standin`:
+    the torchax and torch_xla2 stand-ins even where torchax is installed (`analyze --lowering torchax`)."""
     _boundary_hook[0] = boundary_hook
     _device_hook[0] = device_hook
     _read_hook[0] = read_hook
@@ -735,12 +739,15 @@ def install(boundary_hook, device_hook=None, read_hook=None):
         _build_torch_xla()
         _ROOTS.append("torch_xla")
         _map_device_type("xla")
+    real_torchax = _installed("torchax") and not torchax_standin
     for name in ("torchax", "torch_xla2"):
-        if not _installed(name):
+        # torch_xla2 is torchax's former name: where torchax is installed, capture_torchax.py serves it as torchax.
+        if torchax_standin or (not _installed(name) and not (name == "torch_xla2" and real_torchax)):
             _build_torchax(name)
             _ROOTS.append(name)
     if _ROOTS:
-        _map_device_type("jax")
+        if not real_torchax:  # the real torchax owns the `jax` device
+            _map_device_type("jax")
         sys.meta_path.insert(0, _StandinFinder(_ROOTS))
     if not torch.cuda.is_available():
         _install_cuda()
