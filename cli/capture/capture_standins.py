@@ -130,6 +130,15 @@ def _mapped(dev):
     return "cpu" if isinstance(dev, str) else _CPU
 
 
+def _device_type(v):
+    """The device type a `.to(...)` argument names (`jax` of "jax:0"), else None."""
+    if isinstance(v, torch.device):
+        return v.type
+    if isinstance(v, str):
+        return v.split(":", 1)[0]
+    return None
+
+
 def _map_args(args, kwargs):
     args = tuple(_mapped(a) if isinstance(a, (str, torch.device)) else a for a in args)
     if "device" in kwargs:
@@ -176,9 +185,12 @@ def _patch_device_mapping():
     def module_to(self, *args, **kwargs):
         # Module.to parses its device into a new torch.device: what it moved to the XLA device is marked here.
         xla = _xla_target(args, kwargs)
-        # A device type PyTorch does not know without its package (`jax`, which torchax registers) is mapped here,
-        # before Module.to parses it.
-        args, kwargs = _map_args(args, dict(kwargs))
+        # The `jax` device, which PyTorch does not know without torchax (it registers the name), is mapped here,
+        # before Module.to parses it; other devices go on as given (Tensor.to maps them per tensor).
+        if "jax" in _MAPPED_DEVICE_TYPES and any(_device_type(a) == "jax" for a in list(args) + [kwargs.get("device")]):
+            args = tuple(_CPU if _device_type(a) == "jax" else a for a in args)
+            if _device_type(kwargs.get("device")) == "jax":
+                kwargs = dict(kwargs, device=_CPU)
         out = orig_module_to(self, *args, **kwargs)
         if xla:
             for t in list(self.parameters()) + list(self.buffers()):
