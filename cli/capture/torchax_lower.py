@@ -5,8 +5,8 @@
 Run by opprobe with the script's Python, where torchax is installed. For every call of the trace (schemas/trace.schema
 .json), in order, the call is rebuilt from its recorded arguments (tensors as JAX abstract values of their shapes and
 dtypes) and lowered the way torchax runs it: torchax's environment dispatches the aten op to its own op table
-(torchax's jaten/jtorch functions and its decompositions), inside `jax.jit(...).lower(...)`, which gives the StableHLO
-module JAX would compile. OUT.json:
+(torchax's jaten/jtorch functions and its decompositions), inside `jax.jit(...)`, exported with `jax.export` (the
+StableHLO module JAX would compile, the CHLO ops XLA expands given with their decompositions). OUT.json:
 
     {"torchax": "0.0.13", "jax": "0.10.2",
      "calls": [{"op": "aten::addmm", "overload": "default", "mlir": "module @jit_call ..."},
@@ -48,6 +48,18 @@ def _is_default(arg, value):
         return type(d) is type(value) and d == value or (d is None and value is None)
     except Exception:  # noqa: BLE001
         return False
+
+
+def exported_text(fn_and_args, lowered):
+    """The module as jax.export writes it: the CHLO ops XLA expands into arithmetic (acos, lgamma, ...) come as
+    composites with their decomposition, which opprobe's StableHLO reader uses (jit(...).lower(...)'s text has the bare
+    CHLO op). Where export refuses the function, the lowered text."""
+    try:
+        from jax import export
+        fn, args = fn_and_args
+        return export.export(fn)(*args).mlir_module()
+    except Exception:  # noqa: BLE001
+        return lowered.as_text()
 
 
 def main(argv):
@@ -173,6 +185,8 @@ def main(argv):
                     args.append(v)
             return tensors, args, kwargs
 
+        lowered_fn = [None]
+
         def attempt(default_dtype):
             tensors, args, kwargs = build(default_dtype)
 
@@ -184,7 +198,10 @@ def main(argv):
                 flat = [x for x in torch.utils._pytree.tree_flatten(out)[0] if isinstance(x, torch.Tensor)]
                 return tuple(env.t2j_iso(flat))
 
-            return jax.jit(run).lower(*tensors)
+            jitted = jax.jit(run)
+            out = jitted.lower(*tensors)
+            lowered_fn[0] = (jitted, tensors)
+            return out
 
         def recorded_dtype_differs(lowered):
             try:
@@ -203,7 +220,7 @@ def main(argv):
                     lowered = attempt(True)
                 except Exception:  # noqa: BLE001  (torchax's function takes no dtype: its own default stands)
                     pass
-            text = lowered.as_text()
+            text = exported_text(lowered_fn[0], lowered)
             hlo = lowered.as_text(dialect="hlo") if want_hlo else None
         except _Unrebuildable as e:
             return {"error": "opprobe cannot rebuild the arguments of %s for %s: %s" % (call["op"], who, e)}
