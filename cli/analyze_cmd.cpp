@@ -163,7 +163,8 @@ int RunAnalyze(AnalyzeArgs& a) {
       if (!folder.ok()) return ReportError(folder.status().WithContext("torchax's lowerings"));
       temp = std::move(folder).value();
     }
-    auto lowered = LowerWithTorchax(command[0], inputs.front(), *temp / "torchax_lowerings.json");
+    auto lowered = LowerWithTorchax(command[0], inputs.front(), *temp / "torchax_lowerings.json",
+                                    TorchaxPlatformFor(targets.front()->id()));
     if (!lowered.ok()) return ReportError(lowered.status());
     auto trace = analyzer::LoadGraph(inputs);
     if (!trace.ok()) return ReportError(trace.status());
@@ -271,7 +272,8 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
                   "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "
                   "calls it ran on the host CPU are entries with failureAt cpu_fallback; `torchax` captures the "
                   "script (torchax's stand-in, so it runs to its end) and lowers every call with torchax's own op "
-                  "table through JAX to StableHLO in the script's Python, then probes that: every op torchax cannot "
+                  "table through JAX to StableHLO in the script's Python (exported for the first backend's JAX platform: tpu, "
+                  "cuda or cpu), then probes that: every op torchax cannot "
                   "lower is an entry with failureAt torchax at its call sites, in one report")
       ->check(CLI::IsMember({"opprobe", "torch_xla", "torchax"}))
       ->capture_default_str();

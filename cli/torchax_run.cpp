@@ -32,15 +32,22 @@ Status CheckTorchax(const std::string& python) {
   return Status::Ok();
 }
 
+std::string TorchaxPlatformFor(const std::string& backend_id) {
+  auto has = [&](const char* word) { return backend_id.find(word) != std::string::npos; };
+  if (has("tpu")) return "tpu";
+  if (has("gpu") || has("cuda")) return "cuda";
+  return "cpu";
+}
+
 Expected<analyzer::ExternalLowerings> LowerWithTorchax(const std::string& python, const std::string& trace,
-                                                       const std::string& out_json) {
+                                                       const std::string& out_json, const std::string& platform) {
   OPPROBE_ASSIGN_OR_RETURN(std::string shim, FindCaptureShim());
   const std::string helper = (fs::path(shim).parent_path() / "torchax_lower.py").string();
   std::error_code ec;
   if (!fs::is_regular_file(helper, ec))
     return InvalidInput(fmt::format("cannot find torchax_lower.py beside the capture shim {}", shim));
   compiler_probe::SubprocessOptions o;
-  o.argv = {python, helper, trace, out_json};
+  o.argv = {python, helper, "--platform", platform, trace, out_json};
   o.timeout_seconds = 0;  // a model's every distinct call: as long as JAX takes to lower them
   auto r = compiler_probe::RunSubprocess(o);
   if (!r.ok()) return r.status();

@@ -15,10 +15,14 @@ namespace opprobe::cli {
 // install it when it cannot; kInvalidInput for a missing interpreter.
 Status CheckTorchax(const std::string& python);
 
-// Lowers each call of `trace` with torchax in `python`: runs `python torchax_lower.py TRACE OUT` (found beside the
-// capture shim) with OUT = `out_json`, and reads what it wrote. Errors: the helper's own failure (its message),
+// The JAX platform torchax's modules are exported for, from the first backend's id: `tpu` for a TPU target (tpu:,
+// rules:tpu), `cuda` for a GPU one (gpu:, rules:gpu), else `cpu` (JAX lowers linear algebra per platform).
+std::string TorchaxPlatformFor(const std::string& backend_id);
+
+// Lowers each call of `trace` with torchax in `python` for `platform`: runs `python torchax_lower.py --platform P TRACE
+// OUT` (found beside the capture shim) with OUT = `out_json`, and reads what it wrote. Errors: the helper's own failure (its message),
 // kInvalidInput; a malformed OUT, kInvalidInput.
 Expected<analyzer::ExternalLowerings> LowerWithTorchax(const std::string& python, const std::string& trace,
-                                                       const std::string& out_json);
+                                                       const std::string& out_json, const std::string& platform);
 
 }  // namespace opprobe::cli

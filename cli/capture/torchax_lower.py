@@ -1,6 +1,6 @@
 """torchax's own lowering of each call of a trace (`opprobe analyze --lowering torchax`).
 
-    python torchax_lower.py [--hlo] TRACE.json OUT.json
+    python torchax_lower.py [--hlo] [--platform cpu|cuda|tpu] TRACE.json OUT.json
 
 Run by opprobe with the script's Python, where torchax is installed. For every call of the trace (schemas/trace.schema
 .json), in order, the call is rebuilt from its recorded arguments (tensors as JAX abstract values of their shapes and
@@ -8,7 +8,7 @@ dtypes) and lowered the way torchax runs it: torchax's environment dispatches th
 (torchax's jaten/jtorch functions and its decompositions), inside `jax.jit(...)`, exported with `jax.export` (the
 StableHLO module JAX would compile, the CHLO ops XLA expands given with their decompositions). OUT.json:
 
-    {"torchax": "0.0.13", "jax": "0.10.2",
+    {"torchax": "0.0.13", "jax": "0.10.2", "platform": "tpu",
      "calls": [{"op": "aten::addmm", "overload": "default", "mlir": "module @jit_call ..."},
                {"op": "aten::adaptive_max_pool2d", "overload": "default",
                 "error": "torchax 0.0.13 has no lowering for aten::adaptive_max_pool2d (OperatorNotFound)"}, ...]}
@@ -16,6 +16,11 @@ StableHLO module JAX would compile, the CHLO ops XLA expands given with their de
 One entry per call of the trace, in its order: opprobe converts each module with its StableHLO loader and probes it
 with the chosen backend; a call torchax cannot lower is listed with its error at each of its call sites (failureAt
 `torchax`), and the rest of the script is still analyzed. Calls with the same op and arguments are lowered once.
+
+`--platform` is the JAX platform the modules are exported for (default cpu): JAX lowers some ops per platform (linear
+algebra is LAPACK custom calls on cpu, the TPU's own on tpu), and exports for a platform without its device. `--hlo`
+also writes each module as JAX's own HLO text of the CPU lowering (`"hlo"`), for the comparison with opprobe's
+lowering (tests/agreement/torchax_compare.py).
 
 Dtypes are the ones PyTorch recorded: JAX's 64-bit types are on (torchax's `enable_accuracy_mode()` does the same),
 so an int64 index stays int64 rather than torchax's default int32.
@@ -50,24 +55,30 @@ def _is_default(arg, value):
         return False
 
 
-def exported_text(fn_and_args, lowered):
+def exported_text(fn_and_args, lowered, platform):
     """The module as jax.export writes it: the CHLO ops XLA expands into arithmetic (acos, lgamma, ...) come as
     composites with their decomposition, which opprobe's StableHLO reader uses (jit(...).lower(...)'s text has the bare
-    CHLO op). Where export refuses the function, the lowered text."""
+    CHLO op). Where export refuses the function (a random op's key, on another platform), jit's own lowering for the
+    CPU."""
     try:
         from jax import export
         fn, args = fn_and_args
-        return export.export(fn)(*args).mlir_module()
-    except Exception:  # noqa: BLE001
+        return export.export(fn, platforms=[platform])(*args).mlir_module()
+    except Exception:  # noqa: BLE001  (a function export does not take: jit's own lowering, for the CPU)
         return lowered.as_text()
 
 
 def main(argv):
-    want_hlo = bool(argv) and argv[0] == "--hlo"
-    if want_hlo:
-        argv = argv[1:]
+    want_hlo, platform = False, "cpu"
+    while argv and argv[0] in ("--hlo", "--platform"):
+        if argv[0] == "--hlo":
+            want_hlo, argv = True, argv[1:]
+        elif len(argv) > 1 and argv[1] in ("cpu", "cuda", "tpu"):
+            platform, argv = argv[1], argv[2:]
+        else:
+            return _fail("--platform needs cpu, cuda or tpu")
     if len(argv) != 2:
-        return _fail("usage: torchax_lower.py [--hlo] TRACE.json OUT.json")
+        return _fail("usage: torchax_lower.py [--hlo] [--platform cpu|cuda|tpu] TRACE.json OUT.json")
     trace_path, out_path = argv
     try:
         import torch
@@ -220,7 +231,7 @@ def main(argv):
                     lowered = attempt(True)
                 except Exception:  # noqa: BLE001  (torchax's function takes no dtype: its own default stands)
                     pass
-            text = exported_text(lowered_fn[0], lowered)
+            text = exported_text(lowered_fn[0], lowered, platform)
             hlo = lowered.as_text(dialect="hlo") if want_hlo else None
         except _Unrebuildable as e:
             return {"error": "opprobe cannot rebuild the arguments of %s for %s: %s" % (call["op"], who, e)}
@@ -247,7 +258,7 @@ def main(argv):
         rec = {"op": call.get("op"), "overload": call.get("overload", "default")}
         rec.update(entry)
         out_calls.append(rec)
-    doc = {"torchax": version, "jax": jax.__version__, "calls": out_calls}
+    doc = {"torchax": version, "jax": jax.__version__, "platform": platform, "calls": out_calls}
     try:
         with open(out_path, "w") as f:
             json.dump(doc, f)

@@ -176,7 +176,10 @@ def doc_section(rows, version, md):
          "`--lowering torchax` reports with failureAt torchax; *fails*: torchax has one and it raises on this call.",
          "*Same HLO*: the same (opcode, element type) pairs (JAX's HLO of torchax's module), parameters, constants and",
          "tuples aside. *Changes a verdict*: a built-in rules profile judges opprobe's lowering and torchax's module",
-         "(read by opprobe's StableHLO reader) differently. Values are not compared.", "",
+         "(read by opprobe's StableHLO reader) differently. Values are not compared. torchax's modules are JAX's for",
+         "its CPU platform here (`--lowering torchax` exports for the target's: tpu for tpu: and rules:tpu, cuda for",
+         "gpu:), so its linear algebra is LAPACK custom calls (`lapack_*_ffi`), which the TPU, GPU and Neuron profiles",
+         "refuse: most verdict changes below are those.", "",
          "| figure | calls |", "| --- | --- |"]
     for k, v in f.items():
         L.append("| {} | {} |".format(k, v))
