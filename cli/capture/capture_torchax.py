@@ -22,7 +22,6 @@ that imports `torch_xla2` (torchax's former name, seed 001) gets the installed t
 import functools
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import sys
 import threading
 
@@ -36,10 +35,12 @@ _ALIASED = []  # "torch_xla2" once the script imported torchax under its former 
 
 
 def _installed(name):
-    if name in sys.modules:
-        return True
+    """Whether the real package is on sys.path (the capture's stand-ins, served by a finder of their own, are not)."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return not getattr(mod, "__opprobe_standin__", False)
     try:
-        return importlib.util.find_spec(name) is not None
+        return importlib.machinery.PathFinder.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
 

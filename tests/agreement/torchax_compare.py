@@ -155,6 +155,10 @@ def figures(rows):
         f["tax_" + r["status"].replace(" ", "_").replace("torchax_", "")] += 1
         if r["verdicts"]:
             f["tax_verdict_changes"] += 1
+            if any(op == "custom-call" for op, _ in r["missing"]):
+                f["tax_verdict_changes_custom_call"] += 1  # torchax's module has a custom call (LAPACK on the CPU)
+            elif any("c64" in t or "c128" in t for _, t in r["missing"] + r["extra"]):
+                f["tax_verdict_changes_complex"] += 1  # complex types, which the Neuron profiles refuse
     return dict(sorted(f.items()))
 
 
@@ -179,7 +183,8 @@ def doc_section(rows, version, md):
          "(read by opprobe's StableHLO reader) differently. Values are not compared. torchax's modules are JAX's for",
          "its CPU platform here (`--lowering torchax` exports for the target's: tpu for tpu: and rules:tpu, cuda for",
          "gpu:), so its linear algebra is LAPACK custom calls (`lapack_*_ffi`), which the TPU, GPU and Neuron profiles",
-         "refuse: most verdict changes below are those.", "",
+         "refuse: `tax_verdict_changes_custom_call` counts the verdict changes where torchax's module has a custom call,",
+         "`tax_verdict_changes_complex` those (of the rest) with complex types, which the Neuron profiles refuse.", "",
          "| figure | calls |", "| --- | --- |"]
     for k, v in f.items():
         L.append("| {} | {} |".format(k, v))
