@@ -7,12 +7,14 @@
 #include <iterator>
 
 #include "analyzer/loaders/torch_xla_steps.h"
+#include "analyzer/lowering/external_lowering.h"
 #include "analyzer/pipeline/pipeline.h"
 #include "cli/capture_run.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/report_options.h"
 #include "cli/torch_xla_run.h"
+#include "cli/torchax_run.h"
 #include "compiler_probe/remote/shared_cache.h"
 #include "hlo/temp_folder.h"
 
@@ -30,7 +32,9 @@ struct AnalyzeArgs {
   bool no_progress = false;
   bool progress = false;
   std::string save_trace;
-  std::string lowering = "opprobe";  // or torch_xla: analyze the HLO the real torch_xla emits (-- script)
+  // or torch_xla: analyze the HLO the real torch_xla emits (-- script); or torchax: each captured call lowered by
+  // torchax's own op table (-- script)
+  std::string lowering = "opprobe";
   bool fake = false;                 // -- script: captured on fake tensors
   std::string parallel;              // --parallel dp=N,fsdp=N,tp=N
 };
@@ -137,12 +141,38 @@ int RunAnalyze(AnalyzeArgs& a) {
       std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
                    script_status);
   } else if (!command.empty()) {
+    const bool torchax = a.lowering == "torchax";
+    if (torchax) {
+      if (a.run.fit) return ReportError(InvalidInput("--lowering torchax: --fit is not built for torchax's lowering"));
+      if (Status st = CheckTorchax(command[0]); !st.ok()) return ReportError(st);
+    }
     auto captured =
         CaptureScript(command, a.save_trace, temp, CaptureProgressFor(progress_mode, ::isatty(STDERR_FILENO) == 1),
-                      CaptureFlags{a.fake, a.run.fit});
+                      CaptureFlags{a.fake, a.run.fit, /*torchax_standin=*/torchax});
     if (!captured.ok()) return ReportError(captured.status());
     inputs = {captured->first};
     script_status = captured->second;
+  } else if (a.lowering == "torchax") {
+    return ReportError(InvalidInput("--lowering torchax runs a script: give `-- <python> script.py args...`"));
+  }
+  // --lowering torchax: every captured call lowered by torchax in the script's Python, as a lowering table.
+  std::optional<analyzer::LoweringTable> torchax_table;
+  if (a.lowering == "torchax") {
+    if (!temp) {
+      auto folder = io::TempFolder::Create();
+      if (!folder.ok()) return ReportError(folder.status().WithContext("torchax's lowerings"));
+      temp = std::move(folder).value();
+    }
+    auto lowered = LowerWithTorchax(command[0], inputs.front(), *temp / "torchax_lowerings.json",
+                                    TorchaxPlatformFor(targets.front()->id()));
+    if (!lowered.ok()) return ReportError(lowered.status());
+    auto trace = analyzer::LoadGraph(inputs);
+    if (!trace.ok()) return ReportError(trace.status());
+    auto table = analyzer::ExternalLoweringTable(*trace, *lowered);
+    if (!table.ok()) return ReportError(table.status());
+    torchax_table = std::move(table).value();
+    a.run.lowering_table = &*torchax_table;
+    a.run.lowering_library = "torchax";
   }
   auto result = analyzer::AnalyzeInputs(inputs, targets, a.run);
   temp.reset();
@@ -248,8 +278,12 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
   cmd->add_option("--lowering", args->lowering,
                   "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
                   "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "
-                  "calls it ran on the host CPU are entries with failureAt cpu_fallback")
-      ->check(CLI::IsMember({"opprobe", "torch_xla"}))
+                  "calls it ran on the host CPU are entries with failureAt cpu_fallback; `torchax` captures the "
+                  "script (torchax's stand-in, so it runs to its end) and lowers every call with torchax's own op "
+                  "table through JAX to StableHLO in the script's Python (exported for the first backend's JAX platform: tpu, "
+                  "cuda or cpu), then probes that: every op torchax cannot "
+                  "lower is an entry with failureAt torchax at its call sites, in one report")
+      ->check(CLI::IsMember({"opprobe", "torch_xla", "torchax"}))
       ->capture_default_str();
   AddReportOptions(cmd, args->report);
   cmd->footer(
@@ -260,6 +294,7 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "  opprobe analyze dump.hlo --backend rules:neuron-trn1 --dump-dir repro/\n"
       "  opprobe analyze model.stablehlo.mlir --backend rules:tpu\n"
       "  opprobe analyze --lowering torch_xla --backend rules:neuron-trn1 -- venv/bin/python train_xla.py\n"
+      "  opprobe analyze --lowering torchax --backend rules:tpu -- venv/bin/python train_torchax.py\n"
       "Exit codes: 0 analysis done and gates passed, 1 a gate failed, 2 bad usage or unreadable input\n"
       "(or the captured script failed: reports are written, marked partial; or no aten call was captured),\n"
       "3 the backend cannot be used. Gates never pass on a partial, empty or incomplete analysis.\n"

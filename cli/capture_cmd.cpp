@@ -76,6 +76,8 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
       "the device to the CPU (xm.xla_device(), torch_xla.device(), env.to_xla(), .cuda(), device=\"cuda\", ...)\n"
       "and records xm.mark_step, torch_xla.sync/step/compile, xm.optimizer_step(barrier=True) and each\n"
       "MpDeviceLoader batch as step boundaries (each call's `step` in the trace). torch.compile runs eagerly.\n"
+      "Where torchax is installed, a torchax script (or seed 001's torch_xla2 names) runs on the real torchax and\n"
+      "its aten calls are recorded where torchax answers them (cli/capture/capture_torchax.py).\n"
       "Calls of every namespace are recorded (torchvision::nms, quantized::linear_dynamic, mylib::my_op), except\n"
       "the bookkeeping ones (profiler::*). Backward calls also name the forward call whose autograd node made them.\n"
       "On a terminal, a counter of the calls captured so far is redrawn on stderr while the script runs.");

@@ -128,6 +128,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   if (quiet) argv.push_back("--quiet");
   if (flags.fake) argv.push_back("--fake");
   if (flags.program) argv.push_back("--program");
+  if (flags.torchax_standin) argv.push_back("--torchax-standin");
   if (progress != CaptureProgress::kOff) {
     argv.push_back("--progress");
     argv.push_back(progress == CaptureProgress::kTerminal ? "tty" : "lines");

@@ -49,6 +49,9 @@ inline constexpr const char* kProgramHelp =
 struct CaptureFlags {
   bool fake = false;     // `--fake`
   bool program = false;  // `--program`: the first step's data flow (trace `program`)
+  // The torchax stand-in even where torchax is installed (`analyze --lowering torchax`: the script runs to its end on
+  // the CPU; torchax's own table lowers the calls afterwards).
+  bool torchax_standin = false;
 };
 
 Expected<int> RunCapture(const std::vector<std::string>& command, const std::string& trace_path, bool quiet = true,

@@ -20,6 +20,7 @@ CONFORMANCE = os.path.join(ROOT, "tests", "conformance")
 sys.path.insert(0, os.path.join(ROOT, "tests", "agreement"))
 import explanations  # noqa: E402  (why a unit's verdicts differ: tests/agreement/explanations.py)
 import torch_xla_compare as txla  # noqa: E402  (opprobe's lowerings against torch_xla's HLO)
+import torchax_compare as tax  # noqa: E402  (opprobe's lowerings against torchax's)
 
 BACKENDS = ["interp", "rules:cpu", "xla:cpu", "iree:llvm-cpu"]
 SHORT = {"interp": "interp", "rules:cpu": "rules", "xla:cpu": "xla", "iree:llvm-cpu": "iree"}
@@ -38,6 +39,9 @@ CHIP_TARGETS = ["tpu:v5e", "tpu:v4", "tpu:v6e", "gpu:h100", "gpu:a100"]
 PROFILES = os.path.join(ROOT, "compiler_probe", "rules", "profiles")
 CHIPS_BEGIN, CHIPS_END = "<!-- chips-begin -->", "<!-- chips-end -->"
 CHIP_FIGURES_BEGIN = "<!-- chips-quick-figures"
+# The section on torchax's lowering (`--part torchax` rewrites it alone; its quick figures inside it).
+TORCHAX_BEGIN, TORCHAX_END = "<!-- torchax-begin -->", "<!-- torchax-end -->"
+TORCHAX_FIGURES_BEGIN = "<!-- torchax-quick-figures"
 # Hand-written units for the profiles' rules that no agreement unit exercises (tests/agreement/chip_units/README.md):
 # compiled with every chip target beside the agreement units, listed apart and counted in no agreement figure of them.
 CHIP_EVIDENCE = os.path.join(ROOT, "tests", "agreement", "chip_units")
@@ -594,6 +598,64 @@ def chip_section(units, versions, quick_figures, seconds, command):
     return L
 
 
+def splice_section(path, section, begin, end):
+    """Writes a section between the markers `begin` and `end` into the doc at `path` in place of the one there (or,
+    when there is none yet, before "## Explained differences"), leaving every other byte as it was."""
+    with open(path) as f:
+        text = f.read()
+    block = "\n".join(section) + "\n"
+    if begin in text:
+        start = text.index(begin)
+        stop = text.index(end, start) + len(end) + 1
+        text = text[:start] + block + text[stop:]
+    else:
+        at = text.find("\n## Explained differences\n")
+        at = at + 1 if at >= 0 else text.index(FIGURES_BEGIN)
+        text = text[:at] + block + "\n" + text[at:]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def torchax_rows(a, work, quick):
+    """opprobe's lowering of the OpInfo sweep's calls (torch 2.9) against torchax's (tests/agreement/torchax_compare.py)."""
+    os.makedirs(work, exist_ok=True)
+    samples = os.path.join(work, "torchax-samples.json")
+    if not (a.reuse and not quick and os.path.exists(samples)):
+        tax.record(a.torchax_python, samples, QUICK_OPINFO if quick else [], log)
+    return tax.compare(a.opprobe, a.torchax_python, samples, work, log)
+
+
+def torchax_section(rows, version, quick_figures, seconds, command):
+    L = [TORCHAX_BEGIN] + tax.doc_section(rows, version, md)
+    L += ["", "Written by `{}` in {:.0f} s; `scripts/agreement --check --part torchax` (ctest `agreement_torchax_quick`)"
+          " recomputes the quick subset ({} OpInfo entries) and fails when a figure regressed.".format(
+              command, seconds, len(QUICK_OPINFO)), "", TORCHAX_FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True),
+          FIGURES_END, TORCHAX_END]
+    return L
+
+
+def recorded_torchax_figures(path):
+    with open(path) as f:
+        text = f.read()
+    if TORCHAX_FIGURES_BEGIN not in text:
+        return {}
+    start = text.index(TORCHAX_FIGURES_BEGIN) + len(TORCHAX_FIGURES_BEGIN)
+    return json.loads(text[start:text.index(FIGURES_END, start)])
+
+
+def torchax_regressions(quick, want):
+    bad = ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0))
+           for k in tax.HIGHER_IS_BETTER if quick.get(k, 0) < want.get(k, 0)]
+    bad += ["{}: {} (recorded {})".format(k, quick.get(k, 0), want.get(k, 0))
+            for k in tax.LOWER_IS_BETTER if quick.get(k, 0) > want.get(k, 0)]
+    if quick.get("tax_calls", 0) != want.get("tax_calls", 0):
+        bad.append("tax_calls: {} (recorded {}): regenerate the section with scripts/agreement --part torchax".format(
+            quick.get("tax_calls", 0), want.get("tax_calls", 0)))
+    return bad
+
+
 def splice_chips(path, section):
     """Writes the chips section into the doc at `path` in place of the one there (or, when there is none yet, before
     "## Explained differences"), leaving every other byte as it was."""
@@ -926,6 +988,9 @@ def main():
     ap.add_argument("--torch-xla-python", default=os.environ.get("OPPROBE_TORCH_XLA_PYTHON") or os.path.join(
         os.environ.get("OPPROBE_VENV_ROOT", os.path.join(ROOT, ".venv")), "torch_xla", "bin", "python"),
                     help="a Python with torch_xla (requirements/torch_xla.txt)")
+    ap.add_argument("--torchax-python", default=os.environ.get("OPPROBE_TORCHAX_PYTHON") or os.path.join(
+        os.environ.get("OPPROBE_VENV_ROOT", os.path.join(ROOT, ".venv")), "torchax", "bin", "python"),
+                    help="a Python with torchax (requirements/torchax.txt)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "agreement.md"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "agreement"),
                     help="folder for captures, the OpInfo traces and the recorded profiles")
@@ -935,16 +1000,31 @@ def main():
     ap.add_argument("--sources", default=",".join(SOURCES), help="the sources of the full run (comma-separated)")
     ap.add_argument("--check", action="store_true",
                     help="recompute the quick subset and fail when an agreement figure is below the recorded one")
-    ap.add_argument("--part", choices=["all", "backends", "torch_xla", "chips"], default="all",
-                    help="with --check: only the backends' figures, the torch_xla comparison's or the real chips'; "
-                         "without --check, `chips` regenerates only the doc's section on the real TPU and GPU "
-                         "compilers, leaving the rest as it is")
+    ap.add_argument("--part", choices=["all", "backends", "torch_xla", "chips", "torchax"], default="all",
+                    help="with --check: only the backends' figures, the torch_xla comparison's, the real chips' or "
+                         "the torchax comparison's; without --check, `chips` (`torchax`) regenerates only the doc's "
+                         "section on the real TPU and GPU compilers (on torchax's lowering), leaving the rest as it is")
     a = ap.parse_args()
     if not a.check and a.part in ("backends", "torch_xla"):
         ap.error("--part {} needs --check (the doc is regenerated whole, or only its chips section)".format(a.part))
     os.makedirs(a.work, exist_ok=True)
     parts = ["backends", "torch_xla", "chips"] if a.part == "all" else [a.part]
     command = " ".join(["scripts/agreement"] + sys.argv[1:])
+    if a.part == "torchax":
+        t0 = time.time()
+        quick = tax.figures(torchax_rows(a, os.path.join(a.work, "quick"), True)[0])
+        log("torchax quick subset: " + json.dumps(quick, sort_keys=True))
+        if a.check:
+            bad = torchax_regressions(quick, recorded_torchax_figures(a.out))
+            if bad:
+                sys.exit("agreement regressed: " + "; ".join(bad))
+            log("no regression against " + os.path.relpath(a.out, ROOT))
+            return
+        rows, version = torchax_rows(a, a.work, False)
+        splice_section(a.out, torchax_section(rows, version, quick, time.time() - t0, command), TORCHAX_BEGIN,
+                       TORCHAX_END)
+        log("wrote the torchax section of {} ({} calls)".format(a.out, len(rows)))
+        return
     with tempfile.TemporaryDirectory() as fresh:
         cache = a.cache or fresh
         t0 = time.time()
@@ -992,7 +1072,13 @@ def main():
         # The explanations as they are now: a full run probes for over an hour, and they may be edited meanwhile.
         importlib.reload(explanations)
         write_doc(units, inputs, rows, quick, chips, a.out, time.time() - t0, command)
-    log("wrote {} ({} units, {} calls against torch_xla)".format(a.out, figures(units).get("units", 0), len(rows)))
+        t2 = time.time()
+        tax_quick = tax.figures(torchax_rows(a, quick_work, True)[0])
+        tax_rows, tax_version = torchax_rows(a, a.work, False)
+        splice_section(a.out, torchax_section(tax_rows, tax_version, tax_quick, time.time() - t2, command),
+                       TORCHAX_BEGIN, TORCHAX_END)
+    log("wrote {} ({} units, {} calls against torch_xla, {} against torchax)".format(
+        a.out, figures(units).get("units", 0), len(rows), len(tax_rows)))
 
 if __name__ == "__main__":
     main()

@@ -52,6 +52,7 @@ AnalysisResult AnalysisResult::ForTarget(size_t k) const {
   r.ignored = ignored;
   r.source_dir = source_dir;
   r.input_modules = input_modules;
+  r.lowering_library = lowering_library;
   r.backend_id = backend_id;
   r.backend_version = backend_version;
   if (k == 0 || k > other_targets.size()) return r;
@@ -121,7 +122,7 @@ std::string AnalysisResult::FailureReason(const OpRecord& op) const {
 
 std::string AnalysisResult::FailureAt(const OpRecord& op) const {
   switch (op.lowering) {
-    case OpRecord::Lowering::kFailed: return "lowering";
+    case OpRecord::Lowering::kFailed: return lowering_library.empty() ? "lowering" : lowering_library;
     case OpRecord::Lowering::kCustomOp: return "custom_op";
     case OpRecord::Lowering::kCpuFallback: return "cpu_fallback";
     case OpRecord::Lowering::kOk: break;
@@ -159,7 +160,12 @@ std::vector<std::string> AnalysisResult::IncompleteReasons() const {
     }
   }
   if (calls == 0) out.push_back("nothing analyzed: no aten calls were recorded");
-  if (gap_calls > 0)
+  if (gap_calls > 0 && !lowering_library.empty())
+    out.push_back(fmt::format("incomplete: {} cannot lower {} of {} aten calls ({} call site{}, failureAt {}); they "
+                              "count as unsupported",
+                              lowering_library, gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s",
+                              lowering_library));
+  else if (gap_calls > 0)
     out.push_back(fmt::format("incomplete: opprobe cannot analyze {} of {} aten calls yet ({} call site{} without a "
                               "lowering); they count as unsupported",
                               gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s"));

@@ -292,6 +292,9 @@ struct AnalysisResult {
   // HLO input: the loaded modules its probe units refer into (ProbeRecord::source), held for as long as the result,
   // so that they are freed with it (or, by the CLI, left to the process's exit) rather than one by one mid-run.
   std::vector<std::shared_ptr<const hlo::Module>> input_modules;
+  // Whose lowering the calls went through: empty for opprobe's own; `torchax` for `--lowering torchax`, whose gaps
+  // are reported with failureAt `torchax` (FailureAt) rather than `lowering`.
+  std::string lowering_library;
 
   // DriverOptions::keep_calls (`--suggest`): per record of `ops`, the aten call an unsupported call site was lowered
   // from (records of the same signature share it); null for supported records, derived ones and HLO input.
@@ -315,7 +318,7 @@ struct AnalysisResult {
   double WhatIfPercentage() const;
   // The first reason an op is unsupported (lowering error or first failing probe's reason).
   std::string FailureReason(const OpRecord& op) const;
-  // `lowering`, `custom_op`, or the backend id.
+  // `lowering` (or the lowering_library that lowered the calls), `custom_op`, `cpu_fallback`, or the backend id.
   std::string FailureAt(const OpRecord& op) const;
   // aten calls (count-weighted, custom ops left out) whose lowering opprobe could build, in percent. All three
   // percentages are 0 when there is nothing to count.

@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "analyzer/lowering/families.h"
+#include "hlo/math.h"
 
 namespace opprobe::analyzer::lowering {
 
@@ -39,26 +40,7 @@ Instruction* OpcodeOf(Builder& b, Instruction* x) {
   return b.Unary(kOpcode, x);
 }
 
-Instruction* Erfinv(Builder& b, Instruction* x) {
-  // Giles' single-precision approximation (XLA's ErfInv32): w = -log((1-x)(1+x)); two polynomials.
-  Instruction* one = FullLike(b, x, 1.0);
-  Instruction* w = b.Unary(Opcode::kNegate, b.Unary(Opcode::kLog, Mul(b, Sub(b, one, x), Add(b, one, x))));
-  Instruction* lt = CmpScalar(b, w, 5.0, ComparisonDirection::kLt);
-  Instruction* w_small = AddScalar(b, w, -2.5);
-  Instruction* w_big = AddScalar(b, b.Unary(Opcode::kSqrt, w), -3.0);
-  Instruction* ww = b.Select(lt, w_small, w_big);
-  static const double kSmall[] = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941};
-  static const double kBig[] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682};
-  Instruction* p = b.Select(lt, FullLike(b, x, kSmall[0]), FullLike(b, x, kBig[0]));
-  for (int i = 1; i < 9; ++i)
-    p = Add(b, b.Select(lt, FullLike(b, x, kSmall[i]), FullLike(b, x, kBig[i])), Mul(b, p, ww));
-  Instruction* r = Mul(b, p, x);
-  // |x| == 1 -> +-inf
-  Instruction* is_one = CmpScalar(b, b.Unary(Opcode::kAbs, x), 1.0, ComparisonDirection::kEq);
-  return b.Select(is_one, MulScalar(b, x, std::numeric_limits<double>::infinity()), r);
-}
+Instruction* Erfinv(Builder& b, Instruction* x) { return hlo::math::ErfInv(b, x); }  // (hlo/math.h)
 
 }  // namespace
 

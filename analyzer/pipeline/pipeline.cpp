@@ -280,8 +280,11 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   if (!analysis.any_aten_call()) return NothingToAnalyze(graph, paths);
   return probe([&](compiler_probe::Backend& fleet) {
     analysis.set_cache(d.cache);
-    AnalysisResult r = analysis.Finish(graph, fleet, LoweringTable::Builtin());
+    const LoweringTable& table = options.lowering_table ? *options.lowering_table : LoweringTable::Builtin();
+    AnalysisResult r = analysis.Finish(graph, fleet, table);
+    r.lowering_library = options.lowering_library;
     if (options.suggest) {
+      // Rewrites are plans of aten calls opprobe lowers itself, whichever lowering judged the recorded calls.
       suggest::Suggest(r, backend, LoweringTable::Builtin(), {suggest::BuiltinRewrites(), d.cache});
       r.summary.wall_seconds += r.summary.suggest_seconds;
     }

@@ -15,6 +15,7 @@
 
 #include "analyzer/driver/result.h"
 #include "analyzer/graph/graph.h"
+#include "analyzer/lowering/lowering.h"
 #include "analyzer/loaders/hlo_loader.h"
 #include "analyzer/program/parallel.h"
 #include "compiler_probe/backend.h"
@@ -93,6 +94,11 @@ struct AnalysisOptions {
   std::string dump_dir;              // repro files of unsupported units
   std::vector<std::string> ignore_ops;  // calls left out (driver.h: MatchIgnorePattern)
   std::vector<HostFallback> host_fallbacks;  // calls torch_xla ran on the host (DriverOptions::host_fallbacks)
+  // The lowering of aten inputs: null for opprobe's own (LoweringTable::Builtin()); another library's
+  // (`--lowering torchax`, analyzer/lowering/external_lowering.h), named by lowering_library
+  // (AnalysisResult::lowering_library).
+  const LoweringTable* lowering_table = nullptr;
+  std::string lowering_library;
   // `--fit`: the whole program (a trace's recorded step, an HLO input's largest module) compiled for the target
   // (analyzer/program): AnalysisResult::program.
   bool fit = false;

@@ -449,6 +449,8 @@ class Recorder(object):
         # The first training step's data flow (capture_program.py), when asked for (--program): every call takes the
         # Python path then.
         self.program = None
+        # Above zero while the real torchax answers a call the recorder recorded as one (capture_torchax.py).
+        self.suppress = 0
 
     # -- where: source line, phase ------------------------------------------------------------------
     def _code_info(self, code):
@@ -543,6 +545,8 @@ class Recorder(object):
     def record(self, func, info, args, kwargs, out, depth=2):
         """Records one call. `info` is op_info(func); `depth` the number of frames between this method and the
         code that dispatched the call."""
+        if self.suppress:
+            return  # torchax answers a call: the calls it makes for itself are not the script's (capture_torchax.py)
         if self._pending is not None:
             self.flush_pending()
         if not info.record:
@@ -1283,10 +1287,13 @@ def _needs_a_value(exc):
     return None
 
 
-def run_script(script, script_args, output, quiet=False, progress=None, fake=False, program=False):
+def run_script(script, script_args, output, quiet=False, progress=None, fake=False, program=False,
+               torchax_standin=False):
     """Runs the script under the capture and writes the trace. `progress`: None, "tty" or "lines" (the counter of
     calls captured so far on stderr, capture_progress.py). `fake`: on PyTorch's fake tensors (see opprobe_capture.py).
-    `program`: also record the first training step's data flow (capture_program.py)."""
+    `program`: also record the first training step's data flow (capture_program.py). `torchax_standin`: the
+    torchax stand-in even where torchax is installed (`analyze --lowering torchax`: the script runs to its end on the
+    CPU, and torchax's own table lowers each call afterwards)."""
     fake_mode = None
     if fake:
         fake_mode, why = _fake_mode()
@@ -1313,7 +1320,11 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
     recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
     import capture_progress  # noqa: E402  (cli/capture/capture_progress.py)
-    capture_standins.install(recorder.boundary, recorder.on_device, recorder.on_value_read, recorder.on_sharding)
+    capture_standins.install(recorder.boundary, recorder.on_device, recorder.on_value_read,
+                             sharding_hook=recorder.on_sharding, torchax_standin=torchax_standin)
+    import capture_torchax  # noqa: E402  (cli/capture/capture_torchax.py: the real torchax, where installed)
+    if fake_mode is None and not torchax_standin:
+        capture_torchax.install(recorder, recorder.boundary, lambda: _CaptureMode(recorder))
 
     script_abs = os.path.abspath(script)
     sys.argv = [script] + list(script_args)
@@ -1395,7 +1406,7 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
     }
     if fake_mode is not None:
         doc["fake"] = True
-    standins_used = capture_standins.used()
+    standins_used = capture_standins.used() + capture_torchax.aliased()
     if standins_used:
         doc["standins"] = standins_used
     if recorder.boundaries:

@@ -142,6 +142,15 @@ def _mapped(dev):
     return "cpu" if isinstance(dev, str) else _CPU
 
 
+def _device_type(v):
+    """The device type a `.to(...)` argument names (`jax` of "jax:0"), else None."""
+    if isinstance(v, torch.device):
+        return v.type
+    if isinstance(v, str):
+        return v.split(":", 1)[0]
+    return None
+
+
 def _map_args(args, kwargs):
     args = tuple(_mapped(a) if isinstance(a, (str, torch.device)) else a for a in args)
     if "device" in kwargs:
@@ -188,6 +197,12 @@ def _patch_device_mapping():
     def module_to(self, *args, **kwargs):
         # Module.to parses its device into a new torch.device: what it moved to the XLA device is marked here.
         xla = _xla_target(args, kwargs)
+        # The `jax` device, which PyTorch does not know without torchax (it registers the name), is mapped here,
+        # before Module.to parses it; other devices go on as given (Tensor.to maps them per tensor).
+        if "jax" in _MAPPED_DEVICE_TYPES and any(_device_type(a) == "jax" for a in list(args) + [kwargs.get("device")]):
+            args = tuple(_CPU if _device_type(a) == "jax" else a for a in args)
+            if _device_type(kwargs.get("device")) == "jax":
+                kwargs = dict(kwargs, device=_CPU)
         out = orig_module_to(self, *args, **kwargs)
         if xla:
             for t in list(self.parameters()) + list(self.buffers()):
@@ -738,8 +753,9 @@ def _install_eager_compile():
 _ROOTS = []
 
 
-def install(boundary_hook, device_hook=None, read_hook=None, sharding_hook=None):
-    """Installs the stand-ins this Python needs (those whose real package or device is missing)."""
+def install(boundary_hook, device_hook=None, read_hook=None, sharding_hook=None, torchax_standin=False):
+    """Installs the stand-ins this Python needs (those whose real package or device is missing). `torchax_standin`:
+    the torchax and torch_xla2 stand-ins even where torchax is installed (`analyze --lowering torchax`)."""
     _boundary_hook[0] = boundary_hook
     _sharding_hook[0] = sharding_hook
     _device_hook[0] = device_hook
@@ -748,12 +764,15 @@ def install(boundary_hook, device_hook=None, read_hook=None, sharding_hook=None)
         _build_torch_xla()
         _ROOTS.append("torch_xla")
         _map_device_type("xla")
+    real_torchax = _installed("torchax") and not torchax_standin
     for name in ("torchax", "torch_xla2"):
-        if not _installed(name):
+        # torch_xla2 is torchax's former name: where torchax is installed, capture_torchax.py serves it as torchax.
+        if torchax_standin or (not _installed(name) and not (name == "torch_xla2" and real_torchax)):
             _build_torchax(name)
             _ROOTS.append(name)
     if _ROOTS:
-        _map_device_type("jax")
+        if not real_torchax:  # the real torchax owns the `jax` device
+            _map_device_type("jax")
         sys.meta_path.insert(0, _StandinFinder(_ROOTS))
     if not torch.cuda.is_available():
         _install_cuda()

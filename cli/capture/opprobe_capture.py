@@ -32,6 +32,10 @@ a one-line message naming its line; the trace holds the calls before it.
 `--program` also records the data flow of the script's first training step (capture_program.py): the trace's
 `program` lists the step's calls with the values each reads and makes, and the step's inputs and outputs (parameters,
 buffers, optimizer state, gradients, the batch), so that opprobe builds the step as one program (`analyze --fit`).
+
+Where torchax is installed, a script written for it runs on the real torchax and its aten calls are recorded where
+torchax answers them (capture_torchax.py). `--torchax-standin` uses the torchax stand-in instead, so that the script
+runs to its end on the CPU (`analyze --lowering torchax` then lowers every call with torchax's own op table).
 """
 
 import os
@@ -42,7 +46,8 @@ _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 if _SHIM_DIR not in sys.path:
     sys.path.insert(0, _SHIM_DIR)
 
-USAGE = ("usage: opprobe_capture.py --output TRACE.json [--quiet] [--fake] [--program] [--progress tty|lines] -- "
+USAGE = ("usage: opprobe_capture.py --output TRACE.json [--quiet] [--fake] [--program] [--torchax-standin] "
+         "[--progress tty|lines] -- "
          "SCRIPT.py [ARGS...]")
 
 
@@ -56,6 +61,7 @@ def main(argv):
     quiet = False
     fake = False
     program = False
+    torchax_standin = False
     progress = None
     i = 0
     while i < len(argv):
@@ -86,6 +92,10 @@ def main(argv):
             continue
         if a == "--program":
             program = True
+            i += 1
+            continue
+        if a == "--torchax-standin":
+            torchax_standin = True
             i += 1
             continue
         if a == "--progress":
@@ -120,7 +130,7 @@ def main(argv):
                          % (sys.executable, sys.executable, os.path.join(_SHIM_DIR, "capture_native.py")))
         return 2
     return capture_recorder.run_script(script, rest[1:], output, quiet=quiet, progress=progress, fake=fake,
-                                      program=program)
+                                      program=program, torchax_standin=torchax_standin)
 
 
 if __name__ == "__main__":

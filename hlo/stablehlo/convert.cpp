@@ -9,6 +9,7 @@
 #include <set>
 
 #include "hlo/builder.h"
+#include "hlo/math.h"
 #include "hlo/parser.h"
 #include "hlo/quote.h"
 
@@ -685,7 +686,8 @@ class Converter {
     unknown_ = was_unknown;
     // Items outside a known op's syntax (kept by the reader as `__words`) are a mistake in the text; an op this
     // reader does not know keeps whatever its syntax has.
-    if (results.ok() && !converted_as_unknown)
+    // (sdy.sharding_constraint's sharding, `<@mesh, [{}]>`, is such an item: ReplicatedShardyConstraint reads it.)
+    if (results.ok() && !converted_as_unknown && op.name != "sdy.sharding_constraint")
       if (const Attr* w = op.Find("__words"); w && !w->elements.empty()) {
         const Attr& first = w->elements[0];
         return Err(first.pos, fmt::format("unexpected {} in operation {}",
@@ -925,6 +927,29 @@ class Converter {
       }
       return Results(std::move(i), shapes, md);
     }
+    if (op.name == "chlo.erf_inv") {
+      // XLA's translation expands it (CHLO legalization: no HLO opcode): Giles' polynomial in -log((1-x)(1+x)), as
+      // opprobe's own lowering of aten::erfinv builds it (hlo/math.h; for f64 XLA uses more terms of the same form).
+      OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
+      const OpMetadata saved = B().metadata();
+      B().SetMetadata(md);
+      Instruction* r = math::ErfInv(B(), ops[0]);
+      B().SetMetadata(saved);
+      return std::vector<Instruction*>{r};
+    }
+    if (op.name == "sdy.sharding_constraint") {
+      // Shardy's sharding constraint (JAX's random keys carry one on an empty mesh): XLA exports it as a `Sharding`
+      // custom call. A sharding whose every dimension lists no mesh axes (`<@mesh, [{}, {}]>`) is `{replicated}`;
+      // any other needs the mesh, which this reader does not model: the op stays unknown.
+      OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
+      if (!ReplicatedShardyConstraint(op)) return Unknown(op, ops, shapes, md);
+      i = Make(Opcode::kCustomCall, {}, ops);
+      i->custom_call_target = "Sharding";
+      i->sharding = Sharding{};  // kReplicated
+      return Results(std::move(i), shapes, md);
+    }
     if (op.name == "chlo.top_k") {
       OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
       OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 2));
@@ -1003,6 +1028,21 @@ class Converter {
     saved.swap(frames_);
     in_progress_.erase(name);
     return results;
+  }
+
+  // Whether an `sdy.sharding_constraint`'s sharding, as written after its operand (`<@mesh, [{}, {}]>`), names no
+  // mesh axis for any dimension.
+  bool ReplicatedShardyConstraint(const Operation& op) const {
+    std::string_view text = m_.text;
+    if (op.pos >= text.size()) return false;
+    size_t open = text.find('<', op.pos), end = text.find('\n', op.pos);
+    if (open == std::string_view::npos || (end != std::string_view::npos && open > end)) return false;
+    size_t list = text.find('[', open), close = text.find(']', open);
+    if (list == std::string_view::npos || close == std::string_view::npos || close < list) return false;
+    std::string_view dims = text.substr(list + 1, close - list - 1);
+    for (char c : dims)
+      if (c != '{' && c != '}' && c != ',' && c != ' ') return false;  // an axis name, `?`, a priority
+    return true;
   }
 
   // An op with no HLO translation here: one instruction named after it, unsupported everywhere.

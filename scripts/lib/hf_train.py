@@ -1,6 +1,6 @@
 # One AdamW training step of a small Hugging Face GPT-2 (transformers, built from its config: random weights, nothing
 # downloaded) on a batch of random token ids, on the CPU: the Hugging Face step `scripts/bench suggest` captures (once,
-# into build/bench/) and analyzes. Needs the hf environment (requirements/hf.txt).
+# into build/bench/) and analyzes. Needs the zoo environment (requirements/zoo.txt: transformers).
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 

@@ -270,6 +270,47 @@ TEST(StableHloReader, FunctionsCalledAreComputationsAndChloCompositesAreRecompos
   EXPECT_EQ(topk->shape.ToString(), "(f32[2]{0}, s32[2]{0})");
 }
 
+TEST(StableHloReader, JaxRandomKeysShardingConstraintAndErfInvConvertAsXlaDoes) {
+  // What torchax's random ops lower to through JAX (--lowering torchax): the key under Shardy's sharding constraint on
+  // an empty mesh, and chlo.erf_inv (randn's inverse-CDF sampling).
+  auto m = Read(R"(module @jit_run attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @empty_mesh = <[]>
+  func.func public @main(%arg0: tensor<2xui32>, %arg1: tensor<4xf32>) -> (tensor<2xui32>, tensor<4xf32>) {
+    %0 = sdy.sharding_constraint %arg0 <@empty_mesh, [{}]> : tensor<2xui32>
+    %1 = chlo.erf_inv %arg1 : tensor<4xf32> -> tensor<4xf32>
+    return %0, %1 : tensor<2xui32>, tensor<4xf32>
+  }
+}
+)");
+  ASSERT_TRUE(m);
+  const Instruction* sharding = Find(*m, Opcode::kCustomCall);
+  ASSERT_TRUE(sharding);
+  EXPECT_EQ(sharding->custom_call_target, "Sharding");
+  ASSERT_TRUE(sharding->sharding.has_value());
+  EXPECT_EQ(sharding->sharding->type, Sharding::Type::kReplicated);
+  // erf_inv: no opcode of its own, Giles' polynomial in w = -log((1-x)(1+x)), with +-inf at |x| == 1.
+  std::map<std::string, int> ops = Opcodes(*m->entry());
+  EXPECT_EQ(ops.count("erf-inv"), 0u);
+  EXPECT_GE(ops["log"], 1);
+  EXPECT_GE(ops["sqrt"], 1);
+  EXPECT_GE(ops["select"], 9);
+  EXPECT_GE(ops["multiply"], 9);
+
+  // A constraint that names a mesh axis needs the mesh: it stays unknown (unsupported everywhere), never a guess.
+  auto named = Read(R"(module @m {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = sdy.sharding_constraint %arg0 <@mesh, [{"x"}]> : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+)");
+  ASSERT_TRUE(named);
+  bool unknown = false;
+  for (const auto& i : named->entry()->instructions()) unknown |= i->unknown_opcode == "sdy.sharding_constraint";
+  EXPECT_TRUE(unknown);
+}
+
 TEST(StableHloReader, ConstantsOfEveryForm) {
   auto m = Read(R"(module @m {
   func.func @main() -> (tensor<2x2xf32>, tensor<3xi64>, tensor<2xi1>, tensor<1xcomplex<f32>>, tensor<f32>, tensor<2xbf16>, tensor<4xui8>, tensor<2xf32>) {

@@ -15,7 +15,7 @@ bench_hf_trace() {
   mkdir -p "$OPPROBE_BUILD_DIR/bench"
   if [ ! -s "$trace" ]; then
     echo "bench: capturing the Hugging Face GPT-2 training step once into $trace" >&2
-    "$OPPROBE_BUILD_DIR/opprobe" capture -o "$trace" -- "$(opprobe_venv hf)" "$OPPROBE_ROOT/scripts/lib/hf_train.py" >/dev/null
+    "$OPPROBE_BUILD_DIR/opprobe" capture -o "$trace" -- "$(opprobe_venv zoo)" "$OPPROBE_ROOT/scripts/lib/hf_train.py" >/dev/null
   fi
   echo "$trace"
 }
