@@ -283,28 +283,41 @@ void ProgramDecoder::DecodeSignature(const json& gm) {
   if (!in_specs || !out_specs || !in_specs->is_array() || !out_specs->is_array()) return;
   std::unordered_map<std::string, int64_t> input_of;  // tensor name -> index in flow_.inputs
   std::unordered_map<std::string, std::string> input_named;  // buffer / user input name -> tensor name
+  // One spec of either list: its kind (the union's member), the member, and the tensor its `arg` names (empty: no
+  // tensor, skipped); `named(spec, key)` reads one of the member's name fields.
+  struct Spec {
+    std::string kind;
+    const json* member = nullptr;
+    std::string tensor;
+  };
+  auto spec_of = [&](const json& list, const char* what, size_t i) {
+    const std::string path = fmt::format("{}.{}[{}]", sp, what, i);
+    auto [kind, member] = j_.Union(list[i], path);
+    Spec s{kind, member, ""};
+    if (const json* arg = member->is_object() ? j_.Optional(*member, "arg") : nullptr)
+      s.tensor = SpecTensor(*arg, path + "." + kind + ".arg");
+    return s;
+  };
+  auto named = [&](const Spec& s, const char* key) {
+    const json* n = j_.Optional(*s.member, key);
+    return n && n->is_string() ? n->get<std::string>() : std::string();
+  };
   for (size_t i = 0; i < in_specs->size(); ++i) {
-    const std::string ip = fmt::format("{}.input_specs[{}]", sp, i);
-    auto [kind, spec] = j_.Union((*in_specs)[i], ip);
-    if (!spec->is_object()) continue;
-    const json* arg = j_.Optional(*spec, "arg");
-    std::string tensor = arg ? SpecTensor(*arg, ip + "." + kind + ".arg") : "";
+    const Spec spec = spec_of(*in_specs, "input_specs", i);
+    const std::string& kind = spec.kind;
+    const std::string& tensor = spec.tensor;
     if (tensor.empty()) continue;
     StepDataFlow::Value v;
     v.value = ValueId(tensor);
-    auto named = [&](const char* key) {
-      const json* n = j_.Optional(*spec, key);
-      return n && n->is_string() ? n->get<std::string>() : std::string();
-    };
     if (kind == "parameter") {
       v.kind = "parameter";
-      v.name = named("parameter_name");
+      v.name = named(spec, "parameter_name");
     } else if (kind == "buffer") {
       v.kind = "buffer";
-      v.name = named("buffer_name");
+      v.name = named(spec, "buffer_name");
     } else if (kind == "tensor_constant") {
       v.kind = "buffer";
-      v.name = named("tensor_constant_name");
+      v.name = named(spec, "tensor_constant_name");
     } else {
       v.kind = "data";  // user_input, constant_input
       v.name = tensor;
@@ -314,26 +327,20 @@ void ProgramDecoder::DecodeSignature(const json& gm) {
     flow_.inputs.push_back(std::move(v));
   }
   for (size_t i = 0; i < out_specs->size(); ++i) {
-    const std::string op = fmt::format("{}.output_specs[{}]", sp, i);
-    auto [kind, spec] = j_.Union((*out_specs)[i], op);
-    if (!spec->is_object()) continue;
-    const json* arg = j_.Optional(*spec, "arg");
-    std::string tensor = arg ? SpecTensor(*arg, op + "." + kind + ".arg") : "";
+    const Spec spec = spec_of(*out_specs, "output_specs", i);
+    const std::string& kind = spec.kind;
+    const std::string& tensor = spec.tensor;
     if (tensor.empty()) continue;
     StepDataFlow::Value v;
     v.value = ValueId(tensor);
-    auto named = [&](const char* key) {
-      const json* n = j_.Optional(*spec, key);
-      return n && n->is_string() ? n->get<std::string>() : std::string();
-    };
     if (kind == "buffer_mutation" || kind == "user_input_mutation") {
       // The new value of a buffer (running statistics) or of an input the program writes: updated in place.
       v.kind = kind == "buffer_mutation" ? "buffer" : "data";
-      v.name = named(kind == "buffer_mutation" ? "buffer_name" : "user_input_name");
+      v.name = named(spec, kind == "buffer_mutation" ? "buffer_name" : "user_input_name");
       if (auto t = input_named.find(v.name); t != input_named.end()) v.aliases = input_of[t->second];
     } else if (kind == "gradient_to_parameter" || kind == "gradient_to_user_input") {
       v.kind = "gradient";
-      v.name = named(kind == "gradient_to_parameter" ? "parameter_name" : "user_input_name");
+      v.name = named(spec, kind == "gradient_to_parameter" ? "parameter_name" : "user_input_name");
     } else {
       v.kind = "output";  // user_output, loss_output
       v.name = tensor;
