@@ -1,5 +1,5 @@
 // One file per subcommand; each registers itself on the app and sets `exit_code` when it runs.
-// Adding a subcommand = one file + one line in cli/app.cpp's kCommands.
+// Adding a subcommand = one file, its Register declaration below, and one line in cli/app.cpp's Commands().
 #pragma once
 
 #include <CLI/CLI.hpp>
