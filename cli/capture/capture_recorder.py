@@ -554,7 +554,12 @@ class Recorder(object):
             return
         # Where: the innermost frame in the user's own files, the innermost library frame inside it, and the
         # phase from the frames on the way (torch's autograd and optimizers) or from the wrapped entry points.
-        frame = sys._getframe(depth)
+        try:
+            frame = sys._getframe(depth)
+        except ValueError:
+            # A thread whose Python stack is shorter (the autograd engine's thread of a device such as torch_xla's
+            # runs the backward's calls with no frame of the script): the phase says where they belong.
+            frame = None
         cache = self._code_cache
         loc = lib_loc = first = phase = None
         while frame is not None:

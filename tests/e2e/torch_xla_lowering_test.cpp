@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -83,6 +84,33 @@ TEST_F(TorchXlaLowering, CallsTorchXlaRanOnTheHostAreEntriesWithTheirLines) {
                           "--", Python(), script});
   EXPECT_THAT(text.out, HasSubstr("8 of the calls ran on the host CPU under torch_xla"));
   EXPECT_THAT(text.out, HasSubstr("cpu_fallback"));
+}
+
+TEST_F(TorchXlaLowering, TheNormalCaptureRecordsAScriptOnTheRealTorchXlaWholeBackwardIncluded) {
+  // Without --lowering torch_xla, a script run with the real torch_xla installed is captured as any script, its
+  // tensors on torch_xla's own device. That device's autograd runs the backward on a thread of its own with no
+  // frame of the script; its calls were dropped as recorder errors ("call stack is not deep enough") until they
+  // were placed by their phase. The backward's and the optimizer's calls are those the stand-in records.
+  ASSERT_FALSE(Python().empty())
+      << "OPPROBE_TORCH_XLA_PYTHON is not set (scripts/test creates the torch_xla environment and sets it)";
+  const char* torch2 = std::getenv("OPPROBE_TORCH2_PYTHON");
+  ASSERT_TRUE(torch2 && *torch2) << "OPPROBE_TORCH2_PYTHON is not set (scripts/test sets it)";
+  auto calls_of = [&](const std::string& python, const std::string& name) {
+    auto r = RunOpprobe({"capture", "-q", "-o", Path(name), "--", python, "tests/torch2/scripts/xla_train.py"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json trace = json::parse(ReadWholeFile(Path(name)));
+    EXPECT_FALSE(trace.contains("recorder_errors")) << trace["recorder_errors"].dump();
+    std::map<std::string, std::set<std::string>> by_phase;
+    for (const auto& c : trace["calls"]) by_phase[c["phase"].get<std::string>()].insert(c["op"].get<std::string>());
+    return by_phase;
+  };
+  auto real = calls_of(Python(), "real.json");
+  auto standin = calls_of(torch2, "standin.json");
+  for (const char* op : {"aten::threshold_backward", "aten::mm", "aten::nll_loss_backward"})
+    EXPECT_TRUE(real["backward"].count(op)) << op;
+  EXPECT_EQ(real["backward"], standin["backward"]);
+  EXPECT_EQ(real["optimizer"], standin["optimizer"]);
+  EXPECT_TRUE(real["forward"].count("aten::_to_copy")) << "the real device's transfers";
 }
 
 TEST_F(TorchXlaLowering, PythonWithoutTorchXlaExits3WithHowToInstall) {
