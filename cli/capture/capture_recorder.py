@@ -1320,7 +1320,12 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
     if hasattr(mod, "register_module_forward_pre_hook"):
         hooks.append(mod.register_module_forward_pre_hook(recorder.forward_pre_hook))
     if hasattr(mod, "register_module_forward_hook"):
-        hooks.append(mod.register_module_forward_hook(recorder.forward_hook))
+        try:
+            # always_call (PyTorch 2.1+): the hook runs after a forward that raised too, so a script that catches a
+            # model's exception and goes on to another model does not see its calls under the first one's path.
+            hooks.append(mod.register_module_forward_hook(recorder.forward_hook, always_call=True))
+        except TypeError:  # older PyTorch: a forward that raised leaves its entries until an outer forward ends
+            hooks.append(mod.register_module_forward_hook(recorder.forward_hook))
     recorder.wrap_autograd()
     recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)

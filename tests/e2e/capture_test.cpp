@@ -132,6 +132,21 @@ TEST_F(CaptureTest, ScriptThatRaisesKeepsTheCallsBeforeTheError) {
   EXPECT_EQ(doc["error"]["loc"]["line"], 13);
 }
 
+TEST_F(CaptureTest, AForwardThatRaisedLeavesNoModulePathBehindOnPyTorch2) {
+  // PyTorch 2.1+ runs the capture's forward hook after a forward that raised (always_call): the next model's calls
+  // are under its own paths. (1.13 has no such hook: there the stale path lasts until an outer forward ends.)
+  const char* torch2 = std::getenv("OPPROBE_TORCH2_PYTHON");
+  ASSERT_TRUE(torch2 && *torch2) << "OPPROBE_TORCH2_PYTHON is not set (scripts/test creates the torch2 environment)";
+  auto r = Opprobe({"capture", "-o", Trace(), "--", torch2, "tests/fixtures/traces/scripts/forward_raises.py"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::vector<std::string> paths;
+  for (const auto& n : g->nodes)
+    if (n.op == "aten::addmm") paths.push_back(n.module_path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"layer", "proj"}));
+}
+
 TEST_F(CaptureTest, SysExitStatusAndArgv) {
   auto r = Opprobe(
       {"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py", "--exit", "3"});
