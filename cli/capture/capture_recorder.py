@@ -423,6 +423,10 @@ class Recorder(object):
         self._autograd_node_fn = getattr(torch._C, "_current_autograd_node", None)  # 2.x
         self._grad_enabled = torch.is_grad_enabled
         self._module_stack = []   # [(module id, path)]
+        # Where the forward hook cannot run after a forward that raised (PyTorch before 2.1: no always_call), the
+        # frame of each entry's module call, by id, so that a later forward drops the entries whose call has ended.
+        self.stale_check = False
+        self._module_frames = []
         self._module_names = {}   # module id -> path, refreshed when a root module is entered
         self._phase_stack = []    # "backward" / "optimizer" while torch.autograd.backward/grad or a step runs
         self._backward_loc = None
@@ -770,6 +774,20 @@ class Recorder(object):
         if threading.current_thread() is not self._main_thread:
             return None
         mid = id(module)
+        caller = None
+        if self.stale_check:
+            caller = sys._getframe(1)  # the module's call (Module._call_impl), alive while its forward runs
+            if self._module_stack:
+                live = set()
+                f = caller.f_back
+                while f is not None:
+                    live.add(id(f))
+                    f = f.f_back
+                keep = len(self._module_frames)
+                while keep > 0 and self._module_frames[keep - 1] not in live:
+                    keep -= 1
+                del self._module_stack[keep:]
+                del self._module_frames[keep:]
         if not self._module_stack:
             self._module_names = {id(m): n for n, m in module.named_modules()}
             path = ""
@@ -782,6 +800,8 @@ class Recorder(object):
                 cls = type(module).__name__
                 path = parent + "." + cls if parent else cls
         self._module_stack.append((mid, path))
+        if self.stale_check:
+            self._module_frames.append(id(caller))
         self.sync_native()
         return None
 
@@ -793,6 +813,7 @@ class Recorder(object):
         for k in range(len(self._module_stack) - 1, -1, -1):
             if self._module_stack[k][0] == mid:
                 del self._module_stack[k:]
+                del self._module_frames[k:]
                 break
         self.sync_native()
         return None
@@ -1324,8 +1345,9 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
             # always_call (PyTorch 2.1+): the hook runs after a forward that raised too, so a script that catches a
             # model's exception and goes on to another model does not see its calls under the first one's path.
             hooks.append(mod.register_module_forward_hook(recorder.forward_hook, always_call=True))
-        except TypeError:  # older PyTorch: a forward that raised leaves its entries until an outer forward ends
+        except TypeError:  # older PyTorch: the next forward drops the entries of calls that ended (forward_pre_hook)
             hooks.append(mod.register_module_forward_hook(recorder.forward_hook))
+            recorder.stale_check = True
     recorder.wrap_autograd()
     recorder.wrap_optimizers()
     import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
