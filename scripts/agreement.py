@@ -657,23 +657,8 @@ def torchax_regressions(quick, want):
 
 
 def splice_chips(path, section):
-    """Writes the chips section into the doc at `path` in place of the one there (or, when there is none yet, before
-    "## Explained differences"), leaving every other byte as it was."""
-    with open(path) as f:
-        text = f.read()
-    block = "\n".join(section) + "\n"
-    if CHIPS_BEGIN in text:
-        start = text.index(CHIPS_BEGIN)
-        end = text.index(CHIPS_END, start) + len(CHIPS_END) + 1
-        text = text[:start] + block + text[end:]
-    else:
-        at = text.find("\n## Explained differences\n")
-        at = at + 1 if at >= 0 else text.index(FIGURES_BEGIN)
-        text = text[:at] + block + "\n" + text[at:]
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """The chips section, spliced in as splice_section does."""
+    splice_section(path, section, CHIPS_BEGIN, CHIPS_END)
 
 
 def runs(v):

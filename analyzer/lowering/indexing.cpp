@@ -640,9 +640,9 @@ Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
   return ctx.Finish({b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
 }
 
-Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+// The coordinates of x's nonzero elements, in order, in the first `count` of its numel rows (s64[numel, rank]; the
+// rows past `count` hold other positions' coordinates).
+std::pair<Instruction*, Instruction*> NonzeroCoordinates(Builder& b, Instruction* x) {
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
   int64_t r = static_cast<int64_t>(xd.size());
@@ -660,6 +660,14 @@ Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
     cols.push_back(b.Reshape(co, {total, 1}));
   }
   Instruction* out = cols.empty() ? Full(b, PrimitiveType::S64, 0, {total, 0}) : cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
+  return {out, count};
+}
+
+Expected<LoweredOp> Nonzero(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  const int64_t total = Numel(Dims(x));
+  auto [out, count] = NonzeroCoordinates(b, x);
   Instruction* dyn = b.SetDimensionSize(out, count, 0);
   OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({dyn}));
   op.dynamic_shape = true;
@@ -675,22 +683,9 @@ Expected<LoweredOp> NonzeroStatic(const Node& n, Builder& b) {
   const int64_t size = ctx.Int("size", 1, 0);
   const int64_t fill = ctx.Int("fill_value", 2, -1);
   if (size < 0) return ctx.Unsupported("size must be non-negative");
-  std::vector<int64_t> xd = Dims(x);
-  int64_t total = Numel(xd);
-  int64_t r = static_cast<int64_t>(xd.size());
-  Instruction* keep = b.Reshape(x->shape.element_type() == PrimitiveType::PRED ? x : CmpScalar(b, x, 0, ComparisonDirection::kNe),
-                                {total});
-  auto [perm, count] = CompactPositions(b, keep);
-  std::vector<Instruction*> cols;
-  int64_t stride = total;
-  for (int64_t k = 0; k < r; ++k) {
-    int64_t dim = xd[static_cast<size_t>(k)];
-    stride = dim == 0 ? 0 : stride / dim;
-    Instruction* q = stride > 1 ? Div(b, perm, Full(b, PrimitiveType::S64, static_cast<double>(stride), {total})) : perm;
-    Instruction* co = b.Binary(Opcode::kRemainder, q, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(dim, 1)), {total}));
-    cols.push_back(b.Reshape(co, {total, 1}));
-  }
-  Instruction* out = cols.empty() ? Full(b, PrimitiveType::S64, 0, {total, 0}) : cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
+  const int64_t total = Numel(Dims(x));
+  const int64_t r = static_cast<int64_t>(Dims(x).size());
+  auto [out, count] = NonzeroCoordinates(b, x);
   if (size < total) out = b.SliceInDim(out, 0, size, 1, 0);
   if (size > total) out = b.Concatenate({out, Full(b, PrimitiveType::S64, static_cast<double>(fill), {size - total, r})}, 0);
   Instruction* row = b.Iota(Shape::Array(PrimitiveType::S64, {size, r}), 0);
