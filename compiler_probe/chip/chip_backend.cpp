@@ -175,11 +175,7 @@ class ChipBackend : public Backend {
     ProgramCompile c;
     c.compiler = fmt::format("{} ({}, PJRT C API {}.{})", package_.empty() ? info_.plugin_path : package_, f.what,
                              info_.api_major, info_.api_minor);
-    CompileConfig config = CompileConfigFor(program);
-    if (options.partitions > 1) {
-      config.partitions = options.partitions;
-      config.spmd = true;
-    }
+    CompileConfig config = CompileConfigFor(program, options.partitions);
     c.devices = config.devices();
     c.device_memory_bytes = DeviceMemoryBytes();
     if (c.device_memory_bytes > 0)

@@ -99,4 +99,13 @@ std::string SerializeCompileOptions(const CompileConfig& c) {
   return out;
 }
 
+CompileConfig CompileConfigFor(const hlo::Module& program, int64_t partitions) {
+  CompileConfig config = CompileConfigFor(program);
+  if (partitions > 1) {
+    config.partitions = partitions;
+    config.spmd = true;
+  }
+  return config;
+}
+
 }  // namespace opprobe::compiler_probe::pjrt

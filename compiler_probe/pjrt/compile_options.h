@@ -24,6 +24,9 @@ struct CompileConfig {
 // Replicas from the largest device id any collective names (replica groups, iota lists, source-target pairs);
 // partitions from the devices its shardings tile over (a maximal sharding's device id + 1 at least).
 CompileConfig CompileConfigFor(const hlo::Module& unit);
+// A whole program's: CompileConfigFor's, or, when a strategy splits it over `partitions` > 1 devices, that many
+// partitions with SPMD partitioning (ProgramOptions::partitions).
+CompileConfig CompileConfigFor(const hlo::Module& program, int64_t partitions);
 
 // Serialized CompileOptionsProto: executable_build_options { num_replicas, num_partitions, and with partitions
 // use_spmd_partitioning, a replicas x partitions device assignment and use_shardy_partitioner when set }.

@@ -224,11 +224,7 @@ class PjrtBackend : public Backend {
     c.compiler = id_.empty() ? fmt::format("{} ({}, PJRT C API {}.{})", spec_.plugin_path, platform, info_.api_major,
                                            info_.api_minor)
                              : info_.platform_version;
-    CompileConfig config = CompileConfigFor(program);
-    if (options.partitions > 1) {
-      config.partitions = options.partitions;
-      config.spmd = true;
-    }
+    CompileConfig config = CompileConfigFor(program, options.partitions);
     c.devices = config.devices();
     if (info_.platform_name == "cpu") {
       c.device_memory_bytes = HostMemoryBytes();
