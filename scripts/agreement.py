@@ -217,7 +217,8 @@ def elements(signature):
 def gather(opprobe, inputs, sampled_sources, per_class):
     """{fingerprint: unit} of every input (a unit holds its module, opcode, type, signature, sources, inputs and
     verdicts{backend: verdict}), and marks which units are probed: every unit, except that of the units only the
-    sampled sources have, `per_class` units per class (the fewest elements, then the smallest fingerprints) stand for the class."""
+    sampled sources have, `per_class` units per class (the fewest elements, then the smallest fingerprints) stand for
+    the class."""
     units = {}
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
@@ -458,17 +459,21 @@ def chip_section(units, versions, quick_figures, seconds, command):
          "only this section. `scripts/agreement --check --part chips` (the ctest entry `agreement_chips_quick`, label",
          "`agreement`) recomputes the quick subset and fails when a profile's agreement with its target or a target's",
          "compiled units drop, or its errors rise.",
-         "The units are the ones above (the same inputs; of the model sweeps the same {} per class), each compiled by the"
+         "The units are the ones above (the same inputs; of the model sweeps the same {} per class), each compiled by "
+         "the"
          .format(PER_CLASS),
          "chip's own compiler with no chip present: XLA's TPU compiler ({}) for TPU {} (`tpu:GEN`, the generation's"
          .format(compiler_version(versions.get(CHIP_TARGETS[0], "")), ", ".join(tpus)),
          "default slice) and XLA's GPU compiler ({}) for {} (`gpu:DEVICE`, a target config of".format(
              compiler_version(versions.get("gpu:" + gpus[0], "")), ", ".join(x.upper() for x in gpus)),
          "compiler_probe/chip/gpu_targets). A unit *compiles* when the compiler accepts it and is *refused* when it",
-         "answers with an error status and message (nothing runs); an *error* is the compiler crashing or failing inside",
+         "answers with an error status and message (nothing runs); an *error* is the compiler crashing or failing "
+         "inside",
          "(an INTERNAL status, a failed check): the backend's `error` verdict, which says nothing about the op on the",
-         "chip, so agreement counts only the units the compiler answered, and the errors are listed apart. Each target is",
-         "compared with the rules profiles that stand for it on a machine without its compiler, as the source tree holds",
+         "chip, so agreement counts only the units the compiler answered, and the errors are listed apart. Each "
+         "target is",
+         "compared with the rules profiles that stand for it on a machine without its compiler, as the source tree "
+         "holds",
          "them (`compiler_probe/rules/profiles/NAME.json`, built in as `rules:NAME`): its family's (`rules:tpu`,",
          "`rules:gpu`) and, where a generation's verdicts differ from the family's, the generation's own",
          "(`rules:tpu-GEN`; {}). The profiles are recorded from these verdicts (docs/profiles.md).".format(
@@ -491,7 +496,8 @@ def chip_section(units, versions, quick_figures, seconds, command):
             n - f.get(fig_key(t) + "_compiles", 0) - f.get(fig_key(t) + "_errors", 0), f.get(fig_key(t) + "_errors", 0),
             " | ".join(cells)))
 
-    L += ["", "### Per source", "", "Units each target compiles, per source (a unit counts for every source that has it).",
+    L += ["", "### Per source", "",
+          "Units each target compiles, per source (a unit counts for every source that has it).",
           "", "| source | units | " + " | ".join("`{}`".format(t) for t in CHIP_TARGETS) + " |",
           "| --- " * (2 + len(CHIP_TARGETS)) + "|"]
     for s in SOURCES:
@@ -508,7 +514,8 @@ def chip_section(units, versions, quick_figures, seconds, command):
             for t in CHIP_TARGETS:
                 r[t] += runs(u["verdicts"][t])
     L += ["", "### Opcodes and element types some target refuses", "",
-          "Units per opcode and element type of the units at least one target refuses, and how many of them each target",
+          "Units per opcode and element type of the units at least one target refuses, and how many of them each "
+          "target",
           "compiles.", "", "| opcode | type | units | " + " | ".join("`{}`".format(t) for t in CHIP_TARGETS) + " |",
           "| --- " * (3 + len(CHIP_TARGETS)) + "|"]
     for (op, t), r in sorted(rows.items()):
@@ -555,7 +562,8 @@ def chip_section(units, versions, quick_figures, seconds, command):
             L += listing(items, "rules:" + p, t) if items else ["None."]
 
     L += ["", "### Hand-written units", "",
-          "The units of tests/agreement/chip_units, for the profiles' rules that no unit above exercises: each target's",
+          "The units of tests/agreement/chip_units, for the profiles' rules that no unit above exercises: each "
+          "target's",
           "verdict and, after the slash, its profile's (`rules:{}`, `rules:{}`); counted in no figure above.".format(
               *[chip_profiles(t)[0] for t in (CHIP_TARGETS[0], CHIP_TARGETS[-1])]), "",
           "| unit | " + " | ".join("`{}`".format(t) for t in CHIP_TARGETS) + " |",
@@ -585,8 +593,10 @@ def chip_section(units, versions, quick_figures, seconds, command):
         if not items:
             L.append("None.")
         prof = "rules:" + chip_profiles(t)[-1]
-        for (op, ty, _, _), us in grouped(items, lambda u: (u["opcode"], u["type"], u["verdicts"][t]["kind"], shapeless(
-                re.sub(r"^.*?\] ", "", u["verdicts"][t]["reason"])))).items():
+        def key(u, t=t):
+            return (u["opcode"], u["type"], u["verdicts"][t]["kind"],
+                    shapeless(re.sub(r"^.*?\] ", "", u["verdicts"][t]["reason"])))
+        for (op, ty, _, _), us in grouped(items, key).items():
             u = us[0]
             said = collections.Counter(u["verdicts"][prof]["kind"] for u in us)
             L.append("- {}`{}` {} ({}): e.g. `{}` from {}: {}.{}".format(
@@ -619,7 +629,8 @@ def splice_section(path, section, begin, end):
 
 
 def torchax_rows(a, work, quick):
-    """opprobe's lowering of the OpInfo sweep's calls (torch 2.9) against torchax's (tests/agreement/torchax_compare.py)."""
+    """opprobe's lowering of the OpInfo sweep's calls (torch 2.9) against torchax's
+    (tests/agreement/torchax_compare.py)."""
     os.makedirs(work, exist_ok=True)
     samples = os.path.join(work, "torchax-samples.json")
     if not (a.reuse and not quick and os.path.exists(samples)):
@@ -629,9 +640,11 @@ def torchax_rows(a, work, quick):
 
 def torchax_section(rows, version, quick_figures, seconds, command):
     L = [TORCHAX_BEGIN] + tax.doc_section(rows, version, md)
-    L += ["", "Written by `{}` in {:.0f} s; `scripts/agreement --check --part torchax` (ctest `agreement_torchax_quick`)"
-          " recomputes the quick subset ({} OpInfo entries) and fails when a figure regressed.".format(
-              command, seconds, len(QUICK_OPINFO)), "", TORCHAX_FIGURES_BEGIN, json.dumps(quick_figures, sort_keys=True),
+    L += ["", "Written by `{}` in {:.0f} s; `scripts/agreement --check --part torchax` "
+          "(ctest `agreement_torchax_quick`) recomputes the quick subset ({} OpInfo entries) and fails when a figure "
+          "regressed.".format(
+              command, seconds, len(QUICK_OPINFO)), "", TORCHAX_FIGURES_BEGIN,
+          json.dumps(quick_figures, sort_keys=True),
           FIGURES_END, TORCHAX_END]
     return L
 
@@ -747,13 +760,16 @@ def write_doc(units, inputs, txla_rows, quick_figures, chips, path, seconds, com
         "Generated by `scripts/agreement` (do not edit by hand). `scripts/agreement --check` (the ctest entries",
         "`agreement_quick` and `agreement_torch_xla_quick`, label `agreement`) recomputes the quick subset below and",
         "fails when an agreement figure drops.",
-        "Every unique probe unit of the inputs below goes through four verdict sources: `interp` (opprobe's evaluator),",
+        "Every unique probe unit of the inputs below goes through four verdict sources: `interp` (opprobe's "
+        "evaluator),",
         "`rules:cpu` (the built-in CPU profile), `xla:cpu` (XLA's own CPU compiler and runtime from jaxlib 0.10.2,",
         "requirements/xla.txt) and `iree:llvm-cpu` (IREE 3.13.0's `iree-compile` for llvm-cpu and its runtime,",
-        "requirements/iree.txt; a second compiler independent of XLA, fed the same StableHLO). A unit *runs* on a backend",
+        "requirements/iree.txt; a second compiler independent of XLA, fed the same StableHLO). A unit *runs* on a "
+        "backend",
         "when its verdict is supported (for the compilers also when it ran but its numbers differ from interp's).",
         "*Numbers* compares a compiler's results with interp's on the same deterministic inputs (tolerances in",
-        "compiler_probe/pjrt/pjrt_backend.h). `recorded` is the rules profile `opprobe profile record --backend xla:cpu`",
+        "compiler_probe/pjrt/pjrt_backend.h). `recorded` is the rules profile `opprobe profile record --backend "
+        "xla:cpu`",
         "writes from xla:cpu's verdicts on all these units, applied to the same units: it must give xla:cpu's answer.",
         "",
         "This run: `{}`, {} units in {} on this project's CI machine (2 busy cores). With `--cache`, a unit an earlier"
@@ -765,7 +781,8 @@ def write_doc(units, inputs, txla_rows, quick_figures, chips, path, seconds, com
         "## Inputs",
         "",
         "A unit belongs to every source that has it. Of the units only the model sweeps have (tens of thousands that",
-        "differ mostly in shapes; IREE takes about half a second of CPU per unit), {} per class stand for the class".format(
+        "differ mostly in shapes; IREE takes about half a second of CPU per unit), {} per class stand for the "
+        "class".format(
             PER_CLASS),
         "(a class: the unit's signature with its numbers left out, e.g. `f32[N,N]{N,N} add(f32[N,N]{N,N}, ...)`; the",
         "units with the fewest elements, so interp's reference evaluation stays cheap); every other unit is probed.",
@@ -783,7 +800,8 @@ def write_doc(units, inputs, txla_rows, quick_figures, chips, path, seconds, com
         L.append("| {} | {} | {} | {} |".format(SOURCE_TITLES[s], shown, n, probed))
     left = [s for s in SOURCES if not any(src == s for src, _, _ in inputs)]
     if left:
-        L += ["", "**Not in this run** (`--sources` left them out; every figure below is over the sources above only): " +
+        L += ["", "**Not in this run** (`--sources` left them out; every figure below is over the sources above "
+              "only): " +
               ", ".join(SOURCE_TITLES[s] for s in left) + "."]
     L += ["", "Left out for time: " + ", ".join("`{}`".format(f) for f in sorted(TOO_SLOW)) + ".", "",
           "## Totals", "", "| figure | all inputs | quick subset |", "| --- | --- | --- |"]
@@ -835,7 +853,8 @@ def write_doc(units, inputs, txla_rows, quick_figures, chips, path, seconds, com
     # Disagreements.
     L += ["", "## Disagreements", "",
           "Each unit on which a pair disagrees, with xla:cpu's (or IREE's) own message and, where known, why",
-          "(tests/agreement/explanations.py). Units failing alike are grouped: opcode, element type and the message with",
+          "(tests/agreement/explanations.py). Units failing alike are grouped: opcode, element type and the message "
+          "with",
           "its shapes left out; the example is the first such unit."]
     for a, b in [("rules:cpu", "xla:cpu"), (PROFILE, "xla:cpu"), ("interp", "xla:cpu"), ("iree:llvm-cpu", "xla:cpu"),
                  ("interp", "iree:llvm-cpu")]:
@@ -847,7 +866,7 @@ def write_doc(units, inputs, txla_rows, quick_figures, chips, path, seconds, com
         if not items:
             L.append("None.")
             continue
-        groups = grouped(items, lambda it: (it[0]["opcode"], it[0]["type"], runs(it[0]["verdicts"][a]),
+        groups = grouped(items, lambda it, a=a, b=b: (it[0]["opcode"], it[0]["type"], runs(it[0]["verdicts"][a]),
                                             shapeless(it[0]["verdicts"][b if not runs(it[0]["verdicts"][b]) else a]
                                                       ["reason"])))
         for (op, t, a_runs, _), its in groups.items():

@@ -36,7 +36,8 @@ class Figures(unittest.TestCase):
         units = {
             "a": unit("f32[2]{0} add(f32[2]{0}, f32[2]{0})", "add"),
             # XLA refuses what the others run: every pair with xla disagrees.
-            "b": unit("f32[] constant(1)", "constant", xla_cpu=verdict("unsupported", "compile: LiteralProto has no layout"),
+            "b": unit("f32[] constant(1)", "constant",
+                      xla_cpu=verdict("unsupported", "compile: LiteralProto has no layout"),
                       recorded=verdict("unsupported")),
             # IREE runs but its numbers differ: it still runs, so it agrees on running.
             "c": unit("(f32[8]{0}, s64[8]{0}) sort(f32[8]{0}, s64[8]{0}), is_stable=true", "sort",
@@ -65,7 +66,8 @@ class Figures(unittest.TestCase):
         bad = agreement.regressions(worse, want, ["backends"])
         self.assertEqual(bad, ["rules_xla_agree: 8 (recorded 9)", "xla_numbers_differ: 1 (recorded 0)"])
         # Another set of units (a changed lowering or input) asks for the doc to be regenerated.
-        self.assertIn("regenerate docs/agreement.md", agreement.regressions(dict(want, units=11), want, ["backends"])[0])
+        self.assertIn("regenerate docs/agreement.md",
+                      agreement.regressions(dict(want, units=11), want, ["backends"])[0])
         # Only the parts computed are checked.
         self.assertEqual(agreement.regressions(dict(want, txla_same_HLO=0), want, ["backends"]), [])
         self.assertEqual(agreement.regressions(dict(want, txla_same_HLO=0), want, ["torch_xla"]),
@@ -180,7 +182,8 @@ class Chips(unittest.TestCase):
 class Explanations(unittest.TestCase):
     def test_the_side_that_does_not_run_is_explained(self):
         u = unit("f64[3]{0} tanh(f64[3]{0})", "tanh",
-                 iree_llvm_cpu=verdict("unsupported", "compile: INVALID_ARGUMENT: iree-compile: undefined symbol: tanh"))
+                 iree_llvm_cpu=verdict("unsupported",
+                                       "compile: INVALID_ARGUMENT: iree-compile: undefined symbol: tanh"))
         self.assertIn("link no C math library", explanations.explain("iree:llvm-cpu", "xla:cpu", u))
         self.assertIn("link no C math library", explanations.explain("xla:cpu", "iree:llvm-cpu", u))
         # The same message from another backend is not IREE's limit.
@@ -210,7 +213,8 @@ class Explanations(unittest.TestCase):
         self.assertIsNone(explanations.explain("iree:llvm-cpu", "xla:cpu", f32))
 
     def test_torch_xla_result_packaging_explained_only_without_opcode_differences(self):
-        same = {"op": "aten::clone", "missing": [], "extra": [], "verdicts": {"neuron-trn1": ("supported", "unsupported")}}
+        same = {"op": "aten::clone", "missing": [], "extra": [],
+                "verdicts": {"neuron-trn1": ("supported", "unsupported")}}
         self.assertIn("result packaging", explanations.explain_torch_xla(same))
         other = dict(same, extra=[("copy", "c64")])
         self.assertIsNone(explanations.explain_torch_xla(other))
@@ -235,7 +239,8 @@ ENTRY %IrToHlo.22 (p0.1: f32[8]) -> (f32[8], s64[8]) {
   %p0.1 = f32[8]{0} parameter(0)
   %constant.1 = f32[] constant(1)
   %iota.2 = s32[8]{0} iota(), iota_dimension=0
-  %sort.15 = (f32[8]{0}, s32[8]{0}) sort(f32[8]{0} %p0.1, s32[8]{0} %iota.2), dimensions={0}, to_apply=%compare-less-than.9
+  %sort.15 = (f32[8]{0}, s32[8]{0}) sort(f32[8]{0} %p0.1, s32[8]{0} %iota.2), dimensions={0},
+  to_apply=%compare-less-than.9
   %get-tuple-element.18 = s32[8]{0} get-tuple-element((f32[8]{0}, s32[8]{0}) %sort.15), index=1
   %convert.20 = s64[8]{0} convert(s32[8]{0} %get-tuple-element.18)
   ROOT %tuple.21 = (f32[8]{0}, s64[8]{0}) tuple(f32[8]{0} %p0.1, s64[8]{0} %convert.20)

@@ -133,8 +133,8 @@ def _txla(ops, test):
 
 
 def _has(side, *pairs):
-    """A test that the row's `missing` (torch_xla has, opprobe not) or `extra` (opprobe has) holds every (opcode, element
-    type) pair; "*" matches any element type."""
+    """A test that the row's `missing` (torch_xla has, opprobe not) or `extra` (opprobe has) holds every (opcode,
+    element type) pair; "*" matches any element type."""
     return lambda r: all(any(o == op and (ty == "*" or t.split(",")[0] == ty) for o, t in r[side]) for op, ty in pairs)
 
 
@@ -181,7 +181,8 @@ TORCH_XLA_RULES = [
     (_txla({"_linalg_svd", "linalg_pinv", "linalg_svd", "svd", "linalg_matrix_rank", "pinverse"},
            _has("missing", ("while", "*"))),
      "**Lowering gap** (for Neuron). opprobe's lowering computes the SVD with XLA's `Eigh` custom call (of a "
-     "matrix built by `concatenate`), which the neuron profiles refuse (unknown custom-call target, NCC_EHCA005); torch_xla expands the SVD into Jacobi `while` loops of plain arithmetic, which they accept."),
+     "matrix built by `concatenate`), which the neuron profiles refuse (unknown custom-call target, NCC_EHCA005); "
+     "torch_xla expands the SVD into Jacobi `while` loops of plain arithmetic, which they accept."),
     (_txla({"cummax", "cummin"}, _has("extra", ("or", "pred"))),
      "both carry s32 indices in a variadic `reduce-window` and convert them to s64 at the end; opprobe's (value, "
      "index) reducer makes NaN win and prefers the later index on ties with explicit pred logic (`and`, `or`, "
@@ -218,8 +219,7 @@ def _matches(pattern, unit, reason):
 
 def explain(a, b, unit):
     """Why a and b disagree on whether the unit runs (the one that does not run is explained), or None."""
-    va, vb = unit["verdicts"][a], unit["verdicts"][b]
-    loser = a if not _runs(va) else b
+    loser = a if not _runs(unit["verdicts"][a]) else b
     reason = unit["verdicts"][loser]["reason"]
     for backend, pattern, why in RULES:
         if backend in (None, loser) and _matches(pattern, unit, reason):

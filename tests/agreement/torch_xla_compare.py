@@ -21,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PROFILES = ["cpu", "gpu", "tpu", "neuron-trn1", "neuron-trn2"]
 STRUCTURE = {"parameter", "constant", "tuple", "get-tuple-element"}
 
-INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[^\s=]+\s*=\s*(\((?:[^()]|\([^()]*\))*\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)"
+INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[^\s=]+\s*=\s*"
+                         r"(\((?:[^()]|\([^()]*\))*\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)"
                          r"\s+([a-z][a-z0-9-]*)\(")
 HEADER = re.compile(r"^// (\S+?)\((.*)\) at call (\d+)$")
 
@@ -179,7 +180,8 @@ def compare(opprobe, runner, samples_path, work):
         for s in e["samples"]:
             for c in s["calls"]:
                 x = c.get("torch_xla", {})
-                if "results" in c and "results" in x and len(x["results"]) == len(c["results"]) and None not in x["results"]:
+                if ("results" in c and "results" in x and len(x["results"]) == len(c["results"])
+                        and None not in x["results"]):
                     c["results"] = x["results"]
                 elif "results" in c:
                     c["skip"] = "torch_xla returned no comparable values"
@@ -279,11 +281,13 @@ def doc_section(rows, explain, md):
         per_op.setdefault(r["op"], []).append(r)
     L = ["## Lowerings against torch_xla's", "",
          "Every aten call of the OpInfo sweep (recorded with torch 2.9's OpInfo samples by",
-         "tests/agreement/torch_xla_calls.py) replayed on the real torch_xla 2.9.0 (requirements/torch_xla.txt, CPU PJRT",
+         "tests/agreement/torch_xla_calls.py) replayed on the real torch_xla 2.9.0 (requirements/torch_xla.txt, CPU "
+         "PJRT",
          "device), against opprobe's lowering of the same call (tests/agreement/torch_xla_compare.py). *Same HLO*: the",
          "same (opcode, element type) pairs, parameters, constants and tuples aside. *Results*: opprobe's lowering",
          "evaluated by interp on the recorded inputs against torch_xla's values (the conformance suite's tolerances).",
-         "*Changes a verdict*: a built-in rules profile judges opprobe's lowering and torch_xla's module differently.", "",
+         "*Changes a verdict*: a built-in rules profile judges opprobe's lowering and torch_xla's module "
+         "differently.", "",
          "| figure | calls |", "| --- | --- |"]
     for k, v in f.items():
         L.append("| {} | {} |".format(k, v))

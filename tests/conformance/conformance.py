@@ -157,7 +157,8 @@ def write_coverage(results, classes, runner_bin, seconds):
     L.append("|---|---|---|---|")
     for op in core:
         lowered, fam = table.get(op, (False, ""))
-        keys = [k for k in per_op if k[len("aten::"):] == op or (("." not in op) and k[len("aten::"):] == op + ".default")]
+        keys = [k for k in per_op
+                if k[len("aten::"):] == op or (("." not in op) and k[len("aten::"):] == op + ".default")]
         m = sum(per_op[k]["match"] for k in keys)
         other = sum(sum(per_op[k].values()) - per_op[k]["match"] for k in keys)
         seen = "%d / %d" % (m, other) if keys else "not dispatched by the samples"
@@ -175,8 +176,8 @@ def write_coverage(results, classes, runner_bin, seconds):
         st, why, ops = classes[name]
         if st in ("mismatch", "not-lowered") and name in KNOWN_CAUSES:
             why = "%s. %s" % (KNOWN_CAUSES[name], why)
-        L.append("| `%s` | %s | %s | %s |" % (md_escape(name), st, md_escape(", ".join(o.replace("aten::", "") for o in ops)),
-                                           md_escape(why)))
+        names = ", ".join(o.replace("aten::", "") for o in ops)
+        L.append("| `%s` | %s | %s | %s |" % (md_escape(name), st, md_escape(names), md_escape(why)))
     L.append("")
     L.append("## aten ops seen in the samples")
     L.append("")

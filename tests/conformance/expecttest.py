@@ -1,3 +1,4 @@
 import unittest
 ACCEPT = False
-class TestCase(unittest.TestCase): pass
+class TestCase(unittest.TestCase):
+    pass

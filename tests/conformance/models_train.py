@@ -1,5 +1,7 @@
 # One training step (forward, backward, SGD step) and one more with Adam, of a named model.
-import sys, torch, torchvision
+import sys
+import torch
+import torchvision
 name = sys.argv[1]
 torch.manual_seed(0)
 def vision(ctor, size=32, **kw):

@@ -136,7 +136,8 @@ def main():
         "sparse_calls": len(sparse),
         "non_aten_ops": non_aten,
     }
-    print("sweep %s (%s, torch %s): %d cases ran (%d raised before finishing, listed below), %d aten calls, %d distinct; "
+    print("sweep %s (%s, torch %s): %d cases ran (%d raised before finishing, listed below), %d aten calls, "
+          "%d distinct; "
           "%d lowering failures and %d shape mismatches (%d of these listed in %s, %d not), %d sparse-layout calls, "
           "%d non-aten ops %s" % (
               a.family, a.python, figures["torch_version"], cases_ok, cases_skipped, figures["aten_calls"], distinct,

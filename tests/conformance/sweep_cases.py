@@ -283,8 +283,8 @@ def run_module(mod_fn, in_fn, train):
 @family("nn")
 def nn_family():
     for name, mod_fn, in_fn in nn_cases():
-        run_case(name + "[train]", lambda: run_module(mod_fn, in_fn, True))
-        run_case(name + "[eval]", lambda: run_module(mod_fn, in_fn, False))
+        run_case(name + "[train]", lambda mod_fn=mod_fn, in_fn=in_fn: run_module(mod_fn, in_fn, True))
+        run_case(name + "[eval]", lambda mod_fn=mod_fn, in_fn=in_fn: run_module(mod_fn, in_fn, False))
 
 
 # -------------------------------------------------------------------------------------------- torchvision
@@ -313,7 +313,7 @@ def vision_builders(kind):
 
 
 def vision_run(name, fn, kind):
-    import torchvision
+    import torchvision  # noqa: F401 (registers the torchvision:: ops the detection models call)
     kw = {"weights": None}
     size = 64
     if kind == "classification":
@@ -362,7 +362,7 @@ def vision_family(kind, part=None, parts=1, only=None):
             continue
         if only is not None and name not in only:
             continue
-        run_case(name, lambda: vision_run(name, fn, kind))
+        run_case(name, lambda name=name, fn=fn: vision_run(name, fn, kind))
 
 
 for _p in range(3):

@@ -30,7 +30,8 @@ TESTS = {
     "skips77": 'add_test(NAME skips77 COMMAND sh -c "exit 77")\n'
                'set_tests_properties(skips77 PROPERTIES SKIP_RETURN_CODE 77)',
     "Suite.GtestSkip": 'add_test(NAME Suite.GtestSkip COMMAND sh -c "echo \'[  SKIPPED ] Suite.GtestSkip (0 ms)\'")\n'
-                       'set_tests_properties(Suite.GtestSkip PROPERTIES SKIP_REGULAR_EXPRESSION "\\\\[  SKIPPED \\\\]")',
+                       'set_tests_properties(Suite.GtestSkip PROPERTIES '
+                       'SKIP_REGULAR_EXPRESSION "\\\\[  SKIPPED \\\\]")',
     "disabled": 'add_test(NAME disabled COMMAND sh -c "exit 0")\n'
                 'set_tests_properties(disabled PROPERTIES DISABLED ON)',
     "missing": 'add_test(NAME missing COMMAND /nonexistent/opprobe-no-such-program)',

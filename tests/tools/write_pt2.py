@@ -392,8 +392,8 @@ def write_pt2(path, programs, weights=False, force_zip64=False, big_weight=0):
     if big_weight:
         w.write("data/weights/weight_big", b"", zeros=big_weight)
     records = []
-    for model_name, prog, params, buffers in programs:
-        config, i = {}, 0
+    for model_name, _prog, params, buffers in programs:
+        config = {}
         for fqn, t in list(params.items()) + list(buffers.items()):
             rec = "weight_%d" % len(records)
             data = t.detach().contiguous().numpy().tobytes() if weights else b""
@@ -454,7 +454,8 @@ MODELS = {
     "linear": (lambda: torch.nn.Linear(3, 3), lambda: [torch.randn(3)]),
     "mlp": (Mlp, lambda: [torch.randn(2, 8)]),
     "defaults": (Defaults, lambda: [torch.randn(1, 3, 8, 8)]),
-    "resnet18": (lambda: _torchvision("resnet18"), lambda: [torch.rand(2, 3, 64, 64)]),  # as samples/scripts/resnet18_train.py
+    # as samples/scripts/resnet18_train.py
+    "resnet18": (lambda: _torchvision("resnet18"), lambda: [torch.rand(2, 3, 64, 64)]),
     "resnet50": (lambda: _torchvision("resnet50"), lambda: [torch.randn(1, 3, 224, 224)]),
     "vit_b_16": (lambda: _torchvision("vit_b_16"), lambda: [torch.randn(1, 3, 224, 224)]),
 }

@@ -36,7 +36,8 @@ def inputs(signature):
         dims = [int(d) for d in dims.rstrip("]").split(",") if d]
         dtype = DTYPES[t]
         if dtype.is_complex:
-            out.append(torch.complex(torch.rand(dims, generator=g) + 0.5, torch.rand(dims, generator=g) - 0.5).to(dtype))
+            real, imag = torch.rand(dims, generator=g) + 0.5, torch.rand(dims, generator=g) - 0.5
+            out.append(torch.complex(real, imag).to(dtype))
         elif dtype.is_floating_point:
             out.append((torch.rand(dims, generator=g, dtype=torch.float64) + 0.5).to(dtype))
         elif dtype == torch.bool:
