@@ -72,18 +72,6 @@ std::string Env(const char* name) {
 // `2x4`, `2x2x2`: positive integers joined by 'x'.
 bool IsLayout(std::string_view s) { return std::regex_match(std::string(s), std::regex("[1-9][0-9]*(x[1-9][0-9]*)+")); }
 
-int64_t LayoutDevices(std::string_view s) {
-  int64_t n = 1;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t x = s.find('x', start);
-    n *= std::atoll(std::string(s.substr(start, x == std::string_view::npos ? std::string_view::npos : x - start)).c_str());
-    if (x == std::string_view::npos) break;
-    start = x + 1;
-  }
-  return n;
-}
-
 std::string GpuNames() {
   std::vector<std::string> names;
   for (const auto& d : GpuDevices()) names.push_back(d.name);

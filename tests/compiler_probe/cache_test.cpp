@@ -147,14 +147,18 @@ TEST(DiskCacheTest, BatchLookupsWalkCommittedRowsInAnyMix) {
     for (size_t i = 0; i < fps.size(); ++i) {
       auto one = c.Lookup("b", "1", fps[i]);
       ASSERT_EQ(many[i].has_value(), one.has_value()) << stride << " " << fps[i];
-      if (one) EXPECT_EQ(many[i]->reason, one->reason) << fps[i];
+      if (one) {
+        EXPECT_EQ(many[i]->reason, one->reason) << fps[i];
+      }
     }
     auto got = c.LookupMemos(keys);
     ASSERT_EQ(got.size(), keys.size());
     for (size_t i = 0; i < keys.size(); ++i) {
       auto stored = memo_of.find(keys[i]);
       ASSERT_EQ(got[i].has_value(), stored != memo_of.end()) << stride << " " << keys[i];
-      if (got[i]) EXPECT_EQ(*got[i], stored->second);
+      if (got[i]) {
+        EXPECT_EQ(*got[i], stored->second);
+      }
     }
   }
   EXPECT_EQ(c.LookupMany("b", "1", {"f1599", "f1000"})[1]->reason, "r0");

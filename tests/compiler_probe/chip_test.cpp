@@ -307,7 +307,9 @@ TEST(RealTpuCompiler, EveryVerdictIsTheCompilersOwn) {
     Verdict v = b->probe(*unit);
     EXPECT_EQ(v.kind, c.tpu_compiles ? Verdict::Kind::kSupported : Verdict::Kind::kUnsupported)
         << c.name << ": " << v.reason;
-    if (!c.tpu_compiles) EXPECT_NE(v.reason.find(c.tpu_refusal), std::string::npos) << c.name << ": " << v.reason;
+    if (!c.tpu_compiles) {
+      EXPECT_NE(v.reason.find(c.tpu_refusal), std::string::npos) << c.name << ": " << v.reason;
+    }
   }
 }
 
@@ -322,7 +324,9 @@ TEST(RealGpuCompiler, EveryVerdictIsTheCompilersOwn) {
     Verdict v = b->probe(*unit);
     EXPECT_EQ(v.kind, c.gpu_compiles ? Verdict::Kind::kSupported : Verdict::Kind::kUnsupported)
         << c.name << ": " << v.reason;
-    if (std::string(c.name) == "c128 fft") EXPECT_NE(v.output_tail.find("cuFFT"), std::string::npos) << v.output_tail;
+    if (std::string(c.name) == "c128 fft") {
+      EXPECT_NE(v.output_tail.find("cuFFT"), std::string::npos) << v.output_tail;
+    }
   }
   // A convolution compiles to a cuDNN call on the GPU, and the verdict says so.
   auto conv = ParseUnit(R"(HloModule m

@@ -132,8 +132,9 @@ TEST_F(ChipE2E, BatchedAndOneUnitPerCompileGiveTheSameVerdicts) {
         } else {
           ASSERT_TRUE(s.contains("batching")) << s.dump();
           // The step's units compile in a few programs; the edge units, most of them refused, are split to each.
-          if (input.find("resnet18") != std::string::npos)
+          if (input.find("resnet18") != std::string::npos) {
             EXPECT_LT(s["batching"]["compiles"].get<int>() * 4, s["batching"]["units"].get<int>()) << s.dump();
+          }
         }
         for (const json& u : report["instructions"]) {
           // A refusal's reason is the compiler's message; a supported verdict's tail names a library call. (An

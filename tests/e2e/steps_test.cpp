@@ -95,7 +95,9 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
                        "-o", out, "--format", "markdown=" + md, "--format", "html=" + html, "--save-trace", trace,
                        "--", torch2, loop.script, loop.mode});
   EXPECT_EQ(r.exit_code, loop.graphs > 1 ? 1 : 0) << r.err;  // --max-graphs 1
-  if (loop.graphs > 1) EXPECT_THAT(r.err, HasSubstr("more than --max-graphs 1"));
+  if (loop.graphs > 1) {
+    EXPECT_THAT(r.err, HasSubstr("more than --max-graphs 1"));
+  }
   json report = json::parse(ReadWholeFile(out));
   ASSERT_TRUE(report.contains("steps")) << report.dump(1).substr(0, 2000);
   const json& steps = report["steps"];
@@ -129,7 +131,9 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
   EXPECT_EQ(real_steps["executed_graphs"], steps["executed_graphs"]) << real_steps.dump(1);
   EXPECT_THAT(real_steps["model"].get<std::string>(), HasSubstr("torch_xla 2.9.0 (its own graphs"));
   EXPECT_EQ(real_steps["cuts"].size(), steps["cuts"].size()) << real_steps.dump(1);
-  if (loop.cut_line) EXPECT_EQ(real_steps["cuts"][0]["call"], steps["cuts"][0]["call"]);
+  if (loop.cut_line) {
+    EXPECT_EQ(real_steps["cuts"][0]["call"], steps["cuts"][0]["call"]);
+  }
   EXPECT_THAT(ReadWholeFile(html), HasSubstr("<section id=\"steps\">"));
   if (loop.cut_line == 0) {
     EXPECT_TRUE(steps["cuts"].empty()) << steps.dump(1);
