@@ -1,6 +1,6 @@
 // `opprobe diff OLD.json NEW.json`: what changed between two JSON reports; exit 1 on a regression
 // (an aten op or instruction signature newly unsupported, or a lower support percentage), 2 when a file
-// is not an opprobe report or has an incompatible schema_version.
+// is not an opprobe report or lacks a field the comparison reads (whatever its schema_version).
 #include <cstdio>
 #include <string>
 #include <vector>

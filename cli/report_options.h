@@ -29,7 +29,7 @@ struct ReportOptions {
 void AddReportOptions(CLI::App* cmd, ReportOptions& options);
 
 // Checks the options before an analysis starts: known formats, no two reports to one file, a readable
-// baseline that is an opprobe report of a compatible schema_version. Call it first so that bad usage fails
+// baseline that is an opprobe report with the fields a comparison reads. Call it first so that bad usage fails
 // fast (exit 2 via ExitCodeFor); FinishReports checks again.
 Status CheckReportOptions(const ReportOptions& options);
 

@@ -24,9 +24,12 @@ class Checker {
   Status status() const { return status_; }
 
   bool Fail(const std::string& path, const std::string& what) {
-    if (status_.ok()) status_ = InvalidInput(hlo::OneLine(fmt::format("{}: {}: {}", name_, path, what), 1000));
+    if (status_.ok())
+      status_ = InvalidInput(hlo::OneLine(fmt::format("{}: {}: {}{}", name_, path, what, version_note_), 1000));
     return false;
   }
+  // Said after every failure: the report's version, when it is not the one this opprobe writes.
+  void SetVersionNote(std::string note) { version_note_ = std::move(note); }
   bool IsObject(const Json& j, const std::string& path) { return j.is_object() || Fail(path, "expected an object"); }
   bool IsArray(const Json& j, const std::string& path) { return j.is_array() || Fail(path, "expected an array"); }
   bool IsString(const Json& j, const std::string& path) { return j.is_string() || Fail(path, "expected a string"); }
@@ -56,6 +59,7 @@ class Checker {
 
  private:
   std::string name_;
+  std::string version_note_;
   Status status_;
 };
 
@@ -155,11 +159,12 @@ Status CheckReport(const Json& report, const std::string& name) {
   }
   if (!report.contains("opprobe_version")) return InvalidInput(name + ": not an opprobe report (no opprobe_version)");
   const Json& sv = report["schema_version"];
-  if (!sv.is_number_integer())
-    return InvalidInput(name + ": not an opprobe report (schema_version is not an integer)");
-  if (sv.get<int64_t>() != kSchemaVersion)
-    return InvalidInput(fmt::format("{}: incompatible report schema_version {} (this opprobe reads version {})", name,
-                                    sv.get<int64_t>(), kSchemaVersion));
+  if (!sv.is_number_integer() || sv.get<int64_t>() < 1)
+    return InvalidInput(name + ": not an opprobe report (schema_version is not a positive integer)");
+  // A report of another version is read by its fields, not refused by its number: what the comparison needs is
+  // checked below, member by member, and a report that lacks one says which, and its version.
+  const int64_t version = sv.get<int64_t>();
+  if (version != kSchemaVersion) c.SetVersionNote(fmt::format(" (a schema_version {} report)", version));
 
   if (const Json* p = c.Member(report, "support_percentage", "/")) c.IsPercent(*p, "/support_percentage");
   if (c.ok() && report.contains("aten_support_percentage"))

@@ -12,7 +12,9 @@
 namespace opprobe::reports {
 
 // Reads and checks an opprobe JSON report. Errors (InvalidInput) are one line naming the file and,
-// for a malformed field, its JSON path: not JSON, not an opprobe report, incompatible schema_version.
+// for a malformed or missing field, its JSON path: not JSON, not an opprobe report. A report of another
+// schema_version is read by its fields: it fails only when it lacks one the comparison reads (the message says its
+// version).
 Expected<Json> LoadReport(const std::string& path);
 // The checks of LoadReport on a parsed document; `name` prefixes the message.
 Status CheckReport(const Json& report, const std::string& name);

@@ -12,6 +12,9 @@
 
 namespace opprobe::reports {
 
+// The report format's version: bumped when the schema's required keys change (schemas/report.schema.json; the
+// test tests/reports/schema_version_test.cpp pins the required keys of each version). Readers (diff, --baseline)
+// go by a report's fields, not by this number.
 inline constexpr int kSchemaVersion = 1;
 
 // Reports keep their keys in a fixed (insertion) order so that they diff cleanly.

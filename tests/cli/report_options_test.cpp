@@ -213,7 +213,7 @@ TEST(CheckReportOptions, BadBaselineFailsBeforeAnyAnalysis) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), ErrorCode::kInvalidInput);
   EXPECT_EQ(st.message(), "--baseline: " + (dir / "b.json") +
-                              ": incompatible report schema_version 7 (this opprobe reads version 1)");
+                              ": /: missing \"support_percentage\" (a schema_version 7 report)");
   o.baseline.clear();
   EXPECT_TRUE(CheckReportOptions(o).ok());
 }

@@ -113,6 +113,24 @@ TEST_F(GateE2E, AllowAcceptsTheKnownGap) {
   EXPECT_NE(diff.out.find("[allowed]"), std::string::npos) << diff.out;
 }
 
+// A baseline of another schema_version is read by its fields: with the fields the comparison reads it gates as one
+// of this opprobe's own (the unchanged model passes, the added op fails), whatever the number says.
+TEST_F(GateE2E, ABaselineOfAnotherSchemaVersionIsReadByItsFields) {
+  json other = json::parse(ReadWholeFile(Baseline()));
+  other["schema_version"] = 2;  // a version this opprobe does not write
+  other.erase("aten_support_percentage");  // optional: the comparison does without it
+  std::string baseline = Path("v2.json");
+  Write(baseline, other.dump());
+  auto same = Analyze("samples/traces/supported.json", {"--baseline", baseline, "-o", Path("same.json")});
+  EXPECT_EQ(same.exit_code, 0) << same.err << same.out;
+  auto r = Analyze(PullRequestTrace(), {"--baseline", baseline, "-o", Path("new.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("aten::_fft_r2c"), std::string::npos) << r.err;
+  auto diff = RunOpprobe({"diff", baseline, Path("new.json")});
+  EXPECT_EQ(diff.exit_code, 1) << diff.err << diff.out;
+  EXPECT_NE(diff.out.find("newly unsupported aten ops (1)"), std::string::npos) << diff.out;
+}
+
 TEST_F(GateE2E, BaselineAtVerbosity2StillCatchesTheNewOp) {
   std::string baseline = Baseline("2");
   auto r = Analyze(PullRequestTrace(), {"--baseline", baseline, "--quiet"});
@@ -135,8 +153,9 @@ TEST_F(GateE2E, FailUnder) {
 // and no report file.
 TEST_F(GateE2E, BadBaselineIsExit2) {
   json good = json::parse(ReadWholeFile(Baseline()));
-  json wrong_version = good;
+  json wrong_version = good;  // another version that lacks a field the comparison reads
   wrong_version["schema_version"] = 99;
+  wrong_version.erase("support_percentage");
   json neuron = {{"torch_neuronx_version", "1.13.0.1.6.1"},
                  {"neuronx_cc_version", "2.5.0.28+1be23f232"},
                  {"support_percentage", "100.00%"},
@@ -154,7 +173,7 @@ TEST_F(GateE2E, BadBaselineIsExit2) {
       {"array.json", "[1, 2]", "not an opprobe report"},
       {"trace.json", ReadWholeFile("samples/traces/unsupported.json"), "not an opprobe report"},
       {"neuron.json", neuron.dump(), "Neuron"},
-      {"v99.json", wrong_version.dump(), "incompatible report schema_version 99"},
+      {"v99.json", wrong_version.dump(), "/: missing \"support_percentage\" (a schema_version 99 report)"},
       {"bad_field.json", bad_field.dump(), "/unsupported_operators/aten: expected an array"},
   };
   for (const auto& c : cases) {
