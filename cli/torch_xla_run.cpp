@@ -89,7 +89,8 @@ std::vector<std::string> Environment(const std::map<std::string, std::string>& s
   for (const auto& [k, v] : defaults) env.emplace(k, v);
   for (const auto& [k, v] : set) env[k] = v;
   std::vector<std::string> out;
-  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(std::string(k).append("=").append(v));
   return out;
 }
 

@@ -215,7 +215,7 @@ std::string InvalidUtf8Field(const google::protobuf::Message& m) {
       }
       if (fd->is_map()) return std::string();  // map entries: walked below as repeated messages
       std::string inner = InvalidUtf8Field(index < 0 ? r->GetMessage(m, fd) : r->GetRepeatedMessage(m, fd, index));
-      return inner.empty() ? inner : where + "." + inner;
+      return inner.empty() ? inner : std::string(where).append(".").append(inner);
     };
     if (fd->is_repeated()) {
       for (int k = 0; k < r->FieldSize(m, fd); ++k) {

@@ -26,7 +26,8 @@ Instruction* LinspaceOf(Builder& b, Instruction* lo, Instruction* hi, int64_t st
   Instruction* stepb = b.Broadcast(step, d, {});
   Instruction* front = Add(b, b.Broadcast(start, d, {}), Mul(b, stepb, io));
   Instruction* back = Sub(b, b.Broadcast(end, d, {}), Mul(b, stepb, Sub(b, Full(b, t, static_cast<double>(steps - 1), d), io)));
-  Instruction* first_half = CmpScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, d), 0), static_cast<double>(steps / 2),
+  const int64_t halfway = steps / 2;  // an integer, as torch's linspace switches formulas there
+  Instruction* first_half = CmpScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, d), 0), static_cast<double>(halfway),
                                       ComparisonDirection::kLt);
   return b.Select(first_half, front, back);
 }
@@ -84,6 +85,7 @@ Instruction* Counts(Builder& b, Instruction* x, const std::vector<Instruction*>&
   PrimitiveType t = x->shape.element_type();
   const PrimitiveType S = PrimitiveType::S64;
   std::vector<int64_t> hd;
+  hd.reserve(edges.size());
   for (Instruction* e : edges) hd.push_back(e->shape.dimensions()[0] - 1);
   int64_t total = Numel(hd);
   Instruction* flat = Full(b, S, 0, {M});

@@ -90,6 +90,7 @@ Instruction* StackIndices(Builder& b, const Advanced& a) {
   std::vector<int64_t> d = a.bdims;
   d.push_back(1);
   std::vector<Instruction*> cols;
+  cols.reserve(a.idx.size());
   for (Instruction* t : a.idx) cols.push_back(b.Reshape(t, d));
   return cols.size() == 1 ? cols[0] : b.Concatenate(cols, static_cast<int64_t>(a.bdims.size()));
 }
