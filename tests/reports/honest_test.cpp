@@ -3,6 +3,8 @@
 // incomplete analysis. Every format is checked from the same hand-built result (tests/reports/fixtures.h Honest()).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "reports/gates.h"
@@ -203,6 +205,61 @@ TEST(Honest, GatesNeverPassOnAPartialEmptyOrIncompleteAnalysis) {
   EXPECT_TRUE(EvaluateGates(r, go).failed);
   // No gate requested: nothing fails.
   EXPECT_FALSE(EvaluateGates(t::Honest(), GateOptions{}).failed);
+}
+
+// An internal error (a lowering that threw: opprobe's own bug) is its own kind in every format, apart from the gaps
+// ("opprobe cannot analyze these yet") and the device's verdicts, and no gate passes on it, whatever --allow says.
+TEST(Honest, AnInternalErrorIsItsOwnKindAndNoGatePassesOnIt) {
+  AnalysisResult r = t::InternalError();
+  ASSERT_TRUE(r.incomplete());
+  EXPECT_EQ(r.FailureAt(r.ops[1]), "internal_error");
+  EXPECT_EQ(r.FailureAt(r.ops[2]), "lowering");
+  const std::string line =
+      "internal error: opprobe failed on 2 of 7 aten calls (1 call site, failureAt internal_error): a bug in opprobe, "
+      "not a gap and not the backend's verdict; please report it";
+  ASSERT_EQ(r.IncompleteReasons().size(), 2u);
+  EXPECT_EQ(r.IncompleteReasons()[0], line);
+
+  nlohmann::json j = nlohmann::json::parse(Render(r, "json"));
+  EXPECT_EQ(j["summary"]["internal_error_calls"], 2);
+  EXPECT_EQ(j["summary"]["lowering_gap_calls"], 1);
+  EXPECT_EQ(j["complete"], false);
+  std::map<std::string, std::string> failure_at;
+  for (const auto& e : j["unsupported_operators"]["aten"]) failure_at[e["kind"]] = e["failureAt"];
+  EXPECT_EQ(failure_at["aten::cumsum"], "internal_error");
+  EXPECT_EQ(failure_at["aten::_fft_r2c"], "lowering");
+  EXPECT_FALSE(nlohmann::json::parse(Render(t::Honest(), "json"))["summary"].contains("internal_error_calls"));
+
+  nlohmann::json sarif = nlohmann::json::parse(Render(r, "sarif"));
+  std::map<std::string, std::string> rule_of;
+  for (const auto& res : sarif["runs"][0]["results"])
+    if (res.contains("properties") && res["properties"].contains("aten_op"))
+      rule_of[res["properties"]["aten_op"]] = res["ruleId"];
+  EXPECT_EQ(rule_of["aten::cumsum"], "opprobe/internal-error");
+  EXPECT_EQ(rule_of["aten::_fft_r2c"], "opprobe/no-lowering");
+  EXPECT_NE(Render(r, "junit").find("type=\"internal-error\""), std::string::npos);
+  EXPECT_NE(Render(r, "github").find("title=opprobe internal error on aten%3A%3Acumsum::"), std::string::npos);
+  for (const auto& f : Formats()) {
+    const std::string out = Render(r, f.name);
+    EXPECT_NE(out.find("internal error: opprobe failed on 2 of 7 aten calls"), std::string::npos) << f.name << "\n" << out;
+    EXPECT_NE(out.find("internal_error"), std::string::npos) << f.name << "\n" << out;
+  }
+
+  // The gates: --allow excuses the gap of an allowed op, never the internal error, and says why.
+  GateOptions go;
+  go.fail_under = 0;
+  go.allow = {"aten::_fft_r2c", "aten::cumsum"};
+  GateResult g = EvaluateGates(r, go);
+  EXPECT_TRUE(g.failed);
+  ASSERT_EQ(g.messages.size(), 1u);
+  EXPECT_EQ(g.messages[0], "no gate passes on this analysis: " + line +
+                               " (--allow excuses opprobe's lowering gaps, never its internal errors)");
+  std::vector<std::string> blockers = GateBlockers(r, go.allow);
+  ASSERT_EQ(blockers.size(), 1u);
+  // The same result without the internal error passes with the gap allowed.
+  r.ops.erase(r.ops.begin() + 1);
+  t::FillSummary(r, 0.0, 0.1, 1);
+  EXPECT_FALSE(EvaluateGates(r, go).failed) << EvaluateGates(r, go).messages.front();
 }
 
 }  // namespace
