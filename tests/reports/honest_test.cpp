@@ -4,13 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/lowering/lowering.h"
+#include "analyzer/pipeline/pipeline.h"
 #include "reports/gates.h"
 #include "reports/report.h"
 #include "reports/view.h"
 #include "tests/reports/fixtures.h"
+#include "tests/reports/report_test_util.h"
 
 namespace opprobe::reports {
 namespace {
@@ -260,6 +264,54 @@ TEST(Honest, AnInternalErrorIsItsOwnKindAndNoGatePassesOnIt) {
   r.ops.erase(r.ops.begin() + 1);
   t::FillSummary(r, 0.0, 0.1, 1);
   EXPECT_FALSE(EvaluateGates(r, go).failed) << EvaluateGates(r, go).messages.front();
+}
+
+// The same through the library pipeline the CLI shares (analyzer::AnalyzeInputs on a real trace, a lowering table
+// whose aten::tanh throws, the rules backend), then the JSON report and the gates as `analyze` runs them.
+TEST(Honest, ALoweringThatThrowsInTheRealPipelineFailsTheGateWhateverAllowSays) {
+  analyzer::LoweringTable table;
+  for (const analyzer::LoweringTable::Entry* e : analyzer::LoweringTable::Builtin().entries()) {
+    analyzer::LoweringTable::Entry copy = *e;
+    if (copy.name == "aten::tanh")
+      copy.fn = [](const analyzer::Node&, hlo::Builder&) -> Expected<analyzer::LoweredOp> {
+        throw std::out_of_range("vector::_M_range_check");
+      };
+    ASSERT_TRUE(table.Register(std::move(copy)).ok()) << e->name;
+  }
+  auto backend = analyzer::CreateBackend("rules:neuron-trn1", 60);
+  ASSERT_TRUE(backend.ok()) << backend.status().message();
+  analyzer::AnalysisOptions o;
+  o.jobs = 1;
+  o.use_cache = false;
+  o.lowering_table = &table;
+  auto r = analyzer::AnalyzeInputs({(t::SourceDir() / "samples" / "traces" / "supported.json").string()}, **backend, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->summary.internal_error_calls, 0);
+  EXPECT_EQ(r->summary.lowering_gap_calls, 0);
+  nlohmann::json j = nlohmann::json::parse(Render(*r, "json"));
+  bool found = false;
+  for (const auto& e : j["unsupported_operators"]["aten"]) {
+    if (e["kind"] != "aten::tanh") continue;
+    found = true;
+    EXPECT_EQ(e["failureAt"], "internal_error");
+    EXPECT_EQ(e["reason"], "lowering aten::tanh threw: vector::_M_range_check");
+  }
+  EXPECT_TRUE(found) << j["unsupported_operators"].dump();
+  EXPECT_EQ(j["summary"]["internal_error_calls"], r->summary.internal_error_calls);
+  GateOptions go;
+  go.fail_under = 0;
+  go.allow = {"aten::tanh"};
+  GateResult g = EvaluateGates(*r, go);
+  EXPECT_TRUE(g.failed);
+  ASSERT_FALSE(g.messages.empty());
+  EXPECT_NE(g.messages[0].find("internal error: opprobe failed on"), std::string::npos) << g.messages[0];
+  EXPECT_NE(g.messages[0].find("never its internal errors"), std::string::npos) << g.messages[0];
+  // The same trace with opprobe's own lowering passes that gate.
+  o.lowering_table = nullptr;
+  auto fine = analyzer::AnalyzeInputs({(t::SourceDir() / "samples" / "traces" / "supported.json").string()}, **backend, o);
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->summary.internal_error_calls, 0);
+  EXPECT_FALSE(EvaluateGates(*fine, go).failed) << EvaluateGates(*fine, go).messages.front();
 }
 
 }  // namespace
