@@ -141,7 +141,7 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
       ->type_name("OLD.json");
   cmd->add_option("--allow", options.allow,
                   "Accept a known gap: this aten op never fails a gate (repeatable; counted as supported by "
-                  "--fail-under and the baseline's percentage check)")
+                  "--fail-under and the baseline's percentage check; never excuses an internal error of opprobe's)")
       ->type_name("aten::op");
   cmd->add_flag("-q,--quiet", options.quiet, "Print only errors: no summary, progress or warnings (gate failures still go to stderr)");
 }

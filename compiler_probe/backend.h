@@ -13,26 +13,40 @@
 namespace opprobe::compiler_probe {
 
 struct Verdict {
-  enum class Kind { kSupported, kUnsupported, kError };
+  // kNotProbed: nobody judged the unit (a `--shard` run leaves it to another shard, a target of a run with several
+  // never saw it): no verdict at all, never cached, and not the backend's error either.
+  enum class Kind { kSupported, kUnsupported, kError, kNotProbed };
+  // Backends that run a unit and compare its results with interp's (pjrt, xla, iree) say how the comparison went:
+  // kAgree and kNotCompared with a supported verdict, kDiffer with an unsupported one (the results differ). kNone:
+  // no comparison was made (every other backend, and a unit that did not get as far as running). Reports count them
+  // (Summary::interp_agree, ...); the words are in reason and output_tail, and no code reads meaning from them.
+  enum class Interp : uint8_t { kNone, kAgree, kDiffer, kNotCompared };
   Kind kind = Kind::kSupported;
-  std::string reason;       // why unsupported / what failed; empty when supported
+  std::string reason;       // why unsupported / what failed / why not probed; empty when supported
   double seconds = 0.0;     // time the probe took
   std::string output_tail;  // the tail of the compiler's output, when there is one
+  Interp interp = Interp::kNone;
 
   static Verdict Supported() { return {}; }
   static Verdict Unsupported(std::string reason) { return {Kind::kUnsupported, std::move(reason), 0.0, {}}; }
   static Verdict Error(std::string reason) { return {Kind::kError, std::move(reason), 0.0, {}}; }
+  static Verdict NotProbed(std::string reason) { return {Kind::kNotProbed, std::move(reason), 0.0, {}}; }
   bool supported() const { return kind == Kind::kSupported; }
+  // Whether the backend judged the unit (supported or unsupported): only such a verdict says something stable about
+  // the unit and may be cached; an error (crash, timeout) or a unit not probed does not.
+  bool judged() const { return kind == Kind::kSupported || kind == Kind::kUnsupported; }
 };
 
+// `supported`, `unsupported`, `error`, `not_probed` (the reports' words).
 std::string_view VerdictKindName(Verdict::Kind k);
+// `agree`, `differ`, `not_compared`; empty for kNone.
+std::string_view InterpName(Verdict::Interp i);
 
-// Backends that run a unit and compare its results with interp (pjrt, xla) say how the comparison went:
-// an unsupported reason starting with kNumericsPrefix (the results differ), or a supported verdict's
-// output_tail starting with kInterpAgreePrefix or kInterpNotComparedPrefix. Reports count them.
+// The words pjrt-style backends put before a comparison's outcome (in an unsupported verdict's reason, in a
+// supported verdict's output_tail). What the comparison found is Verdict::interp; these are only its text.
 inline constexpr std::string_view kNumericsPrefix = "numerics: ";
 inline constexpr std::string_view kInterpAgreePrefix = "compared with interp: ";
-inline constexpr std::string_view kInterpNotComparedPrefix = "not compared with interp: ";  // "supported" | "unsupported" | "error"
+inline constexpr std::string_view kInterpNotComparedPrefix = "not compared with interp: ";
 
 // Options every backend may honour; each backend documents which it uses.
 struct BackendOptions {

@@ -41,7 +41,7 @@ CREATE TABLE backends(
 CREATE TABLE verdicts(
   backend BLOB NOT NULL,          -- backends.key
   fingerprint BLOB NOT NULL,
-  kind INTEGER NOT NULL,          -- 1 supported, 2 unsupported
+  kind INTEGER NOT NULL,          -- KindCode: 1 supported, 2 unsupported; with interp's comparison 3 agree, 4 not compared, 5 differ
   reason BLOB NOT NULL,
   seconds REAL NOT NULL,
   output_tail BLOB NOT NULL,
@@ -80,7 +80,29 @@ bool IsOldTempFile(const fs::directory_entry& e) {
   return e.is_regular_file(ec) && e.path().filename().string().find(".json.tmp.") != std::string::npos;
 }
 
-int KindCode(Verdict::Kind k) { return k == Verdict::Kind::kSupported ? 1 : 2; }
+// A judged verdict's kind and its comparison with interp (Verdict::interp) as the row's `kind`: 1 supported, 2
+// unsupported; a supported verdict whose outputs agree with interp's 3, one not compared 4; an unsupported one whose
+// outputs differ 5. An opprobe from before the comparison was a field reads 3 to 5 as a miss.
+int KindCode(const Verdict& v) {
+  const bool ok = v.kind == Verdict::Kind::kSupported;
+  switch (v.interp) {
+    case Verdict::Interp::kAgree: if (ok) return 3; break;
+    case Verdict::Interp::kNotCompared: if (ok) return 4; break;
+    case Verdict::Interp::kDiffer: if (!ok) return 5; break;
+    case Verdict::Interp::kNone: break;
+  }
+  return ok ? 1 : 2;
+}
+// The verdict a row's `kind` stands for (kind and interp set), or false for a code KindCode never writes.
+bool FromKindCode(int code, Verdict& v) {
+  if (code < 1 || code > 5) return false;
+  v.kind = code == 2 || code == 5 ? Verdict::Kind::kUnsupported : Verdict::Kind::kSupported;
+  v.interp = code == 3   ? Verdict::Interp::kAgree
+             : code == 4 ? Verdict::Interp::kNotCompared
+             : code == 5 ? Verdict::Interp::kDiffer
+                         : Verdict::Interp::kNone;
+  return true;
+}
 
 // FNV-1a 64 over length-prefixed fields, so that no two entries hash the same text, as 16 hex digits; hashed as it
 // goes (every lookup checks one), nothing formatted or copied. The backend's id and version come first, so a batch of
@@ -447,7 +469,7 @@ class DiskCache : public ProbeCache {
   // A killed run loses at most those waiting verdicts, which are probed again next time.
   void Store(const std::string& backend_id, const std::string& backend_version, const std::string& fingerprint,
              const Verdict& verdict) override {
-    if (verdict.kind == Verdict::Kind::kError) return;
+    if (!verdict.judged()) return;
     std::lock_guard<std::mutex> lock(mu_);
     if (!db_.open()) return;
     const auto now = Clock::now();
@@ -536,7 +558,7 @@ class DiskCache : public ProbeCache {
     }
     if (rc != SQLITE_DONE) return rc;
     const Verdict& v = e.verdict;
-    const int kind = KindCode(v.kind);
+    const int kind = KindCode(v);
     ResetOnExit r{put};
     BindBlob(put, 1, e.key);
     BindBlob(put, 2, e.fingerprint);
@@ -632,15 +654,14 @@ class DiskCache : public ProbeCache {
     if (sqlite3_column_type(s, col) != SQLITE_INTEGER || sqlite3_column_type(s, col + 2) != SQLITE_FLOAT)
       return std::nullopt;
     const int kind = sqlite3_column_int(s, col);
-    if (kind != 1 && kind != 2) return std::nullopt;
+    Verdict v;
+    if (!FromKindCode(kind, v)) return std::nullopt;
     const std::string_view reason = ColumnBlob(s, col + 1);
     const double seconds = sqlite3_column_double(s, col + 2);
     const std::string_view tail = ColumnBlob(s, col + 3);
     char sum[16];
     ChecksumText(EntryChecksum(prefix, fingerprint, kind, reason, seconds, tail), sum);
     if (ColumnBlob(s, col + 4) != std::string_view(sum, sizeof sum)) return std::nullopt;
-    Verdict v;
-    v.kind = kind == 1 ? Verdict::Kind::kSupported : Verdict::Kind::kUnsupported;
     v.reason = reason;
     v.seconds = seconds;
     v.output_tail = tail;

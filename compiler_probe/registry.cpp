@@ -12,8 +12,19 @@ std::string_view VerdictKindName(Verdict::Kind k) {
     case Verdict::Kind::kSupported: return "supported";
     case Verdict::Kind::kUnsupported: return "unsupported";
     case Verdict::Kind::kError: return "error";
+    case Verdict::Kind::kNotProbed: return "not_probed";
   }
   return "error";
+}
+
+std::string_view InterpName(Verdict::Interp i) {
+  switch (i) {
+    case Verdict::Interp::kNone: return "";
+    case Verdict::Interp::kAgree: return "agree";
+    case Verdict::Interp::kDiffer: return "differ";
+    case Verdict::Interp::kNotCompared: return "not_compared";
+  }
+  return "";
 }
 
 namespace {

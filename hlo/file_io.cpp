@@ -155,6 +155,7 @@ struct MappedGuard {
 std::array<MappedGuard, 16> g_mapped;
 std::mutex g_mapped_mutex;  // taken to claim and free slots, never by the handler
 struct sigaction g_previous_sigbus {};
+std::atomic<int> g_changed_exit_status{-1};  // SetChangedInputExitStatus; -1: none set
 
 void OnSigbus(int sig, siginfo_t* info, void* context) {
   const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -165,10 +166,13 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
       ssize_t ignored = ::write(2, m->data(), m->size());
       (void)ignored;
     }
-    exit_cleanup::CleanUpNow();  // _exit runs no destructor: the children and temporary folders go here
-    ::_exit(2);
+    if (const int status = g_changed_exit_status.load(std::memory_order_acquire); status >= 0) {
+      exit_cleanup::CleanUpNow();  // _exit runs no destructor: the children and temporary folders go here
+      ::_exit(status);
+    }
+    break;  // no status set: the fault goes on as below
   }
-  // Not a mapped input: the action SIGBUS had before, as if this handler were not there.
+  // Not a mapped input (or no exit status set): the action SIGBUS had before, as if this handler were not there.
   if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
     g_previous_sigbus.sa_sigaction(sig, info, context);
   } else if (g_previous_sigbus.sa_handler != SIG_IGN && g_previous_sigbus.sa_handler != SIG_DFL) {
@@ -177,6 +181,12 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
     ::sigaction(SIGBUS, &g_previous_sigbus, nullptr);  // returning re-runs the faulting read under it
   }
 }
+
+}  // namespace
+
+void SetChangedInputExitStatus(int status) { g_changed_exit_status.store(status, std::memory_order_release); }
+
+namespace {
 
 void InstallSigbusHandler() {
   static std::once_flag once;

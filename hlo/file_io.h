@@ -29,8 +29,15 @@ Expected<std::string> ReadFileHead(const std::string& path, size_t max_bytes);
 // copy and no zero-filled pages to fault in); anything else (a pipe, an empty file) is read as ReadFile reads it.
 // Errors as ReadFile. A mapped file that shrinks while it is mapped would make a read past its new end raise
 // SIGBUS: the handler installed with the first mapping turns that into one line on stderr,
-// "PATH: cannot read: it changed while being read", and exit code 2 (a SIGBUS anywhere else keeps the action it
-// had). The bytes stay valid as long as the object.
+// "PATH: cannot read: it changed while being read", and ends the process as SetChangedInputExitStatus says (a SIGBUS
+// anywhere else keeps the action it had). The bytes stay valid as long as the object.
+// How the process ends when a mapped input changed while being read (FileBytes), which is bad input
+// (ErrorCode::kInvalidInput) found where no error value can be returned: after its line on stderr the SIGBUS handler
+// runs the exit cleanup and calls `_exit(status)` with the status the program sets here (cli/ sets its exit code for
+// bad input, cli::ExitCodeFor). Until a program sets one (status < 0), the process ends by the action SIGBUS had
+// before the handler: this library never chooses a program's exit code.
+void SetChangedInputExitStatus(int status);
+
 class FileBytes {
  public:
   static Expected<FileBytes> Open(const std::string& path, uint64_t max_bytes = kMaxReadBytes);

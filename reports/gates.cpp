@@ -27,12 +27,15 @@ double GatedPercentage(const AnalysisResult& result, const std::vector<std::stri
 }
 
 // Why no gate may pass on this result: a partial (failed script), empty or incomplete analysis. Lowering gaps of
-// --allow'ed ops are accepted like their other gaps.
+// --allow'ed ops are accepted like their other gaps; an internal error (opprobe's own bug) never is.
 std::vector<std::string> GateBlockers(const AnalysisResult& result, const std::vector<std::string>& allow) {
+  using Kind = AnalysisResult::Incompleteness::Kind;
   std::vector<std::string> out;
-  for (const auto& r : result.IncompleteReasons()) {
-    if (r.rfind("incomplete:", 0) == 0) continue;  // re-derived below without the allowed ops
-    out.push_back(r);
+  for (auto& r : result.Incomplete()) {
+    if (r.kind == Kind::kLoweringGaps) continue;  // re-derived below without the allowed ops
+    if (r.kind == Kind::kInternalError && !allow.empty())
+      r.text += " (--allow excuses opprobe's lowering gaps, never its internal errors)";
+    out.push_back(std::move(r.text));
   }
   int64_t gaps = 0;
   for (const OpRecord& op : result.ops)

@@ -63,10 +63,14 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
     // opprobe's own gaps are warnings in their own words: they are not the backend's verdict.
     bool gap = u.lowering_gap();
     bool custom = u.failure_at == "custom_op";
-    std::string title = gap      ? fmt::format("opprobe cannot analyze {} yet", u.kind)
+    bool internal = u.internal_error;
+    std::string title = internal ? fmt::format("opprobe internal error on {}", u.kind)
+                        : gap    ? fmt::format("opprobe cannot analyze {} yet", u.kind)
                         : custom ? fmt::format("opprobe: {} has no XLA lowering", u.kind)
                                  : fmt::format("opprobe: {} unsupported on {}", u.kind, u.failure_at);
-    std::string message = gap      ? fmt::format("{} ({}): {}: opprobe has no HLO lowering for it (not a device verdict): {}",
+    std::string message = internal ? fmt::format("{} ({}): a bug in opprobe (not a gap, not a device verdict): {}",
+                                                 u.kind, u.signature, u.reason)
+                          : gap    ? fmt::format("{} ({}): {}: opprobe has no HLO lowering for it (not a device verdict): {}",
                                                  u.kind, u.signature, kLoweringGapTitle, u.reason)
                           : custom ? fmt::format("{} ({}): {}", u.kind, u.signature, u.reason)
                                    : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature,

@@ -188,6 +188,7 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
   bool all = RoundPercent(pct) >= 100 && !result.incomplete();
   const Tally total = TallyAll(result);
   auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
+  const std::vector<UnsupportedOp> internal = TakeInternalErrors(unsupported);
   const auto& s = result.summary;
 
   std::string title = fmt::format("opprobe: {} on {}: {}", E(result.model), E(result.backend_id), E(PercentLabel(result, pct)));
@@ -283,6 +284,14 @@ static std::string HtmlBody(const AnalysisResult& result, const RenderOptions& o
       }
       out += "</ul>\n";
     }
+    out += "</section>\n";
+  }
+  if (!internal.empty()) {
+    out += fmt::format("<section id=\"internal-errors\"><h2>{} ({} entr{})</h2>\n<p>opprobe's lowering of these calls "
+                       "threw or built invalid HLO: a bug in opprobe, neither a gap nor the backend's verdict; no gate "
+                       "passes on it. Please report it.</p>\n",
+                       kInternalErrorTitle, internal.size(), internal.size() == 1 ? "y" : "ies");
+    out += table(internal, "internal-error-ops");
     out += "</section>\n";
   }
   if (!gaps.empty()) {

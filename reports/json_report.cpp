@@ -160,6 +160,7 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["aten_nodes"] = s.aten_nodes;
   j["custom_op_calls"] = s.custom_op_calls;
   j["lowering_gap_calls"] = s.lowering_gap_calls;
+  if (s.internal_error_calls > 0) j["internal_error_calls"] = s.internal_error_calls;
   j["ignored_calls"] = s.ignored_calls;
   j["distinct_signatures"] = s.distinct_signatures;
   j["lowering_failures"] = s.lowering_failures;

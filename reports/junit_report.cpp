@@ -30,6 +30,7 @@ struct Case {
   bool error = false;              // a backend error
   bool gap = false;                // opprobe has no lowering (not a device verdict)
   bool custom = false;             // an op outside aten without an XLA lowering
+  bool internal = false;           // opprobe's own bug (a lowering threw or built wrong HLO)
 };
 
 std::string Time(double s) { return fmt::format("{:.3f}", s); }
@@ -53,7 +54,9 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
     if (op.lowering != OpRecord::Lowering::kOk) {
       c.gap = c.gap || op.lowering == OpRecord::Lowering::kFailed;
       c.custom = c.custom || op.lowering == OpRecord::Lowering::kCustomOp;
-      c.unsupported = true;
+      c.internal = c.internal || op.lowering == OpRecord::Lowering::kInternalError;
+      c.unsupported = !c.internal;
+      if (c.internal) c.error = true;
       if (c.lowering_error.empty()) c.lowering_error = op.lowering_error.empty() ? "lowering failed" : op.lowering_error;
       continue;
     }
@@ -63,7 +66,7 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
       const auto& v = result.probes[p].verdict;
       if (v.supported()) continue;
       c.failed_probes.insert(p);
-      (v.kind == compiler_probe::Verdict::Kind::kError ? c.error : c.unsupported) = true;
+      (v.judged() ? c.unsupported : c.error) = true;
     }
   }
 
@@ -76,8 +79,8 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
       ++gap_cases;
       continue;
     }
-    failures += c.unsupported;
-    errors += !c.unsupported && c.error;
+    failures += c.unsupported && !c.internal;
+    errors += (!c.unsupported || c.internal) && c.error;
   }
   for (const auto& p : result.probes) total_time += p.verdict.seconds;
   // A script that failed while it was captured is a failing test case of its own, so that a CI's test view is red
@@ -124,7 +127,9 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
     out += head + ">\n";
     // The reason: the lowering error, else the first failing instruction's verdict.
     std::string reason = c.gap ? std::string(kLoweringGapTitle) + ": " + c.lowering_error : c.lowering_error;
-    std::string detail = c.gap ? fmt::format("{} ({}): {}; not a verdict of {}\n", c.op, c.signature, kLoweringGapTitle,
+    std::string detail = c.internal ? fmt::format("{} ({}): opprobe failed on it, a bug in opprobe; not a verdict of {}\n",
+                                                  c.op, c.signature, result.backend_id)
+                         : c.gap ? fmt::format("{} ({}): {}; not a verdict of {}\n", c.op, c.signature, kLoweringGapTitle,
                                              result.backend_id)
                          : c.custom ? fmt::format("{} ({}) has no XLA lowering\n", c.op, c.signature)
                                     : fmt::format("{} ({}) is not supported by {}\n", c.op, c.signature, result.backend_id);
@@ -153,8 +158,12 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
         if (!tail.empty()) detail += "  compiler output (tail):\n" + tail + "\n";
       }
     }
-    const char* element = c.gap ? "error" : c.unsupported ? "failure" : "error";
-    const char* type = c.gap ? "lowering" : c.custom ? "custom-op" : c.unsupported ? "unsupported" : "backend-error";
+    const char* element = c.gap || c.internal ? "error" : c.unsupported ? "failure" : "error";
+    const char* type = c.internal ? "internal-error"
+                       : c.gap    ? "lowering"
+                       : c.custom ? "custom-op"
+                       : c.unsupported ? "unsupported"
+                                       : "backend-error";
     out += fmt::format("      <{} message=\"{}\" type=\"{}\">{}</{}>\n", element, XmlEscape(reason), type,
                        XmlEscape(detail), element);
     out += "    </testcase>\n";

@@ -57,6 +57,7 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
   bool all = RoundPercent(pct) >= 100 && !result.incomplete();
   auto all_unsupported = UnsupportedOps(result);
   auto [unsupported, gaps] = SplitLoweringGaps(all_unsupported);
+  const std::vector<UnsupportedOp> internal = TakeInternalErrors(unsupported);
   const Tally tally = TallyAll(result);
   int64_t sites = 0;
   for (const auto& op : result.ops) sites += op.part_of < 0;
@@ -123,6 +124,12 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
       }
       out += "\n";
     }
+  }
+  if (!internal.empty()) {
+    out += fmt::format("### {} ({} entr{})\n\nopprobe's lowering of these calls threw or built invalid HLO: a bug in "
+                       "opprobe, neither a gap nor the backend's verdict; no gate passes on it. Please report it.\n\n",
+                       kInternalErrorTitle, internal.size(), internal.size() == 1 ? "y" : "ies");
+    out += table(internal);
   }
   if (!gaps.empty()) {
     out += fmt::format("### {} ({} entr{})\n\nopprobe has no lowering for these calls yet: they are not the backend's "

@@ -47,6 +47,10 @@ constexpr Rule kRules[] = {
     {"opprobe/partial-analysis", "PartialAnalysis", "the captured script failed: partial analysis",
      "The script raised or exited non-zero while it was captured; only the calls before that were analyzed.",
      "error"},
+    {"opprobe/internal-error", "InternalError", "opprobe failed on this call (a bug in opprobe)",
+     "opprobe's lowering of this aten op threw or built invalid HLO: a bug in opprobe, neither a gap nor the "
+     "backend's verdict. The analysis is incomplete and no gate passes on it; please report it.",
+     "error"},
 };
 
 // Percent-encodes what may not appear in a URI path (RFC 3986 unreserved, `/` and sub-delims kept).
@@ -128,9 +132,10 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
                fmt::format("5|{}|{}", RelativeToCwd(c.location.file, options.cwd), c.exception_type), std::move(props));
   }
   for (const auto& u : UnsupportedOps(result)) {
-    int rule = u.failure_at == "lowering" ? 1 : u.failure_at == "custom_op" ? 4 : u.error ? 2 : 0;
+    int rule = u.internal_error ? 6 : u.failure_at == "lowering" ? 1 : u.failure_at == "custom_op" ? 4 : u.error ? 2 : 0;
     std::string message =
-        rule == 1   ? fmt::format("{}: {} ({}) has no HLO lowering: {}", kLoweringGapTitle, u.kind, u.signature, u.reason)
+        rule == 6   ? fmt::format("opprobe failed on {} ({}), a bug in opprobe: {}", u.kind, u.signature, u.reason)
+        : rule == 1 ? fmt::format("{}: {} ({}) has no HLO lowering: {}", kLoweringGapTitle, u.kind, u.signature, u.reason)
         : rule == 4 ? fmt::format("{}", u.reason)
                     : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature, u.failure_at, u.reason);
     if (!u.part_of.empty()) message += fmt::format(" (part of the lowering of {})", u.part_of);

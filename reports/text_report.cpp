@@ -115,6 +115,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
   if (std::string what_if = WhatIfLine(result); !what_if.empty()) out += paint(what_if, "36") + "\n";
 
   auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
+  const std::vector<UnsupportedOp> internal = TakeInternalErrors(unsupported);
   auto table = [&](const std::vector<UnsupportedOp>& entries) {
     Table t({"CALL", "COUNT", "OP", "SIGNATURE", "MODULE", "FAILED AT", "REASON"},
             {false, true, false, false, false, false, false});
@@ -162,6 +163,12 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
         }
       }
     }
+  }
+  if (!internal.empty()) {
+    out += "\n" + paint(fmt::format("{} ({} entr{}: a bug in opprobe; neither a gap nor a device verdict)",
+                                     kInternalErrorTitle, internal.size(), internal.size() == 1 ? "y" : "ies"),
+                         "1") + "\n";
+    out += table(internal);
   }
   if (!gaps.empty()) {
     out += "\n" + paint(fmt::format("{} ({} entr{}: opprobe has no lowering; not a device verdict)", kLoweringGapTitle,

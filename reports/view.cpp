@@ -40,6 +40,7 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     UnsupportedOp u;
     u.kind = op.op;
     u.failure_at = result.FailureAt(op);
+    u.internal_error = op.lowering == OpRecord::Lowering::kInternalError;
     u.call = op.loc.ToString();
     u.file = op.loc.file;
     u.line = op.loc.line;
@@ -62,7 +63,7 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
       bool first = true;
       for (size_t p : op.probes) {
         if (p >= result.probes.size() || result.probes[p].verdict.supported()) continue;
-        if (first) u.error = result.probes[p].verdict.kind == compiler_probe::Verdict::Kind::kError;
+        if (first) u.error = !result.probes[p].verdict.judged();
         first = false;
         u.failed_instructions += op.count;
         u.failing_probes.push_back(p);
@@ -174,6 +175,13 @@ std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringG
   std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> out;
   for (auto& u : ops) (u.lowering_gap() ? out.second : out.first).push_back(std::move(u));
   return out;
+}
+
+std::vector<UnsupportedOp> TakeInternalErrors(std::vector<UnsupportedOp>& ops) {
+  std::vector<UnsupportedOp> internal, rest;
+  for (auto& u : ops) (u.internal_error ? internal : rest).push_back(std::move(u));
+  ops = std::move(rest);
+  return internal;
 }
 
 std::string DisplayKind(const UnsupportedOp& u) {
@@ -293,7 +301,7 @@ std::vector<UnsupportedInstruction> UnsupportedInstructions(const AnalysisResult
         u.call = call;
         u.repro = probe.repro_path;
         u.probe = p;
-        u.error = probe.verdict.kind == compiler_probe::Verdict::Kind::kError;
+        u.error = !probe.verdict.judged();
       }
       u.count += op.count;
     }

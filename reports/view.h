@@ -28,7 +28,7 @@ struct UnsupportedOp {
   int64_t failed_instructions = 0;  // unsupported instruction instances (count-weighted; lowering failure: 1 each)
   int64_t instructions = 0;  // all its instruction instances (count-weighted; lowering failure or custom op: 1 each)
   bool dynamic_shape = false;
-  bool error = false;      // the first failing verdict was a backend error, not a rejection
+  bool error = false;      // the first failing verdict is no judgement (a backend error, or not probed), not a rejection
   std::vector<size_t> failing_probes;  // unique indices into result.probes, ascending
   std::string part_of;     // derived: `aten::add.Tensor` whose lowering made this instruction; empty for a real call
   std::string place;       // `models/det.py:24`: the call site relative to the script's folder; empty when unknown
@@ -41,6 +41,9 @@ struct UnsupportedOp {
   std::string forward_module_path;
   // `--suggest`: the rewrites tried for the merged records, verified ones first, each rewrite once.
   std::vector<analyzer::Suggestion> suggestions;
+  // opprobe's own lowering failed by a bug of opprobe's (OpRecord::Lowering::kInternalError, failureAt
+  // `internal_error`): neither a gap nor a device verdict.
+  bool internal_error = false;
   bool lowering_gap() const { return failure_at == "lowering"; }
 };
 
@@ -80,6 +83,9 @@ std::vector<analyzer::Suggestion> GroupSuggestions(const UnsupportedGroup& g);
 
 // `ops` split into the backend's rejections and custom ops (first) and opprobe's lowering gaps (second).
 std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops);
+// Takes the internal errors (UnsupportedOp::internal_error) out of `ops` and returns them, in order: the formats with
+// sections list them in a section of their own (kInternalErrorTitle).
+std::vector<UnsupportedOp> TakeInternalErrors(std::vector<UnsupportedOp>& ops);
 
 // The qualified name (analyzer::QualifiedOpName) of the call whose lowering `op` was derived from (OpRecord::part_of);
 // empty for a call of its own.
@@ -136,6 +142,8 @@ std::string PercentLabel(const analyzer::AnalysisResult& result, double pct);
 
 // The heading of the lowering-gap section in every format.
 inline constexpr const char* kLoweringGapTitle = "opprobe cannot analyze these yet";
+// The section of the calls opprobe failed on by a bug of its own (failureAt `internal_error`).
+inline constexpr const char* kInternalErrorTitle = "opprobe failed on these (internal errors)";
 
 // op -> supported call instances (count-weighted), sorted by op. With `mark_derived`, a derived record is keyed
 // `aten::mul (part of aten::add.Tensor)`; without (the JSON's Neuron-compatible map), it counts under its op.

@@ -53,6 +53,7 @@ class MemoUnits final : public UnitSource {
  public:
   MemoUnits(std::vector<Node> nodes, const LoweringTable& table) : nodes_(std::move(nodes)), table_(table) {}
   const Node& node(uint32_t sig) const { return nodes_[sig]; }
+  size_t signatures() const { return nodes_.size(); }
   size_t Add(uint32_t sig, uint32_t k, uint64_t hash) {
     units_.push_back({sig, k, hash});
     return units_.size() - 1;
@@ -192,7 +193,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
   auto finish = [&](size_t i, compiler_probe::Verdict v) {
     probes[i].verdict = std::move(v);
     // Errors (crash, timeout) are not cached: they say nothing stable about the unit.
-    if (options.cache && probes[i].verdict.kind != compiler_probe::Verdict::Kind::kError)
+    if (options.cache && probes[i].verdict.judged())
       options.cache->Store(id, version, probes[i].fingerprint, probes[i].verdict);
     int64_t d = ++done;
     if (options.on_progress) {
@@ -265,10 +266,12 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
       summary.probe_seconds += probes[i].verdict.seconds;
     }
     const compiler_probe::Verdict& v = probes[i].verdict;
-    if (v.supported() && v.output_tail.rfind(compiler_probe::kInterpAgreePrefix, 0) == 0) ++summary.interp_agree;
-    if (!v.supported() && v.reason.rfind(compiler_probe::kNumericsPrefix, 0) == 0) ++summary.interp_differ;
-    if (v.supported() && v.output_tail.rfind(compiler_probe::kInterpNotComparedPrefix, 0) == 0)
-      ++summary.interp_not_compared;
+    switch (v.interp) {
+      case compiler_probe::Verdict::Interp::kAgree: ++summary.interp_agree; break;
+      case compiler_probe::Verdict::Interp::kDiffer: ++summary.interp_differ; break;
+      case compiler_probe::Verdict::Interp::kNotCompared: ++summary.interp_not_compared; break;
+      case compiler_probe::Verdict::Interp::kNone: break;
+    }
     if (!options.dump_dir.empty() && !probes[i].verdict.supported() && probes[i].Unit()) {
       auto path = hlo::WriteRepro(*probes[i].Unit(), options.dump_dir, probes[i].opcode, probes[i].fingerprint);
       if (path.ok()) probes[i].repro_path = *path;
@@ -304,6 +307,7 @@ void FillSummary(AnalysisResult& r) {
     if (op.lowering == OpRecord::Lowering::kCustomOp) s.custom_op_calls += op.count;
     if (op.lowering == OpRecord::Lowering::kCpuFallback) s.cpu_fallback_calls += op.count;
     if (op.lowering == OpRecord::Lowering::kFailed && op.part_of < 0) s.lowering_gap_calls += op.count;
+    if (op.lowering == OpRecord::Lowering::kInternalError && op.part_of < 0) s.internal_error_calls += op.count;
     if (op.lowering != OpRecord::Lowering::kOk) {
       if (op.lowering == OpRecord::Lowering::kFailed) ++s.lowering_failures;
       s.hlo_instructions += op.count;
@@ -325,6 +329,118 @@ std::string Dirname(const std::string& path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return "";
   return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// What each distinct signature lowered to (from the memo, or lowered now: one form either way), the index in
+// AnalysisResult::probes of each of its units, and what the records of its call sites share.
+struct LoweredSignature {
+  LoweringOutcome outcome;
+  std::vector<size_t> probes;  // per outcome unit
+  SharedVector<size_t> own_probes;  // the units of the call's own record, and their names
+  SharedVector<std::string> own_names;
+  // The units attributed to other ops (a record of their own at each call site), by op in order of first
+  // appearance.
+  struct Derived {
+    SharedString op;
+    std::vector<size_t> probes;
+    std::vector<std::string> names;
+    SharedVector<size_t> shared_probes;
+    SharedVector<std::string> shared_names;
+  };
+  std::vector<Derived> derived;
+  // What the records show, held once for all of them.
+  SharedString op, overload, signature, error, note;
+  SharedString derived_note;  // `part of the lowering of aten::add.Tensor`
+};
+
+// One signature's outcome: read from its memo `known` (its units added to `set` by fingerprint, to be lowered again
+// only when needed), or lowered now (the units seen first here keep the lowered module until they are probed or
+// printed). Lower keeps an error's kind: kInternal is opprobe's own bug (a lowering threw or built wrong HLO),
+// anything else a call opprobe cannot lower yet.
+void LowerOrRecall(LoweredSignature& l, const std::optional<LoweringOutcomeView>& known, const Node& n, uint32_t sig,
+                   const LoweringTable& table, const std::shared_ptr<MemoUnits>& memo_units, ProbeSet& set,
+                   std::vector<ProbeRecord>& probes) {
+  LoweringOutcome& o = l.outcome;
+  if (known) {
+    o.kind = known->kind;
+    o.error = known->error;
+    o.dynamic_shape = known->dynamic_shape;
+    o.note = known->note;
+    l.probes.reserve(known->units.size());
+    for (size_t k = 0; k < known->units.size(); ++k)
+      l.probes.push_back(set.AddKnown(known->units[k], probes, memo_units, sig, static_cast<uint32_t>(k)));
+    return;
+  }
+  if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
+    // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
+    o.kind = LoweringOutcome::Kind::kCustomOp;
+  } else if (Expected<LoweredModule> m = Lower(n, table); !m.ok()) {
+    o.kind = m.status().code() == ErrorCode::kInternal ? LoweringOutcome::Kind::kInternalError
+                                                       : LoweringOutcome::Kind::kFailed;
+    o.error = m.status().message();
+  } else {
+    o.dynamic_shape = m->dynamic_shape;
+    o.note = m->note;
+    const std::shared_ptr<const hlo::Module> source = std::move(m->module);
+    for (const hlo::Instruction* u : m->units) {
+      const size_t p = set.Add(*u, probes, source);
+      l.probes.push_back(p);
+      std::string other = AtenOpFromOpType(u->metadata->op_type);
+      o.units.push_back(MemoUnit{set.hash(p), probes[p].opcode, probes[p].signature, u->name,
+                                 other == n.op ? "" : std::move(other)});
+    }
+  }
+}
+
+// The records' share of a lowered signature: the units attributed to the call itself, and those attributed to other
+// ops by op. `known`: the memo the outcome was read from, if it was.
+void ShareUnits(LoweredSignature& l, const std::optional<LoweringOutcomeView>& known, const Node& n) {
+  const LoweringOutcome& o = l.outcome;
+  std::vector<size_t> own;
+  std::vector<std::string> own_names;
+  const size_t units = known ? known->units.size() : o.units.size();
+  for (size_t k = 0; k < units; ++k) {
+    const std::string_view unit_name = known ? known->units[k].name : std::string_view(o.units[k].name);
+    const std::string_view attributed_to =
+        known ? known->units[k].attributed_to : std::string_view(o.units[k].attributed_to);
+    if (attributed_to.empty()) {
+      own.push_back(l.probes[k]);
+      own_names.emplace_back(unit_name);
+      continue;
+    }
+    auto d = std::find_if(l.derived.begin(), l.derived.end(),
+                          [&](const LoweredSignature::Derived& x) { return x.op == attributed_to; });
+    if (d == l.derived.end())
+      d = l.derived.insert(d, LoweredSignature::Derived{SharedString(std::string(attributed_to)), {}, {}, {}, {}});
+    d->probes.push_back(l.probes[k]);
+    d->names.emplace_back(unit_name);
+  }
+  l.own_probes = std::move(own);
+  l.own_names = std::move(own_names);
+  for (LoweredSignature::Derived& d : l.derived) {
+    d.shared_probes = std::move(d.probes);
+    d.shared_names = std::move(d.names);
+  }
+  if (!l.derived.empty()) l.derived_note = fmt::format("part of the lowering of {}", n.qualified_name());
+}
+
+// DriverOptions::keep_calls (`--suggest`): the calls of the unsupported records (record i is call site i, of signature
+// site_signatures[i]), one copy per signature.
+void KeepUnsupportedCalls(AnalysisResult& r, const std::vector<uint32_t>& site_signatures,
+                          const std::vector<LoweredSignature>& lowered, const MemoUnits& nodes) {
+  std::unordered_map<uint32_t, std::shared_ptr<const Node>> kept;
+  r.calls.resize(r.ops.size());
+  for (size_t i = 0; i < site_signatures.size(); ++i) {
+    if (r.OpSupported(r.ops[i])) {
+      bool derived_fails = false;  // (a record attributed to another op may fail where the call's own do not)
+      for (const LoweredSignature::Derived& d : lowered[site_signatures[i]].derived)
+        for (size_t p : d.shared_probes) derived_fails = derived_fails || !r.probes[p].verdict.supported();
+      if (!derived_fails) continue;
+    }
+    auto [it, inserted] = kept.try_emplace(site_signatures[i]);
+    if (inserted) it->second = std::make_shared<const Node>(nodes.node(site_signatures[i]));
+    r.calls[i] = it->second;
+  }
 }
 
 }  // namespace
@@ -478,6 +594,18 @@ struct GraphAnalysis::State {
   // The signature of `n`, and whether it is new (then `n` is to be added to signature_nodes, and `tensor_signature`,
   // its TensorSignature(), to tensor_signatures).
   std::pair<uint32_t, bool> SignatureOf(const Node& n, std::string& tensor_signature);
+
+  // Finish's steps. The result with `graph`'s fields, the backend's names and the ignored calls.
+  AnalysisResult NewResult(const Graph& graph, const compiler_probe::Backend& backend);
+  // The distinct signatures in the order the call sites first need them.
+  std::vector<uint32_t> SignatureOrder() const;
+  // Each signature of `order` lowered once, or what its lowering gave taken from the memo (and new outcomes
+  // memoized), its units deduplicated by fingerprint into r.probes; by signature. `memo_units` holds the nodes.
+  std::vector<LoweredSignature> LowerSignatures(AnalysisResult& r, const std::vector<uint32_t>& order,
+                                                const std::shared_ptr<MemoUnits>& memo_units,
+                                                const LoweringTable& table);
+  // The records: one per call site (record i is site i), then those of the instructions attributed to another op.
+  void AddRecords(AnalysisResult& r, const std::vector<LoweredSignature>& lowered);
 };
 
 std::pair<uint32_t, bool> GraphAnalysis::State::SignatureOf(const Node& n, std::string& tensor_signature) {
@@ -557,9 +685,7 @@ void GraphAnalysis::Add(Node&& n) {
   }
 }
 
-AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table) {
-  State& s = *s_;
-  s.site_index.clear();
+AnalysisResult GraphAnalysis::State::NewResult(const Graph& graph, const compiler_probe::Backend& backend) {
   AnalysisResult r;
   r.model = graph.model;
   r.input_kind = graph.input_kind;
@@ -570,53 +696,36 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   r.capture = graph.capture;
   r.steps = graph.steps;
   if (graph.input_kind == "trace") r.source_dir = Dirname(graph.model);
-  for (auto& ig : s.ignored) {
+  for (auto& ig : ignored) {
     r.summary.ignored_calls += ig.second.count;
     r.ignored.push_back(std::move(ig.second));
   }
+  return r;
+}
 
-  // 2. Lower each distinct signature once (in the order the call sites first need it), or take what its lowering
-  // gave from the memo; 3. dedup probe units by fingerprint.
-  // What each distinct signature lowered to (from the memo, or lowered now: one form either way), the index in
-  // r.probes of each of its units, and what the records of its call sites share.
-  struct Lowered {
-    LoweringOutcome outcome;
-    std::vector<size_t> probes;  // per outcome unit
-    SharedVector<size_t> own_probes;  // the units of the call's own record, and their names
-    SharedVector<std::string> own_names;
-    // The units attributed to other ops (a record of their own at each call site), by op in order of first
-    // appearance.
-    struct Derived {
-      SharedString op;
-      std::vector<size_t> probes;
-      std::vector<std::string> names;
-      SharedVector<size_t> shared_probes;
-      SharedVector<std::string> shared_names;
-    };
-    std::vector<Derived> derived;
-    // What the records show, held once for all of them.
-    SharedString op, overload, signature, error, note;
-    SharedString derived_note;  // `part of the lowering of aten::add.Tensor`
-  };
-  std::vector<Lowered> lowered(s.signature_nodes.size());
-  std::vector<uint32_t> order;  // signatures in the order the call sites first need them
-  {
-    std::vector<bool> needed(s.signature_nodes.size());
-    for (const State::Site& site : s.sites)
-      if (!needed[site.signature]) {
-        needed[site.signature] = true;
-        order.push_back(site.signature);
-      }
-  }
-  // The nodes outlive the analysis in the units known from the memo (they lower their call again when needed).
-  const auto memo_units = std::make_shared<MemoUnits>(std::move(s.signature_nodes), table);
-  compiler_probe::ProbeCache* cache = s.options.cache;
+std::vector<uint32_t> GraphAnalysis::State::SignatureOrder() const {
+  std::vector<uint32_t> order;
+  std::vector<bool> needed(signature_nodes.size());
+  for (const Site& site : sites)
+    if (!needed[site.signature]) {
+      needed[site.signature] = true;
+      order.push_back(site.signature);
+    }
+  return order;
+}
+
+std::vector<LoweredSignature> GraphAnalysis::State::LowerSignatures(AnalysisResult& r,
+                                                                    const std::vector<uint32_t>& order,
+                                                                    const std::shared_ptr<MemoUnits>& memo_units,
+                                                                    const LoweringTable& table) {
+  std::vector<LoweredSignature> lowered(memo_units->signatures());
+  compiler_probe::ProbeCache* cache = options.cache;
   const bool memo = cache && table.builtin() && !BuildId().empty();
   std::vector<uint64_t> memo_keys;
   std::vector<std::optional<std::string>> memos;
   if (memo) {
     memo_keys.reserve(order.size());
-    for (uint32_t sig : order) memo_keys.push_back(LoweringMemoKey(*s.signature_keys[sig]));
+    for (uint32_t sig : order) memo_keys.push_back(LoweringMemoKey(*signature_keys[sig]));
     memos = cache->LookupMemos(memo_keys);
   }
   std::vector<std::pair<uint64_t, std::string>> new_memos;
@@ -627,96 +736,43 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   SharedStrings names;  // of views into the nodes, which outlive it
   for (size_t j = 0; j < order.size(); ++j) {
     const uint32_t sig = order[j];
-    Lowered& l = lowered[sig];
-    LoweringOutcome& o = l.outcome;
+    LoweredSignature& l = lowered[sig];
     const Node& n = memo_units->node(sig);
     // A memo is read in place (views into memos[j], which stands until this signature is done): only what the
     // records keep is copied out of it.
     std::optional<LoweringOutcomeView> known;
     if (memo && memos[j]) known = DecodeLoweringOutcomeView(*memos[j]);
-    if (known) {
-      o.kind = known->kind;
-      o.error = known->error;
-      o.dynamic_shape = known->dynamic_shape;
-      o.note = known->note;
-      l.probes.reserve(known->units.size());
-      for (size_t k = 0; k < known->units.size(); ++k)
-        l.probes.push_back(set.AddKnown(known->units[k], r.probes, memo_units, sig, static_cast<uint32_t>(k)));
-    } else {
-      if (!IsAtenNamespace(n.op) && table.Find(n.op, n.overload) == nullptr) {
-        // Not opprobe's gap and not the backend's verdict: XLA has no lowering for it at all.
-        o.kind = LoweringOutcome::Kind::kCustomOp;
-      } else if (Expected<LoweredModule> m = Lower(n, table); !m.ok()) {
-        o.kind = LoweringOutcome::Kind::kFailed;
-        o.error = m.status().message();
-      } else {
-        o.dynamic_shape = m->dynamic_shape;
-        o.note = m->note;
-        // Units seen first here keep the lowered module until they are probed (or for the report's text).
-        const std::shared_ptr<const hlo::Module> source = std::move(m->module);
-        for (const hlo::Instruction* u : m->units) {
-          const size_t p = set.Add(*u, r.probes, source);
-          l.probes.push_back(p);
-          std::string other = AtenOpFromOpType(u->metadata->op_type);
-          o.units.push_back(MemoUnit{set.hash(p), r.probes[p].opcode, r.probes[p].signature, u->name,
-                                     other == n.op ? "" : std::move(other)});
-        }
-      }
-      if (memo) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(o));
-    }
+    LowerOrRecall(l, known, n, sig, table, memo_units, set, r.probes);
+    if (memo && !known) new_memos.emplace_back(memo_keys[j], EncodeLoweringOutcome(l.outcome));
     l.op = names.Of(n.op);
     l.overload = names.Of(n.overload);
-    l.signature = std::move(s.tensor_signatures[sig]);
-    if (o.kind == LoweringOutcome::Kind::kCustomOp) {
+    l.signature = std::move(tensor_signatures[sig]);
+    if (l.outcome.kind == LoweringOutcome::Kind::kCustomOp) {
       l.error = CustomOpReason(n.op);
       continue;
     }
     ++r.summary.distinct_signatures;
-    l.error = o.error;
-    l.note = o.note;
-    // The records' share: the units attributed to the call itself, and those attributed to other ops by op.
-    std::vector<size_t> own;
-    std::vector<std::string> own_names;
-    const size_t units = known ? known->units.size() : o.units.size();
-    for (size_t k = 0; k < units; ++k) {
-      const std::string_view unit_name = known ? known->units[k].name : std::string_view(o.units[k].name);
-      const std::string_view attributed_to =
-          known ? known->units[k].attributed_to : std::string_view(o.units[k].attributed_to);
-      if (attributed_to.empty()) {
-        own.push_back(l.probes[k]);
-        own_names.emplace_back(unit_name);
-        continue;
-      }
-      auto d = std::find_if(l.derived.begin(), l.derived.end(),
-                            [&](const Lowered::Derived& x) { return x.op == attributed_to; });
-      if (d == l.derived.end())
-        d = l.derived.insert(d, Lowered::Derived{SharedString(std::string(attributed_to)), {}, {}, {}, {}});
-      d->probes.push_back(l.probes[k]);
-      d->names.emplace_back(unit_name);
-    }
+    l.error = l.outcome.error;
+    l.note = l.outcome.note;
+    ShareUnits(l, known, n);
     if (known) memos[j].reset();
-    l.own_probes = std::move(own);
-    l.own_names = std::move(own_names);
-    for (Lowered::Derived& d : l.derived) {
-      d.shared_probes = std::move(d.probes);
-      d.shared_names = std::move(d.names);
-    }
-    if (!l.derived.empty()) l.derived_note = fmt::format("part of the lowering of {}", n.qualified_name());
   }
   if (!new_memos.empty()) cache->StoreMemos(new_memos);
-  size_t derived_total = 0;
-  for (const State::Site& site : s.sites) derived_total += lowered[site.signature].derived.size();
+  return lowered;
+}
 
-  // The records: one per call site, then those of instructions attributed to another op, each at its call's place.
+void GraphAnalysis::State::AddRecords(AnalysisResult& r, const std::vector<LoweredSignature>& lowered) {
+  size_t derived_total = 0;
+  for (const Site& site : sites) derived_total += lowered[site.signature].derived.size();
   // Their strings are shared: one SharedString per distinct string of the call sites.
-  std::vector<SharedString> texts(s.strings.size());
+  std::vector<SharedString> texts(strings.size());
   auto text = [&](uint32_t id) -> const SharedString& {
-    if (texts[id].empty() && id != 0) texts[id] = s.strings[id];
+    if (texts[id].empty() && id != 0) texts[id] = strings[id];
     return texts[id];
   };
-  r.ops.reserve(s.sites.size() + derived_total);
-  for (const State::Site& site : s.sites) {
-    const Lowered& l = lowered[site.signature];
+  r.ops.reserve(sites.size() + derived_total);
+  for (const Site& site : sites) {
+    const LoweredSignature& l = lowered[site.signature];
     const LoweringOutcome& o = l.outcome;
     OpRecord& op = r.ops.emplace_back();
     op.op = l.op;
@@ -724,7 +780,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     op.signature = l.signature;
     op.loc = {text(site.file), site.line};
     op.lib_loc = {text(site.lib_file), site.lib_line};
-    op.forward = s.forwards[site.forward];
+    op.forward = forwards[site.forward];
     op.module_path = text(site.module_path);
     op.program = text(site.program);
     op.phase = text(site.phase);
@@ -736,8 +792,9 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       op.lowering_error = l.error;
       continue;
     }
-    if (o.kind == LoweringOutcome::Kind::kFailed) {
-      op.lowering = OpRecord::Lowering::kFailed;
+    if (o.kind == LoweringOutcome::Kind::kFailed || o.kind == LoweringOutcome::Kind::kInternalError) {
+      op.lowering = o.kind == LoweringOutcome::Kind::kFailed ? OpRecord::Lowering::kFailed
+                                                             : OpRecord::Lowering::kInternalError;
       op.lowering_error = l.error;
     }
     op.probes = l.own_probes;
@@ -748,9 +805,9 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     }
   }
   // An instruction the lowering attributes to another aten op gets that op's record at its call's place.
-  for (size_t i = 0; i < s.sites.size(); ++i) {
-    const Lowered& l = lowered[s.sites[i].signature];
-    for (const Lowered::Derived& d : l.derived) {
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const LoweredSignature& l = lowered[sites[i].signature];
+    for (const LoweredSignature::Derived& d : l.derived) {
       OpRecord& rec = r.ops.emplace_back();
       const OpRecord& op = r.ops[i];  // (reserved: no reallocation)
       rec.op = d.op;
@@ -768,31 +825,31 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
       rec.instruction_names = d.shared_names;
     }
   }
+}
+
+AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table) {
+  State& s = *s_;
+  s.site_index.clear();
+  // 1. The result's own fields.
+  AnalysisResult r = s.NewResult(graph, backend);
+  // 2. Lower each distinct signature once (in the order the call sites first need it), or take what its lowering
+  // gave from the memo; 3. dedup probe units by fingerprint. The nodes outlive the analysis in the units known from
+  // the memo (they lower their call again when needed).
+  const std::vector<uint32_t> order = s.SignatureOrder();
+  const auto memo_units = std::make_shared<MemoUnits>(std::move(s.signature_nodes), table);
+  const std::vector<LoweredSignature> lowered = s.LowerSignatures(r, order, memo_units, table);
+  // The records: one per call site, then those of instructions attributed to another op, each at its call's place.
+  s.AddRecords(r, lowered);
   std::vector<uint32_t> site_signatures;
   if (s.options.keep_calls) {
     site_signatures.reserve(s.sites.size());
     for (const State::Site& site : s.sites) site_signatures.push_back(site.signature);
   }
   std::vector<State::Site>().swap(s.sites);
-
   // 4. Probe; 5. verdicts fan back out through the indices in OpRecord::probes.
   if (Status st = ProbeAll(r.probes, backend, s.options, r.summary); !st.ok())
     r.warnings.push_back("repro files: " + st.message());
-  if (s.options.keep_calls) {  // the calls of the unsupported records, one copy per signature
-    std::unordered_map<uint32_t, std::shared_ptr<const Node>> kept;
-    r.calls.resize(r.ops.size());
-    for (size_t i = 0; i < site_signatures.size(); ++i) {
-      if (r.OpSupported(r.ops[i])) {
-        bool derived_fails = false;  // (a record attributed to another op may fail where the call's own do not)
-        for (const Lowered::Derived& d : lowered[site_signatures[i]].derived)
-          for (size_t p : d.shared_probes) derived_fails = derived_fails || !r.probes[p].verdict.supported();
-        if (!derived_fails) continue;
-      }
-      auto [it, inserted] = kept.try_emplace(site_signatures[i]);
-      if (inserted) it->second = std::make_shared<const Node>(memo_units->node(site_signatures[i]));
-      r.calls[i] = it->second;
-    }
-  }
+  if (s.options.keep_calls) KeepUnsupportedCalls(r, site_signatures, lowered, *memo_units);
   AddHostFallbacks(r, s.options.host_fallbacks);
   FillSummary(r);
   r.summary.wall_seconds = SecondsSince(s.start);

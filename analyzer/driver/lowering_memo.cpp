@@ -104,7 +104,7 @@ std::optional<LoweringOutcomeView> DecodeLoweringOutcomeView(std::string_view va
   if (r.Byte() != kFormat) return std::nullopt;
   LoweringOutcomeView o;
   const char kind = r.Byte();
-  if (kind != 'c' && kind != 'e' && kind != 'o') return std::nullopt;
+  if (kind != 'c' && kind != 'e' && kind != 'i' && kind != 'o') return std::nullopt;
   o.kind = static_cast<LoweringOutcome::Kind>(kind);
   o.error = r.String();
   const char dynamic = r.Byte();

@@ -22,9 +22,11 @@ struct MemoUnit {
 };
 
 struct LoweringOutcome {
-  enum class Kind : char { kCustomOp = 'c', kFailed = 'e', kOk = 'o' };
+  // kFailed: opprobe has no lowering for the call (its gap); kInternalError: the lowering failed by a bug of opprobe's
+  // (it threw, or built HLO that is not valid or not what PyTorch returned: a kInternal error).
+  enum class Kind : char { kCustomOp = 'c', kFailed = 'e', kInternalError = 'i', kOk = 'o' };
   Kind kind = Kind::kOk;
-  std::string error;  // kFailed: the lowering's error message
+  std::string error;  // kFailed, kInternalError: the lowering's error message
   bool dynamic_shape = false;
   std::string note;
   std::vector<MemoUnit> units;  // kOk: the probe units in order

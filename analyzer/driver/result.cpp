@@ -123,6 +123,7 @@ std::string AnalysisResult::FailureReason(const OpRecord& op) const {
 std::string AnalysisResult::FailureAt(const OpRecord& op) const {
   switch (op.lowering) {
     case OpRecord::Lowering::kFailed: return lowering_library.empty() ? "lowering" : lowering_library;
+    case OpRecord::Lowering::kInternalError: return "internal_error";
     case OpRecord::Lowering::kCustomOp: return "custom_op";
     case OpRecord::Lowering::kCpuFallback: return "cpu_fallback";
     case OpRecord::Lowering::kOk: break;
@@ -142,15 +143,16 @@ double AnalysisResult::AnalyzedPercentage() const {
   return total == 0 ? 0.0 : 100.0 * static_cast<double>(ok) / static_cast<double>(total);
 }
 
-bool AnalysisResult::incomplete() const { return !IncompleteReasons().empty(); }
+bool AnalysisResult::incomplete() const { return !Incomplete().empty(); }
 
-std::vector<std::string> AnalysisResult::IncompleteReasons() const {
-  std::vector<std::string> out;
+std::vector<AnalysisResult::Incompleteness> AnalysisResult::Incomplete() const {
+  using Kind = Incompleteness::Kind;
+  std::vector<Incompleteness> out;
   if (partial()) {
-    out.push_back(fmt::format("partial analysis: the script {}; only the calls before that were analyzed",
-                              capture->Failure()));
+    out.push_back({Kind::kPartial, fmt::format("partial analysis: the script {}; only the calls before that were analyzed",
+                                               capture->Failure())});
   }
-  int64_t calls = 0, gap_calls = 0, gap_sites = 0;
+  int64_t calls = 0, gap_calls = 0, gap_sites = 0, internal_calls = 0, internal_sites = 0;
   for (const auto& op : ops) {
     if (op.part_of >= 0) continue;
     calls += op.count;
@@ -158,17 +160,35 @@ std::vector<std::string> AnalysisResult::IncompleteReasons() const {
       gap_calls += op.count;
       ++gap_sites;
     }
+    if (op.lowering == OpRecord::Lowering::kInternalError) {
+      internal_calls += op.count;
+      ++internal_sites;
+    }
   }
-  if (calls == 0) out.push_back("nothing analyzed: no aten calls were recorded");
+  if (calls == 0) out.push_back({Kind::kNothing, "nothing analyzed: no aten calls were recorded"});
+  if (internal_calls > 0)
+    out.push_back({Kind::kInternalError,
+                   fmt::format("internal error: opprobe failed on {} of {} aten calls ({} call site{}, failureAt "
+                               "internal_error): a bug in opprobe, not a gap and not the backend's verdict; please "
+                               "report it",
+                               internal_calls, calls, internal_sites, internal_sites == 1 ? "" : "s")});
   if (gap_calls > 0 && !lowering_library.empty())
-    out.push_back(fmt::format("incomplete: {} cannot lower {} of {} aten calls ({} call site{}, failureAt {}); they "
-                              "count as unsupported",
-                              lowering_library, gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s",
-                              lowering_library));
+    out.push_back({Kind::kLoweringGaps,
+                   fmt::format("incomplete: {} cannot lower {} of {} aten calls ({} call site{}, failureAt {}); they "
+                               "count as unsupported",
+                               lowering_library, gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s",
+                               lowering_library)});
   else if (gap_calls > 0)
-    out.push_back(fmt::format("incomplete: opprobe cannot analyze {} of {} aten calls yet ({} call site{} without a "
-                              "lowering); they count as unsupported",
-                              gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s"));
+    out.push_back({Kind::kLoweringGaps,
+                   fmt::format("incomplete: opprobe cannot analyze {} of {} aten calls yet ({} call site{} without a "
+                               "lowering); they count as unsupported",
+                               gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s")});
+  return out;
+}
+
+std::vector<std::string> AnalysisResult::IncompleteReasons() const {
+  std::vector<std::string> out;
+  for (Incompleteness& i : Incomplete()) out.push_back(std::move(i.text));
   return out;
 }
 

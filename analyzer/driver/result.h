@@ -178,10 +178,13 @@ struct OpRecord {
   // PyTorch/XLA's IR): the index of the call's own record in AnalysisResult::ops; -1 for a real call.
   int64_t part_of = -1;
 
-  // kFailed: opprobe's own gap (no or a broken lowering; "opprobe cannot analyze these yet").
+  // kFailed: opprobe's own gap (no lowering for the op or these arguments; "opprobe cannot analyze these yet").
+  // kInternalError: a bug of opprobe's: the lowering threw, or built HLO that is invalid or not what PyTorch returned
+  // (a kInternal error of analyzer::Lower). Neither a gap nor a device verdict: failureAt `internal_error`, and no
+  // gate passes on it (--allow does not cover it).
   // kCustomOp: a call outside aten/prims (`torchvision::nms`, `mylib::my_op`): XLA has no lowering for it.
   // kCpuFallback: a call torch_xla ran on the host CPU instead of the device (HostFallback).
-  enum class Lowering { kOk, kFailed, kCustomOp, kCpuFallback };
+  enum class Lowering { kOk, kFailed, kInternalError, kCustomOp, kCpuFallback };
   Lowering lowering = Lowering::kOk;
   SharedString lowering_error;
   bool dynamic_shape = false;
@@ -202,6 +205,7 @@ struct Summary {
   int64_t custom_op_calls = 0;       // of aten_calls: calls outside aten/prims (`torchvision::nms`)
   int64_t cpu_fallback_calls = 0;    // of aten_calls: calls torch_xla ran on the host CPU (HostFallback)
   int64_t lowering_gap_calls = 0;    // of aten_calls: calls opprobe could not lower (not analyzed)
+  int64_t internal_error_calls = 0;  // of aten_calls: calls whose lowering failed by a bug of opprobe's (not analyzed)
   int64_t ignored_calls = 0;         // calls left out by --ignore-op (not in aten_calls)
   int64_t distinct_signatures = 0;   // lowerings performed
   int64_t lowering_failures = 0;     // OpRecords whose lowering failed
@@ -217,8 +221,8 @@ struct Summary {
   // `--shard K/N`: this run probed only the units of shard K of N, so the result is partial (0: a full run).
   int shard_index = 0;
   int shard_count = 0;
-  int64_t shard_skipped = 0;         // units left to other shards (their verdicts read "not probed")
-  // Backends that compare their results with interp (pjrt, xla; backend.h's prefixes): unique probes
+  int64_t shard_skipped = 0;         // units left to other shards (their verdicts are Verdict::NotProbed)
+  // Backends that compare their results with interp (pjrt, xla, iree; Verdict::interp): unique probes
   // whose outputs agree, differ (unsupported `numerics: ...`), or were not compared.
   int64_t interp_agree = 0;
   int64_t interp_differ = 0;
@@ -324,10 +328,22 @@ struct AnalysisResult {
   // percentages are 0 when there is nothing to count.
   double AnalyzedPercentage() const;
   bool partial() const { return capture && capture->failed(); }
-  // Anything left out: calls opprobe could not lower, a script that failed midway, or nothing at all.
+  // Anything left out: calls opprobe could not lower, calls it failed on, a script that failed midway, or nothing.
   bool incomplete() const;
-  // One line per reason the analysis is incomplete (empty when complete), e.g.
-  // `partial analysis: the script failed at model.py:12 (RuntimeError: boom)`.
+  // Why the analysis is incomplete, by kind (what a gate may excuse depends on it: --allow covers lowering gaps of
+  // the allowed ops, never an internal error), with its line for the reports.
+  struct Incompleteness {
+    enum class Kind {
+      kPartial,        // the captured script failed: `partial analysis: the script failed at model.py:12 (...)`
+      kNothing,        // no aten calls at all
+      kLoweringGaps,   // calls opprobe (or the lowering library) cannot lower yet (OpRecord::Lowering::kFailed)
+      kInternalError,  // calls opprobe failed on by a bug of its own (OpRecord::Lowering::kInternalError)
+    };
+    Kind kind;
+    std::string text;
+  };
+  std::vector<Incompleteness> Incomplete() const;
+  // The lines of Incomplete() (empty when complete).
   std::vector<std::string> IncompleteReasons() const;
 };
 

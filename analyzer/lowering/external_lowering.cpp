@@ -128,13 +128,12 @@ Expected<LoweringTable> ExternalLoweringTable(const Graph& trace, const External
                                              node.qualified_name()));
           if (!it->second.error.empty()) return Unimplemented(it->second.error);
           auto module = hlo::ParseStableHlo(it->second.mlir, who + " " + node.qualified_name());
-          if (!module.ok())
-            return Internal(fmt::format("{}'s StableHLO for {} does not convert: {}", who, node.qualified_name(),
-                                        module.status().message()));
+          if (!module.ok())  // (the reader's own kind: a bug of opprobe's is kInternal, what it cannot read yet not)
+            return module.status().WithContext(
+                fmt::format("{}'s StableHLO for {} does not convert", who, node.qualified_name()));
           auto outputs = Inline(std::move(module).value(), b);
           if (!outputs.ok())
-            return Internal(fmt::format("{}'s StableHLO for {}: {}", who, node.qualified_name(),
-                                        outputs.status().message()));
+            return outputs.status().WithContext(fmt::format("{}'s StableHLO for {}", who, node.qualified_name()));
           LoweredOp out;
           out.outputs = std::move(outputs).value();
           return out;

@@ -335,7 +335,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths,
     if (other.ops.size() == first.ops.size())  // the same inputs give the same records, in the same order
       for (const OpRecord& op : other.ops) t.suggestions.push_back(op.suggestions);
     // Every target lowered the same inputs into the same units; the verdicts are matched by fingerprint all the same.
-    t.verdicts.assign(first.probes.size(), compiler_probe::Verdict::Error("not probed by this target"));
+    t.verdicts.assign(first.probes.size(), compiler_probe::Verdict::NotProbed("not probed by this target"));
     t.cache_hits.assign(first.probes.size(), 0);
     t.repro_paths.assign(first.probes.size(), "");
     for (const ProbeRecord& p : other.probes) {

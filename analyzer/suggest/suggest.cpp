@@ -35,7 +35,7 @@ class Judge {
     } catch (const std::exception& e) {
       v = compiler_probe::Verdict::Error(fmt::format("backend threw: {}", e.what()));
     }
-    if (cache_ && v.kind != compiler_probe::Verdict::Kind::kError) cache_->Store(id_, version_, fingerprint, v);
+    if (cache_ && v.judged()) cache_->Store(id_, version_, fingerprint, v);
     return it->second = std::move(v);
   }
 

@@ -69,8 +69,16 @@ bool Close(double got, double want, const Tolerance& tol) {
 // How the inputs a unit is executed with are chosen (RandomArguments, then UseIdentityInitValues and
 // UseValidDynamicSizes below): part of the backend's version, so that cached verdicts made with other inputs are
 // not reused. inputs-2: integer maximum/minimum and (value, index) reducers get identity inits; dynamic sizes
-// are valid.
-constexpr std::string_view kInputsRevision = "inputs-2";
+// are valid. inputs-3: a verdict carries its comparison with interp as Verdict::interp, which the caches keep (the
+// entries of earlier revisions have it only in their text).
+constexpr std::string_view kInputsRevision = "inputs-3";
+
+// Outputs that differ from interp's: an unsupported verdict that says so.
+Verdict Differ(const std::string& what) {
+  Verdict v = Verdict::Unsupported(std::string(kNumericsPrefix) + what);
+  v.interp = Verdict::Interp::kDiffer;
+  return v;
+}
 
 // The largest (or lowest) value of an integer type, as a scalar literal.
 hlo::Literal IntegerBound(PrimitiveType t, bool largest) {
@@ -441,6 +449,7 @@ class PjrtBackend : public Backend {
     Verdict ok = Verdict::Supported();
     if (!executed) {
       ok.output_tail = std::string(kInterpNotComparedPrefix) + "compiled only: " + no_execute_reason;
+      ok.interp = Verdict::Interp::kNotCompared;
       return ok;
     }
     for (const auto& inst : unit.entry()->instructions())
@@ -448,29 +457,31 @@ class PjrtBackend : public Backend {
         // Which numbers a generator draws is the implementation's choice (XLA's Philox/ThreeFry streams are
         // not interp's): only the outputs' count is checked.
         if (r.outputs.empty())
-          return Verdict::Unsupported(fmt::format("numerics: {} returned no outputs for a random number generator", what_));
+          return Differ(fmt::format("{} returned no outputs for a random number generator", what_));
         ok.output_tail = std::string(kInterpNotComparedPrefix) + "random numbers are implementation-defined";
+        ok.interp = Verdict::Interp::kNotCompared;
         return ok;
       }
     Expected<hlo::Literal> expected = reference ? std::move(*reference) : hlo::Evaluate(unit, args);
     if (!expected.ok()) {
       // The reference cannot say; the plugin compiled and ran the unit.
       ok.output_tail = std::string(kInterpNotComparedPrefix) + expected.status().message();
+      ok.interp = Verdict::Interp::kNotCompared;
       return ok;
     }
     std::vector<const hlo::Literal*> want;
     Flatten(*expected, want);
     if (want.size() != r.outputs.size())
-      return Verdict::Unsupported(
-          fmt::format("numerics: {} returned {} outputs, interp {}", what_, r.outputs.size(), want.size()));
+      return Differ(fmt::format("{} returned {} outputs, interp {}", what_, r.outputs.size(), want.size()));
     const hlo::Opcode root = unit.entry()->root() ? unit.entry()->root()->opcode : hlo::Opcode::kParameter;
     const bool accumulated = root == hlo::Opcode::kDot || root == hlo::Opcode::kConvolution ||
                              root == hlo::Opcode::kReduce || root == hlo::Opcode::kReduceWindow ||
                              root == hlo::Opcode::kSelectAndScatter;
     for (size_t i = 0; i < want.size(); ++i)
       if (auto diff = CompareOutput(*want[i], r.outputs[i], i, accumulated))
-        return Verdict::Unsupported(std::string(kNumericsPrefix) + *diff);
+        return Differ(*diff);
     ok.output_tail = fmt::format("{}{} output{} agree", kInterpAgreePrefix, want.size(), want.size() == 1 ? "" : "s");
+    ok.interp = Verdict::Interp::kAgree;
     return ok;
   }
 

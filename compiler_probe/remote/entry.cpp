@@ -38,6 +38,7 @@ std::string EncodeCacheEntry(const CacheKey& key, const Verdict& v) {
             {"fingerprint", key.fingerprint}, {"verdict", std::string(VerdictKindName(v.kind))},
             {"reason", v.reason},             {"seconds", v.seconds},
             {"output_tail", v.output_tail}};
+  if (v.interp != Verdict::Interp::kNone) j["interp"] = std::string(InterpName(v.interp));
   std::string payload = j.dump(-1, ' ', false, json::error_handler_t::replace);
   return fmt::format("{} {} {} {}\n{}", kMagic, kCacheEntryFormat, payload.size(), hlo::Fnv1a64Hex(payload), payload);
 }
@@ -67,6 +68,12 @@ std::optional<Verdict> DecodeCacheEntry(std::string_view bytes, const CacheKey& 
   else return std::nullopt;
   v.reason = str("reason").value_or("");
   v.output_tail = str("output_tail").value_or("");
+  if (auto interp = str("interp")) {  // absent: no comparison; a word this build does not know: not an entry of ours
+    if (*interp == "agree" && v.kind == Verdict::Kind::kSupported) v.interp = Verdict::Interp::kAgree;
+    else if (*interp == "not_compared" && v.kind == Verdict::Kind::kSupported) v.interp = Verdict::Interp::kNotCompared;
+    else if (*interp == "differ" && v.kind == Verdict::Kind::kUnsupported) v.interp = Verdict::Interp::kDiffer;
+    else return std::nullopt;
+  }
   if (auto it = j.find("seconds"); it != j.end() && it->is_number()) v.seconds = it->get<double>();
   return v;
 }

@@ -87,7 +87,7 @@ std::optional<Verdict> SharedProbeCache::Counted(const CacheKey& key, std::optio
 }
 
 void SharedProbeCache::RemotePut(const CacheKey& key, const Verdict& v) {
-  if (down_ || writes_refused_ || v.kind == Verdict::Kind::kError) return;
+  if (down_ || writes_refused_ || !v.judged()) return;
   const std::string ek = EntryKey(key);
   const std::string bh = BackendKeyHash(key.backend_id, key.backend_version);
   bool write_backend = false;
@@ -153,7 +153,7 @@ std::optional<Verdict> SharedProbeCache::LookupRemote(const std::string& backend
 
 void SharedProbeCache::Store(const std::string& backend_id, const std::string& backend_version,
                              const std::string& fingerprint, const Verdict& verdict) {
-  if (verdict.kind == Verdict::Kind::kError) return;
+  if (!verdict.judged()) return;
   if (local_) local_->Store(backend_id, backend_version, fingerprint, verdict);
   RemotePut({backend_id, backend_version, fingerprint}, verdict);
 }
@@ -222,7 +222,7 @@ Verdict FleetBackend::probe(const hlo::Module& unit) {
       int owner = ShardOf(fp, shard_.count);
       if (owner != shard_.index) {
         ++skipped_;
-        return Verdict::Error(fmt::format("not probed: shard {} of {} leaves this unit to shard {}", shard_.index,
+        return Verdict::NotProbed(fmt::format("not probed: shard {} of {} leaves this unit to shard {}", shard_.index,
                                           shard_.count, owner));
       }
     }

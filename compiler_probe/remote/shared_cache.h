@@ -85,7 +85,7 @@ int ShardOf(const std::string& fingerprint, int count);
 // Parses `K/N` (1 <= K <= N <= 4096).
 Expected<ShardSpec> ParseShard(const std::string& text);
 
-// Wraps a backend: units outside `shard` are not probed (an error verdict that says so, never cached),
+// Wraps a backend: units outside `shard` are not probed (a Verdict::NotProbed that says so, never cached),
 // and with a usable `shared` cache each unit is probed once per server (when probes are slow enough for
 // a lease to pay: see kLeaseWorthSeconds).
 class FleetBackend : public Backend {

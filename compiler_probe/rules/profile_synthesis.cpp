@@ -89,6 +89,7 @@ nlohmann::json SynthesizeProfile(const std::vector<RecordedUnit>& recorded, cons
   units.reserve(recorded.size());
   for (const auto& r : recorded) {
     if (!r.unit || !r.unit->entry() || !r.unit->entry()->root()) continue;
+    if (r.verdict.kind == Verdict::Kind::kNotProbed) continue;  // no verdict: no evidence either way
     Unit u{&r, FactsOf(*r.unit->entry()->root()), r.verdict.supported(), r.verdict.reason};
     if (r.verdict.kind == Verdict::Kind::kError) u.reason = "compiler error: " + r.verdict.reason;
     units.push_back(std::move(u));

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "analyzer/driver/lowering_memo.h"
 #include "hlo/builder.h"
@@ -295,6 +296,84 @@ TEST(Driver, HloInputIsAttributedThroughOpType) {
   EXPECT_EQ(r.ops[1].op, "unattributed");
   EXPECT_FALSE(r.OpSupported(r.ops[1]));
   EXPECT_EQ(r.programs, std::vector<std::string>{"SyncTensorsGraph.1"});
+}
+
+// A lowering that throws is opprobe's own bug: an internal error of its own kind (failureAt `internal_error`), kept
+// apart from the calls opprobe cannot lower yet and from the backend's verdicts, and the analysis goes on.
+TEST(Driver, ALoweringThatThrowsIsAnInternalErrorNotAGap) {
+  LoweringTable table = ToyTable();
+  ASSERT_TRUE(table
+                  .Register("test::throws", "toy",
+                            [](const Node&, hlo::Builder&) -> Expected<LoweredOp> {
+                              throw std::runtime_error("boom");
+                            })
+                  .ok());
+  Graph g;
+  g.nodes = {Call("test::neg", {4}, 10), Call("test::throws", {4}, 11, 3), Call("aten::opprobe_test_missing", {4}, 12, 2)};
+  FakeBackend backend("none");
+  AnalysisResult r = Analyze(g, backend, table, DriverOptions{});
+  ASSERT_EQ(r.ops.size(), 3u);
+  EXPECT_TRUE(r.OpSupported(r.ops[0]));
+  EXPECT_EQ(r.ops[1].lowering, OpRecord::Lowering::kInternalError);
+  EXPECT_EQ(r.FailureAt(r.ops[1]), "internal_error");
+  EXPECT_EQ(r.ops[1].lowering_error, "lowering test::throws threw: boom");
+  EXPECT_EQ(r.ops[2].lowering, OpRecord::Lowering::kFailed);
+  EXPECT_EQ(r.FailureAt(r.ops[2]), "lowering");
+  EXPECT_EQ(r.summary.internal_error_calls, 3);
+  EXPECT_EQ(r.summary.lowering_gap_calls, 2);
+  EXPECT_EQ(r.summary.lowering_failures, 1);
+  EXPECT_EQ(backend.probes.load(), 1);
+  // Incomplete by both kinds, each with its own line.
+  std::vector<AnalysisResult::Incompleteness> why = r.Incomplete();
+  ASSERT_EQ(why.size(), 2u);
+  EXPECT_EQ(why[0].kind, AnalysisResult::Incompleteness::Kind::kInternalError);
+  EXPECT_EQ(why[0].text,
+            "internal error: opprobe failed on 3 of 6 aten calls (1 call site, failureAt internal_error): a bug in "
+            "opprobe, not a gap and not the backend's verdict; please report it");
+  EXPECT_EQ(why[1].kind, AnalysisResult::Incompleteness::Kind::kLoweringGaps);
+  EXPECT_EQ(r.IncompleteReasons().size(), 2u);
+  // Not analyzed: one unsupported instance each, like a gap.
+  EXPECT_EQ(r.summary.hlo_instructions, 1 + 3 + 2);
+  EXPECT_DOUBLE_EQ(r.AnalyzedPercentage(), 100.0 / 6.0);
+}
+
+// How a backend's results compared with interp is the verdict's field, whatever its words say.
+TEST(Driver, InterpComparisonsAreCountedFromTheVerdictsField) {
+  class Comparing : public compiler_probe::Backend {
+   public:
+    std::string id() const override { return "comparing"; }
+    std::string version() const override { return "1"; }
+    compiler_probe::Verdict probe(const hlo::Module& unit) override {
+      const auto shape = unit.entry()->root()->shape.dimensions();
+      compiler_probe::Verdict v;
+      switch (shape.empty() ? 0 : shape[0]) {
+        case 1: v.interp = compiler_probe::Verdict::Interp::kAgree; v.output_tail = "outputs match"; break;
+        case 2: v.interp = compiler_probe::Verdict::Interp::kNotCompared; break;
+        case 3:
+          v = compiler_probe::Verdict::Unsupported("results differ");
+          v.interp = compiler_probe::Verdict::Interp::kDiffer;
+          break;
+        default:  // words that read like a comparison, but none was made
+          v.output_tail = std::string(compiler_probe::kInterpAgreePrefix) + "1 output agree";
+          break;
+      }
+      return v;
+    }
+  };
+  Graph g;
+  g.nodes = {Call("test::neg", {1}, 10), Call("test::neg", {2}, 11), Call("test::neg", {3}, 12),
+             Call("test::neg", {4}, 13)};
+  Comparing backend;
+  MapCache cache;
+  DriverOptions opts;
+  opts.cache = &cache;
+  for (int run = 0; run < 2; ++run) {  // the second from the cache, which keeps the field
+    AnalysisResult r = Analyze(g, backend, ToyTable(), opts);
+    EXPECT_EQ(r.summary.cache_hits, run == 0 ? 0 : 4);
+    EXPECT_EQ(r.summary.interp_agree, 1);
+    EXPECT_EQ(r.summary.interp_not_compared, 1);
+    EXPECT_EQ(r.summary.interp_differ, 1);
+  }
 }
 
 TEST(Driver, AtenOpFromOpType) {

@@ -42,6 +42,11 @@ TEST(LoweringMemo, EveryOutcomeReadsBackAsWritten) {
   LoweringOutcome custom;
   custom.kind = LoweringOutcome::Kind::kCustomOp;
   ExpectSame(*DecodeLoweringOutcome(EncodeLoweringOutcome(custom)), custom);
+  // A lowering that failed by opprobe's own bug stays that on a warm run: not read back as a gap.
+  LoweringOutcome internal;
+  internal.kind = LoweringOutcome::Kind::kInternalError;
+  internal.error = "lowering aten::foo.bar threw: boom";
+  ExpectSame(*DecodeLoweringOutcome(EncodeLoweringOutcome(internal)), internal);
 }
 
 TEST(LoweringMemo, TheViewReadsWhatTheCopyReads) {

@@ -170,8 +170,43 @@ TEST(DiskCacheTest, ErrorVerdictsAreNotStored) {
   ASSERT_TRUE(cache.ok());
   (*cache)->Store("cmd:a", "1", "aa", Verdict::Error("timed out"));
   EXPECT_FALSE((*cache)->Lookup("cmd:a", "1", "aa").has_value());
+  // A unit not probed (left to another shard) is no verdict either.
+  (*cache)->Store("cmd:a", "1", "ab", Verdict::NotProbed("not probed: shard 1 of 2 leaves this unit to shard 2"));
+  EXPECT_FALSE((*cache)->Lookup("cmd:a", "1", "ab").has_value());
   cache->reset();
   EXPECT_EQ(GetDiskCacheStats(tmp.path.string())->entries, 0);
+}
+
+// How a unit's outputs compared with interp (Verdict::interp) reads back as stored, whatever the verdict's words.
+TEST(DiskCacheTest, TheComparisonWithInterpIsKept) {
+  TempDir tmp;
+  auto cache = OpenDiskCache(tmp.path.string());
+  ASSERT_TRUE(cache.ok());
+  auto& c = **cache;
+  Verdict agree = Verdict::Supported();
+  agree.interp = Verdict::Interp::kAgree;
+  agree.output_tail = "1 output";
+  Verdict not_compared = Verdict::Supported();
+  not_compared.interp = Verdict::Interp::kNotCompared;
+  Verdict differ = Verdict::Unsupported("outputs differ at [0]");
+  differ.interp = Verdict::Interp::kDiffer;
+  Verdict words = Verdict::Supported();  // reads like a comparison, but none was made
+  words.output_tail = std::string(kInterpAgreePrefix) + "1 output agree";
+  c.Store("pjrt:x", "1", "a1", agree);
+  c.Store("pjrt:x", "1", "a2", not_compared);
+  c.Store("pjrt:x", "1", "a3", differ);
+  c.Store("pjrt:x", "1", "a4", words);
+  EXPECT_EQ(c.Lookup("pjrt:x", "1", "a1")->interp, Verdict::Interp::kAgree);
+  EXPECT_EQ(c.Lookup("pjrt:x", "1", "a1")->output_tail, "1 output");
+  EXPECT_EQ(c.Lookup("pjrt:x", "1", "a2")->interp, Verdict::Interp::kNotCompared);
+  EXPECT_TRUE(c.Lookup("pjrt:x", "1", "a2")->supported());
+  EXPECT_EQ(c.Lookup("pjrt:x", "1", "a3")->interp, Verdict::Interp::kDiffer);
+  EXPECT_EQ(c.Lookup("pjrt:x", "1", "a3")->kind, Verdict::Kind::kUnsupported);
+  EXPECT_EQ(c.Lookup("pjrt:x", "1", "a4")->interp, Verdict::Interp::kNone);
+  auto many = c.LookupMany("pjrt:x", "1", {"a1", "a2", "a3", "a4"});
+  ASSERT_EQ(many.size(), 4u);
+  EXPECT_EQ(many[0]->interp, Verdict::Interp::kAgree);
+  EXPECT_EQ(many[2]->interp, Verdict::Interp::kDiffer);
 }
 
 TEST(DiskCacheTest, OddKeysAndTextSurviveByteForByte) {

@@ -372,7 +372,7 @@ TEST_F(RemoteCacheTest, ShardsThenOneFullReport) {
   int64_t skipped = 0;
   for (int k = 1; k <= 3; ++k) {
     std::string name = "shard" + std::to_string(k);
-    Outcome s = Run(name, backend, {"--cache", redis.url(), "--shard", std::to_string(k) + "/3", "--fail-under", "0"});
+    Outcome s = Run(name, backend, {"--cache", redis.url(), "--shard", std::to_string(k) + "/3", "--fail-under", "0", "--verbosity", "0"});
     EXPECT_EQ(s.code, 1) << "a gate must not pass on a partial result: " << s.err;
     EXPECT_NE(s.err.find("partial"), std::string::npos) << s.err;
     ASSERT_TRUE(s.report["summary"].contains("shard")) << s.report["summary"].dump();
@@ -380,6 +380,17 @@ TEST_F(RemoteCacheTest, ShardsThenOneFullReport) {
     EXPECT_EQ(s.report["summary"]["shard"]["count"], 3);
     EXPECT_EQ(s.report["summary"]["shard"]["partial"], true);
     skipped += s.report["summary"]["shard"]["skipped"].get<int64_t>();
+    // The other shards' units are not probed: a state of their own, not the backend's error.
+    int64_t not_probed = 0;
+    for (const auto& p : s.report["instructions"]) {
+      EXPECT_NE(p["verdict"], "error") << p.dump();
+      if (p["verdict"] == "not_probed") {
+        ++not_probed;
+        EXPECT_EQ(p["reason"].get<std::string>().rfind("not probed: shard " + std::to_string(k) + " of 3", 0), 0u)
+            << p.dump();
+      }
+    }
+    EXPECT_EQ(not_probed, s.report["summary"]["shard"]["skipped"].get<int64_t>());
     opprobe::testing::JsonSchemaValidator schema(json::parse(ReadWholeFile("schemas/report.schema.json")));
     auto errors = schema.Validate(s.report);
     EXPECT_TRUE(errors.empty()) << errors.front();
@@ -408,6 +419,14 @@ TEST(CacheEntry, RoundTripAndRejections) {
   EXPECT_EQ(back->kind, Verdict::Kind::kUnsupported);
   EXPECT_EQ(back->reason, "no divide");
   EXPECT_EQ(back->output_tail, "error: no");
+  EXPECT_EQ(back->interp, Verdict::Interp::kNone);
+  // The comparison with interp travels as a field of its own.
+  Verdict differ = v;
+  differ.interp = Verdict::Interp::kDiffer;
+  EXPECT_EQ(DecodeCacheEntry(EncodeCacheEntry(key, differ), key)->interp, Verdict::Interp::kDiffer);
+  Verdict agree = Verdict::Supported();
+  agree.interp = Verdict::Interp::kAgree;
+  EXPECT_EQ(DecodeCacheEntry(EncodeCacheEntry(key, agree), key)->interp, Verdict::Interp::kAgree);
   EXPECT_FALSE(DecodeCacheEntry(e.substr(0, e.size() - 1), key));
   EXPECT_FALSE(DecodeCacheEntry(e + " ", key));
   EXPECT_FALSE(DecodeCacheEntry(e, {"cmd:x", "1.1", "abc123"}));

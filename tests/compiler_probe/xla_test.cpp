@@ -76,6 +76,7 @@ TEST(XlaBackend, CompilesRunsAndAgreesWithInterp) {
     Verdict v = b->probe(*BinaryUnit(Opcode::kMultiply, t, {2, 3}));
     EXPECT_TRUE(v.supported()) << v.reason;
     EXPECT_EQ(v.output_tail, "compared with interp: 1 output agree");
+    EXPECT_EQ(v.interp, Verdict::Interp::kAgree);
   }
   Verdict scalar = b->probe(*BinaryUnit(Opcode::kAdd, PrimitiveType::S64, {}));
   EXPECT_TRUE(scalar.supported()) << scalar.reason;
@@ -94,7 +95,7 @@ ENTRY e { p0 = f32[2,1000] parameter(0)  p1 = f32[] parameter(1)
 TEST(XlaBackend, DynamicSizesAndInitValuesAreValidInputs) {
   auto b = MustCreateBackend("xla:cpu");
   ASSERT_TRUE(b);
-  EXPECT_NE(b->version().find("; inputs-2"), std::string::npos) << b->version();
+  EXPECT_NE(b->version().find("; inputs-3"), std::string::npos) << b->version();
   const char* units[] = {
       R"(HloModule sds
 ENTRY e { p0 = f32[100] parameter(0)  p1 = s32[] parameter(1)
@@ -149,6 +150,7 @@ ENTRY e { p0 = f32[] parameter(0)  p1 = f32[] parameter(1)
   ROOT r = f32[8,8] rng(p0, p1), distribution=rng_uniform })"));
   EXPECT_TRUE(v.supported()) << v.reason;
   EXPECT_EQ(v.output_tail, "not compared with interp: random numbers are implementation-defined");
+  EXPECT_EQ(v.interp, Verdict::Interp::kNotCompared);
 }
 
 // A worker speaking the protocol that crashes on request, or answers zeros: the crash is an error
@@ -202,6 +204,7 @@ TEST(XlaBackend, WorkerCrashIsAnErrorVerdictAndWrongNumbersAreReported) {
   Verdict v = b->probe(*BinaryUnit(Opcode::kAdd, PrimitiveType::F32, {2, 2}));
   ASSERT_EQ(v.kind, Verdict::Kind::kUnsupported);
   EXPECT_EQ(v.reason.rfind("numerics: output 0 element [", 0), 0u) << v.reason;
+  EXPECT_EQ(v.interp, Verdict::Interp::kDiffer);
 }
 
 }  // namespace

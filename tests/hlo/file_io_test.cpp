@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <csignal>
+
 #include <filesystem>
 #include <fstream>
 
@@ -56,13 +58,15 @@ TEST_F(FileIoTest, FileBytesMapsRegularFilesAndReadsTheRest) {
             fmt::format("{}: the file has {} bytes, more than the 10 this input may have", Path("a.txt"), text.size()));
 }
 
-// A mapped file cut short while it is read: one located line and exit code 2, not a crash by SIGBUS.
+// A mapped file cut short while it is read: one located line and the exit status the program chose
+// (SetChangedInputExitStatus; opprobe's main sets its bad-input code), not a crash by SIGBUS.
 TEST_F(FileIoTest, AMappedFileThatShrinksIsALocatedErrorNotACrash) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const std::string text(3 * 4096, 'x');
   Write("big.hlo", text);
   EXPECT_EXIT(
       {
+        SetChangedInputExitStatus(7);
         auto bytes = FileBytes::Open(Path("big.hlo"));
         if (!bytes.ok() || !bytes->mapped()) std::_Exit(1);
         fs::resize_file(Path("big.hlo"), 0);
@@ -70,7 +74,25 @@ TEST_F(FileIoTest, AMappedFileThatShrinksIsALocatedErrorNotACrash) {
         (void)c;
         std::_Exit(0);
       },
-      ::testing::ExitedWithCode(2), "big.hlo: cannot read: it changed while being read");
+      ::testing::ExitedWithCode(7), "big.hlo: cannot read: it changed while being read");
+}
+
+// hlo/ chooses no exit code: with none set, the located line is written and the fault goes on as SIGBUS would.
+TEST_F(FileIoTest, AMappedFileThatShrinksEndsBySigbusWhenNoExitStatusIsSet) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string text(3 * 4096, 'x');
+  Write("big.hlo", text);
+  EXPECT_EXIT(
+      {
+        SetChangedInputExitStatus(-1);
+        auto bytes = FileBytes::Open(Path("big.hlo"));
+        if (!bytes.ok() || !bytes->mapped()) std::_Exit(1);
+        fs::resize_file(Path("big.hlo"), 0);
+        volatile char c = bytes->view()[2 * 4096];
+        (void)c;
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGBUS), "big.hlo: cannot read: it changed while being read");
 }
 
 // FileReader: the whole file in pieces of any size, the same errors as ReadFile when it cannot be opened.

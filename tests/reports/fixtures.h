@@ -61,6 +61,7 @@ inline void FillSummary(AnalysisResult& r, double probe_seconds, double wall_sec
     }
     if (op.lowering == OpRecord::Lowering::kCustomOp) s.custom_op_calls += op.count;
     if (op.lowering == OpRecord::Lowering::kFailed && op.part_of < 0) s.lowering_gap_calls += op.count;
+    if (op.lowering == OpRecord::Lowering::kInternalError && op.part_of < 0) s.internal_error_calls += op.count;
     if (op.lowering != OpRecord::Lowering::kOk) {
       if (op.lowering == OpRecord::Lowering::kFailed) s.lowering_failures += 1;
       s.hlo_instructions += op.count;
@@ -259,6 +260,29 @@ inline AnalysisResult Honest() {
   return r;
 }
 
+// A lowering that threw (opprobe's own bug: an internal error, failureAt `internal_error`) beside a call opprobe
+// cannot lower yet (a gap) and a supported call: three kinds every format keeps apart.
+inline AnalysisResult InternalError() {
+  AnalysisResult r;
+  r.model = "/work/demo/train.py";
+  r.source_dir = "/work/demo";
+  r.input_kind = "trace";
+  r.torch_version = "2.9.0";
+  r.backend_id = "rules:tpu";
+  r.backend_version = "tpu@1a2b3c4d";
+  r.probes = {Probe("d000000000000001", "add", "f32[8]{0} add(f32[8]{0}, f32[8]{0})", Accepted())};
+  auto add = Op("aten::add", "Tensor", "f32[8], f32[8]", "/work/demo/train.py", 20, {0}, 4);
+  auto bug = Op("aten::cumsum", "default", "f32[8]", "/work/demo/train.py", 21, {}, 2);
+  bug.lowering = OpRecord::Lowering::kInternalError;
+  bug.lowering_error = "lowering aten::cumsum threw: vector::_M_range_check: __n (which is 1) >= this->size() (which is 1)";
+  auto gap = Op("aten::_fft_r2c", "default", "f32[8]", "/work/demo/train.py", 22, {}, 1);
+  gap.lowering = OpRecord::Lowering::kFailed;
+  gap.lowering_error = "no lowering for aten::_fft_r2c";
+  r.ops = {add, bug, gap};
+  FillSummary(r, 0.0, 0.1, 1);
+  return r;
+}
+
 // No ops at all (an empty trace).
 inline AnalysisResult Empty() {
   AnalysisResult r;
@@ -284,6 +308,7 @@ inline const NamedFixture kNamedFixtures[] = {
     {"all_supported", AllSupported, "/work/demo"},
     {"empty", Empty, "/work/demo"},
     {"honest", Honest, "/work/demo"},
+    {"internal_error", InternalError, "/work/demo"},
 };
 
 }  // namespace opprobe::reports::testing

@@ -3,12 +3,18 @@
 // incomplete analysis. Every format is checked from the same hand-built result (tests/reports/fixtures.h Honest()).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
+#include "analyzer/lowering/lowering.h"
+#include "analyzer/pipeline/pipeline.h"
 #include "reports/gates.h"
 #include "reports/report.h"
 #include "reports/view.h"
 #include "tests/reports/fixtures.h"
+#include "tests/reports/report_test_util.h"
 
 namespace opprobe::reports {
 namespace {
@@ -203,6 +209,109 @@ TEST(Honest, GatesNeverPassOnAPartialEmptyOrIncompleteAnalysis) {
   EXPECT_TRUE(EvaluateGates(r, go).failed);
   // No gate requested: nothing fails.
   EXPECT_FALSE(EvaluateGates(t::Honest(), GateOptions{}).failed);
+}
+
+// An internal error (a lowering that threw: opprobe's own bug) is its own kind in every format, apart from the gaps
+// ("opprobe cannot analyze these yet") and the device's verdicts, and no gate passes on it, whatever --allow says.
+TEST(Honest, AnInternalErrorIsItsOwnKindAndNoGatePassesOnIt) {
+  AnalysisResult r = t::InternalError();
+  ASSERT_TRUE(r.incomplete());
+  EXPECT_EQ(r.FailureAt(r.ops[1]), "internal_error");
+  EXPECT_EQ(r.FailureAt(r.ops[2]), "lowering");
+  const std::string line =
+      "internal error: opprobe failed on 2 of 7 aten calls (1 call site, failureAt internal_error): a bug in opprobe, "
+      "not a gap and not the backend's verdict; please report it";
+  ASSERT_EQ(r.IncompleteReasons().size(), 2u);
+  EXPECT_EQ(r.IncompleteReasons()[0], line);
+
+  nlohmann::json j = nlohmann::json::parse(Render(r, "json"));
+  EXPECT_EQ(j["summary"]["internal_error_calls"], 2);
+  EXPECT_EQ(j["summary"]["lowering_gap_calls"], 1);
+  EXPECT_EQ(j["complete"], false);
+  std::map<std::string, std::string> failure_at;
+  for (const auto& e : j["unsupported_operators"]["aten"]) failure_at[e["kind"]] = e["failureAt"];
+  EXPECT_EQ(failure_at["aten::cumsum"], "internal_error");
+  EXPECT_EQ(failure_at["aten::_fft_r2c"], "lowering");
+  EXPECT_FALSE(nlohmann::json::parse(Render(t::Honest(), "json"))["summary"].contains("internal_error_calls"));
+
+  nlohmann::json sarif = nlohmann::json::parse(Render(r, "sarif"));
+  std::map<std::string, std::string> rule_of;
+  for (const auto& res : sarif["runs"][0]["results"])
+    if (res.contains("properties") && res["properties"].contains("aten_op"))
+      rule_of[res["properties"]["aten_op"]] = res["ruleId"];
+  EXPECT_EQ(rule_of["aten::cumsum"], "opprobe/internal-error");
+  EXPECT_EQ(rule_of["aten::_fft_r2c"], "opprobe/no-lowering");
+  EXPECT_NE(Render(r, "junit").find("type=\"internal-error\""), std::string::npos);
+  EXPECT_NE(Render(r, "github").find("title=opprobe internal error on aten%3A%3Acumsum::"), std::string::npos);
+  for (const auto& f : Formats()) {
+    const std::string out = Render(r, f.name);
+    EXPECT_NE(out.find("internal error: opprobe failed on 2 of 7 aten calls"), std::string::npos) << f.name << "\n" << out;
+    EXPECT_NE(out.find("internal_error"), std::string::npos) << f.name << "\n" << out;
+  }
+
+  // The gates: --allow excuses the gap of an allowed op, never the internal error, and says why.
+  GateOptions go;
+  go.fail_under = 0;
+  go.allow = {"aten::_fft_r2c", "aten::cumsum"};
+  GateResult g = EvaluateGates(r, go);
+  EXPECT_TRUE(g.failed);
+  ASSERT_EQ(g.messages.size(), 1u);
+  EXPECT_EQ(g.messages[0], "no gate passes on this analysis: " + line +
+                               " (--allow excuses opprobe's lowering gaps, never its internal errors)");
+  std::vector<std::string> blockers = GateBlockers(r, go.allow);
+  ASSERT_EQ(blockers.size(), 1u);
+  // The same result without the internal error passes with the gap allowed.
+  r.ops.erase(r.ops.begin() + 1);
+  t::FillSummary(r, 0.0, 0.1, 1);
+  EXPECT_FALSE(EvaluateGates(r, go).failed) << EvaluateGates(r, go).messages.front();
+}
+
+// The same through the library pipeline the CLI shares (analyzer::AnalyzeInputs on a real trace, a lowering table
+// whose aten::tanh throws, the rules backend), then the JSON report and the gates as `analyze` runs them.
+TEST(Honest, ALoweringThatThrowsInTheRealPipelineFailsTheGateWhateverAllowSays) {
+  analyzer::LoweringTable table;
+  for (const analyzer::LoweringTable::Entry* e : analyzer::LoweringTable::Builtin().entries()) {
+    analyzer::LoweringTable::Entry copy = *e;
+    if (copy.name == "aten::tanh")
+      copy.fn = [](const analyzer::Node&, hlo::Builder&) -> Expected<analyzer::LoweredOp> {
+        throw std::out_of_range("vector::_M_range_check");
+      };
+    ASSERT_TRUE(table.Register(std::move(copy)).ok()) << e->name;
+  }
+  auto backend = analyzer::CreateBackend("rules:neuron-trn1", 60);
+  ASSERT_TRUE(backend.ok()) << backend.status().message();
+  analyzer::AnalysisOptions o;
+  o.jobs = 1;
+  o.use_cache = false;
+  o.lowering_table = &table;
+  auto r = analyzer::AnalyzeInputs({(t::SourceDir() / "samples" / "traces" / "supported.json").string()}, **backend, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->summary.internal_error_calls, 0);
+  EXPECT_EQ(r->summary.lowering_gap_calls, 0);
+  nlohmann::json j = nlohmann::json::parse(Render(*r, "json"));
+  bool found = false;
+  for (const auto& e : j["unsupported_operators"]["aten"]) {
+    if (e["kind"] != "aten::tanh") continue;
+    found = true;
+    EXPECT_EQ(e["failureAt"], "internal_error");
+    EXPECT_EQ(e["reason"], "lowering aten::tanh threw: vector::_M_range_check");
+  }
+  EXPECT_TRUE(found) << j["unsupported_operators"].dump();
+  EXPECT_EQ(j["summary"]["internal_error_calls"], r->summary.internal_error_calls);
+  GateOptions go;
+  go.fail_under = 0;
+  go.allow = {"aten::tanh"};
+  GateResult g = EvaluateGates(*r, go);
+  EXPECT_TRUE(g.failed);
+  ASSERT_FALSE(g.messages.empty());
+  EXPECT_NE(g.messages[0].find("internal error: opprobe failed on"), std::string::npos) << g.messages[0];
+  EXPECT_NE(g.messages[0].find("never its internal errors"), std::string::npos) << g.messages[0];
+  // The same trace with opprobe's own lowering passes that gate.
+  o.lowering_table = nullptr;
+  auto fine = analyzer::AnalyzeInputs({(t::SourceDir() / "samples" / "traces" / "supported.json").string()}, **backend, o);
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->summary.internal_error_calls, 0);
+  EXPECT_FALSE(EvaluateGates(*fine, go).failed) << EvaluateGates(*fine, go).messages.front();
 }
 
 }  // namespace
