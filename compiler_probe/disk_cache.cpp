@@ -49,7 +49,7 @@ CREATE TABLE verdicts(
   PRIMARY KEY(backend, fingerprint)
 ) WITHOUT ROWID;
 CREATE TABLE memos(
-  key INTEGER PRIMARY KEY,        -- ProbeCache::StoreMemos's key (it says what the value depends on)
+  key INTEGER PRIMARY KEY,        -- LoweringMemoStore::StoreMemos's key (it says what the value depends on)
   value BLOB NOT NULL,
   checksum INTEGER NOT NULL       -- MemoChecksum of value
 );
@@ -319,7 +319,7 @@ void SetAside(const std::string& file) {
   fs::remove(file + "-shm", ec);
 }
 
-class DiskCache : public ProbeCache {
+class DiskCache : public LocalProbeCache {
  public:
   DiskCache(fs::path dir, DiskCacheOptions options)
       : dir_(std::move(dir)), file_((dir_ / kCacheStoreFile).string()), options_(std::move(options)) {}
@@ -847,7 +847,7 @@ std::string DefaultCacheDir() {
   return fmt::format("/tmp/opprobe-cache-{}", ::getuid());
 }
 
-Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir, const DiskCacheOptions& options) {
+Expected<std::unique_ptr<LocalProbeCache>> OpenDiskCache(const std::string& dir, const DiskCacheOptions& options) {
   if (dir.empty()) return InvalidInput("cache directory is empty");
   std::error_code ec;
   fs::path root(dir);
@@ -857,7 +857,7 @@ Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir, cons
     return InvalidInput(fmt::format("cannot use cache directory '{}': not writable", dir));
   auto cache = std::make_unique<DiskCache>(root, options);
   OPPROBE_RETURN_IF_ERROR(cache->Open());
-  return std::unique_ptr<ProbeCache>(std::move(cache));
+  return std::unique_ptr<LocalProbeCache>(std::move(cache));
 }
 
 Expected<DiskCacheStats> GetDiskCacheStats(const std::string& dir) {

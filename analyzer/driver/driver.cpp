@@ -511,7 +511,10 @@ GraphAnalysis::~GraphAnalysis() = default;
 
 bool GraphAnalysis::any_aten_call() const { return s_->any_aten; }
 
-void GraphAnalysis::set_cache(compiler_probe::ProbeCache* cache) { s_->options.cache = cache; }
+void GraphAnalysis::set_caches(compiler_probe::ProbeCache* cache, compiler_probe::LoweringMemoStore* memos) {
+  s_->options.cache = cache;
+  s_->options.memos = memos;
+}
 
 void GraphAnalysis::Add(Node&& n) {
   State& s = *s_;
@@ -610,14 +613,14 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
   }
   // The nodes outlive the analysis in the units known from the memo (they lower their call again when needed).
   const auto memo_units = std::make_shared<MemoUnits>(std::move(s.signature_nodes), table);
-  compiler_probe::ProbeCache* cache = s.options.cache;
-  const bool memo = cache && table.builtin() && !BuildId().empty();
+  compiler_probe::LoweringMemoStore* memo_store = s.options.memos;
+  const bool memo = memo_store && table.builtin() && !BuildId().empty();
   std::vector<uint64_t> memo_keys;
   std::vector<std::optional<std::string>> memos;
   if (memo) {
     memo_keys.reserve(order.size());
     for (uint32_t sig : order) memo_keys.push_back(LoweringMemoKey(*s.signature_keys[sig]));
-    memos = cache->LookupMemos(memo_keys);
+    memos = memo_store->LookupMemos(memo_keys);
   }
   std::vector<std::pair<uint64_t, std::string>> new_memos;
   ProbeSet set;
@@ -703,7 +706,7 @@ AnalysisResult GraphAnalysis::Finish(const Graph& graph, compiler_probe::Backend
     }
     if (!l.derived.empty()) l.derived_note = fmt::format("part of the lowering of {}", n.qualified_name());
   }
-  if (!new_memos.empty()) cache->StoreMemos(new_memos);
+  if (!new_memos.empty()) memo_store->StoreMemos(new_memos);
   size_t derived_total = 0;
   for (const State::Site& site : s.sites) derived_total += lowered[site.signature].derived.size();
 
