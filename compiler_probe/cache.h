@@ -1,9 +1,8 @@
-// The probe cache interface: verdicts keyed by (backend id, backend version, fingerprint), and memos beside them.
+// The probe cache interface: verdicts keyed by (backend id, backend version, fingerprint). The analyzer's lowering
+// memos have an interface of their own (lowering_memo_store.h).
 #pragma once
 
-#include <cstdint>
 #include <optional>
-#include <utility>
 #include <string>
 #include <vector>
 
@@ -28,15 +27,6 @@ class ProbeCache {
     for (const auto& fp : fingerprints) out.push_back(Lookup(backend_id, backend_version, fp));
     return out;
   }
-
-  // Memos: values an analysis derives deterministically from its own key (the driver keeps each distinct call's
-  // lowering outcome, keyed by a hash of opprobe's build and the call's signature), stored beside the verdicts so
-  // that a warm run skips the work. The key says everything the value depends on; a store that has none says
-  // nothing (the default: no memos), and a value that does not check out reads as a miss.
-  virtual std::vector<std::optional<std::string>> LookupMemos(const std::vector<uint64_t>& keys) {
-    return std::vector<std::optional<std::string>>(keys.size());
-  }
-  virtual void StoreMemos(const std::vector<std::pair<uint64_t, std::string>>& /*entries*/) {}
 };
 
 }  // namespace opprobe::compiler_probe

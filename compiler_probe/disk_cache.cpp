@@ -1,7 +1,6 @@
 #include "compiler_probe/disk_cache.h"
 
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include <string_view>
 
 #include "compiler_probe/remote/entry.h"
+#include "compiler_probe/sqlite.h"
 #include "hlo/file_io.h"
 #include "hlo/fingerprint.h"
 #include "hlo/probe_unit.h"
@@ -28,6 +28,13 @@ namespace opprobe::compiler_probe {
 namespace fs = std::filesystem;
 
 namespace {
+
+using sqlite::BindBlob;
+using sqlite::ColumnBlob;
+using sqlite::IsDamage;
+using sqlite::KeyWalk;
+using sqlite::ResetOnExit;
+using sqlite::Stmt;
 
 // The database: marked as ours in its header (application_id "oppb") with the schema's format in user_version.
 constexpr int32_t kApplicationId = 0x6f707062;
@@ -49,7 +56,7 @@ CREATE TABLE verdicts(
   PRIMARY KEY(backend, fingerprint)
 ) WITHOUT ROWID;
 CREATE TABLE memos(
-  key INTEGER PRIMARY KEY,        -- ProbeCache::StoreMemos's key (it says what the value depends on)
+  key INTEGER PRIMARY KEY,        -- LoweringMemoStore::StoreMemos's key (it says what the value depends on)
   value BLOB NOT NULL,
   checksum INTEGER NOT NULL       -- MemoChecksum of value
 );
@@ -143,104 +150,19 @@ std::string EntryChecksum(const std::string& id, const std::string& version, std
 // holds the build's ID, analyzer::LoweringMemoKey).
 int64_t MemoChecksum(std::string_view value) { return static_cast<int64_t>(hlo::HashBytes(value)); }
 
-bool IsDamage(int rc) {
-  rc &= 0xff;
-  return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
-}
-
-// One prepared statement, finalized with its owner (or when prepared again).
-class Stmt {
- public:
-  Stmt() = default;
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  ~Stmt() { sqlite3_finalize(s_); }
-  sqlite3_stmt*& ref() { return s_; }
-  sqlite3_stmt* get() const { return s_; }
-  void Finalize() {
-    sqlite3_finalize(s_);
-    s_ = nullptr;
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-};
-
-// Every use binds all of a statement's parameters, so a reset is enough.
-struct ResetOnExit {
-  sqlite3_stmt* s;
-  ~ResetOnExit() { sqlite3_reset(s); }
-};
-
-void BindBlob(sqlite3_stmt* s, int i, std::string_view v) {
-  sqlite3_bind_blob(s, i, v.empty() ? "" : v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-}
-
-std::string_view ColumnBlob(sqlite3_stmt* s, int i) {
-  const void* p = sqlite3_column_blob(s, i);
-  int n = sqlite3_column_bytes(s, i);
-  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string_view();
-}
-
 // A connection to a cache file, and what is in the file.
-class Db {
+class Db : public sqlite::Connection {
  public:
   enum class State { kReady, kEmpty, kNewer, kDamaged, kError };
 
-  Db() = default;
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-  ~Db() { Close(); }
-
-  sqlite3* get() const { return db_; }
-  bool open() const { return db_ != nullptr; }
-
+  // Opens the file (creating it with `create`); a file SQLite cannot open is a usage error naming it.
   Status Open(const std::string& file, bool create) {
-    Close();
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = sqlite3_open_v2(file.c_str(), &db_, flags, nullptr);
-    if (rc != SQLITE_OK) {
-      std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-      Close();
-      return InvalidInput(fmt::format("{}: cannot open the probe cache: {}", file, why));
-    }
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    if (auto why = Connection::Open(file, create, kBusyTimeoutMs))
+      return InvalidInput(fmt::format("{}: cannot open the probe cache: {}", file, *why));
     // In WAL mode a commit is not flushed to disk (a checkpoint is): a crash may lose the last verdicts, which are
     // then probed again, but never leaves a half-written one.
     Exec("PRAGMA synchronous=NORMAL");
-    struct stat st {};
-    if (::stat(file.c_str(), &st) == 0) {
-      dev_ = st.st_dev;
-      ino_ = st.st_ino;
-    }
     return Status::Ok();
-  }
-  void Close() {
-    if (db_) sqlite3_close_v2(db_);
-    db_ = nullptr;
-  }
-  // Whether `file` is still the file this connection opened (not set aside and replaced by another process).
-  bool StillAt(const std::string& file) const {
-    struct stat st {};
-    return ::stat(file.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
-  }
-
-  int Exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
-  int Prepare(const char* sql, Stmt& stmt) {
-    stmt.Finalize();
-    return sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt.ref(), nullptr);
-  }
-  std::string Error() const { return db_ ? sqlite3_errmsg(db_) : "not open"; }
-
-  // One integer from a query; the SQLite result code on failure.
-  int QueryInt(const char* sql, int64_t& out) {
-    Stmt s;
-    int rc = Prepare(sql, s);
-    if (rc != SQLITE_OK) return rc;
-    rc = sqlite3_step(s.get());
-    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
-    out = sqlite3_column_int64(s.get(), 0);
-    return SQLITE_OK;
   }
 
   // Reads the header and the schema: ours and ready, empty (a new file), newer, damaged or not a cache (with why),
@@ -285,11 +207,6 @@ class Db {
     }
     return Status::Ok();
   }
-
- private:
-  sqlite3* db_ = nullptr;
-  dev_t dev_ = 0;
-  ino_t ino_ = 0;
 };
 
 // An exclusive flock on the folder's lock file for the scope (best effort: without one, SQLite's own locking
@@ -341,7 +258,7 @@ void SetAside(const std::string& file) {
   fs::remove(file + "-shm", ec);
 }
 
-class DiskCache : public ProbeCache {
+class DiskCache : public LocalProbeCache {
  public:
   DiskCache(fs::path dir, DiskCacheOptions options)
       : dir_(std::move(dir)), file_((dir_ / kCacheStoreFile).string()), options_(std::move(options)) {}
@@ -579,44 +496,6 @@ class DiskCache : public ProbeCache {
     std::vector<uint32_t> order(n);
     for (size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
     return order;
-  }
-
-  // Looks up the keys `order` lists (sorted, ascending) with `scan`, a statement that returns the rows from a bound
-  // key on in key order: seeks to the first key (`bind` binds key i), then steps row by row, handing each row that
-  // is a wanted key to `found` (`compare` tells wanted key i against the row's: <0, 0, >0) and passing over wanted
-  // keys that have no row. Stepping to the next row costs a fraction of a seek, so a run whose rows lie together
-  // reads them at that cost; after kMaxSkip rows in a row that are not wanted it seeks again, so that rows of other
-  // runs between the wanted ones cost at most that many steps per key. SQLITE_DONE, or the error that stopped it.
-  template <class Bind, class Compare, class Found>
-  static int KeyWalk(sqlite3_stmt* scan, const std::vector<uint32_t>& order, Bind bind, Compare compare,
-                     Found found) {
-    constexpr int kMaxSkip = 8;
-    size_t k = 0;
-    int rc = SQLITE_DONE;
-    while (k < order.size()) {
-      sqlite3_reset(scan);
-      bind(order[k]);
-      int skipped = 0;
-      while ((rc = sqlite3_step(scan)) == SQLITE_ROW) {
-        int c;
-        while ((c = compare(order[k])) < 0)  // no row for this key
-          if (++k == order.size()) break;
-        if (k == order.size()) break;
-        if (c == 0) {
-          skipped = 0;
-          do found(order[k]);
-          while (++k < order.size() && compare(order[k]) == 0);
-          if (k == order.size()) break;
-        } else if (++skipped > kMaxSkip) {
-          break;  // seek to order[k]
-        }
-      }
-      if (rc == SQLITE_DONE) break;  // no more rows: the keys left have none
-      if (rc != SQLITE_ROW) break;
-      rc = SQLITE_DONE;
-    }
-    sqlite3_reset(scan);
-    return rc;
   }
 
   // The verdict of a store still waiting for its commit, if any.
@@ -868,7 +747,7 @@ std::string DefaultCacheDir() {
   return fmt::format("/tmp/opprobe-cache-{}", ::getuid());
 }
 
-Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir, const DiskCacheOptions& options) {
+Expected<std::unique_ptr<LocalProbeCache>> OpenDiskCache(const std::string& dir, const DiskCacheOptions& options) {
   if (dir.empty()) return InvalidInput("cache directory is empty");
   std::error_code ec;
   fs::path root(dir);
@@ -878,7 +757,7 @@ Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir, cons
     return InvalidInput(fmt::format("cannot use cache directory '{}': not writable", dir));
   auto cache = std::make_unique<DiskCache>(root, options);
   OPPROBE_RETURN_IF_ERROR(cache->Open());
-  return std::unique_ptr<ProbeCache>(std::move(cache));
+  return std::unique_ptr<LocalProbeCache>(std::move(cache));
 }
 
 Expected<DiskCacheStats> GetDiskCacheStats(const std::string& dir) {

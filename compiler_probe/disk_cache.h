@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "compiler_probe/cache.h"
+#include "compiler_probe/lowering_memo_store.h"
 #include "hlo/status.h"
 
 namespace opprobe::compiler_probe {
@@ -45,8 +46,12 @@ struct DiskCacheOptions {
   std::function<void(const std::string&)> on_warning;
 };
 
+// The local cache: verdicts (ProbeCache) and the analyzer's lowering memos (LoweringMemoStore, a table beside the
+// verdicts), one database.
+class LocalProbeCache : public ProbeCache, public LoweringMemoStore {};
+
 // Creates the folder and the database when needed; an unusable folder is a usage error naming it.
-Expected<std::unique_ptr<ProbeCache>> OpenDiskCache(const std::string& dir, const DiskCacheOptions& options = {});
+Expected<std::unique_ptr<LocalProbeCache>> OpenDiskCache(const std::string& dir, const DiskCacheOptions& options = {});
 
 struct DiskCacheStats {
   struct Backend {

@@ -62,7 +62,7 @@ struct SpawnSpec {
 // that started it, and so with opprobe, however opprobe ends (even by SIGKILL). The child is registered with the
 // exit cleanup (hlo/exit_cleanup.h): call exit_cleanup::ForgetChild(pid) before reaping it. Returns 0 with `pid`
 // set, or the errno that kept the program from starting (as posix_spawn does). A thread that starts a long-lived
-// child must outlive it (see compiler_probe/pjrt/worker.cpp's spawner thread).
+// child must outlive it (see compiler_probe/worker/process.cpp's spawner thread).
 int SpawnChild(const SpawnSpec& spec, pid_t& pid);
 
 // The full path of `program` (a name looked up on $PATH, or a path containing '/' checked for

@@ -8,7 +8,7 @@
 // The installed place is tried first. A program outside the build tree never looks for these files in the checkout it
 // was built from, so a file that an install left out is an error that names where it should be, not a silent use of
 // the checkout's copy that works on the machine that built it and nowhere else. (The compilers' Python environments
-// are the user's, not opprobe's files: compiler_probe/xla/python_worker.h and compiler_probe/chip say where those are.)
+// are the user's, not opprobe's files: compiler_probe/worker/python.h says where those are.)
 #pragma once
 
 #include <filesystem>

@@ -768,7 +768,7 @@ def write_doc(units, inputs, txla_rows, quick_figures, chips, path, seconds, com
         "backend",
         "when its verdict is supported (for the compilers also when it ran but its numbers differ from interp's).",
         "*Numbers* compares a compiler's results with interp's on the same deterministic inputs (tolerances in",
-        "compiler_probe/pjrt/pjrt_backend.h). `recorded` is the rules profile `opprobe profile record --backend "
+        "compiler_probe/worker/compare.h). `recorded` is the rules profile `opprobe profile record --backend "
         "xla:cpu`",
         "writes from xla:cpu's verdicts on all these units, applied to the same units: it must give xla:cpu's answer.",
         "",

@@ -639,7 +639,10 @@ GraphAnalysis::~GraphAnalysis() = default;
 
 bool GraphAnalysis::any_aten_call() const { return s_->any_aten; }
 
-void GraphAnalysis::set_cache(compiler_probe::ProbeCache* cache) { s_->options.cache = cache; }
+void GraphAnalysis::set_caches(compiler_probe::ProbeCache* cache, compiler_probe::LoweringMemoStore* memos) {
+  s_->options.cache = cache;
+  s_->options.memos = memos;
+}
 
 void GraphAnalysis::Add(Node&& n) {
   State& s = *s_;
@@ -719,14 +722,14 @@ std::vector<LoweredSignature> GraphAnalysis::State::LowerSignatures(AnalysisResu
                                                                     const std::shared_ptr<MemoUnits>& memo_units,
                                                                     const LoweringTable& table) {
   std::vector<LoweredSignature> lowered(memo_units->signatures());
-  compiler_probe::ProbeCache* cache = options.cache;
-  const bool memo = cache && table.builtin() && !BuildId().empty();
+  compiler_probe::LoweringMemoStore* memo_store = options.memos;
+  const bool memo = memo_store && table.builtin() && !BuildId().empty();
   std::vector<uint64_t> memo_keys;
   std::vector<std::optional<std::string>> memos;
   if (memo) {
     memo_keys.reserve(order.size());
     for (uint32_t sig : order) memo_keys.push_back(LoweringMemoKey(*signature_keys[sig]));
-    memos = cache->LookupMemos(memo_keys);
+    memos = memo_store->LookupMemos(memo_keys);
   }
   std::vector<std::pair<uint64_t, std::string>> new_memos;
   ProbeSet set;
@@ -757,7 +760,7 @@ std::vector<LoweredSignature> GraphAnalysis::State::LowerSignatures(AnalysisResu
     ShareUnits(l, known, n);
     if (known) memos[j].reset();
   }
-  if (!new_memos.empty()) cache->StoreMemos(new_memos);
+  if (!new_memos.empty()) memo_store->StoreMemos(new_memos);
   return lowered;
 }
 

@@ -12,6 +12,7 @@
 #include "analyzer/lowering/lowering.h"
 #include "compiler_probe/backend.h"
 #include "compiler_probe/cache.h"
+#include "compiler_probe/lowering_memo_store.h"
 #include "hlo/instruction.h"
 
 namespace opprobe::analyzer {
@@ -22,6 +23,9 @@ struct DriverOptions {
   // -1: the backend's own batch_limit(); 0 or 1: one unit per compile. Verdicts are the same either way.
   int probe_batch = -1;
   compiler_probe::ProbeCache* cache = nullptr; // optional
+  // Optional: each distinct call's lowering outcome kept across runs (lowering_memo.h), so that a warm run lowers
+  // nothing; used with the built-in lowering table only.
+  compiler_probe::LoweringMemoStore* memos = nullptr;
   std::string dump_dir;                        // write unsupported units as <opcode>_<fingerprint>.hlo/.hlo.pb
   // Called after each probe finishes with (done, total); from probe threads, serialized.
   std::function<void(int64_t, int64_t)> on_progress;
@@ -60,9 +64,9 @@ class GraphAnalysis final : public NodeSink {
   void Add(Node&& node) override;
   // Whether a node added so far is an aten:: or prims:: call (a graph without one has nothing to analyze).
   bool any_aten_call() const;
-  // The probe cache Finish asks (replacing DriverOptions::cache): opened once the inputs have loaded, so that a bad
-  // input is reported before anything touches the cache.
-  void set_cache(compiler_probe::ProbeCache* cache);
+  // The probe cache and the lowering memos Finish asks (replacing DriverOptions::cache and memos): opened once the
+  // inputs have loaded, so that a bad input is reported before anything touches the cache.
+  void set_caches(compiler_probe::ProbeCache* cache, compiler_probe::LoweringMemoStore* memos);
   // The analysis of the nodes added, with `graph`'s other fields (model, input kind, programs, capture; its nodes are
   // not read). Call once.
   AnalysisResult Finish(const Graph& graph, compiler_probe::Backend& backend, const LoweringTable& table);

@@ -178,15 +178,19 @@ Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const std::stri
 
 namespace {
 
-// The local cache, with the shared one behind it when there is one; `shared` points into the result.
+// The local cache, with the shared one behind it when there is one; `shared` and `memos` (the local cache's lowering
+// memos, which stay on this machine) point into the result.
 Expected<std::unique_ptr<compiler_probe::ProbeCache>> OpenCaches(const AnalysisOptions& options,
-                                                               compiler_probe::SharedProbeCache*& shared) {
+                                                               compiler_probe::SharedProbeCache*& shared,
+                                                               compiler_probe::LoweringMemoStore*& memos) {
   std::string dir = options.cache_dir.empty() ? compiler_probe::DefaultCacheDir() : options.cache_dir;
   auto warn = options.on_warning ? options.on_warning : [](const std::string&) {};
   // A cache folder the caller named that holds no usable cache is refused; the default one starts afresh.
   auto opened = compiler_probe::OpenDiskCache(dir, {!options.cache_dir.empty(), warn});
   if (!opened.ok()) return opened.status().WithContext("probe cache");
-  std::unique_ptr<compiler_probe::ProbeCache> cache = std::move(opened).value();
+  std::unique_ptr<compiler_probe::LocalProbeCache> local = std::move(opened).value();
+  memos = local.get();
+  std::unique_ptr<compiler_probe::ProbeCache> cache = std::move(local);
   if (options.remote_cache.empty()) return cache;
   auto store = compiler_probe::OpenRemoteStore(options.remote_cache);
   if (!store.ok()) return store.status().WithContext("shared probe cache");
@@ -233,7 +237,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
     std::unique_ptr<compiler_probe::ProbeCache> cache;
     compiler_probe::SharedProbeCache* shared = nullptr;
     if (options.use_cache) {
-      OPPROBE_ASSIGN_OR_RETURN(cache, OpenCaches(options, shared));
+      OPPROBE_ASSIGN_OR_RETURN(cache, OpenCaches(options, shared, d.memos));
       d.cache = cache.get();
     }
     compiler_probe::FleetBackend fleet(backend, shared, {options.shard_index, options.shard_count},
@@ -279,7 +283,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, co
   OPPROBE_ASSIGN_OR_RETURN(Graph graph, LoadInto(inputs, analysis));
   if (!analysis.any_aten_call()) return NothingToAnalyze(graph, paths);
   return probe([&](compiler_probe::Backend& fleet) {
-    analysis.set_cache(d.cache);
+    analysis.set_caches(d.cache, d.memos);
     const LoweringTable& table = options.lowering_table ? *options.lowering_table : LoweringTable::Builtin();
     AnalysisResult r = analysis.Finish(graph, fleet, table);
     r.lowering_library = options.lowering_library;

@@ -10,25 +10,21 @@
 #include <regex>
 
 #include "compiler_probe/batch.h"
-#include "compiler_probe/pjrt/compile_options.h"
-#include "compiler_probe/pjrt/pjrt_backend.h"
-#include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/subprocess.h"
+#include "compiler_probe/worker/compile_options.h"
+#include "compiler_probe/worker/process.h"
+#include "compiler_probe/worker/python.h"
 #include "hlo/fingerprint.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
-
-#ifndef OPPROBE_SOURCE_ROOT
-#define OPPROBE_SOURCE_ROOT ""
-#endif
 
 namespace opprobe::compiler_probe::chip {
 
 namespace {
 
-using pjrt::CompileConfig;
-using pjrt::CompileConfigFor;
-using pjrt::SerializeCompileOptions;
+using worker::CompileConfig;
+using worker::CompileConfigFor;
+using worker::SerializeCompileOptions;
 
 namespace fs = std::filesystem;
 
@@ -86,15 +82,8 @@ std::string TpuNames() {
 
 // The site-packages of the environment the scripts make for this kind, and which rule chose it.
 std::pair<fs::path, std::string> DefaultSitePackages(const KindFacts& f) {
-  fs::path venv;
-  std::string rule;
-  if (std::string root = Env("OPPROBE_VENV_ROOT"); !root.empty()) {
-    venv = fs::path(root) / f.venv;
-    rule = "OPPROBE_VENV_ROOT";
-  } else {
-    venv = fs::path(OPPROBE_SOURCE_ROOT) / ".venv" / f.venv;
-    rule = "the scripts' default environment";
-  }
+  const auto [folder, rule] = worker::VenvFolder(f.venv);
+  const fs::path venv = folder;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(venv / "lib", ec))
     if (entry.path().filename().string().rfind("python3", 0) == 0) return {entry.path() / "site-packages", rule};
@@ -103,7 +92,7 @@ std::pair<fs::path, std::string> DefaultSitePackages(const KindFacts& f) {
 
 class ChipBackend : public Backend {
  public:
-  ChipBackend(ChipSpec spec, pjrt::WorkerLaunch launch, std::unique_ptr<pjrt::WorkerProcess> worker,
+  ChipBackend(ChipSpec spec, worker::WorkerLaunch launch, std::unique_ptr<worker::WorkerProcess> worker,
               BackendOptions options, std::string package)
       : spec_(std::move(spec)),
         launch_(std::move(launch)),
@@ -151,10 +140,10 @@ class ChipBackend : public Backend {
           "larger one ({}:{}:...)",
           config.devices(), config.replicas, config.partitions, spec_.topology, info_.num_devices, f.prefix,
           spec_.target));
-    pjrt::WorkerProcess::Outcome o;
+    worker::WorkerProcess::Outcome o;
     if (auto failed = Compile(unit, config, o)) return *failed;
-    return pjrt::OutcomeVerdict(o, f.what, options_.probe_timeout_seconds,
-                                [&](const pjrt::RunResult& r) { return JudgeCompile(spec_.kind, f.what, unit, r); });
+    return worker::OutcomeVerdict(o, f.what, options_.probe_timeout_seconds,
+                                [&](const worker::RunResult& r) { return JudgeCompile(spec_.kind, f.what, unit, r); });
   }
 
   ProgramCompile compile_program(const hlo::Module& program, const ProgramOptions& options) override {
@@ -182,7 +171,7 @@ class ChipBackend : public Backend {
                               config.devices(), spec_.topology, info_.num_devices);
       return c;
     }
-    pjrt::WorkerProcess::Outcome o;
+    worker::WorkerProcess::Outcome o;
     // A whole step takes the compiler longer than a unit: at least ten minutes before it counts as hung.
     if (auto failed = Compile(program, config, o, std::max(600.0, options_.probe_timeout_seconds))) {
       c.outcome = ProgramCompile::Outcome::kError;
@@ -190,15 +179,15 @@ class ChipBackend : public Backend {
       return c;
     }
     c.seconds = o.seconds;
-    Verdict v = pjrt::OutcomeVerdict(o, f.what, std::max(600.0, options_.probe_timeout_seconds),
-                                     [](const pjrt::RunResult&) { return Verdict::Supported(); });
-    if (o.kind != pjrt::WorkerProcess::Outcome::Kind::kDone) {
+    Verdict v = worker::OutcomeVerdict(o, f.what, std::max(600.0, options_.probe_timeout_seconds),
+                                     [](const worker::RunResult&) { return Verdict::Supported(); });
+    if (o.kind != worker::WorkerProcess::Outcome::Kind::kDone) {
       c.outcome = ProgramCompile::Outcome::kError;
       c.message = v.reason;
       return c;
     }
-    const pjrt::RunResult& r = o.result;
-    if (r.stage != pjrt::RunResult::Stage::kOk) {
+    const worker::RunResult& r = o.result;
+    if (r.stage != worker::RunResult::Stage::kOk) {
       c.message = FirstLine(r.message, 2000);
       Verdict judged = JudgeCompile(spec_.kind, f.what, program, r);
       c.outcome = judged.kind == Verdict::Kind::kError ? ProgramCompile::Outcome::kError : ProgramCompile::Outcome::kRefused;
@@ -215,7 +204,7 @@ class ChipBackend : public Backend {
       return c;
     }
     c.outcome = ProgramCompile::Outcome::kCompiled;
-    const pjrt::CompileStats& st = r.stats;
+    const worker::CompileStats& st = r.stats;
     c.has_memory = st.has_memory;
     c.memory = st.memory;
     c.required_bytes = st.has_memory ? c.memory.total_bytes() : 0;
@@ -227,9 +216,9 @@ class ChipBackend : public Backend {
   std::optional<std::vector<Verdict>> probe_batch(const std::vector<const hlo::Module*>& units) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto batch = hlo::MakeBatchModule(units);
-    pjrt::WorkerProcess::Outcome o;
-    if (Compile(*batch, CompileConfig{}, o) || o.kind != pjrt::WorkerProcess::Outcome::Kind::kDone ||
-        o.result.stage != pjrt::RunResult::Stage::kOk)
+    worker::WorkerProcess::Outcome o;
+    if (Compile(*batch, CompileConfig{}, o) || o.kind != worker::WorkerProcess::Outcome::Kind::kDone ||
+        o.result.stage != worker::RunResult::Stage::kOk)
       return std::nullopt;
     std::vector<std::vector<std::string>> calls(units.size());
     for (const auto& site : o.result.stats.library_call_sites) {
@@ -243,7 +232,7 @@ class ChipBackend : public Backend {
     if (named < o.result.stats.library_calls.size()) return std::nullopt;
     std::vector<Verdict> verdicts;
     for (size_t k = 0; k < units.size(); ++k) {
-      pjrt::RunResult own;
+      worker::RunResult own;
       own.stats.library_calls = calls[k];
       verdicts.push_back(JudgeCompile(spec_.kind, Facts(spec_.kind).what, *units[k], own));
     }
@@ -266,10 +255,10 @@ class ChipBackend : public Backend {
   }
 
   std::optional<Verdict> Compile(const hlo::Module& module, const CompileConfig& config,
-                                 pjrt::WorkerProcess::Outcome& o, double timeout_seconds = 0) {
+                                 worker::WorkerProcess::Outcome& o, double timeout_seconds = 0) {
     const KindFacts& f = Facts(spec_.kind);
     if (!worker_ || !worker_->alive()) {
-      auto w = pjrt::WorkerProcess::Start(launch_, LoadTimeout());
+      auto w = worker::WorkerProcess::Start(launch_, LoadTimeout());
       if (!w.ok()) return Verdict::Error(fmt::format("{} could not be restarted: {}", f.what, w.status().message()));
       worker_ = std::move(w).value();
     }
@@ -290,10 +279,10 @@ class ChipBackend : public Backend {
 
   std::mutex mu_;
   ChipSpec spec_;
-  pjrt::WorkerLaunch launch_;
-  std::unique_ptr<pjrt::WorkerProcess> worker_;
+  worker::WorkerLaunch launch_;
+  std::unique_ptr<worker::WorkerProcess> worker_;
   BackendOptions options_;
-  pjrt::SessionInfo info_;
+  worker::SessionInfo info_;
   std::string package_;
 };
 
@@ -459,9 +448,9 @@ std::string PluginPackage(const std::string& plugin_path) {
   return "";
 }
 
-Verdict JudgeCompile(ChipKind kind, std::string_view what, const hlo::Module& unit, const pjrt::RunResult& r) {
-  if (r.stage != pjrt::RunResult::Stage::kOk) {
-    const std::string code = pjrt::ErrorCodeName(r.code);
+Verdict JudgeCompile(ChipKind kind, std::string_view what, const hlo::Module& unit, const worker::RunResult& r) {
+  if (r.stage != worker::RunResult::Stage::kOk) {
+    const std::string code = worker::ErrorCodeName(r.code);
     const std::string line = FirstLine(r.message);
     Verdict v;
     // An internal check failing on a module that passed opprobe's verifier, or an INTERNAL status, says that
@@ -499,7 +488,7 @@ Expected<std::unique_ptr<Backend>> CreateChipBackend(ChipKind kind, const std::s
   OPPROBE_ASSIGN_OR_RETURN(ChipSpec spec, ParseChipSpec(kind, arg));
   OPPROBE_ASSIGN_OR_RETURN(std::string plugin, FindPlugin(spec));
   const KindFacts& f = Facts(kind);
-  pjrt::WorkerLaunch launch;
+  worker::WorkerLaunch launch;
   launch.plugin_path = plugin;
   launch.env = f.worker_env;
   if (kind == ChipKind::kTpu) {
@@ -507,10 +496,10 @@ Expected<std::unique_ptr<Backend>> CreateChipBackend(ChipKind kind, const std::s
   } else {
     launch.topology = std::string();  // the GPU plugin takes its device from the options
     for (const auto& d : GpuDevices())
-      if (d.name == spec.target) launch.options.push_back(pjrt::PluginOption::Parse("target_config", d.target_config));
-    launch.options.push_back(pjrt::PluginOption::Parse("topology", spec.topology));
+      if (d.name == spec.target) launch.options.push_back(worker::PluginOption::Parse("target_config", d.target_config));
+    launch.options.push_back(worker::PluginOption::Parse("topology", spec.topology));
   }
-  auto worker = pjrt::WorkerProcess::Start(launch, std::max(120.0, options.probe_timeout_seconds));
+  auto worker = worker::WorkerProcess::Start(launch, std::max(120.0, options.probe_timeout_seconds));
   if (!worker.ok()) {
     if (worker.status().code() == ErrorCode::kUnavailable)
       return Unavailable(fmt::format("{} backend: {} for {} cannot be used: {}", f.prefix, f.what, spec.topology,

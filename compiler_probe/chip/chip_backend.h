@@ -1,9 +1,10 @@
 // `tpu:GEN[:TOPOLOGY]` and `gpu:DEVICE[:TOPOLOGY]`: every probe unit compiled by the chip's own compiler on a
 // machine without the chip (research/deviceless-compilers.md). libtpu (XLA's TPU compiler) and XLA's CUDA plugin
 // (jax-cuda12-pjrt, with ptxas and libdevice from nvidia-cuda-nvcc-cu12) are PJRT C API plugins from PyPI; a worker
-// process (pjrt/worker.h) loads one once, describes the topology (PJRT_TopologyDescription_Create: a TPU
-// generation's slice, or a GPU target config of gpu_targets/ and a host x device layout) and answers each unit with
-// the client-less PJRT_Compile, so a compiler that crashes, aborts or hangs costs one `error` verdict.
+// process (compiler_probe/worker/process.h: the native worker program, opprobe-pjrt-worker, in topology mode) loads
+// one once, describes the topology (PJRT_TopologyDescription_Create: a TPU generation's slice, or a GPU target config
+// of gpu_targets/ and a host x device layout) and answers each unit with the client-less PJRT_Compile, so a compiler
+// that crashes, aborts or hangs costs one `error` verdict.
 //
 // Verdicts: a compile is `supported` (on GPU, a unit compiled to a vendor library call says which, its availability
 // at run time unchecked); a refusal is `unsupported` with the compiler's status code and first line; a refusal that
@@ -18,7 +19,7 @@
 #include <vector>
 
 #include "compiler_probe/backend.h"
-#include "compiler_probe/pjrt/pjrt_session.h"
+#include "compiler_probe/worker/protocol.h"
 #include "compiler_probe/registry.h"
 #include "hlo/status.h"
 
@@ -79,7 +80,7 @@ struct MemoryRefusal {
 std::optional<MemoryRefusal> ParseMemoryRefusal(std::string_view message);
 
 // How the compile of `unit` went, as a verdict (see above). `what` names the compiler (`TPU compiler`).
-Verdict JudgeCompile(ChipKind kind, std::string_view what, const hlo::Module& unit, const pjrt::RunResult& result);
+Verdict JudgeCompile(ChipKind kind, std::string_view what, const hlo::Module& unit, const worker::RunResult& result);
 
 Expected<std::unique_ptr<Backend>> CreateChipBackend(ChipKind kind, const std::string& arg,
                                                      const BackendOptions& options);

@@ -2,7 +2,7 @@
 
 namespace opprobe::compiler_probe::iree {
 
-const xla::PythonEnvironment kIreeEnvironment = {
+const worker::PythonEnvironment kIreeEnvironment = {
     "iree", "llvm-cpu", "IREE", "iree-base-compiler, iree-base-runtime and jaxlib", "OPPROBE_IREE_PYTHON", "iree",
     "requirements/xla.txt -r requirements/iree.txt",
     "from importlib.metadata import version as v; import jaxlib, iree.compiler, iree.runtime; "
@@ -10,10 +10,10 @@ const xla::PythonEnvironment kIreeEnvironment = {
     "v('jaxlib'))"};
 
 Expected<std::unique_ptr<Backend>> CreateIreeBackend(const std::string& arg, const BackendOptions& options) {
-  return xla::CreatePythonWorkerBackend(kIreeEnvironment, arg, options);
+  return worker::CreatePythonWorkerBackend(kIreeEnvironment, arg, options);
 }
 
-std::string DescribeInstallation() { return xla::DescribePythonInstallation(kIreeEnvironment); }
+std::string DescribeInstallation() { return worker::DescribePythonInstallation(kIreeEnvironment); }
 
 void Register(Registry& registry) {
   registry.Register({"iree", "iree:llvm-cpu[,python=PATH]",

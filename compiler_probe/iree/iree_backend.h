@@ -2,9 +2,9 @@
 // HloModuleProto to StableHLO by jaxlib's converter, compiled by `iree-compile` for IREE's llvm-cpu backend (code for
 // the host CPU) and run by IREE's runtime, both from PyPI (requirements/iree.txt, an environment layered on
 // requirements/xla.txt's jaxlib), and its results are compared with the built-in evaluator (`interp`) exactly as
-// `xla:cpu`'s are. The work happens in the xla backend's Python worker (compiler_probe/xla/xla_worker.py), so a
-// crash of the compiler is an `error` verdict. How the Python and the worker are found: xla/python_worker.h (the
-// variable is $OPPROBE_IREE_PYTHON, the environment `iree`).
+// `xla:cpu`'s are. The work happens in the Python worker (compiler_probe/worker/python_worker.py), so a
+// crash of the compiler is an `error` verdict. How the Python and the worker are found: compiler_probe/worker/python.h
+// (the variable is $OPPROBE_IREE_PYTHON, the environment `iree`).
 #pragma once
 
 #include <memory>
@@ -12,13 +12,13 @@
 
 #include "compiler_probe/backend.h"
 #include "compiler_probe/registry.h"
-#include "compiler_probe/xla/python_worker.h"
+#include "compiler_probe/worker/python.h"
 #include "hlo/status.h"
 
 namespace opprobe::compiler_probe::iree {
 
 // The iree backend's environment (requirements/xla.txt and requirements/iree.txt).
-extern const xla::PythonEnvironment kIreeEnvironment;
+extern const worker::PythonEnvironment kIreeEnvironment;
 
 // Starts the worker; a missing Python or IREE is kUnavailable (exit 3) with the command that installs it.
 // id() is `iree:llvm-cpu`; version() names IREE's version and revision and jaxlib's.

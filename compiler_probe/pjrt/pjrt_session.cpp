@@ -16,6 +16,25 @@
 namespace opprobe::compiler_probe::pjrt {
 
 namespace abi = ::opprobe::pjrt_abi;
+using worker::CompileStats;
+using worker::HostArray;
+using worker::PluginOption;
+using worker::RunResult;
+using worker::SessionInfo;
+
+// The protocol's arrays go to the plugin as they come: their element types are PJRT_Buffer_Type's numbers.
+constexpr bool ArrayTypesArePjrtBufferTypes() {
+  constexpr int kPairs[][2] = {
+      {worker::kArrayPred, abi::kPred}, {worker::kArrayS8, abi::kS8},     {worker::kArrayS16, abi::kS16},
+      {worker::kArrayS32, abi::kS32},   {worker::kArrayS64, abi::kS64},   {worker::kArrayU8, abi::kU8},
+      {worker::kArrayU16, abi::kU16},   {worker::kArrayU32, abi::kU32},   {worker::kArrayU64, abi::kU64},
+      {worker::kArrayF16, abi::kF16},   {worker::kArrayF32, abi::kF32},   {worker::kArrayF64, abi::kF64},
+      {worker::kArrayBF16, abi::kBF16}, {worker::kArrayC64, abi::kC64},   {worker::kArrayC128, abi::kC128}};
+  for (const auto& p : kPairs)
+    if (p[0] != p[1]) return false;
+  return true;
+}
+static_assert(ArrayTypesArePjrtBufferTypes());
 
 namespace {
 
@@ -29,107 +48,6 @@ struct CallStatus {
 constexpr char kCompileOptions[] = {0x1A, 0x04, 0x20, 0x01, 0x28, 0x01};
 
 }  // namespace
-
-PluginOption PluginOption::Parse(const std::string& name, const std::string& value) {
-  PluginOption o;
-  o.name = name;
-  if (value == "true" || value == "false") {
-    o.type = Type::kBool;
-    o.bool_value = value == "true";
-    return o;
-  }
-  if (!value.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    long long i = std::strtoll(value.c_str(), &end, 10);
-    if (errno == 0 && end && *end == '\0') {
-      o.type = Type::kInt64;
-      o.int_value = i;
-      return o;
-    }
-    errno = 0;
-    float f = std::strtof(value.c_str(), &end);
-    if (errno == 0 && end && *end == '\0' && value.find_first_of(".eE") != std::string::npos) {
-      o.type = Type::kFloat;
-      o.float_value = f;
-      return o;
-    }
-  }
-  o.type = Type::kString;
-  o.string_value = value;
-  return o;
-}
-
-std::optional<int> PjrtBufferType(hlo::PrimitiveType t) {
-  using P = hlo::PrimitiveType;
-  switch (t) {
-    case P::PRED: return abi::kPred;
-    case P::S8: return abi::kS8;
-    case P::S16: return abi::kS16;
-    case P::S32: return abi::kS32;
-    case P::S64: return abi::kS64;
-    case P::U8: return abi::kU8;
-    case P::U16: return abi::kU16;
-    case P::U32: return abi::kU32;
-    case P::U64: return abi::kU64;
-    case P::F16: return abi::kF16;
-    case P::F32: return abi::kF32;
-    case P::F64: return abi::kF64;
-    case P::BF16: return abi::kBF16;
-    case P::C64: return abi::kC64;
-    case P::C128: return abi::kC128;
-    default: return std::nullopt;
-  }
-}
-
-std::optional<hlo::PrimitiveType> PrimitiveTypeFromPjrt(int pjrt_type) {
-  using P = hlo::PrimitiveType;
-  switch (pjrt_type) {
-    case abi::kPred: return P::PRED;
-    case abi::kS8: return P::S8;
-    case abi::kS16: return P::S16;
-    case abi::kS32: return P::S32;
-    case abi::kS64: return P::S64;
-    case abi::kU8: return P::U8;
-    case abi::kU16: return P::U16;
-    case abi::kU32: return P::U32;
-    case abi::kU64: return P::U64;
-    case abi::kF16: return P::F16;
-    case abi::kF32: return P::F32;
-    case abi::kF64: return P::F64;
-    case abi::kBF16: return P::BF16;
-    case abi::kC64: return P::C64;
-    case abi::kC128: return P::C128;
-    default: return std::nullopt;
-  }
-}
-
-int PjrtTypeByteSize(int pjrt_type) {
-  auto t = PrimitiveTypeFromPjrt(pjrt_type);
-  return t ? hlo::ByteWidth(*t) : 0;
-}
-
-std::string ErrorCodeName(int code) {
-  static const char* kNames[] = {"OK",
-                                 "CANCELLED",
-                                 "UNKNOWN",
-                                 "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED",
-                                 "NOT_FOUND",
-                                 "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED",
-                                 "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION",
-                                 "ABORTED",
-                                 "OUT_OF_RANGE",
-                                 "UNIMPLEMENTED",
-                                 "INTERNAL",
-                                 "UNAVAILABLE",
-                                 "DATA_LOSS",
-                                 "UNAUTHENTICATED"};
-  if (code >= 0 && code <= 16) return kNames[code];
-  return fmt::format("code {}", code);
-}
 
 struct PjrtSession::Impl {
   void* handle = nullptr;

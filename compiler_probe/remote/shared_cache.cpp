@@ -114,14 +114,6 @@ std::optional<Verdict> SharedProbeCache::Lookup(const std::string& backend_id, c
   return LookupRemote(backend_id, backend_version, fingerprint);
 }
 
-std::vector<std::optional<std::string>> SharedProbeCache::LookupMemos(const std::vector<uint64_t>& keys) {
-  return local_ ? local_->LookupMemos(keys) : ProbeCache::LookupMemos(keys);
-}
-
-void SharedProbeCache::StoreMemos(const std::vector<std::pair<uint64_t, std::string>>& entries) {
-  if (local_) local_->StoreMemos(entries);
-}
-
 std::vector<std::optional<Verdict>> SharedProbeCache::LookupMany(const std::string& backend_id,
                                                                  const std::string& backend_version,
                                                                  const std::vector<std::string>& fingerprints) {

@@ -38,9 +38,6 @@ class SharedProbeCache : public ProbeCache {
              const Verdict& verdict) override;
   std::vector<std::optional<Verdict>> LookupMany(const std::string& backend_id, const std::string& backend_version,
                                                  const std::vector<std::string>& fingerprints) override;
-  // Memos stay on this machine (the local cache): they are cheaper to derive again than to fetch.
-  std::vector<std::optional<std::string>> LookupMemos(const std::vector<uint64_t>& keys) override;
-  void StoreMemos(const std::vector<std::pair<uint64_t, std::string>>& entries) override;
 
   // Probes `key` through `probe` unless another run holds the unit's lease; then waits (up to about
   // `lease_seconds`) for that run's verdict. With the server unusable, just probes.

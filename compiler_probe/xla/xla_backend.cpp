@@ -2,17 +2,17 @@
 
 namespace opprobe::compiler_probe::xla {
 
-const PythonEnvironment kXlaEnvironment = {
+const worker::PythonEnvironment kXlaEnvironment = {
     "xla", "cpu", "XLA", "jaxlib", "OPPROBE_XLA_PYTHON", "xla", "requirements/xla.txt",
     "import jaxlib.version as v; print('jaxlib', v.__version__)"};
 
-Expected<XlaSpec> ParseXlaSpec(const std::string& arg) { return ParsePythonWorkerSpec(kXlaEnvironment, arg); }
+Expected<XlaSpec> ParseXlaSpec(const std::string& arg) { return worker::ParsePythonWorkerSpec(kXlaEnvironment, arg); }
 
 Expected<std::unique_ptr<Backend>> CreateXlaBackend(const std::string& arg, const BackendOptions& options) {
-  return CreatePythonWorkerBackend(kXlaEnvironment, arg, options);
+  return worker::CreatePythonWorkerBackend(kXlaEnvironment, arg, options);
 }
 
-std::string DescribeInstallation() { return DescribePythonInstallation(kXlaEnvironment); }
+std::string DescribeInstallation() { return worker::DescribePythonInstallation(kXlaEnvironment); }
 
 void Register(Registry& registry) {
   registry.Register({"xla", "xla:cpu[,python=PATH]",

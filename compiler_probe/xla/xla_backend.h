@@ -1,8 +1,8 @@
 // `xla:cpu[,python=PATH]`: compiles each probe unit with XLA's own CPU compiler and runs it with XLA's
 // runtime, both from jaxlib (PyPI, requirements/xla.txt), and compares the results with the built-in
 // evaluator (`interp`) exactly as `pjrt:` does. The work happens in a Python worker process
-// (xla_worker.py, speaking the pjrt worker's protocol), so a crash of XLA is an `error` verdict.
-// How the Python and the worker are found: python_worker.h (the variable is $OPPROBE_XLA_PYTHON, the
+// (compiler_probe/worker/python_worker.py, speaking the workers' protocol), so a crash of XLA is an `error` verdict.
+// How the Python and the worker are found: compiler_probe/worker/python.h (the variable is $OPPROBE_XLA_PYTHON, the
 // environment `xla`).
 #pragma once
 
@@ -11,15 +11,15 @@
 
 #include "compiler_probe/backend.h"
 #include "compiler_probe/registry.h"
-#include "compiler_probe/xla/python_worker.h"
+#include "compiler_probe/worker/python.h"
 #include "hlo/status.h"
 
 namespace opprobe::compiler_probe::xla {
 
 // The xla backend's environment (requirements/xla.txt).
-extern const PythonEnvironment kXlaEnvironment;
+extern const worker::PythonEnvironment kXlaEnvironment;
 
-using XlaSpec = PythonWorkerSpec;
+using XlaSpec = worker::PythonWorkerSpec;
 // Parses what follows `xla:` (`cpu[,python=PATH]`); anything else is a usage error.
 Expected<XlaSpec> ParseXlaSpec(const std::string& arg);
 

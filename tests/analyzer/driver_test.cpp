@@ -52,8 +52,8 @@ class MapCache : public compiler_probe::ProbeCache {
   std::map<std::string, compiler_probe::Verdict> map_;
 };
 
-// MapCache with memos, which tests can read and edit.
-class MemoCache : public MapCache {
+// MapCache with a lowering memo store beside it (as the disk cache has), whose memos tests can read and edit.
+class MemoCache : public MapCache, public compiler_probe::LoweringMemoStore {
  public:
   std::vector<std::optional<std::string>> LookupMemos(const std::vector<uint64_t>& keys) override {
     std::vector<std::optional<std::string>> out;
@@ -184,10 +184,11 @@ void ExpectSameAnalysis(const AnalysisResult& a, const AnalysisResult& b) {
   EXPECT_EQ(a.summary.supported_instructions, b.summary.supported_instructions);
 }
 
-// The graph analyzed with the built-in table through `cache` (none: no cache).
-AnalysisResult AnalyzeBuiltin(const Graph& g, compiler_probe::Backend& backend, compiler_probe::ProbeCache* cache) {
+// The graph analyzed with the built-in table through `cache`'s verdicts and memos (none: no cache).
+AnalysisResult AnalyzeBuiltin(const Graph& g, compiler_probe::Backend& backend, MemoCache* cache) {
   DriverOptions opts;
   opts.cache = cache;
+  opts.memos = cache;
   return Analyze(g, backend, LoweringTable::Builtin(), opts);
 }
 

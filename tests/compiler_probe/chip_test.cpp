@@ -9,16 +9,16 @@
 
 #include <string>
 
-#include "compiler_probe/pjrt/compile_options.h"
+#include "compiler_probe/worker/compile_options.h"
 #include "testing/probe_units.h"
 #include "testing/scoped_env.h"
 
 namespace opprobe::compiler_probe::chip {
 namespace {
 
-using pjrt::CompileConfig;
-using pjrt::CompileConfigFor;
-using pjrt::SerializeCompileOptions;
+using worker::CompileConfig;
+using worker::CompileConfigFor;
+using worker::SerializeCompileOptions;
 
 using hlo::Opcode;
 using hlo::PrimitiveType;

@@ -28,7 +28,7 @@ using testing::MustCreateBackend;
 using testing::ParseUnit;
 
 TEST(IreeSpec, ParsesPlatformAndPython) {
-  auto s = xla::ParsePythonWorkerSpec(kIreeEnvironment, "llvm-cpu,python=/opt/py/bin/python");
+  auto s = worker::ParsePythonWorkerSpec(kIreeEnvironment, "llvm-cpu,python=/opt/py/bin/python");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->platform, "llvm-cpu");
   EXPECT_EQ(s->python, "/opt/py/bin/python");

@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "compiler_probe/pjrt/pjrt_abi.h"
-#include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/registry.h"
 #include "hlo/builder.h"
 #include "hlo/probe_unit.h"
@@ -23,6 +22,7 @@ namespace {
 using hlo::Opcode;
 using hlo::PrimitiveType;
 using hlo::Shape;
+using worker::PluginOption;
 
 const char* kPlugin = OPPROBE_TEST_PJRT_PLUGIN;
 
@@ -286,12 +286,6 @@ TEST(PjrtBackendTest, MissingWorkerProgramIsBackendUnavailable) {
   EXPECT_NE(b.status().message().find("OPPROBE_PJRT_WORKER"), std::string::npos) << b.status().message();
 }
 
-TEST(PjrtBackendTest, TheWorkerProgramIsFoundBesideTheBuild) {
-  auto w = FindWorkerProgram();
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  EXPECT_NE(w->find("opprobe-pjrt-worker"), std::string::npos);
-}
-
 TEST(PjrtBackendTest, ParseSpecAndOptions) {
   auto s = ParsePjrtSpec("/p/x.so,a=1,b=true,c=0.5,d=text,e=");
   ASSERT_TRUE(s.ok());
@@ -309,17 +303,6 @@ TEST(PjrtBackendTest, ParseSpecAndOptions) {
   EXPECT_FALSE(ParsePjrtSpec("/p/x.so,=1").ok());
 }
 
-TEST(PjrtBackendTest, TypeMappingDiffersFromXlaNumbering) {
-  EXPECT_EQ(PjrtBufferType(PrimitiveType::BF16), 13);
-  EXPECT_EQ(PjrtBufferType(PrimitiveType::C64), 14);
-  EXPECT_EQ(PjrtBufferType(PrimitiveType::C128), 15);
-  EXPECT_EQ(PjrtBufferType(PrimitiveType::F32), 11);
-  EXPECT_FALSE(PjrtBufferType(PrimitiveType::TUPLE).has_value());
-  EXPECT_EQ(PrimitiveTypeFromPjrt(13), PrimitiveType::BF16);
-  EXPECT_EQ(PjrtTypeByteSize(15), 16);
-  EXPECT_EQ(ErrorCodeName(12), "UNIMPLEMENTED");
-}
-
 TEST(PjrtBackendTest, StructSizeTable) {
   auto s94 = pjrt_abi::StructSizesForMinor(94);
   EXPECT_EQ(s94.client_create, 88u);
@@ -334,47 +317,6 @@ TEST(PjrtBackendTest, StructSizeTable) {
   EXPECT_EQ(pjrt_abi::StructSizesForMinor(30).execute_options, 52u);
   EXPECT_EQ(pjrt_abi::StructSizesForMinor(70).execute_options, 80u);
   EXPECT_EQ(pjrt_abi::StructSizesForMinor(76).execute_options, 88u);
-}
-
-TEST(PjrtBackendTest, CompareOutputUsesTheTypesTolerance) {
-  hlo::Literal want(Shape::Array(PrimitiveType::F32, {2}));
-  want.Set<float>(0, 1.0f);
-  want.Set<float>(1, 100.0f);
-  auto host = [](std::vector<float> v, int type = 11, std::vector<int64_t> dims = {2}) {
-    HostArray h;
-    h.type = type;
-    h.dims = std::move(dims);
-    h.data.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-    return h;
-  };
-  EXPECT_FALSE(CompareOutput(want, host({1.0f, 100.0f}), 0).has_value());
-  EXPECT_FALSE(CompareOutput(want, host({1.000001f, 100.005f}), 0).has_value());  // within rtol 1e-4
-  auto diff = CompareOutput(want, host({1.0f, 100.5f}), 3);
-  ASSERT_TRUE(diff.has_value());
-  EXPECT_EQ(*diff, "output 3 element [1]: got 100.5, interp 100 (1 of 2 elements differ beyond the f32 tolerance: "
-                   "rtol 0.0001, atol 1e-05)");
-  EXPECT_EQ(*CompareOutput(want, host({1.0f, 100.0f}, 12), 0), "output 0 has element type f64, interp f32");
-  EXPECT_EQ(*CompareOutput(want, host({1.0f, 100.0f}, 11, {1, 2}), 0), "output 0 has dims [1,2], interp [2]");
-  hlo::Literal nan(Shape::Array(PrimitiveType::F32, {1}));
-  nan.Set<float>(0, std::nanf(""));
-  EXPECT_FALSE(CompareOutput(nan, host({std::nanf("")}, 11, {1}), 0).has_value());
-  EXPECT_TRUE(CompareOutput(nan, host({0.0f}, 11, {1}), 0).has_value());
-  // A sum's absolute tolerance follows the output's largest magnitude (f32 and f64 alike).
-  hlo::Literal sum(Shape::Array(PrimitiveType::F64, {2}));
-  sum.Set<double>(0, 1000.0);
-  sum.Set<double>(1, 0.0);
-  HostArray close_sum;
-  close_sum.type = 12;
-  close_sum.dims = {2};
-  const double got_sum[2] = {1000.0, 1e-10};
-  close_sum.data.assign(reinterpret_cast<const char*>(got_sum), sizeof got_sum);
-  EXPECT_FALSE(CompareOutput(sum, close_sum, 0, /*accumulated=*/true).has_value());
-  auto exact = CompareOutput(sum, close_sum, 0, /*accumulated=*/false);
-  ASSERT_TRUE(exact.has_value());
-  EXPECT_EQ(*exact, "output 0 element [1]: got 1e-10, interp 0 (1 of 2 elements differ beyond the f64 tolerance: "
-                    "rtol 1e-09, atol 1e-12)");
-  EXPECT_EQ(ToleranceFor(PrimitiveType::S32).rtol, 0.0);
-  EXPECT_GT(ToleranceFor(PrimitiveType::BF16).rtol, ToleranceFor(PrimitiveType::F16).rtol);
 }
 
 }  // namespace

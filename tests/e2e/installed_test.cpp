@@ -84,8 +84,8 @@ TEST_F(InstalledE2E, OpprobeInBinItsHelpersInLibexecTheCaptureShimInShare) {
   const fs::path libexec = fs::path(prefix_) / "libexec/opprobe";
   EXPECT_TRUE(fs::is_regular_file(libexec / "opprobe-xla-worker.py"));
   EXPECT_TRUE(ReadWholeFile((libexec / "opprobe-xla-worker.py").string()) ==
-              ReadWholeFile(std::string(OPPROBE_SOURCE_DIR) + "/compiler_probe/xla/xla_worker.py"))
-      << "the installed opprobe-xla-worker.py is not compiler_probe/xla/xla_worker.py";
+              ReadWholeFile(std::string(OPPROBE_SOURCE_DIR) + "/compiler_probe/worker/python_worker.py"))
+      << "the installed opprobe-xla-worker.py is not compiler_probe/worker/python_worker.py";
   ASSERT_TRUE(fs::is_regular_file(libexec / "opprobe-pjrt-worker"));
   EXPECT_NE(fs::status(libexec / "opprobe-pjrt-worker").permissions() & fs::perms::owner_exec, fs::perms::none);
   // Every file of the shim's folder, so that no module it imports is left behind.

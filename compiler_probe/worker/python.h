@@ -1,24 +1,30 @@
-// The backends whose worker is compiler_probe/xla/xla_worker.py (`xla:cpu`, `iree:llvm-cpu`): each names a
-// Python environment from PyPI (requirements/*.txt), and both share how a spec is parsed, how the Python and the
-// worker script are found, how their absence is reported (kUnavailable, exit 3, with the install command) and
-// how `opprobe backends` describes what is installed.
+// The Python environments opprobe's backends use, and the backends whose worker is the Python worker
+// (python_worker.py: `xla:cpu`, `iree:llvm-cpu`): each names a Python environment from PyPI (requirements/*.txt), and
+// they share how a spec is parsed, how the Python and the worker script are found, how their absence is reported
+// (kUnavailable, exit 3, with the install command) and how `opprobe backends` describes what is installed. The chips'
+// compiler plugins (compiler_probe/chip) are found in the same environments (VenvFolder).
 //
-// The Python: `python=PATH`, else $<env_var>, else $OPPROBE_VENV_ROOT/<venv>/bin/python, else the environment the
-// scripts create in the source tree (.venv/<venv>/bin/python). The worker script: $OPPROBE_XLA_WORKER, else
-// opprobe-xla-worker.py (a copy of compiler_probe/xla/xla_worker.py) where the running program's layout puts it:
-// PREFIX/libexec/opprobe beside an installed opprobe, the build folder for a program of the build tree
-// (hlo/runtime_files.h).
+// An environment: $OPPROBE_VENV_ROOT/<venv>, else the one the scripts create in the source tree (.venv/<venv>).
+// The Python: `python=PATH`, else $<env_var>, else the environment's bin/python. The worker script:
+// $OPPROBE_XLA_WORKER, else opprobe-xla-worker.py (a copy of compiler_probe/worker/python_worker.py) where the running
+// program's layout puts it: PREFIX/libexec/opprobe beside an installed opprobe, the build folder for a program of the
+// build tree (hlo/runtime_files.h).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "compiler_probe/backend.h"
 #include "hlo/status.h"
 
-namespace opprobe::compiler_probe::xla {
+namespace opprobe::compiler_probe::worker {
 
 inline constexpr const char* kWorkerScript = "opprobe-xla-worker.py";
+
+// The folder of the environment named `venv` ($OPPROBE_VENV_ROOT/<venv>, else the source tree's .venv/<venv>) and
+// which rule chose it, for messages (`OPPROBE_VENV_ROOT`, `the scripts' default environment`).
+std::pair<std::string, std::string> VenvFolder(const std::string& venv);
 
 // One backend's environment.
 struct PythonEnvironment {
@@ -51,4 +57,4 @@ Expected<std::unique_ptr<Backend>> CreatePythonWorkerBackend(const PythonEnviron
 // The installed version in the default Python (`jaxlib 0.10.2 (PATH)`: version_code's line and the Python), or why there is none: for `opprobe backends`.
 std::string DescribePythonInstallation(const PythonEnvironment& env);
 
-}  // namespace opprobe::compiler_probe::xla
+}  // namespace opprobe::compiler_probe::worker

@@ -1,10 +1,10 @@
-#include "compiler_probe/pjrt/compile_options.h"
+#include "compiler_probe/worker/compile_options.h"
 
 #include <algorithm>
 
 #include "hlo/instruction.h"
 
-namespace opprobe::compiler_probe::pjrt {
+namespace opprobe::compiler_probe::worker {
 
 namespace {
 
@@ -108,4 +108,4 @@ CompileConfig CompileConfigFor(const hlo::Module& program, int64_t partitions) {
   return config;
 }
 
-}  // namespace opprobe::compiler_probe::pjrt
+}  // namespace opprobe::compiler_probe::worker

@@ -1,10 +1,11 @@
 """opprobe's worker for the compilers that take XLA's HLO through StableHLO: XLA's own CPU compiler and runtime
 (`xla:cpu`, compiler_probe/xla) and IREE's llvm-cpu compiler and runtime (`iree:llvm-cpu`, compiler_probe/iree).
 
-Started by opprobe as `PYTHON xla_worker.py --parent=PID TARGET [compile_timeout=SECONDS]` (TARGET `xla:cpu` or
-`iree:llvm-cpu`), never by hand. It
-speaks the protocol of the pjrt backend's worker (compiler_probe/pjrt/worker.cpp) on file descriptor 3, so that
-opprobe drives it with the same code: every message is a little-endian u64 length followed by the body.
+Started by opprobe as `PYTHON opprobe-xla-worker.py --parent=PID TARGET [compile_timeout=SECONDS]` (TARGET `xla:cpu`
+or `iree:llvm-cpu`; compiler_probe/worker/python.h), never by hand. It
+speaks the protocol of opprobe's workers (compiler_probe/worker/protocol.h) on file descriptor 3, as the native
+worker does, so that opprobe drives it with the same code: every message is a little-endian u64 length followed by
+the body.
 
   greeting  u8 ok; ok=0: str message; ok=1: i32 0, i32 0, u64 0, str platform, str version, i64 devices
   request   u8 flags (1 execute, 2 compile a whole program), str HloModuleProto bytes, u32 n, n arrays, and with
@@ -279,7 +280,7 @@ class IreeLlvmCpu:
 def main(argv):
     global LIBC
     if len(argv) < 3 or not argv[1].startswith("--parent="):
-        sys.stderr.write("usage: xla_worker.py --parent=PID xla:cpu|iree:llvm-cpu [compile_timeout=SECONDS] "
+        sys.stderr.write("usage: opprobe-xla-worker.py --parent=PID xla:cpu|iree:llvm-cpu [compile_timeout=SECONDS] "
                          "(started by opprobe)\n")
         return 64
     try:  # die with opprobe, as the pjrt worker does

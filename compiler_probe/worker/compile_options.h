@@ -10,7 +10,7 @@
 
 #include "hlo/instruction.h"
 
-namespace opprobe::compiler_probe::pjrt {
+namespace opprobe::compiler_probe::worker {
 
 struct CompileConfig {
   int64_t replicas = 1;
@@ -33,4 +33,4 @@ CompileConfig CompileConfigFor(const hlo::Module& program, int64_t partitions);
 // One replica and one partition is the six bytes 1a 04 20 01 28 01.
 std::string SerializeCompileOptions(const CompileConfig& config);
 
-}  // namespace opprobe::compiler_probe::pjrt
+}  // namespace opprobe::compiler_probe::worker

@@ -1,37 +1,36 @@
-// The pjrt backend's worker: a child process that loads the plugin once (PjrtSession) and
-// serves compile-and-run requests over a socket, so that a plugin that aborts, crashes or hangs costs
-// one verdict, not the analysis. The worker's stdout and stderr (the plugin's logs) go to a pipe whose
-// tail becomes part of crash reasons.
+// A worker: a child process that loads a compiler once and serves compile-and-run requests over a socket
+// (protocol.h), so that a compiler that aborts, crashes or hangs costs one verdict, not the analysis. The worker's
+// stdout and stderr (the compiler's logs) go to a pipe whose tail becomes part of crash reasons. Every backend with a
+// worker starts it here: `pjrt:` and the chips' (`tpu:`, `gpu:`) the native worker program, opprobe-pjrt-worker
+// (compiler_probe/pjrt), `xla:` and `iree:` the Python worker (python.h).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "compiler_probe/pjrt/pjrt_session.h"
+#include "compiler_probe/backend.h"
 #include "compiler_probe/subprocess.h"
+#include "compiler_probe/worker/protocol.h"
 #include "hlo/status.h"
 #include "hlo/temp_folder.h"
 
-namespace opprobe::compiler_probe::pjrt {
+namespace opprobe::compiler_probe::worker {
 
-// The worker is a separate program (opprobe-pjrt-worker, built beside opprobe), so that the plugin is
-// the only code in its process that registers protobuf descriptors and no forked copy of a threaded
-// process is involved.
+// The native worker is a separate program (opprobe-pjrt-worker, built beside opprobe from compiler_probe/pjrt), so
+// that the plugin is the only code in its process that registers protobuf descriptors and no forked copy of a
+// threaded process is involved.
 inline constexpr const char* kWorkerProgram = "opprobe-pjrt-worker";
 
 // $OPPROBE_PJRT_WORKER, else opprobe-pjrt-worker where the running program's layout puts it (PREFIX/libexec/opprobe
 // beside an installed opprobe, the build folder for a program of the build tree: hlo/runtime_files.h), else on PATH;
 // kUnavailable when there is none.
 Expected<std::string> FindWorkerProgram();
-
-// The worker program's main(): `opprobe-pjrt-worker --parent=PID [--topology=NAME] PLUGIN [name=value ...]`,
-// requests on fd 3 (a topology named `-` is the empty name).
-int WorkerMainEntry(int argc, char** argv);
 
 // How a worker is started: the plugin (or, for a launcher, the target it is asked to load), its create options,
 // for a compile-only worker the topology it compiles for, and what its environment adds.
@@ -40,20 +39,16 @@ struct WorkerLaunch {
   std::vector<PluginOption> options;             // the client's create options, or the topology's
   std::optional<std::string> topology;           // set: PjrtSession::LoadTopology with this name (may be empty)
   std::vector<std::string> env;                  // NAME=VALUE entries added to (or replacing in) the environment
-  std::vector<std::string> launcher;             // see Start below
+  // When not empty, replaces the native worker program: the start of the command line (a Python and the worker
+  // script speaking the same protocol, python.h), followed by `--parent=PID PLUGIN [name=value ...]`.
+  std::vector<std::string> launcher;
 };
 
 class WorkerProcess {
  public:
-  // Forks the worker and waits up to `load_timeout_seconds` for it to load the plugin and create a
-  // client. A plugin that cannot be used (or a worker that dies while loading it) is kUnavailable.
-  // `launcher`, when not empty, replaces the worker program: it is the start of the command line (e.g. a
-  // Python and a worker script speaking the same protocol, as the xla backend's does), followed by
-  // `--parent=PID PLUGIN [name=value ...]`.
-  static Expected<std::unique_ptr<WorkerProcess>> Start(const std::string& plugin_path,
-                                                        const std::vector<PluginOption>& options,
-                                                        double load_timeout_seconds,
-                                                        const std::vector<std::string>& launcher = {});
+  // Starts the worker (from one long-lived thread: PR_SET_PDEATHSIG follows the thread that forks), in a process
+  // group of its own with its own $TMPDIR, and waits up to `load_timeout_seconds` for it to load the plugin and
+  // create a client. A plugin that cannot be used (or a worker that dies while loading it) is kUnavailable.
   static Expected<std::unique_ptr<WorkerProcess>> Start(const WorkerLaunch& launch, double load_timeout_seconds);
   ~WorkerProcess();  // kills the worker's process group
 
@@ -96,4 +91,10 @@ class WorkerProcess {
   TailBuffer log_{16 * 1024};
 };
 
-}  // namespace opprobe::compiler_probe::pjrt
+// The verdict of one worker request, as every backend with a worker gives it: a crash (with the worker's last log
+// lines), a timeout or a broken protocol is an `error` naming `what` (the compiler); a request that came back is
+// judged by `judge`. A verdict that is not supported and has no tail of its own gets the worker's log tail.
+Verdict OutcomeVerdict(const WorkerProcess::Outcome& o, const std::string& what, double timeout_seconds,
+                       const std::function<Verdict(const RunResult&)>& judge);
+
+}  // namespace opprobe::compiler_probe::worker

@@ -1,4 +1,4 @@
-#include "compiler_probe/pjrt/worker.h"
+#include "compiler_probe/worker/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -25,7 +25,7 @@
 
 extern char** environ;
 
-namespace opprobe::compiler_probe::pjrt {
+namespace opprobe::compiler_probe::worker {
 
 namespace {
 
@@ -69,107 +69,6 @@ void RunOnSpawnerThread(const std::function<void()>& job) {
   spawner->cv.wait(lock, [] { return spawner->done; });
 }
 
-// A minimal binary codec for the worker protocol (both ends are the same binary).
-// One message: its length, then its body. The length's place is kept at the front and filled in by Framed(), so a
-// message of hundreds of megabytes (a batch's inputs) is not copied behind its length; `reserve` is the body's
-// expected size, for one allocation.
-class Writer {
- public:
-  explicit Writer(size_t reserve = 0) {
-    out_.reserve(sizeof(uint64_t) + reserve);
-    out_.append(sizeof(uint64_t), '\0');
-  }
-  template <typename T>
-  void Pod(T v) {
-    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void Str(const std::string& s) {
-    Pod<uint64_t>(s.size());
-    out_.append(s);
-  }
-  void Array(const HostArray& a) {
-    Pod<int32_t>(a.type);
-    Pod<uint32_t>(static_cast<uint32_t>(a.dims.size()));
-    for (int64_t d : a.dims) Pod<int64_t>(d);
-    Str(a.data);
-  }
-  static size_t ArraySize(const HostArray& a) { return 4 + 4 + 8 * a.dims.size() + 8 + a.data.size(); }
-  // The message, ready to send; the writer is left empty.
-  std::string Framed() {
-    const uint64_t n = out_.size() - sizeof n;
-    std::memcpy(out_.data(), &n, sizeof n);
-    return std::move(out_);
-  }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  template <typename T>
-  bool Pod(T& v) {
-    if (pos_ + sizeof v > in_.size()) return false;
-    std::memcpy(&v, in_.data() + pos_, sizeof v);
-    pos_ += sizeof v;
-    return true;
-  }
-  bool Str(std::string& s) {
-    uint64_t n = 0;
-    if (!Pod(n) || n > in_.size() - pos_) return false;
-    s.assign(in_, pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool Array(HostArray& a) {
-    int32_t type = 0;
-    uint32_t rank = 0;
-    if (!Pod(type) || !Pod(rank) || rank > 64) return false;
-    a.type = type;
-    a.dims.resize(rank);
-    for (auto& d : a.dims)
-      if (!Pod(d)) return false;
-    return Str(a.data);
-  }
-  bool at_end() const { return pos_ >= in_.size(); }
-
- private:
-  const std::string& in_;
-  size_t pos_ = 0;
-};
-
-// Blocking I/O for the worker side.
-bool WriteAllBlocking(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool ReadExactBlocking(int fd, char* buf, size_t len) {
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = ::read(fd, buf + off, len - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool ReadMessageBlocking(int fd, std::string& out) {
-  uint64_t n = 0;
-  if (!ReadExactBlocking(fd, reinterpret_cast<char*>(&n), sizeof n)) return false;
-  if (n > (uint64_t{1} << 36)) return false;
-  out.assign(n, '\0');
-  return ReadExactBlocking(fd, out.data(), n);
-}
-
 }  // namespace
 
 Expected<std::string> FindWorkerProgram() {
@@ -185,145 +84,6 @@ Expected<std::string> FindWorkerProgram() {
   return Unavailable(fmt::format(
       "pjrt backend: the helper program {} was found neither at {} nor on PATH (set OPPROBE_PJRT_WORKER)",
       kWorkerProgram, io::DescribePlaces(places)));
-}
-
-// Request flags (the first byte of a request): execute the compiled program, or compile it (for the session's
-// topology, or with its client) with the compile options that follow the inputs and reply with its statistics.
-constexpr uint8_t kRequestExecute = 1;
-constexpr uint8_t kRequestCompileProgram = 2;
-
-void WriteStats(Writer& w, const CompileStats& st) {
-  w.Pod<uint8_t>(1);
-  w.Pod<uint8_t>(st.has_memory ? 1 : 0);
-  for (int64_t v : {st.memory.generated_code_bytes, st.memory.argument_bytes, st.memory.output_bytes, st.memory.alias_bytes,
-                    st.memory.temp_bytes,
-                    st.peak_bytes})
-    w.Pod<int64_t>(v);
-  w.Pod<uint32_t>(static_cast<uint32_t>(st.library_calls.size()));
-  for (const auto& l : st.library_calls) w.Str(l);
-  w.Pod<uint32_t>(static_cast<uint32_t>(st.library_call_sites.size()));
-  for (const auto& c : st.library_call_sites) {
-    w.Str(c.target);
-    w.Str(c.op_name);
-  }
-}
-
-bool ReadStats(Reader& r, CompileStats& st) {
-  uint8_t present = 0, has_memory = 0;
-  if (!r.Pod(present) || !r.Pod(has_memory)) return false;
-  st.present = present != 0;
-  st.has_memory = has_memory != 0;
-  for (int64_t* v : {&st.memory.generated_code_bytes, &st.memory.argument_bytes, &st.memory.output_bytes,
-                     &st.memory.alias_bytes, &st.memory.temp_bytes,
-                     &st.peak_bytes})
-    if (!r.Pod(*v)) return false;
-  uint32_t n = 0;
-  if (!r.Pod(n) || n > 4096) return false;
-  st.library_calls.resize(n);
-  for (auto& l : st.library_calls)
-    if (!r.Str(l)) return false;
-  if (!r.Pod(n) || n > (1u << 20)) return false;
-  st.library_call_sites.resize(n);
-  for (auto& c : st.library_call_sites)
-    if (!r.Str(c.target) || !r.Str(c.op_name)) return false;
-  return true;
-}
-
-int ServeWorker(int sock, const std::string& plugin_path, const std::string& topology,
-                const std::vector<PluginOption>& options) {
-  auto session = topology.empty() ? PjrtSession::Load(plugin_path, options)
-                                  : PjrtSession::LoadTopology(plugin_path, topology == "-" ? "" : topology, options);
-  Writer hello;
-  hello.Pod<uint8_t>(session.ok() ? 1 : 0);
-  if (!session.ok()) {
-    hello.Str(session.status().message());
-    WriteAllBlocking(sock, hello.Framed());
-    return 0;
-  }
-  const SessionInfo& info = (*session)->info();
-  hello.Pod<int32_t>(info.api_major);
-  hello.Pod<int32_t>(info.api_minor);
-  hello.Pod<uint64_t>(info.api_struct_size);
-  hello.Str(info.platform_name);
-  hello.Str(info.platform_version);
-  hello.Pod<int64_t>(info.num_devices);
-  if (!WriteAllBlocking(sock, hello.Framed())) return 0;
-  std::string request;
-  while (ReadMessageBlocking(sock, request)) {
-    Reader r(request);
-    uint8_t flags = 0;
-    std::string proto, compile_options;
-    uint32_t n = 0;
-    std::vector<HostArray> inputs;
-    bool ok = r.Pod(flags) && r.Str(proto) && r.Pod(n);
-    for (uint32_t i = 0; ok && i < n; ++i) {
-      inputs.emplace_back();
-      ok = r.Array(inputs.back());
-    }
-    if (ok && (flags & kRequestCompileProgram)) ok = r.Str(compile_options);
-    RunResult res;
-    if (!ok) {
-      res.stage = RunResult::Stage::kCompile;
-      res.code = 13;
-      res.message = "opprobe worker: malformed request";
-    } else if (flags & kRequestCompileProgram) {
-      res = (*session)->CompileProgram(proto, compile_options);
-    } else {
-      res = (*session)->Run(proto, inputs, (flags & kRequestExecute) != 0);
-    }
-    Writer w;
-    w.Pod<int32_t>(static_cast<int32_t>(res.stage));
-    w.Pod<int32_t>(res.code);
-    w.Str(res.message);
-    w.Pod<uint32_t>(static_cast<uint32_t>(res.outputs.size()));
-    for (const auto& o : res.outputs) w.Array(o);
-    if (res.stats.present) WriteStats(w, res.stats);
-    if (!WriteAllBlocking(sock, w.Framed())) break;
-    std::fflush(stdout);
-    std::fflush(stderr);
-  }
-  return 0;
-}
-
-
-int WorkerMainEntry(int argc, char** argv) {
-  // argv: --parent=PID [--topology=NAME] PLUGIN [name=value ...]; the request socket is fd 3.
-  if (argc < 3 || std::strncmp(argv[1], "--parent=", 9) != 0) {
-    std::fprintf(stderr,
-                 "usage: opprobe-pjrt-worker --parent=PID [--topology=NAME] PLUGIN [name=value ...] (started by opprobe)\n");
-    return 64;
-  }
-  std::string topology;
-  int first = 2;
-  if (std::strncmp(argv[2], "--topology=", 11) == 0) {
-    topology = argv[2] + 11;
-    first = 3;
-    if (argc < 4) return 64;
-  }
-  pid_t parent = static_cast<pid_t>(std::atol(argv[1] + 9));
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) return 0;
-  ::signal(SIGPIPE, SIG_DFL);
-  ::signal(SIGINT, SIG_IGN);  // the parent decides when the worker ends
-  std::vector<PluginOption> options;
-  for (int i = first + 1; i < argc; ++i) {
-    std::string kv = argv[i];
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos) continue;
-    options.push_back(PluginOption::Parse(kv.substr(0, eq), kv.substr(eq + 1)));
-  }
-  return ServeWorker(3, argv[first], topology, options);
-}
-
-Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const std::string& plugin_path,
-                                                              const std::vector<PluginOption>& options,
-                                                              double load_timeout_seconds,
-                                                              const std::vector<std::string>& launcher) {
-  WorkerLaunch launch;
-  launch.plugin_path = plugin_path;
-  launch.options = options;
-  launch.launcher = launcher;
-  return Start(launch, load_timeout_seconds);
 }
 
 Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& launch, double load_timeout_seconds) {
@@ -406,24 +166,11 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch
     return Unavailable(fmt::format("PJRT plugin '{}': the worker {} while loading it{}", plugin_path, what,
                                           log.empty() ? "" : ": " + log));
   }
-  Reader r(hello);
-  uint8_t ok = 0;
-  if (!r.Pod(ok)) return Unavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
-  if (!ok) {
-    std::string msg;
-    r.Str(msg);
-    return Unavailable(msg);
-  }
-  SessionInfo& info = w->info_;
-  info.plugin_path = plugin_path;
-  int32_t major = 0, minor = 0;
-  uint64_t struct_size = 0;
-  if (!(r.Pod(major) && r.Pod(minor) && r.Pod(struct_size) && r.Str(info.platform_name) &&
-        r.Str(info.platform_version) && r.Pod(info.num_devices)))
-    return Unavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
-  info.api_major = major;
-  info.api_minor = minor;
-  info.api_struct_size = struct_size;
+  auto greeting = DecodeGreeting(hello);
+  if (!greeting) return Unavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
+  if (!greeting->loaded) return Unavailable(greeting->refusal);
+  w->info_ = std::move(greeting->info);
+  w->info_.plugin_path = plugin_path;
   return w;
 }
 
@@ -491,7 +238,7 @@ bool WorkerProcess::ReadMessage(std::string& out, double timeout_seconds, std::s
   while (true) {
     if (!have_len && have == sizeof head) {
       std::memcpy(&need, head, sizeof need);
-      if (need > (uint64_t{1} << 36)) {
+      if (need > kMaxMessageBytes) {
         what = fmt::format("sent a message of {} bytes", need);
         Kill();
         return false;
@@ -557,15 +304,7 @@ WorkerProcess::Outcome WorkerProcess::Request(const std::string& hlo_module_prot
     return o;
   };
   if (!alive()) return finish(Outcome::Kind::kCrashed, "is not running");
-  size_t size = 1 + 8 + hlo_module_proto.size() + 4 + (compile_options ? 8 + compile_options->size() : 0);
-  for (const auto& in : inputs) size += Writer::ArraySize(in);
-  Writer w(size);
-  w.Pod<uint8_t>(flags);
-  w.Str(hlo_module_proto);
-  w.Pod<uint32_t>(static_cast<uint32_t>(inputs.size()));
-  for (const auto& in : inputs) w.Array(in);
-  if (compile_options) w.Str(*compile_options);
-  std::string frame = w.Framed();
+  std::string frame = EncodeRequest(flags, hlo_module_proto, inputs, compile_options);
   // Non-blocking send with the same deadline, so a hung worker cannot block us.
   auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
   size_t off = 0;
@@ -598,23 +337,36 @@ WorkerProcess::Outcome WorkerProcess::Request(const std::string& hlo_module_prot
   if (!ReadMessage(reply, left, what, timed_out))
     return finish(timed_out ? Outcome::Kind::kTimedOut : Outcome::Kind::kCrashed, what);
   DrainLog(true);
-  Reader r(reply);
-  int32_t stage = 0, code = 0;
-  uint32_t n = 0;
-  bool ok = r.Pod(stage) && r.Pod(code) && r.Str(o.result.message) && r.Pod(n);
-  for (uint32_t i = 0; ok && i < n; ++i) {
-    o.result.outputs.emplace_back();
-    ok = r.Array(o.result.outputs.back());
-  }
-  // A whole program's statistics follow the outputs (CompileProgram: the Python worker sends them too).
-  if (ok && !r.at_end()) ok = ReadStats(r, o.result.stats);
-  if (!ok || stage < 0 || stage > static_cast<int>(RunResult::Stage::kTransfer)) {
+  auto result = DecodeReply(reply);
+  if (!result) {
     Kill();
     return finish(Outcome::Kind::kProtocolError, "sent a malformed reply");
   }
-  o.result.stage = static_cast<RunResult::Stage>(stage);
-  o.result.code = code;
+  o.result = std::move(*result);
   return finish(Outcome::Kind::kDone, "");
 }
 
-}  // namespace opprobe::compiler_probe::pjrt
+Verdict OutcomeVerdict(const WorkerProcess::Outcome& o, const std::string& what, double timeout_seconds,
+                       const std::function<Verdict(const RunResult&)>& judge) {
+  Verdict v;
+  switch (o.kind) {
+    case WorkerProcess::Outcome::Kind::kCrashed: {
+      std::string last = LastLines(o.log_tail, 2);
+      v = Verdict::Error(fmt::format("{} crashed: the worker {}{}", what, o.what, last.empty() ? "" : ": " + last));
+      break;
+    }
+    case WorkerProcess::Outcome::Kind::kTimedOut:
+      v = Verdict::Error(fmt::format("{} {} (probe timeout {:g} s)", what, o.what, timeout_seconds));
+      break;
+    case WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error(fmt::format("{} worker {}", what, o.what)); break;
+    case WorkerProcess::Outcome::Kind::kDone: v = judge(o.result); break;
+  }
+  v.seconds = o.seconds;
+  if (!v.supported() && v.output_tail.empty() && !o.log_tail.empty()) {
+    constexpr size_t kTail = 4096;
+    v.output_tail = SanitizeOutput(o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail);
+  }
+  return v;
+}
+
+}  // namespace opprobe::compiler_probe::worker

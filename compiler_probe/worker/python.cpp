@@ -1,19 +1,19 @@
-#include "compiler_probe/xla/python_worker.h"
+#include "compiler_probe/worker/python.h"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <filesystem>
 
-#include "compiler_probe/pjrt/pjrt_backend.h"
 #include "compiler_probe/subprocess.h"
+#include "compiler_probe/worker/run_backend.h"
 #include "hlo/runtime_files.h"
 
 #ifndef OPPROBE_SOURCE_ROOT
 #define OPPROBE_SOURCE_ROOT ""
 #endif
 
-namespace opprobe::compiler_probe::xla {
+namespace opprobe::compiler_probe::worker {
 
 namespace {
 
@@ -25,10 +25,8 @@ std::string Env(const char* name) {
 // Where the default Python would be, and which rule chose it (for messages).
 std::pair<std::string, std::string> DefaultPython(const PythonEnvironment& env) {
   if (std::string p = Env(env.env_var); !p.empty()) return {p, env.env_var};
-  if (std::string root = Env("OPPROBE_VENV_ROOT"); !root.empty())
-    return {(std::filesystem::path(root) / env.venv / "bin" / "python").string(), "OPPROBE_VENV_ROOT"};
-  return {(std::filesystem::path(OPPROBE_SOURCE_ROOT) / ".venv" / env.venv / "bin" / "python").string(),
-          "the scripts' default environment"};
+  auto [venv, rule] = VenvFolder(env.venv);
+  return {(std::filesystem::path(venv) / "bin" / "python").string(), rule};
 }
 
 std::string InstallHint(const PythonEnvironment& env, const std::string& python) {
@@ -40,6 +38,12 @@ std::string InstallHint(const PythonEnvironment& env, const std::string& python)
 }
 
 }  // namespace
+
+std::pair<std::string, std::string> VenvFolder(const std::string& venv) {
+  if (std::string root = Env("OPPROBE_VENV_ROOT"); !root.empty())
+    return {(std::filesystem::path(root) / venv).string(), "OPPROBE_VENV_ROOT"};
+  return {(std::filesystem::path(OPPROBE_SOURCE_ROOT) / ".venv" / venv).string(), "the scripts' default environment"};
+}
 
 Expected<PythonWorkerSpec> ParsePythonWorkerSpec(const PythonEnvironment& env, const std::string& arg) {
   PythonWorkerSpec spec;
@@ -93,19 +97,21 @@ Expected<std::unique_ptr<Backend>> CreatePythonWorkerBackend(const PythonEnviron
   OPPROBE_ASSIGN_OR_RETURN(std::string python, FindPython(env, spec));
   auto script = FindWorkerScript();
   if (!script.ok()) return Unavailable(fmt::format("{} backend: {}", env.backend, script.status().message()));
-  pjrt::WorkerBackendSpec w;
+  RunBackendSpec w;
   w.id = fmt::format("{}:{}", env.backend, spec.platform);
   w.what = env.what;
   // -I: the worker ignores PYTHONPATH and the user's site folder, so only the environment's packages count.
-  w.launcher = {python, "-I", *script};
-  w.target = w.id;
+  w.launch.launcher = {python, "-I", *script};
+  w.launch.plugin_path = w.id;
   // How long the worker lets a compiler it runs itself (iree-compile) take: past the probe timeout, which ends the
   // whole worker first while opprobe is there; a backstop for when it is not.
-  pjrt::PluginOption compile_timeout;
+  PluginOption compile_timeout;
   compile_timeout.name = "compile_timeout";
   compile_timeout.string_value = fmt::format("{:g}", options.probe_timeout_seconds + 30);
-  w.options.push_back(std::move(compile_timeout));
-  return pjrt::CreateWorkerBackend(std::move(w), options);
+  w.launch.options.push_back(std::move(compile_timeout));
+  w.version = [](const SessionInfo& info) { return info.platform_version; };
+  w.compiler = [](const SessionInfo& info) { return info.platform_version; };
+  return CreateRunBackend(std::move(w), options);
 }
 
 std::string DescribePythonInstallation(const PythonEnvironment& env) {
@@ -123,4 +129,4 @@ std::string DescribePythonInstallation(const PythonEnvironment& env) {
   return fmt::format("{} ({})", SanitizeOutput(v), *python);
 }
 
-}  // namespace opprobe::compiler_probe::xla
+}  // namespace opprobe::compiler_probe::worker
