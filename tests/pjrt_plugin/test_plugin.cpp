@@ -407,7 +407,8 @@ abi::Error* BufferFromHostBuffer(void* raw) {
 
 abi::Error* LoadedExecutableGetExecutable(void* raw) {
   CHECK_ARGS(LoadedExecutable_GetExecutable_Args, 32);
-  a->executable = new abi::Executable{.num_outputs = a->loaded_executable->num_outputs};
+  a->executable = new abi::Executable();
+  a->executable->num_outputs = a->loaded_executable->num_outputs;
   return nullptr;
 }
 
