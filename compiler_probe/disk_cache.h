@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "compiler_probe/cache.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe {
 

@@ -20,7 +20,7 @@
 #include "compiler_probe/backend.h"
 #include "compiler_probe/pjrt/pjrt_session.h"
 #include "compiler_probe/registry.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::chip {
 

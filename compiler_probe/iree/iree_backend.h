@@ -13,7 +13,7 @@
 #include "compiler_probe/backend.h"
 #include "compiler_probe/registry.h"
 #include "compiler_probe/xla/python_worker.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::iree {
 

@@ -17,7 +17,7 @@
 #include "compiler_probe/pjrt/worker.h"
 #include "compiler_probe/registry.h"
 #include "hlo/literal.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::pjrt {
 

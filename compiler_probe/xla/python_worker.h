@@ -7,14 +7,14 @@
 // scripts create in the source tree (.venv/<venv>/bin/python). The worker script: $OPPROBE_XLA_WORKER, else
 // opprobe-xla-worker.py (a copy of compiler_probe/xla/xla_worker.py) where the running program's layout puts it:
 // PREFIX/libexec/opprobe beside an installed opprobe, the build folder for a program of the build tree
-// (hlo/runtime_files.h).
+// (support/runtime_files.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "compiler_probe/backend.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::xla {
 

@@ -11,7 +11,7 @@
 #include "hlo/builder.h"
 #include "hlo/math.h"
 #include "hlo/parser.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo::stablehlo {
 namespace {
@@ -125,7 +125,7 @@ class Converter {
 
   Expected<std::unique_ptr<Module>> Run() {
     for (const auto& f : m_.functions) {
-      if (functions_.count(f.name)) return Err(f.pos, fmt::format("function @{} is defined twice", OneLine(f.name, 64)));
+      if (functions_.count(f.name)) return Err(f.pos, fmt::format("function @{} is defined twice", support::OneLine(f.name, 64)));
       functions_[f.name] = &f;
     }
     const Function* entry = nullptr;
@@ -156,7 +156,7 @@ class Converter {
     return InvalidInput(fmt::format("{}:{}:{}: {}", m_.source_name, line, col, message));
   }
   Status OpErr(const Operation& op, const std::string& message) const {
-    return Err(op.pos, fmt::format("{}: {}", OneLine(op.name, 64), message));
+    return Err(op.pos, fmt::format("{}: {}", support::OneLine(op.name, 64), message));
   }
 
   // The integers of a list attribute: `[1, 2]`, `array<i64: 1, 2>`, `dense<[1, 2]> : tensor<2xi64>`, a splat
@@ -176,7 +176,7 @@ class Converter {
             OPPROBE_ASSIGN_OR_RETURN(auto inner, Ints(op, e));
             out.insert(out.end(), inner.begin(), inner.end());
           } else {
-            return Err(e.pos, fmt::format("{}: expected integers in a list", OneLine(op.name, 64)));
+            return Err(e.pos, fmt::format("{}: expected integers in a list", support::OneLine(op.name, 64)));
           }
           if (static_cast<int64_t>(out.size()) > kMaxAttrInts) return Err(a.pos, "list attribute too long");
         }
@@ -184,7 +184,7 @@ class Converter {
       case Attr::Kind::kDense: {
         const DenseLiteral& d = *a.dense;
         if (!d.raw_hex.empty() || !d.resource.empty())
-          return Err(a.pos, fmt::format("{}: expected a list of integers, got a binary literal", OneLine(op.name, 64)));
+          return Err(a.pos, fmt::format("{}: expected a list of integers, got a binary literal", support::OneLine(op.name, 64)));
         int64_t count = static_cast<int64_t>(d.elements.size());
         if (d.splat) {
           count = 1;
@@ -201,13 +201,13 @@ class Converter {
             int64_t v = static_cast<int64_t>(e.magnitude);
             out.push_back(e.negative ? -v : v);
           } else {
-            return Err(a.pos, fmt::format("{}: expected integers in a dense list", OneLine(op.name, 64)));
+            return Err(a.pos, fmt::format("{}: expected integers in a dense list", support::OneLine(op.name, 64)));
           }
         }
         return out;
       }
       default:
-        return Err(a.pos, fmt::format("{}: expected a list of integers", OneLine(op.name, 64)));
+        return Err(a.pos, fmt::format("{}: expected a list of integers", support::OneLine(op.name, 64)));
     }
   }
   Expected<std::vector<int64_t>> IntsAttr(const Operation& op, const std::string& key) const {
@@ -226,7 +226,7 @@ class Converter {
     if (!a) return OpErr(op, fmt::format("missing attribute '{}'", key));
     if (a->kind == Attr::Kind::kInt) return a->i;
     OPPROBE_ASSIGN_OR_RETURN(auto v, Ints(op, *a));
-    if (v.size() != 1) return Err(a->pos, fmt::format("{}: '{}' must be one integer", OneLine(op.name, 64), key));
+    if (v.size() != 1) return Err(a->pos, fmt::format("{}: '{}' must be one integer", support::OneLine(op.name, 64), key));
     return v[0];
   }
   bool BoolAttr(const Operation& op, const std::string& key, bool fallback = false) const {
@@ -259,14 +259,14 @@ class Converter {
       }
       return static_cast<double>(a->i);
     }
-    return Err(a->pos, fmt::format("{}: '{}' must be a number", OneLine(op.name, 64), key));
+    return Err(a->pos, fmt::format("{}: '{}' must be a number", support::OneLine(op.name, 64), key));
   }
 
   // ---- types ----
   Expected<Shape> ShapeOf(const Type& t, size_t pos) const {
     switch (t.kind) {
       case Type::Kind::kTensor: {
-        if (t.unranked) return Err(pos, fmt::format("unranked tensor type {} has no HLO shape", Quote(t.text)));
+        if (t.unranked) return Err(pos, fmt::format("unranked tensor type {} has no HLO shape", support::Quote(t.text)));
         std::vector<int64_t> dims = t.dims;
         std::vector<bool> dynamic(dims.size(), false);
         for (size_t i = 0; i < dims.size(); ++i) {
@@ -275,14 +275,14 @@ class Converter {
           if (bound < 0)
             return Err(pos, fmt::format("tensor type {} has a dynamic dimension without a bound: opprobe needs static "
                                         "or bounded shapes (export with concrete shapes)",
-                                        Quote(t.text)));
+                                        support::Quote(t.text)));
           dims[i] = bound;
           dynamic[i] = true;
         }
         Shape s = Shape::Array(t.element, dims);
         for (size_t i = 0; i < dims.size(); ++i)
           if (dynamic[i]) s.set_dynamic_dimension(static_cast<int>(i), true);
-        if (!s.ElementCount().ok()) return Err(pos, fmt::format("tensor type {} is too large", Quote(t.text)));
+        if (!s.ElementCount().ok()) return Err(pos, fmt::format("tensor type {} is too large", support::Quote(t.text)));
         return s;
       }
       case Type::Kind::kElement:
@@ -298,7 +298,7 @@ class Converter {
         return Shape::Tuple(std::move(elems));
       }
       default:
-        return Err(pos, fmt::format("type {} has no HLO shape", Quote(t.text)));
+        return Err(pos, fmt::format("type {} has no HLO shape", support::Quote(t.text)));
     }
   }
 
@@ -415,7 +415,7 @@ class Converter {
       auto it = frames_[f].values.find(v.name);
       if (it == frames_[f].values.end()) continue;
       if (v.index < 0 || v.index >= static_cast<int64_t>(it->second.size()))
-        return Err(v.pos, fmt::format("%{} has no result #{}", OneLine(v.name, 64), v.index));
+        return Err(v.pos, fmt::format("%{} has no result #{}", support::OneLine(v.name, 64), v.index));
       Instruction* instr = it->second[static_cast<size_t>(v.index)];
       if (f == frames_.size() - 1) return instr;
       if (instr->opcode == Opcode::kConstant && instr->unknown_opcode.empty()) {
@@ -425,9 +425,9 @@ class Converter {
       }
       return Err(v.pos, fmt::format("%{} is defined outside this region and is not a constant (only while, case and "
                                     "if regions use outer values)",
-                                    OneLine(v.name, 64)));
+                                    support::OneLine(v.name, 64)));
     }
-    return Err(v.pos, fmt::format("use of undefined value %{}", OneLine(v.name, 64)));
+    return Err(v.pos, fmt::format("use of undefined value %{}", support::OneLine(v.name, 64)));
   }
 
   // Whether `v` resolves, from the current computation, to a constant (copied into regions, never captured).
@@ -634,8 +634,8 @@ class Converter {
   Expected<Computation*> FunctionComputation(const Operation& op, const std::string& name) {
     if (auto it = converted_.find(name); it != converted_.end()) return it->second;
     auto f = functions_.find(name);
-    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", OneLine(name, 64)));
-    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself (recursion has no HLO form)", OneLine(name, 64)));
+    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
+    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself (recursion has no HLO form)", support::OneLine(name, 64)));
     in_progress_.insert(name);
     Builder sub = root_->CreateSubBuilder(name);
     // A function is its own scope: nothing outside it is visible.
@@ -691,7 +691,7 @@ class Converter {
       if (const Attr* w = op.Find("__words"); w && !w->elements.empty()) {
         const Attr& first = w->elements[0];
         return Err(first.pos, fmt::format("unexpected {} in operation {}",
-                                          Quote(first.kind == Attr::Kind::kEnum ? first.text : "value"), Quote(op.name)));
+                                          support::Quote(first.kind == Attr::Kind::kEnum ? first.text : "value"), support::Quote(op.name)));
       }
     return results;
   }
@@ -786,13 +786,13 @@ class Converter {
         i = Make(Opcode::kCompare, {}, ops);
         std::string dir = EnumAttr(op, "comparison_direction");
         auto d = ComparisonDirectionFromName(dir);
-        if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", Quote(dir)));
+        if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", support::Quote(dir)));
         i->comparison_direction = *d;
         std::string type = EnumAttr(op, "compare_type");
         if (type == "FLOAT" || type == "TOTALORDER" || type == "SIGNED" || type == "UNSIGNED") {
           i->mutable_rare().comparison_type = type;
         } else if (!type.empty() && type != "NOTYPE") {
-          return OpErr(op, fmt::format("unknown comparison type {}", Quote(type)));
+          return OpErr(op, fmt::format("unknown comparison type {}", support::Quote(type)));
         } else {
           i->mutable_rare().comparison_type = DefaultComparisonType(ops[0]->shape.element_type());
         }
@@ -825,7 +825,7 @@ class Converter {
         i = Make(Opcode::kFft, {}, ops);
         std::string t = EnumAttr(op, "fft_type");
         auto ft = FftTypeFromName(t);
-        if (!ft) return OpErr(op, fmt::format("unknown fft type {}", Quote(t)));
+        if (!ft) return OpErr(op, fmt::format("unknown fft type {}", support::Quote(t)));
         i->fft_type = *ft;
         OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().fft_length, IntsAttr(op, "fft_length"));
       } else if (base == "rng_bit_generator") {
@@ -836,7 +836,7 @@ class Converter {
         if (alg == "DEFAULT" || alg.empty()) i->mutable_rare().rng_algorithm = "rng_default";
         else if (alg == "THREE_FRY") i->mutable_rare().rng_algorithm = "rng_three_fry";
         else if (alg == "PHILOX") i->mutable_rare().rng_algorithm = "rng_philox";
-        else return OpErr(op, fmt::format("unknown rng algorithm {}", Quote(alg)));
+        else return OpErr(op, fmt::format("unknown rng algorithm {}", support::Quote(alg)));
         return Results(std::move(i), shapes, md);
       } else if (base == "rng") {
         OPPROBE_RETURN_IF_ERROR(CheckArity(op, 3));
@@ -844,7 +844,7 @@ class Converter {
         std::string dist = EnumAttr(op, "rng_distribution");
         if (dist == "UNIFORM") i->distribution = RandomDistribution::kUniform;
         else if (dist == "NORMAL") i->distribution = RandomDistribution::kNormal;
-        else return OpErr(op, fmt::format("unknown rng distribution {}", Quote(dist)));
+        else return OpErr(op, fmt::format("unknown rng distribution {}", support::Quote(dist)));
       } else if (base == "reduce_precision") {
         OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
         i = Make(Opcode::kReducePrecision, {}, ops);
@@ -861,7 +861,7 @@ class Converter {
         i->triangular_solve_options.unit_diagonal = BoolAttr(op, "unit_diagonal");
         std::string t = EnumAttr(op, "transpose_a");
         auto ta = TransposeAFromName(t.empty() ? "NO_TRANSPOSE" : t);
-        if (!ta) return OpErr(op, fmt::format("unknown transpose_a {}", Quote(t)));
+        if (!ta) return OpErr(op, fmt::format("unknown transpose_a {}", support::Quote(t)));
         i->triangular_solve_options.transpose_a = *ta;
       } else if (base == "cholesky") {
         OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
@@ -1014,11 +1014,11 @@ class Converter {
   Expected<std::vector<Instruction*>> Inline(const Operation& op, const std::string& name,
                                              const std::vector<Instruction*>& args) {
     auto f = functions_.find(name);
-    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", OneLine(name, 64)));
-    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself", OneLine(name, 64)));
+    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
+    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself", support::OneLine(name, 64)));
     const Function& fn = *f->second;
     if (fn.body.blocks.size() != 1 || fn.body.blocks[0].arguments.size() != args.size())
-      return OpErr(op, fmt::format("@{} does not take the composite's operands", OneLine(name, 64)));
+      return OpErr(op, fmt::format("@{} does not take the composite's operands", support::OneLine(name, 64)));
     in_progress_.insert(name);
     std::vector<Frame> saved;
     saved.swap(frames_);
@@ -1102,7 +1102,7 @@ class Converter {
     if (!a || a->kind != Attr::Kind::kString) return Status::Ok();
     auto s = ParseShape(a->text);
     if (!s.ok() || !s->Compatible(i.shape)) return Err(a->pos, fmt::format("{}: xla_shape {} does not match the result type",
-                                                                           OneLine(op.name, 64), Quote(a->text)));
+                                                                           support::OneLine(op.name, 64), support::Quote(a->text)));
     i.shape = *s;
     return Status::Ok();
   }
@@ -1179,7 +1179,7 @@ class Converter {
       scalar.splat = true;
       d = &scalar;
     } else {
-      return Err(v.pos, fmt::format("{}: expected a dense literal", OneLine(op.name, 64)));
+      return Err(v.pos, fmt::format("{}: expected a dense literal", support::OneLine(op.name, 64)));
     }
     if (!d->resource.empty()) return elided();
     if (!d->raw_hex.empty()) {
@@ -1199,7 +1199,7 @@ class Converter {
       if (d->elements.size() != 1) return Err(v.pos, "malformed dense literal");
       if (count > kMaxSplatElements) return elided();
     } else if (static_cast<int64_t>(d->elements.size()) != count) {
-      return Err(v.pos, fmt::format("{}: the literal has {} value(s), its type {} needs {}", OneLine(op.name, 64),
+      return Err(v.pos, fmt::format("{}: the literal has {} value(s), its type {} needs {}", support::OneLine(op.name, 64),
                                     d->elements.size(), shape.ToString(false), count));
     }
     Literal lit(shape);
@@ -1326,7 +1326,7 @@ class Converter {
       if (p == "DEFAULT") out.push_back(PrecisionLevel::kDefault);
       else if (p == "HIGH") out.push_back(PrecisionLevel::kHigh);
       else if (p == "HIGHEST") out.push_back(PrecisionLevel::kHighest);
-      else return Err(e.pos, fmt::format("unknown precision {}", Quote(p)));
+      else return Err(e.pos, fmt::format("unknown precision {}", support::Quote(p)));
     }
     return out;
   }
@@ -1382,7 +1382,7 @@ class Converter {
           if (s >= spatial.size()) return Err(a->pos, "convolution: spatial dimension out of range");
           spatial[s] = static_cast<int64_t>(k);
         } else {
-          return Err(a->pos, fmt::format("convolution: unknown dimension label {}", Quote(it)));
+          return Err(a->pos, fmt::format("convolution: unknown dimension label {}", support::Quote(it)));
         }
       }
       if (xd < 0 || yd < 0 || std::count(spatial.begin(), spatial.end(), -1) > 0)
@@ -1416,7 +1416,7 @@ class Converter {
         else if (k == "lhs_dilate") lhs_dil = vals;
         else if (k == "rhs_dilate") rhs_dil = vals;
         else if (k == "reverse") reversal = vals;
-        else return Err(v.pos, fmt::format("convolution: unknown window field {}", Quote(k)));
+        else return Err(v.pos, fmt::format("convolution: unknown window field {}", support::Quote(k)));
       }
     } else {
       OPPROBE_ASSIGN_OR_RETURN(strides, OptInts(op, "window_strides"));
@@ -1745,7 +1745,7 @@ class Converter {
     if (opcode == Opcode::kCompare) {
       std::string dir = EnumAttr(op, "comparison_direction");
       auto d = ComparisonDirectionFromName(dir);
-      if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", Quote(dir)));
+      if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", support::Quote(dir)));
       i->comparison_direction = *d;
       std::string type = EnumAttr(op, "compare_type");
       i->mutable_rare().comparison_type = type.empty() || type == "NOTYPE" ? DefaultComparisonType(ops[0]->shape.element_type()) : type;

@@ -19,7 +19,7 @@
 
 #include "hlo/instruction.h"
 #include "hlo/stablehlo/mlir_ir.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo::stablehlo {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <set>
 
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo::stablehlo {
 
@@ -145,7 +145,7 @@ class Parser {
         m.functions.push_back(std::move(*f));
         continue;
       }
-      return Err(start, fmt::format("expected 'module' or 'func.func' at the top level, got {}", Quote(word)));
+      return Err(start, fmt::format("expected 'module' or 'func.func' at the top level, got {}", support::Quote(word)));
     }
     if (m.functions.empty()) return Err(p_, "no functions: expected a 'module' holding 'func.func' operations");
     return m;
@@ -203,7 +203,7 @@ class Parser {
     if (AtEnd()) return "end of input";
     size_t n = 0;
     while (p_ + n < s_.size() && n < 24 && s_[p_ + n] != ' ' && s_[p_ + n] != '\n' && s_[p_ + n] != '\t') ++n;
-    return Quote(s_.substr(p_, std::max<size_t>(n, 1)), 24);
+    return support::Quote(s_.substr(p_, std::max<size_t>(n, 1)), 24);
   }
 
   Status Err(size_t pos, const std::string& message) const {
@@ -362,7 +362,7 @@ class Parser {
         SkipWs();
         std::string storage = ReadBareId();
         auto e = ElementTypeFromName(storage);
-        if (!e) return Err(body, fmt::format("unknown quantized storage type {}", Quote(storage)));
+        if (!e) return Err(body, fmt::format("unknown quantized storage type {}", support::Quote(storage)));
         t.kind = Type::Kind::kElement;
         t.element = *e;
         p_ = body;
@@ -403,7 +403,7 @@ class Parser {
       t.kind = Type::Kind::kElement;
       if (inner == "f32") t.element = PrimitiveType::C64;
       else if (inner == "f64") t.element = PrimitiveType::C128;
-      else return Err(epos, fmt::format("complex<{}> has no XLA element type (complex<f32> and complex<f64> do)", Quote(inner)));
+      else return Err(epos, fmt::format("complex<{}> has no XLA element type (complex<f32> and complex<f64> do)", support::Quote(inner)));
     } else if (auto e = ElementTypeFromName(word)) {
       t.kind = Type::Kind::kElement;
       t.element = *e;
@@ -414,7 +414,7 @@ class Parser {
         OPPROBE_RETURN_IF_ERROR(SkipBalanced('<', '>', p_ - 1));
       }
     } else {
-      return Err(start, fmt::format("unknown type {}", Quote(word)));
+      return Err(start, fmt::format("unknown type {}", support::Quote(word)));
     }
     t.text = std::string(s_.substr(start, p_ - start));
     return t;
@@ -452,7 +452,7 @@ class Parser {
     }
     OPPROBE_ASSIGN_OR_RETURN(Type element, ParseType());
     if (element.kind != Type::Kind::kElement)
-      return Err(p_, fmt::format("tensor element type {} is not a number type", Quote(element.text)));
+      return Err(p_, fmt::format("tensor element type {} is not a number type", support::Quote(element.text)));
     t.element = element.element;
     t.quantized = element.quantized;
     if (Consume(',')) {  // encoding: bounds of dynamic dimensions
@@ -900,7 +900,7 @@ class Parser {
     if (name.empty()) return Err(a.pos, "expected an attribute name after '#'");
     if (Peek() != '<') {  // an alias
       auto it = attr_aliases_.find(name);
-      if (it == attr_aliases_.end()) return Err(a.pos, fmt::format("undefined attribute alias {}", Quote("#" + name)));
+      if (it == attr_aliases_.end()) return Err(a.pos, fmt::format("undefined attribute alias {}", support::Quote("#" + name)));
       Attr resolved = it->second;
       resolved.pos = a.pos;
       return resolved;
@@ -1123,7 +1123,7 @@ class Parser {
     ++p_;
     std::string name = ReadBareId();
     if (name.empty()) return Err(start, "expected an alias name after '#'");
-    if (!Consume('=')) return Err(p_, fmt::format("expected '=' after {}, got {}", Quote("#" + name), Describe()));
+    if (!Consume('=')) return Err(p_, fmt::format("expected '=' after {}, got {}", support::Quote("#" + name), Describe()));
     SkipWs();
     if (LookingAt("loc(")) {
       p_ += 4;
@@ -1192,7 +1192,7 @@ class Parser {
     std::string dialect = op_name.substr(0, op_name.find('.'));
     return fmt::format("operation {} is from dialect {}, which opprobe does not read (StableHLO text holds "
                        "stablehlo, chlo, mhlo, func and sdy operations)",
-                       Quote(op_name), Quote(dialect));
+                       support::Quote(op_name), support::Quote(dialect));
   }
 
   // To the end of the line, over any brackets opened on it.
@@ -1256,7 +1256,7 @@ class Parser {
       OPPROBE_ASSIGN_OR_RETURN(NamedAttrs ignored, ParseAttrDict());
     }
     SkipWs();
-    if (Peek() != '{') return Err(p_, fmt::format("expected the body of function @{}, got {}", OneLine(f.name, 64), Describe()));
+    if (Peek() != '{') return Err(p_, fmt::format("expected the body of function @{}, got {}", support::OneLine(f.name, 64), Describe()));
     std::vector<std::pair<std::string, Type>> args = f.arguments;
     OPPROBE_ASSIGN_OR_RETURN(f.body, ParseRegion(&args));
     bool has = false;
@@ -1401,10 +1401,10 @@ class Parser {
 
   Status CheckDialect(const Operation& op) {
     if (op.name.empty() || !std::all_of(op.name.begin(), op.name.end(), IsIdChar))
-      return Err(op.pos, fmt::format("malformed operation name {}", Quote(op.name)));
+      return Err(op.pos, fmt::format("malformed operation name {}", support::Quote(op.name)));
     auto dot = op.name.find('.');
     if (dot == std::string::npos || dot == 0)
-      return Err(op.pos, fmt::format("operation {} has no dialect prefix (expected e.g. 'stablehlo.add')", Quote(op.name)));
+      return Err(op.pos, fmt::format("operation {} has no dialect prefix (expected e.g. 'stablehlo.add')", support::Quote(op.name)));
     if (!IsKnownDialect(std::string_view(op.name).substr(0, dot))) return Err(op.pos, UnknownDialectMessage(op.name));
     return Status::Ok();
   }
@@ -1723,7 +1723,7 @@ class Parser {
         words.push_back(std::move(n));
         continue;
       }
-      return Err(p_, fmt::format("unexpected {} in operation {}", Describe(), Quote(op.name)));
+      return Err(p_, fmt::format("unexpected {} in operation {}", Describe(), support::Quote(op.name)));
     }
   }
 
@@ -1939,7 +1939,7 @@ class Parser {
       if (t.size() < 4 || t[0] != 'e' || m == std::string::npos || m < 2 || m + 1 >= t.size() || m - 1 > 9 ||
           t.size() - m - 1 > 9 || !std::all_of(t.begin() + 1, t.begin() + static_cast<long>(m), IsDigit) ||
           !std::all_of(t.begin() + static_cast<long>(m) + 1, t.end(), IsDigit))
-        return Err(fpos, fmt::format("reduce_precision: malformed format {}", Quote(t)));
+        return Err(fpos, fmt::format("reduce_precision: malformed format {}", support::Quote(t)));
       op.attributes.emplace_back("exponent_bits", IntAttr(std::stoll(t.substr(1, m - 1))));
       op.attributes.emplace_back("mantissa_bits", IntAttr(std::stoll(t.substr(m + 1))));
       return Status::Ok();

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace opprobe::hlo {
+namespace opprobe::support {
 
 // The cache line holding `p`. (GCC 12 deletes a __builtin_prefetch whose address comes out of a loop as dead
 // code, so x86-64 writes the instruction itself.)
@@ -25,4 +25,4 @@ inline void PrefetchBytes(const void* p, size_t bytes) {
   for (uintptr_t line = begin; line < end; line += kLine) PrefetchLine(reinterpret_cast<const void*>(line));
 }
 
-}  // namespace opprobe::hlo
+}  // namespace opprobe::support
