@@ -16,7 +16,7 @@
 #include "cli/torch_xla_run.h"
 #include "cli/torchax_run.h"
 #include "compiler_probe/remote/shared_cache.h"
-#include "hlo/temp_folder.h"
+#include "support/temp_folder.h"
 
 namespace opprobe::cli {
 namespace {

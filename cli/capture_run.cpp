@@ -16,9 +16,9 @@
 #include <optional>
 
 #include "compiler_probe/subprocess.h"
-#include "hlo/exit_cleanup.h"
+#include "support/exit_cleanup.h"
 #include "opprobe_version.h"
-#include "hlo/runtime_files.h"
+#include "support/runtime_files.h"
 
 extern char** environ;
 

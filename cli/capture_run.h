@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cli/progress.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::cli {
 
@@ -19,7 +19,7 @@ CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty);
 
 // Where the shim is: $OPPROBE_CAPTURE_SHIM when set (an error if that file does not exist), else
 // PREFIX/share/opprobe/capture/opprobe_capture.py beside an installed opprobe, else, for a program of the build tree,
-// the source tree's cli/capture/opprobe_capture.py (hlo/runtime_files.h).
+// the source tree's cli/capture/opprobe_capture.py (support/runtime_files.h).
 Expected<std::string> FindCaptureShim();
 
 // Runs `command` = {python, [python options...], script.py, args...} as a child process (fork/exec, no

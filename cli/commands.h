@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/exit_codes.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::cli {
 

@@ -2,7 +2,7 @@
 // code adds 4). Library errors carry an ErrorCode that says what went wrong; ExitCodeFor maps it here.
 #pragma once
 
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::cli {
 

@@ -7,7 +7,7 @@
 #include "analyzer/lowering/lowering.h"
 #include "analyzer/pipeline/pipeline.h"
 #include "cli/commands.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
 

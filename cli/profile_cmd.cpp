@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "cli/profile_record.h"
 #include "compiler_probe/rules/profile_synthesis.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/parser.h"
 
 namespace opprobe::cli {

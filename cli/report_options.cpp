@@ -15,7 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "reports/diff.h"
 #include "reports/gates.h"
 #include "reports/report.h"

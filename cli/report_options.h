@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "analyzer/driver/result.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::cli {
 

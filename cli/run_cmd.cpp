@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "hlo/evaluator/evaluator.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/literal_io.h"
 #include "hlo/parser.h"
 

@@ -21,7 +21,7 @@
 
 #include "cli/capture_run.h"
 #include "compiler_probe/subprocess.h"
-#include "hlo/exit_cleanup.h"
+#include "support/exit_cleanup.h"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "analyzer/lowering/external_lowering.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::cli {
 

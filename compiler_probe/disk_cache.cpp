@@ -18,10 +18,10 @@
 
 #include "compiler_probe/remote/entry.h"
 #include "compiler_probe/sqlite.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/fingerprint.h"
 #include "hlo/probe_unit.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::compiler_probe {
 
@@ -798,7 +798,7 @@ Expected<DiskCacheStats> GetDiskCacheStats(const std::string& dir) {
       b.id = std::string(ColumnBlob(s.get(), 1));
       b.version = std::string(ColumnBlob(s.get(), 2));
     } else {
-      b.id = fmt::format("(unknown backend {})", hlo::OneLine(ColumnBlob(s.get(), 0), 40));
+      b.id = fmt::format("(unknown backend {})", support::OneLine(ColumnBlob(s.get(), 0), 40));
     }
     b.entries = sqlite3_column_int64(s.get(), 3);
     b.bytes = sqlite3_column_int64(s.get(), 4);

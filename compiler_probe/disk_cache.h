@@ -29,7 +29,7 @@
 
 #include "compiler_probe/cache.h"
 #include "compiler_probe/lowering_memo_store.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler_probe/backend.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe {
 

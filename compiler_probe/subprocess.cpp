@@ -19,7 +19,7 @@
 #include <memory>
 #include <thread>
 
-#include "hlo/exit_cleanup.h"
+#include "support/exit_cleanup.h"
 
 extern char** environ;
 

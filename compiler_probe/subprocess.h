@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe {
 
@@ -60,7 +60,7 @@ struct SpawnSpec {
 // before it runs the program: its own process group, every signal handler back to the default (SIGPIPE, SIGINT and
 // SIGTERM too where ignored), an empty signal mask, and PR_SET_PDEATHSIG SIGKILL, so that it dies with the thread
 // that started it, and so with opprobe, however opprobe ends (even by SIGKILL). The child is registered with the
-// exit cleanup (hlo/exit_cleanup.h): call exit_cleanup::ForgetChild(pid) before reaping it. Returns 0 with `pid`
+// exit cleanup (support/exit_cleanup.h): call exit_cleanup::ForgetChild(pid) before reaping it. Returns 0 with `pid`
 // set, or the errno that kept the program from starting (as posix_spawn does). A thread that starts a long-lived
 // child must outlive it (see compiler_probe/worker/process.cpp's spawner thread).
 int SpawnChild(const SpawnSpec& spec, pid_t& pid);

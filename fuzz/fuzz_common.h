@@ -14,7 +14,7 @@
 
 #include <google/protobuf/stubs/logging.h>
 
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::fuzz {
 

@@ -230,7 +230,7 @@ template <typename Tag, typename T>
 bool KindEmpty(Tag, const T&) {
   return false;
 }
-bool KindEmpty(AttrKindTag<AttrKind::kWindow>, const HeapOptional<Window>& w) { return !w || w->dimensions.empty(); }
+bool KindEmpty(AttrKindTag<AttrKind::kWindow>, const support::HeapOptional<Window>& w) { return !w || w->dimensions.empty(); }
 bool KindEmpty(AttrKindTag<AttrKind::kPrecisionList>, const std::vector<PrecisionLevel>& levels) {
   return std::all_of(levels.begin(), levels.end(), [](PrecisionLevel p) { return p == PrecisionLevel::kDefault; });
 }

@@ -37,24 +37,24 @@ enum class AttrKind : uint8_t {
   kBoolList,           // std::vector<bool>            parameter_replication={false,true}
   kNameList,           // std::vector<std::string>     control-predecessors={%a, %b}
   kText,               // std::string, balanced braces kept as written  origin={...}
-  kWindow,             // HeapOptional<Window>        window={size=3x3 stride=2x2}
-  kConvDims,           // HeapOptional<ConvolutionDimensionNumbers>  dim_labels=b01f_01io->b01f
-  kSlice,              // HeapOptional<SliceDimensions>             slice={[0:2], [0:8:2]}
-  kPadding,            // HeapOptional<PaddingConfig>               padding=0_1x2_2_1
+  kWindow,             // support::HeapOptional<Window>        window={size=3x3 stride=2x2}
+  kConvDims,           // support::HeapOptional<ConvolutionDimensionNumbers>  dim_labels=b01f_01io->b01f
+  kSlice,              // support::HeapOptional<SliceDimensions>             slice={[0:2], [0:8:2]}
+  kPadding,            // support::HeapOptional<PaddingConfig>               padding=0_1x2_2_1
   kDirection,          // ComparisonDirection          direction=LT
   kFftType,            // FftType                      fft_type=RFFT
   kDistribution,       // RandomDistribution           distribution=rng_uniform
   kTransposeA,         // TransposeA                   transpose_a=NO_TRANSPOSE
   kPrecisionList,      // std::vector<PrecisionLevel>  operand_precision={high,default}
-  kMetadata,           // SharedValue<OpMetadata>      metadata={op_type="..." ...}
-  kSharding,           // HeapOptional<Sharding>      sharding={devices=[2,1]<=[2]}
+  kMetadata,           // support::SharedValue<OpMetadata>      metadata={op_type="..." ...}
+  kSharding,           // support::HeapOptional<Sharding>      sharding={devices=[2,1]<=[2]}
   kFrontendAttributes, // std::vector<std::pair<std::string, std::string>>  frontend_attributes={a="b"}
   kReplicaGroups,      // CollectiveDeviceList         replica_groups={{0,1}} or [2,2]<=[4]
   kAliasing,           // std::vector<OutputOperandAlias>  output_to_operand_aliasing={{0}: (1, {})}
-  kShape,              // HeapOptional<Shape>         outfeed_shape=f32[2]{0}
-  kShapeList,          // HeapOptional<std::vector<Shape>>  operand_layout_constraints={f32[2]{0}}
-  kLiteral,            // HeapOptional<Literal>       literal=s32[] 1
-  kResultAccuracy,     // HeapOptional<ResultAccuracy>  result_accuracy={mode=highest}
+  kShape,              // support::HeapOptional<Shape>         outfeed_shape=f32[2]{0}
+  kShapeList,          // support::HeapOptional<std::vector<Shape>>  operand_layout_constraints={f32[2]{0}}
+  kLiteral,            // support::HeapOptional<Literal>       literal=s32[] 1
+  kResultAccuracy,     // support::HeapOptional<ResultAccuracy>  result_accuracy={mode=highest}
   kComputation,        // std::vector<Computation*>, one slot (AttrSpec::slot)  to_apply=%add
   kComputationList,    // std::vector<Computation*>, all of it               branch_computations={%a, %b}
 };
@@ -83,24 +83,24 @@ OPPROBE_HLO_ATTR_VALUE_TYPE(kIntListList, std::vector<std::vector<int64_t>>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kBoolList, std::vector<bool>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kNameList, std::vector<std::string>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kText, std::string)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kWindow, HeapOptional<Window>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kConvDims, HeapOptional<ConvolutionDimensionNumbers>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kSlice, HeapOptional<SliceDimensions>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kPadding, HeapOptional<PaddingConfig>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kWindow, support::HeapOptional<Window>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kConvDims, support::HeapOptional<ConvolutionDimensionNumbers>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kSlice, support::HeapOptional<SliceDimensions>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kPadding, support::HeapOptional<PaddingConfig>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kDirection, ComparisonDirection)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kFftType, FftType)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kDistribution, RandomDistribution)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kTransposeA, TransposeA)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kPrecisionList, std::vector<PrecisionLevel>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kMetadata, SharedValue<OpMetadata>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kSharding, HeapOptional<Sharding>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kMetadata, support::SharedValue<OpMetadata>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kSharding, support::HeapOptional<Sharding>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kFrontendAttributes, std::vector<std::pair<std::string, std::string>>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kReplicaGroups, CollectiveDeviceList)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kAliasing, std::vector<OutputOperandAlias>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kShape, HeapOptional<Shape>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kShapeList, HeapOptional<std::vector<Shape>>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kLiteral, HeapOptional<Literal>)
-OPPROBE_HLO_ATTR_VALUE_TYPE(kResultAccuracy, HeapOptional<ResultAccuracy>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kShape, support::HeapOptional<Shape>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kShapeList, support::HeapOptional<std::vector<Shape>>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kLiteral, support::HeapOptional<Literal>)
+OPPROBE_HLO_ATTR_VALUE_TYPE(kResultAccuracy, support::HeapOptional<ResultAccuracy>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kComputation, std::vector<Computation*>)
 OPPROBE_HLO_ATTR_VALUE_TYPE(kComputationList, std::vector<Computation*>)
 #undef OPPROBE_HLO_ATTR_VALUE_TYPE

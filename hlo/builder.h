@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hlo/instruction.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 
@@ -128,7 +128,7 @@ class Builder {
 
   std::shared_ptr<State> state_;
   std::unique_ptr<Computation> computation_;
-  SharedValue<OpMetadata> metadata_;  // shared by every instruction added while it is set
+  support::SharedValue<OpMetadata> metadata_;  // shared by every instruction added while it is set
   int64_t parameter_count_ = 0;
 };
 

@@ -137,7 +137,7 @@ struct ValueHasher {
   void operator()(E v) const {
     h.Int(static_cast<int64_t>(v));
   }
-  void operator()(const HeapOptional<Window>& w) const {
+  void operator()(const support::HeapOptional<Window>& w) const {
     h.Bool(w.has_value());
     if (!w) return;
     h.Word(w->dimensions.size());
@@ -146,7 +146,7 @@ struct ValueHasher {
       h.Bool(d.window_reversal);
     }
   }
-  void operator()(const HeapOptional<ConvolutionDimensionNumbers>& c) const {
+  void operator()(const support::HeapOptional<ConvolutionDimensionNumbers>& c) const {
     h.Bool(c.has_value());
     if (!c) return;
     for (int64_t v : {c->input_batch_dimension, c->input_feature_dimension, c->kernel_input_feature_dimension,
@@ -156,14 +156,14 @@ struct ValueHasher {
     h.Ints(c->kernel_spatial_dimensions);
     h.Ints(c->output_spatial_dimensions);
   }
-  void operator()(const HeapOptional<SliceDimensions>& s) const {
+  void operator()(const support::HeapOptional<SliceDimensions>& s) const {
     h.Bool(s.has_value());
     if (!s) return;
     h.Ints(s->starts);
     h.Ints(s->limits);
     h.Ints(s->strides);
   }
-  void operator()(const HeapOptional<PaddingConfig>& p) const {
+  void operator()(const support::HeapOptional<PaddingConfig>& p) const {
     h.Bool(p.has_value());
     if (!p) return;
     h.Word(p->dimensions.size());
@@ -197,17 +197,17 @@ struct ValueHasher {
       h.Ints(a.operand_shape_index);
     }
   }
-  void operator()(const HeapOptional<Shape>& s) const {
+  void operator()(const support::HeapOptional<Shape>& s) const {
     h.Bool(s.has_value());
     if (s) HashShape(h, *s);
   }
-  void operator()(const HeapOptional<std::vector<Shape>>& v) const {
+  void operator()(const support::HeapOptional<std::vector<Shape>>& v) const {
     h.Bool(v.has_value());
     if (!v) return;
     h.Word(v->size());
     for (const Shape& s : *v) HashShape(h, s);
   }
-  void operator()(const HeapOptional<Literal>& l) const {
+  void operator()(const support::HeapOptional<Literal>& l) const {
     h.Bool(l.has_value());
     if (l) HashLiteral(h, *l);
   }

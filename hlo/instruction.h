@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "hlo/attribute_types.h"
-#include "hlo/heap_optional.h"
-#include "hlo/shared_value.h"
+#include "support/heap_optional.h"
+#include "support/shared_value.h"
 #include "hlo/literal.h"
 #include "hlo/opcode.h"
-#include "hlo/prefetch.h"
+#include "support/prefetch.h"
 #include "hlo/shape.h"
 
 namespace opprobe::hlo {
@@ -63,9 +63,9 @@ struct RareAttributes {
 // One HLO instruction. Attributes that an opcode does not use stay at their defaults; hlo/attributes.h declares
 // which opcode uses which (XLA's HloInstruction subclasses, flattened), and the parser, printer and proto code
 // walk that declaration. So that an instruction stays small (issue #17.3: a big module holds hundreds of
-// thousands), the large optional structs are HeapOptional (std::optional's interface, one pointer while unset),
+// thousands), the large optional structs are support::HeapOptional (std::optional's interface, one pointer while unset),
 // the string and list attributes few opcodes have are in RareAttributes (rare(), mutable_rare()), and the metadata
-// is a SharedValue (instructions with the same metadata share one).
+// is a support::SharedValue (instructions with the same metadata share one).
 class Instruction {
  public:
   Opcode opcode = Opcode::kParameter;
@@ -88,18 +88,18 @@ class Instruction {
   int64_t iota_dimension = 0;
   int64_t feature_index = 0;
   float epsilon = 0.0f;
-  HeapOptional<Literal> literal;  // constant; custom-call `literal=`
-  HeapOptional<Window> window;
-  HeapOptional<ConvolutionDimensionNumbers> convolution_dimension_numbers;
+  support::HeapOptional<Literal> literal;  // constant; custom-call `literal=`
+  support::HeapOptional<Window> window;
+  support::HeapOptional<ConvolutionDimensionNumbers> convolution_dimension_numbers;
   int64_t feature_group_count = 1;
   int64_t batch_group_count = 1;
-  HeapOptional<DotDimensionNumbers> dot_dimension_numbers;
-  HeapOptional<GatherDimensionNumbers> gather_dimension_numbers;
-  HeapOptional<ScatterDimensionNumbers> scatter_dimension_numbers;
+  support::HeapOptional<DotDimensionNumbers> dot_dimension_numbers;
+  support::HeapOptional<GatherDimensionNumbers> gather_dimension_numbers;
+  support::HeapOptional<ScatterDimensionNumbers> scatter_dimension_numbers;
   bool indices_are_sorted = false;
   bool unique_indices = false;
-  HeapOptional<SliceDimensions> slice;
-  HeapOptional<PaddingConfig> padding_config;
+  support::HeapOptional<SliceDimensions> slice;
+  support::HeapOptional<PaddingConfig> padding_config;
   ComparisonDirection comparison_direction = ComparisonDirection::kEq;
   FftType fft_type = FftType::kFft;
   bool is_stable = false;  // sort
@@ -112,7 +112,7 @@ class Instruction {
   // custom-call's target: in the instruction, as in XLA's, since every custom-call has one (a Neuron module holds
   // thousands).
   std::string custom_call_target;
-  SharedValue<OpMetadata> metadata;  // read as metadata->op_type; metadata.mutable_value() to change it
+  support::SharedValue<OpMetadata> metadata;  // read as metadata->op_type; metadata.mutable_value() to change it
 
   // Collectives, send/recv, async and scheduling.
   bool constrain_layout = false;
@@ -120,14 +120,14 @@ class Instruction {
   bool is_host_transfer = false;                        // send, recv and their -done
   // Custom calls.
   bool custom_call_has_side_effect = false;
-  HeapOptional<std::vector<Shape>> operand_layout_constraints;
+  support::HeapOptional<std::vector<Shape>> operand_layout_constraints;
   // Others.
   bool is_composite = false;                      // call
   int64_t delta = 0;                              // rng-get-and-update-state
-  HeapOptional<Shape> outfeed_shape;              // outfeed
-  HeapOptional<ResultAccuracy> result_accuracy;   // transcendental unary ops
+  support::HeapOptional<Shape> outfeed_shape;              // outfeed
+  support::HeapOptional<ResultAccuracy> result_accuracy;   // transcendental unary ops
   // Attributes every opcode may have.
-  HeapOptional<Sharding> sharding;
+  support::HeapOptional<Sharding> sharding;
 
 
   // The attributes few instructions have (a RareAttributes{} when none is set); mutable_rare() creates them.
@@ -145,7 +145,7 @@ class Instruction {
 
  private:
   static const RareAttributes kNoRareAttributes;  // a namespace-scope object: reading it needs no guard
-  HeapOptional<RareAttributes> rare_;
+  support::HeapOptional<RareAttributes> rare_;
 };
 
 class Computation {
@@ -214,7 +214,7 @@ inline const Instruction* PrefetchAhead(const std::vector<std::unique_ptr<Instru
   if (k + kAhead >= instrs.size()) return nullptr;
   const Instruction* in = instrs[k + kAhead].get();
   const auto* first = reinterpret_cast<const char*>(in);
-  PrefetchBytes(in, static_cast<size_t>(reinterpret_cast<const char*>(&in->operands + 1) - first));
+  support::PrefetchBytes(in, static_cast<size_t>(reinterpret_cast<const char*>(&in->operands + 1) - first));
   return in;
 }
 

@@ -8,8 +8,8 @@
 #include <optional>
 #include <sstream>
 
-#include "hlo/file_io.h"
-#include "hlo/quote.h"
+#include "support/file_io.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo {
 
@@ -120,7 +120,7 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
   if (descr.empty() || shape_text.empty()) return InvalidInput(fmt::format("{}: .npy header lacks descr or shape", where));
   if (fortran.rfind("True", 0) == 0) return InvalidInput(fmt::format("{}: Fortran-order .npy is not supported", where));
   if (descr[0] == '>' && descr.substr(1) != "i1" && descr.substr(1) != "u1" && descr.substr(1) != "b1")
-    return InvalidInput(fmt::format("{}: big-endian .npy ({}) is not supported", where, Quote(descr)));
+    return InvalidInput(fmt::format("{}: big-endian .npy ({}) is not supported", where, support::Quote(descr)));
   std::string kind = descr[0] == '<' || descr[0] == '|' || descr[0] == '=' || descr[0] == '>' ? descr.substr(1) : descr;
   static const std::pair<const char*, PrimitiveType> kTypes[] = {
       {"f2", PrimitiveType::F16}, {"f4", PrimitiveType::F32}, {"f8", PrimitiveType::F64}, {"i1", PrimitiveType::S8},
@@ -130,7 +130,7 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
   std::optional<PrimitiveType> type;
   for (const auto& [name, t] : kTypes)
     if (kind == name) type = t;
-  if (!type) return InvalidInput(fmt::format("{}: .npy dtype {} is not supported", where, Quote(descr)));
+  if (!type) return InvalidInput(fmt::format("{}: .npy dtype {} is not supported", where, support::Quote(descr)));
   std::vector<int64_t> dims;
   std::string inner = shape_text.substr(1, shape_text.size() - 2);
   std::stringstream ss(inner);
@@ -141,9 +141,9 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
     try {
       dims.push_back(std::stoll(tok.substr(a, b - a + 1)));
     } catch (...) {
-      return InvalidInput(fmt::format("{}: bad .npy shape {}", where, Quote(shape_text)));
+      return InvalidInput(fmt::format("{}: bad .npy shape {}", where, support::Quote(shape_text)));
     }
-    if (dims.back() < 0) return InvalidInput(fmt::format("{}: bad .npy shape {}", where, Quote(shape_text)));
+    if (dims.back() < 0) return InvalidInput(fmt::format("{}: bad .npy shape {}", where, support::Quote(shape_text)));
   }
   Shape shape = Shape::Array(*type, dims);
   auto n = shape.ElementCount();
@@ -163,7 +163,7 @@ Expected<Literal> ParseJsonLiteral(std::string_view text, const std::string& whe
   try {
     j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
-    return InvalidInput(fmt::format("{}: invalid JSON: {}", where, OneLine(e.what())));
+    return InvalidInput(fmt::format("{}: invalid JSON: {}", where, support::OneLine(e.what())));
   }
   if (j.is_object()) {
     if (!j.contains("shape") || !j.contains("data") || !j["shape"].is_array() || !j["data"].is_array())
@@ -178,7 +178,7 @@ Expected<Literal> ParseJsonLiteral(std::string_view text, const std::string& whe
       if (!j["dtype"].is_string()) return InvalidInput(fmt::format("{}: dtype must be a string", where));
       auto pt = PrimitiveTypeFromName(j["dtype"].get<std::string>());
       if (!pt || !IsArrayType(*pt))
-        return InvalidInput(fmt::format("{}: unknown dtype {}", where, Quote(j["dtype"].get<std::string>())));
+        return InvalidInput(fmt::format("{}: unknown dtype {}", where, support::Quote(j["dtype"].get<std::string>())));
       t = *pt;
     }
     Shape s = Shape::Array(t, dims);

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hlo/literal.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 

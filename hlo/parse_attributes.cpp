@@ -28,7 +28,7 @@ struct ValueParser {
 
   std::string Key() const { return std::string(spec.key); }
   Status Bad(std::string_view what, std::string_view value) const {
-    return p.Err(value_pos, fmt::format("{} {}", what, Quote(value)));
+    return p.Err(value_pos, fmt::format("{} {}", what, support::Quote(value)));
   }
 
   Status operator()(AttrKindTag<AttrKind::kInt>, int64_t& v) {
@@ -139,25 +139,25 @@ struct ValueParser {
     return Status::Ok();
   }
   Status operator()(AttrKindTag<AttrKind::kText>, std::string& v) { return p.ParseBalanced(v); }
-  Status operator()(AttrKindTag<AttrKind::kWindow>, HeapOptional<Window>& v) {
+  Status operator()(AttrKindTag<AttrKind::kWindow>, support::HeapOptional<Window>& v) {
     Window w;
     OPPROBE_RETURN_IF_ERROR(p.ParseWindow(w));
     v = std::move(w);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kConvDims>, HeapOptional<ConvolutionDimensionNumbers>& v) {
+  Status operator()(AttrKindTag<AttrKind::kConvDims>, support::HeapOptional<ConvolutionDimensionNumbers>& v) {
     ConvolutionDimensionNumbers d;
     OPPROBE_RETURN_IF_ERROR(p.ParseDimLabels(d));
     v = std::move(d);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSlice>, HeapOptional<SliceDimensions>& v) {
+  Status operator()(AttrKindTag<AttrKind::kSlice>, support::HeapOptional<SliceDimensions>& v) {
     SliceDimensions s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSlice(s));
     v = std::move(s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kPadding>, HeapOptional<PaddingConfig>& v) {
+  Status operator()(AttrKindTag<AttrKind::kPadding>, support::HeapOptional<PaddingConfig>& v) {
     PaddingConfig c;
     OPPROBE_RETURN_IF_ERROR(p.ParsePadding(c));
     v = std::move(c);
@@ -210,8 +210,8 @@ struct ValueParser {
     v = std::move(levels);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kMetadata>, SharedValue<OpMetadata>& v) { return p.ParseSharedMetadata(v); }
-  Status operator()(AttrKindTag<AttrKind::kSharding>, HeapOptional<Sharding>& v) {
+  Status operator()(AttrKindTag<AttrKind::kMetadata>, support::SharedValue<OpMetadata>& v) { return p.ParseSharedMetadata(v); }
+  Status operator()(AttrKindTag<AttrKind::kSharding>, support::HeapOptional<Sharding>& v) {
     Sharding s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSharding(s, 0));
     v = std::move(s);
@@ -222,13 +222,13 @@ struct ValueParser {
   }
   Status operator()(AttrKindTag<AttrKind::kReplicaGroups>, CollectiveDeviceList& v) { return p.ParseReplicaGroups(v); }
   Status operator()(AttrKindTag<AttrKind::kAliasing>, std::vector<OutputOperandAlias>& v) { return p.ParseAliasing(v); }
-  Status operator()(AttrKindTag<AttrKind::kShape>, HeapOptional<Shape>& v) {
+  Status operator()(AttrKindTag<AttrKind::kShape>, support::HeapOptional<Shape>& v) {
     auto s = p.ParseShape(0);
     if (!s.ok()) return s.status();
     v = std::move(*s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kShapeList>, HeapOptional<std::vector<Shape>>& v) {
+  Status operator()(AttrKindTag<AttrKind::kShapeList>, support::HeapOptional<std::vector<Shape>>& v) {
     OPPROBE_RETURN_IF_ERROR(p.ExpectOr('{', [&] { return fmt::format("to open {}", spec.key); }));
     std::vector<Shape> shapes;
     p.SkipWs();
@@ -268,13 +268,13 @@ struct ValueParser {
     if (!s.ok()) return s.status();
     return p.ParseLiteral(*s, depth + 1);
   }
-  Status operator()(AttrKindTag<AttrKind::kLiteral>, HeapOptional<Literal>& v) {
+  Status operator()(AttrKindTag<AttrKind::kLiteral>, support::HeapOptional<Literal>& v) {
     auto l = ShapedLiteral(0);
     if (!l.ok()) return l.status();
     v = std::move(*l);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, HeapOptional<ResultAccuracy>& v) {
+  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, support::HeapOptional<ResultAccuracy>& v) {
     ResultAccuracy r;
     OPPROBE_RETURN_IF_ERROR(p.ParseResultAccuracy(r));
     v = r;
@@ -502,7 +502,7 @@ Status Parser::ParseQuotedInto(std::string& out) {
           }
           out += static_cast<char>(v);
         } else {
-          return Err(p_ - 2, fmt::format("unknown escape {}", Quote(s_.substr(p_ - 2, 2))));
+          return Err(p_ - 2, fmt::format("unknown escape {}", support::Quote(s_.substr(p_ - 2, 2))));
         }
     }
   }
@@ -590,18 +590,18 @@ Status Parser::ParseWindow(Window& w) {
         size_t u = parts[i].find('_');
         int64_t lo, hi;
         if (u == std::string::npos || !to_int(parts[i].substr(0, u), &lo) || !to_int(parts[i].substr(u + 1), &hi))
-          return Err(p_, fmt::format("bad window padding {}", Quote(parts[i])));
+          return Err(p_, fmt::format("bad window padding {}", support::Quote(parts[i])));
         d.padding_low = lo;
         d.padding_high = hi;
         continue;
       }
-      if (!to_int(parts[i], &v)) return Err(p_, fmt::format("bad window {} {}", key, Quote(parts[i])));
+      if (!to_int(parts[i], &v)) return Err(p_, fmt::format("bad window {} {}", key, support::Quote(parts[i])));
       if (key == "size") d.size = v;
       else if (key == "stride") d.stride = v;
       else if (key == "lhs_dilate") d.base_dilation = v;
       else if (key == "rhs_dilate") d.window_dilation = v;
       else if (key == "rhs_reversal") d.window_reversal = v != 0;
-      else return Err(p_, fmt::format("unknown window field {}", Quote(key)));
+      else return Err(p_, fmt::format("unknown window field {}", support::Quote(key)));
     }
   }
   return Status::Ok();
@@ -614,10 +614,10 @@ Status Parser::ParseDimLabels(ConvolutionDimensionNumbers& d) {
   std::string text(s_.substr(start, p_ - start));
   size_t u = text.find('_'), arrow = text.find("->");
   if (u == std::string::npos || arrow == std::string::npos || arrow < u)
-    return Err(start, fmt::format("bad dim_labels {}", Quote(text)));
+    return Err(start, fmt::format("bad dim_labels {}", support::Quote(text)));
   std::string lhs = text.substr(0, u), rhs = text.substr(u + 1, arrow - u - 1), out = text.substr(arrow + 2);
   if (lhs.size() != rhs.size() || lhs.size() != out.size() || lhs.size() < 2)
-    return Err(start, fmt::format("dim_labels {} have different ranks", Quote(text)));
+    return Err(start, fmt::format("dim_labels {} have different ranks", support::Quote(text)));
   // Digits name the spatial dimensions; '?' marks a dimension the convolution does not use (XLA's custom calls).
   size_t spatial = 0;
   for (char c : lhs) spatial += IsDigit(c) ? 1 : 0;
@@ -640,7 +640,7 @@ Status Parser::ParseDimLabels(ConvolutionDimensionNumbers& d) {
       !parse(rhs, 'i', 'o', d.kernel_input_feature_dimension, d.kernel_output_feature_dimension,
              d.kernel_spatial_dimensions) ||
       !parse(out, 'b', 'f', d.output_batch_dimension, d.output_feature_dimension, d.output_spatial_dimensions))
-    return Err(start, fmt::format("bad dim_labels {}", Quote(text)));
+    return Err(start, fmt::format("bad dim_labels {}", support::Quote(text)));
   return Status::Ok();
 }
 
@@ -695,12 +695,12 @@ Status Parser::ParsePadding(PaddingConfig& c) {
       char* e = nullptr;
       errno = 0;
       long long v = std::strtoll(n.c_str(), &e, 10);
-      if (errno || !e || *e || n.empty()) return Err(start, fmt::format("bad padding {}", Quote(text)));
+      if (errno || !e || *e || n.empty()) return Err(start, fmt::format("bad padding {}", support::Quote(text)));
       nums.push_back(v);
       if (u == std::string::npos) break;
       q = u + 1;
     }
-    if (nums.size() != 2 && nums.size() != 3) return Err(start, fmt::format("bad padding {}", Quote(text)));
+    if (nums.size() != 2 && nums.size() != 3) return Err(start, fmt::format("bad padding {}", support::Quote(text)));
     c.dimensions.push_back({nums[0], nums[1], nums.size() == 3 ? nums[2] : 0});
     if (x == std::string::npos) break;
     b = x + 1;
@@ -708,7 +708,7 @@ Status Parser::ParsePadding(PaddingConfig& c) {
   return Status::Ok();
 }
 
-Status Parser::ParseSharedMetadata(SharedValue<OpMetadata>& out) {
+Status Parser::ParseSharedMetadata(support::SharedValue<OpMetadata>& out) {
   SkipWs();
   const size_t start = p_;
   // Where the braces that open here close (quoted strings skipped), or npos: the text a parse would read when it
@@ -933,7 +933,7 @@ Status Parser::ParseSingleSharding(Sharding& s) {
         size_t tpos = p_;
         std::string_view t = ReadWord();
         auto st = ShardingTypeFromName(t);
-        if (!st) return Err(tpos, fmt::format("unknown sharding type {}", Quote(t)));
+        if (!st) return Err(tpos, fmt::format("unknown sharding type {}", support::Quote(t)));
         s.last_tile_dims.push_back(*st);
         if (!TryConsume(',')) break;
         SkipWs();
@@ -963,7 +963,7 @@ Status Parser::ParseSingleSharding(Sharding& s) {
         s.metadata.push_back(std::move(m));
       }
     } else {
-      return Err(wpos, fmt::format("unknown sharding attribute {}", Quote(word)));
+      return Err(wpos, fmt::format("unknown sharding attribute {}", support::Quote(word)));
     }
   }
   ++p_;  // '}'
@@ -1097,7 +1097,7 @@ Status Parser::ParseResultAccuracy(ResultAccuracy& r) {
     size_t vpos = p_;
     std::string mode = Lower(ReadWord());
     if (mode == "highest") r.highest = true;
-    else if (mode != "default") return Err(vpos, fmt::format("unknown result_accuracy mode {}", Quote(mode)));
+    else if (mode != "default") return Err(vpos, fmt::format("unknown result_accuracy mode {}", support::Quote(mode)));
   } else if (key == "tolerance") {
     r.has_tolerance = true;
     OPPROBE_RETURN_IF_ERROR(Expect('{', "to open the tolerance"));
@@ -1116,7 +1116,7 @@ Status Parser::ParseResultAccuracy(ResultAccuracy& r) {
         if (!v.ok()) return v.status();
         (field == "atol" ? r.atol : r.rtol) = *v;
       } else {
-        return Err(fpos, fmt::format("unknown tolerance field {}", Quote(field)));
+        return Err(fpos, fmt::format("unknown tolerance field {}", support::Quote(field)));
       }
       SkipWs();
       if (Peek() == ',') ++p_;
@@ -1124,7 +1124,7 @@ Status Parser::ParseResultAccuracy(ResultAccuracy& r) {
     }
     ++p_;
   } else {
-    return Err(kpos, fmt::format("expected mode= or tolerance= in result_accuracy, got {}", Quote(key)));
+    return Err(kpos, fmt::format("expected mode= or tolerance= in result_accuracy, got {}", support::Quote(key)));
   }
   return Expect('}', "to close result_accuracy");
 }

@@ -185,7 +185,7 @@ Status Parser::ParseShapeInto(Shape& shape, int depth) {
   }
   auto type = ElementType(type_name);
   if (!type || *type == PrimitiveType::TUPLE)
-    return Err(name_start, fmt::format("unknown element type {}", Quote(type_name)));
+    return Err(name_start, fmt::format("unknown element type {}", support::Quote(type_name)));
   SkipInlineWs();
   if (Peek() != '[') return Err(p_, fmt::format("expected '[' after element type {}", type_name));
   ++p_;
@@ -438,13 +438,13 @@ Status Parser::SetNan(Literal& lit, int64_t i, std::string_view tok, size_t pos)
   }
   // `nan(0x...)`: the payload, which must be a non-zero value of the type's mantissa bits (XLA's parser).
   if (rest.size() < 5 || rest.substr(0, 3) != "(0x" || rest.back() != ')')
-    return Err(pos, fmt::format("{} is not a number", Quote(tok)));
+    return Err(pos, fmt::format("{} is not a number", support::Quote(tok)));
   std::string hex(rest.substr(3, rest.size() - 4));
   char* endp = nullptr;
   errno = 0;
   const unsigned long long payload = std::strtoull(hex.c_str(), &endp, 16);
   if (hex.empty() || errno || !endp || *endp || hex[0] == '-' || hex[0] == '+')
-    return Err(pos, fmt::format("{} is not a number", Quote(tok)));
+    return Err(pos, fmt::format("{} is not a number", support::Quote(tok)));
   const int bits = NanPayloadBits(t);
   if (bits == 0) {  // the small float types: any NaN stands for the type's NaN
     lit.SetFromDouble(i, std::numeric_limits<double>::quiet_NaN());
@@ -452,7 +452,7 @@ Status Parser::SetNan(Literal& lit, int64_t i, std::string_view tok, size_t pos)
   }
   const unsigned long long max = (1ULL << bits) - 1;
   if (payload == 0 || payload > max)
-    return Err(pos, fmt::format("NaN payload {} is out of range for {} (1 to {:#x})", Quote(tok),
+    return Err(pos, fmt::format("NaN payload {} is out of range for {} (1 to {:#x})", support::Quote(tok),
                                 PrimitiveTypeName(t), max));
   const unsigned long long sign = negative ? 1ULL : 0ULL;
   switch (t) {
@@ -470,7 +470,7 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
   if (t == PrimitiveType::PRED) {
     if (tok == "true" || tok == "1") lit.Set<uint8_t>(i, 1);
     else if (tok == "false" || tok == "0") lit.Set<uint8_t>(i, 0);
-    else return Err(pos, fmt::format("{} is not a pred value", Quote(tok)));
+    else return Err(pos, fmt::format("{} is not a pred value", support::Quote(tok)));
     return Status::Ok();
   }
   if (IsInteger(t)) {
@@ -478,7 +478,7 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     errno = 0;
     if (IsSignedInteger(t)) {
       long long v = std::strtoll(tok.c_str(), &endp, 10);
-      if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", Quote(tok)));
+      if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", support::Quote(tok)));
       int bits = BitWidth(t);
       if (bits < 64) {
         long long lo = -(1LL << (bits - 1)), hi = (1LL << (bits - 1)) - 1;
@@ -498,12 +498,12 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
       if (!tok.empty() && tok[0] == '-') {
         // XLA reads an integer literal as int64 and keeps u64's two's complement (`u64[] constant(-1)`).
         long long sv = std::strtoll(tok.c_str(), &endp, 10);
-        if (errno || !endp || *endp) return Err(pos, fmt::format("{} is not an integer", Quote(tok)));
+        if (errno || !endp || *endp) return Err(pos, fmt::format("{} is not an integer", support::Quote(tok)));
         if (bits < 64) return Err(pos, fmt::format("{} is negative for {}", tok, PrimitiveTypeName(t)));
         v = static_cast<unsigned long long>(sv);
       } else {
         v = std::strtoull(tok.c_str(), &endp, 10);
-        if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", Quote(tok)));
+        if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", support::Quote(tok)));
       }
       if (bits < 64 && v > ((1ULL << bits) - 1))
         return Err(pos, fmt::format("{} does not fit in {}", tok, PrimitiveTypeName(t)));
@@ -521,10 +521,10 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
   if (IsComplex(t)) {
     std::string_view body = text;
     if (body.size() < 2 || body.front() != '(' || body.back() != ')')
-      return Err(pos, fmt::format("{} is not a complex value (re, im)", Quote(tok)));
+      return Err(pos, fmt::format("{} is not a complex value (re, im)", support::Quote(tok)));
     body = body.substr(1, body.size() - 2);
     size_t comma = body.find(',');
-    if (comma == std::string_view::npos) return Err(pos, fmt::format("{} is not a complex value (re, im)", Quote(tok)));
+    if (comma == std::string_view::npos) return Err(pos, fmt::format("{} is not a complex value (re, im)", support::Quote(tok)));
     auto trim = [](std::string_view v) {
       while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
       while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
@@ -532,13 +532,13 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     };
     double re, im;
     if (!ParseDoubleText(trim(body.substr(0, comma)), &re) || !ParseDoubleText(trim(body.substr(comma + 1)), &im))
-      return Err(pos, fmt::format("{} is not a complex value (re, im)", Quote(tok)));
+      return Err(pos, fmt::format("{} is not a complex value (re, im)", support::Quote(tok)));
     lit.SetFromComplex(i, {re, im});
     return Status::Ok();
   }
   if (IsFloatingPoint(t)) {
     double d;
-    if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("{} is not a number", Quote(tok)));
+    if (!ParseDoubleText(tok, &d)) return Err(pos, fmt::format("{} is not a number", support::Quote(tok)));
     if (std::isnan(d)) return SetNan(lit, i, tok, pos);
     if (t == PrimitiveType::F32) {
       float f = std::isfinite(d) ? std::strtof(tok.c_str(), nullptr) : static_cast<float>(d);
@@ -548,7 +548,7 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     }
     // XLA's parser: a finite value that the type cannot hold (f16 65520, bf16 1e100) is out of range.
     if (std::isfinite(d) && !std::isfinite(lit.GetAsDouble(i)))
-      return Err(pos, fmt::format("{} is out of range for {}", Quote(tok), PrimitiveTypeName(t)));
+      return Err(pos, fmt::format("{} is out of range for {}", support::Quote(tok), PrimitiveTypeName(t)));
     return Status::Ok();
   }
   return Err(pos, fmt::format("cannot hold a literal of type {}", PrimitiveTypeName(t)));

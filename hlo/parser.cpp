@@ -29,7 +29,7 @@ Status Parser::Err(size_t at, const std::string& msg) const {
       ++col;
     }
   }
-  return InvalidInput(fmt::format("{}:{}:{}: {}", src_, line, col, OneLine(msg, 1000)));
+  return InvalidInput(fmt::format("{}:{}:{}: {}", src_, line, col, support::OneLine(msg, 1000)));
 }
 
 void Parser::SkipWsSlow() {
@@ -89,7 +89,7 @@ std::string Parser::Describe() const {
   if (p_ >= end_) return "end of input";
   size_t n = 0;
   while (p_ + n < end_ && n < 16 && s_[p_ + n] != '\n') ++n;
-  return Quote(s_.substr(p_, n));
+  return support::Quote(s_.substr(p_, n));
 }
 
 std::string Parser::ReadName() { return std::string(ReadNameView()); }
@@ -333,7 +333,7 @@ Status Parser::ParseInstructionRhs(Scope& scope, std::string_view name, size_t n
   while (p_ < end_ && (IsNameChar(s_[p_]))) ++p_;
   std::string_view opname = s_.substr(op_pos, p_ - op_pos);
   if (opname.empty()) return Err(op_pos, fmt::format("expected an opcode, got {}", Describe()));
-  if (infer_shape && Peek() == '[') return Err(op_pos, fmt::format("unknown element type {}", Quote(opname)));
+  if (infer_shape && Peek() == '[') return Err(op_pos, fmt::format("unknown element type {}", support::Quote(opname)));
   auto instr = std::make_unique<Instruction>();
   instr->name.assign(name.data(), name.size());
   if (shape) instr->shape = std::move(*shape);
@@ -614,7 +614,7 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
     for (size_t k = name_start; k < p_; ++k) {
       const auto c = static_cast<unsigned char>(s_[k]);
       if (c < 0x20 || c == 0x7f)
-        return Err(k, fmt::format("a module name cannot hold the control byte {}", Quote(s_.substr(k, 1))));
+        return Err(k, fmt::format("a module name cannot hold the control byte {}", support::Quote(s_.substr(k, 1))));
     }
     module->set_name(std::string(s_.substr(name_start, p_ - name_start)));
     // The header's attributes may continue over several lines (`entry_computation_layout={\n ...}`); the first
@@ -869,7 +869,7 @@ Expected<Shape> ParseShape(std::string_view text) {
 
 Status ParseAttributeValue(Instruction& in, std::string_view key, std::string_view value, const std::string& source) {
   const AttrSpec* spec = FindAttribute(in, key);
-  if (!spec) return InvalidInput(fmt::format("{}: {} has no attribute {}", source, in.name, Quote(key)));
+  if (!spec) return InvalidInput(fmt::format("{}: {} has no attribute {}", source, in.name, support::Quote(key)));
   Parser parser(value, 0, value.size(), source);
   return parser.ParseAttributeValueOnly(in, *spec);
 }

@@ -14,7 +14,7 @@
 
 #include "hlo/instruction.h"
 #include "hlo/printer.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 

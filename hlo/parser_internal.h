@@ -3,7 +3,7 @@
 // (attribute values, walking the schema of hlo/attributes.h).
 //
 // The parser reads characters, not lines: whitespace and comments may stand between any two tokens, so a value
-// or an instruction may span lines. Errors read `source:line:col: message`, with input text quoted (hlo/quote.h).
+// or an instruction may span lines. Errors read `source:line:col: message`, with input text quoted (support/quote.h).
 #pragma once
 
 #include <fmt/format.h>
@@ -24,9 +24,9 @@
 
 #include "hlo/attributes.h"
 #include "hlo/instruction.h"
-#include "hlo/prefetch.h"
-#include "hlo/quote.h"
-#include "hlo/status.h"
+#include "support/prefetch.h"
+#include "support/quote.h"
+#include "support/status.h"
 
 namespace opprobe::hlo::parse_internal {
 
@@ -75,7 +75,7 @@ class NameIndex {
   // Brings the slot `name` will take into the cache: called when an instruction's name is read, long before the
   // instruction is complete and its name inserted (the table outgrows the caches of a big module, and that miss
   // was the index's whole cost).
-  void Prefetch(std::string_view name) const { PrefetchLine(&slots_[Hash(name) & mask_]); }
+  void Prefetch(std::string_view name) const { support::PrefetchLine(&slots_[Hash(name) & mask_]); }
   size_t Find(std::string_view name) const {
     const uint64_t hash = Hash(name);
     const auto tag = static_cast<uint32_t>(hash >> 32);
@@ -266,7 +266,7 @@ class Parser {
   Status ParsePadding(PaddingConfig& c);
   Status ParseMetadata(OpMetadata& m);
   // `metadata={...}` into a value shared by every instruction of the module whose metadata text is the same.
-  Status ParseSharedMetadata(SharedValue<OpMetadata>& out);
+  Status ParseSharedMetadata(support::SharedValue<OpMetadata>& out);
   Status ParseSharding(Sharding& s, int depth);
   Status ParseSingleSharding(Sharding& s);
   Status ParseReplicaGroups(CollectiveDeviceList& g);
@@ -348,7 +348,7 @@ class Parser {
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
-  std::unordered_map<std::string_view, SharedValue<OpMetadata>, TextHash> metadata_by_text_;
+  std::unordered_map<std::string_view, support::SharedValue<OpMetadata>, TextHash> metadata_by_text_;
   int64_t synthetic_count_ = 0;
   int computation_depth_ = 0;
 };

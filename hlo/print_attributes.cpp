@@ -129,16 +129,16 @@ struct ValuePrinter {
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
   std::string operator()(AttrKindTag<AttrKind::kText>, const std::string& v) const { return v; }
-  std::string operator()(AttrKindTag<AttrKind::kWindow>, const HeapOptional<Window>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kWindow>, const support::HeapOptional<Window>& v) const {
     return v ? WindowToString(*v) : "{}";
   }
-  std::string operator()(AttrKindTag<AttrKind::kConvDims>, const HeapOptional<ConvolutionDimensionNumbers>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kConvDims>, const support::HeapOptional<ConvolutionDimensionNumbers>& v) const {
     return ConvolutionDimensionNumbersToString(v ? *v : ConvolutionDimensionNumbers{});
   }
-  std::string operator()(AttrKindTag<AttrKind::kSlice>, const HeapOptional<SliceDimensions>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kSlice>, const support::HeapOptional<SliceDimensions>& v) const {
     return SliceToString(v ? *v : SliceDimensions{});
   }
-  std::string operator()(AttrKindTag<AttrKind::kPadding>, const HeapOptional<PaddingConfig>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kPadding>, const support::HeapOptional<PaddingConfig>& v) const {
     return PaddingConfigToString(v ? *v : PaddingConfig{});
   }
   std::string operator()(AttrKindTag<AttrKind::kDirection>, ComparisonDirection v) const {
@@ -154,10 +154,10 @@ struct ValuePrinter {
     for (auto p : v) parts.push_back(PrecisionName(p));
     return fmt::format("{{{}}}", fmt::join(parts, ","));
   }
-  std::string operator()(AttrKindTag<AttrKind::kMetadata>, const SharedValue<OpMetadata>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kMetadata>, const support::SharedValue<OpMetadata>& v) const {
     return MetadataToString(*v);
   }
-  std::string operator()(AttrKindTag<AttrKind::kSharding>, const HeapOptional<Sharding>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kSharding>, const support::HeapOptional<Sharding>& v) const {
     return v ? ShardingToString(*v) : "{replicated}";
   }
   std::string operator()(AttrKindTag<AttrKind::kFrontendAttributes>,
@@ -175,10 +175,10 @@ struct ValuePrinter {
       parts.push_back(fmt::format("{}: ({}, {})", Braced(a.output_index), a.operand, Braced(a.operand_shape_index)));
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
-  std::string operator()(AttrKindTag<AttrKind::kShape>, const HeapOptional<Shape>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kShape>, const support::HeapOptional<Shape>& v) const {
     return v ? v->ToString() : "()";
   }
-  std::string operator()(AttrKindTag<AttrKind::kShapeList>, const HeapOptional<std::vector<Shape>>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kShapeList>, const support::HeapOptional<std::vector<Shape>>& v) const {
     std::vector<std::string> parts;
     if (v)
       for (const auto& s : *v) parts.push_back(s.ToString());
@@ -190,10 +190,10 @@ struct ValuePrinter {
     for (const auto& e : l.tuple_elements()) parts.push_back(ShapedLiteral(e));
     return fmt::format("( {} )", fmt::join(parts, ", "));
   }
-  std::string operator()(AttrKindTag<AttrKind::kLiteral>, const HeapOptional<Literal>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kLiteral>, const support::HeapOptional<Literal>& v) const {
     return v ? ShapedLiteral(*v) : "()";
   }
-  std::string operator()(AttrKindTag<AttrKind::kResultAccuracy>, const HeapOptional<ResultAccuracy>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kResultAccuracy>, const support::HeapOptional<ResultAccuracy>& v) const {
     if (!v) return "{mode=default}";
     if (!v->has_tolerance) return v->highest ? "{mode=highest}" : "{mode=default}";
     return fmt::format("{{tolerance={{atol={},rtol={},ulps={}}}}}", RoundTripDouble(v->atol, false),

@@ -9,7 +9,7 @@
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/proto_internal.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo::proto_internal {
 namespace {
@@ -256,7 +256,7 @@ struct ValueWriter {
     return true;  // control predecessors: written by the caller, which knows the ids
   }
   Expected<bool> operator()(AttrKindTag<AttrKind::kText>, const std::string&) const { return false; }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kWindow>, const HeapOptional<Window>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kWindow>, const support::HeapOptional<Window>& v) const {
     if (!v) return true;
     auto* w = As<xla::Window>(m->GetReflection()->MutableMessage(m, fd));
     for (const auto& d : v->dimensions) {
@@ -271,7 +271,7 @@ struct ValueWriter {
     }
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kConvDims>, const HeapOptional<ConvolutionDimensionNumbers>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kConvDims>, const support::HeapOptional<ConvolutionDimensionNumbers>& v) const {
     if (!v) return true;
     const auto& d = *v;
     auto* c = As<xla::ConvolutionDimensionNumbers>(m->GetReflection()->MutableMessage(m, fd));
@@ -286,7 +286,7 @@ struct ValueWriter {
     for (int64_t x : d.output_spatial_dimensions) c->add_output_spatial_dimensions(x);
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kSlice>, const HeapOptional<SliceDimensions>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kSlice>, const support::HeapOptional<SliceDimensions>& v) const {
     if (!v) return true;
     const auto& s = *v;
     if (s.limits.size() != s.starts.size() || s.strides.size() != s.starts.size())
@@ -299,7 +299,7 @@ struct ValueWriter {
     }
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kPadding>, const HeapOptional<PaddingConfig>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kPadding>, const support::HeapOptional<PaddingConfig>& v) const {
     if (!v) return true;
     auto* c = As<xla::PaddingConfig>(m->GetReflection()->MutableMessage(m, fd));
     for (const auto& d : v->dimensions) {
@@ -330,12 +330,12 @@ struct ValueWriter {
     for (auto p : v) m->GetReflection()->AddEnumValue(m, fd, static_cast<int>(p));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kMetadata>, const SharedValue<OpMetadata>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kMetadata>, const support::SharedValue<OpMetadata>& v) const {
     if (v->empty()) return true;
     WriteMetadata(*v, As<xla::OpMetadata>(m->GetReflection()->MutableMessage(m, fd)));
     return v->unknown_fields.empty();
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kSharding>, const HeapOptional<Sharding>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kSharding>, const support::HeapOptional<Sharding>& v) const {
     if (!v) return true;
     WriteSharding(*v, As<xla::OpSharding>(m->GetReflection()->MutableMessage(m, fd)));
     return ShardingIsExact(*v);
@@ -412,23 +412,23 @@ struct ValueWriter {
     }
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kShape>, const HeapOptional<Shape>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kShape>, const support::HeapOptional<Shape>& v) const {
     if (!v) return true;
     OPPROBE_RETURN_IF_ERROR(WriteShape(*v, As<xla::ShapeProto>(m->GetReflection()->MutableMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kShapeList>, const HeapOptional<std::vector<Shape>>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kShapeList>, const support::HeapOptional<std::vector<Shape>>& v) const {
     if (!v) return true;
     root->set_constrain_layout(true);  // XLA's layout-constrained custom call
     for (const auto& s : *v) OPPROBE_RETURN_IF_ERROR(WriteShape(s, As<xla::ShapeProto>(m->GetReflection()->AddMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kLiteral>, const HeapOptional<Literal>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kLiteral>, const support::HeapOptional<Literal>& v) const {
     if (!v) return true;
     OPPROBE_RETURN_IF_ERROR(WriteLiteral(*v, As<xla::LiteralProto>(m->GetReflection()->MutableMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kResultAccuracy>, const HeapOptional<ResultAccuracy>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kResultAccuracy>, const support::HeapOptional<ResultAccuracy>& v) const {
     if (!v) return true;
     auto* r = As<xla::ResultAccuracy>(m->GetReflection()->MutableMessage(m, fd));
     if (v->has_tolerance) {
@@ -527,7 +527,7 @@ struct ValueReader {
   }
   Status operator()(AttrKindTag<AttrKind::kNameList>, std::vector<std::string>&) const { return Status::Ok(); }
   Status operator()(AttrKindTag<AttrKind::kText>, std::string&) const { return Status::Ok(); }
-  Status operator()(AttrKindTag<AttrKind::kWindow>, HeapOptional<Window>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kWindow>, support::HeapOptional<Window>& v) const {
     if (!Has()) return Status::Ok();
     Window w;
     for (const auto& d : As<xla::Window>(Sub()).dimensions()) {
@@ -544,7 +544,7 @@ struct ValueReader {
     v = std::move(w);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kConvDims>, HeapOptional<ConvolutionDimensionNumbers>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kConvDims>, support::HeapOptional<ConvolutionDimensionNumbers>& v) const {
     if (!Has()) return Status::Ok();
     const auto& c = As<xla::ConvolutionDimensionNumbers>(Sub());
     ConvolutionDimensionNumbers d;
@@ -560,7 +560,7 @@ struct ValueReader {
     v = std::move(d);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSlice>, HeapOptional<SliceDimensions>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kSlice>, support::HeapOptional<SliceDimensions>& v) const {
     SliceDimensions s;
     for (int i = 0; i < Size(); ++i) {
       const auto& d = As<xla::HloInstructionProto::SliceDimensions>(m->GetReflection()->GetRepeatedMessage(*m, fd, i));
@@ -571,7 +571,7 @@ struct ValueReader {
     if (Size() || spec.need == AttrNeed::kRequired) v = std::move(s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kPadding>, HeapOptional<PaddingConfig>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kPadding>, support::HeapOptional<PaddingConfig>& v) const {
     if (!Has()) return Status::Ok();
     PaddingConfig c;
     for (const auto& d : As<xla::PaddingConfig>(Sub()).dimensions())
@@ -583,7 +583,7 @@ struct ValueReader {
     if (!m) return Status::Ok();
     const std::string s = m->GetReflection()->GetString(*m, fd);
     auto d = ComparisonDirectionFromName(s);
-    if (!d) return InvalidInput(fmt::format("unknown comparison_direction {}", Quote(s)));
+    if (!d) return InvalidInput(fmt::format("unknown comparison_direction {}", support::Quote(s)));
     v = *d;
     return Status::Ok();
   }
@@ -621,11 +621,11 @@ struct ValueReader {
     }
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kMetadata>, SharedValue<OpMetadata>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kMetadata>, support::SharedValue<OpMetadata>& v) const {
     if (Has()) v = ReadMetadata(As<xla::OpMetadata>(Sub()));
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kSharding>, HeapOptional<Sharding>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kSharding>, support::HeapOptional<Sharding>& v) const {
     if (Has()) v = ReadSharding(As<xla::OpSharding>(Sub()));
     return Status::Ok();
   }
@@ -666,13 +666,13 @@ struct ValueReader {
     }
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kShape>, HeapOptional<Shape>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kShape>, support::HeapOptional<Shape>& v) const {
     if (!Has()) return Status::Ok();
     OPPROBE_ASSIGN_OR_RETURN(Shape s, ReadShape(As<xla::ShapeProto>(Sub())));
     v = std::move(s);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kShapeList>, HeapOptional<std::vector<Shape>>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kShapeList>, support::HeapOptional<std::vector<Shape>>& v) const {
     if (!root.constrain_layout() && Size() == 0) return Status::Ok();
     std::vector<Shape> shapes;
     for (int i = 0; i < Size(); ++i) {
@@ -682,13 +682,13 @@ struct ValueReader {
     v = std::move(shapes);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kLiteral>, HeapOptional<Literal>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kLiteral>, support::HeapOptional<Literal>& v) const {
     if (!Has()) return Status::Ok();
     OPPROBE_ASSIGN_OR_RETURN(Literal l, ReadLiteral(As<xla::LiteralProto>(Sub()), Shape()));
     v = std::move(l);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, HeapOptional<ResultAccuracy>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kResultAccuracy>, support::HeapOptional<ResultAccuracy>& v) const {
     if (!Has()) return Status::Ok();
     const auto& r = As<xla::ResultAccuracy>(Sub());
     ResultAccuracy out;

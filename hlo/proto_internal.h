@@ -6,7 +6,7 @@
 #include <string>
 
 #include "hlo/instruction.h"
-#include "hlo/status.h"
+#include "support/status.h"
 #include "hlo.pb.h"
 #include "xla_data.pb.h"
 

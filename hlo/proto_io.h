@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "hlo/instruction.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 

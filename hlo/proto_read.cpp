@@ -12,7 +12,7 @@
 
 #include "hlo/proto_internal.h"
 #include "hlo/proto_io.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 #include "hlo/verifier.h"
 
 namespace opprobe::hlo {
@@ -70,7 +70,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
   };
   std::vector<PendingCalls> pending;
   for (const auto& cp : mp.computations()) {
-    std::string cwhere = fmt::format("{}: computation {} (id {})", src, Quote(cp.name()), cp.id());
+    std::string cwhere = fmt::format("{}: computation {} (id {})", src, support::Quote(cp.name()), cp.id());
     if (comp_by_id.count(cp.id())) return InvalidInput(cwhere + ": duplicate computation id");
     if (module->FindComputation(cp.name())) return InvalidInput(cwhere + ": duplicate computation name");
     if (cp.instructions_size() == 0) return InvalidInput(cwhere + ": no instructions");
@@ -83,7 +83,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
     std::set<int64_t> params;
     for (int k = 0; k < cp.instructions_size(); ++k) {
       const auto& ip = cp.instructions(k);
-      std::string iwhere = fmt::format("{}, instruction {} (id {})", cwhere, Quote(ip.name()), ip.id());
+      std::string iwhere = fmt::format("{}, instruction {} (id {})", cwhere, support::Quote(ip.name()), ip.id());
       auto in = ReadInstruction(ip, src);
       if (!in.ok()) return InvalidInput(iwhere + ": " + in.status().message());
       if (instr_by_id.count(ip.id()) || local.count(ip.id())) return InvalidInput(iwhere + ": duplicate instruction id");
@@ -103,7 +103,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
         auto it = local.find(oid);
         if (it == local.end())
           return InvalidInput(fmt::format("{}, instruction {} (id {}): operand id {} is not an instruction of this computation",
-                                          cwhere, Quote(ip.name()), ip.id(), oid));
+                                          cwhere, support::Quote(ip.name()), ip.id(), oid));
         made[k]->operands.push_back(made[it->second].get());
         deps[k].push_back(it->second);
       }
@@ -111,11 +111,11 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
         auto it = local.find(pid);
         if (it == local.end())
           return InvalidInput(fmt::format("{}, instruction {} (id {}): control predecessor id {} is not an instruction of this computation",
-                                          cwhere, Quote(ip.name()), ip.id(), pid));
+                                          cwhere, support::Quote(ip.name()), ip.id(), pid));
         made[k]->mutable_rare().control_predecessors.push_back(made[it->second]->name);
       }
       auto arity = CheckArity(*made[k]);
-      if (!arity.ok()) return InvalidInput(fmt::format("{}, instruction {}: {}", cwhere, Quote(ip.name()), arity.message()));
+      if (!arity.ok()) return InvalidInput(fmt::format("{}, instruction {}: {}", cwhere, support::Quote(ip.name()), arity.message()));
     }
     std::vector<int> state(n, 0);
     std::vector<size_t> order;
@@ -129,7 +129,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
           size_t d = deps[k][next++];
           if (state[d] == 1)
             return InvalidInput(fmt::format("{}, instruction {} (id {}): operand ids form a cycle", cwhere,
-                                            Quote(cp.instructions(static_cast<int>(d)).name()),
+                                            support::Quote(cp.instructions(static_cast<int>(d)).name()),
                                             cp.instructions(static_cast<int>(d)).id()));
           if (state[d] == 0) {
             state[d] = 1;
@@ -161,13 +161,13 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
       auto it = comp_by_id.find(cid);
       if (it == comp_by_id.end())
         return InvalidInput(fmt::format("{}: computation {}, instruction {} (id {}): called computation id {} does not exist",
-                                        src, Quote(pc.comp->name()), Quote(pc.instr->name), pc.proto->id(), cid));
+                                        src, support::Quote(pc.comp->name()), support::Quote(pc.instr->name), pc.proto->id(), cid));
       pc.instr->called_computations.push_back(it->second);
     }
     if (pc.instr->opcode == Opcode::kWhile && pc.instr->called_computations.size() != 2)
-      return InvalidInput(fmt::format("{}: while {} needs a body and a condition", src, Quote(pc.instr->name)));
+      return InvalidInput(fmt::format("{}: while {} needs a body and a condition", src, support::Quote(pc.instr->name)));
     if (pc.instr->opcode == Opcode::kSelectAndScatter && pc.instr->called_computations.size() != 2)
-      return InvalidInput(fmt::format("{}: select-and-scatter {} needs select and scatter", src, Quote(pc.instr->name)));
+      return InvalidInput(fmt::format("{}: select-and-scatter {} needs select and scatter", src, support::Quote(pc.instr->name)));
   }
   // The call graph must be acyclic.
   std::unordered_map<const Computation*, int> state;
@@ -175,7 +175,7 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
     if (depth > 1000) return InvalidInput(fmt::format("{}: call graph nested too deeply", src));
     int& s = state[c];
     if (s == 2) return Status::Ok();
-    if (s == 1) return InvalidInput(fmt::format("{}: computation {} calls itself (call cycle)", src, Quote(c->name())));
+    if (s == 1) return InvalidInput(fmt::format("{}: computation {} calls itself (call cycle)", src, support::Quote(c->name())));
     s = 1;
     for (const auto& i : c->instructions())
       for (const Computation* callee : i->called_computations) OPPROBE_RETURN_IF_ERROR(visit(callee, depth + 1));
@@ -215,7 +215,7 @@ Expected<std::unique_ptr<Module>> ModuleFromProtoBytes(std::string_view bytes, c
       if (Status st = VerifyModule(**m, source_name); !st.ok()) return st;
       return m;
     }
-    return Status(m.status().code(), OneLine(m.status().message(), 1000));
+    return Status(m.status().code(), support::OneLine(m.status().message(), 1000));
   };
   if (bytes.empty()) return InvalidInput(source_name + ": empty file, not an HloProto or HloModuleProto");
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "hlo/proto_internal.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo::proto_internal {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 Status SuffixToLayout(const std::string& suffix, xla::LayoutProto* layout) {
   size_t i = 0;
   if (suffix.empty()) return Status::Ok();
-  if (suffix[0] != ':') return Unimplemented(fmt::format("layout suffix {} has no XLA proto form", Quote(suffix)));
+  if (suffix[0] != ':') return Unimplemented(fmt::format("layout suffix {} has no XLA proto form", support::Quote(suffix)));
   ++i;
   auto read_group = [&](std::vector<int64_t>& out) -> bool {
     if (i >= suffix.size() || suffix[i] != '(') return false;
@@ -59,9 +59,9 @@ Status SuffixToLayout(const std::string& suffix, xla::LayoutProto* layout) {
       else layout->set_memory_space(v[0]);
       continue;
     }
-    return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", Quote(suffix)));
+    return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", support::Quote(suffix)));
   }
-  if (i != suffix.size()) return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", Quote(suffix)));
+  if (i != suffix.size()) return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", support::Quote(suffix)));
   return Status::Ok();
 }
 

@@ -9,7 +9,7 @@
 #include "hlo/parser.h"
 #include "hlo/proto_internal.h"
 #include "hlo/proto_io.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -166,7 +166,7 @@ Status FillModuleProto(const Module& m, xla::HloModuleProto* p, bool unique_name
         }
       }
   }
-  if (!m.entry()) return InvalidInput(fmt::format("module {} has no entry computation", Quote(m.name())));
+  if (!m.entry()) return InvalidInput(fmt::format("module {} has no entry computation", support::Quote(m.name())));
   p->set_entry_computation_name(m.entry()->name());
   p->set_entry_computation_id(ids.comp.at(m.entry()));
   OPPROBE_RETURN_IF_ERROR(WriteProgramShape(*m.entry(), p->mutable_host_program_shape()));
@@ -211,7 +211,7 @@ std::string InvalidUtf8Field(const google::protobuf::Message& m) {
       if (str) {
         const std::string& v = index < 0 ? r->GetStringReference(m, fd, &scratch)
                                          : r->GetRepeatedStringReference(m, fd, index, &scratch);
-        return IsValidUtf8(v) ? std::string() : where;
+        return support::IsValidUtf8(v) ? std::string() : where;
       }
       if (fd->is_map()) return std::string();  // map entries: walked below as repeated messages
       std::string inner = InvalidUtf8Field(index < 0 ? r->GetMessage(m, fd) : r->GetRepeatedMessage(m, fd, index));
@@ -236,8 +236,8 @@ std::string InvalidUtf8Field(const google::protobuf::Message& m) {
 Status Serialize(const google::protobuf::Message& p, const Module& module, std::string* out) {
   if (std::string bad = InvalidUtf8Field(p); !bad.empty())
     return InvalidInput(fmt::format("module {}: {} is not valid UTF-8, which an HloModuleProto string must be",
-                                    Quote(module.name()), bad));
-  if (!p.SerializeToString(out)) return Internal(fmt::format("module {}: proto serialization failed", Quote(module.name())));
+                                    support::Quote(module.name()), bad));
+  if (!p.SerializeToString(out)) return Internal(fmt::format("module {}: proto serialization failed", support::Quote(module.name())));
   return Status::Ok();
 }
 
@@ -245,7 +245,7 @@ Status Serialize(const google::protobuf::Message& p, const Module& module, std::
 
 Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names) {
   xla::HloModuleProto p;
-  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", Quote(module.name()))));
+  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", support::Quote(module.name()))));
   std::string out;
   OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;
@@ -253,7 +253,7 @@ Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names
 
 Expected<std::string> ModuleToHloProtoBytes(const Module& module) {
   xla::HloProto p;
-  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, p.mutable_hlo_module()).WithContext(fmt::format("module {}", Quote(module.name()))));
+  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, p.mutable_hlo_module()).WithContext(fmt::format("module {}", support::Quote(module.name()))));
   std::string out;
   OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;

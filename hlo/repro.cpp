@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hlo/heap_optional.h"
-#include "hlo/status.h"
+#include "support/heap_optional.h"
+#include "support/status.h"
 #include "hlo/types.h"
 
 namespace opprobe::hlo {
@@ -101,7 +101,7 @@ class Shape {
     bool operator==(const Rare&) const = default;
   };
   static const Rare kNoRare;  // a namespace-scope object: reading it needs no guard
-  HeapOptional<Rare> rare_;
+  support::HeapOptional<Rare> rare_;
   std::vector<Shape> tuple_;
 };
 

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "hlo/instruction.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 

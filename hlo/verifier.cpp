@@ -5,7 +5,7 @@
 #include <type_traits>
 
 #include "hlo/attributes.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -15,7 +15,7 @@ struct IsOptional : std::false_type {};
 template <typename T>
 struct IsOptional<std::optional<T>> : std::true_type {};
 template <typename T>
-struct IsOptional<HeapOptional<T>> : std::true_type {};
+struct IsOptional<support::HeapOptional<T>> : std::true_type {};
 
 std::string Str(const Shape& s) { return s.ToString(false); }
 
@@ -90,7 +90,7 @@ std::optional<std::string> CheckAsync(const Instruction& in, const ShapeCheckOpt
   auto mismatch = [&](const Shape& want) -> std::optional<std::string> {
     if (ShapesAgree(in.shape, want, o)) return std::nullopt;
     return fmt::format("{} has shape {}, its operand {} gives {}", OpcodeName(in.opcode), Str(in.shape),
-                       Quote(in.operand(0)->name), Str(want));
+                       support::Quote(in.operand(0)->name), Str(want));
   };
   switch (in.opcode) {
     // XLA binds an async op's operands and results late (async-start's `()` result, async-update adding operands,
@@ -117,7 +117,7 @@ std::optional<std::string> CheckAsync(const Instruction& in, const ShapeCheckOpt
     }
     case Opcode::kCopyDone:
       if (const Shape* target = TupleElement(in.operand(0)->shape, 0)) return mismatch(*target);
-      return fmt::format("copy-done's operand {} is {}, not copy-start's tuple", Quote(in.operand(0)->name),
+      return fmt::format("copy-done's operand {} is {}, not copy-start's tuple", support::Quote(in.operand(0)->name),
                          Str(in.operand(0)->shape));
     case Opcode::kAllGatherDone: case Opcode::kCollectivePermuteDone: {
       const Shape& s = in.operand(0)->shape;
@@ -172,7 +172,7 @@ std::optional<Violation> CheckComputation(const Computation& comp, const VerifyO
                                              static_cast<int64_t>(params.size()) - 1, params.size())};
     if (by_number[static_cast<size_t>(k)])
       return Violation{&comp, p, fmt::format("parameter number {} is also {}'s", k,
-                                             Quote(by_number[static_cast<size_t>(k)]->name))};
+                                             support::Quote(by_number[static_cast<size_t>(k)]->name))};
     by_number[static_cast<size_t>(k)] = p;
   }
   return std::nullopt;
@@ -189,8 +189,8 @@ std::optional<Violation> FindViolation(const Module& module, const VerifyOptions
 
 std::string DescribeViolation(const Violation& v) {
   std::string where;
-  if (v.computation) where = fmt::format("computation {}", Quote(v.computation->name()));
-  if (v.instruction) where += fmt::format("{}instruction {}", where.empty() ? "" : ", ", Quote(v.instruction->name));
+  if (v.computation) where = fmt::format("computation {}", support::Quote(v.computation->name()));
+  if (v.instruction) where += fmt::format("{}instruction {}", where.empty() ? "" : ", ", support::Quote(v.instruction->name));
   return where.empty() ? v.message : where + ": " + v.message;
 }
 
@@ -198,7 +198,7 @@ Status VerifyModule(const Module& module, std::string_view source, const VerifyO
   auto v = FindViolation(module, options);
   if (!v) return Status::Ok();
   return InvalidInput(
-      OneLine(fmt::format("{}: module {}, {}", source, Quote(module.name()), DescribeViolation(*v)), 1000));
+      support::OneLine(fmt::format("{}: module {}, {}", source, support::Quote(module.name()), DescribeViolation(*v)), 1000));
 }
 
 }  // namespace opprobe::hlo

@@ -21,7 +21,7 @@
 
 #include "hlo/instruction.h"
 #include "hlo/shape_inference.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 
@@ -39,7 +39,7 @@ struct Violation {
 
 std::optional<Violation> FindViolation(const Module& module, const VerifyOptions& options = {});
 
-// "computation C, instruction I: message" (names quoted as hlo/quote.h does), for callers that have no better
+// "computation C, instruction I: message" (names quoted as support/quote.h does), for callers that have no better
 // place for it (the text parser gives the instruction's line and column instead).
 std::string DescribeViolation(const Violation& violation);
 

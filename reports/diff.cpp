@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "hlo/quote.h"
-#include "hlo/file_io.h"
+#include "support/quote.h"
+#include "support/file_io.h"
 
 namespace opprobe::reports {
 
@@ -25,7 +25,7 @@ class Checker {
 
   bool Fail(const std::string& path, const std::string& what) {
     if (status_.ok())
-      status_ = InvalidInput(hlo::OneLine(fmt::format("{}: {}: {}{}", name_, path, what, version_note_), 1000));
+      status_ = InvalidInput(support::OneLine(fmt::format("{}: {}: {}{}", name_, path, what, version_note_), 1000));
     return false;
   }
   // Said after every failure: the report's version, when it is not the one this opprobe writes.
@@ -227,7 +227,7 @@ Expected<Json> LoadReport(const std::string& path) {
     if (text.empty()) return InvalidInput(fmt::format("{}: not an opprobe report (empty file)", path));
     return InvalidInput(fmt::format("{}: not an opprobe report (not JSON: syntax error at line {}:{})", path, line, col));
   } catch (const Json::exception& e) {  // out_of_range (a number like 1e999) and the like: never escape
-    return InvalidInput(fmt::format("{}: not an opprobe report (unreadable JSON: {})", path, hlo::OneLine(e.what())));
+    return InvalidInput(fmt::format("{}: not an opprobe report (unreadable JSON: {})", path, support::OneLine(e.what())));
   }
   OPPROBE_RETURN_IF_ERROR(CheckReport(report, path));
   return report;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hlo/status.h"
+#include "support/status.h"
 #include "reports/report.h"
 
 namespace opprobe::reports {

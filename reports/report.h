@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/driver/result.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::reports {
 

@@ -902,7 +902,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
     }
   };
   std::unordered_map<RecordKey, size_t, RecordKeyHash> op_index;
-  // A module's instructions with the same metadata share one OpMetadata (hlo::SharedValue; the text parser gives
+  // A module's instructions with the same metadata share one OpMetadata (support::SharedValue; the text parser gives
   // each distinct text one): the record is worked out once per metadata, not once per instruction.
   std::unordered_map<const hlo::OpMetadata*, size_t> record_of_metadata;
   for (size_t mi = 0; mi < modules.size(); ++mi) {
@@ -915,7 +915,7 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
     record_of_metadata.clear();
     const auto& instrs = entry->instructions();
     for (size_t k = 0; k < instrs.size(); ++k) {
-      if (const hlo::Instruction* ahead = hlo::PrefetchAhead(instrs, k)) hlo::PrefetchLine(&ahead->metadata);
+      if (const hlo::Instruction* ahead = hlo::PrefetchAhead(instrs, k)) support::PrefetchLine(&ahead->metadata);
       const hlo::Instruction* instr = instrs[k].get();
       if (instr->opcode == hlo::Opcode::kParameter) continue;
       const hlo::OpMetadata& md = *instr->metadata;

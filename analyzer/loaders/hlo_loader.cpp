@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/parser.h"
 #include "hlo/proto_io.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hlo/instruction.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

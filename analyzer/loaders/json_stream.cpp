@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::analyzer::json {
 
@@ -55,7 +55,7 @@ void AppendUtf8(std::string& out, uint32_t cp) {
 }
 
 // A byte of the input in a message: `'x'`, or escaped (`'\x01'`).
-std::string Describe(char c) { return hlo::Quote(std::string_view(&c, 1)); }
+std::string Describe(char c) { return support::Quote(std::string_view(&c, 1)); }
 
 }  // namespace
 

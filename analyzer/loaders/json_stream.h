@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hlo/file_io.h"
-#include "hlo/status.h"
+#include "support/file_io.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer::json {
 

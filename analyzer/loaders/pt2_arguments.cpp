@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::analyzer::pt2 {
 
@@ -102,7 +102,7 @@ std::optional<PrimitiveType> SerdeDtype(int64_t v, const SchemaVersion& version,
 
 void JsonAccess::Fail(const std::string& path, const std::string& msg) const {
   // Paths and messages carry keys and strings from the file: one line, escaped and bounded.
-  throw Failure{InvalidInput(hlo::OneLine(fmt::format("{}: {}: {}", where_, path, msg), 1000))};
+  throw Failure{InvalidInput(support::OneLine(fmt::format("{}: {}: {}", where_, path, msg), 1000))};
 }
 
 const json& JsonAccess::Require(const json& obj, const char* key, const std::string& path) const {
@@ -294,7 +294,7 @@ const DecodedTensor& ArgumentDecoder::Tensor(const std::string& name, const std:
       return s->cache->emplace(name, std::move(t)).first->second;
     }
   }
-  j_.Fail(path, fmt::format("tensor {} is not in tensor_values", hlo::Quote(name)));
+  j_.Fail(path, fmt::format("tensor {} is not in tensor_values", support::Quote(name)));
 }
 
 std::string ArgumentDecoder::TensorName(const json& j, const std::string& path) const {

@@ -17,7 +17,7 @@
 
 #include "analyzer/graph/graph.h"
 #include "analyzer/loaders/op_schemas.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer::pt2 {
 

@@ -9,7 +9,7 @@
 
 #include "analyzer/loaders/pt2_program.h"
 #include "analyzer/loaders/zip_reader.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 
 namespace opprobe::analyzer {
 

@@ -13,7 +13,7 @@
 #include "analyzer/loaders/op_schemas.h"
 #include "analyzer/loaders/pt2_arguments.h"
 #include "analyzer/loaders/split_top_level.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::analyzer {
 
@@ -369,7 +369,7 @@ Status ProgramDecoder::Run(std::string_view text) {
   try {
     doc = json::parse(text);
   } catch (const json::exception& e) {
-    return InvalidInput(fmt::format("{}: invalid JSON: {}", where_, hlo::OneLine(e.what())));
+    return InvalidInput(fmt::format("{}: invalid JSON: {}", where_, support::OneLine(e.what())));
   }
   try {
     if (!doc.is_object()) j_.Fail("$", "expected an ExportedProgram object");
@@ -410,7 +410,7 @@ Status ProgramDecoder::Run(std::string_view text) {
   } catch (const pt2::Failure& f) {
     return f.status;
   } catch (const json::exception& e) {
-    return InvalidInput(fmt::format("{}: malformed program: {}", where_, hlo::OneLine(e.what())));
+    return InvalidInput(fmt::format("{}: malformed program: {}", where_, support::OneLine(e.what())));
   }
   return Status::Ok();
 }

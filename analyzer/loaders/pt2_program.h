@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "analyzer/graph/graph.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/stablehlo/stablehlo.h"
 
 namespace opprobe::analyzer {

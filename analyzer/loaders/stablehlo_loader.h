@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "analyzer/loaders/hlo_loader.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

@@ -13,8 +13,8 @@
 #include <unordered_set>
 
 #include "analyzer/loaders/json_stream.h"
-#include "hlo/file_io.h"
-#include "hlo/quote.h"
+#include "support/file_io.h"
+#include "support/quote.h"
 
 namespace opprobe::analyzer {
 
@@ -92,7 +92,7 @@ class Checker {
 
   bool Bad(const Path& p, const std::string& what) {
     std::string where = p.str();
-    if (error_.ok()) error_ = InvalidInput(hlo::OneLine(where.empty() ? what : where + ": " + what, 1000));
+    if (error_.ok()) error_ = InvalidInput(support::OneLine(where.empty() ? what : where + ": " + what, 1000));
     return false;
   }
   bool Expect(const Ref& j, const Path& p, std::string_view what) {
@@ -1003,7 +1003,7 @@ Expected<Graph> Parse(json::Stream stream, const std::string& source_name, NodeS
     if (g->model.empty()) g->model = source_name;
     return g;
   } catch (const std::exception& e) {  // allocation failures: never escape
-    return InvalidInput(fmt::format("{}: cannot read trace: {}", source_name, hlo::OneLine(e.what())));
+    return InvalidInput(fmt::format("{}: cannot read trace: {}", source_name, support::OneLine(e.what())));
   }
 }
 

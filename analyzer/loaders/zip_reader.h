@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hlo/status.h"
+#include "support/status.h"
 
 struct zip;  // libzip
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "hlo/builder.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/stablehlo/stablehlo.h"
 
 namespace opprobe::analyzer {
@@ -84,7 +84,7 @@ Expected<std::vector<hlo::Instruction*>> Inline(std::unique_ptr<hlo::Module> m, 
       operand = it->second;
     }
     copy->name.clear();
-    copy->metadata = hlo::SharedValue<hlo::OpMetadata>(hlo::OpMetadata{});  // the call's, from the builder
+    copy->metadata = support::SharedValue<hlo::OpMetadata>(hlo::OpMetadata{});  // the call's, from the builder
     mapped[orig] = b.Add(std::move(copy));
   }
   std::vector<hlo::Instruction*> outputs;

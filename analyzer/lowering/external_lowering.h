@@ -9,7 +9,7 @@
 
 #include "analyzer/graph/graph.h"
 #include "analyzer/lowering/lowering.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

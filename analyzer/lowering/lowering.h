@@ -10,7 +10,7 @@
 
 #include "analyzer/graph/graph.h"
 #include "hlo/builder.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

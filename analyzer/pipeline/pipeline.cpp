@@ -21,7 +21,7 @@
 #include "compiler_probe/disk_cache.h"
 #include "compiler_probe/registry.h"
 #include "compiler_probe/remote/shared_cache.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 
 namespace opprobe::analyzer {
 

@@ -19,7 +19,7 @@
 #include "analyzer/loaders/hlo_loader.h"
 #include "analyzer/program/parallel.h"
 #include "compiler_probe/backend.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

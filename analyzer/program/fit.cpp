@@ -7,7 +7,7 @@
 
 #include "analyzer/loaders/pt2_loader.h"
 #include "analyzer/loaders/trace_loader.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
 

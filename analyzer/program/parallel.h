@@ -16,7 +16,7 @@
 #include <string>
 
 #include "analyzer/program/program.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

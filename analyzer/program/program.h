@@ -16,7 +16,7 @@
 #include "analyzer/lowering/lowering.h"
 #include "compiler_probe/backend.h"
 #include "hlo/instruction.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analyzer/graph/graph.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::analyzer::suggest {
 

@@ -21,7 +21,7 @@
 #include "compiler_probe/backend.h"
 #include "compiler_probe/worker/protocol.h"
 #include "compiler_probe/registry.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::chip {
 

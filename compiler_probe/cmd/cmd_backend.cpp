@@ -11,11 +11,11 @@
 #include <optional>
 
 #include "compiler_probe/subprocess.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
-#include "hlo/temp_folder.h"
+#include "support/temp_folder.h"
 
 namespace opprobe::compiler_probe::cmd {
 

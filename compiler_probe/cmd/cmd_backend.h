@@ -11,7 +11,7 @@
 
 #include "compiler_probe/backend.h"
 #include "compiler_probe/registry.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::cmd {
 

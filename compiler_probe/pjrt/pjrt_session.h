@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "compiler_probe/worker/protocol.h"
-#include "hlo/status.h"
+#include "support/status.h"
 #include "hlo/types.h"
 
 namespace opprobe::pjrt_abi {

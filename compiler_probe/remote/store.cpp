@@ -1,5 +1,5 @@
 #include "compiler_probe/remote/store.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 
 #include <fmt/format.h>
 #include <signal.h>

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe {
 

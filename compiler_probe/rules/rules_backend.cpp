@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/probe_unit.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 #include "hlo/types.h"
 
 namespace opprobe::compiler_probe::rules {
@@ -130,7 +130,7 @@ static Expected<Profile> ParseProfileUnguarded(const std::string& text, const st
   } catch (const json::parse_error& e) {
     return InvalidInput(fmt::format("{}: not valid JSON at byte {}", source_name, e.byte));
   } catch (const json::exception& e) {  // out_of_range (a number like 1e999): never escape
-    return InvalidInput(fmt::format("{}: unreadable JSON: {}", source_name, hlo::OneLine(e.what())));
+    return InvalidInput(fmt::format("{}: unreadable JSON: {}", source_name, support::OneLine(e.what())));
   }
   auto fail = [&](const Status& s) { return s.WithContext(source_name); };
   if (!j.is_object()) return fail(InvalidInput("expected a JSON object"));
@@ -225,10 +225,10 @@ static Expected<Profile> ParseProfileUnguarded(const std::string& text, const st
 Expected<Profile> ParseProfile(const std::string& text, const std::string& source_name) {
   try {
     auto p = ParseProfileUnguarded(text, source_name);
-    if (!p.ok()) return Status(p.status().code(), hlo::OneLine(p.status().message(), 1000));
+    if (!p.ok()) return Status(p.status().code(), support::OneLine(p.status().message(), 1000));
     return p;
   } catch (const json::exception& e) {
-    return InvalidInput(fmt::format("{}: malformed profile: {}", source_name, hlo::OneLine(e.what())));
+    return InvalidInput(fmt::format("{}: malformed profile: {}", source_name, support::OneLine(e.what())));
   }
 }
 

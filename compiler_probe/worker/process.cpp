@@ -20,8 +20,8 @@
 #include <mutex>
 #include <thread>
 
-#include "hlo/exit_cleanup.h"
-#include "hlo/runtime_files.h"
+#include "support/exit_cleanup.h"
+#include "support/runtime_files.h"
 
 extern char** environ;
 

@@ -17,8 +17,8 @@
 #include "compiler_probe/backend.h"
 #include "compiler_probe/subprocess.h"
 #include "compiler_probe/worker/protocol.h"
-#include "hlo/status.h"
-#include "hlo/temp_folder.h"
+#include "support/status.h"
+#include "support/temp_folder.h"
 
 namespace opprobe::compiler_probe::worker {
 
@@ -28,7 +28,7 @@ namespace opprobe::compiler_probe::worker {
 inline constexpr const char* kWorkerProgram = "opprobe-pjrt-worker";
 
 // $OPPROBE_PJRT_WORKER, else opprobe-pjrt-worker where the running program's layout puts it (PREFIX/libexec/opprobe
-// beside an installed opprobe, the build folder for a program of the build tree: hlo/runtime_files.h), else on PATH;
+// beside an installed opprobe, the build folder for a program of the build tree: support/runtime_files.h), else on PATH;
 // kUnavailable when there is none.
 Expected<std::string> FindWorkerProgram();
 

@@ -7,7 +7,7 @@
 
 #include "compiler_probe/subprocess.h"
 #include "compiler_probe/worker/run_backend.h"
-#include "hlo/runtime_files.h"
+#include "support/runtime_files.h"
 
 #ifndef OPPROBE_SOURCE_ROOT
 #define OPPROBE_SOURCE_ROOT ""

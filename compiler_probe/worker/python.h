@@ -8,7 +8,7 @@
 // The Python: `python=PATH`, else $<env_var>, else the environment's bin/python. The worker script:
 // $OPPROBE_XLA_WORKER, else opprobe-xla-worker.py (a copy of compiler_probe/worker/python_worker.py) where the running
 // program's layout puts it: PREFIX/libexec/opprobe beside an installed opprobe, the build folder for a program of the
-// build tree (hlo/runtime_files.h).
+// build tree (support/runtime_files.h).
 #pragma once
 
 #include <memory>
@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "compiler_probe/backend.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::worker {
 

@@ -12,7 +12,7 @@
 
 #include "compiler_probe/backend.h"
 #include "compiler_probe/worker/process.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::worker {
 

@@ -12,7 +12,7 @@
 #include "compiler_probe/backend.h"
 #include "compiler_probe/registry.h"
 #include "compiler_probe/worker/python.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::compiler_probe::xla {
 

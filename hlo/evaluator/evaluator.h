@@ -15,7 +15,7 @@
 
 #include "hlo/instruction.h"
 #include "hlo/literal.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 

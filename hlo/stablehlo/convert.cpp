@@ -7,11 +7,14 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "hlo/builder.h"
 #include "hlo/math.h"
 #include "hlo/parser.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo::stablehlo {
 namespace {
@@ -125,7 +128,7 @@ class Converter {
 
   Expected<std::unique_ptr<Module>> Run() {
     for (const auto& f : m_.functions) {
-      if (functions_.count(f.name)) return Err(f.pos, fmt::format("function @{} is defined twice", OneLine(f.name, 64)));
+      if (functions_.count(f.name)) return Err(f.pos, fmt::format("function @{} is defined twice", support::OneLine(f.name, 64)));
       functions_[f.name] = &f;
     }
     const Function* entry = nullptr;
@@ -156,7 +159,7 @@ class Converter {
     return InvalidInput(fmt::format("{}:{}:{}: {}", m_.source_name, line, col, message));
   }
   Status OpErr(const Operation& op, const std::string& message) const {
-    return Err(op.pos, fmt::format("{}: {}", OneLine(op.name, 64), message));
+    return Err(op.pos, fmt::format("{}: {}", support::OneLine(op.name, 64), message));
   }
 
   // The integers of a list attribute: `[1, 2]`, `array<i64: 1, 2>`, `dense<[1, 2]> : tensor<2xi64>`, a splat
@@ -176,7 +179,7 @@ class Converter {
             OPPROBE_ASSIGN_OR_RETURN(auto inner, Ints(op, e));
             out.insert(out.end(), inner.begin(), inner.end());
           } else {
-            return Err(e.pos, fmt::format("{}: expected integers in a list", OneLine(op.name, 64)));
+            return Err(e.pos, fmt::format("{}: expected integers in a list", support::OneLine(op.name, 64)));
           }
           if (static_cast<int64_t>(out.size()) > kMaxAttrInts) return Err(a.pos, "list attribute too long");
         }
@@ -184,7 +187,7 @@ class Converter {
       case Attr::Kind::kDense: {
         const DenseLiteral& d = *a.dense;
         if (!d.raw_hex.empty() || !d.resource.empty())
-          return Err(a.pos, fmt::format("{}: expected a list of integers, got a binary literal", OneLine(op.name, 64)));
+          return Err(a.pos, fmt::format("{}: expected a list of integers, got a binary literal", support::OneLine(op.name, 64)));
         int64_t count = static_cast<int64_t>(d.elements.size());
         if (d.splat) {
           count = 1;
@@ -201,13 +204,13 @@ class Converter {
             int64_t v = static_cast<int64_t>(e.magnitude);
             out.push_back(e.negative ? -v : v);
           } else {
-            return Err(a.pos, fmt::format("{}: expected integers in a dense list", OneLine(op.name, 64)));
+            return Err(a.pos, fmt::format("{}: expected integers in a dense list", support::OneLine(op.name, 64)));
           }
         }
         return out;
       }
       default:
-        return Err(a.pos, fmt::format("{}: expected a list of integers", OneLine(op.name, 64)));
+        return Err(a.pos, fmt::format("{}: expected a list of integers", support::OneLine(op.name, 64)));
     }
   }
   Expected<std::vector<int64_t>> IntsAttr(const Operation& op, const std::string& key) const {
@@ -226,7 +229,7 @@ class Converter {
     if (!a) return OpErr(op, fmt::format("missing attribute '{}'", key));
     if (a->kind == Attr::Kind::kInt) return a->i;
     OPPROBE_ASSIGN_OR_RETURN(auto v, Ints(op, *a));
-    if (v.size() != 1) return Err(a->pos, fmt::format("{}: '{}' must be one integer", OneLine(op.name, 64), key));
+    if (v.size() != 1) return Err(a->pos, fmt::format("{}: '{}' must be one integer", support::OneLine(op.name, 64), key));
     return v[0];
   }
   bool BoolAttr(const Operation& op, const std::string& key, bool fallback = false) const {
@@ -259,14 +262,14 @@ class Converter {
       }
       return static_cast<double>(a->i);
     }
-    return Err(a->pos, fmt::format("{}: '{}' must be a number", OneLine(op.name, 64), key));
+    return Err(a->pos, fmt::format("{}: '{}' must be a number", support::OneLine(op.name, 64), key));
   }
 
   // ---- types ----
   Expected<Shape> ShapeOf(const Type& t, size_t pos) const {
     switch (t.kind) {
       case Type::Kind::kTensor: {
-        if (t.unranked) return Err(pos, fmt::format("unranked tensor type {} has no HLO shape", Quote(t.text)));
+        if (t.unranked) return Err(pos, fmt::format("unranked tensor type {} has no HLO shape", support::Quote(t.text)));
         std::vector<int64_t> dims = t.dims;
         std::vector<bool> dynamic(dims.size(), false);
         for (size_t i = 0; i < dims.size(); ++i) {
@@ -275,14 +278,14 @@ class Converter {
           if (bound < 0)
             return Err(pos, fmt::format("tensor type {} has a dynamic dimension without a bound: opprobe needs static "
                                         "or bounded shapes (export with concrete shapes)",
-                                        Quote(t.text)));
+                                        support::Quote(t.text)));
           dims[i] = bound;
           dynamic[i] = true;
         }
         Shape s = Shape::Array(t.element, dims);
         for (size_t i = 0; i < dims.size(); ++i)
           if (dynamic[i]) s.set_dynamic_dimension(static_cast<int>(i), true);
-        if (!s.ElementCount().ok()) return Err(pos, fmt::format("tensor type {} is too large", Quote(t.text)));
+        if (!s.ElementCount().ok()) return Err(pos, fmt::format("tensor type {} is too large", support::Quote(t.text)));
         return s;
       }
       case Type::Kind::kElement:
@@ -298,7 +301,7 @@ class Converter {
         return Shape::Tuple(std::move(elems));
       }
       default:
-        return Err(pos, fmt::format("type {} has no HLO shape", Quote(t.text)));
+        return Err(pos, fmt::format("type {} has no HLO shape", support::Quote(t.text)));
     }
   }
 
@@ -415,7 +418,7 @@ class Converter {
       auto it = frames_[f].values.find(v.name);
       if (it == frames_[f].values.end()) continue;
       if (v.index < 0 || v.index >= static_cast<int64_t>(it->second.size()))
-        return Err(v.pos, fmt::format("%{} has no result #{}", OneLine(v.name, 64), v.index));
+        return Err(v.pos, fmt::format("%{} has no result #{}", support::OneLine(v.name, 64), v.index));
       Instruction* instr = it->second[static_cast<size_t>(v.index)];
       if (f == frames_.size() - 1) return instr;
       if (instr->opcode == Opcode::kConstant && instr->unknown_opcode.empty()) {
@@ -425,9 +428,9 @@ class Converter {
       }
       return Err(v.pos, fmt::format("%{} is defined outside this region and is not a constant (only while, case and "
                                     "if regions use outer values)",
-                                    OneLine(v.name, 64)));
+                                    support::OneLine(v.name, 64)));
     }
-    return Err(v.pos, fmt::format("use of undefined value %{}", OneLine(v.name, 64)));
+    return Err(v.pos, fmt::format("use of undefined value %{}", support::OneLine(v.name, 64)));
   }
 
   // Whether `v` resolves, from the current computation, to a constant (copied into regions, never captured).
@@ -634,8 +637,8 @@ class Converter {
   Expected<Computation*> FunctionComputation(const Operation& op, const std::string& name) {
     if (auto it = converted_.find(name); it != converted_.end()) return it->second;
     auto f = functions_.find(name);
-    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", OneLine(name, 64)));
-    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself (recursion has no HLO form)", OneLine(name, 64)));
+    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
+    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself (recursion has no HLO form)", support::OneLine(name, 64)));
     in_progress_.insert(name);
     Builder sub = root_->CreateSubBuilder(name);
     // A function is its own scope: nothing outside it is visible.
@@ -691,288 +694,456 @@ class Converter {
       if (const Attr* w = op.Find("__words"); w && !w->elements.empty()) {
         const Attr& first = w->elements[0];
         return Err(first.pos, fmt::format("unexpected {} in operation {}",
-                                          Quote(first.kind == Attr::Kind::kEnum ? first.text : "value"), Quote(op.name)));
+                                          support::Quote(first.kind == Attr::Kind::kEnum ? first.text : "value"), support::Quote(op.name)));
       }
     return results;
   }
 
-  Expected<std::vector<Instruction*>> ConvertKnownOp(const Operation& op) {
+  // What one entry of the conversion table gets: the op, its name without the stablehlo/mhlo dialect (`base`), its
+  // result shapes and metadata, and its operands (empty for the entries that convert regions before looking their
+  // operands up, `Order::kRegionsFirst`).
+  struct OpInput {
+    const Operation& op;
+    const std::string& base;
+    const std::vector<Shape>& shapes;
+    const OpMetadata& md;
+    std::vector<Instruction*> ops;
+  };
+  using Converted = Expected<std::vector<Instruction*>>;
+  using Conversion = Converted (Converter::*)(OpInput&);
+  enum class Match { kHloBase, kFullName };  // stablehlo.X and mhlo.X by X; any other dialect's op by its full name
+  enum class Order { kOperandsFirst, kRegionsFirst };
+  struct OpConversion {
+    std::string_view name;
+    Match match;
+    Order order;
+    Conversion convert;
+  };
+
+  // The conversion table: one entry per op that is not a plain one-instruction op (kSimpleOps, kChloSimpleOps,
+  // kChloBroadcastOps); an op in none of them becomes an unknown instruction named after it (Unknown).
+  static const std::vector<OpConversion>& ConversionTable() {
+    using C = Converter;
+    constexpr Match H = Match::kHloBase, F = Match::kFullName;
+    constexpr Order L = Order::kOperandsFirst, R = Order::kRegionsFirst;
+    static const std::vector<OpConversion> kTable = {
+        {"constant", H, R, &C::ConvertConstant},
+        {"chlo.constant", F, R, &C::ConvertConstant},
+        {"while", H, R, &C::ConvertWhile},
+        {"case", H, R, &C::ConvertConditional},
+        {"if", H, R, &C::ConvertConditional},
+        {"iota", H, L, &C::ConvertIota},
+        {"broadcast_in_dim", H, L, &C::ConvertBroadcastInDim},
+        {"broadcast", H, L, &C::ConvertBroadcast},
+        {"transpose", H, L, &C::ConvertTranspose},
+        {"reverse", H, L, &C::ConvertReverse},
+        {"concatenate", H, L, &C::ConvertConcatenate},
+        {"slice", H, L, &C::ConvertSlice},
+        {"dynamic_slice", H, L, &C::ConvertDynamicSlice},
+        {"pad", H, L, &C::ConvertPad},
+        {"compare", H, L, &C::ConvertCompare},
+        {"dot_general", H, L, &C::ConvertDot},
+        {"dot", H, L, &C::ConvertDot},
+        {"convolution", H, L, &C::ConvertConvolution},
+        {"reduce", H, L, &C::ConvertWithBody},
+        {"reduce_window", H, L, &C::ConvertWithBody},
+        {"scatter", H, L, &C::ConvertWithBody},
+        {"sort", H, L, &C::ConvertWithBody},
+        {"map", H, L, &C::ConvertWithBody},
+        {"all_reduce", H, L, &C::ConvertWithBody},
+        {"reduce_scatter", H, L, &C::ConvertWithBody},
+        {"select_and_scatter", H, L, &C::ConvertSelectAndScatter},
+        {"gather", H, L, &C::ConvertGather},
+        {"fft", H, L, &C::ConvertFft},
+        {"rng_bit_generator", H, L, &C::ConvertRngBitGenerator},
+        {"rng", H, L, &C::ConvertRng},
+        {"reduce_precision", H, L, &C::ConvertReducePrecision},
+        {"triangular_solve", H, L, &C::ConvertTriangularSolve},
+        {"cholesky", H, L, &C::ConvertCholesky},
+        {"custom_call", H, L, &C::ConvertCustomCall},
+        {"optimization_barrier", H, L, &C::ConvertOptimizationBarrier},
+        {"tuple", H, L, &C::ConvertTuple},
+        {"get_tuple_element", H, L, &C::ConvertGetTupleElement},
+        {"get_dimension_size", H, L, &C::ConvertGetDimensionSize},
+        {"set_dimension_size", H, L, &C::ConvertSetDimensionSize},
+        {"after_all", H, L, &C::ConvertAfterAll},
+        {"create_token", H, L, &C::ConvertAfterAll},
+        {"replica_id", H, L, &C::ConvertReplicaOrPartitionId},
+        {"partition_id", H, L, &C::ConvertReplicaOrPartitionId},
+        {"batch_norm_training", H, L, &C::ConvertBatchNorm},
+        {"batch_norm_inference", H, L, &C::ConvertBatchNorm},
+        {"batch_norm_grad", H, L, &C::ConvertBatchNorm},
+        {"all_gather", H, L, &C::ConvertCollective},
+        {"all_to_all", H, L, &C::ConvertCollective},
+        {"collective_permute", H, L, &C::ConvertCollective},
+        {"collective_broadcast", H, L, &C::ConvertCollective},
+        {"composite", H, L, &C::ConvertComposite},
+        {"func.call", F, L, &C::ConvertCall},
+        {"chlo.erf_inv", F, L, &C::ConvertErfInv},
+        {"sdy.sharding_constraint", F, L, &C::ConvertShardingConstraint},
+        {"chlo.top_k", F, L, &C::ConvertTopK},
+        {"chlo.square", F, L, &C::ConvertSquare},
+    };
+    return kTable;
+  }
+
+ public:
+  // The table's entry for an op name (`stablehlo.pad`, `mhlo.pad`, `func.call`), or null.
+  static const OpConversion* FindConversion(std::string_view op_name) {
+    static const std::map<std::pair<Match, std::string_view>, const OpConversion*> kIndex = [] {
+      std::map<std::pair<Match, std::string_view>, const OpConversion*> index;
+      for (const auto& e : ConversionTable()) index.emplace(std::make_pair(e.match, e.name), &e);
+      return index;
+    }();
+    const bool hlo_dialect = op_name.rfind("stablehlo.", 0) == 0 || op_name.rfind("mhlo.", 0) == 0;
+    auto it = hlo_dialect ? kIndex.find({Match::kHloBase, op_name.substr(op_name.find('.') + 1)})
+                          : kIndex.find({Match::kFullName, op_name});
+    return it == kIndex.end() ? nullptr : it->second;
+  }
+  static std::vector<std::string_view> ConversionNames() {
+    std::vector<std::string_view> out;
+    for (const auto& e : ConversionTable()) out.push_back(e.name);
+    return out;
+  }
+
+ private:
+  Converted ConvertKnownOp(const Operation& op) {
     const std::string base = Base(op.name);
     const OpMetadata md = op.has_location ? MetadataOf(op.location) : OpMetadata{};
     OPPROBE_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ResultShapes(op));
-    if (base == "constant" || op.name == "chlo.constant") return Constant(op, shapes, md);
-
+    const OpConversion* entry = FindConversion(op.name);
+    OpInput in{op, base, shapes, md, {}};
     // Ops whose regions are converted before their operands are looked up in this frame (captures).
-    if (base == "while") return While(op, shapes, md);
-    if (base == "case" || base == "if") return Conditional(op, shapes, md, base == "if");
+    if (entry && entry->order == Order::kRegionsFirst) return (this->*entry->convert)(in);
 
-    OPPROBE_ASSIGN_OR_RETURN(std::vector<Instruction*> ops, Operands(op));
-    auto simple = [&](Opcode opcode) -> Expected<std::vector<Instruction*>> {
-      int arity = OpcodeArity(opcode);
-      if (arity >= 0) OPPROBE_RETURN_IF_ERROR(CheckArity(op, static_cast<size_t>(arity)));
-      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
-      std::vector<Instruction*> operands = ops;
-      if (opcode == Opcode::kSelect && shapes[0].IsArray() && shapes[0].rank() > 0) {
-        // XlaBuilder's select broadcasts a scalar predicate to the result's dims.
-        for (auto*& x : operands)
-          if (x->shape.IsArray() && x->shape.rank() == 0) {
-            auto b = Make(Opcode::kBroadcast, Shape::Array(x->shape.element_type(), shapes[0].dimensions()), {x});
-            x = Add(std::move(b), md);
-          }
-      }
-      Instruction* i = Add(opcode, shapes[0], operands, md);
-      FixLayout(*i);
-      OPPROBE_RETURN_IF_ERROR(ApplyXlaShape(op, *i));
-      return std::vector<Instruction*>{i};
-    };
+    OPPROBE_ASSIGN_OR_RETURN(in.ops, Operands(op));
     const bool hlo_dialect = op.name.rfind("stablehlo.", 0) == 0 || op.name.rfind("mhlo.", 0) == 0;
     if (hlo_dialect) {
-      if (auto opcode = Lookup(std::begin(kSimpleOps), std::end(kSimpleOps), base)) return simple(*opcode);
+      if (auto opcode = Lookup(std::begin(kSimpleOps), std::end(kSimpleOps), base)) return Simple(in, *opcode);
     }
-    if (auto opcode = Lookup(std::begin(kChloSimpleOps), std::end(kChloSimpleOps), op.name)) return simple(*opcode);
+    if (auto opcode = Lookup(std::begin(kChloSimpleOps), std::end(kChloSimpleOps), op.name)) return Simple(in, *opcode);
     if (auto opcode = Lookup(std::begin(kChloBroadcastOps), std::end(kChloBroadcastOps), op.name))
-      return ChloBroadcast(op, *opcode, ops, shapes, md);
+      return ChloBroadcast(op, *opcode, in.ops, shapes, md);
+    if (entry) return (this->*entry->convert)(in);
+    return Unknown(op, in.ops, shapes, md);
+  }
 
-    std::unique_ptr<Instruction> i;
-    if (hlo_dialect) {
-      if (base == "iota") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 0));
-        i = Make(Opcode::kIota, {}, {});
-        OPPROBE_ASSIGN_OR_RETURN(i->iota_dimension, IntAttr(op, "iota_dimension"));
-      } else if (base == "broadcast_in_dim") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
-        OPPROBE_ASSIGN_OR_RETURN(auto dims, IntsAttr(op, "broadcast_dimensions"));
-        OPPROBE_ASSIGN_OR_RETURN(Instruction * b, BroadcastInDim(op, ops[0], shapes[0], dims, md));
-        return std::vector<Instruction*>{b};
-      } else if (base == "broadcast") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        OPPROBE_ASSIGN_OR_RETURN(auto sizes, IntsAttr(op, "broadcast_sizes"));
-        i = Make(Opcode::kBroadcast, {}, ops);
-        for (int d = 0; d < ops[0]->shape.rank(); ++d) i->dimensions.push_back(static_cast<int64_t>(sizes.size()) + d);
-      } else if (base == "transpose") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        i = Make(Opcode::kTranspose, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(i->dimensions, IntsAttr(op, "permutation"));
-      } else if (base == "reverse") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        i = Make(Opcode::kReverse, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(i->dimensions, IntsAttr(op, "dimensions"));
-      } else if (base == "concatenate") {
-        if (ops.empty()) return OpErr(op, "expected operands");
-        i = Make(Opcode::kConcatenate, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(int64_t d, IntAttr(op, "dimension"));
-        i->dimensions = {d};
-      } else if (base == "slice") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        i = Make(Opcode::kSlice, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(i->slice, Slice(op, ops[0]->shape));
-      } else if (base == "dynamic_slice") {
-        if (ops.empty()) return OpErr(op, "expected operands");
-        i = Make(Opcode::kDynamicSlice, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().dynamic_slice_sizes, IntsAttr(op, "slice_sizes"));
-      } else if (base == "pad") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
-        i = Make(Opcode::kPad, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(auto lo, IntsAttr(op, "edge_padding_low"));
-        OPPROBE_ASSIGN_OR_RETURN(auto hi, IntsAttr(op, "edge_padding_high"));
-        OPPROBE_ASSIGN_OR_RETURN(auto in, IntsAttr(op, "interior_padding"));
-        if (lo.size() != hi.size() || lo.size() != in.size()) return OpErr(op, "padding lists of different lengths");
-        PaddingConfig pc;
-        for (size_t k = 0; k < lo.size(); ++k) pc.dimensions.push_back({lo[k], hi[k], in[k]});
-        i->padding_config = pc;
-      } else if (base == "compare") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
-        i = Make(Opcode::kCompare, {}, ops);
-        std::string dir = EnumAttr(op, "comparison_direction");
-        auto d = ComparisonDirectionFromName(dir);
-        if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", Quote(dir)));
-        i->comparison_direction = *d;
-        std::string type = EnumAttr(op, "compare_type");
-        if (type == "FLOAT" || type == "TOTALORDER" || type == "SIGNED" || type == "UNSIGNED") {
-          i->mutable_rare().comparison_type = type;
-        } else if (!type.empty() && type != "NOTYPE") {
-          return OpErr(op, fmt::format("unknown comparison type {}", Quote(type)));
-        } else {
-          i->mutable_rare().comparison_type = DefaultComparisonType(ops[0]->shape.element_type());
+  // A plain one-instruction op: its opcode with the op's operands and result shape.
+  Converted Simple(OpInput& in, Opcode opcode) {
+    const Operation& op = in.op;
+    int arity = OpcodeArity(opcode);
+    if (arity >= 0) OPPROBE_RETURN_IF_ERROR(CheckArity(op, static_cast<size_t>(arity)));
+    OPPROBE_RETURN_IF_ERROR(CheckResults(op, in.shapes, 1));
+    std::vector<Instruction*> operands = in.ops;
+    if (opcode == Opcode::kSelect && in.shapes[0].IsArray() && in.shapes[0].rank() > 0) {
+      // XlaBuilder's select broadcasts a scalar predicate to the result's dims.
+      for (auto*& x : operands)
+        if (x->shape.IsArray() && x->shape.rank() == 0) {
+          auto b = Make(Opcode::kBroadcast, Shape::Array(x->shape.element_type(), in.shapes[0].dimensions()), {x});
+          x = Add(std::move(b), in.md);
         }
-      } else if (base == "dot_general" || base == "dot") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
-        i = Make(Opcode::kDot, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(i->dot_dimension_numbers, DotDims(op, base == "dot", ops[0]->shape));
-        OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().operand_precision, Precision(op));
-      } else if (base == "convolution") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
-        i = Make(Opcode::kConvolution, {}, ops);
-        OPPROBE_RETURN_IF_ERROR(Convolution(op, *i));
-      } else if (base == "reduce" || base == "reduce_window" || base == "scatter" || base == "sort" || base == "map" ||
-                 base == "all_reduce" || base == "reduce_scatter") {
-        return WithBody(op, base, ops, shapes, md);
-      } else if (base == "select_and_scatter") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 3));
-        if (op.regions.size() != 2) return OpErr(op, "expected a select and a scatter region");
-        i = Make(Opcode::kSelectAndScatter, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(Computation * sel, RegionComputation(op, op.regions[0], "select"));
-        OPPROBE_ASSIGN_OR_RETURN(Computation * sc, RegionComputation(op, op.regions[1], "scatter"));
-        i->called_computations = {sel, sc};
-        OPPROBE_ASSIGN_OR_RETURN(i->window, WindowFromAttrs(op, ops[0]->shape.rank(), false));
-      } else if (base == "gather") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
-        i = Make(Opcode::kGather, {}, ops);
-        OPPROBE_RETURN_IF_ERROR(Gather(op, *i));
-      } else if (base == "fft") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        i = Make(Opcode::kFft, {}, ops);
-        std::string t = EnumAttr(op, "fft_type");
-        auto ft = FftTypeFromName(t);
-        if (!ft) return OpErr(op, fmt::format("unknown fft type {}", Quote(t)));
-        i->fft_type = *ft;
-        OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().fft_length, IntsAttr(op, "fft_length"));
-      } else if (base == "rng_bit_generator") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 2));
-        i = Make(Opcode::kRngBitGenerator, {}, ops);
-        std::string alg = EnumAttr(op, "rng_algorithm");
-        if (alg == "DEFAULT" || alg.empty()) i->mutable_rare().rng_algorithm = "rng_default";
-        else if (alg == "THREE_FRY") i->mutable_rare().rng_algorithm = "rng_three_fry";
-        else if (alg == "PHILOX") i->mutable_rare().rng_algorithm = "rng_philox";
-        else return OpErr(op, fmt::format("unknown rng algorithm {}", Quote(alg)));
-        return Results(std::move(i), shapes, md);
-      } else if (base == "rng") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 3));
-        i = Make(Opcode::kRng, {}, {ops[0], ops[1]});
-        std::string dist = EnumAttr(op, "rng_distribution");
-        if (dist == "UNIFORM") i->distribution = RandomDistribution::kUniform;
-        else if (dist == "NORMAL") i->distribution = RandomDistribution::kNormal;
-        else return OpErr(op, fmt::format("unknown rng distribution {}", Quote(dist)));
-      } else if (base == "reduce_precision") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        i = Make(Opcode::kReducePrecision, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(int64_t e, IntAttr(op, "exponent_bits"));
-        OPPROBE_ASSIGN_OR_RETURN(int64_t m, IntAttr(op, "mantissa_bits"));
-        if (e < 0 || e > 64 || m < 0 || m > 64) return OpErr(op, "exponent/mantissa bits out of range");
-        i->exponent_bits = static_cast<int32_t>(e);
-        i->mantissa_bits = static_cast<int32_t>(m);
-      } else if (base == "triangular_solve") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
-        i = Make(Opcode::kTriangularSolve, {}, ops);
-        i->triangular_solve_options.left_side = BoolAttr(op, "left_side");
-        i->triangular_solve_options.lower = BoolAttr(op, "lower");
-        i->triangular_solve_options.unit_diagonal = BoolAttr(op, "unit_diagonal");
-        std::string t = EnumAttr(op, "transpose_a");
-        auto ta = TransposeAFromName(t.empty() ? "NO_TRANSPOSE" : t);
-        if (!ta) return OpErr(op, fmt::format("unknown transpose_a {}", Quote(t)));
-        i->triangular_solve_options.transpose_a = *ta;
-      } else if (base == "cholesky") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        i = Make(Opcode::kCholesky, {}, ops);
-        i->cholesky_lower = BoolAttr(op, "lower");
-      } else if (base == "custom_call") {
-        return CustomCall(op, ops, shapes, md);
-      } else if (base == "optimization_barrier") {
-        if (ops.size() != shapes.size()) return OpErr(op, "operands and results differ in number");
-        Instruction* t = Tuple(ops, md);
-        Instruction* b = Add(Opcode::kOptimizationBarrier, t->shape, {t}, md);
-        return Unpack(b, md);
-      } else if (base == "tuple") {
-        return std::vector<Instruction*>{Tuple(ops, md)};
-      } else if (base == "get_tuple_element") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        OPPROBE_ASSIGN_OR_RETURN(int64_t index, IntAttr(op, "index"));
-        if (!ops[0]->shape.IsTuple() || index < 0 || index >= static_cast<int64_t>(ops[0]->shape.tuple_shapes().size()))
-          return OpErr(op, "index out of range of the operand's tuple");
-        i = Make(Opcode::kGetTupleElement, {}, ops);
-        i->tuple_index = index;
-      } else if (base == "get_dimension_size") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-        i = Make(Opcode::kGetDimensionSize, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(int64_t d, IntAttr(op, "dimension"));
-        i->dimensions = {d};
-      } else if (base == "set_dimension_size") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
-        i = Make(Opcode::kSetDimensionSize, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(int64_t d, IntAttr(op, "dimension"));
-        i->dimensions = {d};
-      } else if (base == "after_all" || base == "create_token") {
-        i = Make(Opcode::kAfterAll, {}, ops);
-      } else if (base == "replica_id" || base == "partition_id") {
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, 0));
-        i = Make(base == "replica_id" ? Opcode::kReplicaId : Opcode::kPartitionId, {}, {});
-      } else if (base == "batch_norm_training" || base == "batch_norm_inference" || base == "batch_norm_grad") {
-        Opcode opcode = base == "batch_norm_training"   ? Opcode::kBatchNormTraining
-                        : base == "batch_norm_inference" ? Opcode::kBatchNormInference
-                                                         : Opcode::kBatchNormGrad;
-        OPPROBE_RETURN_IF_ERROR(CheckArity(op, static_cast<size_t>(OpcodeArity(opcode))));
-        i = Make(opcode, {}, ops);
-        OPPROBE_ASSIGN_OR_RETURN(double eps, FloatAttr(op, "epsilon"));
-        i->epsilon = static_cast<float>(eps);
-        OPPROBE_ASSIGN_OR_RETURN(i->feature_index, IntAttr(op, "feature_index"));
-        return Results(std::move(i), shapes, md);
-      } else if (base == "all_gather" || base == "all_to_all" || base == "collective_permute" ||
-                 base == "collective_broadcast") {
-        return Collective(op, base, ops, shapes, md);
-      } else if (base == "composite") {
-        return Composite(op, ops, shapes, md);
-      }
     }
-    if (op.name == "func.call") {
-      const Attr* callee = op.Find("callee");
-      if (!callee || callee->kind != Attr::Kind::kSymbol) return OpErr(op, "missing its callee");
-      OPPROBE_ASSIGN_OR_RETURN(Computation * c, FunctionComputation(op, callee->text));
-      i = Make(Opcode::kCall, {}, ops);
-      i->called_computations = {c};
-      if (shapes.empty()) {  // a call without results still runs: an empty tuple
-        Add(std::move(i), md)->shape = Shape::Tuple({});
-        return std::vector<Instruction*>{};
-      }
-      return Results(std::move(i), shapes, md);
+    Instruction* i = Add(opcode, in.shapes[0], operands, in.md);
+    FixLayout(*i);
+    OPPROBE_RETURN_IF_ERROR(ApplyXlaShape(op, *i));
+    return std::vector<Instruction*>{i};
+  }
+
+  // An entry that made one instruction whose shape is the op's one result.
+  Converted Single(OpInput& in, std::unique_ptr<Instruction> i) {
+    OPPROBE_RETURN_IF_ERROR(CheckResults(in.op, in.shapes, 1));
+    i->shape = in.shapes[0];
+    Instruction* added = Add(std::move(i), in.md);
+    FixLayout(*added);
+    OPPROBE_RETURN_IF_ERROR(ApplyXlaShape(in.op, *added));
+    return std::vector<Instruction*>{added};
+  }
+
+  // ---- the table's conversions ----
+  Converted ConvertConstant(OpInput& in) { return Constant(in.op, in.shapes, in.md); }
+  Converted ConvertWhile(OpInput& in) { return While(in.op, in.shapes, in.md); }
+  Converted ConvertConditional(OpInput& in) { return Conditional(in.op, in.shapes, in.md, in.base == "if"); }
+
+  Converted ConvertIota(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 0));
+    auto i = Make(Opcode::kIota, {}, {});
+    OPPROBE_ASSIGN_OR_RETURN(i->iota_dimension, IntAttr(in.op, "iota_dimension"));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertBroadcastInDim(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+    OPPROBE_RETURN_IF_ERROR(CheckResults(op, in.shapes, 1));
+    OPPROBE_ASSIGN_OR_RETURN(auto dims, IntsAttr(op, "broadcast_dimensions"));
+    OPPROBE_ASSIGN_OR_RETURN(Instruction * b, BroadcastInDim(op, in.ops[0], in.shapes[0], dims, in.md));
+    return std::vector<Instruction*>{b};
+  }
+  Converted ConvertBroadcast(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    OPPROBE_ASSIGN_OR_RETURN(auto sizes, IntsAttr(in.op, "broadcast_sizes"));
+    auto i = Make(Opcode::kBroadcast, {}, in.ops);
+    for (int d = 0; d < in.ops[0]->shape.rank(); ++d) i->dimensions.push_back(static_cast<int64_t>(sizes.size()) + d);
+    return Single(in, std::move(i));
+  }
+  Converted ConvertTranspose(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    auto i = Make(Opcode::kTranspose, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(i->dimensions, IntsAttr(in.op, "permutation"));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertReverse(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    auto i = Make(Opcode::kReverse, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(i->dimensions, IntsAttr(in.op, "dimensions"));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertConcatenate(OpInput& in) {
+    if (in.ops.empty()) return OpErr(in.op, "expected operands");
+    auto i = Make(Opcode::kConcatenate, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(int64_t d, IntAttr(in.op, "dimension"));
+    i->dimensions = {d};
+    return Single(in, std::move(i));
+  }
+  Converted ConvertSlice(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    auto i = Make(Opcode::kSlice, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(i->slice, Slice(in.op, in.ops[0]->shape));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertDynamicSlice(OpInput& in) {
+    if (in.ops.empty()) return OpErr(in.op, "expected operands");
+    auto i = Make(Opcode::kDynamicSlice, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().dynamic_slice_sizes, IntsAttr(in.op, "slice_sizes"));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertPad(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
+    auto i = Make(Opcode::kPad, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(auto lo, IntsAttr(op, "edge_padding_low"));
+    OPPROBE_ASSIGN_OR_RETURN(auto hi, IntsAttr(op, "edge_padding_high"));
+    OPPROBE_ASSIGN_OR_RETURN(auto interior, IntsAttr(op, "interior_padding"));
+    if (lo.size() != hi.size() || lo.size() != interior.size()) return OpErr(op, "padding lists of different lengths");
+    PaddingConfig pc;
+    for (size_t k = 0; k < lo.size(); ++k) pc.dimensions.push_back({lo[k], hi[k], interior[k]});
+    i->padding_config = pc;
+    return Single(in, std::move(i));
+  }
+  Converted ConvertCompare(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
+    auto i = Make(Opcode::kCompare, {}, in.ops);
+    std::string dir = EnumAttr(op, "comparison_direction");
+    auto d = ComparisonDirectionFromName(dir);
+    if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", support::Quote(dir)));
+    i->comparison_direction = *d;
+    std::string type = EnumAttr(op, "compare_type");
+    if (type == "FLOAT" || type == "TOTALORDER" || type == "SIGNED" || type == "UNSIGNED") {
+      i->mutable_rare().comparison_type = type;
+    } else if (!type.empty() && type != "NOTYPE") {
+      return OpErr(op, fmt::format("unknown comparison type {}", support::Quote(type)));
+    } else {
+      i->mutable_rare().comparison_type = DefaultComparisonType(in.ops[0]->shape.element_type());
     }
-    if (op.name == "chlo.erf_inv") {
-      // XLA's translation expands it (CHLO legalization: no HLO opcode): Giles' polynomial in -log((1-x)(1+x)), as
-      // opprobe's own lowering of aten::erfinv builds it (hlo/math.h; for f64 XLA uses more terms of the same form).
-      OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
-      const OpMetadata saved = B().metadata();
-      B().SetMetadata(md);
-      Instruction* r = math::ErfInv(B(), ops[0]);
-      B().SetMetadata(saved);
-      return std::vector<Instruction*>{r};
+    return Single(in, std::move(i));
+  }
+  Converted ConvertDot(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 2));
+    auto i = Make(Opcode::kDot, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(i->dot_dimension_numbers, DotDims(in.op, in.base == "dot", in.ops[0]->shape));
+    OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().operand_precision, Precision(in.op));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertConvolution(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 2));
+    auto i = Make(Opcode::kConvolution, {}, in.ops);
+    OPPROBE_RETURN_IF_ERROR(Convolution(in.op, *i));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertWithBody(OpInput& in) { return WithBody(in.op, in.base, in.ops, in.shapes, in.md); }
+  Converted ConvertSelectAndScatter(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 3));
+    if (op.regions.size() != 2) return OpErr(op, "expected a select and a scatter region");
+    auto i = Make(Opcode::kSelectAndScatter, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(Computation * sel, RegionComputation(op, op.regions[0], "select"));
+    OPPROBE_ASSIGN_OR_RETURN(Computation * sc, RegionComputation(op, op.regions[1], "scatter"));
+    i->called_computations = {sel, sc};
+    OPPROBE_ASSIGN_OR_RETURN(i->window, WindowFromAttrs(op, in.ops[0]->shape.rank(), false));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertGather(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 2));
+    auto i = Make(Opcode::kGather, {}, in.ops);
+    OPPROBE_RETURN_IF_ERROR(Gather(in.op, *i));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertFft(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+    auto i = Make(Opcode::kFft, {}, in.ops);
+    std::string t = EnumAttr(op, "fft_type");
+    auto ft = FftTypeFromName(t);
+    if (!ft) return OpErr(op, fmt::format("unknown fft type {}", support::Quote(t)));
+    i->fft_type = *ft;
+    OPPROBE_ASSIGN_OR_RETURN(i->mutable_rare().fft_length, IntsAttr(op, "fft_length"));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertRngBitGenerator(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+    OPPROBE_RETURN_IF_ERROR(CheckResults(op, in.shapes, 2));
+    auto i = Make(Opcode::kRngBitGenerator, {}, in.ops);
+    std::string alg = EnumAttr(op, "rng_algorithm");
+    if (alg == "DEFAULT" || alg.empty()) i->mutable_rare().rng_algorithm = "rng_default";
+    else if (alg == "THREE_FRY") i->mutable_rare().rng_algorithm = "rng_three_fry";
+    else if (alg == "PHILOX") i->mutable_rare().rng_algorithm = "rng_philox";
+    else return OpErr(op, fmt::format("unknown rng algorithm {}", support::Quote(alg)));
+    return Results(std::move(i), in.shapes, in.md);
+  }
+  Converted ConvertRng(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 3));
+    auto i = Make(Opcode::kRng, {}, {in.ops[0], in.ops[1]});
+    std::string dist = EnumAttr(op, "rng_distribution");
+    if (dist == "UNIFORM") i->distribution = RandomDistribution::kUniform;
+    else if (dist == "NORMAL") i->distribution = RandomDistribution::kNormal;
+    else return OpErr(op, fmt::format("unknown rng distribution {}", support::Quote(dist)));
+    return Single(in, std::move(i));
+  }
+  Converted ConvertReducePrecision(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+    auto i = Make(Opcode::kReducePrecision, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(int64_t e, IntAttr(op, "exponent_bits"));
+    OPPROBE_ASSIGN_OR_RETURN(int64_t m, IntAttr(op, "mantissa_bits"));
+    if (e < 0 || e > 64 || m < 0 || m > 64) return OpErr(op, "exponent/mantissa bits out of range");
+    i->exponent_bits = static_cast<int32_t>(e);
+    i->mantissa_bits = static_cast<int32_t>(m);
+    return Single(in, std::move(i));
+  }
+  Converted ConvertTriangularSolve(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 2));
+    auto i = Make(Opcode::kTriangularSolve, {}, in.ops);
+    i->triangular_solve_options.left_side = BoolAttr(op, "left_side");
+    i->triangular_solve_options.lower = BoolAttr(op, "lower");
+    i->triangular_solve_options.unit_diagonal = BoolAttr(op, "unit_diagonal");
+    std::string t = EnumAttr(op, "transpose_a");
+    auto ta = TransposeAFromName(t.empty() ? "NO_TRANSPOSE" : t);
+    if (!ta) return OpErr(op, fmt::format("unknown transpose_a {}", support::Quote(t)));
+    i->triangular_solve_options.transpose_a = *ta;
+    return Single(in, std::move(i));
+  }
+  Converted ConvertCholesky(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    auto i = Make(Opcode::kCholesky, {}, in.ops);
+    i->cholesky_lower = BoolAttr(in.op, "lower");
+    return Single(in, std::move(i));
+  }
+  Converted ConvertCustomCall(OpInput& in) { return CustomCall(in.op, in.ops, in.shapes, in.md); }
+  Converted ConvertOptimizationBarrier(OpInput& in) {
+    if (in.ops.size() != in.shapes.size()) return OpErr(in.op, "operands and results differ in number");
+    Instruction* t = Tuple(in.ops, in.md);
+    Instruction* b = Add(Opcode::kOptimizationBarrier, t->shape, {t}, in.md);
+    return Unpack(b, in.md);
+  }
+  Converted ConvertTuple(OpInput& in) { return std::vector<Instruction*>{Tuple(in.ops, in.md)}; }
+  Converted ConvertGetTupleElement(OpInput& in) {
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+    OPPROBE_ASSIGN_OR_RETURN(int64_t index, IntAttr(op, "index"));
+    const Shape& tuple = in.ops[0]->shape;
+    if (!tuple.IsTuple() || index < 0 || index >= static_cast<int64_t>(tuple.tuple_shapes().size()))
+      return OpErr(op, "index out of range of the operand's tuple");
+    auto i = Make(Opcode::kGetTupleElement, {}, in.ops);
+    i->tuple_index = index;
+    return Single(in, std::move(i));
+  }
+  Converted ConvertGetDimensionSize(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    auto i = Make(Opcode::kGetDimensionSize, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(int64_t d, IntAttr(in.op, "dimension"));
+    i->dimensions = {d};
+    return Single(in, std::move(i));
+  }
+  Converted ConvertSetDimensionSize(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 2));
+    auto i = Make(Opcode::kSetDimensionSize, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(int64_t d, IntAttr(in.op, "dimension"));
+    i->dimensions = {d};
+    return Single(in, std::move(i));
+  }
+  Converted ConvertAfterAll(OpInput& in) { return Single(in, Make(Opcode::kAfterAll, {}, in.ops)); }
+  Converted ConvertReplicaOrPartitionId(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 0));
+    return Single(in, Make(in.base == "replica_id" ? Opcode::kReplicaId : Opcode::kPartitionId, {}, {}));
+  }
+  Converted ConvertBatchNorm(OpInput& in) {
+    const Operation& op = in.op;
+    Opcode opcode = in.base == "batch_norm_training"    ? Opcode::kBatchNormTraining
+                    : in.base == "batch_norm_inference" ? Opcode::kBatchNormInference
+                                                        : Opcode::kBatchNormGrad;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, static_cast<size_t>(OpcodeArity(opcode))));
+    auto i = Make(opcode, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(double eps, FloatAttr(op, "epsilon"));
+    i->epsilon = static_cast<float>(eps);
+    OPPROBE_ASSIGN_OR_RETURN(i->feature_index, IntAttr(op, "feature_index"));
+    return Results(std::move(i), in.shapes, in.md);
+  }
+  Converted ConvertCollective(OpInput& in) { return Collective(in.op, in.base, in.ops, in.shapes, in.md); }
+  Converted ConvertComposite(OpInput& in) { return Composite(in.op, in.ops, in.shapes, in.md); }
+  Converted ConvertCall(OpInput& in) {
+    const Operation& op = in.op;
+    const Attr* callee = op.Find("callee");
+    if (!callee || callee->kind != Attr::Kind::kSymbol) return OpErr(op, "missing its callee");
+    OPPROBE_ASSIGN_OR_RETURN(Computation * c, FunctionComputation(op, callee->text));
+    auto i = Make(Opcode::kCall, {}, in.ops);
+    i->called_computations = {c};
+    if (in.shapes.empty()) {  // a call without results still runs: an empty tuple
+      Add(std::move(i), in.md)->shape = Shape::Tuple({});
+      return std::vector<Instruction*>{};
     }
-    if (op.name == "sdy.sharding_constraint") {
-      // Shardy's sharding constraint (JAX's random keys carry one on an empty mesh): XLA exports it as a `Sharding`
-      // custom call. A sharding whose every dimension lists no mesh axes (`<@mesh, [{}, {}]>`) is `{replicated}`;
-      // any other needs the mesh, which this reader does not model: the op stays unknown.
-      OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
-      if (!ReplicatedShardyConstraint(op)) return Unknown(op, ops, shapes, md);
-      i = Make(Opcode::kCustomCall, {}, ops);
-      i->custom_call_target = "Sharding";
-      i->sharding = Sharding{};  // kReplicated
-      return Results(std::move(i), shapes, md);
-    }
-    if (op.name == "chlo.top_k") {
-      OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 2));
-      i = Make(Opcode::kTopK, {}, ops);
-      OPPROBE_ASSIGN_OR_RETURN(i->k, IntAttr(op, "k"));
-      i->largest = true;
-      return Results(std::move(i), shapes, md);
-    }
-    if (op.name == "chlo.square") {  // x * x (complex squares are expanded by XLA; they stay one instruction here)
-      OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
-      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
-      if (!IsComplex(shapes[0].element_type()))
-        return std::vector<Instruction*>{Add(Opcode::kMultiply, shapes[0], {ops[0], ops[0]}, md)};
-    }
-    if (i) {  // an op handled above that is one instruction with its result shape
-      OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
-      i->shape = shapes[0];
-      Instruction* added = Add(std::move(i), md);
-      FixLayout(*added);
-      OPPROBE_RETURN_IF_ERROR(ApplyXlaShape(op, *added));
-      return std::vector<Instruction*>{added};
-    }
-    return Unknown(op, ops, shapes, md);
+    return Results(std::move(i), in.shapes, in.md);
+  }
+  Converted ConvertErfInv(OpInput& in) {
+    // XLA's translation expands it (CHLO legalization: no HLO opcode): Giles' polynomial in -log((1-x)(1+x)), as
+    // opprobe's own lowering of aten::erfinv builds it (hlo/math.h; for f64 XLA uses more terms of the same form).
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    OPPROBE_RETURN_IF_ERROR(CheckResults(in.op, in.shapes, 1));
+    const OpMetadata saved = B().metadata();
+    B().SetMetadata(in.md);
+    Instruction* r = math::ErfInv(B(), in.ops[0]);
+    B().SetMetadata(saved);
+    return std::vector<Instruction*>{r};
+  }
+  Converted ConvertShardingConstraint(OpInput& in) {
+    // Shardy's sharding constraint (JAX's random keys carry one on an empty mesh): XLA exports it as a `Sharding`
+    // custom call. A sharding whose every dimension lists no mesh axes (`<@mesh, [{}, {}]>`) is `{replicated}`;
+    // any other needs the mesh, which this reader does not model: the op stays unknown.
+    const Operation& op = in.op;
+    OPPROBE_RETURN_IF_ERROR(CheckArity(op, 1));
+    OPPROBE_RETURN_IF_ERROR(CheckResults(op, in.shapes, 1));
+    if (!ReplicatedShardyConstraint(op)) return Unknown(op, in.ops, in.shapes, in.md);
+    auto i = Make(Opcode::kCustomCall, {}, in.ops);
+    i->custom_call_target = "Sharding";
+    i->sharding = Sharding{};  // kReplicated
+    return Results(std::move(i), in.shapes, in.md);
+  }
+  Converted ConvertTopK(OpInput& in) {
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    OPPROBE_RETURN_IF_ERROR(CheckResults(in.op, in.shapes, 2));
+    auto i = Make(Opcode::kTopK, {}, in.ops);
+    OPPROBE_ASSIGN_OR_RETURN(i->k, IntAttr(in.op, "k"));
+    i->largest = true;
+    return Results(std::move(i), in.shapes, in.md);
+  }
+  Converted ConvertSquare(OpInput& in) {  // x * x (complex squares are expanded by XLA; they stay one instruction here)
+    OPPROBE_RETURN_IF_ERROR(CheckArity(in.op, 1));
+    OPPROBE_RETURN_IF_ERROR(CheckResults(in.op, in.shapes, 1));
+    if (!IsComplex(in.shapes[0].element_type()))
+      return std::vector<Instruction*>{Add(Opcode::kMultiply, in.shapes[0], {in.ops[0], in.ops[0]}, in.md)};
+    return Unknown(in.op, in.ops, in.shapes, in.md);
   }
 
   // stablehlo.composite: a `chlo.*` composite (what jax.export writes for chlo ops) is recomposed into that op, as
@@ -1014,11 +1185,11 @@ class Converter {
   Expected<std::vector<Instruction*>> Inline(const Operation& op, const std::string& name,
                                              const std::vector<Instruction*>& args) {
     auto f = functions_.find(name);
-    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", OneLine(name, 64)));
-    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself", OneLine(name, 64)));
+    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
+    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself", support::OneLine(name, 64)));
     const Function& fn = *f->second;
     if (fn.body.blocks.size() != 1 || fn.body.blocks[0].arguments.size() != args.size())
-      return OpErr(op, fmt::format("@{} does not take the composite's operands", OneLine(name, 64)));
+      return OpErr(op, fmt::format("@{} does not take the composite's operands", support::OneLine(name, 64)));
     in_progress_.insert(name);
     std::vector<Frame> saved;
     saved.swap(frames_);
@@ -1102,7 +1273,7 @@ class Converter {
     if (!a || a->kind != Attr::Kind::kString) return Status::Ok();
     auto s = ParseShape(a->text);
     if (!s.ok() || !s->Compatible(i.shape)) return Err(a->pos, fmt::format("{}: xla_shape {} does not match the result type",
-                                                                           OneLine(op.name, 64), Quote(a->text)));
+                                                                           support::OneLine(op.name, 64), support::Quote(a->text)));
     i.shape = *s;
     return Status::Ok();
   }
@@ -1179,7 +1350,7 @@ class Converter {
       scalar.splat = true;
       d = &scalar;
     } else {
-      return Err(v.pos, fmt::format("{}: expected a dense literal", OneLine(op.name, 64)));
+      return Err(v.pos, fmt::format("{}: expected a dense literal", support::OneLine(op.name, 64)));
     }
     if (!d->resource.empty()) return elided();
     if (!d->raw_hex.empty()) {
@@ -1199,7 +1370,7 @@ class Converter {
       if (d->elements.size() != 1) return Err(v.pos, "malformed dense literal");
       if (count > kMaxSplatElements) return elided();
     } else if (static_cast<int64_t>(d->elements.size()) != count) {
-      return Err(v.pos, fmt::format("{}: the literal has {} value(s), its type {} needs {}", OneLine(op.name, 64),
+      return Err(v.pos, fmt::format("{}: the literal has {} value(s), its type {} needs {}", support::OneLine(op.name, 64),
                                     d->elements.size(), shape.ToString(false), count));
     }
     Literal lit(shape);
@@ -1326,7 +1497,7 @@ class Converter {
       if (p == "DEFAULT") out.push_back(PrecisionLevel::kDefault);
       else if (p == "HIGH") out.push_back(PrecisionLevel::kHigh);
       else if (p == "HIGHEST") out.push_back(PrecisionLevel::kHighest);
-      else return Err(e.pos, fmt::format("unknown precision {}", Quote(p)));
+      else return Err(e.pos, fmt::format("unknown precision {}", support::Quote(p)));
     }
     return out;
   }
@@ -1382,7 +1553,7 @@ class Converter {
           if (s >= spatial.size()) return Err(a->pos, "convolution: spatial dimension out of range");
           spatial[s] = static_cast<int64_t>(k);
         } else {
-          return Err(a->pos, fmt::format("convolution: unknown dimension label {}", Quote(it)));
+          return Err(a->pos, fmt::format("convolution: unknown dimension label {}", support::Quote(it)));
         }
       }
       if (xd < 0 || yd < 0 || std::count(spatial.begin(), spatial.end(), -1) > 0)
@@ -1416,7 +1587,7 @@ class Converter {
         else if (k == "lhs_dilate") lhs_dil = vals;
         else if (k == "rhs_dilate") rhs_dil = vals;
         else if (k == "reverse") reversal = vals;
-        else return Err(v.pos, fmt::format("convolution: unknown window field {}", Quote(k)));
+        else return Err(v.pos, fmt::format("convolution: unknown window field {}", support::Quote(k)));
       }
     } else {
       OPPROBE_ASSIGN_OR_RETURN(strides, OptInts(op, "window_strides"));
@@ -1745,7 +1916,7 @@ class Converter {
     if (opcode == Opcode::kCompare) {
       std::string dir = EnumAttr(op, "comparison_direction");
       auto d = ComparisonDirectionFromName(dir);
-      if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", Quote(dir)));
+      if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", support::Quote(dir)));
       i->comparison_direction = *d;
       std::string type = EnumAttr(op, "compare_type");
       i->mutable_rare().comparison_type = type.empty() || type == "NOTYPE" ? DefaultComparisonType(ops[0]->shape.element_type()) : type;
@@ -1830,5 +2001,9 @@ class Converter {
 }  // namespace
 
 Expected<std::unique_ptr<Module>> ConvertToHlo(const ParsedModule& module) { return Converter(module).Run(); }
+
+bool HasOpConversion(std::string_view op_name) { return Converter::FindConversion(op_name) != nullptr; }
+
+std::vector<std::string_view> OpConversionNames() { return Converter::ConversionNames(); }
 
 }  // namespace opprobe::hlo::stablehlo

@@ -16,14 +16,23 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
+#include <vector>
 
 #include "hlo/instruction.h"
 #include "hlo/stablehlo/mlir_ir.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo::stablehlo {
 
 // The entry is the function `main`, else the only public function. Errors name `source:line:col`.
 Expected<std::unique_ptr<Module>> ConvertToHlo(const ParsedModule& module);
+
+// The conversion table (convert.cpp): whether an op name (`stablehlo.pad`, `mhlo.pad`, `func.call`, `chlo.top_k`)
+// has an entry of its own, and the entries' names (`pad`: stablehlo.pad and mhlo.pad; other dialects' ops in full).
+// The plain one-instruction ops (`stablehlo.add`) are in the simple-op tables instead; an op in neither is
+// converted to an unknown instruction named after it.
+bool HasOpConversion(std::string_view op_name);
+std::vector<std::string_view> OpConversionNames();
 
 }  // namespace opprobe::hlo::stablehlo

@@ -10,7 +10,8 @@
 #include <optional>
 #include <set>
 
-#include "hlo/quote.h"
+#include "hlo/stablehlo/mlir_lexer.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo::stablehlo {
 
@@ -70,13 +71,6 @@ namespace {
 
 constexpr int kMaxDepth = 200;
 
-bool IsIdStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-// bare-id characters after the first (MLIR: letter, digit, `_`, `$`, `.`); `-` for suffix ids of values.
-bool IsIdChar(char c) { return IsIdStart(c) || IsDigit(c) || c == '$' || c == '.'; }
-bool IsSuffixIdChar(char c) { return IsIdChar(c) || c == '-'; }
-
 std::optional<PrimitiveType> ElementTypeFromName(std::string_view n) {
   struct Entry {
     std::string_view name;
@@ -102,9 +96,10 @@ std::optional<PrimitiveType> ElementTypeFromName(std::string_view n) {
   return std::nullopt;
 }
 
-class Parser {
+// The grammar over the lexer's tokens (mlir_lexer.h), which it extends: its cursor is the parser's position.
+class Parser : Lexer {
  public:
-  Parser(std::string_view text, const std::string& source) : s_(text), source_(source) {}
+  Parser(std::string_view text, const std::string& source) : Lexer(text, source) {}
 
   Expected<ParsedModule> Parse() {
     ParsedModule m;
@@ -132,7 +127,7 @@ class Parser {
         continue;
       }
       if (!IsIdStart(Peek())) return Err(p_, fmt::format("expected 'module' or 'func.func', got {}", Describe()));
-      std::string word = ReadBareId();
+      std::string word = LexBareId();
       if (word == "module" || word == "builtin.module") {
         if (saw_module) return Err(start, "a second top-level module (opprobe reads one module per file)");
         saw_module = true;
@@ -145,180 +140,21 @@ class Parser {
         m.functions.push_back(std::move(*f));
         continue;
       }
-      return Err(start, fmt::format("expected 'module' or 'func.func' at the top level, got {}", Quote(word)));
+      return Err(start, fmt::format("expected 'module' or 'func.func' at the top level, got {}", support::Quote(word)));
     }
     if (m.functions.empty()) return Err(p_, "no functions: expected a 'module' holding 'func.func' operations");
     return m;
   }
 
  private:
-  // ---- cursor ----
-  bool AtEnd() const { return p_ >= s_.size(); }
-  char Peek(size_t ahead = 0) const { return p_ + ahead < s_.size() ? s_[p_ + ahead] : '\0'; }
-  bool LookingAt(std::string_view w) const { return s_.substr(p_, w.size()) == w; }
-
-  void SkipWs() {
-    while (p_ < s_.size()) {
-      char c = s_[p_];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-        ++p_;
-      } else if (c == '/' && Peek(1) == '/') {
-        while (p_ < s_.size() && s_[p_] != '\n') ++p_;
-      } else {
-        break;
-      }
-    }
-  }
-  // Spaces and tabs only: true when something other than a line end or comment follows on this line.
-  bool SkipSpacesOnLine() {
-    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\t')) ++p_;
-    return p_ < s_.size() && s_[p_] != '\n' && s_[p_] != '\r' && !(s_[p_] == '/' && Peek(1) == '/');
-  }
-
-  bool Consume(char c) {
-    SkipWs();
-    if (Peek() != c) return false;
-    ++p_;
-    return true;
-  }
-  bool ConsumeArrow() {
-    SkipWs();
-    if (!LookingAt("->")) return false;
-    p_ += 2;
-    return true;
-  }
-  // A keyword: the word followed by a character that cannot continue an identifier.
-  bool ConsumeWord(std::string_view w) {
-    SkipWs();
-    if (!LookingAt(w) || IsIdChar(Peek(w.size()))) return false;
-    p_ += w.size();
-    return true;
-  }
-  Status Expect(char c) {
-    if (Consume(c)) return Status::Ok();
-    return Err(p_, fmt::format("expected '{}', got {}", c, Describe()));
-  }
-
-  std::string Describe() {
-    if (AtEnd()) return "end of input";
-    size_t n = 0;
-    while (p_ + n < s_.size() && n < 24 && s_[p_ + n] != ' ' && s_[p_ + n] != '\n' && s_[p_ + n] != '\t') ++n;
-    return Quote(s_.substr(p_, std::max<size_t>(n, 1)), 24);
-  }
-
-  Status Err(size_t pos, const std::string& message) const {
-    auto [line, col] = LineColumn(s_, pos);
-    return InvalidInput(fmt::format("{}:{}:{}: {}", source_, line, col, message));
-  }
-
-  std::string ReadBareId() {
-    size_t start = p_;
-    if (p_ < s_.size() && IsIdStart(s_[p_])) {
-      ++p_;
-      while (p_ < s_.size() && IsIdChar(s_[p_])) ++p_;
-    }
-    return std::string(s_.substr(start, p_ - start));
-  }
-
-  Expected<std::string> ParseString() {
-    SkipWs();
-    size_t start = p_;
-    if (Peek() != '"') return Err(p_, fmt::format("expected a string, got {}", Describe()));
-    ++p_;
-    std::string out;
-    while (true) {
-      if (AtEnd() || s_[p_] == '\n') return Err(start, "unterminated string");
-      char c = s_[p_++];
-      if (c == '"') break;
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (AtEnd()) return Err(start, "unterminated string");
-      char e = s_[p_++];
-      if (e == 'n') out.push_back('\n');
-      else if (e == 't') out.push_back('\t');
-      else if (e == '"' || e == '\\') out.push_back(e);
-      else if (IsHexDigit(e) && IsHexDigit(Peek())) {
-        out.push_back(static_cast<char>(std::stoi(std::string{e, s_[p_]}, nullptr, 16)));
-        ++p_;
-      } else {
-        return Err(p_ - 2, "unknown escape in string");
-      }
-    }
-    return out;
-  }
-
-  Expected<std::string> ParseSymbolName() {
-    SkipWs();
-    if (Peek() != '@') return Err(p_, fmt::format("expected a symbol '@name', got {}", Describe()));
-    ++p_;
-    if (Peek() == '"') return ParseString();
-    size_t start = p_;
-    while (p_ < s_.size() && (IsSuffixIdChar(s_[p_]))) ++p_;
-    if (p_ == start) return Err(start, "expected a symbol name after '@'");
-    return std::string(s_.substr(start, p_ - start));
-  }
-
-  // `%name` (the name without `%`).
-  Expected<std::string> ParseValueName() {
-    SkipWs();
-    if (Peek() != '%') return Err(p_, fmt::format("expected a value '%name', got {}", Describe()));
-    ++p_;
-    size_t start = p_;
-    while (p_ < s_.size() && IsSuffixIdChar(s_[p_])) ++p_;
-    if (p_ == start) return Err(start - 1, "expected a value name after '%'");
-    return std::string(s_.substr(start, p_ - start));
-  }
-
   Expected<Value> ParseValueUse() {
     SkipWs();
     Value v;
     v.pos = p_;
-    OPPROBE_ASSIGN_OR_RETURN(v.name, ParseValueName());
+    OPPROBE_ASSIGN_OR_RETURN(v.name, LexValueName());
     if (Peek() == '#' && IsDigit(Peek(1))) {
       ++p_;
-      OPPROBE_ASSIGN_OR_RETURN(v.index, ParseInt());
-    }
-    return v;
-  }
-
-  // A decimal or 0x integer, optionally negative; the value must fit in int64.
-  Expected<int64_t> ParseInt() {
-    SkipWs();
-    size_t start = p_;
-    bool neg = false;
-    if (Peek() == '-') {
-      neg = true;
-      ++p_;
-    }
-    auto mag = ParseMagnitude();
-    if (!mag.ok()) {
-      p_ = start;
-      return Err(start, fmt::format("expected an integer, got {}", Describe()));
-    }
-    if (*mag > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + (neg ? 1u : 0u))
-      return Err(start, "integer out of range");
-    return neg ? static_cast<int64_t>(0 - *mag) : static_cast<int64_t>(*mag);
-  }
-
-  Expected<uint64_t> ParseMagnitude() {
-    size_t start = p_;
-    int base = 10;
-    if (Peek() == '0' && (Peek(1) == 'x' || Peek(1) == 'X') && IsHexDigit(Peek(2))) {
-      base = 16;
-      p_ += 2;
-    }
-    size_t digits = p_;
-    while (p_ < s_.size() && (base == 16 ? IsHexDigit(s_[p_]) : IsDigit(s_[p_]))) ++p_;
-    if (p_ == digits) return Err(start, "expected digits");
-    uint64_t v = 0;
-    for (size_t i = digits; i < p_; ++i) {
-      char c = s_[i];
-      uint64_t d = IsDigit(c) ? static_cast<uint64_t>(c - '0') : static_cast<uint64_t>((c | 0x20) - 'a' + 10);
-      if (v > (std::numeric_limits<uint64_t>::max() - d) / static_cast<uint64_t>(base))
-        return Err(start, "integer out of range");
-      v = v * static_cast<uint64_t>(base) + d;
+      OPPROBE_ASSIGN_OR_RETURN(v.index, LexInt());
     }
     return v;
   }
@@ -352,7 +188,7 @@ class Parser {
     }
     if (Peek() == '!') {
       ++p_;
-      std::string name = ReadBareId();
+      std::string name = LexBareId();
       if (name == "stablehlo.token" || name == "mhlo.token") {
         t.kind = Type::Kind::kToken;
       } else if (name == "quant.uniform" || name == "quant.calibrated" || name == "quant.any") {
@@ -360,9 +196,9 @@ class Parser {
         OPPROBE_RETURN_IF_ERROR(Expect('<'));
         size_t body = p_;
         SkipWs();
-        std::string storage = ReadBareId();
+        std::string storage = LexBareId();
         auto e = ElementTypeFromName(storage);
-        if (!e) return Err(body, fmt::format("unknown quantized storage type {}", Quote(storage)));
+        if (!e) return Err(body, fmt::format("unknown quantized storage type {}", support::Quote(storage)));
         t.kind = Type::Kind::kElement;
         t.element = *e;
         p_ = body;
@@ -380,7 +216,7 @@ class Parser {
       t.text = std::string(s_.substr(start, p_ - start));
       return t;
     }
-    std::string word = ReadBareId();
+    std::string word = LexBareId();
     if (word.empty()) return Err(start, fmt::format("expected a type, got {}", Describe()));
     if (word == "tensor") {
       OPPROBE_RETURN_IF_ERROR(ParseTensorBody(t));
@@ -398,12 +234,12 @@ class Parser {
       OPPROBE_RETURN_IF_ERROR(Expect('<'));
       SkipWs();
       size_t epos = p_;
-      std::string inner = ReadBareId();
+      std::string inner = LexBareId();
       OPPROBE_RETURN_IF_ERROR(Expect('>'));
       t.kind = Type::Kind::kElement;
       if (inner == "f32") t.element = PrimitiveType::C64;
       else if (inner == "f64") t.element = PrimitiveType::C128;
-      else return Err(epos, fmt::format("complex<{}> has no XLA element type (complex<f32> and complex<f64> do)", Quote(inner)));
+      else return Err(epos, fmt::format("complex<{}> has no XLA element type (complex<f32> and complex<f64> do)", support::Quote(inner)));
     } else if (auto e = ElementTypeFromName(word)) {
       t.kind = Type::Kind::kElement;
       t.element = *e;
@@ -414,7 +250,7 @@ class Parser {
         OPPROBE_RETURN_IF_ERROR(SkipBalanced('<', '>', p_ - 1));
       }
     } else {
-      return Err(start, fmt::format("unknown type {}", Quote(word)));
+      return Err(start, fmt::format("unknown type {}", support::Quote(word)));
     }
     t.text = std::string(s_.substr(start, p_ - start));
     return t;
@@ -452,7 +288,7 @@ class Parser {
     }
     OPPROBE_ASSIGN_OR_RETURN(Type element, ParseType());
     if (element.kind != Type::Kind::kElement)
-      return Err(p_, fmt::format("tensor element type {} is not a number type", Quote(element.text)));
+      return Err(p_, fmt::format("tensor element type {} is not a number type", support::Quote(element.text)));
     t.element = element.element;
     t.quantized = element.quantized;
     if (Consume(',')) {  // encoding: bounds of dynamic dimensions
@@ -531,7 +367,7 @@ class Parser {
     while (!AtEnd()) {
       char c = s_[p_];
       if (c == '"') {
-        auto s = ParseString();
+        auto s = LexString();
         if (!s.ok()) return s.status();
         continue;
       }
@@ -559,9 +395,9 @@ class Parser {
       size_t kpos = p_;
       std::string key;
       if (Peek() == '"') {
-        OPPROBE_ASSIGN_OR_RETURN(key, ParseString());
+        OPPROBE_ASSIGN_OR_RETURN(key, LexString());
       } else {
-        key = ReadBareId();
+        key = LexBareId();
         if (key.empty()) return Err(kpos, fmt::format("expected an attribute name, got {}", Describe()));
       }
       Attr v;
@@ -629,16 +465,16 @@ class Parser {
     }
     if (c == '"') {
       a.kind = Attr::Kind::kString;
-      OPPROBE_ASSIGN_OR_RETURN(a.text, ParseString());
+      OPPROBE_ASSIGN_OR_RETURN(a.text, LexString());
       OPPROBE_RETURN_IF_ERROR(ParseOptionalColonType(a));
       return a;
     }
     if (c == '@') {
       a.kind = Attr::Kind::kSymbol;
-      OPPROBE_ASSIGN_OR_RETURN(a.text, ParseSymbolName());
+      OPPROBE_ASSIGN_OR_RETURN(a.text, LexSymbolName());
       while (LookingAt("::@")) {  // nested reference: keep the leaf
         p_ += 2;
-        OPPROBE_ASSIGN_OR_RETURN(a.text, ParseSymbolName());
+        OPPROBE_ASSIGN_OR_RETURN(a.text, LexSymbolName());
       }
       return a;
     }
@@ -654,7 +490,7 @@ class Parser {
       return a;
     }
     size_t start = p_;
-    std::string word = ReadBareId();
+    std::string word = LexBareId();
     if (word.empty()) return Err(start, fmt::format("expected an attribute value, got {}", Describe()));
     if (word == "true" || word == "false") {
       a.kind = Attr::Kind::kBool;
@@ -720,7 +556,7 @@ class Parser {
       ++p_;
     }
     if (Peek() == '0' && (Peek(1) == 'x' || Peek(1) == 'X')) {
-      OPPROBE_ASSIGN_OR_RETURN(uint64_t bits, ParseMagnitude());
+      OPPROBE_ASSIGN_OR_RETURN(uint64_t bits, LexMagnitude());
       a.kind = Attr::Kind::kInt;  // a float's bits when the type says so (resolved by the reader of the attr)
       a.i = neg ? static_cast<int64_t>(0 - bits) : static_cast<int64_t>(bits);
       return Status::Ok();
@@ -750,7 +586,7 @@ class Parser {
     }
     a.kind = Attr::Kind::kInt;
     p_ = digits;
-    OPPROBE_ASSIGN_OR_RETURN(uint64_t mag, ParseMagnitude());
+    OPPROBE_ASSIGN_OR_RETURN(uint64_t mag, LexMagnitude());
     a.i = neg ? static_cast<int64_t>(0 - mag) : static_cast<int64_t>(mag);
     return Status::Ok();
   }
@@ -770,7 +606,7 @@ class Parser {
       if (a.dense->resource.empty()) a.dense->resource = "?";
       OPPROBE_RETURN_IF_ERROR(Expect('>'));
     } else if (Peek() == '"') {
-      OPPROBE_ASSIGN_OR_RETURN(std::string hex, ParseString());
+      OPPROBE_ASSIGN_OR_RETURN(std::string hex, LexString());
       if (hex.size() < 2 || hex[0] != '0' || (hex[1] != 'x' && hex[1] != 'X'))
         return Err(open, "a quoted dense literal must be hex bytes '\"0x...\"'");
       for (size_t i = 2; i < hex.size(); ++i)
@@ -837,7 +673,7 @@ class Parser {
       ++p_;
     }
     if (Peek() == '0' && (Peek(1) == 'x' || Peek(1) == 'X')) {
-      OPPROBE_ASSIGN_OR_RETURN(e.magnitude, ParseMagnitude());
+      OPPROBE_ASSIGN_OR_RETURN(e.magnitude, LexMagnitude());
       e.kind = DenseElement::Kind::kBits;
       e.negative = neg;
       d.elements.push_back(e);
@@ -862,7 +698,7 @@ class Parser {
       // The magnitude again, without the int64 wrap (u64 values above 2^63 are legal).
       size_t save = p_;
       p_ = start + (neg ? 1 : 0);
-      OPPROBE_ASSIGN_OR_RETURN(e.magnitude, ParseMagnitude());
+      OPPROBE_ASSIGN_OR_RETURN(e.magnitude, LexMagnitude());
       p_ = save;
     }
     d.elements.push_back(e);
@@ -896,11 +732,11 @@ class Parser {
     Attr a;
     a.pos = p_;
     ++p_;  // '#'
-    std::string name = ReadBareId();
+    std::string name = LexBareId();
     if (name.empty()) return Err(a.pos, "expected an attribute name after '#'");
     if (Peek() != '<') {  // an alias
       auto it = attr_aliases_.find(name);
-      if (it == attr_aliases_.end()) return Err(a.pos, fmt::format("undefined attribute alias {}", Quote("#" + name)));
+      if (it == attr_aliases_.end()) return Err(a.pos, fmt::format("undefined attribute alias {}", support::Quote("#" + name)));
       Attr resolved = it->second;
       resolved.pos = a.pos;
       return resolved;
@@ -944,7 +780,7 @@ class Parser {
     if (p_ == end) return true;
     while (true) {
       SkipWs();
-      std::string key = ReadBareId();
+      std::string key = LexBareId();
       if (key.empty() || !Consume('=')) return false;
       SkipWs();
       Attr v;
@@ -987,7 +823,7 @@ class Parser {
     if (c == '#') {
       ++p_;
       l.kind = Location::Kind::kAlias;
-      l.text = ReadBareId();
+      l.text = LexBareId();
       if (l.text.empty()) return Err(start, "expected a location alias name after '#'");
       return l;
     }
@@ -1007,7 +843,7 @@ class Parser {
       return l;
     }
     if (c == '"') {
-      OPPROBE_ASSIGN_OR_RETURN(std::string s, ParseString());
+      OPPROBE_ASSIGN_OR_RETURN(std::string s, LexString());
       SkipSpacesOnLine();
       if (Peek() == ':' && IsDigit(Peek(1))) return FileLocation(std::move(s));
       l.kind = Location::Kind::kName;
@@ -1071,22 +907,22 @@ class Parser {
     l.kind = Location::Kind::kFile;
     l.text = std::move(file);
     OPPROBE_RETURN_IF_ERROR(Expect(':'));
-    OPPROBE_ASSIGN_OR_RETURN(l.line, ParseInt());
+    OPPROBE_ASSIGN_OR_RETURN(l.line, LexInt());
     OPPROBE_RETURN_IF_ERROR(Expect(':'));
-    OPPROBE_ASSIGN_OR_RETURN(int64_t col, ParseInt());
+    OPPROBE_ASSIGN_OR_RETURN(int64_t col, LexInt());
     (void)col;
     size_t save = p_;
     if (ConsumeWord("to")) {
       SkipWs();
       if (IsDigit(Peek())) {
-        OPPROBE_ASSIGN_OR_RETURN(int64_t end_line, ParseInt());
+        OPPROBE_ASSIGN_OR_RETURN(int64_t end_line, LexInt());
         (void)end_line;
       }
       if (!Consume(':')) {
         p_ = save;
         return l;
       }
-      OPPROBE_ASSIGN_OR_RETURN(int64_t end_col, ParseInt());
+      OPPROBE_ASSIGN_OR_RETURN(int64_t end_col, LexInt());
       (void)end_col;
     }
     return l;
@@ -1121,9 +957,9 @@ class Parser {
   Status ParseAliasDefinition(ParsedModule& m) {
     size_t start = p_;
     ++p_;
-    std::string name = ReadBareId();
+    std::string name = LexBareId();
     if (name.empty()) return Err(start, "expected an alias name after '#'");
-    if (!Consume('=')) return Err(p_, fmt::format("expected '=' after {}, got {}", Quote("#" + name), Describe()));
+    if (!Consume('=')) return Err(p_, fmt::format("expected '=' after {}, got {}", support::Quote("#" + name), Describe()));
     SkipWs();
     if (LookingAt("loc(")) {
       p_ += 4;
@@ -1148,7 +984,7 @@ class Parser {
   Status ParseModuleBody(ParsedModule& m) {
     SkipWs();
     if (Peek() == '@') {
-      OPPROBE_ASSIGN_OR_RETURN(m.name, ParseSymbolName());
+      OPPROBE_ASSIGN_OR_RETURN(m.name, LexSymbolName());
     }
     if (ConsumeWord("attributes")) {
       OPPROBE_ASSIGN_OR_RETURN(m.attributes, ParseAttrDict());
@@ -1170,7 +1006,7 @@ class Parser {
         OPPROBE_RETURN_IF_ERROR(AddTopLevelGeneric(m, std::move(op), unused));
         continue;
       }
-      std::string word = ReadBareId();
+      std::string word = LexBareId();
       if (word == "func.func") {
         OPPROBE_ASSIGN_OR_RETURN(Function f, ParseFunction(start));
         m.functions.push_back(std::move(f));
@@ -1192,7 +1028,7 @@ class Parser {
     std::string dialect = op_name.substr(0, op_name.find('.'));
     return fmt::format("operation {} is from dialect {}, which opprobe does not read (StableHLO text holds "
                        "stablehlo, chlo, mhlo, func and sdy operations)",
-                       Quote(op_name), Quote(dialect));
+                       support::Quote(op_name), support::Quote(dialect));
   }
 
   // To the end of the line, over any brackets opened on it.
@@ -1202,7 +1038,7 @@ class Parser {
     while (!AtEnd()) {
       char c = s_[p_];
       if (c == '"') {
-        auto s = ParseString();
+        auto s = LexString();
         if (!s.ok()) return s.status();
         continue;
       }
@@ -1227,12 +1063,12 @@ class Parser {
     Function f;
     f.pos = start;
     SkipWs();
-    if (IsIdStart(Peek())) f.visibility = ReadBareId();
-    OPPROBE_ASSIGN_OR_RETURN(f.name, ParseSymbolName());
+    if (IsIdStart(Peek())) f.visibility = LexBareId();
+    OPPROBE_ASSIGN_OR_RETURN(f.name, LexSymbolName());
     OPPROBE_RETURN_IF_ERROR(Expect('('));
     if (!Consume(')')) {
       do {
-        OPPROBE_ASSIGN_OR_RETURN(std::string name, ParseValueName());
+        OPPROBE_ASSIGN_OR_RETURN(std::string name, LexValueName());
         OPPROBE_RETURN_IF_ERROR(Expect(':'));
         OPPROBE_ASSIGN_OR_RETURN(Type t, ParseType());
         NamedAttrs attrs;
@@ -1256,7 +1092,7 @@ class Parser {
       OPPROBE_ASSIGN_OR_RETURN(NamedAttrs ignored, ParseAttrDict());
     }
     SkipWs();
-    if (Peek() != '{') return Err(p_, fmt::format("expected the body of function @{}, got {}", OneLine(f.name, 64), Describe()));
+    if (Peek() != '{') return Err(p_, fmt::format("expected the body of function @{}, got {}", support::OneLine(f.name, 64), Describe()));
     std::vector<std::pair<std::string, Type>> args = f.arguments;
     OPPROBE_ASSIGN_OR_RETURN(f.body, ParseRegion(&args));
     bool has = false;
@@ -1331,7 +1167,7 @@ class Parser {
       if (Peek() == '^') {
         size_t lpos = p_;
         ++p_;
-        std::string label = ReadBareId();
+        std::string label = LexBareId();
         if (label.empty()) return Err(lpos, "expected a block label after '^'");
         if (!first || !r.blocks.back().operations.empty()) r.blocks.emplace_back();
         Block& b = r.blocks.back();
@@ -1339,7 +1175,7 @@ class Parser {
         if (Consume('(')) {
           if (!Consume(')')) {
             do {
-              OPPROBE_ASSIGN_OR_RETURN(std::string name, ParseValueName());
+              OPPROBE_ASSIGN_OR_RETURN(std::string name, LexValueName());
               OPPROBE_RETURN_IF_ERROR(Expect(':'));
               OPPROBE_ASSIGN_OR_RETURN(Type t, ParseType());
               bool has = false;
@@ -1368,12 +1204,12 @@ class Parser {
     Operation op;
     if (Peek() == '%') {
       do {
-        OPPROBE_ASSIGN_OR_RETURN(std::string name, ParseValueName());
+        OPPROBE_ASSIGN_OR_RETURN(std::string name, LexValueName());
         int64_t count = 1;
         if (Peek() == ':' && IsDigit(Peek(1))) {
           ++p_;
           size_t cpos = p_;
-          OPPROBE_ASSIGN_OR_RETURN(count, ParseInt());
+          OPPROBE_ASSIGN_OR_RETURN(count, LexInt());
           if (count < 1 || count > 100000) return Err(cpos, "result count out of range");
         }
         op.results.emplace_back(std::move(name), count);
@@ -1383,11 +1219,11 @@ class Parser {
     SkipWs();
     op.pos = p_;
     if (Peek() == '"') {
-      OPPROBE_ASSIGN_OR_RETURN(op.name, ParseString());
+      OPPROBE_ASSIGN_OR_RETURN(op.name, LexString());
       OPPROBE_RETURN_IF_ERROR(CheckDialect(op));
       OPPROBE_RETURN_IF_ERROR(ParseGenericBody(op));
     } else {
-      std::string word = ReadBareId();
+      std::string word = LexBareId();
       if (word.empty()) return Err(op.pos, fmt::format("expected an operation, got {}", Describe()));
       if (word == "return") word = "func.return";
       if (word == "call") word = "func.call";
@@ -1401,10 +1237,10 @@ class Parser {
 
   Status CheckDialect(const Operation& op) {
     if (op.name.empty() || !std::all_of(op.name.begin(), op.name.end(), IsIdChar))
-      return Err(op.pos, fmt::format("malformed operation name {}", Quote(op.name)));
+      return Err(op.pos, fmt::format("malformed operation name {}", support::Quote(op.name)));
     auto dot = op.name.find('.');
     if (dot == std::string::npos || dot == 0)
-      return Err(op.pos, fmt::format("operation {} has no dialect prefix (expected e.g. 'stablehlo.add')", Quote(op.name)));
+      return Err(op.pos, fmt::format("operation {} has no dialect prefix (expected e.g. 'stablehlo.add')", support::Quote(op.name)));
     if (!IsKnownDialect(std::string_view(op.name).substr(0, dot))) return Err(op.pos, UnknownDialectMessage(op.name));
     return Status::Ok();
   }
@@ -1500,7 +1336,7 @@ class Parser {
       do {
         SkipWs();
         size_t kpos = p_;
-        std::string key = ReadBareId();
+        std::string key = LexBareId();
         if (key.empty()) return Err(kpos, fmt::format("expected a name, got {}", Describe()));
         OPPROBE_RETURN_IF_ERROR(Expect('='));
         OPPROBE_ASSIGN_OR_RETURN(Attr v, ParsePrettyValue());
@@ -1519,7 +1355,7 @@ class Parser {
     }
     if (IsIdStart(c) && !LookingAt("dense") && !LookingAt("array<") && !LookingAt("true") && !LookingAt("false")) {
       a.kind = Attr::Kind::kEnum;
-      a.text = ReadBareId();
+      a.text = LexBareId();
       return a;
     }
     if (c == '-' || IsDigit(c)) {  // a number never carries a type here: `dim = 0 : tensor<4xf32>` ends the op
@@ -1549,7 +1385,7 @@ class Parser {
       Attr e;
       e.pos = p_;
       if (IsIdStart(Peek())) {
-        std::string w = ReadBareId();
+        std::string w = LexBareId();
         if (w == "true" || w == "false") {
           e.kind = Attr::Kind::kBool;
           e.b = w == "true";
@@ -1621,7 +1457,7 @@ class Parser {
       }
       if (c == ')' && in_group) return Status::Ok();
       if (c == '@') {
-        OPPROBE_ASSIGN_OR_RETURN(std::string sym, ParseSymbolName());
+        OPPROBE_ASSIGN_OR_RETURN(std::string sym, LexSymbolName());
         op.callees.push_back(std::move(sym));
         continue;
       }
@@ -1629,7 +1465,7 @@ class Parser {
         Attr s;
         s.kind = Attr::Kind::kString;
         s.pos = p_;
-        OPPROBE_ASSIGN_OR_RETURN(s.text, ParseString());
+        OPPROBE_ASSIGN_OR_RETURN(s.text, LexString());
         words.push_back(std::move(s));
         continue;
       }
@@ -1658,7 +1494,7 @@ class Parser {
       if (IsIdStart(c)) {
         size_t wpos = p_;
         // A keyword followed by `=` is a `key = value` item; otherwise a positional word.
-        std::string w = ReadBareId();
+        std::string w = LexBareId();
         size_t after = p_;
         SkipWs();
         if (Peek() == '=' && Peek(1) != '=') {
@@ -1681,7 +1517,7 @@ class Parser {
         if (w == "applies") {  // reduce: `applies stablehlo.add`
           SkipWs();
           size_t ap = p_;
-          std::string body = ReadBareId();
+          std::string body = LexBareId();
           if (body.empty()) return Err(ap, "expected an operation after 'applies'");
           Attr b;
           b.kind = Attr::Kind::kString;
@@ -1723,7 +1559,7 @@ class Parser {
         words.push_back(std::move(n));
         continue;
       }
-      return Err(p_, fmt::format("unexpected {} in operation {}", Describe(), Quote(op.name)));
+      return Err(p_, fmt::format("unexpected {} in operation {}", Describe(), support::Quote(op.name)));
     }
   }
 
@@ -1939,7 +1775,7 @@ class Parser {
       if (t.size() < 4 || t[0] != 'e' || m == std::string::npos || m < 2 || m + 1 >= t.size() || m - 1 > 9 ||
           t.size() - m - 1 > 9 || !std::all_of(t.begin() + 1, t.begin() + static_cast<long>(m), IsDigit) ||
           !std::all_of(t.begin() + static_cast<long>(m) + 1, t.end(), IsDigit))
-        return Err(fpos, fmt::format("reduce_precision: malformed format {}", Quote(t)));
+        return Err(fpos, fmt::format("reduce_precision: malformed format {}", support::Quote(t)));
       op.attributes.emplace_back("exponent_bits", IntAttr(std::stoll(t.substr(1, m - 1))));
       op.attributes.emplace_back("mantissa_bits", IntAttr(std::stoll(t.substr(m + 1))));
       return Status::Ok();
@@ -2006,7 +1842,7 @@ class Parser {
     for (size_t i = 0; i < n; ++i) {
       OPPROBE_RETURN_IF_ERROR(Expect('('));
       for (int k = 0; k < 2; ++k) {
-        OPPROBE_ASSIGN_OR_RETURN(std::string name, ParseValueName());
+        OPPROBE_ASSIGN_OR_RETURN(std::string name, LexValueName());
         OPPROBE_RETURN_IF_ERROR(Expect(':'));
         OPPROBE_ASSIGN_OR_RETURN(Type t, ParseType());
         bool has = false;
@@ -2024,9 +1860,6 @@ class Parser {
     return Status::Ok();
   }
 
-  std::string_view s_;
-  size_t p_ = 0;
-  std::string source_;
   int depth_ = 0;
   std::map<std::string, Attr> attr_aliases_;
 };

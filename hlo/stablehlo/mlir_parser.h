@@ -3,14 +3,14 @@
 // whose operations are in the pretty form of the stablehlo, chlo, mhlo and func dialects or in MLIR's generic form
 // (`"stablehlo.add"(%a, %b) : (...) -> ...`), with `loc(...)` locations, `#loc` aliases, and the "pretty debug
 // info" form torch_xla prints (`"aten__relu"(#loc26)` after an op, `[unknown]`). Syntax errors read
-// `source:line:col: message`, one line, with any input text quoted (hlo/quote.h).
+// `source:line:col: message`, one line, with any input text quoted (support/quote.h).
 #pragma once
 
 #include <string>
 #include <string_view>
 
 #include "hlo/stablehlo/mlir_ir.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo::stablehlo {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "hlo/instruction.h"
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::hlo {
 

@@ -27,9 +27,9 @@
 
 #include "analyzer/lowering/lowering.h"
 #include "hlo/evaluator/evaluator.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/printer.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 namespace opprobe {
 namespace {
@@ -64,13 +64,13 @@ Expected<std::vector<int64_t>> Sizes(const std::string& spec, size_t colon, size
     char* end = nullptr;
     long long x = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || x < 1 || x > (1 << 20))
-      return InvalidInput(fmt::format("workload {}: sizes must be positive integers", hlo::Quote(spec)));
+      return InvalidInput(fmt::format("workload {}: sizes must be positive integers", support::Quote(spec)));
     v.push_back(x);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   if (v.size() != count)
-    return InvalidInput(fmt::format("workload {}: expected {} sizes, got {}", hlo::Quote(spec), count, v.size()));
+    return InvalidInput(fmt::format("workload {}: expected {} sizes, got {}", support::Quote(spec), count, v.size()));
   return v;
 }
 
@@ -78,7 +78,7 @@ Expected<std::vector<int64_t>> Sizes(const std::string& spec, size_t colon, size
 Expected<Node> WorkloadNode(const std::string& spec) {
   size_t colon = spec.find(':');
   std::string kind = spec.substr(0, colon);
-  if (colon == std::string::npos) return InvalidInput(fmt::format("workload {}: expected KIND:SIZES", hlo::Quote(spec)));
+  if (colon == std::string::npos) return InvalidInput(fmt::format("workload {}: expected KIND:SIZES", support::Quote(spec)));
   auto pool_out = [](int64_t in) { return (in + 2 - 3) / 2 + 1; };
   auto pool_args = [](Value self) -> std::vector<analyzer::Argument> {
     return {{"self", self},
@@ -118,7 +118,7 @@ Expected<Node> WorkloadNode(const std::string& spec) {
   }
   return InvalidInput(fmt::format("workload {}: unknown kind (max_pool2d_with_indices, "
                                   "max_pool2d_with_indices_backward, mm, conv2d)",
-                                  hlo::Quote(spec)));
+                                  support::Quote(spec)));
 }
 
 double CpuSeconds() {
@@ -143,13 +143,13 @@ int Run(int argc, char** argv) {
       char* end = nullptr;
       min_time = std::strtod(v.c_str(), &end);
       if (v.empty() || *end != '\0' || !(min_time >= 0)) {
-        std::fprintf(stderr, "opprobe_eval_bench: --min-time %s: expected seconds\n", hlo::Quote(v).c_str());
+        std::fprintf(stderr, "opprobe_eval_bench: --min-time %s: expected seconds\n", support::Quote(v).c_str());
         return 2;
       }
     } else if (a == "--generic-regions") {
       options.compiled_regions = false;
     } else if (a.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "opprobe_eval_bench: unknown option %s\n", hlo::Quote(a).c_str());
+      std::fprintf(stderr, "opprobe_eval_bench: unknown option %s\n", support::Quote(a).c_str());
       return 2;
     } else {
       workloads.push_back(a);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hlo/temp_folder.h"
+#include "support/temp_folder.h"
 
 namespace opprobe::compiler_probe::sqlite {
 namespace {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "hlo/exit_cleanup.h"
+#include "support/exit_cleanup.h"
 
 namespace opprobe::compiler_probe {
 namespace {

@@ -1,4 +1,4 @@
-// Nothing outlives opprobe (issue #29.1, hlo/exit_cleanup.h): the real binary is stopped while it probes, with every
+// Nothing outlives opprobe (issue #29.1, support/exit_cleanup.h): the real binary is stopped while it probes, with every
 // backend that runs something of its own (a `cmd:` compiler, the xla:cpu and iree:llvm-cpu Python workers and IREE's
 // iree-compile under them, a real PJRT plugin's worker, the real TPU and GPU compilers' workers), by Ctrl-C (SIGINT
 // to its process group, as a terminal sends it), SIGTERM, SIGHUP, a crash (SIGSEGV) or SIGKILL. Afterwards no process

@@ -4,7 +4,7 @@
 // file (xla:cpu and iree:llvm-cpu through the installed Python worker, pjrt: with the CPU plugin, tpu:v5e and gpu:h100
 // through the installed pjrt worker), and `capture` and `analyze -- script` run a script with Debian's Python through
 // the installed shim. The Python environments and plugins are the user's, named as scripts/test names them.
-// An installed binary never falls back to the checkout it was built from (hlo/runtime_files.h): a moved prefix still
+// An installed binary never falls back to the checkout it was built from (support/runtime_files.h): a moved prefix still
 // works, and one without its helpers says where they should be.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// hlo::HeapOptional: std::optional's behaviour (deep copies, equality, reset, assignment from a value or an
+// support::HeapOptional: std::optional's behaviour (deep copies, equality, reset, assignment from a value or an
 // std::optional) in one pointer, as hlo::Instruction's large attribute structs use it.
-#include "hlo/heap_optional.h"
+#include "support/heap_optional.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@ namespace opprobe::hlo {
 namespace {
 
 TEST(HeapOptional, UnsetCostsOnePointer) {
-  EXPECT_EQ(sizeof(HeapOptional<Sharding>), sizeof(void*));
-  HeapOptional<std::vector<int>> v;
+  EXPECT_EQ(sizeof(support::HeapOptional<Sharding>), sizeof(void*));
+  support::HeapOptional<std::vector<int>> v;
   EXPECT_FALSE(v.has_value());
   EXPECT_FALSE(v);
   EXPECT_TRUE(v == std::nullopt);
@@ -24,8 +24,8 @@ TEST(HeapOptional, UnsetCostsOnePointer) {
 }
 
 TEST(HeapOptional, CopiesAreDeepAndCompareByValue) {
-  HeapOptional<std::vector<int>> a = std::vector<int>{1, 2};
-  HeapOptional<std::vector<int>> b = a;
+  support::HeapOptional<std::vector<int>> a = std::vector<int>{1, 2};
+  support::HeapOptional<std::vector<int>> b = a;
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(a, b);
   b->push_back(3);
@@ -33,16 +33,16 @@ TEST(HeapOptional, CopiesAreDeepAndCompareByValue) {
   EXPECT_FALSE(a == b);
   a = b;
   EXPECT_EQ(*a, (std::vector<int>{1, 2, 3}));
-  HeapOptional<std::vector<int>> moved = std::move(b);
+  support::HeapOptional<std::vector<int>> moved = std::move(b);
   EXPECT_EQ(moved->size(), 3u);
   moved.reset();
   EXPECT_FALSE(moved.has_value());
   EXPECT_FALSE(moved == a);
-  EXPECT_TRUE(moved == HeapOptional<std::vector<int>>());
+  EXPECT_TRUE(moved == support::HeapOptional<std::vector<int>>());
 }
 
 TEST(HeapOptional, AssignsFromValuesAndStdOptionals) {
-  HeapOptional<std::string> s;
+  support::HeapOptional<std::string> s;
   s.emplace(3, 'x');
   EXPECT_EQ(*s, "xxx");
   s = std::string("y");

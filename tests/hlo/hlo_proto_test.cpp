@@ -12,9 +12,9 @@
 
 #include "hlo/parser.h"
 #include "hlo/printer.h"
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/proto_io.h"
-#include "hlo/quote.h"
+#include "support/quote.h"
 #include "hlo/stablehlo/stablehlo.h"
 #include "hlo_test_files.h"
 
@@ -339,14 +339,14 @@ TEST(HloProtoWriter, AStringThatIsNotUtf8IsAnInputErrorNamingTheField) {
       const std::string& msg = bytes.status().message();
       EXPECT_NE(msg.find(c.field), std::string::npos) << msg;
       EXPECT_NE(msg.find("is not valid UTF-8"), std::string::npos) << msg;
-      EXPECT_TRUE(IsValidUtf8(msg)) << c.file;
+      EXPECT_TRUE(support::IsValidUtf8(msg)) << c.file;
       for (char ch : msg) EXPECT_GE(static_cast<unsigned char>(ch), 0x20) << c.file << ": a control byte in " << msg;
     }
   }
-  EXPECT_TRUE(IsValidUtf8("plain ascii, \xC3\xA9t\xC3\xA9, \xF0\x9F\x98\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xC3"));          // cut short
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));      // overlong
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));  // a surrogate
+  EXPECT_TRUE(support::IsValidUtf8("plain ascii, \xC3\xA9t\xC3\xA9, \xF0\x9F\x98\x80"));
+  EXPECT_FALSE(support::IsValidUtf8("\xC3"));          // cut short
+  EXPECT_FALSE(support::IsValidUtf8("\xC0\xAF"));      // overlong
+  EXPECT_FALSE(support::IsValidUtf8("\xED\xA0\x80"));  // a surrogate
 }
 
 }  // namespace

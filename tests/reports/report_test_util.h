@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "hlo/temp_folder.h"
+#include "support/temp_folder.h"
 #include "opprobe_version.h"
 #include "testing/run_binary.h"
 

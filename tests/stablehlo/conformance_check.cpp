@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"

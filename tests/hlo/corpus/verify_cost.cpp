@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
 

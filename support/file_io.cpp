@@ -1,4 +1,4 @@
-#include "hlo/file_io.h"
+#include "support/file_io.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "hlo/exit_cleanup.h"
-#include "hlo/quote.h"
+#include "support/exit_cleanup.h"
+#include "support/quote.h"
 
 namespace opprobe::io {
 
@@ -236,7 +236,7 @@ Expected<FileBytes> FileBytes::Open(const std::string& path, uint64_t max_bytes)
     if (map != MAP_FAILED) {
       // The message the SIGBUS handler writes lives in the heap, where a move of this object leaves it.
       auto message = std::make_unique<std::string>(
-          hlo::OneLine(fmt::format("{}: cannot read: it changed while being read", path), 1000) + "\n");
+          support::OneLine(fmt::format("{}: cannot read: it changed while being read", path), 1000) + "\n");
       InstallSigbusHandler();
       const int slot = ClaimGuard(map, static_cast<size_t>(size), message.get());
       if (slot >= 0) {

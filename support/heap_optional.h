@@ -1,4 +1,4 @@
-// hlo::HeapOptional<T>: std::optional's interface over one heap allocation, for the large attribute structs of
+// support::HeapOptional<T>: std::optional's interface over one heap allocation, for the large attribute structs of
 // hlo::Instruction that most instructions leave unset (a window, a sharding, a literal): an unset one costs a
 // pointer, not the struct's size (issue #17.3: with every struct inline an instruction was 3 KB, and allocating,
 // zeroing and freeing them was a large share of parsing a big module). Copies are deep, as std::optional's are.
@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace opprobe::hlo {
+namespace opprobe::support {
 
 template <typename T>
 class HeapOptional {
@@ -86,4 +86,4 @@ class HeapOptional {
   std::unique_ptr<T> p_;
 };
 
-}  // namespace opprobe::hlo
+}  // namespace opprobe::support

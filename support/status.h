@@ -85,7 +85,10 @@ class Expected {
 // `OPPROBE_ASSIGN_OR_RETURN(auto x, MakeX());` unwraps an Expected or returns its Status.
 #define OPPROBE_ASSIGN_OR_RETURN(lhs, expr) \
   OPPROBE_ASSIGN_OR_RETURN_IMPL(OPPROBE_CONCAT(_expected_, __LINE__), lhs, expr)
+// `lhs` is a declaration (`auto x`) and `tmp` a name: neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define OPPROBE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.ok()) return tmp.status();                 \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -1,5 +1,5 @@
-// hlo/file_io.h: size-capped reads with located errors; atomic writes; a FileSet replaces all its files or none.
-#include "hlo/file_io.h"
+// support/file_io.h: size-capped reads with located errors; atomic writes; a FileSet replaces all its files or none.
+#include "support/file_io.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,13 +1,13 @@
 // A temporary folder owned by one object: made fresh and private (mkdtemp, mode 0700) in the temporary directory
 // ($TMPDIR, else /tmp), removed with everything in it when the object goes, and registered meanwhile with the exit
-// cleanup (hlo/exit_cleanup.h), so that a signal that ends opprobe removes it too. The one way opprobe makes a
+// cleanup (support/exit_cleanup.h), so that a signal that ends opprobe removes it too. The one way opprobe makes a
 // temporary folder.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::io {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "hlo/status.h"
+#include "support/status.h"
 
 namespace opprobe::io {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace opprobe::hlo {
+namespace opprobe::support {
 
 // The cache line holding `p`. (GCC 12 deletes a __builtin_prefetch whose address comes out of a loop as dead
 // code, so x86-64 writes the instruction itself.)
@@ -19,10 +19,12 @@ inline void PrefetchLine(const void* p) {
 
 // Every cache line of [p, p + bytes).
 inline void PrefetchBytes(const void* p, size_t bytes) {
-  constexpr uintptr_t kLine = 64;
-  const auto begin = reinterpret_cast<uintptr_t>(p) & ~(kLine - 1);
-  const auto end = reinterpret_cast<uintptr_t>(p) + bytes;
-  for (uintptr_t line = begin; line < end; line += kLine) PrefetchLine(reinterpret_cast<const void*>(line));
+  constexpr size_t kLine = 64;
+  // A step of one line from p touches every line but perhaps the last, which the last byte names.
+  if (bytes == 0) return;
+  const char* first = static_cast<const char*>(p);
+  for (size_t at = 0; at < bytes; at += kLine) PrefetchLine(first + at);
+  PrefetchLine(first + bytes - 1);
 }
 
-}  // namespace opprobe::hlo
+}  // namespace opprobe::support

@@ -1,5 +1,5 @@
-// io::TempFolder (hlo/temp_folder.h) and the exit cleanup's async-signal-safe removal (hlo/exit_cleanup.h).
-#include "hlo/temp_folder.h"
+// io::TempFolder (support/temp_folder.h) and the exit cleanup's async-signal-safe removal (support/exit_cleanup.h).
+#include "support/temp_folder.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hlo/exit_cleanup.h"
+#include "support/exit_cleanup.h"
 #include "testing/scoped_env.h"
 #include "testing/temp_dir_test.h"
 

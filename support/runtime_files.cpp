@@ -1,4 +1,4 @@
-#include "hlo/runtime_files.h"
+#include "support/runtime_files.h"
 
 #include <algorithm>
 #include <system_error>

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace opprobe::hlo {
+namespace opprobe::support {
 
 // `text` in single quotes, escaped (\n, \r, \t, \\, \', \xNN) and cut to at most `max_chars` characters of
 // the input (then "..." after the closing quote).
@@ -20,4 +20,4 @@ std::string OneLine(std::string_view text, size_t max_chars = 400);
 // Whether `text` is well-formed UTF-8 (what protobuf requires of a string field), by the same rule the escapes use.
 bool IsValidUtf8(std::string_view text);
 
-}  // namespace opprobe::hlo
+}  // namespace opprobe::support

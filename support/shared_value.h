@@ -1,4 +1,4 @@
-// hlo::SharedValue<T>: an immutable value that copies share (one reference-counted allocation), copied only when
+// support::SharedValue<T>: an immutable value that copies share (one reference-counted allocation), copied only when
 // it is changed, and a T{} that costs no allocation. For values that many instructions hold alike: the HLO text
 // parser gives every instruction whose `metadata={...}` text is the same one OpMetadata (issue #17.3: a big
 // torch_xla module's 170k instructions carry a few hundred distinct metadata, each with its own strings when held
@@ -8,7 +8,7 @@
 #include <memory>
 #include <utility>
 
-namespace opprobe::hlo {
+namespace opprobe::support {
 
 template <typename T>
 class SharedValue {
@@ -46,4 +46,4 @@ class SharedValue {
   std::shared_ptr<const T> p_;
 };
 
-}  // namespace opprobe::hlo
+}  // namespace opprobe::support

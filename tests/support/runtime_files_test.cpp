@@ -1,7 +1,7 @@
-// Where a program of the build tree finds opprobe's helpers and the capture shim (hlo/runtime_files.h): the installed
+// Where a program of the build tree finds opprobe's helpers and the capture shim (support/runtime_files.h): the installed
 // place beside it first (PREFIX/libexec/opprobe, PREFIX/share/opprobe), then the build folder and the source tree.
 // tests/e2e/installed_test.cpp runs an installed copy, which has the installed places alone.
-#include "hlo/runtime_files.h"
+#include "support/runtime_files.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "hlo/quote.h"
+#include "support/quote.h"
 
 #include <fmt/format.h>
 
-namespace opprobe::hlo {
+namespace opprobe::support {
 namespace {
 
 // Length of the valid UTF-8 sequence of two to four bytes that starts at text[i], or 0.
@@ -69,4 +69,4 @@ std::string Quote(std::string_view text, size_t max_chars) { return Escape(text,
 
 std::string OneLine(std::string_view text, size_t max_chars) { return Escape(text, max_chars, false); }
 
-}  // namespace opprobe::hlo
+}  // namespace opprobe::support

@@ -1,4 +1,4 @@
-#include "hlo/temp_folder.h"
+#include "support/temp_folder.h"
 
 #include <stdlib.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "hlo/exit_cleanup.h"
+#include "support/exit_cleanup.h"
 
 namespace opprobe::io {
 

@@ -1,4 +1,4 @@
-#include "hlo/exit_cleanup.h"
+#include "support/exit_cleanup.h"
 
 #include <dirent.h>
 #include <fcntl.h>
