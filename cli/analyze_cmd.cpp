@@ -35,15 +35,15 @@ struct AnalyzeArgs {
   // or torch_xla: analyze the HLO the real torch_xla emits (-- script); or torchax: each captured call lowered by
   // torchax's own op table (-- script)
   std::string lowering = "opprobe";
-  bool fake = false;                 // -- script: captured on fake tensors
-  std::string parallel;              // --parallel dp=N,fsdp=N,tp=N
+  bool fake = false;     // -- script: captured on fake tensors
+  std::string parallel;  // --parallel dp=N,fsdp=N,tp=N
 };
 
 // Captures the script after `--` into a temporary trace in `temp` (or --save-trace FILE); returns its path and
 // the script's exit status.
-Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::string>& command, const std::string& save_trace,
-                                                    std::optional<io::TempFolder>& temp, CaptureProgress progress,
-                                                    CaptureFlags flags) {
+Expected<std::pair<std::string, int>> CaptureScript(const std::vector<std::string>& command,
+                                                    const std::string& save_trace, std::optional<io::TempFolder>& temp,
+                                                    CaptureProgress progress, CaptureFlags flags) {
   std::string trace = save_trace;
   if (trace.empty()) {
     OPPROBE_ASSIGN_OR_RETURN(temp, io::TempFolder::Create());
@@ -74,7 +74,8 @@ int RunAnalyze(AnalyzeArgs& a) {
   if (command.empty() && inputs.empty())
     return ReportError(InvalidInput("nothing to analyze: give a trace, a .pt2, HLO, or `-- <python> script.py ...`"));
   if (Status st = CheckReportOptions(a.report); !st.ok()) return ReportError(st);
-  if (a.progress && a.no_progress) return ReportError(InvalidInput("--progress and --no-progress contradict each other"));
+  if (a.progress && a.no_progress)
+    return ReportError(InvalidInput("--progress and --no-progress contradict each other"));
   a.run.use_cache = !a.no_cache;
   for (const auto& c : a.caches) {
     std::string& slot = compiler_probe::IsRemoteCacheUrl(c) ? a.run.remote_cache : a.run.cache_dir;
@@ -138,7 +139,8 @@ int RunAnalyze(AnalyzeArgs& a) {
     torch_xla_steps = analyzer::TorchXlaDumpSteps(text, ran->fallbacks, ran->torch_xla_version);
     script_status = ran->script_status;
     if (script_status != 0 && !a.report.quiet)
-      std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
+      std::fprintf(stderr,
+                   "opprobe: warning: the script exited with status %d; analyzing the HLO emitted before that\n",
                    script_status);
   } else if (!command.empty()) {
     const bool torchax = a.lowering == "torchax";
@@ -183,7 +185,8 @@ int RunAnalyze(AnalyzeArgs& a) {
       std::fprintf(stderr, "opprobe: warning: the script %s; analyzing the calls recorded before that\n",
                    c->Failure().c_str());
     else
-      std::fprintf(stderr, "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
+      std::fprintf(stderr,
+                   "opprobe: warning: the script exited with status %d; analyzing the calls recorded before that\n",
                    script_status);
   }
   if (a.lowering == "torch_xla") {
@@ -220,7 +223,8 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       "or `-- <python> script.py args...` to capture and analyze a script in one step.");
   cmd->add_option("inputs", args->inputs, "Model files (or, after `--`, the Python command to capture)");
   cmd->add_option("-b,--backend", args->backend_specs,
-                  "Backend spec, repeatable (several targets in one report, each probing every unit): interp (default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...], xla:cpu, "
+                  "Backend spec, repeatable (several targets in one report, each probing every unit): interp "
+                  "(default), rules:NAME|FILE, cmd:TEMPLATE, pjrt:PLUGIN.so[,k=v...], xla:cpu, "
                   "iree:llvm-cpu, tpu:GEN[:TOPOLOGY] (the real TPU compiler), gpu:DEVICE[:TOPOLOGY] (the real GPU "
                   "compiler); see `opprobe backends`")
       ->allow_extra_args(false)  // one value an occurrence: `--backend A --backend B MODEL`
@@ -255,34 +259,39 @@ void RegisterAnalyze(CLI::App& app, int& exit_code) {
       ->type_name("PATTERN");
   cmd->add_option("--save-trace", args->save_trace, "With `-- script`: keep the captured trace in this file");
   cmd->add_flag("--fake", args->fake, std::string("With `-- script`: ") + kFakeHelp);
-  cmd->add_flag("--fit", args->run.fit,
-                "Will it fit: build the whole program (a script's or trace's first training step, recorded with its "
-                "data flow; a .pt2's exported program; an HLO input's largest module), compile it for the target with the "
-                "backend's real "
-                "compiler (tpu:, gpu:, xla:cpu, pjrt:; iree:llvm-cpu compiles it and gives no memory figures) and "
-                "report per-device memory against the device's (the report's `program`); a rules: backend gives "
-                "opprobe's own estimate, labelled so, against the profile's device memory (neuron-trn1, neuron-trn2)");
+  cmd->add_flag(
+      "--fit", args->run.fit,
+      "Will it fit: build the whole program (a script's or trace's first training step, recorded with its "
+      "data flow; a .pt2's exported program; an HLO input's largest module), compile it for the target with the "
+      "backend's real "
+      "compiler (tpu:, gpu:, xla:cpu, pjrt:; iree:llvm-cpu compiles it and gives no memory figures) and "
+      "report per-device memory against the device's (the report's `program`); a rules: backend gives "
+      "opprobe's own estimate, labelled so, against the profile's device memory (neuron-trn1, neuron-trn2)");
   cmd->add_flag("--suggest", args->run.suggest,
                 "For every unsupported call, try the known rewrites that apply (complex as real pairs, FFT as a "
                 "DFT-matrix product, f64 as f32, s64 as s32, c128 FFT as c64, static-size forms of nonzero/"
                 "masked_select/unique, linear algebra with matmuls, CPU fallback of ops outside aten), lower and "
                 "probe each on the same backend, and report the Python to write: verified ones first, with the "
                 "what-if percentage of every verified rewrite applied (docs/suggest.md)");
-  cmd->add_option("--parallel", args->parallel,
-                  "With --fit: split the step over the target topology's devices as a strategy does (their product "
-                  "equal to its devices): dp=N data parallel, fsdp=N parameters, gradients and optimizer state split, "
-                  "tp=N Megatron-style column/row splits of 2-D weights; e.g. --backend tpu:v5p:2x2x2 --parallel fsdp=8")
+  cmd->add_option(
+         "--parallel", args->parallel,
+         "With --fit: split the step over the target topology's devices as a strategy does (their product "
+         "equal to its devices): dp=N data parallel, fsdp=N parameters, gradients and optimizer state split, "
+         "tp=N Megatron-style column/row splits of 2-D weights; e.g. --backend tpu:v5p:2x2x2 --parallel fsdp=8")
       ->type_name("dp=N,fsdp=N,tp=N");
-  cmd->add_option("--dump-program", args->run.dump_program, "With --fit: write the program built and compiled here (HLO text; a name ending in .pb: the HloModuleProto the compiler receives)")
+  cmd->add_option("--dump-program", args->run.dump_program,
+                  "With --fit: write the program built and compiled here (HLO text; a name ending in .pb: the "
+                  "HloModuleProto the compiler receives)")
       ->type_name("FILE");
-  cmd->add_option("--lowering", args->lowering,
-                  "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
-                  "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "
-                  "calls it ran on the host CPU are entries with failureAt cpu_fallback; `torchax` captures the "
-                  "script (torchax's stand-in, so it runs to its end) and lowers every call with torchax's own op "
-                  "table through JAX to StableHLO in the script's Python (exported for the first backend's JAX platform: tpu, "
-                  "cuda or cpu), then probes that: every op torchax cannot "
-                  "lower is an entry with failureAt torchax at its call sites, in one report")
+  cmd->add_option(
+         "--lowering", args->lowering,
+         "With `-- script`: `opprobe` (default) captures the aten calls and lowers them itself; `torch_xla` "
+         "runs the script with the real PyTorch/XLA (CPU PJRT device) and analyzes the HLO it emits per step; the "
+         "calls it ran on the host CPU are entries with failureAt cpu_fallback; `torchax` captures the "
+         "script (torchax's stand-in, so it runs to its end) and lowers every call with torchax's own op "
+         "table through JAX to StableHLO in the script's Python (exported for the first backend's JAX platform: tpu, "
+         "cuda or cpu), then probes that: every op torchax cannot "
+         "lower is an entry with failureAt torchax at its call sites, in one report")
       ->check(CLI::IsMember({"opprobe", "torch_xla", "torchax"}))
       ->capture_default_str();
   AddReportOptions(cmd, args->report);

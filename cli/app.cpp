@@ -20,9 +20,9 @@ std::vector<std::string>& AfterDashes() {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      {"analyze", RegisterAnalyze}, {"capture", RegisterCapture}, {"lower", RegisterLower},
-      {"backends", RegisterBackends}, {"cache", RegisterCache},   {"profile", RegisterProfile},
-      {"run", RegisterRun},         {"ops", RegisterOps},         {"diff", RegisterDiff},
+      {"analyze", RegisterAnalyze},   {"capture", RegisterCapture}, {"lower", RegisterLower},
+      {"backends", RegisterBackends}, {"cache", RegisterCache},     {"profile", RegisterProfile},
+      {"run", RegisterRun},           {"ops", RegisterOps},         {"diff", RegisterDiff},
   };
   return commands;
 }
@@ -37,8 +37,9 @@ int ReportError(const Status& status) {
 }
 
 int Run(int argc, char** argv) {
-  CLI::App app{"opprobe: will this PyTorch model run on that XLA backend? Lowers every aten op to HLO,\n"
-               "probes a backend compiler with each unique instruction and reports what stands in the way."};
+  CLI::App app{
+      "opprobe: will this PyTorch model run on that XLA backend? Lowers every aten op to HLO,\n"
+      "probes a backend compiler with each unique instruction and reports what stands in the way."};
   app.set_version_flag("--version", std::string("opprobe ") + OPPROBE_VERSION);
   app.require_subcommand(1);
   AfterDashes().clear();
@@ -63,13 +64,9 @@ int Run(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForVersion& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
     // CLI11 prints the message; usage errors are bad input.
     app.exit(e);
     return kExitBadInput;

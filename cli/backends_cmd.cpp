@@ -15,7 +15,7 @@ int RunBackends(const std::string& show) {
     std::string text = rules::BuiltinProfileText(show);
     if (text.empty())
       return ReportError(InvalidInput(fmt::format("--show-profile: no built-in profile '{}' (built-in: {})", show,
-                                                fmt::join(rules::BuiltinProfileNames(), ", "))));
+                                                  fmt::join(rules::BuiltinProfileNames(), ", "))));
     std::fputs(text.c_str(), stdout);
     return 0;
   }
@@ -29,7 +29,8 @@ int RunBackends(const std::string& show) {
   std::printf("\nBuilt-in rules profiles (rules:NAME; print one with --show-profile NAME):\n");
   for (const auto& name : rules::BuiltinProfileNames()) {
     auto p = rules::ParseProfile(rules::BuiltinProfileText(name), name);
-    std::printf("  %-28s %s\n", name.c_str(), p.ok() ? fmt::format("{} ({} rules)", p->description, p->rules.size()).c_str() : "(invalid)");
+    std::printf("  %-28s %s\n", name.c_str(),
+                p.ok() ? fmt::format("{} ({} rules)", p->description, p->rules.size()).c_str() : "(invalid)");
   }
   return 0;
 }

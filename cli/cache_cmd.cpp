@@ -29,7 +29,8 @@ int RemoteStats(const std::string& url) {
   if (s->listed) {
     std::printf("entries: %lld (%s)\n", static_cast<long long>(s->entries), HumanBytes(s->bytes).c_str());
   } else {
-    std::printf("entries: unknown (the server does not list its folders; nginx: autoindex on; autoindex_format json;)\n");
+    std::printf(
+        "entries: unknown (the server does not list its folders; nginx: autoindex on; autoindex_format json;)\n");
   }
   for (const auto& b : s->backends)
     std::printf("  %lld  %s  [%s]\n", static_cast<long long>(b.entries), b.id.c_str(), b.version.c_str());
@@ -54,8 +55,9 @@ void RegisterCache(CLI::App& app, int& exit_code) {
   cache->require_subcommand(1);
   auto dir = std::make_shared<std::string>();
   auto* stats = cache->add_subcommand(
-      "stats", "Show the cache folder's database (verdicts.sqlite3): its entries and size, per backend, and files of "
-               "the old one-file-per-verdict layout that the next analysis moves into it");
+      "stats",
+      "Show the cache folder's database (verdicts.sqlite3): its entries and size, per backend, and files of "
+      "the old one-file-per-verdict layout that the next analysis moves into it");
   stats->add_option("--cache", *dir,
                     "Cache directory (default: $XDG_CACHE_HOME/opprobe or ~/.cache/opprobe), or a cache server: "
                     "redis://HOST:PORT[/DB], http(s)://HOST[:PORT]/PATH");

@@ -30,9 +30,9 @@ int RunCaptureCommand(const CaptureArgs& args) {
   const ProgressMode mode = args.no_progress || args.quiet ? ProgressMode::kOff
                             : args.progress                ? ProgressMode::kOn
                                                            : ProgressMode::kAuto;
-  auto status = RunCapture(args.command, args.output, /*quiet=*/true,
-                           CaptureProgressFor(mode, ::isatty(STDERR_FILENO) == 1),
-                           CaptureFlags{args.fake, args.program});
+  auto status =
+      RunCapture(args.command, args.output, /*quiet=*/true, CaptureProgressFor(mode, ::isatty(STDERR_FILENO) == 1),
+                 CaptureFlags{args.fake, args.program});
   if (!status.ok()) return ReportError(status.status());
   // Summarise from the trace just written; a trace `analyze` could not read is worth knowing about now.
   auto graph = analyzer::LoadTrace(args.output);

@@ -1,13 +1,12 @@
 #include "cli/capture_run.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -16,8 +15,8 @@
 #include <optional>
 
 #include "compiler_probe/subprocess.h"
-#include "support/exit_cleanup.h"
 #include "opprobe_version.h"
+#include "support/exit_cleanup.h"
 #include "support/runtime_files.h"
 
 extern char** environ;
@@ -80,9 +79,10 @@ Expected<std::string> FindCaptureShim() {
   }
   const auto places = io::DataPlaces("capture", "cli/capture");
   if (std::string found = io::FirstFile(places, "opprobe_capture.py"); !found.empty()) return found;
-  return InvalidInput(fmt::format("cannot find the capture shim opprobe_capture.py (looked in {}); "
-                                  "set OPPROBE_CAPTURE_SHIM to its path",
-                                  io::DescribePlaces(places)));
+  return InvalidInput(
+      fmt::format("cannot find the capture shim opprobe_capture.py (looked in {}); "
+                  "set OPPROBE_CAPTURE_SHIM to its path",
+                  io::DescribePlaces(places)));
 }
 
 CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty) {
@@ -112,7 +112,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
     const std::string& a = command[i];
     if (a == "-m" || a == "-c" || (a.size() > 2 && (a.starts_with("-m") || a.starts_with("-c")) && a[1] != '-'))
       return InvalidInput(fmt::format("capture runs a script file; `{}` (python {}) is not supported: {}", a,
-                                    a.substr(0, 2), kCommandForm));
+                                      a.substr(0, 2), kCommandForm));
     if (a == "-" || !a.starts_with("-")) break;
     argv.push_back(a);
     if ((a == "-X" || a == "-W") && i + 1 < command.size()) argv.push_back(command[++i]);
@@ -196,20 +196,15 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   close(err_pipe[1]);
   int exec_errno = 0;
   ssize_t n;
-  do {
-    n = read(err_pipe[0], &exec_errno, sizeof exec_errno);
-  } while (n < 0 && errno == EINTR);
+  do { n = read(err_pipe[0], &exec_errno, sizeof exec_errno); } while (n < 0 && errno == EINTR);
   close(err_pipe[0]);
 
   siginfo_t info{};
-  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-  }
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {}
   exit_cleanup::ForgetChild(pid);  // before the reap, after which the pid may be another process's
   int wstatus = 0;
   pid_t w;
-  do {
-    w = waitpid(pid, &wstatus, 0);
-  } while (w < 0 && errno == EINTR);
+  do { w = waitpid(pid, &wstatus, 0); } while (w < 0 && errno == EINTR);
   restore_signals();
 
   if (n == static_cast<ssize_t>(sizeof exec_errno))
@@ -231,7 +226,8 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
 
   const FileId after = StatFile(trace_path);
   if (!after.exists || SameFile(before, after)) {
-    return InvalidInput(fmt::format("no trace was written: the capture of {} {} (see the messages above)", script, how));
+    return InvalidInput(
+        fmt::format("no trace was written: the capture of {} {} (see the messages above)", script, how));
   }
   return status;
 }

@@ -37,10 +37,11 @@ int RunDiff(const DiffArgs& args) {
 
 void RegisterDiff(CLI::App& app, int& exit_code) {
   static DiffArgs args;
-  auto* cmd = app.add_subcommand("diff",
-                                 "Compare two JSON reports (e.g. a baseline and a new run): prints newly unsupported and "
-                                 "fixed aten ops and HLO instructions and the change in support percentage; exit 1 on "
-                                 "a regression, 2 when a file is not an opprobe report");
+  auto* cmd =
+      app.add_subcommand("diff",
+                         "Compare two JSON reports (e.g. a baseline and a new run): prints newly unsupported and "
+                         "fixed aten ops and HLO instructions and the change in support percentage; exit 1 on "
+                         "a regression, 2 when a file is not an opprobe report");
   cmd->add_option("OLD", args.old_path, "The earlier report (baseline)")->required()->type_name("OLD.json");
   cmd->add_option("NEW", args.new_path, "The later report")->required()->type_name("NEW.json");
   cmd->add_option("--allow", args.allow, "Accept a known gap: changes of this aten op are no regression (repeatable)")

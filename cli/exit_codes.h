@@ -19,7 +19,8 @@ inline int ExitCodeFor(const Status& status) {
     case ErrorCode::kOk: return kExitOk;
     case ErrorCode::kInvalidInput: return kExitBadInput;
     case ErrorCode::kUnavailable: return kExitUnavailable;
-    case ErrorCode::kUnimplemented: case ErrorCode::kInternal: return kExitInternal;
+    case ErrorCode::kUnimplemented:
+    case ErrorCode::kInternal: return kExitInternal;
   }
   return kExitInternal;
 }

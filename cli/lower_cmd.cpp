@@ -7,9 +7,9 @@
 #include "analyzer/lowering/lowering.h"
 #include "analyzer/pipeline/pipeline.h"
 #include "cli/commands.h"
-#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
+#include "support/file_io.h"
 
 namespace opprobe::cli {
 namespace {
@@ -51,9 +51,9 @@ int RunLower(const LowerArgs& a) {
     }
     if (!seen.insert(n.SignatureKey()).second) continue;  // each distinct call once
     ++matched;
-    std::string header = fmt::format("// {}({}) at {}{}", n.qualified_name(), n.TensorSignature(),
-                                     n.loc.empty() ? "?" : n.loc.ToString(),
-                                     n.module_path.empty() ? "" : " in " + n.module_path);
+    std::string header =
+        fmt::format("// {}({}) at {}{}", n.qualified_name(), n.TensorSignature(),
+                    n.loc.empty() ? "?" : n.loc.ToString(), n.module_path.empty() ? "" : " in " + n.module_path);
     auto lowered = analyzer::Lower(n, analyzer::LoweringTable::Builtin());
     if (!lowered.ok()) {
       ++failures;
@@ -95,7 +95,8 @@ int RunLower(const LowerArgs& a) {
 
 void RegisterLower(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<LowerArgs>();
-  auto* cmd = app.add_subcommand("lower", "Print (or write) the HLO module each distinct aten call of a model lowers to");
+  auto* cmd =
+      app.add_subcommand("lower", "Print (or write) the HLO module each distinct aten call of a model lowers to");
   cmd->add_option("inputs", args->inputs, "Trace .json or .pt2 files")->required();
   cmd->add_option("--op", args->ops, "Only this aten op (aten::mul or aten::mul.Tensor); repeatable");
   cmd->add_option("--emit", args->emit, "hlo (text) or proto (HloProto .hlo.pb; needs -o)")->capture_default_str();

@@ -44,9 +44,10 @@ int RunOps(const OpsOptions& o) {
     in_place += e->in_place_of.empty() ? 0 : 1;
     std::printf("%-44s %-13s %s\n", e->name.c_str(), e->family.c_str(), serving.count(e->name) ? "core" : "");
   }
-  std::printf("\n%zu lowerings (%zu of them in-place forms of a functional lowering); %zu of %zu core aten ops lowered "
-              "(opprobe ops --core lists them)\nFAMILY is the file of analyzer/lowering/ the lowering lives in.\n",
-              entries.size(), in_place, lowered, core.size());
+  std::printf(
+      "\n%zu lowerings (%zu of them in-place forms of a functional lowering); %zu of %zu core aten ops lowered "
+      "(opprobe ops --core lists them)\nFAMILY is the file of analyzer/lowering/ the lowering lives in.\n",
+      entries.size(), in_place, lowered, core.size());
   return 0;
 }
 
@@ -54,8 +55,9 @@ int RunOps(const OpsOptions& o) {
 
 void RegisterOps(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<OpsOptions>();
-  auto* cmd = app.add_subcommand("ops", "List the aten -> HLO lowering table (each lowering with its family: the file "
-                                        "of analyzer/lowering/ it lives in) and its coverage of the Core ATen opset");
+  auto* cmd = app.add_subcommand("ops",
+                                 "List the aten -> HLO lowering table (each lowering with its family: the file "
+                                 "of analyzer/lowering/ it lives in) and its coverage of the Core ATen opset");
   cmd->add_flag("--core", o->core, "List the 193 core aten ops, each lowered (with its lowering) or missing");
   cmd->add_flag("--missing", o->missing, "List only the core aten ops without a lowering");
   cmd->callback([o, &exit_code] { exit_code = RunOps(*o); });

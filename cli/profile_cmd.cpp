@@ -11,8 +11,8 @@
 #include "cli/commands.h"
 #include "cli/profile_record.h"
 #include "compiler_probe/rules/profile_synthesis.h"
-#include "support/file_io.h"
 #include "hlo/parser.h"
+#include "support/file_io.h"
 
 namespace opprobe::cli {
 
@@ -35,7 +35,8 @@ nlohmann::json RecordProfile(const std::vector<const analyzer::AnalysisResult*>&
     }
   }
   std::vector<compiler_probe::rules::RecordedUnit> units;
-  for (const auto& [fp, entry] : by_fp) units.push_back({entry.second.get(), entry.first->verdict, entry.first->signature});
+  for (const auto& [fp, entry] : by_fp)
+    units.push_back({entry.second.get(), entry.first->verdict, entry.first->signature});
   return compiler_probe::rules::SynthesizeProfile(units, source, name);
 }
 
@@ -63,7 +64,8 @@ void RegisterProfile(CLI::App& app, int& exit_code) {
   auto* record = profile->add_subcommand(
       "record",
       "Analyze MODELs with a real backend (cmd:..., pjrt:...) and write its verdicts as a rules profile.\n"
-      "A rule generalizes only as far as its evidence: opcode-wide when every recorded unit of the opcode agrees across\n"
+      "A rule generalizes only as far as its evidence: opcode-wide when every recorded unit of the opcode agrees "
+      "across\n"
       "at least two result types, by result type when it agrees across two operand-type combinations, otherwise for\n"
       "the exact types seen (one rejected c64 convert rejects that convert, not every convert).");
   record->add_option("--backend", args->backend, "The backend whose verdicts to record")->required();
@@ -89,7 +91,8 @@ void RegisterProfile(CLI::App& app, int& exit_code) {
     }
     std::string name = args->name.empty() ? std::filesystem::path(args->output).stem().string() : args->name;
     json profile = RecordProfile(*result, name);
-    Status st = io::WriteFileAtomically(args->output, profile.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    Status st =
+        io::WriteFileAtomically(args->output, profile.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
     if (!st.ok()) {
       exit_code = ReportError(st);
       return;

@@ -32,7 +32,8 @@ std::string FormatDuration(double seconds) {
 std::string FormatProgressBar(int64_t done, int64_t total, double elapsed_seconds, int width) {
   double frac = total > 0 ? std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0) : 1.0;
   int filled = static_cast<int>(frac * width);
-  std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.') + "]";
+  std::string bar =
+      "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.') + "]";
   int digits = static_cast<int>(std::to_string(total).size());
   std::string tail = done >= total ? fmt::format("in {}", FormatDuration(elapsed_seconds))
                                    : fmt::format("ETA {}", FormatDuration(Eta(done, total, elapsed_seconds)));

@@ -1,5 +1,7 @@
 #include "cli/report_options.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,16 +11,11 @@
 #include <optional>
 #include <set>
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <fmt/ranges.h>
-
 #include "cli/commands.h"
-#include "support/file_io.h"
 #include "reports/diff.h"
 #include "reports/gates.h"
 #include "reports/report.h"
+#include "support/file_io.h"
 
 namespace opprobe::cli {
 
@@ -43,7 +40,8 @@ Expected<std::vector<Target>> ResolveTargets(const ReportOptions& options) {
     std::string name = spec.substr(0, eq);
     const reports::Format* f = reports::FindFormat(name);
     if (f == nullptr)
-      return InvalidInput(fmt::format("--format {}: unknown report format '{}' (known: {})", spec, name, FormatNames()));
+      return InvalidInput(
+          fmt::format("--format {}: unknown report format '{}' (known: {})", spec, name, FormatNames()));
     Target t{f, "", eq != std::string::npos};
     if (t.explicit_file) {
       t.file = spec.substr(eq + 1);
@@ -122,10 +120,12 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
                   "TARGET=PCT gates one target (e.g. tpu:v5e=95) and a plain PCT every target (repeatable)")
       ->allow_extra_args(false)  // one value an occurrence: `--backend A --backend B MODEL`
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check([](const std::string& spec) -> std::string {
-        auto parsed = ParseFailUnder(spec);
-        return parsed.ok() ? "" : parsed.status().message();
-      }, "", "FAIL_UNDER")
+      ->check(
+          [](const std::string& spec) -> std::string {
+            auto parsed = ParseFailUnder(spec);
+            return parsed.ok() ? "" : parsed.status().message();
+          },
+          "", "FAIL_UNDER")
       ->type_name("[TARGET=]PCT");
   cmd->add_option("--max-graphs", options.max_graphs,
                   "Exit 1 when the script's steps need more than N distinct graphs (each a compile on the XLA "
@@ -143,7 +143,8 @@ void AddReportOptions(CLI::App* cmd, ReportOptions& options) {
                   "Accept a known gap: this aten op never fails a gate (repeatable; counted as supported by "
                   "--fail-under and the baseline's percentage check; never excuses an internal error of opprobe's)")
       ->type_name("aten::op");
-  cmd->add_flag("-q,--quiet", options.quiet, "Print only errors: no summary, progress or warnings (gate failures still go to stderr)");
+  cmd->add_flag("-q,--quiet", options.quiet,
+                "Print only errors: no summary, progress or warnings (gate failures still go to stderr)");
 }
 
 namespace {
@@ -155,7 +156,8 @@ Expected<std::pair<std::string, double>> ParseFailUnder(const std::string& spec)
   std::string number = eq == std::string::npos ? spec : spec.substr(eq + 1);
   char* end = nullptr;
   double pct = std::strtod(number.c_str(), &end);
-  if (number.empty() || !end || *end != '\0' || !(pct >= 0 && pct <= 100) || (eq != std::string::npos && target.empty()))
+  if (number.empty() || !end || *end != '\0' || !(pct >= 0 && pct <= 100) ||
+      (eq != std::string::npos && target.empty()))
     return InvalidInput(fmt::format("--fail-under '{}': expected PCT or TARGET=PCT with PCT from 0 to 100", spec));
   return std::make_pair(target, pct);
 }

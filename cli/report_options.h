@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
@@ -13,16 +12,16 @@
 namespace opprobe::cli {
 
 struct ReportOptions {
-  int verbosity = 2;                  // 2 aten level, 1 adds xla lists, 0 per-instruction detail
-  std::string output;                 // -o FILE: the JSON report (or the only --format's file)
-  std::vector<std::string> formats;   // --format FMT[=FILE], repeatable
+  int verbosity = 2;                 // 2 aten level, 1 adds xla lists, 0 per-instruction detail
+  std::string output;                // -o FILE: the JSON report (or the only --format's file)
+  std::vector<std::string> formats;  // --format FMT[=FILE], repeatable
   // --fail-under PCT (every target) or TARGET=PCT (one target of a run with several backends), repeatable.
   std::vector<std::string> fail_under;
-  int64_t max_graphs = -1;  // --max-graphs N (steps' distinct graphs); < 0: off
-  bool require_fit = false; // --require-fit (with analyze: implies --fit)
-  std::string baseline;               // --baseline OLD.json
-  std::vector<std::string> allow;     // --allow aten::op
-  bool quiet = false;                 // no summary on stdout
+  int64_t max_graphs = -1;         // --max-graphs N (steps' distinct graphs); < 0: off
+  bool require_fit = false;        // --require-fit (with analyze: implies --fit)
+  std::string baseline;            // --baseline OLD.json
+  std::vector<std::string> allow;  // --allow aten::op
+  bool quiet = false;              // no summary on stdout
 };
 
 // Adds the options above to `cmd`.

@@ -11,9 +11,9 @@
 
 #include "cli/commands.h"
 #include "hlo/evaluator/evaluator.h"
-#include "support/file_io.h"
 #include "hlo/literal_io.h"
 #include "hlo/parser.h"
+#include "support/file_io.h"
 
 namespace opprobe::cli {
 namespace {
@@ -42,12 +42,13 @@ int RunRun(const RunArgs& a) {
   if (!a.module_name.empty()) {
     for (const auto& m : *modules)
       if (m->name() == a.module_name) module = m.get();
-    if (!module) return ReportError(InvalidInput(fmt::format("--module: {} has no module '{}'", a.file, a.module_name)));
+    if (!module)
+      return ReportError(InvalidInput(fmt::format("--module: {} has no module '{}'", a.file, a.module_name)));
   } else if (modules->size() == 1) {
     module = modules->front().get();
   } else {
-    return ReportError(InvalidInput(fmt::format("{} holds {} modules; choose one with --module NAME (first: {})", a.file,
-                                              modules->size(), modules->front()->name())));
+    return ReportError(InvalidInput(fmt::format("{} holds {} modules; choose one with --module NAME (first: {})",
+                                                a.file, modules->size(), modules->front()->name())));
   }
   if (!module->entry()) return ReportError(InvalidInput(fmt::format("{}: module has no entry computation", a.file)));
   auto params = module->entry()->parameters();
@@ -59,7 +60,8 @@ int RunRun(const RunArgs& a) {
       return ReportError(InvalidInput(fmt::format("{}: {} takes {} inputs, {} given with --inputs", a.file,
                                                   module->entry()->name(), params.size(), a.inputs.size())));
     for (size_t i = 0; i < params.size(); ++i) {
-      auto lit = hlo::ReadLiteralFor(a.inputs[i], params[i]->shape, fmt::format("{} ({})", a.inputs[i], Describe(i, *params[i])));
+      auto lit = hlo::ReadLiteralFor(a.inputs[i], params[i]->shape,
+                                     fmt::format("{} ({})", a.inputs[i], Describe(i, *params[i])));
       if (!lit.ok()) return ReportError(lit.status());
       args.push_back(std::move(lit).value());
     }
@@ -70,14 +72,14 @@ int RunRun(const RunArgs& a) {
   if (!result.ok()) {
     const Status& st = result.status();
     if (st.code() == ErrorCode::kUnimplemented)
-      return ReportError(Unavailable(fmt::format("{}: the interpreter cannot evaluate this module: {}", a.file, st.message())));
+      return ReportError(
+          Unavailable(fmt::format("{}: the interpreter cannot evaluate this module: {}", a.file, st.message())));
     return ReportError(st.WithContext(a.file));
   }
   std::vector<const Literal*> outs;
   if (result->shape().IsTuple())
     for (const auto& e : result->tuple_elements()) outs.push_back(&e);
-  else
-    outs.push_back(&*result);
+  else outs.push_back(&*result);
   if (!a.out.empty()) {
     nlohmann::json j;
     j["module"] = module->name();

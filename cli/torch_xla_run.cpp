@@ -1,12 +1,11 @@
 #include "cli/torch_xla_run.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,9 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/capture_run.h"
 #include "compiler_probe/subprocess.h"
@@ -64,14 +62,11 @@ int RunChild(const std::vector<std::string>& argv_s, const std::vector<std::stri
     exit_cleanup::AddChild(pid, /*group=*/false);  // it shares opprobe's process group: the script alone
   }
   siginfo_t info{};
-  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-  }
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {}
   exit_cleanup::ForgetChild(pid);  // before the reap, after which the pid may be another process's
   int ws = 0;
   pid_t w;
-  do {
-    w = waitpid(pid, &ws, 0);
-  } while (w < 0 && errno == EINTR);
+  do { w = waitpid(pid, &ws, 0); } while (w < 0 && errno == EINTR);
   if (w < 0) return -1;
   if (WIFEXITED(ws)) return WEXITSTATUS(ws);
   if (WIFSIGNALED(ws)) return 128 + WTERMSIG(ws);
@@ -116,12 +111,14 @@ Status ReadFallbacks(const std::string& path, TorchXlaRun& run) {
     h.count = f["count"].get<int64_t>();
     const std::string who = run.torch_xla_version.empty() ? "torch_xla" : "torch_xla " + run.torch_xla_version;
     h.reason = h.op == "aten::_local_scalar_dense"
-                   ? fmt::format("{} read a value on the host here (.item(), printing a tensor, a Python branch on "
-                                 "one): the graph so far is compiled and run to give it",
-                                 who)
-                   : fmt::format("{} has no device lowering for {} and ran it on the host CPU (its {} fallback "
-                                 "counter): the graph is cut here and the inputs copied to the host and back",
-                                 who, h.op, h.op);
+                   ? fmt::format(
+                         "{} read a value on the host here (.item(), printing a tensor, a Python branch on "
+                         "one): the graph so far is compiled and run to give it",
+                         who)
+                   : fmt::format(
+                         "{} has no device lowering for {} and ran it on the host CPU (its {} fallback "
+                         "counter): the graph is cut here and the inputs copied to the host and back",
+                         who, h.op, h.op);
     if (h.count > 0) run.fallbacks.push_back(std::move(h));
   }
   return Status::Ok();
@@ -145,8 +142,8 @@ Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, c
   // Is the real torch_xla importable by this python?
   int probe = RunChild({*python, "-c", "import torch_xla"}, Environment({}, {{"PJRT_DEVICE", "CPU"}}), true);
   if (probe != 0)
-    return Unavailable(fmt::format("--lowering torch_xla: the Python interpreter {} cannot import torch_xla; {}",
-                                          *python, kInstall));
+    return Unavailable(
+        fmt::format("--lowering torch_xla: the Python interpreter {} cannot import torch_xla; {}", *python, kInstall));
 
   auto shim = FindCaptureShim();
   if (!shim.ok()) return shim.status();

@@ -20,8 +20,8 @@ Status CheckTorchax(const std::string& python);
 std::string TorchaxPlatformFor(const std::string& backend_id);
 
 // Lowers each call of `trace` with torchax in `python` for `platform`: runs `python torchax_lower.py --platform P TRACE
-// OUT` (found beside the capture shim) with OUT = `out_json`, and reads what it wrote. Errors: the helper's own failure (its message),
-// kInvalidInput; a malformed OUT, kInvalidInput.
+// OUT` (found beside the capture shim) with OUT = `out_json`, and reads what it wrote. Errors: the helper's own failure
+// (its message), kInvalidInput; a malformed OUT, kInvalidInput.
 Expected<analyzer::ExternalLowerings> LowerWithTorchax(const std::string& python, const std::string& trace,
                                                        const std::string& out_json, const std::string& platform);
 

@@ -62,7 +62,9 @@ struct DeviceMemory {
   int64_t output_bytes = 0;
   int64_t alias_bytes = 0;  // outputs that reuse an argument's buffer (donated)
   int64_t temp_bytes = 0;
-  int64_t total_bytes() const { return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes; }
+  int64_t total_bytes() const {
+    return generated_code_bytes + argument_bytes + output_bytes - alias_bytes + temp_bytes;
+  }
   bool operator==(const DeviceMemory&) const = default;
 };
 
@@ -80,12 +82,12 @@ struct ProgramCompile {
   std::string compiler;  // what compiled it, with its version: `libtpu 0.0.42.1 (TPU compiler), PJRT C API 0.112`
   int64_t devices = 1;   // the devices the program was compiled for (partitions)
   bool memory_refusal = false;
-  bool has_memory = false;  // the compiler gave `memory`
-  DeviceMemory memory;      // per device
-  int64_t required_bytes = 0;       // what one device needs: the compiler's figure in a refusal, else total_bytes()
-  std::string required_what;        // what the refusal's figure counts (`for HLO temporaries`); empty: everything
-  int64_t device_memory_bytes = 0;  // what one device has (the compiler's figure in a refusal, else the target's
-                                    // published one); 0: unknown
+  bool has_memory = false;           // the compiler gave `memory`
+  DeviceMemory memory;               // per device
+  int64_t required_bytes = 0;        // what one device needs: the compiler's figure in a refusal, else total_bytes()
+  std::string required_what;         // what the refusal's figure counts (`for HLO temporaries`); empty: everything
+  int64_t device_memory_bytes = 0;   // what one device has (the compiler's figure in a refusal, else the target's
+                                     // published one); 0: unknown
   std::string device_memory_source;  // where that figure comes from, in a few words
   double seconds = 0;
 };

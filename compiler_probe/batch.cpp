@@ -52,12 +52,16 @@ bool MayShareAProgram(const hlo::Module& unit) {
     for (const auto& in : comp->instructions()) {
       if (!in->unknown_opcode.empty() || in->sharding || in->shape.is_dynamic()) return false;
       switch (in->opcode) {
-        case hlo::Opcode::kCustomCall: case hlo::Opcode::kInfeed: case hlo::Opcode::kOutfeed:
-        case hlo::Opcode::kSend: case hlo::Opcode::kSendDone: case hlo::Opcode::kRecv: case hlo::Opcode::kRecvDone:
-        case hlo::Opcode::kRngGetAndUpdateState: case hlo::Opcode::kFusion:
-          return false;
-        default:
-          break;
+        case hlo::Opcode::kCustomCall:
+        case hlo::Opcode::kInfeed:
+        case hlo::Opcode::kOutfeed:
+        case hlo::Opcode::kSend:
+        case hlo::Opcode::kSendDone:
+        case hlo::Opcode::kRecv:
+        case hlo::Opcode::kRecvDone:
+        case hlo::Opcode::kRngGetAndUpdateState:
+        case hlo::Opcode::kFusion: return false;
+        default: break;
       }
     }
   return true;

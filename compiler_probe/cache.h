@@ -15,8 +15,8 @@ class ProbeCache {
   virtual ~ProbeCache() = default;
   virtual std::optional<Verdict> Lookup(const std::string& backend_id, const std::string& backend_version,
                                         const std::string& fingerprint) = 0;
-  virtual void Store(const std::string& backend_id, const std::string& backend_version,
-                     const std::string& fingerprint, const Verdict& verdict) = 0;
+  virtual void Store(const std::string& backend_id, const std::string& backend_version, const std::string& fingerprint,
+                     const Verdict& verdict) = 0;
   // One answer per fingerprint, in order: what Lookup would say for each. A store that answers many at once
   // for less than one round trip each (the disk cache: one read transaction) overrides it.
   virtual std::vector<std::optional<Verdict>> LookupMany(const std::string& backend_id,

@@ -1,11 +1,10 @@
 #include "compiler_probe/disk_cache.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
@@ -18,9 +17,9 @@
 
 #include "compiler_probe/remote/entry.h"
 #include "compiler_probe/sqlite.h"
-#include "support/file_io.h"
 #include "hlo/fingerprint.h"
 #include "hlo/probe_unit.h"
+#include "support/file_io.h"
 #include "support/quote.h"
 
 namespace opprobe::compiler_probe {
@@ -93,9 +92,15 @@ bool IsOldTempFile(const fs::directory_entry& e) {
 int KindCode(const Verdict& v) {
   const bool ok = v.kind == Verdict::Kind::kSupported;
   switch (v.interp) {
-    case Verdict::Interp::kAgree: if (ok) return 3; break;
-    case Verdict::Interp::kNotCompared: if (ok) return 4; break;
-    case Verdict::Interp::kDiffer: if (!ok) return 5; break;
+    case Verdict::Interp::kAgree:
+      if (ok) return 3;
+      break;
+    case Verdict::Interp::kNotCompared:
+      if (ok) return 4;
+      break;
+    case Verdict::Interp::kDiffer:
+      if (!ok) return 5;
+      break;
     case Verdict::Interp::kNone: break;
   }
   return ok ? 1 : 2;
@@ -216,8 +221,7 @@ class FolderLock {
   explicit FolderLock(const fs::path& dir) {
     fd_ = ::open((dir / kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ >= 0) {
-      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {}
     }
   }
   FolderLock(const FolderLock&) = delete;
@@ -391,7 +395,8 @@ class DiskCache : public LocalProbeCache {
     if (!db_.open()) return;
     const auto now = Clock::now();
     if (pending_.empty()) pending_since_ = now;
-    pending_.push_back({BackendKeyHash(backend_id, backend_version), backend_id, backend_version, fingerprint, verdict});
+    pending_.push_back(
+        {BackendKeyHash(backend_id, backend_version), backend_id, backend_version, fingerprint, verdict});
     if (now - last_commit_ >= kBatchWindow || now - pending_since_ >= kBatchWindow || pending_.size() >= kMaxBatch)
       FlushLocked();
   }
@@ -483,7 +488,8 @@ class DiskCache : public LocalProbeCache {
     BindBlob(put, 4, v.reason);
     sqlite3_bind_double(put, 5, v.seconds);
     BindBlob(put, 6, v.output_tail);
-    BindBlob(put, 7, EntryChecksum(e.backend_id, e.backend_version, e.fingerprint, kind, v.reason, v.seconds, v.output_tail));
+    BindBlob(put, 7,
+             EntryChecksum(e.backend_id, e.backend_version, e.fingerprint, kind, v.reason, v.seconds, v.output_tail));
     return sqlite3_step(put);
   }
 
@@ -548,12 +554,14 @@ class DiskCache : public LocalProbeCache {
   }
 
   bool Prepare() {
-    return db_.Prepare("SELECT kind, reason, seconds, output_tail, checksum FROM verdicts "
-                       "WHERE backend = ?1 AND fingerprint = ?2",
-                       get_) == SQLITE_OK &&
-           db_.Prepare("SELECT fingerprint, kind, reason, seconds, output_tail, checksum FROM verdicts "
-                       "WHERE backend = ?1 AND fingerprint >= ?2 ORDER BY fingerprint",
-                       scan_) == SQLITE_OK &&
+    return db_.Prepare(
+               "SELECT kind, reason, seconds, output_tail, checksum FROM verdicts "
+               "WHERE backend = ?1 AND fingerprint = ?2",
+               get_) == SQLITE_OK &&
+           db_.Prepare(
+               "SELECT fingerprint, kind, reason, seconds, output_tail, checksum FROM verdicts "
+               "WHERE backend = ?1 AND fingerprint >= ?2 ORDER BY fingerprint",
+               scan_) == SQLITE_OK &&
            db_.Prepare("INSERT OR REPLACE INTO verdicts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", put_) == SQLITE_OK &&
            db_.Prepare("INSERT OR IGNORE INTO backends VALUES (?1, ?2, ?3)", put_backend_) == SQLITE_OK &&
            db_.Prepare("BEGIN", begin_) == SQLITE_OK && db_.Prepare("BEGIN IMMEDIATE", begin_write_) == SQLITE_OK &&
@@ -561,7 +569,8 @@ class DiskCache : public LocalProbeCache {
   }
   // The memo statements; false when the file has no memos table yet (a cache written before memos existed).
   bool PrepareMemos() {
-    return db_.Prepare("SELECT key, value, checksum FROM memos WHERE key >= ?1 ORDER BY key", memo_scan_) == SQLITE_OK &&
+    return db_.Prepare("SELECT key, value, checksum FROM memos WHERE key >= ?1 ORDER BY key", memo_scan_) ==
+               SQLITE_OK &&
            db_.Prepare("INSERT OR REPLACE INTO memos VALUES (?1, ?2, ?3)", memo_put_) == SQLITE_OK;
   }
   // Adds the memos table to a cache that lacks it; without it the cache keeps its verdicts and has no memos. The
@@ -588,13 +597,11 @@ class DiskCache : public LocalProbeCache {
     Db::Inspection in = db_.Inspect();
     if (in.state == Db::State::kReady && !Prepare()) in = {Db::State::kDamaged, db_.Error(), 0};
     switch (in.state) {
-      case Db::State::kReady:
-        return Status::Ok();
+      case Db::State::kReady: return Status::Ok();
       case Db::State::kError:
         db_.Close();
         return InvalidInput(fmt::format("{}: cannot read the probe cache: {}", file_, in.why));
-      case Db::State::kEmpty:
-        return Create();
+      case Db::State::kEmpty: return Create();
       case Db::State::kNewer: {
         std::string what = fmt::format("{}: written by a newer opprobe (cache format {}; this one reads format {})",
                                        file_, in.newer_format, kFormat);
@@ -667,7 +674,8 @@ class DiskCache : public LocalProbeCache {
     fs::path old = dir_ / kOldLayout;
     std::error_code ec;
     Stmt ins;
-    if (!db_.open() || db_.Prepare("INSERT OR IGNORE INTO verdicts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", ins) != SQLITE_OK ||
+    if (!db_.open() ||
+        db_.Prepare("INSERT OR IGNORE INTO verdicts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", ins) != SQLITE_OK ||
         db_.Prepare("INSERT OR IGNORE INTO backends VALUES (?1, ?2, ?3)", put_backend_) != SQLITE_OK)
       return;
     if (db_.Exec("BEGIN IMMEDIATE") != SQLITE_OK) return;
@@ -723,13 +731,12 @@ class DiskCache : public LocalProbeCache {
   std::mutex mu_;  // one connection, used by one thread at a time
   Db db_;          // closed: no usable cache; every lookup misses and stores are dropped
   Stmt get_, scan_, put_, put_backend_, begin_, begin_write_, commit_;
-  Stmt memo_scan_, memo_put_;  // null when the file has no memos table
+  Stmt memo_scan_, memo_put_;   // null when the file has no memos table
   std::vector<Entry> pending_;  // stored, not yet committed
   Clock::time_point pending_since_{}, last_commit_{};
   bool recovered_ = false;
   bool warned_fault_ = false;
 };
-
 
 int64_t FileSize(const std::string& path) {
   std::error_code ec;
@@ -843,9 +850,10 @@ Expected<DiskCacheClear> ClearDiskCache(const std::string& dir) {
     case Db::State::kEmpty: return result;
     case Db::State::kError: return InvalidInput(fmt::format("{}: cannot read the probe cache: {}", file, in.why));
     case Db::State::kNewer:
-      return InvalidInput(fmt::format("{}: written by a newer opprobe (cache format {}; this one reads format {}): "
-                                      "clear it with that version",
-                                      file, in.newer_format, kFormat));
+      return InvalidInput(
+          fmt::format("{}: written by a newer opprobe (cache format {}; this one reads format {}): "
+                      "clear it with that version",
+                      file, in.newer_format, kFormat));
     case Db::State::kDamaged: {
       db.Close();
       FolderLock lock(dir);

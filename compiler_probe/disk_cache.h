@@ -5,8 +5,9 @@
 // an opprobe with other fingerprints stored are never read) that also holds a checksum of its whole key and contents: a
 // damaged or hand-edited row reads as a miss and the next verdict overwrites it. Error verdicts (crash, timeout) are
 // not stored: they may be transient. Verdicts that come fast (a rules backend) are committed in batches, so a killed
-// run may lose the few still waiting for theirs; a verdict that comes alone is committed at once. The folder must be on a local file system (WAL shares memory
-// between the processes; a fleet shares verdicts through compiler_probe/remote/ instead).
+// run may lose the few still waiting for theirs; a verdict that comes alone is committed at once. The folder must be on
+// a local file system (WAL shares memory between the processes; a fleet shares verdicts through compiler_probe/remote/
+// instead).
 //
 // A file at that place that is not an opprobe cache or is damaged: for the default folder, one warning, the file is
 // set aside as verdicts.sqlite3.damaged and a fresh cache starts; for a folder the caller named (`--cache DIR`),
@@ -61,21 +62,21 @@ struct DiskCacheStats {
     int64_t bytes = 0;  // the rows' key and verdict bytes
   };
   std::string dir;
-  std::string file;          // the database (empty when the folder has none yet)
+  std::string file;  // the database (empty when the folder has none yet)
   int64_t entries = 0;
-  int64_t bytes = 0;         // the database's files on disk (with its write-ahead log)
-  std::vector<Backend> backends;  // sorted by id, then version
+  int64_t bytes = 0;               // the database's files on disk (with its write-ahead log)
+  std::vector<Backend> backends;   // sorted by id, then version
   int64_t old_layout_entries = 0;  // v1/ files not yet migrated (the next analysis with this folder moves them)
-  std::string unusable;      // why the database cannot be read (damaged, not a cache, newer format); empty if fine
+  std::string unusable;  // why the database cannot be read (damaged, not a cache, newer format); empty if fine
 };
 
 // Counts the entries of a cache folder (a missing folder is an empty cache). Only reads.
 Expected<DiskCacheStats> GetDiskCacheStats(const std::string& dir);
 
 struct DiskCacheClear {
-  int64_t removed = 0;        // verdicts removed (database rows and old-layout files)
-  std::string removed_file;   // the database file, when it was removed because it was unusable
-  std::string why;            // why it was unusable
+  int64_t removed = 0;       // verdicts removed (database rows and old-layout files)
+  std::string removed_file;  // the database file, when it was removed because it was unusable
+  std::string why;           // why it was unusable
 };
 // Removes every entry (only what this cache writes). A database that is damaged or not a cache is removed
 // whole; one written by a newer opprobe is left alone (kInvalidInput).

@@ -31,7 +31,9 @@ class Registry {
   Expected<std::unique_ptr<Backend>> Create(const std::string& spec, const BackendOptions& options = {}) const;
   const std::vector<Entry>& entries() const { return entries_; }
   // Optional per backend: what is installed (e.g. `jaxlib 0.10.2`), for `opprobe backends`; may run a program.
-  void SetInstalled(const std::string& name, std::function<std::string()> describe) { installed_[name] = std::move(describe); }
+  void SetInstalled(const std::string& name, std::function<std::string()> describe) {
+    installed_[name] = std::move(describe);
+  }
   std::string Installed(const std::string& name) const {
     auto it = installed_.find(name);
     return it == installed_.end() ? "" : it->second();

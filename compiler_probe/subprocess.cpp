@@ -1,16 +1,15 @@
 #include "compiler_probe/subprocess.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <chrono>
@@ -115,8 +114,9 @@ int SpawnChild(const SpawnSpec& spec, pid_t& pid) {
   argv.push_back(nullptr);
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
-  ChildArgs args{spec.program.c_str(), argv.data(), envp.data(), spec.fds.data(), spec.fds.size(),
-                 spec.cwd.empty() ? nullptr : spec.cwd.c_str(), spec.own_process_group, ::getpid(), 0};
+  ChildArgs args{spec.program.c_str(),   argv.data(),     envp.data(),
+                 spec.fds.data(),        spec.fds.size(), spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
+                 spec.own_process_group, ::getpid(),      0};
   constexpr size_t kStackBytes = 64 * 1024;
   std::unique_ptr<char[]> stack(new char[kStackBytes]);
   void* stack_top = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(stack.get() + kStackBytes) & ~uintptr_t{15});
@@ -132,8 +132,7 @@ int SpawnChild(const SpawnSpec& spec, pid_t& pid) {
     rc = errno;
   } else if (args.error != 0) {  // it could not run the program: reap it
     rc = args.error;
-    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {}
   } else {
     exit_cleanup::AddChild(child, spec.own_process_group);
     pid = child;
@@ -267,8 +266,7 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
   // pid (the group's id) cannot be given to another process.
   auto reap = [&]() {
     exit_cleanup::ForgetChild(pid);
-    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {}
     exited = true;
   };
   auto try_reap = [&]() {

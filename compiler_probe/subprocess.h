@@ -17,9 +17,9 @@
 namespace opprobe::compiler_probe {
 
 struct SubprocessOptions {
-  std::vector<std::string> argv;  // argv[0] is a path or a name looked up on PATH
-  std::string cwd;                // empty: inherit
-  double timeout_seconds = 60.0;  // <= 0: no timeout
+  std::vector<std::string> argv;        // argv[0] is a path or a name looked up on PATH
+  std::string cwd;                      // empty: inherit
+  double timeout_seconds = 60.0;        // <= 0: no timeout
   size_t max_output_bytes = 64 * 1024;  // tail kept of each of stdout and stderr
   // Extra environment entries (`NAME`, `value`) added to (or replacing those of) the parent's environment.
   std::vector<std::pair<std::string, std::string>> env;
@@ -48,12 +48,13 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options);
 
 // A child process as SpawnChild starts it.
 struct SpawnSpec {
-  std::string program;                   // a path, run as it is (no PATH lookup)
+  std::string program;  // a path, run as it is (no PATH lookup)
   std::vector<std::string> argv;
-  std::vector<std::string> env;          // the whole environment, NAME=VALUE
-  std::vector<std::pair<int, int>> fds;  // (descriptor here, descriptor in the child), in order; 0 is /dev/null unless mapped
-  std::string cwd;                       // empty: this process's
-  bool own_process_group = true;         // the child leads a new process group, which the exit cleanup kills whole
+  std::vector<std::string> env;  // the whole environment, NAME=VALUE
+  std::vector<std::pair<int, int>>
+      fds;                        // (descriptor here, descriptor in the child), in order; 0 is /dev/null unless mapped
+  std::string cwd;                // empty: this process's
+  bool own_process_group = true;  // the child leads a new process group, which the exit cleanup kills whole
 };
 
 // Starts `spec` as posix_spawn does (a vfork-like clone: nothing of this process is copied) and, in the child

@@ -4,6 +4,7 @@
 // logs to stderr) is a finding.
 #pragma once
 
+#include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,8 +12,6 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
-
-#include <google/protobuf/stubs/logging.h>
 
 #include "support/status.h"
 
@@ -48,9 +47,7 @@ void CheckResult(const E& e) {
   if (!e.ok()) CheckMessage(e.status());
 }
 
-inline std::string_view AsText(const uint8_t* data, size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
+inline std::string_view AsText(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 // Loaders that take a path get the input through a file of this process (its name ends in `suffix`).
 class TempFile {

@@ -5,7 +5,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace opprobe;
   analyzer::Graph graph;
-  opprobe::fuzz::CheckMessage(
-      analyzer::DecodeExportedProgram(opprobe::fuzz::AsText(data, size), "model", "fuzz.pt2: entry 'model.json'", graph));
+  opprobe::fuzz::CheckMessage(analyzer::DecodeExportedProgram(opprobe::fuzz::AsText(data, size), "model",
+                                                              "fuzz.pt2: entry 'model.json'", graph));
   return 0;
 }

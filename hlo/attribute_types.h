@@ -158,18 +158,18 @@ struct OutputOperandAlias {
 struct Sharding {
   enum class Type { kReplicated, kManual, kUnknown, kUnreduced, kMaximal, kTiled, kTuple, kNamed };
   Type type = Type::kReplicated;
-  int64_t device = 0;                      // kMaximal
-  std::vector<int64_t> tile_dims;          // kTiled: `devices=[2,1]`
-  std::vector<int64_t> devices;            // kTiled, explicit: `0,1`
-  bool iota = false;                       // kTiled, iota: `<=[2]` / `<=[2,2]T(1,0)`
+  int64_t device = 0;              // kMaximal
+  std::vector<int64_t> tile_dims;  // kTiled: `devices=[2,1]`
+  std::vector<int64_t> devices;    // kTiled, explicit: `0,1`
+  bool iota = false;               // kTiled, iota: `<=[2]` / `<=[2,2]T(1,0)`
   std::vector<int64_t> iota_reshape_dims;
   std::vector<int64_t> iota_transpose_perm;
   bool last_tile_dim_replicate = false;
-  std::vector<Type> last_tile_dims;        // `last_tile_dims={manual, replicated}`
+  std::vector<Type> last_tile_dims;                     // `last_tile_dims={manual, replicated}`
   std::optional<std::pair<bool, int64_t>> shard_group;  // {true: shard_as, false: shard_like; group id}
   std::vector<OpMetadata> metadata;
-  std::vector<Sharding> tuple;             // kTuple
-  std::string named;                       // kNamed: the element's text between its braces
+  std::vector<Sharding> tuple;  // kTuple
+  std::string named;            // kNamed: the element's text between its braces
   bool operator==(const Sharding&) const = default;
 };
 std::string_view ShardingTypeName(Sharding::Type t);  // "replicated", "manual", ... as last_tile_dims writes them

@@ -37,7 +37,9 @@ constexpr AttrSpec R(std::string_view key, AttrField f, AttrPrint p = AttrPrint:
 constexpr AttrSpec O(std::string_view key, AttrField f, AttrPrint p = AttrPrint::kIfSet) {
   return {key, f, AttrNeed::kOptional, p, -1};
 }
-constexpr AttrSpec D(std::string_view key, AttrField f) { return {key, f, AttrNeed::kDefaulted, AttrPrint::kIfSet, -1}; }
+constexpr AttrSpec D(std::string_view key, AttrField f) {
+  return {key, f, AttrNeed::kDefaulted, AttrPrint::kIfSet, -1};
+}
 constexpr AttrSpec C(std::string_view key, int slot, AttrNeed need = AttrNeed::kRequired,
                      AttrPrint p = AttrPrint::kAlways) {
   return {key, AttrField::kCalledComputation, need, p, slot};
@@ -58,7 +60,8 @@ constexpr AttrSpec kReduceScatter[] = {O("channel_id", F::kChannelId),
                                        O("replica_groups", F::kReplicaGroups, P::kAlways),
                                        O("constrain_layout", F::kConstrainLayout),
                                        O("use_global_device_ids", F::kUseGlobalDeviceIds),
-                                       R("dimensions", F::kDimensions), C("to_apply", 0)};
+                                       R("dimensions", F::kDimensions),
+                                       C("to_apply", 0)};
 constexpr AttrSpec kAllToAll[] = {O("channel_id", F::kChannelId), O("replica_groups", F::kReplicaGroups, P::kAlways),
                                   O("constrain_layout", F::kConstrainLayout), O("dimensions", F::kDimensions)};
 constexpr AttrSpec kCollectiveBroadcast[] = {O("channel_id", F::kChannelId),
@@ -76,14 +79,13 @@ constexpr AttrSpec kCall[] = {C("to_apply", 0), O("is_composite", F::kIsComposit
 constexpr AttrSpec kCholesky[] = {O("lower", F::kCholeskyLower)};
 constexpr AttrSpec kCompare[] = {R("direction", F::kDirection), O("type", F::kComparisonType)};
 constexpr AttrSpec kDimensionsRequired[] = {R("dimensions", F::kDimensions)};
-constexpr AttrSpec kConditional[] = {C("true_computation", 0, AttrNeed::kOptional, P::kPredicateBranches),
-                                     C("false_computation", 1, AttrNeed::kOptional, P::kPredicateBranches),
-                                     {"branch_computations", F::kCalledComputations, AttrNeed::kOptional,
-                                      P::kIndexBranches, -1}};
-constexpr AttrSpec kConvolution[] = {D("window", F::kWindow), R("dim_labels", F::kConvDims),
-                                     O("feature_group_count", F::kFeatureGroupCount),
-                                     O("batch_group_count", F::kBatchGroupCount),
-                                     O("operand_precision", F::kOperandPrecision)};
+constexpr AttrSpec kConditional[] = {
+    C("true_computation", 0, AttrNeed::kOptional, P::kPredicateBranches),
+    C("false_computation", 1, AttrNeed::kOptional, P::kPredicateBranches),
+    {"branch_computations", F::kCalledComputations, AttrNeed::kOptional, P::kIndexBranches, -1}};
+constexpr AttrSpec kConvolution[] = {
+    D("window", F::kWindow), R("dim_labels", F::kConvDims), O("feature_group_count", F::kFeatureGroupCount),
+    O("batch_group_count", F::kBatchGroupCount), O("operand_precision", F::kOperandPrecision)};
 constexpr AttrSpec kCopyStart[] = {O("cross_program_prefetch_index", F::kCrossProgramPrefetchIndex)};
 constexpr AttrSpec kCustomCall[] = {O("window", F::kWindow),
                                     O("dim_labels", F::kConvDims),
@@ -101,12 +103,10 @@ constexpr AttrSpec kCustomCall[] = {O("window", F::kWindow),
                                     {"called_computations", F::kCalledComputations, AttrNeed::kOptional, P::kIfSet, -1},
                                     C("to_apply", 0, AttrNeed::kOptional, P::kNever)};
 constexpr AttrSpec kDomain[] = {R("domain", F::kDomain)};
-constexpr AttrSpec kDot[] = {O("lhs_batch_dims", F::kDotLhsBatch),
-                             O("lhs_contracting_dims", F::kDotLhsContracting, P::kAlways),
-                             O("rhs_batch_dims", F::kDotRhsBatch),
-                             O("rhs_contracting_dims", F::kDotRhsContracting, P::kAlways),
-                             O("operand_precision", F::kOperandPrecision),
-                             O("algorithm", F::kDotAlgorithm)};
+constexpr AttrSpec kDot[] = {
+    O("lhs_batch_dims", F::kDotLhsBatch),         O("lhs_contracting_dims", F::kDotLhsContracting, P::kAlways),
+    O("rhs_batch_dims", F::kDotRhsBatch),         O("rhs_contracting_dims", F::kDotRhsContracting, P::kAlways),
+    O("operand_precision", F::kOperandPrecision), O("algorithm", F::kDotAlgorithm)};
 constexpr AttrSpec kDynamicSlice[] = {R("dynamic_slice_sizes", F::kDynamicSliceSizes)};
 constexpr AttrSpec kFft[] = {R("fft_type", F::kFftType), R("fft_length", F::kFftLength)};
 constexpr AttrSpec kFusion[] = {R("kind", F::kFusionKind), O("output_to_operand_aliasing", F::kOutputToOperandAliasing),
@@ -152,12 +152,9 @@ constexpr AttrSpec kTriangularSolve[] = {O("left_side", F::kLeftSide), O("lower"
                                          O("transpose_a", F::kTransposeA, P::kAlways)};
 constexpr AttrSpec kWhile[] = {C("condition", 1), C("body", 0)};
 
-constexpr AttrSpec kGeneric[] = {O("sharding", F::kSharding),
-                                 O("frontend_attributes", F::kFrontendAttributes),
-                                 O("statistics", F::kStatistics),
-                                 O("control-predecessors", F::kControlPredecessors),
-                                 O("metadata", F::kMetadata),
-                                 O("backend_config", F::kBackendConfig),
+constexpr AttrSpec kGeneric[] = {O("sharding", F::kSharding),     O("frontend_attributes", F::kFrontendAttributes),
+                                 O("statistics", F::kStatistics), O("control-predecessors", F::kControlPredecessors),
+                                 O("metadata", F::kMetadata),     O("backend_config", F::kBackendConfig),
                                  O("origin", F::kOrigin)};
 
 template <size_t N>
@@ -167,27 +164,43 @@ constexpr std::span<const AttrSpec> S(const AttrSpec (&a)[N]) {
 
 std::span<const AttrSpec> Lookup(Opcode op) {
   switch (op) {
-    case Opcode::kCbrt: case Opcode::kCos: case Opcode::kErf: case Opcode::kExp: case Opcode::kExpm1:
-    case Opcode::kLog: case Opcode::kLog1p: case Opcode::kLogistic: case Opcode::kRsqrt: case Opcode::kSin:
-    case Opcode::kSqrt: case Opcode::kTan: case Opcode::kTanh:
-      return S(kResultAccuracyOnly);
-    case Opcode::kAllGather: case Opcode::kAllGatherStart: return S(kAllGather);
-    case Opcode::kAllReduce: case Opcode::kAllReduceStart: return S(kAllReduce);
+    case Opcode::kCbrt:
+    case Opcode::kCos:
+    case Opcode::kErf:
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kLogistic:
+    case Opcode::kRsqrt:
+    case Opcode::kSin:
+    case Opcode::kSqrt:
+    case Opcode::kTan:
+    case Opcode::kTanh: return S(kResultAccuracyOnly);
+    case Opcode::kAllGather:
+    case Opcode::kAllGatherStart: return S(kAllGather);
+    case Opcode::kAllReduce:
+    case Opcode::kAllReduceStart: return S(kAllReduce);
     case Opcode::kReduceScatter: return S(kReduceScatter);
     case Opcode::kAllToAll: return S(kAllToAll);
     case Opcode::kCollectiveBroadcast: return S(kCollectiveBroadcast);
-    case Opcode::kCollectivePermute: case Opcode::kCollectivePermuteStart: return S(kCollectivePermute);
+    case Opcode::kCollectivePermute:
+    case Opcode::kCollectivePermuteStart: return S(kCollectivePermute);
     case Opcode::kAsyncStart: return S(kAsyncStart);
-    case Opcode::kAsyncUpdate: case Opcode::kAsyncDone: return S(kAsyncFollower);
-    case Opcode::kBatchNormGrad: case Opcode::kBatchNormInference: case Opcode::kBatchNormTraining:
-      return S(kBatchNorm);
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone: return S(kAsyncFollower);
+    case Opcode::kBatchNormGrad:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormTraining: return S(kBatchNorm);
     case Opcode::kBroadcast: return S(kBroadcast);
     case Opcode::kCall: return S(kCall);
     case Opcode::kCholesky: return S(kCholesky);
     case Opcode::kCompare: return S(kCompare);
-    case Opcode::kConcatenate: case Opcode::kReverse: case Opcode::kTranspose: case Opcode::kGetDimensionSize:
-    case Opcode::kSetDimensionSize:
-      return S(kDimensionsRequired);
+    case Opcode::kConcatenate:
+    case Opcode::kReverse:
+    case Opcode::kTranspose:
+    case Opcode::kGetDimensionSize:
+    case Opcode::kSetDimensionSize: return S(kDimensionsRequired);
     case Opcode::kConditional: return S(kConditional);
     case Opcode::kConvolution: return S(kConvolution);
     case Opcode::kCopyStart: return S(kCopyStart);
@@ -205,7 +218,10 @@ std::span<const AttrSpec> Lookup(Opcode op) {
     case Opcode::kOutfeed: return S(kOutfeed);
     case Opcode::kPad: return S(kPad);
     case Opcode::kParameter: return S(kParameter);
-    case Opcode::kRecv: case Opcode::kRecvDone: case Opcode::kSend: case Opcode::kSendDone: return S(kSendRecv);
+    case Opcode::kRecv:
+    case Opcode::kRecvDone:
+    case Opcode::kSend:
+    case Opcode::kSendDone: return S(kSendRecv);
     case Opcode::kReduce: return S(kReduce);
     case Opcode::kReducePrecision: return S(kReducePrecision);
     case Opcode::kReduceWindow: return S(kReduceWindow);
@@ -220,8 +236,7 @@ std::span<const AttrSpec> Lookup(Opcode op) {
     case Opcode::kTopK: return S(kTopK);
     case Opcode::kTriangularSolve: return S(kTriangularSolve);
     case Opcode::kWhile: return S(kWhile);
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -230,7 +245,9 @@ template <typename Tag, typename T>
 bool KindEmpty(Tag, const T&) {
   return false;
 }
-bool KindEmpty(AttrKindTag<AttrKind::kWindow>, const support::HeapOptional<Window>& w) { return !w || w->dimensions.empty(); }
+bool KindEmpty(AttrKindTag<AttrKind::kWindow>, const support::HeapOptional<Window>& w) {
+  return !w || w->dimensions.empty();
+}
 bool KindEmpty(AttrKindTag<AttrKind::kPrecisionList>, const std::vector<PrecisionLevel>& levels) {
   return std::all_of(levels.begin(), levels.end(), [](PrecisionLevel p) { return p == PrecisionLevel::kDefault; });
 }
@@ -290,13 +307,13 @@ const AttrSpec* FindAttribute(const Instruction& in, std::string_view key) {
 bool IsSet(AttrField f, const Instruction& in) {
   static const Instruction kDefault;
   switch (f) {
-#define OPPROBE_HLO_ATTR_IS_SET(field, kind, proto, access)                                                      \
-  case AttrField::field: {                                                                                       \
+#define OPPROBE_HLO_ATTR_IS_SET(field, kind, proto, access)                                                         \
+  case AttrField::field: {                                                                                          \
     auto get = [](const Instruction& in) -> const typename AttrValueType<AttrKind::kind>::type& { return access; }; \
-    const auto& value = get(in);                                                                                 \
-    const auto& unset = get(kDefault);                                                                           \
-    /* The same object: a field of the shared default (rare() or DotNumbers() of an instruction without them). */ \
-    return &value != &unset && !(value == unset) && !KindEmpty(AttrKindTag<AttrKind::kind>{}, value);           \
+    const auto& value = get(in);                                                                                    \
+    const auto& unset = get(kDefault);                                                                              \
+    /* The same object: a field of the shared default (rare() or DotNumbers() of an instruction without them). */   \
+    return &value != &unset && !(value == unset) && !KindEmpty(AttrKindTag<AttrKind::kind>{}, value);               \
   }
     OPPROBE_HLO_ATTR_FIELDS(OPPROBE_HLO_ATTR_IS_SET)
 #undef OPPROBE_HLO_ATTR_IS_SET

@@ -24,39 +24,39 @@ namespace opprobe::hlo {
 
 // How an attribute's value is written (text and proto), and so the C++ type of the field it fills.
 enum class AttrKind : uint8_t {
-  kInt,                // int64_t                      index=1
-  kInt32,              // int32_t                      exponent_bits=5
-  kOptInt,             // std::optional<int64_t>       channel_id=2
-  kBool,               // bool                         is_stable=true
-  kFloat,              // float                        epsilon=0.001
-  kString,             // std::string, quoted          custom_call_target="foo"
-  kStringOrJson,       // std::string                  backend_config="..." or a JSON dict {...} kept as written
-  kWord,               // std::string, one enum name   algorithm=rng_philox, api_version=API_VERSION_TYPED_FFI
-  kIntList,            // std::vector<int64_t>         dimensions={0,1}
-  kIntListList,        // std::vector<std::vector<int64_t>>  source_target_pairs={{0,1},{1,0}}
-  kBoolList,           // std::vector<bool>            parameter_replication={false,true}
-  kNameList,           // std::vector<std::string>     control-predecessors={%a, %b}
-  kText,               // std::string, balanced braces kept as written  origin={...}
-  kWindow,             // support::HeapOptional<Window>        window={size=3x3 stride=2x2}
-  kConvDims,           // support::HeapOptional<ConvolutionDimensionNumbers>  dim_labels=b01f_01io->b01f
-  kSlice,              // support::HeapOptional<SliceDimensions>             slice={[0:2], [0:8:2]}
-  kPadding,            // support::HeapOptional<PaddingConfig>               padding=0_1x2_2_1
-  kDirection,          // ComparisonDirection          direction=LT
-  kFftType,            // FftType                      fft_type=RFFT
-  kDistribution,       // RandomDistribution           distribution=rng_uniform
-  kTransposeA,         // TransposeA                   transpose_a=NO_TRANSPOSE
-  kPrecisionList,      // std::vector<PrecisionLevel>  operand_precision={high,default}
-  kMetadata,           // support::SharedValue<OpMetadata>      metadata={op_type="..." ...}
-  kSharding,           // support::HeapOptional<Sharding>      sharding={devices=[2,1]<=[2]}
-  kFrontendAttributes, // std::vector<std::pair<std::string, std::string>>  frontend_attributes={a="b"}
-  kReplicaGroups,      // CollectiveDeviceList         replica_groups={{0,1}} or [2,2]<=[4]
-  kAliasing,           // std::vector<OutputOperandAlias>  output_to_operand_aliasing={{0}: (1, {})}
-  kShape,              // support::HeapOptional<Shape>         outfeed_shape=f32[2]{0}
-  kShapeList,          // support::HeapOptional<std::vector<Shape>>  operand_layout_constraints={f32[2]{0}}
-  kLiteral,            // support::HeapOptional<Literal>       literal=s32[] 1
-  kResultAccuracy,     // support::HeapOptional<ResultAccuracy>  result_accuracy={mode=highest}
-  kComputation,        // std::vector<Computation*>, one slot (AttrSpec::slot)  to_apply=%add
-  kComputationList,    // std::vector<Computation*>, all of it               branch_computations={%a, %b}
+  kInt,                 // int64_t                      index=1
+  kInt32,               // int32_t                      exponent_bits=5
+  kOptInt,              // std::optional<int64_t>       channel_id=2
+  kBool,                // bool                         is_stable=true
+  kFloat,               // float                        epsilon=0.001
+  kString,              // std::string, quoted          custom_call_target="foo"
+  kStringOrJson,        // std::string                  backend_config="..." or a JSON dict {...} kept as written
+  kWord,                // std::string, one enum name   algorithm=rng_philox, api_version=API_VERSION_TYPED_FFI
+  kIntList,             // std::vector<int64_t>         dimensions={0,1}
+  kIntListList,         // std::vector<std::vector<int64_t>>  source_target_pairs={{0,1},{1,0}}
+  kBoolList,            // std::vector<bool>            parameter_replication={false,true}
+  kNameList,            // std::vector<std::string>     control-predecessors={%a, %b}
+  kText,                // std::string, balanced braces kept as written  origin={...}
+  kWindow,              // support::HeapOptional<Window>        window={size=3x3 stride=2x2}
+  kConvDims,            // support::HeapOptional<ConvolutionDimensionNumbers>  dim_labels=b01f_01io->b01f
+  kSlice,               // support::HeapOptional<SliceDimensions>             slice={[0:2], [0:8:2]}
+  kPadding,             // support::HeapOptional<PaddingConfig>               padding=0_1x2_2_1
+  kDirection,           // ComparisonDirection          direction=LT
+  kFftType,             // FftType                      fft_type=RFFT
+  kDistribution,        // RandomDistribution           distribution=rng_uniform
+  kTransposeA,          // TransposeA                   transpose_a=NO_TRANSPOSE
+  kPrecisionList,       // std::vector<PrecisionLevel>  operand_precision={high,default}
+  kMetadata,            // support::SharedValue<OpMetadata>      metadata={op_type="..." ...}
+  kSharding,            // support::HeapOptional<Sharding>      sharding={devices=[2,1]<=[2]}
+  kFrontendAttributes,  // std::vector<std::pair<std::string, std::string>>  frontend_attributes={a="b"}
+  kReplicaGroups,       // CollectiveDeviceList         replica_groups={{0,1}} or [2,2]<=[4]
+  kAliasing,            // std::vector<OutputOperandAlias>  output_to_operand_aliasing={{0}: (1, {})}
+  kShape,               // support::HeapOptional<Shape>         outfeed_shape=f32[2]{0}
+  kShapeList,           // support::HeapOptional<std::vector<Shape>>  operand_layout_constraints={f32[2]{0}}
+  kLiteral,             // support::HeapOptional<Literal>       literal=s32[] 1
+  kResultAccuracy,      // support::HeapOptional<ResultAccuracy>  result_accuracy={mode=highest}
+  kComputation,         // std::vector<Computation*>, one slot (AttrSpec::slot)  to_apply=%add
+  kComputationList,     // std::vector<Computation*>, all of it               branch_computations={%a, %b}
 };
 
 template <AttrKind K>
@@ -64,7 +64,8 @@ struct AttrKindTag {
   static constexpr AttrKind kind = K;
 };
 
-template <AttrKind K> struct AttrValueType;
+template <AttrKind K>
+struct AttrValueType;
 #define OPPROBE_HLO_ATTR_VALUE_TYPE(K, ...) \
   template <>                               \
   struct AttrValueType<AttrKind::K> {       \
@@ -124,103 +125,102 @@ const ScatterDimensionNumbers& ScatterNumbers(const Instruction& in);
 
 // Every attribute field of Instruction, once: (field, kind, HloInstructionProto field path or "" when XLA's proto
 // has no field for it (the proto writer keeps such attributes as opprobe text), accessor on `in`).
-#define OPPROBE_HLO_ATTR_FIELDS(F)                                                                              \
-  F(kDimensions, kIntList, "dimensions", in.dimensions)                                                        \
-  F(kTupleIndex, kInt, "tuple_index", in.tuple_index)                                                          \
-  F(kIotaDimension, kInt, "dimensions", in.iota_dimension)                                                     \
-  F(kFeatureIndex, kInt, "feature_index", in.feature_index)                                                    \
-  F(kEpsilon, kFloat, "epsilon", in.epsilon)                                                                   \
-  F(kWindow, kWindow, "window", in.window)                                                                     \
-  F(kConvDims, kConvDims, "convolution_dimension_numbers", in.convolution_dimension_numbers)                   \
-  F(kFeatureGroupCount, kInt, "feature_group_count", in.feature_group_count)                                   \
-  F(kBatchGroupCount, kInt, "batch_group_count", in.batch_group_count)                                         \
+#define OPPROBE_HLO_ATTR_FIELDS(F)                                                                                   \
+  F(kDimensions, kIntList, "dimensions", in.dimensions)                                                              \
+  F(kTupleIndex, kInt, "tuple_index", in.tuple_index)                                                                \
+  F(kIotaDimension, kInt, "dimensions", in.iota_dimension)                                                           \
+  F(kFeatureIndex, kInt, "feature_index", in.feature_index)                                                          \
+  F(kEpsilon, kFloat, "epsilon", in.epsilon)                                                                         \
+  F(kWindow, kWindow, "window", in.window)                                                                           \
+  F(kConvDims, kConvDims, "convolution_dimension_numbers", in.convolution_dimension_numbers)                         \
+  F(kFeatureGroupCount, kInt, "feature_group_count", in.feature_group_count)                                         \
+  F(kBatchGroupCount, kInt, "batch_group_count", in.batch_group_count)                                               \
   F(kOperandPrecision, kPrecisionList, "precision_config.operand_precision", Rare(in).operand_precision)             \
   F(kDotAlgorithm, kWord, "precision_config.algorithm", Rare(in).dot_algorithm)                                      \
-  F(kDotLhsBatch, kIntList, "dot_dimension_numbers.lhs_batch_dimensions", DotNumbers(in).lhs_batch_dimensions) \
-  F(kDotLhsContracting, kIntList, "dot_dimension_numbers.lhs_contracting_dimensions",                          \
-    DotNumbers(in).lhs_contracting_dimensions)                                                                 \
-  F(kDotRhsBatch, kIntList, "dot_dimension_numbers.rhs_batch_dimensions", DotNumbers(in).rhs_batch_dimensions) \
-  F(kDotRhsContracting, kIntList, "dot_dimension_numbers.rhs_contracting_dimensions",                          \
-    DotNumbers(in).rhs_contracting_dimensions)                                                                 \
-  F(kGatherOffsetDims, kIntList, "gather_dimension_numbers.offset_dims", GatherNumbers(in).offset_dims)        \
-  F(kGatherCollapsedSliceDims, kIntList, "gather_dimension_numbers.collapsed_slice_dims",                      \
-    GatherNumbers(in).collapsed_slice_dims)                                                                    \
-  F(kGatherStartIndexMap, kIntList, "gather_dimension_numbers.start_index_map", GatherNumbers(in).start_index_map) \
-  F(kGatherOperandBatchingDims, kIntList, "gather_dimension_numbers.operand_batching_dims",                     \
-    GatherNumbers(in).operand_batching_dims)                                                                   \
-  F(kGatherStartIndicesBatchingDims, kIntList, "gather_dimension_numbers.start_indices_batching_dims",         \
-    GatherNumbers(in).start_indices_batching_dims)                                                             \
-  F(kGatherIndexVectorDim, kInt, "gather_dimension_numbers.index_vector_dim", GatherNumbers(in).index_vector_dim) \
+  F(kDotLhsBatch, kIntList, "dot_dimension_numbers.lhs_batch_dimensions", DotNumbers(in).lhs_batch_dimensions)       \
+  F(kDotLhsContracting, kIntList, "dot_dimension_numbers.lhs_contracting_dimensions",                                \
+    DotNumbers(in).lhs_contracting_dimensions)                                                                       \
+  F(kDotRhsBatch, kIntList, "dot_dimension_numbers.rhs_batch_dimensions", DotNumbers(in).rhs_batch_dimensions)       \
+  F(kDotRhsContracting, kIntList, "dot_dimension_numbers.rhs_contracting_dimensions",                                \
+    DotNumbers(in).rhs_contracting_dimensions)                                                                       \
+  F(kGatherOffsetDims, kIntList, "gather_dimension_numbers.offset_dims", GatherNumbers(in).offset_dims)              \
+  F(kGatherCollapsedSliceDims, kIntList, "gather_dimension_numbers.collapsed_slice_dims",                            \
+    GatherNumbers(in).collapsed_slice_dims)                                                                          \
+  F(kGatherStartIndexMap, kIntList, "gather_dimension_numbers.start_index_map", GatherNumbers(in).start_index_map)   \
+  F(kGatherOperandBatchingDims, kIntList, "gather_dimension_numbers.operand_batching_dims",                          \
+    GatherNumbers(in).operand_batching_dims)                                                                         \
+  F(kGatherStartIndicesBatchingDims, kIntList, "gather_dimension_numbers.start_indices_batching_dims",               \
+    GatherNumbers(in).start_indices_batching_dims)                                                                   \
+  F(kGatherIndexVectorDim, kInt, "gather_dimension_numbers.index_vector_dim", GatherNumbers(in).index_vector_dim)    \
   F(kGatherSliceSizes, kIntList, "gather_slice_sizes", Rare(in).gather_slice_sizes)                                  \
-  F(kScatterUpdateWindowDims, kIntList, "scatter_dimension_numbers.update_window_dims",                         \
-    ScatterNumbers(in).update_window_dims)                                                                     \
-  F(kScatterInsertedWindowDims, kIntList, "scatter_dimension_numbers.inserted_window_dims",                     \
-    ScatterNumbers(in).inserted_window_dims)                                                                   \
-  F(kScatterDimsToOperandDims, kIntList, "scatter_dimension_numbers.scatter_dims_to_operand_dims",             \
-    ScatterNumbers(in).scatter_dims_to_operand_dims)                                                           \
-  F(kScatterInputBatchingDims, kIntList, "scatter_dimension_numbers.input_batching_dims",                       \
-    ScatterNumbers(in).input_batching_dims)                                                                    \
-  F(kScatterIndicesBatchingDims, kIntList, "scatter_dimension_numbers.scatter_indices_batching_dims",           \
-    ScatterNumbers(in).scatter_indices_batching_dims)                                                          \
-  F(kScatterIndexVectorDim, kInt, "scatter_dimension_numbers.index_vector_dim",                                \
-    ScatterNumbers(in).index_vector_dim)                                                                       \
-  F(kIndicesAreSorted, kBool, "indices_are_sorted", in.indices_are_sorted)                                     \
-  F(kUniqueIndices, kBool, "unique_indices", in.unique_indices)                                                \
-  F(kSlice, kSlice, "slice_dimensions", in.slice)                                                              \
+  F(kScatterUpdateWindowDims, kIntList, "scatter_dimension_numbers.update_window_dims",                              \
+    ScatterNumbers(in).update_window_dims)                                                                           \
+  F(kScatterInsertedWindowDims, kIntList, "scatter_dimension_numbers.inserted_window_dims",                          \
+    ScatterNumbers(in).inserted_window_dims)                                                                         \
+  F(kScatterDimsToOperandDims, kIntList, "scatter_dimension_numbers.scatter_dims_to_operand_dims",                   \
+    ScatterNumbers(in).scatter_dims_to_operand_dims)                                                                 \
+  F(kScatterInputBatchingDims, kIntList, "scatter_dimension_numbers.input_batching_dims",                            \
+    ScatterNumbers(in).input_batching_dims)                                                                          \
+  F(kScatterIndicesBatchingDims, kIntList, "scatter_dimension_numbers.scatter_indices_batching_dims",                \
+    ScatterNumbers(in).scatter_indices_batching_dims)                                                                \
+  F(kScatterIndexVectorDim, kInt, "scatter_dimension_numbers.index_vector_dim", ScatterNumbers(in).index_vector_dim) \
+  F(kIndicesAreSorted, kBool, "indices_are_sorted", in.indices_are_sorted)                                           \
+  F(kUniqueIndices, kBool, "unique_indices", in.unique_indices)                                                      \
+  F(kSlice, kSlice, "slice_dimensions", in.slice)                                                                    \
   F(kDynamicSliceSizes, kIntList, "dynamic_slice_sizes", Rare(in).dynamic_slice_sizes)                               \
-  F(kPadding, kPadding, "padding_config", in.padding_config)                                                   \
-  F(kDirection, kDirection, "comparison_direction", in.comparison_direction)                                   \
+  F(kPadding, kPadding, "padding_config", in.padding_config)                                                         \
+  F(kDirection, kDirection, "comparison_direction", in.comparison_direction)                                         \
   F(kComparisonType, kWord, "comparison_type", Rare(in).comparison_type)                                             \
-  F(kFftType, kFftType, "fft_type", in.fft_type)                                                               \
+  F(kFftType, kFftType, "fft_type", in.fft_type)                                                                     \
   F(kFftLength, kIntList, "fft_length", Rare(in).fft_length)                                                         \
-  F(kIsStable, kBool, "is_stable", in.is_stable)                                                               \
-  F(kExponentBits, kInt32, "exponent_bits", in.exponent_bits)                                                  \
-  F(kMantissaBits, kInt32, "mantissa_bits", in.mantissa_bits)                                                  \
-  F(kDistribution, kDistribution, "distribution", in.distribution)                                             \
+  F(kIsStable, kBool, "is_stable", in.is_stable)                                                                     \
+  F(kExponentBits, kInt32, "exponent_bits", in.exponent_bits)                                                        \
+  F(kMantissaBits, kInt32, "mantissa_bits", in.mantissa_bits)                                                        \
+  F(kDistribution, kDistribution, "distribution", in.distribution)                                                   \
   F(kRngAlgorithm, kWord, "rng_algorithm", Rare(in).rng_algorithm)                                                   \
-  F(kCustomCallTarget, kString, "custom_call_target", in.custom_call_target)                                             \
+  F(kCustomCallTarget, kString, "custom_call_target", in.custom_call_target)                                         \
   F(kBackendConfig, kStringOrJson, "backend_config", Rare(in).backend_config)                                        \
   F(kFusionKind, kWord, "fusion_kind", Rare(in).fusion_kind)                                                         \
-  F(kK, kInt, "k", in.k)                                                                                       \
-  F(kLargest, kBool, "largest", in.largest)                                                                    \
-  F(kLeftSide, kBool, "triangular_solve_options.left_side", in.triangular_solve_options.left_side)             \
-  F(kLower, kBool, "triangular_solve_options.lower", in.triangular_solve_options.lower)                        \
-  F(kUnitDiagonal, kBool, "triangular_solve_options.unit_diagonal", in.triangular_solve_options.unit_diagonal) \
-  F(kTransposeA, kTransposeA, "triangular_solve_options.transpose_a", in.triangular_solve_options.transpose_a)  \
-  F(kCholeskyLower, kBool, "cholesky_options.lower", in.cholesky_lower)                                        \
-  F(kMetadata, kMetadata, "metadata", in.metadata)                                                             \
-  F(kChannelId, kOptInt, "channel_id", Rare(in).channel_id)                                                    \
+  F(kK, kInt, "k", in.k)                                                                                             \
+  F(kLargest, kBool, "largest", in.largest)                                                                          \
+  F(kLeftSide, kBool, "triangular_solve_options.left_side", in.triangular_solve_options.left_side)                   \
+  F(kLower, kBool, "triangular_solve_options.lower", in.triangular_solve_options.lower)                              \
+  F(kUnitDiagonal, kBool, "triangular_solve_options.unit_diagonal", in.triangular_solve_options.unit_diagonal)       \
+  F(kTransposeA, kTransposeA, "triangular_solve_options.transpose_a", in.triangular_solve_options.transpose_a)       \
+  F(kCholeskyLower, kBool, "cholesky_options.lower", in.cholesky_lower)                                              \
+  F(kMetadata, kMetadata, "metadata", in.metadata)                                                                   \
+  F(kChannelId, kOptInt, "channel_id", Rare(in).channel_id)                                                          \
   F(kReplicaGroups, kReplicaGroups, "replica_groups", Rare(in).replica_groups)                                       \
-  F(kConstrainLayout, kBool, "constrain_layout", in.constrain_layout)                                          \
-  F(kUseGlobalDeviceIds, kBool, "use_global_device_ids", in.use_global_device_ids)                             \
+  F(kConstrainLayout, kBool, "constrain_layout", in.constrain_layout)                                                \
+  F(kUseGlobalDeviceIds, kBool, "use_global_device_ids", in.use_global_device_ids)                                   \
   F(kSourceTargetPairs, kIntListList, "source_target_pairs", Rare(in).source_target_pairs)                           \
   F(kCollectiveSliceSizes, kIntListList, "", Rare(in).collective_slice_sizes)                                        \
-  F(kIsHostTransfer, kBool, "is_host_transfer", in.is_host_transfer)                                           \
+  F(kIsHostTransfer, kBool, "is_host_transfer", in.is_host_transfer)                                                 \
   F(kAsyncExecutionThread, kString, "async_execution_thread", Rare(in).async_execution_thread)                       \
-  F(kCrossProgramPrefetchIndex, kOptInt, "cross_program_prefetch_index", Rare(in).cross_program_prefetch_index)\
-  F(kCustomCallHasSideEffect, kBool, "custom_call_has_side_effect", in.custom_call_has_side_effect)             \
+  F(kCrossProgramPrefetchIndex, kOptInt, "cross_program_prefetch_index", Rare(in).cross_program_prefetch_index)      \
+  F(kCustomCallHasSideEffect, kBool, "custom_call_has_side_effect", in.custom_call_has_side_effect)                  \
   F(kApiVersion, kWord, "custom_call_api_version", Rare(in).custom_call_api_version)                                 \
   F(kSchedule, kWord, "custom_call_schedule", Rare(in).custom_call_schedule)                                         \
   F(kPaddingType, kWord, "padding_type", Rare(in).padding_type)                                                      \
-  F(kOperandLayoutConstraints, kShapeList, "operand_shapes_with_layout", in.operand_layout_constraints)        \
+  F(kOperandLayoutConstraints, kShapeList, "operand_shapes_with_layout", in.operand_layout_constraints)              \
   F(kOutputToOperandAliasing, kAliasing, "output_operand_aliasing", Rare(in).output_to_operand_aliasing)             \
-  F(kIsComposite, kBool, "is_composite", in.is_composite)                                                      \
-  F(kDelta, kInt, "delta", in.delta)                                                                           \
+  F(kIsComposite, kBool, "is_composite", in.is_composite)                                                            \
+  F(kDelta, kInt, "delta", in.delta)                                                                                 \
   F(kInfeedConfig, kString, "infeed_config", Rare(in).infeed_config)                                                 \
   F(kOutfeedConfig, kString, "outfeed_config", Rare(in).outfeed_config)                                              \
-  F(kOutfeedShape, kShape, "outfeed_shape", in.outfeed_shape)                                                  \
-  F(kInferredDimension, kOptInt, "", Rare(in).inferred_dimension)                                              \
-  F(kResultAccuracy, kResultAccuracy, "result_accuracy", in.result_accuracy)                                   \
-  F(kParameterReplication, kBoolList, "parameter_replication.replicated_at_leaf_buffers",                      \
+  F(kOutfeedShape, kShape, "outfeed_shape", in.outfeed_shape)                                                        \
+  F(kInferredDimension, kOptInt, "", Rare(in).inferred_dimension)                                                    \
+  F(kResultAccuracy, kResultAccuracy, "result_accuracy", in.result_accuracy)                                         \
+  F(kParameterReplication, kBoolList, "parameter_replication.replicated_at_leaf_buffers",                            \
     Rare(in).parameter_replication)                                                                                  \
-  F(kLiteral, kLiteral, "literal", in.literal)                                                                 \
-  F(kSharding, kSharding, "sharding", in.sharding)                                                             \
+  F(kLiteral, kLiteral, "literal", in.literal)                                                                       \
+  F(kSharding, kSharding, "sharding", in.sharding)                                                                   \
   F(kFrontendAttributes, kFrontendAttributes, "frontend_attributes", Rare(in).frontend_attributes)                   \
   F(kControlPredecessors, kNameList, "control_predecessor_ids", Rare(in).control_predecessors)                       \
   F(kStatistics, kText, "", Rare(in).statistics)                                                                     \
   F(kOrigin, kText, "", Rare(in).origin)                                                                             \
   F(kDomain, kText, "", Rare(in).domain)                                                                             \
-  F(kCalledComputation, kComputation, "called_computation_ids", in.called_computations)                        \
+  F(kCalledComputation, kComputation, "called_computation_ids", in.called_computations)                              \
   F(kCalledComputations, kComputationList, "called_computation_ids", in.called_computations)
 
 enum class AttrField : uint8_t {
@@ -243,7 +243,7 @@ template <typename Fn>
 decltype(auto) VisitField(AttrField f, Instruction& in, Fn&& fn) {
   switch (f) {
 #define OPPROBE_HLO_ATTR_VISIT(field, kind, proto, access) \
-  case AttrField::field:                                    \
+  case AttrField::field:                                   \
     return fn(AttrKindTag<AttrKind::kind>{}, static_cast<typename AttrValueType<AttrKind::kind>::type&>(access));
     OPPROBE_HLO_ATTR_FIELDS(OPPROBE_HLO_ATTR_VISIT)
 #undef OPPROBE_HLO_ATTR_VISIT
@@ -254,9 +254,8 @@ template <typename Fn>
 decltype(auto) VisitField(AttrField f, const Instruction& in, Fn&& fn) {
   switch (f) {
 #define OPPROBE_HLO_ATTR_VISIT(field, kind, proto, access) \
-  case AttrField::field:                                    \
-    return fn(AttrKindTag<AttrKind::kind>{},                \
-              static_cast<const typename AttrValueType<AttrKind::kind>::type&>(access));
+  case AttrField::field:                                   \
+    return fn(AttrKindTag<AttrKind::kind>{}, static_cast<const typename AttrValueType<AttrKind::kind>::type&>(access));
     OPPROBE_HLO_ATTR_FIELDS(OPPROBE_HLO_ATTR_VISIT)
 #undef OPPROBE_HLO_ATTR_VISIT
   }

@@ -31,9 +31,8 @@ Instruction* Builder::Make(Opcode op, Shape shape, std::vector<Instruction*> ope
 Instruction* Builder::Add(std::unique_ptr<Instruction> instr) {
   instr->id = state_->next_id++;
   if (instr->name.empty()) {
-    instr->name = instr->opcode == Opcode::kParameter
-                      ? fmt::format("p{}.{}", instr->parameter_number, instr->id)
-                      : fmt::format("{}.{}", OpcodeName(instr->opcode), instr->id);
+    instr->name = instr->opcode == Opcode::kParameter ? fmt::format("p{}.{}", instr->parameter_number, instr->id)
+                                                      : fmt::format("{}.{}", OpcodeName(instr->opcode), instr->id);
   }
   if (instr->metadata->empty()) instr->metadata = metadata_;
   return computation_->AddInstruction(std::move(instr));
@@ -80,33 +79,29 @@ Instruction* Builder::Unary(Opcode op, Instruction* x) {
   Shape s = x->shape;
   PrimitiveType t = s.element_type();
   switch (op) {
-    case Opcode::kReal: case Opcode::kImag:
-      s.set_element_type(ComplexComponentType(t));
-      break;
+    case Opcode::kReal:
+    case Opcode::kImag: s.set_element_type(ComplexComponentType(t)); break;
     case Opcode::kAbs:
       if (IsComplex(t)) s.set_element_type(ComplexComponentType(t));
       break;
-    case Opcode::kIsFinite:
-      s.set_element_type(PrimitiveType::PRED);
-      break;
-    default:
-      break;
+    case Opcode::kIsFinite: s.set_element_type(PrimitiveType::PRED); break;
+    default: break;
   }
   return Make(op, std::move(s), {x});
 }
 
 Instruction* Builder::Binary(Opcode op, Instruction* a, Instruction* b) {
   if (a->shape.dimensions() != b->shape.dimensions())
-    return Bad(fmt::format("{}: operand shapes {} and {} differ", OpcodeName(op), a->shape.ToString(),
-                           b->shape.ToString()),
-               a->shape);
+    return Bad(
+        fmt::format("{}: operand shapes {} and {} differ", OpcodeName(op), a->shape.ToString(), b->shape.ToString()),
+        a->shape);
   Shape s = a->shape;
   if (op == Opcode::kComplex) {
     s.set_element_type(a->shape.element_type() == PrimitiveType::F64 ? PrimitiveType::C128 : PrimitiveType::C64);
   } else if (a->shape.element_type() != b->shape.element_type() && op != Opcode::kShiftLeft) {
-    return Bad(fmt::format("{}: element types {} and {} differ", OpcodeName(op), a->shape.ToString(),
-                           b->shape.ToString()),
-               a->shape);
+    return Bad(
+        fmt::format("{}: element types {} and {} differ", OpcodeName(op), a->shape.ToString(), b->shape.ToString()),
+        a->shape);
   }
   return Make(op, std::move(s), {a, b});
 }
@@ -155,9 +150,10 @@ Instruction* Builder::Broadcast(Instruction* x, const std::vector<int64_t>& out_
     return Bad(fmt::format("broadcast: {} dimensions for operand {}", dimensions.size(), x->shape.ToString()));
   for (size_t i = 0; i < dimensions.size(); ++i) {
     int64_t d = dimensions[i];
-    if (d < 0 || d >= static_cast<int64_t>(out_dims.size()) || out_dims[static_cast<size_t>(d)] != x->shape.dimensions()[i])
-      return Bad(fmt::format("broadcast: operand {} does not map into [{}] with dimensions={{{}}}",
-                             x->shape.ToString(), fmt::join(out_dims, ","), fmt::join(dimensions, ",")));
+    if (d < 0 || d >= static_cast<int64_t>(out_dims.size()) ||
+        out_dims[static_cast<size_t>(d)] != x->shape.dimensions()[i])
+      return Bad(fmt::format("broadcast: operand {} does not map into [{}] with dimensions={{{}}}", x->shape.ToString(),
+                             fmt::join(out_dims, ","), fmt::join(dimensions, ",")));
   }
   Instruction* b = Make(Opcode::kBroadcast, Shape::Array(x->shape.element_type(), out_dims), {x});
   b->dimensions = dimensions;
@@ -218,9 +214,11 @@ Instruction* Builder::Slice(Instruction* x, const std::vector<int64_t>& starts, 
     return Bad(fmt::format("slice: bounds of the wrong rank for {}", x->shape.ToString()));
   std::vector<int64_t> dims;
   for (int i = 0; i < rank; ++i) {
-    int64_t lo = starts[static_cast<size_t>(i)], hi = limits[static_cast<size_t>(i)], st = strides[static_cast<size_t>(i)];
+    int64_t lo = starts[static_cast<size_t>(i)], hi = limits[static_cast<size_t>(i)],
+            st = strides[static_cast<size_t>(i)];
     if (lo < 0 || hi < lo || hi > x->shape.dimensions()[static_cast<size_t>(i)] || st <= 0)
-      return Bad(fmt::format("slice: [{}:{}:{}] out of range for dimension {} of {}", lo, hi, st, i, x->shape.ToString()));
+      return Bad(
+          fmt::format("slice: [{}:{}:{}] out of range for dimension {} of {}", lo, hi, st, i, x->shape.ToString()));
     dims.push_back((hi - lo + st - 1) / st);
   }
   Instruction* s = Make(Opcode::kSlice, Shape::Array(x->shape.element_type(), dims), {x});
@@ -301,7 +299,8 @@ Instruction* Builder::Reduce(const std::vector<Instruction*>& operands, const st
   for (Instruction* op : operands) {
     std::vector<int64_t> out;
     for (int i = 0; i < op->shape.rank(); ++i)
-      if (std::find(dims.begin(), dims.end(), i) == dims.end()) out.push_back(op->shape.dimensions()[static_cast<size_t>(i)]);
+      if (std::find(dims.begin(), dims.end(), i) == dims.end())
+        out.push_back(op->shape.dimensions()[static_cast<size_t>(i)]);
     results.push_back(Shape::Array(op->shape.element_type(), out));
   }
   std::vector<Instruction*> ops = operands;
@@ -328,10 +327,12 @@ Instruction* Builder::ReduceWindow(const std::vector<Instruction*>& operands, co
   if (operands.empty() || operands.size() != inits.size()) return Bad("reduce-window: operand/init count mismatch");
   std::vector<Shape> results;
   for (Instruction* op : operands) {
-    if (static_cast<int>(window.dimensions.size()) != op->shape.rank()) return Bad("reduce-window: window of the wrong rank");
+    if (static_cast<int>(window.dimensions.size()) != op->shape.rank())
+      return Bad("reduce-window: window of the wrong rank");
     std::vector<int64_t> out;
     for (int i = 0; i < op->shape.rank(); ++i)
-      out.push_back(WindowOutputSize(op->shape.dimensions()[static_cast<size_t>(i)], window.dimensions[static_cast<size_t>(i)]));
+      out.push_back(
+          WindowOutputSize(op->shape.dimensions()[static_cast<size_t>(i)], window.dimensions[static_cast<size_t>(i)]));
     results.push_back(Shape::Array(op->shape.element_type(), out));
   }
   std::vector<Instruction*> ops = operands;
@@ -351,7 +352,8 @@ Instruction* Builder::SelectAndScatter(Instruction* operand, Computation* select
   return r;
 }
 
-Instruction* Builder::Dot(Instruction* lhs, Instruction* rhs, const DotDimensionNumbers& dn, PrimitiveType result_type) {
+Instruction* Builder::Dot(Instruction* lhs, Instruction* rhs, const DotDimensionNumbers& dn,
+                          PrimitiveType result_type) {
   const auto& l = lhs->shape.dimensions();
   const auto& r = rhs->shape.dimensions();
   auto in = [](const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
@@ -362,7 +364,8 @@ Instruction* Builder::Dot(Instruction* lhs, Instruction* rhs, const DotDimension
     int64_t a = dn.lhs_contracting_dimensions[i], b = dn.rhs_contracting_dimensions[i];
     if (a < 0 || b < 0 || a >= static_cast<int64_t>(l.size()) || b >= static_cast<int64_t>(r.size()) ||
         l[static_cast<size_t>(a)] != r[static_cast<size_t>(b)])
-      return Bad(fmt::format("dot: contracting dimensions of {} and {} do not match", lhs->shape.ToString(), rhs->shape.ToString()));
+      return Bad(fmt::format("dot: contracting dimensions of {} and {} do not match", lhs->shape.ToString(),
+                             rhs->shape.ToString()));
   }
   std::vector<int64_t> out;
   for (int64_t b : dn.lhs_batch_dimensions) {
@@ -370,9 +373,11 @@ Instruction* Builder::Dot(Instruction* lhs, Instruction* rhs, const DotDimension
     out.push_back(l[static_cast<size_t>(b)]);
   }
   for (int64_t i = 0; i < static_cast<int64_t>(l.size()); ++i)
-    if (!in(dn.lhs_batch_dimensions, i) && !in(dn.lhs_contracting_dimensions, i)) out.push_back(l[static_cast<size_t>(i)]);
+    if (!in(dn.lhs_batch_dimensions, i) && !in(dn.lhs_contracting_dimensions, i))
+      out.push_back(l[static_cast<size_t>(i)]);
   for (int64_t i = 0; i < static_cast<int64_t>(r.size()); ++i)
-    if (!in(dn.rhs_batch_dimensions, i) && !in(dn.rhs_contracting_dimensions, i)) out.push_back(r[static_cast<size_t>(i)]);
+    if (!in(dn.rhs_batch_dimensions, i) && !in(dn.rhs_contracting_dimensions, i))
+      out.push_back(r[static_cast<size_t>(i)]);
   PrimitiveType t = result_type == PrimitiveType::PRIMITIVE_TYPE_INVALID ? lhs->shape.element_type() : result_type;
   Instruction* d = Make(Opcode::kDot, Shape::Array(t, out), {lhs, rhs});
   d->dot_dimension_numbers = dn;
@@ -401,7 +406,8 @@ Instruction* Builder::Convolution(Instruction* lhs, Instruction* rhs, const Wind
     WindowDimension w = window.dimensions[i];
     if (w.size != at(r, dn.kernel_spatial_dimensions[i]))
       return Bad("convolution: window size does not match the kernel's spatial dimension");
-    out[static_cast<size_t>(dn.output_spatial_dimensions[i])] = WindowOutputSize(at(l, dn.input_spatial_dimensions[i]), w);
+    out[static_cast<size_t>(dn.output_spatial_dimensions[i])] =
+        WindowOutputSize(at(l, dn.input_spatial_dimensions[i]), w);
   }
   PrimitiveType t = result_type == PrimitiveType::PRIMITIVE_TYPE_INVALID ? lhs->shape.element_type() : result_type;
   Instruction* c = Make(Opcode::kConvolution, Shape::Array(t, out), {lhs, rhs});
@@ -452,7 +458,8 @@ Instruction* Builder::Fft(Instruction* x, FftType type, const std::vector<int64_
   int n = static_cast<int>(fft_length.size());
   if (n == 0 || n > 3 || n > rank) return Bad("fft: fft_length must name 1 to 3 trailing dimensions");
   switch (type) {
-    case FftType::kFft: case FftType::kIfft:
+    case FftType::kFft:
+    case FftType::kIfft:
       if (!IsComplex(t)) return Bad(fmt::format("fft: FFT needs a complex operand, got {}", s.ToString()));
       break;
     case FftType::kRfft:
@@ -492,7 +499,8 @@ Instruction* Builder::Rng(Instruction* a, Instruction* b, RandomDistribution dis
   return r;
 }
 
-Instruction* Builder::CustomCall(const std::vector<Instruction*>& operands, const std::string& target, const Shape& shape) {
+Instruction* Builder::CustomCall(const std::vector<Instruction*>& operands, const std::string& target,
+                                 const Shape& shape) {
   Instruction* c = Make(Opcode::kCustomCall, shape, operands);
   c->custom_call_target = target;
   return c;

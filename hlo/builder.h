@@ -60,8 +60,8 @@ class Builder {
                       const std::vector<int64_t>& dims, Computation* to_apply);
   Instruction* ReduceWindow(const std::vector<Instruction*>& operands, const std::vector<Instruction*>& inits,
                             const Window& window, Computation* to_apply);
-  Instruction* SelectAndScatter(Instruction* operand, Computation* select, const Window& window,
-                                Instruction* source, Instruction* init, Computation* scatter);
+  Instruction* SelectAndScatter(Instruction* operand, Computation* select, const Window& window, Instruction* source,
+                                Instruction* init, Computation* scatter);
   Instruction* Dot(Instruction* lhs, Instruction* rhs, const DotDimensionNumbers& dnums,
                    PrimitiveType result_type = PrimitiveType::PRIMITIVE_TYPE_INVALID);
   Instruction* Convolution(Instruction* lhs, Instruction* rhs, const Window& window,

@@ -18,8 +18,9 @@ std::vector<Instruction*> Computation::parameters() const {
   std::vector<Instruction*> params;
   for (const auto& i : instructions_)
     if (i->opcode == Opcode::kParameter) params.push_back(i.get());
-  std::stable_sort(params.begin(), params.end(),
-                   [](const Instruction* a, const Instruction* b) { return a->parameter_number < b->parameter_number; });
+  std::stable_sort(params.begin(), params.end(), [](const Instruction* a, const Instruction* b) {
+    return a->parameter_number < b->parameter_number;
+  });
   return params;
 }
 

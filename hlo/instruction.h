@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "hlo/attribute_types.h"
-#include "support/heap_optional.h"
-#include "support/shared_value.h"
 #include "hlo/literal.h"
 #include "hlo/opcode.h"
-#include "support/prefetch.h"
 #include "hlo/shape.h"
+#include "support/heap_optional.h"
+#include "support/prefetch.h"
+#include "support/shared_value.h"
 
 namespace opprobe::hlo {
 
@@ -31,8 +31,8 @@ struct RareAttributes {
   std::string comparison_type;  // "", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"
   std::vector<int64_t> fft_length;
   std::string rng_algorithm = "rng_default";  // rng-bit-generator: "rng_default", "rng_three_fry", "rng_philox"
-  std::string backend_config;  // any opcode; custom-call's opaque string or a JSON dict
-  std::string fusion_kind = "kLoop";  // "kLoop", "kInput", "kOutput", "kCustom"
+  std::string backend_config;                 // any opcode; custom-call's opaque string or a JSON dict
+  std::string fusion_kind = "kLoop";          // "kLoop", "kInput", "kOutput", "kCustom"
   // Collectives, send/recv, async.
   CollectiveDeviceList replica_groups;
   std::vector<std::vector<int64_t>> source_target_pairs;     // collective-permute: {{source, target}, ...}
@@ -63,9 +63,9 @@ struct RareAttributes {
 // One HLO instruction. Attributes that an opcode does not use stay at their defaults; hlo/attributes.h declares
 // which opcode uses which (XLA's HloInstruction subclasses, flattened), and the parser, printer and proto code
 // walk that declaration. So that an instruction stays small (issue #17.3: a big module holds hundreds of
-// thousands), the large optional structs are support::HeapOptional (std::optional's interface, one pointer while unset),
-// the string and list attributes few opcodes have are in RareAttributes (rare(), mutable_rare()), and the metadata
-// is a support::SharedValue (instructions with the same metadata share one).
+// thousands), the large optional structs are support::HeapOptional (std::optional's interface, one pointer while
+// unset), the string and list attributes few opcodes have are in RareAttributes (rare(), mutable_rare()), and the
+// metadata is a support::SharedValue (instructions with the same metadata share one).
 class Instruction {
  public:
   Opcode opcode = Opcode::kParameter;
@@ -102,13 +102,13 @@ class Instruction {
   support::HeapOptional<PaddingConfig> padding_config;
   ComparisonDirection comparison_direction = ComparisonDirection::kEq;
   FftType fft_type = FftType::kFft;
-  bool is_stable = false;  // sort
-  int32_t exponent_bits = 0, mantissa_bits = 0;  // reduce-precision
+  bool is_stable = false;                                          // sort
+  int32_t exponent_bits = 0, mantissa_bits = 0;                    // reduce-precision
   RandomDistribution distribution = RandomDistribution::kInvalid;  // rng
-  int64_t k = 0;            // topk
-  TriangularSolveOptions triangular_solve_options;  // triangular-solve
-  bool cholesky_lower = false;                       // cholesky: `lower=true`
-  bool largest = true;      // topk
+  int64_t k = 0;                                                   // topk
+  TriangularSolveOptions triangular_solve_options;                 // triangular-solve
+  bool cholesky_lower = false;                                     // cholesky: `lower=true`
+  bool largest = true;                                             // topk
   // custom-call's target: in the instruction, as in XLA's, since every custom-call has one (a Neuron module holds
   // thousands).
   std::string custom_call_target;
@@ -117,18 +117,17 @@ class Instruction {
   // Collectives, send/recv, async and scheduling.
   bool constrain_layout = false;
   bool use_global_device_ids = false;
-  bool is_host_transfer = false;                        // send, recv and their -done
+  bool is_host_transfer = false;  // send, recv and their -done
   // Custom calls.
   bool custom_call_has_side_effect = false;
   support::HeapOptional<std::vector<Shape>> operand_layout_constraints;
   // Others.
-  bool is_composite = false;                      // call
-  int64_t delta = 0;                              // rng-get-and-update-state
-  support::HeapOptional<Shape> outfeed_shape;              // outfeed
-  support::HeapOptional<ResultAccuracy> result_accuracy;   // transcendental unary ops
+  bool is_composite = false;                              // call
+  int64_t delta = 0;                                      // rng-get-and-update-state
+  support::HeapOptional<Shape> outfeed_shape;             // outfeed
+  support::HeapOptional<ResultAccuracy> result_accuracy;  // transcendental unary ops
   // Attributes every opcode may have.
   support::HeapOptional<Sharding> sharding;
-
 
   // The attributes few instructions have (a RareAttributes{} when none is set); mutable_rare() creates them.
   const RareAttributes& rare() const { return rare_ ? *rare_ : kNoRareAttributes; }

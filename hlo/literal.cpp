@@ -34,7 +34,8 @@ std::string RoundTripDouble(double v, bool is_f32) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   // Shortest round-trip text (`10`, not `1e+01`, which "%.1g" gives).
   char buf[64];
-  auto r = is_f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
+  auto r =
+      is_f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
   if (r.ec == std::errc()) return std::string(buf, r.ptr);
   return fmt::format("{}", v);
 }

@@ -86,12 +86,14 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
   int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len, header_start;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_len =
+        static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return InvalidInput(fmt::format("{}: truncated .npy header", where));
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + static_cast<size_t>(i)])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + static_cast<size_t>(i)])) << (8 * i);
     header_start = 12;
   } else {
     return InvalidInput(fmt::format("{}: unsupported .npy version {}", where, major));
@@ -117,15 +119,16 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
     return header.substr(v, e == std::string::npos ? std::string::npos : e - v);
   };
   std::string descr = field("descr"), fortran = field("fortran_order"), shape_text = field("shape");
-  if (descr.empty() || shape_text.empty()) return InvalidInput(fmt::format("{}: .npy header lacks descr or shape", where));
+  if (descr.empty() || shape_text.empty())
+    return InvalidInput(fmt::format("{}: .npy header lacks descr or shape", where));
   if (fortran.rfind("True", 0) == 0) return InvalidInput(fmt::format("{}: Fortran-order .npy is not supported", where));
   if (descr[0] == '>' && descr.substr(1) != "i1" && descr.substr(1) != "u1" && descr.substr(1) != "b1")
     return InvalidInput(fmt::format("{}: big-endian .npy ({}) is not supported", where, support::Quote(descr)));
   std::string kind = descr[0] == '<' || descr[0] == '|' || descr[0] == '=' || descr[0] == '>' ? descr.substr(1) : descr;
   static const std::pair<const char*, PrimitiveType> kTypes[] = {
-      {"f2", PrimitiveType::F16}, {"f4", PrimitiveType::F32}, {"f8", PrimitiveType::F64}, {"i1", PrimitiveType::S8},
-      {"i2", PrimitiveType::S16}, {"i4", PrimitiveType::S32}, {"i8", PrimitiveType::S64}, {"u1", PrimitiveType::U8},
-      {"u2", PrimitiveType::U16}, {"u4", PrimitiveType::U32}, {"u8", PrimitiveType::U64}, {"b1", PrimitiveType::PRED},
+      {"f2", PrimitiveType::F16}, {"f4", PrimitiveType::F32},  {"f8", PrimitiveType::F64}, {"i1", PrimitiveType::S8},
+      {"i2", PrimitiveType::S16}, {"i4", PrimitiveType::S32},  {"i8", PrimitiveType::S64}, {"u1", PrimitiveType::U8},
+      {"u2", PrimitiveType::U16}, {"u4", PrimitiveType::U32},  {"u8", PrimitiveType::U64}, {"b1", PrimitiveType::PRED},
       {"c8", PrimitiveType::C64}, {"c16", PrimitiveType::C128}};
   std::optional<PrimitiveType> type;
   for (const auto& [name, t] : kTypes)
@@ -140,9 +143,7 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
     if (a == std::string::npos) continue;
     try {
       dims.push_back(std::stoll(tok.substr(a, b - a + 1)));
-    } catch (...) {
-      return InvalidInput(fmt::format("{}: bad .npy shape {}", where, support::Quote(shape_text)));
-    }
+    } catch (...) { return InvalidInput(fmt::format("{}: bad .npy shape {}", where, support::Quote(shape_text))); }
     if (dims.back() < 0) return InvalidInput(fmt::format("{}: bad .npy shape {}", where, support::Quote(shape_text)));
   }
   Shape shape = Shape::Array(*type, dims);
@@ -185,17 +186,20 @@ Expected<Literal> ParseJsonLiteral(std::string_view text, const std::string& whe
     auto n = s.ElementCount();
     if (!n.ok()) return InvalidInput(fmt::format("{}: {}", where, n.status().message()));
     if (static_cast<int64_t>(j["data"].size()) != *n)
-      return InvalidInput(fmt::format("{}: data has {} elements, shape {} needs {}", where, j["data"].size(),
-                                      s.ToString(false), *n));
+      return InvalidInput(
+          fmt::format("{}: data has {} elements, shape {} needs {}", where, j["data"].size(), s.ToString(false), *n));
     Literal l(s);
-    for (int64_t i = 0; i < *n; ++i) OPPROBE_RETURN_IF_ERROR(SetJsonElement(l, i, j["data"][static_cast<size_t>(i)], where));
+    for (int64_t i = 0; i < *n; ++i)
+      OPPROBE_RETURN_IF_ERROR(SetJsonElement(l, i, j["data"][static_cast<size_t>(i)], where));
     return l;
   }
   // Nested lists: dims from the nesting (complex leaves are [re, im] pairs).
   bool complex = IsComplex(param_type);
   std::vector<int64_t> dims;
   const nlohmann::json* cur = &j;
-  auto is_leaf = [&](const nlohmann::json& x) { return !x.is_array() || (complex && x.size() == 2 && !x[0].is_array()); };
+  auto is_leaf = [&](const nlohmann::json& x) {
+    return !x.is_array() || (complex && x.size() == 2 && !x[0].is_array());
+  };
   while (!is_leaf(*cur)) {
     dims.push_back(static_cast<int64_t>(cur->size()));
     if (cur->empty()) break;
@@ -215,7 +219,8 @@ Expected<Literal> ParseJsonLiteral(std::string_view text, const std::string& whe
     return Status::Ok();
   };
   OPPROBE_RETURN_IF_ERROR(walk(j, 0));
-  for (size_t i = 0; i < leaves.size(); ++i) OPPROBE_RETURN_IF_ERROR(SetJsonElement(l, static_cast<int64_t>(i), *leaves[i], where));
+  for (size_t i = 0; i < leaves.size(); ++i)
+    OPPROBE_RETURN_IF_ERROR(SetJsonElement(l, static_cast<int64_t>(i), *leaves[i], where));
   return l;
 }
 
@@ -233,8 +238,8 @@ Expected<Literal> ReadLiteralFor(const std::string& path, const Shape& want, con
                                     PrimitiveTypeName(want.element_type())));
   bool empty_match = got.elements() == 0 && want.elements() == 0;
   if (got.dimensions() != want.dimensions() && !empty_match)
-    return InvalidInput(fmt::format("{}: shape {} where {} is expected", where, got.ToString(false),
-                                    want.ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: shape {} where {} is expected", where, got.ToString(false), want.ToString(false)));
   Literal fixed(want);
   fixed.data() = lit.data();
   return fixed;
@@ -248,7 +253,8 @@ nlohmann::json LiteralToJson(const Literal& l) {
   }
   nlohmann::json data = nlohmann::json::array();
   for (int64_t i = 0; i < l.element_count(); ++i) data.push_back(ElementJson(l, i));
-  return {{"shape", l.shape().dimensions()}, {"dtype", std::string(PrimitiveTypeName(l.shape().element_type()))},
+  return {{"shape", l.shape().dimensions()},
+          {"dtype", std::string(PrimitiveTypeName(l.shape().element_type()))},
           {"data", data}};
 }
 

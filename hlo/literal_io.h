@@ -3,10 +3,9 @@
 // `{"shape": [2, 2], "dtype": "f32", "data": [1, 2, 3, 4]}`. Errors are kInvalidInput and start with `where`.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "hlo/literal.h"
 #include "support/status.h"

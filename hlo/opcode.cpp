@@ -63,22 +63,56 @@ std::optional<Opcode> OpcodeFromName(std::string_view name) {
 
 bool IsElementwise(Opcode op) {
   switch (op) {
-    case Opcode::kAbs: case Opcode::kAdd: case Opcode::kAnd: case Opcode::kAtan2: case Opcode::kCbrt:
-    case Opcode::kCeil: case Opcode::kClamp: case Opcode::kClz: case Opcode::kCompare: case Opcode::kComplex:
-    case Opcode::kConvert: case Opcode::kBitcastConvert: case Opcode::kCos: case Opcode::kDivide:
-    case Opcode::kErf: case Opcode::kExp: case Opcode::kExpm1: case Opcode::kFloor: case Opcode::kImag:
-    case Opcode::kIsFinite: case Opcode::kLog: case Opcode::kLog1p: case Opcode::kLogistic:
-    case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kMultiply: case Opcode::kNegate:
-    case Opcode::kNot: case Opcode::kOr: case Opcode::kPopulationCount: case Opcode::kPower:
-    case Opcode::kReal: case Opcode::kReducePrecision: case Opcode::kRemainder:
-    case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven: case Opcode::kRsqrt:
-    case Opcode::kSelect: case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic:
-    case Opcode::kShiftRightLogical: case Opcode::kSign: case Opcode::kSin: case Opcode::kSqrt:
-    case Opcode::kStochasticConvert: case Opcode::kSubtract: case Opcode::kTan: case Opcode::kTanh:
-    case Opcode::kXor:
-      return true;
-    default:
-      return false;
+    case Opcode::kAbs:
+    case Opcode::kAdd:
+    case Opcode::kAnd:
+    case Opcode::kAtan2:
+    case Opcode::kCbrt:
+    case Opcode::kCeil:
+    case Opcode::kClamp:
+    case Opcode::kClz:
+    case Opcode::kCompare:
+    case Opcode::kComplex:
+    case Opcode::kConvert:
+    case Opcode::kBitcastConvert:
+    case Opcode::kCos:
+    case Opcode::kDivide:
+    case Opcode::kErf:
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kFloor:
+    case Opcode::kImag:
+    case Opcode::kIsFinite:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kLogistic:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kMultiply:
+    case Opcode::kNegate:
+    case Opcode::kNot:
+    case Opcode::kOr:
+    case Opcode::kPopulationCount:
+    case Opcode::kPower:
+    case Opcode::kReal:
+    case Opcode::kReducePrecision:
+    case Opcode::kRemainder:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kRoundNearestEven:
+    case Opcode::kRsqrt:
+    case Opcode::kSelect:
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightArithmetic:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kSign:
+    case Opcode::kSin:
+    case Opcode::kSqrt:
+    case Opcode::kStochasticConvert:
+    case Opcode::kSubtract:
+    case Opcode::kTan:
+    case Opcode::kTanh:
+    case Opcode::kXor: return true;
+    default: return false;
   }
 }
 

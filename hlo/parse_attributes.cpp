@@ -80,8 +80,8 @@ struct ValueParser {
   Status operator()(AttrKindTag<AttrKind::kStringOrJson>, std::string& v) {
     if (p.Peek() == '"') return (*this)(AttrKindTag<AttrKind::kString>{}, v);
     if (p.Peek() == '{') return p.ParseBalanced(v);
-    return p.Err(value_pos, fmt::format("{} must be a quoted string or a {{...}} dictionary, got {}", spec.key,
-                                        p.Describe()));
+    return p.Err(value_pos,
+                 fmt::format("{} must be a quoted string or a {{...}} dictionary, got {}", spec.key, p.Describe()));
   }
   Status operator()(AttrKindTag<AttrKind::kWord>, std::string& v) {
     std::string_view w = p.CaptureValue();
@@ -128,7 +128,8 @@ struct ValueParser {
     while (p.Peek() != '}') {
       size_t pos = p.p_;
       std::string name = p.ReadName();
-      if (name.empty()) return p.Err(pos, fmt::format("expected an instruction name in {}, got {}", spec.key, p.Describe()));
+      if (name.empty())
+        return p.Err(pos, fmt::format("expected an instruction name in {}, got {}", spec.key, p.Describe()));
       out.push_back(std::move(name));
       if (!p.TryConsume(',')) break;
       p.SkipWs();
@@ -210,7 +211,9 @@ struct ValueParser {
     v = std::move(levels);
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kMetadata>, support::SharedValue<OpMetadata>& v) { return p.ParseSharedMetadata(v); }
+  Status operator()(AttrKindTag<AttrKind::kMetadata>, support::SharedValue<OpMetadata>& v) {
+    return p.ParseSharedMetadata(v);
+  }
   Status operator()(AttrKindTag<AttrKind::kSharding>, support::HeapOptional<Sharding>& v) {
     Sharding s;
     OPPROBE_RETURN_IF_ERROR(p.ParseSharding(s, 0));
@@ -582,7 +585,8 @@ Status Parser::ParseWindow(Window& w) {
     return true;
   };
   for (const auto& [key, parts] : fields) {
-    if (parts.size() != rank) return Err(p_, fmt::format("window field {} has {} entries, size has {}", key, parts.size(), rank));
+    if (parts.size() != rank)
+      return Err(p_, fmt::format("window field {} has {} entries, size has {}", key, parts.size(), rank));
     for (size_t i = 0; i < rank; ++i) {
       WindowDimension& d = w.dimensions[i];
       int64_t v = 0;
@@ -997,7 +1001,8 @@ Status Parser::ParseReplicaGroups(CollectiveDeviceList& g) {
     OPPROBE_RETURN_IF_ERROR(list(dims, '[', ']'));
     if (dims.size() != 2) return Err(start, "iota replica_groups need [groups,group_size]");
     SkipWs();
-    if (!(Peek() == '<' && Peek(1) == '=')) return Err(p_, fmt::format("expected '<=' in replica_groups, got {}", Describe()));
+    if (!(Peek() == '<' && Peek(1) == '='))
+      return Err(p_, fmt::format("expected '<=' in replica_groups, got {}", Describe()));
     p_ += 2;
     g.iota = true;
     g.num_groups = dims[0];

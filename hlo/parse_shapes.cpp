@@ -30,8 +30,7 @@ std::optional<PrimitiveType> ElementType(std::string_view name) {
       if (name == "pred") return PrimitiveType::PRED;
       if (name == "bf16") return PrimitiveType::BF16;
       break;
-    default:
-      break;
+    default: break;
   }
   return PrimitiveTypeFromName(name);
 }
@@ -85,7 +84,7 @@ bool Parser::TryParsePlainArrayShape(Shape& shape) {
   };
   shape.ResetArray(*type);
   std::vector<int64_t>& dims = shape.mutable_dimensions();
-  ++q;  // '['
+  ++q;                          // '['
   if (q >= end_) return false;  // the text ends inside the dimensions
   int64_t elements = 1;
   if (s_[q] != ']') {
@@ -255,7 +254,7 @@ Status Parser::ParseShapeInto(Shape& shape, int depth) {
 
 Status Parser::ParseLayout(Shape& shape) {
   size_t start = p_;
-  ++p_;  // '{'
+  ++p_;                                                        // '{'
   std::vector<int64_t>& m2m = shape.mutable_minor_to_major();  // in place (a reused shape keeps its storage)
   m2m.clear();
   m2m.reserve(static_cast<size_t>(shape.rank()));  // one allocation, not one per doubling
@@ -433,7 +432,8 @@ Status Parser::SetNan(Literal& lit, int64_t i, std::string_view tok, size_t pos)
   const bool negative = !tok.empty() && tok[0] == '-';
   std::string_view rest = tok.substr(negative ? 4 : 3);  // after "nan" / "-nan"
   if (rest.empty()) {
-    lit.SetFromDouble(i, negative ? -std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::quiet_NaN());
+    lit.SetFromDouble(i,
+                      negative ? -std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::quiet_NaN());
     return Status::Ok();
   }
   // `nan(0x...)`: the payload, which must be a non-zero value of the type's mantissa bits (XLA's parser).
@@ -456,9 +456,15 @@ Status Parser::SetNan(Literal& lit, int64_t i, std::string_view tok, size_t pos)
                                 PrimitiveTypeName(t), max));
   const unsigned long long sign = negative ? 1ULL : 0ULL;
   switch (t) {
-    case PrimitiveType::F16: lit.Set<uint16_t>(i, static_cast<uint16_t>((sign << 15) | (0x1fULL << 10) | payload)); break;
-    case PrimitiveType::BF16: lit.Set<uint16_t>(i, static_cast<uint16_t>((sign << 15) | (0xffULL << 7) | payload)); break;
-    case PrimitiveType::F32: lit.Set<uint32_t>(i, static_cast<uint32_t>((sign << 31) | (0xffULL << 23) | payload)); break;
+    case PrimitiveType::F16:
+      lit.Set<uint16_t>(i, static_cast<uint16_t>((sign << 15) | (0x1fULL << 10) | payload));
+      break;
+    case PrimitiveType::BF16:
+      lit.Set<uint16_t>(i, static_cast<uint16_t>((sign << 15) | (0xffULL << 7) | payload));
+      break;
+    case PrimitiveType::F32:
+      lit.Set<uint32_t>(i, static_cast<uint32_t>((sign << 31) | (0xffULL << 23) | payload));
+      break;
     default: lit.Set<uint64_t>(i, (sign << 63) | (0x7ffULL << 52) | payload); break;
   }
   return Status::Ok();
@@ -478,16 +484,18 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
     errno = 0;
     if (IsSignedInteger(t)) {
       long long v = std::strtoll(tok.c_str(), &endp, 10);
-      if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", support::Quote(tok)));
+      if (errno || !endp || *endp || tok.empty())
+        return Err(pos, fmt::format("{} is not an integer", support::Quote(tok)));
       int bits = BitWidth(t);
       if (bits < 64) {
         long long lo = -(1LL << (bits - 1)), hi = (1LL << (bits - 1)) - 1;
         if (v < lo || v > hi) return Err(pos, fmt::format("{} does not fit in {}", tok, PrimitiveTypeName(t)));
       }
       switch (t) {
-        case PrimitiveType::S1: case PrimitiveType::S2: case PrimitiveType::S4: case PrimitiveType::S8:
-          lit.Set<int8_t>(i, static_cast<int8_t>(v));
-          break;
+        case PrimitiveType::S1:
+        case PrimitiveType::S2:
+        case PrimitiveType::S4:
+        case PrimitiveType::S8: lit.Set<int8_t>(i, static_cast<int8_t>(v)); break;
         case PrimitiveType::S16: lit.Set<int16_t>(i, static_cast<int16_t>(v)); break;
         case PrimitiveType::S32: lit.Set<int32_t>(i, static_cast<int32_t>(v)); break;
         default: lit.Set<int64_t>(i, v);
@@ -503,14 +511,16 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
         v = static_cast<unsigned long long>(sv);
       } else {
         v = std::strtoull(tok.c_str(), &endp, 10);
-        if (errno || !endp || *endp || tok.empty()) return Err(pos, fmt::format("{} is not an integer", support::Quote(tok)));
+        if (errno || !endp || *endp || tok.empty())
+          return Err(pos, fmt::format("{} is not an integer", support::Quote(tok)));
       }
       if (bits < 64 && v > ((1ULL << bits) - 1))
         return Err(pos, fmt::format("{} does not fit in {}", tok, PrimitiveTypeName(t)));
       switch (t) {
-        case PrimitiveType::U1: case PrimitiveType::U2: case PrimitiveType::U4: case PrimitiveType::U8:
-          lit.Set<uint8_t>(i, static_cast<uint8_t>(v));
-          break;
+        case PrimitiveType::U1:
+        case PrimitiveType::U2:
+        case PrimitiveType::U4:
+        case PrimitiveType::U8: lit.Set<uint8_t>(i, static_cast<uint8_t>(v)); break;
         case PrimitiveType::U16: lit.Set<uint16_t>(i, static_cast<uint16_t>(v)); break;
         case PrimitiveType::U32: lit.Set<uint32_t>(i, static_cast<uint32_t>(v)); break;
         default: lit.Set<uint64_t>(i, v);
@@ -524,7 +534,8 @@ Status Parser::SetElement(Literal& lit, int64_t i, std::string_view text, size_t
       return Err(pos, fmt::format("{} is not a complex value (re, im)", support::Quote(tok)));
     body = body.substr(1, body.size() - 2);
     size_t comma = body.find(',');
-    if (comma == std::string_view::npos) return Err(pos, fmt::format("{} is not a complex value (re, im)", support::Quote(tok)));
+    if (comma == std::string_view::npos)
+      return Err(pos, fmt::format("{} is not a complex value (re, im)", support::Quote(tok)));
     auto trim = [](std::string_view v) {
       while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
       while (!v.empty() && v.back() == ' ') v.remove_suffix(1);

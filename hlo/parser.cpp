@@ -268,8 +268,7 @@ Status Parser::ParseOperand(Scope& scope, int depth) {
     Shape operand_shape = has_operand_shape ? operand_shape_ : Shape();
     Instruction* inner = nullptr;
     OPPROBE_RETURN_IF_ERROR(ParseInstructionRhs(scope, inline_name, pos, pos,
-                                                has_operand_shape ? &operand_shape : nullptr, {}, depth + 1,
-                                                inner));
+                                                has_operand_shape ? &operand_shape : nullptr, {}, depth + 1, inner));
     op_stack_.push_back({inline_name, pos});
     op_found_.push_back(NameIndex::kNone);
   } else {
@@ -309,9 +308,7 @@ std::string_view Parser::SyntheticName(Scope& scope, std::string_view base) {
     scope.names_built = true;
   }
   std::string name;
-  do {
-    name = fmt::format("{}.{}", base, ++synthetic_count_);
-  } while (scope.names.count(name));
+  do { name = fmt::format("{}.{}", base, ++synthetic_count_); } while (scope.names.count(name));
   std::string_view kept = scope.synthetic_names.emplace_back(std::move(name));
   scope.AddName(kept);
   return kept;
@@ -514,7 +511,8 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
     if (order.size() != n) {
       for (size_t i = 0; i < n; ++i)
         if (pending[i] != 0)
-          return Err(positions[i], fmt::format("instruction {} is part of an operand cycle in {}", instrs[i]->name, name));
+          return Err(positions[i],
+                     fmt::format("instruction {} is part of an operand cycle in {}", instrs[i]->name, name));
     }
     std::vector<std::unique_ptr<Instruction>> sorted;
     for (size_t i : order) sorted.push_back(std::move(instrs[i]));
@@ -581,7 +579,8 @@ Status Parser::ParseComputation(Computation*& entry) {
   if (Peek() == ',') {
     ++p_;
     SkipWs();
-    if (!LookingAtWord("execution_thread")) return Err(p_, fmt::format("expected execution_thread, got {}", Describe()));
+    if (!LookingAtWord("execution_thread"))
+      return Err(p_, fmt::format("expected execution_thread, got {}", Describe()));
     p_ += 16;
     OPPROBE_RETURN_IF_ERROR(Expect('=', "after execution_thread"));
     SkipWs();
@@ -658,7 +657,8 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
           if (!IsDigit(Peek())) break;
           while (p_ < end_ && IsDigit(s_[p_])) ++p_;
           size_t value_pos = p_;
-          if (CaptureValue().empty()) return Err(value_pos, "expected a string or {...} entry in a stack-frame section");
+          if (CaptureValue().empty())
+            return Err(value_pos, "expected a string or {...} entry in a stack-frame section");
         }
         continue;
       }
@@ -671,7 +671,8 @@ Expected<std::unique_ptr<Module>> Parser::ParseModule() {
   for (const auto& c : module->computations()) by_name[c->name()] = c.get();
   for (const auto& call : calls_) {
     auto it = by_name.find(call.name);
-    if (it == by_name.end()) return Err(call.pos, fmt::format("{} calls unknown computation {}", call.instr->name, call.name));
+    if (it == by_name.end())
+      return Err(call.pos, fmt::format("{} calls unknown computation {}", call.instr->name, call.name));
     call.instr->called_computations[call.slot] = it->second;
   }
   module->set_entry(entry ? entry : module->computations().back().get());
@@ -819,7 +820,8 @@ std::vector<std::pair<size_t, size_t>> SplitRanges(std::string_view text) {
   }
   // Anything before the first HloModule line belongs to the first module (so that junk is an error).
   starts[0] = 0;
-  for (size_t k = 0; k < starts.size(); ++k) out.emplace_back(starts[k], k + 1 < starts.size() ? starts[k + 1] : text.size());
+  for (size_t k = 0; k < starts.size(); ++k)
+    out.emplace_back(starts[k], k + 1 < starts.size() ? starts[k + 1] : text.size());
   return out;
 }
 

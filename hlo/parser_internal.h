@@ -144,9 +144,9 @@ struct Scope {
   std::vector<PendingOperand> operands;
   std::vector<size_t> operands_found;  // per operand: its instruction's index when known as it was read, else kNone
   std::vector<size_t> operand_ends;
-  NameIndex index;  // the instructions' names, in the order they are added
+  NameIndex index;                            // the instructions' names, in the order they are added
   size_t first_duplicate = NameIndex::kNone;  // the first instruction whose name an earlier one has
-  std::vector<size_t> positions;                      // where each instruction's name is
+  std::vector<size_t> positions;              // where each instruction's name is
   // Per instruction: where its written result shape is in the text (size 0: none written), so that an operand
   // shape written again as the same text (`add(f32[8]{0} %a, ...)`) is known valid without parsing it again.
   struct TextSpan {
@@ -225,8 +225,8 @@ class Parser {
     p_ = before;
     return Expect(c, what());
   }
-  std::string Describe() const;  // the next few characters, quoted, or "end of input"
-  std::string ReadName();        // a name, an optional leading '%' dropped; empty when none
+  std::string Describe() const;     // the next few characters, quoted, or "end of input"
+  std::string ReadName();           // a name, an optional leading '%' dropped; empty when none
   std::string_view ReadNameView();  // the same, as a view into the text
   bool LookingAtWord(std::string_view w) const;
   std::string_view ReadWord();
@@ -317,7 +317,7 @@ class Parser {
   // Where operand shapes (`add(f32[2]{0} %a, ...)`) are read: checked, then dropped unless the operand is inline.
   Shape operand_shape_;
   std::unordered_map<const Instruction*, size_t> infer_;  // instructions without a written shape -> position
-  std::set<std::string> computation_names_;              // every computation name given or generated
+  std::set<std::string> computation_names_;               // every computation name given or generated
   // broadcast's dimensions= left out: allowed only when operand 0 turns out to be a scalar (checked once shapes
   // are known).
   std::vector<std::pair<Instruction*, size_t>> scalar_operand_checks_;

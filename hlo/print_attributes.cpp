@@ -85,7 +85,8 @@ std::string ShardingBody(const Sharding& s) {
     }
     default: out = std::string(ShardingTypeName(s.type));
   }
-  if (s.shard_group) out += fmt::format(" {} {}", s.shard_group->first ? "shard_as" : "shard_like", s.shard_group->second);
+  if (s.shard_group)
+    out += fmt::format(" {} {}", s.shard_group->first ? "shard_as" : "shard_like", s.shard_group->second);
   return out + ShardingMetadata(s);
 }
 
@@ -132,7 +133,8 @@ struct ValuePrinter {
   std::string operator()(AttrKindTag<AttrKind::kWindow>, const support::HeapOptional<Window>& v) const {
     return v ? WindowToString(*v) : "{}";
   }
-  std::string operator()(AttrKindTag<AttrKind::kConvDims>, const support::HeapOptional<ConvolutionDimensionNumbers>& v) const {
+  std::string operator()(AttrKindTag<AttrKind::kConvDims>,
+                         const support::HeapOptional<ConvolutionDimensionNumbers>& v) const {
     return ConvolutionDimensionNumbersToString(v ? *v : ConvolutionDimensionNumbers{});
   }
   std::string operator()(AttrKindTag<AttrKind::kSlice>, const support::HeapOptional<SliceDimensions>& v) const {
@@ -148,7 +150,9 @@ struct ValuePrinter {
   std::string operator()(AttrKindTag<AttrKind::kDistribution>, RandomDistribution v) const {
     return v == RandomDistribution::kNormal ? "rng_normal" : "rng_uniform";
   }
-  std::string operator()(AttrKindTag<AttrKind::kTransposeA>, TransposeA v) const { return std::string(TransposeAName(v)); }
+  std::string operator()(AttrKindTag<AttrKind::kTransposeA>, TransposeA v) const {
+    return std::string(TransposeAName(v));
+  }
   std::string operator()(AttrKindTag<AttrKind::kPrecisionList>, const std::vector<PrecisionLevel>& v) const {
     std::vector<std::string_view> parts;
     for (auto p : v) parts.push_back(PrecisionName(p));
@@ -251,13 +255,15 @@ std::string WindowToString(const Window& window) {
   if (any([](const WindowDimension& d) { return d.stride != 1; }))
     fields.push_back("stride=" + join([](const WindowDimension& d) { return std::to_string(d.stride); }));
   if (any([](const WindowDimension& d) { return d.padding_low != 0 || d.padding_high != 0; }))
-    fields.push_back("pad=" + join([](const WindowDimension& d) { return fmt::format("{}_{}", d.padding_low, d.padding_high); }));
+    fields.push_back(
+        "pad=" + join([](const WindowDimension& d) { return fmt::format("{}_{}", d.padding_low, d.padding_high); }));
   if (any([](const WindowDimension& d) { return d.base_dilation != 1; }))
     fields.push_back("lhs_dilate=" + join([](const WindowDimension& d) { return std::to_string(d.base_dilation); }));
   if (any([](const WindowDimension& d) { return d.window_dilation != 1; }))
     fields.push_back("rhs_dilate=" + join([](const WindowDimension& d) { return std::to_string(d.window_dilation); }));
   if (any([](const WindowDimension& d) { return d.window_reversal; }))
-    fields.push_back("rhs_reversal=" + join([](const WindowDimension& d) { return std::string(d.window_reversal ? "1" : "0"); }));
+    fields.push_back("rhs_reversal=" +
+                     join([](const WindowDimension& d) { return std::string(d.window_reversal ? "1" : "0"); }));
   return fmt::format("{{{}}}", fmt::join(fields, " "));
 }
 
@@ -267,7 +273,8 @@ std::string ConvolutionDimensionNumbersToString(const ConvolutionDimensionNumber
     if (a >= 0 && static_cast<size_t>(a) < rank) s[static_cast<size_t>(a)] = ca;
     if (b >= 0 && static_cast<size_t>(b) < rank) s[static_cast<size_t>(b)] = cb;
     for (size_t i = 0; i < spatial.size(); ++i)
-      if (spatial[i] >= 0 && static_cast<size_t>(spatial[i]) < rank) s[static_cast<size_t>(spatial[i])] = static_cast<char>('0' + i);
+      if (spatial[i] >= 0 && static_cast<size_t>(spatial[i]) < rank)
+        s[static_cast<size_t>(spatial[i])] = static_cast<char>('0' + i);
     return s;
   };
   // The rank: two plus the spatial dimensions, or more when labels skip dimensions (`?b01f`, '?' unused).
@@ -279,10 +286,12 @@ std::string ConvolutionDimensionNumbersToString(const ConvolutionDimensionNumber
   widen(dn.input_batch_dimension, dn.input_feature_dimension, dn.input_spatial_dimensions);
   widen(dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension, dn.kernel_spatial_dimensions);
   widen(dn.output_batch_dimension, dn.output_feature_dimension, dn.output_spatial_dimensions);
-  return labels(rank, dn.input_batch_dimension, 'b', dn.input_feature_dimension, 'f', dn.input_spatial_dimensions) + "_" +
+  return labels(rank, dn.input_batch_dimension, 'b', dn.input_feature_dimension, 'f', dn.input_spatial_dimensions) +
+         "_" +
          labels(rank, dn.kernel_input_feature_dimension, 'i', dn.kernel_output_feature_dimension, 'o',
                 dn.kernel_spatial_dimensions) +
-         "->" + labels(rank, dn.output_batch_dimension, 'b', dn.output_feature_dimension, 'f', dn.output_spatial_dimensions);
+         "->" +
+         labels(rank, dn.output_batch_dimension, 'b', dn.output_feature_dimension, 'f', dn.output_spatial_dimensions);
 }
 
 std::string PaddingConfigToString(const PaddingConfig& config) {
@@ -290,10 +299,8 @@ std::string PaddingConfigToString(const PaddingConfig& config) {
   bool interior = false;
   for (const auto& d : config.dimensions) interior |= d.interior_padding != 0;
   for (const auto& d : config.dimensions) {
-    if (interior)
-      parts.push_back(fmt::format("{}_{}_{}", d.edge_padding_low, d.edge_padding_high, d.interior_padding));
-    else
-      parts.push_back(fmt::format("{}_{}", d.edge_padding_low, d.edge_padding_high));
+    if (interior) parts.push_back(fmt::format("{}_{}_{}", d.edge_padding_low, d.edge_padding_high, d.interior_padding));
+    else parts.push_back(fmt::format("{}_{}", d.edge_padding_low, d.edge_padding_high));
   }
   return fmt::format("{}", fmt::join(parts, "x"));
 }

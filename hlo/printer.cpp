@@ -39,9 +39,11 @@ std::string FloatText(double v, PrimitiveType t) {
   switch (t) {
     case PrimitiveType::BF16: return FormatG(v, 4);
     case PrimitiveType::F16: return FormatG(v, 5);
-    case PrimitiveType::F8E5M2: case PrimitiveType::F8E5M2FNUZ: return FormatG(v, 2);
-    case PrimitiveType::F8E4M3FN: case PrimitiveType::F8E4M3B11FNUZ: case PrimitiveType::F8E4M3FNUZ:
-      return FormatG(v, 3);
+    case PrimitiveType::F8E5M2:
+    case PrimitiveType::F8E5M2FNUZ: return FormatG(v, 2);
+    case PrimitiveType::F8E4M3FN:
+    case PrimitiveType::F8E4M3B11FNUZ:
+    case PrimitiveType::F8E4M3FNUZ: return FormatG(v, 3);
     case PrimitiveType::F32: {
       float f = static_cast<float>(v);
       std::string r = FormatG(f, 6);
@@ -123,7 +125,8 @@ std::string LiteralToString(const Literal& literal) {
   }
   if (shape.IsToken()) return "token";
   if (!shape.IsArray()) return "{...}";
-  if (literal.data().size() < static_cast<size_t>(shape.elements()) * static_cast<size_t>(ByteWidth(shape.element_type())))
+  if (literal.data().size() <
+      static_cast<size_t>(shape.elements()) * static_cast<size_t>(ByteWidth(shape.element_type())))
     return "{...}";
   if (shape.rank() == 0 || (literal.splat() && shape.elements() > 0)) return ElementText(literal, 0, false);
   std::string out;
@@ -154,8 +157,8 @@ std::string CEscape(const std::string& s) {
 }
 
 std::string ToString(const Instruction& in, const PrintOptions& o) {
-  return fmt::format("{} = {} {}({}){}", Name(in.name, o), in.shape.ToString(), OpcodeText(in),
-                     OperandsToString(in, o), AttributesToString(in, o));
+  return fmt::format("{} = {} {}({}){}", Name(in.name, o), in.shape.ToString(), OpcodeText(in), OperandsToString(in, o),
+                     AttributesToString(in, o));
 }
 
 std::string InstructionSignature(const Instruction& in) {

@@ -90,7 +90,8 @@ int64_t GetInt(const Message& m, const FieldDescriptor* fd) {
   const Reflection* r = m.GetReflection();
   if (fd->is_repeated()) {
     if (r->FieldSize(m, fd) == 0) return 0;
-    return fd->cpp_type() == FieldDescriptor::CPPTYPE_INT32 ? r->GetRepeatedInt32(m, fd, 0) : r->GetRepeatedInt64(m, fd, 0);
+    return fd->cpp_type() == FieldDescriptor::CPPTYPE_INT32 ? r->GetRepeatedInt32(m, fd, 0)
+                                                            : r->GetRepeatedInt64(m, fd, 0);
   }
   return fd->cpp_type() == FieldDescriptor::CPPTYPE_INT32 ? r->GetInt32(m, fd) : r->GetInt64(m, fd);
 }
@@ -188,10 +189,10 @@ Sharding ReadSharding(const xla::OpSharding& p) {
       for (int t : p.last_tile_dims()) s.last_tile_dims.push_back(type_of(t));
       break;
     }
-    default:
-      s.type = type_of(p.type());
+    default: s.type = type_of(p.type());
   }
-  if (p.is_shard_group()) s.shard_group = std::make_pair(p.shard_group_type() == xla::OpSharding::AS, p.shard_group_id());
+  if (p.is_shard_group())
+    s.shard_group = std::make_pair(p.shard_group_type() == xla::OpSharding::AS, p.shard_group_id());
   for (const auto& m : p.metadata()) s.metadata.push_back(ReadMetadata(m));
   return s;
 }
@@ -201,7 +202,7 @@ Sharding ReadSharding(const xla::OpSharding& p) {
 struct ValueWriter {
   const Instruction& in;
   xla::HloInstructionProto* root;
-  Message* m;               // holder of the leaf field
+  Message* m;  // holder of the leaf field
   const FieldDescriptor* fd;
 
   Expected<bool> operator()(AttrKindTag<AttrKind::kInt>, int64_t v) const {
@@ -271,7 +272,8 @@ struct ValueWriter {
     }
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kConvDims>, const support::HeapOptional<ConvolutionDimensionNumbers>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kConvDims>,
+                            const support::HeapOptional<ConvolutionDimensionNumbers>& v) const {
     if (!v) return true;
     const auto& d = *v;
     auto* c = As<xla::ConvolutionDimensionNumbers>(m->GetReflection()->MutableMessage(m, fd));
@@ -391,7 +393,8 @@ struct ValueWriter {
           }
           for (int64_t g = 0; g < v.num_groups; ++g) {
             auto* group = root->add_replica_groups();
-            for (int64_t j = 0; j < v.group_size; ++j) group->add_replica_ids(out[static_cast<size_t>(g * v.group_size + j)]);
+            for (int64_t j = 0; j < v.group_size; ++j)
+              group->add_replica_ids(out[static_cast<size_t>(g * v.group_size + j)]);
           }
         }
       }
@@ -417,10 +420,12 @@ struct ValueWriter {
     OPPROBE_RETURN_IF_ERROR(WriteShape(*v, As<xla::ShapeProto>(m->GetReflection()->MutableMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kShapeList>, const support::HeapOptional<std::vector<Shape>>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kShapeList>,
+                            const support::HeapOptional<std::vector<Shape>>& v) const {
     if (!v) return true;
     root->set_constrain_layout(true);  // XLA's layout-constrained custom call
-    for (const auto& s : *v) OPPROBE_RETURN_IF_ERROR(WriteShape(s, As<xla::ShapeProto>(m->GetReflection()->AddMessage(m, fd))));
+    for (const auto& s : *v)
+      OPPROBE_RETURN_IF_ERROR(WriteShape(s, As<xla::ShapeProto>(m->GetReflection()->AddMessage(m, fd))));
     return true;
   }
   Expected<bool> operator()(AttrKindTag<AttrKind::kLiteral>, const support::HeapOptional<Literal>& v) const {
@@ -428,7 +433,8 @@ struct ValueWriter {
     OPPROBE_RETURN_IF_ERROR(WriteLiteral(*v, As<xla::LiteralProto>(m->GetReflection()->MutableMessage(m, fd))));
     return true;
   }
-  Expected<bool> operator()(AttrKindTag<AttrKind::kResultAccuracy>, const support::HeapOptional<ResultAccuracy>& v) const {
+  Expected<bool> operator()(AttrKindTag<AttrKind::kResultAccuracy>,
+                            const support::HeapOptional<ResultAccuracy>& v) const {
     if (!v) return true;
     auto* r = As<xla::ResultAccuracy>(m->GetReflection()->MutableMessage(m, fd));
     if (v->has_tolerance) {
@@ -629,7 +635,8 @@ struct ValueReader {
     if (Has()) v = ReadSharding(As<xla::OpSharding>(Sub()));
     return Status::Ok();
   }
-  Status operator()(AttrKindTag<AttrKind::kFrontendAttributes>, std::vector<std::pair<std::string, std::string>>& v) const {
+  Status operator()(AttrKindTag<AttrKind::kFrontendAttributes>,
+                    std::vector<std::pair<std::string, std::string>>& v) const {
     if (!Has()) return Status::Ok();
     const auto& map = As<xla::FrontendAttributes>(Sub()).map();
     std::map<std::string, std::string> sorted(map.begin(), map.end());
@@ -676,7 +683,8 @@ struct ValueReader {
     if (!root.constrain_layout() && Size() == 0) return Status::Ok();
     std::vector<Shape> shapes;
     for (int i = 0; i < Size(); ++i) {
-      OPPROBE_ASSIGN_OR_RETURN(Shape s, ReadShape(As<xla::ShapeProto>(m->GetReflection()->GetRepeatedMessage(*m, fd, i))));
+      OPPROBE_ASSIGN_OR_RETURN(Shape s,
+                               ReadShape(As<xla::ShapeProto>(m->GetReflection()->GetRepeatedMessage(*m, fd, i))));
       shapes.push_back(std::move(s));
     }
     v = std::move(shapes);

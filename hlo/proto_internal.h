@@ -5,9 +5,9 @@
 
 #include <string>
 
+#include "hlo.pb.h"
 #include "hlo/instruction.h"
 #include "support/status.h"
-#include "hlo.pb.h"
 #include "xla_data.pb.h"
 
 namespace opprobe::hlo::proto_internal {

@@ -2,18 +2,17 @@
 // operands, called computations, cycles). Attribute values are read by proto_attributes.cpp.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include <functional>
 #include <limits>
 #include <set>
 #include <unordered_map>
 
-#include <google/protobuf/stubs/logging.h>
-
 #include "hlo/proto_internal.h"
 #include "hlo/proto_io.h"
-#include "support/quote.h"
 #include "hlo/verifier.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -25,7 +24,8 @@ Status CheckArity(const Instruction& in) {
     return Status::Ok();
   int arity = OpcodeArity(in.opcode);
   if (arity >= 0 && in.operand_count() != arity)
-    return InvalidInput(fmt::format("{} takes {} operand(s), has {}", OpcodeName(in.opcode), arity, in.operand_count()));
+    return InvalidInput(
+        fmt::format("{} takes {} operand(s), has {}", OpcodeName(in.opcode), arity, in.operand_count()));
   return Status::Ok();
 }
 
@@ -86,7 +86,8 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
       std::string iwhere = fmt::format("{}, instruction {} (id {})", cwhere, support::Quote(ip.name()), ip.id());
       auto in = ReadInstruction(ip, src);
       if (!in.ok()) return InvalidInput(iwhere + ": " + in.status().message());
-      if (instr_by_id.count(ip.id()) || local.count(ip.id())) return InvalidInput(iwhere + ": duplicate instruction id");
+      if (instr_by_id.count(ip.id()) || local.count(ip.id()))
+        return InvalidInput(iwhere + ": duplicate instruction id");
       if ((*in)->opcode == Opcode::kParameter && !params.insert((*in)->parameter_number).second)
         return InvalidInput(iwhere + ": duplicate parameter number");
       local[ip.id()] = static_cast<size_t>(k);
@@ -102,20 +103,23 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
       for (int64_t oid : ip.operand_ids()) {
         auto it = local.find(oid);
         if (it == local.end())
-          return InvalidInput(fmt::format("{}, instruction {} (id {}): operand id {} is not an instruction of this computation",
-                                          cwhere, support::Quote(ip.name()), ip.id(), oid));
+          return InvalidInput(
+              fmt::format("{}, instruction {} (id {}): operand id {} is not an instruction of this computation", cwhere,
+                          support::Quote(ip.name()), ip.id(), oid));
         made[k]->operands.push_back(made[it->second].get());
         deps[k].push_back(it->second);
       }
       for (int64_t pid : ip.control_predecessor_ids()) {
         auto it = local.find(pid);
         if (it == local.end())
-          return InvalidInput(fmt::format("{}, instruction {} (id {}): control predecessor id {} is not an instruction of this computation",
-                                          cwhere, support::Quote(ip.name()), ip.id(), pid));
+          return InvalidInput(fmt::format(
+              "{}, instruction {} (id {}): control predecessor id {} is not an instruction of this computation", cwhere,
+              support::Quote(ip.name()), ip.id(), pid));
         made[k]->mutable_rare().control_predecessors.push_back(made[it->second]->name);
       }
       auto arity = CheckArity(*made[k]);
-      if (!arity.ok()) return InvalidInput(fmt::format("{}, instruction {}: {}", cwhere, support::Quote(ip.name()), arity.message()));
+      if (!arity.ok())
+        return InvalidInput(fmt::format("{}, instruction {}: {}", cwhere, support::Quote(ip.name()), arity.message()));
     }
     std::vector<int> state(n, 0);
     std::vector<size_t> order;
@@ -151,7 +155,8 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
       pending.push_back({added, &cp.instructions(static_cast<int>(k)), c});
     }
     auto root_it = local.find(cp.root_id());
-    if (root_it == local.end()) return InvalidInput(fmt::format("{}: root id {} is not one of its instructions", cwhere, cp.root_id()));
+    if (root_it == local.end())
+      return InvalidInput(fmt::format("{}: root id {} is not one of its instructions", cwhere, cp.root_id()));
     comp->set_root(raw[root_it->second]);
     comp_by_id[cp.id()] = module->AddComputation(std::move(comp));
   }
@@ -160,14 +165,17 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
     for (int64_t cid : pc.proto->called_computation_ids()) {
       auto it = comp_by_id.find(cid);
       if (it == comp_by_id.end())
-        return InvalidInput(fmt::format("{}: computation {}, instruction {} (id {}): called computation id {} does not exist",
-                                        src, support::Quote(pc.comp->name()), support::Quote(pc.instr->name), pc.proto->id(), cid));
+        return InvalidInput(
+            fmt::format("{}: computation {}, instruction {} (id {}): called computation id {} does not exist", src,
+                        support::Quote(pc.comp->name()), support::Quote(pc.instr->name), pc.proto->id(), cid));
       pc.instr->called_computations.push_back(it->second);
     }
     if (pc.instr->opcode == Opcode::kWhile && pc.instr->called_computations.size() != 2)
-      return InvalidInput(fmt::format("{}: while {} needs a body and a condition", src, support::Quote(pc.instr->name)));
+      return InvalidInput(
+          fmt::format("{}: while {} needs a body and a condition", src, support::Quote(pc.instr->name)));
     if (pc.instr->opcode == Opcode::kSelectAndScatter && pc.instr->called_computations.size() != 2)
-      return InvalidInput(fmt::format("{}: select-and-scatter {} needs select and scatter", src, support::Quote(pc.instr->name)));
+      return InvalidInput(
+          fmt::format("{}: select-and-scatter {} needs select and scatter", src, support::Quote(pc.instr->name)));
   }
   // The call graph must be acyclic.
   std::unordered_map<const Computation*, int> state;
@@ -175,7 +183,8 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
     if (depth > 1000) return InvalidInput(fmt::format("{}: call graph nested too deeply", src));
     int& s = state[c];
     if (s == 2) return Status::Ok();
-    if (s == 1) return InvalidInput(fmt::format("{}: computation {} calls itself (call cycle)", src, support::Quote(c->name())));
+    if (s == 1)
+      return InvalidInput(fmt::format("{}: computation {} calls itself (call cycle)", src, support::Quote(c->name())));
     s = 1;
     for (const auto& i : c->instructions())
       for (const Computation* callee : i->called_computations) OPPROBE_RETURN_IF_ERROR(visit(callee, depth + 1));
@@ -192,7 +201,8 @@ Expected<std::unique_ptr<Module>> ReadModule(const xla::HloModuleProto& mp, cons
   if (mp.opprobe_header_attributes_size()) {
     for (const auto& t : mp.opprobe_header_attributes()) module->header_attributes.emplace_back(t.key(), t.value());
   } else {
-    if (mp.has_schedule() && mp.schedule().sequences_size()) module->header_attributes.emplace_back("is_scheduled", "true");
+    if (mp.has_schedule() && mp.schedule().sequences_size())
+      module->header_attributes.emplace_back("is_scheduled", "true");
     if (mp.input_output_alias().entries_size()) {
       std::vector<std::string> parts;
       for (const auto& e : mp.input_output_alias().entries())

@@ -18,7 +18,8 @@ namespace {
 Status SuffixToLayout(const std::string& suffix, xla::LayoutProto* layout) {
   size_t i = 0;
   if (suffix.empty()) return Status::Ok();
-  if (suffix[0] != ':') return Unimplemented(fmt::format("layout suffix {} has no XLA proto form", support::Quote(suffix)));
+  if (suffix[0] != ':')
+    return Unimplemented(fmt::format("layout suffix {} has no XLA proto form", support::Quote(suffix)));
   ++i;
   auto read_group = [&](std::vector<int64_t>& out) -> bool {
     if (i >= suffix.size() || suffix[i] != '(') return false;
@@ -61,7 +62,8 @@ Status SuffixToLayout(const std::string& suffix, xla::LayoutProto* layout) {
     }
     return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", support::Quote(suffix)));
   }
-  if (i != suffix.size()) return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", support::Quote(suffix)));
+  if (i != suffix.size())
+    return Unimplemented(fmt::format("layout suffix {} has no XLA proto form here", support::Quote(suffix)));
   return Status::Ok();
 }
 
@@ -75,7 +77,6 @@ std::string LayoutToSuffix(const xla::LayoutProto& layout) {
   if (layout.memory_space()) s += fmt::format("S({})", layout.memory_space());
   return s.empty() ? s : ":" + s;
 }
-
 
 // Calls fn(layout_position, row_major_position) for every element of an array shape, in layout order (the
 // minor-most dimension of minor_to_major fastest).
@@ -122,7 +123,9 @@ std::vector<uint8_t> LayoutOrderBytes(const Literal& l) {
   return out;
 }
 
-std::string RawBytes(const std::vector<uint8_t>& d) { return std::string(reinterpret_cast<const char*>(d.data()), d.size()); }
+std::string RawBytes(const std::vector<uint8_t>& d) {
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
 
 template <typename T>
 T Get(const std::vector<uint8_t>& d, int64_t i) {
@@ -294,8 +297,7 @@ Status WriteLiteral(const Literal& l, xla::LiteralProto* p) {
     case PrimitiveType::C128:
       for (int64_t i = 0; i < 2 * n; ++i) p->add_c128s(Get<double>(d, i));
       break;
-    default:
-      return Unimplemented(fmt::format("literal of type {}", PrimitiveTypeName(shape.element_type())));
+    default: return Unimplemented(fmt::format("literal of type {}", PrimitiveTypeName(shape.element_type())));
   }
   return Status::Ok();
 }
@@ -314,7 +316,8 @@ Expected<Literal> ReadLiteral(const xla::LiteralProto& p, const Shape& declared,
       return InvalidInput("tuple literal does not match its shape");
     std::vector<Literal> elements;
     for (int i = 0; i < p.tuple_literals_size(); ++i) {
-      OPPROBE_ASSIGN_OR_RETURN(Literal e, ReadLiteral(p.tuple_literals(i), shape.tuple_shapes()[static_cast<size_t>(i)], depth + 1));
+      OPPROBE_ASSIGN_OR_RETURN(
+          Literal e, ReadLiteral(p.tuple_literals(i), shape.tuple_shapes()[static_cast<size_t>(i)], depth + 1));
       elements.push_back(std::move(e));
     }
     Literal l = Literal::Tuple(std::move(elements));
@@ -389,7 +392,8 @@ Expected<Literal> ReadLiteral(const xla::LiteralProto& p, const Shape& declared,
     Literal out(shape);
     const size_t ew = ElementBytes(t);
     ForEachInLayoutOrder(shape, [&](int64_t lin, int64_t row) {
-      std::memcpy(out.data().data() + static_cast<size_t>(row) * ew, l.data().data() + static_cast<size_t>(lin) * ew, ew);
+      std::memcpy(out.data().data() + static_cast<size_t>(row) * ew, l.data().data() + static_cast<size_t>(lin) * ew,
+                  ew);
     });
     return out;
   }

@@ -64,7 +64,9 @@ Status WriteInstruction(const Instruction& in, const Computation& comp, const Id
   for (const Computation* c : in.called_computations) p->add_called_computation_ids(ids.comp.at(c));
   for (const std::string& name : in.rare().control_predecessors) {
     const Instruction* pred = comp.FindInstruction(name);
-    if (!pred) return InvalidInput(fmt::format("instruction {}: control predecessor {} is not in {}", in.name, name, comp.name()));
+    if (!pred)
+      return InvalidInput(
+          fmt::format("instruction {}: control predecessor {} is not in {}", in.name, name, comp.name()));
     p->add_control_predecessor_ids(ids.instr.at(pred));
   }
   if (in.opcode == Opcode::kParameter) p->set_parameter_number(in.parameter_number);
@@ -186,7 +188,8 @@ Status FillModuleProto(const Module& m, xla::HloModuleProto* p, bool unique_name
       // The module's frontend attributes have the instruction attribute's syntax.
       Instruction holder;
       if (ParseAttributeValue(holder, k, v, "header").ok())
-        for (const auto& [key, value] : holder.rare().frontend_attributes) (*p->mutable_frontend_attributes()->mutable_map())[key] = value;
+        for (const auto& [key, value] : holder.rare().frontend_attributes)
+          (*p->mutable_frontend_attributes()->mutable_map())[key] = value;
     }
   }
   return Status::Ok();
@@ -209,8 +212,8 @@ std::string InvalidUtf8Field(const google::protobuf::Message& m) {
     auto check = [&](int index) -> std::string {
       std::string where = index < 0 ? fd->name() : fmt::format("{}[{}]", fd->name(), index);
       if (str) {
-        const std::string& v = index < 0 ? r->GetStringReference(m, fd, &scratch)
-                                         : r->GetRepeatedStringReference(m, fd, index, &scratch);
+        const std::string& v =
+            index < 0 ? r->GetStringReference(m, fd, &scratch) : r->GetRepeatedStringReference(m, fd, index, &scratch);
         return support::IsValidUtf8(v) ? std::string() : where;
       }
       if (fd->is_map()) return std::string();  // map entries: walked below as repeated messages
@@ -237,7 +240,8 @@ Status Serialize(const google::protobuf::Message& p, const Module& module, std::
   if (std::string bad = InvalidUtf8Field(p); !bad.empty())
     return InvalidInput(fmt::format("module {}: {} is not valid UTF-8, which an HloModuleProto string must be",
                                     support::Quote(module.name()), bad));
-  if (!p.SerializeToString(out)) return Internal(fmt::format("module {}: proto serialization failed", support::Quote(module.name())));
+  if (!p.SerializeToString(out))
+    return Internal(fmt::format("module {}: proto serialization failed", support::Quote(module.name())));
   return Status::Ok();
 }
 
@@ -245,7 +249,8 @@ Status Serialize(const google::protobuf::Message& p, const Module& module, std::
 
 Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names) {
   xla::HloModuleProto p;
-  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", support::Quote(module.name()))));
+  OPPROBE_RETURN_IF_ERROR(
+      FillModuleProto(module, &p, unique_names).WithContext(fmt::format("module {}", support::Quote(module.name()))));
   std::string out;
   OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;
@@ -253,7 +258,8 @@ Expected<std::string> ModuleToProtoBytes(const Module& module, bool unique_names
 
 Expected<std::string> ModuleToHloProtoBytes(const Module& module) {
   xla::HloProto p;
-  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, p.mutable_hlo_module()).WithContext(fmt::format("module {}", support::Quote(module.name()))));
+  OPPROBE_RETURN_IF_ERROR(FillModuleProto(module, p.mutable_hlo_module())
+                              .WithContext(fmt::format("module {}", support::Quote(module.name()))));
   std::string out;
   OPPROBE_RETURN_IF_ERROR(Serialize(p, module, &out));
   return out;

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
+#include "support/file_io.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -14,8 +14,8 @@ namespace {
 std::string SafeName(const std::string& s) {
   std::string out;
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     out += ok ? c : '_';
   }
   if (out.empty() || out == "." || out == "..") out = "_" + out;

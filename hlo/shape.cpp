@@ -90,7 +90,8 @@ Expected<int64_t> Shape::ElementCount() const {
   if (!IsArray()) return InvalidInput(fmt::format("shape {} has no element count", ToString()));
   __int128 n = 1;
   for (int64_t d : dims_) {
-    if (d == kUnboundedSize) return InvalidInput(fmt::format("shape {} has an unbounded dynamic dimension", ToString()));
+    if (d == kUnboundedSize)
+      return InvalidInput(fmt::format("shape {} has an unbounded dynamic dimension", ToString()));
     if (d < 0) return InvalidInput(fmt::format("shape {} has a negative dimension", ToString()));
     n *= d;
     if (n > static_cast<__int128>(INT64_MAX))
@@ -153,8 +154,8 @@ bool Shape::Compatible(const Shape& o) const {
 
 bool Shape::operator==(const Shape& o) const {
   return element_type_ == o.element_type_ && dims_ == o.dims_ && is_dynamic() == o.is_dynamic() &&
-         has_layout_ == o.has_layout_ && minor_to_major_ == o.minor_to_major_ &&
-         layout_suffix() == o.layout_suffix() && tuple_ == o.tuple_;
+         has_layout_ == o.has_layout_ && minor_to_major_ == o.minor_to_major_ && layout_suffix() == o.layout_suffix() &&
+         tuple_ == o.tuple_;
 }
 
 }  // namespace opprobe::hlo

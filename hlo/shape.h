@@ -1,15 +1,15 @@
 // hlo::Shape: an array shape (element type, dims, dynamic dims, layout) or a tuple of shapes.
 #pragma once
 
-#include <cstdint>
 #include <climits>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "hlo/types.h"
 #include "support/heap_optional.h"
 #include "support/status.h"
-#include "hlo/types.h"
 
 namespace opprobe::hlo {
 

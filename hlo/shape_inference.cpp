@@ -98,8 +98,7 @@ Status CheckReducer(const Computation* c, const std::vector<PrimitiveType>& type
     const int64_t i = instr->parameter_number;
     const Shape& p = instr->shape;
     if (i < 0 || static_cast<size_t>(i) >= 2 * n) continue;  // counted: the count check below names it
-    if (!IsScalar(p))
-      return Bad(fmt::format("reducer {} parameter {} is {}, not a scalar", c->name(), i, Str(p)));
+    if (!IsScalar(p)) return Bad(fmt::format("reducer {} parameter {} is {}, not a scalar", c->name(), i, Str(p)));
     if (!SameType(p.element_type(), types[static_cast<size_t>(i) % n], o))
       return Bad(fmt::format("reducer {} parameter {} is {}, the value is {}", c->name(), i, Str(p),
                              PrimitiveTypeName(types[static_cast<size_t>(i) % n])));
@@ -115,8 +114,8 @@ Status CheckReducer(const Computation* c, const std::vector<PrimitiveType>& type
   for (size_t i = 0; i < n; ++i) {
     const Shape& r = root->IsTuple() ? root->tuple_shapes()[i] : *root;
     if (!IsScalar(r) || !SameType(r.element_type(), types[i], o))
-      return Bad(fmt::format("reducer {} returns {}, the values are {}", c->name(), Str(*root),
-                             PrimitiveTypeName(types[i])));
+      return Bad(
+          fmt::format("reducer {} returns {}, the values are {}", c->name(), Str(*root), PrimitiveTypeName(types[i])));
   }
   return Status::Ok();
 }
@@ -171,10 +170,12 @@ Expected<Shape> InferGather(const Instruction& in, bool with_layout) {
   std::vector<bool> dropped(static_cast<size_t>(operand.rank()), false);
   for (const auto* list : {&g.collapsed_slice_dims, &g.operand_batching_dims})
     for (int64_t d : *list) {
-      if (!ValidDim(d, operand.rank())) return Bad(fmt::format("collapsed or batching dimension {} outside the operand", d));
+      if (!ValidDim(d, operand.rank()))
+        return Bad(fmt::format("collapsed or batching dimension {} outside the operand", d));
       if (dropped[static_cast<size_t>(d)]) return Bad(fmt::format("dimension {} collapsed twice", d));
       if (in.rare().gather_slice_sizes[static_cast<size_t>(d)] > 1)
-        return Bad(fmt::format("collapsed dimension {} has slice size {}", d, in.rare().gather_slice_sizes[static_cast<size_t>(d)]));
+        return Bad(fmt::format("collapsed dimension {} has slice size {}", d,
+                               in.rare().gather_slice_sizes[static_cast<size_t>(d)]));
       dropped[static_cast<size_t>(d)] = true;
     }
   for (int d = 0; d < operand.rank(); ++d) {
@@ -186,8 +187,8 @@ Expected<Shape> InferGather(const Instruction& in, bool with_layout) {
   for (int d = 0; d < operand.rank(); ++d)
     if (!dropped[static_cast<size_t>(d)]) offsets.push_back(in.rare().gather_slice_sizes[static_cast<size_t>(d)]);
   if (offsets.size() != g.offset_dims.size())
-    return Bad(fmt::format("offset_dims has {} entries, the slice keeps {} dimensions", g.offset_dims.size(),
-                           offsets.size()));
+    return Bad(
+        fmt::format("offset_dims has {} entries, the slice keeps {} dimensions", g.offset_dims.size(), offsets.size()));
   std::vector<int64_t> batch;
   for (int d = 0; d < indices.rank(); ++d)
     if (d != g.index_vector_dim) batch.push_back(indices.dimensions(d));
@@ -204,7 +205,8 @@ Expected<Shape> InferGather(const Instruction& in, bool with_layout) {
   size_t b = 0;
   for (int d = 0; d < rank; ++d)
     if (!is_offset[static_cast<size_t>(d)]) dims[static_cast<size_t>(d)] = batch[b++];
-  return with_layout ? Shape::Array(operand.element_type(), std::move(dims)) : Bare(operand.element_type(), std::move(dims));
+  return with_layout ? Shape::Array(operand.element_type(), std::move(dims))
+                     : Bare(operand.element_type(), std::move(dims));
 }
 
 Status CheckScatterUpdates(const Instruction& in, int n) {
@@ -220,10 +222,10 @@ Status CheckScatterUpdates(const Instruction& in, int n) {
   const int64_t expected_rank = static_cast<int64_t>(s.update_window_dims.size()) + scatter_dims;
   if (s.update_window_dims.size() + s.inserted_window_dims.size() + s.input_batching_dims.size() !=
       static_cast<size_t>(operand.rank()))
-    return Bad(fmt::format("update_window_dims, inserted_window_dims and input_batching_dims cover {} dimensions of an "
-                           "operand of rank {}",
-                           s.update_window_dims.size() + s.inserted_window_dims.size() + s.input_batching_dims.size(),
-                           operand.rank()));
+    return Bad(fmt::format(
+        "update_window_dims, inserted_window_dims and input_batching_dims cover {} dimensions of an "
+        "operand of rank {}",
+        s.update_window_dims.size() + s.inserted_window_dims.size() + s.input_batching_dims.size(), operand.rank()));
   for (int i = 0; i < n; ++i) {
     const Shape& u = in.operand(n + 1 + i)->shape;
     if (u.rank() != expected_rank)
@@ -241,7 +243,6 @@ Status CheckSquare(const Shape& a, std::string_view what) {
     return Bad(fmt::format("{} must be square matrices, is {}", what, Str(a)));
   return Status::Ok();
 }
-
 
 struct Shortcut {
   const Shape* same = nullptr;
@@ -327,7 +328,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       return pass(t.tuple_shapes()[static_cast<size_t>(in.tuple_index)]);
     }
     case Opcode::kAfterAll: return Shape::Token();
-    case Opcode::kPartitionId: case Opcode::kReplicaId: return Shape::Scalar(PrimitiveType::U32);
+    case Opcode::kPartitionId:
+    case Opcode::kReplicaId: return Shape::Scalar(PrimitiveType::U32);
     case Opcode::kGetDimensionSize:
       OPPROBE_RETURN_IF_ERROR(need(1));
       OPPROBE_RETURN_IF_ERROR(need_array(0));
@@ -356,13 +358,16 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       if (!IsFloatingPoint(op(0).element_type()))
         return Bad(fmt::format("is-finite needs a floating-point operand, is {}", Str(op(0))));
       return ArrayLike(op(0), PrimitiveType::PRED);
-    case Opcode::kReal: case Opcode::kImag: case Opcode::kAbs:
+    case Opcode::kReal:
+    case Opcode::kImag:
+    case Opcode::kAbs:
       OPPROBE_RETURN_IF_ERROR(need(1));
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       if (in.opcode != Opcode::kAbs && !IsComplex(op(0).element_type()) && !IsFloatingPoint(op(0).element_type()))
-        return Bad(fmt::format("{} needs a complex or floating-point operand, is {}", OpcodeName(in.opcode), Str(op(0))));
-      return ArrayLike(op(0), IsComplex(op(0).element_type()) ? ComplexComponentType(op(0).element_type())
-                                                              : op(0).element_type());
+        return Bad(
+            fmt::format("{} needs a complex or floating-point operand, is {}", OpcodeName(in.opcode), Str(op(0))));
+      return ArrayLike(
+          op(0), IsComplex(op(0).element_type()) ? ComplexComponentType(op(0).element_type()) : op(0).element_type());
     case Opcode::kComplex:
       OPPROBE_RETURN_IF_ERROR(need(2));
       OPPROBE_RETURN_IF_ERROR(same_dims_as_first(0, 2));
@@ -393,11 +398,13 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       }
       return pass(op(1));
     }
-    case Opcode::kCopy: case Opcode::kOptimizationBarrier: case Opcode::kDomain: case Opcode::kAddDependency:
-    case Opcode::kReducePrecision:
-      OPPROBE_RETURN_IF_ERROR(need(1));
-      return pass(op(0));
-    case Opcode::kCollectiveBroadcast: case Opcode::kCollectivePermute:
+    case Opcode::kCopy:
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kDomain:
+    case Opcode::kAddDependency:
+    case Opcode::kReducePrecision: OPPROBE_RETURN_IF_ERROR(need(1)); return pass(op(0));
+    case Opcode::kCollectiveBroadcast:
+    case Opcode::kCollectivePermute:
       // Several operands: XLA's combined and in-place forms, whose shapes opprobe does not derive.
       OPPROBE_RETURN_IF_ERROR(need(1));
       if (n > 1) return given();
@@ -423,7 +430,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
                                body_root ? Str(*body_root) : "nothing", Str(op(0))));
       return pass(op(0));
     }
-    case Opcode::kCall: case Opcode::kFusion: {
+    case Opcode::kCall:
+    case Opcode::kFusion: {
       const Computation* c = in.called_computations.empty() ? nullptr : in.called_computations.back();
       std::vector<const Shape*> args;
       for (int i = 0; i < n; ++i) args.push_back(&op(i));
@@ -462,7 +470,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       if (!c) return Bad("map has no computation");
       auto params = c->parameters();
       if (static_cast<int>(params.size()) != n)
-        return Bad(fmt::format("mapped computation {} takes {} parameter(s), is given {}", c->name(), params.size(), n));
+        return Bad(
+            fmt::format("mapped computation {} takes {} parameter(s), is given {}", c->name(), params.size(), n));
       for (int i = 0; i < n; ++i)
         if (!IsScalar(params[static_cast<size_t>(i)]->shape) ||
             !SameType(params[static_cast<size_t>(i)]->shape.element_type(), op(i).element_type(), o))
@@ -507,7 +516,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       const int d = static_cast<int>(in.dimensions[0]);
       for (int i = 1; i < n; ++i) {
         OPPROBE_RETURN_IF_ERROR(need_array(i));
-        if (op(i).rank() != op(0).rank()) return Bad(fmt::format("operand {} is {}, operand 0 is {}", i, Str(op(i)), Str(op(0))));
+        if (op(i).rank() != op(0).rank())
+          return Bad(fmt::format("operand {} is {}, operand 0 is {}", i, Str(op(i)), Str(op(0))));
         for (int k = 0; k < op(0).rank(); ++k)
           if (k != d && !DimAgrees(op(i).dimensions(k), op(0).dimensions(k)))
             return Bad(fmt::format("operand {} is {}, operand 0 is {}: only dimension {} may differ", i, Str(op(i)),
@@ -547,7 +557,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       const Shape& a = op(0);
       if (static_cast<int>(in.rare().dynamic_slice_sizes.size()) != a.rank())
-        return Bad(fmt::format("dynamic_slice_sizes has {} entries for {}", in.rare().dynamic_slice_sizes.size(), Str(a)));
+        return Bad(
+            fmt::format("dynamic_slice_sizes has {} entries for {}", in.rare().dynamic_slice_sizes.size(), Str(a)));
       // Scalar start indices, one per dimension (or XLA's older single index vector).
       if (!(n == a.rank() + 1 || (n == 2 && op(1).rank() == 1)))
         return Bad(fmt::format("{} start indices for an operand of rank {}", n - 1, a.rank()));
@@ -567,7 +578,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       OPPROBE_RETURN_IF_ERROR(need_array(1));
       const Shape& a = op(0);
       const Shape& u = op(1);
-      if (u.rank() != a.rank()) return Bad(fmt::format("the update {} and the operand {} differ in rank", Str(u), Str(a)));
+      if (u.rank() != a.rank())
+        return Bad(fmt::format("the update {} and the operand {} differ in rank", Str(u), Str(a)));
       if (!(n == a.rank() + 2 || (n == 3 && op(2).rank() == 1)))
         return Bad(fmt::format("{} start indices for an operand of rank {}", n - 2, a.rank()));
       for (int i = 2; i < n; ++i)
@@ -615,12 +627,14 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       if (dn.lhs_batch_dimensions.size() != dn.rhs_batch_dimensions.size() ||
           dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size())
         return Bad("lhs and rhs have different numbers of batch or contracting dimensions");
-      auto check_pairs = [&](const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::string_view what) -> Status {
+      auto check_pairs = [&](const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                             std::string_view what) -> Status {
         for (size_t k = 0; k < a.size(); ++k) {
           if (!ValidDim(a[k], l.rank()) || !ValidDim(b[k], r.rank()))
             return Bad(fmt::format("{} dimensions {} / {} outside {} and {}", what, a[k], b[k], Str(l), Str(r)));
           if (!DimAgrees(l.dimensions(static_cast<int>(a[k])), r.dimensions(static_cast<int>(b[k]))))
-            return Bad(fmt::format("{} dimensions differ in size: {} of {} and {} of {}", what, a[k], Str(l), b[k], Str(r)));
+            return Bad(
+                fmt::format("{} dimensions differ in size: {} of {} and {} of {}", what, a[k], Str(l), b[k], Str(r)));
         }
         return Status::Ok();
       };
@@ -647,8 +661,10 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
           return Bad(fmt::format("reduced dimension {} outside {}", d, Str(op(0))));
       for (int i = 0; i < n / 2; ++i) {
         OPPROBE_RETURN_IF_ERROR(need_array(i));
-        if (!SameDims(op(i), op(0))) return Bad(fmt::format("input {} is {}, input 0 is {}", i, Str(op(i)), Str(op(0))));
-        if (!IsScalar(op(n / 2 + i))) return Bad(fmt::format("init value {} is {}, not a scalar", i, Str(op(n / 2 + i))));
+        if (!SameDims(op(i), op(0)))
+          return Bad(fmt::format("input {} is {}, input 0 is {}", i, Str(op(i)), Str(op(0))));
+        if (!IsScalar(op(n / 2 + i)))
+          return Bad(fmt::format("init value {} is {}, not a scalar", i, Str(op(n / 2 + i))));
         std::vector<int64_t> dims;
         for (int d = 0; d < op(i).rank(); ++d)
           if (std::find(in.dimensions.begin(), in.dimensions.end(), d) == in.dimensions.end())
@@ -669,8 +685,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       if (const Computation* c = in.to_apply()) {
         auto params = c->parameters();
         if (static_cast<int>(params.size()) != 2 * n)
-          return Bad(fmt::format("comparator {} takes {} parameter(s), {} operand(s) need {}", c->name(), params.size(), n,
-                                 2 * n));
+          return Bad(fmt::format("comparator {} takes {} parameter(s), {} operand(s) need {}", c->name(), params.size(),
+                                 n, 2 * n));
         for (int i = 0; i < 2 * n; ++i)
           if (!IsScalar(params[static_cast<size_t>(i)]->shape) ||
               !SameType(params[static_cast<size_t>(i)]->shape.element_type(), op(i / 2).element_type(), o))
@@ -690,12 +706,14 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       for (int i = 0; i < n / 2; ++i) {
         OPPROBE_RETURN_IF_ERROR(need_array(i));
         const Shape& a = op(i);
-        if (!IsScalar(op(n / 2 + i))) return Bad(fmt::format("init value {} is {}, not a scalar", i, Str(op(n / 2 + i))));
+        if (!IsScalar(op(n / 2 + i)))
+          return Bad(fmt::format("init value {} is {}, not a scalar", i, Str(op(n / 2 + i))));
         if (static_cast<int>(in.window->dimensions.size()) != a.rank())
           return Bad(fmt::format("the window has {} dimensions for {}", in.window->dimensions.size(), Str(a)));
         std::vector<int64_t> dims;
         for (int d = 0; d < a.rank(); ++d) {
-          OPPROBE_ASSIGN_OR_RETURN(int64_t size, WindowedSize(a.dimensions(d), in.window->dimensions[static_cast<size_t>(d)]));
+          OPPROBE_ASSIGN_OR_RETURN(int64_t size,
+                                   WindowedSize(a.dimensions(d), in.window->dimensions[static_cast<size_t>(d)]));
           dims.push_back(size);
         }
         outs.push_back(array(op(n / 2 + i).element_type(), dims));
@@ -714,7 +732,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
         return Bad(fmt::format("the window does not match the rank of {}", Str(a)));
       std::vector<int64_t> dims;
       for (int d = 0; d < a.rank(); ++d) {
-        OPPROBE_ASSIGN_OR_RETURN(int64_t size, WindowedSize(a.dimensions(d), in.window->dimensions[static_cast<size_t>(d)]));
+        OPPROBE_ASSIGN_OR_RETURN(int64_t size,
+                                 WindowedSize(a.dimensions(d), in.window->dimensions[static_cast<size_t>(d)]));
         dims.push_back(size);
       }
       if (!SameDims(op(1), array(a.element_type(), dims)))
@@ -793,12 +812,14 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       OPPROBE_RETURN_IF_ERROR(need_array(1));
       return InferGather(in, sc == nullptr);
     case Opcode::kScatter: {
-      if (n < 3 || n % 2 == 0) return Bad(fmt::format("scatter needs operands, indices and as many updates, has {}", n));
+      if (n < 3 || n % 2 == 0)
+        return Bad(fmt::format("scatter needs operands, indices and as many updates, has {}", n));
       const int k = (n - 1) / 2;
       std::vector<PrimitiveType> types;
       for (int i = 0; i < n; ++i) OPPROBE_RETURN_IF_ERROR(need_array(i));
       for (int i = 0; i < k; ++i) {
-        if (!SameDims(op(i), op(0))) return Bad(fmt::format("operand {} is {}, operand 0 is {}", i, Str(op(i)), Str(op(0))));
+        if (!SameDims(op(i), op(0)))
+          return Bad(fmt::format("operand {} is {}, operand 0 is {}", i, Str(op(i)), Str(op(0))));
         types.push_back(op(i).element_type());
       }
       OPPROBE_RETURN_IF_ERROR(CheckScatterUpdates(in, k));
@@ -834,13 +855,16 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       OPPROBE_RETURN_IF_ERROR(need_array(0));
       const Shape& a = op(0);
       const int len = static_cast<int>(in.rare().fft_length.size());
-      if (len < 1 || len > 3 || len > a.rank()) return Bad(fmt::format("fft_length has {} entries for {}", len, Str(a)));
+      if (len < 1 || len > 3 || len > a.rank())
+        return Bad(fmt::format("fft_length has {} entries for {}", len, Str(a)));
       const PrimitiveType t = a.element_type();
       std::vector<int64_t> dims = a.dimensions();
       auto last = [&](int i) -> int64_t& { return dims[dims.size() - static_cast<size_t>(len - i)]; };
       switch (in.fft_type) {
-        case FftType::kFft: case FftType::kIfft:  // XLA checks the type only
-          if (!IsComplex(t)) return Bad(fmt::format("{} needs a complex operand, is {}", FftTypeName(in.fft_type), Str(a)));
+        case FftType::kFft:
+        case FftType::kIfft:  // XLA checks the type only
+          if (!IsComplex(t))
+            return Bad(fmt::format("{} needs a complex operand, is {}", FftTypeName(in.fft_type), Str(a)));
           return pass(a);
         case FftType::kRfft: {
           if (t != PrimitiveType::F32 && t != PrimitiveType::F64)
@@ -848,7 +872,8 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
           for (int i = 0; i < len; ++i)
             if (!DimAgrees(last(i), in.rare().fft_length[static_cast<size_t>(i)]))
               return Bad(fmt::format("fft_length does not match {}", Str(a)));
-          if (!Unbounded(last(len - 1)) && in.rare().fft_length.back() != 0) last(len - 1) = in.rare().fft_length.back() / 2 + 1;
+          if (!Unbounded(last(len - 1)) && in.rare().fft_length.back() != 0)
+            last(len - 1) = in.rare().fft_length.back() / 2 + 1;
           return array(t == PrimitiveType::F32 ? PrimitiveType::C64 : PrimitiveType::C128, dims);
         }
         case FftType::kIrfft: {
@@ -865,7 +890,9 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       }
       return given();
     }
-    case Opcode::kBatchNormTraining: case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad: {
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad: {
       const int want = OpcodeArity(in.opcode);
       OPPROBE_RETURN_IF_ERROR(need(want));
       for (int i = 0; i < want; ++i) OPPROBE_RETURN_IF_ERROR(need_array(i));
@@ -897,8 +924,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       dims.back() = in.k;
       return Shape::Tuple({array(a.element_type(), dims), array(PrimitiveType::S32, dims)});
     }
-    default:
-      break;
+    default: break;
   }
   if (IsElementwise(in.opcode) && in.opcode != Opcode::kConvert && in.opcode != Opcode::kBitcastConvert &&
       in.opcode != Opcode::kStochasticConvert) {
@@ -935,8 +961,7 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
         return Bad(fmt::format("dimensions has {} entries for an operand of rank {}", in.dimensions.size(), a.rank()));
       for (int i = 0; i < a.rank(); ++i) {
         int64_t d = in.dimensions[static_cast<size_t>(i)];
-        if (!ValidDim(d, out.rank()))
-          return Bad(fmt::format("dimension {} outside the result {}", d, Str(out)));
+        if (!ValidDim(d, out.rank())) return Bad(fmt::format("dimension {} outside the result {}", d, Str(out)));
         if (!DimAgrees(out.dimensions(static_cast<int>(d)), a.dimensions(i)))
           return Bad(fmt::format("operand dimension {} ({}) does not match result dimension {} ({})", i,
                                  a.dimensions(i), d, out.dimensions(static_cast<int>(d))));
@@ -954,15 +979,16 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
     }
     case Opcode::kDynamicReshape: {
       if (n < 1 || !arrays()) return Bad("dynamic-reshape takes array operands and gives an array");
-      if (n - 1 != out.rank())
-        return Bad(fmt::format("{} sizes for a result of rank {}", n - 1, out.rank()));
+      if (n - 1 != out.rank()) return Bad(fmt::format("{} sizes for a result of rank {}", n - 1, out.rank()));
       for (int i = 1; i < n; ++i)
         if (!IsScalar(op(i)) || !IsInteger(op(i).element_type()))
           return Bad(fmt::format("size operand {} is {}, not an integer scalar", i, Str(op(i))));
       return same_type(0);
     }
-    case Opcode::kConvert: case Opcode::kStochasticConvert:
-      if (n < 1 || !arrays()) return Bad(fmt::format("{} takes array operands and gives an array", OpcodeName(in.opcode)));
+    case Opcode::kConvert:
+    case Opcode::kStochasticConvert:
+      if (n < 1 || !arrays())
+        return Bad(fmt::format("{} takes array operands and gives an array", OpcodeName(in.opcode)));
       if (!SameDims(op(0), out))
         return Bad(fmt::format("the operand is {}, the result {}: the dimensions differ", Str(op(0)), Str(out)));
       if (in.opcode == Opcode::kStochasticConvert && n > 1 && !SameDims(op(1), op(0)))
@@ -982,8 +1008,11 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
       const int64_t ratio = from > to ? from / to : to / from;
       bool ok = narrow.rank() == wide.rank() + 1 && DimAgrees(narrow.dimensions(narrow.rank() - 1), ratio);
       for (int i = 0; ok && i < wide.rank(); ++i) ok = DimAgrees(wide.dimensions(i), narrow.dimensions(i));
-      if (!ok) return Bad(fmt::format("the operand is {}, the result {}: bit widths {} and {} do not match the "
-                                      "dimensions", Str(a), Str(out), from, to));
+      if (!ok)
+        return Bad(
+            fmt::format("the operand is {}, the result {}: bit widths {} and {} do not match the "
+                        "dimensions",
+                        Str(a), Str(out), from, to));
       return Status::Ok();
     }
     case Opcode::kAllReduceDone: {
@@ -1013,7 +1042,8 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
         return Bad(fmt::format("the result {} must be a tuple of the state {} and the output", Str(out), Str(op(0))));
       return Status::Ok();
     }
-    case Opcode::kAllGather: case Opcode::kReduceScatter: {
+    case Opcode::kAllGather:
+    case Opcode::kReduceScatter: {
       // The gathered (scattered) dimension grows (shrinks) by the group size; the others stay.
       // XLA's verifier compares with the group size it derives from the module's replica and partition counts;
       // opprobe checks that the sizes are a multiple of each other, the others equal.
@@ -1022,8 +1052,7 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
       if (n == 1) outs.push_back(&out);
       else if (out.IsTuple() && static_cast<int>(out.tuple_shapes().size()) == n)
         for (const auto& t : out.tuple_shapes()) outs.push_back(&t);
-      else
-        return Bad(fmt::format("{} operands need a tuple of {} results, the result is {}", n, n, Str(out)));
+      else return Bad(fmt::format("{} operands need a tuple of {} results, the result is {}", n, n, Str(out)));
       const bool gather = in.opcode == Opcode::kAllGather;
       for (int i = 0; i < n; ++i) {
         const Shape& a = op(i);
@@ -1034,8 +1063,8 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
           const int64_t x = a.dimensions(d), y = r.dimensions(d);
           if (Unbounded(x) || Unbounded(y)) continue;
           bool ok = d != in.dimensions[0] ? x == y
-                    : gather  ? (x == 0 ? y == 0 : y % x == 0)
-                              : (y == 0 ? x == 0 : x % y == 0);
+                    : gather              ? (x == 0 ? y == 0 : y % x == 0)
+                                          : (y == 0 ? x == 0 : x % y == 0);
           if (!ok)
             return Bad(fmt::format("operand {} is {}, the result {}: dimension {} {}", i, Str(a), Str(r), d,
                                    d != in.dimensions[0] ? "differs" : "is not a multiple"));
@@ -1043,8 +1072,7 @@ Status CheckGivenShape(const Instruction& in, const ShapeCheckOptions& o) {
       }
       return Status::Ok();
     }
-    default:
-      return Status::Ok();
+    default: return Status::Ok();
   }
 }
 

@@ -79,26 +79,33 @@ std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name) {
 
 bool IsFloatingPoint(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::F16: case PrimitiveType::BF16: case PrimitiveType::F32: case PrimitiveType::F64:
-    case PrimitiveType::F8E5M2: case PrimitiveType::F8E4M3FN: case PrimitiveType::F8E4M3B11FNUZ:
-    case PrimitiveType::F8E5M2FNUZ: case PrimitiveType::F8E4M3FNUZ: case PrimitiveType::F8E4M3:
-    case PrimitiveType::F8E3M4: case PrimitiveType::F4E2M1FN: case PrimitiveType::F8E8M0FNU:
-      return true;
-    default:
-      return false;
+    case PrimitiveType::F16:
+    case PrimitiveType::BF16:
+    case PrimitiveType::F32:
+    case PrimitiveType::F64:
+    case PrimitiveType::F8E5M2:
+    case PrimitiveType::F8E4M3FN:
+    case PrimitiveType::F8E4M3B11FNUZ:
+    case PrimitiveType::F8E5M2FNUZ:
+    case PrimitiveType::F8E4M3FNUZ:
+    case PrimitiveType::F8E4M3:
+    case PrimitiveType::F8E3M4:
+    case PrimitiveType::F4E2M1FN:
+    case PrimitiveType::F8E8M0FNU: return true;
+    default: return false;
   }
 }
 
 bool IsComplex(PrimitiveType t) { return t == PrimitiveType::C64 || t == PrimitiveType::C128; }
 
 bool IsSignedInteger(PrimitiveType t) {
-  return t == PrimitiveType::S1 || t == PrimitiveType::S2 || t == PrimitiveType::S4 || t == PrimitiveType::S8 || t == PrimitiveType::S16 ||
-         t == PrimitiveType::S32 || t == PrimitiveType::S64;
+  return t == PrimitiveType::S1 || t == PrimitiveType::S2 || t == PrimitiveType::S4 || t == PrimitiveType::S8 ||
+         t == PrimitiveType::S16 || t == PrimitiveType::S32 || t == PrimitiveType::S64;
 }
 
 bool IsUnsignedInteger(PrimitiveType t) {
-  return t == PrimitiveType::U1 || t == PrimitiveType::U2 || t == PrimitiveType::U4 || t == PrimitiveType::U8 || t == PrimitiveType::U16 ||
-         t == PrimitiveType::U32 || t == PrimitiveType::U64;
+  return t == PrimitiveType::U1 || t == PrimitiveType::U2 || t == PrimitiveType::U4 || t == PrimitiveType::U8 ||
+         t == PrimitiveType::U16 || t == PrimitiveType::U32 || t == PrimitiveType::U64;
 }
 
 bool IsArrayType(PrimitiveType t) {

@@ -27,14 +27,24 @@ struct VariadicRule {
 };
 VariadicRule VariadicOperands(Opcode op) {
   switch (op) {
-    case Opcode::kAllGather: case Opcode::kAllGatherStart: case Opcode::kAllReduce: case Opcode::kAllReduceStart:
-    case Opcode::kAllToAll: case Opcode::kCollectiveBroadcast: case Opcode::kCollectivePermute:
-    case Opcode::kCollectivePermuteStart: case Opcode::kConcatenate: case Opcode::kConditional:
-    case Opcode::kDynamicReshape: case Opcode::kMap: case Opcode::kReduceScatter: case Opcode::kSort:
-      return {1, -1};
+    case Opcode::kAllGather:
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllReduce:
+    case Opcode::kAllReduceStart:
+    case Opcode::kAllToAll:
+    case Opcode::kCollectiveBroadcast:
+    case Opcode::kCollectivePermute:
+    case Opcode::kCollectivePermuteStart:
+    case Opcode::kConcatenate:
+    case Opcode::kConditional:
+    case Opcode::kDynamicReshape:
+    case Opcode::kMap:
+    case Opcode::kReduceScatter:
+    case Opcode::kSort: return {1, -1};
     case Opcode::kDynamicSlice: return {2, -1};
     case Opcode::kDynamicUpdateSlice: return {3, -1};
-    case Opcode::kReduce: case Opcode::kReduceWindow: return {2, 0};
+    case Opcode::kReduce:
+    case Opcode::kReduceWindow: return {2, 0};
     case Opcode::kScatter: return {3, 1};
     case Opcode::kRng: return {2, -1};
     default: return {};
@@ -96,7 +106,9 @@ std::optional<std::string> CheckAsync(const Instruction& in, const ShapeCheckOpt
     // XLA binds an async op's operands and results late (async-start's `()` result, async-update adding operands,
     // a loop carrying the async state through a get-tuple-element): what stays fixed is the state's form, a
     // tuple of at least (operands, result).
-    case Opcode::kAsyncUpdate: case Opcode::kAsyncDone: case Opcode::kAsyncStart: {
+    case Opcode::kAsyncUpdate:
+    case Opcode::kAsyncDone:
+    case Opcode::kAsyncStart: {
       const Shape& state = in.opcode == Opcode::kAsyncStart ? in.shape : in.operand(0)->shape;
       if (!state.IsTuple() || state.tuple_shapes().size() < 2)
         return fmt::format("{} needs an async state, a tuple of at least (operands, result); {} is {}",
@@ -119,7 +131,8 @@ std::optional<std::string> CheckAsync(const Instruction& in, const ShapeCheckOpt
       if (const Shape* target = TupleElement(in.operand(0)->shape, 0)) return mismatch(*target);
       return fmt::format("copy-done's operand {} is {}, not copy-start's tuple", support::Quote(in.operand(0)->name),
                          Str(in.operand(0)->shape));
-    case Opcode::kAllGatherDone: case Opcode::kCollectivePermuteDone: {
+    case Opcode::kAllGatherDone:
+    case Opcode::kCollectivePermuteDone: {
       const Shape& s = in.operand(0)->shape;
       // The start's tuple (operands, results[, contexts]); a start written with its result shape alone passes it on.
       if (const Shape* result = TupleElement(s, 1)) return mismatch(*result);
@@ -132,8 +145,7 @@ std::optional<std::string> CheckAsync(const Instruction& in, const ShapeCheckOpt
         return fmt::format("recv-done has shape {}, its recv receives {}", Str(in.shape), Str(*data));
       return std::nullopt;
     }
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 
@@ -168,11 +180,13 @@ std::optional<Violation> CheckComputation(const Computation& comp, const VerifyO
   for (const Instruction* p : params) {
     const int64_t k = p->parameter_number;
     if (k < 0 || static_cast<size_t>(k) >= params.size())
-      return Violation{&comp, p, fmt::format("parameter number {} outside 0..{} (the computation has {} parameters)", k,
-                                             static_cast<int64_t>(params.size()) - 1, params.size())};
+      return Violation{&comp, p,
+                       fmt::format("parameter number {} outside 0..{} (the computation has {} parameters)", k,
+                                   static_cast<int64_t>(params.size()) - 1, params.size())};
     if (by_number[static_cast<size_t>(k)])
-      return Violation{&comp, p, fmt::format("parameter number {} is also {}'s", k,
-                                             support::Quote(by_number[static_cast<size_t>(k)]->name))};
+      return Violation{
+          &comp, p,
+          fmt::format("parameter number {} is also {}'s", k, support::Quote(by_number[static_cast<size_t>(k)]->name))};
     by_number[static_cast<size_t>(k)] = p;
   }
   return std::nullopt;
@@ -190,15 +204,16 @@ std::optional<Violation> FindViolation(const Module& module, const VerifyOptions
 std::string DescribeViolation(const Violation& v) {
   std::string where;
   if (v.computation) where = fmt::format("computation {}", support::Quote(v.computation->name()));
-  if (v.instruction) where += fmt::format("{}instruction {}", where.empty() ? "" : ", ", support::Quote(v.instruction->name));
+  if (v.instruction)
+    where += fmt::format("{}instruction {}", where.empty() ? "" : ", ", support::Quote(v.instruction->name));
   return where.empty() ? v.message : where + ": " + v.message;
 }
 
 Status VerifyModule(const Module& module, std::string_view source, const VerifyOptions& options) {
   auto v = FindViolation(module, options);
   if (!v) return Status::Ok();
-  return InvalidInput(
-      support::OneLine(fmt::format("{}: module {}, {}", source, support::Quote(module.name()), DescribeViolation(*v)), 1000));
+  return InvalidInput(support::OneLine(
+      fmt::format("{}: module {}, {}", source, support::Quote(module.name()), DescribeViolation(*v)), 1000));
 }
 
 }  // namespace opprobe::hlo

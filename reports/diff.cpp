@@ -1,5 +1,7 @@
 #include "reports/diff.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -7,10 +9,8 @@
 #include <sstream>
 #include <utility>
 
-#include <fmt/format.h>
-
-#include "support/quote.h"
 #include "support/file_io.h"
+#include "support/quote.h"
 
 namespace opprobe::reports {
 
@@ -49,7 +49,8 @@ class Checker {
     if (!IsString(j, path)) return false;
     std::string s = j.get<std::string>();
     char* end = nullptr;
-    if (s.size() < 2 || s.back() != '%') return Fail(path, fmt::format("expected a percentage like \"60.00%\", got \"{}\"", s));
+    if (s.size() < 2 || s.back() != '%')
+      return Fail(path, fmt::format("expected a percentage like \"60.00%\", got \"{}\"", s));
     std::string num = s.substr(0, s.size() - 1);
     double v = std::strtod(num.c_str(), &end);
     if (end != num.c_str() + num.size() || v < 0 || v > 100)
@@ -171,7 +172,8 @@ Status CheckReport(const Json& report, const std::string& name) {
     c.IsPercent(report["aten_support_percentage"], "/aten_support_percentage");
   const Json* sup = c.ok() ? c.Member(report, "supported_operators", "/") : nullptr;
   if (sup && c.IsObject(*sup, "/supported_operators")) {
-    if (const Json* aten = c.Member(*sup, "aten", "/supported_operators"); aten && c.IsObject(*aten, "/supported_operators/aten"))
+    if (const Json* aten = c.Member(*sup, "aten", "/supported_operators");
+        aten && c.IsObject(*aten, "/supported_operators/aten"))
       for (const auto& [op, count] : aten->items())
         if (!c.IsInteger(count, "/supported_operators/aten/" + op)) break;
     if (c.ok() && sup->contains("xla") && c.IsArray((*sup)["xla"], "/supported_operators/xla")) {
@@ -225,9 +227,11 @@ Expected<Json> LoadReport(const std::string& path) {
       }
     }
     if (text.empty()) return InvalidInput(fmt::format("{}: not an opprobe report (empty file)", path));
-    return InvalidInput(fmt::format("{}: not an opprobe report (not JSON: syntax error at line {}:{})", path, line, col));
+    return InvalidInput(
+        fmt::format("{}: not an opprobe report (not JSON: syntax error at line {}:{})", path, line, col));
   } catch (const Json::exception& e) {  // out_of_range (a number like 1e999) and the like: never escape
-    return InvalidInput(fmt::format("{}: not an opprobe report (unreadable JSON: {})", path, support::OneLine(e.what())));
+    return InvalidInput(
+        fmt::format("{}: not an opprobe report (unreadable JSON: {})", path, support::OneLine(e.what())));
   }
   OPPROBE_RETURN_IF_ERROR(CheckReport(report, path));
   return report;
@@ -245,10 +249,9 @@ std::vector<std::string> ReportDiff::RegressionReasons() const {
   std::vector<std::string> out;
   for (const auto& c : newly_unsupported) {
     if (c.allowed) continue;
-    out.push_back(fmt::format("{} ({}) {}unsupported{}{}", c.kind, c.signature,
-                              c.was_supported ? "was supported, now " : "newly ",
-                              c.calls.empty() ? "" : " at " + Join(c.calls, ", "),
-                              c.reason.empty() ? "" : ": " + c.reason));
+    out.push_back(fmt::format(
+        "{} ({}) {}unsupported{}{}", c.kind, c.signature, c.was_supported ? "was supported, now " : "newly ",
+        c.calls.empty() ? "" : " at " + Join(c.calls, ", "), c.reason.empty() ? "" : ": " + c.reason));
   }
   for (const auto& c : newly_unsupported_instructions) {
     if (c.allowed) continue;
@@ -256,7 +259,8 @@ std::vector<std::string> ReportDiff::RegressionReasons() const {
                               c.was_supported ? "was supported, now " : "newly "));
   }
   if (percentage_dropped)
-    out.push_back(fmt::format("support percentage dropped from {} to {}", FormatPercent(old_pct), FormatPercent(new_pct)));
+    out.push_back(
+        fmt::format("support percentage dropped from {} to {}", FormatPercent(old_pct), FormatPercent(new_pct)));
   return out;
 }
 
@@ -339,8 +343,7 @@ std::string FormatDiff(const ReportDiff& d, const std::string& old_name, const s
   // What was compared with what: another backend, or the same one at another version (a compiler upgrade, whose
   // newly unsupported entries below are what the new version newly refuses, and the now supported ones what it
   // newly accepts).
-  if (d.old_backend != d.new_backend)
-    out += fmt::format("backend: {} -> {}\n", d.old_backend, d.new_backend);
+  if (d.old_backend != d.new_backend) out += fmt::format("backend: {} -> {}\n", d.old_backend, d.new_backend);
   else if (d.old_backend_version != d.new_backend_version)
     out += fmt::format("backend: {}, version changed:\n  old: {}\n  new: {}\n", d.new_backend, d.old_backend_version,
                        d.new_backend_version);

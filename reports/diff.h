@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "support/status.h"
 #include "reports/report.h"
+#include "support/status.h"
 
 namespace opprobe::reports {
 
@@ -23,9 +23,9 @@ Status CheckReport(const Json& report, const std::string& name);
 bool IsAllowed(const std::string& aten_op, const std::vector<std::string>& allow);
 
 struct DiffOptions {
-  std::vector<std::string> allow;         // accepted gaps: their changes never count as a regression
-  std::optional<double> new_percentage;   // overrides NEW's support_percentage (the gate passes one that counts
-                                          // allowed ops as supported)
+  std::vector<std::string> allow;        // accepted gaps: their changes never count as a regression
+  std::optional<double> new_percentage;  // overrides NEW's support_percentage (the gate passes one that counts
+                                         // allowed ops as supported)
 };
 
 struct ReportDiff {
@@ -34,31 +34,31 @@ struct ReportDiff {
     std::string signature;
     std::vector<std::string> calls;  // sorted, unique
     std::string reason;
-    bool was_supported = false;      // the op (any signature) had supported calls in OLD
+    bool was_supported = false;  // the op (any signature) had supported calls in OLD
     bool allowed = false;
   };
   struct InstructionChange {
     std::string signature;
     std::vector<std::string> aten_ops;  // sorted, unique
     std::string reason;
-    bool was_supported = false;         // listed in OLD's supported xla signatures
+    bool was_supported = false;  // listed in OLD's supported xla signatures
     bool allowed = false;
   };
 
   // The backends and their versions: a compiler upgrade is the same backend at another version.
   std::string old_backend, new_backend, old_backend_version, new_backend_version;
-  std::string old_percentage, new_percentage;          // as printed, e.g. "60.00%"
+  std::string old_percentage, new_percentage;  // as printed, e.g. "60.00%"
   std::string old_aten_percentage, new_aten_percentage;
-  double old_pct = 0, new_pct = 0;                     // compared values (new_pct may be the override)
+  double old_pct = 0, new_pct = 0;  // compared values (new_pct may be the override)
   bool percentage_dropped = false;
 
-  std::vector<OpChange> newly_unsupported;         // (op, signature) unsupported in NEW, not in OLD
-  std::vector<OpChange> fixed;                     // unsupported in OLD, supported in NEW
-  std::vector<OpChange> gone;                      // unsupported in OLD, op not used in NEW
-  bool instructions_compared = false;              // both reports carry the `xla` lists (verbosity <= 1)
+  std::vector<OpChange> newly_unsupported;  // (op, signature) unsupported in NEW, not in OLD
+  std::vector<OpChange> fixed;              // unsupported in OLD, supported in NEW
+  std::vector<OpChange> gone;               // unsupported in OLD, op not used in NEW
+  bool instructions_compared = false;       // both reports carry the `xla` lists (verbosity <= 1)
   std::vector<InstructionChange> newly_unsupported_instructions;
   std::vector<InstructionChange> fixed_instructions;
-  std::vector<std::string> ops_added, ops_removed; // aten ops used in only one of the reports
+  std::vector<std::string> ops_added, ops_removed;  // aten ops used in only one of the reports
 
   // Newly unsupported ops or instructions that are not allowed, or a lower support percentage.
   bool Regression() const;

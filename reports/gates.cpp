@@ -1,8 +1,8 @@
 #include "reports/gates.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "reports/diff.h"
 #include "reports/view.h"
@@ -52,15 +52,17 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
   if (!options.allow.empty()) {
     for (const auto& u : UnsupportedOps(result))
       if (IsAllowed(u.kind, options.allow))
-        g.notes.push_back(fmt::format("allowed gap: {} ({}) at {}", u.kind, u.signature, u.call.empty() ? "?" : u.call));
+        g.notes.push_back(
+            fmt::format("allowed gap: {} ({}) at {}", u.kind, u.signature, u.call.empty() ? "?" : u.call));
     if (gated != RoundPercent(result.SupportPercentage()))
       g.notes.push_back(fmt::format("gates use {} (allowed ops counted as supported)", FormatPercent(gated)));
   }
   if (result.summary.shard_count > 0 && (options.fail_under >= 0 || options.baseline != nullptr)) {
     g.failed = true;
-    g.messages.push_back(fmt::format("a --shard {}/{} result is partial; gates need the full report (`opprobe analyze` "
-                                     "with the same cache, without --shard)",
-                                     result.summary.shard_index, result.summary.shard_count));
+    g.messages.push_back(
+        fmt::format("a --shard {}/{} result is partial; gates need the full report (`opprobe analyze` "
+                    "with the same cache, without --shard)",
+                    result.summary.shard_index, result.summary.shard_count));
   }
   if (options.fail_under >= 0 || options.baseline != nullptr || options.require_fit) {
     for (const auto& b : GateBlockers(result, options.allow)) {
@@ -70,8 +72,8 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
   }
   if (options.fail_under >= 0 && gated + 1e-9 < options.fail_under) {
     g.failed = true;
-    g.messages.push_back(fmt::format("support {} is below --fail-under {}", FormatPercent(gated),
-                                     FormatPercent(options.fail_under)));
+    g.messages.push_back(
+        fmt::format("support {} is below --fail-under {}", FormatPercent(gated), FormatPercent(options.fail_under)));
   }
   if (options.max_graphs >= 0) {
     if (!result.steps) {
@@ -103,7 +105,8 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
                                        FormatBytes(p->required_bytes - p->device_memory_bytes)));
     } else if (!p->fits || p->estimated) {
       g.failed = true;
-      g.messages.push_back("--require-fit never passes on a program its compiler did not judge: " + ProgramHeadline(*p));
+      g.messages.push_back("--require-fit never passes on a program its compiler did not judge: " +
+                           ProgramHeadline(*p));
     } else {
       g.notes.push_back(fmt::format("{} fits: {} of {} per device", p->what, FormatBytes(p->required_bytes),
                                     FormatBytes(p->device_memory_bytes)));
@@ -119,8 +122,7 @@ GateResult EvaluateGates(const AnalysisResult& result, const GateOptions& option
       g.messages.push_back(fmt::format("regression against baseline {}: {}", options.baseline_name, r));
     }
     for (const auto& c : diff.newly_unsupported)
-      if (c.allowed)
-        g.notes.push_back(fmt::format("newly unsupported but allowed: {} ({})", c.kind, c.signature));
+      if (c.allowed) g.notes.push_back(fmt::format("newly unsupported but allowed: {} ({})", c.kind, c.signature));
   }
   return g;
 }
@@ -137,17 +139,19 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
   out += fmt::format("opprobe: {} of HLO instructions supported on {} ({} of aten calls)\n",
                      paint(PercentLabel(result, pct), all ? "1;32" : "1;31"), result.backend_id,
                      PercentLabel(result, result.AtenSupportPercentage()));
-  out += fmt::format("  {} ({}): {} aten calls at {} call sites, {} HLO instructions, {} unique probes ({} cached, {} run)\n",
-                     result.model.empty() ? "model" : result.model, result.input_kind.empty() ? "?" : result.input_kind,
-                     s.aten_calls, s.aten_nodes, s.hlo_instructions, s.unique_probes, s.cache_hits, s.probes_run);
+  out += fmt::format(
+      "  {} ({}): {} aten calls at {} call sites, {} HLO instructions, {} unique probes ({} cached, {} run)\n",
+      result.model.empty() ? "model" : result.model, result.input_kind.empty() ? "?" : result.input_kind, s.aten_calls,
+      s.aten_nodes, s.hlo_instructions, s.unique_probes, s.cache_hits, s.probes_run);
   if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0)
-    out += fmt::format("  numerics against interp: {} unique probes agree, {} differ, {} not compared (random numbers)\n",
-                       s.interp_agree, s.interp_differ,
-                       s.interp_not_compared);
+    out +=
+        fmt::format("  numerics against interp: {} unique probes agree, {} differ, {} not compared (random numbers)\n",
+                    s.interp_agree, s.interp_differ, s.interp_not_compared);
   if (s.shard_count > 0)
-    out += fmt::format("  {}: shard {}/{} only, {} units left to other shards; their verdicts are in the cache for a "
-                       "final `opprobe analyze` without --shard\n",
-                       paint("PARTIAL", "1;33"), s.shard_index, s.shard_count, s.shard_skipped);
+    out += fmt::format(
+        "  {}: shard {}/{} only, {} units left to other shards; their verdicts are in the cache for a "
+        "final `opprobe analyze` without --shard\n",
+        paint("PARTIAL", "1;33"), s.shard_index, s.shard_count, s.shard_skipped);
   if (s.custom_op_calls > 0)
     out += fmt::format("  {} of the calls are outside aten (custom ops without an XLA lowering)\n", s.custom_op_calls);
   if (s.cpu_fallback_calls > 0)
@@ -173,14 +177,16 @@ std::string RenderSummary(const AnalysisResult& result, bool color, size_t max_o
         ops += (k ? ", " : "") + paint(DisplayKind(g.entries[k]), "31") + (details.empty() ? "" : " (" + details + ")");
       }
       if (g.entries.size() > 3) ops += fmt::format(", +{} more", g.entries.size() - 3);
-      out += fmt::format("    {}x at {}: {}\n      {}\n", g.count, g.place.empty() ? "(no call site recorded)" : g.place, ops,
-                         g.reason.empty() ? g.failure_at : g.reason);
+      out +=
+          fmt::format("    {}x at {}: {}\n      {}\n", g.count, g.place.empty() ? "(no call site recorded)" : g.place,
+                      ops, g.reason.empty() ? g.failure_at : g.reason);
       if (result.summary.suggest) {
         const auto list = GroupSuggestions(g);
         if (!list.empty() && list.front().verified)
           out += fmt::format("      {} {}\n", paint("suggest (verified):", "32"), list.front().title);
         else if (!list.empty())
-          out += fmt::format("      suggest: {} rewrite{} tried, none accepted\n", list.size(), list.size() == 1 ? "" : "s");
+          out += fmt::format("      suggest: {} rewrite{} tried, none accepted\n", list.size(),
+                             list.size() == 1 ? "" : "s");
       }
     }
     if (groups.size() > max_ops) out += fmt::format("    ... and {} more groups\n", groups.size() - max_ops);

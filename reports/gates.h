@@ -11,18 +11,18 @@
 namespace opprobe::reports {
 
 struct GateOptions {
-  double fail_under = -1;              // < 0: off
-  const Json* baseline = nullptr;      // a checked report (LoadReport), or nullptr
-  std::string baseline_name;           // shown in messages
-  std::vector<std::string> allow;      // aten ops whose gaps are accepted
-  int64_t max_graphs = -1;             // `--max-graphs N`: fail when the steps need more distinct graphs; < 0: off
-  bool require_fit = false;            // `--require-fit`: fail unless the compiled program fits one device
+  double fail_under = -1;          // < 0: off
+  const Json* baseline = nullptr;  // a checked report (LoadReport), or nullptr
+  std::string baseline_name;       // shown in messages
+  std::vector<std::string> allow;  // aten ops whose gaps are accepted
+  int64_t max_graphs = -1;         // `--max-graphs N`: fail when the steps need more distinct graphs; < 0: off
+  bool require_fit = false;        // `--require-fit`: fail unless the compiled program fits one device
 };
 
 struct GateResult {
   bool failed = false;
-  std::vector<std::string> messages;   // one line per failed gate or regression
-  std::vector<std::string> notes;      // accepted gaps and passed gates worth mentioning
+  std::vector<std::string> messages;  // one line per failed gate or regression
+  std::vector<std::string> notes;     // accepted gaps and passed gates worth mentioning
 };
 
 // The support percentage with the instructions of allowed ops counted as supported.

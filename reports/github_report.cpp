@@ -1,10 +1,10 @@
 // GitHub Actions workflow commands: `::error file=…,line=…,title=…::message` per unsupported call site
 // (shown inline on the pull request's diff), a warning per accepted dynamic-shape op, and a notice with the
 // percentages. Paths under the working directory (the checkout) are made relative to it.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "reports/report.h"
 #include "reports/view.h"
@@ -68,13 +68,13 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
                         : gap    ? fmt::format("opprobe cannot analyze {} yet", u.kind)
                         : custom ? fmt::format("opprobe: {} has no XLA lowering", u.kind)
                                  : fmt::format("opprobe: {} unsupported on {}", u.kind, u.failure_at);
-    std::string message = internal ? fmt::format("{} ({}): a bug in opprobe (not a gap, not a device verdict): {}",
-                                                 u.kind, u.signature, u.reason)
-                          : gap    ? fmt::format("{} ({}): {}: opprobe has no HLO lowering for it (not a device verdict): {}",
-                                                 u.kind, u.signature, kLoweringGapTitle, u.reason)
-                          : custom ? fmt::format("{} ({}): {}", u.kind, u.signature, u.reason)
-                                   : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature,
-                                                 u.failure_at, u.reason);
+    std::string message =
+        internal ? fmt::format("{} ({}): a bug in opprobe (not a gap, not a device verdict): {}", u.kind, u.signature,
+                               u.reason)
+        : gap    ? fmt::format("{} ({}): {}: opprobe has no HLO lowering for it (not a device verdict): {}", u.kind,
+                               u.signature, kLoweringGapTitle, u.reason)
+        : custom ? fmt::format("{} ({}): {}", u.kind, u.signature, u.reason)
+                 : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature, u.failure_at, u.reason);
     if (!u.part_of.empty()) message += fmt::format(" (part of the lowering of {})", u.part_of);
     if (u.count > 1) message += fmt::format(" ({} calls)", u.count);
     if (!u.module_path.empty()) message += " in module " + u.module_path;
@@ -91,7 +91,8 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
   for (const auto& op : result.ops)
     if (op.dynamic_shape && result.OpSupported(op)) dynamic.push_back(&op);
   std::stable_sort(dynamic.begin(), dynamic.end(), [](auto* a, auto* b) {
-    return std::tie(a->op, a->loc.file, a->loc.line, a->signature) < std::tie(b->op, b->loc.file, b->loc.line, b->signature);
+    return std::tie(a->op, a->loc.file, a->loc.line, a->signature) <
+           std::tie(b->op, b->loc.file, b->loc.line, b->signature);
   });
   for (auto* op : dynamic)
     out += Command("warning", RelativeToCwd(op->loc.file, options.cwd), op->loc.line,
@@ -105,8 +106,9 @@ std::string RenderGithub(const AnalysisResult& result, const RenderOptions& opti
                  fmt::format("{}: {} of HLO instructions supported on {} ({} of aten calls, {} analyzed); {} "
                              "unsupported entr{}, {} of them opprobe cannot analyze yet",
                              result.model, PercentLabel(result, result.SupportPercentage()), result.backend_id,
-                             PercentLabel(result, result.AtenSupportPercentage()), PercentLabel(result, result.AnalyzedPercentage()),
-                             unsupported.size(), unsupported.size() == 1 ? "y" : "ies", gaps));
+                             PercentLabel(result, result.AtenSupportPercentage()),
+                             PercentLabel(result, result.AnalyzedPercentage()), unsupported.size(),
+                             unsupported.size() == 1 ? "y" : "ies", gaps));
   return out;
 }
 

@@ -1,12 +1,12 @@
 // The JSON report: Neuron's result.json shape plus opprobe's fields (DESIGN.md "Report",
 // schemas/report.schema.json).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "opprobe_version.h"
 #include "reports/report.h"
@@ -85,7 +85,10 @@ Json StepsJson(const analyzer::StepGraphs& s) {
   j["recompilations"] = std::move(recs);
   Json cuts = Json::array();
   for (const auto& c : s.cuts)
-    cuts.push_back({{"kind", c.kind}, {"op", c.op}, {"call", c.loc.ToString()}, {"count", c.count},
+    cuts.push_back({{"kind", c.kind},
+                    {"op", c.op},
+                    {"call", c.loc.ToString()},
+                    {"count", c.count},
                     {"extra_graphs", c.extra_graphs}});
   j["cuts"] = std::move(cuts);
   return j;
@@ -93,8 +96,11 @@ Json StepsJson(const analyzer::StepGraphs& s) {
 
 // Per-device memory, as the report's `memory` and `estimate` write it (code_bytes added where a compiler gave it).
 Json MemoryJson(const compiler_probe::DeviceMemory& m) {
-  return {{"argument_bytes", m.argument_bytes}, {"output_bytes", m.output_bytes}, {"alias_bytes", m.alias_bytes},
-          {"temp_bytes", m.temp_bytes}, {"total_bytes", m.total_bytes()}};
+  return {{"argument_bytes", m.argument_bytes},
+          {"output_bytes", m.output_bytes},
+          {"alias_bytes", m.alias_bytes},
+          {"temp_bytes", m.temp_bytes},
+          {"total_bytes", m.total_bytes()}};
 }
 
 Json ProgramJson(const analyzer::ProgramFit& p) {
@@ -116,8 +122,8 @@ Json ProgramJson(const analyzer::ProgramFit& p) {
     step["inputs"] = static_cast<int64_t>(s.inputs.size());
     step["outputs"] = static_cast<int64_t>(s.outputs.size());
     Json gaps = Json::array();
-    for (const auto& g : s.gaps) gaps.push_back({{"op", g.op}, {"call", g.loc.ToString()}, {"reason", g.reason},
-                                                 {"calls", g.calls}});
+    for (const auto& g : s.gaps)
+      gaps.push_back({{"op", g.op}, {"call", g.loc.ToString()}, {"reason", g.reason}, {"calls", g.calls}});
     step["gaps"] = std::move(gaps);
     j["step"] = std::move(step);
   }
@@ -134,9 +140,7 @@ Json ProgramJson(const analyzer::ProgramFit& p) {
     j["memory"] = MemoryJson(c.memory);
     j["memory"]["code_bytes"] = c.memory.generated_code_bytes;
   }
-  if (s.calls > 0 && p.built) {
-    j["estimate"] = MemoryJson(s.estimate);
-  }
+  if (s.calls > 0 && p.built) { j["estimate"] = MemoryJson(s.estimate); }
   j["source"] = p.estimated ? "estimate" : "compiler";
   j["device_memory_bytes"] = p.device_memory_bytes;
   if (!c.device_memory_source.empty()) j["device_memory_source"] = c.device_memory_source;
@@ -175,11 +179,12 @@ Json SummaryJson(const analyzer::Summary& s) {
   j["jobs"] = s.jobs;
   if (s.cpu_fallback_calls > 0) j["cpu_fallback_calls"] = s.cpu_fallback_calls;
   if (s.suggest)
-    j["suggest"] = {{"what_if_instructions", s.what_if_instructions}, {"what_if_supported", s.what_if_supported},
+    j["suggest"] = {{"what_if_instructions", s.what_if_instructions},
+                    {"what_if_supported", s.what_if_supported},
                     {"seconds", RoundSeconds(s.suggest_seconds)}};
   if (s.batched_units > 0)
-    j["batching"] = {{"units", s.batched_units}, {"compiles", s.batch_compiles}, {"batches", s.batches},
-                     {"splits", s.batch_splits}};
+    j["batching"] = {
+        {"units", s.batched_units}, {"compiles", s.batch_compiles}, {"batches", s.batches}, {"splits", s.batch_splits}};
   if (s.shard_count > 0)
     j["shard"] = {{"index", s.shard_index}, {"count", s.shard_count}, {"skipped", s.shard_skipped}, {"partial", true}};
   if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0) {
@@ -222,9 +227,9 @@ Json ToJson(const AnalysisResult& result, int verbosity) {
     for (size_t k = 0; k < result.target_count(); ++k) {
       Json one = ToJson(result.ForTarget(k), verbosity);
       Json t;
-      for (const char* key : {"backend", "backend_version", "support_percentage", "aten_support_percentage",
-                              "what_if_support_percentage", "what_if", "unsupported_operators", "summary",
-                              "instructions"})
+      for (const char* key :
+           {"backend", "backend_version", "support_percentage", "aten_support_percentage", "what_if_support_percentage",
+            "what_if", "unsupported_operators", "summary", "instructions"})
         if (one.contains(key)) t[key] = std::move(one[key]);
       targets.push_back(std::move(t));
     }

@@ -1,11 +1,11 @@
 // JUnit XML: one test case per aten op and dtype signature; a failure carries the reason, the call sites
 // and the rejected instructions. Validated against schemas/third_party/junit-10.xsd in the tests.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "opprobe_version.h"
 #include "reports/report.h"
@@ -20,7 +20,7 @@ namespace {
 
 struct Case {
   std::string op, signature;
-  std::string part_of;             // derived instructions: the aten op whose lowering made them
+  std::string part_of;  // derived instructions: the aten op whose lowering made them
   int64_t calls = 0;
   std::set<std::string> call_sites;
   std::set<size_t> probes;         // unique probes used
@@ -57,7 +57,8 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
       c.internal = c.internal || op.lowering == OpRecord::Lowering::kInternalError;
       c.unsupported = !c.internal;
       if (c.internal) c.error = true;
-      if (c.lowering_error.empty()) c.lowering_error = op.lowering_error.empty() ? "lowering failed" : op.lowering_error;
+      if (c.lowering_error.empty())
+        c.lowering_error = op.lowering_error.empty() ? "lowering failed" : op.lowering_error;
       continue;
     }
     for (size_t p : op.probes) {
@@ -93,9 +94,8 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"opprobe\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
                      cases.size() + partial, failures, errors + gap_cases, Time(total_time));
-  out += fmt::format(
-      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{}\">\n",
-      XmlEscape(suite_name), main_cases, failures, errors, Time(total_time));
+  out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{}\">\n",
+                     XmlEscape(suite_name), main_cases, failures, errors, Time(total_time));
   out += "    <properties>\n";
   auto prop = [&](const std::string& name, const std::string& value) {
     out += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", XmlEscape(name), XmlEscape(value));
@@ -127,12 +127,13 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
     out += head + ">\n";
     // The reason: the lowering error, else the first failing instruction's verdict.
     std::string reason = c.gap ? std::string(kLoweringGapTitle) + ": " + c.lowering_error : c.lowering_error;
-    std::string detail = c.internal ? fmt::format("{} ({}): opprobe failed on it, a bug in opprobe; not a verdict of {}\n",
-                                                  c.op, c.signature, result.backend_id)
-                         : c.gap ? fmt::format("{} ({}): {}; not a verdict of {}\n", c.op, c.signature, kLoweringGapTitle,
-                                             result.backend_id)
-                         : c.custom ? fmt::format("{} ({}) has no XLA lowering\n", c.op, c.signature)
-                                    : fmt::format("{} ({}) is not supported by {}\n", c.op, c.signature, result.backend_id);
+    std::string detail =
+        c.internal ? fmt::format("{} ({}): opprobe failed on it, a bug in opprobe; not a verdict of {}\n", c.op,
+                                 c.signature, result.backend_id)
+        : c.gap
+            ? fmt::format("{} ({}): {}; not a verdict of {}\n", c.op, c.signature, kLoweringGapTitle, result.backend_id)
+        : c.custom ? fmt::format("{} ({}) has no XLA lowering\n", c.op, c.signature)
+                   : fmt::format("{} ({}) is not supported by {}\n", c.op, c.signature, result.backend_id);
     detail += fmt::format("calls: {}", c.calls);
     if (!c.call_sites.empty()) {
       detail += " at";
@@ -159,9 +160,9 @@ std::string RenderJunit(const AnalysisResult& result, const RenderOptions& optio
       }
     }
     const char* element = c.gap || c.internal ? "error" : c.unsupported ? "failure" : "error";
-    const char* type = c.internal ? "internal-error"
-                       : c.gap    ? "lowering"
-                       : c.custom ? "custom-op"
+    const char* type = c.internal      ? "internal-error"
+                       : c.gap         ? "lowering"
+                       : c.custom      ? "custom-op"
                        : c.unsupported ? "unsupported"
                                        : "backend-error";
     out += fmt::format("      <{} message=\"{}\" type=\"{}\">{}</{}>\n", element, XmlEscape(reason), type,

@@ -1,8 +1,8 @@
 // Markdown for a pull-request comment (GitHub-flavoured tables, long lists folded in <details>).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "opprobe_version.h"
 #include "reports/report.h"
@@ -25,7 +25,14 @@ std::string Cell(const std::string& s) {
       case '|': out += "\\|"; break;
       case '\n': out += "<br>"; break;
       case '\r': break;
-      case '\\': case '*': case '_': case '`': case '[': case ']': case '#': case '~':
+      case '\\':
+      case '*':
+      case '_':
+      case '`':
+      case '[':
+      case ']':
+      case '#':
+      case '~':
         out += '\\';
         out += c;
         break;
@@ -70,9 +77,12 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
   out += fmt::format("Model {} ({}), backend {}{}. aten calls supported: **{}**; analyzed by opprobe: **{}**.\n\n",
                      Code(result.model), Cell(result.input_kind), Code(result.backend_id),
                      result.backend_version.empty() ? "" : " " + Code(result.backend_version),
-                     PercentLabel(result, result.AtenSupportPercentage()), PercentLabel(result, result.AnalyzedPercentage()));
+                     PercentLabel(result, result.AtenSupportPercentage()),
+                     PercentLabel(result, result.AnalyzedPercentage()));
   if (std::string what_if = WhatIfLine(result); !what_if.empty()) out += "*" + Cell(what_if) + "*\n\n";
-  out += "| HLO instructions | supported | aten calls | supported | call sites | unsupported entries | lowering gaps | unique probes | cached |\n";
+  out +=
+      "| HLO instructions | supported | aten calls | supported | call sites | unsupported entries | lowering gaps | "
+      "unique probes | cached |\n";
   out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n", tally.instructions,
                      tally.supported_instructions, tally.calls, tally.supported_calls, sites, unsupported.size(),
@@ -87,8 +97,8 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
         std::string origin = CallOrigin(u);
         t += fmt::format("| {} | {} | {}{}{} | {} | {} | {} | {} |\n", first ? Code(u.place) : "", u.count,
                          Code(u.kind), u.part_of.empty() ? "" : " (part of " + Code(u.part_of) + ")",
-                         origin.empty() ? "" : " (" + Cell(origin) + ")",
-                         Code(u.signature), Code(u.module_path), first ? Code(u.failure_at) : "",
+                         origin.empty() ? "" : " (" + Cell(origin) + ")", Code(u.signature), Code(u.module_path),
+                         first ? Code(u.failure_at) : "",
                          first ? (u.error ? "**error:** " : "") + Cell(u.reason) : "\"");
         first = false;
       }
@@ -113,28 +123,30 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
         out += fmt::format("- {} **{}**: {} of its {} instructions pass on {}; the group's then {}. {}: {}\n",
                            sg.verified ? ":white_check_mark: verified" : ":x: tried", Cell(sg.title),
                            FractionLabel(sg.supported_fraction), sg.instructions, Code(sg.backend),
-                           FractionLabel(GroupShareWith(g, sg)),
-                           sg.exact ? "Exact" : "Differs", Cell(sg.changes));
+                           FractionLabel(GroupShareWith(g, sg)), sg.exact ? "Exact" : "Differs", Cell(sg.changes));
         if (!sg.verified && !sg.refusal.empty()) out += "  Refused: " + Cell(sg.refusal) + "\n";
-        if (sg.verified) out += "\n  ```python\n  " + [&] {
-          std::string py = sg.python, indented;
-          for (char c : py) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
-          return indented;
-        }() + "\n  ```\n";
+        if (sg.verified)
+          out += "\n  ```python\n  " + [&] {
+            std::string py = sg.python, indented;
+            for (char c : py) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+            return indented;
+          }() + "\n  ```\n";
       }
       out += "\n";
     }
   }
   if (!internal.empty()) {
-    out += fmt::format("### {} ({} entr{})\n\nopprobe's lowering of these calls threw or built invalid HLO: a bug in "
-                       "opprobe, neither a gap nor the backend's verdict; no gate passes on it. Please report it.\n\n",
-                       kInternalErrorTitle, internal.size(), internal.size() == 1 ? "y" : "ies");
+    out += fmt::format(
+        "### {} ({} entr{})\n\nopprobe's lowering of these calls threw or built invalid HLO: a bug in "
+        "opprobe, neither a gap nor the backend's verdict; no gate passes on it. Please report it.\n\n",
+        kInternalErrorTitle, internal.size(), internal.size() == 1 ? "y" : "ies");
     out += table(internal);
   }
   if (!gaps.empty()) {
-    out += fmt::format("### {} ({} entr{})\n\nopprobe has no lowering for these calls yet: they are not the backend's "
-                       "verdict, and the analysis is incomplete until they are lowered.\n\n",
-                       kLoweringGapTitle, gaps.size(), gaps.size() == 1 ? "y" : "ies");
+    out += fmt::format(
+        "### {} ({} entr{})\n\nopprobe has no lowering for these calls yet: they are not the backend's "
+        "verdict, and the analysis is incomplete until they are lowered.\n\n",
+        kLoweringGapTitle, gaps.size(), gaps.size() == 1 ? "y" : "ies");
     out += table(gaps);
   }
   if (!result.ignored.empty()) {
@@ -152,8 +164,9 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
     std::stable_sort(dynamic.begin(), dynamic.end(), [](auto* a, auto* b) {
       return std::tie(a->op, a->loc.file, a->loc.line) < std::tie(b->op, b->loc.file, b->loc.line);
     });
-    out += fmt::format("### Dynamic-shape ops ({})\n\n| aten op | signature | call | supported | note |\n|---|---|---|---|---|\n",
-                       dynamic.size());
+    out += fmt::format(
+        "### Dynamic-shape ops ({})\n\n| aten op | signature | call | supported | note |\n|---|---|---|---|---|\n",
+        dynamic.size());
     for (auto* op : dynamic)
       out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(op->op), Code(op->signature), Code(op->loc.ToString()),
                          result.OpSupported(*op) ? "yes" : "no", Cell(op->note));
@@ -164,18 +177,21 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
     const auto& st = *result.steps;
     out += "### Steps\n\n" + Cell(StepsHeadline(st)) + ".\n\n";
     if (!st.recompilations.empty()) {
-      out += "| step | graph | run by | first call that differs | before | after | cause |\n|---:|---:|---|---|---|---|---|\n";
+      out +=
+          "| step | graph | run by | first call that differs | before | after | cause "
+          "|\n|---:|---:|---|---|---|---|---|\n";
       for (const auto& r : st.recompilations)
-        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.step, r.graph, Cell(StepsTrigger(r)),
-                           r.op.empty() ? "-" : Code(r.op) + " at " + Code(r.loc.ToString()),
-                           r.before.empty() ? "-" : Code(r.before), r.after.empty() ? "-" : Code(r.after), Cell(r.cause));
+        out +=
+            fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.step, r.graph, Cell(StepsTrigger(r)),
+                        r.op.empty() ? "-" : Code(r.op) + " at " + Code(r.loc.ToString()),
+                        r.before.empty() ? "-" : Code(r.before), r.after.empty() ? "-" : Code(r.after), Cell(r.cause));
       out += "\n";
     }
     if (!st.cuts.empty()) {
       out += "| cut at | op | kind | times | extra graphs |\n|---|---|---|---:|---:|\n";
       for (const auto& c : st.cuts)
-        out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(c.loc.ToString()), Code(c.op),
-                           CutKind(c), c.count, c.extra_graphs);
+        out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(c.loc.ToString()), Code(c.op), CutKind(c), c.count,
+                           c.extra_graphs);
       out += "\n";
     }
   }
@@ -191,7 +207,8 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
     if (auto cs = ProgramContributors(p); !cs.empty()) {
       out += "| where the bytes go (whole program) | call | size |\n|---|---|---:|\n";
       for (const auto& x : cs)
-        out += fmt::format("| {} | {} | {} |\n", Cell(x.what), x.where.empty() ? "-" : Code(x.where), FormatBytes(x.bytes));
+        out += fmt::format("| {} | {} | {} |\n", Cell(x.what), x.where.empty() ? "-" : Code(x.where),
+                           FormatBytes(x.bytes));
       out += "\n";
     }
     if (!p.step.gaps.empty()) {
@@ -204,7 +221,9 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
 
   if (result.programs.size() > 1) {
     auto groups = GroupBy(result, [](const analyzer::OpRecord& op) { return op.program.str(); });
-    out += "### Programs\n\n| program | support | aten support | aten calls | HLO instructions |\n|---|---:|---:|---:|---:|\n";
+    out +=
+        "### Programs\n\n| program | support | aten support | aten calls | HLO instructions "
+        "|\n|---|---:|---:|---:|---:|\n";
     for (const auto& name : result.programs) {
       Tally t;
       for (const auto& g : groups)
@@ -246,9 +265,10 @@ std::string RenderMarkdown(const AnalysisResult& result, const RenderOptions& op
       const auto& p = result.probes[i];
       std::string ops;
       for (const auto& op : uses[i].aten_ops) ops += (ops.empty() ? "" : ", ") + op;
-      out += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {} | {} |\n", compiler_probe::VerdictKindName(p.verdict.kind),
-                         Code(p.signature), Cell(ops), uses[i].instances, p.verdict.seconds, p.cache_hit ? "yes" : "no",
-                         Code(p.fingerprint), Cell(p.verdict.reason));
+      out +=
+          fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {} | {} |\n",
+                      compiler_probe::VerdictKindName(p.verdict.kind), Code(p.signature), Cell(ops), uses[i].instances,
+                      p.verdict.seconds, p.cache_hit ? "yes" : "no", Code(p.fingerprint), Cell(p.verdict.reason));
     }
     out += "\n</details>\n\n";
   }

@@ -1,11 +1,10 @@
 // Report writers: every format is a pure function of an AnalysisResult (DESIGN.md "Report").
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analyzer/driver/result.h"
 #include "support/status.h"
@@ -36,16 +35,16 @@ double RoundPercent(double pct);
 
 // What a renderer may vary on besides the result. Renderers never read the environment themselves.
 struct RenderOptions {
-  int verbosity = 2;  // json (and the detail of text/markdown): 2 aten, 1 +xla, 0 +per-instruction
-  bool color = false; // ANSI colours (text)
-  std::string cwd;    // absolute; source paths under it are shown relative to it (sarif, github, html)
+  int verbosity = 2;   // json (and the detail of text/markdown): 2 aten, 1 +xla, 0 +per-instruction
+  bool color = false;  // ANSI colours (text)
+  std::string cwd;     // absolute; source paths under it are shown relative to it (sarif, github, html)
 };
 
 using RenderFn = std::string (*)(const analyzer::AnalysisResult& result, const RenderOptions& options);
 
 struct Format {
-  std::string_view name;         // `--format NAME`
-  std::string_view extension;    // default file extension, e.g. `.sarif`
+  std::string_view name;       // `--format NAME`
+  std::string_view extension;  // default file extension, e.g. `.sarif`
   std::string_view description;
   RenderFn render;
   bool uses_cwd = false;  // reads RenderOptions::cwd (the CLI asks the system for it only then)
@@ -56,13 +55,14 @@ const std::vector<Format>& Formats();
 // nullptr for an unknown name.
 const Format* FindFormat(std::string_view name);
 
-std::string RenderJson(const analyzer::AnalysisResult& result, const RenderOptions& options);      // json_report.cpp
-std::string RenderText(const analyzer::AnalysisResult& result, const RenderOptions& options);      // text_report.cpp
-std::string RenderMarkdown(const analyzer::AnalysisResult& result, const RenderOptions& options);  // markdown_report.cpp
-std::string RenderJunit(const analyzer::AnalysisResult& result, const RenderOptions& options);     // junit_report.cpp
-std::string RenderSarif(const analyzer::AnalysisResult& result, const RenderOptions& options);     // sarif_report.cpp
-std::string RenderGithub(const analyzer::AnalysisResult& result, const RenderOptions& options);    // github_report.cpp
-std::string RenderHtml(const analyzer::AnalysisResult& result, const RenderOptions& options);      // html_report.cpp
+std::string RenderJson(const analyzer::AnalysisResult& result, const RenderOptions& options);  // json_report.cpp
+std::string RenderText(const analyzer::AnalysisResult& result, const RenderOptions& options);  // text_report.cpp
+std::string RenderMarkdown(const analyzer::AnalysisResult& result,
+                           const RenderOptions& options);                                        // markdown_report.cpp
+std::string RenderJunit(const analyzer::AnalysisResult& result, const RenderOptions& options);   // junit_report.cpp
+std::string RenderSarif(const analyzer::AnalysisResult& result, const RenderOptions& options);   // sarif_report.cpp
+std::string RenderGithub(const analyzer::AnalysisResult& result, const RenderOptions& options);  // github_report.cpp
+std::string RenderHtml(const analyzer::AnalysisResult& result, const RenderOptions& options);    // html_report.cpp
 
 // The same formats for a result of several targets (AnalysisResult::other_targets): each writer above hands such a
 // result to its form here (targets_report.cpp; HTML's in html_report.cpp, JSON's in json_report.cpp).

@@ -1,11 +1,11 @@
 // SARIF 2.1.0: one result per unsupported aten call site, located at the user's source line so that
 // code-scanning UIs annotate it. Paths under the working directory are relative to %SRCROOT%.
 // Validated against schemas/third_party/sarif-2.1.0-subset.schema.json in the tests.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "hlo/probe_unit.h"
 #include "opprobe_version.h"
@@ -45,8 +45,7 @@ constexpr Rule kRules[] = {
      "XLA lowering: an XLA backend needs a custom call or a CPU fallback for it.",
      "error"},
     {"opprobe/partial-analysis", "PartialAnalysis", "the captured script failed: partial analysis",
-     "The script raised or exited non-zero while it was captured; only the calls before that were analyzed.",
-     "error"},
+     "The script raised or exited non-zero while it was captured; only the calls before that were analyzed.", "error"},
     {"opprobe/internal-error", "InternalError", "opprobe failed on this call (a bug in opprobe)",
      "opprobe's lowering of this aten op threw or built invalid HLO: a bug in opprobe, neither a gap nor the "
      "backend's verdict. The analysis is incomplete and no gate passes on it; please report it.",
@@ -59,8 +58,7 @@ std::string UriPath(const std::string& path) {
   for (unsigned char c : ValidUtf8(path)) {
     if (std::isalnum(c) || std::string_view("-._~/!$&'()*+,;=:@").find(static_cast<char>(c)) != std::string_view::npos)
       out += static_cast<char>(c);
-    else
-      out += fmt::format("%{:02X}", c);
+    else out += fmt::format("%{:02X}", c);
   }
   return out;
 }
@@ -132,10 +130,15 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
                fmt::format("5|{}|{}", RelativeToCwd(c.location.file, options.cwd), c.exception_type), std::move(props));
   }
   for (const auto& u : UnsupportedOps(result)) {
-    int rule = u.internal_error ? 6 : u.failure_at == "lowering" ? 1 : u.failure_at == "custom_op" ? 4 : u.error ? 2 : 0;
+    int rule = u.internal_error              ? 6
+               : u.failure_at == "lowering"  ? 1
+               : u.failure_at == "custom_op" ? 4
+               : u.error                     ? 2
+                                             : 0;
     std::string message =
-        rule == 6   ? fmt::format("opprobe failed on {} ({}), a bug in opprobe: {}", u.kind, u.signature, u.reason)
-        : rule == 1 ? fmt::format("{}: {} ({}) has no HLO lowering: {}", kLoweringGapTitle, u.kind, u.signature, u.reason)
+        rule == 6 ? fmt::format("opprobe failed on {} ({}), a bug in opprobe: {}", u.kind, u.signature, u.reason)
+        : rule == 1
+            ? fmt::format("{}: {} ({}) has no HLO lowering: {}", kLoweringGapTitle, u.kind, u.signature, u.reason)
         : rule == 4 ? fmt::format("{}", u.reason)
                     : fmt::format("{} ({}) is not supported by {}: {}", u.kind, u.signature, u.failure_at, u.reason);
     if (!u.part_of.empty()) message += fmt::format(" (part of the lowering of {})", u.part_of);
@@ -164,8 +167,8 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
     }
     props["hlo_instructions"] = std::move(instrs);
     add_result(rule, message, u.file, u.line, u.module_path,
-               fmt::format("{}|{}|{}|{}|{}{}", rule, u.kind, u.signature, RelativeToCwd(u.file, options.cwd), u.module_path,
-                           origin.empty() ? "" : "|" + origin),
+               fmt::format("{}|{}|{}|{}|{}{}", rule, u.kind, u.signature, RelativeToCwd(u.file, options.cwd),
+                           u.module_path, origin.empty() ? "" : "|" + origin),
                std::move(props));
   }
   // Dynamic-shape ops the backend accepted in their bounded form still deserve a warning.
@@ -173,17 +176,19 @@ std::string RenderSarif(const AnalysisResult& result, const RenderOptions& optio
   for (const auto& op : result.ops)
     if (op.dynamic_shape && result.OpSupported(op)) dynamic.push_back(&op);
   std::stable_sort(dynamic.begin(), dynamic.end(), [](auto* a, auto* b) {
-    return std::tie(a->op, a->loc.file, a->loc.line, a->signature) < std::tie(b->op, b->loc.file, b->loc.line, b->signature);
+    return std::tie(a->op, a->loc.file, a->loc.line, a->signature) <
+           std::tie(b->op, b->loc.file, b->loc.line, b->signature);
   });
   for (auto* op : dynamic) {
     Json props;
     props["aten_op"] = op->op;
     props["signature"] = op->signature;
     props["count"] = op->count;
-    add_result(3, fmt::format("{} ({}) has a data-dependent output shape: {}", op->op, op->signature, op->note),
-               op->loc.file, op->loc.line, op->module_path,
-               fmt::format("3|{}|{}|{}|{}", op->op, op->signature, RelativeToCwd(op->loc.file, options.cwd), op->module_path),
-               std::move(props));
+    add_result(
+        3, fmt::format("{} ({}) has a data-dependent output shape: {}", op->op, op->signature, op->note), op->loc.file,
+        op->loc.line, op->module_path,
+        fmt::format("3|{}|{}|{}|{}", op->op, op->signature, RelativeToCwd(op->loc.file, options.cwd), op->module_path),
+        std::move(props));
   }
 
   Json run;

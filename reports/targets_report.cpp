@@ -61,8 +61,9 @@ std::string RenderMarkdownTargets(const AnalysisResult& result, const RenderOpti
     for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
     return o;
   };
-  std::string out = fmt::format("## opprobe: `{}` on {} targets\n\n| target | HLO instructions | aten calls |\n| --- | --- | --- |\n",
-                                md(result.model), m.targets.size());
+  std::string out =
+      fmt::format("## opprobe: `{}` on {} targets\n\n| target | HLO instructions | aten calls |\n| --- | --- | --- |\n",
+                  md(result.model), m.targets.size());
   for (const auto& t : m.targets) out += fmt::format("| `{}` | {} | {} |\n", md(t.id), t.percentage, t.aten_percentage);
   out += "\n";
   if (m.rows.empty()) {
@@ -92,7 +93,9 @@ std::string RenderMarkdownTargets(const AnalysisResult& result, const RenderOpti
 std::string RenderJunitTargets(const AnalysisResult& result, const RenderOptions& options) {
   // Each target's own document, its suites kept; the lowering-gap suite (the same for every target: opprobe's own
   // gaps) only once, from the first.
-  static const std::regex kHead("<testsuites name=\"opprobe\" tests=\"([0-9]+)\" failures=\"([0-9]+)\" errors=\"([0-9]+)\" time=\"([0-9.]+)\">\n");
+  static const std::regex kHead(
+      "<testsuites name=\"opprobe\" tests=\"([0-9]+)\" failures=\"([0-9]+)\" errors=\"([0-9]+)\" "
+      "time=\"([0-9.]+)\">\n");
   int64_t tests = 0, failures = 0, errors = 0;
   double time = 0;
   std::string suites;
@@ -108,7 +111,9 @@ std::string RenderJunitTargets(const AnalysisResult& result, const RenderOptions
       size_t first_end = body.find("  </testsuite>\n");
       if (first_end != std::string::npos) body = body.substr(0, first_end + std::string("  </testsuite>\n").size());
     }
-    static const std::regex kSuite("<testsuite name=\"[^\"]*\" tests=\"([0-9]+)\" failures=\"([0-9]+)\" errors=\"([0-9]+)\" skipped=\"0\" time=\"([0-9.]+)\">");
+    static const std::regex kSuite(
+        "<testsuite name=\"[^\"]*\" tests=\"([0-9]+)\" failures=\"([0-9]+)\" errors=\"([0-9]+)\" skipped=\"0\" "
+        "time=\"([0-9.]+)\">");
     for (auto it = std::sregex_iterator(body.begin(), body.end(), kSuite); it != std::sregex_iterator(); ++it) {
       tests += std::stoll((*it)[1]);
       failures += std::stoll((*it)[2]);
@@ -117,9 +122,10 @@ std::string RenderJunitTargets(const AnalysisResult& result, const RenderOptions
     }
     suites += body;
   }
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"opprobe\" tests=\"{}\" failures=\"{}\" "
-                     "errors=\"{}\" time=\"{:.3f}\">\n{}</testsuites>\n",
-                     tests, failures, errors, time, suites);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"opprobe\" tests=\"{}\" failures=\"{}\" "
+      "errors=\"{}\" time=\"{:.3f}\">\n{}</testsuites>\n",
+      tests, failures, errors, time, suites);
 }
 
 std::string RenderSarifTargets(const AnalysisResult& result, const RenderOptions& options) {

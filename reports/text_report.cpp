@@ -1,8 +1,8 @@
 // The terminal report: aligned tables, ANSI colour only when asked (the CLI asks on a terminal without NO_COLOR).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "opprobe_version.h"
 #include "reports/report.h"
@@ -99,19 +99,21 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     return color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
   };
   const auto& s = result.summary;
-  std::string out = fmt::format("opprobe {} report: {} ({}) on {}{}\n\n", OPPROBE_VERSION, Clean(result.model),
-                                result.input_kind, result.backend_id,
-                                result.backend_version.empty() ? "" : " (" + result.backend_version + ")");
+  std::string out =
+      fmt::format("opprobe {} report: {} ({}) on {}{}\n\n", OPPROBE_VERSION, Clean(result.model), result.input_kind,
+                  result.backend_id, result.backend_version.empty() ? "" : " (" + result.backend_version + ")");
   for (const auto& b : result.IncompleteReasons()) out += paint("! " + Clean(b), "1;33") + "\n";
   double pct = result.SupportPercentage();
   const Tally all = TallyAll(result);
-  out += fmt::format("Support: {} of HLO instructions ({} of {}), {} of aten calls ({} of {})\n",
-                     paint(PercentLabel(result, pct), RoundPercent(pct) >= 100 && !result.incomplete() ? "1;32" : "1;31"),
-                     all.supported_instructions, all.instructions, PercentLabel(result, result.AtenSupportPercentage()),
-                     all.supported_calls, all.calls);
-  out += fmt::format("Analyzed: {} of aten calls lowered by opprobe ({} calls without a lowering, {} calls of custom "
-                     "ops outside aten)\n",
-                     PercentLabel(result, result.AnalyzedPercentage()), s.lowering_gap_calls, s.custom_op_calls);
+  out +=
+      fmt::format("Support: {} of HLO instructions ({} of {}), {} of aten calls ({} of {})\n",
+                  paint(PercentLabel(result, pct), RoundPercent(pct) >= 100 && !result.incomplete() ? "1;32" : "1;31"),
+                  all.supported_instructions, all.instructions, PercentLabel(result, result.AtenSupportPercentage()),
+                  all.supported_calls, all.calls);
+  out += fmt::format(
+      "Analyzed: {} of aten calls lowered by opprobe ({} calls without a lowering, {} calls of custom "
+      "ops outside aten)\n",
+      PercentLabel(result, result.AnalyzedPercentage()), s.lowering_gap_calls, s.custom_op_calls);
   if (std::string what_if = WhatIfLine(result); !what_if.empty()) out += paint(what_if, "36") + "\n";
 
   auto [unsupported, gaps] = SplitLoweringGaps(UnsupportedOps(result));
@@ -133,14 +135,16 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     return t.Render(color);
   };
   size_t groups = GroupUnsupported(unsupported).size();
-  out += "\n" + paint(fmt::format("Unsupported aten ops ({} entr{} in {} group{} by source line and reason)",
-                                   unsupported.size(), unsupported.size() == 1 ? "y" : "ies", groups,
-                                   groups == 1 ? "" : "s"),
-                       "1") + "\n";
+  out += "\n" +
+         paint(fmt::format("Unsupported aten ops ({} entr{} in {} group{} by source line and reason)",
+                           unsupported.size(), unsupported.size() == 1 ? "y" : "ies", groups, groups == 1 ? "" : "s"),
+               "1") +
+         "\n";
   out += unsupported.empty() ? "  none\n" : table(unsupported);
   if (s.suggest && !unsupported.empty()) {
-    out += "\n" + paint(fmt::format("Suggested rewrites (--suggest: each lowered and probed on {})", result.backend_id),
-                         "1") + "\n";
+    out += "\n" +
+           paint(fmt::format("Suggested rewrites (--suggest: each lowered and probed on {})", result.backend_id), "1") +
+           "\n";
     for (const auto& g : GroupUnsupported(unsupported)) {
       out += fmt::format("  {}  {}\n", g.place.empty() ? "-" : g.place, Clean(g.reason));
       const auto list = GroupSuggestions(g);
@@ -156,7 +160,8 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
           size_t start = 0;
           while (start < sg.python.size()) {
             size_t nl = sg.python.find('\n', start);
-            out += "      | " + sg.python.substr(start, nl == std::string::npos ? std::string::npos : nl - start) + "\n";
+            out +=
+                "      | " + sg.python.substr(start, nl == std::string::npos ? std::string::npos : nl - start) + "\n";
             if (nl == std::string::npos) break;
             start = nl + 1;
           }
@@ -165,15 +170,19 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     }
   }
   if (!internal.empty()) {
-    out += "\n" + paint(fmt::format("{} ({} entr{}: a bug in opprobe; neither a gap nor a device verdict)",
-                                     kInternalErrorTitle, internal.size(), internal.size() == 1 ? "y" : "ies"),
-                         "1") + "\n";
+    out += "\n" +
+           paint(fmt::format("{} ({} entr{}: a bug in opprobe; neither a gap nor a device verdict)",
+                             kInternalErrorTitle, internal.size(), internal.size() == 1 ? "y" : "ies"),
+                 "1") +
+           "\n";
     out += table(internal);
   }
   if (!gaps.empty()) {
-    out += "\n" + paint(fmt::format("{} ({} entr{}: opprobe has no lowering; not a device verdict)", kLoweringGapTitle,
-                                     gaps.size(), gaps.size() == 1 ? "y" : "ies"),
-                         "1") + "\n";
+    out += "\n" +
+           paint(fmt::format("{} ({} entr{}: opprobe has no lowering; not a device verdict)", kLoweringGapTitle,
+                             gaps.size(), gaps.size() == 1 ? "y" : "ies"),
+                 "1") +
+           "\n";
     out += table(gaps);
   }
   if (!result.ignored.empty()) {
@@ -222,8 +231,7 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     if (!st.cuts.empty()) {
       Table t({"CUT AT", "OP", "KIND", "TIMES", "EXTRA GRAPHS"}, {false, false, false, true, true});
       for (const auto& c : st.cuts)
-        t.Add({c.loc.ToString(), c.op, CutKind(c),
-               std::to_string(c.count), std::to_string(c.extra_graphs)});
+        t.Add({c.loc.ToString(), c.op, CutKind(c), std::to_string(c.count), std::to_string(c.extra_graphs)});
       out += t.Render(color);
     }
   }
@@ -256,8 +264,8 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
       Tally tally;
       for (const auto& g : groups)
         if (g.key == name) tally = g.tally;
-      t.Add({name, FormatPercent(tally.Percentage()), FormatPercent(tally.AtenPercentage()), std::to_string(tally.calls),
-             std::to_string(tally.instructions)});
+      t.Add({name, FormatPercent(tally.Percentage()), FormatPercent(tally.AtenPercentage()),
+             std::to_string(tally.calls), std::to_string(tally.instructions)});
     }
     out += t.Render(color);
   }
@@ -270,7 +278,8 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
     } else {
       Table t({"INSTRUCTION", "ATEN OP", "CALL", "REASON"});
       for (const auto& u : instrs)
-        t.Add({u.signature, u.part_of.empty() ? u.aten_op : u.aten_op + " (part of " + u.part_of + ")", u.call.empty() ? "-" : u.call,
+        t.Add({u.signature, u.part_of.empty() ? u.aten_op : u.aten_op + " (part of " + u.part_of + ")",
+               u.call.empty() ? "-" : u.call,
                (u.error ? "error: " : "") + u.reason + (u.repro.empty() ? "" : " (repro: " + u.repro + ")")},
               {"31", "", "", ""});
       out += t.Render(color);
@@ -319,12 +328,13 @@ std::string RenderText(const AnalysisResult& result, const RenderOptions& option
       s.aten_calls, s.aten_nodes, s.distinct_signatures, s.lowering_failures, s.hlo_instructions, s.unique_probes,
       s.cache_hits, s.probes_run, s.probe_seconds, s.wall_seconds, s.jobs, s.jobs == 1 ? "" : "s");
   if (s.batched_units > 0)
-    out += fmt::format("Batched: {} units judged in {} compiles ({} programs of several units, {} split to find a "
-                       "refusal; --probe-batch)\n",
-                       s.batched_units, s.batch_compiles, s.batches, s.batch_splits);
+    out += fmt::format(
+        "Batched: {} units judged in {} compiles ({} programs of several units, {} split to find a "
+        "refusal; --probe-batch)\n",
+        s.batched_units, s.batch_compiles, s.batches, s.batch_splits);
   if (s.shard_count > 0)
-    out += fmt::format("PARTIAL: --shard {}/{} probed only its own units; {} were left to other shards\n", s.shard_index,
-                       s.shard_count, s.shard_skipped);
+    out += fmt::format("PARTIAL: --shard {}/{} probed only its own units; {} were left to other shards\n",
+                       s.shard_index, s.shard_count, s.shard_skipped);
   if (s.interp_agree + s.interp_differ + s.interp_not_compared > 0)
     out += fmt::format("Numerics vs interp: {} unique probes agree, {} differ, {} not compared\n", s.interp_agree,
                        s.interp_differ, s.interp_not_compared);

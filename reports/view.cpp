@@ -1,12 +1,12 @@
 #include "reports/view.h"
 
-#include "reports/report.h"
-
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 #include <unordered_map>
+
+#include "reports/report.h"
 
 namespace opprobe::reports {
 
@@ -55,8 +55,8 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     u.place = SourcePlace(op.loc, result.source_dir);
     SetOrigin(op, result.source_dir, u);
     u.suggestions = op.suggestions;
-    u.instructions = op.lowering != OpRecord::Lowering::kOk ? op.count
-                                                             : op.count * static_cast<int64_t>(op.probes.size());
+    u.instructions =
+        op.lowering != OpRecord::Lowering::kOk ? op.count : op.count * static_cast<int64_t>(op.probes.size());
     if (op.lowering != OpRecord::Lowering::kOk) {
       u.failed_instructions = op.count;
     } else {
@@ -71,9 +71,8 @@ std::vector<UnsupportedOp> UnsupportedOps(const AnalysisResult& result) {
     }
     out.push_back(std::move(u));
   }
-  std::stable_sort(out.begin(), out.end(), [](const UnsupportedOp& a, const UnsupportedOp& b) {
-    return OpKey(a) < OpKey(b);
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const UnsupportedOp& a, const UnsupportedOp& b) { return OpKey(a) < OpKey(b); });
   // Merge entries that print identically (e.g. the same op at the same line with different scalar arguments).
   std::vector<UnsupportedOp> merged;
   for (auto& u : out) {
@@ -122,9 +121,8 @@ std::vector<analyzer::Suggestion> GroupSuggestions(const UnsupportedGroup& g) {
   std::vector<analyzer::Suggestion> out;
   for (const auto& e : g.entries)
     for (const auto& sg : e.suggestions)
-      if (std::none_of(out.begin(), out.end(), [&](const analyzer::Suggestion& x) {
-            return x.rewrite == sg.rewrite && x.python == sg.python;
-          }))
+      if (std::none_of(out.begin(), out.end(),
+                       [&](const analyzer::Suggestion& x) { return x.rewrite == sg.rewrite && x.python == sg.python; }))
         out.push_back(sg);
   std::stable_partition(out.begin(), out.end(), [](const analyzer::Suggestion& s) { return s.verified; });
   return out;
@@ -167,8 +165,9 @@ std::string WhatIfLine(const AnalysisResult& result) {
         std::any_of(result.ops.begin(), result.ops.end(), [&](const OpRecord& op) { return !result.OpSupported(op); });
     return any_unsupported ? "what-if: no verified suggestion to apply" : "";
   }
-  return fmt::format("what-if: {} with the verified suggestions of {} call site{} applied (not this analysis's verdict)",
-                     PercentLabel(result, result.WhatIfPercentage()), verified, verified == 1 ? "" : "s");
+  return fmt::format(
+      "what-if: {} with the verified suggestions of {} call site{} applied (not this analysis's verdict)",
+      PercentLabel(result, result.WhatIfPercentage()), verified, verified == 1 ? "" : "s");
 }
 
 std::pair<std::vector<UnsupportedOp>, std::vector<UnsupportedOp>> SplitLoweringGaps(std::vector<UnsupportedOp> ops) {
@@ -260,7 +259,8 @@ SupportedAtenTally TallySupportedAten(const AnalysisResult& result) {
   for (const auto& [g, c] : groups) {
     const OpRecord& op = result.ops[c.record];
     out.calls[op.op.str()] += c.count;
-    if (std::string parent = PartOfName(result, op); !parent.empty()) out.marked[op.op + " (part of " + parent + ")"] += c.count;
+    if (std::string parent = PartOfName(result, op); !parent.empty())
+      out.marked[op.op + " (part of " + parent + ")"] += c.count;
     else out.marked[op.op.str()] += c.count;
   }
   return out;
@@ -312,8 +312,8 @@ std::vector<UnsupportedInstruction> UnsupportedInstructions(const AnalysisResult
   for (auto& [key, u] : by_key) {
     if (!out.empty()) {
       auto& last = out.back();
-      if (last.signature == u.signature && last.aten_op == u.aten_op && last.part_of == u.part_of && last.call == u.call &&
-          last.reason == u.reason && last.repro == u.repro) {
+      if (last.signature == u.signature && last.aten_op == u.aten_op && last.part_of == u.part_of &&
+          last.call == u.call && last.reason == u.reason && last.repro == u.repro) {
         last.count += u.count;
         continue;
       }
@@ -388,7 +388,8 @@ Tally TallyAll(const AnalysisResult& result) {
 }
 
 double Tally::Percentage() const {
-  return instructions == 0 ? 100.0 : 100.0 * static_cast<double>(supported_instructions) / static_cast<double>(instructions);
+  return instructions == 0 ? 100.0
+                           : 100.0 * static_cast<double>(supported_instructions) / static_cast<double>(instructions);
 }
 
 double Tally::AtenPercentage() const {
@@ -509,10 +510,8 @@ SupportMatrix BuildSupportMatrix(const analyzer::AnalysisResult& result) {
     }
   }
   for (auto& [op, r] : rows) {
-    if (std::all_of(r.supported.begin(), r.supported.end(), [](bool b) { return b; }))
-      ++m.ops_supported_everywhere;
-    else
-      m.rows.push_back(std::move(r));
+    if (std::all_of(r.supported.begin(), r.supported.end(), [](bool b) { return b; })) ++m.ops_supported_everywhere;
+    else m.rows.push_back(std::move(r));
   }
   return m;
 }
@@ -562,13 +561,15 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p) {
                          : fmt::format("needs {} per device", FormatBytes(p.required_bytes));
   switch (c.outcome) {
     case O::kCompiled:
-      if (!c.has_memory) return fmt::format("{} compiled by {} for {}; the compiler gave no memory figures", p.what,
-                                            c.compiler, devices);
+      if (!c.has_memory)
+        return fmt::format("{} compiled by {} for {}; the compiler gave no memory figures", p.what, c.compiler,
+                           devices);
       return fmt::format("{} ({} HLO instructions) compiled by {} for {}: {}{}", p.what, p.instructions, c.compiler,
                          devices, need, verdict);
     case O::kRefused:
       if (c.memory_refusal) {
-        std::string counts = c.required_what.empty() ? "" : fmt::format(" ({} alone, the compiler's figure)", c.required_what);
+        std::string counts =
+            c.required_what.empty() ? "" : fmt::format(" ({} alone, the compiler's figure)", c.required_what);
         if (p.device_memory_bytes > 0)
           need = fmt::format("needs {}{} of the {} one device has{}", FormatBytes(p.required_bytes), counts,
                              FormatBytes(p.device_memory_bytes), from);
@@ -578,13 +579,15 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p) {
     case O::kError: return fmt::format("{} not compiled: {}", p.what, c.message);
     case O::kUnsupported:
       if (p.estimated && c.devices > 1)
-        return fmt::format("{}: {}; opprobe's estimate is of the whole step on one device ({}), not of one of the "
-                           "{} devices it is split over: whether it fits is not known",
-                           p.what, c.message, FormatBytes(p.required_bytes), c.devices);
+        return fmt::format(
+            "{}: {}; opprobe's estimate is of the whole step on one device ({}), not of one of the "
+            "{} devices it is split over: whether it fits is not known",
+            p.what, c.message, FormatBytes(p.required_bytes), c.devices);
       if (p.estimated)
-        return fmt::format("{}: {}; opprobe's estimate (the recorded step's liveness: no fusion, no "
-                           "rematerialisation) {}{}",
-                           p.what, c.message, need, verdict);
+        return fmt::format(
+            "{}: {}; opprobe's estimate (the recorded step's liveness: no fusion, no "
+            "rematerialisation) {}{}",
+            p.what, c.message, need, verdict);
       return fmt::format("{}: {}", p.what, c.message);
   }
   return p.what;
@@ -635,7 +638,7 @@ std::string CutKind(const analyzer::StepGraphs::Cut& c) {
 std::string StepsTrigger(const analyzer::StepGraphs::Recompilation& r) {
   std::string what = r.trigger_kind == "value_read"     ? "value read (" + r.trigger_op + ")"
                      : r.trigger_kind == "cpu_fallback" ? "CPU fallback (" + r.trigger_op + ")"
-                                                         : r.trigger_op;
+                                                        : r.trigger_op;
   return r.trigger_loc.empty() ? what : what + " at " + r.trigger_loc.ToString();
 }
 

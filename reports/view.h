@@ -20,18 +20,18 @@ struct UnsupportedOp {
   std::string file;        // as recorded
   int line = 0;
   std::string reason;
-  std::string signature;   // `f32[4], c64[4]`
+  std::string signature;  // `f32[4], c64[4]`
   std::string module_path;
   std::string program;
   std::string phase;
-  int64_t count = 0;       // merged call instances
+  int64_t count = 0;                // merged call instances
   int64_t failed_instructions = 0;  // unsupported instruction instances (count-weighted; lowering failure: 1 each)
   int64_t instructions = 0;  // all its instruction instances (count-weighted; lowering failure or custom op: 1 each)
   bool dynamic_shape = false;
-  bool error = false;      // the first failing verdict is no judgement (a backend error, or not probed), not a rejection
+  bool error = false;  // the first failing verdict is no judgement (a backend error, or not probed), not a rejection
   std::vector<size_t> failing_probes;  // unique indices into result.probes, ascending
-  std::string part_of;     // derived: `aten::add.Tensor` whose lowering made this instruction; empty for a real call
-  std::string place;       // `models/det.py:24`: the call site relative to the script's folder; empty when unknown
+  std::string part_of;  // derived: `aten::add.Tensor` whose lowering made this instruction; empty for a real call
+  std::string place;    // `models/det.py:24`: the call site relative to the script's folder; empty when unknown
   // Traces: `torchvision/models/resnet.py:154`, the library frame inside `place` when the call was made in a library.
   std::string lib_place;
   // Traces: a backward op's forward call (the op whose autograd node made it) with its place and library frame.
@@ -52,10 +52,10 @@ std::vector<UnsupportedOp> UnsupportedOps(const analyzer::AnalysisResult& result
 
 // Unsupported entries that share the user's source line, reason and failure place: one root cause.
 struct UnsupportedGroup {
-  std::string place;       // `models/det.py:24`, empty when unknown
+  std::string place;  // `models/det.py:24`, empty when unknown
   std::string reason;
   std::string failure_at;
-  int64_t count = 0;       // call instances of all entries
+  int64_t count = 0;  // call instances of all entries
   std::vector<UnsupportedOp> entries;
 };
 
@@ -112,7 +112,8 @@ std::string StepsHeadline(const analyzer::StepGraphs& s);
 // `15.75 GiB`, `312.0 MiB`, `12 B`: powers of 1024, as XLA prints memory.
 std::string FormatBytes(int64_t bytes);
 // The words of a --fit program's outcome, as every format says it.
-std::string ProgramOutcome(const analyzer::ProgramFit& p);  // `compiled`, `refused`, `error`, `not compiled`, `not built`
+std::string ProgramOutcome(
+    const analyzer::ProgramFit& p);  // `compiled`, `refused`, `error`, `not compiled`, `not built`
 // One sentence: what was compiled by what, what one device needs of what it has, and whether it fits.
 std::string ProgramHeadline(const analyzer::ProgramFit& p);
 // Where the bytes go, largest first: the program's inputs and outputs by kind (parameters, gradients, optimizer state,
@@ -120,8 +121,8 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p);
 // forward keeps for the backward by the line that made them (the top `max_lines`). Whole-program figures, not per
 // device.
 struct ProgramContributor {
-  std::string what;  // `parameters`, `activations kept for backward`
-  std::string where; // the line, for activations; empty otherwise
+  std::string what;   // `parameters`, `activations kept for backward`
+  std::string where;  // the line, for activations; empty otherwise
   int64_t bytes = 0;
 };
 // The per-device memory rows of a --fit program (the compiler's figures, else opprobe's estimate), `total` last.
@@ -186,14 +187,14 @@ std::vector<size_t> SortedProbeOrder(const analyzer::AnalysisResult& result);
 
 // Instruction-instance and call counts over a subset of ops.
 struct Tally {
-  int64_t calls = 0;                   // the program's calls (derived records, part_of >= 0, are not calls)
+  int64_t calls = 0;  // the program's calls (derived records, part_of >= 0, are not calls)
   int64_t supported_calls = 0;
-  int64_t instructions = 0;            // lowering failure: 1 each
+  int64_t instructions = 0;  // lowering failure: 1 each
   int64_t supported_instructions = 0;
   // `derived_unsupported`: whether a record derived from `op` is unsupported (UnsupportedDerived, one pass for all).
   void Add(const analyzer::AnalysisResult& result, const analyzer::OpRecord& op, bool derived_unsupported);
-  double Percentage() const;           // instructions; 100 when empty
-  double AtenPercentage() const;       // calls; 100 when empty
+  double Percentage() const;      // instructions; 100 when empty
+  double AtenPercentage() const;  // calls; 100 when empty
 };
 
 // Every record of the result tallied (in one pass over its derived records).
@@ -208,8 +209,7 @@ struct Group {
   Tally tally;
   std::vector<size_t> ops;  // indices into result.ops
 };
-std::vector<Group> GroupBy(const analyzer::AnalysisResult& result,
-                           std::string (*key)(const analyzer::OpRecord& op));
+std::vector<Group> GroupBy(const analyzer::AnalysisResult& result, std::string (*key)(const analyzer::OpRecord& op));
 
 // `file` relative to `cwd` when it lies under it (both as given; no file-system access), else unchanged.
 std::string RelativeToCwd(const std::string& file, const std::string& cwd);
@@ -232,13 +232,13 @@ struct SupportMatrix {
     std::string percentage, aten_percentage;  // as PercentLabel shows them
   };
   struct Row {
-    std::string op;                 // `aten::mul`
-    int64_t calls = 0;              // call instances (count-weighted)
-    std::vector<bool> supported;    // per target, in `targets`' order
+    std::string op;                   // `aten::mul`
+    int64_t calls = 0;                // call instances (count-weighted)
+    std::vector<bool> supported;      // per target, in `targets`' order
     std::vector<std::string> reason;  // per target: the first reason it is unsupported ("" when supported)
   };
   std::vector<Target> targets;
-  std::vector<Row> rows;              // sorted by op
+  std::vector<Row> rows;  // sorted by op
   int64_t ops_supported_everywhere = 0;
 };
 SupportMatrix BuildSupportMatrix(const analyzer::AnalysisResult& result);

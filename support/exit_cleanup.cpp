@@ -3,9 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <time.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -45,8 +45,8 @@ std::array<FolderSlot, kMaxFolders> g_folders{};
 std::atomic<int> g_holders{0};
 std::atomic<bool> g_ending{false};
 
-pid_t g_owner = 0;             // the process that installed the handlers (not a fork of it)
-int g_wake[2] = {-1, -1};      // the handler's byte to the cleanup thread
+pid_t g_owner = 0;               // the process that installed the handlers (not a fork of it)
+int g_wake[2] = {-1, -1};        // the handler's byte to the cleanup thread
 std::atomic<int> g_stopping{0};  // the signal being handled, 0 before any
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -184,7 +184,8 @@ void CleanupThread() {
     if (errno != EINTR) return;
   const int sig = g_stopping.load();
   char line[128];
-  std::snprintf(line, sizeof line, "opprobe: SIG%s: stopping its compilers and workers, removing its temporary folders\n",
+  std::snprintf(line, sizeof line,
+                "opprobe: SIG%s: stopping its compilers and workers, removing its temporary folders\n",
                 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
   WriteStderr(line);
   EndStarts(10 * 1000);  // whatever starts after this waits for the end

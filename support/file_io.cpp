@@ -1,6 +1,7 @@
 #include "support/file_io.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,8 +14,6 @@
 #include <filesystem>
 #include <mutex>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "support/exit_cleanup.h"
 #include "support/quote.h"
@@ -38,8 +37,8 @@ std::string SiblingName(const std::string& target, const char* kind) {
   static std::atomic<uint64_t> counter{0};
   fs::path t(target);
   fs::path dir = t.parent_path();
-  std::string name = fmt::format(".{}.{}.{}.{}", t.filename().string(), kind, static_cast<long>(::getpid()),
-                                 counter.fetch_add(1));
+  std::string name =
+      fmt::format(".{}.{}.{}.{}", t.filename().string(), kind, static_cast<long>(::getpid()), counter.fetch_add(1));
   return dir.empty() ? name : (dir / name).string();
 }
 
@@ -93,8 +92,8 @@ Expected<std::string> ReadOpen(const OpenFile& file, const std::string& path, ui
   const uint64_t size = regular ? static_cast<uint64_t>(st.st_size) : 0;
   if (whole && regular && size > max_bytes) {
     ::close(fd);
-    return InvalidInput(fmt::format("{}: the file has {} bytes, more than the {} this input may have", path, size,
-                                    max_bytes));
+    return InvalidInput(
+        fmt::format("{}: the file has {} bytes, more than the {} this input may have", path, size, max_bytes));
   }
   std::string data;
   if (regular) data.reserve(static_cast<size_t>(std::min(size, max_bytes)));
@@ -117,8 +116,7 @@ Expected<std::string> Read(const std::string& path, uint64_t max_bytes, bool who
 }
 
 // Writes `contents` to a new file `temp` (0666 less the umask) and flushes it to disk.
-Status WriteTemp(const std::string& target, const std::string& temp, std::string_view contents,
-                 Durability durability) {
+Status WriteTemp(const std::string& target, const std::string& temp, std::string_view contents, Durability durability) {
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) return WriteError(target, errno);
   auto fail = [&](int err) {
@@ -256,8 +254,11 @@ Expected<FileBytes> FileBytes::Open(const std::string& path, uint64_t max_bytes)
 }
 
 FileBytes::FileBytes(FileBytes&& other) noexcept
-    : map_(std::exchange(other.map_, nullptr)), size_(std::exchange(other.size_, 0)),
-      guard_(std::exchange(other.guard_, -1)), message_(std::move(other.message_)), data_(std::move(other.data_)) {}
+    : map_(std::exchange(other.map_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      guard_(std::exchange(other.guard_, -1)),
+      message_(std::move(other.message_)),
+      data_(std::move(other.data_)) {}
 
 FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
   if (this != &other) {
@@ -288,7 +289,10 @@ Expected<FileReader> FileReader::Open(const std::string& path) {
 }
 
 FileReader::FileReader(FileReader&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), regular_(other.regular_), size_(other.size_),
+    : fd_(std::exchange(other.fd_, -1)),
+      path_(std::move(other.path_)),
+      regular_(other.regular_),
+      size_(other.size_),
       done_(other.done_) {}
 
 FileReader& FileReader::operator=(FileReader&& other) noexcept {

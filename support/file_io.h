@@ -55,7 +55,7 @@ class FileBytes {
   void Release();
   void* map_ = nullptr;  // null: the bytes are in data_
   size_t size_ = 0;
-  int guard_ = -1;  // this mapping's slot in the SIGBUS handler's table, or -1
+  int guard_ = -1;                        // this mapping's slot in the SIGBUS handler's table, or -1
   std::unique_ptr<std::string> message_;  // what the handler writes (in the heap: a move leaves it in place)
   std::string data_;
 };

@@ -17,10 +17,10 @@ class HeapOptional {
   using value_type = T;
 
   HeapOptional() = default;
-  HeapOptional(std::nullopt_t) {}  // NOLINT: implicit, as std::optional's
-  HeapOptional(const T& v) : p_(std::make_unique<T>(v)) {}  // NOLINT
+  HeapOptional(std::nullopt_t) {}                                 // NOLINT: implicit, as std::optional's
+  HeapOptional(const T& v) : p_(std::make_unique<T>(v)) {}        // NOLINT
   HeapOptional(T&& v) : p_(std::make_unique<T>(std::move(v))) {}  // NOLINT
-  HeapOptional(const std::optional<T>& v) : p_(v ? std::make_unique<T>(*v) : nullptr) {}  // NOLINT
+  HeapOptional(const std::optional<T>& v) : p_(v ? std::make_unique<T>(*v) : nullptr) {}        // NOLINT
   HeapOptional(std::optional<T>&& v) : p_(v ? std::make_unique<T>(std::move(*v)) : nullptr) {}  // NOLINT
   HeapOptional(const HeapOptional& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
   HeapOptional(HeapOptional&&) noexcept = default;
@@ -42,11 +42,13 @@ class HeapOptional {
     return *this;
   }
   HeapOptional& operator=(const std::optional<T>& v) {
-    if (v) emplace(*v); else p_.reset();
+    if (v) emplace(*v);
+    else p_.reset();
     return *this;
   }
   HeapOptional& operator=(std::optional<T>&& v) {
-    if (v) emplace(std::move(*v)); else p_.reset();
+    if (v) emplace(std::move(*v));
+    else p_.reset();
     return *this;
   }
 

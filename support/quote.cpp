@@ -13,10 +13,10 @@ size_t Utf8Length(std::string_view text, size_t i) {
   if (n == 0 || i + n > text.size()) return 0;
   for (size_t k = 1; k < n; ++k)
     if ((b(i + k) & 0xC0) != 0x80) return 0;
-  if (c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
-  if (c == 0xED && b(i + 1) > 0x9F) return 0;   // surrogates
-  if (c == 0xF0 && b(i + 1) < 0x90) return 0;   // overlong
-  if (c == 0xF4 && b(i + 1) > 0x8F) return 0;   // past U+10FFFF
+  if (c == 0xE0 && b(i + 1) < 0xA0) return 0;  // overlong
+  if (c == 0xED && b(i + 1) > 0x9F) return 0;  // surrogates
+  if (c == 0xF0 && b(i + 1) < 0x90) return 0;  // overlong
+  if (c == 0xF4 && b(i + 1) > 0x8F) return 0;  // past U+10FFFF
   return n;
 }
 

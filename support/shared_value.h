@@ -16,7 +16,7 @@ class SharedValue {
   using value_type = T;
 
   SharedValue() = default;
-  SharedValue(const T& v) : p_(std::make_shared<T>(v)) {}  // NOLINT: implicit, as a T field would take one
+  SharedValue(const T& v) : p_(std::make_shared<T>(v)) {}        // NOLINT: implicit, as a T field would take one
   SharedValue(T&& v) : p_(std::make_shared<T>(std::move(v))) {}  // NOLINT
   explicit SharedValue(std::shared_ptr<T> p) : p_(std::move(p)) {}
 

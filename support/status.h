@@ -49,7 +49,7 @@ inline Status Internal(std::string m) { return Status(ErrorCode::kInternal, std:
 template <typename T>
 class Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}  // NOLINT(implicit)
+  Expected(T value) : v_(std::move(value)) {}                                              // NOLINT(implicit)
   Expected(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -76,10 +76,10 @@ class Expected {
 #define OPPROBE_CONCAT(a, b) OPPROBE_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function when `expr` (a Status) is not ok.
-#define OPPROBE_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    ::opprobe::Status _st = (expr);            \
-    if (!_st.ok()) return _st;                 \
+#define OPPROBE_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::opprobe::Status _st = (expr);   \
+    if (!_st.ok()) return _st;        \
   } while (0)
 
 // `OPPROBE_ASSIGN_OR_RETURN(auto x, MakeX());` unwraps an Expected or returns its Status.

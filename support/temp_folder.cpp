@@ -1,13 +1,12 @@
 #include "support/temp_folder.h"
 
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "support/exit_cleanup.h"
 

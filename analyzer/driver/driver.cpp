@@ -1,7 +1,6 @@
 #include "analyzer/driver/driver.h"
 
 #include <fmt/format.h>
-
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -137,8 +136,8 @@ class ProbeSet {
 };
 
 // Probes every unit (cache first), in parallel when the backend allows it, then writes repro files.
-Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backend,
-                const DriverOptions& options, Summary& summary) {
+Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backend, const DriverOptions& options,
+                Summary& summary) {
   Status dump_error;
   const std::string id = backend.id();
   const std::string version = backend.version();
@@ -207,9 +206,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
       return std::nullopt;
     } catch (const std::exception& e) {
       return compiler_probe::Verdict::Error(fmt::format("backend threw: {}", e.what()));
-    } catch (...) {
-      return compiler_probe::Verdict::Error("backend threw an unknown exception");
-    }
+    } catch (...) { return compiler_probe::Verdict::Error("backend threw an unknown exception"); }
   };
   auto worker = [&] {
     for (;;) {
@@ -335,7 +332,7 @@ std::string Dirname(const std::string& path) {
 // AnalysisResult::probes of each of its units, and what the records of its call sites share.
 struct LoweredSignature {
   LoweringOutcome outcome;
-  std::vector<size_t> probes;  // per outcome unit
+  std::vector<size_t> probes;       // per outcome unit
   SharedVector<size_t> own_probes;  // the units of the call's own record, and their names
   SharedVector<std::string> own_names;
   // The units attributed to other ops (a record of their own at each call site), by op in order of first
@@ -386,8 +383,8 @@ void LowerOrRecall(LoweredSignature& l, const std::optional<LoweringOutcomeView>
       const size_t p = set.Add(*u, probes, source);
       l.probes.push_back(p);
       std::string other = AtenOpFromOpType(u->metadata->op_type);
-      o.units.push_back(MemoUnit{set.hash(p), probes[p].opcode, probes[p].signature, u->name,
-                                 other == n.op ? "" : std::move(other)});
+      o.units.push_back(
+          MemoUnit{set.hash(p), probes[p].opcode, probes[p].signature, u->name, other == n.op ? "" : std::move(other)});
     }
   }
 }
@@ -455,12 +452,12 @@ std::string MatchIgnorePattern(const std::string& op, const std::string& overloa
 
 std::string CustomOpReason(const std::string& op) {
   std::string ns = op.substr(0, op.find("::"));
-  std::string what = ns == "torchvision"   ? "a torchvision operator"
-                     : ns == "torchaudio"  ? "a torchaudio operator"
-                     : ns == "quantized"   ? "a quantized-engine (fbgemm/qnnpack) operator"
-                     : ns == "_quantized"  ? "a quantized-engine operator"
-                     : ns == "sparse"      ? "a sparse-layout operator"
-                                           : "an operator registered outside aten (torch.library or a C++ extension)";
+  std::string what = ns == "torchvision"  ? "a torchvision operator"
+                     : ns == "torchaudio" ? "a torchaudio operator"
+                     : ns == "quantized"  ? "a quantized-engine (fbgemm/qnnpack) operator"
+                     : ns == "_quantized" ? "a quantized-engine operator"
+                     : ns == "sparse"     ? "a sparse-layout operator"
+                                          : "an operator registered outside aten (torch.library or a C++ extension)";
   return fmt::format("{} has no XLA lowering: an XLA backend needs a custom call or a CPU fallback for it ({})", op,
                      what);
 }
@@ -547,8 +544,8 @@ struct GraphAnalysis::State {
     bool operator()(uint32_t i, const ForwardCall& f) const { return f == *s->forwards[i]; }
   };
   std::unordered_set<uint32_t, ForwardHash, ForwardEq> forward_index;  // indices into `forwards`
-  uint32_t ForwardId(ForwardCall&& f);  // `f` is moved from when it is new
-  uint32_t last_forward = 0;             // the id ForwardId gave last
+  uint32_t ForwardId(ForwardCall&& f);                                 // `f` is moved from when it is new
+  uint32_t last_forward = 0;                                           // the id ForwardId gave last
 
   // One entry per distinct call site (signature, place, library frame, forward call, module, program, phase,
   // dynamic), in order of appearance.
@@ -569,9 +566,9 @@ struct GraphAnalysis::State {
     const State* s;
     size_t operator()(const Site& k) const {
       size_t h = k.signature;
-      for (size_t v : {size_t{k.file}, static_cast<size_t>(k.line), size_t{k.module_path}, size_t{k.program},
-                       size_t{k.phase}, size_t{k.dynamic}, size_t{k.lib_file}, static_cast<size_t>(k.lib_line),
-                       size_t{k.forward}})
+      for (size_t v :
+           {size_t{k.file}, static_cast<size_t>(k.line), size_t{k.module_path}, size_t{k.program}, size_t{k.phase},
+            size_t{k.dynamic}, size_t{k.lib_file}, static_cast<size_t>(k.lib_line), size_t{k.forward}})
         h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
       return h;
     }
@@ -796,8 +793,8 @@ void GraphAnalysis::State::AddRecords(AnalysisResult& r, const std::vector<Lower
       continue;
     }
     if (o.kind == LoweringOutcome::Kind::kFailed || o.kind == LoweringOutcome::Kind::kInternalError) {
-      op.lowering = o.kind == LoweringOutcome::Kind::kFailed ? OpRecord::Lowering::kFailed
-                                                             : OpRecord::Lowering::kInternalError;
+      op.lowering =
+          o.kind == LoweringOutcome::Kind::kFailed ? OpRecord::Lowering::kFailed : OpRecord::Lowering::kInternalError;
       op.lowering_error = l.error;
     }
     op.probes = l.own_probes;
@@ -927,7 +924,8 @@ AnalysisResult AnalyzeHlo(const std::string& model, const std::vector<NamedModul
           ot->second = aten.empty() ? "unattributed" : std::move(aten);
         }
         const SharedString& op = ot->second;
-        auto [it, inserted] = op_index.try_emplace(RecordKey{mi, op.str(), md.source_file, md.source_line}, r.ops.size());
+        auto [it, inserted] =
+            op_index.try_emplace(RecordKey{mi, op.str(), md.source_file, md.source_line}, r.ops.size());
         if (inserted) {
           OpRecord rec;
           rec.op = op;

@@ -18,15 +18,15 @@
 namespace opprobe::analyzer {
 
 struct DriverOptions {
-  int jobs = 1;                                // probe threads (a backend that is not thread_safe gets 1)
+  int jobs = 1;  // probe threads (a backend that is not thread_safe gets 1)
   // `--probe-batch N`: the most units one compile holds, for a backend that can batch (compiler_probe/batch.h);
   // -1: the backend's own batch_limit(); 0 or 1: one unit per compile. Verdicts are the same either way.
   int probe_batch = -1;
-  compiler_probe::ProbeCache* cache = nullptr; // optional
+  compiler_probe::ProbeCache* cache = nullptr;  // optional
   // Optional: each distinct call's lowering outcome kept across runs (lowering_memo.h), so that a warm run lowers
   // nothing; used with the built-in lowering table only.
   compiler_probe::LoweringMemoStore* memos = nullptr;
-  std::string dump_dir;                        // write unsupported units as <opcode>_<fingerprint>.hlo/.hlo.pb
+  std::string dump_dir;  // write unsupported units as <opcode>_<fingerprint>.hlo/.hlo.pb
   // Called after each probe finishes with (done, total); from probe threads, serialized.
   std::function<void(int64_t, int64_t)> on_progress;
   // `--ignore-op PATTERN`: calls whose op (`torchvision::nms`, or `aten::add.Tensor` with its overload) matches a

@@ -72,7 +72,8 @@ uint64_t LoweringMemoKey(std::string_view signature_key) {
     const std::string& build = BuildId();
     if (build.empty()) return uint64_t{0};
     uint64_t h = 0;
-    for (std::string_view part : {std::string_view("lowering-memo-2"), std::string_view(build), hlo::kFingerprintScheme})
+    for (std::string_view part :
+         {std::string_view("lowering-memo-2"), std::string_view(build), hlo::kFingerprintScheme})
       h = hlo::HashBytes(part, h);
     return h == 0 ? 1 : h;
   }();

@@ -149,8 +149,9 @@ std::vector<AnalysisResult::Incompleteness> AnalysisResult::Incomplete() const {
   using Kind = Incompleteness::Kind;
   std::vector<Incompleteness> out;
   if (partial()) {
-    out.push_back({Kind::kPartial, fmt::format("partial analysis: the script {}; only the calls before that were analyzed",
-                                               capture->Failure())});
+    out.push_back(
+        {Kind::kPartial,
+         fmt::format("partial analysis: the script {}; only the calls before that were analyzed", capture->Failure())});
   }
   int64_t calls = 0, gap_calls = 0, gap_sites = 0, internal_calls = 0, internal_sites = 0;
   for (const auto& op : ops) {
@@ -173,11 +174,11 @@ std::vector<AnalysisResult::Incompleteness> AnalysisResult::Incomplete() const {
                                "report it",
                                internal_calls, calls, internal_sites, internal_sites == 1 ? "" : "s")});
   if (gap_calls > 0 && !lowering_library.empty())
-    out.push_back({Kind::kLoweringGaps,
-                   fmt::format("incomplete: {} cannot lower {} of {} aten calls ({} call site{}, failureAt {}); they "
-                               "count as unsupported",
-                               lowering_library, gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s",
-                               lowering_library)});
+    out.push_back(
+        {Kind::kLoweringGaps,
+         fmt::format("incomplete: {} cannot lower {} of {} aten calls ({} call site{}, failureAt {}); they "
+                     "count as unsupported",
+                     lowering_library, gap_calls, calls, gap_sites, gap_sites == 1 ? "" : "s", lowering_library)});
   else if (gap_calls > 0)
     out.push_back({Kind::kLoweringGaps,
                    fmt::format("incomplete: opprobe cannot analyze {} of {} aten calls yet ({} call site{} without a "

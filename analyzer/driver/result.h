@@ -1,16 +1,16 @@
 // analyzer::AnalysisResult: everything a report writer needs, as plain values.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <compare>
 #include <cstdint>
 #include <functional>
-#include <ostream>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "analyzer/graph/graph.h"
 #include "analyzer/program/program.h"
@@ -30,10 +30,10 @@ class UnitSource {
 
 // One unique probe unit (a single-instruction module) and the backend's verdict on it.
 struct ProbeRecord {
-  std::string fingerprint;   // hlo::Fingerprint of the unit
-  std::string opcode;        // `multiply`
-  std::string signature;     // hlo::InstructionSignature: `c64[4]{0} multiply(c64[4]{0}, c64[4]{0})`
-  std::string module_text;   // the unit as HLO text (short style), when given; else ModuleText prints the unit
+  std::string fingerprint;  // hlo::Fingerprint of the unit
+  std::string opcode;       // `multiply`
+  std::string signature;    // hlo::InstructionSignature: `c64[4]{0} multiply(c64[4]{0}, c64[4]{0})`
+  std::string module_text;  // the unit as HLO text (short style), when given; else ModuleText prints the unit
   // The probe unit (the driver's results; a report read back has none): `unit`, or, until it is needed (probed,
   // written as a repro, printed), the instruction it is made from, in a module `source` keeps alive for as long as
   // the result lives (its peak is the parse's; freeing it while probing only moved the cost of freeing it).
@@ -46,7 +46,7 @@ struct ProbeRecord {
   size_t relower_index = 0;
   compiler_probe::Verdict verdict;
   bool cache_hit = false;
-  std::string repro_path;    // `--dump-dir` file for unsupported units, when written
+  std::string repro_path;  // `--dump-dir` file for unsupported units, when written
 
   // The unit as HLO text (short style): module_text, or the unit printed (on each call: only the reports that show
   // it ask, so a run whose report does not show it prints no unit).
@@ -134,26 +134,28 @@ struct SharedSourceLoc {
   SharedSourceLoc() = default;
   SharedSourceLoc(SharedString f, int l) : file(std::move(f)), line(l) {}
   SharedSourceLoc(const SourceLoc& l) : file(l.file), line(l.line) {}  // NOLINT(implicit): assigned from SourceLocs
-  operator SourceLoc() const { return SourceLoc{file.str(), line}; }  // NOLINT(implicit)
+  operator SourceLoc() const { return SourceLoc{file.str(), line}; }   // NOLINT(implicit)
   bool empty() const { return file.empty() && line == 0; }
   std::string ToString() const { return SourceLoc(*this).ToString(); }
-  friend bool operator==(const SharedSourceLoc& a, const SharedSourceLoc& b) { return a.line == b.line && a.file == b.file; }
+  friend bool operator==(const SharedSourceLoc& a, const SharedSourceLoc& b) {
+    return a.line == b.line && a.file == b.file;
+  }
   friend bool operator==(const SharedSourceLoc& a, const SourceLoc& b) { return a.line == b.line && a.file == b.file; }
 };
 
 // `--suggest` (analyzer/suggest): a rewrite of an unsupported call, lowered and probed on the analysis's own backend.
 struct Suggestion {
-  std::string rewrite;   // the rewrite's id in the table (`complex-as-real-pairs`)
+  std::string rewrite;  // the rewrite's id in the table (`complex-as-real-pairs`)
   std::string title;
-  std::string python;    // what the user writes instead
-  std::string changes;   // what changes (speed, precision; how it differs from PyTorch)
-  bool exact = false;    // PyTorch-exact
-  bool verified = false; // the backend accepts every instruction of the rewritten computation
-  std::string backend;   // the backend that judged it
+  std::string python;     // what the user writes instead
+  std::string changes;    // what changes (speed, precision; how it differs from PyTorch)
+  bool exact = false;     // PyTorch-exact
+  bool verified = false;  // the backend accepts every instruction of the rewritten computation
+  std::string backend;    // the backend that judged it
   // Of the rewritten computation's instructions, the share the backend accepts (1 when verified).
   double supported_fraction = 0;
   int64_t instructions = 0;  // probe units of the rewritten computation, per call
-  std::string refusal;   // not verified: the first refusal (`aten::select.int: c64 ... (NCC_EVRF004)`)
+  std::string refusal;       // not verified: the first refusal (`aten::select.int: c64 ... (NCC_EVRF004)`)
   // The Python for a call made inside a library (analyzer/suggest's RewritePlan::override_python), which Suggest puts
   // into `python` for the records whose call a library made; not a field of the reports.
   std::string library_python;
@@ -164,11 +166,11 @@ struct Suggestion {
 // For HLO input, the instructions attributed to one (op_type, source line, module).
 // Its strings are SharedStrings: the records of the call sites of one signature, file or module share them.
 struct OpRecord {
-  SharedString op;           // `aten::mul`, or `unattributed` for HLO without metadata
-  SharedString overload;     // `Tensor`
-  SharedString signature;    // tensor signature `f32[4], c64[4]`
+  SharedString op;         // `aten::mul`, or `unattributed` for HLO without metadata
+  SharedString overload;   // `Tensor`
+  SharedString signature;  // tensor signature `f32[4], c64[4]`
   SharedSourceLoc loc;
-  SharedSourceLoc lib_loc;   // traces: the library frame inside `loc` (`torchvision/models/resnet.py` 154), if any
+  SharedSourceLoc lib_loc;    // traces: the library frame inside `loc` (`torchvision/models/resnet.py` 154), if any
   SharedForwardCall forward;  // traces: a backward call's forward call, if known
   SharedString module_path;
   SharedString program;
@@ -200,9 +202,9 @@ struct OpRecord {
 };
 
 struct Summary {
-  int64_t aten_calls = 0;            // sum of counts of real calls (records with part_of == -1), other namespaces included
-  int64_t aten_nodes = 0;            // OpRecords of real calls (call sites)
-  int64_t custom_op_calls = 0;       // of aten_calls: calls outside aten/prims (`torchvision::nms`)
+  int64_t aten_calls = 0;       // sum of counts of real calls (records with part_of == -1), other namespaces included
+  int64_t aten_nodes = 0;       // OpRecords of real calls (call sites)
+  int64_t custom_op_calls = 0;  // of aten_calls: calls outside aten/prims (`torchvision::nms`)
   int64_t cpu_fallback_calls = 0;    // of aten_calls: calls torch_xla ran on the host CPU (HostFallback)
   int64_t lowering_gap_calls = 0;    // of aten_calls: calls opprobe could not lower (not analyzed)
   int64_t internal_error_calls = 0;  // of aten_calls: calls whose lowering failed by a bug of opprobe's (not analyzed)
@@ -215,13 +217,13 @@ struct Summary {
   int64_t cache_hits = 0;
   int64_t probes_run = 0;
   int64_t dynamic_shape_ops = 0;
-  double probe_seconds = 0;          // sum of verdict times of probes run
+  double probe_seconds = 0;  // sum of verdict times of probes run
   double wall_seconds = 0;
   int jobs = 1;
   // `--shard K/N`: this run probed only the units of shard K of N, so the result is partial (0: a full run).
   int shard_index = 0;
   int shard_count = 0;
-  int64_t shard_skipped = 0;         // units left to other shards (their verdicts are Verdict::NotProbed)
+  int64_t shard_skipped = 0;  // units left to other shards (their verdicts are Verdict::NotProbed)
   // Backends that compare their results with interp (pjrt, xla, iree; Verdict::interp): unique probes
   // whose outputs agree, differ (unsupported `numerics: ...`), or were not compared.
   int64_t interp_agree = 0;
@@ -238,7 +240,7 @@ struct Summary {
   bool suggest = false;
   int64_t what_if_instructions = 0;
   int64_t what_if_supported = 0;
-  double suggest_seconds = 0;         // time the suggestion step took (lowering and probing the rewrites)
+  double suggest_seconds = 0;  // time the suggestion step took (lowering and probing the rewrites)
 };
 
 // Calls left out of the analysis by `--ignore-op PATTERN`, one entry per op.
@@ -259,7 +261,7 @@ struct HostFallback {
   std::string overload;  // `default`
   std::string file;      // as the script's frame named it
   int line = 0;
-  int64_t count = 0;     // calls that fell back
+  int64_t count = 0;  // calls that fell back
   std::string reason;
 };
 
@@ -270,7 +272,7 @@ struct TargetResult {
   std::vector<char> cache_hits;
   std::vector<std::string> repro_paths;  // `--dump-dir` files of this target's unsupported units
   Summary summary;
-  std::optional<ProgramFit> program;  // `--fit`: the program compiled for this target
+  std::optional<ProgramFit> program;                  // `--fit`: the program compiled for this target
   std::vector<SharedVector<Suggestion>> suggestions;  // `--suggest`: this target's, per record of AnalysisResult::ops
 };
 
@@ -288,9 +290,9 @@ struct AnalysisResult {
   std::vector<std::string> warnings;
   // How the captured script ended (trace inputs that record it); a failed script gives a partial analysis.
   std::optional<CaptureStatus> capture;
-  std::optional<StepGraphs> steps;  // the graphs torch_xla would run, where the input says (Graph::steps)
+  std::optional<StepGraphs> steps;    // the graphs torch_xla would run, where the input says (Graph::steps)
   std::optional<ProgramFit> program;  // `--fit`: the whole program compiled for the target (analyzer/program)
-  std::vector<IgnoredOp> ignored;  // sorted by op
+  std::vector<IgnoredOp> ignored;     // sorted by op
   // The folder of the analyzed script (or input file) when known: call sites are shown relative to it.
   std::string source_dir;
   // HLO input: the loaded modules its probe units refer into (ProbeRecord::source), held for as long as the result,

@@ -1,10 +1,10 @@
 #include "analyzer/graph/graph.h"
 
-#include <charconv>
-#include <cstring>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <charconv>
+#include <cstring>
 
 #include "hlo/literal.h"
 
@@ -136,7 +136,8 @@ std::string Value::ToString() const {
     case Kind::kBool: return b ? "True" : "False";
     case Kind::kInt: return std::to_string(i);
     case Kind::kFloat: return hlo::RoundTripDouble(f, false);
-    case Kind::kComplex: return fmt::format("({}+{}j)", hlo::RoundTripDouble(c.real(), false), hlo::RoundTripDouble(c.imag(), false));
+    case Kind::kComplex:
+      return fmt::format("({}+{}j)", hlo::RoundTripDouble(c.real(), false), hlo::RoundTripDouble(c.imag(), false));
     case Kind::kString: return fmt::format("'{}'", s);
     case Kind::kIntList: return fmt::format("[{}]", fmt::join(ints, ","));
     case Kind::kFloatList: {
@@ -150,7 +151,9 @@ std::string Value::ToString() const {
       return fmt::format("[{}]", fmt::join(parts, ","));
     }
     case Kind::kDtype: return s.empty() ? std::string(hlo::PrimitiveTypeName(dtype)) : s;
-    case Kind::kDevice: case Kind::kLayout: case Kind::kMemoryFormat: return s;
+    case Kind::kDevice:
+    case Kind::kLayout:
+    case Kind::kMemoryFormat: return s;
   }
   return "?";
 }
@@ -199,7 +202,8 @@ std::string Node::qualified_name() const { return QualifiedOpName(op, overload);
 const Value* Node::arg(const std::string& name, size_t position) const {
   for (const auto& a : args)
     if (!a.name.empty() && a.name == name) return &a.value;
-  if (position < args.size() && (args[position].name.empty() || args[position].name == name)) return &args[position].value;
+  if (position < args.size() && (args[position].name.empty() || args[position].name == name))
+    return &args[position].value;
   return nullptr;
 }
 
@@ -253,37 +257,61 @@ struct TorchDtype {
 
 // Every torch dtype (c10::ScalarType and its Python aliases) with its XLA element type.
 constexpr TorchDtype kTorchDtypes[] = {
-    {"float32", hlo::PrimitiveType::F32, true},    {"float", hlo::PrimitiveType::F32, true},
-    {"float64", hlo::PrimitiveType::F64, true},    {"double", hlo::PrimitiveType::F64, true},
-    {"float16", hlo::PrimitiveType::F16, true},    {"half", hlo::PrimitiveType::F16, true},
-    {"bfloat16", hlo::PrimitiveType::BF16, true},  {"int64", hlo::PrimitiveType::S64, true},
-    {"long", hlo::PrimitiveType::S64, true},       {"int32", hlo::PrimitiveType::S32, true},
-    {"int", hlo::PrimitiveType::S32, true},        {"int16", hlo::PrimitiveType::S16, true},
-    {"short", hlo::PrimitiveType::S16, true},      {"int8", hlo::PrimitiveType::S8, true},
-    {"uint8", hlo::PrimitiveType::U8, true},       {"uint16", hlo::PrimitiveType::U16, true},
-    {"uint32", hlo::PrimitiveType::U32, true},     {"uint64", hlo::PrimitiveType::U64, true},
-    {"bool", hlo::PrimitiveType::PRED, true},      {"complex64", hlo::PrimitiveType::C64, true},
-    {"cfloat", hlo::PrimitiveType::C64, true},     {"complex128", hlo::PrimitiveType::C128, true},
+    {"float32", hlo::PrimitiveType::F32, true},
+    {"float", hlo::PrimitiveType::F32, true},
+    {"float64", hlo::PrimitiveType::F64, true},
+    {"double", hlo::PrimitiveType::F64, true},
+    {"float16", hlo::PrimitiveType::F16, true},
+    {"half", hlo::PrimitiveType::F16, true},
+    {"bfloat16", hlo::PrimitiveType::BF16, true},
+    {"int64", hlo::PrimitiveType::S64, true},
+    {"long", hlo::PrimitiveType::S64, true},
+    {"int32", hlo::PrimitiveType::S32, true},
+    {"int", hlo::PrimitiveType::S32, true},
+    {"int16", hlo::PrimitiveType::S16, true},
+    {"short", hlo::PrimitiveType::S16, true},
+    {"int8", hlo::PrimitiveType::S8, true},
+    {"uint8", hlo::PrimitiveType::U8, true},
+    {"uint16", hlo::PrimitiveType::U16, true},
+    {"uint32", hlo::PrimitiveType::U32, true},
+    {"uint64", hlo::PrimitiveType::U64, true},
+    {"bool", hlo::PrimitiveType::PRED, true},
+    {"complex64", hlo::PrimitiveType::C64, true},
+    {"cfloat", hlo::PrimitiveType::C64, true},
+    {"complex128", hlo::PrimitiveType::C128, true},
     {"cdouble", hlo::PrimitiveType::C128, true},
     {"float8_e4m3fn", hlo::PrimitiveType::F8E4M3FN, true},
     {"float8_e5m2", hlo::PrimitiveType::F8E5M2, true},
     {"float8_e4m3fnuz", hlo::PrimitiveType::F8E4M3FNUZ, true},
     {"float8_e5m2fnuz", hlo::PrimitiveType::F8E5M2FNUZ, true},
     {"float8_e8m0fnu", hlo::PrimitiveType::F8E8M0FNU, true},
-    {"int1", hlo::PrimitiveType::S1, true},        {"int2", hlo::PrimitiveType::S2, true},
-    {"int4", hlo::PrimitiveType::S4, true},        {"uint1", hlo::PrimitiveType::U1, true},
-    {"uint2", hlo::PrimitiveType::U2, true},       {"uint4", hlo::PrimitiveType::U4, true},
+    {"int1", hlo::PrimitiveType::S1, true},
+    {"int2", hlo::PrimitiveType::S2, true},
+    {"int4", hlo::PrimitiveType::S4, true},
+    {"uint1", hlo::PrimitiveType::U1, true},
+    {"uint2", hlo::PrimitiveType::U2, true},
+    {"uint4", hlo::PrimitiveType::U4, true},
     // No XLA element type: the storage type stands in, and the torch name is kept (TensorMeta::torch_dtype).
-    {"complex32", hlo::PrimitiveType::C64, false}, {"chalf", hlo::PrimitiveType::C64, false},
-    {"qint8", hlo::PrimitiveType::S8, false},      {"quint8", hlo::PrimitiveType::U8, false},
-    {"qint32", hlo::PrimitiveType::S32, false},    {"quint4x2", hlo::PrimitiveType::U8, false},
-    {"quint2x4", hlo::PrimitiveType::U8, false},   {"bits1x8", hlo::PrimitiveType::U8, false},
-    {"bits2x4", hlo::PrimitiveType::U8, false},    {"bits4x2", hlo::PrimitiveType::U8, false},
-    {"bits8", hlo::PrimitiveType::U8, false},      {"bits16", hlo::PrimitiveType::U16, false},
-    {"int3", hlo::PrimitiveType::S8, false},       {"int5", hlo::PrimitiveType::S8, false},
-    {"int6", hlo::PrimitiveType::S8, false},       {"int7", hlo::PrimitiveType::S8, false},
-    {"uint3", hlo::PrimitiveType::U8, false},      {"uint5", hlo::PrimitiveType::U8, false},
-    {"uint6", hlo::PrimitiveType::U8, false},      {"uint7", hlo::PrimitiveType::U8, false},
+    {"complex32", hlo::PrimitiveType::C64, false},
+    {"chalf", hlo::PrimitiveType::C64, false},
+    {"qint8", hlo::PrimitiveType::S8, false},
+    {"quint8", hlo::PrimitiveType::U8, false},
+    {"qint32", hlo::PrimitiveType::S32, false},
+    {"quint4x2", hlo::PrimitiveType::U8, false},
+    {"quint2x4", hlo::PrimitiveType::U8, false},
+    {"bits1x8", hlo::PrimitiveType::U8, false},
+    {"bits2x4", hlo::PrimitiveType::U8, false},
+    {"bits4x2", hlo::PrimitiveType::U8, false},
+    {"bits8", hlo::PrimitiveType::U8, false},
+    {"bits16", hlo::PrimitiveType::U16, false},
+    {"int3", hlo::PrimitiveType::S8, false},
+    {"int5", hlo::PrimitiveType::S8, false},
+    {"int6", hlo::PrimitiveType::S8, false},
+    {"int7", hlo::PrimitiveType::S8, false},
+    {"uint3", hlo::PrimitiveType::U8, false},
+    {"uint5", hlo::PrimitiveType::U8, false},
+    {"uint6", hlo::PrimitiveType::U8, false},
+    {"uint7", hlo::PrimitiveType::U8, false},
     {"float4_e2m1fn_x2", hlo::PrimitiveType::U8, false},
 };
 

@@ -46,14 +46,14 @@ struct Value {
     kIntList,
     kFloatList,
     kBoolList,
-    kDtype,   // torch.dtype as an XLA element type
+    kDtype,  // torch.dtype as an XLA element type
     kDevice,
     kLayout,
     kMemoryFormat,
   };
   Kind kind = Kind::kNone;
-  TensorMeta tensor;                              // kTensor
-  std::vector<std::optional<TensorMeta>> tensors; // kTensorList
+  TensorMeta tensor;                               // kTensor
+  std::vector<std::optional<TensorMeta>> tensors;  // kTensorList
   bool b = false;
   int64_t i = 0;
   double f = 0.0;
@@ -62,9 +62,10 @@ struct Value {
   std::vector<int64_t> ints;
   std::vector<double> floats;
   std::vector<bool> bools;
-  hlo::PrimitiveType dtype = hlo::PrimitiveType::PRIMITIVE_TYPE_INVALID;  // kDtype; `s` names a torch dtype
-                                                                         // without an XLA type (TensorMeta::torch_dtype)
-  bool symbolic = false;  // an int (or int list) that came from a SymInt without a hint
+  hlo::PrimitiveType dtype =
+      hlo::PrimitiveType::PRIMITIVE_TYPE_INVALID;  // kDtype; `s` names a torch dtype
+                                                   // without an XLA type (TensorMeta::torch_dtype)
+  bool symbolic = false;                           // an int (or int list) that came from a SymInt without a hint
 
   static Value None() { return {}; }
   static Value Tensor(TensorMeta m);
@@ -126,7 +127,9 @@ class SharedVector {
   void push_back(const T& v) { mutable_get().push_back(v); }
   void push_back(T&& v) { mutable_get().push_back(std::move(v)); }
   template <typename... A>
-  T& emplace_back(A&&... a) { return mutable_get().emplace_back(std::forward<A>(a)...); }
+  T& emplace_back(A&&... a) {
+    return mutable_get().emplace_back(std::forward<A>(a)...);
+  }
   void resize(size_t n) { mutable_get().resize(n); }
   void reserve(size_t n) { mutable_get().reserve(n); }
   void clear() { p_.reset(); }
@@ -170,8 +173,8 @@ struct ForwardCall {
 };
 
 struct Node {
-  std::string op;        // `aten::convolution`
-  std::string overload;  // `default`, `Tensor`, `Scalar`, ...
+  std::string op;               // `aten::convolution`
+  std::string overload;         // `default`, `Tensor`, `Scalar`, ...
   SharedVector<Argument> args;  // shared between calls with the same arguments (a trace loader reads them once)
   SharedVector<Value> outputs;
   SourceLoc loc;
@@ -183,7 +186,7 @@ struct Node {
   SourceLoc lib_loc;        // traces: the innermost library frame (site-packages, stdlib) inside `loc`, if any
   ForwardCall forward;      // traces: for a backward call, the forward call that made its autograd node, if known
   bool dynamic_shape = false;
-  std::string note;         // e.g. why the node is dynamic-shape
+  std::string note;  // e.g. why the node is dynamic-shape
 
   // `aten::add.Tensor`, or `aten::relu` for the default overload.
   std::string qualified_name() const;
@@ -218,27 +221,27 @@ struct CaptureStatus {
 // inside steps (value reads on the host, CPU fallbacks) with the graphs each adds.
 struct StepGraphs {
   struct Recompilation {
-    int64_t step = 0;            // the step (0-based) that first ran the graph
-    int64_t graph = 0;           // its number among the distinct graphs
-    std::string trigger_kind;    // `step_end`, `value_read`, `cpu_fallback`
-    std::string trigger_op;      // `xm.mark_step`, `aten::_local_scalar_dense`, `aten::nonzero`
+    int64_t step = 0;          // the step (0-based) that first ran the graph
+    int64_t graph = 0;         // its number among the distinct graphs
+    std::string trigger_kind;  // `step_end`, `value_read`, `cpu_fallback`
+    std::string trigger_op;    // `xm.mark_step`, `aten::_local_scalar_dense`, `aten::nonzero`
     SourceLoc trigger_loc;
-    std::string op;              // the first call that differs from the closest earlier graph; empty: none
+    std::string op;  // the first call that differs from the closest earlier graph; empty: none
     SourceLoc loc;
-    std::string before;          // that call's arguments in the closest graph, and in this one
+    std::string before;  // that call's arguments in the closest graph, and in this one
     std::string after;
-    std::string cause;           // in words
+    std::string cause;  // in words
     bool operator==(const Recompilation&) const = default;
   };
   struct Cut {
-    std::string kind;            // `value_read`, `cpu_fallback`
+    std::string kind;  // `value_read`, `cpu_fallback`
     std::string op;
     SourceLoc loc;
-    int64_t count = 0;           // times it cut a step
-    int64_t extra_graphs = 0;    // distinct graphs it made run
+    int64_t count = 0;         // times it cut a step
+    int64_t extra_graphs = 0;  // distinct graphs it made run
     bool operator==(const Cut&) const = default;
   };
-  std::string model;             // what decided the graphs: `torch_xla lazy tensor`
+  std::string model;  // what decided the graphs: `torch_xla lazy tensor`
   int64_t steps = 0;
   int64_t executed_graphs = 0;
   int64_t distinct_graphs = 0;
@@ -259,8 +262,8 @@ struct StepDataFlow {
   };
   struct Value {
     int64_t value = 0;
-    std::string kind;   // `parameter`, `buffer`, `optimizer_state`, `gradient`, `data` (inputs), `output`
-    std::string name;   // `layers.0.mlp.weight`, `layers.0.mlp.weight.exp_avg`; empty when the capture knows none
+    std::string kind;      // `parameter`, `buffer`, `optimizer_state`, `gradient`, `data` (inputs), `output`
+    std::string name;      // `layers.0.mlp.weight`, `layers.0.mlp.weight.exp_avg`; empty when the capture knows none
     int64_t aliases = -1;  // outputs: the input (index into inputs) whose data this output updates in place
     // inputs: how the script itself shards it over `mesh` (xs.mark_sharding): per dimension, the mesh axes that
     // split it (none: not split); empty when the script marked none.
@@ -274,9 +277,9 @@ struct StepDataFlow {
     std::vector<int64_t> devices;
     bool operator==(const Mesh&) const = default;
   };
-  std::string scope;          // `first training step`
-  SourceLoc begin, end;       // its first call, and what ended it
-  std::string end_kind;       // `optimizer_step`, `step_boundary`, `second_forward`, `script_end`
+  std::string scope;     // `first training step`
+  SourceLoc begin, end;  // its first call, and what ended it
+  std::string end_kind;  // `optimizer_step`, `step_boundary`, `second_forward`, `script_end`
   std::vector<Call> calls;
   std::vector<Value> inputs;
   std::vector<Value> outputs;
@@ -290,7 +293,7 @@ struct Graph {
   std::string input_kind;             // `trace`, `pt2`, `hlo`
   std::vector<std::string> programs;  // names of programs/modules in the input, in order
   std::vector<Node> nodes;
-  std::string torch_version;          // as recorded by the capture or the archive, when known
+  std::string torch_version;             // as recorded by the capture or the archive, when known
   std::optional<CaptureStatus> capture;  // traces only: how the captured script ended
   std::optional<StepGraphs> steps;       // traces of a script that used the XLA device: its graphs
   std::optional<StepDataFlow> program;   // traces captured with --program: the first step's data flow

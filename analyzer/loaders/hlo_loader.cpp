@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <system_error>
 
-#include "support/file_io.h"
 #include "hlo/parser.h"
 #include "hlo/proto_io.h"
+#include "support/file_io.h"
 
 namespace opprobe::analyzer {
 namespace {
@@ -49,7 +49,8 @@ Expected<std::vector<LoadedHloModule>> LoadFile(const std::string& path, const s
   const std::string_view data = bytes.view();
   std::vector<LoadedHloModule> out;
   const std::string name = fs::path(path).filename().string();
-  if (EndsWith(name, ".gz")) return InvalidInput(fmt::format("{}: compressed HLO is not supported; gunzip it first", path));
+  if (EndsWith(name, ".gz"))
+    return InvalidInput(fmt::format("{}: compressed HLO is not supported; gunzip it first", path));
   if (IsBinaryName(name) || (!IsTextName(name) && data.find('\0') != std::string_view::npos)) {
     OPPROBE_ASSIGN_OR_RETURN(auto module, hlo::ModuleFromProtoBytes(data, path));
     std::string n = module->name();
@@ -101,7 +102,8 @@ Expected<std::vector<LoadedHloModule>> LoadHlo(const std::string& path) {
   if (ec) return InvalidInput(fmt::format("{}: cannot list directory: {}", path, ec.message()));
   if (files.empty())
     return InvalidInput(fmt::format("{}: no HLO files (*.hlo, *.hlo.pb, *.pb, *.txt with HLO text)", path));
-  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
   std::vector<LoadedHloModule> out;
   for (const auto& f : files) {
     OPPROBE_ASSIGN_OR_RETURN(auto modules, LoadFile(f.string(), fmt::format(" ({})", f.filename().string())));

@@ -167,11 +167,20 @@ Scanner::Result Scanner::Scan(size_t* consumed) {
       case 'n':
         if ((r = Literal("null", Type::kNull)) != Result::kOk) return r;
         break;
-      case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+      case '-':
+      case '0':
+      case '1':
+      case '2':
+      case '3':
+      case '4':
+      case '5':
+      case '6':
+      case '7':
+      case '8':
+      case '9':
         if ((r = Number()) != Result::kOk) return r;
         break;
-      default:
-        return Error(p_, fmt::format("unexpected {}; expected a value", Describe(*p_)));
+      default: return Error(p_, fmt::format("unexpected {}; expected a value", Describe(*p_)));
     }
     // A value is complete: it belongs to the innermost open container, which goes on or closes.
     for (;;) {
@@ -216,7 +225,8 @@ Scanner::Result Scanner::Key() {
 inline unsigned FirstSpecial(uint64_t w) {
   constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
   const uint64_t quote = w ^ (kOnes * '"'), backslash = w ^ (kOnes * '\\');
-  const uint64_t marks = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | ((w - kOnes * 0x20) & ~w) | w;
+  const uint64_t marks =
+      ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | ((w - kOnes * 0x20) & ~w) | w;
   const uint64_t m = marks & kHigh;
   return m == 0 ? 8 : static_cast<unsigned>(std::countr_zero(m)) >> 3;
 }
@@ -322,12 +332,32 @@ Scanner::Result Scanner::Escape() {
   if (p_ + 1 >= e_) return More("an escape sequence");
   const char c = p_[1];
   switch (c) {
-    case '"': case '\\': case '/': arena_ += c; p_ += 2; return Result::kOk;
-    case 'b': arena_ += '\b'; p_ += 2; return Result::kOk;
-    case 'f': arena_ += '\f'; p_ += 2; return Result::kOk;
-    case 'n': arena_ += '\n'; p_ += 2; return Result::kOk;
-    case 'r': arena_ += '\r'; p_ += 2; return Result::kOk;
-    case 't': arena_ += '\t'; p_ += 2; return Result::kOk;
+    case '"':
+    case '\\':
+    case '/':
+      arena_ += c;
+      p_ += 2;
+      return Result::kOk;
+    case 'b':
+      arena_ += '\b';
+      p_ += 2;
+      return Result::kOk;
+    case 'f':
+      arena_ += '\f';
+      p_ += 2;
+      return Result::kOk;
+    case 'n':
+      arena_ += '\n';
+      p_ += 2;
+      return Result::kOk;
+    case 'r':
+      arena_ += '\r';
+      p_ += 2;
+      return Result::kOk;
+    case 't':
+      arena_ += '\t';
+      p_ += 2;
+      return Result::kOk;
     case 'u': break;
     default: return Error(p_ + 1, fmt::format("invalid escape {} in a string", Describe(c)));
   }
@@ -336,7 +366,8 @@ Scanner::Result Scanner::Escape() {
     for (int k = 0; k < 4; ++k) {
       if (at + k >= e_) return More("the four hex digits of a \\u escape");
       int h = HexValue(at[k]);
-      if (h < 0) return Error(at + k, fmt::format("unexpected {} in a \\u escape; expected a hex digit", Describe(at[k])));
+      if (h < 0)
+        return Error(at + k, fmt::format("unexpected {} in a \\u escape; expected a hex digit", Describe(at[k])));
       v = v * 16 + static_cast<uint32_t>(h);
     }
     *out = v;
@@ -349,7 +380,8 @@ Scanner::Result Scanner::Escape() {
   if (cp >= 0xDC00 && cp <= 0xDFFF) return Error(p_, "a \\u escape of a low surrogate without a high one before it");
   if (cp >= 0xD800 && cp <= 0xDBFF) {
     if (after + 1 >= e_) return More("the low surrogate after a high one");
-    if (after[0] != '\\' || after[1] != 'u') return Error(after, "a high surrogate \\u escape without a low one after it");
+    if (after[0] != '\\' || after[1] != 'u')
+      return Error(after, "a high surrogate \\u escape without a low one after it");
     uint32_t low = 0;
     if ((r = hex4(after + 2, &low)) != Result::kOk) return r;
     if (low < 0xDC00 || low > 0xDFFF) return Error(after, "a high surrogate \\u escape without a low one after it");
@@ -568,9 +600,7 @@ bool Stream::Read(Tape& tape, Ref* value) {
         *value = Ref(&tape, 0, data_ + pos_);
         pos_ += consumed;
         return true;
-      case Scanner::Result::kError:
-        Fail(pos_ + scanner.error_at(), std::move(scanner.what()));
-        return false;
+      case Scanner::Result::kError: Fail(pos_ + scanner.error_at(), std::move(scanner.what())); return false;
       case Scanner::Result::kNeedMore:
         if (!Fill(pos_)) return false;  // a read error (without one, the scan at the end could not ask for more)
         break;

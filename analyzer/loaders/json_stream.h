@@ -30,14 +30,14 @@ class Tape {
  public:
   struct Entry {
     Type type;
-    bool in_text;         // kString: the string is the scanned bytes at s.off (not the arena)
-    uint32_t next;        // index after this entry's subtree
-    uint32_t count;       // array elements, object members
-    size_t begin, end;    // the value's bytes in the scanned text (offsets from the scan's start)
+    bool in_text;       // kString: the string is the scanned bytes at s.off (not the arena)
+    uint32_t next;      // index after this entry's subtree
+    uint32_t count;     // array elements, object members
+    size_t begin, end;  // the value's bytes in the scanned text (offsets from the scan's start)
     union {
-      int64_t i;          // kInt: a negative integer
-      uint64_t u;         // kUint: a non-negative integer
-      double d;           // kFloat
+      int64_t i;   // kInt: a negative integer
+      uint64_t u;  // kUint: a non-negative integer
+      double d;    // kFloat
       struct {
         size_t off, len;  // kString: where the text is (scanned text or arena)
       } s;
@@ -186,10 +186,10 @@ class Stream {
   bool eof_ = false;            // no more input beyond data_[size_)
   bool started_ = false;        // the byte order mark check is done
   bool only_whitespace_ = true;
-  uint64_t dropped_ = 0;             // bytes before data_[0] already read and dropped
-  uint64_t dropped_newlines_ = 0;    // '\n' among them
+  uint64_t dropped_ = 0;               // bytes before data_[0] already read and dropped
+  uint64_t dropped_newlines_ = 0;      // '\n' among them
   int64_t dropped_last_newline_ = -1;  // the offset of the last of them
-  std::vector<uint32_t> stack_;  // the scanner's open containers (kept for its capacity)
+  std::vector<uint32_t> stack_;        // the scanner's open containers (kept for its capacity)
   Status io_error_;
   std::optional<SyntaxError> syntax_error_;
 };

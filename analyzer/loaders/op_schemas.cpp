@@ -79,8 +79,6 @@ const OpSchema* FindAtenSchema(std::string_view name, std::string_view overload)
   return out;
 }
 
-std::string_view OpSchemaTableTorchVersion() {
-  return "1.13";
-}
+std::string_view OpSchemaTableTorchVersion() { return "1.13"; }
 
 }  // namespace opprobe::analyzer

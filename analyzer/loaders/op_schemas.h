@@ -4,12 +4,11 @@
 // Used to fill the arguments a saved program omitted because they were left at their default.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace opprobe::analyzer {
 

@@ -1,10 +1,10 @@
 // Argument decoding for the ExportedProgram reader: see pt2_arguments.h.
 #include "analyzer/loaders/pt2_arguments.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "support/quote.h"
 
@@ -17,12 +17,52 @@ namespace {
 // c10::ScalarType numbering (used by operator-schema defaults) -> XLA element type (DtypeFromTorchName: the
 // storage type for a dtype without one).
 PrimitiveType C10Dtype(int64_t v) {
-  static constexpr const char* kNames[] = {
-      "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
-      "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
-      "bits4x2", "bits8", "bits16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz", "uint16",
-      "uint32", "uint64", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3",
-      "int4", "int5", "int6", "int7", "float8_e8m0fnu", "float4_e2m1fn_x2"};
+  static constexpr const char* kNames[] = {"uint8",
+                                           "int8",
+                                           "int16",
+                                           "int32",
+                                           "int64",
+                                           "float16",
+                                           "float32",
+                                           "float64",
+                                           "complex32",
+                                           "complex64",
+                                           "complex128",
+                                           "bool",
+                                           "qint8",
+                                           "quint8",
+                                           "qint32",
+                                           "bfloat16",
+                                           "quint4x2",
+                                           "quint2x4",
+                                           "bits1x8",
+                                           "bits2x4",
+                                           "bits4x2",
+                                           "bits8",
+                                           "bits16",
+                                           "float8_e5m2",
+                                           "float8_e4m3fn",
+                                           "float8_e5m2fnuz",
+                                           "float8_e4m3fnuz",
+                                           "uint16",
+                                           "uint32",
+                                           "uint64",
+                                           "uint1",
+                                           "uint2",
+                                           "uint3",
+                                           "uint4",
+                                           "uint5",
+                                           "uint6",
+                                           "uint7",
+                                           "int1",
+                                           "int2",
+                                           "int3",
+                                           "int4",
+                                           "int5",
+                                           "int6",
+                                           "int7",
+                                           "float8_e8m0fnu",
+                                           "float4_e2m1fn_x2"};
   if (v >= 0 && v < static_cast<int64_t>(std::size(kNames)))
     return DtypeFromTorchName(kNames[v]).value_or(PrimitiveType::PRIMITIVE_TYPE_INVALID);
   return PrimitiveType::PRIMITIVE_TYPE_INVALID;
@@ -43,13 +83,13 @@ std::string C10MemoryFormat(int64_t v) {
   return v >= 0 && v < 4 ? kNames[v] : fmt::format("memory_format_{}", v);
 }
 std::string SerdeLayout(int64_t v) {
-  static const char* kNames[] = {"unknown", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc",
-                                 "_mkldnn", "strided"};
+  static const char* kNames[] = {"unknown",    "sparse_coo", "sparse_csr", "sparse_csc",
+                                 "sparse_bsr", "sparse_bsc", "_mkldnn",    "strided"};
   return v >= 0 && v < 8 ? kNames[v] : fmt::format("layout_{}", v);
 }
 std::string C10Layout(int64_t v) {
-  static const char* kNames[] = {"strided", "sparse_coo", "sparse_csr", "mkldnn", "sparse_csc", "sparse_bsr",
-                                 "sparse_bsc"};
+  static const char* kNames[] = {"strided",    "sparse_coo", "sparse_csr", "mkldnn",
+                                 "sparse_csc", "sparse_bsr", "sparse_bsc"};
   return v >= 0 && v < 7 ? kNames[v] : fmt::format("layout_{}", v);
 }
 
@@ -94,8 +134,14 @@ std::optional<PrimitiveType> SerdeDtype(int64_t v, const SchemaVersion& version,
   }
   // Up to the 8.1 snapshot the float8 kinds were numbered 14 and 15 (renumbered to 29/30 by 8.6).
   if (version.major < 8 || (version.major == 8 && version.minor <= 1)) {
-    if (v == 14) { *name = "float8_e4m3fn"; return PrimitiveType::F8E4M3FN; }
-    if (v == 15) { *name = "float8_e5m2"; return PrimitiveType::F8E5M2; }
+    if (v == 14) {
+      *name = "float8_e4m3fn";
+      return PrimitiveType::F8E4M3FN;
+    }
+    if (v == 15) {
+      *name = "float8_e5m2";
+      return PrimitiveType::F8E5M2;
+    }
   }
   return std::nullopt;
 }
@@ -239,7 +285,8 @@ ArgumentDecoder::SymValue ArgumentDecoder::DecodeSymInt(const json& j, const std
   j_.Fail(path, fmt::format("unknown SymInt member '{}'", key));
 }
 
-ArgumentDecoder::SymValue ArgumentDecoder::DecodeSymIntArgument(const json& j, const std::string& path, const Scope& scope) const {
+ArgumentDecoder::SymValue ArgumentDecoder::DecodeSymIntArgument(const json& j, const std::string& path,
+                                                                const Scope& scope) const {
   if (j.is_number()) return SymValue{j_.Int(j, path), false, {}};
   auto [key, v] = j_.Union(j, path);
   if (key == "as_int") return SymValue{j_.Int(*v, path + ".as_int"), false, {}};
@@ -283,7 +330,8 @@ DecodedTensor ArgumentDecoder::DecodeTensorMeta(const json& j0, const std::strin
   return t;
 }
 
-const DecodedTensor& ArgumentDecoder::Tensor(const std::string& name, const std::string& path, const Scope& scope) const {
+const DecodedTensor& ArgumentDecoder::Tensor(const std::string& name, const std::string& path,
+                                             const Scope& scope) const {
   for (const Scope* s = &scope; s; s = s->parent) {
     auto cached = s->cache->find(name);
     if (cached != s->cache->end()) return cached->second;
@@ -303,7 +351,7 @@ std::string ArgumentDecoder::TensorName(const json& j, const std::string& path) 
 }
 
 std::optional<TensorMeta> ArgumentDecoder::OptionalTensor(const json& j, const std::string& path, const Scope& scope,
-                                                  NodeState& ns) const {
+                                                          NodeState& ns) const {
   auto [key, v] = j_.Union(j, path);
   if (key == "as_none") return std::nullopt;
   if (key == "as_tensor") {
@@ -350,7 +398,8 @@ Value ArgumentDecoder::Decode(const json& j, const std::string& path, const std:
   if (key == "as_optional_tensors") {
     out.kind = Value::Kind::kTensorList;
     j_.Array(v, p);
-    for (size_t i = 0; i < v.size(); ++i) out.tensors.push_back(OptionalTensor(v[i], fmt::format("{}[{}]", p, i), scope, ns));
+    for (size_t i = 0; i < v.size(); ++i)
+      out.tensors.push_back(OptionalTensor(v[i], fmt::format("{}[{}]", p, i), scope, ns));
     return out;
   }
   if (key == "as_optional_tensor") {

@@ -7,13 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analyzer/graph/graph.h"
 #include "analyzer/loaders/op_schemas.h"
@@ -97,7 +96,8 @@ std::optional<hlo::PrimitiveType> SerdeDtype(int64_t v, const SchemaVersion& ver
 class ArgumentDecoder {
  public:
   // Called for a higher-order op's subgraph (`as_graph`): the program decoder decodes its nodes in the same program.
-  using SubgraphDecoder = std::function<void(const json& graph, const std::string& path, const Scope* parent, int depth)>;
+  using SubgraphDecoder =
+      std::function<void(const json& graph, const std::string& path, const Scope* parent, int depth)>;
 
   ArgumentDecoder(const JsonAccess& access, const SchemaVersion& version, const SymbolRanges& ranges,
                   SubgraphDecoder decode_subgraph)
@@ -105,8 +105,8 @@ class ArgumentDecoder {
 
   // One serialized argument (or output) union at `path`, read as the schema's `declared` type (`int[2]`,
   // `float`; empty when there is no schema).
-  Value Decode(const json& j, const std::string& path, const std::string& declared, const Scope& scope,
-               NodeState& ns, int depth);
+  Value Decode(const json& j, const std::string& path, const std::string& declared, const Scope& scope, NodeState& ns,
+               int depth);
   // The schema default of an argument the file left out.
   Value Default(const OpSchemaArg& a, NodeState& ns) const;
 

@@ -2,10 +2,10 @@
 // (research/formats.md A.1-A.4). Only those members are read, each through ZipReader's size caps.
 #include "analyzer/loaders/pt2_loader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "analyzer/loaders/pt2_program.h"
 #include "analyzer/loaders/zip_reader.h"
@@ -33,7 +33,7 @@ struct ProgramEntry {
 
 // ETRecord members that are not programs.
 bool IsEtRecordNonProgram(const std::string& name) {
-  static const char* kOther[] = {"ETRECORD_V0", "debug_handle_map", "delegate_map", "etrecord_version",
+  static const char* kOther[] = {"ETRECORD_V0",       "debug_handle_map",      "delegate_map",   "etrecord_version",
                                  "reference_outputs", "representative_inputs", "export_graph_id"};
   for (const char* o : kOther)
     if (name == o) return true;
@@ -62,9 +62,10 @@ Expected<std::vector<ProgramEntry>> FindPrograms(const ZipReader& zip, const std
         programs.push_back({&e, e.name});
     }
     if (programs.empty())
-      return InvalidInput(fmt::format("{}: ETRecord without a program (no aten_dialect_output/<method> or "
-                                      "edge_dialect_exported_program entry)",
-                                      path));
+      return InvalidInput(
+          fmt::format("{}: ETRecord without a program (no aten_dialect_output/<method> or "
+                      "edge_dialect_exported_program entry)",
+                      path));
     return programs;
   }
 
@@ -91,10 +92,10 @@ Expected<std::vector<ProgramEntry>> FindPrograms(const ZipReader& zip, const std
       if (programs.empty())  // an AOTInductor package of torch 2.8+: compiled code only
         for (const auto& e : entries)
           if (e.name.starts_with(root + "data/aotinductor/"))
-            return InvalidInput(fmt::format(
-                "{}: an AOTInductor package (compiled code in '{}data/aotinductor/', no '{}<name>.json' "
-                "program): nothing to analyze; save the torch.export program itself (torch.export.save)",
-                path, root, models));
+            return InvalidInput(
+                fmt::format("{}: an AOTInductor package (compiled code in '{}data/aotinductor/', no '{}<name>.json' "
+                            "program): nothing to analyze; save the torch.export program itself (torch.export.save)",
+                            path, root, models));
       if (programs.empty())
         return InvalidInput(fmt::format("{}: PT2 archive without a program (no '{}<name>.json' entry)", path, models));
       return programs;
@@ -130,7 +131,8 @@ Expected<Graph> LoadPt2(const std::string& path) {
   if (!head.ok()) return head.status();
   std::string_view magic(*head);
   if (magic.starts_with("PYTORCH1"))
-    return InvalidInput(fmt::format("{}: legacy pre-zip PyTorch format (PYTORCH1) is not a torch.export program", path));
+    return InvalidInput(
+        fmt::format("{}: legacy pre-zip PyTorch format (PYTORCH1) is not a torch.export program", path));
   size_t first = magic.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && magic[first] == '{') {
     // A bare ExportedProgram JSON (e.g. a member extracted from an archive).

@@ -2,13 +2,13 @@
 // arguments are decoded by pt2::ArgumentDecoder (pt2_arguments.h).
 #include "analyzer/loaders/pt2_program.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <map>
 #include <memory>
-#include <unordered_map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "analyzer/loaders/op_schemas.h"
 #include "analyzer/loaders/pt2_arguments.h"
@@ -29,9 +29,14 @@ constexpr int kNewestSchemaMajor = 8;
 class ProgramDecoder {
  public:
   ProgramDecoder(const std::string& where, const std::string& program, Graph& graph)
-      : j_(where), where_(where), program_(program), graph_(graph),
-        args_(j_, version_, ranges_, [this](const json& g, const std::string& path, const pt2::Scope* parent,
-                                            int depth) { DecodeGraph(g, path, parent, depth); }) {}
+      : j_(where),
+        where_(where),
+        program_(program),
+        graph_(graph),
+        args_(j_, version_, ranges_,
+              [this](const json& g, const std::string& path, const pt2::Scope* parent, int depth) {
+                DecodeGraph(g, path, parent, depth);
+              }) {}
 
   Status Run(std::string_view text);
 
@@ -100,7 +105,6 @@ Target ParseTarget(const std::string& t) {
   return out;
 }
 
-
 }  // namespace
 
 SourceLoc InnermostUserFrame(std::string_view trace) {
@@ -135,8 +139,8 @@ std::string ModulePathFromNnModuleStack(std::string_view stack) {
     std::string path = fields.size() >= 2 ? std::string(fields[1]) : "";
     // Older spellings: `L['self'].layer1[0].conv1`, `self.layer1.0`.
     for (const char* prefix : {"L['self']", "L[\"self\"]", "L__self__", "self"}) {
-      if (path.starts_with(prefix) && (path.size() == strlen(prefix) || path[strlen(prefix)] == '.' ||
-                                       path[strlen(prefix)] == '[')) {
+      if (path.starts_with(prefix) &&
+          (path.size() == strlen(prefix) || path[strlen(prefix)] == '.' || path[strlen(prefix)] == '[')) {
         path = path.substr(strlen(prefix));
         break;
       }
@@ -148,7 +152,8 @@ std::string ModulePathFromNnModuleStack(std::string_view stack) {
         size_t close = path.find(']', i);
         if (close == std::string::npos) break;
         std::string inner = path.substr(i + 1, close - i - 1);
-        if (inner.size() >= 2 && (inner.front() == '\'' || inner.front() == '"')) inner = inner.substr(1, inner.size() - 2);
+        if (inner.size() >= 2 && (inner.front() == '\'' || inner.front() == '"'))
+          inner = inner.substr(1, inner.size() - 2);
         if (!norm.empty()) norm += '.';
         norm += inner;
         i = close;
@@ -220,8 +225,8 @@ void ProgramDecoder::DecodeNode(const json& n, const std::string& path, const pt
     }
     for (auto& in : ins) {
       if (in.used) continue;
-      ns.Note(fmt::format("argument '{}' is not in the torch {} schema of {}.{}", in.name,
-                          OpSchemaTableTorchVersion(), node.op, node.overload));
+      ns.Note(fmt::format("argument '{}' is not in the torch {} schema of {}.{}", in.name, OpSchemaTableTorchVersion(),
+                          node.op, node.overload));
       node.args.push_back({in.name, args_.Decode(*in.arg, in.path, "", scope, ns, depth)});
     }
   } else {
@@ -281,7 +286,7 @@ void ProgramDecoder::DecodeSignature(const json& gm) {
   const json* in_specs = j_.Optional(*sig, "input_specs");
   const json* out_specs = j_.Optional(*sig, "output_specs");
   if (!in_specs || !out_specs || !in_specs->is_array() || !out_specs->is_array()) return;
-  std::unordered_map<std::string, int64_t> input_of;  // tensor name -> index in flow_.inputs
+  std::unordered_map<std::string, int64_t> input_of;         // tensor name -> index in flow_.inputs
   std::unordered_map<std::string, std::string> input_named;  // buffer / user input name -> tensor name
   // One spec of either list: its kind (the union's member), the member, and the tensor its `arg` names (empty: no
   // tensor, skipped); `named(spec, key)` reads one of the member's name fields.
@@ -407,9 +412,7 @@ Status ProgramDecoder::Run(std::string_view text) {
     const json& gm = j_.Require(doc, "graph_module", "$");
     DecodeGraph(j_.Require(gm, "graph", "$.graph_module"), "$.graph_module.graph", nullptr, 0);
     DecodeSignature(gm);
-  } catch (const pt2::Failure& f) {
-    return f.status;
-  } catch (const json::exception& e) {
+  } catch (const pt2::Failure& f) { return f.status; } catch (const json::exception& e) {
     return InvalidInput(fmt::format("{}: malformed program: {}", where_, support::OneLine(e.what())));
   }
   return Status::Ok();

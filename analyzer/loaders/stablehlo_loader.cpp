@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "support/file_io.h"
 #include "hlo/stablehlo/stablehlo.h"
+#include "support/file_io.h"
 
 namespace opprobe::analyzer {
 namespace {
@@ -22,9 +22,10 @@ bool LooksLikeStableHlo(const std::string& path, std::string_view head) {
 Expected<std::vector<LoadedHloModule>> LoadStableHlo(const std::string& path) {
   OPPROBE_ASSIGN_OR_RETURN(std::string text, io::ReadFile(path));
   if (hlo::IsMlirBytecode(text))
-    return InvalidInput(fmt::format("{}: MLIR bytecode is not supported; write the module as text (for example "
-                                    "`stablehlo-translate --deserialize {}`, or `print(module)` in Python)",
-                                    path, path));
+    return InvalidInput(
+        fmt::format("{}: MLIR bytecode is not supported; write the module as text (for example "
+                    "`stablehlo-translate --deserialize {}`, or `print(module)` in Python)",
+                    path, path));
   OPPROBE_ASSIGN_OR_RETURN(auto module, hlo::ParseStableHlo(text, path));
   std::vector<LoadedHloModule> out;
   std::string name = module->name();

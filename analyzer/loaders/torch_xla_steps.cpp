@@ -175,7 +175,8 @@ std::optional<StepGraphs> TorchXlaDumpSteps(const std::string& text, const std::
   std::map<std::string, int64_t> graph_of;  // hash -> distinct graph number
   std::vector<const Execution*> firsts;
   std::vector<Trigger> first_triggers;
-  std::map<std::tuple<std::string, std::string, std::string, int>, std::pair<StepGraphs::Cut, std::set<int64_t>>> cuts_at;
+  std::map<std::tuple<std::string, std::string, std::string, int>, std::pair<StepGraphs::Cut, std::set<int64_t>>>
+      cuts_at;
   int64_t step = 0;
   for (const auto& e : runs) {
     const Trigger t = trigger_of(e);
@@ -207,14 +208,10 @@ std::optional<StepGraphs> TorchXlaDumpSteps(const std::string& text, const std::
         }
         const Trigger& ot = first_triggers[best];
         auto params = [](const std::string& layout) { return layout.substr(0, layout.find(")->")); };
-        if (t.kind == "step_end" && ot.kind != "step_end")
-          r.cause = "the rest of the step after " + cut(ot);
-        else if (t.kind != "step_end" && ot.kind == "step_end")
-          r.cause = cut(t) + " cut the graph";
-        else if (params(e.layout) != params(old.layout))
-          r.cause = "an input's shape changed";
-        else
-          r.cause = "the graph's calls differ (a size or value baked into the graph, or another code path)";
+        if (t.kind == "step_end" && ot.kind != "step_end") r.cause = "the rest of the step after " + cut(ot);
+        else if (t.kind != "step_end" && ot.kind == "step_end") r.cause = cut(t) + " cut the graph";
+        else if (params(e.layout) != params(old.layout)) r.cause = "an input's shape changed";
+        else r.cause = "the graph's calls differ (a size or value baked into the graph, or another code path)";
         s.recompilations.push_back(std::move(r));
       }
     }

@@ -483,9 +483,8 @@ bool CallReader::ParseCall(const Ref& j, const Path& p, Node* n) {
 // The members of the document besides `calls` that this reader knows; each is kept (the last one when a name
 // repeats) and checked once the whole document is read. A new optional member is one more name here and its check in
 // TraceReader::Finish.
-constexpr const char* kHeaderMembers[] = {"format", "version", "script", "torch_version",
-                                          "status", "exit_status", "error", "skipped_ops", "graphs",
-                                          "host_only_ops", "program"};
+constexpr const char* kHeaderMembers[] = {"format", "version",     "script", "torch_version", "status", "exit_status",
+                                          "error",  "skipped_ops", "graphs", "host_only_ops", "program"};
 
 // Reads a trace document from a json::Stream: the header members are kept, the calls are checked and handed to the
 // sink one by one as they are read. The errors are those (and in the order) of checking the whole document at once:
@@ -527,7 +526,7 @@ class TraceReader {
   json::Tape scratch_;  // keys, calls, members nobody reads
   CallReader calls_;
   bool seen_calls_ = false;
-  Status calls_error_;  // the first bad call (or `calls` that is not an array)
+  Status calls_error_;                   // the first bad call (or `calls` that is not an array)
   std::unordered_set<std::string> ops_;  // the op names of the calls
 };
 
@@ -827,7 +826,8 @@ Status TraceReader::ProgramOf(Graph& g) {
     return !v || v->is_null() || c.ParseLoc(*v, p.Key(key), out);
   };
   auto count = [&](const Ref& v, const Path& p, int64_t* out, int64_t min) {
-    return c.GetInt(v, p, out) && (*out >= min || (c.Bad(p, min < 0 ? "expected -1 or more" : "expected a count"), false));
+    return c.GetInt(v, p, out) &&
+           (*out >= min || (c.Bad(p, min < 0 ? "expected -1 or more" : "expected a count"), false));
   };
   if (!str(*program, pp, "scope", &f.scope) || !loc(*program, pp, "begin", &f.begin) ||
       !loc(*program, pp, "end", &f.end) || !str(*program, pp, "end_kind", &f.end_kind))
@@ -882,25 +882,27 @@ Status TraceReader::ProgramOf(Graph& g) {
     for (auto it = r.begin(); it != r.end(); ++it, ++i) {
       int64_t id = 0;
       if (!count(it.value(), p.Index(i), &id, reads ? 0 : -1)) return false;
-      if (reads && !known.count(id)) return c.Bad(p.Index(i), fmt::format("value {} is read before it is made", id)), false;
+      if (reads && !known.count(id))
+        return c.Bad(p.Index(i), fmt::format("value {} is read before it is made", id)), false;
       out->push_back(id);
     }
     return true;
   };
   bool ok = array("inputs", value(f.inputs, true)) && array("calls", [&](const Ref& r, const Path& rp) {
-    if (!r.is_array() || r.size() != 3) return c.Expect(r, rp, "[call index, [input ids], [output ids]]"), false;
-    StepDataFlow::Call call;
-    auto it = r.begin();
-    if (!count(it.value(), rp.Index(0), &call.node, 0)) return false;
-    ++it;
-    if (!ids(it.value(), rp.Index(1), &call.inputs, true)) return false;
-    ++it;
-    if (!ids(it.value(), rp.Index(2), &call.outputs, false)) return false;
-    for (int64_t id : call.outputs)
-      if (id >= 0) known.insert(id);
-    f.calls.push_back(std::move(call));
-    return true;
-  });
+              if (!r.is_array() || r.size() != 3)
+                return c.Expect(r, rp, "[call index, [input ids], [output ids]]"), false;
+              StepDataFlow::Call call;
+              auto it = r.begin();
+              if (!count(it.value(), rp.Index(0), &call.node, 0)) return false;
+              ++it;
+              if (!ids(it.value(), rp.Index(1), &call.inputs, true)) return false;
+              ++it;
+              if (!ids(it.value(), rp.Index(2), &call.outputs, false)) return false;
+              for (int64_t id : call.outputs)
+                if (id >= 0) known.insert(id);
+              f.calls.push_back(std::move(call));
+              return true;
+            });
   ok = ok && array("outputs", value(f.outputs, false));
   if (!ok) return c.error();
   if (auto mesh = program->Find("mesh"); mesh && !mesh->is_null()) {
@@ -929,8 +931,8 @@ Status TraceReader::ProgramOf(Graph& g) {
     for (const auto& axes : f.inputs[i].sharding)
       for (int64_t a : axes)
         if (a >= static_cast<int64_t>(f.mesh.shape.size()))
-          return InvalidInput(fmt::format("program.inputs[{}].sharding: no mesh axis {} (the mesh has {})", i, a,
-                                          f.mesh.shape.size()));
+          return InvalidInput(
+              fmt::format("program.inputs[{}].sharding: no mesh axis {} (the mesh has {})", i, a, f.mesh.shape.size()));
   for (size_t i = 0; i < f.outputs.size(); ++i) {
     const auto& o = f.outputs[i];
     if (!known.count(o.value))
@@ -953,7 +955,8 @@ Expected<Graph> TraceReader::Finish() {
   std::string format_name;
   if (!c.GetString(*f, root.Key("format"), &format_name)) return c.error();
   if (format_name != "opprobe-trace") {
-    c.Bad(root.Key("format"), fmt::format("expected \"opprobe-trace\", got \"{}\" (not an opprobe trace)", format_name));
+    c.Bad(root.Key("format"),
+          fmt::format("expected \"opprobe-trace\", got \"{}\" (not an opprobe trace)", format_name));
     return c.error();
   }
   std::optional<Ref> v = Header("version");
@@ -999,7 +1002,8 @@ Expected<Graph> Parse(json::Stream stream, const std::string& source_name, NodeS
   try {
     TraceReader reader(stream, sink);
     Expected<Graph> g = reader.Read();
-    if (!g.ok()) return stream.io_failed() ? g.status() : g.status().WithContext(source_name);  // read errors name the file
+    if (!g.ok())
+      return stream.io_failed() ? g.status() : g.status().WithContext(source_name);  // read errors name the file
     if (g->model.empty()) g->model = source_name;
     return g;
   } catch (const std::exception& e) {  // allocation failures: never escape

@@ -1,8 +1,7 @@
 #include "analyzer/loaders/zip_reader.h"
 
-#include <zip.h>
-
 #include <fmt/format.h>
+#include <zip.h>
 
 namespace opprobe::analyzer {
 
@@ -70,13 +69,12 @@ Expected<std::unique_ptr<ZipReader>> ZipReader::Open(const std::string& path) {
     zip_stat_init(&st);
     if (zip_stat_index(z, static_cast<zip_uint64_t>(i), ZIP_FL_ENC_RAW, &st) != 0)
       return InvalidInput(fmt::format("{}: damaged zip archive: entry #{}: {}", path, i, zip_strerror(z)));
-    if (!(st.valid & ZIP_STAT_NAME) || !st.name)
-      return InvalidInput(fmt::format("{}: entry #{} has no name", path, i));
+    if (!(st.valid & ZIP_STAT_NAME) || !st.name) return InvalidInput(fmt::format("{}: entry #{} has no name", path, i));
     Entry e;
     e.name = st.name;
     if (IsUnsafeName(e.name))
-      return InvalidInput(fmt::format("{}: entry '{}': unsafe entry name (absolute path or '..' component)", path,
-                                      Printable(e.name)));
+      return InvalidInput(
+          fmt::format("{}: entry '{}': unsafe entry name (absolute path or '..' component)", path, Printable(e.name)));
     e.size = (st.valid & ZIP_STAT_SIZE) ? st.size : 0;
     e.compressed_size = (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size : 0;
     e.method = (st.valid & ZIP_STAT_COMP_METHOD) ? static_cast<uint16_t>(st.comp_method) : 0;
@@ -128,8 +126,7 @@ Expected<std::string> ZipReader::Read(const Entry& entry, const Limits& limits) 
     zip_int64_t r = zip_fread(f, &extra, 1);
     if (r > 0)
       status = InvalidInput(fmt::format("{}: holds more data than its declared size {} bytes", where, entry.size));
-    else if (r < 0)
-      status = InvalidInput(fmt::format("{}: corrupt data: {}", where, zip_file_strerror(f)));
+    else if (r < 0) status = InvalidInput(fmt::format("{}: corrupt data: {}", where, zip_file_strerror(f)));
   }
   zip_fclose(f);
   if (!status.ok()) return status;

@@ -109,9 +109,8 @@ Expected<LoweredOp> LogSigmoidForward(const Node& n, Builder& b) {
   std::vector<Instruction*> outs = {r};
   // ATen's CPU kernel also returns its buffer, exp(-|x|) (an empty tensor on other devices).
   if (const TensorMeta* buf = ctx.OutputMeta(1))
-    outs.push_back(buf->sizes == Dims(x)
-                       ? b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, x)))
-                       : Full(b, buf->dtype, 0, buf->sizes));
+    outs.push_back(buf->sizes == Dims(x) ? b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, x)))
+                                         : Full(b, buf->dtype, 0, buf->sizes));
   return ctx.Finish(outs);
 }
 
@@ -238,8 +237,8 @@ Expected<LoweredOp> GeluBackward(const Node& n, Builder& b) {
   // cdf + x * pdf
   Instruction* cdf =
       MulScalar(b, AddScalar(b, b.Unary(Opcode::kErf, MulScalar(b, y, std::numbers::sqrt2 / 2)), 1), 0.5);
-  Instruction* pdf = MulScalar(b, b.Unary(Opcode::kExp, MulScalar(b, Mul(b, y, y), -0.5)),
-                               1.0 / std::sqrt(2 * std::numbers::pi));
+  Instruction* pdf =
+      MulScalar(b, b.Unary(Opcode::kExp, MulScalar(b, Mul(b, y, y), -0.5)), 1.0 / std::sqrt(2 * std::numbers::pi));
   return ctx.Finish({Mul(b, g, Add(b, cdf, Mul(b, y, pdf)))});
 }
 
@@ -283,7 +282,8 @@ Expected<LoweredOp> EluBackward(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(PointwiseGrad v, ReadPointwiseGrad(ctx, /*value_is_grad=*/true));
   Instruction* g = v.grad;
-  double alpha = ctx.Double("alpha", 2, 1), scale = ctx.Double("scale", 3, 1), in_scale = ctx.Double("input_scale", 4, 1);
+  double alpha = ctx.Double("alpha", 2, 1), scale = ctx.Double("scale", 3, 1),
+         in_scale = ctx.Double("input_scale", 4, 1);
   bool is_result = ctx.Bool("is_result", 5, false);
   Instruction* x = ctx.Tensor("self_or_result", 6);
   if (!x) return ctx.Unsupported("needs self_or_result");
@@ -329,8 +329,8 @@ Expected<LoweredOp> LogitBackward(const Node& n, Builder& b) {
                                 CmpScalar(b, y, 1 - e, ComparisonDirection::kGt));
     return ctx.Finish({b.Select(out, FullLike(b, g, 0), d)});
   }
-  Instruction* out = b.Binary(Opcode::kOr, CmpScalar(b, y, 0, ComparisonDirection::kLt),
-                              CmpScalar(b, y, 1, ComparisonDirection::kGt));
+  Instruction* out =
+      b.Binary(Opcode::kOr, CmpScalar(b, y, 0, ComparisonDirection::kLt), CmpScalar(b, y, 1, ComparisonDirection::kGt));
   return ctx.Finish({b.Select(out, FullLike(b, g, std::numeric_limits<double>::quiet_NaN()), d)});
 }
 
@@ -454,49 +454,51 @@ Expected<LoweredOp> RreluWithNoiseBackward(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& ActivationLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::relu", UnaryInResultType(Relu), kInPlaceForm},
-      {"aten::relu6", UnaryInResultType(Relu6)},
-      {"aten::silu", UnaryInResultType(Silu), kInPlaceForm},
-      {"aten::mish", UnaryInResultType(Mish), kInPlaceForm},
-      {"aten::hardsigmoid", UnaryInResultType(Hardsigmoid), kInPlaceForm},
-      {"aten::hardswish", UnaryInResultType(Hardswish), kInPlaceForm},
-      {"aten::logsigmoid", UnaryInResultType(Logsigmoid)},
-      {"aten::leaky_relu", LeakyRelu, kInPlaceForm},
-      {"aten::hardtanh", Hardtanh, kInPlaceForm},
-      {"aten::elu", Elu, kInPlaceForm},
-      {"aten::selu", Selu, kInPlaceForm},
-      {"aten::celu", Celu},
-      {"aten::softplus", Softplus},
-      {"aten::gelu", Gelu, kInPlaceForm},
-      {"aten::log_sigmoid_forward", LogSigmoidForward},
-      {"aten::threshold", Threshold, kInPlaceForm},
-      {"aten::glu", Glu},
-      {"aten::prelu", Prelu},
-      {"aten::_prelu_kernel", Prelu},
-      {"aten::_prelu_kernel_backward", PreluKernelBackward},
-      {"aten::hardshrink", Hardshrink},
-      {"aten::softshrink", Softshrink},
-      {"aten::tanh_backward", TanhBackward},
-      {"aten::sigmoid_backward", SigmoidBackward},
-      {"aten::silu_backward", SiluBackward},
-      {"aten::gelu_backward", GeluBackward},
-      {"aten::hardsigmoid_backward", HardsigmoidBackward},
-      {"aten::hardswish_backward", HardswishBackward},
-      {"aten::hardtanh_backward", HardtanhBackward},
-      {"aten::leaky_relu_backward", LeakyReluBackward},
-      {"aten::elu_backward", EluBackward},
-      {"aten::softplus_backward", SoftplusBackward},
-      {"aten::mish_backward", MishBackward},
-      {"aten::logit_backward", LogitBackward},
-      {"aten::log_sigmoid_backward", LogSigmoidBackward},
-      {"aten::threshold_backward", ThresholdBackward},
-      {"aten::glu_backward", GluBackward},
-      {"aten::prelu_backward", PreluBackward},
-      {"aten::hardshrink_backward", HardshrinkBackward},
-      {"aten::softshrink_backward", SoftshrinkBackward},
-      {"aten::rrelu_with_noise_backward", RreluWithNoiseBackward},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::relu", UnaryInResultType(Relu), kInPlaceForm},
+                             {"aten::relu6", UnaryInResultType(Relu6)},
+                             {"aten::silu", UnaryInResultType(Silu), kInPlaceForm},
+                             {"aten::mish", UnaryInResultType(Mish), kInPlaceForm},
+                             {"aten::hardsigmoid", UnaryInResultType(Hardsigmoid), kInPlaceForm},
+                             {"aten::hardswish", UnaryInResultType(Hardswish), kInPlaceForm},
+                             {"aten::logsigmoid", UnaryInResultType(Logsigmoid)},
+                             {"aten::leaky_relu", LeakyRelu, kInPlaceForm},
+                             {"aten::hardtanh", Hardtanh, kInPlaceForm},
+                             {"aten::elu", Elu, kInPlaceForm},
+                             {"aten::selu", Selu, kInPlaceForm},
+                             {"aten::celu", Celu},
+                             {"aten::softplus", Softplus},
+                             {"aten::gelu", Gelu, kInPlaceForm},
+                             {"aten::log_sigmoid_forward", LogSigmoidForward},
+                             {"aten::threshold", Threshold, kInPlaceForm},
+                             {"aten::glu", Glu},
+                             {"aten::prelu", Prelu},
+                             {"aten::_prelu_kernel", Prelu},
+                             {"aten::_prelu_kernel_backward", PreluKernelBackward},
+                             {"aten::hardshrink", Hardshrink},
+                             {"aten::softshrink", Softshrink},
+                             {"aten::tanh_backward", TanhBackward},
+                             {"aten::sigmoid_backward", SigmoidBackward},
+                             {"aten::silu_backward", SiluBackward},
+                             {"aten::gelu_backward", GeluBackward},
+                             {"aten::hardsigmoid_backward", HardsigmoidBackward},
+                             {"aten::hardswish_backward", HardswishBackward},
+                             {"aten::hardtanh_backward", HardtanhBackward},
+                             {"aten::leaky_relu_backward", LeakyReluBackward},
+                             {"aten::elu_backward", EluBackward},
+                             {"aten::softplus_backward", SoftplusBackward},
+                             {"aten::mish_backward", MishBackward},
+                             {"aten::logit_backward", LogitBackward},
+                             {"aten::log_sigmoid_backward", LogSigmoidBackward},
+                             {"aten::threshold_backward", ThresholdBackward},
+                             {"aten::glu_backward", GluBackward},
+                             {"aten::prelu_backward", PreluBackward},
+                             {"aten::hardshrink_backward", HardshrinkBackward},
+                             {"aten::softshrink_backward", SoftshrinkBackward},
+                             {"aten::rrelu_with_noise_backward", RreluWithNoiseBackward},
+                         }};
   return *family;
 }
 

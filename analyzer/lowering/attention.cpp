@@ -21,7 +21,8 @@ Expected<LoweredOp> ScaledDotProductAttention(const Node& n, Builder& b) {
   double p = ctx.Double("dropout_p", 4, 0);
   bool is_causal = ctx.Bool("is_causal", 6, false);
   int64_t r = q0->shape.rank();
-  if (r < 2 || k0->shape.rank() != r || v0->shape.rank() != r) return ctx.Unsupported("query, key and value must have the same rank >= 2");
+  if (r < 2 || k0->shape.rank() != r || v0->shape.rank() != r)
+    return ctx.Unsupported("query, key and value must have the same rank >= 2");
   if (is_causal && mask0) return ctx.Unsupported("is_causal with an explicit mask");
   PrimitiveType t = q0->shape.element_type();
   if (!hlo::IsFloatingPoint(t)) return ctx.Unsupported("attention needs float inputs");
@@ -109,10 +110,11 @@ struct MhaResult {
 };
 
 // The packed-projection multi-head attention both fast paths compute (a mask's true entries are left out).
-Expected<MhaResult> Mha(const LoweringContext& ctx, Builder& b, Instruction* q0, Instruction* k0, Instruction* v0, int64_t E,
-                        int64_t H, Instruction* wqkv, Instruction* bqkv, Instruction* wo, Instruction* bo,
+Expected<MhaResult> Mha(const LoweringContext& ctx, Builder& b, Instruction* q0, Instruction* k0, Instruction* v0,
+                        int64_t E, int64_t H, Instruction* wqkv, Instruction* bqkv, Instruction* wo, Instruction* bo,
                         Instruction* mask) {
-  if (q0->shape.rank() != 3 || k0->shape.rank() != 3 || v0->shape.rank() != 3) return ctx.Unsupported("expects [B, L, E] inputs");
+  if (q0->shape.rank() != 3 || k0->shape.rank() != 3 || v0->shape.rank() != 3)
+    return ctx.Unsupported("expects [B, L, E] inputs");
   if (H <= 0 || E <= 0 || E % H != 0) return ctx.Unsupported("embed_dim not divisible by num_head");
   PrimitiveType t = q0->shape.element_type();
   int64_t B = Dims(q0)[0], L = Dims(q0)[1], S = Dims(k0)[1], D = E / H;
@@ -139,8 +141,7 @@ Expected<MhaResult> Mha(const LoweringContext& ctx, Builder& b, Instruction* q0,
     else return ctx.Unsupported("mask does not fit the attention scores");
     if (mb->shape.element_type() == PrimitiveType::PRED)
       attn = b.Select(mb, Full(b, t, -std::numeric_limits<double>::infinity(), ad), attn);
-    else
-      attn = Add(b, attn, b.Convert(mb, t));
+    else attn = Add(b, attn, b.Convert(mb, t));
   }
   Instruction* m = ReduceMax(b, attn, {3});
   Instruction* e = b.Unary(Opcode::kExp, Sub(b, attn, BcastBack(b, m, ad, {3})));
@@ -217,8 +218,7 @@ Expected<LoweredOp> TransformerEncoderLayerFwd(const Node& n, Builder& b) {
   auto Ffn = [&](Instruction* in) {
     Instruction* h = LinearRows(b, in, f1w, f1b, 0, Dims(f1w)[0]);
     if (gelu) {
-      h = Mul(b, MulScalar(b, h, 0.5),
-              AddScalar(b, b.Unary(Opcode::kErf, MulScalar(b, h, std::sqrt(0.5))), 1.0));
+      h = Mul(b, MulScalar(b, h, 0.5), AddScalar(b, b.Unary(Opcode::kErf, MulScalar(b, h, std::sqrt(0.5))), 1.0));
     } else {
       h = b.Binary(Opcode::kMaximum, h, FullLike(b, h, 0));
     }
@@ -257,7 +257,7 @@ struct Sdpa {
   Instruction* probs;      // softmax, [B..., L, S] f32
   Instruction* lse;        // [B..., L] f32
   double scale;
-  int64_t groups = 1;      // query heads per key/value head (1 unless grouped-query attention)
+  int64_t groups = 1;  // query heads per key/value head (1 unless grouped-query attention)
 };
 
 // Grouped-query attention (enable_gqa: Llama, Qwen2, Gemma with num_key_value_heads < num_attention_heads): the
@@ -291,8 +291,10 @@ Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * k0, ctx.RequiredTensor("key", qpos + 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * v0, ctx.RequiredTensor("value", qpos + 2));
   int64_t r = Rank(q0);
-  if (r < 2 || Rank(k0) != r || Rank(v0) != r) return ctx.Unsupported("query, key and value must have the same rank >= 2");
-  if (Dims(q0).back() != Dims(k0).back() || Dims(k0)[static_cast<size_t>(r - 2)] != Dims(v0)[static_cast<size_t>(r - 2)])
+  if (r < 2 || Rank(k0) != r || Rank(v0) != r)
+    return ctx.Unsupported("query, key and value must have the same rank >= 2");
+  if (Dims(q0).back() != Dims(k0).back() ||
+      Dims(k0)[static_cast<size_t>(r - 2)] != Dims(v0)[static_cast<size_t>(r - 2)])
     return ctx.Unsupported("query/key/value sizes do not fit");
   PrimitiveType f = PrimitiveType::F32;
   if (q0->shape.element_type() == PrimitiveType::F64) f = PrimitiveType::F64;
@@ -302,7 +304,8 @@ Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
     int64_t hq = Dims(q0)[h], hk = Dims(k0)[h];
     if (Dims(v0)[h] != hk) return ctx.Unsupported("key and value have different numbers of heads");
     if (hk != hq && hk > 0) {
-      if (hq % hk != 0) return ctx.Unsupported(fmt::format("{} query heads are not a multiple of {} key/value heads", hq, hk));
+      if (hq % hk != 0)
+        return ctx.Unsupported(fmt::format("{} query heads are not a multiple of {} key/value heads", hq, hk));
       s.groups = hq / hk;
     }
   }
@@ -324,8 +327,7 @@ Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
     if (BroadcastShapes(Dims(mask), sd) != sd) return ctx.Unsupported("attn_mask does not broadcast to the scores");
     if (mask->shape.element_type() == PrimitiveType::PRED)
       scores = b.Select(Bcast(b, mask, sd), scores, Full(b, f, -std::numeric_limits<double>::infinity(), sd));
-    else
-      scores = Add(b, scores, Bcast(b, b.Convert(mask, f), sd));
+    else scores = Add(b, scores, Bcast(b, b.Convert(mask, f), sd));
   }
   int64_t last = Rank(scores) - 1;
   Instruction* mx = ReduceMax(b, scores, {last});
@@ -338,7 +340,8 @@ Expected<Sdpa> Attention(const LoweringContext& ctx, size_t qpos) {
 
 Expected<LoweredOp> SdpaFlashCpu(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
-  if (ctx.Double("dropout_p", 3, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  if (ctx.Double("dropout_p", 3, 0) > 0)
+    return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
   OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 0));
   PrimitiveType t = ctx.OutputType(0, ctx.Tensor("query", 0)->shape.element_type());
   Instruction* out = b.Convert(BatchDot(b, s.probs, s.v, false, false), t);  // [B..., L, Ev]
@@ -347,7 +350,8 @@ Expected<LoweredOp> SdpaFlashCpu(const Node& n, Builder& b) {
 
 Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
-  if (ctx.Double("dropout_p", 6, 0) > 0) return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
+  if (ctx.Double("dropout_p", 6, 0) > 0)
+    return ctx.Unsupported("dropout_p > 0 (the CPU flash kernel's dropout has no XLA form here)");
   OPPROBE_ASSIGN_OR_RETURN(Instruction * dout0, ctx.RequiredTensor("grad_out", 0));
   OPPROBE_ASSIGN_OR_RETURN(Sdpa s, Attention(ctx, 1));
   PrimitiveType f = s.q->shape.element_type();
@@ -363,7 +367,8 @@ Expected<LoweredOp> SdpaFlashCpuBackward(const Node& n, Builder& b) {
   Instruction* dk = MulScalar(b, BatchDot(b, ds, s.q, true, false), s.scale);
   dk = SumHeadGroups(b, dk, s.groups), dv = SumHeadGroups(b, dv, s.groups);  // back to the key/value heads
   PrimitiveType t = ctx.Tensor("query", 1)->shape.element_type();
-  return ctx.Finish({b.Convert(dq, ctx.OutputType(0, t)), b.Convert(dk, ctx.OutputType(1, t)), b.Convert(dv, ctx.OutputType(2, t))});
+  return ctx.Finish(
+      {b.Convert(dq, ctx.OutputType(0, t)), b.Convert(dk, ctx.OutputType(1, t)), b.Convert(dv, ctx.OutputType(2, t))});
 }
 
 Expected<LoweredOp> SdpaComposite(const Node& n, Builder& b) {
@@ -377,14 +382,16 @@ Expected<LoweredOp> SdpaComposite(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& AttentionLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::_scaled_dot_product_attention_forward", ScaledDotProductAttention},
-      {"aten::scaled_dot_product_attention", SdpaComposite},
-      {"aten::_scaled_dot_product_flash_attention_for_cpu", SdpaFlashCpu},
-      {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", SdpaFlashCpuBackward},
-      {"aten::_native_multi_head_attention", NativeMultiHeadAttention},
-      {"aten::_transformer_encoder_layer_fwd", TransformerEncoderLayerFwd},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::_scaled_dot_product_attention_forward", ScaledDotProductAttention},
+                             {"aten::scaled_dot_product_attention", SdpaComposite},
+                             {"aten::_scaled_dot_product_flash_attention_for_cpu", SdpaFlashCpu},
+                             {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", SdpaFlashCpuBackward},
+                             {"aten::_native_multi_head_attention", NativeMultiHeadAttention},
+                             {"aten::_transformer_encoder_layer_fwd", TransformerEncoderLayerFwd},
+                         }};
   return *family;
 }
 

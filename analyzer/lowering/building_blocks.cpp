@@ -17,14 +17,17 @@ Instruction* ScalarC(Builder& b, PrimitiveType t, std::complex<double> v) {
 }
 Instruction* ScalarOf(Builder& b, PrimitiveType t, const Value& v) {
   if (v.kind == Value::Kind::kComplex) return ScalarC(b, t, v.c);
-  if (v.kind == Value::Kind::kInt && hlo::IsInteger(t) && hlo::BitWidth(t) == 64) return [&] {
+  if (v.kind == Value::Kind::kInt && hlo::IsInteger(t) && hlo::BitWidth(t) == 64)
+    return [&] {
       hlo::Literal l(Shape::Scalar(t));
       l.SetFromInt64(0, v.i);
       return b.Constant(std::move(l));
     }();
   return b.ConstantScalar(t, v.AsDouble());
 }
-Instruction* Full(Builder& b, PrimitiveType t, double v, const std::vector<int64_t>& dims) { return b.Full(t, v, dims); }
+Instruction* Full(Builder& b, PrimitiveType t, double v, const std::vector<int64_t>& dims) {
+  return b.Full(t, v, dims);
+}
 Instruction* FullLike(Builder& b, Instruction* like, double v) {
   return b.Full(like->shape.element_type(), v, like->shape.dimensions());
 }
@@ -177,7 +180,6 @@ int64_t Numel(const std::vector<int64_t>& dims) {
   return n;
 }
 
-
 hlo::ScatterDimensionNumbers ScatterAlongDim(int64_t dim, int64_t rank) {
   hlo::ScatterDimensionNumbers dn;
   for (int64_t i = 0; i < rank; ++i)
@@ -213,6 +215,5 @@ LoopState Loop(Builder& b, const LoopState& init, const std::string& name,
   Instruction* w = b.While(b.Tuple(init), cc, bc);
   return unpack(b, w);
 }
-
 
 }  // namespace opprobe::analyzer::lowering

@@ -69,7 +69,9 @@ double LoweringContext::Double(const std::string& name, size_t pos, double def) 
   const Value* v = Arg(name, pos);
   if (!v) return def;
   switch (v->kind) {
-    case Value::Kind::kInt: case Value::Kind::kBool: case Value::Kind::kFloat: return v->AsDouble();
+    case Value::Kind::kInt:
+    case Value::Kind::kBool:
+    case Value::Kind::kFloat: return v->AsDouble();
     case Value::Kind::kComplex: return v->c.real();
     default: return def;
   }
@@ -155,19 +157,22 @@ Expected<Instruction*> LoweringContext::Operand(const std::string& name, size_t 
     Instruction* x = builder.Convert(p, type);
     if (x->shape.dimensions() != dims) {
       auto bd = BroadcastShapes(x->shape.dimensions(), dims);
-      if (bd != dims) return Unsupported(fmt::format("argument '{}' ({}) does not broadcast to [{}]", name,
-                                                        v->tensor.ToString(), fmt::join(dims, ",")));
+      if (bd != dims)
+        return Unsupported(fmt::format("argument '{}' ({}) does not broadcast to [{}]", name, v->tensor.ToString(),
+                                       fmt::join(dims, ",")));
       x = Bcast(builder, x, dims);
     }
     return x;
   }
   switch (v->kind) {
-    case Value::Kind::kInt: case Value::Kind::kFloat: case Value::Kind::kBool: case Value::Kind::kComplex: {
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat:
+    case Value::Kind::kBool:
+    case Value::Kind::kComplex: {
       Instruction* s = ScalarOf(builder, type, *v);
       return dims.empty() ? s : builder.Broadcast(s, dims, {});
     }
-    default:
-      return Unsupported(fmt::format("argument '{}' is {}, not a tensor or number", name, v->ToString()));
+    default: return Unsupported(fmt::format("argument '{}' is {}, not a tensor or number", name, v->ToString()));
   }
 }
 
@@ -191,8 +196,8 @@ Expected<LoweredOp> LoweringContext::Finish(std::vector<Instruction*> outs) cons
     }
     // An in-place op that returns nothing (`_foreach_add_`, `_fused_adam_`: `-> ()`, recorded as None) has
     // no output to check: its lowering's values are the tensors it writes.
-    bool void_op = want.empty() && std::all_of(node.outputs.begin(), node.outputs.end(),
-                                               [](const Value& o) { return o.is_none(); });
+    bool void_op = want.empty() &&
+                   std::all_of(node.outputs.begin(), node.outputs.end(), [](const Value& o) { return o.is_none(); });
     if (void_op) {
       LoweredOp op;
       op.outputs = std::move(outs);

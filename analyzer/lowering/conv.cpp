@@ -155,17 +155,20 @@ Instruction* TransposedForward(Builder& b, Instruction* x, Instruction* w, const
   return BackpropInput(b, x, w, p, out_sizes, t);
 }
 
-Expected<Instruction*> WithBias(const LoweringContext& ctx, Instruction* y, const std::string& name, size_t pos, PrimitiveType t) {
+Expected<Instruction*> WithBias(const LoweringContext& ctx, Instruction* y, const std::string& name, size_t pos,
+                                PrimitiveType t) {
   Instruction* bias = ctx.Tensor(name, pos);
   if (!bias) return y;
   Builder& b = ctx.builder;
   return Add(b, y, b.Broadcast(b.Convert(bias, t), Dims(y), {1}));
 }
 
-Expected<LoweredOp> ConvCommon(const LoweringContext& ctx, Instruction* x, Instruction* w, const ConvParams& p, size_t bias_pos) {
+Expected<LoweredOp> ConvCommon(const LoweringContext& ctx, Instruction* x, Instruction* w, const ConvParams& p,
+                               size_t bias_pos) {
   Builder& b = ctx.builder;
   PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
-  if (x->shape.rank() < 3 || w->shape.rank() != x->shape.rank()) return ctx.Unsupported("convolution needs N-d input and kernel");
+  if (x->shape.rank() < 3 || w->shape.rank() != x->shape.rank())
+    return ctx.Unsupported("convolution needs N-d input and kernel");
   size_t nsp = static_cast<size_t>(x->shape.rank() - 2);
   if (p.stride.size() != nsp || p.padding.size() != nsp || p.dilation.size() != nsp)
     return ctx.Unsupported("stride/padding/dilation of the wrong length");
@@ -175,7 +178,6 @@ Expected<LoweredOp> ConvCommon(const LoweringContext& ctx, Instruction* x, Instr
   OPPROBE_ASSIGN_OR_RETURN(y, WithBias(ctx, y, "bias", bias_pos, t));
   return ctx.Finish({y});
 }
-
 
 Expected<LoweredOp> Convolution(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -296,18 +298,19 @@ Expected<LoweredOp> ConvOf(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& ConvLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::convolution", Convolution},
-      {"aten::convolution_overrideable", Convolution},
-      {"aten::_convolution", ConvOf<ConvArgs::kConvolution>},
-      {"aten::conv1d", ConvOf<ConvArgs::kConv>},
-      {"aten::conv2d", ConvOf<ConvArgs::kConv>},
-      {"aten::conv3d", ConvOf<ConvArgs::kConv>},
-      {"aten::conv_transpose1d", ConvOf<ConvArgs::kConvTranspose>},
-      {"aten::conv_transpose2d", ConvOf<ConvArgs::kConvTranspose>},
-      {"aten::conv_transpose3d", ConvOf<ConvArgs::kConvTranspose>},
-      {"aten::convolution_backward", ConvolutionBackward},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::convolution", Convolution},
+                                                     {"aten::convolution_overrideable", Convolution},
+                                                     {"aten::_convolution", ConvOf<ConvArgs::kConvolution>},
+                                                     {"aten::conv1d", ConvOf<ConvArgs::kConv>},
+                                                     {"aten::conv2d", ConvOf<ConvArgs::kConv>},
+                                                     {"aten::conv3d", ConvOf<ConvArgs::kConv>},
+                                                     {"aten::conv_transpose1d", ConvOf<ConvArgs::kConvTranspose>},
+                                                     {"aten::conv_transpose2d", ConvOf<ConvArgs::kConvTranspose>},
+                                                     {"aten::conv_transpose3d", ConvOf<ConvArgs::kConvTranspose>},
+                                                     {"aten::convolution_backward", ConvolutionBackward},
+                                                 }};
   return *family;
 }
 }  // namespace opprobe::analyzer::lowering

@@ -249,8 +249,8 @@ Instruction* FloorDivInt(Builder& b, Instruction* x, Instruction* y) {
   Instruction* r = b.Binary(Opcode::kRemainder, x, y);
   Instruction* zero = FullLike(b, x, 0);
   Instruction* nz = b.Compare(r, zero, ComparisonDirection::kNe);
-  Instruction* diff = b.Compare(b.Compare(r, zero, ComparisonDirection::kLt), b.Compare(y, zero, ComparisonDirection::kLt),
-                                ComparisonDirection::kNe);
+  Instruction* diff = b.Compare(b.Compare(r, zero, ComparisonDirection::kLt),
+                                b.Compare(y, zero, ComparisonDirection::kLt), ComparisonDirection::kNe);
   return b.Select(b.Binary(Opcode::kAnd, nz, diff), Sub(b, q, FullLike(b, q, 1)), q);
 }
 
@@ -259,8 +259,8 @@ Instruction* PyRemainder(Builder& b, Instruction* x, Instruction* y) {
   Instruction* r = b.Binary(Opcode::kRemainder, x, y);
   Instruction* zero = FullLike(b, x, 0);
   Instruction* nz = b.Compare(r, zero, ComparisonDirection::kNe);
-  Instruction* diff = b.Compare(b.Compare(r, zero, ComparisonDirection::kLt), b.Compare(y, zero, ComparisonDirection::kLt),
-                                ComparisonDirection::kNe);
+  Instruction* diff = b.Compare(b.Compare(r, zero, ComparisonDirection::kLt),
+                                b.Compare(y, zero, ComparisonDirection::kLt), ComparisonDirection::kNe);
   return b.Select(b.Binary(Opcode::kAnd, nz, diff), Add(b, r, y), r);
 }
 
@@ -286,7 +286,9 @@ Expected<LoweredOp> LowerAddSubWithAlpha(bool add, const LoweringContext& ctx, c
   const hlo::OpMetadata own = b.metadata();
   hlo::OpMetadata mul = own;
   mul.op_type = mul.op_name = "aten__mul";
-  auto alpha_scalar = [&] { return alpha.kind == Value::Kind::kComplex ? ScalarC(b, t, alpha.c) : ScalarOf(b, t, alpha); };
+  auto alpha_scalar = [&] {
+    return alpha.kind == Value::Kind::kComplex ? ScalarC(b, t, alpha.c) : ScalarOf(b, t, alpha);
+  };
   Instruction* scaled = nullptr;
   if (other.kind == Value::Kind::kInt || other.kind == Value::Kind::kFloat || other.kind == Value::Kind::kBool ||
       other.kind == Value::Kind::kComplex) {
@@ -382,9 +384,7 @@ Instruction* Fmax(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
 Instruction* Fmin(Builder& b, Instruction* x, Instruction* y, PrimitiveType t) {
   return NanLosing(b, x, y, t, Opcode::kMinimum);
 }
-Instruction* Atan2(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
-  return b.Binary(Opcode::kAtan2, x, y);
-}
+Instruction* Atan2(Builder& b, Instruction* x, Instruction* y, PrimitiveType) { return b.Binary(Opcode::kAtan2, x, y); }
 Instruction* Remainder(Builder& b, Instruction* x, Instruction* y, PrimitiveType) { return PyRemainder(b, x, y); }
 Instruction* Fmod(Builder& b, Instruction* x, Instruction* y, PrimitiveType) {
   return b.Binary(Opcode::kRemainder, x, y);
@@ -550,8 +550,8 @@ Expected<LoweredOp> NanToNum(const Node& n, Builder& b) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   PrimitiveType t = x->shape.element_type();
   if (!hlo::IsFloatingPoint(t)) return ctx.Finish({x});
-  double big = t == PrimitiveType::F64 ? std::numeric_limits<double>::max()
-               : t == PrimitiveType::F16 ? 65504.0
+  double big = t == PrimitiveType::F64    ? std::numeric_limits<double>::max()
+               : t == PrimitiveType::F16  ? 65504.0
                : t == PrimitiveType::BF16 ? 3.3895313892515355e38
                                           : std::numeric_limits<float>::max();
   auto opt = [&](const char* name, size_t pos, double def) {
@@ -560,8 +560,10 @@ Expected<LoweredOp> NanToNum(const Node& n, Builder& b) {
   };
   double nan = opt("nan", 1, 0.0), pos = opt("posinf", 2, big), neg = opt("neginf", 3, -big);
   Instruction* r = b.Select(b.Compare(x, x, ComparisonDirection::kNe), FullLike(b, x, nan), x);
-  r = b.Select(CmpScalar(b, x, std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, pos), r);
-  r = b.Select(CmpScalar(b, x, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, neg), r);
+  r = b.Select(CmpScalar(b, x, std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, pos),
+               r);
+  r = b.Select(CmpScalar(b, x, -std::numeric_limits<double>::infinity(), ComparisonDirection::kEq), FullLike(b, x, neg),
+               r);
   return ctx.Finish({r});
 }
 
@@ -615,7 +617,8 @@ Expected<LoweredOp> Frexp(const Node& n, Builder& b) {
   Instruction* ax = b.Unary(Opcode::kAbs, x);
   Instruction* zero = CmpScalar(b, x, 0, ComparisonDirection::kEq);
   Instruction* safe = b.Select(zero, FullLike(b, x, 1), ax);
-  Instruction* e = AddScalar(b, b.Unary(Opcode::kFloor, MulScalar(b, b.Unary(Opcode::kLog, safe), 1 / std::numbers::ln2)), 1);
+  Instruction* e =
+      AddScalar(b, b.Unary(Opcode::kFloor, MulScalar(b, b.Unary(Opcode::kLog, safe), 1 / std::numbers::ln2)), 1);
   Instruction* m = Div(b, x, b.Binary(Opcode::kPower, FullLike(b, x, 2), e));
   // log rounding: keep |m| in [0.5, 1)
   Instruction* big = CmpScalar(b, b.Unary(Opcode::kAbs, m), 1, ComparisonDirection::kGe);
@@ -643,147 +646,149 @@ LoweringFn UnaryInResultType(UnaryBody body) {
 const LoweringFamily& ElementwiseLowerings() {
   using Dir = ComparisonDirection;
   using In = ComputeIn;
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      // unary math, in the result type
-      {"aten::abs", AbsOp, kInPlaceForm},
-      {"aten::absolute", AbsOp},
-      {"aten::neg", UnaryInResultType(math::Negate), kInPlaceForm},
-      {"aten::negative", UnaryInResultType(math::Negate)},
-      {"aten::positive", UnaryInResultType(Identity)},
-      {"aten::exp", UnaryInResultType(math::Exp), kInPlaceForm},
-      {"aten::exp2", UnaryInResultType(Exp2), kInPlaceForm},
-      {"aten::expm1", UnaryInResultType(OpcodeOf<Opcode::kExpm1>), kInPlaceForm},
-      {"aten::log", UnaryInResultType(math::Log), kInPlaceForm},
-      {"aten::log2", UnaryInResultType(Log2), kInPlaceForm},
-      {"aten::log10", UnaryInResultType(Log10), kInPlaceForm},
-      {"aten::log1p", UnaryInResultType(OpcodeOf<Opcode::kLog1p>), kInPlaceForm},
-      {"aten::sqrt", UnaryInResultType(math::Sqrt), kInPlaceForm},
-      {"aten::rsqrt", UnaryInResultType(OpcodeOf<Opcode::kRsqrt>), kInPlaceForm},
-      {"aten::sin", UnaryInResultType(OpcodeOf<Opcode::kSin>), kInPlaceForm},
-      {"aten::cos", UnaryInResultType(OpcodeOf<Opcode::kCos>), kInPlaceForm},
-      {"aten::tan", UnaryInResultType(OpcodeOf<Opcode::kTan>), kInPlaceForm},
-      {"aten::tanh", UnaryInResultType(OpcodeOf<Opcode::kTanh>), kInPlaceForm},
-      {"aten::sigmoid", UnaryInResultType(math::Sigmoid), kInPlaceForm},
-      {"aten::atan", UnaryInResultType(Atan), kInPlaceForm},
-      {"aten::arctan", UnaryInResultType(Atan)},
-      {"aten::asin", UnaryInResultType(Asin), kInPlaceForm},
-      {"aten::acos", UnaryInResultType(Acos), kInPlaceForm},
-      {"aten::sinh", UnaryInResultType(Sinh), kInPlaceForm},
-      {"aten::cosh", UnaryInResultType(Cosh), kInPlaceForm},
-      {"aten::asinh", UnaryInResultType(Asinh), kInPlaceForm},
-      {"aten::acosh", UnaryInResultType(Acosh), kInPlaceForm},
-      {"aten::atanh", UnaryInResultType(Atanh), kInPlaceForm},
-      {"aten::ceil", UnaryInResultType(OpcodeOf<Opcode::kCeil>), kInPlaceForm},
-      {"aten::floor", UnaryInResultType(OpcodeOf<Opcode::kFloor>), kInPlaceForm},
-      {"aten::round", Round, kInPlaceForm},
-      {"aten::trunc", UnaryInResultType(Trunc), kInPlaceForm},
-      {"aten::fix", UnaryInResultType(Trunc)},
-      {"aten::frac", UnaryInResultType(Frac), kInPlaceForm},
-      {"aten::sign", UnaryInResultType(math::Sign), kInPlaceForm},
-      {"aten::sgn", UnaryInResultType(math::Sign), kInPlaceForm},
-      {"aten::reciprocal", UnaryInResultType(math::Reciprocal), kInPlaceForm},
-      {"aten::square", UnaryInResultType(Square), kInPlaceForm},
-      {"aten::erf", UnaryInResultType(OpcodeOf<Opcode::kErf>), kInPlaceForm},
-      {"aten::erfc", UnaryInResultType(Erfc), kInPlaceForm},
-      {"aten::erfinv", UnaryInResultType(math::ErfInv), kInPlaceForm},
-      {"aten::deg2rad", UnaryInResultType(Deg2rad), kInPlaceForm},
-      {"aten::rad2deg", UnaryInResultType(Rad2deg), kInPlaceForm},
-      {"aten::bitwise_not", UnaryInResultType(OpcodeOf<Opcode::kNot>), kInPlaceForm},
-      {"aten::conj_physical", UnaryInResultType(ConjPhysical)},
-      {"aten::_conj", UnaryInResultType(ConjPhysical)},
-      {"aten::_conj_physical", UnaryInResultType(ConjPhysical)},
-      {"aten::resolve_conj", UnaryInResultType(Identity)},
-      {"aten::resolve_neg", UnaryInResultType(Identity)},
-      {"aten::sinc", UnaryInResultType(Sinc)},
-      {"aten::logit", Logit, kInPlaceForm},
-      {"aten::frexp", Frexp},
-      // unary, in the input type
-      {"aten::isnan", UnaryInInputType(IsNan)},
-      {"aten::isinf", UnaryInInputType(IsInf)},
-      {"aten::isposinf", UnaryInInputType(IsPosInf)},
-      {"aten::isneginf", UnaryInInputType(IsNegInf)},
-      {"aten::isfinite", UnaryInInputType(IsFinite)},
-      {"aten::signbit", UnaryInInputType(Signbit)},
-      {"aten::logical_not", UnaryInInputType(LogicalNot), kInPlaceForm},
-      {"aten::real", UnaryInInputType(Real)},
-      {"aten::imag", UnaryInInputType(Imag)},
-      {"aten::angle", UnaryInInputType(Angle)},
-      // binary arithmetic
-      {"aten::add", AddOp, kInPlaceForm},
-      {"aten::sub", SubOp, kInPlaceForm},
-      {"aten::subtract", SubOp},
-      {"aten::rsub", Rsub},
-      {"aten::mul", Binary(In::kPromotedType, Multiply), kInPlaceForm},
-      {"aten::multiply", Binary(In::kPromotedType, Multiply)},
-      {"aten::div", DivOp, kInPlaceForm},
-      {"aten::divide", DivOp},
-      {"aten::true_divide", DivOp, kInPlaceForm},
-      {"aten::floor_divide", Binary(In::kPromotedType, FloorDivide), kInPlaceForm},
-      {"aten::remainder", Binary(In::kPromotedType, Remainder), kInPlaceForm},
-      {"aten::fmod", Binary(In::kPromotedType, Fmod), kInPlaceForm},
-      {"aten::pow", Binary(In::kPromotedType, Pow, "exponent"), kInPlaceForm},
-      {"aten::maximum", Binary(In::kPromotedType, Maximum)},
-      {"aten::max.other", Binary(In::kPromotedType, Maximum)},
-      {"aten::minimum", Binary(In::kPromotedType, Minimum)},
-      {"aten::min.other", Binary(In::kPromotedType, Minimum)},
-      {"aten::fmax", Binary(In::kPromotedType, Fmax)},
-      {"aten::fmin", Binary(In::kPromotedType, Fmin)},
-      {"aten::copysign", Binary(In::kPromotedFloat, Copysign), kInPlaceForm},
-      {"aten::atan2", Binary(In::kPromotedFloat, Atan2), kInPlaceForm},
-      {"aten::arctan2", Binary(In::kPromotedFloat, Atan2)},
-      {"aten::hypot", Binary(In::kPromotedFloat, Hypot), kInPlaceForm},
-      {"aten::xlogy", Binary(In::kPromotedFloat, Xlogy), kInPlaceForm},
-      {"aten::logaddexp", Binary(In::kPromotedFloat, Logaddexp)},
-      {"aten::logaddexp2", Binary(In::kPromotedFloat, Logaddexp2)},
-      {"aten::heaviside", Heaviside, kInPlaceForm},
-      // bitwise
-      {"aten::bitwise_and", Binary(In::kPromotedType, BitwiseAnd), kInPlaceForm},
-      {"aten::bitwise_or", Binary(In::kPromotedType, BitwiseOr), kInPlaceForm},
-      {"aten::bitwise_xor", Binary(In::kPromotedType, BitwiseXor), kInPlaceForm},
-      {"aten::bitwise_left_shift", Binary(In::kPromotedType, ShiftLeft)},
-      {"aten::bitwise_right_shift", Binary(In::kPromotedType, ShiftRight)},
-      {"aten::__and__", Binary(In::kResultType, BitwiseAnd)},
-      {"aten::__or__", Binary(In::kResultType, BitwiseOr)},
-      {"aten::__xor__", Binary(In::kResultType, BitwiseXor)},
-      {"aten::__lshift__", Binary(In::kPromotedType, ShiftLeft)},
-      {"aten::__rshift__", Binary(In::kPromotedType, ShiftRight)},
-      // comparisons and logical ops
-      {"aten::eq", Compare(Dir::kEq), kInPlaceForm},
-      {"aten::ne", Compare(Dir::kNe), kInPlaceForm},
-      {"aten::not_equal", Compare(Dir::kNe)},
-      {"aten::lt", Compare(Dir::kLt), kInPlaceForm},
-      {"aten::less", Compare(Dir::kLt)},
-      {"aten::le", Compare(Dir::kLe), kInPlaceForm},
-      {"aten::less_equal", Compare(Dir::kLe)},
-      {"aten::gt", Compare(Dir::kGt), kInPlaceForm},
-      {"aten::greater", Compare(Dir::kGt)},
-      {"aten::ge", Compare(Dir::kGe), kInPlaceForm},
-      {"aten::greater_equal", Compare(Dir::kGe)},
-      {"aten::logical_and", Logical(Opcode::kAnd), kInPlaceForm},
-      {"aten::logical_or", Logical(Opcode::kOr), kInPlaceForm},
-      {"aten::logical_xor", Logical(Opcode::kXor), kInPlaceForm},
-      // ternary and others
-      {"aten::where.self", Where},
-      {"aten::where.Scalar", Where},
-      {"aten::where.ScalarOther", Where},
-      {"aten::where.ScalarSelf", Where},
-      {"aten::clamp", Clamp, kInPlaceForm},
-      {"aten::clamp_min", Clamp, kInPlaceForm},
-      {"aten::clamp_max", Clamp, kInPlaceForm},
-      {"aten::clip", Clamp},
-      {"aten::lerp", Lerp, kInPlaceForm},
-      {"aten::addcmul", Addcmul, kInPlaceForm},
-      {"aten::addcdiv", Addcdiv, kInPlaceForm},
-      {"aten::nan_to_num", NanToNum, kInPlaceForm},
-      {"aten::polar", Polar},
-      {"aten::complex", ComplexOp},
-      // dtype conversions and copies
-      {"aten::_to_copy", ToCopy},
-      {"aten::type_as", ToCopy},
-      {"aten::copy", Copy, kInPlaceForm},
-      {"aten::promote_types", NoTensorResult},
-      {"aten::result_type", NoTensorResult},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             // unary math, in the result type
+                             {"aten::abs", AbsOp, kInPlaceForm},
+                             {"aten::absolute", AbsOp},
+                             {"aten::neg", UnaryInResultType(math::Negate), kInPlaceForm},
+                             {"aten::negative", UnaryInResultType(math::Negate)},
+                             {"aten::positive", UnaryInResultType(Identity)},
+                             {"aten::exp", UnaryInResultType(math::Exp), kInPlaceForm},
+                             {"aten::exp2", UnaryInResultType(Exp2), kInPlaceForm},
+                             {"aten::expm1", UnaryInResultType(OpcodeOf<Opcode::kExpm1>), kInPlaceForm},
+                             {"aten::log", UnaryInResultType(math::Log), kInPlaceForm},
+                             {"aten::log2", UnaryInResultType(Log2), kInPlaceForm},
+                             {"aten::log10", UnaryInResultType(Log10), kInPlaceForm},
+                             {"aten::log1p", UnaryInResultType(OpcodeOf<Opcode::kLog1p>), kInPlaceForm},
+                             {"aten::sqrt", UnaryInResultType(math::Sqrt), kInPlaceForm},
+                             {"aten::rsqrt", UnaryInResultType(OpcodeOf<Opcode::kRsqrt>), kInPlaceForm},
+                             {"aten::sin", UnaryInResultType(OpcodeOf<Opcode::kSin>), kInPlaceForm},
+                             {"aten::cos", UnaryInResultType(OpcodeOf<Opcode::kCos>), kInPlaceForm},
+                             {"aten::tan", UnaryInResultType(OpcodeOf<Opcode::kTan>), kInPlaceForm},
+                             {"aten::tanh", UnaryInResultType(OpcodeOf<Opcode::kTanh>), kInPlaceForm},
+                             {"aten::sigmoid", UnaryInResultType(math::Sigmoid), kInPlaceForm},
+                             {"aten::atan", UnaryInResultType(Atan), kInPlaceForm},
+                             {"aten::arctan", UnaryInResultType(Atan)},
+                             {"aten::asin", UnaryInResultType(Asin), kInPlaceForm},
+                             {"aten::acos", UnaryInResultType(Acos), kInPlaceForm},
+                             {"aten::sinh", UnaryInResultType(Sinh), kInPlaceForm},
+                             {"aten::cosh", UnaryInResultType(Cosh), kInPlaceForm},
+                             {"aten::asinh", UnaryInResultType(Asinh), kInPlaceForm},
+                             {"aten::acosh", UnaryInResultType(Acosh), kInPlaceForm},
+                             {"aten::atanh", UnaryInResultType(Atanh), kInPlaceForm},
+                             {"aten::ceil", UnaryInResultType(OpcodeOf<Opcode::kCeil>), kInPlaceForm},
+                             {"aten::floor", UnaryInResultType(OpcodeOf<Opcode::kFloor>), kInPlaceForm},
+                             {"aten::round", Round, kInPlaceForm},
+                             {"aten::trunc", UnaryInResultType(Trunc), kInPlaceForm},
+                             {"aten::fix", UnaryInResultType(Trunc)},
+                             {"aten::frac", UnaryInResultType(Frac), kInPlaceForm},
+                             {"aten::sign", UnaryInResultType(math::Sign), kInPlaceForm},
+                             {"aten::sgn", UnaryInResultType(math::Sign), kInPlaceForm},
+                             {"aten::reciprocal", UnaryInResultType(math::Reciprocal), kInPlaceForm},
+                             {"aten::square", UnaryInResultType(Square), kInPlaceForm},
+                             {"aten::erf", UnaryInResultType(OpcodeOf<Opcode::kErf>), kInPlaceForm},
+                             {"aten::erfc", UnaryInResultType(Erfc), kInPlaceForm},
+                             {"aten::erfinv", UnaryInResultType(math::ErfInv), kInPlaceForm},
+                             {"aten::deg2rad", UnaryInResultType(Deg2rad), kInPlaceForm},
+                             {"aten::rad2deg", UnaryInResultType(Rad2deg), kInPlaceForm},
+                             {"aten::bitwise_not", UnaryInResultType(OpcodeOf<Opcode::kNot>), kInPlaceForm},
+                             {"aten::conj_physical", UnaryInResultType(ConjPhysical)},
+                             {"aten::_conj", UnaryInResultType(ConjPhysical)},
+                             {"aten::_conj_physical", UnaryInResultType(ConjPhysical)},
+                             {"aten::resolve_conj", UnaryInResultType(Identity)},
+                             {"aten::resolve_neg", UnaryInResultType(Identity)},
+                             {"aten::sinc", UnaryInResultType(Sinc)},
+                             {"aten::logit", Logit, kInPlaceForm},
+                             {"aten::frexp", Frexp},
+                             // unary, in the input type
+                             {"aten::isnan", UnaryInInputType(IsNan)},
+                             {"aten::isinf", UnaryInInputType(IsInf)},
+                             {"aten::isposinf", UnaryInInputType(IsPosInf)},
+                             {"aten::isneginf", UnaryInInputType(IsNegInf)},
+                             {"aten::isfinite", UnaryInInputType(IsFinite)},
+                             {"aten::signbit", UnaryInInputType(Signbit)},
+                             {"aten::logical_not", UnaryInInputType(LogicalNot), kInPlaceForm},
+                             {"aten::real", UnaryInInputType(Real)},
+                             {"aten::imag", UnaryInInputType(Imag)},
+                             {"aten::angle", UnaryInInputType(Angle)},
+                             // binary arithmetic
+                             {"aten::add", AddOp, kInPlaceForm},
+                             {"aten::sub", SubOp, kInPlaceForm},
+                             {"aten::subtract", SubOp},
+                             {"aten::rsub", Rsub},
+                             {"aten::mul", Binary(In::kPromotedType, Multiply), kInPlaceForm},
+                             {"aten::multiply", Binary(In::kPromotedType, Multiply)},
+                             {"aten::div", DivOp, kInPlaceForm},
+                             {"aten::divide", DivOp},
+                             {"aten::true_divide", DivOp, kInPlaceForm},
+                             {"aten::floor_divide", Binary(In::kPromotedType, FloorDivide), kInPlaceForm},
+                             {"aten::remainder", Binary(In::kPromotedType, Remainder), kInPlaceForm},
+                             {"aten::fmod", Binary(In::kPromotedType, Fmod), kInPlaceForm},
+                             {"aten::pow", Binary(In::kPromotedType, Pow, "exponent"), kInPlaceForm},
+                             {"aten::maximum", Binary(In::kPromotedType, Maximum)},
+                             {"aten::max.other", Binary(In::kPromotedType, Maximum)},
+                             {"aten::minimum", Binary(In::kPromotedType, Minimum)},
+                             {"aten::min.other", Binary(In::kPromotedType, Minimum)},
+                             {"aten::fmax", Binary(In::kPromotedType, Fmax)},
+                             {"aten::fmin", Binary(In::kPromotedType, Fmin)},
+                             {"aten::copysign", Binary(In::kPromotedFloat, Copysign), kInPlaceForm},
+                             {"aten::atan2", Binary(In::kPromotedFloat, Atan2), kInPlaceForm},
+                             {"aten::arctan2", Binary(In::kPromotedFloat, Atan2)},
+                             {"aten::hypot", Binary(In::kPromotedFloat, Hypot), kInPlaceForm},
+                             {"aten::xlogy", Binary(In::kPromotedFloat, Xlogy), kInPlaceForm},
+                             {"aten::logaddexp", Binary(In::kPromotedFloat, Logaddexp)},
+                             {"aten::logaddexp2", Binary(In::kPromotedFloat, Logaddexp2)},
+                             {"aten::heaviside", Heaviside, kInPlaceForm},
+                             // bitwise
+                             {"aten::bitwise_and", Binary(In::kPromotedType, BitwiseAnd), kInPlaceForm},
+                             {"aten::bitwise_or", Binary(In::kPromotedType, BitwiseOr), kInPlaceForm},
+                             {"aten::bitwise_xor", Binary(In::kPromotedType, BitwiseXor), kInPlaceForm},
+                             {"aten::bitwise_left_shift", Binary(In::kPromotedType, ShiftLeft)},
+                             {"aten::bitwise_right_shift", Binary(In::kPromotedType, ShiftRight)},
+                             {"aten::__and__", Binary(In::kResultType, BitwiseAnd)},
+                             {"aten::__or__", Binary(In::kResultType, BitwiseOr)},
+                             {"aten::__xor__", Binary(In::kResultType, BitwiseXor)},
+                             {"aten::__lshift__", Binary(In::kPromotedType, ShiftLeft)},
+                             {"aten::__rshift__", Binary(In::kPromotedType, ShiftRight)},
+                             // comparisons and logical ops
+                             {"aten::eq", Compare(Dir::kEq), kInPlaceForm},
+                             {"aten::ne", Compare(Dir::kNe), kInPlaceForm},
+                             {"aten::not_equal", Compare(Dir::kNe)},
+                             {"aten::lt", Compare(Dir::kLt), kInPlaceForm},
+                             {"aten::less", Compare(Dir::kLt)},
+                             {"aten::le", Compare(Dir::kLe), kInPlaceForm},
+                             {"aten::less_equal", Compare(Dir::kLe)},
+                             {"aten::gt", Compare(Dir::kGt), kInPlaceForm},
+                             {"aten::greater", Compare(Dir::kGt)},
+                             {"aten::ge", Compare(Dir::kGe), kInPlaceForm},
+                             {"aten::greater_equal", Compare(Dir::kGe)},
+                             {"aten::logical_and", Logical(Opcode::kAnd), kInPlaceForm},
+                             {"aten::logical_or", Logical(Opcode::kOr), kInPlaceForm},
+                             {"aten::logical_xor", Logical(Opcode::kXor), kInPlaceForm},
+                             // ternary and others
+                             {"aten::where.self", Where},
+                             {"aten::where.Scalar", Where},
+                             {"aten::where.ScalarOther", Where},
+                             {"aten::where.ScalarSelf", Where},
+                             {"aten::clamp", Clamp, kInPlaceForm},
+                             {"aten::clamp_min", Clamp, kInPlaceForm},
+                             {"aten::clamp_max", Clamp, kInPlaceForm},
+                             {"aten::clip", Clamp},
+                             {"aten::lerp", Lerp, kInPlaceForm},
+                             {"aten::addcmul", Addcmul, kInPlaceForm},
+                             {"aten::addcdiv", Addcdiv, kInPlaceForm},
+                             {"aten::nan_to_num", NanToNum, kInPlaceForm},
+                             {"aten::polar", Polar},
+                             {"aten::complex", ComplexOp},
+                             // dtype conversions and copies
+                             {"aten::_to_copy", ToCopy},
+                             {"aten::type_as", ToCopy},
+                             {"aten::copy", Copy, kInPlaceForm},
+                             {"aten::promote_types", NoTensorResult},
+                             {"aten::result_type", NoTensorResult},
+                         }};
   return *family;
 }
 

@@ -8,8 +8,8 @@
 #include <unordered_map>
 
 #include "hlo/builder.h"
-#include "support/file_io.h"
 #include "hlo/stablehlo/stablehlo.h"
+#include "support/file_io.h"
 
 namespace opprobe::analyzer {
 
@@ -124,8 +124,8 @@ Expected<LoweringTable> ExternalLoweringTable(const Graph& trace, const External
         op, lowerings.library, [by_signature, who](const Node& node, hlo::Builder& b) -> Expected<LoweredOp> {
           auto it = by_signature->find(node.SignatureKey());
           if (it == by_signature->end())
-            return Unimplemented(fmt::format("{} lowered no call of {} with these arguments", who,
-                                             node.qualified_name()));
+            return Unimplemented(
+                fmt::format("{} lowered no call of {} with these arguments", who, node.qualified_name()));
           if (!it->second.error.empty()) return Unimplemented(it->second.error);
           auto module = hlo::ParseStableHlo(it->second.mlir, who + " " + node.qualified_name());
           if (!module.ok())  // (the reader's own kind: a bug of opprobe's is kInternal, what it cannot read yet not)

@@ -32,10 +32,10 @@ Expected<ExternalLowerings> ReadTorchaxLowerings(const std::string& path);
 // The table that lowers each call of `trace` (its nodes, in the trace's order, as LoadGraph reads them) as
 // `lowerings` says: entry k of `lowerings.calls` is the call of node k (calls the loader leaves out, bookkeeping ops,
 // are skipped by op name; a node without an entry lowers to an error saying so). A node is looked up by its
-// signature (Node::SignatureKey), so the driver's merged calls find theirs. The entry's lowering declares the module's parameters as the call's tensor arguments, in order, and
-// copies its instructions (called computations adopted as they are); its outputs are the module's results. A call
-// the library could not lower returns its reason (kUnimplemented). Errors: kInvalidInput when no entry of `lowerings`
-// matches a call of the trace.
+// signature (Node::SignatureKey), so the driver's merged calls find theirs. The entry's lowering declares the module's
+// parameters as the call's tensor arguments, in order, and copies its instructions (called computations adopted as they
+// are); its outputs are the module's results. A call the library could not lower returns its reason (kUnimplemented).
+// Errors: kInvalidInput when no entry of `lowerings` matches a call of the trace.
 Expected<LoweringTable> ExternalLoweringTable(const Graph& trace, const ExternalLowerings& lowerings);
 
 }  // namespace opprobe::analyzer

@@ -138,7 +138,8 @@ Instruction* FirstBad(Builder& b, Instruction* bad) {
   Instruction* none = Full(b, PrimitiveType::S32, static_cast<double>(n + 1), d);
   Instruction* first = ReduceMin(b, b.Select(bad, idx, none), {r - 1});
   // (n == 0 reduces to the init, the largest s32.)
-  return b.Select(CmpScalar(b, first, static_cast<double>(n + 1), ComparisonDirection::kGe), FullLike(b, first, 0), first);
+  return b.Select(CmpScalar(b, first, static_cast<double>(n + 1), ComparisonDirection::kGe), FullLike(b, first, 0),
+                  first);
 }
 
 // A zero-filled output for values PyTorch returns empty (compute_uv=False, unused lstsq parts).
@@ -171,7 +172,7 @@ Lu LuOf(Builder& b, Instruction* a) {
   Instruction* perm0 = b.Iota(Shape::Array(PrimitiveType::S32, vm), r - 2);
   Instruction* piv0 = Full(b, PrimitiveType::S32, 0, With(batch, {k}));
   if (k == 0) return {a, piv0, perm0};
-  std::vector<int64_t> bmap = Upto(r - 2);               // batch dims
+  std::vector<int64_t> bmap = Upto(r - 2);                // batch dims
   std::vector<int64_t> rows_of_mn = With(bmap, {r - 2});  // a [..., m] vector as the rows of [..., m, n]
   std::vector<int64_t> cols_of_mn = With(bmap, {r - 1});  // a [..., n] vector as the columns
   auto cond = [&](Builder& cb, const LoopState& st) {
@@ -185,7 +186,9 @@ Lu LuOf(Builder& b, Instruction* a) {
       s.insert(s.end(), tail.begin(), tail.end());
       return s;
     };
-    auto column = [&](Instruction* y) { return bb.Reshape(bb.DynamicSlice(y, at({zero, j}), With(batch, {m, 1})), vm); };
+    auto column = [&](Instruction* y) {
+      return bb.Reshape(bb.DynamicSlice(y, at({zero, j}), With(batch, {m, 1})), vm);
+    };
     auto row = [&](Instruction* y) { return bb.Reshape(bb.DynamicSlice(y, at({j, zero}), With(batch, {1, n})), vn); };
     Instruction* rows = bb.Iota(Shape::Array(PrimitiveType::S32, vm), r - 2);
     Instruction* below_or_at = bb.Compare(rows, bb.Broadcast(j, vm, {}), ComparisonDirection::kGe);
@@ -197,8 +200,8 @@ Lu LuOf(Builder& b, Instruction* a) {
     Instruction* largest = ReduceMax(bb, cand, {r - 2});
     Instruction* hit = bb.Binary(Opcode::kAnd, below_or_at,
                                  bb.Compare(cand, bb.Broadcast(largest, vm, bmap), ComparisonDirection::kEq));
-    Instruction* first = ReduceMin(bb, bb.Select(hit, rows, Full(bb, PrimitiveType::S32, static_cast<double>(m), vm)),
-                                   {r - 2});
+    Instruction* first =
+        ReduceMin(bb, bb.Select(hit, rows, Full(bb, PrimitiveType::S32, static_cast<double>(m), vm)), {r - 2});
     Instruction* jb = bb.Broadcast(j, batch, {});
     Instruction* p = bb.Select(CmpScalar(bb, first, static_cast<double>(m), ComparisonDirection::kLt), first, jb);
     piv = bb.DynamicUpdateSlice(piv, bb.Reshape(p, With(batch, {1})), at({j}));
@@ -271,9 +274,10 @@ Instruction* PivotsToPerm(Builder& b, Instruction* piv, int64_t m) {
     Instruction* target = bb.DynamicSlice(pv, starts, one);  // piv[..., i]  [..., 1]
     Instruction* here = bb.DynamicSlice(perm, starts, one);  // perm[..., i] [..., 1]
     Instruction* lanes = bb.Iota(ps, r - 1);
-    Instruction* is_target = bb.Compare(lanes, bb.Broadcast(bb.Reshape(target, batch), pd, bmap), ComparisonDirection::kEq);
-    Instruction* there = Reduce(bb, bb.Select(is_target, perm, Full(bb, PrimitiveType::S32, 0, pd)), {r - 1}, Opcode::kAdd,
-                                bb.ConstantScalar(PrimitiveType::S32, 0));  // perm[..., piv[i]]
+    Instruction* is_target =
+        bb.Compare(lanes, bb.Broadcast(bb.Reshape(target, batch), pd, bmap), ComparisonDirection::kEq);
+    Instruction* there = Reduce(bb, bb.Select(is_target, perm, Full(bb, PrimitiveType::S32, 0, pd)), {r - 1},
+                                Opcode::kAdd, bb.ConstantScalar(PrimitiveType::S32, 0));  // perm[..., piv[i]]
     Instruction* is_i = bb.Compare(lanes, bb.Broadcast(i, pd, {}), ComparisonDirection::kEq);
     Instruction* swapped = bb.Select(is_i, bb.Broadcast(there, pd, bmap),
                                      bb.Select(is_target, bb.Broadcast(bb.Reshape(here, batch), pd, bmap), perm));
@@ -342,7 +346,8 @@ struct Eig {
 };
 Eig EighOf(Builder& b, Instruction* a, bool lower) {
   std::vector<int64_t> d = Dims(a);
-  Shape ws = Shape::Array(hlo::ComplexComponentType(a->shape.element_type()), std::vector<int64_t>(d.begin(), d.end() - 1));
+  Shape ws =
+      Shape::Array(hlo::ComplexComponentType(a->shape.element_type()), std::vector<int64_t>(d.begin(), d.end() - 1));
   Instruction* cc = b.CustomCall({a}, "Eigh", Shape::Tuple({a->shape, ws}));
   // XLA's SelfAdjointEig: "lower,sort_eigenvalues,max_iter,tol".
   cc->mutable_rare().backend_config = fmt::format("{},1,15,0.000010", lower ? 1 : 0);
@@ -379,7 +384,8 @@ Svd SvdOf(Builder& b, Instruction* a, bool full) {
 
 // Float (or complex) operand `name` converted to the type of output `out`.
 // The linalg_ forms name the matrix `A`, the older ones `self`; either is accepted for the other.
-Expected<Instruction*> FloatArg(const LoweringContext& ctx, const std::string& name, size_t pos, size_t out, PrimitiveType* t) {
+Expected<Instruction*> FloatArg(const LoweringContext& ctx, const std::string& name, size_t pos, size_t out,
+                                PrimitiveType* t) {
   Instruction* x = ctx.Tensor(name, pos);
   if (!x && (name == "A" || name == "self")) x = ctx.Tensor(name == "A" ? "self" : "A", pos);
   if (!x) return ctx.Unsupported(fmt::format("tensor argument '{}' is missing", name));
@@ -389,10 +395,12 @@ Expected<Instruction*> FloatArg(const LoweringContext& ctx, const std::string& n
   return ctx.builder.Convert(x, *t);
 }
 
-Expected<Instruction*> SquareArg(const LoweringContext& ctx, const std::string& name, size_t pos, size_t out, PrimitiveType* t) {
+Expected<Instruction*> SquareArg(const LoweringContext& ctx, const std::string& name, size_t pos, size_t out,
+                                 PrimitiveType* t) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, FloatArg(ctx, name, pos, out, t));
   std::vector<int64_t> d = Dims(x);
-  if (d[d.size() - 1] != d[d.size() - 2]) return ctx.Unsupported(fmt::format("{} must be square, got [{}]", name, fmt::join(d, ",")));
+  if (d[d.size() - 1] != d[d.size() - 2])
+    return ctx.Unsupported(fmt::format("{} must be square, got [{}]", name, fmt::join(d, ",")));
   return x;
 }
 
@@ -403,7 +411,6 @@ void CommonBatch(Builder& b, Instruction*& x, Instruction*& y) {
   x = ToBatch(b, x, batch);
   y = ToBatch(b, y, batch);
 }
-
 
 // cholesky(self, upper), linalg_cholesky(self, upper), linalg_cholesky_ex(self, upper, check_errors).
 Expected<LoweredOp> Cholesky(const Node& n, Builder& b) {
@@ -452,7 +459,8 @@ Expected<LoweredOp> TriangularSolveOp(const Node& n, Builder& b, bool legacy) {
   bool transpose = legacy && ctx.Bool("transpose", 3, false);
   bool unit = ctx.Bool("unitriangular", 4, false);
   CommonBatch(b, a, rhs);
-  Instruction* x = TriSolve(b, a, rhs, left, !upper, transpose ? TransposeA::kTranspose : TransposeA::kNoTranspose, unit);
+  Instruction* x =
+      TriSolve(b, a, rhs, left, !upper, transpose ? TransposeA::kTranspose : TransposeA::kNoTranspose, unit);
   if (legacy) return ctx.Finish({x, a});
   return ctx.Finish({x});
 }
@@ -595,7 +603,8 @@ Expected<LoweredOp> Det(const Node& n, Builder& b, DetForm form) {
   // (-1)^(number of actual row swaps).
   Instruction* swaps = b.Compare(f.piv, b.Iota(Shape::Array(PrimitiveType::S32, dd), r - 1), ComparisonDirection::kNe);
   Instruction* nswaps = ReduceSum(b, b.Convert(swaps, PrimitiveType::S32), {r - 1});
-  Instruction* odd = CmpScalar(b, b.Binary(Opcode::kRemainder, nswaps, FullLike(b, nswaps, 2)), 1, ComparisonDirection::kEq);
+  Instruction* odd =
+      CmpScalar(b, b.Binary(Opcode::kRemainder, nswaps, FullLike(b, nswaps, 2)), 1, ComparisonDirection::kEq);
   auto parity = [&](Instruction* like) { return b.Select(odd, FullLike(b, like, -1), FullLike(b, like, 1)); };
   bool slog = form == DetForm::kSlogdet;
   if (!slog) {
@@ -754,7 +763,8 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
   auto tol_arg = [&](const std::string& name, size_t pos) -> Instruction* {
     if (Instruction* x = ctx.Tensor(name, pos)) return Bcast(b, b.Convert(x, rt), batch);
     const Value* v = ctx.Arg(name, pos);
-    if (v && (v->kind == Value::Kind::kFloat || v->kind == Value::Kind::kInt)) return Full(b, rt, ctx.Double(name, pos, 0), batch);
+    if (v && (v->kind == Value::Kind::kFloat || v->kind == Value::Kind::kInt))
+      return Full(b, rt, ctx.Double(name, pos, 0), batch);
     return nullptr;
   };
   Instruction* atol = tol_arg("atol", 1);
@@ -764,7 +774,8 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
     // linalg_pinv(self, rcond, hermitian): rcond is rtol.
     Instruction* rc = nullptr;
     if (Instruction* x = ctx.Tensor("rcond", 1)) rc = Bcast(b, b.Convert(x, rt), batch);
-    else if (const Value* v = ctx.Arg("rcond", 1); v && !v->is_none()) rc = Full(b, rt, ctx.Double("rcond", 1, 1e-15), batch);
+    else if (const Value* v = ctx.Arg("rcond", 1); v && !v->is_none())
+      rc = Full(b, rt, ctx.Double("rcond", 1, 1e-15), batch);
     if (rc) rtol = rc, atol = nullptr;
     hermitian = ctx.Bool("hermitian", 2, hermitian);
   }
@@ -781,8 +792,10 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
                             Instruction* right) {
     Instruction* tol = b.Binary(Opcode::kMaximum, atol, b.Binary(Opcode::kMultiply, rtol, largest));
     Instruction* keep = b.Compare(mag, b.Broadcast(tol, Dims(mag), bmap), ComparisonDirection::kGt);
-    Instruction* inv = b.Select(keep, b.Binary(Opcode::kDivide, FullLike(b, values, 1), values), FullLike(b, values, 0));
-    Instruction* scaled = b.Binary(Opcode::kMultiply, left, b.Broadcast(b.Convert(inv, t), Dims(left), With(bmap, {r - 1})));
+    Instruction* inv =
+        b.Select(keep, b.Binary(Opcode::kDivide, FullLike(b, values, 1), values), FullLike(b, values, 0));
+    Instruction* scaled =
+        b.Binary(Opcode::kMultiply, left, b.Broadcast(b.Convert(inv, t), Dims(left), With(bmap, {r - 1})));
     return MatMul(b, scaled, MH(b, right));
   };
   Instruction* result;
@@ -823,8 +836,7 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
   for (int j = 12; j >= 1; --j) p = b.Binary(Opcode::kAdd, eye, MulScalar(b, MatMul(b, x, p), 1.0 / j));
   // Square s times: the loop runs max(s) times, each matrix squares while i < its s.
   Instruction* si = b.Convert(s, PrimitiveType::S32);
-  Instruction* count = Reduce(b, si, bmap, Opcode::kMaximum,
-                              b.ConstantScalar(PrimitiveType::S32, 0));
+  Instruction* count = Reduce(b, si, bmap, Opcode::kMaximum, b.ConstantScalar(PrimitiveType::S32, 0));
   auto cond = [](Builder& cb, const LoopState& st) { return cb.Compare(st[0], st[1], ComparisonDirection::kLt); };
   auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
     Instruction *i = st[0], *sv = st[2], *cur = st[3];
@@ -914,53 +926,54 @@ Expected<LoweredOp> NoOutputs(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& FactorizationLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::cholesky", Cholesky},
-      {"aten::linalg_cholesky", Cholesky},
-      {"aten::linalg_cholesky_ex", Cholesky},
-      {"aten::cholesky_solve", CholeskySolve},
-      {"aten::cholesky_inverse", CholeskyInverse},
-      {"aten::triangular_solve", TriangularSolve},
-      {"aten::linalg_solve_triangular", SolveTriangular},
-      {"aten::linalg_lu_factor", LuFactor},
-      {"aten::linalg_lu_factor_ex", LuFactor},
-      {"aten::linalg_lu", LinalgLu},
-      {"aten::lu_unpack", LuUnpack},
-      {"aten::linalg_lu_solve", LinalgLuSolve},
-      {"aten::lu_solve", LegacyLuSolve},
-      {"aten::inverse", Inverse},
-      {"aten::linalg_inv", Inverse},
-      {"aten::linalg_inv_ex", Inverse},
-      {"aten::_linalg_solve_ex", Solve},
-      {"aten::linalg_solve", Solve},
-      {"aten::linalg_solve_ex", Solve},
-      {"aten::det", DetLowering<DetForm::kDet>},
-      {"aten::linalg_det", DetLowering<DetForm::kDet>},
-      {"aten::_linalg_det", DetLowering<DetForm::kDet>},
-      {"aten::logdet", DetLowering<DetForm::kLogdet>},
-      {"aten::slogdet", DetLowering<DetForm::kSlogdet>},
-      {"aten::linalg_slogdet", DetLowering<DetForm::kSlogdet>},
-      {"aten::_linalg_slogdet", DetLowering<DetForm::kSlogdet>},
-      {"aten::linalg_qr", QrLowering<QrForm::kLinalgQr>},
-      {"aten::qr", QrLowering<QrForm::kQr>},
-      {"aten::geqrf", QrLowering<QrForm::kGeqrf>},
-      {"aten::linalg_householder_product", LinalgHouseholderProduct},
-      {"aten::orgqr", Orgqr},
-      {"aten::ormqr", Ormqr},
-      {"aten::_linalg_eigh", Eigh},
-      {"aten::linalg_eigh", Eigh},
-      {"aten::linalg_eigvalsh", Eigh},
-      {"aten::symeig", Symeig},
-      {"aten::_linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
-      {"aten::linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
-      {"aten::svd", SvdLowering<SvdForm::kSvd>},
-      {"aten::linalg_svdvals", SvdLowering<SvdForm::kSvdvals>},
-      {"aten::linalg_pinv", Pinv},
-      {"aten::linalg_matrix_exp", MatrixExp},
-      {"aten::matrix_exp", MatrixExp},
-      {"aten::linalg_lstsq", Lstsq},
-      {"aten::_linalg_check_errors", NoOutputs},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::cholesky", Cholesky},
+                                                     {"aten::linalg_cholesky", Cholesky},
+                                                     {"aten::linalg_cholesky_ex", Cholesky},
+                                                     {"aten::cholesky_solve", CholeskySolve},
+                                                     {"aten::cholesky_inverse", CholeskyInverse},
+                                                     {"aten::triangular_solve", TriangularSolve},
+                                                     {"aten::linalg_solve_triangular", SolveTriangular},
+                                                     {"aten::linalg_lu_factor", LuFactor},
+                                                     {"aten::linalg_lu_factor_ex", LuFactor},
+                                                     {"aten::linalg_lu", LinalgLu},
+                                                     {"aten::lu_unpack", LuUnpack},
+                                                     {"aten::linalg_lu_solve", LinalgLuSolve},
+                                                     {"aten::lu_solve", LegacyLuSolve},
+                                                     {"aten::inverse", Inverse},
+                                                     {"aten::linalg_inv", Inverse},
+                                                     {"aten::linalg_inv_ex", Inverse},
+                                                     {"aten::_linalg_solve_ex", Solve},
+                                                     {"aten::linalg_solve", Solve},
+                                                     {"aten::linalg_solve_ex", Solve},
+                                                     {"aten::det", DetLowering<DetForm::kDet>},
+                                                     {"aten::linalg_det", DetLowering<DetForm::kDet>},
+                                                     {"aten::_linalg_det", DetLowering<DetForm::kDet>},
+                                                     {"aten::logdet", DetLowering<DetForm::kLogdet>},
+                                                     {"aten::slogdet", DetLowering<DetForm::kSlogdet>},
+                                                     {"aten::linalg_slogdet", DetLowering<DetForm::kSlogdet>},
+                                                     {"aten::_linalg_slogdet", DetLowering<DetForm::kSlogdet>},
+                                                     {"aten::linalg_qr", QrLowering<QrForm::kLinalgQr>},
+                                                     {"aten::qr", QrLowering<QrForm::kQr>},
+                                                     {"aten::geqrf", QrLowering<QrForm::kGeqrf>},
+                                                     {"aten::linalg_householder_product", LinalgHouseholderProduct},
+                                                     {"aten::orgqr", Orgqr},
+                                                     {"aten::ormqr", Ormqr},
+                                                     {"aten::_linalg_eigh", Eigh},
+                                                     {"aten::linalg_eigh", Eigh},
+                                                     {"aten::linalg_eigvalsh", Eigh},
+                                                     {"aten::symeig", Symeig},
+                                                     {"aten::_linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
+                                                     {"aten::linalg_svd", SvdLowering<SvdForm::kLinalgSvd>},
+                                                     {"aten::svd", SvdLowering<SvdForm::kSvd>},
+                                                     {"aten::linalg_svdvals", SvdLowering<SvdForm::kSvdvals>},
+                                                     {"aten::linalg_pinv", Pinv},
+                                                     {"aten::linalg_matrix_exp", MatrixExp},
+                                                     {"aten::matrix_exp", MatrixExp},
+                                                     {"aten::linalg_lstsq", Lstsq},
+                                                     {"aten::_linalg_check_errors", NoOutputs},
+                                                 }};
   return *family;
 }
 

@@ -90,7 +90,7 @@ Expected<LoweredOp> Arange(const Node& n, Builder& b) {
   }
   // start + iota * step, computed in the output type (f64 for integer outputs, then converted).
   PrimitiveType ct = hlo::IsFloatingPoint(t) ? (t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32)
-                                              : PrimitiveType::F64;
+                                             : PrimitiveType::F64;
   if (hlo::IsInteger(t)) ct = t;
   Instruction* io = b.Iota(Shape::Array(ct, {len}), 0);
   Instruction* r = io;
@@ -167,8 +167,9 @@ Expected<LoweredOp> Window(const Node& n, Builder& b, WindowKind kind) {
   } else {  // kaiser: I0(beta sqrt(1 - (2i/m - 1)^2)) / I0(beta)
     double beta = ctx.Double("beta", 2, 12.0);
     Instruction* r = AddScalar(b, MulScalar(b, i, 2.0 / m), -1);
-    Instruction* arg = MulScalar(b, b.Unary(Opcode::kSqrt, b.Clamp(Scalar(b, ct, 0), Sub(b, FullLike(b, r, 1), Mul(b, r, r)),
-                                                                   Scalar(b, ct, 1))), beta);
+    Instruction* arg = MulScalar(
+        b, b.Unary(Opcode::kSqrt, b.Clamp(Scalar(b, ct, 0), Sub(b, FullLike(b, r, 1), Mul(b, r, r)), Scalar(b, ct, 1))),
+        beta);
     w = Div(b, BesselI0(b, arg), BesselI0(b, FullLike(b, arg, beta)));
   }
   return ctx.Finish({b.Convert(w, t)});
@@ -202,38 +203,39 @@ Expected<LoweredOp> TriuIndices(const Node& n, Builder& b) { return TriIndices(n
 }  // namespace
 
 const LoweringFamily& FactoryLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::zeros", FilledWith<Fill::kZeros>},
-      {"aten::zeros_like", FilledWith<Fill::kZeros>},
-      {"aten::new_zeros", FilledWith<Fill::kZeros>},
-      {"aten::zero", FilledWith<Fill::kZeros>, kInPlaceForm},
-      {"aten::empty", FilledWith<Fill::kZeros>},
-      {"aten::empty_like", FilledWith<Fill::kZeros>},
-      {"aten::empty_strided", FilledWith<Fill::kZeros>},
-      {"aten::empty_permuted", FilledWith<Fill::kZeros>},
-      {"aten::new_empty", FilledWith<Fill::kZeros>},
-      {"aten::new_empty_strided", FilledWith<Fill::kZeros>},
-      {"aten::ones", FilledWith<Fill::kOnes>},
-      {"aten::ones_like", FilledWith<Fill::kOnes>},
-      {"aten::new_ones", FilledWith<Fill::kOnes>},
-      {"aten::full", FilledWith<Fill::kFillValue>},
-      {"aten::full_like", FilledWith<Fill::kFillValue>},
-      {"aten::new_full", FilledWith<Fill::kFillValue>},
-      {"aten::fill", FilledWith<Fill::kValue>, kInPlaceForm},
-      {"aten::scalar_tensor", ScalarTensor},
-      {"aten::arange", Arange},
-      {"aten::linspace", Linspace},
-      {"aten::logspace", Logspace},
-      {"aten::eye", Eye},
-      {"aten::tril_indices", TrilIndices},
-      {"aten::triu_indices", TriuIndices},
-      {"aten::_local_scalar_dense", LocalScalarDense},
-      {"aten::hann_window", WindowOf<WindowKind::kHann>},
-      {"aten::hamming_window", WindowOf<WindowKind::kHamming>},
-      {"aten::blackman_window", WindowOf<WindowKind::kBlackman>},
-      {"aten::bartlett_window", WindowOf<WindowKind::kBartlett>},
-      {"aten::kaiser_window", WindowOf<WindowKind::kKaiser>},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::zeros", FilledWith<Fill::kZeros>},
+                                                     {"aten::zeros_like", FilledWith<Fill::kZeros>},
+                                                     {"aten::new_zeros", FilledWith<Fill::kZeros>},
+                                                     {"aten::zero", FilledWith<Fill::kZeros>, kInPlaceForm},
+                                                     {"aten::empty", FilledWith<Fill::kZeros>},
+                                                     {"aten::empty_like", FilledWith<Fill::kZeros>},
+                                                     {"aten::empty_strided", FilledWith<Fill::kZeros>},
+                                                     {"aten::empty_permuted", FilledWith<Fill::kZeros>},
+                                                     {"aten::new_empty", FilledWith<Fill::kZeros>},
+                                                     {"aten::new_empty_strided", FilledWith<Fill::kZeros>},
+                                                     {"aten::ones", FilledWith<Fill::kOnes>},
+                                                     {"aten::ones_like", FilledWith<Fill::kOnes>},
+                                                     {"aten::new_ones", FilledWith<Fill::kOnes>},
+                                                     {"aten::full", FilledWith<Fill::kFillValue>},
+                                                     {"aten::full_like", FilledWith<Fill::kFillValue>},
+                                                     {"aten::new_full", FilledWith<Fill::kFillValue>},
+                                                     {"aten::fill", FilledWith<Fill::kValue>, kInPlaceForm},
+                                                     {"aten::scalar_tensor", ScalarTensor},
+                                                     {"aten::arange", Arange},
+                                                     {"aten::linspace", Linspace},
+                                                     {"aten::logspace", Logspace},
+                                                     {"aten::eye", Eye},
+                                                     {"aten::tril_indices", TrilIndices},
+                                                     {"aten::triu_indices", TriuIndices},
+                                                     {"aten::_local_scalar_dense", LocalScalarDense},
+                                                     {"aten::hann_window", WindowOf<WindowKind::kHann>},
+                                                     {"aten::hamming_window", WindowOf<WindowKind::kHamming>},
+                                                     {"aten::blackman_window", WindowOf<WindowKind::kBlackman>},
+                                                     {"aten::bartlett_window", WindowOf<WindowKind::kBartlett>},
+                                                     {"aten::kaiser_window", WindowOf<WindowKind::kKaiser>},
+                                                 }};
   return *family;
 }
 

@@ -58,7 +58,6 @@ Instruction* ComplexFft(Builder& b, Instruction* x, const std::vector<int64_t>& 
   return b.Transpose(f, m.inverse);
 }
 
-
 Expected<LoweredOp> FftR2C(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
@@ -128,11 +127,12 @@ Expected<LoweredOp> FftC2R(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& FftLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::_fft_r2c", FftR2C},
-      {"aten::_fft_c2r", FftC2R},
-      {"aten::_fft_c2c", FftC2C},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::_fft_r2c", FftR2C},
+                                                     {"aten::_fft_c2r", FftC2R},
+                                                     {"aten::_fft_c2c", FftC2C},
+                                                 }};
   return *family;
 }
 }  // namespace opprobe::analyzer::lowering

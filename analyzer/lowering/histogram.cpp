@@ -25,7 +25,8 @@ Instruction* LinspaceOf(Builder& b, Instruction* lo, Instruction* hi, int64_t st
   Instruction* io = b.Iota(Shape::Array(t, d), 0);
   Instruction* stepb = b.Broadcast(step, d, {});
   Instruction* front = Add(b, b.Broadcast(start, d, {}), Mul(b, stepb, io));
-  Instruction* back = Sub(b, b.Broadcast(end, d, {}), Mul(b, stepb, Sub(b, Full(b, t, static_cast<double>(steps - 1), d), io)));
+  Instruction* back =
+      Sub(b, b.Broadcast(end, d, {}), Mul(b, stepb, Sub(b, Full(b, t, static_cast<double>(steps - 1), d), io)));
   const int64_t halfway = steps / 2;  // an integer, as torch's linspace switches formulas there
   Instruction* first_half = CmpScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, d), 0), static_cast<double>(halfway),
                                       ComparisonDirection::kLt);
@@ -33,8 +34,8 @@ Instruction* LinspaceOf(Builder& b, Instruction* lo, Instruction* hi, int64_t st
 }
 
 // The edges of every dim of x [M, D] from bin counts (range: 2 * D bounds, or the data's min/max).
-Expected<std::vector<Instruction*>> EdgesFromCounts(const LoweringContext& ctx, Instruction* x, const std::vector<int64_t>& bins,
-                                                    size_t range_pos) {
+Expected<std::vector<Instruction*>> EdgesFromCounts(const LoweringContext& ctx, Instruction* x,
+                                                    const std::vector<int64_t>& bins, size_t range_pos) {
   Builder& b = ctx.builder;
   std::vector<int64_t> xd = Dims(x);
   int64_t M = xd[0], D = xd[1];
@@ -94,12 +95,14 @@ Instruction* Counts(Builder& b, Instruction* x, const std::vector<Instruction*>&
   for (size_t d = 0; d < edges.size(); ++d) {
     int64_t ne = hd[d] + 1;
     Instruction* col = b.Reshape(b.SliceInDim(x, static_cast<int64_t>(d), static_cast<int64_t>(d) + 1, 1, 1), {M});
-    Instruction* le = b.Compare(b.Broadcast(edges[d], {M, ne}, {1}), b.Broadcast(col, {M, ne}, {0}), ComparisonDirection::kLe);
+    Instruction* le =
+        b.Compare(b.Broadcast(edges[d], {M, ne}, {1}), b.Broadcast(col, {M, ne}, {0}), ComparisonDirection::kLe);
     Instruction* pos = AddScalar(b, ReduceSum(b, b.Convert(le, S), {1}), -1);
     pos = b.Binary(Opcode::kMinimum, pos, Full(b, S, static_cast<double>(hd[d] - 1), {M}));
     Instruction* lo = b.Broadcast(b.Reshape(b.SliceInDim(edges[d], 0, 1, 1, 0), {}), {M}, {});
     Instruction* hi = b.Broadcast(b.Reshape(b.SliceInDim(edges[d], ne - 1, ne, 1, 0), {}), {M}, {});
-    Instruction* in = b.Binary(Opcode::kAnd, b.Compare(col, lo, ComparisonDirection::kGe), b.Compare(col, hi, ComparisonDirection::kLe));
+    Instruction* in = b.Binary(Opcode::kAnd, b.Compare(col, lo, ComparisonDirection::kGe),
+                               b.Compare(col, hi, ComparisonDirection::kLe));
     ok = b.Binary(Opcode::kAnd, ok, in);
     stride /= hd[d];
     flat = Add(b, flat, MulScalar(b, pos, static_cast<double>(stride)));
@@ -137,7 +140,6 @@ Expected<Instruction*> Samples(const LoweringContext& ctx, bool one_d) {
   return ctx.builder.Reshape(x, {D == 0 ? 0 : x->shape.elements() / D, D});
 }
 
-
 // histogram.bin_ct / histogram.bins_tensor -> (hist, bin_edges).
 Expected<LoweredOp> Histogram(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -146,7 +148,8 @@ Expected<LoweredOp> Histogram(const Node& n, Builder& b) {
   Instruction* edges;
   size_t wpos;
   if (Instruction* bt = ctx.Tensor("bins", 1)) {
-    if (bt->shape.rank() != 1 || bt->shape.elements() < 2) return ctx.Unsupported("bins must be 1-d with at least 2 edges");
+    if (bt->shape.rank() != 1 || bt->shape.elements() < 2)
+      return ctx.Unsupported("bins must be 1-d with at least 2 edges");
     edges = b.Convert(bt, t);
     wpos = 2;
   } else {
@@ -179,7 +182,8 @@ Expected<LoweredOp> HistogramddFromBinTensors(const Node& n, Builder& b) {
   std::vector<Instruction*> es = ctx.TensorList("bins", 1);
   if (static_cast<int64_t>(es.size()) != Dims(x)[1]) return ctx.Unsupported("one bins tensor per dimension expected");
   for (auto& e : es) {
-    if (!e || e->shape.rank() != 1 || e->shape.elements() < 2) return ctx.Unsupported("bins must be 1-d with at least 2 edges");
+    if (!e || e->shape.rank() != 1 || e->shape.elements() < 2)
+      return ctx.Unsupported("bins must be 1-d with at least 2 edges");
     e = b.Convert(e, x->shape.element_type());
   }
   return ctx.Finish({Counts(b, x, es, ctx.Tensor("weight", 2), ctx.Bool("density", 3, false))});
@@ -208,9 +212,12 @@ Expected<LoweredOp> Histc(const Node& n, Builder& b) {
   Instruction* mxb = b.Broadcast(mx, {total}, {});
   Instruction* pos = Div(b, MulScalar(b, Sub(b, x, mnb), static_cast<double>(bins)), Sub(b, mxb, mnb));
   Instruction* bin = b.Convert(b.Unary(Opcode::kFloor, pos), PrimitiveType::S64);
-  bin = b.Select(b.Compare(x, mxb, ComparisonDirection::kEq), Full(b, PrimitiveType::S64, static_cast<double>(bins - 1), {total}), bin);
-  Instruction* inside = b.Binary(Opcode::kAnd, b.Compare(x, mnb, ComparisonDirection::kGe), b.Compare(x, mxb, ComparisonDirection::kLe));
-  bin = b.Select(inside, bin, Full(b, PrimitiveType::S64, static_cast<double>(bins), {total}));  // out of range: dropped
+  bin = b.Select(b.Compare(x, mxb, ComparisonDirection::kEq),
+                 Full(b, PrimitiveType::S64, static_cast<double>(bins - 1), {total}), bin);
+  Instruction* inside =
+      b.Binary(Opcode::kAnd, b.Compare(x, mnb, ComparisonDirection::kGe), b.Compare(x, mxb, ComparisonDirection::kLe));
+  bin =
+      b.Select(inside, bin, Full(b, PrimitiveType::S64, static_cast<double>(bins), {total}));  // out of range: dropped
   hlo::ScatterDimensionNumbers dn;
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
@@ -224,7 +231,8 @@ Expected<LoweredOp> Bincount(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   const TensorMeta* out = ctx.OutputMeta(0);
-  if (!out || out->rank() != 1) return ctx.Unsupported("the output length (data-dependent) comes from the recorded output");
+  if (!out || out->rank() != 1)
+    return ctx.Unsupported("the output length (data-dependent) comes from the recorded output");
   int64_t len = out->sizes[0], total = x->shape.elements();
   Instruction* w = ctx.Tensor("weights", 1);
   PrimitiveType t = out->dtype;
@@ -244,14 +252,15 @@ Expected<LoweredOp> Bincount(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& HistogramLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::histogram", Histogram},
-      {"aten::_histogramdd_bin_edges", HistogramddBinEdges},
-      {"aten::_histogramdd_from_bin_cts", HistogramddFromBinCts},
-      {"aten::_histogramdd_from_bin_tensors", HistogramddFromBinTensors},
-      {"aten::histc", Histc},
-      {"aten::bincount", Bincount},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::histogram", Histogram},
+                                                     {"aten::_histogramdd_bin_edges", HistogramddBinEdges},
+                                                     {"aten::_histogramdd_from_bin_cts", HistogramddFromBinCts},
+                                                     {"aten::_histogramdd_from_bin_tensors", HistogramddFromBinTensors},
+                                                     {"aten::histc", Histc},
+                                                     {"aten::bincount", Bincount},
+                                                 }};
   return *family;
 }
 }  // namespace opprobe::analyzer::lowering

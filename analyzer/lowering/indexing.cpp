@@ -1,8 +1,8 @@
 // Indexing as XLA builds it: embedding/embedding_bag/index_select/index/gather/take are `gather`; index_put,
 // put, scatter*, index_add/index_copy and embedding backward are `scatter` (add or replace update
-// computation); masked_fill/where-like ops are `select`; isin and searchsorted/bucketize compare and reduce. Ops whose output size depends on data
-// (nonzero, masked_select, unique, boolean-mask index) lower to XLA's bounded form: a stable `sort`
-// that moves the selected elements first, then `set-dimension-size` with their count (torch_xla
+// computation); masked_fill/where-like ops are `select`; isin and searchsorted/bucketize compare and reduce. Ops whose
+// output size depends on data (nonzero, masked_select, unique, boolean-mask index) lower to XLA's bounded form: a
+// stable `sort` that moves the selected elements first, then `set-dimension-size` with their count (torch_xla
 // BuildNonZero / BuildMaskedSelect); the result is marked dynamic-shape.
 #include <fmt/format.h>
 
@@ -27,8 +27,8 @@ Instruction* FullIndex(Builder& b, Instruction* index, const std::vector<int64_t
   int64_t n = Numel(dims);
   std::vector<Instruction*> cols;
   for (int64_t k = 0; k < static_cast<int64_t>(dims.size()); ++k) {
-    Instruction* col = k == dim ? b.Convert(index, PrimitiveType::S64)
-                                : b.Iota(Shape::Array(PrimitiveType::S64, dims), k);
+    Instruction* col =
+        k == dim ? b.Convert(index, PrimitiveType::S64) : b.Iota(Shape::Array(PrimitiveType::S64, dims), k);
     cols.push_back(b.Reshape(col, {n, 1}));
   }
   return cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
@@ -48,8 +48,8 @@ Computation* UpdateComputation(const LoweringContext& ctx, Builder& b, Primitive
 
 // Index tensors of index/index_put broadcast together; indexed dims of self.
 struct Advanced {
-  std::vector<int64_t> indexed;  // dims of self that are indexed, in order
-  std::vector<Instruction*> idx; // s64, broadcast to `bdims`
+  std::vector<int64_t> indexed;   // dims of self that are indexed, in order
+  std::vector<Instruction*> idx;  // s64, broadcast to `bdims`
   std::vector<int64_t> bdims;
   bool adjacent = true;
   bool has_bool = false;
@@ -116,7 +116,6 @@ Instruction* Gather1d(Builder& b, Instruction* flat, Instruction* idx) {
   return b.Gather(flat, b.Reshape(idx, {n, 1}), dn, {1}, Shape::Array(flat->shape.element_type(), {n}));
 }
 
-
 Expected<LoweredOp> Embedding(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * w, ctx.RequiredTensor("weight", 0));
@@ -158,8 +157,8 @@ Expected<LoweredOp> EmbeddingDenseBackward(const Node& n, Builder& b) {
     cdn.inserted_window_dims = {0};
     cdn.scatter_dims_to_operand_dims = {0};
     cdn.index_vector_dim = 1;
-    Instruction* counts = b.Scatter({Full(b, t, 0, {num})}, fi, {Full(b, t, 1, {cnt})}, cdn,
-                                    b.ScalarBinaryComputation(Opcode::kAdd, t));
+    Instruction* counts =
+        b.Scatter({Full(b, t, 0, {num})}, fi, {Full(b, t, 1, {cnt})}, cdn, b.ScalarBinaryComputation(Opcode::kAdd, t));
     Instruction* per = Gather1d(b, counts, b.Reshape(fi, {cnt}));
     upd = Div(b, upd, b.Broadcast(per, {cnt, d}, {0}));
   }
@@ -262,7 +261,7 @@ Expected<LoweredOp> LowerScatter(const Node& n, Builder& b, bool add) {
   if (!include_self && !reduce.empty()) {
     // Positions that receive updates start from the reduction's identity.
     double ident = reduce == "prod" || reduce == "multiply" ? 1 : 0;
-    Instruction* id_v = reduce == "amax" ? b.Broadcast(MinValue(b, t), {cnt}, {})
+    Instruction* id_v = reduce == "amax"   ? b.Broadcast(MinValue(b, t), {cnt}, {})
                         : reduce == "amin" ? b.Broadcast(MaxValue(b, t), {cnt}, {})
                                            : Full(b, t, ident, {cnt});
     base = b.Scatter({x}, full, {id_v}, dn, ReplaceComputation(b, t));
@@ -410,9 +409,10 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       dn.inserted_window_dims = {0};
       dn.scatter_dims_to_operand_dims = {0};
       dn.index_vector_dim = 1;
-      Instruction* s = b.Scatter({b.Reshape(x, flat)}, where, {Bcast(b, vals, ud)}, dn,
-                                 accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
-                                            : ReplaceComputation(b, t));
+      Instruction* s =
+          b.Scatter({b.Reshape(x, flat)}, where, {Bcast(b, vals, ud)}, dn,
+                    accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
+                               : ReplaceComputation(b, t));
       OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.Reshape(s, xd)}));
       op.dynamic_shape = true;
       op.note = fmt::format("boolean-mask assignment of {} values; positions depend on the data", count);
@@ -458,9 +458,10 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
   dn.inserted_window_dims = a.indexed;
   dn.scatter_dims_to_operand_dims = a.indexed;
   dn.index_vector_dim = nb;
-  Instruction* s = b.Scatter({x}, StackIndices(b, a), {upd}, dn,
-                             accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
-                                        : ReplaceComputation(b, t));
+  Instruction* s =
+      b.Scatter({x}, StackIndices(b, a), {upd}, dn,
+                accumulate ? b.ScalarBinaryComputation(t == PrimitiveType::PRED ? Opcode::kOr : Opcode::kAdd, t)
+                           : ReplaceComputation(b, t));
   return ctx.Finish({s});
 }
 
@@ -476,7 +477,8 @@ Expected<LoweredOp> IndexAlong(const Node& n, Builder& b, bool add) {
   Instruction* src = b.Convert(src0, t);
   if (add) {
     const Value* alpha = ctx.Arg("alpha", 4);
-    if (alpha && !alpha->is_none() && alpha->AsDouble() != 1) src = Mul(b, src, b.Broadcast(ScalarOf(b, t, *alpha), Dims(src), {}));
+    if (alpha && !alpha->is_none() && alpha->AsDouble() != 1)
+      src = Mul(b, src, b.Broadcast(ScalarOf(b, t, *alpha), Dims(src), {}));
   }
   if (r == 0) return ctx.Finish({add ? Add(b, x, b.Reshape(src, {})) : b.Reshape(src, {})});
   int64_t cnt = idx->shape.elements();
@@ -513,7 +515,8 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
   int64_t d = *w;
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
-  if (src->shape.rank() != r || Dims(src)[static_cast<size_t>(d)] != cnt) return ctx.Unsupported("source does not fit index");
+  if (src->shape.rank() != r || Dims(src)[static_cast<size_t>(d)] != cnt)
+    return ctx.Unsupported("source does not fit index");
   Opcode op;
   Instruction* ident;
   if (reduce == "prod") op = Opcode::kMultiply, ident = Scalar(b, t, 1);
@@ -524,8 +527,7 @@ Expected<LoweredOp> IndexReduce(const Node& n, Builder& b) {
   Instruction* where = b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt, 1});
   hlo::ScatterDimensionNumbers dn = ScatterAlongDim(d, r);
   Instruction* base = x;
-  if (!include_self)
-    base = b.Scatter({x}, where, {b.Broadcast(ident, Dims(src), {})}, dn, ReplaceComputation(b, t));
+  if (!include_self) base = b.Scatter({x}, where, {b.Broadcast(ident, Dims(src), {})}, dn, ReplaceComputation(b, t));
   Instruction* s = b.Scatter({base}, where, {src}, dn, b.ScalarBinaryComputation(op, t));
   if (reduce == "mean") {
     int64_t size = xd[static_cast<size_t>(d)];
@@ -571,8 +573,8 @@ Expected<LoweredOp> RepeatInterleave(const Node& n, Builder& b) {
   wd.padding_low = std::max<int64_t>(nr - 1, 0);
   win.dimensions.push_back(wd);
   Instruction* ends = b.ReduceWindow({rep}, {ConstS64(b, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, S));
-  Instruction* le = b.Compare(b.Broadcast(ends, {len, nr}, {1}), b.Iota(Shape::Array(S, {len, nr}), 0),
-                              ComparisonDirection::kLe);
+  Instruction* le =
+      b.Compare(b.Broadcast(ends, {len, nr}, {1}), b.Iota(Shape::Array(S, {len, nr}), 0), ComparisonDirection::kLe);
   Instruction* v = b.Convert(ReduceSum(b, b.Convert(le, S), {1}), ot);
   if (output_size) return ctx.Finish({v});
   Instruction* total = b.Convert(ReduceSum(b, rep, {0}), PrimitiveType::S32);
@@ -601,8 +603,9 @@ Expected<LoweredOp> IndexFill(const Node& n, Builder& b) {
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
   Instruction* wi = WrapIndex(b, b.Reshape(b.Convert(idx, PrimitiveType::S64), {cnt}), size);
-  Instruction* mask = b.Scatter({Full(b, PrimitiveType::PRED, 0, {size})}, b.Reshape(wi, {cnt, 1}),
-                                {Full(b, PrimitiveType::PRED, 1, {cnt})}, dn, ReplaceComputation(b, PrimitiveType::PRED));
+  Instruction* mask =
+      b.Scatter({Full(b, PrimitiveType::PRED, 0, {size})}, b.Reshape(wi, {cnt, 1}),
+                {Full(b, PrimitiveType::PRED, 1, {cnt})}, dn, ReplaceComputation(b, PrimitiveType::PRED));
   return ctx.Finish({b.Select(b.Broadcast(mask, xd, {*d}), v, x)});
 }
 
@@ -633,10 +636,12 @@ Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
   wd.padding_low = total;
   wd.padding_high = -1;
   w.dimensions.push_back(wd);
-  Instruction* before = b.ReduceWindow({mi}, {ConstS64(b, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+  Instruction* before =
+      b.ReduceWindow({mi}, {ConstS64(b, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
   int64_t sn = src->shape.elements();
   Instruction* sf = b.Reshape(b.Convert(src, x->shape.element_type()), {sn});
-  Instruction* k = b.Binary(Opcode::kMinimum, before, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(sn - 1, 0)), {total}));
+  Instruction* k = b.Binary(Opcode::kMinimum, before,
+                            Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(sn - 1, 0)), {total}));
   Instruction* picked = Gather1d(b, sf, k);
   return ctx.Finish({b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
 }
@@ -647,8 +652,8 @@ std::pair<Instruction*, Instruction*> NonzeroCoordinates(Builder& b, Instruction
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
   int64_t r = static_cast<int64_t>(xd.size());
-  Instruction* keep = b.Reshape(x->shape.element_type() == PrimitiveType::PRED ? x : CmpScalar(b, x, 0, ComparisonDirection::kNe),
-                                {total});
+  Instruction* keep = b.Reshape(
+      x->shape.element_type() == PrimitiveType::PRED ? x : CmpScalar(b, x, 0, ComparisonDirection::kNe), {total});
   auto [perm, count] = CompactPositions(b, keep);
   // Flat position -> coordinates: (p / stride_k) % size_k.
   std::vector<Instruction*> cols;
@@ -656,11 +661,15 @@ std::pair<Instruction*, Instruction*> NonzeroCoordinates(Builder& b, Instruction
   for (int64_t k = 0; k < r; ++k) {
     int64_t size = xd[static_cast<size_t>(k)];
     stride = size == 0 ? 0 : stride / size;
-    Instruction* q = stride > 1 ? Div(b, perm, Full(b, PrimitiveType::S64, static_cast<double>(stride), {total})) : perm;
-    Instruction* co = b.Binary(Opcode::kRemainder, q, Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(size, 1)), {total}));
+    Instruction* q =
+        stride > 1 ? Div(b, perm, Full(b, PrimitiveType::S64, static_cast<double>(stride), {total})) : perm;
+    Instruction* co = b.Binary(Opcode::kRemainder, q,
+                               Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(size, 1)), {total}));
     cols.push_back(b.Reshape(co, {total, 1}));
   }
-  Instruction* out = cols.empty() ? Full(b, PrimitiveType::S64, 0, {total, 0}) : cols.size() == 1 ? cols[0] : b.Concatenate(cols, 1);
+  Instruction* out = cols.empty()       ? Full(b, PrimitiveType::S64, 0, {total, 0})
+                     : cols.size() == 1 ? cols[0]
+                                        : b.Concatenate(cols, 1);
   return {out, count};
 }
 
@@ -688,7 +697,8 @@ Expected<LoweredOp> NonzeroStatic(const Node& n, Builder& b) {
   const int64_t r = static_cast<int64_t>(Dims(x).size());
   auto [out, count] = NonzeroCoordinates(b, x);
   if (size < total) out = b.SliceInDim(out, 0, size, 1, 0);
-  if (size > total) out = b.Concatenate({out, Full(b, PrimitiveType::S64, static_cast<double>(fill), {size - total, r})}, 0);
+  if (size > total)
+    out = b.Concatenate({out, Full(b, PrimitiveType::S64, static_cast<double>(fill), {size - total, r})}, 0);
   Instruction* row = b.Iota(Shape::Array(PrimitiveType::S64, {size, r}), 0);
   Instruction* found = b.Broadcast(b.Convert(count, PrimitiveType::S64), {size, r}, {});
   Instruction* valid = Cmp(b, row, found, ComparisonDirection::kLt);
@@ -751,8 +761,10 @@ Expected<LoweredOp> LowerUnique(const Node& n, Builder& b, UniqueForm form) {
   wd.size = std::max<int64_t>(total, 1);
   wd.padding_low = std::max<int64_t>(total - 1, 0);
   w.dimensions.push_back(wd);
-  Instruction* gid = AddScalar(b, b.ReduceWindow({b.Convert(first, PrimitiveType::S64)}, {ConstS64(b, 0)}, w,
-                                                  b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64)), -1);
+  Instruction* gid = AddScalar(b,
+                               b.ReduceWindow({b.Convert(first, PrimitiveType::S64)}, {ConstS64(b, 0)}, w,
+                                              b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64)),
+                               -1);
   hlo::ScatterDimensionNumbers dn;
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
@@ -907,8 +919,8 @@ Expected<LoweredOp> Put(const Node& n, Builder& b) {
   } else {
     comp = ReplaceComputation(b, t);
   }
-  Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(i, {cnt, 1}),
-                             {b.Reshape(b.Convert(src, t), {cnt})}, dn, comp);
+  Instruction* s =
+      b.Scatter({b.Reshape(x, {total})}, b.Reshape(i, {cnt, 1}), {b.Reshape(b.Convert(src, t), {cnt})}, dn, comp);
   return ctx.Finish({b.Reshape(s, Dims(x))});
 }
 
@@ -931,7 +943,8 @@ Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
   // bag of position l = #(offsets <= l) - 1
   Instruction* pos = b.Iota(Shape::Array(PrimitiveType::S64, {L, nb}), 0);
   Instruction* ob = b.Broadcast(off, {L, nb}, {1});
-  Instruction* bag = AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, pos, ComparisonDirection::kLe), PrimitiveType::S64), {1}), -1);
+  Instruction* bag =
+      AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, pos, ComparisonDirection::kLe), PrimitiveType::S64), {1}), -1);
   // rows [L, D]
   hlo::GatherDimensionNumbers gdn;
   gdn.offset_dims = {1};
@@ -960,7 +973,8 @@ Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
     counts = ReduceSum(b, b.Convert(in_bag, PrimitiveType::S64), {0});
   }
   if (mode == 2) {
-    out = b.Scatter({b.Broadcast(MinValue(b, t), {nb, D}, {})}, tb2, {rows}, sdn, b.ScalarBinaryComputation(Opcode::kMaximum, t));
+    out = b.Scatter({b.Broadcast(MinValue(b, t), {nb, D}, {})}, tb2, {rows}, sdn,
+                    b.ScalarBinaryComputation(Opcode::kMaximum, t));
     Instruction* empty = b.Broadcast(CmpScalar(b, counts, 0, ComparisonDirection::kEq), {nb, D}, {0});
     out = b.Select(empty, Full(b, t, 0, {nb, D}), out);
   } else {
@@ -995,8 +1009,7 @@ Expected<LoweredOp> EmbeddingBag(const Node& n, Builder& b) {
 // Where the gradient's arguments sit: _embedding_bag_backward (PyTorch 2.x) has `offsets` after `indices` and
 // `sparse` after `mode`.
 struct EmbeddingBagGradArgs {
-  size_t offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights,
-      padding_idx;
+  size_t offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx;
 };
 
 Expected<LoweredOp> EmbeddingBagGradient(LoweringContext& ctx, Builder& b, const EmbeddingBagGradArgs& at,
@@ -1011,7 +1024,8 @@ Expected<LoweredOp> EmbeddingBagGradient(LoweringContext& ctx, Builder& b, const
   int64_t mode = ctx.Int("mode", at.mode, 0);
   Instruction* psw = ctx.Tensor("per_sample_weights", at.per_sample_weights);
   int64_t pad = ctx.Int("padding_idx", at.padding_idx, -1);
-  if (grad->shape.rank() != 2 || idx0->shape.rank() != 1) return ctx.Unsupported("needs a [bags, D] grad and 1-d indices");
+  if (grad->shape.rank() != 2 || idx0->shape.rank() != 1)
+    return ctx.Unsupported("needs a [bags, D] grad and 1-d indices");
   PrimitiveType t = ctx.OutputType(0, grad->shape.element_type());
   const PrimitiveType S = PrimitiveType::S64;
   int64_t B = Dims(grad)[0], D = Dims(grad)[1], L = Dims(idx0)[0];
@@ -1030,7 +1044,8 @@ Expected<LoweredOp> EmbeddingBagGradient(LoweringContext& ctx, Builder& b, const
     dn.inserted_window_dims = {0, 1};
     dn.scatter_dims_to_operand_dims = {0, 1};
     dn.index_vector_dim = 1;
-    return ctx.Finish({b.Scatter({zeros}, at, {b.Reshape(g, {B * D})}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+    return ctx.Finish(
+        {b.Scatter({zeros}, at, {b.Reshape(g, {B * D})}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
   }
   Instruction* idx = b.Convert(idx0, S);
   if (o2b0->shape.elements() == 0 && L > 0 && offsets_at) {
@@ -1053,7 +1068,8 @@ Expected<LoweredOp> EmbeddingBagGradient(LoweringContext& ctx, Builder& b, const
   Instruction* scale = Full(b, t, 1, {L});
   if (psw) scale = Mul(b, scale, b.Convert(b.Reshape(psw, {L}), t));
   if (by_freq) {  // occurrences of each index among the L
-    Instruction* same = b.Compare(b.Broadcast(idx, {L, L}, {0}), b.Broadcast(idx, {L, L}, {1}), ComparisonDirection::kEq);
+    Instruction* same =
+        b.Compare(b.Broadcast(idx, {L, L}, {0}), b.Broadcast(idx, {L, L}, {1}), ComparisonDirection::kEq);
     scale = Div(b, scale, b.Convert(ReduceSum(b, b.Convert(same, S), {1}), t));
   }
   if (mode == 1) {  // divided by the bag's size (a non-empty bag)
@@ -1064,13 +1080,15 @@ Expected<LoweredOp> EmbeddingBagGradient(LoweringContext& ctx, Builder& b, const
   rows = Mul(b, rows, b.Broadcast(scale, {L, D}, {0}));
   Instruction* target = idx;
   if (pad >= 0)  // padding rows go out of range, which the scatter drops
-    target = b.Select(CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kEq), Full(b, S, static_cast<double>(num), {L}), idx);
+    target = b.Select(CmpScalar(b, idx, static_cast<double>(pad), ComparisonDirection::kEq),
+                      Full(b, S, static_cast<double>(num), {L}), idx);
   hlo::ScatterDimensionNumbers dn;
   dn.update_window_dims = {1};
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  return ctx.Finish({b.Scatter({zeros}, b.Reshape(target, {L, 1}), {rows}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
+  return ctx.Finish(
+      {b.Scatter({zeros}, b.Reshape(target, {L, 1}), {rows}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t))});
 }
 
 Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
@@ -1085,7 +1103,8 @@ Expected<LoweredOp> EmbeddingBagDenseBackward(const Node& n, Builder& b) {
 // to the last bag whose offset is <= i.
 Expected<LoweredOp> EmbeddingBagBackward(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
-  if (ctx.Bool("sparse", 9, false)) return ctx.Unsupported("a sparse gradient (sparse=True): XLA has no sparse tensors");
+  if (ctx.Bool("sparse", 9, false))
+    return ctx.Unsupported("a sparse gradient (sparse=True): XLA has no sparse tensors");
   return EmbeddingBagGradient(ctx, b, {3, 4, 5, 6, 7, 8, 10, 11}, /*offsets_at=*/2);
 }
 
@@ -1110,8 +1129,8 @@ Expected<LoweredOp> PackPaddedSequence(const Node& n, Builder& b) {
   if (lengths0->shape.elements() != B) return ctx.Unsupported("lengths needs one entry per sequence");
   const PrimitiveType S = PrimitiveType::S64;
   Instruction* lengths = b.Convert(b.Reshape(lengths0, {B}), S);
-  Instruction* running = b.Compare(b.Iota(Shape::Array(S, {T, B}), 0), b.Broadcast(lengths, {T, B}, {1}),
-                                   ComparisonDirection::kLt);
+  Instruction* running =
+      b.Compare(b.Iota(Shape::Array(S, {T, B}), 0), b.Broadcast(lengths, {T, B}, {1}), ComparisonDirection::kLt);
   auto [perm_rows, count] = CompactPositions(b, b.Reshape(running, {rows}));
   std::vector<int64_t> row_dims = {rows};
   row_dims.insert(row_dims.end(), xd.begin() + 2, xd.end());
@@ -1126,12 +1145,15 @@ Expected<LoweredOp> PackPaddedSequence(const Node& n, Builder& b) {
                                  Shape::Array(x->shape.element_type(), row_dims));
   Instruction* data = b.SetDimensionSize(packed, count, 0);
   Instruction* sizes = ReduceSum(b, b.Convert(running, S), {1});  // [T]
-  Instruction* steps = ReduceSum(b, b.Convert(CmpScalar(b, sizes, 0, ComparisonDirection::kGt), PrimitiveType::S32), {0});
+  Instruction* steps =
+      ReduceSum(b, b.Convert(CmpScalar(b, sizes, 0, ComparisonDirection::kGt), PrimitiveType::S32), {0});
   Instruction* batch_sizes = b.SetDimensionSize(b.Convert(sizes, ctx.OutputType(1, S)), steps, 0);
   OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({data, batch_sizes}));
   op.dynamic_shape = true;
-  op.note = fmt::format("packed size is the sum of the lengths (values of a CPU tensor); bounded by {} rows of {} "
-                        "steps", rows, T);
+  op.note = fmt::format(
+      "packed size is the sum of the lengths (values of a CPU tensor); bounded by {} rows of {} "
+      "steps",
+      rows, T);
   return op;
 }
 
@@ -1139,46 +1161,47 @@ Expected<LoweredOp> PackPaddedSequence(const Node& n, Builder& b) {
 
 const LoweringFamily& IndexingLowerings() {
   using U = UniqueForm;
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::embedding", Embedding},
-      {"aten::embedding_dense_backward", EmbeddingDenseBackward},
-      {"aten::embedding_renorm", EmbeddingRenorm, kInPlaceForm},
-      {"aten::_embedding_bag", EmbeddingBag},
-      {"aten::_embedding_bag_forward_only", EmbeddingBag},
-      {"aten::_embedding_bag_dense_backward", EmbeddingBagDenseBackward},
-      {"aten::_embedding_bag_backward", EmbeddingBagBackward},
-      {"aten::index_select", IndexSelect},
-      {"aten::gather", Gather},
-      {"aten::take", Take},
-      {"aten::index.Tensor", Index},
-      {"aten::_unsafe_index", Index},
-      {"aten::index_put", IndexPut, kInPlaceForm},
-      {"aten::_index_put_impl_", IndexPut},
-      {"aten::_unsafe_index_put", IndexPut},
-      {"aten::put", Put, kInPlaceForm},
-      {"aten::scatter", Scatter, kInPlaceForm},
-      {"aten::scatter_reduce", Scatter, kInPlaceForm},
-      {"aten::scatter_add", ScatterAdd, kInPlaceForm},
-      {"aten::index_add", IndexAdd, kInPlaceForm},
-      {"aten::index_copy", IndexCopy, kInPlaceForm},
-      {"aten::index_fill", IndexFill, kInPlaceForm},
-      {"aten::index_reduce", IndexReduce, kInPlaceForm},
-      {"aten::masked_fill", MaskedFill, kInPlaceForm},
-      {"aten::masked_scatter", MaskedScatter, kInPlaceForm},
-      {"aten::masked_select", MaskedSelect},
-      {"aten::_pack_padded_sequence", PackPaddedSequence},
-      {"aten::nonzero", Nonzero},
-      {"aten::nonzero_static", NonzeroStatic},
-      {"aten::argwhere", Nonzero},
-      {"aten::_unique", Unique<U::kUnique>},
-      {"aten::_unique2", Unique<U::kUnique2>},
-      {"aten::unique_consecutive", Unique<U::kConsecutive>},
-      {"aten::repeat_interleave.Tensor", RepeatInterleave},
-      {"aten::one_hot", OneHot},
-      {"aten::isin", Isin},
-      {"aten::searchsorted", Searchsorted},
-      {"aten::bucketize", Bucketize},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::embedding", Embedding},
+                                                     {"aten::embedding_dense_backward", EmbeddingDenseBackward},
+                                                     {"aten::embedding_renorm", EmbeddingRenorm, kInPlaceForm},
+                                                     {"aten::_embedding_bag", EmbeddingBag},
+                                                     {"aten::_embedding_bag_forward_only", EmbeddingBag},
+                                                     {"aten::_embedding_bag_dense_backward", EmbeddingBagDenseBackward},
+                                                     {"aten::_embedding_bag_backward", EmbeddingBagBackward},
+                                                     {"aten::index_select", IndexSelect},
+                                                     {"aten::gather", Gather},
+                                                     {"aten::take", Take},
+                                                     {"aten::index.Tensor", Index},
+                                                     {"aten::_unsafe_index", Index},
+                                                     {"aten::index_put", IndexPut, kInPlaceForm},
+                                                     {"aten::_index_put_impl_", IndexPut},
+                                                     {"aten::_unsafe_index_put", IndexPut},
+                                                     {"aten::put", Put, kInPlaceForm},
+                                                     {"aten::scatter", Scatter, kInPlaceForm},
+                                                     {"aten::scatter_reduce", Scatter, kInPlaceForm},
+                                                     {"aten::scatter_add", ScatterAdd, kInPlaceForm},
+                                                     {"aten::index_add", IndexAdd, kInPlaceForm},
+                                                     {"aten::index_copy", IndexCopy, kInPlaceForm},
+                                                     {"aten::index_fill", IndexFill, kInPlaceForm},
+                                                     {"aten::index_reduce", IndexReduce, kInPlaceForm},
+                                                     {"aten::masked_fill", MaskedFill, kInPlaceForm},
+                                                     {"aten::masked_scatter", MaskedScatter, kInPlaceForm},
+                                                     {"aten::masked_select", MaskedSelect},
+                                                     {"aten::_pack_padded_sequence", PackPaddedSequence},
+                                                     {"aten::nonzero", Nonzero},
+                                                     {"aten::nonzero_static", NonzeroStatic},
+                                                     {"aten::argwhere", Nonzero},
+                                                     {"aten::_unique", Unique<U::kUnique>},
+                                                     {"aten::_unique2", Unique<U::kUnique2>},
+                                                     {"aten::unique_consecutive", Unique<U::kConsecutive>},
+                                                     {"aten::repeat_interleave.Tensor", RepeatInterleave},
+                                                     {"aten::one_hot", OneHot},
+                                                     {"aten::isin", Isin},
+                                                     {"aten::searchsorted", Searchsorted},
+                                                     {"aten::bucketize", Bucketize},
+                                                 }};
   return *family;
 }
 

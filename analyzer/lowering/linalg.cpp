@@ -33,7 +33,6 @@ Expected<Instruction*> AddBias(const LoweringContext& ctx, Instruction* prod, Pr
   return Add(b, self, r);
 }
 
-
 Expected<LoweredOp> Mm(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
@@ -131,9 +130,8 @@ Expected<LoweredOp> BatchMatmulAdd(const Node& n, Builder& b, bool sum_batches) 
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("batch1", 1));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("batch2", 2));
   PrimitiveType t = ctx.OutputType(0, x->shape.element_type());
-  Instruction* d = sum_batches
-                       ? ReduceSum(b, b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0})), {0})
-                       : b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}));
+  Instruction* d = sum_batches ? ReduceSum(b, b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0})), {0})
+                               : b.Dot(b.Convert(x, t), b.Convert(y, t), Dn({2}, {1}, {0}, {0}));
   OPPROBE_ASSIGN_OR_RETURN(Instruction * r, AddBias(ctx, d, t));
   return ctx.Finish({r});
 }
@@ -175,8 +173,7 @@ Expected<LoweredOp> VectorProduct(const Node& n, Builder& b, Product product) {
   y = b.Convert(y, t);
   if (product == Product::kOuter) return ctx.Finish({b.Dot(x, y, Dn({}, {}))});
   if (product == Product::kMv) return ctx.Finish({b.Dot(x, y, Dn({1}, {0}))});
-  if (product == Product::kVdot && hlo::IsComplex(t))
-    x = b.Complex(b.Real(x), b.Unary(Opcode::kNegate, b.Imag(x)));
+  if (product == Product::kVdot && hlo::IsComplex(t)) x = b.Complex(b.Real(x), b.Unary(Opcode::kNegate, b.Imag(x)));
   return ctx.Finish({b.Dot(x, y, Dn({0}, {0}))});
 }
 
@@ -259,7 +256,8 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
       subs.push_back(lhs.substr(start, i - start));
       start = i + 1;
     }
-  if (subs.size() != xs.size() || xs.empty() || xs.size() > 2) return ctx.Unsupported("einsum over 1 or 2 operands only");
+  if (subs.size() != xs.size() || xs.empty() || xs.size() > 2)
+    return ctx.Unsupported("einsum over 1 or 2 operands only");
   PrimitiveType t = ctx.OutputType(0, xs[0]->shape.element_type());
   if (eq.find("->") == std::string::npos) {
     std::string all;
@@ -323,7 +321,6 @@ Expected<LoweredOp> Einsum(const Node& n, Builder& b) {
   return ctx.Finish({r});
 }
 
-
 // _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim) (nn.functional.bilinear):
 // each input gets unit dims at its expand positions, the three are multiplied with broadcasting and
 // the sumdim dims are summed away.
@@ -340,7 +337,8 @@ Expected<LoweredOp> Trilinear(const Node& n, Builder& b) {
     std::vector<int64_t> ex = ctx.Ints(expands[i], 3 + i);
     std::sort(ex.begin(), ex.end());
     for (int64_t e : ex) {
-      if (e < 0 || e > static_cast<int64_t>(d.size())) return ctx.Unsupported(fmt::format("{} has a bad dim {}", expands[i], e));
+      if (e < 0 || e > static_cast<int64_t>(d.size()))
+        return ctx.Unsupported(fmt::format("{} has a bad dim {}", expands[i], e));
       d.insert(d.begin() + e, 1);
     }
     xs.push_back(b.Reshape(b.Convert(x, t), d));
@@ -348,7 +346,8 @@ Expected<LoweredOp> Trilinear(const Node& n, Builder& b) {
   }
   Instruction* p = Mul(b, Bcast(b, xs[0], out), Bcast(b, xs[1], out));
   p = Mul(b, p, Bcast(b, xs[2], out));
-  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> sum, NormDims(ctx.Ints("sumdim", 6), static_cast<int64_t>(out.size()), false));
+  OPPROBE_ASSIGN_OR_RETURN(std::vector<int64_t> sum,
+                           NormDims(ctx.Ints("sumdim", 6), static_cast<int64_t>(out.size()), false));
   return ctx.Finish({sum.empty() ? p : ReduceSum(b, p, sum)});
 }
 
@@ -365,7 +364,8 @@ Expected<LoweredOp> LinalgCross(const Node& n, Builder& b) {
   auto at = [&](Instruction* v, int64_t i) { return b.SliceInDim(v, i, i + 1, 1, *d); };
   std::vector<Instruction*> parts;
   for (int64_t i = 0; i < 3; ++i)
-    parts.push_back(Sub(b, Mul(b, at(x, (i + 1) % 3), at(y, (i + 2) % 3)), Mul(b, at(x, (i + 2) % 3), at(y, (i + 1) % 3))));
+    parts.push_back(
+        Sub(b, Mul(b, at(x, (i + 1) % 3), at(y, (i + 2) % 3)), Mul(b, at(x, (i + 2) % 3), at(y, (i + 1) % 3))));
   return ctx.Finish({b.Concatenate(parts, *d)});
 }
 
@@ -385,28 +385,29 @@ Expected<LoweredOp> Trace(const Node& n, Builder& b) {
 
 const LoweringFamily& LinalgLowerings() {
   using P = Product;
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::mm", Mm},
-      {"aten::bmm", Bmm},
-      {"aten::_grouped_mm", GroupedMm},
-      {"aten::addmm", Addmm},
-      {"aten::baddbmm", Baddbmm},
-      {"aten::addbmm", Addbmm},
-      {"aten::addmv", Addmv},
-      {"aten::addr", Addmv},
-      {"aten::dot", ProductOf<P::kDot>},
-      {"aten::inner", ProductOf<P::kDot>},
-      {"aten::vdot", ProductOf<P::kVdot>},
-      {"aten::mv", ProductOf<P::kMv>},
-      {"aten::outer", ProductOf<P::kOuter>},
-      {"aten::ger", ProductOf<P::kOuter>},
-      {"aten::matmul", Matmul},
-      {"aten::linear", Linear},
-      {"aten::einsum", Einsum},
-      {"aten::_trilinear", Trilinear},
-      {"aten::linalg_cross", LinalgCross},
-      {"aten::trace", Trace},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::mm", Mm},
+                                                     {"aten::bmm", Bmm},
+                                                     {"aten::_grouped_mm", GroupedMm},
+                                                     {"aten::addmm", Addmm},
+                                                     {"aten::baddbmm", Baddbmm},
+                                                     {"aten::addbmm", Addbmm},
+                                                     {"aten::addmv", Addmv},
+                                                     {"aten::addr", Addmv},
+                                                     {"aten::dot", ProductOf<P::kDot>},
+                                                     {"aten::inner", ProductOf<P::kDot>},
+                                                     {"aten::vdot", ProductOf<P::kVdot>},
+                                                     {"aten::mv", ProductOf<P::kMv>},
+                                                     {"aten::outer", ProductOf<P::kOuter>},
+                                                     {"aten::ger", ProductOf<P::kOuter>},
+                                                     {"aten::matmul", Matmul},
+                                                     {"aten::linear", Linear},
+                                                     {"aten::einsum", Einsum},
+                                                     {"aten::_trilinear", Trilinear},
+                                                     {"aten::linalg_cross", LinalgCross},
+                                                     {"aten::trace", Trace},
+                                                 }};
   return *family;
 }
 }  // namespace opprobe::analyzer::lowering

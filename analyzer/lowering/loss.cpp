@@ -3,9 +3,8 @@
 // _ctc_loss is a `while` loop over time of the alpha recursion.
 #include <fmt/format.h>
 
-#include <limits>
-
 #include <cmath>
+#include <limits>
 
 #include "analyzer/lowering/families.h"
 
@@ -17,8 +16,10 @@ Instruction* ApplyReduction(Builder& b, Instruction* x, int64_t reduction) {
   std::vector<int64_t> all;
   for (int64_t i = 0; i < x->shape.rank(); ++i) all.push_back(i);
   Instruction* s = ReduceSum(b, x, all);
-  if (reduction == 1) return MulScalar(b, s, 1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)) *
-                                                 (x->shape.elements() == 0 ? std::nan("") : 1.0));
+  if (reduction == 1)
+    return MulScalar(b, s,
+                     1.0 / static_cast<double>(std::max<int64_t>(x->shape.elements(), 1)) *
+                         (x->shape.elements() == 0 ? std::nan("") : 1.0));
   return s;
 }
 
@@ -41,9 +42,9 @@ Expected<Pair> SelfTarget(const LoweringContext& ctx, size_t self_pos, size_t ta
   OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.RequiredTensor("target", target_pos));
   PrimitiveType t = Promote(x->shape.element_type(), y->shape.element_type());
   std::vector<int64_t> dims = BroadcastShapes(Dims(x), Dims(y));
-  return Pair{Bcast(ctx.builder, ctx.builder.Convert(x, t), dims), Bcast(ctx.builder, ctx.builder.Convert(y, t), dims), t, dims};
+  return Pair{Bcast(ctx.builder, ctx.builder.Convert(x, t), dims), Bcast(ctx.builder, ctx.builder.Convert(y, t), dims),
+              t, dims};
 }
-
 
 Expected<LoweredOp> MseLoss(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
@@ -152,8 +153,9 @@ Expected<LoweredOp> BinaryCrossEntropyWithLogits(const Node& n, Builder& b) {
   // (1 - y) x + (1 + (pw - 1) y) * (log1p(exp(-|x|)) + max(-x, 0))
   Instruction* x = p.x;
   Instruction* y = p.y;
-  Instruction* sp = Add(b, b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, x)))),
-                        b.Binary(Opcode::kMaximum, b.Unary(Opcode::kNegate, x), FullLike(b, x, 0)));
+  Instruction* sp =
+      Add(b, b.Unary(Opcode::kLog1p, b.Unary(Opcode::kExp, b.Unary(Opcode::kNegate, b.Unary(Opcode::kAbs, x)))),
+          b.Binary(Opcode::kMaximum, b.Unary(Opcode::kNegate, x), FullLike(b, x, 0)));
   Instruction* coef = FullLike(b, x, 1);
   if (Instruction* pw = ctx.Tensor("pos_weight", 3))
     coef = Add(b, coef, Mul(b, Sub(b, Bcast(b, b.Convert(pw, p.t), p.dims), FullLike(b, x, 1)), y));
@@ -168,20 +170,22 @@ struct NllMask {
   Instruction* mask;  // self's shape, type t
   int64_t class_dim;
 };
-Expected<NllMask> BuildNllMask(const LoweringContext& ctx, const std::vector<int64_t>& sdims, PrimitiveType t, size_t target_pos,
-                               size_t weight_pos, size_t ignore_pos) {
+Expected<NllMask> BuildNllMask(const LoweringContext& ctx, const std::vector<int64_t>& sdims, PrimitiveType t,
+                               size_t target_pos, size_t weight_pos, size_t ignore_pos) {
   Builder& b = ctx.builder;
   OPPROBE_ASSIGN_OR_RETURN(Instruction * target, ctx.RequiredTensor("target", target_pos));
   int64_t class_dim = sdims.size() == 1 ? 0 : 1;
   std::vector<int64_t> tmap;
   for (int64_t i = 0; i < static_cast<int64_t>(sdims.size()); ++i)
     if (i != class_dim) tmap.push_back(i);
-  if (static_cast<size_t>(target->shape.rank()) != tmap.size()) return ctx.Unsupported("target rank does not match the input");
+  if (static_cast<size_t>(target->shape.rank()) != tmap.size())
+    return ctx.Unsupported("target rank does not match the input");
   Instruction* tg = b.Broadcast(b.Convert(target, PrimitiveType::S64), sdims, tmap);
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, sdims), class_dim);
   Instruction* hit = b.Compare(io, tg, ComparisonDirection::kEq);
   int64_t ignore = ctx.Int("ignore_index", ignore_pos, -100);
-  Instruction* valid = b.Compare(tg, Full(b, PrimitiveType::S64, static_cast<double>(ignore), sdims), ComparisonDirection::kNe);
+  Instruction* valid =
+      b.Compare(tg, Full(b, PrimitiveType::S64, static_cast<double>(ignore), sdims), ComparisonDirection::kNe);
   Instruction* on = b.Binary(Opcode::kAnd, hit, valid);
   Instruction* w = Full(b, t, 1, sdims);
   if (Instruction* wt = ctx.Tensor("weight", weight_pos)) w = b.Broadcast(b.Convert(wt, t), sdims, {class_dim});
@@ -248,7 +252,6 @@ Expected<LoweredOp> NllLossBackward(const Node& n, Builder& b) {
   return ctx.Finish({b.Unary(Opcode::kNegate, Mul(b, m.mask, gb))});
 }
 
-
 // x as [N, C] (a 0-d or 1-d input is one sample) and the one-hot [N, C] of a per-sample class index.
 Instruction* AsBatch(Builder& b, Instruction* x) {
   std::vector<int64_t> d = Dims(x);
@@ -274,8 +277,6 @@ Instruction* ReducePerSample(const LoweringContext& ctx, Instruction* per, int64
   return s;
 }
 
-
-
 // What multi_margin_loss and its backward share: the [N, C] input, the one-hot mask of each sample's target
 // class, and the margin term z_j = margin - x[y] + x[j].
 struct MultiMarginTerms {
@@ -287,7 +288,8 @@ struct MultiMarginTerms {
   Instruction* z;      // margin - x[y] + x[j]
 };
 
-Expected<MultiMarginTerms> MultiMargin(LoweringContext& ctx, Builder& b, Instruction* x0, Instruction* y0, int64_t p, double margin) {
+Expected<MultiMarginTerms> MultiMargin(LoweringContext& ctx, Builder& b, Instruction* x0, Instruction* y0, int64_t p,
+                                       double margin) {
   if (p != 1 && p != 2) return ctx.Unsupported("p must be 1 or 2");
   if (x0->shape.rank() > 2) return ctx.Unsupported("input must be at most 2-d");
   MultiMarginTerms m;
@@ -298,14 +300,13 @@ Expected<MultiMarginTerms> MultiMargin(LoweringContext& ctx, Builder& b, Instruc
   m.C = m.xd[1];
   if (y0->shape.elements() != m.N) return ctx.Unsupported("target does not fit input");
   Instruction* y = b.Reshape(b.Convert(y0, PrimitiveType::S64), {m.N});
-  m.hot = b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, m.xd), 1), b.Broadcast(y, m.xd, {0}),
-                    ComparisonDirection::kEq);
+  m.hot =
+      b.Compare(b.Iota(Shape::Array(PrimitiveType::S64, m.xd), 1), b.Broadcast(y, m.xd, {0}), ComparisonDirection::kEq);
   m.zeros = Full(b, m.t, 0, m.xd);
   Instruction* xy = ReduceSum(b, b.Select(m.hot, x, m.zeros), {1});
   m.z = Add(b, Sub(b, Full(b, m.t, margin, m.xd), b.Broadcast(xy, m.xd, {0})), x);
   return m;
 }
-
 
 // multi_margin_loss: per sample sum over j != y of w[y] * max(0, margin - x[y] + x[j])^p, over C.
 // x[y] and w[y] come from a one-hot mask (iota == target) and a sum, as nll_loss does.
@@ -345,7 +346,8 @@ Expected<LoweredOp> MultiMarginLossBackward(const Node& n, Builder& b) {
   int64_t reduction = ctx.Int("reduction", 6, 1);
   OPPROBE_ASSIGN_OR_RETURN(MultiMarginTerms m, MultiMargin(ctx, b, x0, y0, p, margin));
   auto [t, xd, N, C, hot, zeros, z] = m;
-  Instruction* active = b.Binary(Opcode::kAnd, CmpScalar(b, z, 0, ComparisonDirection::kGt), b.Unary(Opcode::kNot, hot));
+  Instruction* active =
+      b.Binary(Opcode::kAnd, CmpScalar(b, z, 0, ComparisonDirection::kGt), b.Unary(Opcode::kNot, hot));
   Instruction* d = p == 2 ? MulScalar(b, z, 2.0) : Full(b, t, 1, xd);
   d = b.Select(active, MulScalar(b, d, 1.0 / static_cast<double>(C)), zeros);
   if (w0) {
@@ -400,14 +402,14 @@ Expected<MultilabelTerms> Multilabel(const LoweringContext& ctx, Instruction* x0
                                  Full(b, PrimitiveType::S32, 1, xd), ComparisonDirection::kEq);
   // [N, K, C]: target k of sample n is class j.
   std::vector<int64_t> kd = {N, C, C};
-  Instruction* hot = b.Binary(Opcode::kAnd,
-                              b.Compare(b.Broadcast(y, kd, {0, 1}), b.Iota(Shape::Array(S, kd), 2), ComparisonDirection::kEq),
-                              b.Broadcast(valid, kd, {0, 1}));
-  Instruction* is_t = Reduce(b, hot, {1}, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));  // [N, C]
+  Instruction* hot = b.Binary(
+      Opcode::kAnd, b.Compare(b.Broadcast(y, kd, {0, 1}), b.Iota(Shape::Array(S, kd), 2), ComparisonDirection::kEq),
+      b.Broadcast(valid, kd, {0, 1}));
+  Instruction* is_t = Reduce(b, hot, {1}, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));            // [N, C]
   Instruction* xk = ReduceSum(b, b.Select(hot, b.Broadcast(x, kd, {0, 2}), Full(b, t, 0, kd)), {2});  // x[y_k]: [N, K]
   Instruction* z = Add(b, Sub(b, Full(b, t, 1, kd), b.Broadcast(xk, kd, {0, 1})), b.Broadcast(x, kd, {0, 2}));
-  Instruction* use = b.Binary(Opcode::kAnd, b.Broadcast(valid, kd, {0, 1}),
-                              b.Unary(Opcode::kNot, b.Broadcast(is_t, kd, {0, 2})));
+  Instruction* use =
+      b.Binary(Opcode::kAnd, b.Broadcast(valid, kd, {0, 1}), b.Unary(Opcode::kNot, b.Broadcast(is_t, kd, {0, 2})));
   use = b.Binary(Opcode::kAnd, use, CmpScalar(b, z, 0, ComparisonDirection::kGt));
   z = b.Select(use, z, Full(b, t, 0, kd));
   return MultilabelTerms{x, hot, is_t, use, z, N, C};
@@ -488,7 +490,8 @@ Expected<CtcLattice> BuildCtcLattice(const LoweringContext& ctx, Instruction* lp
   const PrimitiveType S = PrimitiveType::S64;
   // Lengths: tensors (_ctc_loss.Tensor) or int lists (_ctc_loss), as s64 [N].
   auto lengths = [&](const char* name, size_t pos) -> Instruction* {
-    if (Instruction* v = ctx.Tensor(name, pos)) return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
+    if (Instruction* v = ctx.Tensor(name, pos))
+      return v->shape.elements() == N ? b.Reshape(b.Convert(v, S), {N}) : nullptr;
     auto ints = ctx.OptInts(name, pos);
     if (!ints || static_cast<int64_t>(ints->size()) != N) return nullptr;
     hlo::Literal l(Shape::Array(S, {N}));
@@ -514,7 +517,8 @@ Expected<CtcLattice> BuildCtcLattice(const LoweringContext& ctx, Instruction* lp
     win.dimensions[0].size = N;
     win.dimensions[0].padding_low = N;
     win.dimensions[0].padding_high = -1;
-    Instruction* off = b.ReduceWindow({tl}, {ConstS64(b, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, S));  // exclusive cumsum
+    Instruction* off =
+        b.ReduceWindow({tl}, {ConstS64(b, 0)}, win, b.ScalarBinaryComputation(Opcode::kAdd, S));  // exclusive cumsum
     Instruction* pos = Add(b, b.Broadcast(off, {N, K}, {0}), b.Iota(Shape::Array(S, {N, K}), 1));
     pos = b.Clamp(ConstS64(b, 0), pos, ConstS64(b, total - 1));
     hlo::GatherDimensionNumbers dn;
@@ -543,7 +547,8 @@ Expected<CtcLattice> BuildCtcLattice(const LoweringContext& ctx, Instruction* lp
   gdn.collapsed_slice_dims = {1, 2};
   gdn.start_index_map = {1, 2};
   gdn.index_vector_dim = 2;
-  Instruction* gidx = b.Concatenate({b.Reshape(b.Iota(Shape::Array(S, {N, L}), 0), {N, L, 1}), b.Reshape(lab, {N, L, 1})}, 2);
+  Instruction* gidx =
+      b.Concatenate({b.Reshape(b.Iota(Shape::Array(S, {N, L}), 0), {N, L, 1}), b.Reshape(lab, {N, L, 1})}, 2);
   Instruction* lpe = b.Transpose(b.Gather(lp, gidx, gdn, {T, 1, 1}, Shape::Array(t, {N, L, T})), {2, 0, 1});
   Instruction* ninf = MinValue(b, t);
   return CtcLattice{il, tl, lab, s_io, skip, smask, lpe, ninf};
@@ -568,7 +573,8 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
   std::vector<int64_t> ld = Dims(lp);
   int64_t T = ld[0], N = ld[1];
   int64_t L = la_meta->sizes[2], K = (L - 1) / 2;
-  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
+  if (la_meta->sizes[0] != N || la_meta->sizes[1] != T || L % 2 != 1)
+    return ctx.Unsupported("unexpected log_alpha shape");
   if (T == 0) return ctx.Unsupported("empty time dimension");
   OPPROBE_ASSIGN_OR_RETURN(CtcLattice lat, BuildCtcLattice(ctx, lp, tg0, blank, T, N, L, K, 2));
   Instruction *il = lat.il, *tl = lat.tl, *s_io = lat.s_io, *skip = lat.skip, *smask = lat.smask, *lpe = lat.lpe;
@@ -592,7 +598,8 @@ Expected<LoweredOp> CtcLoss(const Node& n, Builder& b) {
     Instruction* la3 = bb.Select(sk, ShiftRight(bb, a, 2, ni), ninfs);
     Instruction* lpt = bb.Reshape(bb.DynamicSlice(e, {ti, ConstS64(bb, 0), ConstS64(bb, 0)}, {1, N, L}), {N, L});
     Instruction* na = Add(bb, LogSumExpOf(bb, {a, la2, la3}), lpt);
-    Instruction* active = bb.Broadcast(bb.Compare(bb.Broadcast(ti, {N}, {}), ilb, ComparisonDirection::kLt), {N, L}, {0});
+    Instruction* active =
+        bb.Broadcast(bb.Compare(bb.Broadcast(ti, {N}, {}), ilb, ComparisonDirection::kLt), {N, L}, {0});
     na = bb.Select(active, bb.Select(sm, na, ninfs), a);
     Instruction* nla = bb.DynamicUpdateSlice(la, bb.Reshape(na, {N, 1, L}), {ConstS64(bb, 0), ti, ConstS64(bb, 0)});
     return {bb.Binary(Opcode::kAdd, ti, ConstS64(bb, 1)), na, nla, e, sk, sm, ilb};
@@ -646,7 +653,8 @@ Expected<LoweredOp> CtcLossBackward(const Node& n, Builder& b) {
   const PrimitiveType S = PrimitiveType::S64;
   std::vector<int64_t> ld = Dims(lp), lad = Dims(la0);
   int64_t T = ld[0], N = ld[1], C = ld[2];
-  if (lad.size() != 3 || lad[0] != N || lad[1] != T || lad[2] % 2 != 1) return ctx.Unsupported("unexpected log_alpha shape");
+  if (lad.size() != 3 || lad[0] != N || lad[1] != T || lad[2] % 2 != 1)
+    return ctx.Unsupported("unexpected log_alpha shape");
   int64_t L = lad[2], K = (L - 1) / 2;
   if (T == 0) return ctx.Unsupported("empty time dimension");
   if (nll0->shape.elements() != N || (grad0->shape.elements() != N && grad0->shape.elements() != 1))
@@ -655,18 +663,18 @@ Expected<LoweredOp> CtcLossBackward(const Node& n, Builder& b) {
   Instruction* ninfs = b.Broadcast(lat.ninf, {N, L}, {});
   Instruction* tl2 = Add(b, lat.tl, lat.tl);
   // beta at the last input step: state 2 tl, and 2 tl - 1 when the target is not empty.
-  Instruction* last_states = b.Binary(
-      Opcode::kOr, b.Compare(lat.s_io, b.Broadcast(tl2, {N, L}, {0}), ComparisonDirection::kEq),
-      b.Binary(Opcode::kAnd, b.Compare(lat.s_io, b.Broadcast(AddScalar(b, tl2, -1), {N, L}, {0}), ComparisonDirection::kEq),
-               b.Broadcast(CmpScalar(b, lat.tl, 0, ComparisonDirection::kGt), {N, L}, {0})));
+  Instruction* last_states =
+      b.Binary(Opcode::kOr, b.Compare(lat.s_io, b.Broadcast(tl2, {N, L}, {0}), ComparisonDirection::kEq),
+               b.Binary(Opcode::kAnd,
+                        b.Compare(lat.s_io, b.Broadcast(AddScalar(b, tl2, -1), {N, L}, {0}), ComparisonDirection::kEq),
+                        b.Broadcast(CmpScalar(b, lat.tl, 0, ComparisonDirection::kGt), {N, L}, {0})));
   Instruction* skip_next = ShiftLeft(b, lat.skip, 2, b.ConstantScalar(PrimitiveType::PRED, 0));  // s -> s + 2 allowed
   Instruction* last_t = AddScalar(b, lat.il, -1);
   auto cond = [](Builder& cb, const LoopState& st) {
     return cb.Compare(st[0], ConstS64(cb, 0), ComparisonDirection::kGe);
   };
   auto body = [&](Builder& bb, const LoopState& st) -> LoopState {
-    Instruction *ti = st[0], *beta = st[1], *lb = st[2], *e = st[3], *sk = st[4], *sm = st[5], *ls = st[6],
-                *lt = st[7];
+    Instruction *ti = st[0], *beta = st[1], *lb = st[2], *e = st[3], *sk = st[4], *sm = st[5], *ls = st[6], *lt = st[7];
     Instruction* ni = MinValue(bb, t);
     Instruction* none = bb.Broadcast(ni, {N, L}, {});
     Instruction* b2 = ShiftLeft(bb, beta, 1, ni);
@@ -686,22 +694,25 @@ Expected<LoweredOp> CtcLossBackward(const Node& n, Builder& b) {
   Instruction* log_beta = loop[2];
   // lcab over the valid (t < input length, s <= 2 tl) lattice entries, log-summed per class.
   std::vector<int64_t> ntl = {N, T, L}, ntlc = {N, T, L, C}, ntc = {N, T, C};
-  Instruction* in_time = b.Compare(b.Iota(Shape::Array(S, ntl), 1), b.Broadcast(lat.il, ntl, {0}), ComparisonDirection::kLt);
+  Instruction* in_time =
+      b.Compare(b.Iota(Shape::Array(S, ntl), 1), b.Broadcast(lat.il, ntl, {0}), ComparisonDirection::kLt);
   Instruction* valid = b.Binary(Opcode::kAnd, in_time, b.Broadcast(lat.smask, ntl, {0, 2}));
   Instruction* lcab = b.Select(valid, Add(b, b.Convert(la0, t), log_beta), b.Broadcast(lat.ninf, ntl, {}));
-  Instruction* of_class = b.Compare(b.Broadcast(lat.lab, ntlc, {0, 2}), b.Iota(Shape::Array(S, ntlc), 3),
-                                    ComparisonDirection::kEq);
+  Instruction* of_class =
+      b.Compare(b.Broadcast(lat.lab, ntlc, {0, 2}), b.Iota(Shape::Array(S, ntlc), 3), ComparisonDirection::kEq);
   Instruction* per_class = b.Select(of_class, b.Broadcast(lcab, ntlc, {0, 1, 2}), b.Broadcast(lat.ninf, ntlc, {}));
   Instruction* m = ReduceMax(b, per_class, {2});
   m = b.Select(b.Compare(m, b.Broadcast(lat.ninf, ntc, {}), ComparisonDirection::kEq), Full(b, t, 0, ntc), m);
   Instruction* sum = ReduceSum(b, b.Unary(Opcode::kExp, Sub(b, per_class, b.Broadcast(m, ntlc, {0, 1, 3}))), {2});
   Instruction* grad_log = Add(b, b.Unary(Opcode::kLog, sum), m);  // [N, T, C]
-  Instruction* lpn = b.Transpose(lp, {1, 0, 2});                   // [N, T, C]
+  Instruction* lpn = b.Transpose(lp, {1, 0, 2});                  // [N, T, C]
   Instruction* nll = b.Broadcast(b.Convert(b.Reshape(nll0, {N}), t), ntc, {0});
   Instruction* g = grad0->shape.elements() == N ? b.Broadcast(b.Convert(b.Reshape(grad0, {N}), t), ntc, {0})
                                                 : b.Broadcast(b.Convert(b.Reshape(grad0, {}), t), ntc, {});
-  Instruction* res = Mul(b, Sub(b, b.Unary(Opcode::kExp, lpn), b.Unary(Opcode::kExp, Sub(b, Add(b, grad_log, nll), lpn))), g);
-  Instruction* keep = b.Compare(b.Iota(Shape::Array(S, ntc), 1), b.Broadcast(lat.il, ntc, {0}), ComparisonDirection::kLt);
+  Instruction* res =
+      Mul(b, Sub(b, b.Unary(Opcode::kExp, lpn), b.Unary(Opcode::kExp, Sub(b, Add(b, grad_log, nll), lpn))), g);
+  Instruction* keep =
+      b.Compare(b.Iota(Shape::Array(S, ntc), 1), b.Broadcast(lat.il, ntc, {0}), ComparisonDirection::kLt);
   if (zero_infinity)
     keep = b.Binary(Opcode::kAnd, keep,
                     CmpScalar(b, nll, std::numeric_limits<double>::infinity(), ComparisonDirection::kNe));
@@ -742,31 +753,33 @@ Expected<LoweredOp> SoftMarginLossBackward(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& LossLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::mse_loss", MseLoss},
-      {"aten::mse_loss_backward", MseLossBackward},
-      {"aten::l1_loss", L1Loss},
-      {"aten::smooth_l1_loss", SmoothL1Loss},
-      {"aten::smooth_l1_loss_backward", SmoothL1LossBackward},
-      {"aten::huber_loss", HuberLoss},
-      {"aten::huber_loss_backward", HuberLossBackward},
-      {"aten::binary_cross_entropy", BinaryCrossEntropy},
-      {"aten::binary_cross_entropy_backward", BinaryCrossEntropyBackward},
-      {"aten::binary_cross_entropy_with_logits", BinaryCrossEntropyWithLogits},
-      {"aten::nll_loss", NllLoss},
-      {"aten::nll_loss_forward", NllLossForward},
-      {"aten::nll_loss2d_forward", NllLossForward},
-      {"aten::nll_loss_backward", NllLossBackward},
-      {"aten::nll_loss2d_backward", NllLossBackward},
-      {"aten::soft_margin_loss", SoftMarginLoss},
-      {"aten::soft_margin_loss_backward", SoftMarginLossBackward},
-      {"aten::multi_margin_loss", MultiMarginLoss},
-      {"aten::multi_margin_loss_backward", MultiMarginLossBackward},
-      {"aten::multilabel_margin_loss_forward", MultilabelMarginLoss},
-      {"aten::multilabel_margin_loss_backward", MultilabelMarginLossBackward},
-      {"aten::_ctc_loss", CtcLoss},
-      {"aten::_ctc_loss_backward", CtcLossBackward},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::mse_loss", MseLoss},
+                             {"aten::mse_loss_backward", MseLossBackward},
+                             {"aten::l1_loss", L1Loss},
+                             {"aten::smooth_l1_loss", SmoothL1Loss},
+                             {"aten::smooth_l1_loss_backward", SmoothL1LossBackward},
+                             {"aten::huber_loss", HuberLoss},
+                             {"aten::huber_loss_backward", HuberLossBackward},
+                             {"aten::binary_cross_entropy", BinaryCrossEntropy},
+                             {"aten::binary_cross_entropy_backward", BinaryCrossEntropyBackward},
+                             {"aten::binary_cross_entropy_with_logits", BinaryCrossEntropyWithLogits},
+                             {"aten::nll_loss", NllLoss},
+                             {"aten::nll_loss_forward", NllLossForward},
+                             {"aten::nll_loss2d_forward", NllLossForward},
+                             {"aten::nll_loss_backward", NllLossBackward},
+                             {"aten::nll_loss2d_backward", NllLossBackward},
+                             {"aten::soft_margin_loss", SoftMarginLoss},
+                             {"aten::soft_margin_loss_backward", SoftMarginLossBackward},
+                             {"aten::multi_margin_loss", MultiMarginLoss},
+                             {"aten::multi_margin_loss_backward", MultiMarginLossBackward},
+                             {"aten::multilabel_margin_loss_forward", MultilabelMarginLoss},
+                             {"aten::multilabel_margin_loss_backward", MultilabelMarginLossBackward},
+                             {"aten::_ctc_loss", CtcLoss},
+                             {"aten::_ctc_loss_backward", CtcLossBackward},
+                         }};
   return *family;
 }
 

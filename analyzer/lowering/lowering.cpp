@@ -29,7 +29,8 @@ namespace {
 std::optional<std::string> FunctionalOverload(const std::string& overload) {
   static const std::string kSuffix = "_out";
   if (overload == "out") return std::string();
-  if (overload.size() > kSuffix.size() && overload.compare(overload.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
+  if (overload.size() > kSuffix.size() &&
+      overload.compare(overload.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
     return overload.substr(0, overload.size() - kSuffix.size());
   return std::nullopt;
 }
@@ -122,22 +123,66 @@ Status CheckLoweredOutputs(const Node& node, const std::vector<hlo::Instruction*
 }
 
 bool IsSparseLayoutCall(const Node& node) {
-  static const char* const kSparseOps[] = {
-      "aten::to_sparse", "aten::to_sparse_csr", "aten::to_sparse_csc", "aten::to_sparse_bsr", "aten::to_sparse_bsc",
-      "aten::_to_sparse", "aten::_to_sparse_csr", "aten::_to_sparse_csc", "aten::_to_sparse_bsr",
-      "aten::_to_sparse_bsc", "aten::_to_dense", "aten::to_dense", "aten::is_coalesced", "aten::coalesce",
-      "aten::_coalesce", "aten::_coalesced_", "aten::_indices", "aten::_values", "aten::indices", "aten::values",
-      "aten::crow_indices", "aten::col_indices", "aten::ccol_indices", "aten::row_indices", "aten::_nnz",
-      "aten::sparse_dim", "aten::dense_dim", "aten::_dimI", "aten::_dimV", "aten::sparse_mask",
-      "aten::sparse_resize_", "aten::sparse_resize_and_clear_", "aten::_sparse_coo_tensor_with_dims",
-      "aten::_sparse_coo_tensor_with_dims_and_tensors", "aten::_sparse_coo_tensor_unsafe", "aten::sparse_coo_tensor",
-      "aten::_sparse_csr_tensor_unsafe", "aten::sparse_csr_tensor", "aten::_sparse_compressed_tensor_unsafe",
-      "aten::sparse_compressed_tensor", "aten::_sparse_sum", "aten::_sparse_sum_backward", "aten::_sparse_addmm",
-      "aten::_sparse_mm", "aten::_sparse_softmax", "aten::_sparse_log_softmax", "aten::_sparse_softmax_backward_data",
-      "aten::_sparse_log_softmax_backward_data", "aten::_sparse_broadcast_to", "aten::_sparse_sparse_matmul",
-      "aten::_sparse_mask_projection", "aten::_to_sparse_semi_structured", "aten::_validate_sparse_coo_tensor_args",
-      "aten::_validate_sparse_csr_tensor_args", "aten::_validate_sparse_compressed_tensor_args",
-      "aten::_sparse_csr_sum", "aten::_sparse_csr_prod", "aten::smm", "aten::hspmm", "aten::sspaddmm"};
+  static const char* const kSparseOps[] = {"aten::to_sparse",
+                                           "aten::to_sparse_csr",
+                                           "aten::to_sparse_csc",
+                                           "aten::to_sparse_bsr",
+                                           "aten::to_sparse_bsc",
+                                           "aten::_to_sparse",
+                                           "aten::_to_sparse_csr",
+                                           "aten::_to_sparse_csc",
+                                           "aten::_to_sparse_bsr",
+                                           "aten::_to_sparse_bsc",
+                                           "aten::_to_dense",
+                                           "aten::to_dense",
+                                           "aten::is_coalesced",
+                                           "aten::coalesce",
+                                           "aten::_coalesce",
+                                           "aten::_coalesced_",
+                                           "aten::_indices",
+                                           "aten::_values",
+                                           "aten::indices",
+                                           "aten::values",
+                                           "aten::crow_indices",
+                                           "aten::col_indices",
+                                           "aten::ccol_indices",
+                                           "aten::row_indices",
+                                           "aten::_nnz",
+                                           "aten::sparse_dim",
+                                           "aten::dense_dim",
+                                           "aten::_dimI",
+                                           "aten::_dimV",
+                                           "aten::sparse_mask",
+                                           "aten::sparse_resize_",
+                                           "aten::sparse_resize_and_clear_",
+                                           "aten::_sparse_coo_tensor_with_dims",
+                                           "aten::_sparse_coo_tensor_with_dims_and_tensors",
+                                           "aten::_sparse_coo_tensor_unsafe",
+                                           "aten::sparse_coo_tensor",
+                                           "aten::_sparse_csr_tensor_unsafe",
+                                           "aten::sparse_csr_tensor",
+                                           "aten::_sparse_compressed_tensor_unsafe",
+                                           "aten::sparse_compressed_tensor",
+                                           "aten::_sparse_sum",
+                                           "aten::_sparse_sum_backward",
+                                           "aten::_sparse_addmm",
+                                           "aten::_sparse_mm",
+                                           "aten::_sparse_softmax",
+                                           "aten::_sparse_log_softmax",
+                                           "aten::_sparse_softmax_backward_data",
+                                           "aten::_sparse_log_softmax_backward_data",
+                                           "aten::_sparse_broadcast_to",
+                                           "aten::_sparse_sparse_matmul",
+                                           "aten::_sparse_mask_projection",
+                                           "aten::_to_sparse_semi_structured",
+                                           "aten::_validate_sparse_coo_tensor_args",
+                                           "aten::_validate_sparse_csr_tensor_args",
+                                           "aten::_validate_sparse_compressed_tensor_args",
+                                           "aten::_sparse_csr_sum",
+                                           "aten::_sparse_csr_prod",
+                                           "aten::smm",
+                                           "aten::hspmm",
+                                           "aten::sspaddmm"};
   for (const char* op : kSparseOps)
     if (node.op == op) return true;
   for (const Argument& a : node.args)
@@ -148,9 +193,10 @@ bool IsSparseLayoutCall(const Node& node) {
 Expected<LoweredModule> Lower(const Node& node, const LoweringTable& table) {
   if (std::string reason = lowering::NoXlaTypeReason(node); !reason.empty()) return Unimplemented(reason);
   if (IsSparseLayoutCall(node))
-    return Unimplemented(fmt::format("{} works on sparse tensors: sparse layouts are not supported by XLA "
-                                     "(keep tensors dense on the device)",
-                                     node.qualified_name()));
+    return Unimplemented(
+        fmt::format("{} works on sparse tensors: sparse layouts are not supported by XLA "
+                    "(keep tensors dense on the device)",
+                    node.qualified_name()));
   const LoweringTable::Entry* entry = table.Find(node.op, node.overload);
   if (!entry) return Unimplemented(fmt::format("no lowering for {}", node.qualified_name()));
   std::string name = node.op.substr(node.op.find("::") == std::string::npos ? 0 : node.op.find("::") + 2);
@@ -192,8 +238,8 @@ Expected<LoweredModule> Lower(const Node& node, const LoweringTable& table) {
   // Every lowering result passes XLA's structural checks (hlo/verifier.h, mixed precision not allowed): a
   // violation is a bug in the lowering, reported as this call's internal lowering error.
   if (auto v = hlo::FindViolation(*out.module, hlo::VerifyOptions{hlo::ShapeCheckOptions{false}}))
-    return Internal(fmt::format("lowering of {} produced invalid HLO: {}", node.qualified_name(),
-                                hlo::DescribeViolation(*v)));
+    return Internal(
+        fmt::format("lowering of {} produced invalid HLO: {}", node.qualified_name(), hlo::DescribeViolation(*v)));
   for (const auto& i : out.module->entry()->instructions()) {
     // Parameters are inputs; constants stand for the scalars and literals PyTorch/XLA passes as device
     // data (parameters), so neither is a probe unit, as in Neuron's analyze.

@@ -214,7 +214,8 @@ Expected<LoweredOp> LayerNormBackward(const Node& n, Builder& b) {
     if (w) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat), keep), ctx.OutputType(outs.size(), t)));
   }
   if (mask.size() > 2 && mask[2]) {
-    if (ctx.Tensor("bias", 6) || ctx.OutputMeta(outs.size())) outs.push_back(b.Convert(ReduceSum(b, g, keep), ctx.OutputType(outs.size(), t)));
+    if (ctx.Tensor("bias", 6) || ctx.OutputMeta(outs.size()))
+      outs.push_back(b.Convert(ReduceSum(b, g, keep), ctx.OutputType(outs.size(), t)));
   }
   return ctx.Finish(outs);
 }
@@ -274,7 +275,8 @@ Expected<LoweredOp> GroupNormBackward(const Node& n, Builder& b) {
     Instruction* gi = MulScalar(b, Mul(b, rstd, inner), 1.0 / static_cast<double>(D));
     outs.push_back(b.Convert(b.Reshape(gi, Dims(x0)), in_t));
   }
-  if (mask.size() > 1 && mask[1]) outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat_c), {0, 2}), ctx.OutputType(outs.size(), t)));
+  if (mask.size() > 1 && mask[1])
+    outs.push_back(b.Convert(ReduceSum(b, Mul(b, g, xhat_c), {0, 2}), ctx.OutputType(outs.size(), t)));
   if (mask.size() > 2 && mask[2]) outs.push_back(b.Convert(ReduceSum(b, g, {0, 2}), ctx.OutputType(outs.size(), t)));
   return ctx.Finish(outs);
 }
@@ -380,23 +382,25 @@ Expected<LoweredOp> LayerNormComposite(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& NormLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::native_batch_norm", NativeBatchNorm},
-      {"aten::_native_batch_norm_legit", NativeBatchNorm},
-      {"aten::_native_batch_norm_legit_no_training", BatchNormNoTraining},
-      {"aten::_native_batch_norm_legit_functional", BatchNormFunctional},
-      {"aten::_batch_norm_with_update", BatchNormWithUpdate},
-      {"aten::batch_norm", BatchNormComposite},
-      {"aten::native_batch_norm_backward", BatchNormBackward},
-      {"aten::native_layer_norm", LayerNorm},
-      {"aten::layer_norm", LayerNormComposite},
-      {"aten::native_layer_norm_backward", LayerNormBackward},
-      {"aten::native_group_norm", GroupNorm},
-      {"aten::native_group_norm_backward", GroupNormBackward},
-      {"aten::_weight_norm_interface", WeightNorm},
-      {"aten::_weight_norm_interface_backward", WeightNormBackward},
-      {"aten::renorm", Renorm},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::native_batch_norm", NativeBatchNorm},
+                             {"aten::_native_batch_norm_legit", NativeBatchNorm},
+                             {"aten::_native_batch_norm_legit_no_training", BatchNormNoTraining},
+                             {"aten::_native_batch_norm_legit_functional", BatchNormFunctional},
+                             {"aten::_batch_norm_with_update", BatchNormWithUpdate},
+                             {"aten::batch_norm", BatchNormComposite},
+                             {"aten::native_batch_norm_backward", BatchNormBackward},
+                             {"aten::native_layer_norm", LayerNorm},
+                             {"aten::layer_norm", LayerNormComposite},
+                             {"aten::native_layer_norm_backward", LayerNormBackward},
+                             {"aten::native_group_norm", GroupNorm},
+                             {"aten::native_group_norm_backward", GroupNormBackward},
+                             {"aten::_weight_norm_interface", WeightNorm},
+                             {"aten::_weight_norm_interface_backward", WeightNormBackward},
+                             {"aten::renorm", Renorm},
+                         }};
   return *family;
 }
 

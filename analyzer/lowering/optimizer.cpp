@@ -41,10 +41,11 @@ Expected<Instruction*> Other(const LoweringContext& ctx, const std::string& name
     case Value::Kind::kIntList:
       if (i >= v->ints.size()) return ctx.Unsupported("scalar list too short");
       return b.Broadcast(Scalar(b, t, static_cast<double>(v->ints[i])), dims, {});
-    case Value::Kind::kInt: case Value::Kind::kFloat: case Value::Kind::kBool: case Value::Kind::kComplex:
-      return b.Broadcast(ScalarOf(b, t, *v), dims, {});
-    default:
-      return ctx.Unsupported("unsupported second operand " + v->ToString());
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat:
+    case Value::Kind::kBool:
+    case Value::Kind::kComplex: return b.Broadcast(ScalarOf(b, t, *v), dims, {});
+    default: return ctx.Unsupported("unsupported second operand " + v->ToString());
   }
 }
 
@@ -148,7 +149,9 @@ Expected<LoweredOp> ForeachAddc(const Node& n, Builder& b, bool mul) {
     if (v && v->kind == Value::Kind::kTensor) {
       // A 1-d tensor of per-entry scalars: slice entry i.
       Instruction* st = ctx.Tensor("scalars", 3);
-      s = b.Broadcast(b.Reshape(b.SliceInDim(b.Convert(st, t), static_cast<int64_t>(i), static_cast<int64_t>(i) + 1, 1, 0), {}), dims, {});
+      s = b.Broadcast(
+          b.Reshape(b.SliceInDim(b.Convert(st, t), static_cast<int64_t>(i), static_cast<int64_t>(i) + 1, 1, 0), {}),
+          dims, {});
     } else if (v) {
       OPPROBE_ASSIGN_OR_RETURN(s, Other(ctx, v->kind == Value::Kind::kFloatList ? "scalars" : "value", 3, i, t, dims));
     }
@@ -211,20 +214,21 @@ Expected<Instruction*> Hyper(const LoweringContext& ctx, const std::string& name
 }
 
 // grad (divided by grad_scale when given, negated for maximize) of entry i.
-Expected<Instruction*> Grad(const LoweringContext& ctx, const std::vector<Instruction*>& grads, size_t i, PrimitiveType t,
-                            const std::vector<int64_t>& dims, bool maximize) {
+Expected<Instruction*> Grad(const LoweringContext& ctx, const std::vector<Instruction*>& grads, size_t i,
+                            PrimitiveType t, const std::vector<int64_t>& dims, bool maximize) {
   Builder& b = ctx.builder;
   Instruction* g = Bcast(b, b.Convert(grads[i], t), dims);
-  if (Instruction* scale = ctx.Tensor("grad_scale", 100)) g = Div(b, g, Bcast(b, b.Convert(b.Reshape(scale, {}), t), dims));
+  if (Instruction* scale = ctx.Tensor("grad_scale", 100))
+    g = Div(b, g, Bcast(b, b.Convert(b.Reshape(scale, {}), t), dims));
   if (maximize) g = b.Unary(Opcode::kNegate, g);
   return g;
 }
 
 Expected<LoweredOp> FusedAdam(const Node& n, Builder& b, bool adamw) {
   LoweringContext ctx(n, b);
-  std::vector<Instruction*> ps = ctx.TensorList("self", 0), gs = ctx.TensorList("grads", 1), ms = ctx.TensorList("exp_avgs", 2),
-                            vs = ctx.TensorList("exp_avg_sqs", 3), maxs = ctx.TensorList("max_exp_avg_sqs", 4),
-                            steps = ctx.TensorList("state_steps", 5);
+  std::vector<Instruction*> ps = ctx.TensorList("self", 0), gs = ctx.TensorList("grads", 1),
+                            ms = ctx.TensorList("exp_avgs", 2), vs = ctx.TensorList("exp_avg_sqs", 3),
+                            maxs = ctx.TensorList("max_exp_avg_sqs", 4), steps = ctx.TensorList("state_steps", 5);
   bool amsgrad = ctx.Bool("amsgrad", 12, false), maximize = ctx.Bool("maximize", 13, false);
   if (gs.size() != ps.size() || ms.size() != ps.size() || vs.size() != ps.size() || steps.size() != ps.size() ||
       (amsgrad && maxs.size() != ps.size()))
@@ -255,7 +259,8 @@ Expected<LoweredOp> FusedAdam(const Node& n, Builder& b, bool adamw) {
       vhat = b.Binary(Opcode::kMaximum, b.Convert(maxs[i], t), v);
       new_max.push_back(vhat);
     }
-    Instruction* denom = Add(b, Div(b, b.Unary(Opcode::kSqrt, vhat), b.Unary(Opcode::kSqrt, bc2)), Full(b, t, eps, dims));
+    Instruction* denom =
+        Add(b, Div(b, b.Unary(Opcode::kSqrt, vhat), b.Unary(Opcode::kSqrt, bc2)), Full(b, t, eps, dims));
     p = Sub(b, p, Div(b, Mul(b, Div(b, lr, bc1), m), denom));
     new_p.push_back(p), new_m.push_back(m), new_v.push_back(v);
   }
@@ -303,33 +308,35 @@ Expected<LoweredOp> FusedSgd(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& OptimizerLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::_foreach_abs", ForeachUnary(math::Abs, /*keeps_type=*/true), kInPlaceForm},
-      {"aten::_foreach_neg", ForeachUnary(math::Negate, /*keeps_type=*/true), kInPlaceForm},
-      {"aten::_foreach_sign", ForeachUnary(math::Sign, /*keeps_type=*/true), kInPlaceForm},
-      {"aten::_foreach_exp", ForeachUnary(math::Exp), kInPlaceForm},
-      {"aten::_foreach_log", ForeachUnary(math::Log), kInPlaceForm},
-      {"aten::_foreach_reciprocal", ForeachUnary(math::Reciprocal), kInPlaceForm},
-      {"aten::_foreach_sigmoid", ForeachUnary(math::Sigmoid), kInPlaceForm},
-      {"aten::_foreach_sqrt", ForeachUnary(math::Sqrt), kInPlaceForm},
-      {"aten::_foreach_add", ForeachBinary(ForeachAdd), kInPlaceForm},
-      {"aten::_foreach_sub", ForeachBinary(ForeachSub), kInPlaceForm},
-      {"aten::_foreach_mul", ForeachBinary(ForeachMul), kInPlaceForm},
-      {"aten::_foreach_div", ForeachBinary(ForeachDiv, /*float_result=*/true), kInPlaceForm},
-      {"aten::_foreach_maximum", ForeachBinary(ForeachMaximum), kInPlaceForm},
-      {"aten::_foreach_clamp_min", ForeachBinary(ForeachMaximum), kInPlaceForm},
-      {"aten::_foreach_minimum", ForeachBinary(ForeachMinimum), kInPlaceForm},
-      {"aten::_foreach_clamp_max", ForeachBinary(ForeachMinimum), kInPlaceForm},
-      {"aten::_foreach_pow", ForeachBinary(ForeachPow), kInPlaceForm},
-      {"aten::_foreach_lerp", ForeachBinary(ForeachLerp, false, "tensors1"), kInPlaceForm},
-      {"aten::_foreach_addcmul", ForeachAddcmul, kInPlaceForm},
-      {"aten::_foreach_addcdiv", ForeachAddcdiv, kInPlaceForm},
-      {"aten::_foreach_zero_", ForeachZero},
-      {"aten::_foreach_norm", ForeachNorm},
-      {"aten::_fused_adam_", FusedAdamOp},
-      {"aten::_fused_adamw_", FusedAdamWOp},
-      {"aten::_fused_sgd_", FusedSgd},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::_foreach_abs", ForeachUnary(math::Abs, /*keeps_type=*/true), kInPlaceForm},
+                             {"aten::_foreach_neg", ForeachUnary(math::Negate, /*keeps_type=*/true), kInPlaceForm},
+                             {"aten::_foreach_sign", ForeachUnary(math::Sign, /*keeps_type=*/true), kInPlaceForm},
+                             {"aten::_foreach_exp", ForeachUnary(math::Exp), kInPlaceForm},
+                             {"aten::_foreach_log", ForeachUnary(math::Log), kInPlaceForm},
+                             {"aten::_foreach_reciprocal", ForeachUnary(math::Reciprocal), kInPlaceForm},
+                             {"aten::_foreach_sigmoid", ForeachUnary(math::Sigmoid), kInPlaceForm},
+                             {"aten::_foreach_sqrt", ForeachUnary(math::Sqrt), kInPlaceForm},
+                             {"aten::_foreach_add", ForeachBinary(ForeachAdd), kInPlaceForm},
+                             {"aten::_foreach_sub", ForeachBinary(ForeachSub), kInPlaceForm},
+                             {"aten::_foreach_mul", ForeachBinary(ForeachMul), kInPlaceForm},
+                             {"aten::_foreach_div", ForeachBinary(ForeachDiv, /*float_result=*/true), kInPlaceForm},
+                             {"aten::_foreach_maximum", ForeachBinary(ForeachMaximum), kInPlaceForm},
+                             {"aten::_foreach_clamp_min", ForeachBinary(ForeachMaximum), kInPlaceForm},
+                             {"aten::_foreach_minimum", ForeachBinary(ForeachMinimum), kInPlaceForm},
+                             {"aten::_foreach_clamp_max", ForeachBinary(ForeachMinimum), kInPlaceForm},
+                             {"aten::_foreach_pow", ForeachBinary(ForeachPow), kInPlaceForm},
+                             {"aten::_foreach_lerp", ForeachBinary(ForeachLerp, false, "tensors1"), kInPlaceForm},
+                             {"aten::_foreach_addcmul", ForeachAddcmul, kInPlaceForm},
+                             {"aten::_foreach_addcdiv", ForeachAddcdiv, kInPlaceForm},
+                             {"aten::_foreach_zero_", ForeachZero},
+                             {"aten::_foreach_norm", ForeachNorm},
+                             {"aten::_fused_adam_", FusedAdamOp},
+                             {"aten::_fused_adamw_", FusedAdamWOp},
+                             {"aten::_fused_sgd_", FusedSgd},
+                         }};
   return *family;
 }
 

@@ -83,7 +83,8 @@ Computation* ArgMaxReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool 
     Instruction* nan1 = sub.Compare(v1, v1, ComparisonDirection::kNe);
     Instruction* nan2 = sub.Compare(v2, v2, ComparisonDirection::kNe);
     // v1 NaN: take it unless v2 is an earlier NaN; v2 NaN (and v1 not): take v2.
-    Instruction* take1_nan = sub.Binary(Opcode::kAnd, nan1, sub.Binary(Opcode::kOr, sub.Unary(Opcode::kNot, nan2), lower));
+    Instruction* take1_nan =
+        sub.Binary(Opcode::kAnd, nan1, sub.Binary(Opcode::kOr, sub.Unary(Opcode::kNot, nan2), lower));
     Instruction* not2 = sub.Unary(Opcode::kNot, nan2);
     pick = sub.Binary(Opcode::kOr, take1_nan, sub.Binary(Opcode::kAnd, not2, pick));
   }
@@ -91,7 +92,6 @@ Computation* ArgMaxReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool 
   Instruction* i = sub.Select(pick, i1, i2);
   return sub.Finish(sub.Tuple({v, i}));
 }
-
 
 Expected<LoweredOp> MaxPoolWithIndices(const Node& n, Builder& b, size_t nsp) {
   LoweringContext ctx(n, b);
@@ -137,8 +137,10 @@ Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b, size_t nsp) {
   for (size_t i = 0; i < lead; ++i) P *= dims[i];
   std::vector<int64_t> sp(dims.begin() + static_cast<long>(lead), dims.end());
   for (size_t i = 0; i < nsp; ++i)
-    if (k[i] > sp[i] || out[i] < 1 || out[i] + k[i] - 1 > sp[i]) return ctx.Unsupported("output_size + kernel_size too big");
-  if (u0->shape.elements() != P * static_cast<int64_t>(nsp)) return ctx.Unsupported("random_samples does not fit the input");
+    if (k[i] > sp[i] || out[i] < 1 || out[i] + k[i] - 1 > sp[i])
+      return ctx.Unsupported("output_size + kernel_size too big");
+  if (u0->shape.elements() != P * static_cast<int64_t>(nsp))
+    return ctx.Unsupported("random_samples does not fit the input");
   Instruction* u = b.Reshape(b.Convert(u0, t), {P, static_cast<int64_t>(nsp)});
   std::vector<int64_t> xs_dims = {P};
   xs_dims.insert(xs_dims.end(), sp.begin(), sp.end());
@@ -158,11 +160,13 @@ Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b, size_t nsp) {
     Instruction* last = Full(b, S, static_cast<double>(sp[i] - k[i]), sd);
     Instruction* start = last;
     if (o > 1) {
-      Instruction* alpha = b.Broadcast(Div(b, Scalar(b, t, static_cast<double>(sp[i] - k[i])), Scalar(b, t, static_cast<double>(o - 1))), sd, {});
+      Instruction* alpha = b.Broadcast(
+          Div(b, Scalar(b, t, static_cast<double>(sp[i] - k[i])), Scalar(b, t, static_cast<double>(o - 1))), sd, {});
       Instruction* j = b.Iota(Shape::Array(t, sd), 1);
       Instruction* v = Sub(b, b.Convert(b.Convert(Mul(b, Add(b, j, us), alpha), PrimitiveType::S32), S),
                            b.Convert(b.Convert(Mul(b, us, alpha), PrimitiveType::S32), S));
-      Instruction* is_last = CmpScalar(b, b.Iota(Shape::Array(S, sd), 1), static_cast<double>(o - 1), ComparisonDirection::kEq);
+      Instruction* is_last =
+          CmpScalar(b, b.Iota(Shape::Array(S, sd), 1), static_cast<double>(o - 1), ComparisonDirection::kEq);
       start = b.Select(is_last, last, v);
     }
     cols.push_back(b.Reshape(b.Broadcast(start, bd, {0, static_cast<int64_t>(i) + 1}), bd1));
@@ -178,12 +182,11 @@ Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b, size_t nsp) {
   std::vector<int64_t> gd = bd;
   gd.insert(gd.end(), k.begin(), k.end());
   Instruction* win = b.Gather(xs, index, dn, slice, Shape::Array(t, gd));
-  Instruction* flat = b.Broadcast(b.Reshape(b.Iota(Shape::Array(S, {Numel(sp)}), 0), sp), xs_dims,
-                                  [&] {
-                                    std::vector<int64_t> m;
-                                    for (size_t i = 0; i < nsp; ++i) m.push_back(static_cast<int64_t>(i) + 1);
-                                    return m;
-                                  }());
+  Instruction* flat = b.Broadcast(b.Reshape(b.Iota(Shape::Array(S, {Numel(sp)}), 0), sp), xs_dims, [&] {
+    std::vector<int64_t> m;
+    for (size_t i = 0; i < nsp; ++i) m.push_back(static_cast<int64_t>(i) + 1);
+    return m;
+  }());
   Instruction* widx = b.Gather(flat, index, dn, slice, Shape::Array(S, gd));
   std::vector<int64_t> red;
   for (size_t i = 0; i < nsp; ++i) red.push_back(static_cast<int64_t>(nsp + 1 + i));
@@ -225,15 +228,16 @@ Expected<LoweredOp> MaxPoolWithIndicesBackward(const Node& n, Builder& b, size_t
     for (size_t i = 0; i < lead; ++i) planes *= dims[i];
     // Global index = plane_number * plane + local index; scatter into a flat zero vector.
     Instruction* local = b.Reshape(idx, {planes, gplane});
-    Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
+    Instruction* base =
+        MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
     Instruction* gidx = b.Reshape(Add(b, local, base), {planes * gplane, 1});
     Instruction* upd = b.Reshape(g, {planes * gplane});
     hlo::ScatterDimensionNumbers dn;
     dn.inserted_window_dims = {0};
     dn.scatter_dims_to_operand_dims = {0};
     dn.index_vector_dim = 1;
-    Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {upd}, dn,
-                               b.ScalarBinaryComputation(Opcode::kAdd, t));
+    Instruction* s =
+        b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {upd}, dn, b.ScalarBinaryComputation(Opcode::kAdd, t));
     return ctx.Finish({b.Reshape(s, dims)});
   }
   hlo::Window w = PoolWindow(dims, p);
@@ -321,7 +325,8 @@ Expected<LoweredOp> AvgPoolBackward(const Node& n, Builder& b, size_t nsp) {
   size_t lead = dims.size() - nsp;
   hlo::Window w = PoolWindow(dims, p);
   Instruction* scaled;
-  if (div && !div->is_none() && div->kind == Value::Kind::kInt) scaled = Div(b, g, FullLike(b, g, static_cast<double>(div->i)));
+  if (div && !div->is_none() && div->kind == Value::Kind::kInt)
+    scaled = Div(b, g, FullLike(b, g, static_cast<double>(div->i)));
   else scaled = Div(b, g, WindowCounts(b, t, dims, w, p, include_pad));
   // The transpose of the window sum (XLA's AvgPoolGrad): grad dilated by the stride and padded by
   // k-1-pad (an interior/edge `pad`), then a stride-1 reduce-window add.
@@ -469,7 +474,8 @@ Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b, size_t nsp) {
       for (int64_t j = 0; j < o; ++j)
         for (int64_t k = BinStart(j, in, o); k < BinEnd(j, in, o); ++k) m.SetFromDouble(j * in + k, 1);
       Instruction* mb = b.Broadcast(b.Constant(std::move(m)), big, {d, d + 1});
-      Instruction* flat = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, big), d + 1), static_cast<double>(stride));
+      Instruction* flat =
+          MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, big), d + 1), static_cast<double>(stride));
       if (idx) flat = Add(b, flat, b.Broadcast(idx, big, map));
       Instruction* vb = b.Select(mb, b.Broadcast(val, big, map), b.Broadcast(MinValue(b, t), big, {}));
       flat = b.Select(mb, flat, b.Broadcast(MaxValue(b, PrimitiveType::S64), big, {}));
@@ -509,14 +515,15 @@ Expected<LoweredOp> AdaptiveMaxPoolBackward(const Node& n, Builder& b, size_t ns
   for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i], gplane *= gd[i];
   for (size_t i = 0; i < lead; ++i) planes *= dims[i];
   Instruction* local = b.Reshape(idx, {planes, gplane});
-  Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
+  Instruction* base =
+      MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
   Instruction* gidx = b.Reshape(Add(b, local, base), {planes * gplane, 1});
   hlo::ScatterDimensionNumbers dn;
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})}, dn,
-                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})},
+                             dn, b.ScalarBinaryComputation(Opcode::kAdd, t));
   return ctx.Finish({b.Reshape(s, dims)});
 }
 
@@ -536,14 +543,15 @@ Expected<LoweredOp> FractionalMaxPoolBackward(const Node& n, Builder& b, size_t 
   for (size_t i = lead; i < dims.size(); ++i) plane *= dims[i], gplane *= gd[i];
   for (size_t i = 0; i < lead; ++i) planes *= dims[i];
   Instruction* local = b.Reshape(b.Convert(idx, PrimitiveType::S64), {planes, gplane});
-  Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
+  Instruction* base =
+      MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, gplane}), 0), static_cast<double>(plane));
   Instruction* gidx = b.Reshape(Add(b, local, base), {planes * gplane, 1});
   hlo::ScatterDimensionNumbers dn;
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})}, dn,
-                             b.ScalarBinaryComputation(Opcode::kAdd, t));
+  Instruction* s = b.Scatter({Full(b, t, 0, {planes * plane})}, gidx, {b.Reshape(b.Convert(g, t), {planes * gplane})},
+                             dn, b.ScalarBinaryComputation(Opcode::kAdd, t));
   return ctx.Finish({b.Reshape(s, dims)});
 }
 
@@ -562,14 +570,15 @@ Expected<LoweredOp> MaxUnpool(const Node& n, Builder& b, size_t nsp) {
   for (size_t i = lead; i < xd.size(); ++i) in_plane *= xd[i], out_plane *= od[i];
   PrimitiveType t = x->shape.element_type();
   Instruction* local = b.Reshape(b.Convert(idx, PrimitiveType::S64), {planes, in_plane});
-  Instruction* base = MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, in_plane}), 0), static_cast<double>(out_plane));
+  Instruction* base =
+      MulScalar(b, b.Iota(Shape::Array(PrimitiveType::S64, {planes, in_plane}), 0), static_cast<double>(out_plane));
   Instruction* gidx = b.Reshape(Add(b, local, base), {planes * in_plane, 1});
   hlo::ScatterDimensionNumbers dn;
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({Full(b, t, 0, {planes * out_plane})}, gidx, {b.Reshape(x, {planes * in_plane})}, dn,
-                            ReplaceComputation(b, t));
+                             ReplaceComputation(b, t));
   return ctx.Finish({b.Reshape(s, od)});
 }
 
@@ -586,38 +595,40 @@ Computation* ArgReducer(Builder& b, PrimitiveType vt, PrimitiveType it, bool is_
 }
 
 const LoweringFamily& PoolingLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::max_pool1d", Pool<MaxPool, 1>},
-      {"aten::max_pool2d", Pool<MaxPool, 2>},
-      {"aten::max_pool3d", Pool<MaxPool, 3>},
-      {"aten::max_pool2d_with_indices", Pool<MaxPoolWithIndices, 2>},
-      {"aten::max_pool3d_with_indices", Pool<MaxPoolWithIndices, 3>},
-      {"aten::max_pool2d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 2>},
-      {"aten::max_pool3d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 3>},
-      {"aten::fractional_max_pool2d", Pool<FractionalMaxPool, 2>},
-      {"aten::fractional_max_pool3d", Pool<FractionalMaxPool, 3>},
-      {"aten::fractional_max_pool2d_backward", Pool<FractionalMaxPoolBackward, 2>},
-      {"aten::fractional_max_pool3d_backward", Pool<FractionalMaxPoolBackward, 3>},
-      {"aten::avg_pool1d", Pool<AvgPool, 1>},
-      {"aten::avg_pool2d", Pool<AvgPool, 2>},
-      {"aten::avg_pool3d", Pool<AvgPool, 3>},
-      {"aten::avg_pool2d_backward", Pool<AvgPoolBackward, 2>},
-      {"aten::avg_pool3d_backward", Pool<AvgPoolBackward, 3>},
-      {"aten::adaptive_avg_pool1d", Pool<AdaptiveAvgPool, 1>},
-      {"aten::adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
-      {"aten::adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
-      {"aten::_adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
-      {"aten::_adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
-      {"aten::_adaptive_avg_pool2d_backward", Pool<AdaptiveAvgPoolBackward, 2>},
-      {"aten::_adaptive_avg_pool3d_backward", Pool<AdaptiveAvgPoolBackward, 3>},
-      {"aten::adaptive_max_pool1d", Pool<AdaptiveMaxPool, 1>},
-      {"aten::adaptive_max_pool2d", Pool<AdaptiveMaxPool, 2>},
-      {"aten::adaptive_max_pool3d", Pool<AdaptiveMaxPool, 3>},
-      {"aten::adaptive_max_pool2d_backward", Pool<AdaptiveMaxPoolBackward, 2>},
-      {"aten::adaptive_max_pool3d_backward", Pool<AdaptiveMaxPoolBackward, 3>},
-      {"aten::max_unpool2d", Pool<MaxUnpool, 2>},
-      {"aten::max_unpool3d", Pool<MaxUnpool, 3>},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::max_pool1d", Pool<MaxPool, 1>},
+                             {"aten::max_pool2d", Pool<MaxPool, 2>},
+                             {"aten::max_pool3d", Pool<MaxPool, 3>},
+                             {"aten::max_pool2d_with_indices", Pool<MaxPoolWithIndices, 2>},
+                             {"aten::max_pool3d_with_indices", Pool<MaxPoolWithIndices, 3>},
+                             {"aten::max_pool2d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 2>},
+                             {"aten::max_pool3d_with_indices_backward", Pool<MaxPoolWithIndicesBackward, 3>},
+                             {"aten::fractional_max_pool2d", Pool<FractionalMaxPool, 2>},
+                             {"aten::fractional_max_pool3d", Pool<FractionalMaxPool, 3>},
+                             {"aten::fractional_max_pool2d_backward", Pool<FractionalMaxPoolBackward, 2>},
+                             {"aten::fractional_max_pool3d_backward", Pool<FractionalMaxPoolBackward, 3>},
+                             {"aten::avg_pool1d", Pool<AvgPool, 1>},
+                             {"aten::avg_pool2d", Pool<AvgPool, 2>},
+                             {"aten::avg_pool3d", Pool<AvgPool, 3>},
+                             {"aten::avg_pool2d_backward", Pool<AvgPoolBackward, 2>},
+                             {"aten::avg_pool3d_backward", Pool<AvgPoolBackward, 3>},
+                             {"aten::adaptive_avg_pool1d", Pool<AdaptiveAvgPool, 1>},
+                             {"aten::adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
+                             {"aten::adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
+                             {"aten::_adaptive_avg_pool2d", Pool<AdaptiveAvgPool, 2>},
+                             {"aten::_adaptive_avg_pool3d", Pool<AdaptiveAvgPool, 3>},
+                             {"aten::_adaptive_avg_pool2d_backward", Pool<AdaptiveAvgPoolBackward, 2>},
+                             {"aten::_adaptive_avg_pool3d_backward", Pool<AdaptiveAvgPoolBackward, 3>},
+                             {"aten::adaptive_max_pool1d", Pool<AdaptiveMaxPool, 1>},
+                             {"aten::adaptive_max_pool2d", Pool<AdaptiveMaxPool, 2>},
+                             {"aten::adaptive_max_pool3d", Pool<AdaptiveMaxPool, 3>},
+                             {"aten::adaptive_max_pool2d_backward", Pool<AdaptiveMaxPoolBackward, 2>},
+                             {"aten::adaptive_max_pool3d_backward", Pool<AdaptiveMaxPoolBackward, 3>},
+                             {"aten::max_unpool2d", Pool<MaxUnpool, 2>},
+                             {"aten::max_unpool3d", Pool<MaxUnpool, 3>},
+                         }};
   return *family;
 }
 

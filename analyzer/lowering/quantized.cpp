@@ -15,14 +15,12 @@ std::string NoXlaTypeReason(const Node& node) {
   if (dtype.empty()) return "";
   std::string why;
   if (dtype.starts_with("qint") || dtype.starts_with("quint"))
-    why = "a quantized dtype: XLA has no quantized element type and PyTorch/XLA has no lowering for quantized "
-          "tensors (quantize to int8 with quantized_decomposed ops, or run this part on the CPU)";
-  else if (dtype == "complex32")
-    why = "XLA has no 32-bit complex element type (c64 and c128 only)";
-  else if (dtype.starts_with("bits"))
-    why = "a bits dtype: opaque bytes that XLA has no element type for";
-  else
-    why = "XLA has no element type for it";
+    why =
+        "a quantized dtype: XLA has no quantized element type and PyTorch/XLA has no lowering for quantized "
+        "tensors (quantize to int8 with quantized_decomposed ops, or run this part on the CPU)";
+  else if (dtype == "complex32") why = "XLA has no 32-bit complex element type (c64 and c128 only)";
+  else if (dtype.starts_with("bits")) why = "a bits dtype: opaque bytes that XLA has no element type for";
+  else why = "XLA has no element type for it";
   return fmt::format("{} uses torch.{}, {}", node.qualified_name(), dtype, why);
 }
 
@@ -54,10 +52,12 @@ Expected<LoweredOp> DequantizePerTensor(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& QuantizedLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"quantized_decomposed::quantize_per_tensor", QuantizePerTensor},
-      {"quantized_decomposed::dequantize_per_tensor", DequantizePerTensor},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"quantized_decomposed::quantize_per_tensor", QuantizePerTensor},
+                             {"quantized_decomposed::dequantize_per_tensor", DequantizePerTensor},
+                         }};
   return *family;
 }
 

@@ -187,25 +187,29 @@ Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
   if (!replacement) {
     // Gumbel top-k: argsort(log(p) - log(-log(u))) descending, first k.
     Instruction* u = RngIn(b, t, 1e-20, 1, hlo::RandomDistribution::kUniform, dims);
-    Instruction* g = Sub(b, b.Unary(Opcode::kLog, p), b.Unary(Opcode::kLog, b.Unary(Opcode::kNegate, b.Unary(Opcode::kLog, u))));
+    Instruction* g =
+        Sub(b, b.Unary(Opcode::kLog, p), b.Unary(Opcode::kLog, b.Unary(Opcode::kNegate, b.Unary(Opcode::kLog, u))));
     Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, dims), last);
     Instruction* s = b.Sort({g, io}, last, SortComparator(b, {t, PrimitiveType::S64}, true), false);
     Instruction* idx = b.SliceInDim(b.GetTupleElement(s, 1), 0, k, 1, last);
     return ctx.Finish({idx});
   }
   // With replacement: inverse-CDF sampling, count of cdf entries below each uniform sample.
-  Instruction* cdf = b.ReduceWindow({p}, {Scalar(b, t, 0)}, [&] {
-    hlo::Window w;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      hlo::WindowDimension wd;
-      if (static_cast<int64_t>(i) == last) {
-        wd.size = dims[i];
-        wd.padding_low = dims[i] - 1;
-      }
-      w.dimensions.push_back(wd);
-    }
-    return w;
-  }(), b.ScalarBinaryComputation(Opcode::kAdd, t));
+  Instruction* cdf = b.ReduceWindow(
+      {p}, {Scalar(b, t, 0)},
+      [&] {
+        hlo::Window w;
+        for (size_t i = 0; i < dims.size(); ++i) {
+          hlo::WindowDimension wd;
+          if (static_cast<int64_t>(i) == last) {
+            wd.size = dims[i];
+            wd.padding_low = dims[i] - 1;
+          }
+          w.dimensions.push_back(wd);
+        }
+        return w;
+      }(),
+      b.ScalarBinaryComputation(Opcode::kAdd, t));
   Instruction* total = ReduceSum(b, p, {last});
   std::vector<int64_t> sdims = dims;
   sdims[static_cast<size_t>(last)] = k;
@@ -235,7 +239,8 @@ Expected<LoweredOp> RandDerived(const Node& n, Builder& b, Distribution dist) {
   PrimitiveType ct = t == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
   Instruction* r = nullptr;
   if (dist == Distribution::kLogNormal) {
-    Instruction* z = RngIn(b, ct, ctx.Double("mean", 1, 1), ctx.Double("std", 2, 2), hlo::RandomDistribution::kNormal, dims);
+    Instruction* z =
+        RngIn(b, ct, ctx.Double("mean", 1, 1), ctx.Double("std", 2, 2), hlo::RandomDistribution::kNormal, dims);
     r = b.Unary(Opcode::kExp, z);
   } else {
     Instruction* u = RngIn(b, ct, 0, 1, hlo::RandomDistribution::kUniform, dims);
@@ -318,7 +323,8 @@ Expected<LoweredOp> SampleDirichlet(const Node& n, Builder& b) {
     Instruction* safe_v = bb.Select(positive, v, FullLike(bb, v, 1));
     Instruction* bound = Add(bb, Add(bb, MulScalar(bb, Mul(bb, x, x), 0.5), st[2]),
                              Mul(bb, st[2], Sub(bb, bb.Unary(Opcode::kLog, safe_v), safe_v)));
-    Instruction* ok = bb.Binary(Opcode::kAnd, positive, bb.Compare(bb.Unary(Opcode::kLog, u), bound, ComparisonDirection::kLt));
+    Instruction* ok =
+        bb.Binary(Opcode::kAnd, positive, bb.Compare(bb.Unary(Opcode::kLog, u), bound, ComparisonDirection::kLt));
     Instruction* take = bb.Binary(Opcode::kAnd, ok, bb.Unary(Opcode::kNot, st[1]));
     Instruction* sample = bb.Select(take, Mul(bb, st[2], safe_v), st[0]);
     Instruction* accepted = bb.Binary(Opcode::kOr, st[1], ok);
@@ -352,37 +358,39 @@ Expected<LoweredOp> DropoutComposite(const Node& n, Builder& b) {
     OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("input", 0));
     return ctx.Finish({b.Convert(x, ctx.OutputType(0, x->shape.element_type()))});
   }
-  return LowerAsFirstOutputOf(n, b, "aten::native_dropout", NativeDropout,
-                         {{"input", ArgOr(n, "input", 0, Value::None())}, {"p", Value::Float(p)}, {"train", Value::Bool(true)}});
+  return LowerAsFirstOutputOf(
+      n, b, "aten::native_dropout", NativeDropout,
+      {{"input", ArgOr(n, "input", 0, Value::None())}, {"p", Value::Float(p)}, {"train", Value::Bool(true)}});
 }
 
 }  // namespace
 
 const LoweringFamily& RandomLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::rand", Rand},
-      {"aten::rand_like", Rand},
-      {"aten::uniform", Uniform, kInPlaceForm},
-      {"aten::randn", Randn},
-      {"aten::randn_like", Randn},
-      {"aten::normal", Normal, kInPlaceForm},
-      {"aten::randint", Randint},
-      {"aten::randint_like", RandintLike},
-      {"aten::random_", Random},
-      {"aten::bernoulli", Bernoulli, kInPlaceForm},
-      {"aten::exponential_", Sample<Distribution::kExponential>},
-      {"aten::cauchy_", Sample<Distribution::kCauchy>},
-      {"aten::log_normal_", Sample<Distribution::kLogNormal>},
-      {"aten::geometric_", Sample<Distribution::kGeometric>},
-      {"aten::randperm", Randperm},
-      {"aten::multinomial", Multinomial},
-      {"aten::poisson", Poisson},
-      {"aten::_sample_dirichlet", SampleDirichlet},
-      {"aten::native_dropout", NativeDropout},
-      {"aten::native_dropout_backward", NativeDropoutBackward},
-      {"aten::dropout", DropoutComposite},
-      {"aten::rrelu_with_noise", RreluWithNoise},
-  }};
+  static const auto* family = new LoweringFamily{FamilyOf(__FILE__),
+                                                 {
+                                                     {"aten::rand", Rand},
+                                                     {"aten::rand_like", Rand},
+                                                     {"aten::uniform", Uniform, kInPlaceForm},
+                                                     {"aten::randn", Randn},
+                                                     {"aten::randn_like", Randn},
+                                                     {"aten::normal", Normal, kInPlaceForm},
+                                                     {"aten::randint", Randint},
+                                                     {"aten::randint_like", RandintLike},
+                                                     {"aten::random_", Random},
+                                                     {"aten::bernoulli", Bernoulli, kInPlaceForm},
+                                                     {"aten::exponential_", Sample<Distribution::kExponential>},
+                                                     {"aten::cauchy_", Sample<Distribution::kCauchy>},
+                                                     {"aten::log_normal_", Sample<Distribution::kLogNormal>},
+                                                     {"aten::geometric_", Sample<Distribution::kGeometric>},
+                                                     {"aten::randperm", Randperm},
+                                                     {"aten::multinomial", Multinomial},
+                                                     {"aten::poisson", Poisson},
+                                                     {"aten::_sample_dirichlet", SampleDirichlet},
+                                                     {"aten::native_dropout", NativeDropout},
+                                                     {"aten::native_dropout_backward", NativeDropoutBackward},
+                                                     {"aten::dropout", DropoutComposite},
+                                                     {"aten::rrelu_with_noise", RreluWithNoise},
+                                                 }};
   return *family;
 }
 

@@ -173,7 +173,8 @@ Expected<LoweredOp> VarStd(const Node& n, Builder& b, bool is_std, bool with_mea
   double correction = 1;
   if (const Value* cv = ctx.Arg("correction", 2); cv && !cv->is_none()) correction = cv->AsDouble();
   else if (const Value* uv = ctx.Arg("unbiased", 1); uv && uv->kind == Value::Kind::kBool) correction = uv->b ? 1 : 0;
-  else if (const Value* uv2 = ctx.Arg("unbiased", 2); uv2 && uv2->kind == Value::Kind::kBool) correction = uv2->b ? 1 : 0;
+  else if (const Value* uv2 = ctx.Arg("unbiased", 2); uv2 && uv2->kind == Value::Kind::kBool)
+    correction = uv2->b ? 1 : 0;
   bool keepdim = ctx.Bool("keepdim", 3, false);
   PrimitiveType in = x0->shape.element_type();
   PrimitiveType t = FloatType(in);
@@ -181,7 +182,8 @@ Expected<LoweredOp> VarStd(const Node& n, Builder& b, bool is_std, bool with_mea
   double count = Count(dims, red);
   Instruction* mean = MulScalar(b, ReduceSum(b, x, red), 1.0 / count);
   Instruction* centered = Sub(b, x, BcastBack(b, mean, dims, red));
-  Instruction* sq = hlo::IsComplex(t) ? b.Convert(b.Unary(Opcode::kAbs, centered), hlo::ComplexComponentType(t)) : centered;
+  Instruction* sq =
+      hlo::IsComplex(t) ? b.Convert(b.Unary(Opcode::kAbs, centered), hlo::ComplexComponentType(t)) : centered;
   sq = Mul(b, sq, sq);
   Instruction* var = MulScalar(b, ReduceSum(b, sq, red), 1.0 / std::max(count - correction, 0.0));
   Instruction* r = is_std ? b.Unary(Opcode::kSqrt, var) : var;
@@ -304,7 +306,8 @@ Expected<LoweredOp> LowerCumulative(const Node& n, Builder& b, Cumulative op) {
     if (IsFloatish(t)) {
       Instruction* nan1 = sub.Compare(v1, v1, ComparisonDirection::kNe);
       Instruction* nan2 = sub.Compare(v2, v2, ComparisonDirection::kNe);
-      Instruction* take1 = sub.Binary(Opcode::kAnd, nan1, sub.Binary(Opcode::kOr, sub.Unary(Opcode::kNot, nan2), later));
+      Instruction* take1 =
+          sub.Binary(Opcode::kAnd, nan1, sub.Binary(Opcode::kOr, sub.Unary(Opcode::kNot, nan2), later));
       pick = sub.Binary(Opcode::kOr, take1, sub.Binary(Opcode::kAnd, sub.Unary(Opcode::kNot, nan2), pick));
     }
     Computation* red = sub.Finish(sub.Tuple({sub.Select(pick, v1, v2), sub.Select(pick, i1, i2)}));
@@ -547,8 +550,8 @@ Computation* ModeReducer(Builder& b, PrimitiveType vt) {
   Instruction* eq = sub.Compare(k1, k2, ComparisonDirection::kEq);
   Instruction* lo = sub.Compare(p1, p2, ComparisonDirection::kLt);
   Instruction* pick = sub.Binary(Opcode::kOr, gt, sub.Binary(Opcode::kAnd, eq, lo));
-  return sub.Finish(sub.Tuple({sub.Select(pick, k1, k2), sub.Select(pick, p1, p2), sub.Select(pick, v1, v2),
-                               sub.Select(pick, i1, i2)}));
+  return sub.Finish(sub.Tuple(
+      {sub.Select(pick, k1, k2), sub.Select(pick, p1, p2), sub.Select(pick, v1, v2), sub.Select(pick, i1, i2)}));
 }
 
 // mode: torch sorts each slice, walks the runs of equal values and keeps the first (smallest) value
@@ -576,7 +579,8 @@ Expected<LoweredOp> ModeOp(const Node& n, Builder& b) {
   if (len == 1) {
     first = last = Full(b, PrimitiveType::PRED, 1, dims);
   } else {
-    Instruction* ne = b.Compare(b.SliceInDim(s, 1, len, 1, d), b.SliceInDim(s, 0, len - 1, 1, d), ComparisonDirection::kNe);
+    Instruction* ne =
+        b.Compare(b.SliceInDim(s, 1, len, 1, d), b.SliceInDim(s, 0, len - 1, 1, d), ComparisonDirection::kNe);
     first = b.Concatenate({Full(b, PrimitiveType::PRED, 1, one), ne}, d);
     last = b.Concatenate({ne, Full(b, PrimitiveType::PRED, 1, one)}, d);
   }
@@ -617,19 +621,21 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
     Instruction* l = b.Convert(lengths, S);
     if (l->shape.rank() != axis + 1) return ctx.Unsupported("lengths must have axis + 1 dims");
     std::vector<int64_t> ld = Dims(l);
-    Instruction* ends = b.ReduceWindow({l}, {ConstS64(b, 0)}, PrefixWindow(ld, axis),
-                                       b.ScalarBinaryComputation(Opcode::kAdd, S));
+    Instruction* ends =
+        b.ReduceWindow({l}, {ConstS64(b, 0)}, PrefixWindow(ld, axis), b.ScalarBinaryComputation(Opcode::kAdd, S));
     std::vector<int64_t> zd = ld;
     zd.back() = 1;
     offs = b.Concatenate({Full(b, S, 0, zd), ends}, axis);
   } else {
     offs = b.Convert(offsets, S);
-    if (offs->shape.rank() != axis + 1 || Dims(offs).back() < 1) return ctx.Unsupported("offsets must have axis + 1 dims");
+    if (offs->shape.rank() != axis + 1 || Dims(offs).back() < 1)
+      return ctx.Unsupported("offsets must have axis + 1 dims");
   }
   std::vector<int64_t> od0 = Dims(offs);
   int64_t nseg = od0.back() - 1;
   std::vector<int64_t> outer(dd.begin(), dd.begin() + axis);
-  if (std::vector<int64_t>(od0.begin(), od0.end() - 1) != outer) return ctx.Unsupported("lengths/offsets do not fit data");
+  if (std::vector<int64_t>(od0.begin(), od0.end() - 1) != outer)
+    return ctx.Unsupported("lengths/offsets do not fit data");
   int64_t rows = dd[static_cast<size_t>(axis)];
   std::vector<int64_t> cd = outer;
   cd.push_back(rows);
@@ -639,7 +645,8 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   omap.push_back(axis + 1);
   Instruction* ob = b.Broadcast(offs, cd, omap);
   Instruction* r = b.Iota(Shape::Array(S, cd), axis);
-  Instruction* seg = AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, r, ComparisonDirection::kLe), S), {axis + 1}), -1);
+  Instruction* seg =
+      AddScalar(b, ReduceSum(b, b.Convert(b.Compare(ob, r, ComparisonDirection::kLe), S), {axis + 1}), -1);
   std::vector<int64_t> sd = outer;
   sd.push_back(rows);  // seg: [outer..., rows]
   std::vector<int64_t> sd1 = sd;
@@ -707,12 +714,14 @@ Expected<LoweredOp> Allclose(const Node& n, Builder& b) {
   Instruction* x = Bcast(b, b.Convert(x0, t), dims);
   Instruction* y = Bcast(b, b.Convert(y0, t), dims);
   // |x - y| <= atol + rtol |y|, or x == y (infinities), or both NaN with equal_nan
-  Instruction* close = b.Compare(b.Unary(Opcode::kAbs, Sub(b, x, y)),
-                                 AddScalar(b, MulScalar(b, b.Unary(Opcode::kAbs, y), rtol), atol), ComparisonDirection::kLe);
+  Instruction* close =
+      b.Compare(b.Unary(Opcode::kAbs, Sub(b, x, y)), AddScalar(b, MulScalar(b, b.Unary(Opcode::kAbs, y), rtol), atol),
+                ComparisonDirection::kLe);
   close = b.Binary(Opcode::kOr, close, b.Compare(x, y, ComparisonDirection::kEq));
   if (equal_nan)
-    close = b.Binary(Opcode::kOr, close, b.Binary(Opcode::kAnd, b.Compare(x, x, ComparisonDirection::kNe),
-                                                  b.Compare(y, y, ComparisonDirection::kNe)));
+    close = b.Binary(
+        Opcode::kOr, close,
+        b.Binary(Opcode::kAnd, b.Compare(x, x, ComparisonDirection::kNe), b.Compare(y, y, ComparisonDirection::kNe)));
   return ctx.Finish({AllTrue(b, close)});
 }
 
@@ -791,57 +800,59 @@ Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
 }  // namespace
 
 const LoweringFamily& ReductionLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::sum", Reduction(Sum)},
-      {"aten::nansum", Reduction(NanSum)},
-      {"aten::mean", Reduction(Mean)},
-      {"aten::nanmean", Reduction(NanMean)},
-      {"aten::prod", Reduction(Prod)},
-      {"aten::amax", Reduction(Max)},
-      {"aten::max", Reduction(Max)},
-      {"aten::amin", Reduction(Min)},
-      {"aten::min", Reduction(Min)},
-      {"aten::any", Reduction(Any)},
-      {"aten::all", Reduction(All)},
-      {"aten::_is_all_true", Reduction(All)},  // (torch._assert_async's and Tensor.bool()'s check: all of self)
-      {"aten::logsumexp", Reduction(LogSumExp)},
-      {"aten::norm", Reduction(NormP, 2)},
-      {"aten::linalg_vector_norm", Reduction(VectorNorm, 2)},
-      {"aten::count_nonzero", Reduction(CountNonzero)},
-      {"aten::var", Var},
-      {"aten::std", Std},
-      {"aten::var_mean", VarMean},
-      {"aten::std_mean", StdMean},
-      {"aten::argmax", Argmax},
-      {"aten::argmin", Argmin},
-      {"aten::max.dim", MaxDim},
-      {"aten::min.dim", MinDim},
-      {"aten::aminmax", Aminmax},
-      {"aten::cumsum", Cumsum, kInPlaceForm},
-      {"aten::cumprod", Cumprod, kInPlaceForm},
-      {"aten::logcumsumexp", Logcumsumexp},
-      {"aten::cummax", Cummax},
-      {"aten::cummin", Cummin},
-      {"aten::softmax", Softmax},
-      {"aten::_softmax", Softmax},
-      {"aten::_safe_softmax", SafeSoftmax},
-      {"aten::log_softmax", LogSoftmax},
-      {"aten::_log_softmax", LogSoftmax},
-      {"aten::_softmax_backward_data", SoftmaxBackward},
-      {"aten::_log_softmax_backward_data", LogSoftmaxBackward},
-      {"aten::sort", Sort},
-      {"aten::argsort", Argsort},
-      {"aten::msort", Msort},
-      {"aten::topk", Topk},
-      {"aten::kthvalue", Kthvalue},
-      {"aten::median", Median},
-      {"aten::nanmedian", Nanmedian},
-      {"aten::mode", ModeOp},
-      {"aten::segment_reduce", SegmentReduce},
-      {"aten::equal", Equal},
-      {"aten::allclose", Allclose},
-      {"aten::dist", Dist},
-  }};
+  static const auto* family = new LoweringFamily{
+      FamilyOf(__FILE__),
+      {
+          {"aten::sum", Reduction(Sum)},
+          {"aten::nansum", Reduction(NanSum)},
+          {"aten::mean", Reduction(Mean)},
+          {"aten::nanmean", Reduction(NanMean)},
+          {"aten::prod", Reduction(Prod)},
+          {"aten::amax", Reduction(Max)},
+          {"aten::max", Reduction(Max)},
+          {"aten::amin", Reduction(Min)},
+          {"aten::min", Reduction(Min)},
+          {"aten::any", Reduction(Any)},
+          {"aten::all", Reduction(All)},
+          {"aten::_is_all_true", Reduction(All)},  // (torch._assert_async's and Tensor.bool()'s check: all of self)
+          {"aten::logsumexp", Reduction(LogSumExp)},
+          {"aten::norm", Reduction(NormP, 2)},
+          {"aten::linalg_vector_norm", Reduction(VectorNorm, 2)},
+          {"aten::count_nonzero", Reduction(CountNonzero)},
+          {"aten::var", Var},
+          {"aten::std", Std},
+          {"aten::var_mean", VarMean},
+          {"aten::std_mean", StdMean},
+          {"aten::argmax", Argmax},
+          {"aten::argmin", Argmin},
+          {"aten::max.dim", MaxDim},
+          {"aten::min.dim", MinDim},
+          {"aten::aminmax", Aminmax},
+          {"aten::cumsum", Cumsum, kInPlaceForm},
+          {"aten::cumprod", Cumprod, kInPlaceForm},
+          {"aten::logcumsumexp", Logcumsumexp},
+          {"aten::cummax", Cummax},
+          {"aten::cummin", Cummin},
+          {"aten::softmax", Softmax},
+          {"aten::_softmax", Softmax},
+          {"aten::_safe_softmax", SafeSoftmax},
+          {"aten::log_softmax", LogSoftmax},
+          {"aten::_log_softmax", LogSoftmax},
+          {"aten::_softmax_backward_data", SoftmaxBackward},
+          {"aten::_log_softmax_backward_data", LogSoftmaxBackward},
+          {"aten::sort", Sort},
+          {"aten::argsort", Argsort},
+          {"aten::msort", Msort},
+          {"aten::topk", Topk},
+          {"aten::kthvalue", Kthvalue},
+          {"aten::median", Median},
+          {"aten::nanmedian", Nanmedian},
+          {"aten::mode", ModeOp},
+          {"aten::segment_reduce", SegmentReduce},
+          {"aten::equal", Equal},
+          {"aten::allclose", Allclose},
+          {"aten::dist", Dist},
+      }};
   return *family;
 }
 

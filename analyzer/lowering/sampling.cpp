@@ -84,7 +84,8 @@ std::vector<std::optional<double>> Scales(const LoweringContext& ctx, size_t nsp
     for (size_t i = 0; i < nsp && i < v->floats.size(); ++i) s[i] = v->floats[i];
     return s;
   }
-  static const char* kNames[3][3] = {{"scales", "", ""}, {"scales_h", "scales_w", ""}, {"scales_d", "scales_h", "scales_w"}};
+  static const char* kNames[3][3] = {
+      {"scales", "", ""}, {"scales_h", "scales_w", ""}, {"scales_d", "scales_h", "scales_w"}};
   for (size_t i = 0; i < nsp; ++i) {
     const Value* v = ctx.Arg(kNames[nsp - 1][i], 100);
     if (v && !v->is_none()) s[i] = v->AsDouble();
@@ -101,7 +102,8 @@ Expected<LoweredOp> Upsample(const Node& n, Builder& b, Mode mode, size_t nsp) {
   const TensorMeta* out = ctx.OutputMeta(0);
   if (!out) return ctx.Unsupported("the output size comes from the recorded output");
   std::vector<int64_t> xd = Dims(x);
-  if (xd.size() != nsp + 2 || out->sizes.size() != xd.size()) return ctx.Unsupported("input rank does not match the op");
+  if (xd.size() != nsp + 2 || out->sizes.size() != xd.size())
+    return ctx.Unsupported("input rank does not match the op");
   bool align = ctx.Bool("align_corners", 2, false);
   auto scales = Scales(ctx, nsp, false);
   PrimitiveType t = x->shape.element_type();
@@ -153,7 +155,8 @@ Expected<LoweredOp> Im2Col(const Node& n, Builder& b) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x0, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> k = ctx.Ints("kernel_size", 1), dil = ctx.Ints("dilation", 2), pad = ctx.Ints("padding", 3),
                        st = ctx.Ints("stride", 4);
-  if (k.size() != 2 || dil.size() != 2 || pad.size() != 2 || st.size() != 2) return ctx.Unsupported("2-d parameters expected");
+  if (k.size() != 2 || dil.size() != 2 || pad.size() != 2 || st.size() != 2)
+    return ctx.Unsupported("2-d parameters expected");
   Instruction* x = x0;
   bool unbatched = x->shape.rank() == 3;
   if (unbatched) {
@@ -266,7 +269,9 @@ Expected<GridSampling> ReadGridSampling(const LoweringContext& ctx, Builder& b, 
     if (align) return MulScalar(b, AddScalar(b, v, 1), (static_cast<double>(size) - 1) / 2);
     return MulScalar(b, AddScalar(b, MulScalar(b, AddScalar(b, v, 1), static_cast<double>(size)), -1), 0.5);
   };
-  auto factor = [&](int64_t size) { return align ? (static_cast<double>(size) - 1) / 2 : static_cast<double>(size) / 2; };
+  auto factor = [&](int64_t size) {
+    return align ? (static_cast<double>(size) - 1) / 2 : static_cast<double>(size) / 2;
+  };
   g.ix = unnorm(gx, g.W);
   g.iy = unnorm(gy, g.H);
   g.dix = Full(b, g.t, factor(g.W), pd);
@@ -301,8 +306,10 @@ GridTap TapAt(Builder& b, const GridSampling& g, Instruction* yy, Instruction* x
                                        CmpScalar(b, xx, static_cast<double>(g.W - 1), ComparisonDirection::kLe)),
                               b.Binary(Opcode::kAnd, CmpScalar(b, yy, 0, ComparisonDirection::kGe),
                                        CmpScalar(b, yy, static_cast<double>(g.H - 1), ComparisonDirection::kLe)));
-  Instruction* xi = b.Convert(b.Clamp(Scalar(b, t, 0), xx, Scalar(b, t, static_cast<double>(g.W - 1))), PrimitiveType::S64);
-  Instruction* yi = b.Convert(b.Clamp(Scalar(b, t, 0), yy, Scalar(b, t, static_cast<double>(g.H - 1))), PrimitiveType::S64);
+  Instruction* xi =
+      b.Convert(b.Clamp(Scalar(b, t, 0), xx, Scalar(b, t, static_cast<double>(g.W - 1))), PrimitiveType::S64);
+  Instruction* yi =
+      b.Convert(b.Clamp(Scalar(b, t, 0), yy, Scalar(b, t, static_cast<double>(g.H - 1))), PrimitiveType::S64);
   Instruction* pos = Add(b, MulScalar(b, yi, static_cast<double>(g.W)), xi);
   Instruction* bidx = b.Iota(Shape::Array(PrimitiveType::S64, pd), 0);
   std::vector<int64_t> d1 = {g.N, g.Ho, g.Wo, 1};
@@ -359,9 +366,9 @@ Expected<LoweredOp> GridSampler2d(const Node& n, Builder& b) {
 
 // grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
 // the input's gradient scatter-adds each output's gradient into the taps it read, with their weights; the grid's is
-// the bilinear weights' derivative along x and y summed over the channels (zero for nearest), times d(position)/d(grid).
-// grad_input is left out when output_mask[0] is false (PyTorch returns an undefined tensor there); grad_grid is
-// always computed, as PyTorch's kernels do.
+// the bilinear weights' derivative along x and y summed over the channels (zero for nearest), times
+// d(position)/d(grid). grad_input is left out when output_mask[0] is false (PyTorch returns an undefined tensor there);
+// grad_grid is always computed, as PyTorch's kernels do.
 Expected<LoweredOp> GridSampler2dBackward(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * go0, ctx.RequiredTensor("grad_output", 0));
@@ -369,7 +376,8 @@ Expected<LoweredOp> GridSampler2dBackward(const Node& n, Builder& b) {
   std::vector<bool> mask = ctx.Bools("output_mask", 6, {true, true});
   if (mask.size() != 2) return ctx.Unsupported("output_mask must have 2 entries");
   std::vector<int64_t> od = g.Taps(), pd = g.Positions();
-  if (Dims(go0) != std::vector<int64_t>{g.N, g.C, g.Ho, g.Wo}) return ctx.Unsupported("grad_output does not fit the grid");
+  if (Dims(go0) != std::vector<int64_t>{g.N, g.C, g.Ho, g.Wo})
+    return ctx.Unsupported("grad_output does not fit the grid");
   Instruction* go = b.Transpose(b.Convert(go0, g.t), {0, 2, 3, 1});  // [N, Ho, Wo, C]
   hlo::ScatterDimensionNumbers sdn;
   sdn.update_window_dims = {3};
@@ -424,14 +432,16 @@ Instruction* PairDist(Builder& b, Instruction* x, Instruction* y, double p) {
   std::vector<int64_t> big = batch;
   big.insert(big.end(), {P, R, M});
   std::vector<int64_t> xmap, ymap;
-  for (size_t i = 0; i < batch.size(); ++i) xmap.push_back(static_cast<int64_t>(i)), ymap.push_back(static_cast<int64_t>(i));
+  for (size_t i = 0; i < batch.size(); ++i)
+    xmap.push_back(static_cast<int64_t>(i)), ymap.push_back(static_cast<int64_t>(i));
   int64_t nb = static_cast<int64_t>(batch.size());
   xmap.insert(xmap.end(), {nb, nb + 2});
   ymap.insert(ymap.end(), {nb + 1, nb + 2});
   Instruction* diff = b.Unary(Opcode::kAbs, Sub(b, b.Broadcast(x, big, xmap), b.Broadcast(y, big, ymap)));
   int64_t last = nb + 2;
   if (std::isinf(p)) return ReduceMax(b, diff, {last});
-  if (p == 0) return ReduceSum(b, b.Convert(CmpScalar(b, diff, 0, ComparisonDirection::kNe), x->shape.element_type()), {last});
+  if (p == 0)
+    return ReduceSum(b, b.Convert(CmpScalar(b, diff, 0, ComparisonDirection::kNe), x->shape.element_type()), {last});
   if (p == 1) return ReduceSum(b, diff, {last});
   if (p == 2) return b.Unary(Opcode::kSqrt, ReduceSum(b, Mul(b, diff, diff), {last}));
   Instruction* s = ReduceSum(b, b.Binary(Opcode::kPower, diff, FullLike(b, diff, p)), {last});
@@ -469,41 +479,44 @@ Expected<LoweredOp> Pdist(const Node& n, Builder& b) {
   dn.collapsed_slice_dims = {0};
   dn.start_index_map = {0};
   dn.index_vector_dim = 1;
-  return ctx.Finish({b.Gather(full, b.Constant(std::move(idx)), dn, {1}, Shape::Array(x->shape.element_type(), {cnt}))});
+  return ctx.Finish(
+      {b.Gather(full, b.Constant(std::move(idx)), dn, {1}, Shape::Array(x->shape.element_type(), {cnt}))});
 }
 
 }  // namespace
 
 const LoweringFamily& SamplingLowerings() {
   using M = Mode;
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::upsample_nearest1d", UpsampleOf<M::kNearest, 1>},
-      {"aten::upsample_nearest2d", UpsampleOf<M::kNearest, 2>},
-      {"aten::upsample_nearest3d", UpsampleOf<M::kNearest, 3>},
-      {"aten::_upsample_nearest_exact1d", UpsampleOf<M::kNearestExact, 1>},
-      {"aten::_upsample_nearest_exact2d", UpsampleOf<M::kNearestExact, 2>},
-      {"aten::_upsample_nearest_exact3d", UpsampleOf<M::kNearestExact, 3>},
-      {"aten::upsample_linear1d", UpsampleOf<M::kLinear, 1>},
-      {"aten::upsample_bilinear2d", UpsampleOf<M::kLinear, 2>},
-      {"aten::upsample_trilinear3d", UpsampleOf<M::kLinear, 3>},
-      {"aten::upsample_bicubic2d", UpsampleOf<M::kCubic, 2>},
-      {"aten::upsample_nearest1d_backward", UpsampleBackwardOf<M::kNearest, 1>},
-      {"aten::upsample_nearest2d_backward", UpsampleBackwardOf<M::kNearest, 2>},
-      {"aten::upsample_nearest3d_backward", UpsampleBackwardOf<M::kNearest, 3>},
-      {"aten::_upsample_nearest_exact1d_backward", UpsampleBackwardOf<M::kNearestExact, 1>},
-      {"aten::_upsample_nearest_exact2d_backward", UpsampleBackwardOf<M::kNearestExact, 2>},
-      {"aten::_upsample_nearest_exact3d_backward", UpsampleBackwardOf<M::kNearestExact, 3>},
-      {"aten::upsample_linear1d_backward", UpsampleBackwardOf<M::kLinear, 1>},
-      {"aten::upsample_bilinear2d_backward", UpsampleBackwardOf<M::kLinear, 2>},
-      {"aten::upsample_trilinear3d_backward", UpsampleBackwardOf<M::kLinear, 3>},
-      {"aten::upsample_bicubic2d_backward", UpsampleBackwardOf<M::kCubic, 2>},
-      {"aten::im2col", Im2Col},
-      {"aten::col2im", Col2Im},
-      {"aten::grid_sampler_2d", GridSampler2d},
-      {"aten::grid_sampler_2d_backward", GridSampler2dBackward},
-      {"aten::_cdist_forward", Cdist},
-      {"aten::_pdist_forward", Pdist},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::upsample_nearest1d", UpsampleOf<M::kNearest, 1>},
+                             {"aten::upsample_nearest2d", UpsampleOf<M::kNearest, 2>},
+                             {"aten::upsample_nearest3d", UpsampleOf<M::kNearest, 3>},
+                             {"aten::_upsample_nearest_exact1d", UpsampleOf<M::kNearestExact, 1>},
+                             {"aten::_upsample_nearest_exact2d", UpsampleOf<M::kNearestExact, 2>},
+                             {"aten::_upsample_nearest_exact3d", UpsampleOf<M::kNearestExact, 3>},
+                             {"aten::upsample_linear1d", UpsampleOf<M::kLinear, 1>},
+                             {"aten::upsample_bilinear2d", UpsampleOf<M::kLinear, 2>},
+                             {"aten::upsample_trilinear3d", UpsampleOf<M::kLinear, 3>},
+                             {"aten::upsample_bicubic2d", UpsampleOf<M::kCubic, 2>},
+                             {"aten::upsample_nearest1d_backward", UpsampleBackwardOf<M::kNearest, 1>},
+                             {"aten::upsample_nearest2d_backward", UpsampleBackwardOf<M::kNearest, 2>},
+                             {"aten::upsample_nearest3d_backward", UpsampleBackwardOf<M::kNearest, 3>},
+                             {"aten::_upsample_nearest_exact1d_backward", UpsampleBackwardOf<M::kNearestExact, 1>},
+                             {"aten::_upsample_nearest_exact2d_backward", UpsampleBackwardOf<M::kNearestExact, 2>},
+                             {"aten::_upsample_nearest_exact3d_backward", UpsampleBackwardOf<M::kNearestExact, 3>},
+                             {"aten::upsample_linear1d_backward", UpsampleBackwardOf<M::kLinear, 1>},
+                             {"aten::upsample_bilinear2d_backward", UpsampleBackwardOf<M::kLinear, 2>},
+                             {"aten::upsample_trilinear3d_backward", UpsampleBackwardOf<M::kLinear, 3>},
+                             {"aten::upsample_bicubic2d_backward", UpsampleBackwardOf<M::kCubic, 2>},
+                             {"aten::im2col", Im2Col},
+                             {"aten::col2im", Col2Im},
+                             {"aten::grid_sampler_2d", GridSampler2d},
+                             {"aten::grid_sampler_2d_backward", GridSampler2dBackward},
+                             {"aten::_cdist_forward", Cdist},
+                             {"aten::_pdist_forward", Pdist},
+                         }};
   return *family;
 }
 

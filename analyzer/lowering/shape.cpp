@@ -247,7 +247,8 @@ Expected<LoweredOp> ChannelShuffle(const Node& n, Builder& b) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t groups = ctx.Int("groups", 1, 1);
   std::vector<int64_t> dims = Dims(x);
-  if (dims.size() < 3 || groups <= 0 || dims[1] % groups != 0) return ctx.Unsupported("channels not divisible by groups");
+  if (dims.size() < 3 || groups <= 0 || dims[1] % groups != 0)
+    return ctx.Unsupported("channels not divisible by groups");
   std::vector<int64_t> split = {dims[0], groups, dims[1] / groups};
   split.insert(split.end(), dims.begin() + 2, dims.end());
   std::vector<int64_t> perm(split.size());
@@ -370,7 +371,8 @@ Expected<LoweredOp> ConstantPad(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   std::vector<int64_t> pad = ctx.Ints("pad", 1);
-  if (pad.size() % 2 != 0 || pad.size() / 2 > static_cast<size_t>(x->shape.rank())) return ctx.Unsupported("bad pad list");
+  if (pad.size() % 2 != 0 || pad.size() / 2 > static_cast<size_t>(x->shape.rank()))
+    return ctx.Unsupported("bad pad list");
   hlo::PaddingConfig cfg;
   cfg.dimensions.resize(static_cast<size_t>(x->shape.rank()));
   for (size_t i = 0; i < pad.size() / 2; ++i) {
@@ -495,7 +497,8 @@ Instruction* DiagonalOf(Builder& b, Instruction* x, int64_t offset, int64_t d1, 
   Instruction* t = b.Transpose(x, perm);
   std::vector<int64_t> dims = t->shape.dimensions();
   int64_t n1 = dims[static_cast<size_t>(r - 2)], n2 = dims[static_cast<size_t>(r - 1)];
-  int64_t len = offset >= 0 ? std::max<int64_t>(0, std::min(n1, n2 - offset)) : std::max<int64_t>(0, std::min(n1 + offset, n2));
+  int64_t len =
+      offset >= 0 ? std::max<int64_t>(0, std::min(n1, n2 - offset)) : std::max<int64_t>(0, std::min(n1 + offset, n2));
   // Flatten the last two dims and take a strided slice: index i*(n2+1) + start.
   std::vector<int64_t> flat(dims.begin(), dims.end() - 2);
   flat.push_back(n1 * n2);
@@ -572,7 +575,7 @@ Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
   Instruction* s = b.Scatter({b.Reshape(x, {total})}, b.Reshape(index, {count, 1}), {b.Reshape(src, {count})}, dn,
-                            ReplaceComputation(b, t));
+                             ReplaceComputation(b, t));
   return ctx.Finish({b.Reshape(s, Dims(x))});
 }
 
@@ -594,7 +597,8 @@ Instruction* StridedUpdate(Builder& b, Instruction* x, Instruction* src, int64_t
   d.interior_padding = step - 1;
   d.edge_padding_high = size - (start + (n == 0 ? 0 : (n - 1) * step + 1));
   Instruction* padded = b.Pad(src, Scalar(b, src->shape.element_type(), 0), cfg);
-  Instruction* mask = b.Pad(Full(b, PrimitiveType::PRED, 1, src->shape.dimensions()), Scalar(b, PrimitiveType::PRED, 0), cfg);
+  Instruction* mask =
+      b.Pad(Full(b, PrimitiveType::PRED, 1, src->shape.dimensions()), Scalar(b, PrimitiveType::PRED, 0), cfg);
   return b.Select(mask, padded, x);
 }
 
@@ -670,7 +674,8 @@ Expected<LoweredOp> TriOp(const Node& n, Builder& b, bool lower) {
   int64_t k = ctx.Int("diagonal", 1, 0);
   Shape is = Shape::Array(PrimitiveType::S64, x->shape.dimensions());
   Instruction* diff = Sub(b, b.Iota(is, r - 1), b.Iota(is, r - 2));  // col - row
-  Instruction* keep = CmpScalar(b, diff, static_cast<double>(k), lower ? ComparisonDirection::kLe : ComparisonDirection::kGe);
+  Instruction* keep =
+      CmpScalar(b, diff, static_cast<double>(k), lower ? ComparisonDirection::kLe : ComparisonDirection::kGe);
   return ctx.Finish({b.Select(keep, x, FullLike(b, x, 0))});
 }
 
@@ -768,7 +773,8 @@ Expected<LoweredOp> UnfoldBackward(const Node& n, Builder& b) {
   if (!d || size < 1 || step < 1) return ctx.Unsupported("dimension, size or step out of range");
   std::vector<int64_t> gd = Dims(g);
   size_t ud = static_cast<size_t>(*d);
-  if (static_cast<int64_t>(gd.size()) != r + 1 || gd.back() != size) return ctx.Unsupported("grad_in does not match unfold's result");
+  if (static_cast<int64_t>(gd.size()) != r + 1 || gd.back() != size)
+    return ctx.Unsupported("grad_in does not match unfold's result");
   int64_t count = gd[ud];
   for (int64_t i = 0; i < r; ++i)
     if (i != *d && gd[static_cast<size_t>(i)] != in[static_cast<size_t>(i)])
@@ -914,7 +920,8 @@ Expected<LoweredOp> Diag(const Node& n, Builder& b) {
   int64_t k = ctx.Int("diagonal", 1, 0);
   if (x->shape.rank() == 2) {
     std::vector<int64_t> d = Dims(x);
-    int64_t len = k >= 0 ? std::max<int64_t>(0, std::min(d[0], d[1] - k)) : std::max<int64_t>(0, std::min(d[0] + k, d[1]));
+    int64_t len =
+        k >= 0 ? std::max<int64_t>(0, std::min(d[0], d[1] - k)) : std::max<int64_t>(0, std::min(d[0] + k, d[1]));
     if (len == 0) return ctx.Finish({Full(b, x->shape.element_type(), 0, {0})});
     Instruction* f = b.Reshape(x, {d[0] * d[1]});
     int64_t start = k >= 0 ? k : -k * d[1];
@@ -928,7 +935,8 @@ Expected<LoweredOp> Diag(const Node& n, Builder& b) {
   cfg.dimensions[0].edge_padding_high = m - len;
   Instruction* xp = b.Pad(x, Scalar(b, x->shape.element_type(), 0), cfg);
   Shape is = Shape::Array(PrimitiveType::S64, od);
-  Instruction* mask = CmpScalar(b, Sub(b, b.Iota(is, 1), b.Iota(is, 0)), static_cast<double>(k), ComparisonDirection::kEq);
+  Instruction* mask =
+      CmpScalar(b, Sub(b, b.Iota(is, 1), b.Iota(is, 0)), static_cast<double>(k), ComparisonDirection::kEq);
   Instruction* v = b.Broadcast(xp, od, {k >= 0 ? 0 : 1});
   return ctx.Finish({b.Select(mask, v, Full(b, x->shape.element_type(), 0, od))});
 }
@@ -955,7 +963,8 @@ Expected<LoweredOp> DiagEmbed(const Node& n, Builder& b) {
     if (i != *d1 && i != *d2) map.push_back(i);
   map.push_back(k >= 0 ? *d1 : *d2);
   Shape is = Shape::Array(PrimitiveType::S64, od);
-  Instruction* mask = CmpScalar(b, Sub(b, b.Iota(is, *d2), b.Iota(is, *d1)), static_cast<double>(k), ComparisonDirection::kEq);
+  Instruction* mask =
+      CmpScalar(b, Sub(b, b.Iota(is, *d2), b.Iota(is, *d1)), static_cast<double>(k), ComparisonDirection::kEq);
   return ctx.Finish({b.Select(mask, b.Broadcast(xp, od, map), Full(b, x->shape.element_type(), 0, od))});
 }
 
@@ -1052,112 +1061,114 @@ Expected<LoweredOp> Unflatten(const Node& n, Builder& b) {
 
 const LoweringFamily& ShapeLowerings() {
   using T = Transposed;
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::alias", Identity},
-      {"aten::alias_copy", Identity},
-      {"aten::clone", Identity},
-      {"aten::contiguous", Identity},
-      {"aten::detach", Identity, kInPlaceForm},
-      {"aten::detach_copy", Identity},
-      {"aten::lift", Identity},
-      {"aten::lift_fresh", Identity},
-      {"aten::lift_fresh_copy", Identity},
-      {"aten::view", View},
-      {"aten::view_copy", Reshape},
-      {"aten::reshape", Reshape},
-      {"aten::_reshape_alias", Reshape},
-      {"aten::_reshape_alias_copy", Reshape},
-      {"aten::_unsafe_view", Reshape},
-      {"aten::flatten", Flatten},
-      {"aten::unflatten", Unflatten},
-      {"aten::expand", Expand},
-      {"aten::expand_as", Expand},
-      {"aten::expand_copy", Expand},
-      {"aten::permute", Permute},
-      {"aten::permute_copy", Permute},
-      {"aten::t", TransposeOf<T::kAllDims>, InPlaceView(RestoreT)},
-      {"aten::numpy_T", TransposeOf<T::kAllDims>},
-      {"aten::mT", TransposeOf<T::kLastTwo>},
-      {"aten::adjoint", TransposeOf<T::kLastTwo>},
-      {"aten::transpose", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
-      {"aten::transpose_copy", TransposeOf<T::kArgDims>},
-      {"aten::t_copy", TransposeOf<T::kArgDims>},
-      {"aten::swapaxes", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
-      {"aten::swapdims", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
-      {"aten::squeeze", Squeeze, kInPlaceForm},
-      {"aten::squeeze_copy", Squeeze},
-      {"aten::unsqueeze", Unsqueeze, InPlaceView(RestoreUnsqueezed)},
-      {"aten::unsqueeze_copy", Unsqueeze},
-      {"aten::slice.Tensor", SliceOp},
-      {"aten::slice_copy", SliceOp},
-      {"aten::select.int", Select},
-      {"aten::select_copy", Select},
-      {"aten::narrow_copy", NarrowCopy},
-      {"aten::cat", Cat},
-      {"aten::concat", Cat},
-      {"aten::concatenate", Cat},
-      {"aten::stack", Stack},
-      {"aten::split", SplitBySizes},
-      {"aten::split_copy", SplitBySizes},
-      {"aten::split_with_sizes", SplitBySizes},
-      {"aten::split_with_sizes_copy", SplitBySizes},
-      {"aten::unsafe_split", SplitBySizes},
-      {"aten::unsafe_split_with_sizes", SplitBySizes},
-      {"aten::chunk", Chunk},
-      {"aten::unsafe_chunk", Chunk},
-      {"aten::unbind", Unbind},
-      {"aten::unbind_copy", UnbindCopy},
-      {"aten::channel_shuffle", ChannelShuffle},
-      {"aten::native_channel_shuffle", ChannelShuffle},
-      {"aten::flip", Flip},
-      {"aten::fliplr", Fliplr},
-      {"aten::flipud", Flipud},
-      {"aten::roll", Roll},
-      {"aten::rot90", Rot90},
-      {"aten::repeat", Repeat},
-      {"aten::constant_pad_nd", ConstantPad},
-      {"aten::reflection_pad1d", ReflectionPad},
-      {"aten::reflection_pad2d", ReflectionPad},
-      {"aten::reflection_pad3d", ReflectionPad},
-      {"aten::replication_pad1d", ReplicationPad},
-      {"aten::replication_pad2d", ReplicationPad},
-      {"aten::replication_pad3d", ReplicationPad},
-      {"aten::reflection_pad1d_backward", ReflectionPadBackward},
-      {"aten::reflection_pad2d_backward", ReflectionPadBackward},
-      {"aten::reflection_pad3d_backward", ReflectionPadBackward},
-      {"aten::replication_pad1d_backward", ReplicationPadBackward},
-      {"aten::replication_pad2d_backward", ReplicationPadBackward},
-      {"aten::replication_pad3d_backward", ReplicationPadBackward},
-      {"aten::diagonal", Diagonal},
-      {"aten::diagonal_copy", Diagonal},
-      {"aten::diag", Diag},
-      {"aten::diag_embed", DiagEmbed},
-      {"aten::block_diag", BlockDiag},
-      {"aten::as_strided", AsStrided, kInPlaceForm},
-      {"aten::as_strided_copy", AsStrided},
-      {"aten::as_strided_scatter", AsStridedScatter},
-      {"aten::slice_scatter", SliceScatter},
-      {"aten::select_scatter", SelectScatter},
-      {"aten::diagonal_scatter", DiagonalScatter},
-      {"aten::slice_backward", SliceBackward},
-      {"aten::select_backward", SelectBackward},
-      {"aten::tril", Tril, kInPlaceForm},
-      {"aten::triu", Triu, kInPlaceForm},
-      {"aten::pixel_shuffle", PixelShuffle},
-      {"aten::pixel_unshuffle", PixelUnshuffle},
-      {"aten::unfold", Unfold},
-      {"aten::unfold_backward", UnfoldBackward},
-      {"aten::unfold_copy", Unfold},
-      {"aten::sym_size", SymOf<SymQuery::kSize>},
-      {"aten::sym_stride", SymOf<SymQuery::kStride>},
-      {"aten::sym_numel", SymOf<SymQuery::kNumel>},
-      {"aten::sym_storage_offset", SymOf<SymQuery::kStorageOffset>},
-      {"aten::sym_is_contiguous", SymOf<SymQuery::kIsContiguous>},
-      {"aten::view_as_real", ViewAsReal},
-      {"aten::view_as_complex", ViewAsComplex},
-      {"aten::resize_", Resize},
-      {"aten::resize_as_", Resize},
-  }};
+  static const auto* family =
+      new LoweringFamily{FamilyOf(__FILE__),
+                         {
+                             {"aten::alias", Identity},
+                             {"aten::alias_copy", Identity},
+                             {"aten::clone", Identity},
+                             {"aten::contiguous", Identity},
+                             {"aten::detach", Identity, kInPlaceForm},
+                             {"aten::detach_copy", Identity},
+                             {"aten::lift", Identity},
+                             {"aten::lift_fresh", Identity},
+                             {"aten::lift_fresh_copy", Identity},
+                             {"aten::view", View},
+                             {"aten::view_copy", Reshape},
+                             {"aten::reshape", Reshape},
+                             {"aten::_reshape_alias", Reshape},
+                             {"aten::_reshape_alias_copy", Reshape},
+                             {"aten::_unsafe_view", Reshape},
+                             {"aten::flatten", Flatten},
+                             {"aten::unflatten", Unflatten},
+                             {"aten::expand", Expand},
+                             {"aten::expand_as", Expand},
+                             {"aten::expand_copy", Expand},
+                             {"aten::permute", Permute},
+                             {"aten::permute_copy", Permute},
+                             {"aten::t", TransposeOf<T::kAllDims>, InPlaceView(RestoreT)},
+                             {"aten::numpy_T", TransposeOf<T::kAllDims>},
+                             {"aten::mT", TransposeOf<T::kLastTwo>},
+                             {"aten::adjoint", TransposeOf<T::kLastTwo>},
+                             {"aten::transpose", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
+                             {"aten::transpose_copy", TransposeOf<T::kArgDims>},
+                             {"aten::t_copy", TransposeOf<T::kArgDims>},
+                             {"aten::swapaxes", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
+                             {"aten::swapdims", TransposeOf<T::kArgDims>, InPlaceView(RestoreTransposed)},
+                             {"aten::squeeze", Squeeze, kInPlaceForm},
+                             {"aten::squeeze_copy", Squeeze},
+                             {"aten::unsqueeze", Unsqueeze, InPlaceView(RestoreUnsqueezed)},
+                             {"aten::unsqueeze_copy", Unsqueeze},
+                             {"aten::slice.Tensor", SliceOp},
+                             {"aten::slice_copy", SliceOp},
+                             {"aten::select.int", Select},
+                             {"aten::select_copy", Select},
+                             {"aten::narrow_copy", NarrowCopy},
+                             {"aten::cat", Cat},
+                             {"aten::concat", Cat},
+                             {"aten::concatenate", Cat},
+                             {"aten::stack", Stack},
+                             {"aten::split", SplitBySizes},
+                             {"aten::split_copy", SplitBySizes},
+                             {"aten::split_with_sizes", SplitBySizes},
+                             {"aten::split_with_sizes_copy", SplitBySizes},
+                             {"aten::unsafe_split", SplitBySizes},
+                             {"aten::unsafe_split_with_sizes", SplitBySizes},
+                             {"aten::chunk", Chunk},
+                             {"aten::unsafe_chunk", Chunk},
+                             {"aten::unbind", Unbind},
+                             {"aten::unbind_copy", UnbindCopy},
+                             {"aten::channel_shuffle", ChannelShuffle},
+                             {"aten::native_channel_shuffle", ChannelShuffle},
+                             {"aten::flip", Flip},
+                             {"aten::fliplr", Fliplr},
+                             {"aten::flipud", Flipud},
+                             {"aten::roll", Roll},
+                             {"aten::rot90", Rot90},
+                             {"aten::repeat", Repeat},
+                             {"aten::constant_pad_nd", ConstantPad},
+                             {"aten::reflection_pad1d", ReflectionPad},
+                             {"aten::reflection_pad2d", ReflectionPad},
+                             {"aten::reflection_pad3d", ReflectionPad},
+                             {"aten::replication_pad1d", ReplicationPad},
+                             {"aten::replication_pad2d", ReplicationPad},
+                             {"aten::replication_pad3d", ReplicationPad},
+                             {"aten::reflection_pad1d_backward", ReflectionPadBackward},
+                             {"aten::reflection_pad2d_backward", ReflectionPadBackward},
+                             {"aten::reflection_pad3d_backward", ReflectionPadBackward},
+                             {"aten::replication_pad1d_backward", ReplicationPadBackward},
+                             {"aten::replication_pad2d_backward", ReplicationPadBackward},
+                             {"aten::replication_pad3d_backward", ReplicationPadBackward},
+                             {"aten::diagonal", Diagonal},
+                             {"aten::diagonal_copy", Diagonal},
+                             {"aten::diag", Diag},
+                             {"aten::diag_embed", DiagEmbed},
+                             {"aten::block_diag", BlockDiag},
+                             {"aten::as_strided", AsStrided, kInPlaceForm},
+                             {"aten::as_strided_copy", AsStrided},
+                             {"aten::as_strided_scatter", AsStridedScatter},
+                             {"aten::slice_scatter", SliceScatter},
+                             {"aten::select_scatter", SelectScatter},
+                             {"aten::diagonal_scatter", DiagonalScatter},
+                             {"aten::slice_backward", SliceBackward},
+                             {"aten::select_backward", SelectBackward},
+                             {"aten::tril", Tril, kInPlaceForm},
+                             {"aten::triu", Triu, kInPlaceForm},
+                             {"aten::pixel_shuffle", PixelShuffle},
+                             {"aten::pixel_unshuffle", PixelUnshuffle},
+                             {"aten::unfold", Unfold},
+                             {"aten::unfold_backward", UnfoldBackward},
+                             {"aten::unfold_copy", Unfold},
+                             {"aten::sym_size", SymOf<SymQuery::kSize>},
+                             {"aten::sym_stride", SymOf<SymQuery::kStride>},
+                             {"aten::sym_numel", SymOf<SymQuery::kNumel>},
+                             {"aten::sym_storage_offset", SymOf<SymQuery::kStorageOffset>},
+                             {"aten::sym_is_contiguous", SymOf<SymQuery::kIsContiguous>},
+                             {"aten::view_as_real", ViewAsReal},
+                             {"aten::view_as_complex", ViewAsComplex},
+                             {"aten::resize_", Resize},
+                             {"aten::resize_as_", Resize},
+                         }};
   return *family;
 }
 

@@ -52,9 +52,7 @@ Instruction* And(Builder& b, Instruction* p, Instruction* q) { return b.Binary(O
 Instruction* Or(Builder& b, Instruction* p, Instruction* q) { return b.Binary(Opcode::kOr, p, q); }
 Instruction* Not(Builder& b, Instruction* p) { return b.Unary(Opcode::kNot, p); }
 Instruction* IsNan(Builder& b, Instruction* x) { return b.Compare(x, x, Dir::kNe); }
-Instruction* IsInf(Builder& b, Instruction* x) {
-  return CmpScalar(b, b.Unary(Opcode::kAbs, x), INFINITY, Dir::kEq);
-}
+Instruction* IsInf(Builder& b, Instruction* x) { return CmpScalar(b, b.Unary(Opcode::kAbs, x), INFINITY, Dir::kEq); }
 Instruction* Pow(Builder& b, Instruction* x, Instruction* y) { return b.Binary(Opcode::kPower, x, y); }
 Instruction* Exp(Builder& b, Instruction* x) { return b.Unary(Opcode::kExp, x); }
 Instruction* Log(Builder& b, Instruction* x) { return b.Unary(Opcode::kLog, x); }
@@ -346,7 +344,8 @@ Instruction* DegreeS64(Builder& b, Instruction* n) {
 // Runs P_{k+1} = step(k, P_{k-1}, P_k) for k = 1 .. n-1 per lane (p0 = P_0, p1 = P_1) and returns
 // P_n (lanes with n <= 1 keep p1). `ni` holds the degrees (s64).
 using Step = std::function<Instruction*(Builder&, Instruction* k, Instruction* x, Instruction* p, Instruction* q)>;
-Instruction* Recurrence(Builder& b, Instruction* x, Instruction* ni, Instruction* p0, Instruction* p1, const Step& step) {
+Instruction* Recurrence(Builder& b, Instruction* x, Instruction* ni, Instruction* p0, Instruction* p1,
+                        const Step& step) {
   std::vector<int64_t> dims = Dims(x);
   std::vector<int64_t> all(dims.size());
   std::iota(all.begin(), all.end(), 0);
@@ -374,8 +373,10 @@ Instruction* ChebStep(Builder& b, Instruction*, Instruction* y, Instruction* p, 
 // the recurrence or the closed form for |y| < 1 and n > `closed_from`).
 Instruction* Chebyshev(Builder& b, char kind, Instruction* y, Instruction* nf, Instruction* ni, int closed_from) {
   Instruction* one = FullLike(b, y, 1);
-  Instruction* p1 = kind == 't' ? y : kind == 'u' ? Add(b, y, y) : kind == 'v' ? AddScalar(b, Add(b, y, y), -1)
-                                                                               : AddScalar(b, Add(b, y, y), 1);
+  Instruction* p1 = kind == 't'   ? y
+                    : kind == 'u' ? Add(b, y, y)
+                    : kind == 'v' ? AddScalar(b, Add(b, y, y), -1)
+                                  : AddScalar(b, Add(b, y, y), 1);
   Instruction* use_closed = And(b, CmpScalar(b, nf, closed_from, Dir::kGt), CmpScalar(b, Abs(b, y), 1, Dir::kLt));
   // Lanes on the closed form leave the recurrence at degree 0 (the loop runs to the largest other degree).
   Instruction* rec = Recurrence(b, y, Sel(b, use_closed, FullLike(b, ni, 0), ni), one, p1, ChebStep);
@@ -468,18 +469,20 @@ Instruction* ShiftedChebyshevPoly(Builder& b, const PolyArgs& p) {
 Instruction* HermitePolyH(Builder& b, const PolyArgs& p) {
   Instruction *x = p.x, *one = p.one, *nf = p.nf;
   Instruction* p1 = Add(b, x, x);
-  Instruction* r = Recurrence(b, x, p.ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
-                                                     Instruction* q) {
-    return Sub(sb, Mul(sb, Add(sb, y, y), q), Mul(sb, Add(sb, k, k), pk));
-  });
+  Instruction* r =
+      Recurrence(b, x, p.ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk, Instruction* q) {
+        return Sub(sb, Mul(sb, Add(sb, y, y), q), Mul(sb, Add(sb, k, k), pk));
+      });
   r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), p1, r);
   return Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
 }
 
 Instruction* HermitePolyHe(Builder& b, const PolyArgs& p) {
   Instruction *x = p.x, *one = p.one, *nf = p.nf;
-  Instruction* r = Recurrence(b, x, p.ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
-                                                    Instruction* q) { return Sub(sb, Mul(sb, y, q), Mul(sb, k, pk)); });
+  Instruction* r =
+      Recurrence(b, x, p.ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk, Instruction* q) {
+        return Sub(sb, Mul(sb, y, q), Mul(sb, k, pk));
+      });
   r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), x, r);
   return Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
 }
@@ -487,22 +490,22 @@ Instruction* HermitePolyHe(Builder& b, const PolyArgs& p) {
 Instruction* LaguerrePolyL(Builder& b, const PolyArgs& p) {
   Instruction *x = p.x, *one = p.one, *nf = p.nf;
   Instruction* p1 = Sub(b, one, x);
-  Instruction* r = Recurrence(b, x, p.ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
-                                                     Instruction* q) {
-    Instruction* k1 = AddScalar(sb, k, 1);
-    return Div(sb, Sub(sb, Mul(sb, Sub(sb, Add(sb, k, k1), y), q), Mul(sb, k, pk)), k1);
-  });
+  Instruction* r =
+      Recurrence(b, x, p.ni, one, p1, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk, Instruction* q) {
+        Instruction* k1 = AddScalar(sb, k, 1);
+        return Div(sb, Sub(sb, Mul(sb, Sub(sb, Add(sb, k, k1), y), q), Mul(sb, k, pk)), k1);
+      });
   r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), p1, r);
   return Sel(b, Or(b, CmpScalar(b, nf, 0, Dir::kEq), CmpScalar(b, x, 0, Dir::kEq)), one, r);
 }
 
 Instruction* LegendrePolyP(Builder& b, const PolyArgs& p) {
   Instruction *x = p.x, *one = p.one, *nf = p.nf;
-  Instruction* r = Recurrence(b, x, p.ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk,
-                                                    Instruction* q) {
-    Instruction* k1 = AddScalar(sb, k, 1);
-    return Div(sb, Sub(sb, Mul(sb, Mul(sb, Add(sb, k, k1), y), q), Mul(sb, k, pk)), k1);
-  });
+  Instruction* r =
+      Recurrence(b, x, p.ni, one, x, [](Builder& sb, Instruction* k, Instruction* y, Instruction* pk, Instruction* q) {
+        Instruction* k1 = AddScalar(sb, k, 1);
+        return Div(sb, Sub(sb, Mul(sb, Mul(sb, Add(sb, k, k1), y), q), Mul(sb, k, pk)), k1);
+      });
   r = Sel(b, CmpScalar(b, nf, 1, Dir::kEq), x, r);
   r = Sel(b, CmpScalar(b, nf, 0, Dir::kEq), one, r);
   Instruction* alt = Sel(b, IsEven(b, nf), one, Neg(b, one));
@@ -590,7 +593,8 @@ Instruction* LgammaPos(Builder& b, Instruction* z) {
   for (int k = 1; k <= 8; ++k) c.push_back(bn[static_cast<size_t>(2 * k)] / (2.0 * k * (2.0 * k - 1)));
   Instruction* iw = Div(b, FullLike(b, z, 1), w);
   Instruction* corr = Mul(b, iw, Horner(b, Sq(b, iw), c));
-  Instruction* st = Add(b, AddScalar(b, Sub(b, Mul(b, AddScalar(b, w, -0.5), Log(b, w)), w), 0.5 * std::log(2 * kPi)), corr);
+  Instruction* st =
+      Add(b, AddScalar(b, Sub(b, Mul(b, AddScalar(b, w, -0.5), Log(b, w)), w), 0.5 * std::log(2 * kPi)), corr);
   return Sel(b, low, Sub(b, st, Log(b, prod)), st);
 }
 
@@ -626,7 +630,8 @@ Instruction* Igamma(Builder& b, Instruction* a, Instruction* x, bool upper) {
   Instruction* b0 = Sub(b, AddScalar(b, xx, 1), aa);
   Instruction* d0 = Div(b, FullLike(b, a, 1), b0);
   State cf = Loop(
-      b, {ConstS64(b, 0), Not(b, use_cf), aa, b0, FullLike(b, a, 1 / tiny), d0, d0, FullLike(b, a, 0)}, "igammac_fraction",
+      b, {ConstS64(b, 0), Not(b, use_cf), aa, b0, FullLike(b, a, 1 / tiny), d0, d0, FullLike(b, a, 0)},
+      "igammac_fraction",
       [](Builder& sb, const State& v) {
         return And(sb, Any(sb, Not(sb, v[1])), sb.Compare(v[0], ConstS64(sb, 2000), Dir::kLt));
       },
@@ -634,14 +639,22 @@ Instruction* Igamma(Builder& b, Instruction* a, Instruction* x, bool upper) {
         Instruction* i = AddScalar(sb, v[7], 1);
         Instruction* an = Neg(sb, Mul(sb, i, Sub(sb, i, v[2])));
         Instruction* bb = AddScalar(sb, v[3], 2);
-        auto guard = [&](Instruction* z) { return sb.Select(CmpScalar(sb, Abs(sb, z), tiny, Dir::kLt), FullLike(sb, z, tiny), z); };
+        auto guard = [&](Instruction* z) {
+          return sb.Select(CmpScalar(sb, Abs(sb, z), tiny, Dir::kLt), FullLike(sb, z, tiny), z);
+        };
         Instruction* d = Div(sb, FullLike(sb, bb, 1), guard(Add(sb, Mul(sb, an, v[5]), bb)));
         Instruction* c = guard(Add(sb, bb, Div(sb, an, v[4])));
         Instruction* del = Mul(sb, d, c);
         Instruction* h = Mul(sb, v[6], del);
         Instruction* done = Or(sb, v[1], CmpScalar(sb, Abs(sb, AddScalar(sb, del, -1)), eps, Dir::kLe));
         auto keep = [&](Instruction* old, Instruction* nw) { return sb.Select(v[1], old, nw); };
-        return {Add(sb, v[0], ConstS64(sb, 1)), done, v[2], keep(v[3], bb), keep(v[4], c), keep(v[5], d), keep(v[6], h),
+        return {Add(sb, v[0], ConstS64(sb, 1)),
+                done,
+                v[2],
+                keep(v[3], bb),
+                keep(v[4], c),
+                keep(v[5], d),
+                keep(v[6], h),
                 keep(v[7], i)};
       });
   Instruction* q_pre = Exp(b, Sub(b, Sub(b, Mul(b, aa, logx), xx), LgammaPos(b, aa)));
@@ -655,7 +668,8 @@ Instruction* Igamma(Builder& b, Instruction* a, Instruction* x, bool upper) {
   r = SelK(b, IsInf(b, x), p1, r);
   r = Sel(b, IsInf(b, a), Sel(b, IsInf(b, x), FullLike(b, r, NAN), FullLike(b, r, p0)), r);
   r = SelK(b, CmpScalar(b, x, 0, Dir::kEq), p0, r);
-  r = Sel(b, CmpScalar(b, a, 0, Dir::kEq), Sel(b, CmpScalar(b, x, 0, Dir::kGt), FullLike(b, r, p1), FullLike(b, r, NAN)), r);
+  r = Sel(b, CmpScalar(b, a, 0, Dir::kEq),
+          Sel(b, CmpScalar(b, x, 0, Dir::kGt), FullLike(b, r, p1), FullLike(b, r, NAN)), r);
   return SelK(b, Or(b, CmpScalar(b, a, 0, Dir::kLt), CmpScalar(b, x, 0, Dir::kLt)), NAN, r);
 }
 
@@ -834,14 +848,16 @@ Instruction* Lgamma(Builder& b, Instruction* x) {
   Instruction* reflect = b.Compare(x, one_half, ComparisonDirection::kLt);
   Instruction* z = b.Select(reflect, b.Unary(Opcode::kNegate, x), AddScalar(b, x, -1));
   Instruction* sum = FullLike(b, x, kBaseLanczosCoeff);
-  for (int i = 0; i < 8; ++i) sum = Add(b, sum, Div(b, FullLike(b, x, kLanczosCoefficients[i]), AddScalar(b, z, i + 1)));
+  for (int i = 0; i < 8; ++i)
+    sum = Add(b, sum, Div(b, FullLike(b, x, kLanczosCoefficients[i]), AddScalar(b, z, i + 1)));
   Instruction* t = AddScalar(b, z, kLanczosGamma + 0.5);
   Instruction* log_t = AddScalar(b, b.Unary(Opcode::kLog1p, MulScalar(b, z, 1.0 / (kLanczosGamma + 0.5))),
                                  std::log(kLanczosGamma + 0.5));
   // 0.5 log(2 pi) + (z + 0.5 - t / log_t) * log_t + log(sum)
-  Instruction* lg = Add(b, AddScalar(b, Mul(b, Sub(b, AddScalar(b, z, 0.5), Div(b, t, log_t)), log_t),
-                                     0.5 * std::log(2 * std::numbers::pi)),
-                        b.Unary(Opcode::kLog, sum));
+  Instruction* lg = Add(
+      b,
+      AddScalar(b, Mul(b, Sub(b, AddScalar(b, z, 0.5), Div(b, t, log_t)), log_t), 0.5 * std::log(2 * std::numbers::pi)),
+      b.Unary(Opcode::kLog, sum));
   // Reflection: log(pi) - log|sin(pi x)| - lgamma(1 - x), with sin computed on the reduced input.
   Instruction* ax = b.Unary(Opcode::kAbs, x);
   Instruction* frac = Sub(b, ax, b.Unary(Opcode::kFloor, ax));
@@ -875,7 +891,8 @@ Instruction* Digamma(Builder& b, Instruction* x) {
   // digamma(x) = digamma(1 - x) - pi cot(pi x) for x < 0.5 (on the reduced input).
   Instruction* reduced = Sub(b, x, b.Unary(Opcode::kFloor, AddScalar(b, x, 0.5)));
   Instruction* px = MulScalar(b, reduced, std::numbers::pi);
-  Instruction* refl = Sub(b, y, Div(b, MulScalar(b, b.Unary(Opcode::kCos, px), std::numbers::pi), b.Unary(Opcode::kSin, px)));
+  Instruction* refl =
+      Sub(b, y, Div(b, MulScalar(b, b.Unary(Opcode::kCos, px), std::numbers::pi), b.Unary(Opcode::kSin, px)));
   Instruction* r = b.Select(reflect, refl, y);
   Instruction* pole = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kLe),
                                b.Compare(x, b.Unary(Opcode::kFloor, x), ComparisonDirection::kEq));
@@ -964,8 +981,8 @@ Expected<Instruction*> Xlog1pyOf(const LoweringContext& ctx, Instruction* x) {
   Builder& b = ctx.builder;
   OPPROBE_ASSIGN_OR_RETURN(Instruction * y, ctx.Operand("other", 1, x->shape.element_type(), Dims(x)));
   Instruction* p = Mul(b, x, b.Unary(Opcode::kLog1p, y));
-  Instruction* x0is0 = b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kEq),
-                                b.Compare(y, y, ComparisonDirection::kEq));
+  Instruction* x0is0 =
+      b.Binary(Opcode::kAnd, CmpScalar(b, x, 0, ComparisonDirection::kEq), b.Compare(y, y, ComparisonDirection::kEq));
   return b.Select(x0is0, FullLike(b, x, 0), p);
 }
 
@@ -974,52 +991,54 @@ Expected<Instruction*> Xlog1pyOf(const LoweringContext& ctx, Instruction* x) {
 Instruction* BesselI0(Builder& b, Instruction* x) { return BesselI(b, x, 0, false); }
 
 const LoweringFamily& SpecialLowerings() {
-  static const auto* family = new LoweringFamily{FamilyOf(__FILE__), {
-      {"aten::lgamma", FloatSpecial(LgammaOf), kInPlaceForm},
-      {"aten::digamma", FloatSpecial(DigammaOf), kInPlaceForm},
-      {"aten::polygamma", FloatSpecial(PolygammaOf)},
-      {"aten::mvlgamma", FloatSpecial(MvlgammaOf)},
-      {"aten::special_entr", FloatSpecial(EntrOf)},
-      {"aten::special_ndtri", FloatSpecial(NdtriOf)},
-      {"aten::special_log_ndtr", FloatSpecial(LogNdtrOf)},
-      {"aten::special_erfcx", FloatSpecial(ErfcxOf)},
-      {"aten::special_xlog1py", FloatSpecial(Xlog1pyOf)},
-      {"aten::i0", SpecialUnary(I0), kInPlaceForm},
-      {"aten::special_i0", SpecialUnary(I0)},
-      {"aten::special_i0e", SpecialUnary(I0e)},
-      {"aten::special_i1", SpecialUnary(I1)},
-      {"aten::special_i1e", SpecialUnary(I1e)},
-      {"aten::special_modified_bessel_i0", SpecialUnary(I0)},
-      {"aten::special_modified_bessel_i1", SpecialUnary(I1)},
-      {"aten::special_modified_bessel_k0", SpecialUnary(K0)},
-      {"aten::special_modified_bessel_k1", SpecialUnary(K1)},
-      {"aten::special_scaled_modified_bessel_k0", SpecialUnary(K0e)},
-      {"aten::special_scaled_modified_bessel_k1", SpecialUnary(K1e)},
-      {"aten::special_bessel_j0", SpecialUnary(J0)},
-      {"aten::special_bessel_j1", SpecialUnary(J1)},
-      {"aten::special_bessel_y0", SpecialUnary(Y0)},
-      {"aten::special_bessel_y1", SpecialUnary(Y1)},
-      {"aten::special_airy_ai", SpecialUnary(AiryAi)},
-      {"aten::special_spherical_bessel_j0", SpecialUnary(SphericalJ0)},
-      {"aten::special_zeta", SpecialBinary(Zeta)},
-      {"aten::igamma", SpecialBinary(IgammaLower), kInPlaceForm},
-      {"aten::igammac", SpecialBinary(IgammaUpper), kInPlaceForm},
-      {"aten::special_chebyshev_polynomial_t", SpecialBinary(Poly<ChebyshevPoly<'t'>>)},
-      {"aten::special_chebyshev_polynomial_u", SpecialBinary(Poly<ChebyshevPoly<'u'>>)},
-      {"aten::special_chebyshev_polynomial_v", SpecialBinary(Poly<ChebyshevPoly<'v'>>)},
-      {"aten::special_chebyshev_polynomial_w", SpecialBinary(Poly<ChebyshevPoly<'w'>>)},
-      {"aten::special_shifted_chebyshev_polynomial_t", SpecialBinary(Poly<ShiftedChebyshevPoly<'t'>>)},
-      {"aten::special_shifted_chebyshev_polynomial_u", SpecialBinary(Poly<ShiftedChebyshevPoly<'u'>>)},
-      {"aten::special_shifted_chebyshev_polynomial_v", SpecialBinary(Poly<ShiftedChebyshevPoly<'v'>>)},
-      {"aten::special_shifted_chebyshev_polynomial_w", SpecialBinary(Poly<ShiftedChebyshevPoly<'w'>>)},
-      {"aten::special_hermite_polynomial_h", SpecialBinary(Poly<HermitePolyH>)},
-      {"aten::special_hermite_polynomial_he", SpecialBinary(Poly<HermitePolyHe>)},
-      {"aten::special_laguerre_polynomial_l", SpecialBinary(Poly<LaguerrePolyL>)},
-      {"aten::special_legendre_polynomial_p", SpecialBinary(Poly<LegendrePolyP>)},
-      {"aten::gcd", Gcd, kInPlaceForm},
-      {"aten::lcm", Lcm, kInPlaceForm},
-      {"aten::nextafter", Nextafter, kInPlaceForm},
-  }};
+  static const auto* family = new LoweringFamily{
+      FamilyOf(__FILE__),
+      {
+          {"aten::lgamma", FloatSpecial(LgammaOf), kInPlaceForm},
+          {"aten::digamma", FloatSpecial(DigammaOf), kInPlaceForm},
+          {"aten::polygamma", FloatSpecial(PolygammaOf)},
+          {"aten::mvlgamma", FloatSpecial(MvlgammaOf)},
+          {"aten::special_entr", FloatSpecial(EntrOf)},
+          {"aten::special_ndtri", FloatSpecial(NdtriOf)},
+          {"aten::special_log_ndtr", FloatSpecial(LogNdtrOf)},
+          {"aten::special_erfcx", FloatSpecial(ErfcxOf)},
+          {"aten::special_xlog1py", FloatSpecial(Xlog1pyOf)},
+          {"aten::i0", SpecialUnary(I0), kInPlaceForm},
+          {"aten::special_i0", SpecialUnary(I0)},
+          {"aten::special_i0e", SpecialUnary(I0e)},
+          {"aten::special_i1", SpecialUnary(I1)},
+          {"aten::special_i1e", SpecialUnary(I1e)},
+          {"aten::special_modified_bessel_i0", SpecialUnary(I0)},
+          {"aten::special_modified_bessel_i1", SpecialUnary(I1)},
+          {"aten::special_modified_bessel_k0", SpecialUnary(K0)},
+          {"aten::special_modified_bessel_k1", SpecialUnary(K1)},
+          {"aten::special_scaled_modified_bessel_k0", SpecialUnary(K0e)},
+          {"aten::special_scaled_modified_bessel_k1", SpecialUnary(K1e)},
+          {"aten::special_bessel_j0", SpecialUnary(J0)},
+          {"aten::special_bessel_j1", SpecialUnary(J1)},
+          {"aten::special_bessel_y0", SpecialUnary(Y0)},
+          {"aten::special_bessel_y1", SpecialUnary(Y1)},
+          {"aten::special_airy_ai", SpecialUnary(AiryAi)},
+          {"aten::special_spherical_bessel_j0", SpecialUnary(SphericalJ0)},
+          {"aten::special_zeta", SpecialBinary(Zeta)},
+          {"aten::igamma", SpecialBinary(IgammaLower), kInPlaceForm},
+          {"aten::igammac", SpecialBinary(IgammaUpper), kInPlaceForm},
+          {"aten::special_chebyshev_polynomial_t", SpecialBinary(Poly<ChebyshevPoly<'t'>>)},
+          {"aten::special_chebyshev_polynomial_u", SpecialBinary(Poly<ChebyshevPoly<'u'>>)},
+          {"aten::special_chebyshev_polynomial_v", SpecialBinary(Poly<ChebyshevPoly<'v'>>)},
+          {"aten::special_chebyshev_polynomial_w", SpecialBinary(Poly<ChebyshevPoly<'w'>>)},
+          {"aten::special_shifted_chebyshev_polynomial_t", SpecialBinary(Poly<ShiftedChebyshevPoly<'t'>>)},
+          {"aten::special_shifted_chebyshev_polynomial_u", SpecialBinary(Poly<ShiftedChebyshevPoly<'u'>>)},
+          {"aten::special_shifted_chebyshev_polynomial_v", SpecialBinary(Poly<ShiftedChebyshevPoly<'v'>>)},
+          {"aten::special_shifted_chebyshev_polynomial_w", SpecialBinary(Poly<ShiftedChebyshevPoly<'w'>>)},
+          {"aten::special_hermite_polynomial_h", SpecialBinary(Poly<HermitePolyH>)},
+          {"aten::special_hermite_polynomial_he", SpecialBinary(Poly<HermitePolyHe>)},
+          {"aten::special_laguerre_polynomial_l", SpecialBinary(Poly<LaguerrePolyL>)},
+          {"aten::special_legendre_polynomial_p", SpecialBinary(Poly<LegendrePolyP>)},
+          {"aten::gcd", Gcd, kInPlaceForm},
+          {"aten::lcm", Lcm, kInPlaceForm},
+          {"aten::nextafter", Nextafter, kInPlaceForm},
+      }};
   return *family;
 }
 

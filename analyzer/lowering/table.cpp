@@ -21,11 +21,11 @@ std::string InPlaceName(const std::string& name) {
 }
 
 std::vector<const LoweringFamily*> BuiltinFamilies() {
-  return {&ActivationLowerings(), &AttentionLowerings(),  &ConvLowerings(),      &ElementwiseLowerings(),
-          &FactorizationLowerings(), &FactoryLowerings(), &FftLowerings(),       &HistogramLowerings(),
-          &IndexingLowerings(),   &LinalgLowerings(),     &LossLowerings(),      &NormLowerings(),
-          &OptimizerLowerings(),  &PoolingLowerings(),    &QuantizedLowerings(), &RandomLowerings(),
-          &ReductionLowerings(),  &SamplingLowerings(),   &ShapeLowerings(),     &SpecialLowerings()};
+  return {&ActivationLowerings(),    &AttentionLowerings(), &ConvLowerings(),      &ElementwiseLowerings(),
+          &FactorizationLowerings(), &FactoryLowerings(),   &FftLowerings(),       &HistogramLowerings(),
+          &IndexingLowerings(),      &LinalgLowerings(),    &LossLowerings(),      &NormLowerings(),
+          &OptimizerLowerings(),     &PoolingLowerings(),   &QuantizedLowerings(), &RandomLowerings(),
+          &ReductionLowerings(),     &SamplingLowerings(),  &ShapeLowerings(),     &SpecialLowerings()};
 }
 
 }  // namespace opprobe::analyzer::lowering

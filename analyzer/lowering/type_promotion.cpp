@@ -46,13 +46,12 @@ PrimitiveType Promote(PrimitiveType a, PrimitiveType b) {
       return ws > wu ? SignedOfWidth(ws) : SignedOfWidth(std::min(64, 2 * wu));
     }
     case 2:
-      if ((a == PrimitiveType::F16 && b == PrimitiveType::BF16) || (a == PrimitiveType::BF16 && b == PrimitiveType::F16))
+      if ((a == PrimitiveType::F16 && b == PrimitiveType::BF16) ||
+          (a == PrimitiveType::BF16 && b == PrimitiveType::F16))
         return PrimitiveType::F32;
       return hlo::BitWidth(a) >= hlo::BitWidth(b) ? a : b;
-    case 3:
-      return hlo::BitWidth(a) >= hlo::BitWidth(b) ? a : b;
-    default:
-      return a;
+    case 3: return hlo::BitWidth(a) >= hlo::BitWidth(b) ? a : b;
+    default: return a;
   }
 }
 
@@ -93,8 +92,8 @@ PrimitiveType ResultType(const std::vector<const Value*>& values) {
 double MachineEpsilon(PrimitiveType t) {
   t = hlo::ComplexComponentType(t);
   if (t == PrimitiveType::F64) return std::numeric_limits<double>::epsilon();
-  if (t == PrimitiveType::BF16) return 0.0078125;     // 2^-7
-  if (t == PrimitiveType::F16) return 0.0009765625;   // 2^-10
+  if (t == PrimitiveType::BF16) return 0.0078125;    // 2^-7
+  if (t == PrimitiveType::F16) return 0.0009765625;  // 2^-10
   return std::numeric_limits<float>::epsilon();
 }
 

@@ -16,7 +16,7 @@ PrimitiveType Promote(PrimitiveType a, PrimitiveType b);
 // torch.result_type over tensors (dimensioned > zero-dim > Python scalars) and scalars.
 PrimitiveType ResultType(const std::vector<const Value*>& values);
 bool IsFloatish(PrimitiveType t);  // float or complex
-PrimitiveType DefaultFloat();     // f32
+PrimitiveType DefaultFloat();      // f32
 // The type computations run in for an op whose result is float (integers -> f32).
 PrimitiveType FloatType(PrimitiveType t);
 // torch.finfo(t).eps of a float type (of the component type for complex).

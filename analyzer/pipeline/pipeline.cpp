@@ -81,12 +81,12 @@ Expected<Graph> LoadPt2Graph(const std::string& path, NodeSink&) { return LoadPt
 constexpr InputFormat kFormats[] = {
     {InputKind::kTrace, "trace", "trace", "an opprobe trace .json", InputLevel::kAten, SniffTrace, LoadTraceInto,
      nullptr},
-    {InputKind::kPt2, "pt2", ".pt2", "a torch.export .pt2 archive, an ExecuTorch ETRecord", InputLevel::kAten,
-     SniffPt2, LoadPt2Graph, nullptr},
+    {InputKind::kPt2, "pt2", ".pt2", "a torch.export .pt2 archive, an ExecuTorch ETRecord", InputLevel::kAten, SniffPt2,
+     LoadPt2Graph, nullptr},
     {InputKind::kHlo, "hlo", "HLO", "HLO text, an .hlo.pb proto, a folder of HLO dumps", InputLevel::kHlo, SniffHlo,
      nullptr, LoadHlo},
-    {InputKind::kStableHlo, "stablehlo", "StableHLO", "StableHLO .mlir text", InputLevel::kHlo, SniffStableHlo,
-     nullptr, LoadStableHlo},
+    {InputKind::kStableHlo, "stablehlo", "StableHLO", "StableHLO .mlir text", InputLevel::kHlo, SniffStableHlo, nullptr,
+     LoadStableHlo},
 };
 
 }  // namespace
@@ -144,7 +144,8 @@ Expected<Graph> LoadInto(const std::vector<Input>& inputs, NodeSink& sink) {
     merged.input_kind = merged.input_kind.empty() || merged.input_kind == g->input_kind ? g->input_kind : "mixed";
     if (merged.torch_version.empty()) merged.torch_version = g->torch_version;
     // One failed capture makes the merged analysis partial too.
-    if (g->capture && (!merged.capture || (g->capture->failed() && !merged.capture->failed()))) merged.capture = g->capture;
+    if (g->capture && (!merged.capture || (g->capture->failed() && !merged.capture->failed())))
+      merged.capture = g->capture;
     for (auto& p : g->programs) merged.programs.push_back(p);
   }
   merged.model = fmt::format("{}", fmt::join(models, ", "));
@@ -170,7 +171,8 @@ Expected<Graph> LoadGraph(const std::vector<std::string>& paths) {
   return LoadGraph(inputs);
 }
 
-Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const std::string& spec, double probe_timeout_seconds) {
+Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const std::string& spec,
+                                                                 double probe_timeout_seconds) {
   compiler_probe::BackendOptions bo;
   bo.probe_timeout_seconds = probe_timeout_seconds;
   return compiler_probe::Registry::Builtin().Create(spec, bo);
@@ -181,8 +183,8 @@ namespace {
 // The local cache, with the shared one behind it when there is one; `shared` and `memos` (the local cache's lowering
 // memos, which stay on this machine) point into the result.
 Expected<std::unique_ptr<compiler_probe::ProbeCache>> OpenCaches(const AnalysisOptions& options,
-                                                               compiler_probe::SharedProbeCache*& shared,
-                                                               compiler_probe::LoweringMemoStore*& memos) {
+                                                                 compiler_probe::SharedProbeCache*& shared,
+                                                                 compiler_probe::LoweringMemoStore*& memos) {
   std::string dir = options.cache_dir.empty() ? compiler_probe::DefaultCacheDir() : options.cache_dir;
   auto warn = options.on_warning ? options.on_warning : [](const std::string&) {};
   // A cache folder the caller named that holds no usable cache is refused; the default one starts afresh.
@@ -350,7 +352,8 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths,
       t.repro_paths[it->second] = p.repro_path;
     }
     for (const auto& w : other.warnings)
-      if (std::find(first.warnings.begin(), first.warnings.end(), w) == first.warnings.end()) first.warnings.push_back(w);
+      if (std::find(first.warnings.begin(), first.warnings.end(), w) == first.warnings.end())
+        first.warnings.push_back(w);
     first.other_targets.push_back(std::move(t));
   }
   return first;

@@ -15,8 +15,8 @@
 
 #include "analyzer/driver/result.h"
 #include "analyzer/graph/graph.h"
-#include "analyzer/lowering/lowering.h"
 #include "analyzer/loaders/hlo_loader.h"
+#include "analyzer/lowering/lowering.h"
 #include "analyzer/program/parallel.h"
 #include "compiler_probe/backend.h"
 #include "support/status.h"
@@ -83,16 +83,16 @@ Expected<Graph> LoadGraph(const std::vector<std::string>& paths);
 Expected<std::unique_ptr<compiler_probe::Backend>> CreateBackend(const std::string& spec, double probe_timeout_seconds);
 
 struct AnalysisOptions {
-  int jobs = 0;                      // probe threads; 0: the number of cores
-  int probe_batch = -1;              // units per compile (DriverOptions::probe_batch); -1: the backend's own
-  bool use_cache = true;             // the local probe cache (a folder; see compiler_probe/disk_cache.h)
-  std::string cache_dir;             // empty: compiler_probe::DefaultCacheDir()
-  std::string remote_cache;          // redis://... or http(s)://...: a shared cache behind the local one
-  int shard_index = 0;               // probe only shard K of N (0 of 0: everything)
+  int jobs = 0;              // probe threads; 0: the number of cores
+  int probe_batch = -1;      // units per compile (DriverOptions::probe_batch); -1: the backend's own
+  bool use_cache = true;     // the local probe cache (a folder; see compiler_probe/disk_cache.h)
+  std::string cache_dir;     // empty: compiler_probe::DefaultCacheDir()
+  std::string remote_cache;  // redis://... or http(s)://...: a shared cache behind the local one
+  int shard_index = 0;       // probe only shard K of N (0 of 0: everything)
   int shard_count = 0;
-  double probe_timeout_seconds = 60; // also how long a shared-cache lease lasts past one probe
-  std::string dump_dir;              // repro files of unsupported units
-  std::vector<std::string> ignore_ops;  // calls left out (driver.h: MatchIgnorePattern)
+  double probe_timeout_seconds = 60;         // also how long a shared-cache lease lasts past one probe
+  std::string dump_dir;                      // repro files of unsupported units
+  std::vector<std::string> ignore_ops;       // calls left out (driver.h: MatchIgnorePattern)
   std::vector<HostFallback> host_fallbacks;  // calls torch_xla ran on the host (DriverOptions::host_fallbacks)
   // The lowering of aten inputs: null for opprobe's own (LoweringTable::Builtin()); another library's
   // (`--lowering torchax`, analyzer/lowering/external_lowering.h), named by lowering_library
@@ -112,8 +112,8 @@ struct AnalysisOptions {
   std::function<void(const std::string&)> on_warning;
 };
 
-// Loads `paths` (all aten inputs, or all HLO and StableHLO inputs) and analyzes them with `backend`. An aten input without a
-// single aten call is bad input ("no aten calls were captured from SCRIPT"), never an empty 100% report.
+// Loads `paths` (all aten inputs, or all HLO and StableHLO inputs) and analyzes them with `backend`. An aten input
+// without a single aten call is bad input ("no aten calls were captured from SCRIPT"), never an empty 100% report.
 Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths, compiler_probe::Backend& backend,
                                        const AnalysisOptions& options);
 // The same with several backends (targets), each probing every unit once, all at the same time (a thread per

@@ -7,9 +7,9 @@
 
 #include "analyzer/loaders/pt2_loader.h"
 #include "analyzer/loaders/trace_loader.h"
-#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
+#include "support/file_io.h"
 
 namespace opprobe::analyzer {
 namespace {
@@ -71,7 +71,8 @@ ProgramFit FitTraceInput(const std::vector<std::string>& paths, compiler_probe::
   ProgramFit fit = FitStep(std::move(*step), backend, options);
   if (parallel.devices() > 1) fit.what += " split " + parallel.ToString();
   if (marked)
-    fit.what += fmt::format(" split as the script marks it (xs.mark_sharding over a {} mesh)", fmt::join(mesh.shape, "x"));
+    fit.what +=
+        fmt::format(" split as the script marks it (xs.mark_sharding over a {} mesh)", fmt::join(mesh.shape, "x"));
   if (module) Dump(*module, dump_program, fit);
   return fit;
 }

@@ -1,13 +1,13 @@
 #include "analyzer/program/parallel.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <functional>
 #include <optional>
 #include <unordered_map>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace opprobe::analyzer {
 namespace {
@@ -39,7 +39,8 @@ hlo::Sharding ShardingOf(const Split& split, const MeshAxes& mesh) {
   if (!any) return s;  // replicated
   int64_t rest = 1;
   for (int a = 0; a < rank; ++a)
-    if (std::find(perm.begin(), perm.end(), a) == perm.end()) perm.push_back(a), rest *= mesh.shape[static_cast<size_t>(a)];
+    if (std::find(perm.begin(), perm.end(), a) == perm.end())
+      perm.push_back(a), rest *= mesh.shape[static_cast<size_t>(a)];
   s.type = hlo::Sharding::Type::kTiled;
   s.tile_dims = tile;
   if (rest > 1) {
@@ -62,7 +63,8 @@ hlo::Sharding ShardingOf(const Split& split, const MeshAxes& mesh) {
   std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
   for (size_t k = 0; k < mesh.devices.size(); ++k) {
     int64_t at = 0;
-    for (int j = 0; j < rank; ++j) at += idx[static_cast<size_t>(j)] * strides[static_cast<size_t>(p[static_cast<size_t>(j)])];
+    for (int j = 0; j < rank; ++j)
+      at += idx[static_cast<size_t>(j)] * strides[static_cast<size_t>(p[static_cast<size_t>(j)])];
     s.devices.push_back(mesh.devices[static_cast<size_t>(at)]);
     for (int j = rank - 1; j >= 0; --j) {  // the next index over the permuted axes, last fastest
       if (++idx[static_cast<size_t>(j)] < mesh.shape[static_cast<size_t>(p[static_cast<size_t>(j)])]) break;
@@ -73,8 +75,8 @@ hlo::Sharding ShardingOf(const Split& split, const MeshAxes& mesh) {
 }
 
 bool RowSplitName(const std::string& name) {
-  static const char* const kRow[] = {"o_proj", "out_proj", "down_proj", "fc2", "c_proj", "dense_4h_to_h", "wo.", "w2.",
-                                     "proj_out", "dense.weight"};
+  static const char* const kRow[] = {"o_proj",        "out_proj", "down_proj", "fc2",      "c_proj",
+                                     "dense_4h_to_h", "wo.",      "w2.",       "proj_out", "dense.weight"};
   for (const char* k : kRow)
     if (name.find(k) != std::string::npos) return true;
   return false;
@@ -129,9 +131,8 @@ namespace {
 
 // Annotates the step's parameters and outputs: `choose` gives each input's split (i: its index) and each output's that
 // is no update of an input (i: nullopt); `by_name` holds the parameters' splits made so far, by name.
-using SplitChooser =
-    std::function<Expected<Split>(const ProgramValue& v, std::optional<size_t> i,
-                                  const std::unordered_map<std::string, Split>& by_name)>;
+using SplitChooser = std::function<Expected<Split>(const ProgramValue& v, std::optional<size_t> i,
+                                                   const std::unordered_map<std::string, Split>& by_name)>;
 
 Status Annotate(BuiltStep& step, const MeshAxes& mesh, const SplitChooser& choose) {
   auto params = step.module->entry()->parameters();
@@ -172,75 +173,76 @@ Status ShardStep(BuiltStep& step, const Parallelism& p) {
   return Annotate(step, MeshAxes{{p.dp, p.fsdp, p.tp}, {}},
                   [&](const ProgramValue& v, std::optional<size_t>,
                       const std::unordered_map<std::string, Split>& by_name) -> Expected<Split> {
-    Split s;
-    s.dims.resize(v.meta.sizes.size());
-    if (v.meta.sizes.empty()) return s;
-    if (v.kind == "data" || v.kind == "output") {
-      // The batch: its first dimension over every data-parallel axis that divides it.
-      for (int a : {kDp, kFsdp})
-        if (mesh[static_cast<size_t>(a)] > 1) {
-          int64_t n = mesh[static_cast<size_t>(a)];
-          for (int b : s.dims[0]) n *= mesh[static_cast<size_t>(b)];
-          if (divides(v.meta, 0, n)) s.dims[0].push_back(a);
-        }
-      return s;
-    }
-    std::string owner = Owner(v.name, v.kind);
-    if (v.kind != "parameter" && v.kind != "buffer") {
-      auto it = by_name.find(owner);
-      if (it != by_name.end() && it->second.dims.size() == s.dims.size()) return it->second;
-    }
-    if (p.tp > 1 && v.kind != "buffer") {
-      if (v.meta.sizes.size() == 2) {
-        bool row = RowSplitName(owner) || v.meta.sizes[0] < v.meta.sizes[1];
-        size_t d = row ? 1 : 0;
-        if (divides(v.meta, d, p.tp)) s.dims[d].push_back(kTp);
-      } else if (v.meta.sizes.size() == 1 && owner.ends_with(".bias")) {
-        // A column-split layer's bias is split with its weight.
-        auto w = by_name.find(owner.substr(0, owner.size() - 5) + ".weight");
-        if (w != by_name.end() && w->second.dims.size() == 2 && !w->second.dims[0].empty() &&
-            w->second.dims[0].front() == kTp && divides(v.meta, 0, p.tp))
-          s.dims[0].push_back(kTp);
-      }
-    }
-    if (p.fsdp > 1 && v.kind != "buffer") {
-      for (size_t d = 0; d < s.dims.size(); ++d) {
-        if (!s.dims[d].empty()) continue;
-        if (divides(v.meta, d, p.fsdp)) {
-          s.dims[d].push_back(kFsdp);
-          break;
-        }
-      }
-    }
-    return s;
-  });
+                    Split s;
+                    s.dims.resize(v.meta.sizes.size());
+                    if (v.meta.sizes.empty()) return s;
+                    if (v.kind == "data" || v.kind == "output") {
+                      // The batch: its first dimension over every data-parallel axis that divides it.
+                      for (int a : {kDp, kFsdp})
+                        if (mesh[static_cast<size_t>(a)] > 1) {
+                          int64_t n = mesh[static_cast<size_t>(a)];
+                          for (int b : s.dims[0]) n *= mesh[static_cast<size_t>(b)];
+                          if (divides(v.meta, 0, n)) s.dims[0].push_back(a);
+                        }
+                      return s;
+                    }
+                    std::string owner = Owner(v.name, v.kind);
+                    if (v.kind != "parameter" && v.kind != "buffer") {
+                      auto it = by_name.find(owner);
+                      if (it != by_name.end() && it->second.dims.size() == s.dims.size()) return it->second;
+                    }
+                    if (p.tp > 1 && v.kind != "buffer") {
+                      if (v.meta.sizes.size() == 2) {
+                        bool row = RowSplitName(owner) || v.meta.sizes[0] < v.meta.sizes[1];
+                        size_t d = row ? 1 : 0;
+                        if (divides(v.meta, d, p.tp)) s.dims[d].push_back(kTp);
+                      } else if (v.meta.sizes.size() == 1 && owner.ends_with(".bias")) {
+                        // A column-split layer's bias is split with its weight.
+                        auto w = by_name.find(owner.substr(0, owner.size() - 5) + ".weight");
+                        if (w != by_name.end() && w->second.dims.size() == 2 && !w->second.dims[0].empty() &&
+                            w->second.dims[0].front() == kTp && divides(v.meta, 0, p.tp))
+                          s.dims[0].push_back(kTp);
+                      }
+                    }
+                    if (p.fsdp > 1 && v.kind != "buffer") {
+                      for (size_t d = 0; d < s.dims.size(); ++d) {
+                        if (!s.dims[d].empty()) continue;
+                        if (divides(v.meta, d, p.fsdp)) {
+                          s.dims[d].push_back(kFsdp);
+                          break;
+                        }
+                      }
+                    }
+                    return s;
+                  });
 }
 
 Status ShardStepAsMarked(BuiltStep& step, const StepDataFlow& flow) {
   if (flow.mesh.shape.empty() || !step.module) return Status::Ok();
   if (flow.inputs.size() != step.inputs.size()) return Internal("the step's inputs do not match its data flow");
-  return Annotate(step, MeshAxes{flow.mesh.shape, flow.mesh.devices},
-                  [&](const ProgramValue& v, std::optional<size_t> i,
-                      const std::unordered_map<std::string, Split>& by_name) -> Expected<Split> {
-    Split s;
-    s.dims.resize(v.meta.sizes.size());
-    if (i && !flow.inputs[*i].sharding.empty()) {
-      const auto& marked = flow.inputs[*i].sharding;
-      if (marked.size() != v.meta.sizes.size())
-        return InvalidInput(fmt::format("xs.mark_sharding of {} {} names {} dimensions; the tensor has {}", v.kind,
-                                        v.name.empty() ? "(unnamed)" : v.name, marked.size(), v.meta.sizes.size()));
-      for (size_t d = 0; d < marked.size(); ++d)
-        for (int64_t a : marked[d]) s.dims[d].push_back(static_cast<int>(a));
-      return s;
-    }
-    // Unmarked: a gradient or optimizer state follows its parameter, anything else is replicated, as torch_xla
-    // leaves what the script did not mark to the partitioner's propagation from the marked ones.
-    if (v.kind == "gradient" || v.kind == "optimizer_state") {
-      auto it = by_name.find(Owner(v.name, v.kind));
-      if (it != by_name.end() && it->second.dims.size() == s.dims.size()) return it->second;
-    }
-    return s;
-  });
+  return Annotate(
+      step, MeshAxes{flow.mesh.shape, flow.mesh.devices},
+      [&](const ProgramValue& v, std::optional<size_t> i,
+          const std::unordered_map<std::string, Split>& by_name) -> Expected<Split> {
+        Split s;
+        s.dims.resize(v.meta.sizes.size());
+        if (i && !flow.inputs[*i].sharding.empty()) {
+          const auto& marked = flow.inputs[*i].sharding;
+          if (marked.size() != v.meta.sizes.size())
+            return InvalidInput(fmt::format("xs.mark_sharding of {} {} names {} dimensions; the tensor has {}", v.kind,
+                                            v.name.empty() ? "(unnamed)" : v.name, marked.size(), v.meta.sizes.size()));
+          for (size_t d = 0; d < marked.size(); ++d)
+            for (int64_t a : marked[d]) s.dims[d].push_back(static_cast<int>(a));
+          return s;
+        }
+        // Unmarked: a gradient or optimizer state follows its parameter, anything else is replicated, as torch_xla
+        // leaves what the script did not mark to the partitioner's propagation from the marked ones.
+        if (v.kind == "gradient" || v.kind == "optimizer_state") {
+          auto it = by_name.find(Owner(v.name, v.kind));
+          if (it != by_name.end() && it->second.dims.size() == s.dims.size()) return it->second;
+        }
+        return s;
+      });
 }
 
 }  // namespace opprobe::analyzer

@@ -1,12 +1,12 @@
 #include "analyzer/program/program.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
 #include <unordered_map>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "analyzer/lowering/context.h"
 #include "hlo/builder.h"
@@ -55,12 +55,13 @@ TensorMeta MetaOf(const hlo::Shape& s) {
 // no buffer of their own. XLA fuses most of them into their readers too.
 bool IsViewCall(const Node& n) {
   static const char* const kViews[] = {
-      "aten::t", "aten::transpose", "aten::view", "aten::_unsafe_view", "aten::_reshape_alias", "aten::expand",
-      "aten::expand_as", "aten::permute", "aten::slice", "aten::select", "aten::alias", "aten::detach",
-      "aten::unsqueeze", "aten::squeeze", "aten::as_strided", "aten::unfold", "aten::diagonal", "aten::narrow",
-      "aten::split", "aten::split_with_sizes", "aten::unbind", "aten::chunk", "aten::view_as_real",
-      "aten::view_as_complex", "aten::lift_fresh", "aten::numpy_T", "aten::mT", "aten::movedim", "aten::swapaxes",
-      "aten::unflatten", "aten::view_as"};
+      "aten::t",       "aten::transpose", "aten::view",         "aten::_unsafe_view",    "aten::_reshape_alias",
+      "aten::expand",  "aten::expand_as", "aten::permute",      "aten::slice",           "aten::select",
+      "aten::alias",   "aten::detach",    "aten::unsqueeze",    "aten::squeeze",         "aten::as_strided",
+      "aten::unfold",  "aten::diagonal",  "aten::narrow",       "aten::split",           "aten::split_with_sizes",
+      "aten::unbind",  "aten::chunk",     "aten::view_as_real", "aten::view_as_complex", "aten::lift_fresh",
+      "aten::numpy_T", "aten::mT",        "aten::movedim",      "aten::swapaxes",        "aten::unflatten",
+      "aten::view_as"};
   for (const char* v : kViews)
     if (n.op == v) return true;
   return false;
@@ -77,9 +78,10 @@ struct Lowered {
 
 Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& table) {
   if (!graph.program)
-    return InvalidInput(fmt::format("{}: the trace holds no program (capture it with --program, or analyze the script "
-                                    "with --fit)",
-                                    graph.model));
+    return InvalidInput(
+        fmt::format("{}: the trace holds no program (capture it with --program, or analyze the script "
+                    "with --fit)",
+                    graph.model));
   const StepDataFlow& flow = *graph.program;
   BuiltStep out;
   out.scope = flow.scope;
@@ -90,8 +92,8 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
   out.untracked_writes = flow.untracked_writes;
   for (size_t i = 0; i < flow.calls.size(); ++i)
     if (flow.calls[i].node < 0 || static_cast<size_t>(flow.calls[i].node) >= graph.nodes.size())
-      return InvalidInput(fmt::format("{}: program.calls[{}]: the trace has no call {}", graph.model, i,
-                                      flow.calls[i].node));
+      return InvalidInput(
+          fmt::format("{}: program.calls[{}]: the trace has no call {}", graph.model, i, flow.calls[i].node));
 
   // Each input's dtype and sizes as its first reader recorded them.
   std::unordered_map<int64_t, size_t> input_index;
@@ -182,8 +184,8 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
       }
     }
     if (results.size() != call.outputs.size()) {
-      gap(node, fmt::format("the lowering gives {} outputs where the capture saw {}", results.size(),
-                            call.outputs.size()));
+      gap(node,
+          fmt::format("the lowering gives {} outputs where the capture saw {}", results.size(), call.outputs.size()));
       continue;
     }
     for (size_t k = 0; k < results.size(); ++k) {
@@ -211,7 +213,8 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
     pv.name = o.name;
     pv.meta = MetaOf(v->second->shape);
     pv.bytes = BytesOf(v->second->shape);
-    if (o.aliases >= 0 && SameArray(v->second->shape, value[flow.inputs[static_cast<size_t>(o.aliases)].value]->shape)) {
+    if (o.aliases >= 0 &&
+        SameArray(v->second->shape, value[flow.inputs[static_cast<size_t>(o.aliases)].value]->shape)) {
       pv.aliases = o.aliases;
       aliases.push_back(fmt::format("{{{}}}: ({}, {{}}, may-alias)", roots.size(), o.aliases));
       out.estimate.alias_bytes += pv.bytes;
@@ -288,8 +291,7 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
   if (!b.ok()) return b.status().WithContext("building the step program");
   out.module = std::shared_ptr<hlo::Module>(b.Build(b.Tuple(roots)));
   if (!aliases.empty())
-    out.module->header_attributes.emplace_back("input_output_alias",
-                                               fmt::format("{{ {} }}", fmt::join(aliases, ", ")));
+    out.module->header_attributes.emplace_back("input_output_alias", fmt::format("{{ {} }}", fmt::join(aliases, ", ")));
   if (auto v = hlo::FindViolation(*out.module, hlo::VerifyOptions{hlo::ShapeCheckOptions{false}}))
     return Internal(fmt::format("the step program is not valid HLO: {}", hlo::DescribeViolation(*v)));
   return out;

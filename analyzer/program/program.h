@@ -22,7 +22,8 @@ namespace opprobe::analyzer {
 
 // One input or output of a built step program.
 struct ProgramValue {
-  std::string kind;  // StepDataFlow::Value::kind: `parameter`, `buffer`, `optimizer_state`, `gradient`, `data`, `output`
+  std::string
+      kind;  // StepDataFlow::Value::kind: `parameter`, `buffer`, `optimizer_state`, `gradient`, `data`, `output`
   std::string name;
   TensorMeta meta;
   int64_t bytes = 0;
@@ -57,7 +58,7 @@ struct BuiltStep {
   int64_t untracked_writes = 0;
   std::vector<ProgramValue> inputs;
   std::vector<ProgramValue> outputs;
-  std::vector<ProgramGap> gaps;  // by calls, then place
+  std::vector<ProgramGap> gaps;                // by calls, then place
   std::vector<ProgramActivation> activations;  // the largest first
   // opprobe's own liveness analysis of the step as recorded (each value alive from the call that makes it to its last
   // reader; no fusion, no rematerialisation, no padding): the most bytes of intermediate values alive at once, and
@@ -73,7 +74,7 @@ struct ProgramFit {
   BuiltStep step;         // a captured step (its module dropped once compiled); empty for an HLO input
   int64_t instructions = 0;
   compiler_probe::ProgramCompile compile;  // outcome kUnsupported when nothing was compiled
-  std::optional<bool> fits;  // nullopt: not known (not compiled, or no figure to hold it against)
+  std::optional<bool> fits;                // nullopt: not known (not compiled, or no figure to hold it against)
   // What one device holds: the compiler's figure when it gave one, else opprobe's estimate (`estimated`).
   int64_t required_bytes = 0;
   bool estimated = false;

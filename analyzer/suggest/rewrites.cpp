@@ -252,10 +252,12 @@ Expected<RewritePlan> ComplexArithmeticPlan(const Node& n) {
       TensorMeta rr = bin("aten::mul", ar, br), ii = bin("aten::mul", ai, bi);
       TensorMeta ri = bin("aten::mul", ar, bi), ir = bin("aten::mul", ai, br);
       stack(bin("aten::sub", rr, ii), bin("aten::add", ri, ir));
-      p.python = keep + Legend(n) + "\nout = torch.stack((x_ri[..., 0] * y_ri[..., 0] - x_ri[..., 1] * y_ri[..., 1],\n"
-                                    "                   x_ri[..., 0] * y_ri[..., 1] + x_ri[..., 1] * y_ri[..., 0]), -1)";
-      p.changes = "the same four products as PyTorch's complex multiply; results agree to rounding (no fused "
-                  "multiply-add guarantee); the result stays real pairs";
+      p.python = keep + Legend(n) +
+                 "\nout = torch.stack((x_ri[..., 0] * y_ri[..., 0] - x_ri[..., 1] * y_ri[..., 1],\n"
+                 "                   x_ri[..., 0] * y_ri[..., 1] + x_ri[..., 1] * y_ri[..., 0]), -1)";
+      p.changes =
+          "the same four products as PyTorch's complex multiply; results agree to rounding (no fused "
+          "multiply-add guarantee); the result stays real pairs";
     } else {
       const TensorMeta& r = ca ? b : a;
       const TensorMeta& z = ca ? a : b;
@@ -263,8 +265,9 @@ Expected<RewritePlan> ComplexArithmeticPlan(const Node& n) {
       c.push_back(Call("aten::unsqueeze", "default", {T("self", real(r)), I("dim", -1)}, {r1}));
       c.push_back(Call("aten::mul", "Tensor", {T("self", r1), T("other", pair(z))}, {out_pair}));
       p.python = keep + Legend(n) + (ca ? "\nout = x_ri * y.unsqueeze(-1)" : "\nout = x.unsqueeze(-1) * y_ri");
-      p.changes = "PyTorch-exact values: a real factor scales both parts; one real multiply per part instead of a "
-                  "convert to complex and a complex multiply; the result stays real pairs";
+      p.changes =
+          "PyTorch-exact values: a real factor scales both parts; one real multiply per part instead of a "
+          "convert to complex and a complex multiply; the result stays real pairs";
       p.exact = true;
     }
   } else if (base == "aten::add" || base == "aten::sub") {
@@ -311,8 +314,9 @@ Expected<RewritePlan> ComplexArithmeticPlan(const Node& n) {
                  "\nd = y_ri[..., 0] ** 2 + y_ri[..., 1] ** 2\n"
                  "out = torch.stack(((x_ri[..., 0] * y_ri[..., 0] + x_ri[..., 1] * y_ri[..., 1]) / d,\n"
                  "                   (x_ri[..., 1] * y_ri[..., 0] - x_ri[..., 0] * y_ri[..., 1]) / d), -1)";
-      p.changes = "textbook division: agrees with PyTorch's scaled complex division to rounding for moderate "
-                  "values, but |y|**2 overflows (inf) for |y| above ~1e19 in f32; the result stays real pairs";
+      p.changes =
+          "textbook division: agrees with PyTorch's scaled complex division to rounding for moderate "
+          "values, but |y|**2 overflows (inf) for |y| above ~1e19 in f32; the result stays real pairs";
     }
   }
   return p;
@@ -376,26 +380,31 @@ Expected<RewritePlan> FftAsDftPlan(const Node& n) {
   if (!last)
     c.push_back(Call("aten::transpose", "int", {T("self", pair_moved), I("dim0", d), I("dim1", -2)},
                      {Meta(rt, Plus(out.sizes, 2))}));
-  const std::string scale = norm == 0 ? "" : norm == 1 ? fmt::format(" / math.sqrt({})", len) : fmt::format(" / {}", len);
+  const std::string scale = norm == 0   ? ""
+                            : norm == 1 ? fmt::format(" / math.sqrt({})", len)
+                                        : fmt::format(" / {}", len);
   const std::string dtype = rt == PrimitiveType::F64 ? "torch.float64" : "torch.float32";
   const std::string what = r2c ? (m == len ? "torch.fft.fft(x)" : "torch.fft.rfft(x)")
                                : (forward ? "torch.fft.fft(x)" : "torch.fft.ifft(x)");
-  std::string py = Legend(n) + fmt::format(
-      "\n# {what} over dim {d} as a DFT-matrix product, the result as (..., {m}, 2) real pairs\n"
-      "import math\n"
-      "k = torch.outer(torch.arange({len}, dtype=torch.float64), torch.arange({m}, dtype=torch.float64)) * (2 * math.pi / {len})\n"
-      "C = (torch.cos(k){scale}).to({dtype}).to(x.device)   # once, outside the step\n"
-      "S = ({sign}torch.sin(k){scale}).to({dtype}).to(x.device)\n",
-      fmt::arg("what", what), fmt::arg("d", d), fmt::arg("m", m), fmt::arg("len", len), fmt::arg("scale", scale),
-      fmt::arg("dtype", dtype), fmt::arg("sign", forward ? "-" : ""));
+  std::string py =
+      Legend(n) + fmt::format(
+                      "\n# {what} over dim {d} as a DFT-matrix product, the result as (..., {m}, 2) real pairs\n"
+                      "import math\n"
+                      "k = torch.outer(torch.arange({len}, dtype=torch.float64), torch.arange({m}, "
+                      "dtype=torch.float64)) * (2 * math.pi / {len})\n"
+                      "C = (torch.cos(k){scale}).to({dtype}).to(x.device)   # once, outside the step\n"
+                      "S = ({sign}torch.sin(k){scale}).to({dtype}).to(x.device)\n",
+                      fmt::arg("what", what), fmt::arg("d", d), fmt::arg("m", m), fmt::arg("len", len),
+                      fmt::arg("scale", scale), fmt::arg("dtype", dtype), fmt::arg("sign", forward ? "-" : ""));
   const std::string xt = last ? "x" : fmt::format("x.transpose({}, -1)", d);
   const std::string xr = last ? "x_ri" : fmt::format("x_ri.transpose({}, -2)", d);
   if (r2c) {
     py += fmt::format("out = torch.stack(({0} @ C, {0} @ S), -1)", xt);
   } else {
-    py += fmt::format("xr, xi = {0}[..., 0], {0}[..., 1]   # x_ri = torch.view_as_real(x), kept as pairs\n"
-                      "out = torch.stack((xr @ C - xi @ S, xr @ S + xi @ C), -1)",
-                      xr);
+    py += fmt::format(
+        "xr, xi = {0}[..., 0], {0}[..., 1]   # x_ri = torch.view_as_real(x), kept as pairs\n"
+        "out = torch.stack((xr @ C - xi @ S, xr @ S + xi @ C), -1)",
+        xr);
   }
   if (!last) py += fmt::format(".transpose({}, -2)", d);
   p.python = py + "   # torch.view_as_complex(out) == " + what;
@@ -430,8 +439,9 @@ Expected<RewritePlan> F64Plan(const Node& n) {
              "\n# compute in float32: make the tensors float32 where they are created (dtype=torch.float32, or\n"
              "# torch.set_default_dtype(torch.float32)), or convert them: x = x.float()\n" +
              ConvertLines(n, PrimitiveType::F64, ".float()") + "out = " + TorchOpsCall(Retyped(n, ToSingle));
-  p.changes = "precision: float32 keeps about 7 significant digits instead of 16, and overflows above 3.4e38; "
-              "half the memory and bandwidth";
+  p.changes =
+      "precision: float32 keeps about 7 significant digits instead of 16, and overflows above 3.4e38; "
+      "half the memory and bandwidth";
   return p;
 }
 
@@ -445,14 +455,15 @@ PrimitiveType To32(PrimitiveType t) {
 
 bool S64Applies(const Node& n) {
   if (n.op.rfind("aten::", 0) != 0) return false;
-  // An s64 argument (or dtype): an s64 result alone (nonzero's indices, argmax) is PyTorch's own choice, not the user's.
+  // An s64 argument (or dtype): an s64 result alone (nonzero's indices, argmax) is PyTorch's own choice, not the
+  // user's.
   bool s64_arg = false;
-  for (const TensorMeta* m : TensorArgs(n)) s64_arg = s64_arg || m->dtype == PrimitiveType::S64 || m->dtype == PrimitiveType::U64;
+  for (const TensorMeta* m : TensorArgs(n))
+    s64_arg = s64_arg || m->dtype == PrimitiveType::S64 || m->dtype == PrimitiveType::U64;
   for (const auto& a : n.args)  // a factory's dtype=torch.int64 (arange, randint)
     s64_arg = s64_arg || (a.value.kind == Value::Kind::kDtype &&
                           (a.value.dtype == PrimitiveType::S64 || a.value.dtype == PrimitiveType::U64));
-  return s64_arg &&
-         !AnyTensorOf(n, [](PrimitiveType t) { return t == PrimitiveType::F64 || hlo::IsComplex(t); });
+  return s64_arg && !AnyTensorOf(n, [](PrimitiveType t) { return t == PrimitiveType::F64 || hlo::IsComplex(t); });
 }
 
 Expected<RewritePlan> S64Plan(const Node& n) {
@@ -468,15 +479,17 @@ Expected<RewritePlan> S64Plan(const Node& n) {
              "\n# 32-bit indices and counts: create them with dtype=torch.int32, or convert: idx = idx.int()\n" +
              ConvertLines(n, PrimitiveType::S64, ".int()") + "out = " + TorchOpsCall(Retyped(n, To32));
   p.exact = true;
-  p.changes = "PyTorch-exact while every value fits in int32 (|v| < 2**31: indices and counts of tensors under 2**31 "
-              "elements); half the index memory";
+  p.changes =
+      "PyTorch-exact while every value fits in int32 (|v| < 2**31: indices and counts of tensors under 2**31 "
+      "elements); half the index memory";
   return p;
 }
 
 // --- a c128 FFT as c64 ----------------------------------------------------------------------------------------------
 
 bool C128FftApplies(const Node& n) {
-  return IsFft(n) && AnyTensorOf(n, [](PrimitiveType t) { return t == PrimitiveType::C128 || t == PrimitiveType::F64; });
+  return IsFft(n) &&
+         AnyTensorOf(n, [](PrimitiveType t) { return t == PrimitiveType::C128 || t == PrimitiveType::F64; });
 }
 
 Expected<RewritePlan> C128FftPlan(const Node& n) {
@@ -485,8 +498,9 @@ Expected<RewritePlan> C128FftPlan(const Node& n) {
   p.python = Legend(n) +
              "\n# the transform in complex64: x = x.to(torch.complex64) (a real input: x.float())\n"
              "out = torch.fft.fft(x.to(torch.complex64))   # the same torch.fft call, single precision";
-  p.changes = "precision: complex64 keeps about 7 significant digits per part instead of 16 (error grows with the "
-              "transform's log2 length); half the memory";
+  p.changes =
+      "precision: complex64 keeps about 7 significant digits per part instead of 16 (error grows with the "
+      "transform's log2 length); half the memory";
   return p;
 }
 
@@ -506,28 +520,35 @@ Expected<RewritePlan> DynamicPlan(const Node& n) {
   if (n.op == "aten::nonzero") {
     p.calls.push_back(Call("aten::nonzero_static", "default", {T("self", x), I("size", total), I("fill_value", -1)},
                            {Meta(PrimitiveType::S64, {total, x.rank()})}));
-    p.python = Legend(n) + fmt::format(
-        "\nidx = torch.nonzero_static(x, size={}, fill_value=-1)   # rows past the count of nonzeros are -1\n"
-        "count = (x != 0).sum()   # where the number is needed", total);
-    p.changes = fmt::format("a fixed {} rows instead of one per nonzero: the rows after the nonzeros hold -1, which "
-                            "later code must mask or ignore; values otherwise equal torch.nonzero's", total);
+    p.python =
+        Legend(n) +
+        fmt::format(
+            "\nidx = torch.nonzero_static(x, size={}, fill_value=-1)   # rows past the count of nonzeros are -1\n"
+            "count = (x != 0).sum()   # where the number is needed",
+            total);
+    p.changes = fmt::format(
+        "a fixed {} rows instead of one per nonzero: the rows after the nonzeros hold -1, which "
+        "later code must mask or ignore; values otherwise equal torch.nonzero's",
+        total);
     return p;
   }
   if (n.op == "aten::masked_select") {
     const TensorMeta& mask = n.arg("mask", 1)->tensor;
     std::vector<int64_t> dims = BroadcastDims(x.sizes, mask.sizes);
-    p.calls.push_back(Call("aten::where", "self",
-                           {T("condition", Meta(PrimitiveType::PRED, mask.sizes)), T("self", x),
-                            T("other", Meta(x.dtype, {}))},
-                           {Meta(x.dtype, dims)}));
-    p.python = Legend(n) +
-               "\nout = torch.where(y, x, torch.zeros((), dtype=x.dtype, device=x.device))   # the shape of x; the "
-               "selected values stay in place\n"
-               "# a reduction over the selection: (out * y).sum() / y.sum() instead of torch.masked_select(x, y).mean()";
-    p.changes = fmt::format("the result keeps x's {} elements (zeros where the mask is false) instead of a 1-d tensor "
-                            "of the selected ones; a sum or count over it is PyTorch-exact, anything that reads "
-                            "positions is not",
-                            TensorMeta{x.dtype, dims, {}, {}}.numel());
+    p.calls.push_back(
+        Call("aten::where", "self",
+             {T("condition", Meta(PrimitiveType::PRED, mask.sizes)), T("self", x), T("other", Meta(x.dtype, {}))},
+             {Meta(x.dtype, dims)}));
+    p.python =
+        Legend(n) +
+        "\nout = torch.where(y, x, torch.zeros((), dtype=x.dtype, device=x.device))   # the shape of x; the "
+        "selected values stay in place\n"
+        "# a reduction over the selection: (out * y).sum() / y.sum() instead of torch.masked_select(x, y).mean()";
+    p.changes = fmt::format(
+        "the result keeps x's {} elements (zeros where the mask is false) instead of a 1-d tensor "
+        "of the selected ones; a sum or count over it is PyTorch-exact, anything that reads "
+        "positions is not",
+        TensorMeta{x.dtype, dims, {}, {}}.numel());
     return p;
   }
   // unique: sorted values and a mask of the first of each run of equal values, both of the input's size.
@@ -537,25 +558,26 @@ Expected<RewritePlan> DynamicPlan(const Node& n) {
                          {flat, Meta(PrimitiveType::S64, {total})}));
   if (total > 1) {
     const TensorMeta rest = Meta(x.dtype, {total - 1});
-    p.calls.push_back(Call("aten::slice", "Tensor", {T("self", flat), I("dim", 0), I("start", 1), I("end", total),
-                                                     I("step", 1)}, {rest}));
-    p.calls.push_back(Call("aten::slice", "Tensor", {T("self", flat), I("dim", 0), I("start", 0),
-                                                     I("end", total - 1), I("step", 1)}, {rest}));
-    p.calls.push_back(Call("aten::ne", "Tensor", {T("self", rest), T("other", rest)},
-                           {Meta(PrimitiveType::PRED, {total - 1})}));
-    p.calls.push_back(Call("aten::cat", "default",
-                           {TList("tensors", {Meta(PrimitiveType::PRED, {1}), Meta(PrimitiveType::PRED, {total - 1})}),
-                            I("dim", 0)},
-                           {Meta(PrimitiveType::PRED, {total})}));
+    p.calls.push_back(Call("aten::slice", "Tensor",
+                           {T("self", flat), I("dim", 0), I("start", 1), I("end", total), I("step", 1)}, {rest}));
+    p.calls.push_back(Call("aten::slice", "Tensor",
+                           {T("self", flat), I("dim", 0), I("start", 0), I("end", total - 1), I("step", 1)}, {rest}));
+    p.calls.push_back(
+        Call("aten::ne", "Tensor", {T("self", rest), T("other", rest)}, {Meta(PrimitiveType::PRED, {total - 1})}));
+    p.calls.push_back(
+        Call("aten::cat", "default",
+             {TList("tensors", {Meta(PrimitiveType::PRED, {1}), Meta(PrimitiveType::PRED, {total - 1})}), I("dim", 0)},
+             {Meta(PrimitiveType::PRED, {total})}));
   }
   p.python = Legend(n) +
              "\ns, order = torch.sort(x.flatten())\n"
              "first = torch.cat((torch.ones(1, dtype=torch.bool, device=x.device), s[1:] != s[:-1]))\n"
              "# the distinct values are s[first]; keep s and the mask: count = first.sum(),\n"
              "# inverse = (first.cumsum(0) - 1)[order.argsort()], counts by a scatter_add over it";
-  p.changes = fmt::format("{} sorted values and a mask marking the first of each distinct value, instead of a "
-                          "tensor of the distinct values alone; the distinct values, in order, are PyTorch-exact",
-                          total);
+  p.changes = fmt::format(
+      "{} sorted values and a mask marking the first of each distinct value, instead of a "
+      "tensor of the distinct values alone; the distinct values, in order, are PyTorch-exact",
+      total);
   return p;
 }
 
@@ -584,8 +606,8 @@ void GramSchmidtCalls(std::vector<Node>& c, PrimitiveType t, int64_t m, int64_t 
     c.push_back(Call("aten::div", "Tensor", {T("self", col), T("other", Meta(t, {}))}, {col}));
   }
   const TensorMeta q = Meta(t, {m, n}), qt = Meta(t, {n, m}), r = Meta(t, {n, n});
-  c.push_back(Call("aten::stack", "default", {TList("tensors", std::vector<TensorMeta>(static_cast<size_t>(n), col)),
-                                              I("dim", -1)}, {q}));
+  c.push_back(Call("aten::stack", "default",
+                   {TList("tensors", std::vector<TensorMeta>(static_cast<size_t>(n), col)), I("dim", -1)}, {q}));
   c.push_back(Call("aten::transpose", "int", {T("self", q), I("dim0", -2), I("dim1", -1)}, {qt}));
   c.push_back(Call("aten::matmul", "default", {T("self", qt), T("other", a)}, {r}));
 }
@@ -654,21 +676,25 @@ Expected<RewritePlan> LinalgPlan(const Node& n) {
     p.override_python = std::string(kGramSchmidtPython) +
                         "_lib = torch.library.Library(\"aten\", \"IMPL\")\n"
                         "_lib.impl(\"linalg_qr\", lambda A, mode=\"reduced\": qr_gram_schmidt(A), \"XLA\")";
-    p.changes = fmt::format("{} matmul-vector steps instead of Householder reflections: equals torch.linalg.qr up to "
-                            "the signs of Q's columns and R's rows; loses orthogonality for ill-conditioned x "
-                            "(run it twice on Q to restore it)",
-                            k);
+    p.changes = fmt::format(
+        "{} matmul-vector steps instead of Householder reflections: equals torch.linalg.qr up to "
+        "the signs of Q's columns and R's rows; loses orthogonality for ill-conditioned x "
+        "(run it twice on Q to restore it)",
+        k);
     return p;
   }
   if (IsOp(n, {"aten::linalg_eigh", "aten::_linalg_eigh", "aten::linalg_eigvalsh"})) {
     QrIterationCalls(p.calls, t, k);
-    p.python = Legend(n) + "\n" + kGramSchmidtPython + kEighPython + "w, V = eigh_qr_iteration(x)   # torch.linalg.eigh(x)";
-    p.override_python = std::string(kGramSchmidtPython) + kEighPython +
-                        "_lib = torch.library.Library(\"aten\", \"IMPL\")\n"
-                        "_lib.impl(\"_linalg_eigh\", lambda A, UPLO=\"L\", compute_v=True: eigh_qr_iteration(A), \"XLA\")";
-    p.changes = "iterative: eigenvalues converge to torch.linalg.eigh's for well-separated eigenvalues (more "
-                "iterations when they are close); eigenvectors equal up to sign; each iteration is a QR and two "
-                "matmuls";
+    p.python =
+        Legend(n) + "\n" + kGramSchmidtPython + kEighPython + "w, V = eigh_qr_iteration(x)   # torch.linalg.eigh(x)";
+    p.override_python =
+        std::string(kGramSchmidtPython) + kEighPython +
+        "_lib = torch.library.Library(\"aten\", \"IMPL\")\n"
+        "_lib.impl(\"_linalg_eigh\", lambda A, UPLO=\"L\", compute_v=True: eigh_qr_iteration(A), \"XLA\")";
+    p.changes =
+        "iterative: eigenvalues converge to torch.linalg.eigh's for well-separated eigenvalues (more "
+        "iterations when they are close); eigenvectors equal up to sign; each iteration is a QR and two "
+        "matmuls";
     return p;
   }
   // SVD: the eigen-decomposition of x^T x.
@@ -690,9 +716,10 @@ Expected<RewritePlan> LinalgPlan(const Node& n) {
                       "    return (A @ V) / S, S, V.transpose(-2, -1)\n"
                       "_lib = torch.library.Library(\"aten\", \"IMPL\")\n"
                       "_lib.impl(\"_linalg_svd\", svd_via_eigh, \"XLA\")";
-  p.changes = "through the eigenvalues of x^T x: squares x's condition number, so small singular values lose "
-              "precision (relative error about eps * (s_max / s)**2); singular vectors equal up to sign; iterative as "
-              "the eigh rewrite";
+  p.changes =
+      "through the eigenvalues of x^T x: squares x's condition number, so small singular values lose "
+      "precision (relative error about eps * (s_max / s)**2); singular vectors equal up to sign; iterative as "
+      "the eigh rewrite";
   return p;
 }
 
@@ -727,17 +754,18 @@ Expected<RewritePlan> CpuFallbackPlan(const Node& n) {
     start = comma + 2;
   }
   p.python = Legend(n) + fmt::format(
-      "\n# run it on the CPU: its inputs go to the host and its result back to the device\n"
-      "out = {}({}).to(x.device)",
-      call.substr(0, call.find('(')), fmt::join(parts, ", "));
+                             "\n# run it on the CPU: its inputs go to the host and its result back to the device\n"
+                             "out = {}({}).to(x.device)",
+                             call.substr(0, call.find('(')), fmt::join(parts, ", "));
   p.override_python = fmt::format(
       "torch.library.impl(\"{}\", \"XLA\")(\n"
       "    lambda *a: {}(*[t.cpu() if torch.is_tensor(t) else t for t in a]).to(a[0].device))",
       QualifiedOpName(n.op, n.overload), call.substr(0, call.find('(')));
-  p.changes = fmt::format("nothing of the call stays on the device; each call moves {} B to the host and {} B back, "
-                          "and torch_xla cuts the step's graph at it (the calls before it run as one graph, the rest "
-                          "as another)",
-                          in, out);
+  p.changes = fmt::format(
+      "nothing of the call stays on the device; each call moves {} B to the host and {} B back, "
+      "and torch_xla cuts the step's graph at it (the calls before it run as one graph, the rest "
+      "as another)",
+      in, out);
   p.exact = true;
   return p;
 }
@@ -773,8 +801,8 @@ std::span<const Rewrite> BuiltinRewrites() {
        "aten::_linalg_svd, aten::linalg_svdvals",
        "a 2-d f32/f64 matrix; QR reduced with m >= n; SVD without full matrices unless square", LinalgApplies,
        LinalgPlan},
-      {"cpu-fallback", "run the op on the CPU", "calls outside aten (torchvision::nms, a torch.library op)",
-       "none", CpuFallbackApplies, CpuFallbackPlan},
+      {"cpu-fallback", "run the op on the CPU", "calls outside aten (torchvision::nms, a torch.library op)", "none",
+       CpuFallbackApplies, CpuFallbackPlan},
   };
   return table;
 }

@@ -68,7 +68,8 @@ std::vector<Suggestion> SuggestionsFor(const Node& call, std::span<const Rewrite
       if (!m.ok()) {  // opprobe's own gap: the rewrite cannot be judged, so it is not verified
         ++units;
         if (s.refusal.empty())
-          s.refusal = fmt::format("opprobe cannot lower {} of the rewrite: {}", c.qualified_name(), m.status().message());
+          s.refusal =
+              fmt::format("opprobe cannot lower {} of the rewrite: {}", c.qualified_name(), m.status().message());
         continue;
       }
       for (const hlo::Instruction* u : m->units) {
@@ -95,13 +96,15 @@ std::vector<Suggestion> SuggestionsFor(const Node& call, std::span<const Rewrite
 std::string InLibrary(const Suggestion& s, const SourceLoc& lib, const SourceLoc& loc) {
   const std::string where = fmt::format("{}:{}", lib.file, lib.line);
   if (!s.library_python.empty())
-    return fmt::format("# the call is made inside a library ({}, from your line {}:{}): register the rewrite in its "
-                       "place for the device, before the model runs\n{}\n# or, where you can edit the call:\n{}",
-                       where, loc.file, loc.line, s.library_python, s.python);
-  return fmt::format("# the call is made inside a library ({}, from your line {}:{}); this rewrite changes the types "
-                     "the call takes or returns, so no torch.library registration can stand in its place: apply it "
-                     "to a copy of the library's function there (or subclass the module that calls it)\n{}",
-                     where, loc.file, loc.line, s.python);
+    return fmt::format(
+        "# the call is made inside a library ({}, from your line {}:{}): register the rewrite in its "
+        "place for the device, before the model runs\n{}\n# or, where you can edit the call:\n{}",
+        where, loc.file, loc.line, s.library_python, s.python);
+  return fmt::format(
+      "# the call is made inside a library ({}, from your line {}:{}); this rewrite changes the types "
+      "the call takes or returns, so no torch.library registration can stand in its place: apply it "
+      "to a copy of the library's function there (or subclass the module that calls it)\n{}",
+      where, loc.file, loc.line, s.python);
 }
 
 }  // namespace

@@ -6,20 +6,19 @@
 // Per call it builds a key from what the Python recorder's entry depends on: the operator, each argument's and
 // output's dtype and sizes or value, the Python call site (the innermost frame of the user's own files, the innermost
 // library frame inside it, each by code object and instruction, and the phase an autograd or optimizer frame marks)
-// and a context number the recorder keeps up to date (module path, phase). A key seen before only counts its entry; a key not seen before is handed to the Python recorder
-// (capture_recorder.py), which stays the one place that encodes a call, and says whether the entry may be counted
-// by its key from now on, and which place names the autograd node of the call's outputs (the recorder's pending
-// forward link: while this file is loaded the recorder hands every such link here, and this file names the node at
-// the next call, for the calls it counts too). Every call it cannot key (a tensor subclass,
-// a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a context of -1)
-// goes on to the Python dispatch mode below it, as if this fallback did not exist. On PyTorch 2.9 the detach calls
-// that reach the mode without the dispatcher (a shallow copy of a tensor while a mode is entered) are keyed and
+// and a context number the recorder keeps up to date (module path, phase). A key seen before only counts its entry; a
+// key not seen before is handed to the Python recorder (capture_recorder.py), which stays the one place that encodes a
+// call, and says whether the entry may be counted by its key from now on, and which place names the autograd node of
+// the call's outputs (the recorder's pending forward link: while this file is loaded the recorder hands every such link
+// here, and this file names the node at the next call, for the calls it counts too). Every call it cannot key (a tensor
+// subclass, a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a context
+// of -1) goes on to the Python dispatch mode below it, as if this fallback did not exist. On PyTorch 2.9 the detach
+// calls that reach the mode without the dispatcher (a shallow copy of a tensor while a mode is entered) are keyed and
 // counted the same way, through a wrapper of the Python interpreter's `detach` ("the detach of a dispatch mode").
-#include <Python.h>
-
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/detach_ops.h>
+#include <Python.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/Exceptions.h>
@@ -52,16 +51,16 @@ constexpr int kMarks = 4 | 8;
 struct State {
   bool on = false;
   std::thread::id thread;
-  long context = -1;              // -1: every call goes to the Python dispatch mode
-  PyObject* classify = nullptr;   // classify(code) -> kind | the phase it marks (kMarks), or -1: decides the phase
-  PyObject* record = nullptr;     // record(op, overload, args, out) -> entry number, or -1: ask every time
+  long context = -1;             // -1: every call goes to the Python dispatch mode
+  PyObject* classify = nullptr;  // classify(code) -> kind | the phase it marks (kMarks), or -1: decides the phase
+  PyObject* record = nullptr;    // record(op, overload, args, out) -> entry number, or -1: ask every time
   std::unordered_map<PyObject*, int> kinds;  // code object (a reference held) -> classify's answer
   struct Entry {
     long number;        // the recorder's entry; -1: every such call goes to the recorder
     PyObject* forward;  // a forward call's place, for the autograd node of its outputs (a reference), or null
   };
   std::unordered_map<std::string, Entry> keys;
-  std::vector<long long> counts;  // by entry number: calls counted here, not yet added to the recorder's
+  std::vector<long long> counts;    // by entry number: calls counted here, not yet added to the recorder's
   PyObject* forward_key = nullptr;  // the key of the forward call's place in an autograd node's metadata
   // The outputs of the last forward call that autograd links to a node, and that call's place: as the recorder's
   // own pending link, the node (made after the call returns) is named at the next call.
@@ -298,17 +297,14 @@ void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IV
       }
     }
     const auto& name = op.schema().operator_name();
-    PyObject* r = PyObject_CallFunction(s->record, "ssOO", name.name.c_str(), name.overload_name.c_str(), py_args,
-                                        out);
+    PyObject* r = PyObject_CallFunction(s->record, "ssOO", name.name.c_str(), name.overload_name.c_str(), py_args, out);
     PyObject *number = nullptr, *fwd = nullptr;
     if (r != nullptr && PyArg_ParseTuple(r, "OO", &number, &fwd)) {
       entry = PyLong_AsLong(number);
       if (fwd != Py_None) forward = Py_NewRef(fwd);
     }
     Py_XDECREF(r);
-  } catch (const std::exception&) {
-    entry = -1;
-  }
+  } catch (const std::exception&) { entry = -1; }
   if (ClearError()) entry = -1;
   Py_XDECREF(py_args);
   Py_XDECREF(out);
@@ -321,8 +317,8 @@ void ToPython(const c10::OperatorHandle& op, State* s, const std::vector<c10::IV
 }
 
 void RunBelow(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
-  c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
-                                                                c10::DispatchKey::PythonTLSSnapshot}));
+  c10::impl::ExcludeDispatchKeyGuard guard(
+      c10::DispatchKeySet({kKey, c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
   op.redispatchBoxed(ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::Python), stack);
 }
 
@@ -400,8 +396,8 @@ void Finish(State* s, const c10::OperatorHandle& op, std::string& key, const std
   torch::jit::Stack outs(stack.end() - static_cast<std::ptrdiff_t>(nouts), stack.end());
   {
     // What the recorder does is not recorded (as in the dispatch mode, which is off while it records).
-    c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
-                                                                  c10::DispatchKey::PythonTLSSnapshot}));
+    c10::impl::ExcludeDispatchKeyGuard guard(
+        c10::DispatchKeySet({kKey, c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
     PyGILState_STATE gil = PyGILState_Ensure();
     ToPython(op, s, args, outs, keyed ? &key : nullptr);
     PyGILState_Release(gil);
@@ -435,9 +431,7 @@ void Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
   Finish(s, op, key, args, *stack, op.schema().returns().size());
 }
 
-TORCH_LIBRARY_IMPL(_, Fake, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&Fallback>());
-}
+TORCH_LIBRARY_IMPL(_, Fake, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&Fallback>()); }
 
 // -- the detach of a dispatch mode (PyTorch 2.9) ---------------------------------------------------------------------
 // While a dispatch mode is entered, PyTorch 2.x makes every shallow copy of a tensor (TensorImpl::
@@ -482,9 +476,7 @@ class Interpreter final : public c10::impl::PyInterpreterVTable {
                          torch::jit::Stack* stack) const override {
     base_->python_dispatcher(op, ks, stack);
   }
-  bool is_contiguous(const c10::TensorImpl* t, at::MemoryFormat f) const override {
-    return base_->is_contiguous(t, f);
-  }
+  bool is_contiguous(const c10::TensorImpl* t, at::MemoryFormat f) const override { return base_->is_contiguous(t, f); }
   c10::SymBool sym_is_contiguous(const c10::TensorImpl* t, at::MemoryFormat f) const override {
     return base_->sym_is_contiguous(t, f);
   }
@@ -563,8 +555,8 @@ c10::intrusive_ptr<c10::TensorImpl> Detach(const c10::impl::PyInterpreterVTable*
   torch::jit::Stack out;
   {
     // As the dispatch mode runs it: with the mode (and this fast path) out of the way.
-    c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKeySet({kKey, c10::DispatchKey::Python,
-                                                                  c10::DispatchKey::PythonTLSSnapshot}));
+    c10::impl::ExcludeDispatchKeyGuard guard(
+        c10::DispatchKeySet({kKey, c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
     out.emplace_back(at::_ops::detach::call(t));
   }
   Finish(s, op, key, args, out, 1);
@@ -683,11 +675,9 @@ PyMethodDef kMethods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "opprobe_capture_fastpath", nullptr, -1, kMethods,
-                       nullptr, nullptr, nullptr, nullptr};
+PyModuleDef kModule = {
+    PyModuleDef_HEAD_INIT, "opprobe_capture_fastpath", nullptr, -1, kMethods, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit_opprobe_capture_fastpath() {
-  return PyModule_Create(&kModule);
-}
+PyMODINIT_FUNC PyInit_opprobe_capture_fastpath() { return PyModule_Create(&kModule); }

@@ -40,9 +40,9 @@ constexpr EmbeddedTarget kGpuTargets[] = {
 // plugin lies inside the environment's site-packages, the variable that names it, the environment's name under
 // $OPPROBE_VENV_ROOT, its requirements file, and what the worker's environment must hold.
 struct KindFacts {
-  const char* prefix;        // `tpu`
-  const char* what;          // `TPU compiler`
-  const char* package;       // `libtpu`
+  const char* prefix;   // `tpu`
+  const char* what;     // `TPU compiler`
+  const char* package;  // `libtpu`
   const char* plugin_in_site_packages;
   const char* env_var;       // `OPPROBE_LIBTPU`
   const char* venv;          // `tpu`
@@ -53,10 +53,22 @@ struct KindFacts {
 const KindFacts& Facts(ChipKind kind) {
   // libtpu queries Google Cloud's metadata server at initialization for over 10 minutes unless told not to, and
   // refuses a second process's load through /tmp/libtpu_lockfile (research/deviceless-compilers.md).
-  static const KindFacts kTpu = {"tpu", "TPU compiler", "libtpu", "libtpu/libtpu.so", "OPPROBE_LIBTPU", "tpu",
-                                 "requirements/tpu.txt", {"TPU_SKIP_MDS_QUERY=1", "ALLOW_MULTIPLE_LIBTPU_LOAD=1"}};
-  static const KindFacts kGpu = {"gpu", "GPU compiler", "jax_cuda12_pjrt", "jax_plugins/xla_cuda12/xla_cuda_plugin.so",
-                                 "OPPROBE_CUDA_PLUGIN", "gpu", "requirements/gpu.txt", {}};
+  static const KindFacts kTpu = {"tpu",
+                                 "TPU compiler",
+                                 "libtpu",
+                                 "libtpu/libtpu.so",
+                                 "OPPROBE_LIBTPU",
+                                 "tpu",
+                                 "requirements/tpu.txt",
+                                 {"TPU_SKIP_MDS_QUERY=1", "ALLOW_MULTIPLE_LIBTPU_LOAD=1"}};
+  static const KindFacts kGpu = {"gpu",
+                                 "GPU compiler",
+                                 "jax_cuda12_pjrt",
+                                 "jax_plugins/xla_cuda12/xla_cuda_plugin.so",
+                                 "OPPROBE_CUDA_PLUGIN",
+                                 "gpu",
+                                 "requirements/gpu.txt",
+                                 {}};
   return kind == ChipKind::kTpu ? kTpu : kGpu;
 }
 
@@ -116,9 +128,8 @@ class ChipBackend : public Backend {
     std::replace(platform_version.begin(), platform_version.end(), '\n', ' ');
     return fmt::format("{}{}{}; topology {} ({} devices){}; PJRT API {}.{}; {}; {}",
                        package_.empty() ? "" : package_ + "; ", info_.platform_name,
-                       platform_version.empty() ? "" : " " + platform_version,
-                       spec_.topology, info_.num_devices, device,
-                       info_.api_major, info_.api_minor, hlo::kProtoWriterRevision, kOptionsRevision);
+                       platform_version.empty() ? "" : " " + platform_version, spec_.topology, info_.num_devices,
+                       device, info_.api_major, info_.api_minor, hlo::kProtoWriterRevision, kOptionsRevision);
   }
   bool thread_safe() const override { return false; }  // one worker, one request at a time
 
@@ -142,8 +153,9 @@ class ChipBackend : public Backend {
           spec_.target));
     worker::WorkerProcess::Outcome o;
     if (auto failed = Compile(unit, config, o)) return *failed;
-    return worker::OutcomeVerdict(o, f.what, options_.probe_timeout_seconds,
-                                [&](const worker::RunResult& r) { return JudgeCompile(spec_.kind, f.what, unit, r); });
+    return worker::OutcomeVerdict(o, f.what, options_.probe_timeout_seconds, [&](const worker::RunResult& r) {
+      return JudgeCompile(spec_.kind, f.what, unit, r);
+    });
   }
 
   ProgramCompile compile_program(const hlo::Module& program, const ProgramOptions& options) override {
@@ -160,9 +172,10 @@ class ChipBackend : public Backend {
                                                             : "the generation's published HBM per chip";
     if (info_.num_devices > 0 && options.partitions > 1 && options.partitions != info_.num_devices) {
       c.outcome = ProgramCompile::Outcome::kError;
-      c.message = fmt::format("the strategy splits the program over {} devices and the topology {} has {}; name a "
-                              "topology of that many ({}:{}:...) or change the strategy",
-                              options.partitions, spec_.topology, info_.num_devices, f.prefix, spec_.target);
+      c.message = fmt::format(
+          "the strategy splits the program over {} devices and the topology {} has {}; name a "
+          "topology of that many ({}:{}:...) or change the strategy",
+          options.partitions, spec_.topology, info_.num_devices, f.prefix, spec_.target);
       return c;
     }
     if (info_.num_devices > 0 && config.devices() > info_.num_devices) {
@@ -180,7 +193,7 @@ class ChipBackend : public Backend {
     }
     c.seconds = o.seconds;
     Verdict v = worker::OutcomeVerdict(o, f.what, std::max(600.0, options_.probe_timeout_seconds),
-                                     [](const worker::RunResult&) { return Verdict::Supported(); });
+                                       [](const worker::RunResult&) { return Verdict::Supported(); });
     if (o.kind != worker::WorkerProcess::Outcome::Kind::kDone) {
       c.outcome = ProgramCompile::Outcome::kError;
       c.message = v.reason;
@@ -190,7 +203,8 @@ class ChipBackend : public Backend {
     if (r.stage != worker::RunResult::Stage::kOk) {
       c.message = FirstLine(r.message, 2000);
       Verdict judged = JudgeCompile(spec_.kind, f.what, program, r);
-      c.outcome = judged.kind == Verdict::Kind::kError ? ProgramCompile::Outcome::kError : ProgramCompile::Outcome::kRefused;
+      c.outcome =
+          judged.kind == Verdict::Kind::kError ? ProgramCompile::Outcome::kError : ProgramCompile::Outcome::kRefused;
       if (auto m = ParseMemoryRefusal(r.message)) {
         c.outcome = ProgramCompile::Outcome::kRefused;
         c.memory_refusal = true;
@@ -224,7 +238,8 @@ class ChipBackend : public Backend {
     for (const auto& site : o.result.stats.library_call_sites) {
       std::optional<size_t> k = hlo::BatchUnitOf(site.op_name);
       if (!k || *k >= calls.size()) return std::nullopt;  // a call no unit can be named for: each compiles alone
-      if (std::find(calls[*k].begin(), calls[*k].end(), site.target) == calls[*k].end()) calls[*k].push_back(site.target);
+      if (std::find(calls[*k].begin(), calls[*k].end(), site.target) == calls[*k].end())
+        calls[*k].push_back(site.target);
     }
     // Every call the program names must have been found with its unit.
     size_t named = 0;
@@ -265,7 +280,7 @@ class ChipBackend : public Backend {
     auto bytes = hlo::ModuleToProtoBytes(module, /*unique_names=*/true);
     if (!bytes.ok()) return Verdict::Error("cannot serialize the unit as HloModuleProto: " + bytes.status().message());
     o = worker_->CompileProgram(*bytes, SerializeCompileOptions(config),
-                                    timeout_seconds > 0 ? timeout_seconds : options_.probe_timeout_seconds);
+                                timeout_seconds > 0 ? timeout_seconds : options_.probe_timeout_seconds);
     return std::nullopt;
   }
 
@@ -298,8 +313,8 @@ std::string DescribeInstalled(ChipKind kind) {
   } else {
     std::vector<std::string> devs;
     for (const auto& d : GpuDevices())
-      devs.push_back(fmt::format("{} ({}, sm_{}{}, {:.1f} GiB)", d.name, d.description, d.compute_major, d.compute_minor,
-                                 static_cast<double>(d.device_memory_bytes) / (1 << 30)));
+      devs.push_back(fmt::format("{} ({}, sm_{}{}, {:.1f} GiB)", d.name, d.description, d.compute_major,
+                                 d.compute_minor, static_cast<double>(d.device_memory_bytes) / (1 << 30)));
     targets = fmt::format("devices: {}; default topology 1x1x8", fmt::join(devs, ", "));
   }
   if (!plugin.ok()) return fmt::format("not installed ({}); {}", FirstLine(plugin.status().message(), 300), targets);
@@ -313,12 +328,10 @@ const std::vector<TpuGeneration>& TpuGenerations() {
   // Topology names as libtpu's PJRT_TopologyDescription_Create takes them; the defaults are 8-chip slices (a
   // collective over up to 8 devices is judged as it would be on them): v2-8 and v3-8 are 4 chips of two cores.
   static const std::vector<TpuGeneration> kGenerations = {
-      {"v2", "v2:2x2", "TPU v2", int64_t{8} << 30},    // 16 GiB a chip, two cores
-      {"v3", "v3:2x2", "TPU v3", int64_t{16} << 30},   // 32 GiB a chip, two cores
-      {"v4", "v4:2x2x2", "TPU v4", int64_t{32} << 30},
-      {"v5e", "v5e:2x4", "TPU v5e (v5 lite)", int64_t{16} << 30},
-      {"v5p", "v5p:2x2x2", "TPU v5p", int64_t{95} << 30},
-      {"v6e", "v6e:2x4", "TPU v6e (Trillium)", int64_t{32} << 30},
+      {"v2", "v2:2x2", "TPU v2", int64_t{8} << 30},   // 16 GiB a chip, two cores
+      {"v3", "v3:2x2", "TPU v3", int64_t{16} << 30},  // 32 GiB a chip, two cores
+      {"v4", "v4:2x2x2", "TPU v4", int64_t{32} << 30},    {"v5e", "v5e:2x4", "TPU v5e (v5 lite)", int64_t{16} << 30},
+      {"v5p", "v5p:2x2x2", "TPU v5p", int64_t{95} << 30}, {"v6e", "v6e:2x4", "TPU v6e (Trillium)", int64_t{32} << 30},
   };
   return kGenerations;
 }
@@ -373,11 +386,10 @@ Expected<ChipSpec> ParseChipSpec(ChipKind kind, const std::string& arg) {
   for (size_t start = head.size(); start < arg.size();) {
     size_t comma = arg.find(',', start + 1);
     std::string part = arg.substr(start + 1, comma == std::string::npos ? std::string::npos : comma - start - 1);
-    if (part.rfind("plugin=", 0) == 0 && part.size() > 7)
-      spec.plugin = part.substr(7);
+    if (part.rfind("plugin=", 0) == 0 && part.size() > 7) spec.plugin = part.substr(7);
     else
-      return InvalidInput(fmt::format("{0} backend: unknown option '{1}' in '{0}:{2}' (expected plugin=PATH)", f.prefix,
-                                      part, arg));
+      return InvalidInput(
+          fmt::format("{0} backend: unknown option '{1}' in '{0}:{2}' (expected plugin=PATH)", f.prefix, part, arg));
     start = comma == std::string::npos ? arg.size() : comma;
   }
   size_t colon = head.find(':');
@@ -390,14 +402,15 @@ Expected<ChipSpec> ParseChipSpec(ChipKind kind, const std::string& arg) {
     const auto& gens = TpuGenerations();
     auto it = std::find_if(gens.begin(), gens.end(), [&](const TpuGeneration& g) { return g.name == spec.target; });
     if (it == gens.end())
-      return InvalidInput(
-          fmt::format("tpu backend: unknown TPU generation '{}' in 'tpu:{}' (known: {})", spec.target, arg, TpuNames()));
+      return InvalidInput(fmt::format("tpu backend: unknown TPU generation '{}' in 'tpu:{}' (known: {})", spec.target,
+                                      arg, TpuNames()));
     spec.topology = layout.empty() ? std::string(it->default_topology) : spec.target + ":" + layout;
   } else {
     const auto& devs = GpuDevices();
     auto it = std::find_if(devs.begin(), devs.end(), [&](const GpuDevice& d) { return d.name == spec.target; });
     if (it == devs.end())
-      return InvalidInput(fmt::format("gpu backend: unknown GPU '{}' in 'gpu:{}' (known: {})", spec.target, arg, GpuNames()));
+      return InvalidInput(
+          fmt::format("gpu backend: unknown GPU '{}' in 'gpu:{}' (known: {})", spec.target, arg, GpuNames()));
     spec.topology = layout.empty() ? "1x1x8" : layout;
   }
   spec.id = fmt::format("{}:{}", f.prefix, head);
@@ -460,8 +473,7 @@ Verdict JudgeCompile(ChipKind kind, std::string_view what, const hlo::Module& un
         r.message.find("LayoutModeToXlaShape must be passed array shapes") != std::string::npos)
       v = Verdict::Error(fmt::format("{} internal error (opprobe's module or options, not a verdict on the op): {}: {}",
                                      what, code, line));
-    else
-      v = Verdict::Unsupported(fmt::format("compile: {}: {}", code, line));
+    else v = Verdict::Unsupported(fmt::format("compile: {}: {}", code, line));
     v.output_tail = SanitizeOutput(r.message.size() > 4096 ? r.message.substr(0, 4096) : r.message);
     return v;
   }
@@ -496,7 +508,8 @@ Expected<std::unique_ptr<Backend>> CreateChipBackend(ChipKind kind, const std::s
   } else {
     launch.topology = std::string();  // the GPU plugin takes its device from the options
     for (const auto& d : GpuDevices())
-      if (d.name == spec.target) launch.options.push_back(worker::PluginOption::Parse("target_config", d.target_config));
+      if (d.name == spec.target)
+        launch.options.push_back(worker::PluginOption::Parse("target_config", d.target_config));
     launch.options.push_back(worker::PluginOption::Parse("topology", spec.topology));
   }
   auto worker = worker::WorkerProcess::Start(launch, std::max(120.0, options.probe_timeout_seconds));
@@ -507,8 +520,8 @@ Expected<std::unique_ptr<Backend>> CreateChipBackend(ChipKind kind, const std::s
     return worker.status();
   }
   std::string package = PluginPackage(plugin);
-  return std::unique_ptr<Backend>(std::make_unique<ChipBackend>(std::move(spec), std::move(launch),
-                                                                std::move(worker).value(), options, std::move(package)));
+  return std::unique_ptr<Backend>(std::make_unique<ChipBackend>(
+      std::move(spec), std::move(launch), std::move(worker).value(), options, std::move(package)));
 }
 
 void Register(Registry& registry) {

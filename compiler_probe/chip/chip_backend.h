@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "compiler_probe/backend.h"
-#include "compiler_probe/worker/protocol.h"
 #include "compiler_probe/registry.h"
+#include "compiler_probe/worker/protocol.h"
 #include "support/status.h"
 
 namespace opprobe::compiler_probe::chip {

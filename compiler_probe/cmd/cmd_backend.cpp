@@ -1,9 +1,8 @@
 #include "compiler_probe/cmd/cmd_backend.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -11,10 +10,10 @@
 #include <optional>
 
 #include "compiler_probe/subprocess.h"
-#include "support/file_io.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
+#include "support/file_io.h"
 #include "support/temp_folder.h"
 
 namespace opprobe::compiler_probe::cmd {
@@ -86,8 +85,8 @@ class CmdBackend : public Backend {
     std::string txt_path = workdir + "/" + fingerprint + ".hlo";
     std::string pb_path = workdir + "/" + fingerprint + ".hlo.pb";
     // The unit's files live in a private folder removed after the probe: no need to reach the disk.
-    if (Status st = io::WriteFileAtomically(txt_path, hlo::ToString(unit, hlo::PrintOptions::Long()),
-                                            io::Durability::kNoSync);
+    if (Status st =
+            io::WriteFileAtomically(txt_path, hlo::ToString(unit, hlo::PrintOptions::Long()), io::Durability::kNoSync);
         !st.ok())
       return Verdict::Error(st.message());
     auto bytes = hlo::ModuleToHloProtoBytes(unit);
@@ -116,7 +115,8 @@ class CmdBackend : public Backend {
     std::string out = ReplaceAll(res.stderr_tail.empty() ? res.stdout_tail : res.stderr_tail, workdir, "{workdir}");
     Verdict v;
     if (res.timed_out) {
-      v = Verdict::Error(fmt::format("compiler timed out after {:.1f} s (probe timeout {:g} s)", res.wall_seconds, timeout_));
+      v = Verdict::Error(
+          fmt::format("compiler timed out after {:.1f} s (probe timeout {:g} s)", res.wall_seconds, timeout_));
     } else if (res.signal != 0) {
       std::string last = LastLines(ReplaceAll(res.stderr_tail, workdir, "{workdir}"));
       v = Verdict::Error(fmt::format("compiler killed by signal {} ({}){}", res.signal, SignalName(res.signal),
@@ -165,7 +165,8 @@ Expected<std::vector<std::string>> SplitCommandLine(const std::string& text) {
       ++i;
     } else if (c == '\'') {
       size_t end = text.find('\'', i + 1);
-      if (end == std::string::npos) return InvalidInput(fmt::format("unterminated ' at column {} in '{}'", i + 1, text));
+      if (end == std::string::npos)
+        return InvalidInput(fmt::format("unterminated ' at column {} in '{}'", i + 1, text));
       cur.append(text, i + 1, end - i - 1);
       in_word = true;
       i = end + 1;
@@ -178,7 +179,8 @@ Expected<std::vector<std::string>> SplitCommandLine(const std::string& text) {
           closed = true;
           break;
         }
-        if (d == '\\' && j + 1 < text.size() && std::string_view("\"\\$`\n").find(text[j + 1]) != std::string_view::npos) {
+        if (d == '\\' && j + 1 < text.size() &&
+            std::string_view("\"\\$`\n").find(text[j + 1]) != std::string_view::npos) {
           if (text[j + 1] != '\n') cur.push_back(text[j + 1]);
           j += 2;
           continue;
@@ -203,7 +205,8 @@ Expected<std::vector<std::string>> SplitCommandLine(const std::string& text) {
   return words;
 }
 
-Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_template, const BackendOptions& options) {
+Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_template,
+                                                    const BackendOptions& options) {
   auto split = SplitCommandLine(command_template);
   if (!split.ok()) return Unavailable("cmd backend: " + split.status().message());
   std::vector<std::string> words = std::move(split).value();
@@ -228,17 +231,17 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
   if (!program) {
     if (words[0].find('/') == std::string::npos) {
       const char* path_env = std::getenv("PATH");
-      return Unavailable(fmt::format("cmd backend: compiler '{}' not found on PATH ({}); nothing was probed",
-                                            words[0], path_env && *path_env ? path_env : "PATH is empty"));
+      return Unavailable(fmt::format("cmd backend: compiler '{}' not found on PATH ({}); nothing was probed", words[0],
+                                     path_env && *path_env ? path_env : "PATH is empty"));
     }
     // A path: name where it resolves (relative to the working directory) and why it cannot be started.
     std::error_code fec;
     fs::path resolved = fs::absolute(words[0], fec).lexically_normal();
-    std::string why = !fs::exists(resolved, fec)       ? "does not exist"
+    std::string why = !fs::exists(resolved, fec)        ? "does not exist"
                       : fs::is_directory(resolved, fec) ? "is a directory"
                                                         : "is not executable";
-    return Unavailable(fmt::format("cmd backend: compiler '{}' cannot be started: {} {}; nothing was probed",
-                                          words[0], resolved.string(), why));
+    return Unavailable(fmt::format("cmd backend: compiler '{}' cannot be started: {} {}; nothing was probed", words[0],
+                                   resolved.string(), why));
   }
   {
     // Probes run in their own work directories: a relative program path must not be looked up from there.
@@ -246,7 +249,8 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
     fs::path abs = fs::absolute(*program, aec);
     if (!aec) program = abs.lexically_normal().string();
   }
-  std::string version = fmt::format("template={} program={}", hlo::Fnv1a64Hex(command_template), ProgramVersion(*program));
+  std::string version =
+      fmt::format("template={} program={}", hlo::Fnv1a64Hex(command_template), ProgramVersion(*program));
 
   std::string base = options.work_dir;
   std::optional<io::TempFolder> own;
@@ -268,9 +272,10 @@ Expected<std::unique_ptr<Backend>> CreateCmdBackend(const std::string& command_t
 }
 
 void Register(Registry& registry) {
-  registry.Register({"cmd", "cmd:TEMPLATE",
-          "runs an external compiler on each unit ({hlo_pb}, {hlo_txt}, {workdir}, {fingerprint}); exit 0 = supported",
-          [](const std::string& arg, const BackendOptions& options) { return CreateCmdBackend(arg, options); }});
+  registry.Register(
+      {"cmd", "cmd:TEMPLATE",
+       "runs an external compiler on each unit ({hlo_pb}, {hlo_txt}, {workdir}, {fingerprint}); exit 0 = supported",
+       [](const std::string& arg, const BackendOptions& options) { return CreateCmdBackend(arg, options); }});
 }
 
 }  // namespace opprobe::compiler_probe::cmd

@@ -74,10 +74,9 @@ Verdict ProbeUnit(const hlo::Module& unit, const hlo::EvaluatorOptions& options)
   if (result.ok()) return Verdict::Supported();
   const Status& st = result.status();
   switch (st.code()) {
-    case ErrorCode::kUnimplemented: case ErrorCode::kInvalidInput:
-      return Verdict::Unsupported(st.message());
-    default:
-      return Verdict::Error(st.message());
+    case ErrorCode::kUnimplemented:
+    case ErrorCode::kInvalidInput: return Verdict::Unsupported(st.message());
+    default: return Verdict::Error(st.message());
   }
 }
 
@@ -92,9 +91,7 @@ Verdict InterpBackend::probe(const hlo::Module& unit) {
     v = Verdict::Unsupported("out of memory while evaluating");
   } catch (const std::exception& e) {
     v = Verdict::Error(fmt::format("internal fault in the evaluator: {}", e.what()));
-  } catch (...) {
-    v = Verdict::Error("internal fault in the evaluator");
-  }
+  } catch (...) { v = Verdict::Error("internal fault in the evaluator"); }
   v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return v;
 }
@@ -103,7 +100,8 @@ void Register(Registry& registry) {
   registry.Register({"interp", "interp",
                      "built-in executing runtime: evaluates each unit on random inputs (XLA semantics, Eigen dot/conv)",
                      [](const std::string& arg, const BackendOptions&) -> Expected<std::unique_ptr<Backend>> {
-                       if (!arg.empty()) return InvalidInput(fmt::format("interp takes no argument (got 'interp:{}')", arg));
+                       if (!arg.empty())
+                         return InvalidInput(fmt::format("interp takes no argument (got 'interp:{}')", arg));
                        return std::unique_ptr<Backend>(std::make_unique<InterpBackend>());
                      }});
 }

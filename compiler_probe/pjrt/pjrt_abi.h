@@ -394,50 +394,52 @@ struct Executable_GetCompiledMemoryStats_Args {
 // caller sends exactly this, which satisfies both exact-match plugins and ">=" plugins.
 struct StructSizes {
   size_t error_destroy, error_message, error_getcode, plugin_initialize, event, client_create, client_destroy,
-      client_string, client_addressable_devices, program, client_compile, buffer_from_host, get_executable,
-      num_outputs, executable_destroy, loaded_executable_destroy, loaded_addressable_devices, execute_options,
-      execute, buffer_destroy, buffer_element_type, buffer_dimensions, to_host_buffer, named_value;
+      client_string, client_addressable_devices, program, client_compile, buffer_from_host, get_executable, num_outputs,
+      executable_destroy, loaded_executable_destroy, loaded_addressable_devices, execute_options, execute,
+      buffer_destroy, buffer_element_type, buffer_dimensions, to_host_buffer, named_value;
 };
 
 inline StructSizes StructSizesForMinor(int minor) {
   StructSizes s{};
-  s.error_destroy = OPPROBE_PJRT_STRUCT_SIZE(Error_Destroy_Args, error);                      // 24
-  s.error_message = OPPROBE_PJRT_STRUCT_SIZE(Error_Message_Args, message_size);               // 40
-  s.error_getcode = OPPROBE_PJRT_STRUCT_SIZE(Error_GetCode_Args, code);                       // 28
-  s.plugin_initialize = OPPROBE_PJRT_STRUCT_SIZE(Plugin_Initialize_Args, extension_start);    // 16
-  s.event = OPPROBE_PJRT_STRUCT_SIZE(Event_Args, event);                                      // 24
+  s.error_destroy = OPPROBE_PJRT_STRUCT_SIZE(Error_Destroy_Args, error);                             // 24
+  s.error_message = OPPROBE_PJRT_STRUCT_SIZE(Error_Message_Args, message_size);                      // 40
+  s.error_getcode = OPPROBE_PJRT_STRUCT_SIZE(Error_GetCode_Args, code);                              // 28
+  s.plugin_initialize = OPPROBE_PJRT_STRUCT_SIZE(Plugin_Initialize_Args, extension_start);           // 16
+  s.event = OPPROBE_PJRT_STRUCT_SIZE(Event_Args, event);                                             // 24
   s.client_create = minor >= 61 ? OPPROBE_PJRT_STRUCT_SIZE(Client_Create_Args, kv_try_get_user_arg)  // 88
-                                : OPPROBE_PJRT_STRUCT_SIZE(Client_Create_Args, client);             // 72
-  s.client_destroy = OPPROBE_PJRT_STRUCT_SIZE(Client_Destroy_Args, client);                   // 24
-  s.client_string = OPPROBE_PJRT_STRUCT_SIZE(Client_String_Args, value_size);                 // 40
+                                : OPPROBE_PJRT_STRUCT_SIZE(Client_Create_Args, client);              // 72
+  s.client_destroy = OPPROBE_PJRT_STRUCT_SIZE(Client_Destroy_Args, client);                          // 24
+  s.client_string = OPPROBE_PJRT_STRUCT_SIZE(Client_String_Args, value_size);                        // 40
   s.client_addressable_devices = OPPROBE_PJRT_STRUCT_SIZE(Client_AddressableDevices_Args, num_addressable_devices);
-  s.program = OPPROBE_PJRT_STRUCT_SIZE(Program, format_size);                                  // 48
-  s.client_compile = OPPROBE_PJRT_STRUCT_SIZE(Client_Compile_Args, executable);                // 56
-  s.buffer_from_host = OPPROBE_PJRT_STRUCT_SIZE(Client_BufferFromHostBuffer_Args, buffer);     // 120
+  s.program = OPPROBE_PJRT_STRUCT_SIZE(Program, format_size);                                    // 48
+  s.client_compile = OPPROBE_PJRT_STRUCT_SIZE(Client_Compile_Args, executable);                  // 56
+  s.buffer_from_host = OPPROBE_PJRT_STRUCT_SIZE(Client_BufferFromHostBuffer_Args, buffer);       // 120
   s.get_executable = OPPROBE_PJRT_STRUCT_SIZE(LoadedExecutable_GetExecutable_Args, executable);  // 32
-  s.num_outputs = OPPROBE_PJRT_STRUCT_SIZE(Executable_NumOutputs_Args, num_outputs);           // 32
-  s.executable_destroy = OPPROBE_PJRT_STRUCT_SIZE(Executable_Destroy_Args, executable);        // 24
+  s.num_outputs = OPPROBE_PJRT_STRUCT_SIZE(Executable_NumOutputs_Args, num_outputs);             // 32
+  s.executable_destroy = OPPROBE_PJRT_STRUCT_SIZE(Executable_Destroy_Args, executable);          // 24
   s.loaded_executable_destroy = OPPROBE_PJRT_STRUCT_SIZE(LoadedExecutable_Destroy_Args, executable);
   s.loaded_addressable_devices =
-      OPPROBE_PJRT_STRUCT_SIZE(LoadedExecutable_AddressableDevices_Args, num_addressable_devices);  // 40
-  if (minor >= 78) s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, incarnation_ids);  // 112
+      OPPROBE_PJRT_STRUCT_SIZE(LoadedExecutable_AddressableDevices_Args, num_addressable_devices);    // 40
+  if (minor >= 78) s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, incarnation_ids);     // 112
   else if (minor >= 76) s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, call_location);  // 88
-  else if (minor >= 64) s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, context);  // 80
-  else if (minor >= 39) s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, num_non_donatable_input_indices);  // 72
-  else s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, launch_id);  // 52
-  s.execute = OPPROBE_PJRT_STRUCT_SIZE(LoadedExecutable_Execute_Args, execute_device);         // 80
-  s.buffer_destroy = OPPROBE_PJRT_STRUCT_SIZE(Buffer_Destroy_Args, buffer);                    // 24
-  s.buffer_element_type = OPPROBE_PJRT_STRUCT_SIZE(Buffer_ElementType_Args, type);             // 28
-  s.buffer_dimensions = OPPROBE_PJRT_STRUCT_SIZE(Buffer_Dimensions_Args, num_dims);            // 40
-  s.to_host_buffer = OPPROBE_PJRT_STRUCT_SIZE(Buffer_ToHostBuffer_Args, event);                // 56
-  s.named_value = OPPROBE_PJRT_STRUCT_SIZE(NamedValue, value_size);                            // 56
+  else if (minor >= 64) s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, context);        // 80
+  else if (minor >= 39)
+    s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, num_non_donatable_input_indices);  // 72
+  else s.execute_options = OPPROBE_PJRT_STRUCT_SIZE(ExecuteOptions, launch_id);                     // 52
+  s.execute = OPPROBE_PJRT_STRUCT_SIZE(LoadedExecutable_Execute_Args, execute_device);              // 80
+  s.buffer_destroy = OPPROBE_PJRT_STRUCT_SIZE(Buffer_Destroy_Args, buffer);                         // 24
+  s.buffer_element_type = OPPROBE_PJRT_STRUCT_SIZE(Buffer_ElementType_Args, type);                  // 28
+  s.buffer_dimensions = OPPROBE_PJRT_STRUCT_SIZE(Buffer_Dimensions_Args, num_dims);                 // 40
+  s.to_host_buffer = OPPROBE_PJRT_STRUCT_SIZE(Buffer_ToHostBuffer_Args, event);                     // 56
+  s.named_value = OPPROBE_PJRT_STRUCT_SIZE(NamedValue, value_size);                                 // 56
   return s;
 }
 
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(Error_GetCode_Args, code) == 28);
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(TopologyDescription_Create_Args, topology) == 56);
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(Compile_Args, executable) == 64);
-static_assert(OPPROBE_PJRT_STRUCT_SIZE(Executable_GetCompiledMemoryStats_Args, peak_unpadded_heap_size_in_bytes) == 144);
+static_assert(OPPROBE_PJRT_STRUCT_SIZE(Executable_GetCompiledMemoryStats_Args, peak_unpadded_heap_size_in_bytes) ==
+              144);
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(Client_Create_Args, kv_try_get_user_arg) == 88);
 static_assert(OPPROBE_PJRT_STRUCT_SIZE(Client_BufferFromHostBuffer_Args, buffer) == 120);
 static_assert(offsetof(Client_BufferFromHostBuffer_Args, host_buffer_semantics) == 72);

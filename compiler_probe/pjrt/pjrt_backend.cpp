@@ -1,8 +1,7 @@
 #include "compiler_probe/pjrt/pjrt_backend.h"
 
-#include <sys/stat.h>
-
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -53,16 +52,18 @@ Expected<std::unique_ptr<Backend>> CreatePjrtBackend(const std::string& arg, con
                        info.api_minor, identity);
   };
   run.compiler = [plugin = spec.plugin_path](const worker::SessionInfo& info) {
-    const std::string platform = info.platform_name + (info.platform_version.empty() ? "" : " " + info.platform_version);
+    const std::string platform =
+        info.platform_name + (info.platform_version.empty() ? "" : " " + info.platform_version);
     return fmt::format("{} ({}, PJRT C API {}.{})", plugin, platform, info.api_major, info.api_minor);
   };
   return worker::CreateRunBackend(std::move(run), options);
 }
 
 void Register(Registry& registry) {
-  registry.Register({"pjrt", "pjrt:PLUGIN.so[,key=value...]",
-                     "compiles and runs each unit with a PJRT plugin and compares the results with interp",
-                     [](const std::string& arg, const BackendOptions& options) { return CreatePjrtBackend(arg, options); }});
+  registry.Register(
+      {"pjrt", "pjrt:PLUGIN.so[,key=value...]",
+       "compiles and runs each unit with a PJRT plugin and compares the results with interp",
+       [](const std::string& arg, const BackendOptions& options) { return CreatePjrtBackend(arg, options); }});
 }
 
 }  // namespace opprobe::compiler_probe::pjrt

@@ -1,9 +1,8 @@
 #include "compiler_probe/pjrt/pjrt_session.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
-
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -25,11 +24,11 @@ using worker::SessionInfo;
 // The protocol's arrays go to the plugin as they come: their element types are PJRT_Buffer_Type's numbers.
 constexpr bool ArrayTypesArePjrtBufferTypes() {
   constexpr int kPairs[][2] = {
-      {worker::kArrayPred, abi::kPred}, {worker::kArrayS8, abi::kS8},     {worker::kArrayS16, abi::kS16},
-      {worker::kArrayS32, abi::kS32},   {worker::kArrayS64, abi::kS64},   {worker::kArrayU8, abi::kU8},
-      {worker::kArrayU16, abi::kU16},   {worker::kArrayU32, abi::kU32},   {worker::kArrayU64, abi::kU64},
-      {worker::kArrayF16, abi::kF16},   {worker::kArrayF32, abi::kF32},   {worker::kArrayF64, abi::kF64},
-      {worker::kArrayBF16, abi::kBF16}, {worker::kArrayC64, abi::kC64},   {worker::kArrayC128, abi::kC128}};
+      {worker::kArrayPred, abi::kPred}, {worker::kArrayS8, abi::kS8},   {worker::kArrayS16, abi::kS16},
+      {worker::kArrayS32, abi::kS32},   {worker::kArrayS64, abi::kS64}, {worker::kArrayU8, abi::kU8},
+      {worker::kArrayU16, abi::kU16},   {worker::kArrayU32, abi::kU32}, {worker::kArrayU64, abi::kU64},
+      {worker::kArrayF16, abi::kF16},   {worker::kArrayF32, abi::kF32}, {worker::kArrayF64, abi::kF64},
+      {worker::kArrayBF16, abi::kBF16}, {worker::kArrayC64, abi::kC64}, {worker::kArrayC128, abi::kC128}};
   for (const auto& p : kPairs)
     if (p[0] != p[1]) return false;
   return true;
@@ -179,8 +178,7 @@ std::vector<abi::NamedValue> NamedValues(const std::vector<PluginOption>& option
 Expected<std::unique_ptr<PjrtSession>> PjrtSession::Open(const std::string& plugin_path, const int* required,
                                                          size_t num_required) {
   struct stat st;
-  if (::stat(plugin_path.c_str(), &st) != 0)
-    return Unavailable(fmt::format("PJRT plugin '{}' not found", plugin_path));
+  if (::stat(plugin_path.c_str(), &st) != 0) return Unavailable(fmt::format("PJRT plugin '{}' not found", plugin_path));
   if (!S_ISREG(st.st_mode)) return Unavailable(fmt::format("PJRT plugin '{}' is not a file", plugin_path));
   // Local binding: XLA plugins carry their own LLVM, absl and protobuf.
   void* handle = ::dlopen(plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -190,8 +188,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Open(const std::string& plug
   }
   using GetApiFn = const abi::ApiHeader* (*)();
   auto get_api = reinterpret_cast<GetApiFn>(::dlsym(handle, "GetPjrtApi"));
-  if (!get_api)
-    return Unavailable(fmt::format("'{}' is not a PJRT plugin: it has no GetPjrtApi symbol", plugin_path));
+  if (!get_api) return Unavailable(fmt::format("'{}' is not a PJRT plugin: it has no GetPjrtApi symbol", plugin_path));
   const abi::ApiHeader* api = get_api();
   if (!api) return Unavailable(fmt::format("PJRT plugin '{}': GetPjrtApi returned null", plugin_path));
 
@@ -213,7 +210,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Open(const std::string& plug
   for (size_t i = 0; i < num_required; ++i) highest = std::max(highest, required[i]);
   if (api->struct_size < abi::kFirstSlotOffset + sizeof(void*) * static_cast<size_t>(highest + 1))
     return Unavailable(fmt::format("PJRT plugin '{}': PJRT_Api table of {} bytes is too small for API {}.{}",
-                                          plugin_path, api->struct_size, info.api_major, info.api_minor));
+                                   plugin_path, api->struct_size, info.api_major, info.api_minor));
   for (size_t i = 0; i < num_required; ++i)
     if (!im.slot(required[i]))
       return Unavailable(fmt::format("PJRT plugin '{}' lacks required function slot {}", plugin_path, required[i]));
@@ -231,11 +228,19 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Open(const std::string& plug
 
 Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plugin_path,
                                                          const std::vector<PluginOption>& options) {
-  constexpr int kRequired[] = {abi::kError_Destroy,  abi::kError_Message,      abi::kError_GetCode,
-                               abi::kEvent_Destroy,  abi::kEvent_Await,        abi::kClient_Create,
-                               abi::kClient_Destroy, abi::kClient_Compile,     abi::kClient_BufferFromHostBuffer,
-                               abi::kLoadedExecutable_Destroy, abi::kLoadedExecutable_Execute,
-                               abi::kBuffer_Destroy, abi::kBuffer_ToHostBuffer};
+  constexpr int kRequired[] = {abi::kError_Destroy,
+                               abi::kError_Message,
+                               abi::kError_GetCode,
+                               abi::kEvent_Destroy,
+                               abi::kEvent_Await,
+                               abi::kClient_Create,
+                               abi::kClient_Destroy,
+                               abi::kClient_Compile,
+                               abi::kClient_BufferFromHostBuffer,
+                               abi::kLoadedExecutable_Destroy,
+                               abi::kLoadedExecutable_Execute,
+                               abi::kBuffer_Destroy,
+                               abi::kBuffer_ToHostBuffer};
   OPPROBE_ASSIGN_OR_RETURN(std::unique_ptr<PjrtSession> session,
                            Open(plugin_path, kRequired, sizeof kRequired / sizeof kRequired[0]));
   Impl& im = *session->impl_;
@@ -248,7 +253,7 @@ Expected<std::unique_ptr<PjrtSession>> PjrtSession::Load(const std::string& plug
   CallStatus s = im.Call(abi::kClient_Create, &ca, "PJRT_Client_Create");
   if (!s.ok || !ca.client)
     return Unavailable(fmt::format("PJRT plugin '{}' (API {}.{}): cannot create a client: {}", plugin_path,
-                                          info.api_major, info.api_minor, s.ok ? "no client returned" : s.message));
+                                   info.api_major, info.api_minor, s.ok ? "no client returned" : s.message));
   im.client = ca.client;
   info.platform_name = im.ClientString(abi::kClient_PlatformName, "PJRT_Client_PlatformName");
   info.platform_version = im.ClientString(abi::kClient_PlatformVersion, "PJRT_Client_PlatformVersion");
@@ -301,7 +306,8 @@ RunResult PjrtSession::Run(const std::string& hlo_module_proto, const std::vecto
   ca.compile_options_size = sizeof kCompileOptions;
   CallStatus s = im.Call(abi::kClient_Compile, &ca, "PJRT_Client_Compile");
   if (!s.ok) return fail(RunResult::Stage::kCompile, s);
-  if (!ca.executable) return fail(RunResult::Stage::kCompile, {false, abi::kInternal, "PJRT_Client_Compile returned no executable"});
+  if (!ca.executable)
+    return fail(RunResult::Stage::kCompile, {false, abi::kInternal, "PJRT_Client_Compile returned no executable"});
   abi::LoadedExecutable* exe = ca.executable;
   std::vector<abi::Buffer*> in_bufs, out_bufs;
   auto cleanup = [&] {
@@ -402,7 +408,8 @@ RunResult PjrtSession::Run(const std::string& hlo_module_proto, const std::vecto
     HostArray h;
     if (!out) {
       cleanup();
-      return fail(RunResult::Stage::kExecute, {false, abi::kInternal, "PJRT_LoadedExecutable_Execute left an output unset"});
+      return fail(RunResult::Stage::kExecute,
+                  {false, abi::kInternal, "PJRT_LoadedExecutable_Execute left an output unset"});
     }
     abi::Buffer_ElementType_Args t{};
     t.struct_size = im.sizes.buffer_element_type;
@@ -442,13 +449,16 @@ RunResult PjrtSession::Run(const std::string& hlo_module_proto, const std::vecto
   return result;
 }
 
-
 Expected<std::unique_ptr<PjrtSession>> PjrtSession::LoadTopology(const std::string& plugin_path,
                                                                  const std::string& topology_name,
                                                                  const std::vector<PluginOption>& options) {
-  constexpr int kRequired[] = {abi::kError_Destroy, abi::kError_Message, abi::kError_GetCode,
-                               abi::kExecutable_Destroy, abi::kTopologyDescription_Create,
-                               abi::kTopologyDescription_Destroy, abi::kCompile};
+  constexpr int kRequired[] = {abi::kError_Destroy,
+                               abi::kError_Message,
+                               abi::kError_GetCode,
+                               abi::kExecutable_Destroy,
+                               abi::kTopologyDescription_Create,
+                               abi::kTopologyDescription_Destroy,
+                               abi::kCompile};
   OPPROBE_ASSIGN_OR_RETURN(std::unique_ptr<PjrtSession> session,
                            Open(plugin_path, kRequired, sizeof kRequired / sizeof kRequired[0]));
   Impl& im = *session->impl_;
@@ -493,7 +503,8 @@ void PjrtSession::ReadCompileStats(Impl& im, abi::Executable* exe, CompileStats&
   if (im.slot(abi::kExecutable_GetCompiledMemoryStats)) {
     abi::Executable_GetCompiledMemoryStats_Args m{};
     // The whole struct of the newest layout we know; a plugin reads what its own version has.
-    m.struct_size = OPPROBE_PJRT_STRUCT_SIZE(abi::Executable_GetCompiledMemoryStats_Args, peak_unpadded_heap_size_in_bytes);
+    m.struct_size =
+        OPPROBE_PJRT_STRUCT_SIZE(abi::Executable_GetCompiledMemoryStats_Args, peak_unpadded_heap_size_in_bytes);
     m.executable = exe;
     if (im.Call(abi::kExecutable_GetCompiledMemoryStats, &m, "PJRT_Executable_GetCompiledMemoryStats").ok) {
       st.has_memory = true;
@@ -602,8 +613,8 @@ std::vector<std::string> LibraryCallTargets(std::string_view program) {
     size_t at = 0;
     while ((at = program.find(prefix, at)) != std::string_view::npos) {
       size_t end = at + prefix.size();
-      while (end < program.size() && (std::isalnum(static_cast<unsigned char>(program[end])) || program[end] == '$' ||
-                                       program[end] == '_'))
+      while (end < program.size() &&
+             (std::isalnum(static_cast<unsigned char>(program[end])) || program[end] == '$' || program[end] == '_'))
         ++end;
       std::string target(program.substr(at, end - at));
       if (std::find(found.begin(), found.end(), target) == found.end()) found.push_back(std::move(target));
@@ -644,9 +655,17 @@ bool ForEachField(std::string_view in, F&& f) {
     field.number = static_cast<uint32_t>(key >> 3);
     field.type = static_cast<uint32_t>(key & 7);
     switch (field.type) {
-      case 0: if (!ReadVarint(in, v)) return false; break;
-      case 1: if (in.size() < 8) return false; in.remove_prefix(8); break;
-      case 5: if (in.size() < 4) return false; in.remove_prefix(4); break;
+      case 0:
+        if (!ReadVarint(in, v)) return false;
+        break;
+      case 1:
+        if (in.size() < 8) return false;
+        in.remove_prefix(8);
+        break;
+      case 5:
+        if (in.size() < 4) return false;
+        in.remove_prefix(4);
+        break;
       case 2:
         if (!ReadVarint(in, v) || v > in.size()) return false;
         field.bytes = in.substr(0, v);

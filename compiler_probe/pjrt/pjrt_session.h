@@ -1,7 +1,7 @@
 // PjrtSession: one loaded PJRT plugin and one client, driven through the C ABI (pjrt_abi.h). It runs
 // inside the native worker program (opprobe-pjrt-worker: worker_main.cpp, started by compiler_probe/worker/process.h),
-// never in opprobe's own process, because plugins may abort. It knows nothing of hlo::Module: it takes serialized HloModuleProto bytes and
-// dense host arrays in PJRT_Buffer_Type numbering.
+// never in opprobe's own process, because plugins may abort. It knows nothing of hlo::Module: it takes serialized
+// HloModuleProto bytes and dense host arrays in PJRT_Buffer_Type numbering.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "compiler_probe/worker/protocol.h"
-#include "support/status.h"
 #include "hlo/types.h"
+#include "support/status.h"
 
 namespace opprobe::pjrt_abi {
 struct Executable;
@@ -53,7 +53,8 @@ class PjrtSession {
 
   // Compiles `hlo_module_proto` (format "hlo"); when `execute`, runs it once on `inputs` (on the
   // executable's first addressable device) and reads every output back.
-  worker::RunResult Run(const std::string& hlo_module_proto, const std::vector<worker::HostArray>& inputs, bool execute);
+  worker::RunResult Run(const std::string& hlo_module_proto, const std::vector<worker::HostArray>& inputs,
+                        bool execute);
 
  private:
   PjrtSession() = default;

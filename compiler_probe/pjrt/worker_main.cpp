@@ -46,7 +46,8 @@ int ServeWorker(int sock, const std::string& plugin_path, const std::string& top
     } else if (request->flags & worker::kRequestCompileProgram) {
       res = (*session)->CompileProgram(request->hlo_module_proto, request->compile_options);
     } else {
-      res = (*session)->Run(request->hlo_module_proto, request->inputs, (request->flags & worker::kRequestExecute) != 0);
+      res =
+          (*session)->Run(request->hlo_module_proto, request->inputs, (request->flags & worker::kRequestExecute) != 0);
     }
     if (!worker::WriteMessageBlocking(sock, worker::EncodeReply(res))) break;
     std::fflush(stdout);
@@ -58,8 +59,9 @@ int ServeWorker(int sock, const std::string& plugin_path, const std::string& top
 int WorkerMain(int argc, char** argv) {
   // argv: --parent=PID [--topology=NAME] PLUGIN [name=value ...]; the request socket is fd 3.
   if (argc < 3 || std::strncmp(argv[1], "--parent=", 9) != 0) {
-    std::fprintf(stderr,
-                 "usage: opprobe-pjrt-worker --parent=PID [--topology=NAME] PLUGIN [name=value ...] (started by opprobe)\n");
+    std::fprintf(
+        stderr,
+        "usage: opprobe-pjrt-worker --parent=PID [--topology=NAME] PLUGIN [name=value ...] (started by opprobe)\n");
     return 64;
   }
   std::string topology;

@@ -34,9 +34,12 @@ std::string SafeFingerprint(const std::string& fp) {
 }
 
 std::string EncodeCacheEntry(const CacheKey& key, const Verdict& v) {
-  json j = {{"backend_id", key.backend_id},   {"backend_version", key.backend_version},
-            {"fingerprint", key.fingerprint}, {"verdict", std::string(VerdictKindName(v.kind))},
-            {"reason", v.reason},             {"seconds", v.seconds},
+  json j = {{"backend_id", key.backend_id},
+            {"backend_version", key.backend_version},
+            {"fingerprint", key.fingerprint},
+            {"verdict", std::string(VerdictKindName(v.kind))},
+            {"reason", v.reason},
+            {"seconds", v.seconds},
             {"output_tail", v.output_tail}};
   if (v.interp != Verdict::Interp::kNone) j["interp"] = std::string(InterpName(v.interp));
   std::string payload = j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -2,9 +2,7 @@
 // a mutex. Listing (for `cache stats` / `cache clear`) reads nginx's `autoindex_format json` folder
 // listings; a server without listings still serves as a cache, only its entries cannot be counted.
 #include <curl/curl.h>
-
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -139,7 +137,8 @@ class HttpStore : public RemoteStore {
       }
       if (b.entries == 0) continue;  // a folder left empty by `cache clear`
       StoreReply rec = GetLocked("b/" + d.name);
-      if (rec.code == StoreReply::Code::kFault) return Unavailable(fmt::format("remote cache {}: {}", Where(), rec.error));
+      if (rec.code == StoreReply::Code::kFault)
+        return Unavailable(fmt::format("remote cache {}: {}", Where(), rec.error));
       nlohmann::json j = nlohmann::json::parse(rec.value, nullptr, false);
       if (j.is_object() && j.value("backend_id", nlohmann::json()).is_string()) b.id = j["backend_id"];
       if (j.is_object() && j.value("backend_version", nlohmann::json()).is_string()) b.version = j["backend_version"];
@@ -171,8 +170,10 @@ class HttpStore : public RemoteStore {
       auto items = List(top);
       if (!items.ok()) return items.status();
       if (!items->has_value())
-        return InvalidInput(fmt::format("remote cache {}: the server does not list its folders, so it cannot be cleared "
-                                      "from here (nginx: autoindex on; autoindex_format json;)", Where()));
+        return InvalidInput(
+            fmt::format("remote cache {}: the server does not list its folders, so it cannot be cleared "
+                        "from here (nginx: autoindex on; autoindex_format json;)",
+                        Where()));
       for (const auto& it : **items) {
         std::vector<std::string> files;
         if (it.dir) {

@@ -1,9 +1,8 @@
 // The Redis store (hiredis): one connection, guarded by a mutex, made on first use and again after a
 // fault. Keys live under `opprobe/v1/`; entries never expire on their own (size the server with a
 // maxmemory policy such as allkeys-lru).
-#include <hiredis/hiredis.h>
-
 #include <fmt/format.h>
+#include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <cmath>
@@ -44,7 +43,11 @@ std::string OneLine(std::string s) {
 class RedisStore : public RemoteStore {
  public:
   RedisStore(std::string host, int port, int db, std::string user, RemoteSecrets secrets)
-      : host_(std::move(host)), port_(port), db_(db), user_(std::move(user)), secrets_(std::move(secrets)),
+      : host_(std::move(host)),
+        port_(port),
+        db_(db),
+        user_(std::move(user)),
+        secrets_(std::move(secrets)),
         timeout_(RemoteTimeoutSeconds()) {}
   ~RedisStore() override {
     if (ctx_) redisFree(ctx_);
@@ -57,13 +60,14 @@ class RedisStore : public RemoteStore {
   StoreReply Get(const std::string& key) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::string k = kPrefix + key;
-    return Run([&](redisContext* c) { return Reply(static_cast<redisReply*>(redisCommand(c, "GET %b", k.data(), k.size()))); },
-               [](redisReply* r, StoreReply& out) {
-                 if (r->type == REDIS_REPLY_NIL) out.code = StoreReply::Code::kMissing;
-                 else if (r->type == REDIS_REPLY_STRING) out.value.assign(r->str, r->len);
-                 else return false;
-                 return true;
-               });
+    return Run(
+        [&](redisContext* c) { return Reply(static_cast<redisReply*>(redisCommand(c, "GET %b", k.data(), k.size()))); },
+        [](redisReply* r, StoreReply& out) {
+          if (r->type == REDIS_REPLY_NIL) out.code = StoreReply::Code::kMissing;
+          else if (r->type == REDIS_REPLY_STRING) out.value.assign(r->str, r->len);
+          else return false;
+          return true;
+        });
   }
 
   std::vector<StoreReply> GetMany(const std::vector<std::string>& keys) override {
@@ -118,30 +122,36 @@ class RedisStore : public RemoteStore {
   StoreReply Put(const std::string& key, const std::string& value) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::string k = kPrefix + key;
-    return Run([&](redisContext* c) {
-      return Reply(static_cast<redisReply*>(redisCommand(c, "SET %b %b", k.data(), k.size(), value.data(), value.size())));
-    }, StatusOk);
+    return Run(
+        [&](redisContext* c) {
+          return Reply(
+              static_cast<redisReply*>(redisCommand(c, "SET %b %b", k.data(), k.size(), value.data(), value.size())));
+        },
+        StatusOk);
   }
 
   StoreReply Delete(const std::string& key) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::string k = kPrefix + key;
-    return Run([&](redisContext* c) { return Reply(static_cast<redisReply*>(redisCommand(c, "DEL %b", k.data(), k.size()))); },
-               AnyInteger);
+    return Run(
+        [&](redisContext* c) { return Reply(static_cast<redisReply*>(redisCommand(c, "DEL %b", k.data(), k.size()))); },
+        AnyInteger);
   }
 
   StoreReply Claim(const std::string& key, const std::string& token, double ttl_seconds) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::string k = kPrefix + key;
     std::string ms = std::to_string(std::max<long long>(1, static_cast<long long>(ttl_seconds * 1000)));
-    return Run([&](redisContext* c) {
-      return Reply(static_cast<redisReply*>(redisCommand(c, "SET %b %b NX PX %s", k.data(), k.size(), token.data(),
-                                                         token.size(), ms.c_str())));
-    }, [](redisReply* r, StoreReply& out) {
-      if (r->type == REDIS_REPLY_NIL) out.code = StoreReply::Code::kMissing;
-      else if (r->type != REDIS_REPLY_STATUS) return false;
-      return true;
-    });
+    return Run(
+        [&](redisContext* c) {
+          return Reply(static_cast<redisReply*>(
+              redisCommand(c, "SET %b %b NX PX %s", k.data(), k.size(), token.data(), token.size(), ms.c_str())));
+        },
+        [](redisReply* r, StoreReply& out) {
+          if (r->type == REDIS_REPLY_NIL) out.code = StoreReply::Code::kMissing;
+          else if (r->type != REDIS_REPLY_STATUS) return false;
+          return true;
+        });
   }
 
   void Release(const std::string& key, const std::string& token) override {
@@ -149,10 +159,12 @@ class RedisStore : public RemoteStore {
     std::string k = kPrefix + key;
     static const char* kScript =
         "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-    Run([&](redisContext* c) {
-      return Reply(static_cast<redisReply*>(redisCommand(c, "EVAL %s 1 %b %b", kScript, k.data(), k.size(), token.data(),
-                                                         token.size())));
-    }, AnyInteger);
+    Run(
+        [&](redisContext* c) {
+          return Reply(static_cast<redisReply*>(
+              redisCommand(c, "EVAL %s 1 %b %b", kScript, k.data(), k.size(), token.data(), token.size())));
+        },
+        AnyInteger);
   }
 
   StoreReply AddCounters(int64_t hits, int64_t misses, int64_t stores) override {
@@ -162,9 +174,12 @@ class RedisStore : public RemoteStore {
     for (auto [field, n] : {std::pair<const char*, int64_t>{"hits", hits}, {"misses", misses}, {"stores", stores}}) {
       if (n == 0) continue;
       std::string v = std::to_string(n);
-      r = Run([&](redisContext* c) {
-        return Reply(static_cast<redisReply*>(redisCommand(c, "HINCRBY %b %s %s", k.data(), k.size(), field, v.c_str())));
-      }, AnyInteger);
+      r = Run(
+          [&](redisContext* c) {
+            return Reply(
+                static_cast<redisReply*>(redisCommand(c, "HINCRBY %b %s %s", k.data(), k.size(), field, v.c_str())));
+          },
+          AnyInteger);
       if (!r.ok()) return r;
     }
     return r;
@@ -183,23 +198,28 @@ class RedisStore : public RemoteStore {
       auto& b = by_hash[hash];
       ++b.entries;
       ++s.entries;
-      StoreReply r = Run([&](redisContext* c) {
-        return Reply(static_cast<redisReply*>(redisCommand(c, "STRLEN %b", k.data(), k.size())));
-      }, [&](redisReply* rep, StoreReply&) {
-        if (rep->type != REDIS_REPLY_INTEGER) return false;
-        b.bytes += rep->integer;
-        s.bytes += rep->integer;
-        return true;
-      });
+      StoreReply r = Run(
+          [&](redisContext* c) {
+            return Reply(static_cast<redisReply*>(redisCommand(c, "STRLEN %b", k.data(), k.size())));
+          },
+          [&](redisReply* rep, StoreReply&) {
+            if (rep->type != REDIS_REPLY_INTEGER) return false;
+            b.bytes += rep->integer;
+            s.bytes += rep->integer;
+            return true;
+          });
       if (!r.ok()) return Fail(r);
     }
     for (auto& [hash, b] : by_hash) {
       std::string k = std::string(kPrefix) + "b/" + hash;
-      StoreReply r = Run([&](redisContext* c) { return Reply(static_cast<redisReply*>(redisCommand(c, "GET %b", k.data(), k.size()))); },
-                         [](redisReply* rep, StoreReply& out) {
-                           if (rep->type == REDIS_REPLY_STRING) out.value.assign(rep->str, rep->len);
-                           return rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_NIL;
-                         });
+      StoreReply r = Run(
+          [&](redisContext* c) {
+            return Reply(static_cast<redisReply*>(redisCommand(c, "GET %b", k.data(), k.size())));
+          },
+          [](redisReply* rep, StoreReply& out) {
+            if (rep->type == REDIS_REPLY_STRING) out.value.assign(rep->str, rep->len);
+            return rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_NIL;
+          });
       if (!r.ok()) return Fail(r);
       nlohmann::json j = nlohmann::json::parse(r.value, nullptr, false);
       if (j.is_object() && j.value("backend_id", nlohmann::json()).is_string()) b.id = j["backend_id"];
@@ -210,18 +230,21 @@ class RedisStore : public RemoteStore {
     std::sort(s.backends.begin(), s.backends.end(),
               [](const auto& a, const auto& b) { return std::tie(a.id, a.version) < std::tie(b.id, b.version); });
     std::string k = std::string(kPrefix) + "stats";
-    StoreReply r = Run([&](redisContext* c) { return Reply(static_cast<redisReply*>(redisCommand(c, "HGETALL %b", k.data(), k.size()))); },
-                       [&](redisReply* rep, StoreReply&) {
-                         if (rep->type != REDIS_REPLY_ARRAY) return false;
-                         for (size_t i = 0; i + 1 < rep->elements; i += 2) {
-                           std::string f(rep->element[i]->str ? rep->element[i]->str : "", rep->element[i]->len);
-                           int64_t v = rep->element[i + 1]->str ? std::atoll(rep->element[i + 1]->str) : 0;
-                           if (f == "hits") s.hits = v;
-                           if (f == "misses") s.misses = v;
-                           if (f == "stores") s.stores = v;
-                         }
-                         return true;
-                       });
+    StoreReply r = Run(
+        [&](redisContext* c) {
+          return Reply(static_cast<redisReply*>(redisCommand(c, "HGETALL %b", k.data(), k.size())));
+        },
+        [&](redisReply* rep, StoreReply&) {
+          if (rep->type != REDIS_REPLY_ARRAY) return false;
+          for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+            std::string f(rep->element[i]->str ? rep->element[i]->str : "", rep->element[i]->len);
+            int64_t v = rep->element[i + 1]->str ? std::atoll(rep->element[i + 1]->str) : 0;
+            if (f == "hits") s.hits = v;
+            if (f == "misses") s.misses = v;
+            if (f == "stores") s.stores = v;
+          }
+          return true;
+        });
     if (!r.ok()) return Fail(r);
     return s;
   }
@@ -232,8 +255,11 @@ class RedisStore : public RemoteStore {
     OPPROBE_ASSIGN_OR_RETURN(keys, Scan(std::string(kPrefix) + "*"));
     int64_t entries = 0;
     for (const auto& k : keys) {
-      StoreReply r = Run([&](redisContext* c) { return Reply(static_cast<redisReply*>(redisCommand(c, "DEL %b", k.data(), k.size()))); },
-                         AnyInteger);
+      StoreReply r = Run(
+          [&](redisContext* c) {
+            return Reply(static_cast<redisReply*>(redisCommand(c, "DEL %b", k.data(), k.size())));
+          },
+          AnyInteger);
       if (!r.ok()) return Fail(r);
       if (k.compare(0, std::string(kPrefix).size() + 2, std::string(kPrefix) + "e/") == 0) ++entries;
     }
@@ -244,9 +270,7 @@ class RedisStore : public RemoteStore {
   static bool StatusOk(redisReply* r, StoreReply&) { return r->type == REDIS_REPLY_STATUS; }
   static bool AnyInteger(redisReply* r, StoreReply&) { return r->type == REDIS_REPLY_INTEGER; }
 
-  Status Fail(const StoreReply& r) const {
-    return Unavailable(fmt::format("remote cache {}: {}", Where(), r.error));
-  }
+  Status Fail(const StoreReply& r) const { return Unavailable(fmt::format("remote cache {}: {}", Where(), r.error)); }
 
   // Connects (with AUTH and SELECT) when there is no live connection; empty string on success.
   std::string Connect() {
@@ -261,7 +285,8 @@ class RedisStore : public RemoteStore {
     redisSetTimeout(c, ToTimeval(timeout_));
     auto check = [&](Reply r, const char* what) -> std::string {
       if (!r) return fmt::format("{} failed: {}", what, c->err ? OneLine(c->errstr) : "no reply");
-      if (r->type == REDIS_REPLY_ERROR) return fmt::format("{} refused: {}", what, OneLine(std::string(r->str, r->len)));
+      if (r->type == REDIS_REPLY_ERROR)
+        return fmt::format("{} refused: {}", what, OneLine(std::string(r->str, r->len)));
       return "";
     };
     std::string err;
@@ -272,7 +297,8 @@ class RedisStore : public RemoteStore {
                                        secrets_.password.size())));
       err = check(std::move(r), "AUTH");
     }
-    if (err.empty() && db_ != 0) err = check(Reply(static_cast<redisReply*>(redisCommand(c, "SELECT %d", db_))), "SELECT");
+    if (err.empty() && db_ != 0)
+      err = check(Reply(static_cast<redisReply*>(redisCommand(c, "SELECT %d", db_))), "SELECT");
     if (!err.empty()) {
       redisFree(c);
       return err;
@@ -330,18 +356,20 @@ class RedisStore : public RemoteStore {
     std::vector<std::string> keys;
     std::string cursor = "0";
     do {
-      StoreReply r = Run([&](redisContext* c) {
-        return Reply(static_cast<redisReply*>(
-            redisCommand(c, "SCAN %s MATCH %b COUNT 1000", cursor.c_str(), pattern.data(), pattern.size())));
-      }, [&](redisReply* rep, StoreReply&) {
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || rep->element[0]->type != REDIS_REPLY_STRING ||
-            rep->element[1]->type != REDIS_REPLY_ARRAY)
-          return false;
-        cursor.assign(rep->element[0]->str, rep->element[0]->len);
-        for (size_t i = 0; i < rep->element[1]->elements; ++i)
-          keys.emplace_back(rep->element[1]->element[i]->str, rep->element[1]->element[i]->len);
-        return true;
-      });
+      StoreReply r = Run(
+          [&](redisContext* c) {
+            return Reply(static_cast<redisReply*>(
+                redisCommand(c, "SCAN %s MATCH %b COUNT 1000", cursor.c_str(), pattern.data(), pattern.size())));
+          },
+          [&](redisReply* rep, StoreReply&) {
+            if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || rep->element[0]->type != REDIS_REPLY_STRING ||
+                rep->element[1]->type != REDIS_REPLY_ARRAY)
+              return false;
+            cursor.assign(rep->element[0]->str, rep->element[0]->len);
+            for (size_t i = 0; i < rep->element[1]->elements; ++i)
+              keys.emplace_back(rep->element[1]->element[i]->str, rep->element[1]->element[i]->len);
+            return true;
+          });
       if (!r.ok()) return Fail(r);
     } while (cursor != "0");
     std::sort(keys.begin(), keys.end());
@@ -361,8 +389,8 @@ class RedisStore : public RemoteStore {
 
 }  // namespace
 
-Expected<std::unique_ptr<RemoteStore>> OpenRedisStore(const std::string& host, int port, int db, const std::string& user,
-                                                      const RemoteSecrets& secrets) {
+Expected<std::unique_ptr<RemoteStore>> OpenRedisStore(const std::string& host, int port, int db,
+                                                      const std::string& user, const RemoteSecrets& secrets) {
   return std::unique_ptr<RemoteStore>(std::make_unique<RedisStore>(host, port, db, user, secrets));
 }
 

@@ -50,8 +50,8 @@ bool SharedProbeCache::Check(const StoreReply& r, const char* what) {
   if (fault) down_ = true;
   else writes_refused_ = true;
   if (!warned_.exchange(true) && warn_) {
-    warn_(fault ? fmt::format("remote cache {} is unusable ({}: {}); going on with the local cache", remote_->Where(), what,
-                              r.error)
+    warn_(fault ? fmt::format("remote cache {} is unusable ({}: {}); going on with the local cache", remote_->Where(),
+                              what, r.error)
                 : fmt::format("remote cache {} refused a write ({}); going on without writing to it", remote_->Where(),
                               r.error));
   }
@@ -98,7 +98,8 @@ void SharedProbeCache::RemotePut(const CacheKey& key, const Verdict& v) {
   }
   if (write_backend) {
     nlohmann::json b = {{"backend_id", key.backend_id}, {"backend_version", key.backend_version}};
-    if (!Check(remote_->Put("b/" + bh, b.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), "write")) return;
+    if (!Check(remote_->Put("b/" + bh, b.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), "write"))
+      return;
   }
   if (!Check(remote_->Put(ek, EncodeCacheEntry(key, v)), "write")) return;
   ++stores_;
@@ -129,7 +130,7 @@ std::vector<std::optional<Verdict>> SharedProbeCache::LookupMany(const std::stri
       keys.push_back(EntryKey({backend_id, backend_version, fingerprints[i]}));
     }
   if (keys.empty()) return out;
-  std::vector<StoreReply> replies = remote_->GetMany(keys);  // one round trip a batch, not one a unit
+  std::vector<StoreReply> replies = remote_->GetMany(keys);                    // one round trip a batch, not one a unit
   for (size_t j = 0; j < asked.size() && j < replies.size() && !down_; ++j) {  // after a fault: local misses only
     const CacheKey key{backend_id, backend_version, fingerprints[asked[j]]};
     out[asked[j]] = Counted(key, FromReply(key, keys[j], replies[j]));
@@ -190,9 +191,7 @@ int ShardOf(const std::string& fingerprint, int count) {
 }
 
 Expected<ShardSpec> ParseShard(const std::string& text) {
-  auto bad = [&] {
-    return InvalidInput("expected K/N with 1 <= K <= N <= 4096 (e.g. 2/4)");
-  };
+  auto bad = [&] { return InvalidInput("expected K/N with 1 <= K <= N <= 4096 (e.g. 2/4)"); };
   size_t slash = text.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 >= text.size() || text.size() > 9) return bad();
   std::string k = text.substr(0, slash), n = text.substr(slash + 1);
@@ -204,7 +203,11 @@ Expected<ShardSpec> ParseShard(const std::string& text) {
 }
 
 FleetBackend::FleetBackend(Backend& inner, SharedProbeCache* shared, ShardSpec shard, double lease_seconds)
-    : inner_(inner), shared_(shared), shard_(shard), lease_seconds_(lease_seconds), id_(inner.id()),
+    : inner_(inner),
+      shared_(shared),
+      shard_(shard),
+      lease_seconds_(lease_seconds),
+      id_(inner.id()),
       version_(inner.version()) {}
 
 Verdict FleetBackend::probe(const hlo::Module& unit) {
@@ -214,8 +217,8 @@ Verdict FleetBackend::probe(const hlo::Module& unit) {
       int owner = ShardOf(fp, shard_.count);
       if (owner != shard_.index) {
         ++skipped_;
-        return Verdict::NotProbed(fmt::format("not probed: shard {} of {} leaves this unit to shard {}", shard_.index,
-                                          shard_.count, owner));
+        return Verdict::NotProbed(
+            fmt::format("not probed: shard {} of {} leaves this unit to shard {}", shard_.index, shard_.count, owner));
       }
     }
     // Leases cost a few round trips per unit: worth it for a compiler that takes seconds, not for a
@@ -228,9 +231,7 @@ Verdict FleetBackend::probe(const hlo::Module& unit) {
   return Timed(unit);
 }
 
-size_t FleetBackend::batch_limit() const {
-  return shared_ && shared_->remote_usable() ? 0 : inner_.batch_limit();
-}
+size_t FleetBackend::batch_limit() const { return shared_ && shared_->remote_usable() ? 0 : inner_.batch_limit(); }
 
 bool FleetBackend::batchable(const hlo::Module& unit) const {
   if (shard_.count > 0 && ShardOf(hlo::Fingerprint(unit), shard_.count) != shard_.index) return false;

@@ -68,8 +68,8 @@ class SharedProbeCache : public ProbeCache {
   std::atomic<bool> warned_{false};
   std::atomic<int64_t> hits_{0}, misses_{0}, stores_{0};
   std::mutex mu_;
-  std::set<std::string> on_server_;        // entries this run read from or wrote to the server
-  std::set<std::string> backends_written_; // `b/<hash>` records written this run
+  std::set<std::string> on_server_;         // entries this run read from or wrote to the server
+  std::set<std::string> backends_written_;  // `b/<hash>` records written this run
 };
 
 // `--shard K/N`: shard `index` (1-based) of `count`; count 0 is no sharding.

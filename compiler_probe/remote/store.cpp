@@ -1,5 +1,4 @@
 #include "compiler_probe/remote/store.h"
-#include "support/file_io.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -8,6 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "support/file_io.h"
 
 namespace opprobe::compiler_probe {
 
@@ -66,7 +67,8 @@ double RemoteTimeoutSeconds() {
 
 Expected<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& url) {
   auto bad = [&](const std::string& why) {
-    return InvalidInput(fmt::format("remote cache URL: {} (expected redis://HOST:PORT[/DB] or http(s)://HOST[:PORT]/PATH)", why));
+    return InvalidInput(
+        fmt::format("remote cache URL: {} (expected redis://HOST:PORT[/DB] or http(s)://HOST[:PORT]/PATH)", why));
   };
   if (url.size() > 2048 || std::any_of(url.begin(), url.end(), [](char c) {
         return static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f;
@@ -109,14 +111,16 @@ Expected<std::unique_ptr<RemoteStore>> OpenRemoteStore(const std::string& url) {
     int db = 0;
     if (!path.empty() && path != "/") {
       std::string d = path.substr(1);
-      if (d.empty() || d.size() > 4 || !std::all_of(d.begin(), d.end(), ::isdigit)) return bad("the path must be a database number");
+      if (d.empty() || d.size() > 4 || !std::all_of(d.begin(), d.end(), ::isdigit))
+        return bad("the path must be a database number");
       db = std::stoi(d);
     }
     return OpenRedisStore(host, port, db, user, secrets);
   }
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (path == "/") path.clear();
-  if (path.find('?') != std::string::npos || path.find('#') != std::string::npos) return bad("no query or fragment, please");
+  if (path.find('?') != std::string::npos || path.find('#') != std::string::npos)
+    return bad("no query or fragment, please");
   return OpenHttpStore(scheme + "://" + authority + path, user, secrets);
 }
 

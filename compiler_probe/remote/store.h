@@ -34,7 +34,7 @@ struct StoreReply {
 };
 
 struct RemoteStats {
-  std::string where;  // the URL, without secrets
+  std::string where;   // the URL, without secrets
   bool listed = true;  // false when the server cannot enumerate its entries (then entries are unknown)
   struct Backend {
     std::string id;
@@ -45,9 +45,9 @@ struct RemoteStats {
   int64_t entries = 0;
   int64_t bytes = 0;
   std::vector<Backend> backends;  // sorted by id, then version
-  int64_t hits = 0;    // lookups answered by the server, over every run that reported
-  int64_t misses = 0;  // lookups the server could not answer
-  int64_t stores = 0;  // verdicts written
+  int64_t hits = 0;               // lookups answered by the server, over every run that reported
+  int64_t misses = 0;             // lookups the server could not answer
+  int64_t stores = 0;             // verdicts written
 };
 
 class RemoteStore {
@@ -87,8 +87,8 @@ struct RemoteSecrets {
 };
 Expected<RemoteSecrets> ReadRemoteSecrets();
 double RemoteTimeoutSeconds();
-Expected<std::unique_ptr<RemoteStore>> OpenRedisStore(const std::string& host, int port, int db, const std::string& user,
-                                                      const RemoteSecrets& secrets);
+Expected<std::unique_ptr<RemoteStore>> OpenRedisStore(const std::string& host, int port, int db,
+                                                      const std::string& user, const RemoteSecrets& secrets);
 Expected<std::unique_ptr<RemoteStore>> OpenHttpStore(const std::string& base_url, const std::string& user,
                                                      const RemoteSecrets& secrets);
 

@@ -62,9 +62,9 @@ json MakeRule(const std::string& id, const std::vector<const Unit*>& units, cons
       example = u->recorded->signature;
       break;
     }
-  std::string source = fmt::format("recorded: {} of {} units {}; e.g. {}",
-                                   verdict_supported ? units.size() - unsupported : unsupported, units.size(),
-                                   verdict_supported ? "supported" : "unsupported", example);
+  std::string source =
+      fmt::format("recorded: {} of {} units {}; e.g. {}", verdict_supported ? units.size() - unsupported : unsupported,
+                  units.size(), verdict_supported ? "supported" : "unsupported", example);
   if (source.size() > 300) source = source.substr(0, 297) + "...";
   rule["source"] = source;
   return rule;
@@ -161,9 +161,9 @@ nlohmann::json SynthesizeProfile(const std::vector<RecordedUnit>& recorded, cons
   }
   std::vector<const Unit*> all;
   for (const auto& u : units) all.push_back(&u);
-  profile["description"] = fmt::format(
-      "recorded from {}: {} unique units, {} unsupported; the rules reproduce {} of {} checked verdicts",
-      Join(Sorted(source.backend_ids), ", "), units.size(), CountUnsupported(all), agree, units.size());
+  profile["description"] =
+      fmt::format("recorded from {}: {} unique units, {} unsupported; the rules reproduce {} of {} checked verdicts",
+                  Join(Sorted(source.backend_ids), ", "), units.size(), CountUnsupported(all), agree, units.size());
   return profile;
 }
 

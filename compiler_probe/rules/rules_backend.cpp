@@ -5,14 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
-#include "support/file_io.h"
 #include "hlo/probe_unit.h"
-#include "support/quote.h"
 #include "hlo/types.h"
+#include "support/file_io.h"
+#include "support/quote.h"
 
 namespace opprobe::compiler_probe::rules {
 namespace {
@@ -54,7 +54,9 @@ Status CheckOpcodes(const std::vector<std::string>& ops, const std::string& path
   return Status::Ok();
 }
 
-bool Contains(const std::vector<std::string>& v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool Contains(const std::vector<std::string>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 bool MatchesTarget(const std::vector<std::string>& patterns, const std::string& target) {
   for (const auto& p : patterns) {
@@ -86,9 +88,8 @@ bool Matches(const Rule& r, const hlo::Instruction& in, const InstructionFacts& 
   if (!r.element_types.empty() && !AnyType(f.result_types, r.element_types) &&
       !AnyType(f.operand_types, r.element_types))
     return false;
-  if (!r.custom_call_targets.empty() &&
-      (in.opcode != hlo::Opcode::kCustomCall || f.unknown_opcode ||
-       !MatchesTarget(r.custom_call_targets, f.custom_call_target)))
+  if (!r.custom_call_targets.empty() && (in.opcode != hlo::Opcode::kCustomCall || f.unknown_opcode ||
+                                         !MatchesTarget(r.custom_call_targets, f.custom_call_target)))
     return false;
   if (!r.comparison_directions.empty() &&
       (in.opcode != hlo::Opcode::kCompare ||
@@ -145,7 +146,8 @@ static Expected<Profile> ParseProfileUnguarded(const std::string& text, const st
     if (!d.is_object() || !d.contains("verdict") || !d["verdict"].is_string())
       return fail(InvalidInput("default: expected {\"verdict\": \"supported\"|\"unsupported\"}"));
     std::string v = d["verdict"];
-    if (v != "supported" && v != "unsupported") return fail(InvalidInput("default.verdict: expected supported or unsupported"));
+    if (v != "supported" && v != "unsupported")
+      return fail(InvalidInput("default.verdict: expected supported or unsupported"));
     p.default_supported = v == "supported";
     p.default_reason = d.value("reason", "");
   }
@@ -154,8 +156,9 @@ static Expected<Profile> ParseProfileUnguarded(const std::string& text, const st
     if (!d.is_object() || !d.contains("bytes") || !d["bytes"].is_number_integer() || d["bytes"].get<int64_t>() <= 0)
       return fail(InvalidInput("device_memory.bytes: required positive integer"));
     if (!d.contains("per") || !d["per"].is_string() || !d.contains("source") || !d["source"].is_string())
-      return fail(InvalidInput("device_memory: `per` (what one device is) and `source` (where the figure comes from) "
-                               "are required strings"));
+      return fail(
+          InvalidInput("device_memory: `per` (what one device is) and `source` (where the figure comes from) "
+                       "are required strings"));
     p.device_memory_bytes = d["bytes"].get<int64_t>();
     p.device_memory_per = d["per"];
     p.device_memory_source = d["source"];
@@ -170,7 +173,8 @@ static Expected<Profile> ParseProfileUnguarded(const std::string& text, const st
     if (!rj.contains("verdict") || !rj["verdict"].is_string())
       return fail(InvalidInput(path + ".verdict: required, supported or unsupported"));
     std::string v = rj["verdict"];
-    if (v != "supported" && v != "unsupported") return fail(InvalidInput(path + ".verdict: expected supported or unsupported"));
+    if (v != "supported" && v != "unsupported")
+      return fail(InvalidInput(path + ".verdict: expected supported or unsupported"));
     r.supported = v == "supported";
     r.reason = rj.value("reason", "");
     r.source = rj.value("source", "");
@@ -188,7 +192,8 @@ static Expected<Profile> ParseProfileUnguarded(const std::string& text, const st
       auto list = StringList(*it, mp);
       if (!list.ok()) return fail(list.status());
       if (k == "opcodes") {
-        OPPROBE_RETURN_IF_ERROR(fail(CheckOpcodes(*list, mp, r.unknown_opcode == 1 || rj["match"].value("unknown_opcode", false))));
+        OPPROBE_RETURN_IF_ERROR(
+            fail(CheckOpcodes(*list, mp, r.unknown_opcode == 1 || rj["match"].value("unknown_opcode", false))));
         r.opcodes = *list;
       } else if (k == "element_types" || k == "result_types" || k == "operand_types") {
         OPPROBE_RETURN_IF_ERROR(fail(CheckTypes(*list, mp)));
@@ -291,7 +296,7 @@ void Register(Registry& registry) {
        [](const std::string& arg, const BackendOptions&) -> Expected<std::unique_ptr<Backend>> {
          if (arg.empty())
            return InvalidInput(fmt::format("rules: name a profile, e.g. rules:neuron-trn1 (built-in: {})",
-                                         fmt::join(BuiltinProfileNames(), ", ")));
+                                           fmt::join(BuiltinProfileNames(), ", ")));
          std::string text = BuiltinProfileText(arg);
          std::string source = "built-in profile " + arg;
          if (text.empty()) {

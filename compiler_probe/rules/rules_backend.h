@@ -2,10 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "compiler_probe/backend.h"
 #include "compiler_probe/registry.h"
@@ -17,16 +16,16 @@ namespace opprobe::compiler_probe::rules {
 struct Rule {
   std::string id;
   bool supported = false;
-  std::vector<std::string> opcodes;              // opcode names (also unknown opcode names); empty = any
-  std::vector<std::string> element_types;        // result or operand types (tuples looked through)
+  std::vector<std::string> opcodes;        // opcode names (also unknown opcode names); empty = any
+  std::vector<std::string> element_types;  // result or operand types (tuples looked through)
   std::vector<std::string> result_types;
   std::vector<std::string> operand_types;
   std::vector<std::string> custom_call_targets;  // a trailing `*` matches a prefix
   std::vector<std::string> comparison_directions;
   std::vector<std::string> fft_types;
-  std::vector<std::string> to_apply_root;        // opcode of the ROOT of the first called computation
-  int dynamic_shapes = -1;                       // 1: some shape has a dynamic dim; 0: none; -1: either
-  int unknown_opcode = -1;                       // 1: the opcode is not one this IR knows
+  std::vector<std::string> to_apply_root;  // opcode of the ROOT of the first called computation
+  int dynamic_shapes = -1;                 // 1: some shape has a dynamic dim; 0: none; -1: either
+  int unknown_opcode = -1;                 // 1: the opcode is not one this IR knows
   std::string reason;
   std::string source;
 };
@@ -38,7 +37,7 @@ struct Profile {
   bool default_supported = true;
   std::string default_reason;
   std::vector<Rule> rules;
-  std::string text;    // the JSON it was read from (hashed for version())
+  std::string text;  // the JSON it was read from (hashed for version())
   // What one device of the target holds (`device_memory`: bytes, the unit it is per, where the figure comes from);
   // 0: the profile does not say. `--fit` holds opprobe's estimate of a step against it.
   int64_t device_memory_bytes = 0;
@@ -75,7 +74,7 @@ void Register(Registry& registry);
 // What the match fields `opcodes`, `custom_call_targets`, `result_types` and `operand_types` see of one
 // instruction (tuples looked through; types sorted, each once). The matcher and profile synthesis share it.
 struct InstructionFacts {
-  std::string opcode;              // the opcode's name, or the unknown opcode's own name
+  std::string opcode;  // the opcode's name, or the unknown opcode's own name
   bool unknown_opcode = false;
   std::string custom_call_target;  // custom-call only
   std::vector<std::string> result_types;

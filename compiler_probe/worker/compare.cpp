@@ -93,7 +93,8 @@ std::optional<std::string> CompareOutput(const hlo::Literal& expected, const Hos
   auto got_type = PrimitiveTypeFromPjrt(got.type);
   if (!got_type || *got_type != shape.element_type())
     return fmt::format("output {} has element type {}, interp {}", output_index,
-                       got_type ? TypeName(*got_type) : fmt::format("pjrt#{}", got.type), TypeName(shape.element_type()));
+                       got_type ? TypeName(*got_type) : fmt::format("pjrt#{}", got.type),
+                       TypeName(shape.element_type()));
   if (got.dims != shape.dimensions())
     return fmt::format("output {} has dims {}, interp {}", output_index, DimsString(got.dims),
                        DimsString(shape.dimensions()));

@@ -1,14 +1,13 @@
 #include "compiler_probe/worker/process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -81,9 +80,9 @@ Expected<std::string> FindWorkerProgram() {
   for (const auto& place : places)
     if (auto p = FindProgram(place.string())) return *p;
   if (auto p = FindProgram(kWorkerProgram)) return *p;
-  return Unavailable(fmt::format(
-      "pjrt backend: the helper program {} was found neither at {} nor on PATH (set OPPROBE_PJRT_WORKER)",
-      kWorkerProgram, io::DescribePlaces(places)));
+  return Unavailable(
+      fmt::format("pjrt backend: the helper program {} was found neither at {} nor on PATH (set OPPROBE_PJRT_WORKER)",
+                  kWorkerProgram, io::DescribePlaces(places)));
 }
 
 Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch& launch, double load_timeout_seconds) {
@@ -138,9 +137,9 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch
     ::close(sv[0]), ::close(sv[1]), ::close(log_pipe[0]), ::close(log_pipe[1]);
     return tmp.status();
   }
-  spec.env.erase(std::remove_if(spec.env.begin(), spec.env.end(),
-                                [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; }),
-                 spec.env.end());
+  spec.env.erase(
+      std::remove_if(spec.env.begin(), spec.env.end(), [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; }),
+      spec.env.end());
   spec.env.push_back("TMPDIR=" + tmp->path());
   pid_t pid = -1;
   int rc = 0;
@@ -164,7 +163,7 @@ Expected<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const WorkerLaunch
   if (!w->ReadMessage(hello, load_timeout_seconds, what, timed_out)) {
     std::string log = LastLines(w->log_.str(), 3);
     return Unavailable(fmt::format("PJRT plugin '{}': the worker {} while loading it{}", plugin_path, what,
-                                          log.empty() ? "" : ": " + log));
+                                   log.empty() ? "" : ": " + log));
   }
   auto greeting = DecodeGreeting(hello);
   if (!greeting) return Unavailable(fmt::format("PJRT plugin '{}': malformed worker greeting", plugin_path));
@@ -182,8 +181,7 @@ void WorkerProcess::Kill() {
     ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     exit_cleanup::ForgetChild(pid_);  // before the reap, after which the pid may be another process's
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
     pid_ = -1;
   }
   if (log_fd_ >= 0) ::close(log_fd_), log_fd_ = -1;
@@ -217,8 +215,7 @@ std::string WorkerProcess::ReapDescription() {
   ::kill(-pid_, SIGKILL);
   if (!dead) ::kill(pid_, SIGKILL);
   exit_cleanup::ForgetChild(pid_);
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
   pid_ = -1;
   DrainLog(true);
   if (WIFSIGNALED(status))
@@ -267,7 +264,8 @@ bool WorkerProcess::ReadMessage(std::string& out, double timeout_seconds, std::s
     }
     if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP))) DrainLog(true);
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = have_len ? ::read(sock_, out.data() + have, need - have) : ::read(sock_, head + have, sizeof head - have);
+      ssize_t n =
+          have_len ? ::read(sock_, out.data() + have, need - have) : ::read(sock_, head + have, sizeof head - have);
       if (n > 0) {
         have += static_cast<size_t>(n);
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -285,7 +283,7 @@ WorkerProcess::Outcome WorkerProcess::Run(const std::string& hlo_module_proto, c
 }
 
 WorkerProcess::Outcome WorkerProcess::CompileProgram(const std::string& hlo_module_proto,
-                                                         const std::string& compile_options, double timeout_seconds) {
+                                                     const std::string& compile_options, double timeout_seconds) {
   return Request(hlo_module_proto, {}, kRequestCompileProgram, &compile_options, timeout_seconds);
 }
 
@@ -323,7 +321,8 @@ WorkerProcess::Outcome WorkerProcess::Request(const std::string& hlo_module_prot
         return finish(Outcome::Kind::kTimedOut, fmt::format("timed out after {:.1f} s", timeout_seconds));
       }
       pollfd p{sock_, POLLOUT, 0};
-      ::poll(&p, 1, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1);
+      ::poll(&p, 1,
+             static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1);
       DrainLog(true);
       continue;
     }
@@ -358,13 +357,16 @@ Verdict OutcomeVerdict(const WorkerProcess::Outcome& o, const std::string& what,
     case WorkerProcess::Outcome::Kind::kTimedOut:
       v = Verdict::Error(fmt::format("{} {} (probe timeout {:g} s)", what, o.what, timeout_seconds));
       break;
-    case WorkerProcess::Outcome::Kind::kProtocolError: v = Verdict::Error(fmt::format("{} worker {}", what, o.what)); break;
+    case WorkerProcess::Outcome::Kind::kProtocolError:
+      v = Verdict::Error(fmt::format("{} worker {}", what, o.what));
+      break;
     case WorkerProcess::Outcome::Kind::kDone: v = judge(o.result); break;
   }
   v.seconds = o.seconds;
   if (!v.supported() && v.output_tail.empty() && !o.log_tail.empty()) {
     constexpr size_t kTail = 4096;
-    v.output_tail = SanitizeOutput(o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail);
+    v.output_tail =
+        SanitizeOutput(o.log_tail.size() > kTail ? o.log_tail.substr(o.log_tail.size() - kTail) : o.log_tail);
   }
   return v;
 }

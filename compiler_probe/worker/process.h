@@ -28,17 +28,17 @@ namespace opprobe::compiler_probe::worker {
 inline constexpr const char* kWorkerProgram = "opprobe-pjrt-worker";
 
 // $OPPROBE_PJRT_WORKER, else opprobe-pjrt-worker where the running program's layout puts it (PREFIX/libexec/opprobe
-// beside an installed opprobe, the build folder for a program of the build tree: support/runtime_files.h), else on PATH;
-// kUnavailable when there is none.
+// beside an installed opprobe, the build folder for a program of the build tree: support/runtime_files.h), else on
+// PATH; kUnavailable when there is none.
 Expected<std::string> FindWorkerProgram();
 
 // How a worker is started: the plugin (or, for a launcher, the target it is asked to load), its create options,
 // for a compile-only worker the topology it compiles for, and what its environment adds.
 struct WorkerLaunch {
   std::string plugin_path;
-  std::vector<PluginOption> options;             // the client's create options, or the topology's
-  std::optional<std::string> topology;           // set: PjrtSession::LoadTopology with this name (may be empty)
-  std::vector<std::string> env;                  // NAME=VALUE entries added to (or replacing in) the environment
+  std::vector<PluginOption> options;    // the client's create options, or the topology's
+  std::optional<std::string> topology;  // set: PjrtSession::LoadTopology with this name (may be empty)
+  std::vector<std::string> env;         // NAME=VALUE entries added to (or replacing in) the environment
   // When not empty, replaces the native worker program: the start of the command line (a Python and the worker
   // script speaking the same protocol, python.h), followed by `--parent=PID PLUGIN [name=value ...]`.
   std::vector<std::string> launcher;
@@ -58,9 +58,9 @@ class WorkerProcess {
   struct Outcome {
     enum class Kind { kDone, kCrashed, kTimedOut, kProtocolError };
     Kind kind = Kind::kDone;
-    RunResult result;       // when kDone
-    std::string what;       // when not kDone: `killed by signal 11 (SIGSEGV)`, `timed out after 2.0 s`, ...
-    std::string log_tail;   // what the worker printed during this request
+    RunResult result;      // when kDone
+    std::string what;      // when not kDone: `killed by signal 11 (SIGSEGV)`, `timed out after 2.0 s`, ...
+    std::string log_tail;  // what the worker printed during this request
     double seconds = 0;
   };
   // Sends one request and waits for the answer; on a timeout the worker is killed. After anything but

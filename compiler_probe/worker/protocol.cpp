@@ -1,9 +1,8 @@
 #include "compiler_probe/worker/protocol.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -91,23 +90,11 @@ int PjrtTypeByteSize(int pjrt_type) {
 }
 
 std::string ErrorCodeName(int code) {
-  static const char* kNames[] = {"OK",
-                                 "CANCELLED",
-                                 "UNKNOWN",
-                                 "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED",
-                                 "NOT_FOUND",
-                                 "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED",
-                                 "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION",
-                                 "ABORTED",
-                                 "OUT_OF_RANGE",
-                                 "UNIMPLEMENTED",
-                                 "INTERNAL",
-                                 "UNAVAILABLE",
-                                 "DATA_LOSS",
-                                 "UNAUTHENTICATED"};
+  static const char* kNames[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   if (code >= 0 && code <= 16) return kNames[code];
   return fmt::format("code {}", code);
 }
@@ -186,9 +173,8 @@ class Reader {
 void WriteStats(Writer& w, const CompileStats& st) {
   w.Pod<uint8_t>(1);
   w.Pod<uint8_t>(st.has_memory ? 1 : 0);
-  for (int64_t v : {st.memory.generated_code_bytes, st.memory.argument_bytes, st.memory.output_bytes, st.memory.alias_bytes,
-                    st.memory.temp_bytes,
-                    st.peak_bytes})
+  for (int64_t v : {st.memory.generated_code_bytes, st.memory.argument_bytes, st.memory.output_bytes,
+                    st.memory.alias_bytes, st.memory.temp_bytes, st.peak_bytes})
     w.Pod<int64_t>(v);
   w.Pod<uint32_t>(static_cast<uint32_t>(st.library_calls.size()));
   for (const auto& l : st.library_calls) w.Str(l);
@@ -205,8 +191,7 @@ bool ReadStats(Reader& r, CompileStats& st) {
   st.present = present != 0;
   st.has_memory = has_memory != 0;
   for (int64_t* v : {&st.memory.generated_code_bytes, &st.memory.argument_bytes, &st.memory.output_bytes,
-                     &st.memory.alias_bytes, &st.memory.temp_bytes,
-                     &st.peak_bytes})
+                     &st.memory.alias_bytes, &st.memory.temp_bytes, &st.peak_bytes})
     if (!r.Pod(*v)) return false;
   uint32_t n = 0;
   if (!r.Pod(n) || n > 4096) return false;

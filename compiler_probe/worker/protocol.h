@@ -86,10 +86,10 @@ struct SessionInfo {
 // What a whole program's compile says of it (PJRT_Executable_GetCompiledMemoryStats, per device, and the optimized
 // program's vendor library calls).
 struct CompileStats {
-  bool present = false;     // the program compiled for a topology
-  bool has_memory = false;  // the plugin gave memory statistics
-  DeviceMemory memory;      // code + arguments + outputs - aliased + temporaries: what one device holds
-  int64_t peak_bytes = 0;  // 0 where the plugin does not say
+  bool present = false;                    // the program compiled for a topology
+  bool has_memory = false;                 // the plugin gave memory statistics
+  DeviceMemory memory;                     // code + arguments + outputs - aliased + temporaries: what one device holds
+  int64_t peak_bytes = 0;                  // 0 where the plugin does not say
   std::vector<std::string> library_calls;  // `__cudnn$convForward`, ... in the optimized program, sorted
   // Each such call with the op_name of its metadata (XLA carries an instruction's metadata to the call it becomes):
   // which unit of a batch (hlo::MakeBatchModule marks them) a call comes from.

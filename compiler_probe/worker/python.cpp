@@ -54,15 +54,16 @@ Expected<PythonWorkerSpec> ParsePythonWorkerSpec(const PythonEnvironment& env, c
     std::string part = arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (first) {
       if (part != env.platform)
-        return InvalidInput(fmt::format("{0} backend: unknown platform '{1}' in '{0}:{2}' (expected {0}:{3}[,python=PATH])",
-                                        env.backend, part, arg, env.platform));
+        return InvalidInput(
+            fmt::format("{0} backend: unknown platform '{1}' in '{0}:{2}' (expected {0}:{3}[,python=PATH])",
+                        env.backend, part, arg, env.platform));
       spec.platform = part;
       first = false;
     } else if (part.rfind("python=", 0) == 0 && part.size() > 7) {
       spec.python = part.substr(7);
     } else {
-      return InvalidInput(fmt::format("{0} backend: unknown option '{1}' in '{0}:{2}' (expected python=PATH)", env.backend,
-                                      part, arg));
+      return InvalidInput(
+          fmt::format("{0} backend: unknown option '{1}' in '{0}:{2}' (expected python=PATH)", env.backend, part, arg));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -122,8 +123,8 @@ std::string DescribePythonInstallation(const PythonEnvironment& env) {
   o.timeout_seconds = 60;
   auto r = RunSubprocess(o);
   if (!r.ok() || !r->exited_ok())
-    return fmt::format("unavailable: {} is not installed in {}; install it with: {} -m pip install -r {}",
-                       env.packages, *python, *python, env.requirements);
+    return fmt::format("unavailable: {} is not installed in {}; install it with: {} -m pip install -r {}", env.packages,
+                       *python, *python, env.requirements);
   std::string v = r->stdout_tail;
   while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
   return fmt::format("{} ({})", SanitizeOutput(v), *python);

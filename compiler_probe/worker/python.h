@@ -54,7 +54,8 @@ Expected<std::string> FindWorkerScript();
 Expected<std::unique_ptr<Backend>> CreatePythonWorkerBackend(const PythonEnvironment& env, const std::string& arg,
                                                              const BackendOptions& options);
 
-// The installed version in the default Python (`jaxlib 0.10.2 (PATH)`: version_code's line and the Python), or why there is none: for `opprobe backends`.
+// The installed version in the default Python (`jaxlib 0.10.2 (PATH)`: version_code's line and the Python), or why
+// there is none: for `opprobe backends`.
 std::string DescribePythonInstallation(const PythonEnvironment& env);
 
 }  // namespace opprobe::compiler_probe::worker

@@ -1,8 +1,7 @@
 #include "compiler_probe/worker/run_backend.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -84,8 +83,10 @@ std::optional<bool> ArgReducerIsMax(const hlo::Computation& reducer) {
         b->parameter_number != 2)
       continue;
     switch (in->comparison_direction) {
-      case hlo::ComparisonDirection::kGt: case hlo::ComparisonDirection::kGe: return true;
-      case hlo::ComparisonDirection::kLt: case hlo::ComparisonDirection::kLe: return false;
+      case hlo::ComparisonDirection::kGt:
+      case hlo::ComparisonDirection::kGe: return true;
+      case hlo::ComparisonDirection::kLt:
+      case hlo::ComparisonDirection::kLe: return false;
       default: break;
     }
   }
@@ -102,7 +103,7 @@ std::optional<bool> ArgReducerIsMax(const hlo::Computation& reducer) {
 void UseIdentityInitValues(const hlo::Computation& entry, std::vector<hlo::Literal>& args) {
   for (const auto& inst : entry.instructions()) {
     std::vector<std::pair<int, const hlo::Computation*>> inits;  // (operand index, reducer)
-    int n = 1;  // operands per init group (a variadic reduce's inputs)
+    int n = 1;                                                   // operands per init group (a variadic reduce's inputs)
     if (inst->opcode == hlo::Opcode::kReduce || inst->opcode == hlo::Opcode::kReduceWindow) {
       n = inst->operand_count() / 2;
       for (int i = n; i < inst->operand_count(); ++i) inits.push_back({i, inst->to_apply()});
@@ -130,8 +131,10 @@ void UseIdentityInitValues(const hlo::Computation& entry, std::vector<hlo::Liter
       const PrimitiveType t = init->shape.element_type();
       std::optional<hlo::Literal> id;
       switch (reducer->root()->opcode) {
-        case hlo::Opcode::kAdd: case hlo::Opcode::kOr: id = hlo::Literal::ScalarF64(t, 0); break;
-        case hlo::Opcode::kMultiply: case hlo::Opcode::kAnd: id = hlo::Literal::ScalarF64(t, 1); break;
+        case hlo::Opcode::kAdd:
+        case hlo::Opcode::kOr: id = hlo::Literal::ScalarF64(t, 0); break;
+        case hlo::Opcode::kMultiply:
+        case hlo::Opcode::kAnd: id = hlo::Literal::ScalarF64(t, 1); break;
         case hlo::Opcode::kMaximum: id = ExtremeOf(t, false); break;
         case hlo::Opcode::kMinimum: id = ExtremeOf(t, true); break;
         default: break;
@@ -157,8 +160,8 @@ void UseValidDynamicSizes(const hlo::Computation& entry, std::vector<hlo::Litera
         size->shape.dimensions().size() != 0 || d < 0 || d >= static_cast<int64_t>(x->shape.dimensions().size()) ||
         static_cast<size_t>(size->parameter_number) >= args.size())
       continue;
-    args[static_cast<size_t>(size->parameter_number)] =
-        hlo::Literal::ScalarF64(size->shape.element_type(), static_cast<double>(x->shape.dimensions()[static_cast<size_t>(d)]));
+    args[static_cast<size_t>(size->parameter_number)] = hlo::Literal::ScalarF64(
+        size->shape.element_type(), static_cast<double>(x->shape.dimensions()[static_cast<size_t>(d)]));
   }
 }
 
@@ -199,8 +202,8 @@ class RunBackend : public Backend {
     }
     if (info_.num_devices > 0 && config.devices() > info_.num_devices) {
       c.outcome = ProgramCompile::Outcome::kError;
-      c.message = fmt::format("the program needs {} devices ({} replicas x {} partitions) and {} has {}", config.devices(),
-                              config.replicas, config.partitions, id(), info_.num_devices);
+      c.message = fmt::format("the program needs {} devices ({} replicas x {} partitions) and {} has {}",
+                              config.devices(), config.replicas, config.partitions, id(), info_.num_devices);
       return c;
     }
     auto bytes = hlo::ModuleToProtoBytes(program, /*unique_names=*/true);
@@ -259,11 +262,11 @@ class RunBackend : public Backend {
             name.find("-start") != name.npos || name.find("-done") != name.npos)
           return false;
         switch (in->opcode) {
-          case hlo::Opcode::kReduceScatter: case hlo::Opcode::kReplicaId: case hlo::Opcode::kPartitionId:
-          case hlo::Opcode::kAfterAll:
-            return false;
-          default:
-            break;
+          case hlo::Opcode::kReduceScatter:
+          case hlo::Opcode::kReplicaId:
+          case hlo::Opcode::kPartitionId:
+          case hlo::Opcode::kAfterAll: return false;
+          default: break;
         }
       }
     return true;
@@ -292,8 +295,7 @@ class RunBackend : public Backend {
     evaluated.wait();
     if (!outcome) return std::nullopt;
     WorkerProcess::Outcome& o = *outcome;
-    if (o.kind != WorkerProcess::Outcome::Kind::kDone || o.result.stage != RunResult::Stage::kOk)
-      return std::nullopt;
+    if (o.kind != WorkerProcess::Outcome::Kind::kDone || o.result.stage != RunResult::Stage::kOk) return std::nullopt;
     std::vector<Verdict> verdicts;
     size_t next = 0;
     for (size_t k = 0; k < units.size(); ++k) {
@@ -437,8 +439,7 @@ class RunBackend : public Backend {
                              root == hlo::Opcode::kReduce || root == hlo::Opcode::kReduceWindow ||
                              root == hlo::Opcode::kSelectAndScatter;
     for (size_t i = 0; i < want.size(); ++i)
-      if (auto diff = CompareOutput(*want[i], r.outputs[i], i, accumulated))
-        return Differ(*diff);
+      if (auto diff = CompareOutput(*want[i], r.outputs[i], i, accumulated)) return Differ(*diff);
     ok.output_tail = fmt::format("{}{} output{} agree", kInterpAgreePrefix, want.size(), want.size() == 1 ? "" : "s");
     ok.interp = Verdict::Interp::kAgree;
     return ok;
@@ -448,10 +449,10 @@ class RunBackend : public Backend {
   RunBackendSpec spec_;
   std::unique_ptr<WorkerProcess> worker_;
   BackendOptions options_;
-  SessionInfo info_;           // the first worker's greeting
-  std::string what_;           // names the compiler in reasons
-  std::string version_;        // spec_.version(info_)
-  std::string compiler_;       // spec_.compiler(info_)
+  SessionInfo info_;      // the first worker's greeting
+  std::string what_;      // names the compiler in reasons
+  std::string version_;   // spec_.version(info_)
+  std::string compiler_;  // spec_.compiler(info_)
   int restarts_ = 0;
 };
 

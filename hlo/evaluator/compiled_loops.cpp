@@ -94,18 +94,22 @@ class TypedAtoms {
       bool r = false;
       switch (a.code) {
         case 0: r = *slot[a.a] != 0; break;
-#define OPPROBE_ATOM(BASE, P, D, I)                                                                          \
-  case BASE + I * 2: r = CompareValues<P, D, false>(Traits<P>::Load(slot[a.a], 0), Traits<P>::Load(slot[a.b], 0)); break; \
-  case BASE + I * 2 + 1: r = CompareValues<P, D, true>(Traits<P>::Load(slot[a.a], 0), Traits<P>::Load(slot[a.b], 0)); break;
-#define OPPROBE_ATOMS(BASE, P)                              \
-  OPPROBE_ATOM(BASE, P, ComparisonDirection::kEq, 0)        \
-  OPPROBE_ATOM(BASE, P, ComparisonDirection::kNe, 1)        \
-  OPPROBE_ATOM(BASE, P, ComparisonDirection::kGe, 2)        \
-  OPPROBE_ATOM(BASE, P, ComparisonDirection::kGt, 3)        \
-  OPPROBE_ATOM(BASE, P, ComparisonDirection::kLe, 4)        \
+#define OPPROBE_ATOM(BASE, P, D, I)                                                               \
+  case BASE + I * 2:                                                                              \
+    r = CompareValues<P, D, false>(Traits<P>::Load(slot[a.a], 0), Traits<P>::Load(slot[a.b], 0)); \
+    break;                                                                                        \
+  case BASE + I * 2 + 1:                                                                          \
+    r = CompareValues<P, D, true>(Traits<P>::Load(slot[a.a], 0), Traits<P>::Load(slot[a.b], 0));  \
+    break;
+#define OPPROBE_ATOMS(BASE, P)                       \
+  OPPROBE_ATOM(BASE, P, ComparisonDirection::kEq, 0) \
+  OPPROBE_ATOM(BASE, P, ComparisonDirection::kNe, 1) \
+  OPPROBE_ATOM(BASE, P, ComparisonDirection::kGe, 2) \
+  OPPROBE_ATOM(BASE, P, ComparisonDirection::kGt, 3) \
+  OPPROBE_ATOM(BASE, P, ComparisonDirection::kLe, 4) \
   OPPROBE_ATOM(BASE, P, ComparisonDirection::kLt, 5)
-        OPPROBE_ATOMS(1, PV)
-        OPPROBE_ATOMS(13, PI)
+          OPPROBE_ATOMS(1, PV)
+          OPPROBE_ATOMS(13, PI)
 #undef OPPROBE_ATOMS
 #undef OPPROBE_ATOM
         default: break;
@@ -202,7 +206,9 @@ void WithStepper(const Selection& sel, F&& f) {
       case PT::S32: typed(v, TypeC<PT::S32>{}); break;
       case PT::U32: typed(v, TypeC<PT::U32>{}); break;
       case PT::S64: typed(v, TypeC<PT::S64>{}); break;
-      default: if (b == a) typed(v, v); break;
+      default:
+        if (b == a) typed(v, v);
+        break;
     }
   };
   switch (a) {
@@ -327,10 +333,8 @@ bool CompiledReduce(const Instruction& ins, const std::vector<const Literal*>& o
   const auto& xd = ops[0]->shape().dimensions();
   size_t n = types.size();
   switch (plan.kind) {
-    case RegionPlan::Kind::kGeneric:
-      return false;
-    case RegionPlan::Kind::kTakeFirst:
-      return true;  // the init values stay
+    case RegionPlan::Kind::kGeneric: return false;
+    case RegionPlan::Kind::kTakeFirst: return true;  // the init values stay
     case RegionPlan::Kind::kTakeSecond: {
       int64_t es = ByteWidth(types[0]);
       ForEachRun(xd, reduced, [&](int64_t out, int64_t in, int64_t len, bool red) {
@@ -389,14 +393,15 @@ bool CompiledReduceWindow(const Instruction& ins, const std::vector<const Litera
   size_t n = types.size();
   WindowWalk walk(g);
   switch (plan.kind) {
-    case RegionPlan::Kind::kGeneric:
-      return false;
-    case RegionPlan::Kind::kTakeFirst: case RegionPlan::Kind::kTakeSecond: {
+    case RegionPlan::Kind::kGeneric: return false;
+    case RegionPlan::Kind::kTakeFirst:
+    case RegionPlan::Kind::kTakeSecond: {
       int64_t es = ByteWidth(types[0]);
       bool second = plan.kind == RegionPlan::Kind::kTakeSecond;
       walk.ForEach([&](int64_t out, const int64_t* outer, int64_t n_outer, const int64_t* inner, int64_t n_inner) {
         const uint8_t* src = ops[1]->data().data();
-        if (second && n_outer > 0 && n_inner > 0) src = ops[0]->data().data() + (outer[n_outer - 1] + inner[n_inner - 1]) * es;
+        if (second && n_outer > 0 && n_inner > 0)
+          src = ops[0]->data().data() + (outer[n_outer - 1] + inner[n_inner - 1]) * es;
         std::memcpy(outs[0].data().data() + out * es, src, static_cast<size_t>(es));
       });
       return true;

@@ -8,7 +8,6 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
-
 #include <algorithm>
 #include <cstdlib>
 
@@ -126,7 +125,8 @@ Expected<Literal> EvalTriangularSolve(Evaluator& ev, const Instruction& ins, con
     return InvalidInput(fmt::format("{}: a {} and b {} do not form a triangular system", ins.name,
                                     a.shape().ToString(false), bl.shape().ToString(false)));
   OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, bl.shape().dimensions(), bl.shape().element_type()));
-  OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(db.batch) * da.n * da.n * (o.left_side ? db.n : db.m)));
+  OPPROBE_RETURN_IF_ERROR(
+      ev.CheckFlops(ins, static_cast<double>(db.batch) * da.n * da.n * (o.left_side ? db.n : db.m)));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   OPPROBE_RETURN_IF_ERROR(ByScalar(a.shape().element_type(), [&](auto zero) -> Status {
     using S = decltype(zero);
@@ -214,7 +214,8 @@ Expected<Literal> EvalQr(Evaluator& ev, const Instruction& ins, const Literal& a
   std::vector<int64_t> tdims(a.shape().dimensions().begin(), a.shape().dimensions().end() - 2);
   tdims.push_back(k);
   if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != 2 ||
-      ins.shape.tuple_shapes()[0].dimensions() != a.shape().dimensions() || ins.shape.tuple_shapes()[1].dimensions() != tdims)
+      ins.shape.tuple_shapes()[0].dimensions() != a.shape().dimensions() ||
+      ins.shape.tuple_shapes()[1].dimensions() != tdims)
     return InvalidInput(fmt::format("{}: Qr returns (a, taus) shaped {} and [{}]", ins.name, a.shape().ToString(false),
                                     fmt::join(tdims, ",")));
   OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, 2.0 * d.batch * d.m * d.n * k));
@@ -267,7 +268,8 @@ Expected<Literal> EvalEigh(Evaluator& ev, const Instruction& ins, const Literal&
   bool lower = ins.rare().backend_config.empty() || ins.rare().backend_config[0] != '0';
   std::vector<int64_t> wdims(a.shape().dimensions().begin(), a.shape().dimensions().end() - 1);
   if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != 2 ||
-      ins.shape.tuple_shapes()[0].dimensions() != a.shape().dimensions() || ins.shape.tuple_shapes()[1].dimensions() != wdims)
+      ins.shape.tuple_shapes()[0].dimensions() != a.shape().dimensions() ||
+      ins.shape.tuple_shapes()[1].dimensions() != wdims)
     return InvalidInput(fmt::format("{}: Eigh returns (vectors, values) shaped {} and [{}]", ins.name,
                                     a.shape().ToString(false), fmt::join(wdims, ",")));
   OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, 10.0 * d.batch * d.n * d.n * d.n));
@@ -308,8 +310,9 @@ Expected<Literal> EvalLu(Evaluator& ev, const Instruction& ins, const Literal& a
   if (!ins.shape.IsTuple() || ts.size() != 3 || ts[0].dimensions() != a.shape().dimensions() ||
       ts[1].dimensions() != pdims || ts[2].dimensions() != permdims || !IsInteger(ts[1].element_type()) ||
       !IsInteger(ts[2].element_type()))
-    return InvalidInput(fmt::format("{}: LuDecomposition returns (lu {}, pivots s32[{}], permutation s32[{}])", ins.name,
-                                    a.shape().ToString(false), fmt::join(pdims, ","), fmt::join(permdims, ",")));
+    return InvalidInput(fmt::format("{}: LuDecomposition returns (lu {}, pivots s32[{}], permutation s32[{}])",
+                                    ins.name, a.shape().ToString(false), fmt::join(pdims, ","),
+                                    fmt::join(permdims, ",")));
   OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, 2.0 * d.batch * d.m * d.n * k));
   OPPROBE_ASSIGN_OR_RETURN(Literal lu, ev.Allocate(ts[0]));
   OPPROBE_ASSIGN_OR_RETURN(Literal piv, ev.Allocate(ts[1]));

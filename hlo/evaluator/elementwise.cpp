@@ -24,6 +24,8 @@ constexpr BinaryKernel MakeBinary() {
 template <Opcode op>
 BinaryKernel BinaryFor(PrimitiveType t) {
   switch (t) {
+    // A list of cases made by a macro, as many to a line as fit.
+    // clang-format off
 #define OPPROBE_CASE(PT) \
   case PrimitiveType::PT: return MakeBinary<PrimitiveType::PT, op>();
     OPPROBE_CASE(PRED) OPPROBE_CASE(S8) OPPROBE_CASE(S16) OPPROBE_CASE(S32) OPPROBE_CASE(S64)
@@ -31,6 +33,7 @@ BinaryKernel BinaryFor(PrimitiveType t) {
     OPPROBE_CASE(BF16) OPPROBE_CASE(F32) OPPROBE_CASE(F64) OPPROBE_CASE(C64) OPPROBE_CASE(C128)
 #undef OPPROBE_CASE
     default: return nullptr;
+    // clang-format on
   }
 }
 
@@ -131,7 +134,8 @@ Status UnaryTyped(Opcode op, const Literal& x, Literal& out) {
   } else if constexpr (std::is_same_v<C, bool>) {
     switch (op) {
       case Opcode::kNot: return loop([](C v) { return !v; });
-      case Opcode::kAbs: case Opcode::kSign: return loop([](C v) { return v; });
+      case Opcode::kAbs:
+      case Opcode::kSign: return loop([](C v) { return v; });
       default: break;
     }
   } else {  // integers
@@ -208,9 +212,9 @@ Fp ReducePrecisionValue(Fp input, int exponent_bits, int mantissa_bits) {
   }
   Fp reduced = std::bit_cast<Fp>(value);
   if (std::isnan(input)) {
-    reduced = mantissa_bits > 0 ? input : std::bit_cast<Fp>(
-        (std::bit_cast<Uint>(input) & (Uint{1} << (sizeof(Fp) * 8 - 1))) |
-        (((Uint{1} << kSrcExponent) - 1) << kSrcMantissa));
+    reduced = mantissa_bits > 0 ? input
+                                : std::bit_cast<Fp>((std::bit_cast<Uint>(input) & (Uint{1} << (sizeof(Fp) * 8 - 1))) |
+                                                    (((Uint{1} << kSrcExponent) - 1) << kSrcMantissa));
   }
   return reduced;
 }
@@ -219,6 +223,8 @@ Fp ReducePrecisionValue(Fp input, int exponent_bits, int mantissa_bits) {
 
 BinaryKernel GetBinaryKernel(Opcode op, PrimitiveType t) {
   switch (op) {
+    // A list of cases made by a macro, as many to a line as fit.
+    // clang-format off
 #define OPPROBE_OP(OP) \
   case Opcode::OP: return BinaryFor<Opcode::OP>(t);
     OPPROBE_OP(kAdd) OPPROBE_OP(kSubtract) OPPROBE_OP(kMultiply) OPPROBE_OP(kDivide) OPPROBE_OP(kRemainder)
@@ -227,6 +233,7 @@ BinaryKernel GetBinaryKernel(Opcode op, PrimitiveType t) {
     OPPROBE_OP(kShiftRightLogical)
 #undef OPPROBE_OP
     default: return nullptr;
+    // clang-format on
   }
 }
 
@@ -244,22 +251,41 @@ namespace {
 
 bool IsUnaryOp(Opcode op) {
   switch (op) {
-    case Opcode::kAbs: case Opcode::kNegate: case Opcode::kSign: case Opcode::kFloor: case Opcode::kCeil:
-    case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven: case Opcode::kExp: case Opcode::kExpm1:
-    case Opcode::kLog: case Opcode::kLog1p: case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kCbrt:
-    case Opcode::kSin: case Opcode::kCos: case Opcode::kTan: case Opcode::kTanh: case Opcode::kLogistic:
-    case Opcode::kErf: case Opcode::kNot: case Opcode::kPopulationCount: case Opcode::kClz: case Opcode::kCopy:
-    case Opcode::kReal: case Opcode::kImag: case Opcode::kIsFinite:
-      return true;
-    default:
-      return false;
+    case Opcode::kAbs:
+    case Opcode::kNegate:
+    case Opcode::kSign:
+    case Opcode::kFloor:
+    case Opcode::kCeil:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kRoundNearestEven:
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kSqrt:
+    case Opcode::kRsqrt:
+    case Opcode::kCbrt:
+    case Opcode::kSin:
+    case Opcode::kCos:
+    case Opcode::kTan:
+    case Opcode::kTanh:
+    case Opcode::kLogistic:
+    case Opcode::kErf:
+    case Opcode::kNot:
+    case Opcode::kPopulationCount:
+    case Opcode::kClz:
+    case Opcode::kCopy:
+    case Opcode::kReal:
+    case Opcode::kImag:
+    case Opcode::kIsFinite: return true;
+    default: return false;
   }
 }
 
 Status CheckSameDims(const Instruction& ins, const Literal& a, const Literal& b, const char* what) {
   if (!a.shape().IsArray() || !b.shape().IsArray() || a.shape().dimensions() != b.shape().dimensions())
-    return InvalidInput(fmt::format("{}: {} {} and {} differ", ins.name, what, a.shape().ToString(false),
-                                    b.shape().ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: {} {} and {} differ", ins.name, what, a.shape().ToString(false), b.shape().ToString(false)));
   return Status::Ok();
 }
 
@@ -276,12 +302,13 @@ Expected<Literal> EvalElementwise(Evaluator& ev, const Instruction& ins, const s
   if (IsUnaryOp(op)) {
     if (ops.size() != 1) return InvalidInput(fmt::format("{}: expects 1 operand", ins.name));
     PrimitiveType rt = t;
-    if ((op == Opcode::kAbs && IsComplex(t)) || op == Opcode::kReal || op == Opcode::kImag) rt = ComplexComponentType(t);
+    if ((op == Opcode::kAbs && IsComplex(t)) || op == Opcode::kReal || op == Opcode::kImag)
+      rt = ComplexComponentType(t);
     if (op == Opcode::kIsFinite) rt = PrimitiveType::PRED;
     OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, dims, rt));
     OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
-    bool to_real = (IsComplex(t) && (op == Opcode::kAbs || op == Opcode::kReal || op == Opcode::kImag)) ||
-                   op == Opcode::kIsFinite;
+    bool to_real =
+        (IsComplex(t) && (op == Opcode::kAbs || op == Opcode::kReal || op == Opcode::kImag)) || op == Opcode::kIsFinite;
     if (to_real) {
       OPPROBE_RETURN_IF_ERROR(DispatchType(t, [&](auto tc) { return ToRealTyped<decltype(tc)::value>(op, x, out); }));
     } else {
@@ -294,8 +321,7 @@ Expected<Literal> EvalElementwise(Evaluator& ev, const Instruction& ins, const s
     case Opcode::kCompare: {
       if (ops.size() != 2) return InvalidInput(fmt::format("{}: expects 2 operands", ins.name));
       OPPROBE_RETURN_IF_ERROR(CheckSameDims(ins, x, *ops[1], "operands"));
-      if (ops[1]->shape().element_type() != t)
-        return InvalidInput(fmt::format("{}: operand types differ", ins.name));
+      if (ops[1]->shape().element_type() != t) return InvalidInput(fmt::format("{}: operand types differ", ins.name));
       OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, dims, PrimitiveType::PRED));
       CompareKernel k = GetCompareKernel(ins.comparison_direction, ins.rare().comparison_type == "TOTALORDER", t);
       if (!k)
@@ -353,10 +379,8 @@ Expected<Literal> EvalElementwise(Evaluator& ev, const Instruction& ins, const s
       OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
       int64_t n = x.element_count();
       for (int64_t i = 0; i < n; ++i) {
-        if (t == PrimitiveType::F32)
-          out.Set<std::complex<float>>(i, {x.Get<float>(i), ops[1]->Get<float>(i)});
-        else
-          out.Set<std::complex<double>>(i, {x.Get<double>(i), ops[1]->Get<double>(i)});
+        if (t == PrimitiveType::F32) out.Set<std::complex<float>>(i, {x.Get<float>(i), ops[1]->Get<float>(i)});
+        else out.Set<std::complex<double>>(i, {x.Get<double>(i), ops[1]->Get<double>(i)});
       }
       return out;
     }
@@ -405,8 +429,8 @@ Expected<Literal> EvalBitcastConvert(Evaluator& ev, const Instruction& ins, cons
   if (!out_n.ok()) return out_n.status();
   int64_t out_bytes = *out_n * ByteWidth(ins.shape.element_type());
   if (in_bytes != out_bytes || BitWidth(ins.shape.element_type()) % 8 != 0)
-    return InvalidInput(fmt::format("{}: {} cannot be bitcast to {}", ins.name, x.shape().ToString(false),
-                                    ins.shape.ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: {} cannot be bitcast to {}", ins.name, x.shape().ToString(false), ins.shape.ToString(false)));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   if (in_bytes) std::memcpy(out.data().data(), x.data().data(), static_cast<size_t>(in_bytes));
   return out;
@@ -422,7 +446,8 @@ Expected<Literal> EvalReducePrecision(Evaluator& ev, const Instruction& ins, con
   int64_t n = x.element_count();
   for (int64_t i = 0; i < n; ++i) {
     if (t == PrimitiveType::F64) {
-      out.Set<double>(i, ReducePrecisionValue<double, uint64_t>(x.Get<double>(i), ins.exponent_bits, ins.mantissa_bits));
+      out.Set<double>(i,
+                      ReducePrecisionValue<double, uint64_t>(x.Get<double>(i), ins.exponent_bits, ins.mantissa_bits));
     } else {
       float v = static_cast<float>(x.GetAsDouble(i));
       out.SetFromDouble(i, ReducePrecisionValue<float, uint32_t>(v, ins.exponent_bits, ins.mantissa_bits));

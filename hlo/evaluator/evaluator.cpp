@@ -53,13 +53,13 @@ Expected<Literal> Evaluator::Allocate(const Shape& shape) {
   }
   if (shape.IsToken()) return Literal(shape);
   if (!shape.IsArray())
-    return Unimplemented(fmt::format("element type {} is not supported by the evaluator",
-                                     PrimitiveTypeName(shape.element_type())));
+    return Unimplemented(
+        fmt::format("element type {} is not supported by the evaluator", PrimitiveTypeName(shape.element_type())));
   OPPROBE_ASSIGN_OR_RETURN(int64_t n, shape.ElementCount());
   int64_t width = ByteWidth(shape.element_type());
   if (BitWidth(shape.element_type()) % 8 != 0 || (IsFloatingPoint(shape.element_type()) && width == 1))
-    return Unimplemented(fmt::format("element type {} is not supported by the evaluator",
-                                     PrimitiveTypeName(shape.element_type())));
+    return Unimplemented(
+        fmt::format("element type {} is not supported by the evaluator", PrimitiveTypeName(shape.element_type())));
   if (width && n > options_.max_literal_bytes / width)
     return Unimplemented(fmt::format("value {} is too large to evaluate ({} bytes, limit {})", shape.ToString(false),
                                      static_cast<double>(n) * static_cast<double>(width), options_.max_literal_bytes));
@@ -87,8 +87,8 @@ Expected<ScalarFn> ScalarFn::ForReducer(Evaluator& ev, const Instruction& ins, c
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i]->parameter_number != static_cast<int64_t>(i) || !params[i]->shape.IsArray() ||
         params[i]->shape.rank() != 0)
-      return InvalidInput(fmt::format("{}: computation {} must take scalar parameters 0..{}", ins.name, comp->name(),
-                                      2 * n - 1));
+      return InvalidInput(
+          fmt::format("{}: computation {} must take scalar parameters 0..{}", ins.name, comp->name(), 2 * n - 1));
   }
   if (n != 1) return fn;
   const Instruction* root = comp->root();
@@ -197,8 +197,8 @@ Expected<Literal> EvalReshape(Evaluator& ev, const Instruction& ins, const Liter
     return out;
   }
   if (ins.opcode == Opcode::kBitcast) return EvalBitcastConvert(ev, ins, x);
-  return InvalidInput(fmt::format("{}: {} cannot be reshaped to {}", ins.name, x.shape().ToString(false),
-                                  ins.shape.ToString(false)));
+  return InvalidInput(
+      fmt::format("{}: {} cannot be reshaped to {}", ins.name, x.shape().ToString(false), ins.shape.ToString(false)));
 }
 
 Expected<Literal> EvalTranspose(Evaluator& ev, const Instruction& ins, const Literal& x) {
@@ -207,8 +207,8 @@ Expected<Literal> EvalTranspose(Evaluator& ev, const Instruction& ins, const Lit
   const auto& xd = x.shape().dimensions();
   std::vector<bool> seen(xd.size(), false);
   if (perm.size() != xd.size())
-    return InvalidInput(fmt::format("{}: permutation {} does not fit {}", ins.name, DimsToString(perm),
-                                    x.shape().ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: permutation {} does not fit {}", ins.name, DimsToString(perm), x.shape().ToString(false)));
   std::vector<int64_t> od, strides;
   auto xs = Strides(xd);
   for (int64_t p : perm) {
@@ -287,8 +287,7 @@ Expected<std::vector<int64_t>> StartIndices(const Instruction& ins, const std::v
       return InvalidInput(fmt::format("{}: start index {} is not an integer scalar", ins.name, i - first));
     if (IsUnsignedInteger(s.shape().element_type()))
       starts.push_back(static_cast<int64_t>(std::min<uint64_t>(s.GetAsUint64(0), INT64_MAX)));
-    else
-      starts.push_back(s.GetAsInt64(0));
+    else starts.push_back(s.GetAsInt64(0));
   }
   return starts;
 }
@@ -300,8 +299,8 @@ Expected<Literal> EvalDynamicSlice(Evaluator& ev, const Instruction& ins, const 
   OPPROBE_ASSIGN_OR_RETURN(auto starts, StartIndices(ins, ops, 1, xd.size()));
   const auto& sizes = ins.rare().dynamic_slice_sizes.empty() ? ins.shape.dimensions() : ins.rare().dynamic_slice_sizes;
   if (sizes.size() != xd.size())
-    return InvalidInput(fmt::format("{}: slice sizes {} do not fit {}", ins.name, DimsToString(sizes),
-                                    x.shape().ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: slice sizes {} do not fit {}", ins.name, DimsToString(sizes), x.shape().ToString(false)));
   auto xs = Strides(xd);
   int64_t offset = 0;
   for (size_t i = 0; i < xd.size(); ++i) {
@@ -325,16 +324,16 @@ Expected<Literal> EvalDynamicUpdateSlice(Evaluator& ev, const Instruction& ins,
   OPPROBE_RETURN_IF_ERROR(NeedArray(ins, u, "update"));
   const auto &xd = x.shape().dimensions(), &ud = u.shape().dimensions();
   if (xd.size() != ud.size() || x.shape().element_type() != u.shape().element_type())
-    return InvalidInput(fmt::format("{}: update {} does not fit {}", ins.name, u.shape().ToString(false),
-                                    x.shape().ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: update {} does not fit {}", ins.name, u.shape().ToString(false), x.shape().ToString(false)));
   OPPROBE_ASSIGN_OR_RETURN(auto starts, StartIndices(ins, ops, 2, xd.size()));
   OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, xd, x.shape().element_type()));
   auto xs = Strides(xd);
   int64_t offset = 0;
   for (size_t i = 0; i < xd.size(); ++i) {
     if (ud[i] > xd[i])
-      return InvalidInput(fmt::format("{}: update {} does not fit {}", ins.name, u.shape().ToString(false),
-                                      x.shape().ToString(false)));
+      return InvalidInput(
+          fmt::format("{}: update {} does not fit {}", ins.name, u.shape().ToString(false), x.shape().ToString(false)));
     offset += std::clamp<int64_t>(starts[i], 0, xd[i] - ud[i]) * xs[i];
   }
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
@@ -361,10 +360,10 @@ Expected<Literal> EvalPad(Evaluator& ev, const Instruction& ins, const Literal& 
   const auto& pc = ins.padding_config->dimensions;
   std::vector<int64_t> od;
   for (size_t i = 0; i < xd.size(); ++i) {
-    if (pc[i].interior_padding < 0)
-      return InvalidInput(fmt::format("{}: negative interior padding", ins.name));
+    if (pc[i].interior_padding < 0) return InvalidInput(fmt::format("{}: negative interior padding", ins.name));
     int64_t n = xd[i];
-    int64_t o = pc[i].edge_padding_low + pc[i].edge_padding_high + n + std::max<int64_t>(n - 1, 0) * pc[i].interior_padding;
+    int64_t o =
+        pc[i].edge_padding_low + pc[i].edge_padding_high + n + std::max<int64_t>(n - 1, 0) * pc[i].interior_padding;
     if (o < 0) return InvalidInput(fmt::format("{}: padding makes dimension {} negative", ins.name, i));
     od.push_back(o);
   }
@@ -424,8 +423,8 @@ Expected<Literal> EvalConcatenate(Evaluator& ev, const Instruction& ins, const s
     for (int i = 0; ok && i < rank; ++i)
       if (i != dim && d[static_cast<size_t>(i)] != od[static_cast<size_t>(i)]) ok = false;
     if (!ok)
-      return InvalidInput(fmt::format("{}: operand {} does not concatenate with {}", ins.name, l->shape().ToString(false),
-                                      first.shape().ToString(false)));
+      return InvalidInput(fmt::format("{}: operand {} does not concatenate with {}", ins.name,
+                                      l->shape().ToString(false), first.shape().ToString(false)));
     od[static_cast<size_t>(dim)] += d[static_cast<size_t>(dim)];
   }
   OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, od, first.shape().element_type()));
@@ -447,8 +446,8 @@ Expected<Literal> EvalConcatenate(Evaluator& ev, const Instruction& ins, const s
 
 Expected<Literal> EvalIota(Evaluator& ev, const Instruction& ins) {
   if (!ins.shape.IsArray() || ins.iota_dimension < 0 || ins.iota_dimension >= std::max(ins.shape.rank(), 1))
-    return InvalidInput(fmt::format("{}: bad iota_dimension {} for {}", ins.name, ins.iota_dimension,
-                                    ins.shape.ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: bad iota_dimension {} for {}", ins.name, ins.iota_dimension, ins.shape.ToString(false)));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   if (ins.shape.rank() == 0) return out;
   const auto& d = ins.shape.dimensions();
@@ -469,7 +468,6 @@ Expected<Literal> EvalIota(Evaluator& ev, const Instruction& ins) {
   }));
   return out;
 }
-
 
 Expected<Literal> EvalConstant(Evaluator& ev, const Instruction& ins) {
   if (!ins.literal) return InvalidInput(fmt::format("{}: constant without a value", ins.name));
@@ -525,8 +523,8 @@ Expected<const Evaluator::Plan*> Evaluator::PlanFor(const Computation& c) {
       const Instruction* op = ins->operands[next++];
       auto it = state.find(op);
       if (it == state.end())
-        return InvalidInput(fmt::format("{}: operand {} is not in computation {}", ins->name,
-                                        op ? op->name : "(null)", c.name()));
+        return InvalidInput(
+            fmt::format("{}: operand {} is not in computation {}", ins->name, op ? op->name : "(null)", c.name()));
       if (it->second == 1) return InvalidInput(fmt::format("{}: cycle through {}", c.name(), op->name));
       if (it->second == 0) {
         it->second = 1;
@@ -615,8 +613,8 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
     return Unimplemented(fmt::format("opcode '{}' is not implemented by the evaluator", ins.unknown_opcode));
   int arity = OpcodeArity(ins.opcode);
   if (arity >= 0 && static_cast<int>(ops.size()) != arity && ins.opcode != Opcode::kRng)
-    return InvalidInput(fmt::format("{}: {} takes {} operands, got {}", ins.name, OpcodeName(ins.opcode), arity,
-                                    ops.size()));
+    return InvalidInput(
+        fmt::format("{}: {} takes {} operands, got {}", ins.name, OpcodeName(ins.opcode), arity, ops.size()));
   for (const Literal* l : ops)
     if (!l) return Internal(fmt::format("{}: operand value was released early", ins.name));
   auto need = [&](size_t n) -> Status {
@@ -630,7 +628,8 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
     case Opcode::kConvert: return EvalConvert(*this, ins, *ops[0]);
     case Opcode::kBitcastConvert: return EvalBitcastConvert(*this, ins, *ops[0]);
     case Opcode::kBroadcast: return EvalBroadcast(*this, ins, *ops[0]);
-    case Opcode::kReshape: case Opcode::kBitcast: return EvalReshape(*this, ins, *ops[0]);
+    case Opcode::kReshape:
+    case Opcode::kBitcast: return EvalReshape(*this, ins, *ops[0]);
     case Opcode::kTranspose: return EvalTranspose(*this, ins, *ops[0]);
     case Opcode::kReverse: return EvalReverse(*this, ins, *ops[0]);
     case Opcode::kSlice: return EvalSlice(*this, ins, *ops[0]);
@@ -651,8 +650,9 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
     case Opcode::kFft: return EvalFft(*this, ins, *ops[0]);
     case Opcode::kRng: return EvalRng(*this, ins, ops);
     case Opcode::kRngBitGenerator: return EvalRngBitGenerator(*this, ins, *ops[0]);
-    case Opcode::kBatchNormTraining: case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad:
-      return EvalBatchNorm(*this, ins, ops);
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad: return EvalBatchNorm(*this, ins, ops);
     case Opcode::kReducePrecision: return EvalReducePrecision(*this, ins, *ops[0]);
     case Opcode::kTuple: {
       std::vector<Literal> elems;
@@ -674,7 +674,9 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
                                         ins.shape.ToString(false)));
       return e;
     }
-    case Opcode::kCall: case Opcode::kFusion: case Opcode::kAsyncStart: {
+    case Opcode::kCall:
+    case Opcode::kFusion:
+    case Opcode::kAsyncStart: {
       if (ins.called_computations.empty() || !ins.called_computations[0])
         return InvalidInput(fmt::format("{}: no called computation", ins.name));
       OPPROBE_ASSIGN_OR_RETURN(Literal r, Run(*ins.called_computations[0], ops));
@@ -697,12 +699,13 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
       const int64_t state_bytes = std::max<int64_t>(1, bytes_of(state));
       for (int64_t it = 0;; ++it) {
         if (it >= options_.max_while_iterations)
-          return Unimplemented(fmt::format("{}: while loop ran more than {} iterations", ins.name,
-                                           options_.max_while_iterations));
+          return Unimplemented(
+              fmt::format("{}: while loop ran more than {} iterations", ins.name, options_.max_while_iterations));
         if (it > options_.max_while_state_bytes / state_bytes)
-          return Unimplemented(fmt::format("{}: while loop ran {} iterations over a {}-byte state, more than the "
-                                           "evaluator's limit of {} bytes",
-                                           ins.name, it, state_bytes, options_.max_while_state_bytes));
+          return Unimplemented(
+              fmt::format("{}: while loop ran {} iterations over a {}-byte state, more than the "
+                          "evaluator's limit of {} bytes",
+                          ins.name, it, state_bytes, options_.max_while_state_bytes));
         OPPROBE_ASSIGN_OR_RETURN(Literal p, Run(cond, {&state}));
         if (!p.shape().IsArray() || p.shape().element_type() != PrimitiveType::PRED || p.element_count() != 1)
           return InvalidInput(fmt::format("{}: condition does not return pred[]", ins.name));
@@ -739,19 +742,25 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
     }
     case Opcode::kCustomCall:
       if (!ins.unknown_opcode.empty())
-        return Unimplemented(fmt::format("{}: opcode '{}' is not implemented by the evaluator", ins.name,
-                                         ins.unknown_opcode));
+        return Unimplemented(
+            fmt::format("{}: opcode '{}' is not implemented by the evaluator", ins.name, ins.unknown_opcode));
       return EvalCustomCall(*this, ins, ops);
     case Opcode::kCholesky: return EvalCholesky(*this, ins, *ops[0]);
-    case Opcode::kTriangularSolve: OPPROBE_RETURN_IF_ERROR(need(2)); return EvalTriangularSolve(*this, ins, *ops[0], *ops[1]);
+    case Opcode::kTriangularSolve:
+      OPPROBE_RETURN_IF_ERROR(need(2));
+      return EvalTriangularSolve(*this, ins, *ops[0], *ops[1]);
     case Opcode::kCopy:
       if (!ops[0]->shape().IsArray()) {
-        if (!ops[0]->shape().Compatible(ins.shape)) return InvalidInput(fmt::format("{}: copy changes shape", ins.name));
+        if (!ops[0]->shape().Compatible(ins.shape))
+          return InvalidInput(fmt::format("{}: copy changes shape", ins.name));
         return *ops[0];
       }
       return EvalElementwise(*this, ins, ops);
-    case Opcode::kOptimizationBarrier: case Opcode::kDomain: case Opcode::kAddDependency:
-    case Opcode::kCopyStart: case Opcode::kCopyDone: {
+    case Opcode::kOptimizationBarrier:
+    case Opcode::kDomain:
+    case Opcode::kAddDependency:
+    case Opcode::kCopyStart:
+    case Opcode::kCopyDone: {
       if (ops.empty()) return InvalidInput(fmt::format("{}: needs an operand", ins.name));
       if (ins.opcode == Opcode::kCopyStart) return Unimplemented("copy-start is not implemented by the evaluator");
       // copy-done of copy-start's (destination, source, context) tuple: the destination.
@@ -763,8 +772,12 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
                                         ins.shape.ToString(false)));
       return *ops[0];
     }
-    case Opcode::kAllReduce: case Opcode::kAllGather: case Opcode::kAllToAll: case Opcode::kCollectivePermute:
-    case Opcode::kCollectiveBroadcast: case Opcode::kReduceScatter: {
+    case Opcode::kAllReduce:
+    case Opcode::kAllGather:
+    case Opcode::kAllToAll:
+    case Opcode::kCollectivePermute:
+    case Opcode::kCollectiveBroadcast:
+    case Opcode::kReduceScatter: {
       // A single participant (this process): every collective is the identity when shapes allow.
       Literal r = ops.size() == 1 ? *ops[0] : [&] {
         std::vector<Literal> e;
@@ -776,7 +789,8 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
                                          ins.name, OpcodeName(ins.opcode)));
       return r;
     }
-    case Opcode::kReplicaId: case Opcode::kPartitionId: {
+    case Opcode::kReplicaId:
+    case Opcode::kPartitionId: {
       OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, {}, PrimitiveType::U32));
       return Literal(Shape::Scalar(PrimitiveType::U32));
     }
@@ -812,8 +826,7 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
       dynamic_sizes[&ins] = sizes;
       return x;
     }
-    case Opcode::kParameter:
-      return InvalidInput(fmt::format("{}: parameter evaluated as an instruction", ins.name));
+    case Opcode::kParameter: return InvalidInput(fmt::format("{}: parameter evaluated as an instruction", ins.name));
     default:
       if (IsElementwise(ins.opcode) || ins.opcode == Opcode::kClamp || ins.opcode == Opcode::kSelect ||
           ins.opcode == Opcode::kComplex || ins.opcode == Opcode::kCompare || ins.opcode == Opcode::kIsFinite ||
@@ -849,9 +862,7 @@ Expected<Literal> EvaluateComputation(const Computation& computation, const std:
     return ev.Run(computation, arguments);
   } catch (const std::bad_alloc&) {
     return Unimplemented("out of memory while evaluating " + computation.name());
-  } catch (const std::exception& e) {
-    return Internal(fmt::format("evaluating {}: {}", computation.name(), e.what()));
-  }
+  } catch (const std::exception& e) { return Internal(fmt::format("evaluating {}: {}", computation.name(), e.what())); }
 }
 
 Expected<Literal> Evaluate(const Module& module, const std::vector<Literal>& arguments,

@@ -34,16 +34,16 @@ inline constexpr bool kIsInt = std::is_integral_v<T> && !std::is_same_v<T, bool>
 template <PrimitiveType P>
 struct Traits;
 
-#define OPPROBE_PLAIN_TRAITS(PT, T)                                                      \
-  template <>                                                                            \
-  struct Traits<PrimitiveType::PT> {                                                     \
-    using Compute = T;                                                                   \
-    static constexpr int kSize = sizeof(T);                                              \
-    static T Load(const uint8_t* p, int64_t i) {                                         \
-      T v;                                                                               \
-      std::memcpy(&v, p + i * kSize, kSize);                                             \
-      return v;                                                                          \
-    }                                                                                    \
+#define OPPROBE_PLAIN_TRAITS(PT, T)                                                          \
+  template <>                                                                                \
+  struct Traits<PrimitiveType::PT> {                                                         \
+    using Compute = T;                                                                       \
+    static constexpr int kSize = sizeof(T);                                                  \
+    static T Load(const uint8_t* p, int64_t i) {                                             \
+      T v;                                                                                   \
+      std::memcpy(&v, p + i * kSize, kSize);                                                 \
+      return v;                                                                              \
+    }                                                                                        \
     static void Store(uint8_t* p, int64_t i, T v) { std::memcpy(p + i * kSize, &v, kSize); } \
   };
 OPPROBE_PLAIN_TRAITS(S8, int8_t)

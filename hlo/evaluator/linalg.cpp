@@ -3,7 +3,6 @@
 // transposes into [B,M,K] x [B,K,N] GEMMs; convolution builds im2col patch matrices (channels last) and
 // multiplies them per group.
 #include <Eigen/Core>
-
 #include <algorithm>
 
 #include "hlo/evaluator/internal.h"
@@ -49,7 +48,8 @@ Status LoadPermuted(const Literal& x, const std::vector<int64_t>& perm, std::vec
       int64_t n = x.element_count();
       for (int64_t i = 0; i < n; ++i) b[i] = ConvertValue<A>(T::Load(p, i));
     } else {
-      ForEachPermuted(x.shape().dimensions(), perm, [&](int64_t dst, int64_t src) { b[dst] = ConvertValue<A>(T::Load(p, src)); });
+      ForEachPermuted(x.shape().dimensions(), perm,
+                      [&](int64_t dst, int64_t src) { b[dst] = ConvertValue<A>(T::Load(p, src)); });
     }
     return Status::Ok();
   });
@@ -63,7 +63,8 @@ Status StorePermuted(const std::vector<A>& buf, const std::vector<int64_t>& perm
     using C = typename T::Compute;
     uint8_t* p = out.data().data();
     const A* b = buf.data();
-    ForEachPermuted(out.shape().dimensions(), perm, [&](int64_t dst, int64_t src) { T::Store(p, src, ConvertValue<C>(b[dst])); });
+    ForEachPermuted(out.shape().dimensions(), perm,
+                    [&](int64_t dst, int64_t src) { T::Store(p, src, ConvertValue<C>(b[dst])); });
     return Status::Ok();
   });
 }
@@ -112,7 +113,8 @@ bool DotThroughOneDnn(const Literal& lhs, const Literal& rhs, const DotDimension
     return copy.data();
   };
   auto free_dims = [](const std::vector<int64_t>& perm, size_t skip_front, size_t skip_back) {
-    return std::vector<int64_t>(perm.begin() + static_cast<long>(skip_front), perm.end() - static_cast<long>(skip_back));
+    return std::vector<int64_t>(perm.begin() + static_cast<long>(skip_front),
+                                perm.end() - static_cast<long>(skip_back));
   };
   size_t nb = dn.lhs_batch_dimensions.size(), nc = dn.lhs_contracting_dimensions.size();
   std::vector<int64_t> lfree = free_dims(lperm, nb, nc), rfree = free_dims(rperm, nb + nc, 0);
@@ -159,7 +161,8 @@ Expected<Literal> EvalDot(Evaluator& ev, const Instruction& ins, const Literal& 
   int64_t B = 1, K = 1, M = 1, N = 1;
   std::vector<int64_t> out_dims;
   for (size_t i = 0; i < dn.lhs_batch_dimensions.size(); ++i) {
-    int64_t a = ld[static_cast<size_t>(dn.lhs_batch_dimensions[i])], b = rd[static_cast<size_t>(dn.rhs_batch_dimensions[i])];
+    int64_t a = ld[static_cast<size_t>(dn.lhs_batch_dimensions[i])],
+            b = rd[static_cast<size_t>(dn.rhs_batch_dimensions[i])];
     if (a != b) return InvalidInput(fmt::format("{}: batch dimension sizes {} and {} differ", ins.name, a, b));
     B *= a;
     out_dims.push_back(a);
@@ -225,11 +228,11 @@ Expected<Literal> EvalConvolution(Evaluator& ev, const Instruction& ins, const L
   const auto& win = ins.window->dimensions;
   size_t nsp = dn.input_spatial_dimensions.size();
   int rank = static_cast<int>(nsp) + 2;
-  if (dn.kernel_spatial_dimensions.size() != nsp || dn.output_spatial_dimensions.size() != nsp ||
-      win.size() != nsp || lhs.shape().rank() != rank || rhs.shape().rank() != rank || ins.shape.rank() != rank)
+  if (dn.kernel_spatial_dimensions.size() != nsp || dn.output_spatial_dimensions.size() != nsp || win.size() != nsp ||
+      lhs.shape().rank() != rank || rhs.shape().rank() != rank || ins.shape.rank() != rank)
     return InvalidInput(fmt::format("{}: ranks of {}, {} and {} do not fit {} spatial dimensions", ins.name,
-                                    lhs.shape().ToString(false), rhs.shape().ToString(false),
-                                    ins.shape.ToString(false), nsp));
+                                    lhs.shape().ToString(false), rhs.shape().ToString(false), ins.shape.ToString(false),
+                                    nsp));
   std::vector<int64_t> lperm{dn.input_batch_dimension}, kperm, operm{dn.output_batch_dimension};
   for (auto d : dn.input_spatial_dimensions) lperm.push_back(d);
   lperm.push_back(dn.input_feature_dimension);
@@ -253,7 +256,8 @@ Expected<Literal> EvalConvolution(Evaluator& ev, const Instruction& ins, const L
                                     ins.name, C, Cg, fgc));
   int64_t G = fgc * bgc;
   if (O % G != 0 || N % bgc != 0)
-    return InvalidInput(fmt::format("{}: output features {} / batch {} do not divide into {} groups", ins.name, O, N, G));
+    return InvalidInput(
+        fmt::format("{}: output features {} / batch {} do not divide into {} groups", ins.name, O, N, G));
   int64_t Nout = N / bgc, Og = O / G;
   std::vector<int64_t> in_sp, k_sp, out_sp;
   std::vector<int64_t> out_dims(static_cast<size_t>(rank));
@@ -340,8 +344,8 @@ Expected<Literal> EvalConvolution(Evaluator& ev, const Instruction& ins, const L
   OPPROBE_RETURN_IF_ERROR(DispatchAcc(acc, [&](auto zero) -> Status {
     using A = decltype(zero);
     std::vector<A> in_buf, k_buf, out_buf(static_cast<size_t>(rows * O), A(0));
-    OPPROBE_RETURN_IF_ERROR(LoadPermuted(lhs, lperm, in_buf));   // [N][in spatial][C]
-    OPPROBE_RETURN_IF_ERROR(LoadPermuted(rhs, kperm, k_buf));    // [KP][Cg][O]
+    OPPROBE_RETURN_IF_ERROR(LoadPermuted(lhs, lperm, in_buf));  // [N][in spatial][C]
+    OPPROBE_RETURN_IF_ERROR(LoadPermuted(rhs, kperm, k_buf));   // [KP][Cg][O]
     std::vector<int64_t> oidx(nsp);
     std::vector<A> patch, kcls, res;
     for (int64_t cls = 0; cls < nclasses; ++cls) {
@@ -366,7 +370,8 @@ Expected<Literal> EvalConvolution(Evaluator& ev, const Instruction& ins, const L
           tap_k[static_cast<size_t>(t) * nsp + static_cast<size_t>(i)] = rem % k_sp[static_cast<size_t>(i)];
           rem /= k_sp[static_cast<size_t>(i)];
         }
-      int64_t block = std::max<int64_t>(1, std::min<int64_t>(nrows, (int64_t{64} << 20) / static_cast<int64_t>(sizeof(A)) / kc));
+      int64_t block =
+          std::max<int64_t>(1, std::min<int64_t>(nrows, (int64_t{64} << 20) / static_cast<int64_t>(sizeof(A)) / kc));
       patch.resize(static_cast<size_t>(block * kc));
       res.resize(static_cast<size_t>(block * Og));
       for (int64_t g = 0; g < G; ++g) {

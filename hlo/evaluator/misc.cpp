@@ -1,7 +1,6 @@
 // fft (FFT/IFFT/RFFT/IRFFT over up to 3 trailing dims), rng, rng-bit-generator and batch-norm.
-#include <unsupported/Eigen/FFT>
-
 #include <cmath>
+#include <unsupported/Eigen/FFT>
 
 #include "hlo/evaluator/internal.h"
 
@@ -45,23 +44,27 @@ Expected<Literal> EvalFft(Evaluator& ev, const Instruction& ins, const Literal& 
   for (int64_t l : len)
     if (l < 0) return InvalidInput(fmt::format("{}: negative fft_length", ins.name));
   switch (ins.fft_type) {
-    case FftType::kFft: case FftType::kIfft:
+    case FftType::kFft:
+    case FftType::kIfft:
       if (!IsComplex(t)) return InvalidInput(fmt::format("{}: FFT needs a complex operand", ins.name));
       for (size_t i = 0; i < nf; ++i)
-        if (xd[rank - nf + i] != len[i]) return InvalidInput(fmt::format("{}: fft_length does not match {}", ins.name, x.shape().ToString(false)));
+        if (xd[rank - nf + i] != len[i])
+          return InvalidInput(fmt::format("{}: fft_length does not match {}", ins.name, x.shape().ToString(false)));
       break;
     case FftType::kRfft:
       if (t != PrimitiveType::F32 && t != PrimitiveType::F64)
         return InvalidInput(fmt::format("{}: RFFT needs an f32 or f64 operand", ins.name));
       for (size_t i = 0; i < nf; ++i)
-        if (xd[rank - nf + i] != len[i]) return InvalidInput(fmt::format("{}: fft_length does not match {}", ins.name, x.shape().ToString(false)));
+        if (xd[rank - nf + i] != len[i])
+          return InvalidInput(fmt::format("{}: fft_length does not match {}", ins.name, x.shape().ToString(false)));
       rt = t == PrimitiveType::F32 ? PrimitiveType::C64 : PrimitiveType::C128;
       od.back() = len.back() / 2 + 1;
       break;
     case FftType::kIrfft:
       if (!IsComplex(t)) return InvalidInput(fmt::format("{}: IRFFT needs a complex operand", ins.name));
       for (size_t i = 0; i + 1 < nf; ++i)
-        if (xd[rank - nf + i] != len[i]) return InvalidInput(fmt::format("{}: fft_length does not match {}", ins.name, x.shape().ToString(false)));
+        if (xd[rank - nf + i] != len[i])
+          return InvalidInput(fmt::format("{}: fft_length does not match {}", ins.name, x.shape().ToString(false)));
       if (xd.back() != len.back() / 2 + 1)
         return InvalidInput(fmt::format("{}: IRFFT input's last dimension must be fft_length/2+1", ins.name));
       rt = ComplexComponentType(t);
@@ -80,7 +83,8 @@ Expected<Literal> EvalFft(Evaluator& ev, const Instruction& ins, const Literal& 
     if (ins.fft_type == FftType::kRfft) {
       int64_t in_last = xd.back(), out_last = od.back(), rows = Product(od) / out_last;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t k = 0; k < out_last; ++k) out.SetFromComplex(r * out_last + k, a[static_cast<size_t>(r * in_last + k)]);
+        for (int64_t k = 0; k < out_last; ++k)
+          out.SetFromComplex(r * out_last + k, a[static_cast<size_t>(r * in_last + k)]);
     } else {
       for (int64_t i = 0; i < out.element_count(); ++i) out.SetFromComplex(i, a[static_cast<size_t>(i)]);
     }
@@ -177,7 +181,8 @@ Expected<Literal> EvalBatchNorm(Evaluator& ev, const Instruction& ins, const std
   const auto& xd = x.shape().dimensions();
   int64_t f = ins.feature_index;
   if (f < 0 || f >= static_cast<int64_t>(xd.size()))
-    return InvalidInput(fmt::format("{}: feature_index {} out of range for {}", ins.name, f, x.shape().ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: feature_index {} out of range for {}", ins.name, f, x.shape().ToString(false)));
   PrimitiveType t = x.shape().element_type();
   if (!IsFloatingPoint(t)) return InvalidInput(fmt::format("{}: batch-norm needs a float operand", ins.name));
   int64_t F = xd[static_cast<size_t>(f)];
@@ -225,8 +230,9 @@ Expected<Literal> EvalBatchNorm(Evaluator& ev, const Instruction& ins, const std
       var[static_cast<size_t>(feat(i))] += dlt * dlt;
     }
     for (auto& v : var) v = count ? v / static_cast<double>(count) : 0.0;
-    if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != 3 || !ins.shape.tuple_shapes()[0].Compatible(x.shape()) ||
-        !ins.shape.tuple_shapes()[1].Compatible(vshape) || !ins.shape.tuple_shapes()[2].Compatible(vshape))
+    if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != 3 ||
+        !ins.shape.tuple_shapes()[0].Compatible(x.shape()) || !ins.shape.tuple_shapes()[1].Compatible(vshape) ||
+        !ins.shape.tuple_shapes()[2].Compatible(vshape))
       return InvalidInput(fmt::format("{}: result {} should be ({}, {}, {})", ins.name, ins.shape.ToString(false),
                                       x.shape().ToString(false), vshape.ToString(false), vshape.ToString(false)));
     auto scale = vec(*ops[1]), offset = vec(*ops[2]);
@@ -236,13 +242,15 @@ Expected<Literal> EvalBatchNorm(Evaluator& ev, const Instruction& ins, const std
       y.SetFromDouble(i, (xv[static_cast<size_t>(i)] - mean[c]) / std::sqrt(var[c] + eps) * scale[c] + offset[c]);
     }
     Literal m(vshape), v(vshape);
-    for (int64_t c = 0; c < F; ++c) m.SetFromDouble(c, mean[static_cast<size_t>(c)]), v.SetFromDouble(c, var[static_cast<size_t>(c)]);
+    for (int64_t c = 0; c < F; ++c)
+      m.SetFromDouble(c, mean[static_cast<size_t>(c)]), v.SetFromDouble(c, var[static_cast<size_t>(c)]);
     return Literal::Tuple({std::move(y), std::move(m), std::move(v)});
   }
   // batch-norm-grad(operand, scale, mean, variance, grad_output) -> (grad_operand, grad_scale, grad_offset)
   if (ops.size() != 5) return InvalidInput(fmt::format("{}: batch-norm-grad takes 5 operands", ins.name));
-  if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != 3 || !ins.shape.tuple_shapes()[0].Compatible(x.shape()) ||
-      !ins.shape.tuple_shapes()[1].Compatible(vshape) || !ins.shape.tuple_shapes()[2].Compatible(vshape))
+  if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != 3 ||
+      !ins.shape.tuple_shapes()[0].Compatible(x.shape()) || !ins.shape.tuple_shapes()[1].Compatible(vshape) ||
+      !ins.shape.tuple_shapes()[2].Compatible(vshape))
     return InvalidInput(fmt::format("{}: result {} should be ({}, {}, {})", ins.name, ins.shape.ToString(false),
                                     x.shape().ToString(false), vshape.ToString(false), vshape.ToString(false)));
   auto scale = vec(*ops[1]);

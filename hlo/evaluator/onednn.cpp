@@ -1,9 +1,8 @@
 // f32 dot and convolution through oneDNN (Debian's libdnnl, the library PyTorch's CPU convolutions use),
 // on the calling thread. oneDNN picks its kernels for the CPU it runs on (AVX2, AVX-512, ...) at run
 // time, which Eigen, compiled for the baseline x86-64 ISA, cannot; docs/performance.md has the figures.
-#include <dnnl.hpp>
-
 #include <algorithm>
+#include <dnnl.hpp>
 
 #include "hlo/evaluator/internal.h"
 
@@ -144,9 +143,7 @@ bool OneDnnConvolution(const Instruction& ins, const Literal& lhs, const Literal
     dnnl::convolution_forward(pd).execute(stream, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, d}});
     if (!direct) dnnl::reorder(d, dst).execute(stream, d, dst);
     stream.wait();
-  } catch (const dnnl::error&) {
-    return false;
-  }
+  } catch (const dnnl::error&) { return false; }
   return true;
 }
 

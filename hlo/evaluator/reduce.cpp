@@ -19,8 +19,8 @@ Status ExpectResults(const Instruction& ins, const std::vector<std::vector<int64
                      const std::vector<PrimitiveType>& types) {
   if (dims.size() == 1) return ExpectShape(ins, dims[0], types[0]);
   if (!ins.shape.IsTuple() || ins.shape.tuple_shapes().size() != dims.size())
-    return InvalidInput(fmt::format("{}: result {} should be a tuple of {}", ins.name, ins.shape.ToString(false),
-                                    dims.size()));
+    return InvalidInput(
+        fmt::format("{}: result {} should be a tuple of {}", ins.name, ins.shape.ToString(false), dims.size()));
   for (size_t i = 0; i < dims.size(); ++i) {
     const Shape& s = ins.shape.tuple_shapes()[i];
     if (!s.IsArray() || s.element_type() != types[i] || s.dimensions() != dims[i])
@@ -95,8 +95,8 @@ struct Combiner {
       return Status::Ok();
     }
     if (!r.shape().IsTuple() || r.tuple_elements().size() != n)
-      return InvalidInput(fmt::format("computation {} returns {}, expected {} values", fn.comp->name(),
-                                      r.shape().ToString(false), n));
+      return InvalidInput(
+          fmt::format("computation {} returns {}, expected {} values", fn.comp->name(), r.shape().ToString(false), n));
     for (size_t i = 0; i < n; ++i) {
       const Literal& e = r.tuple_elements()[i];
       if (!e.shape().IsArray() || e.shape().element_type() != types[i] || e.element_count() != 1)
@@ -225,8 +225,8 @@ Expected<Literal> EvalReduceWindow(Evaluator& ev, const Instruction& ins, const 
   const auto& xd = ops[0]->shape().dimensions();
   std::vector<PrimitiveType> types;
   for (size_t i = 0; i < n; ++i) {
-    if (ops[i]->shape().dimensions() != xd ||
-        ops[n + i]->shape().rank() != 0 || ops[n + i]->shape().element_type() != ops[i]->shape().element_type())
+    if (ops[i]->shape().dimensions() != xd || ops[n + i]->shape().rank() != 0 ||
+        ops[n + i]->shape().element_type() != ops[i]->shape().element_type())
       return InvalidInput(fmt::format("{}: reduce-window operands and init values do not fit", ins.name));
     types.push_back(ops[i]->shape().element_type());
   }
@@ -234,7 +234,8 @@ Expected<Literal> EvalReduceWindow(Evaluator& ev, const Instruction& ins, const 
   OPPROBE_RETURN_IF_ERROR(ExpectResults(ins, std::vector<std::vector<int64_t>>(n, g.out), types));
   OPPROBE_ASSIGN_OR_RETURN(auto outs, AllocateResults(ev, ins, n));
   OPPROBE_ASSIGN_OR_RETURN(Combiner comb, MakeCombiner(ev, ins, ins.to_apply(), types));
-  OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(Product(g.out)) * static_cast<double>(Product(g.size))));
+  OPPROBE_RETURN_IF_ERROR(
+      ev.CheckFlops(ins, static_cast<double>(Product(g.out)) * static_cast<double>(Product(g.size))));
   if (ev.options().compiled_regions && CompiledReduceWindow(ins, ops, g, outs, types)) return Pack(std::move(outs));
   auto in_str = Strides(xd);
   std::vector<uint8_t*> acc(n);
@@ -280,7 +281,8 @@ Expected<Literal> EvalSelectAndScatter(Evaluator& ev, const Instruction& ins, co
     return InvalidInput(fmt::format("{}: source {} does not match the window output {}", ins.name,
                                     source.shape().ToString(false), DimsToString(g.out)));
   OPPROBE_RETURN_IF_ERROR(ExpectShape(ins, xd, source.shape().element_type()));
-  OPPROBE_RETURN_IF_ERROR(ev.CheckFlops(ins, static_cast<double>(Product(g.out)) * static_cast<double>(Product(g.size))));
+  OPPROBE_RETURN_IF_ERROR(
+      ev.CheckFlops(ins, static_cast<double>(Product(g.out)) * static_cast<double>(Product(g.size))));
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   int64_t es = ByteWidth(t), ses = ByteWidth(source.shape().element_type());
   for (int64_t i = 0, count = out.element_count(); i < count; ++i)
@@ -298,7 +300,8 @@ Expected<Literal> EvalSelectAndScatter(Evaluator& ev, const Instruction& ins, co
         ps[1]->shape.element_type() == t)
       fast_cmp = GetCompareKernel(r->comparison_direction, r->rare().comparison_type == "TOTALORDER", t);
   }
-  OPPROBE_ASSIGN_OR_RETURN(Combiner scat, MakeCombiner(ev, ins, ins.called_computations[1], {source.shape().element_type()}));
+  OPPROBE_ASSIGN_OR_RETURN(Combiner scat,
+                           MakeCombiner(ev, ins, ins.called_computations[1], {source.shape().element_type()}));
   if (ev.options().compiled_regions && CompiledSelectAndScatter(ins, operand, source, g, out)) return out;
   auto in_str = Strides(xd);
   Status st;
@@ -335,7 +338,8 @@ Expected<Literal> EvalSelectAndScatter(Evaluator& ev, const Instruction& ins, co
       if (!keep) best = lin;
     });
     if (best >= 0 && st.ok())
-      st = scat.Apply({out.data().data() + best * ses}, {source.data().data() + s * ses}, {source.shape().element_type()});
+      st = scat.Apply({out.data().data() + best * ses}, {source.data().data() + s * ses},
+                      {source.shape().element_type()});
     ++s;
   });
   OPPROBE_RETURN_IF_ERROR(st);
@@ -423,7 +427,8 @@ Expected<Literal> EvalSort(Evaluator& ev, const Instruction& ins, const std::vec
           int64_t mid = std::min(lo + width, len), hi = std::min(lo + 2 * width, len);
           int64_t a = lo, b = mid, t = lo;
           while (a < mid && b < hi) {
-            if (less(idx[static_cast<size_t>(b)], idx[static_cast<size_t>(a)])) tmp[static_cast<size_t>(t++)] = idx[static_cast<size_t>(b++)];
+            if (less(idx[static_cast<size_t>(b)], idx[static_cast<size_t>(a)]))
+              tmp[static_cast<size_t>(t++)] = idx[static_cast<size_t>(b++)];
             else tmp[static_cast<size_t>(t++)] = idx[static_cast<size_t>(a++)];
           }
           while (a < mid) tmp[static_cast<size_t>(t++)] = idx[static_cast<size_t>(a++)];
@@ -463,7 +468,8 @@ Expected<Literal> EvalTopK(Evaluator& ev, const Instruction& ins, const Literal&
       return res != 0;
     });
     for (int64_t j = 0; j < k; ++j) {
-      std::memcpy(outs[0].data().data() + (r * k + j) * es, base + idx[static_cast<size_t>(j)] * es, static_cast<size_t>(es));
+      std::memcpy(outs[0].data().data() + (r * k + j) * es, base + idx[static_cast<size_t>(j)] * es,
+                  static_cast<size_t>(es));
       outs[1].Set<int32_t>(r * k + j, static_cast<int32_t>(idx[static_cast<size_t>(j)]));
     }
   }
@@ -508,8 +514,8 @@ Expected<Literal> EvalGather(Evaluator& ev, const Instruction& ins, const Litera
   int64_t ivec = id[static_cast<size_t>(ivd)];
   if (static_cast<int64_t>(slice.size()) != orank || static_cast<int64_t>(dn.start_index_map.size()) != ivec ||
       dn.operand_batching_dims.size() != dn.start_indices_batching_dims.size())
-    return InvalidInput(fmt::format("{}: slice_sizes / start_index_map do not fit {}", ins.name,
-                                    operand.shape().ToString(false)));
+    return InvalidInput(
+        fmt::format("{}: slice_sizes / start_index_map do not fit {}", ins.name, operand.shape().ToString(false)));
   OPPROBE_RETURN_IF_ERROR(CheckIndexSet(ins, dn.start_index_map, orank, "start_index_map"));
   OPPROBE_RETURN_IF_ERROR(CheckIndexSet(ins, dn.collapsed_slice_dims, orank, "collapsed_slice_dims"));
   OPPROBE_RETURN_IF_ERROR(CheckIndexSet(ins, dn.operand_batching_dims, orank, "operand_batching_dims"));
@@ -558,7 +564,8 @@ Expected<Literal> EvalGather(Evaluator& ev, const Instruction& ins, const Litera
   std::vector<int64_t> start(od.size()), iidx(id.size());
   int64_t k = 0;
   ForEachIndex(out_dims, [&](const std::vector<int64_t>& o) {
-    for (size_t b = 0; b < batch_in_dims.size(); ++b) iidx[static_cast<size_t>(batch_in_dims[b])] = o[static_cast<size_t>(out_batch_pos[b])];
+    for (size_t b = 0; b < batch_in_dims.size(); ++b)
+      iidx[static_cast<size_t>(batch_in_dims[b])] = o[static_cast<size_t>(out_batch_pos[b])];
     std::fill(start.begin(), start.end(), 0);
     for (int64_t j = 0; j < ivec; ++j) {
       iidx[static_cast<size_t>(ivd)] = j;
@@ -567,7 +574,8 @@ Expected<Literal> EvalGather(Evaluator& ev, const Instruction& ins, const Litera
       start[static_cast<size_t>(dn.start_index_map[static_cast<size_t>(j)])] = IndexValue(indices, lin);
     }
     for (size_t q = 0; q < dn.operand_batching_dims.size(); ++q)
-      start[static_cast<size_t>(dn.operand_batching_dims[q])] = iidx[static_cast<size_t>(dn.start_indices_batching_dims[q])];
+      start[static_cast<size_t>(dn.operand_batching_dims[q])] =
+          iidx[static_cast<size_t>(dn.start_indices_batching_dims[q])];
     int64_t src = 0;
     size_t w = 0;
     for (size_t d = 0; d < od.size(); ++d) {
@@ -590,7 +598,8 @@ Expected<Literal> EvalScatter(Evaluator& ev, const Instruction& ins, const std::
   const Literal& indices = *ops[n];
   if (!IsInteger(indices.shape().element_type()))
     return InvalidInput(fmt::format("{}: scatter indices must be integers", ins.name));
-  if (!ins.scatter_dimension_numbers) return InvalidInput(fmt::format("{}: scatter without dimension numbers", ins.name));
+  if (!ins.scatter_dimension_numbers)
+    return InvalidInput(fmt::format("{}: scatter without dimension numbers", ins.name));
   const auto& dn = *ins.scatter_dimension_numbers;
   const auto& od = ops[0]->shape().dimensions();
   const auto& ud = ops[n + 1]->shape().dimensions();
@@ -614,7 +623,8 @@ Expected<Literal> EvalScatter(Evaluator& ev, const Instruction& ins, const std::
   OPPROBE_RETURN_IF_ERROR(CheckIndexSet(ins, dn.scatter_dims_to_operand_dims, orank, "scatter_dims_to_operand_dims"));
   OPPROBE_RETURN_IF_ERROR(CheckIndexSet(ins, dn.inserted_window_dims, orank, "inserted_window_dims"));
   OPPROBE_RETURN_IF_ERROR(CheckIndexSet(ins, dn.input_batching_dims, orank, "input_batching_dims"));
-  OPPROBE_RETURN_IF_ERROR(CheckIndexSet(ins, dn.update_window_dims, static_cast<int64_t>(ud.size()), "update_window_dims"));
+  OPPROBE_RETURN_IF_ERROR(
+      CheckIndexSet(ins, dn.update_window_dims, static_cast<int64_t>(ud.size()), "update_window_dims"));
   std::vector<int64_t> window_dims;
   for (int64_t i = 0; i < orank; ++i)
     if (!Contains(dn.inserted_window_dims, i) && !Contains(dn.input_batching_dims, i)) window_dims.push_back(i);
@@ -627,8 +637,8 @@ Expected<Literal> EvalScatter(Evaluator& ev, const Instruction& ins, const std::
   for (int64_t i = 0; i < static_cast<int64_t>(ud.size()); ++i)
     if (!Contains(dn.update_window_dims, i)) upd_scatter_dims.push_back(i);
   if (batch_in_dims.size() != upd_scatter_dims.size())
-    return InvalidInput(fmt::format("{}: updates {} do not fit indices {}", ins.name, ops[n + 1]->shape().ToString(false),
-                                    indices.shape().ToString(false)));
+    return InvalidInput(fmt::format("{}: updates {} do not fit indices {}", ins.name,
+                                    ops[n + 1]->shape().ToString(false), indices.shape().ToString(false)));
   for (size_t b = 0; b < batch_in_dims.size(); ++b)
     if (id[static_cast<size_t>(batch_in_dims[b])] != ud[static_cast<size_t>(upd_scatter_dims[b])])
       return InvalidInput(fmt::format("{}: updates {} do not fit indices {}", ins.name,
@@ -662,7 +672,8 @@ Expected<Literal> EvalScatter(Evaluator& ev, const Instruction& ins, const std::
       start[static_cast<size_t>(dn.scatter_dims_to_operand_dims[static_cast<size_t>(j)])] = IndexValue(indices, lin);
     }
     for (size_t q = 0; q < dn.input_batching_dims.size(); ++q)
-      start[static_cast<size_t>(dn.input_batching_dims[q])] = iidx[static_cast<size_t>(dn.scatter_indices_batching_dims[q])];
+      start[static_cast<size_t>(dn.input_batching_dims[q])] =
+          iidx[static_cast<size_t>(dn.scatter_indices_batching_dims[q])];
     int64_t dst = 0;
     size_t w = 0;
     for (size_t d = 0; d < od.size(); ++d) {

@@ -16,12 +16,17 @@ bool IsScalarOf(const Shape& s, PrimitiveType t) { return IsScalar(s) && s.eleme
 // re-encode a NaN through f32, so those are left to the generic path).
 bool ChoosingMinMax(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::S8: case PrimitiveType::S16: case PrimitiveType::S32: case PrimitiveType::S64:
-    case PrimitiveType::U8: case PrimitiveType::U16: case PrimitiveType::U32: case PrimitiveType::U64:
-    case PrimitiveType::F32: case PrimitiveType::F64:
-      return true;
-    default:
-      return false;
+    case PrimitiveType::S8:
+    case PrimitiveType::S16:
+    case PrimitiveType::S32:
+    case PrimitiveType::S64:
+    case PrimitiveType::U8:
+    case PrimitiveType::U16:
+    case PrimitiveType::U32:
+    case PrimitiveType::U64:
+    case PrimitiveType::F32:
+    case PrimitiveType::F64: return true;
+    default: return false;
   }
 }
 
@@ -29,11 +34,11 @@ bool ChoosingMinMax(PrimitiveType t) {
 struct Step {
   enum class Op { kSlot, kBool, kAtom, kNot, kAnd, kOr, kXor, kCompareBools, kSelect, kMinMax, kTuple };
   Op op = Op::kSlot;
-  bool pred = false;             // the value is a pred (else a slot)
-  int slot = 0;                  // kSlot
-  bool value = false;            // kBool
-  int atom = 0;                  // kAtom
-  std::vector<int> args;         // indices of earlier steps
+  bool pred = false;                                   // the value is a pred (else a slot)
+  int slot = 0;                                        // kSlot
+  bool value = false;                                  // kBool
+  int atom = 0;                                        // kAtom
+  std::vector<int> args;                               // indices of earlier steps
   ComparisonDirection dir = ComparisonDirection::kEq;  // kCompareBools
   // kMinMax over slots a, b: a when atom nan_a, else b when atom nan_b, else a when atom pick (a>b / a<b),
   // else b. nan atoms are -1 for integers.
@@ -47,8 +52,7 @@ bool Selection::Compile(const Computation& comp, const std::vector<PrimitiveType
   *this = Selection();
   const Instruction* root = comp.root();
   auto params = comp.parameters();
-  if (!root || params.size() != param_types.size() || param_types.size() > static_cast<size_t>(kMaxSlots))
-    return false;
+  if (!root || params.size() != param_types.size() || param_types.size() > static_cast<size_t>(kMaxSlots)) return false;
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i]->parameter_number != static_cast<int64_t>(i) || !IsScalarOf(params[i]->shape, param_types[i]) ||
         !params[i]->unknown_opcode.empty())
@@ -157,7 +161,8 @@ bool Selection::Compile(const Computation& comp, const std::vector<PrimitiveType
         } else {
           int a = leaf_slot(ins.operand(0)), b = leaf_slot(ins.operand(1));
           if (a < 0 || b < 0) return false;
-          st.op = Step::Op::kAtom, st.atom = add_atom(a, b, ins.comparison_direction, ins.rare().comparison_type == "TOTALORDER");
+          st.op = Step::Op::kAtom,
+          st.atom = add_atom(a, b, ins.comparison_direction, ins.rare().comparison_type == "TOTALORDER");
         }
         break;
       }
@@ -165,8 +170,11 @@ bool Selection::Compile(const Computation& comp, const std::vector<PrimitiveType
         if (ins.operand_count() != 1 || !out_pred || operand_type(0) != PrimitiveType::PRED) return false;
         st.op = Step::Op::kNot, st.pred = true, st.args = {arg(0)};
         break;
-      case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
-      case Opcode::kMaximum: case Opcode::kMinimum: {
+      case Opcode::kAnd:
+      case Opcode::kOr:
+      case Opcode::kXor:
+      case Opcode::kMaximum:
+      case Opcode::kMinimum: {
         if (ins.operand_count() != 2 || operand_type(0) != ins.shape.element_type() ||
             operand_type(1) != ins.shape.element_type())
           return false;
@@ -209,8 +217,7 @@ bool Selection::Compile(const Computation& comp, const std::vector<PrimitiveType
         for (int i = 0; i < ins.operand_count(); ++i) st.args.push_back(arg(i));
         break;
       }
-      default:
-        return false;
+      default: return false;
     }
     if (atoms_.size() > static_cast<size_t>(kMaxAtoms)) return false;
   }
@@ -293,8 +300,13 @@ RegionPlan PlanReducer(const Computation* comp, const std::vector<PrimitiveType>
     if (root->unknown_opcode.empty() && root->operand_count() == 2 && IsScalarOf(root->shape, types[0]) &&
         GetBinaryKernel(root->opcode, types[0]) != nullptr) {
       switch (root->opcode) {
-        case Opcode::kAdd: case Opcode::kMultiply: case Opcode::kMaximum: case Opcode::kMinimum:
-        case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
+        case Opcode::kAdd:
+        case Opcode::kMultiply:
+        case Opcode::kMaximum:
+        case Opcode::kMinimum:
+        case Opcode::kAnd:
+        case Opcode::kOr:
+        case Opcode::kXor:
           if (root->operand(0) == p0 && root->operand(1) == p1) {
             plan.kind = RegionPlan::Kind::kBinary, plan.op = root->opcode;
             return plan;
@@ -304,14 +316,14 @@ RegionPlan PlanReducer(const Computation* comp, const std::vector<PrimitiveType>
             return plan;
           }
           break;
-        default:
-          break;
+        default: break;
       }
     }
   }
   std::vector<PrimitiveType> param_types = types;
   param_types.insert(param_types.end(), types.begin(), types.end());
-  if (plan.selection.Compile(*comp, param_types, types, /*tuple_root_ok=*/true)) plan.kind = RegionPlan::Kind::kSelection;
+  if (plan.selection.Compile(*comp, param_types, types, /*tuple_root_ok=*/true))
+    plan.kind = RegionPlan::Kind::kSelection;
   return plan;
 }
 

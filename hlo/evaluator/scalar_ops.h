@@ -34,13 +34,21 @@ template <Opcode op, class C>
 constexpr bool BinaryValid() {
   constexpr bool fp = kIsFloat<C>, cx = kIsComplex<C>, in = kIsInt<C>, pr = std::is_same_v<C, bool>;
   switch (op) {
-    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: return true;
-    case Opcode::kDivide: case Opcode::kPower: return fp || cx || in || (pr && op == Opcode::kPower);
+    case Opcode::kAdd:
+    case Opcode::kSubtract:
+    case Opcode::kMultiply: return true;
+    case Opcode::kDivide:
+    case Opcode::kPower: return fp || cx || in || (pr && op == Opcode::kPower);
     case Opcode::kRemainder: return fp || in;
-    case Opcode::kMaximum: case Opcode::kMinimum: return fp || in || pr;
+    case Opcode::kMaximum:
+    case Opcode::kMinimum: return fp || in || pr;
     case Opcode::kAtan2: return fp;
-    case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor: return in || pr;
-    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic: case Opcode::kShiftRightLogical: return in;
+    case Opcode::kAnd:
+    case Opcode::kOr:
+    case Opcode::kXor: return in || pr;
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightArithmetic:
+    case Opcode::kShiftRightLogical: return in;
     default: return false;
   }
 }

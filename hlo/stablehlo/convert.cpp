@@ -91,16 +91,24 @@ constexpr SimpleOp kChloSimpleOps[] = {
 
 // chlo's implicitly broadcasting binary ops: broadcast the operands to the result shape, then the HLO op.
 constexpr SimpleOp kChloBroadcastOps[] = {
-    {"chlo.broadcast_add", Opcode::kAdd},          {"chlo.broadcast_and", Opcode::kAnd},
-    {"chlo.broadcast_atan2", Opcode::kAtan2},      {"chlo.broadcast_complex", Opcode::kComplex},
-    {"chlo.broadcast_divide", Opcode::kDivide},    {"chlo.broadcast_maximum", Opcode::kMaximum},
-    {"chlo.broadcast_minimum", Opcode::kMinimum},  {"chlo.broadcast_multiply", Opcode::kMultiply},
-    {"chlo.broadcast_or", Opcode::kOr},            {"chlo.broadcast_power", Opcode::kPower},
-    {"chlo.broadcast_remainder", Opcode::kRemainder}, {"chlo.broadcast_shift_left", Opcode::kShiftLeft},
+    {"chlo.broadcast_add", Opcode::kAdd},
+    {"chlo.broadcast_and", Opcode::kAnd},
+    {"chlo.broadcast_atan2", Opcode::kAtan2},
+    {"chlo.broadcast_complex", Opcode::kComplex},
+    {"chlo.broadcast_divide", Opcode::kDivide},
+    {"chlo.broadcast_maximum", Opcode::kMaximum},
+    {"chlo.broadcast_minimum", Opcode::kMinimum},
+    {"chlo.broadcast_multiply", Opcode::kMultiply},
+    {"chlo.broadcast_or", Opcode::kOr},
+    {"chlo.broadcast_power", Opcode::kPower},
+    {"chlo.broadcast_remainder", Opcode::kRemainder},
+    {"chlo.broadcast_shift_left", Opcode::kShiftLeft},
     {"chlo.broadcast_shift_right_arithmetic", Opcode::kShiftRightArithmetic},
     {"chlo.broadcast_shift_right_logical", Opcode::kShiftRightLogical},
-    {"chlo.broadcast_subtract", Opcode::kSubtract}, {"chlo.broadcast_xor", Opcode::kXor},
-    {"chlo.broadcast_compare", Opcode::kCompare},  {"chlo.broadcast_select", Opcode::kSelect},
+    {"chlo.broadcast_subtract", Opcode::kSubtract},
+    {"chlo.broadcast_xor", Opcode::kXor},
+    {"chlo.broadcast_compare", Opcode::kCompare},
+    {"chlo.broadcast_select", Opcode::kSelect},
 };
 
 std::optional<Opcode> Lookup(const SimpleOp* begin, const SimpleOp* end, std::string_view name) {
@@ -128,7 +136,8 @@ class Converter {
 
   Expected<std::unique_ptr<Module>> Run() {
     for (const auto& f : m_.functions) {
-      if (functions_.count(f.name)) return Err(f.pos, fmt::format("function @{} is defined twice", support::OneLine(f.name, 64)));
+      if (functions_.count(f.name))
+        return Err(f.pos, fmt::format("function @{} is defined twice", support::OneLine(f.name, 64)));
       functions_[f.name] = &f;
     }
     const Function* entry = nullptr;
@@ -167,8 +176,7 @@ class Converter {
   Expected<std::vector<int64_t>> Ints(const Operation& op, const Attr& a) const {
     std::vector<int64_t> out;
     switch (a.kind) {
-      case Attr::Kind::kInt:
-        return std::vector<int64_t>{a.i};
+      case Attr::Kind::kInt: return std::vector<int64_t>{a.i};
       case Attr::Kind::kArray:
         for (const auto& e : a.elements) {
           if (e.kind == Attr::Kind::kInt) {
@@ -187,7 +195,8 @@ class Converter {
       case Attr::Kind::kDense: {
         const DenseLiteral& d = *a.dense;
         if (!d.raw_hex.empty() || !d.resource.empty())
-          return Err(a.pos, fmt::format("{}: expected a list of integers, got a binary literal", support::OneLine(op.name, 64)));
+          return Err(a.pos, fmt::format("{}: expected a list of integers, got a binary literal",
+                                        support::OneLine(op.name, 64)));
         int64_t count = static_cast<int64_t>(d.elements.size());
         if (d.splat) {
           count = 1;
@@ -209,8 +218,7 @@ class Converter {
         }
         return out;
       }
-      default:
-        return Err(a.pos, fmt::format("{}: expected a list of integers", support::OneLine(op.name, 64)));
+      default: return Err(a.pos, fmt::format("{}: expected a list of integers", support::OneLine(op.name, 64)));
     }
   }
   Expected<std::vector<int64_t>> IntsAttr(const Operation& op, const std::string& key) const {
@@ -229,7 +237,8 @@ class Converter {
     if (!a) return OpErr(op, fmt::format("missing attribute '{}'", key));
     if (a->kind == Attr::Kind::kInt) return a->i;
     OPPROBE_ASSIGN_OR_RETURN(auto v, Ints(op, *a));
-    if (v.size() != 1) return Err(a->pos, fmt::format("{}: '{}' must be one integer", support::OneLine(op.name, 64), key));
+    if (v.size() != 1)
+      return Err(a->pos, fmt::format("{}: '{}' must be one integer", support::OneLine(op.name, 64), key));
     return v[0];
   }
   bool BoolAttr(const Operation& op, const std::string& key, bool fallback = false) const {
@@ -269,7 +278,8 @@ class Converter {
   Expected<Shape> ShapeOf(const Type& t, size_t pos) const {
     switch (t.kind) {
       case Type::Kind::kTensor: {
-        if (t.unranked) return Err(pos, fmt::format("unranked tensor type {} has no HLO shape", support::Quote(t.text)));
+        if (t.unranked)
+          return Err(pos, fmt::format("unranked tensor type {} has no HLO shape", support::Quote(t.text)));
         std::vector<int64_t> dims = t.dims;
         std::vector<bool> dynamic(dims.size(), false);
         for (size_t i = 0; i < dims.size(); ++i) {
@@ -288,10 +298,8 @@ class Converter {
         if (!s.ElementCount().ok()) return Err(pos, fmt::format("tensor type {} is too large", support::Quote(t.text)));
         return s;
       }
-      case Type::Kind::kElement:
-        return Shape::Scalar(t.element);
-      case Type::Kind::kToken:
-        return Shape::Token();
+      case Type::Kind::kElement: return Shape::Scalar(t.element);
+      case Type::Kind::kToken: return Shape::Token();
       case Type::Kind::kTuple: {
         std::vector<Shape> elems;
         for (const auto& e : t.elements) {
@@ -300,8 +308,7 @@ class Converter {
         }
         return Shape::Tuple(std::move(elems));
       }
-      default:
-        return Err(pos, fmt::format("type {} has no HLO shape", support::Quote(t.text)));
+      default: return Err(pos, fmt::format("type {} has no HLO shape", support::Quote(t.text)));
     }
   }
 
@@ -353,8 +360,7 @@ class Converter {
       case Location::Kind::kFused:
         for (const auto& c : r->children) CollectNames(c, names, types, depth + 1, budget);
         break;
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -364,18 +370,16 @@ class Converter {
     const Location* r = Resolve(l, budget);
     if (!r) return;
     switch (r->kind) {
-      case Location::Kind::kFile:
-        frames.push_back(r);
-        break;
+      case Location::Kind::kFile: frames.push_back(r); break;
       case Location::Kind::kName:
       case Location::Kind::kCallSite:
         for (const auto& c : r->children) CollectFrames(c, frames, depth + 1, budget);
         break;
       case Location::Kind::kFused:  // XLA keeps the last file location of a fused one
-        for (auto it = r->children.rbegin(); it != r->children.rend(); ++it) CollectFrames(*it, frames, depth + 1, budget);
+        for (auto it = r->children.rbegin(); it != r->children.rend(); ++it)
+          CollectFrames(*it, frames, depth + 1, budget);
         break;
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -410,7 +414,9 @@ class Converter {
     std::map<std::string, std::vector<Instruction*>> values;
   };
 
-  void Bind(const std::string& name, std::vector<Instruction*> results) { frames_.back().values[name] = std::move(results); }
+  void Bind(const std::string& name, std::vector<Instruction*> results) {
+    frames_.back().values[name] = std::move(results);
+  }
 
   // The value `v` in the current computation: a value of this region, or an outer constant copied in.
   Expected<Instruction*> Use(const Value& v) {
@@ -569,7 +575,8 @@ class Converter {
         return OpErr(op, fmt::format("{} result name(s) for {} result(s)", op.ResultCount(), results.size()));
       size_t k = 0;
       for (const auto& [name, count] : op.results) {
-        std::vector<Instruction*> group(results.begin() + static_cast<long>(k), results.begin() + static_cast<long>(k + count));
+        std::vector<Instruction*> group(results.begin() + static_cast<long>(k),
+                                        results.begin() + static_cast<long>(k + count));
         Bind(name, std::move(group));
         k += static_cast<size_t>(count);
       }
@@ -619,7 +626,8 @@ class Converter {
       Instruction* v = elems[carried + i];
       captured_values.push_back(v);
       auto& slot = frames_.back().values[captured[i].name];
-      if (slot.size() <= static_cast<size_t>(captured[i].index)) slot.resize(static_cast<size_t>(captured[i].index) + 1, v);
+      if (slot.size() <= static_cast<size_t>(captured[i].index))
+        slot.resize(static_cast<size_t>(captured[i].index) + 1, v);
       slot[static_cast<size_t>(captured[i].index)] = v;
     }
     OPPROBE_ASSIGN_OR_RETURN(std::vector<Instruction*> returned, ConvertBlock(block, op.pos));
@@ -637,8 +645,11 @@ class Converter {
   Expected<Computation*> FunctionComputation(const Operation& op, const std::string& name) {
     if (auto it = converted_.find(name); it != converted_.end()) return it->second;
     auto f = functions_.find(name);
-    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
-    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself (recursion has no HLO form)", support::OneLine(name, 64)));
+    if (f == functions_.end())
+      return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
+    if (in_progress_.count(name))
+      return OpErr(op,
+                   fmt::format("function @{} calls itself (recursion has no HLO form)", support::OneLine(name, 64)));
     in_progress_.insert(name);
     Builder sub = root_->CreateSubBuilder(name);
     // A function is its own scope: nothing outside it is visible.
@@ -681,7 +692,8 @@ class Converter {
 
   Expected<std::vector<Instruction*>> ConvertOp(const Operation& op) {
     Nesting nesting(nesting_);
-    if (nesting_ > kMaxNesting) return OpErr(op, fmt::format("regions and calls nested more than {} deep", kMaxNesting));
+    if (nesting_ > kMaxNesting)
+      return OpErr(op, fmt::format("regions and calls nested more than {} deep", kMaxNesting));
     const bool was_unknown = unknown_;
     unknown_ = false;
     auto results = ConvertKnownOp(op);
@@ -694,7 +706,8 @@ class Converter {
       if (const Attr* w = op.Find("__words"); w && !w->elements.empty()) {
         const Attr& first = w->elements[0];
         return Err(first.pos, fmt::format("unexpected {} in operation {}",
-                                          support::Quote(first.kind == Attr::Kind::kEnum ? first.text : "value"), support::Quote(op.name)));
+                                          support::Quote(first.kind == Attr::Kind::kEnum ? first.text : "value"),
+                                          support::Quote(op.name)));
       }
     return results;
   }
@@ -1185,8 +1198,10 @@ class Converter {
   Expected<std::vector<Instruction*>> Inline(const Operation& op, const std::string& name,
                                              const std::vector<Instruction*>& args) {
     auto f = functions_.find(name);
-    if (f == functions_.end()) return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
-    if (in_progress_.count(name)) return OpErr(op, fmt::format("function @{} calls itself", support::OneLine(name, 64)));
+    if (f == functions_.end())
+      return OpErr(op, fmt::format("calls undefined function @{}", support::OneLine(name, 64)));
+    if (in_progress_.count(name))
+      return OpErr(op, fmt::format("function @{} calls itself", support::OneLine(name, 64)));
     const Function& fn = *f->second;
     if (fn.body.blocks.size() != 1 || fn.body.blocks[0].arguments.size() != args.size())
       return OpErr(op, fmt::format("@{} does not take the composite's operands", support::OneLine(name, 64)));
@@ -1272,13 +1287,15 @@ class Converter {
     const Attr* a = op.Find("xla_shape");
     if (!a || a->kind != Attr::Kind::kString) return Status::Ok();
     auto s = ParseShape(a->text);
-    if (!s.ok() || !s->Compatible(i.shape)) return Err(a->pos, fmt::format("{}: xla_shape {} does not match the result type",
-                                                                           support::OneLine(op.name, 64), support::Quote(a->text)));
+    if (!s.ok() || !s->Compatible(i.shape))
+      return Err(a->pos, fmt::format("{}: xla_shape {} does not match the result type", support::OneLine(op.name, 64),
+                                     support::Quote(a->text)));
     i.shape = *s;
     return Status::Ok();
   }
 
-  Expected<std::vector<Instruction*>> Constant(const Operation& op, const std::vector<Shape>& shapes, const OpMetadata& md) {
+  Expected<std::vector<Instruction*>> Constant(const Operation& op, const std::vector<Shape>& shapes,
+                                               const OpMetadata& md) {
     OPPROBE_RETURN_IF_ERROR(CheckArity(op, 0));
     OPPROBE_RETURN_IF_ERROR(CheckResults(op, shapes, 1));
     const Attr* v = op.Find("value");
@@ -1360,7 +1377,8 @@ class Converter {
       const bool splat = width > 0 && BitWidth(t) % 8 == 0 && static_cast<int64_t>(bytes) == width;
       if ((!whole && !splat) || (splat && !whole && count > kMaxSplatElements)) return elided();
       std::vector<uint8_t> raw(bytes);
-      for (size_t k = 0; k < bytes; ++k) raw[k] = static_cast<uint8_t>(std::stoi(d->raw_hex.substr(2 * k, 2), nullptr, 16));
+      for (size_t k = 0; k < bytes; ++k)
+        raw[k] = static_cast<uint8_t>(std::stoi(d->raw_hex.substr(2 * k, 2), nullptr, 16));
       Literal lit(shape);
       for (int64_t k = 0; k < count; ++k)
         std::memcpy(lit.data().data() + k * width, raw.data() + (whole ? k * width : 0), static_cast<size_t>(width));
@@ -1370,8 +1388,8 @@ class Converter {
       if (d->elements.size() != 1) return Err(v.pos, "malformed dense literal");
       if (count > kMaxSplatElements) return elided();
     } else if (static_cast<int64_t>(d->elements.size()) != count) {
-      return Err(v.pos, fmt::format("{}: the literal has {} value(s), its type {} needs {}", support::OneLine(op.name, 64),
-                                    d->elements.size(), shape.ToString(false), count));
+      return Err(v.pos, fmt::format("{}: the literal has {} value(s), its type {} needs {}",
+                                    support::OneLine(op.name, 64), d->elements.size(), shape.ToString(false), count));
     }
     Literal lit(shape);
     for (int64_t k = 0; k < count; ++k) {
@@ -1383,9 +1401,7 @@ class Converter {
 
   Status SetElement(Literal& lit, int64_t k, const DenseElement& e, PrimitiveType t, size_t pos) const {
     switch (e.kind) {
-      case DenseElement::Kind::kBool:
-        lit.SetFromDouble(k, e.boolean ? 1.0 : 0.0);
-        return Status::Ok();
+      case DenseElement::Kind::kBool: lit.SetFromDouble(k, e.boolean ? 1.0 : 0.0); return Status::Ok();
       case DenseElement::Kind::kFloat:
         if (IsInteger(t) || t == PrimitiveType::PRED) return Err(pos, "a float value in an integer literal");
         lit.SetFromDouble(k, e.real);
@@ -1433,7 +1449,8 @@ class Converter {
     SliceDimensions s;
     if (const Attr* r = op.Find("__ranges")) {
       for (const auto& e : r->elements) {
-        if (e.kind != Attr::Kind::kArray || e.elements.size() < 2) return OpErr(op, "expected ranges 'start:limit[:stride]'");
+        if (e.kind != Attr::Kind::kArray || e.elements.size() < 2)
+          return OpErr(op, "expected ranges 'start:limit[:stride]'");
         for (const auto& n : e.elements)
           if (n.kind != Attr::Kind::kInt) return OpErr(op, "slice ranges must be integers");
         s.starts.push_back(e.elements[0].i);
@@ -1462,9 +1479,7 @@ class Converter {
     if (const Attr* a = op.Find("dot_dimension_numbers")) {
       if (a->kind != Attr::Kind::kDict) return Err(a->pos, "dot_general: malformed dot_dimension_numbers");
       auto list = [&](const char* key, std::vector<int64_t>& out) -> Status {
-        if (const Attr* v = a->Get(key)) {
-          OPPROBE_ASSIGN_OR_RETURN(out, Ints(op, *v));
-        }
+        if (const Attr* v = a->Get(key)) { OPPROBE_ASSIGN_OR_RETURN(out, Ints(op, *v)); }
         return Status::Ok();
       };
       OPPROBE_RETURN_IF_ERROR(list("lhs_batching_dimensions", d.lhs_batch_dimensions));
@@ -1548,7 +1563,8 @@ class Converter {
           xd = static_cast<int64_t>(k);
         } else if (it.size() == 1 && it[0] == y) {
           yd = static_cast<int64_t>(k);
-        } else if (!it.empty() && it.size() <= 3 && std::all_of(it.begin(), it.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        } else if (!it.empty() && it.size() <= 3 &&
+                   std::all_of(it.begin(), it.end(), [](char c) { return c >= '0' && c <= '9'; })) {
           size_t s = static_cast<size_t>(std::stoi(it));
           if (s >= spatial.size()) return Err(a->pos, "convolution: spatial dimension out of range");
           spatial[s] = static_cast<int64_t>(k);
@@ -1560,8 +1576,8 @@ class Converter {
         return Err(a->pos, "convolution: incomplete dimension numbers");
       return Status::Ok();
     };
-    OPPROBE_RETURN_IF_ERROR(assign(parts[0], 'b', 'f', dn.input_batch_dimension, dn.input_feature_dimension,
-                                   dn.input_spatial_dimensions));
+    OPPROBE_RETURN_IF_ERROR(
+        assign(parts[0], 'b', 'f', dn.input_batch_dimension, dn.input_feature_dimension, dn.input_spatial_dimensions));
     OPPROBE_RETURN_IF_ERROR(assign(parts[1], 'i', 'o', dn.kernel_input_feature_dimension,
                                    dn.kernel_output_feature_dimension, dn.kernel_spatial_dimensions));
     OPPROBE_RETURN_IF_ERROR(assign(parts[2], 'b', 'f', dn.output_batch_dimension, dn.output_feature_dimension,
@@ -1664,9 +1680,7 @@ class Converter {
     if (!a || a->kind != Attr::Kind::kDict) return OpErr(op, "missing or malformed dimension_numbers");
     GatherDimensionNumbers g;
     auto list = [&](const char* key, std::vector<int64_t>& out) -> Status {
-      if (const Attr* v = a->Get(key)) {
-        OPPROBE_ASSIGN_OR_RETURN(out, Ints(op, *v));
-      }
+      if (const Attr* v = a->Get(key)) { OPPROBE_ASSIGN_OR_RETURN(out, Ints(op, *v)); }
       return Status::Ok();
     };
     OPPROBE_RETURN_IF_ERROR(list("offset_dims", g.offset_dims));
@@ -1689,9 +1703,7 @@ class Converter {
     if (!a || a->kind != Attr::Kind::kDict) return OpErr(op, "missing or malformed scatter_dimension_numbers");
     ScatterDimensionNumbers s;
     auto list = [&](const char* key, std::vector<int64_t>& out) -> Status {
-      if (const Attr* v = a->Get(key)) {
-        OPPROBE_ASSIGN_OR_RETURN(out, Ints(op, *v));
-      }
+      if (const Attr* v = a->Get(key)) { OPPROBE_ASSIGN_OR_RETURN(out, Ints(op, *v)); }
       return Status::Ok();
     };
     OPPROBE_RETURN_IF_ERROR(list("update_window_dims", s.update_window_dims));
@@ -1733,9 +1745,7 @@ class Converter {
       if (ops.size() != shapes.size() || ops.empty()) return OpErr(op, "operands and results differ in number");
       i = Make(Opcode::kSort, {}, ops);
       int64_t dim = -1;
-      if (op.Find("dimension")) {
-        OPPROBE_ASSIGN_OR_RETURN(dim, IntAttr(op, "dimension"));
-      }
+      if (op.Find("dimension")) { OPPROBE_ASSIGN_OR_RETURN(dim, IntAttr(op, "dimension")); }
       if (dim < 0) dim += ops[0]->shape.rank();
       i->dimensions = {dim};
       i->is_stable = BoolAttr(op, "is_stable");
@@ -1795,7 +1805,8 @@ class Converter {
       if (const Attr* p = op.Find("source_target_pairs")) {
         OPPROBE_ASSIGN_OR_RETURN(auto flat, Ints(op, *p));
         if (flat.size() % 2) return OpErr(op, "source_target_pairs must be pairs");
-        for (size_t k = 0; k < flat.size(); k += 2) i->mutable_rare().source_target_pairs.push_back({flat[k], flat[k + 1]});
+        for (size_t k = 0; k < flat.size(); k += 2)
+          i->mutable_rare().source_target_pairs.push_back({flat[k], flat[k + 1]});
       }
     }
     OPPROBE_RETURN_IF_ERROR(CollectiveAttrs(op, *i));
@@ -1808,7 +1819,8 @@ class Converter {
     if (!target || target->kind != Attr::Kind::kString) return OpErr(op, "missing call_target_name");
     auto i = Make(Opcode::kCustomCall, {}, ops);
     i->custom_call_target = target->text;
-    if (const Attr* bc = op.Find("backend_config"); bc && bc->kind == Attr::Kind::kString) i->mutable_rare().backend_config = bc->text;
+    if (const Attr* bc = op.Find("backend_config"); bc && bc->kind == Attr::Kind::kString)
+      i->mutable_rare().backend_config = bc->text;
     // A typed-FFI call's configuration is a dictionary, which XLA keeps as its MLIR text.
     if (const Attr* bc = op.Find("mhlo.backend_config"); bc && bc->kind == Attr::Kind::kDict && bc->end > bc->pos)
       i->mutable_rare().backend_config = std::string(m_.text.substr(bc->pos, bc->end - bc->pos));
@@ -1821,7 +1833,8 @@ class Converter {
     if (BoolAttr(op, "has_side_effect")) i->custom_call_has_side_effect = true;
     // result_layouts: the layout of each result.
     std::vector<Shape> laid_out = shapes;
-    if (const Attr* rl = op.Find("result_layouts"); rl && rl->kind == Attr::Kind::kArray && rl->elements.size() == shapes.size()) {
+    if (const Attr* rl = op.Find("result_layouts");
+        rl && rl->kind == Attr::Kind::kArray && rl->elements.size() == shapes.size()) {
       for (size_t k = 0; k < shapes.size(); ++k) {
         OPPROBE_ASSIGN_OR_RETURN(auto m, Ints(op, rl->elements[k]));
         if (!laid_out[k].IsArray() || static_cast<int>(m.size()) != laid_out[k].rank()) continue;
@@ -1919,14 +1932,16 @@ class Converter {
       if (!d) return OpErr(op, fmt::format("unknown comparison direction {}", support::Quote(dir)));
       i->comparison_direction = *d;
       std::string type = EnumAttr(op, "compare_type");
-      i->mutable_rare().comparison_type = type.empty() || type == "NOTYPE" ? DefaultComparisonType(ops[0]->shape.element_type()) : type;
+      i->mutable_rare().comparison_type =
+          type.empty() || type == "NOTYPE" ? DefaultComparisonType(ops[0]->shape.element_type()) : type;
     }
     return std::vector<Instruction*>{Add(std::move(i), md)};
   }
 
   // while: the operands and captured outer values in one tuple; the condition and body take it as their
   // parameter; the body returns the new carried values and the captured ones unchanged.
-  Expected<std::vector<Instruction*>> While(const Operation& op, const std::vector<Shape>& shapes, const OpMetadata& md) {
+  Expected<std::vector<Instruction*>> While(const Operation& op, const std::vector<Shape>& shapes,
+                                            const OpMetadata& md) {
     if (op.regions.size() != 2) return OpErr(op, "expected a cond and a body region");
     OPPROBE_ASSIGN_OR_RETURN(std::vector<Instruction*> ops, Operands(op));
     if (ops.size() != shapes.size()) return OpErr(op, "operands and results differ in number");

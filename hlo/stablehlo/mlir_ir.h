@@ -22,7 +22,7 @@ struct Type {
   enum class Kind { kTensor, kElement, kTuple, kToken, kFunction, kOther };
   Kind kind = Kind::kOther;
   PrimitiveType element = PrimitiveType::PRIMITIVE_TYPE_INVALID;  // tensor/element; quantized: the storage type
-  std::vector<int64_t> dims;    // kTensor: -1 for `?`
+  std::vector<int64_t> dims;                                      // kTensor: -1 for `?`
   std::vector<int64_t> bounds;  // kTensor: the bound of each `?` dimension (-1: none); empty without bounds
   bool unranked = false;        // `tensor<*xf32>`
   std::string quantized;        // the `!quant.uniform<...>` element when the tensor is quantized
@@ -37,7 +37,7 @@ struct DenseElement {
   enum class Kind { kInt, kFloat, kBool, kComplex, kBits };
   Kind kind = Kind::kInt;
   bool negative = false;
-  uint64_t magnitude = 0;  // kInt: |value|; kBits: the bits
+  uint64_t magnitude = 0;     // kInt: |value|; kBits: the bits
   double real = 0, imag = 0;  // kFloat: real; kComplex: both
   bool boolean = false;
 };
@@ -51,18 +51,18 @@ struct DenseLiteral {
 
 struct Attr {
   enum class Kind {
-    kUnit,     // a key without a value
+    kUnit,  // a key without a value
     kBool,
-    kInt,      // `3 : i64`, `-1`
+    kInt,  // `3 : i64`, `-1`
     kFloat,
     kString,
-    kArray,    // `[a, b]`, and `array<i64: 1, 2>` (elements are kInt)
-    kDict,     // `{k = v}`, and structured dialect attributes `#stablehlo.gather<k = v, ...>` (name holds the dialect)
-    kDense,    // `dense<...> : tensor<...>`, `dense_resource<...> : ...`
+    kArray,  // `[a, b]`, and `array<i64: 1, 2>` (elements are kInt)
+    kDict,   // `{k = v}`, and structured dialect attributes `#stablehlo.gather<k = v, ...>` (name holds the dialect)
+    kDense,  // `dense<...> : tensor<...>`, `dense_resource<...> : ...`
     kType,
-    kSymbol,   // `@name`
-    kEnum,     // `#stablehlo<comparison_direction LT>` (name: "comparison_direction", text: "LT"), or a bare word
-    kOther,    // anything else: `#dialect.name<raw>` (name: "dialect.name", text: raw), affine maps, ...
+    kSymbol,  // `@name`
+    kEnum,    // `#stablehlo<comparison_direction LT>` (name: "comparison_direction", text: "LT"), or a bare word
+    kOther,   // anything else: `#dialect.name<raw>` (name: "dialect.name", text: raw), affine maps, ...
   };
   Kind kind = Kind::kUnit;
   bool b = false;
@@ -74,9 +74,9 @@ struct Attr {
   std::vector<Attr> dict;  // kDict: the entries, each with its `key` (a vector of pairs would need Attr complete)
   std::string key;         // an entry of a kDict: its name
   std::shared_ptr<DenseLiteral> dense;
-  Type type;          // kInt/kFloat/kDense: the attribute's type (`: i64`, `: tensor<2xi64>`); kType: the type
-  size_t pos = 0;     // offset in the text
-  size_t end = 0;     // offset just after it (ParseAttr's attributes; 0 otherwise)
+  Type type;       // kInt/kFloat/kDense: the attribute's type (`: i64`, `: tensor<2xi64>`); kType: the type
+  size_t pos = 0;  // offset in the text
+  size_t end = 0;  // offset just after it (ParseAttr's attributes; 0 otherwise)
 
   const Attr* Get(const std::string& key) const;  // kDict: the value of `key`, or null
 };

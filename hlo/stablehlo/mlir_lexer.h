@@ -28,11 +28,11 @@ inline bool IsSuffixIdChar(char c) { return IsIdChar(c) || c == '-'; }
 struct Token {
   enum class Kind { kEnd, kBareId, kValueId, kSymbol, kHashId, kString, kInteger, kPunct, kArrow };
   Kind kind = Kind::kEnd;
-  size_t pos = 0;              // offset of its first character
-  std::string_view spelling;   // as written
-  std::string text;            // kBareId: the id; kValueId/kSymbol/kHashId: the name without its sigil;
-                               // kString: the decoded text; kPunct: the character
-  int64_t value = 0;           // kInteger
+  size_t pos = 0;             // offset of its first character
+  std::string_view spelling;  // as written
+  std::string text;           // kBareId: the id; kValueId/kSymbol/kHashId: the name without its sigil;
+                              // kString: the decoded text; kPunct: the character
+  int64_t value = 0;          // kInteger
 };
 
 class Lexer {

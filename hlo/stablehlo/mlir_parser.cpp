@@ -77,19 +77,40 @@ std::optional<PrimitiveType> ElementTypeFromName(std::string_view n) {
     PrimitiveType type;
   };
   static constexpr Entry kTypes[] = {
-      {"i1", PrimitiveType::PRED},         {"i2", PrimitiveType::S2},           {"i4", PrimitiveType::S4},
-      {"i8", PrimitiveType::S8},           {"i16", PrimitiveType::S16},         {"i32", PrimitiveType::S32},
-      {"i64", PrimitiveType::S64},         {"si2", PrimitiveType::S2},          {"si4", PrimitiveType::S4},
-      {"si8", PrimitiveType::S8},          {"si16", PrimitiveType::S16},        {"si32", PrimitiveType::S32},
-      {"si64", PrimitiveType::S64},        {"ui1", PrimitiveType::U1},          {"ui2", PrimitiveType::U2},
-      {"ui4", PrimitiveType::U4},          {"ui8", PrimitiveType::U8},          {"ui16", PrimitiveType::U16},
-      {"ui32", PrimitiveType::U32},        {"ui64", PrimitiveType::U64},        {"f16", PrimitiveType::F16},
-      {"bf16", PrimitiveType::BF16},       {"f32", PrimitiveType::F32},         {"f64", PrimitiveType::F64},
-      {"f8E5M2", PrimitiveType::F8E5M2},   {"f8E4M3FN", PrimitiveType::F8E4M3FN},
-      {"f8E4M3B11FNUZ", PrimitiveType::F8E4M3B11FNUZ},                          {"f8E5M2FNUZ", PrimitiveType::F8E5M2FNUZ},
-      {"f8E4M3FNUZ", PrimitiveType::F8E4M3FNUZ},                                {"f8E4M3", PrimitiveType::F8E4M3},
-      {"f8E3M4", PrimitiveType::F8E3M4},   {"f4E2M1FN", PrimitiveType::F4E2M1FN},
-      {"f8E8M0FNU", PrimitiveType::F8E8M0FNU},                                  {"index", PrimitiveType::S64},
+      {"i1", PrimitiveType::PRED},
+      {"i2", PrimitiveType::S2},
+      {"i4", PrimitiveType::S4},
+      {"i8", PrimitiveType::S8},
+      {"i16", PrimitiveType::S16},
+      {"i32", PrimitiveType::S32},
+      {"i64", PrimitiveType::S64},
+      {"si2", PrimitiveType::S2},
+      {"si4", PrimitiveType::S4},
+      {"si8", PrimitiveType::S8},
+      {"si16", PrimitiveType::S16},
+      {"si32", PrimitiveType::S32},
+      {"si64", PrimitiveType::S64},
+      {"ui1", PrimitiveType::U1},
+      {"ui2", PrimitiveType::U2},
+      {"ui4", PrimitiveType::U4},
+      {"ui8", PrimitiveType::U8},
+      {"ui16", PrimitiveType::U16},
+      {"ui32", PrimitiveType::U32},
+      {"ui64", PrimitiveType::U64},
+      {"f16", PrimitiveType::F16},
+      {"bf16", PrimitiveType::BF16},
+      {"f32", PrimitiveType::F32},
+      {"f64", PrimitiveType::F64},
+      {"f8E5M2", PrimitiveType::F8E5M2},
+      {"f8E4M3FN", PrimitiveType::F8E4M3FN},
+      {"f8E4M3B11FNUZ", PrimitiveType::F8E4M3B11FNUZ},
+      {"f8E5M2FNUZ", PrimitiveType::F8E5M2FNUZ},
+      {"f8E4M3FNUZ", PrimitiveType::F8E4M3FNUZ},
+      {"f8E4M3", PrimitiveType::F8E4M3},
+      {"f8E3M4", PrimitiveType::F8E3M4},
+      {"f4E2M1FN", PrimitiveType::F4E2M1FN},
+      {"f8E8M0FNU", PrimitiveType::F8E8M0FNU},
+      {"index", PrimitiveType::S64},
   };
   for (const auto& e : kTypes)
     if (e.name == n) return e.type;
@@ -239,7 +260,9 @@ class Parser : Lexer {
       t.kind = Type::Kind::kElement;
       if (inner == "f32") t.element = PrimitiveType::C64;
       else if (inner == "f64") t.element = PrimitiveType::C128;
-      else return Err(epos, fmt::format("complex<{}> has no XLA element type (complex<f32> and complex<f64> do)", support::Quote(inner)));
+      else
+        return Err(epos, fmt::format("complex<{}> has no XLA element type (complex<f32> and complex<f64> do)",
+                                     support::Quote(inner)));
     } else if (auto e = ElementTypeFromName(word)) {
       t.kind = Type::Kind::kElement;
       t.element = *e;
@@ -304,7 +327,8 @@ class Parser : Lexer {
     std::string list;
     if (enc.kind == Attr::Kind::kOther && (enc.name == "stablehlo.bounds" || enc.name == "mhlo.bounds")) {
       list = enc.text;
-    } else if (enc.kind == Attr::Kind::kOther && (enc.name == "stablehlo.type_extensions" || enc.name == "mhlo.type_extensions")) {
+    } else if (enc.kind == Attr::Kind::kOther &&
+               (enc.name == "stablehlo.type_extensions" || enc.name == "mhlo.type_extensions")) {
       auto eq = enc.text.find('[');
       auto close = enc.text.rfind(']');
       if (eq == std::string::npos || close == std::string::npos || close < eq) return Status::Ok();
@@ -402,13 +426,12 @@ class Parser : Lexer {
       }
       Attr v;
       v.pos = kpos;
-      if (Consume('=')) {
-        OPPROBE_ASSIGN_OR_RETURN(v, ParseAttr());
-      }
+      if (Consume('=')) { OPPROBE_ASSIGN_OR_RETURN(v, ParseAttr()); }
       out.emplace_back(std::move(key), std::move(v));
     } while (Consume(','));
-    if (!Consume('}')) return Err(p_, fmt::format("expected ',' or '}}' in the attribute dictionary opened at {}, got {}",
-                                                  Where(open), Describe()));
+    if (!Consume('}'))
+      return Err(p_, fmt::format("expected ',' or '}}' in the attribute dictionary opened at {}, got {}", Where(open),
+                                 Describe()));
     return out;
   }
 
@@ -573,7 +596,8 @@ class Parser : Lexer {
       is_float = true;
       ++p_;
     }
-    if ((Peek() == 'e' || Peek() == 'E') && (IsDigit(Peek(1)) || ((Peek(1) == '-' || Peek(1) == '+') && IsDigit(Peek(2))))) {
+    if ((Peek() == 'e' || Peek() == 'E') &&
+        (IsDigit(Peek(1)) || ((Peek(1) == '-' || Peek(1) == '+') && IsDigit(Peek(2))))) {
       is_float = true;
       p_ += 2;
       while (IsDigit(Peek())) ++p_;
@@ -736,7 +760,8 @@ class Parser : Lexer {
     if (name.empty()) return Err(a.pos, "expected an attribute name after '#'");
     if (Peek() != '<') {  // an alias
       auto it = attr_aliases_.find(name);
-      if (it == attr_aliases_.end()) return Err(a.pos, fmt::format("undefined attribute alias {}", support::Quote("#" + name)));
+      if (it == attr_aliases_.end())
+        return Err(a.pos, fmt::format("undefined attribute alias {}", support::Quote("#" + name)));
       Attr resolved = it->second;
       resolved.pos = a.pos;
       return resolved;
@@ -959,7 +984,8 @@ class Parser : Lexer {
     ++p_;
     std::string name = LexBareId();
     if (name.empty()) return Err(start, "expected an alias name after '#'");
-    if (!Consume('=')) return Err(p_, fmt::format("expected '=' after {}, got {}", support::Quote("#" + name), Describe()));
+    if (!Consume('='))
+      return Err(p_, fmt::format("expected '=' after {}, got {}", support::Quote("#" + name), Describe()));
     SkipWs();
     if (LookingAt("loc(")) {
       p_ += 4;
@@ -983,12 +1009,8 @@ class Parser : Lexer {
   // After `module`: `[@name] [attributes {...}] { ... } [loc]`.
   Status ParseModuleBody(ParsedModule& m) {
     SkipWs();
-    if (Peek() == '@') {
-      OPPROBE_ASSIGN_OR_RETURN(m.name, LexSymbolName());
-    }
-    if (ConsumeWord("attributes")) {
-      OPPROBE_ASSIGN_OR_RETURN(m.attributes, ParseAttrDict());
-    }
+    if (Peek() == '@') { OPPROBE_ASSIGN_OR_RETURN(m.name, LexSymbolName()); }
+    if (ConsumeWord("attributes")) { OPPROBE_ASSIGN_OR_RETURN(m.attributes, ParseAttrDict()); }
     SkipWs();
     size_t open = p_;
     OPPROBE_RETURN_IF_ERROR(Expect('{'));
@@ -1026,9 +1048,10 @@ class Parser : Lexer {
 
   std::string UnknownDialectMessage(const std::string& op_name) {
     std::string dialect = op_name.substr(0, op_name.find('.'));
-    return fmt::format("operation {} is from dialect {}, which opprobe does not read (StableHLO text holds "
-                       "stablehlo, chlo, mhlo, func and sdy operations)",
-                       support::Quote(op_name), support::Quote(dialect));
+    return fmt::format(
+        "operation {} is from dialect {}, which opprobe does not read (StableHLO text holds "
+        "stablehlo, chlo, mhlo, func and sdy operations)",
+        support::Quote(op_name), support::Quote(dialect));
   }
 
   // To the end of the line, over any brackets opened on it.
@@ -1073,9 +1096,7 @@ class Parser : Lexer {
         OPPROBE_ASSIGN_OR_RETURN(Type t, ParseType());
         NamedAttrs attrs;
         SkipWs();
-        if (Peek() == '{') {
-          OPPROBE_ASSIGN_OR_RETURN(attrs, ParseAttrDict());
-        }
+        if (Peek() == '{') { OPPROBE_ASSIGN_OR_RETURN(attrs, ParseAttrDict()); }
         bool has = false;
         Location loc;
         OPPROBE_RETURN_IF_ERROR(ParseTrailingLocation(has, loc));
@@ -1085,14 +1106,12 @@ class Parser : Lexer {
       } while (Consume(','));
       OPPROBE_RETURN_IF_ERROR(Expect(')'));
     }
-    if (ConsumeArrow()) {
-      OPPROBE_ASSIGN_OR_RETURN(f.result_types, ParseResultTypes());
-    }
-    if (ConsumeWord("attributes")) {
-      OPPROBE_ASSIGN_OR_RETURN(NamedAttrs ignored, ParseAttrDict());
-    }
+    if (ConsumeArrow()) { OPPROBE_ASSIGN_OR_RETURN(f.result_types, ParseResultTypes()); }
+    if (ConsumeWord("attributes")) { OPPROBE_ASSIGN_OR_RETURN(NamedAttrs ignored, ParseAttrDict()); }
     SkipWs();
-    if (Peek() != '{') return Err(p_, fmt::format("expected the body of function @{}, got {}", support::OneLine(f.name, 64), Describe()));
+    if (Peek() != '{')
+      return Err(p_,
+                 fmt::format("expected the body of function @{}, got {}", support::OneLine(f.name, 64), Describe()));
     std::vector<std::pair<std::string, Type>> args = f.arguments;
     OPPROBE_ASSIGN_OR_RETURN(f.body, ParseRegion(&args));
     bool has = false;
@@ -1109,7 +1128,8 @@ class Parser : Lexer {
       if (const Attr* n = op.Find("sym_name"); n && n->kind == Attr::Kind::kString) m.name = n->text;
       if (op.regions.size() != 1 || op.regions[0].blocks.size() != 1)
         return Err(op.pos, "a generic builtin.module needs one region with one block");
-      for (auto& inner : op.regions[0].blocks[0].operations) OPPROBE_RETURN_IF_ERROR(AddTopLevelGeneric(m, std::move(inner), saw_module));
+      for (auto& inner : op.regions[0].blocks[0].operations)
+        OPPROBE_RETURN_IF_ERROR(AddTopLevelGeneric(m, std::move(inner), saw_module));
       return Status::Ok();
     }
     if (op.name == "func.func") {
@@ -1123,7 +1143,8 @@ class Parser : Lexer {
       f.name = name->text;
       if (const Attr* v = op.Find("sym_visibility"); v && v->kind == Attr::Kind::kString) f.visibility = v->text;
       f.result_types = type->type.results;
-      if (op.regions.size() != 1 || op.regions[0].blocks.empty()) return Err(op.pos, "a generic func.func needs a body");
+      if (op.regions.size() != 1 || op.regions[0].blocks.empty())
+        return Err(op.pos, "a generic func.func needs a body");
       const Block& entry = op.regions[0].blocks[0];
       if (entry.arguments.size() != type->type.elements.size())
         return Err(op.pos, "the function's block arguments do not match its function_type");
@@ -1240,7 +1261,8 @@ class Parser : Lexer {
       return Err(op.pos, fmt::format("malformed operation name {}", support::Quote(op.name)));
     auto dot = op.name.find('.');
     if (dot == std::string::npos || dot == 0)
-      return Err(op.pos, fmt::format("operation {} has no dialect prefix (expected e.g. 'stablehlo.add')", support::Quote(op.name)));
+      return Err(op.pos, fmt::format("operation {} has no dialect prefix (expected e.g. 'stablehlo.add')",
+                                     support::Quote(op.name)));
     if (!IsKnownDialect(std::string_view(op.name).substr(0, dot))) return Err(op.pos, UnknownDialectMessage(op.name));
     return Status::Ok();
   }
@@ -1281,7 +1303,8 @@ class Parser : Lexer {
     SkipWs();
     size_t tpos = p_;
     OPPROBE_ASSIGN_OR_RETURN(Type t, ParseType());
-    if (t.kind != Type::Kind::kFunction) return Err(tpos, "expected a function type '(...) -> ...' after a generic operation");
+    if (t.kind != Type::Kind::kFunction)
+      return Err(tpos, "expected a function type '(...) -> ...' after a generic operation");
     op.operand_types = std::move(t.elements);
     op.result_types = std::move(t.results);
     return Status::Ok();
@@ -1449,7 +1472,7 @@ class Parser : Lexer {
         op.operands.push_back(std::move(v));
         continue;
       }
-      if (c == '(' ) {
+      if (c == '(') {
         ++p_;
         OPPROBE_RETURN_IF_ERROR(ParsePrettyItems(op, words, true, group_depth + 1));
         OPPROBE_RETURN_IF_ERROR(Expect(')'));
@@ -1797,7 +1820,8 @@ class Parser : Lexer {
       if (k == "__init") init_positions.insert(v.i);
     for (size_t i = 0; i < op.operands.size(); ++i)
       (init_positions.count(static_cast<int64_t>(i)) ? inits : inputs).push_back(op.operands[i]);
-    if (inputs.size() != inits.size() || inputs.empty()) return Err(op.pos, "reduce: expected '(%input init: %init)' pairs");
+    if (inputs.size() != inits.size() || inputs.empty())
+      return Err(op.pos, "reduce: expected '(%input init: %init)' pairs");
     op.operands = inputs;
     op.operands.insert(op.operands.end(), inits.begin(), inits.end());
     if (op.operand_types.size() == op.operands.size()) {  // types were written input, init, input, init too
@@ -1837,7 +1861,8 @@ class Parser : Lexer {
       op.regions.push_back(std::move(region));
       return Status::Ok();
     }
-    if (!ConsumeWord("reducer")) return Err(p_, fmt::format("reduce: expected 'applies' or 'reducer', got {}", Describe()));
+    if (!ConsumeWord("reducer"))
+      return Err(p_, fmt::format("reduce: expected 'applies' or 'reducer', got {}", Describe()));
     std::vector<std::pair<std::string, Type>> lhs, rhs;
     for (size_t i = 0; i < n; ++i) {
       OPPROBE_RETURN_IF_ERROR(Expect('('));

@@ -34,7 +34,8 @@ bool LooksLikeStableHlo(std::string_view head) {
     }
     for (std::string_view start : {"module", "builtin.module", "func.func"}) {
       if (rest.substr(0, start.size()) == start && rest.size() > start.size() &&
-          (rest[start.size()] == ' ' || rest[start.size()] == '{' || rest[start.size()] == '\n' || rest[start.size()] == '@'))
+          (rest[start.size()] == ' ' || rest[start.size()] == '{' || rest[start.size()] == '\n' ||
+           rest[start.size()] == '@'))
         return true;
     }
     return rest.substr(0, 16) == "\"builtin.module\"" || rest.substr(0, 11) == "\"func.func\"";

@@ -36,13 +36,15 @@ class FakeBackend : public compiler_probe::Backend {
 
 class MapCache : public compiler_probe::ProbeCache {
  public:
-  std::optional<compiler_probe::Verdict> Lookup(const std::string& id, const std::string& v, const std::string& fp) override {
+  std::optional<compiler_probe::Verdict> Lookup(const std::string& id, const std::string& v,
+                                                const std::string& fp) override {
     std::lock_guard<std::mutex> l(mu_);
     auto it = map_.find(id + v + fp);
     if (it == map_.end()) return std::nullopt;
     return it->second;
   }
-  void Store(const std::string& id, const std::string& v, const std::string& fp, const compiler_probe::Verdict& verdict) override {
+  void Store(const std::string& id, const std::string& v, const std::string& fp,
+             const compiler_probe::Verdict& verdict) override {
     std::lock_guard<std::mutex> l(mu_);
     map_[id + v + fp] = verdict;
   }
@@ -155,8 +157,9 @@ Graph BuiltinGraph() {
   Node add = Call("aten::add", {4}, 12);
   add.overload = "Tensor";
   add.args = {{"self", Value::Tensor(F32({4}))}, {"other", Value::Tensor(F32({4}))}, {"alpha", Value::Int(2)}};
-  g.nodes = {Call("aten::relu", {4}, 10), Call("aten::exp", {8}, 11), add, Call("aten::opprobe_test_missing", {4}, 13),
-             Call("mylib::thing", {4}, 14), Call("aten::relu", {4}, 15)};
+  g.nodes = {
+      Call("aten::relu", {4}, 10),   Call("aten::exp", {8}, 11), add, Call("aten::opprobe_test_missing", {4}, 13),
+      Call("mylib::thing", {4}, 14), Call("aten::relu", {4}, 15)};
   return g;
 }
 
@@ -305,12 +308,11 @@ TEST(Driver, ALoweringThatThrowsIsAnInternalErrorNotAGap) {
   LoweringTable table = ToyTable();
   ASSERT_TRUE(table
                   .Register("test::throws", "toy",
-                            [](const Node&, hlo::Builder&) -> Expected<LoweredOp> {
-                              throw std::runtime_error("boom");
-                            })
+                            [](const Node&, hlo::Builder&) -> Expected<LoweredOp> { throw std::runtime_error("boom"); })
                   .ok());
   Graph g;
-  g.nodes = {Call("test::neg", {4}, 10), Call("test::throws", {4}, 11, 3), Call("aten::opprobe_test_missing", {4}, 12, 2)};
+  g.nodes = {Call("test::neg", {4}, 10), Call("test::throws", {4}, 11, 3),
+             Call("aten::opprobe_test_missing", {4}, 12, 2)};
   FakeBackend backend("none");
   AnalysisResult r = Analyze(g, backend, table, DriverOptions{});
   ASSERT_EQ(r.ops.size(), 3u);
@@ -348,7 +350,10 @@ TEST(Driver, InterpComparisonsAreCountedFromTheVerdictsField) {
       const auto shape = unit.entry()->root()->shape.dimensions();
       compiler_probe::Verdict v;
       switch (shape.empty() ? 0 : shape[0]) {
-        case 1: v.interp = compiler_probe::Verdict::Interp::kAgree; v.output_tail = "outputs match"; break;
+        case 1:
+          v.interp = compiler_probe::Verdict::Interp::kAgree;
+          v.output_tail = "outputs match";
+          break;
         case 2: v.interp = compiler_probe::Verdict::Interp::kNotCompared; break;
         case 3:
           v = compiler_probe::Verdict::Unsupported("results differ");

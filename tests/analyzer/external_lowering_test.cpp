@@ -1,12 +1,13 @@
 // Another library's lowering as a lowering table (analyzer/lowering/external_lowering.h, `--lowering torchax`): each
 // call's StableHLO found by its signature and copied into the call's module, a call the library could not lower an
 // error with the library's reason, and the file torchax_lower.py writes read or refused with its name.
+#include "analyzer/lowering/external_lowering.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "analyzer/lowering/external_lowering.h"
 #include "analyzer/loaders/trace_loader.h"
 
 namespace opprobe::analyzer {
@@ -88,7 +89,8 @@ TEST(ExternalLowering, AModuleThatDoesNotFitTheCallIsTheCallsLoweringError) {
 TEST(ExternalLowering, ReadsTorchaxLowerPyOutputAndRefusesAMalformedOne) {
   const std::string dir = ::testing::TempDir();
   const std::string good = dir + "/torchax_lowerings_ok.json", bad = dir + "/torchax_lowerings_bad.json";
-  std::ofstream(good) << R"({"torchax":"0.0.13","jax":"0.10.2","calls":[{"op":"aten::relu","overload":"default","mlir":"m"},
+  std::ofstream(good)
+      << R"({"torchax":"0.0.13","jax":"0.10.2","calls":[{"op":"aten::relu","overload":"default","mlir":"m"},
     {"op":"aten::poisson","error":"no lowering"}]})";
   std::ofstream(bad) << R"({"torchax":"0.0.13","calls":[{"op":"aten::relu"}]})";
   auto l = ReadTorchaxLowerings(good);

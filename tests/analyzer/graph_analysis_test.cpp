@@ -127,8 +127,11 @@ TEST(GraphAnalysis, TheKeyGivesTheTensorSignatureAsItIsFormatted) {
   Value list;
   list.kind = Value::Kind::kTensorList;
   list.tensors = {b, std::nullopt};
-  n.args = {{"self", Value::Tensor(a)}, {"indices", list}, {"values", Value::Tensor(b)},
-            {"accumulate", Value::Bool(false)}, {"dims", Value::IntList({0, 1})}};
+  n.args = {{"self", Value::Tensor(a)},
+            {"indices", list},
+            {"values", Value::Tensor(b)},
+            {"accumulate", Value::Bool(false)},
+            {"dims", Value::IntList({0, 1})}};
   n.outputs = {Value::Tensor(a)};
   std::string ts = "left over";
   EXPECT_EQ(n.SignatureKey(&ts), n.SignatureKey());
@@ -196,7 +199,8 @@ TEST(GraphAnalysis, StreamedTraceAnalyzesAsTheLoadedGraph) {
     EXPECT_EQ(a.lowering, b.lowering);
   }
   ASSERT_EQ(streamed.probes.size(), whole.probes.size());
-  for (size_t i = 0; i < whole.probes.size(); ++i) EXPECT_EQ(streamed.probes[i].fingerprint, whole.probes[i].fingerprint);
+  for (size_t i = 0; i < whole.probes.size(); ++i)
+    EXPECT_EQ(streamed.probes[i].fingerprint, whole.probes[i].fingerprint);
   EXPECT_EQ(streamed.summary.aten_calls, whole.summary.aten_calls);
   EXPECT_EQ(streamed.summary.hlo_instructions, whole.summary.hlo_instructions);
   EXPECT_EQ(streamed.summary.distinct_signatures, whole.summary.distinct_signatures);

@@ -120,7 +120,8 @@ TEST_F(HloLoaderTest, BadInputIsAnErrorNamingTheFile) {
 }
 
 TEST_F(HloLoaderTest, TorchXlaDumpFromTheCorpus) {
-  const std::string path = std::string(OPPROBE_SOURCE_DIR) + "/../shared/corpus/hlo/torch_xla_fsdp_mnist_bf16.hlo_dump.txt";
+  const std::string path =
+      std::string(OPPROBE_SOURCE_DIR) + "/../shared/corpus/hlo/torch_xla_fsdp_mnist_bf16.hlo_dump.txt";
   if (!fs::exists(path)) GTEST_SKIP() << path << " is absent";
   EXPECT_TRUE(LooksLikeHlo(path));
   auto loaded = LoadHlo(path);

@@ -3,12 +3,11 @@
 // is a .pt2 whatever it holds, a JSON file of any size is told from its first kInputSniffBytes bytes); anything else
 // is one error line.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zip.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cerrno>
@@ -138,13 +137,14 @@ TEST_F(InputFormatsTest, AZipHoldingTheTraceMarkerIsAPt2) {
 // A JSON file is told from its first kInputSniffBytes bytes, whatever its size: through a FIFO whose writer would
 // give 64 MiB, DetectInput reads the first bytes and closes it, and the writer's next writes fail (EPIPE).
 TEST_F(InputFormatsTest, AHugeJsonIsToldWithoutReadingItWhole) {
-  struct sigaction ignore {}, previous {};
+  struct sigaction ignore {
+  }, previous{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &previous);
   constexpr size_t kTotal = size_t{64} << 20;
-  for (const auto& [start, kind] : {std::pair<std::string, InputKind>{R"({"graph_module": {"graph": {"nodes": [)",
-                                                                      InputKind::kPt2},
-                                    {R"({"format": "opprobe-trace", "version": 1, "calls": [)", InputKind::kTrace}}) {
+  for (const auto& [start, kind] :
+       {std::pair<std::string, InputKind>{R"({"graph_module": {"graph": {"nodes": [)", InputKind::kPt2},
+        {R"({"format": "opprobe-trace", "version": 1, "calls": [)", InputKind::kTrace}}) {
     const std::string path = Path("huge.json");
     fs::remove(path);
     ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
@@ -187,20 +187,26 @@ TEST_F(InputFormatsTest, AJsonFileLargerThanTheReadCapIsStillTold) {
 }
 
 TEST_F(InputFormatsTest, AnUnknownFormatIsOneErrorLineNamingEveryFormat) {
-  for (const std::string& bytes : {std::string("just some notes\n"), std::string(), std::string("\x7f" "ELF", 4)}) {
+  for (const std::string& bytes : {std::string("just some notes\n"), std::string(),
+                                   std::string("\x7f"
+                                               "ELF",
+                                               4)}) {
     const std::string path = Write("notes.bin", bytes);
     auto in = DetectInput(path);
     ASSERT_FALSE(in.ok());
     const std::string& m = in.status().message();
     EXPECT_EQ(m,
-              path + ": not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, an "
-                     "ExecuTorch ETRecord, HLO text, an .hlo.pb proto, a folder of HLO dumps, or StableHLO .mlir text)");
+              path +
+                  ": not a recognised input (expected an opprobe trace .json, a torch.export .pt2 archive, an "
+                  "ExecuTorch ETRecord, HLO text, an .hlo.pb proto, a folder of HLO dumps, or StableHLO .mlir text)");
     EXPECT_EQ(m.find('\n'), std::string::npos);
     // Built from the table: a fifth format's files join the list.
     for (const InputFormat& f : InputFormats())
-      for (size_t at = 0, comma; at != std::string_view::npos; at = comma == std::string_view::npos ? comma : comma + 2) {
+      for (size_t at = 0, comma; at != std::string_view::npos;
+           at = comma == std::string_view::npos ? comma : comma + 2) {
         comma = f.expected.find(", ", at);
-        EXPECT_NE(m.find(f.expected.substr(at, comma == std::string_view::npos ? comma : comma - at)), std::string::npos)
+        EXPECT_NE(m.find(f.expected.substr(at, comma == std::string_view::npos ? comma : comma - at)),
+                  std::string::npos)
             << f.name;
       }
   }
@@ -212,8 +218,9 @@ TEST_F(InputFormatsTest, AnUnknownFormatIsOneErrorLineNamingEveryFormat) {
 // Each input goes to its own format's loader, and the levels do not mix (the messages name the format).
 TEST_F(InputFormatsTest, InputsOfTheTwoLevelsDoNotMix) {
   const std::string trace = Source("samples/traces/supported.json");
-  for (const auto& [path, label] : {std::pair<std::string, std::string>{Source("tests/fixtures/hlo/while_with_constants.hlo"), "HLO"},
-                                    {Source("tests/fixtures/stablehlo/jax/dots.mlir"), "StableHLO"}}) {
+  for (const auto& [path, label] :
+       {std::pair<std::string, std::string>{Source("tests/fixtures/hlo/while_with_constants.hlo"), "HLO"},
+        {Source("tests/fixtures/stablehlo/jax/dots.mlir"), "StableHLO"}}) {
     auto g = LoadGraph(std::vector<std::string>{trace, path});
     ASSERT_FALSE(g.ok());
     EXPECT_EQ(g.status().message(), path + ": " + label + " input cannot be mixed with aten inputs");

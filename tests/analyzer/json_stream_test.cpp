@@ -59,7 +59,8 @@ json ToJson(const Ref& r) {
 // Equal values of the same JSON types (nlohmann's == takes 1 and 1.0 as equal; this does not).
 bool Same(const json& a, const json& b) {
   if (a.type() != b.type()) return false;
-  if (a.is_number_float()) return a.get<double>() == b.get<double>() || (std::isnan(a.get<double>()) && std::isnan(b.get<double>()));
+  if (a.is_number_float())
+    return a.get<double>() == b.get<double>() || (std::isnan(a.get<double>()) && std::isnan(b.get<double>()));
   if (a.is_array()) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i)
@@ -101,9 +102,9 @@ Outcome ReadText(std::string_view text) { return ReadDocument(Stream::FromText(t
 
 // The same document written to a file and read in pieces of `piece` bytes.
 Outcome ReadInPieces(const std::string& text, size_t piece) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("opprobe_json_stream_test_" + std::to_string(::getpid()) + ".json"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("opprobe_json_stream_test_" + std::to_string(::getpid()) + ".json"))
+          .string();
   std::ofstream(path, std::ios::binary) << text;
   auto reader = io::FileReader::Open(path);
   EXPECT_TRUE(reader.ok());
@@ -128,20 +129,94 @@ void ExpectLikeNlohmann(const std::string& text) {
 TEST(JsonStream, AcceptsWhatNlohmannAcceptsWithTheSameValues) {
   const char* kCases[] = {
       // values
-      "null", "true", "false", "0", "-0", "7", "-7", "18446744073709551615", "18446744073709551616",
-      "-9223372036854775808", "-9223372036854775809", "1.5", "-1.5e-3", "1E+2", "1e999", "-1e999", "1e-999",
-      "0.1", "123456789012345678901234567890", "\"\"", "\"abc\"", "[]", "{}", "[1,[2,[3,{}]]]",
-      R"({"a":1,"b":[true,null],"c":{"d":"e"}})", R"({"a":1,"a":2})", " \t\r\n[ 1 , 2 ]\n ",
+      "null",
+      "true",
+      "false",
+      "0",
+      "-0",
+      "7",
+      "-7",
+      "18446744073709551615",
+      "18446744073709551616",
+      "-9223372036854775808",
+      "-9223372036854775809",
+      "1.5",
+      "-1.5e-3",
+      "1E+2",
+      "1e999",
+      "-1e999",
+      "1e-999",
+      "0.1",
+      "123456789012345678901234567890",
+      "\"\"",
+      "\"abc\"",
+      "[]",
+      "{}",
+      "[1,[2,[3,{}]]]",
+      R"({"a":1,"b":[true,null],"c":{"d":"e"}})",
+      R"({"a":1,"a":2})",
+      " \t\r\n[ 1 , 2 ]\n ",
       // strings: escapes, UTF-8
-      R"("\"\\\/\b\f\n\r\t")", R"("\u0041\u00e9\u4e2d")", R"("\ud83d\ude00")", R"("\u0000")", "\"\xc3\xa9\"",
-      "\"\xe4\xb8\xad\"", "\"\xf0\x9f\x98\x80\"", "\xef\xbb\xbf{\"bom\":1}",
+      R"("\"\\\/\b\f\n\r\t")",
+      R"("\u0041\u00e9\u4e2d")",
+      R"("\ud83d\ude00")",
+      R"("\u0000")",
+      "\"\xc3\xa9\"",
+      "\"\xe4\xb8\xad\"",
+      "\"\xf0\x9f\x98\x80\"",
+      "\xef\xbb\xbf{\"bom\":1}",
       // not JSON
-      "", " ", "nul", "tru", "True", "01", "-", "1.", ".5", "1e", "1e+", "+1", "[1,]", "{\"a\":1,}", "{a:1}",
-      "{\"a\" 1}", "[1 2]", "[", "{", "\"abc", "\"a\\x\"", "\"\\u12\"", "\"\\u12G4\"", R"("\ud83d")",
-      R"("\ud83d\u0041")", R"("\ude00")", "\"a\nb\"", "\"a\tb\"", "\"\x01\"", "\"\x80\"", "\"\xc0\x80\"",
-      "\"\xc3\"", "\"\xe0\x80\x80\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xf5\x80\x80\x80\"",
-      "\"\xff\"", "[1] 2", "{} x", "\xef\xbb", "\xef\xbb\xbf", "\xef\xbb\xbf\xef\xbb\xbf{}", "[1]\x00",
-      "nulll", "[-]", "[--1]", "{\"a\":}", "{,}", "[,1]", "]", "}",
+      "",
+      " ",
+      "nul",
+      "tru",
+      "True",
+      "01",
+      "-",
+      "1.",
+      ".5",
+      "1e",
+      "1e+",
+      "+1",
+      "[1,]",
+      "{\"a\":1,}",
+      "{a:1}",
+      "{\"a\" 1}",
+      "[1 2]",
+      "[",
+      "{",
+      "\"abc",
+      "\"a\\x\"",
+      "\"\\u12\"",
+      "\"\\u12G4\"",
+      R"("\ud83d")",
+      R"("\ud83d\u0041")",
+      R"("\ude00")",
+      "\"a\nb\"",
+      "\"a\tb\"",
+      "\"\x01\"",
+      "\"\x80\"",
+      "\"\xc0\x80\"",
+      "\"\xc3\"",
+      "\"\xe0\x80\x80\"",
+      "\"\xed\xa0\x80\"",
+      "\"\xf4\x90\x80\x80\"",
+      "\"\xf5\x80\x80\x80\"",
+      "\"\xff\"",
+      "[1] 2",
+      "{} x",
+      "\xef\xbb",
+      "\xef\xbb\xbf",
+      "\xef\xbb\xbf\xef\xbb\xbf{}",
+      "[1]\x00",
+      "nulll",
+      "[-]",
+      "[--1]",
+      "{\"a\":}",
+      "{,}",
+      "[,1]",
+      "]",
+      "}",
   };
   for (const char* c : kCases) ExpectLikeNlohmann(c);
   ExpectLikeNlohmann(std::string("[1,\0 2]", 7));
@@ -152,8 +227,8 @@ TEST(JsonStream, AcceptsWhatNlohmannAcceptsWithTheSameValues) {
 TEST(JsonStream, AgreesWithNlohmannOnCorruptedTraces) {
   const std::string text = ReadFile(Src("tests/fixtures/traces/all_kinds.json"));
   ASSERT_FALSE(text.empty());
-  const char kBytes[] = {'"', '{', '}', '[', ']', ',', ':', '-', '0', '9', 'e', '.', 'x', '\\', ' ', '\n',
-                         '\0', '\x01', '\x7f', '\x80', '\xc3', '\xe4', '\xed', '\xf0', '\xff'};
+  const char kBytes[] = {'"',  '{', '}',  '[',  ']',    ',',    ':',    '-',    '0',    '9',    'e',    '.',   'x',
+                         '\\', ' ', '\n', '\0', '\x01', '\x7f', '\x80', '\xc3', '\xe4', '\xed', '\xf0', '\xff'};
   std::mt19937 rng(17);
   for (int k = 0; k < 3000; ++k) {
     std::string t = text;
@@ -170,16 +245,21 @@ TEST(JsonStream, AgreesWithNlohmannOnCorruptedTraces) {
 TEST(JsonStream, SyntaxErrorsNameLineColumnAndByte) {
   EXPECT_EQ(ReadText("{\"format\": \"opprobe-trace\",\n  oops").error,
             "not valid JSON at line 2, column 3 (byte 31): unexpected 'o'; expected a member name (a string)");
-  EXPECT_EQ(ReadText("[1,\n2,\n]").error, "not valid JSON at line 3, column 1 (byte 8): unexpected ']'; expected a value");
+  EXPECT_EQ(ReadText("[1,\n2,\n]").error,
+            "not valid JSON at line 3, column 1 (byte 8): unexpected ']'; expected a value");
   EXPECT_EQ(ReadText("[1, 2").error,
             "not valid JSON at line 1, column 6 (byte 6): unexpected end of input; expected ',' or ']'");
-  EXPECT_EQ(ReadText("\"a\x01\"").error,
-            "not valid JSON at line 1, column 3 (byte 3): control character U+0001 in a string (JSON needs it escaped)");
-  EXPECT_EQ(ReadText("\"\xc3(\"").error, "not valid JSON at line 1, column 3 (byte 3): invalid UTF-8 byte 0x28 in a string");
+  EXPECT_EQ(
+      ReadText("\"a\x01\"").error,
+      "not valid JSON at line 1, column 3 (byte 3): control character U+0001 in a string (JSON needs it escaped)");
+  EXPECT_EQ(ReadText("\"\xc3(\"").error,
+            "not valid JSON at line 1, column 3 (byte 3): invalid UTF-8 byte 0x28 in a string");
   EXPECT_EQ(ReadText("[tru]").error, "not valid JSON at line 1, column 5 (byte 5): invalid literal; expected 'true'");
-  EXPECT_EQ(ReadText("{} {}").error, "not valid JSON at line 1, column 4 (byte 4): unexpected '{' after the end of the document");
+  EXPECT_EQ(ReadText("{} {}").error,
+            "not valid JSON at line 1, column 4 (byte 4): unexpected '{' after the end of the document");
   // Input bytes in a message are escaped.
-  EXPECT_EQ(ReadText("[\x02]").error, "not valid JSON at line 1, column 2 (byte 2): unexpected '\\x02'; expected a value");
+  EXPECT_EQ(ReadText("[\x02]").error,
+            "not valid JSON at line 1, column 2 (byte 2): unexpected '\\x02'; expected a value");
 }
 
 TEST(JsonStream, StringsWithoutEscapesAreViewsOfTheText) {
@@ -228,8 +308,8 @@ TEST(JsonStream, ValuesInSequence) {
   EXPECT_FALSE(stream.Peek().has_value());
 }
 
-// A file read in pieces of 1 to 9 bytes (and more) gives the values and errors of the text in memory: every value, string,
-// escape, UTF-8 character and number straddles a boundary somewhere.
+// A file read in pieces of 1 to 9 bytes (and more) gives the values and errors of the text in memory: every value,
+// string, escape, UTF-8 character and number straddles a boundary somewhere.
 TEST(JsonStream, PiecesOfAnySizeReadTheSame) {
   std::vector<std::string> texts = {ReadFile(Src("tests/fixtures/traces/all_kinds.json")),
                                     ReadFile(Src("samples/traces/unsupported.json")),
@@ -246,9 +326,7 @@ TEST(JsonStream, PiecesOfAnySizeReadTheSame) {
       Outcome got = ReadInPieces(text, piece);
       EXPECT_EQ(got.ok, want.ok) << "piece " << piece;
       EXPECT_EQ(got.error, want.error) << "piece " << piece;
-      if (want.ok) {
-        EXPECT_TRUE(Same(got.value, want.value)) << "piece " << piece;
-      }
+      if (want.ok) { EXPECT_TRUE(Same(got.value, want.value)) << "piece " << piece; }
     }
   }
 }

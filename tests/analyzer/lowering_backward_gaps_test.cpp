@@ -26,8 +26,11 @@ TEST(LoweringBackwardGapsTest, MultilabelMarginLossBackward) {
   // x = [0.1, 0.2, 0.4, 0.8], targets 3 and 0 (then -1): every hinge with classes 1 and 2 is positive, so each
   // non-target gets +2/4 and each target -2/4 (the mean over one sample of 4 classes).
   Node n = MakeNode("aten::multilabel_margin_loss_backward", "default",
-                    {{"grad_output", T(F32, {})}, {"self", T(F32, {4})}, {"target", T(S64, {4})},
-                     {"reduction", Value::Int(1)}, {"is_target", T(F32, {4})}},
+                    {{"grad_output", T(F32, {})},
+                     {"self", T(F32, {4})},
+                     {"target", T(S64, {4})},
+                     {"reduction", Value::Int(1)},
+                     {"is_target", T(F32, {4})}},
                     {T(F32, {4})});
   auto out = LowerAndRun(n, {Lit(F32, {}, {1}), Lit(F32, {4}, {0.1, 0.2, 0.4, 0.8}), Lit(S64, {4}, {3, 0, -1, 1}),
                              Lit(F32, {4}, {1, 0, 0, 1})});
@@ -38,10 +41,16 @@ TEST(LoweringBackwardGapsTest, MultilabelMarginLossBackward) {
 TEST(LoweringBackwardGapsTest, EmbeddingBagDenseBackwardMeanSkipsThePaddingIndex) {
   // bags {idx 1, 2} and {idx 2, 0(padding)}: bag sizes 2 and 1 (the padding index does not count).
   Node n = MakeNode("aten::_embedding_bag_dense_backward", "default",
-                    {{"grad", T(F32, {2, 2})}, {"indices", T(S64, {4})}, {"offset2bag", T(S64, {4})},
-                     {"bag_size", T(S64, {2})}, {"maximum_indices", T(S64, {2})}, {"num_weights", Value::Int(3)},
-                     {"scale_grad_by_freq", Value::Bool(false)}, {"mode", Value::Int(1)},
-                     {"per_sample_weights", Value::None()}, {"padding_idx", Value::Int(0)}},
+                    {{"grad", T(F32, {2, 2})},
+                     {"indices", T(S64, {4})},
+                     {"offset2bag", T(S64, {4})},
+                     {"bag_size", T(S64, {2})},
+                     {"maximum_indices", T(S64, {2})},
+                     {"num_weights", Value::Int(3)},
+                     {"scale_grad_by_freq", Value::Bool(false)},
+                     {"mode", Value::Int(1)},
+                     {"per_sample_weights", Value::None()},
+                     {"padding_idx", Value::Int(0)}},
                     {T(F32, {3, 2})});
   auto out = LowerAndRun(n, {Lit(F32, {2, 2}, {2, 4, 6, 8}), Lit(S64, {4}, {1, 2, 2, 0}), Lit(S64, {4}, {0, 0, 1, 1}),
                              Lit(S64, {2}, {2, 1}), Lit(S64, {2}, {0, 0})});
@@ -52,14 +61,21 @@ TEST(LoweringBackwardGapsTest, EmbeddingBagDenseBackwardMeanSkipsThePaddingIndex
 
 TEST(LoweringBackwardGapsTest, EmbeddingBagDenseBackwardMaxRoutesToTheArgmaxRows) {
   Node n = MakeNode("aten::_embedding_bag_dense_backward", "default",
-                    {{"grad", T(F32, {3, 2})}, {"indices", T(S64, {4})}, {"offset2bag", T(S64, {4})},
-                     {"bag_size", T(S64, {3})}, {"maximum_indices", T(S64, {3, 2})}, {"num_weights", Value::Int(4)},
-                     {"scale_grad_by_freq", Value::Bool(false)}, {"mode", Value::Int(2)},
-                     {"per_sample_weights", Value::None()}, {"padding_idx", Value::Int(-1)}},
+                    {{"grad", T(F32, {3, 2})},
+                     {"indices", T(S64, {4})},
+                     {"offset2bag", T(S64, {4})},
+                     {"bag_size", T(S64, {3})},
+                     {"maximum_indices", T(S64, {3, 2})},
+                     {"num_weights", Value::Int(4)},
+                     {"scale_grad_by_freq", Value::Bool(false)},
+                     {"mode", Value::Int(2)},
+                     {"per_sample_weights", Value::None()},
+                     {"padding_idx", Value::Int(-1)}},
                     {T(F32, {4, 2})});
   // bag 1 is empty: its gradient goes nowhere.
-  auto out = LowerAndRun(n, {Lit(F32, {3, 2}, {1, 2, 3, 4, 5, 6}), Lit(S64, {4}, {0, 3, 1, 3}),
-                             Lit(S64, {4}, {0, 0, 2, 2}), Lit(S64, {3}, {2, 0, 2}), Lit(S64, {3, 2}, {3, 0, 0, 0, 3, 3})});
+  auto out =
+      LowerAndRun(n, {Lit(F32, {3, 2}, {1, 2, 3, 4, 5, 6}), Lit(S64, {4}, {0, 3, 1, 3}), Lit(S64, {4}, {0, 0, 2, 2}),
+                      Lit(S64, {3}, {2, 0, 2}), Lit(S64, {3, 2}, {3, 0, 0, 0, 3, 3})});
   ASSERT_EQ(out.size(), 1u);
   ExpectValues(out[0], {0, 2, 0, 0, 0, 0, 6, 6}, 1e-6);
 }
@@ -68,9 +84,14 @@ TEST(LoweringBackwardGapsTest, CtcLossBackwardOfAnEmptyTargetIsTheBlankPath) {
   // One step, an empty target: the only path is the blank, nll = -lp[blank], and the gradient with respect to
   // the log-probs is exp(lp) minus the path's posterior (1 at the blank).
   Node n = MakeNode("aten::_ctc_loss_backward", "Tensor",
-                    {{"grad", T(F64, {1})}, {"log_probs", T(F64, {1, 1, 2})}, {"targets", T(S64, {1, 1})},
-                     {"input_lengths", T(S64, {1})}, {"target_lengths", T(S64, {1})},
-                     {"neg_log_likelihood", T(F64, {1})}, {"log_alpha", T(F64, {1, 1, 1})}, {"blank", Value::Int(0)},
+                    {{"grad", T(F64, {1})},
+                     {"log_probs", T(F64, {1, 1, 2})},
+                     {"targets", T(S64, {1, 1})},
+                     {"input_lengths", T(S64, {1})},
+                     {"target_lengths", T(S64, {1})},
+                     {"neg_log_likelihood", T(F64, {1})},
+                     {"log_alpha", T(F64, {1, 1, 1})},
+                     {"blank", Value::Int(0)},
                      {"zero_infinity", Value::Bool(false)}},
                     {T(F64, {1, 1, 2})});
   double lb = std::log(0.25), lo = std::log(0.75);

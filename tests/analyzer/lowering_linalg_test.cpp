@@ -59,19 +59,20 @@ TEST(LoweringLinalg, InverseAndSolveThroughLu) {
   ASSERT_EQ(r.outs.size(), 2u);
   ExpectValues(r.outs[0], {0.6, -0.7, -0.2, 0.4}, 1e-12);
   // A·x = b with b a vector: [[1,2],[3,4]]·[1,1] = [3,7]; LU and pivots are those of Aᵀ, as on the CPU.
-  Node solve = MakeNode("aten::_linalg_solve_ex", "default",
-                        {{"A", T(F64, {2, 2})}, {"B", T(F64, {2})}, {"left", Value::Bool(true)},
-                         {"check_errors", Value::Bool(false)}},
-                        {T(F64, {2}), T(F64, {2, 2}), T(S32, {2}), T(S32, {})});
+  Node solve = MakeNode(
+      "aten::_linalg_solve_ex", "default",
+      {{"A", T(F64, {2, 2})}, {"B", T(F64, {2})}, {"left", Value::Bool(true)}, {"check_errors", Value::Bool(false)}},
+      {T(F64, {2}), T(F64, {2, 2}), T(S32, {2}), T(S32, {})});
   Evaluated s = LowerAndEval(solve, {F64s({2, 2}, {1, 2, 3, 4}), F64s({2}, {3, 7})});
   ASSERT_EQ(s.outs.size(), 4u);
   ExpectValues(s.outs[0], {1, 1}, 1e-12);
   ExpectValues(s.outs[1], {2, 4, 0.5, 1}, 1e-12);  // LU of [[1,3],[2,4]]
-  EXPECT_EQ(s.outs[2].GetAsInt64(0), 2);    // 1-based pivots
+  EXPECT_EQ(s.outs[2].GetAsInt64(0), 2);           // 1-based pivots
 }
 
 TEST(LoweringLinalg, DetAndSlogdet) {
-  Node det = MakeNode("aten::_linalg_det", "default", {{"A", T(F64, {2, 2})}}, {T(F64, {}), T(F64, {2, 2}), T(S32, {2})});
+  Node det =
+      MakeNode("aten::_linalg_det", "default", {{"A", T(F64, {2, 2})}}, {T(F64, {}), T(F64, {2, 2}), T(S32, {2})});
   Evaluated r = LowerAndEval(det, {F64s({2, 2}, {1, 2, 3, 4})});
   ASSERT_EQ(r.outs.size(), 3u);
   ExpectValues(r.outs[0], {-2}, 1e-12);
@@ -86,7 +87,9 @@ TEST(LoweringLinalg, DetAndSlogdet) {
 TEST(LoweringLinalg, LuUnpackRebuildsThePermutationFromPivots) {
   // Pivots [3, 3, 3] (1-based) over 3 rows: swap 0<->2, then 1<->2 -> row order [2, 0, 1].
   Node n = MakeNode("aten::lu_unpack", "default",
-                    {{"LU_data", T(F64, {3, 3})}, {"LU_pivots", T(S32, {3})}, {"unpack_data", Value::Bool(true)},
+                    {{"LU_data", T(F64, {3, 3})},
+                     {"LU_pivots", T(S32, {3})},
+                     {"unpack_data", Value::Bool(true)},
                      {"unpack_pivots", Value::Bool(true)}},
                     {T(F64, {3, 3}), T(F64, {3, 3}), T(F64, {3, 3})});
   Evaluated r = LowerAndEval(n, {F64s({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), S32s({3}, {3, 3, 3})});
@@ -107,7 +110,7 @@ TEST(LoweringLinalg, QrReconstructsTheMatrix) {
   EXPECT_NE(r.hlo.find("custom_call_target=\"ProductOfElementaryHouseholderReflectors\""), std::string::npos);
   ASSERT_EQ(r.outs.size(), 2u);
   const Literal &q = r.outs[0], &rr = r.outs[1];
-  EXPECT_NEAR(rr.GetAsDouble(2), 0, 1e-15);  // R is upper triangular
+  EXPECT_NEAR(rr.GetAsDouble(2), 0, 1e-15);                         // R is upper triangular
   EXPECT_NEAR(rr.GetAsDouble(0), -std::sqrt(1 + 9 + 25.0), 1e-12);  // LAPACK's sign: R[0,0] = -‖a₀‖
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 2; ++j) {
@@ -120,7 +123,9 @@ TEST(LoweringLinalg, QrReconstructsTheMatrix) {
 TEST(LoweringLinalg, SvdThroughEighOfTheJordanWielandtMatrix) {
   // [[3,0],[0,-2],[0,0]]: σ = 3, 2.
   Node n = MakeNode("aten::_linalg_svd", "default",
-                    {{"A", T(F64, {3, 2})}, {"full_matrices", Value::Bool(true)}, {"compute_uv", Value::Bool(true)},
+                    {{"A", T(F64, {3, 2})},
+                     {"full_matrices", Value::Bool(true)},
+                     {"compute_uv", Value::Bool(true)},
                      {"driver", Value::None()}},
                     {T(F64, {3, 3}), T(F64, {2}), T(F64, {2, 2})});
   std::vector<double> a = {3, 0, 0, -2, 0, 0};
@@ -148,10 +153,10 @@ TEST(LoweringLinalg, MatrixExpOfARotationGenerator) {
 }
 
 TEST(LoweringLinalg, PinvOfARankDeficientMatrix) {
-  Node n = MakeNode("aten::linalg_pinv", "atol_rtol_tensor",
-                    {{"self", T(F64, {2, 2})}, {"atol", Value::None()}, {"rtol", Value::None()},
-                     {"hermitian", Value::Bool(false)}},
-                    {T(F64, {2, 2})});
+  Node n = MakeNode(
+      "aten::linalg_pinv", "atol_rtol_tensor",
+      {{"self", T(F64, {2, 2})}, {"atol", Value::None()}, {"rtol", Value::None()}, {"hermitian", Value::Bool(false)}},
+      {T(F64, {2, 2})});
   // pinv([[1,1],[1,1]]) = [[1,1],[1,1]] / 4.
   Evaluated r = LowerAndEval(n, {F64s({2, 2}, {1, 1, 1, 1})});
   ASSERT_EQ(r.outs.size(), 1u);

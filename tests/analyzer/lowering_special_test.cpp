@@ -27,7 +27,7 @@ using testing::T;
 
 // Lowers `op` over 1-d tensors named `names` (one per input) of type t and evaluates it.
 std::vector<double> Eval(const std::string& op, const std::vector<std::string>& names, PrimitiveType t,
-                        const std::vector<std::vector<double>>& inputs) {
+                         const std::vector<std::vector<double>>& inputs) {
   int64_t len = static_cast<int64_t>(inputs[0].size());
   std::vector<Argument> args;
   std::vector<Literal> values;
@@ -42,7 +42,8 @@ std::vector<double> Eval(const std::string& op, const std::vector<std::string>& 
   return out;
 }
 
-std::vector<double> Eval1(const std::string& op, const std::string& name, PrimitiveType t, const std::vector<double>& x) {
+std::vector<double> Eval1(const std::string& op, const std::string& name, PrimitiveType t,
+                          const std::vector<double>& x) {
   return Eval(op, {name}, t, {x});
 }
 
@@ -68,20 +69,22 @@ TEST(LoweringSpecial, ChebyshevAndShiftedPolynomials) {
     double tol = t == F32 ? 2e-5 : 1e-12;
     // T_5(x) = 16x^5 - 20x^3 + 5x; degree 9 at |x| < 1 takes the closed form cos(9 acos x).
     auto t5 = [](double x) { return 16 * std::pow(x, 5) - 20 * std::pow(x, 3) + 5 * x; };
-    ExpectNear(Eval("aten::special_chebyshev_polynomial_t", {"x", "n"}, t, {{0.3, 1.5, -2.0, 1.0, -1.0}, {5, 5, 5, 5, 5}}),
-               {t5(0.3), t5(1.5), t5(-2.0), 1, -1}, tol, "T5");
+    ExpectNear(
+        Eval("aten::special_chebyshev_polynomial_t", {"x", "n"}, t, {{0.3, 1.5, -2.0, 1.0, -1.0}, {5, 5, 5, 5, 5}}),
+        {t5(0.3), t5(1.5), t5(-2.0), 1, -1}, tol, "T5");
     ExpectNear(Eval("aten::special_chebyshev_polynomial_t", {"x", "n"}, t, {{0.3, 0.3, 0.3, 0.3}, {9, 0, -2, 1.9}}),
                {std::cos(9 * std::acos(0.3)), 1, 0, 0.3}, tol, "T_n(0.3)");
     // U_3 = 8x^3 - 4x, V_2 = 4x^2 - 2x - 1, W_2 = 4x^2 + 2x - 1; U_10(1) = 11, W_3(-1) = -1.
-    ExpectNear(Eval("aten::special_chebyshev_polynomial_u", {"x", "n"}, t, {{0.5, 2, 1}, {3, 3, 10}}), {-1, 56, 11}, tol,
-               "U");
+    ExpectNear(Eval("aten::special_chebyshev_polynomial_u", {"x", "n"}, t, {{0.5, 2, 1}, {3, 3, 10}}), {-1, 56, 11},
+               tol, "U");
     ExpectNear(Eval("aten::special_chebyshev_polynomial_v", {"x", "n"}, t, {{0.5, 3}, {2, 2}}), {-1, 29}, tol, "V");
     ExpectNear(Eval("aten::special_chebyshev_polynomial_w", {"x", "n"}, t, {{0.5, 3, -1}, {2, 2, 3}}), {1, 41, -1}, tol,
                "W");
     // Shifted: T*_n(x) = T_n(2x - 1); T*_2(0.25) = T_2(-0.5) = -0.5; U*_3(1) = 4.
     ExpectNear(Eval("aten::special_shifted_chebyshev_polynomial_t", {"x", "n"}, t, {{0.25, 0.8, 0}, {2, 12, 3}}),
                {-0.5, std::cos(12 * std::acos(0.6)), -1}, tol, "T*");
-    ExpectNear(Eval("aten::special_shifted_chebyshev_polynomial_u", {"x", "n"}, t, {{1, 0.75}, {3, 2}}), {4, 0}, tol, "U*");
+    ExpectNear(Eval("aten::special_shifted_chebyshev_polynomial_u", {"x", "n"}, t, {{1, 0.75}, {3, 2}}), {4, 0}, tol,
+               "U*");
   }
 }
 
@@ -89,12 +92,13 @@ TEST(LoweringSpecial, HermiteLaguerreLegendre) {
   for (PrimitiveType t : {F32, F64}) {
     double tol = t == F32 ? 2e-5 : 1e-12;
     // H_3 = 8x^3 - 12x, He_4 = x^4 - 6x^2 + 3, L_2 = (x^2 - 4x + 2)/2, P_3 = (5x^3 - 3x)/2.
-    ExpectNear(Eval("aten::special_hermite_polynomial_h", {"x", "n"}, t, {{0.5, 2, 1}, {3, 3, 0}}), {-5, 40, 1}, tol, "H");
+    ExpectNear(Eval("aten::special_hermite_polynomial_h", {"x", "n"}, t, {{0.5, 2, 1}, {3, 3, 0}}), {-5, 40, 1}, tol,
+               "H");
     ExpectNear(Eval("aten::special_hermite_polynomial_he", {"x", "n"}, t, {{2, 1}, {4, 1}}), {-5, 1}, tol, "He");
     ExpectNear(Eval("aten::special_laguerre_polynomial_l", {"x", "n"}, t, {{1, 3, 0}, {2, 2, 7}}), {-0.5, -0.5, 1}, tol,
                "L");
-    ExpectNear(Eval("aten::special_legendre_polynomial_p", {"x", "n"}, t, {{0.5, -1, 2}, {3, 3, -1}}), {-0.4375, -1, 0}, tol,
-               "P");
+    ExpectNear(Eval("aten::special_legendre_polynomial_p", {"x", "n"}, t, {{0.5, -1, 2}, {3, 3, -1}}), {-0.4375, -1, 0},
+               tol, "P");
   }
 }
 
@@ -102,17 +106,18 @@ TEST(LoweringSpecial, ModifiedBesselFunctions) {
   for (PrimitiveType t : {F32, F64}) {
     double tol = t == F32 ? 2e-6 : 1e-13;
     // I0(1) = 1.2660658777520082, I1(1) = 0.5651591039924851, I0(30) = 781672297823.9775 (series and asymptotic)
-    ExpectNear(Eval1("aten::i0", "self", t, {0, 1, -1, 30}), {1, 1.2660658777520082, 1.2660658777520082, 781672297823.9775},
-               tol, "I0");
-    ExpectNear(Eval1("aten::special_i1", "self", t, {1, -1, 0}), {0.5651591039924851, -0.5651591039924851, 0}, tol, "I1");
-    ExpectNear(Eval1("aten::special_i0e", "self", t, {1, 50}), {1.2660658777520082 / std::exp(1.0), 0.056561626647454184},
-               tol, "I0e");
+    ExpectNear(Eval1("aten::i0", "self", t, {0, 1, -1, 30}),
+               {1, 1.2660658777520082, 1.2660658777520082, 781672297823.9775}, tol, "I0");
+    ExpectNear(Eval1("aten::special_i1", "self", t, {1, -1, 0}), {0.5651591039924851, -0.5651591039924851, 0}, tol,
+               "I1");
+    ExpectNear(Eval1("aten::special_i0e", "self", t, {1, 50}),
+               {1.2660658777520082 / std::exp(1.0), 0.056561626647454184}, tol, "I0e");
     ExpectNear(Eval1("aten::special_i1e", "self", t, {-50}), {-0.055993123892895395}, tol, "I1e");
     // K0(1) = 0.42102443824070834, K1(1) = 0.6019072301972346, K0(5) = 0.0036910983340425942; K at 0 and < 0.
     ExpectNear(Eval1("aten::special_modified_bessel_k0", "self", t, {1, 5, 0, -1}),
                {0.42102443824070834, 0.0036910983340425942, kInf, kNan}, tol, "K0");
-    ExpectNear(Eval1("aten::special_modified_bessel_k1", "self", t, {1, 5}), {0.6019072301972346, 0.004044613445452164}, tol,
-               "K1");
+    ExpectNear(Eval1("aten::special_modified_bessel_k1", "self", t, {1, 5}), {0.6019072301972346, 0.004044613445452164},
+               tol, "K1");
     ExpectNear(Eval1("aten::special_scaled_modified_bessel_k0", "x", t, {1, 100}),
                {0.42102443824070834 * std::exp(1.0), 0.1251756216591265}, tol, "K0e");
     ExpectNear(Eval1("aten::special_scaled_modified_bessel_k1", "x", t, {1}), {0.6019072301972346 * std::exp(1.0)}, tol,
@@ -149,7 +154,8 @@ TEST(LoweringSpecial, ErfcxAndLogNdtrInTheTails) {
                {1, 0.42758357615580705, 0.018795888861416751, 1 / (1e10 * std::sqrt(std::numbers::pi))}, tol, "erfcx");
     // log Phi(x) ~ -x^2/2 - log(-x sqrt(2 pi)) far left (was -inf: underflow).
     ExpectNear(Eval1("aten::special_log_ndtr", "self", t, {0, -1, -20, 3}),
-               {-0.6931471805599453, -1.8410216450092636, -203.91715537109848, -0.0013508099647481938}, tol, "log_ndtr");
+               {-0.6931471805599453, -1.8410216450092636, -203.91715537109848, -0.0013508099647481938}, tol,
+               "log_ndtr");
   }
 }
 

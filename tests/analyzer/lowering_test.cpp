@@ -3,6 +3,8 @@
 //   OPPROBE_UPDATE_GOLDEN=1 ./build/tests/analyzer_tests --gtest_filter='Lowering*'
 // (run from the repo root). Also: error values for bad arguments and ops without a lowering, the
 // core-op list, and every node of the bundled sample traces lowering without error.
+#include "analyzer/lowering/lowering.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,7 +15,6 @@
 
 #include "analyzer/loaders/trace_loader.h"
 #include "analyzer/lowering/core_ops.h"
-#include "analyzer/lowering/lowering.h"
 #include "hlo/printer.h"
 #include "opprobe_version.h"
 #include "tests/analyzer/lowering_test_util.h"
@@ -66,85 +67,127 @@ struct GoldenCase {
 std::vector<GoldenCase> GoldenCases() {
   std::vector<GoldenCase> v;
   // The Neuron tutorial's `x * y` with x real and y complex: convert to c64, then multiply.
-  v.push_back({"mul_f32_c64", MakeNode("aten::mul", "Tensor", {{"self", T(F32, {4})}, {"other", T(C64, {4})}},
-                                       {T(C64, {4})})});
-  v.push_back({"add_scalar", MakeNode("aten::add", "Tensor",
-                                      {{"self", T(F32, {4})}, {"other", Value::Int(10)}, {"alpha", Value::Int(1)}},
-                                      {T(F32, {4})})});
-  v.push_back({"add_broadcast_alpha",
-               MakeNode("aten::add", "Tensor", {{"self", T(F32, {2, 3})}, {"other", T(F32, {3})}, {"alpha", Value::Float(0.5)}},
-                        {T(F32, {2, 3})})});
+  v.push_back(
+      {"mul_f32_c64", MakeNode("aten::mul", "Tensor", {{"self", T(F32, {4})}, {"other", T(C64, {4})}}, {T(C64, {4})})});
+  v.push_back({"add_scalar",
+               MakeNode("aten::add", "Tensor",
+                        {{"self", T(F32, {4})}, {"other", Value::Int(10)}, {"alpha", Value::Int(1)}}, {T(F32, {4})})});
+  v.push_back(
+      {"add_broadcast_alpha",
+       MakeNode("aten::add", "Tensor", {{"self", T(F32, {2, 3})}, {"other", T(F32, {3})}, {"alpha", Value::Float(0.5)}},
+                {T(F32, {2, 3})})});
   v.push_back({"fft_r2c_full", MakeNode("aten::_fft_r2c", "default",
-                                        {{"self", T(F32, {4})}, {"dim", Ints({0})}, {"normalization", Value::Int(0)},
+                                        {{"self", T(F32, {4})},
+                                         {"dim", Ints({0})},
+                                         {"normalization", Value::Int(0)},
                                          {"onesided", Value::Bool(false)}},
                                         {T(C64, {4})})});
-  v.push_back({"mm", MakeNode("aten::mm", "default", {{"self", T(F32, {2, 3})}, {"mat2", T(F32, {3, 4})}}, {T(F32, {2, 4})})});
+  v.push_back(
+      {"mm", MakeNode("aten::mm", "default", {{"self", T(F32, {2, 3})}, {"mat2", T(F32, {3, 4})}}, {T(F32, {2, 4})})});
   v.push_back({"addmm", MakeNode("aten::addmm", "default",
-                                 {{"self", T(F32, {4})}, {"mat1", T(F32, {2, 3})}, {"mat2", T(F32, {3, 4})},
-                                  {"beta", Value::Int(1)}, {"alpha", Value::Int(1)}},
+                                 {{"self", T(F32, {4})},
+                                  {"mat1", T(F32, {2, 3})},
+                                  {"mat2", T(F32, {3, 4})},
+                                  {"beta", Value::Int(1)},
+                                  {"alpha", Value::Int(1)}},
                                  {T(F32, {2, 4})})});
   v.push_back({"bmm", MakeNode("aten::bmm", "default", {{"self", T(F32, {5, 2, 3})}, {"mat2", T(F32, {5, 3, 4})}},
                                {T(F32, {5, 2, 4})})});
-  v.push_back({"convolution_2d",
-               MakeNode("aten::convolution", "default",
-                        {{"input", T(F32, {1, 4, 8, 8})}, {"weight", T(F32, {6, 2, 3, 3})}, {"bias", T(F32, {6})},
-                         {"stride", Ints({2, 2})}, {"padding", Ints({1, 1})}, {"dilation", Ints({1, 1})},
-                         {"transposed", Value::Bool(false)}, {"output_padding", Ints({0, 0})}, {"groups", Value::Int(2)}},
-                        {T(F32, {1, 6, 4, 4})})});
-  v.push_back({"convolution_backward",
-               MakeNode("aten::convolution_backward", "default",
-                        {{"grad_output", T(F32, {2, 4, 4, 4})}, {"input", T(F32, {2, 3, 8, 8})}, {"weight", T(F32, {4, 3, 3, 3})},
-                         {"bias_sizes", Ints({4})}, {"stride", Ints({2, 2})}, {"padding", Ints({1, 1})},
-                         {"dilation", Ints({1, 1})}, {"transposed", Value::Bool(false)}, {"output_padding", Ints({0, 0})},
-                         {"groups", Value::Int(1)}, {"output_mask", Bools({true, true, true})}},
-                        {T(F32, {2, 3, 8, 8}), T(F32, {4, 3, 3, 3}), T(F32, {4})})});
-  v.push_back({"max_pool2d_with_indices",
-               MakeNode("aten::max_pool2d_with_indices", "default",
-                        {{"self", T(F32, {1, 1, 4, 4})}, {"kernel_size", Ints({3, 3})}, {"stride", Ints({2, 2})},
-                         {"padding", Ints({1, 1})}, {"dilation", Ints({1, 1})}, {"ceil_mode", Value::Bool(false)}},
-                        {T(F32, {1, 1, 2, 2}), T(S64, {1, 1, 2, 2})})});
-  v.push_back({"max_pool2d_with_indices_backward",
-               MakeNode("aten::max_pool2d_with_indices_backward", "default",
-                        {{"grad_output", T(F32, {1, 1, 2, 2})}, {"self", T(F32, {1, 1, 4, 4})}, {"kernel_size", Ints({3, 3})},
-                         {"stride", Ints({2, 2})}, {"padding", Ints({1, 1})}, {"dilation", Ints({1, 1})},
-                         {"ceil_mode", Value::Bool(false)}, {"indices", T(S64, {1, 1, 2, 2})}},
-                        {T(F32, {1, 1, 4, 4})})});
-  v.push_back({"native_batch_norm_training",
-               MakeNode("aten::native_batch_norm", "default",
-                        {{"input", T(F32, {2, 3, 4, 4})}, {"weight", T(F32, {3})}, {"bias", T(F32, {3})},
-                         {"running_mean", T(F32, {3})}, {"running_var", T(F32, {3})}, {"training", Value::Bool(true)},
-                         {"momentum", Value::Float(0.1)}, {"eps", Value::Float(1e-5)}},
-                        {T(F32, {2, 3, 4, 4}), T(F32, {3}), T(F32, {3})})});
-  v.push_back({"sum_dim", MakeNode("aten::sum", "dim_IntList",
-                                   {{"self", T(F32, {2, 3})}, {"dim", Ints({0})}, {"keepdim", Value::Bool(true)},
-                                    {"dtype", Value::None()}},
-                                   {T(F32, {1, 3})})});
+  v.push_back({"convolution_2d", MakeNode("aten::convolution", "default",
+                                          {{"input", T(F32, {1, 4, 8, 8})},
+                                           {"weight", T(F32, {6, 2, 3, 3})},
+                                           {"bias", T(F32, {6})},
+                                           {"stride", Ints({2, 2})},
+                                           {"padding", Ints({1, 1})},
+                                           {"dilation", Ints({1, 1})},
+                                           {"transposed", Value::Bool(false)},
+                                           {"output_padding", Ints({0, 0})},
+                                           {"groups", Value::Int(2)}},
+                                          {T(F32, {1, 6, 4, 4})})});
+  v.push_back({"convolution_backward", MakeNode("aten::convolution_backward", "default",
+                                                {{"grad_output", T(F32, {2, 4, 4, 4})},
+                                                 {"input", T(F32, {2, 3, 8, 8})},
+                                                 {"weight", T(F32, {4, 3, 3, 3})},
+                                                 {"bias_sizes", Ints({4})},
+                                                 {"stride", Ints({2, 2})},
+                                                 {"padding", Ints({1, 1})},
+                                                 {"dilation", Ints({1, 1})},
+                                                 {"transposed", Value::Bool(false)},
+                                                 {"output_padding", Ints({0, 0})},
+                                                 {"groups", Value::Int(1)},
+                                                 {"output_mask", Bools({true, true, true})}},
+                                                {T(F32, {2, 3, 8, 8}), T(F32, {4, 3, 3, 3}), T(F32, {4})})});
+  v.push_back({"max_pool2d_with_indices", MakeNode("aten::max_pool2d_with_indices", "default",
+                                                   {{"self", T(F32, {1, 1, 4, 4})},
+                                                    {"kernel_size", Ints({3, 3})},
+                                                    {"stride", Ints({2, 2})},
+                                                    {"padding", Ints({1, 1})},
+                                                    {"dilation", Ints({1, 1})},
+                                                    {"ceil_mode", Value::Bool(false)}},
+                                                   {T(F32, {1, 1, 2, 2}), T(S64, {1, 1, 2, 2})})});
+  v.push_back({"max_pool2d_with_indices_backward", MakeNode("aten::max_pool2d_with_indices_backward", "default",
+                                                            {{"grad_output", T(F32, {1, 1, 2, 2})},
+                                                             {"self", T(F32, {1, 1, 4, 4})},
+                                                             {"kernel_size", Ints({3, 3})},
+                                                             {"stride", Ints({2, 2})},
+                                                             {"padding", Ints({1, 1})},
+                                                             {"dilation", Ints({1, 1})},
+                                                             {"ceil_mode", Value::Bool(false)},
+                                                             {"indices", T(S64, {1, 1, 2, 2})}},
+                                                            {T(F32, {1, 1, 4, 4})})});
+  v.push_back({"native_batch_norm_training", MakeNode("aten::native_batch_norm", "default",
+                                                      {{"input", T(F32, {2, 3, 4, 4})},
+                                                       {"weight", T(F32, {3})},
+                                                       {"bias", T(F32, {3})},
+                                                       {"running_mean", T(F32, {3})},
+                                                       {"running_var", T(F32, {3})},
+                                                       {"training", Value::Bool(true)},
+                                                       {"momentum", Value::Float(0.1)},
+                                                       {"eps", Value::Float(1e-5)}},
+                                                      {T(F32, {2, 3, 4, 4}), T(F32, {3}), T(F32, {3})})});
+  v.push_back(
+      {"sum_dim",
+       MakeNode(
+           "aten::sum", "dim_IntList",
+           {{"self", T(F32, {2, 3})}, {"dim", Ints({0})}, {"keepdim", Value::Bool(true)}, {"dtype", Value::None()}},
+           {T(F32, {1, 3})})});
   v.push_back({"argmax", MakeNode("aten::argmax", "default",
                                   {{"self", T(F32, {2, 3})}, {"dim", Value::Int(1)}, {"keepdim", Value::Bool(false)}},
                                   {T(S64, {2})})});
-  v.push_back({"cumsum", MakeNode("aten::cumsum", "default", {{"self", T(F32, {5})}, {"dim", Value::Int(0)}, {"dtype", Value::None()}},
-                                  {T(F32, {5})})});
+  v.push_back(
+      {"cumsum", MakeNode("aten::cumsum", "default",
+                          {{"self", T(F32, {5})}, {"dim", Value::Int(0)}, {"dtype", Value::None()}}, {T(F32, {5})})});
   v.push_back({"topk", MakeNode("aten::topk", "default",
-                                {{"self", T(F32, {6})}, {"k", Value::Int(2)}, {"dim", Value::Int(-1)}, {"largest", Value::Bool(true)},
+                                {{"self", T(F32, {6})},
+                                 {"k", Value::Int(2)},
+                                 {"dim", Value::Int(-1)},
+                                 {"largest", Value::Bool(true)},
                                  {"sorted", Value::Bool(true)}},
                                 {T(F32, {2}), T(S64, {2})})});
   v.push_back({"embedding", MakeNode("aten::embedding", "default",
-                                     {{"weight", T(F32, {10, 4})}, {"indices", T(S64, {2, 3})}, {"padding_idx", Value::Int(-1)},
-                                      {"scale_grad_by_freq", Value::Bool(false)}, {"sparse", Value::Bool(false)}},
+                                     {{"weight", T(F32, {10, 4})},
+                                      {"indices", T(S64, {2, 3})},
+                                      {"padding_idx", Value::Int(-1)},
+                                      {"scale_grad_by_freq", Value::Bool(false)},
+                                      {"sparse", Value::Bool(false)}},
                                      {T(F32, {2, 3, 4})})});
-  v.push_back({"index_put_accumulate",
-               MakeNode("aten::index_put", "default",
-                        {{"self", T(F32, {5, 3})}, {"indices", TList({T(S64, {4})})}, {"values", T(F32, {4, 3})},
-                         {"accumulate", Value::Bool(true)}},
-                        {T(F32, {5, 3})})});
-  v.push_back({"where_self", MakeNode("aten::where", "self",
-                                      {{"condition", T(PrimitiveType::PRED, {3})}, {"self", T(F32, {3})}, {"other", T(F32, {3})}},
-                                      {T(F32, {3})})});
+  v.push_back({"index_put_accumulate", MakeNode("aten::index_put", "default",
+                                                {{"self", T(F32, {5, 3})},
+                                                 {"indices", TList({T(S64, {4})})},
+                                                 {"values", T(F32, {4, 3})},
+                                                 {"accumulate", Value::Bool(true)}},
+                                                {T(F32, {5, 3})})});
+  v.push_back({"where_self",
+               MakeNode("aten::where", "self",
+                        {{"condition", T(PrimitiveType::PRED, {3})}, {"self", T(F32, {3})}, {"other", T(F32, {3})}},
+                        {T(F32, {3})})});
   v.push_back({"nonzero", MakeNode("aten::nonzero", "default", {{"self", T(F32, {2, 3})}}, {T(S64, {4, 2})})});
-  v.push_back({"log_softmax", MakeNode("aten::_log_softmax", "default",
-                                       {{"self", T(F32, {2, 5})}, {"dim", Value::Int(1)}, {"half_to_float", Value::Bool(false)}},
-                                       {T(F32, {2, 5})})});
-  v.push_back({"view", MakeNode("aten::view", "default", {{"self", T(F32, {2, 6})}, {"size", Ints({3, -1})}}, {T(F32, {3, 4})})});
+  v.push_back({"log_softmax",
+               MakeNode("aten::_log_softmax", "default",
+                        {{"self", T(F32, {2, 5})}, {"dim", Value::Int(1)}, {"half_to_float", Value::Bool(false)}},
+                        {T(F32, {2, 5})})});
+  v.push_back({"view", MakeNode("aten::view", "default", {{"self", T(F32, {2, 6})}, {"size", Ints({3, -1})}},
+                                {T(F32, {3, 4})})});
   v.push_back({"detach", MakeNode("aten::detach", "default", {{"self", T(F32, {3})}}, {T(F32, {3})})});
   return v;
 }
@@ -161,7 +204,8 @@ TEST(LoweringTest, ComplexMultiplyConvertsTheRealOperand) {
   auto m = Lower(n, LoweringTable::Builtin());
   ASSERT_TRUE(m.ok()) << m.status().message();
   std::vector<std::string> ops;
-  for (const auto* u : m->units) ops.push_back(std::string(hlo::OpcodeName(u->opcode)) + " " + u->shape.ToString(false));
+  for (const auto* u : m->units)
+    ops.push_back(std::string(hlo::OpcodeName(u->opcode)) + " " + u->shape.ToString(false));
   EXPECT_EQ(ops, (std::vector<std::string>{"convert c64[4]", "multiply c64[4]"}));
 }
 

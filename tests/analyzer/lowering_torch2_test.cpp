@@ -20,13 +20,14 @@ Argument A(std::string name, Value v) { return {std::move(name), std::move(v)}; 
 
 std::vector<hlo::Literal> FusedAdamRun(const std::string& op) {
   Value p = T(F32, {2}), s = T(F32, {});
-  Node n = MakeNode(op, "default",
-                    {A("self", TList({p})), A("grads", TList({p})), A("exp_avgs", TList({p})),
-                     A("exp_avg_sqs", TList({p})), A("max_exp_avg_sqs", TList({})), A("state_steps", TList({s})),
-                     A("lr", Value::Float(0.1)), A("beta1", Value::Float(0.9)), A("beta2", Value::Float(0.999)),
-                     A("weight_decay", Value::Float(0.1)), A("eps", Value::Float(1e-8)), A("amsgrad", Value::Bool(false)),
-                     A("maximize", Value::Bool(false)), A("grad_scale", Value::None()), A("found_inf", Value::None())},
-                    {Value::None()});
+  Node n =
+      MakeNode(op, "default",
+               {A("self", TList({p})), A("grads", TList({p})), A("exp_avgs", TList({p})), A("exp_avg_sqs", TList({p})),
+                A("max_exp_avg_sqs", TList({})), A("state_steps", TList({s})), A("lr", Value::Float(0.1)),
+                A("beta1", Value::Float(0.9)), A("beta2", Value::Float(0.999)), A("weight_decay", Value::Float(0.1)),
+                A("eps", Value::Float(1e-8)), A("amsgrad", Value::Bool(false)), A("maximize", Value::Bool(false)),
+                A("grad_scale", Value::None()), A("found_inf", Value::None())},
+               {Value::None()});
   return LowerAndRun(n, {Lit(F32, {2}, {1, 2}), Lit(F32, {2}, {0.5, -1}), Lit(F32, {2}, {0.1, 0.2}),
                          Lit(F32, {2}, {0.01, 0.02}), Lit(F32, {}, {3})});
 }
@@ -49,13 +50,13 @@ TEST(LoweringTorch2Test, FusedAdamWDecaysTheParamItself) {
 
 TEST(LoweringTorch2Test, FusedSgdNesterovWithWeightDecay) {
   Value p = T(F32, {2});
-  Node n = MakeNode("aten::_fused_sgd_", "default",
-                    {A("self", TList({p})), A("grads", TList({p})), A("momentum_buffer_list", TList({p})),
-                     A("weight_decay", Value::Float(0.1)), A("momentum", Value::Float(0.9)), A("lr", Value::Float(0.1)),
-                     A("dampening", Value::Float(0)), A("nesterov", Value::Bool(true)), A("maximize", Value::Bool(false)),
-                     A("is_first_step", Value::Bool(false)), A("grad_scale", Value::None()),
-                     A("found_inf", Value::None())},
-                    {Value::None()});
+  Node n =
+      MakeNode("aten::_fused_sgd_", "default",
+               {A("self", TList({p})), A("grads", TList({p})), A("momentum_buffer_list", TList({p})),
+                A("weight_decay", Value::Float(0.1)), A("momentum", Value::Float(0.9)), A("lr", Value::Float(0.1)),
+                A("dampening", Value::Float(0)), A("nesterov", Value::Bool(true)), A("maximize", Value::Bool(false)),
+                A("is_first_step", Value::Bool(false)), A("grad_scale", Value::None()), A("found_inf", Value::None())},
+               {Value::None()});
   auto out = LowerAndRun(n, {Lit(F32, {2}, {1, 2}), Lit(F32, {2}, {0.5, -1}), Lit(F32, {2}, {0.3, -0.2})});
   ASSERT_EQ(out.size(), 2u);  // param, momentum buffer
   ExpectValues(out[0], {0.8617, 2.1682}, 1e-6);
@@ -63,9 +64,10 @@ TEST(LoweringTorch2Test, FusedSgdNesterovWithWeightDecay) {
 }
 
 TEST(LoweringTorch2Test, ForeachNormIsOneNormPerEntry) {
-  Node n = MakeNode("aten::_foreach_norm", "Scalar",
-                    {A("self", TList({T(F32, {1, 2}), T(F32, {3})})), A("ord", Value::Float(2)), A("dtype", Value::None())},
-                    {T(F32, {}), T(F32, {})});
+  Node n =
+      MakeNode("aten::_foreach_norm", "Scalar",
+               {A("self", TList({T(F32, {1, 2}), T(F32, {3})})), A("ord", Value::Float(2)), A("dtype", Value::None())},
+               {T(F32, {}), T(F32, {})});
   auto out = LowerAndRun(n, {Lit(F32, {1, 2}, {3, 4}), Lit(F32, {3}, {1, 2, -2})});
   ASSERT_EQ(out.size(), 2u);
   ExpectValues(out[0], {5}, 1e-6);
@@ -103,25 +105,28 @@ TEST(LoweringTorch2Test, CpuFlashAttentionForwardReturnsOutputAndLogSumExp) {
 
 TEST(LoweringTorch2Test, CpuFlashAttentionBackwardMatchesTorch) {
   Node n = MakeNode("aten::_scaled_dot_product_flash_attention_for_cpu_backward", "default",
-                    {A("grad_out", T(F32, {1, 1, 2, 2})), A("query", T(F32, {1, 1, 2, 2})), A("key", T(F32, {1, 1, 3, 2})),
-                     A("value", T(F32, {1, 1, 3, 2})), A("out", T(F32, {1, 1, 2, 2})), A("logsumexp", T(F32, {1, 1, 2})),
-                     A("dropout_p", Value::Float(0)), A("is_causal", Value::Bool(false)), A("attn_mask", Value::None()),
-                     A("scale", Value::None())},
+                    {A("grad_out", T(F32, {1, 1, 2, 2})), A("query", T(F32, {1, 1, 2, 2})),
+                     A("key", T(F32, {1, 1, 3, 2})), A("value", T(F32, {1, 1, 3, 2})), A("out", T(F32, {1, 1, 2, 2})),
+                     A("logsumexp", T(F32, {1, 1, 2})), A("dropout_p", Value::Float(0)),
+                     A("is_causal", Value::Bool(false)), A("attn_mask", Value::None()), A("scale", Value::None())},
                     {T(F32, {1, 1, 2, 2}), T(F32, {1, 1, 3, 2}), T(F32, {1, 1, 3, 2})});
-  auto out = LowerAndRun(n, {Lit(F32, {1, 1, 2, 2}, {1, -0.5, 1, -0.5}), Lit(F32, {1, 1, 2, 2}, kQ),
-                             Lit(F32, {1, 1, 3, 2}, kK), Lit(F32, {1, 1, 3, 2}, kV), Lit(F32, {1, 1, 2, 2}, kO),
-                             Lit(F32, {1, 1, 2}, kLse)});
+  auto out = LowerAndRun(
+      n, {Lit(F32, {1, 1, 2, 2}, {1, -0.5, 1, -0.5}), Lit(F32, {1, 1, 2, 2}, kQ), Lit(F32, {1, 1, 3, 2}, kK),
+          Lit(F32, {1, 1, 3, 2}, kV), Lit(F32, {1, 1, 2, 2}, kO), Lit(F32, {1, 1, 2}, kLse)});
   ASSERT_EQ(out.size(), 3u);
   ExpectValues(out[0], {-0.11645112186670303, -0.16942784190177917, -0.07530494034290314, -0.13614830374717712}, 1e-5);
-  ExpectValues(out[1], {-0.08887351304292679, 0.030653536319732666, -0.042614810168743134, 0.0022814124822616577,
-                        0.13148817420005798, -0.03293491154909134},
+  ExpectValues(out[1],
+               {-0.08887351304292679, 0.030653536319732666, -0.042614810168743134, 0.0022814124822616577,
+                0.13148817420005798, -0.03293491154909134},
                1e-5);
-  ExpectValues(out[2], {0.6620796322822571, -0.33103981614112854, 0.7082644104957581, -0.35413220524787903,
-                        0.6296560168266296, -0.3148280084133148},
+  ExpectValues(out[2],
+               {0.6620796322822571, -0.33103981614112854, 0.7082644104957581, -0.35413220524787903, 0.6296560168266296,
+                -0.3148280084133148},
                1e-5);
 }
 
-// sin(i * a + b) for i < n: the inputs the expected values below were computed from (torch.sin(torch.arange(n) * a + b)).
+// sin(i * a + b) for i < n: the inputs the expected values below were computed from (torch.sin(torch.arange(n) * a +
+// b)).
 std::vector<double> Seq(int n, double a, double b) {
   std::vector<double> v;
   for (int i = 0; i < n; ++i) v.push_back(std::sin(static_cast<float>(i * a) + b));
@@ -139,37 +144,41 @@ std::vector<double> Small(int n, int m) {
 // summed over the query heads that read them.
 TEST(LoweringTorch2Test, CpuFlashAttentionWithFewerKeyValueHeadsForwardAndBackward) {
   std::vector<double> q = Seq(16, 0.37, 0.5), k = Seq(12, 0.71, 0.2), v = Seq(12, 0.53, 1.1), go = Seq(16, 0.29, 0.3);
-  std::vector<double> o = {0.8912074,  0.99824798, 0.85411316,  0.64986926,  0.8912074,   0.99824798,
-                           0.85788274, 0.6852721,  -0.90796715, -0.99523985, -0.88505888, -0.85720783,
+  std::vector<double> o = {0.8912074,   0.99824798,  0.85411316,  0.64986926,  0.8912074,   0.99824798,
+                           0.85788274,  0.6852721,   -0.90796715, -0.99523985, -0.88505888, -0.85720783,
                            -0.90796715, -0.99523985, -0.86906081, -0.76081252};
-  std::vector<double> lse = {0.49404678, 1.65843415, 0.52607167, 0.9005661, 0.61735934, 1.48930943, 1.19145322, 1.03727651};
+  std::vector<double> lse = {0.49404678, 1.65843415, 0.52607167, 0.9005661,
+                             0.61735934, 1.48930943, 1.19145322, 1.03727651};
   Node fwd = MakeNode("aten::_scaled_dot_product_flash_attention_for_cpu", "default",
-                      {A("query", T(F32, {1, 4, 2, 2})), A("key", T(F32, {1, 2, 3, 2})), A("value", T(F32, {1, 2, 3, 2})),
-                       A("dropout_p", Value::Float(0)), A("is_causal", Value::Bool(true)), A("attn_mask", Value::None()),
-                       A("scale", Value::None())},
+                      {A("query", T(F32, {1, 4, 2, 2})), A("key", T(F32, {1, 2, 3, 2})),
+                       A("value", T(F32, {1, 2, 3, 2})), A("dropout_p", Value::Float(0)),
+                       A("is_causal", Value::Bool(true)), A("attn_mask", Value::None()), A("scale", Value::None())},
                       {T(F32, {1, 4, 2, 2}), T(F32, {1, 4, 2})});
   auto out = LowerAndRun(fwd, {Lit(F32, {1, 4, 2, 2}, q), Lit(F32, {1, 2, 3, 2}, k), Lit(F32, {1, 2, 3, 2}, v)});
   ASSERT_EQ(out.size(), 2u);
   ExpectValues(out[0], o, 1e-5);
   ExpectValues(out[1], lse, 1e-5);
   Node bwd = MakeNode("aten::_scaled_dot_product_flash_attention_for_cpu_backward", "default",
-                      {A("grad_out", T(F32, {1, 4, 2, 2})), A("query", T(F32, {1, 4, 2, 2})), A("key", T(F32, {1, 2, 3, 2})),
-                       A("value", T(F32, {1, 2, 3, 2})), A("out", T(F32, {1, 4, 2, 2})), A("logsumexp", T(F32, {1, 4, 2})),
-                       A("dropout_p", Value::Float(0)), A("is_causal", Value::Bool(true)), A("attn_mask", Value::None()),
-                       A("scale", Value::None())},
+                      {A("grad_out", T(F32, {1, 4, 2, 2})), A("query", T(F32, {1, 4, 2, 2})),
+                       A("key", T(F32, {1, 2, 3, 2})), A("value", T(F32, {1, 2, 3, 2})), A("out", T(F32, {1, 4, 2, 2})),
+                       A("logsumexp", T(F32, {1, 4, 2})), A("dropout_p", Value::Float(0)),
+                       A("is_causal", Value::Bool(true)), A("attn_mask", Value::None()), A("scale", Value::None())},
                       {T(F32, {1, 4, 2, 2}), T(F32, {1, 2, 3, 2}), T(F32, {1, 2, 3, 2})});
   out = LowerAndRun(bwd, {Lit(F32, {1, 4, 2, 2}, go), Lit(F32, {1, 4, 2, 2}, q), Lit(F32, {1, 2, 3, 2}, k),
                           Lit(F32, {1, 2, 3, 2}, v), Lit(F32, {1, 4, 2, 2}, o), Lit(F32, {1, 4, 2}, lse)});
   ASSERT_EQ(out.size(), 3u);
-  ExpectValues(out[0], {0, 0, -0.07509844, 0.00601823, 0, 0, -0.06434441, 0.00515638, 0, 0, -0.01514831, -0.03153796, 0,
-                        0, -0.06666408, -0.13879095},
+  ExpectValues(out[0],
+               {0, 0, -0.07509844, 0.00601823, 0, 0, -0.06434441, 0.00515638, 0, 0, -0.01514831, -0.03153796, 0, 0,
+                -0.06666408, -0.13879095},
                1e-5);
-  ExpectValues(out[1], {0.12167871, 0.09793404, -0.12167864, -0.09793397, 0, 0, -0.08858012, -0.05277998, 0.08858009,
-                        0.05277998, 0, 0},
-               1e-5);
-  ExpectValues(out[2], {1.97730803, 2.21149087, 0.97474802, 0.97499102, 0, 0, -0.7104212, -1.43713903, -0.38415918,
-                        -0.47345528, 0, 0},
-               1e-5);
+  ExpectValues(
+      out[1],
+      {0.12167871, 0.09793404, -0.12167864, -0.09793397, 0, 0, -0.08858012, -0.05277998, 0.08858009, 0.05277998, 0, 0},
+      1e-5);
+  ExpectValues(
+      out[2],
+      {1.97730803, 2.21149087, 0.97474802, 0.97499102, 0, 0, -0.7104212, -1.43713903, -0.38415918, -0.47345528, 0, 0},
+      1e-5);
 }
 
 TEST(LoweringTorch2Test, CpuFlashAttentionRejectsHeadsThatDoNotGroup) {
@@ -185,32 +194,34 @@ TEST(LoweringTorch2Test, CpuFlashAttentionRejectsHeadsThatDoNotGroup) {
 
 // _grouped_mm (transformers' grouped_mm experts, Mixtral-style MoE), each operand layout; torch 2.9.0's CPU kernel.
 Node GroupedMm(std::vector<int64_t> x, std::vector<int64_t> y, int64_t groups, std::vector<int64_t> out) {
-  return MakeNode("aten::_grouped_mm", "default",
-                  {A("self", T(F32, std::move(x))), A("mat2", T(F32, std::move(y))),
-                   A("offs", T(hlo::PrimitiveType::S32, {groups})), A("bias", Value::None()), A("out_dtype", Value::None())},
-                  {T(F32, std::move(out))});
+  return MakeNode(
+      "aten::_grouped_mm", "default",
+      {A("self", T(F32, std::move(x))), A("mat2", T(F32, std::move(y))),
+       A("offs", T(hlo::PrimitiveType::S32, {groups})), A("bias", Value::None()), A("out_dtype", Value::None())},
+      {T(F32, std::move(out))});
 }
 
 TEST(LoweringTorch2Test, GroupedMmRowGroupsTimesPerGroupWeights) {  // [5, 4] x [2, 4, 4], rows {0, 1} and {2, 3, 4}
-  auto out = LowerAndRun(GroupedMm({5, 4}, {2, 4, 4}, 2, {5, 4}),
-                         {Lit(F32, {5, 4}, Small(20, 5)), Lit(F32, {2, 4, 4}, Small(32, 3)),
-                          Lit(hlo::PrimitiveType::S32, {2}, {2, 5})});
+  auto out = LowerAndRun(
+      GroupedMm({5, 4}, {2, 4, 4}, 2, {5, 4}),
+      {Lit(F32, {5, 4}, Small(20, 5)), Lit(F32, {2, 4, 4}, Small(32, 3)), Lit(hlo::PrimitiveType::S32, {2}, {2, 5})});
   ASSERT_EQ(out.size(), 1u);
   ExpectValues(out[0], {6, -1, -2, 6, -4, -3, 4, -4, 5, 0, 1, 5, -2, 1, 1, -2, 1, -3, -4, 1}, 1e-6);
 }
 
 TEST(LoweringTorch2Test, GroupedMmPerGroupInputsTimesColumnGroups) {  // [2, 3, 4] x [4, 8], columns 0..2 and 3..7
-  auto out = LowerAndRun(GroupedMm({2, 3, 4}, {4, 8}, 2, {3, 8}),
-                         {Lit(F32, {2, 3, 4}, Small(24, 5)), Lit(F32, {4, 8}, Small(32, 3)),
-                          Lit(hlo::PrimitiveType::S32, {2}, {3, 8})});
+  auto out = LowerAndRun(
+      GroupedMm({2, 3, 4}, {4, 8}, 2, {3, 8}),
+      {Lit(F32, {2, 3, 4}, Small(24, 5)), Lit(F32, {4, 8}, Small(32, 3)), Lit(hlo::PrimitiveType::S32, {2}, {3, 8})});
   ASSERT_EQ(out.size(), 1u);
   ExpectValues(out[0], {4, 3, -4, -1, 2, -1, -1, 2, -6, 1, 2, -1, -5, 0, -1, -5, 4, -1, 3, 4, 3, -4, 4, 3}, 1e-6);
 }
 
-TEST(LoweringTorch2Test, GroupedMmContractedGroupsGiveOneProductPerGroup) {  // [2, 8] x [8, 4], K cut at 3: the weight gradient
-  auto out = LowerAndRun(GroupedMm({2, 8}, {8, 4}, 2, {2, 2, 4}),
-                         {Lit(F32, {2, 8}, Small(16, 5)), Lit(F32, {8, 4}, Small(32, 3)),
-                          Lit(hlo::PrimitiveType::S32, {2}, {3, 8})});
+TEST(LoweringTorch2Test,
+     GroupedMmContractedGroupsGiveOneProductPerGroup) {  // [2, 8] x [8, 4], K cut at 3: the weight gradient
+  auto out = LowerAndRun(
+      GroupedMm({2, 8}, {8, 4}, 2, {2, 2, 4}),
+      {Lit(F32, {2, 8}, Small(16, 5)), Lit(F32, {8, 4}, Small(32, 3)), Lit(hlo::PrimitiveType::S32, {2}, {3, 8})});
   ASSERT_EQ(out.size(), 1u);
   ExpectValues(out[0], {4, -2, -2, 4, 1, 5, 0, 1, -1, 5, -4, -1, -2, 1, 1, -2}, 1e-6);
 }
@@ -228,11 +239,12 @@ std::vector<hlo::Literal> GridBackward(const GridCase& c) {
   if (c.mask[0]) outs.push_back(T(F32, {1, 2, 3, 3}));
   else outs.push_back(Value::None());
   outs.push_back(T(F32, {1, 2, 2, 2}));
-  Node n = MakeNode("aten::grid_sampler_2d_backward", "default",
-                    {A("grad_output", T(F32, {1, 2, 2, 2})), A("input", T(F32, {1, 2, 3, 3})), A("grid", T(F32, {1, 2, 2, 2})),
-                     A("interpolation_mode", Value::Int(c.interp)), A("padding_mode", Value::Int(c.padding)),
-                     A("align_corners", Value::Bool(c.align)), A("output_mask", Bools(c.mask))},
-                    outs);
+  Node n = MakeNode(
+      "aten::grid_sampler_2d_backward", "default",
+      {A("grad_output", T(F32, {1, 2, 2, 2})), A("input", T(F32, {1, 2, 3, 3})), A("grid", T(F32, {1, 2, 2, 2})),
+       A("interpolation_mode", Value::Int(c.interp)), A("padding_mode", Value::Int(c.padding)),
+       A("align_corners", Value::Bool(c.align)), A("output_mask", Bools(c.mask))},
+      outs);
   return LowerAndRun(n, {Lit(F32, {1, 2, 2, 2}, Seq(8, 0.45, 0.7)), Lit(F32, {1, 2, 3, 3}, Seq(18, 0.61, 0.1)),
                          Lit(F32, {1, 2, 2, 2}, {-0.9, -0.3, 0.25, 0.8, 1.2, -0.5, -0.1, 0.05})});
 }
@@ -240,36 +252,42 @@ std::vector<hlo::Literal> GridBackward(const GridCase& c) {
 TEST(LoweringTorch2Test, GridSamplerBackwardBilinearZeros) {
   auto out = GridBackward({0, 0, false, {true, true}});
   ASSERT_EQ(out.size(), 2u);
-  ExpectValues(out[0], {0.18843371, 0.0, 0.1499359, 0.35342938, 0.6976887, 0.04997863, 0.00998282, 0.51295137, 0.27382925,
-                        0.17505312, 0.0, -0.03833111, 0.12367952, -0.511554, -0.01277704, -0.00731953, 0.05373401, 0.05712679},
+  ExpectValues(out[0],
+               {0.18843371, 0.0, 0.1499359, 0.35342938, 0.6976887, 0.04997863, 0.00998282, 0.51295137, 0.27382925,
+                0.17505312, 0.0, -0.03833111, 0.12367952, -0.511554, -0.01277704, -0.00731953, 0.05373401, 0.05712679},
                1e-5);
-  ExpectValues(out[1], {0.7308082, 1.42759347, -0.12591547, 1.46912384, -0.87392819, -0.30864176, -0.51812989, -0.73485297},
+  ExpectValues(out[1],
+               {0.7308082, 1.42759347, -0.12591547, 1.46912384, -0.87392819, -0.30864176, -0.51812989, -0.73485297},
                1e-5);
 }
 
 TEST(LoweringTorch2Test, GridSamplerBackwardBilinearBorderAlignCorners) {  // the clipped point has no x gradient
   auto out = GridBackward({0, 1, true, {true, true}});
   ASSERT_EQ(out.size(), 2u);
-  ExpectValues(out[0], {0.17393878, 0.01932654, 0.49978679, 0.49015656, 0.9407047, 0.545425, 0.00443681, 0.58758962,
-                        0.18255278, 0.16158748, 0.01795417, -0.12777048, 0.31522804, -0.48582798, -0.11824935, -0.00325312,
-                        0.08497545, 0.03808452},
+  ExpectValues(
+      out[0],
+      {0.17393878, 0.01932654, 0.49978679, 0.49015656, 0.9407047, 0.545425, 0.00443681, 0.58758962, 0.18255278,
+       0.16158748, 0.01795417, -0.12777048, 0.31522804, -0.48582798, -0.11824935, -0.00325312, 0.08497545, 0.03808452},
+      1e-5);
+  ExpectValues(out[1], {0.07190035, 1.37614119, -0.19937828, -1.52607107, 0, -1.02880692, -0.35654017, -0.46766138},
                1e-5);
-  ExpectValues(out[1], {0.07190035, 1.37614119, -0.19937828, -1.52607107, 0, -1.02880692, -0.35654017, -0.46766138}, 1e-5);
 }
 
 TEST(LoweringTorch2Test, GridSamplerBackwardNearestHasNoGridGradient) {
   auto out = GridBackward({1, 0, false, {true, true}});
   ASSERT_EQ(out.size(), 2u);
-  ExpectValues(out[0], {0, 0, 0, 0.64421767, 0.88736236, 0, 0, 0.91276395, 0, 0, 0, 0, 0.59847212, -0.65062505, 0, 0,
-                        0.19042259, 0},
-               1e-5);
+  ExpectValues(
+      out[0],
+      {0, 0, 0, 0.64421767, 0.88736236, 0, 0, 0.91276395, 0, 0, 0, 0, 0.59847212, -0.65062505, 0, 0, 0.19042259, 0},
+      1e-5);
   ExpectValues(out[1], {0, 0, 0, 0, 0, 0, 0, 0}, 0);
 }
 
 TEST(LoweringTorch2Test, GridSamplerBackwardWithoutTheInputsGradient) {  // output_mask [false, true]: grad_grid only
   auto out = GridBackward({0, 0, true, {false, true}});
   ASSERT_EQ(out.size(), 1u);
-  ExpectValues(out[0], {0.07190035, 1.37614119, -0.19937828, -1.52607107, -0.3254171, -0.82304549, -0.35654017, -0.46766138},
+  ExpectValues(out[0],
+               {0.07190035, 1.37614119, -0.19937828, -1.52607107, -0.3254171, -0.82304549, -0.35654017, -0.46766138},
                1e-5);
 }
 

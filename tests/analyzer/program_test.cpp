@@ -111,9 +111,7 @@ TEST(StepProgram, AScriptsOwnMarksSplitItsInputsOverItsMeshsDevices) {
   EXPECT_EQ(s.devices, (std::vector<int64_t>{3, 1, 2, 0}));
   // Unmarked inputs are replicated; the marked parameter's gradient and update are split as it is.
   for (size_t i = 0; i < params.size(); ++i)
-    if (i != marked) {
-      EXPECT_EQ(params[i]->sharding->type, hlo::Sharding::Type::kReplicated) << i;
-    }
+    if (i != marked) { EXPECT_EQ(params[i]->sharding->type, hlo::Sharding::Type::kReplicated) << i; }
   const std::string name = step->inputs[marked].name;
   const hlo::Instruction* root = step->module->entry()->root();
   int followed = 0;
@@ -151,9 +149,7 @@ TEST(StepProgram, ParallelSpecs) {
   for (const char* bad : {"fsdp", "fsdp=0", "fsdp=x", "pp=2", "dp=2,dp=2", ""}) {
     auto e = ParseParallelism(bad);
     EXPECT_FALSE(e.ok()) << bad;
-    if (!e.ok()) {
-      EXPECT_THAT(e.status().message(), HasSubstr("--parallel")) << bad;
-    }
+    if (!e.ok()) { EXPECT_THAT(e.status().message(), HasSubstr("--parallel")) << bad; }
   }
 }
 

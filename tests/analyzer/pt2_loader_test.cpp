@@ -1,6 +1,10 @@
 // Tests of the .pt2 loader (analyzer/loaders/pt2_loader.h): the real corpus files, the fixtures written by
 // tests/tools/write_pt2.py (regenerate: /usr/bin/python3 tests/tools/write_pt2.py --all tests/fixtures/pt2),
 // and every kind of bad input (built here, byte by byte or with libzip).
+#include "analyzer/loaders/pt2_loader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <zip.h>
 
@@ -12,11 +16,7 @@
 #include <map>
 #include <set>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "analyzer/loaders/op_schemas.h"
-#include "analyzer/loaders/pt2_loader.h"
 #include "analyzer/loaders/pt2_program.h"
 #include "analyzer/loaders/trace_loader.h"
 #include "analyzer/loaders/zip_reader.h"
@@ -138,7 +138,8 @@ std::string MinimalProgram(const std::string& schema_version = R"({"major": 8, "
              {"name": "other", "arg": {"as_tensor": {"name": "x"}}, "kind": 1}],
   "outputs": [{"as_tensor": {"name": "mul"}}], "metadata": {}}],
   "tensor_values": {"x": {"dtype": 7, "sizes": [{"as_int": 2}]}, "mul": {"dtype": 7, "sizes": [{"as_int": 2}]}}}},
-  "schema_version": )" + schema_version + "}";
+  "schema_version": )" +
+         schema_version + "}";
 }
 
 Status LoadError(const std::string& path) {
@@ -218,8 +219,8 @@ TEST(Pt2LoaderCorpus, EtRecordSchema1) {
 }
 
 TEST(Pt2LoaderCorpus, ExtractedProgramJsonSchema1) {
-  for (const char* name : {"etrecord_aten_dialect_forward.schema_v1.json",
-                           "etrecord_edge_dialect_exported_program.schema_v1.json"}) {
+  for (const char* name :
+       {"etrecord_aten_dialect_forward.schema_v1.json", "etrecord_edge_dialect_exported_program.schema_v1.json"}) {
     const std::string path = kCorpus + "/" + name;
     SKIP_IF_MISSING(path);
     auto g = LoadPt2(path);
@@ -489,10 +490,10 @@ TEST(Pt2LoaderFixtures, LinearLayoutMatchesRealArchive) {
     names.insert(e.name);
     EXPECT_EQ(e.method, 0) << e.name;
   }
-  for (const char* want : {"linear/models/model.json", "linear/archive_format", "linear/archive_version",
-                           "linear/.data/version", "linear/byteorder", "linear/.data/serialization_id",
-                           "linear/data/weights/model_weights_config.json",
-                           "linear/data/constants/model_constants_config.json"})
+  for (const char* want :
+       {"linear/models/model.json", "linear/archive_format", "linear/archive_version", "linear/.data/version",
+        "linear/byteorder", "linear/.data/serialization_id", "linear/data/weights/model_weights_config.json",
+        "linear/data/constants/model_constants_config.json"})
     EXPECT_TRUE(names.count(want)) << want;
   std::string bytes = ReadFile(kFixtures + "/linear.pt2");
   size_t pos = 0;
@@ -624,13 +625,11 @@ TEST(Pt2LoaderFixtures, Resnet18MatchesCaptureForward) {
   // What the capture's forward phase has beyond the model's forward: weight initialisation in the
   // constructor, the random batch, and the loss; none of it is part of the model program.
   const std::set<std::string> outside_the_model = {
-      "aten::uniform_", "aten::normal_",        "aten::fill_.Scalar",  "aten::zero_",     "aten::zeros",
-      "aten::ones",     "aten::lift_fresh",     "aten::rand",          "aten::randint.low",
-      "aten::_log_softmax", "aten::nll_loss_forward"};
+      "aten::uniform_",    "aten::normal_",      "aten::fill_.Scalar",    "aten::zero_",
+      "aten::zeros",       "aten::ones",         "aten::lift_fresh",      "aten::rand",
+      "aten::randint.low", "aten::_log_softmax", "aten::nll_loss_forward"};
   for (const auto& [op, count] : capture_ops)
-    if (!pt2_ops.count(op)) {
-      EXPECT_TRUE(outside_the_model.count(op)) << op << " unexplained difference";
-    }
+    if (!pt2_ops.count(op)) { EXPECT_TRUE(outside_the_model.count(op)) << op << " unexplained difference"; }
   const Node* conv1 = nullptr;
   for (const auto& n : g->nodes)
     if (n.op == "aten::convolution" && n.module_path == "conv1") conv1 = &n;
@@ -650,8 +649,13 @@ TEST(Pt2LoaderFixtures, LargeModels) {
   };
   const std::vector<Want> wants = {
       {"resnet50.pt2", 331, {{"aten::convolution", 53}, {"aten::native_batch_norm", 53}, {"aten::addmm", 1}}},
-      {"vit_b_16.pt2", 503, {{"aten::bmm", 24}, {"aten::_softmax", 12}, {"aten::native_layer_norm", 25},
-                            {"aten::split.Tensor", 12}, {"aten::gelu", 12}}},
+      {"vit_b_16.pt2",
+       503,
+       {{"aten::bmm", 24},
+        {"aten::_softmax", 12},
+        {"aten::native_layer_norm", 25},
+        {"aten::split.Tensor", 12},
+        {"aten::gelu", 12}}},
   };
   for (const auto& want : wants) {
     auto g = LoadPt2(kFixtures + "/" + want.file);
@@ -689,15 +693,16 @@ class Pt2LoaderBig : public ::opprobe::testing::TempDirTest {};
 
 TEST_F(Pt2LoaderBig, MemoryIndependentOfWeights) {
   const std::string path = Path("big.pt2");
-  auto written = ::opprobe::testing::RunProgram({"/usr/bin/python3", std::string(OPPROBE_SOURCE_DIR) + "/tests/tools/write_pt2.py",
-                                                 "--model", "linear", "--big-weight-gib", "5", "--out", path});
+  auto written =
+      ::opprobe::testing::RunProgram({"/usr/bin/python3", std::string(OPPROBE_SOURCE_DIR) + "/tests/tools/write_pt2.py",
+                                      "--model", "linear", "--big-weight-gib", "5", "--out", path});
   ASSERT_EQ(written.exit_code, 0) << written.out << written.err;
   ASSERT_GT(fs::file_size(path), 5ull << 30);
-  struct rusage before{};
+  struct rusage before {};
   getrusage(RUSAGE_SELF, &before);
   auto g = LoadPt2(path);
   ASSERT_TRUE(g.ok()) << g.status().message();
-  struct rusage after{};
+  struct rusage after {};
   getrusage(RUSAGE_SELF, &after);
   const long grown_mib = (after.ru_maxrss - before.ru_maxrss) / 1024;
   std::printf("loaded %zu nodes from %s (%llu bytes); peak RSS grew by %ld MiB\n", g->nodes.size(), path.c_str(),
@@ -743,8 +748,8 @@ TEST(Pt2LoaderBadInput, ZipWithoutProgram) {
 
 TEST(Pt2LoaderBadInput, UnknownSchemaMajor) {
   std::string path = TempPath("major.pt2");
-  WriteFile(path, StoredZip({{"serialized_exported_program.json", MinimalProgram(R"({"major": 99, "minor": 0})"),
-                              {}, {}}}));
+  WriteFile(path,
+            StoredZip({{"serialized_exported_program.json", MinimalProgram(R"({"major": 99, "minor": 0})"), {}, {}}}));
   Status s = LoadError(path);
   EXPECT_THAT(s.message(), HasSubstr("serialized_exported_program.json"));
   EXPECT_THAT(s.message(), HasSubstr("$.schema_version.major"));
@@ -769,7 +774,8 @@ TEST(Pt2LoaderBadInput, MissingRequiredFields) {
     return s.erase(pos, cut.size());
   };
   std::vector<Case> cases = {
-      {without(R"("target": "torch.ops.aten.mul.Tensor",)"), "$.graph_module.graph.nodes[0]: missing required field 'target'"},
+      {without(R"("target": "torch.ops.aten.mul.Tensor",)"),
+       "$.graph_module.graph.nodes[0]: missing required field 'target'"},
       {R"({"schema_version": {"major": 8, "minor": 1}})", "$: missing required field 'graph_module'"},
       {R"({"graph_module": {}})", "$: missing required field 'schema_version'"},
       {without(R"("dtype": 7, )"), "missing required field 'dtype'"},
@@ -876,7 +882,8 @@ TEST(Pt2LoaderBadInput, WeightsAreNeverRead) {
   // weight (bad CRC) does not matter because it is never read.
   std::string path = TempPath("weights.pt2");
   RawEntry weight{"m/data/weights/weight_0", std::string(1 << 20, 'w'), {}, {}};
-  std::string zip = StoredZip({{"m/archive_format", "pt2", {}, {}}, weight, {"m/models/model.json", MinimalProgram(), {}, {}}});
+  std::string zip =
+      StoredZip({{"m/archive_format", "pt2", {}, {}}, weight, {"m/models/model.json", MinimalProgram(), {}, {}}});
   size_t data = zip.find(std::string(1 << 10, 'w'));
   ASSERT_NE(data, std::string::npos);
   zip[data + 5] = 'X';  // CRC of the weight no longer matches

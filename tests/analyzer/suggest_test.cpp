@@ -133,15 +133,15 @@ TEST(Suggest, APlanCallOpprobeCannotLowerIsNotVerified) {
   g.nodes = {Unary("aten::exp", 3)};
   RefuseOpcode backend("exponential");
   AnalysisResult r = AnalyzeKeepingCalls(g, backend);
-  static const std::vector<Rewrite> table = {
-      {"gap", "a call without a lowering", "aten::exp", "always", [](const Node&) { return true; },
-       [](const Node& n) -> Expected<RewritePlan> {
-         RewritePlan p;
-         Node c = n;
-         c.op = "aten::no_such_op";
-         p.calls = {c};
-         return p;
-       }}};
+  static const std::vector<Rewrite> table = {{"gap", "a call without a lowering", "aten::exp", "always",
+                                              [](const Node&) { return true; },
+                                              [](const Node& n) -> Expected<RewritePlan> {
+                                                RewritePlan p;
+                                                Node c = n;
+                                                c.op = "aten::no_such_op";
+                                                p.calls = {c};
+                                                return p;
+                                              }}};
   Suggest(r, backend, LoweringTable::Builtin(), {table, nullptr});
   ASSERT_EQ(r.ops[0].suggestions.size(), 1u);
   EXPECT_FALSE(r.ops[0].suggestions[0].verified);
@@ -154,8 +154,7 @@ TEST(Suggest, BuiltinPlansLower) {
   Node mul;
   mul.op = "aten::mul";
   mul.overload = "Tensor";
-  mul.args = {{"self", Value::Tensor(F32({4}))},
-              {"other", Value::Tensor(TensorMeta{PrimitiveType::C64, {4}, {}, {}})}};
+  mul.args = {{"self", Value::Tensor(F32({4}))}, {"other", Value::Tensor(TensorMeta{PrimitiveType::C64, {4}, {}, {}})}};
   mul.outputs = {Value::Tensor(TensorMeta{PrimitiveType::C64, {4}, {}, {}})};
   Node cmul = mul;
   cmul.args = {{"self", Value::Tensor(TensorMeta{PrimitiveType::C64, {3, 4}, {}, {}})},
@@ -166,14 +165,18 @@ TEST(Suggest, BuiltinPlansLower) {
   Node fft;
   fft.op = "aten::_fft_r2c";
   fft.overload = "default";
-  fft.args = {{"self", Value::Tensor(F32({3, 8}))}, {"dim", Value::IntList({0})}, {"normalization", Value::Int(2)},
+  fft.args = {{"self", Value::Tensor(F32({3, 8}))},
+              {"dim", Value::IntList({0})},
+              {"normalization", Value::Int(2)},
               {"onesided", Value::Bool(true)}};
   fft.outputs = {Value::Tensor(TensorMeta{PrimitiveType::C64, {2, 8}, {}, {}})};
   Node c2c;
   c2c.op = "aten::_fft_c2c";
   c2c.overload = "default";
-  c2c.args = {{"self", Value::Tensor(TensorMeta{PrimitiveType::C64, {5, 6}, {}, {}})}, {"dim", Value::IntList({1})},
-              {"normalization", Value::Int(1)}, {"forward", Value::Bool(false)}};
+  c2c.args = {{"self", Value::Tensor(TensorMeta{PrimitiveType::C64, {5, 6}, {}, {}})},
+              {"dim", Value::IntList({1})},
+              {"normalization", Value::Int(1)},
+              {"forward", Value::Bool(false)}};
   c2c.outputs = {Value::Tensor(TensorMeta{PrimitiveType::C64, {5, 6}, {}, {}})};
   Node nonzero;
   nonzero.op = "aten::nonzero";

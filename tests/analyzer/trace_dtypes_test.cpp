@@ -42,7 +42,8 @@ TEST(TraceDtypes, EveryDtypeOfTheSchemaLoads) {
   ASSERT_GE(names.size(), 40u);
   for (const auto& n : names) {
     std::string name = n.get<std::string>();
-    json call = {{"op", "aten::clone"}, {"overload", "default"},
+    json call = {{"op", "aten::clone"},
+                 {"overload", "default"},
                  {"args", {{{"name", "self"}, {"value", Tensor(name, {2, 3})}}}},
                  {"outputs", {Tensor(name, {2, 3})}}};
     auto g = ParseTrace(TraceWith(json::array({call})).dump(), "t.json");
@@ -50,10 +51,8 @@ TEST(TraceDtypes, EveryDtypeOfTheSchemaLoads) {
     const TensorMeta& m = g->nodes[0].outputs[0].tensor;
     EXPECT_TRUE(hlo::IsArrayType(m.dtype)) << name;
     // The report shows the torch name where XLA has no such type, the XLA name otherwise.
-    if (m.torch_dtype.empty())
-      EXPECT_EQ(m.ToString(), std::string(hlo::PrimitiveTypeName(m.dtype)) + "[2,3]") << name;
-    else
-      EXPECT_EQ(m.ToString(), m.torch_dtype + "[2,3]") << name;
+    if (m.torch_dtype.empty()) EXPECT_EQ(m.ToString(), std::string(hlo::PrimitiveTypeName(m.dtype)) + "[2,3]") << name;
+    else EXPECT_EQ(m.ToString(), m.torch_dtype + "[2,3]") << name;
   }
 }
 
@@ -80,15 +79,19 @@ TEST(TraceDtypes, UnknownDtypeIsStillAnError) {
 }
 
 TEST(TraceDtypes, QuantizedCallsDoNotLowerAndSayWhy) {
-  json quantize = {{"op", "aten::quantize_per_tensor"}, {"overload", "default"},
-                   {"args", {{{"name", "self"}, {"value", Tensor("float32", {3, 4})}},
-                             {{"name", "scale"}, {"value", {{"kind", "float"}, {"value", 0.01}}}},
-                             {{"name", "zero_point"}, {"value", {{"kind", "int"}, {"value", 0}}}},
-                             {{"name", "dtype"}, {"value", {{"kind", "dtype"}, {"value", "qint8"}}}}}},
+  json quantize = {{"op", "aten::quantize_per_tensor"},
+                   {"overload", "default"},
+                   {"args",
+                    {{{"name", "self"}, {"value", Tensor("float32", {3, 4})}},
+                     {{"name", "scale"}, {"value", {{"kind", "float"}, {"value", 0.01}}}},
+                     {{"name", "zero_point"}, {"value", {{"kind", "int"}, {"value", 0}}}},
+                     {{"name", "dtype"}, {"value", {{"kind", "dtype"}, {"value", "qint8"}}}}}},
                    {"outputs", {Tensor("qint8", {3, 4})}}};
-  json half_complex = {{"op", "aten::mul"}, {"overload", "Tensor"},
-                       {"args", {{{"name", "self"}, {"value", Tensor("complex32", {2})}},
-                                 {{"name", "other"}, {"value", Tensor("complex32", {2})}}}},
+  json half_complex = {{"op", "aten::mul"},
+                       {"overload", "Tensor"},
+                       {"args",
+                        {{{"name", "self"}, {"value", Tensor("complex32", {2})}},
+                         {{"name", "other"}, {"value", Tensor("complex32", {2})}}}},
                        {"outputs", {Tensor("complex32", {2})}}};
   auto g = ParseTrace(TraceWith(json::array({quantize, half_complex})).dump(), "t.json");
   ASSERT_TRUE(g.ok()) << g.status().message();
@@ -104,15 +107,21 @@ TEST(TraceDtypes, QuantizedCallsDoNotLowerAndSayWhy) {
 }
 
 TEST(TraceDtypes, StepLibLocAndCaptureStatusLoad) {
-  json call = {{"op", "torchvision::nms"}, {"overload", "default"},
+  json call = {{"op", "torchvision::nms"},
+               {"overload", "default"},
                {"args", {{{"name", "dets"}, {"value", Tensor("float32", {3, 4})}}}},
                {"outputs", {Tensor("int64", {2})}},
                {"loc", {{"file", "detect.py"}, {"line", 7}}},
                {"lib_loc", {{"file", "torchvision/ops/boxes.py"}, {"line", 41}}},
                {"step", 2}};
-  json extra = {{"status", "error"}, {"exit_status", 1}, {"steps", 3},
-                {"error", {{"type", "ValueError"}, {"message", "bad box\nsecond line"}, {"exit_status", 1},
-                           {"loc", {{"file", "detect.py"}, {"line", 9}}}}}};
+  json extra = {{"status", "error"},
+                {"exit_status", 1},
+                {"steps", 3},
+                {"error",
+                 {{"type", "ValueError"},
+                  {"message", "bad box\nsecond line"},
+                  {"exit_status", 1},
+                  {"loc", {{"file", "detect.py"}, {"line", 9}}}}}};
   auto g = ParseTrace(TraceWith(json::array({call}), extra).dump(), "t.json");
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_EQ(g->nodes[0].op, "torchvision::nms");
@@ -131,7 +140,8 @@ TEST(TraceDtypes, StepLibLocAndCaptureStatusLoad) {
   ASSERT_TRUE(ok->capture.has_value());
   EXPECT_FALSE(ok->capture->failed());
 
-  auto negative = ParseTrace(TraceWith(json::array({{{"op", "aten::relu"}, {"args", json::array()}, {"step", -1}}})).dump(), "t");
+  auto negative =
+      ParseTrace(TraceWith(json::array({{{"op", "aten::relu"}, {"args", json::array()}, {"step", -1}}})).dump(), "t");
   ASSERT_FALSE(negative.ok());
   EXPECT_THAT(negative.status().message(), HasSubstr("step"));
 }

@@ -255,9 +255,11 @@ std::string ErrorOf(const std::string& text) {
 
 TEST(TraceLoader, AMalformedGraphsMemberNamesItsPlace) {
   const std::string head = R"({"format":"opprobe-trace","version":1,"calls":[],"graphs":)";
-  EXPECT_EQ(ErrorOf(head + "5}"), "trace.json: graphs: expected an object {steps, executed_graphs, distinct_graphs, "
-                                  "recompilations, cuts}, got an integer");
-  EXPECT_EQ(ErrorOf(head + R"({"steps":1,"executed_graphs":1}})"), "trace.json: graphs: missing member \"distinct_graphs\"");
+  EXPECT_EQ(ErrorOf(head + "5}"),
+            "trace.json: graphs: expected an object {steps, executed_graphs, distinct_graphs, "
+            "recompilations, cuts}, got an integer");
+  EXPECT_EQ(ErrorOf(head + R"({"steps":1,"executed_graphs":1}})"),
+            "trace.json: graphs: missing member \"distinct_graphs\"");
   const std::string counts = R"({"steps":1,"executed_graphs":2,"distinct_graphs":2,)";
   EXPECT_EQ(ErrorOf(head + counts + R"("recompilations":[{"step":0,"graph":1,"cause":"x","trigger":5}]}})"),
             "trace.json: graphs.recompilations[0].trigger: expected an object, got an integer");
@@ -335,16 +337,18 @@ TEST(TraceLoaderErrors, Values) {
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other"})")), "trace.json: calls[0].args[1]: missing member \"value\"");
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other","value":{}})")),
             "trace.json: calls[0].args[1].value: missing member \"kind\"");
-  EXPECT_THAT(ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"quaternion"}})")),
-              StartsWith("trace.json: calls[0].args[1].value.kind: unknown value kind 'quaternion' (expected one of: "));
+  EXPECT_THAT(
+      ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"quaternion"}})")),
+      StartsWith("trace.json: calls[0].args[1].value.kind: unknown value kind 'quaternion' (expected one of: "));
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"tensor","dtype":"quint16","shape":[4]}})")),
             "trace.json: calls[0].args[1].value.dtype: unknown dtype 'quint16'");
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"tensor","dtype":"float32","shape":[4,-1]}})")),
             "trace.json: calls[0].args[1].value.shape[1]: negative size -1");
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"tensor","dtype":"float32","shape":[4.5]}})")),
             "trace.json: calls[0].args[1].value.shape[0]: expected an integer, got a number");
-  EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"o","value":{"kind":"tensor","dtype":"float32","shape":[4],"dynamic":[]}})")),
-            "trace.json: calls[0].args[1].value.dynamic: has 0 entries for 1 sizes");
+  EXPECT_EQ(
+      ErrorOf(WithArgs(g + R"({"name":"o","value":{"kind":"tensor","dtype":"float32","shape":[4],"dynamic":[]}})")),
+      "trace.json: calls[0].args[1].value.dynamic: has 0 entries for 1 sizes");
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"int","value":2.5}})")),
             "trace.json: calls[0].args[1].value.value: expected an integer, got a number");
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"int","value":18446744073709551615}})")),
@@ -362,7 +366,8 @@ TEST(TraceLoaderErrors, Values) {
             "trace.json: calls[0].args[1].value.value[1]: expected an integer, got the string \"2\"");
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"other","value":{"kind":"dtype","value":"float128"}})")),
             "trace.json: calls[0].args[1].value.value: unknown dtype 'float128'");
-  EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"t","value":{"kind":"tensor_list","value":[null,{"dtype":"qint16","shape":[]}]}})")),
+  EXPECT_EQ(ErrorOf(WithArgs(
+                g + R"({"name":"t","value":{"kind":"tensor_list","value":[null,{"dtype":"qint16","shape":[]}]}})")),
             "trace.json: calls[0].args[1].value.value[1].dtype: unknown dtype 'qint16'");
   EXPECT_EQ(ErrorOf(WithArgs(g + R"({"name":"t","value":{"kind":"tensor_list","value":[3]}})")),
             "trace.json: calls[0].args[1].value.value[0]: expected a tensor object, got an integer");
@@ -405,9 +410,7 @@ TEST(TraceLoaderErrors, TruncationsAndCorruptionsNeverCrash) {
       std::string t = text;
       t[pos] = b;
       auto g = ParseTrace(t, "u.json");
-      if (!g.ok()) {
-        EXPECT_THAT(g.status().message(), StartsWith("u.json: "));
-      }
+      if (!g.ok()) { EXPECT_THAT(g.status().message(), StartsWith("u.json: ")); }
     }
   }
 }
@@ -418,8 +421,8 @@ TEST(TraceLoaderErrors, TruncationsAndCorruptionsNeverCrash) {
 // ------------------------------------------------------------------------------------------------
 
 std::string TempFile(const std::string& name, const std::string& text) {
-  std::filesystem::path p = std::filesystem::temp_directory_path() /
-                            ("opprobe_trace_loader_test_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("opprobe_trace_loader_test_" + std::to_string(::getpid()) + "_" + name);
   std::ofstream(p, std::ios::binary) << text;
   return p.string();
 }
@@ -433,8 +436,8 @@ std::string Describe(const Node& n) {
 
 // LoadTrace in pieces of any size gives what ParseTrace gives from the text: the same nodes or the same error.
 TEST(TraceStreaming, PiecesOfAnySizeLoadTheSame) {
-  for (const char* f : {"samples/traces/unsupported.json", "samples/traces/supported.json",
-                        "tests/fixtures/traces/all_kinds.json"}) {
+  for (const char* f :
+       {"samples/traces/unsupported.json", "samples/traces/supported.json", "tests/fixtures/traces/all_kinds.json"}) {
     const std::string text = ReadFile(Src(f));
     std::vector<std::string> variants = {text, text.substr(0, text.size() * 2 / 3)};
     std::string corrupt = text;
@@ -465,10 +468,11 @@ TEST(TraceStreaming, PiecesOfAnySizeLoadTheSame) {
 
 // Calls whose arguments and outputs are written the same way hold one parsed copy of them.
 TEST(TraceStreaming, IdenticalArgumentListsShareOneCopy) {
-  const std::string call = std::string(R"({"op":"aten::relu","args":[)") + kGoodArg +
-                           R"(],"outputs":[{"kind":"tensor","dtype":"float32","shape":[4]}],"loc":{"file":"a.py","line":)";
-  auto g = ParseTrace(WithCall(call + "1}}," + call + "2}}," + R"({"op":"aten::neg","args":[)" + kGoodArg + "]}"),
-                      "t.json");
+  const std::string call =
+      std::string(R"({"op":"aten::relu","args":[)") + kGoodArg +
+      R"(],"outputs":[{"kind":"tensor","dtype":"float32","shape":[4]}],"loc":{"file":"a.py","line":)";
+  auto g =
+      ParseTrace(WithCall(call + "1}}," + call + "2}}," + R"({"op":"aten::neg","args":[)" + kGoodArg + "]}"), "t.json");
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->nodes.size(), 3u);
   EXPECT_NE(g->nodes[0].args.storage(), nullptr);
@@ -548,7 +552,8 @@ class MiniSchemaValidator {
     if (t == "object") return v.is_object();
     if (t == "array") return v.is_array();
     if (t == "string") return v.is_string();
-    if (t == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    if (t == "integer")
+      return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
     if (t == "number") return v.is_number();
     if (t == "boolean") return v.is_boolean();
     if (t == "null") return v.is_null();
@@ -562,9 +567,10 @@ class MiniSchemaValidator {
   }
 
   std::string Check(const json& s, const json& v, const std::string& path) {
-    static const std::set<std::string> kKnown = {
-        "$schema", "$id", "title", "description", "$defs", "$ref", "type", "properties", "required",
-        "additionalProperties", "items", "enum", "const", "minimum", "minLength", "oneOf", "anyOf"};
+    static const std::set<std::string> kKnown = {"$schema", "$id",  "title",      "description", "$defs",
+                                                 "$ref",    "type", "properties", "required",    "additionalProperties",
+                                                 "items",   "enum", "const",      "minimum",     "minLength",
+                                                 "oneOf",   "anyOf"};
     for (auto it = s.begin(); it != s.end(); ++it)
       if (!kKnown.count(it.key())) ADD_FAILURE() << "schema keyword not supported by the test validator: " << it.key();
     if (s.contains("$ref")) {
@@ -644,7 +650,9 @@ class MiniSchemaValidator {
   json root_;
 };
 
-MiniSchemaValidator LoadSchema() { return MiniSchemaValidator(json::parse(ReadFile(Src("schemas/trace.schema.json")))); }
+MiniSchemaValidator LoadSchema() {
+  return MiniSchemaValidator(json::parse(ReadFile(Src("schemas/trace.schema.json"))));
+}
 
 TEST(TraceSchema, SamplesAndFixturesAreValid) {
   auto v = LoadSchema();

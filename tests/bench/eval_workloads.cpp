@@ -17,7 +17,6 @@
 // (EvaluatorOptions::compiled_regions off, the evaluator before the compiled loops). A bad workload is
 // one line on stderr and exit 2.
 #include <fmt/format.h>
-
 #include <time.h>
 
 #include <cstdio>
@@ -27,8 +26,8 @@
 
 #include "analyzer/lowering/lowering.h"
 #include "hlo/evaluator/evaluator.h"
-#include "support/file_io.h"
 #include "hlo/printer.h"
+#include "support/file_io.h"
 #include "support/quote.h"
 
 namespace opprobe {
@@ -78,7 +77,8 @@ Expected<std::vector<int64_t>> Sizes(const std::string& spec, size_t colon, size
 Expected<Node> WorkloadNode(const std::string& spec) {
   size_t colon = spec.find(':');
   std::string kind = spec.substr(0, colon);
-  if (colon == std::string::npos) return InvalidInput(fmt::format("workload {}: expected KIND:SIZES", support::Quote(spec)));
+  if (colon == std::string::npos)
+    return InvalidInput(fmt::format("workload {}: expected KIND:SIZES", support::Quote(spec)));
   auto pool_out = [](int64_t in) { return (in + 2 - 3) / 2 + 1; };
   auto pool_args = [](Value self) -> std::vector<analyzer::Argument> {
     return {{"self", self},
@@ -116,9 +116,10 @@ Expected<Node> WorkloadNode(const std::string& spec) {
                      {"groups", Value::Int(1)}},
                     {T({s[0], s[4], s[2], s[3]})});
   }
-  return InvalidInput(fmt::format("workload {}: unknown kind (max_pool2d_with_indices, "
-                                  "max_pool2d_with_indices_backward, mm, conv2d)",
-                                  support::Quote(spec)));
+  return InvalidInput(
+      fmt::format("workload {}: unknown kind (max_pool2d_with_indices, "
+                  "max_pool2d_with_indices_backward, mm, conv2d)",
+                  support::Quote(spec)));
 }
 
 double CpuSeconds() {
@@ -156,7 +157,8 @@ int Run(int argc, char** argv) {
     }
   }
   if (workloads.empty()) {
-    std::fprintf(stderr, "usage: opprobe_eval_bench [--min-time SECONDS] [--emit-hlo DIR] [--generic-regions] WORKLOAD...\n");
+    std::fprintf(stderr,
+                 "usage: opprobe_eval_bench [--min-time SECONDS] [--emit-hlo DIR] [--generic-regions] WORKLOAD...\n");
     return 2;
   }
   for (const std::string& w : workloads) {

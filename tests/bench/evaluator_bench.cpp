@@ -2,7 +2,6 @@
 // the wall time of probing every unique instruction of a resnet50 training step (batch 8, NCHW) with
 // the `interp` backend. Run: ./tests/bench/opprobe_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
-
 #include <fmt/format.h>
 
 #include <chrono>
@@ -26,7 +25,7 @@ ConvolutionDimensionNumbers Nchw(bool grad_input = false, bool grad_weight = fal
   d.kernel_output_feature_dimension = 0, d.kernel_input_feature_dimension = 1, d.kernel_spatial_dimensions = {2, 3};
   d.output_batch_dimension = 0, d.output_feature_dimension = 1, d.output_spatial_dimensions = {2, 3};
   if (grad_input) d.kernel_output_feature_dimension = 1, d.kernel_input_feature_dimension = 0;  // bf01_io01->bf01
-  if (grad_weight) {  // fb01_io01->fb01
+  if (grad_weight) {                                                                            // fb01_io01->fb01
     d.input_batch_dimension = 1, d.input_feature_dimension = 0;
     d.kernel_input_feature_dimension = 0, d.kernel_output_feature_dimension = 1;
     d.output_batch_dimension = 1, d.output_feature_dimension = 0;
@@ -76,7 +75,8 @@ BENCHMARK(BM_DotEvaluator)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 void BM_DotNaive(benchmark::State& state) {
   int64_t s = state.range(0);
-  std::vector<float> a(static_cast<size_t>(s * s), 0.5f), b(static_cast<size_t>(s * s), 0.25f), c(static_cast<size_t>(s * s));
+  std::vector<float> a(static_cast<size_t>(s * s), 0.5f), b(static_cast<size_t>(s * s), 0.25f),
+      c(static_cast<size_t>(s * s));
   for (auto _ : state) {
     for (int64_t i = 0; i < s; ++i)
       for (int64_t j = 0; j < s; ++j) {
@@ -147,7 +147,8 @@ struct Resnet50Units {
     roots.push_back(b.Convolution(P({N, o, ho, ho}), P({o, c, k, k}), Win2(k, 1, plo, phi, s, 1, true), Nchw(true)));
     // grad weight: input (C as batch) against grad_out (N as input feature) as the window
     int64_t wphi = k - 1 - hw - pad + dil;
-    roots.push_back(b.Convolution(P({N, c, hw, hw}), P({N, o, ho, ho}), Win2(ho, 1, pad, wphi, 1, s), Nchw(false, true)));
+    roots.push_back(
+        b.Convolution(P({N, c, hw, hw}), P({N, o, ho, ho}), Win2(ho, 1, pad, wphi, 1, s), Nchw(false, true)));
     // SGD update of the weight
     auto* w = P({o, c, k, k});
     auto* g = P({o, c, k, k});
@@ -180,11 +181,11 @@ struct Resnet50Units {
     }()));
     auto* zero = b.Full(PT::F32, 0.0, d);
     auto* y = P(d);
-    roots.push_back(b.Binary(Opcode::kMaximum, y, zero));                       // relu
+    roots.push_back(b.Binary(Opcode::kMaximum, y, zero));  // relu
     auto* mask = b.Compare(y, zero, ComparisonDirection::kGt);
     roots.push_back(mask);
-    roots.push_back(b.Select(mask, P(d), zero));                                // relu backward
-    roots.push_back(b.Binary(Opcode::kAdd, P(d), P(d)));                       // residual / grad accumulation
+    roots.push_back(b.Select(mask, P(d), zero));          // relu backward
+    roots.push_back(b.Binary(Opcode::kAdd, P(d), P(d)));  // residual / grad accumulation
   }
 
   void Build() {
@@ -193,7 +194,8 @@ struct Resnet50Units {
     BatchNormRelu(64, 112);
     // max pool 3x3/2 and its gradient
     Window pool;
-    pool.dimensions = {{1, 1, 0, 0, 1, 1, false}, {1, 1, 0, 0, 1, 1, false}, {3, 2, 1, 1, 1, 1, false}, {3, 2, 1, 1, 1, 1, false}};
+    pool.dimensions = {
+        {1, 1, 0, 0, 1, 1, false}, {1, 1, 0, 0, 1, 1, false}, {3, 2, 1, 1, 1, 1, false}, {3, 2, 1, 1, 1, 1, false}};
     auto* ninf = b.ConstantScalar(PT::F32, -INFINITY);
     auto* mx = b.ScalarBinaryComputation(Opcode::kMaximum, PT::F32);
     auto* add = b.ScalarBinaryComputation(Opcode::kAdd, PT::F32);
@@ -201,19 +203,21 @@ struct Resnet50Units {
     Builder ge = b.CreateSubBuilder("ge");
     auto* ge_c = ge.Finish(ge.Compare(ge.Parameter(0, Shape::Scalar(PT::F32)), ge.Parameter(1, Shape::Scalar(PT::F32)),
                                       ComparisonDirection::kGe));
-    roots.push_back(b.SelectAndScatter(P({8, 64, 112, 112}), ge_c, pool, P({8, 64, 56, 56}),
-                                       b.ConstantScalar(PT::F32, 0), add));
+    roots.push_back(
+        b.SelectAndScatter(P({8, 64, 112, 112}), ge_c, pool, P({8, 64, 56, 56}), b.ConstantScalar(PT::F32, 0), add));
     // bottleneck stages: (in, mid, out, spatial in, stride)
-    struct Stage { int64_t in, mid, out, hw, stride; };
+    struct Stage {
+      int64_t in, mid, out, hw, stride;
+    };
     for (Stage s : {Stage{64, 64, 256, 56, 1}, Stage{256, 128, 512, 56, 2}, Stage{512, 256, 1024, 28, 2},
                     Stage{1024, 512, 2048, 14, 2}}) {
       int64_t ho = s.hw / s.stride;
-      Conv(s.in, s.hw, s.mid, 1, 1);       // first block 1x1
+      Conv(s.in, s.hw, s.mid, 1, 1);          // first block 1x1
       Conv(s.mid, s.hw, s.mid, 3, s.stride);  // first block 3x3 (strided)
-      Conv(s.mid, ho, s.out, 1, 1);        // 1x1 expand
-      Conv(s.in, s.hw, s.out, 1, s.stride);  // downsample
-      Conv(s.out, ho, s.mid, 1, 1);        // later blocks 1x1 reduce
-      Conv(s.mid, ho, s.mid, 3, 1);        // later blocks 3x3
+      Conv(s.mid, ho, s.out, 1, 1);           // 1x1 expand
+      Conv(s.in, s.hw, s.out, 1, s.stride);   // downsample
+      Conv(s.out, ho, s.mid, 1, 1);           // later blocks 1x1 reduce
+      Conv(s.mid, ho, s.mid, 3, 1);           // later blocks 3x3
       if (s.stride != 1) BatchNormRelu(s.mid, s.hw);
       BatchNormRelu(s.mid, ho);
       BatchNormRelu(s.out, ho);
@@ -261,7 +265,8 @@ void BM_Resnet50TrainingStepUniqueInstructions(benchmark::State& state) {
       auto v = interp.probe(*u);
       if (!v.supported()) {
         ++unsupported;
-        std::fprintf(stderr, "unsupported: %s: %s\n", InstructionSignature(*u->entry()->root()).c_str(), v.reason.c_str());
+        std::fprintf(stderr, "unsupported: %s: %s\n", InstructionSignature(*u->entry()->root()).c_str(),
+                     v.reason.c_str());
       }
       if (v.seconds > slowest) slowest = v.seconds, slowest_name = InstructionSignature(*u->entry()->root());
     }

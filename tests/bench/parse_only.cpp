@@ -1,8 +1,8 @@
 // The reference of `scripts/bench warm`: what `opprobe analyze INPUT` does before it lowers or probes anything,
 // and nothing else. One process per call, as opprobe is one: start (the same libraries), tell the input's kind
 // (analyzer::DetectInput), load it as AnalyzeInputs does (its format's loader for HLO and StableHLO, LoadGraph for
-// traces and .pt2), and exit without freeing it, as `opprobe analyze` leaves its result to the exit. `opprobe_parse_only INPUT...` prints
-// what it loaded; exit 2 with the loader's message on bad input.
+// traces and .pt2), and exit without freeing it, as `opprobe analyze` leaves its result to the exit.
+// `opprobe_parse_only INPUT...` prints what it loaded; exit 2 with the loader's message on bad input.
 #include <cstdio>
 #include <string>
 #include <vector>

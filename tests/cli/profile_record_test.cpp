@@ -49,8 +49,9 @@ TEST(ProfileRecordTest, MergesResultsOncePerFingerprint) {
   nlohmann::json p1 = RecordProfile({&a, &b}, "m");
   nlohmann::json p2 = RecordProfile({&b, &a}, "m");
   EXPECT_EQ(p1["rules"], p2["rules"]);  // fingerprint order, whichever result came first
-  EXPECT_EQ(p1["description"],
-            "recorded from cmd:mycc {hlo_pb}: 3 unique units, 2 unsupported; the rules reproduce 3 of 3 checked verdicts");
+  EXPECT_EQ(
+      p1["description"],
+      "recorded from cmd:mycc {hlo_pb}: 3 unique units, 2 unsupported; the rules reproduce 3 of 3 checked verdicts");
   EXPECT_NE(p1["source"].get<std::string>().find("backend version mycc 1.2"), std::string::npos) << p1["source"];
   EXPECT_NE(p1["source"].get<std::string>().find("model.json, other.json"), std::string::npos) << p1["source"];
 }

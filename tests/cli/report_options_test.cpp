@@ -1,9 +1,10 @@
 // FinishReports / CheckReportOptions: which report goes where, the summary, the gates and exit codes.
+#include "cli/report_options.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "cli/report_options.h"
 #include "reports/diff.h"
 #include "reports/gates.h"
 #include "reports/report.h"
@@ -33,9 +34,10 @@ TEST(ReportOptions, ParsesEveryOption) {
   CLI::App app;
   ReportOptions o;
   AddReportOptions(&app, o);
-  app.parse("-o r.json -v 0 --format text --format html=r.html --fail-under 90.5 --baseline b.json "
-            "--allow aten::mul --allow aten::fft -q",
-            false);
+  app.parse(
+      "-o r.json -v 0 --format text --format html=r.html --fail-under 90.5 --baseline b.json "
+      "--allow aten::mul --allow aten::fft -q",
+      false);
   EXPECT_EQ(o.output, "r.json");
   EXPECT_EQ(o.verbosity, 0);
   EXPECT_EQ(o.formats, (std::vector<std::string>{"text", "html=r.html"}));
@@ -212,8 +214,8 @@ TEST(CheckReportOptions, BadBaselineFailsBeforeAnyAnalysis) {
   Status st = CheckReportOptions(o);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), ErrorCode::kInvalidInput);
-  EXPECT_EQ(st.message(), "--baseline: " + (dir / "b.json") +
-                              ": /: missing \"support_percentage\" (a schema_version 7 report)");
+  EXPECT_EQ(st.message(),
+            "--baseline: " + (dir / "b.json") + ": /: missing \"support_percentage\" (a schema_version 7 report)");
   o.baseline.clear();
   EXPECT_TRUE(CheckReportOptions(o).ok());
 }

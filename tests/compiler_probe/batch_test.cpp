@@ -115,9 +115,9 @@ ENTRY e {
 
 TEST(ProbeBatched, EveryVerdictIsTheOneItsUnitGetsAloneWithFewerCompiles) {
   std::vector<std::unique_ptr<hlo::Module>> owned;
-  std::vector<std::string> ops = {"negate", "abs", "cosine", "exponential", "sqrt", "sine", "tanh", "floor",
-                                  "ceil",   "log", "negate", "abs",         "sqrt", "tanh", "exponential", "floor",
-                                  "ceil",   "log", "abs",    "negate"};
+  std::vector<std::string> ops = {"negate",      "abs",   "cosine", "exponential", "sqrt", "sine",  "tanh",
+                                  "floor",       "ceil",  "log",    "negate",      "abs",  "sqrt",  "tanh",
+                                  "exponential", "floor", "ceil",   "log",         "abs",  "negate"};
   for (const auto& op : ops) owned.push_back(Unit(op));
   std::vector<const hlo::Module*> units;
   for (const auto& m : owned) units.push_back(m.get());

@@ -1,5 +1,3 @@
-#include "compiler_probe/disk_cache.h"
-
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -13,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "compiler_probe/disk_cache.h"
 #include "compiler_probe/remote/entry.h"
 
 namespace opprobe::compiler_probe {
@@ -75,9 +74,9 @@ TEST(DiskCacheTest, StoresAndLooksUpByAllThreeKeys) {
   EXPECT_EQ(v->output_tail, "tail\n");
   EXPECT_DOUBLE_EQ(v->seconds, 1.5);
   EXPECT_TRUE(c.Lookup("cmd:a", "1", "0100")->supported());
-  EXPECT_FALSE(c.Lookup("cmd:a", "2", "00ff").has_value());   // other version
-  EXPECT_FALSE(c.Lookup("cmd:b", "1", "00ff").has_value());   // other backend
-  EXPECT_FALSE(c.Lookup("cmd:a", "1", "00fe").has_value());   // other fingerprint
+  EXPECT_FALSE(c.Lookup("cmd:a", "2", "00ff").has_value());  // other version
+  EXPECT_FALSE(c.Lookup("cmd:b", "1", "00ff").has_value());  // other backend
+  EXPECT_FALSE(c.Lookup("cmd:a", "1", "00fe").has_value());  // other fingerprint
   // A second handle on the same directory (another run) sees the entries.
   auto again = OpenDiskCache(tmp.path.string());
   ASSERT_TRUE(again.ok());
@@ -103,9 +102,7 @@ TEST(DiskCacheTest, LookupManyAnswersAsLookupDoes) {
     auto one = c.Lookup("b", "1", fps[i]);
     ASSERT_EQ(many[i].has_value(), i % 2 == 0) << i;
     ASSERT_EQ(one.has_value(), i % 2 == 0) << i;
-    if (one) {
-      EXPECT_EQ(many[i]->reason, one->reason);
-    }
+    if (one) { EXPECT_EQ(many[i]->reason, one->reason); }
   }
   EXPECT_TRUE(c.LookupMany("b", "2", fps)[0] == std::nullopt);  // the backend is part of the key
   EXPECT_TRUE(c.LookupMany("b", "1", {}).empty());
@@ -147,18 +144,14 @@ TEST(DiskCacheTest, BatchLookupsWalkCommittedRowsInAnyMix) {
     for (size_t i = 0; i < fps.size(); ++i) {
       auto one = c.Lookup("b", "1", fps[i]);
       ASSERT_EQ(many[i].has_value(), one.has_value()) << stride << " " << fps[i];
-      if (one) {
-        EXPECT_EQ(many[i]->reason, one->reason) << fps[i];
-      }
+      if (one) { EXPECT_EQ(many[i]->reason, one->reason) << fps[i]; }
     }
     auto got = c.LookupMemos(keys);
     ASSERT_EQ(got.size(), keys.size());
     for (size_t i = 0; i < keys.size(); ++i) {
       auto stored = memo_of.find(keys[i]);
       ASSERT_EQ(got[i].has_value(), stored != memo_of.end()) << stride << " " << keys[i];
-      if (got[i]) {
-        EXPECT_EQ(*got[i], stored->second);
-      }
+      if (got[i]) { EXPECT_EQ(*got[i], stored->second); }
     }
   }
   EXPECT_EQ(c.LookupMany("b", "1", {"f1599", "f1000"})[1]->reason, "r0");
@@ -240,16 +233,17 @@ TEST(DiskCacheTest, DamagedOrEditedRowsAreMisses) {
     (*cache)->Store("b", "1", "def", Verdict::Supported());
     (*cache)->Store("b", "1", "ghi", Verdict::Supported());
   }
-  Sql(tmp.File(), "UPDATE verdicts SET reason = CAST('edited' AS BLOB) WHERE fingerprint = CAST('abc' AS BLOB);"
-                  "UPDATE verdicts SET kind = 7 WHERE fingerprint = CAST('def' AS BLOB);"
-                  "UPDATE verdicts SET seconds = 'x' WHERE fingerprint = CAST('ghi' AS BLOB);");
+  Sql(tmp.File(),
+      "UPDATE verdicts SET reason = CAST('edited' AS BLOB) WHERE fingerprint = CAST('abc' AS BLOB);"
+      "UPDATE verdicts SET kind = 7 WHERE fingerprint = CAST('def' AS BLOB);"
+      "UPDATE verdicts SET seconds = 'x' WHERE fingerprint = CAST('ghi' AS BLOB);");
   Warnings w;
   auto cache = OpenDiskCache(tmp.path.string(), w.Options());
   ASSERT_TRUE(cache.ok());
   EXPECT_FALSE((*cache)->Lookup("b", "1", "abc").has_value());  // checksum
   EXPECT_FALSE((*cache)->Lookup("b", "1", "def").has_value());  // unknown kind
   EXPECT_FALSE((*cache)->Lookup("b", "1", "ghi").has_value());  // wrong type
-  EXPECT_TRUE(w.lines.empty());  // a bad row is a miss, not a damaged cache
+  EXPECT_TRUE(w.lines.empty());                                 // a bad row is a miss, not a damaged cache
   (*cache)->Store("b", "1", "abc", Unsupported("fresh"));
   EXPECT_EQ((*cache)->Lookup("b", "1", "abc")->reason, "fresh");
   cache->reset();
@@ -464,7 +458,7 @@ TEST(DiskCacheTest, ANamedFolderWithADamagedFileIsRefusedInOneLine) {
   const std::string& m = named.status().message();
   EXPECT_EQ(m.rfind(tmp.File() + ": not a usable probe cache (", 0), 0u) << m;
   EXPECT_EQ(m.find('\n'), std::string::npos);
-  EXPECT_EQ(m.find('\xff'), std::string::npos);  // no bytes of the file in the message
+  EXPECT_EQ(m.find('\xff'), std::string::npos);       // no bytes of the file in the message
   EXPECT_EQ(fs::file_size(tmp.File()), junk.size());  // left as it was
   // Clearing it removes the file and says why.
   auto cleared = ClearDiskCache(tmp.path.string());
@@ -551,8 +545,9 @@ void WriteOldEntry(const fs::path& dir, const std::string& id, const std::string
   fs::create_directories(bdir);
   nlohmann::json b = {{"backend_id", id}, {"backend_version", version}};
   std::ofstream(bdir / "backend.json") << b.dump(1);
-  nlohmann::json e = {{"backend_id", id}, {"backend_version", version}, {"fingerprint", fp}, {"verdict", kind},
-                      {"reason", reason}, {"seconds", 2.5}, {"output_tail", "t"}};
+  nlohmann::json e = {{"backend_id", id},  {"backend_version", version}, {"fingerprint", fp},
+                      {"verdict", kind},   {"reason", reason},           {"seconds", 2.5},
+                      {"output_tail", "t"}};
   std::ofstream(bdir / (SafeFingerprint(fp) + ".json")) << e.dump(1);
 }
 
@@ -626,9 +621,7 @@ TEST(DiskCacheTest, DefaultDirFollowsXdg) {
   EXPECT_EQ(DefaultCacheDir(), "/x/cache/opprobe");
   ::unsetenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
-  if (home && *home) {
-    EXPECT_EQ(DefaultCacheDir(), std::string(home) + "/.cache/opprobe");
-  }
+  if (home && *home) { EXPECT_EQ(DefaultCacheDir(), std::string(home) + "/.cache/opprobe"); }
   if (old_xdg) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
 }
 

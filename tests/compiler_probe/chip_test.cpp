@@ -2,13 +2,12 @@
 // test PJRT plugin (a crash, a hang, an internal error), and the real compilers (libtpu and XLA's CUDA plugin from
 // PyPI, in the environments scripts/test makes from requirements/tpu.txt and requirements/gpu.txt) on units whose
 // verdicts were read off those compilers (research/deviceless-compilers.md).
-#include "compiler_probe/chip/chip_backend.h"
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "compiler_probe/chip/chip_backend.h"
 #include "compiler_probe/worker/compile_options.h"
 #include "testing/probe_units.h"
 #include "testing/scoped_env.h"
@@ -183,7 +182,8 @@ TEST_F(ChipFaults, ACrashAndAHangAreErrorsAndTheWorkerComesBack) {
   ASSERT_TRUE(b.ok()) << b.status().message();
   Verdict crashed = (*b)->probe(*BinaryUnit(Opcode::kDivide, PrimitiveType::F32, {4}));
   EXPECT_EQ(crashed.kind, Verdict::Kind::kError);
-  EXPECT_NE(crashed.reason.find("TPU compiler crashed: the worker was killed by signal 11 (SIGSEGV)"), std::string::npos)
+  EXPECT_NE(crashed.reason.find("TPU compiler crashed: the worker was killed by signal 11 (SIGSEGV)"),
+            std::string::npos)
       << crashed.reason;
   EXPECT_TRUE((*b)->probe(*BinaryUnit(Opcode::kAdd, PrimitiveType::F32, {4})).supported());
   Verdict hung = (*b)->probe(*BinaryUnit(Opcode::kPower, PrimitiveType::F32, {4}));
@@ -208,7 +208,8 @@ ENTRY e {
   ASSERT_TRUE(all_reduce);
   Verdict v = b->probe(*all_reduce);
   EXPECT_EQ(v.kind, Verdict::Kind::kError);
-  EXPECT_NE(v.reason.find("needs 4 devices (4 replicas x 1 partitions) and the topology 1x1x2 has 2"), std::string::npos)
+  EXPECT_NE(v.reason.find("needs 4 devices (4 replicas x 1 partitions) and the topology 1x1x2 has 2"),
+            std::string::npos)
       << v.reason;
 }
 
@@ -244,41 +245,48 @@ ENTRY e {
   a = f32[8,16] parameter(0)
   b = f32[16,4] parameter(1)
   ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-})", true, "", true},
+})",
+     true, "", true},
     {"s2 add, rank 1", R"(HloModule m
 ENTRY e {
   a = s2[8] parameter(0)
   b = s2[8] parameter(1)
   ROOT s = s2[8] add(a, b)
-})", false, "INT2 is not supported for rank 1", true},
+})",
+     false, "INT2 is not supported for rank 1", true},
     {"c128 dot", R"(HloModule m
 ENTRY e {
   a = c128[4,4] parameter(0)
   b = c128[4,4] parameter(1)
   ROOT d = c128[4,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-})", true, "", true},
+})",
+     true, "", true},
     {"c128 multiply", R"(HloModule m
 ENTRY e {
   a = c128[16] parameter(0)
   b = c128[16] parameter(1)
   ROOT m = c128[16] multiply(a, b)
-})", true, "", true},
+})",
+     true, "", true},
     {"c128 fft", R"(HloModule m
 ENTRY e {
   a = c128[256] parameter(0)
   ROOT f = c128[256] fft(a), fft_type=FFT, fft_length={256}
-})", false, "Unexpected operand type for FFT", true},
+})",
+     false, "Unexpected operand type for FFT", true},
     {"bounded dynamic shape", R"(HloModule m
 ENTRY e {
   a = f32[100] parameter(0)
   n = s32[] parameter(1)
   ROOT d = f32[<=100] set-dimension-size(a, n), dimensions={0}
-})", true, "", true},
+})",
+     true, "", true},
     {"f64 exponential", R"(HloModule m
 ENTRY e {
   a = f64[32] parameter(0)
   ROOT x = f64[32] exponential(a)
-})", true, "", true},
+})",
+     true, "", true},
     {"all-reduce over 4 replicas", R"(HloModule m
 add {
   a = f32[] parameter(0)
@@ -288,12 +296,14 @@ add {
 ENTRY e {
   p = f32[8] parameter(0)
   ROOT r = f32[8] all-reduce(p), replica_groups={{0,1,2,3}}, to_apply=add
-})", true, "", true},
+})",
+     true, "", true},
     {"unknown custom call", R"(HloModule m
 ENTRY e {
   a = f32[8] parameter(0)
   ROOT c = f32[8] custom-call(a), custom_call_target="my_unknown_kernel"
-})", false, "my_unknown_kernel", false},
+})",
+     false, "my_unknown_kernel", false},
 };
 
 TEST(RealTpuCompiler, EveryVerdictIsTheCompilersOwn) {
@@ -307,9 +317,7 @@ TEST(RealTpuCompiler, EveryVerdictIsTheCompilersOwn) {
     Verdict v = b->probe(*unit);
     EXPECT_EQ(v.kind, c.tpu_compiles ? Verdict::Kind::kSupported : Verdict::Kind::kUnsupported)
         << c.name << ": " << v.reason;
-    if (!c.tpu_compiles) {
-      EXPECT_NE(v.reason.find(c.tpu_refusal), std::string::npos) << c.name << ": " << v.reason;
-    }
+    if (!c.tpu_compiles) { EXPECT_NE(v.reason.find(c.tpu_refusal), std::string::npos) << c.name << ": " << v.reason; }
   }
 }
 

@@ -1,11 +1,10 @@
-#include "compiler_probe/cmd/cmd_backend.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "compiler_probe/cmd/cmd_backend.h"
 #include "compiler_probe/registry.h"
 #include "compiler_probe/subprocess.h"
 #include "hlo/builder.h"
@@ -33,8 +32,8 @@ std::string Fake(const std::string& flags) { return std::string(OPPROBE_FAKE_COM
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("opprobe-cmd-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(reinterpret_cast<uintptr_t>(this)));
+    path = fs::temp_directory_path() /
+           ("opprobe-cmd-test-" + std::to_string(::getpid()) + "-" + std::to_string(reinterpret_cast<uintptr_t>(this)));
     fs::create_directories(path);
   }
   ~TempDir() { fs::remove_all(path); }
@@ -174,17 +173,19 @@ TEST(CmdBackendTest, PlaceholdersAreSubstitutedInsideWordsAndWorkdirsAreRemoved)
   auto unit = BinaryUnit(Opcode::kAdd);
   std::string fp = hlo::Fingerprint(*unit);
   // The script checks that the text file is long-style HLO in the work dir named after the fingerprint.
-  auto b = Make("sh -c 'test \"$1\" = \"$2/$3.hlo\" && test -d \"$2\" && grep -q \"ROOT %add = \" \"$1\" && "
-                "test \"$(pwd)\" = \"$2\" || { echo bad args \"$@\" >&2; exit 1; }' sh {hlo_txt} {workdir} "
-                "--fp={fingerprint}",
-                30.0, tmp.path.string());
+  auto b = Make(
+      "sh -c 'test \"$1\" = \"$2/$3.hlo\" && test -d \"$2\" && grep -q \"ROOT %add = \" \"$1\" && "
+      "test \"$(pwd)\" = \"$2\" || { echo bad args \"$@\" >&2; exit 1; }' sh {hlo_txt} {workdir} "
+      "--fp={fingerprint}",
+      30.0, tmp.path.string());
   ASSERT_TRUE(b);
   Verdict v = b->probe(*unit);
   EXPECT_EQ(v.kind, Verdict::Kind::kUnsupported) << "the --fp= prefix must stay: " << v.reason;
   EXPECT_NE(v.reason.find("--fp=" + fp), std::string::npos) << v.reason;
-  auto ok = Make("sh -c 'test \"$1\" = \"$2/$3.hlo\" && grep -q \"ROOT %add = \" \"$1\" && test \"$(pwd)\" = \"$2\"' "
-                 "sh {hlo_txt} {workdir} {fingerprint}",
-                 30.0, tmp.path.string());
+  auto ok = Make(
+      "sh -c 'test \"$1\" = \"$2/$3.hlo\" && grep -q \"ROOT %add = \" \"$1\" && test \"$(pwd)\" = \"$2\"' "
+      "sh {hlo_txt} {workdir} {fingerprint}",
+      30.0, tmp.path.string());
   ASSERT_TRUE(ok);
   Verdict w = ok->probe(*unit);
   EXPECT_TRUE(w.supported()) << w.reason;
@@ -197,7 +198,8 @@ TEST(CmdBackendTest, WritesTheHloProtoForHloPb) {
   Verdict v = b->probe(*BinaryUnit(Opcode::kAdd));
   EXPECT_TRUE(v.supported()) << v.reason;
   // The file is an HloProto that the project's reader accepts.
-  auto check = Make("sh -c 'cp \"$1\" \"$2\"' sh {hlo_pb} " + (fs::temp_directory_path() / "opprobe-cmd-test-unit.hlo.pb").string());
+  auto check = Make("sh -c 'cp \"$1\" \"$2\"' sh {hlo_pb} " +
+                    (fs::temp_directory_path() / "opprobe-cmd-test-unit.hlo.pb").string());
   ASSERT_TRUE(check);
   ASSERT_TRUE(check->probe(*BinaryUnit(Opcode::kAdd)).supported());
   std::ifstream f(fs::temp_directory_path() / "opprobe-cmd-test-unit.hlo.pb", std::ios::binary);

@@ -1,8 +1,7 @@
 // The `interp` backend's verdicts: supported when a unit evaluates, unsupported with the reason when
 // it cannot be evaluated (not implemented, inconsistent shapes, too large), never a crash.
-#include <sys/resource.h>
-
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "compiler_probe/interp/interp_backend.h"
 #include "compiler_probe/registry.h"

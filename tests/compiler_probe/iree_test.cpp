@@ -1,13 +1,12 @@
 // The iree:llvm-cpu backend against IREE's real compiler and runtime (iree-base-compiler and iree-base-runtime in the
 // environment scripts/test makes from requirements/iree.txt, layered on requirements/xla.txt's jaxlib, and names with
 // OPPROBE_IREE_PYTHON), plus a fake iree-compile (IREE_TOOL_PATH, IREE's own override) for a compiler crash.
-#include "compiler_probe/iree/iree_backend.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "compiler_probe/iree/iree_backend.h"
 #include "hlo/builder.h"
 #include "hlo/parser.h"
 #include "hlo/probe_unit.h"
@@ -61,8 +60,9 @@ TEST(IreeBackend, PythonWithoutIreeIsUnavailableWithTheInstallCommand) {
   EXPECT_EQ(b.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(b.status().message().find("iree backend: IREE is not usable in /usr/bin/python3"), std::string::npos)
       << b.status().message();
-  EXPECT_NE(b.status().message().find("/usr/bin/python3 -m pip install -r requirements/xla.txt -r requirements/iree.txt"),
-            std::string::npos);
+  EXPECT_NE(
+      b.status().message().find("/usr/bin/python3 -m pip install -r requirements/xla.txt -r requirements/iree.txt"),
+      std::string::npos);
 }
 
 TEST(IreeBackend, VersionNamesIreeAndJaxlibAndInstallationIsDescribed) {
@@ -80,8 +80,8 @@ TEST(IreeBackend, CompilesRunsAndAgreesWithInterp) {
   auto b = MustCreateBackend("iree:llvm-cpu");
   ASSERT_TRUE(b);
   // f64 stays f64 (IREE would demote it to f32 by default: the worker turns that off).
-  for (PrimitiveType t : {PrimitiveType::F32, PrimitiveType::F64, PrimitiveType::S64, PrimitiveType::BF16,
-                          PrimitiveType::C64}) {
+  for (PrimitiveType t :
+       {PrimitiveType::F32, PrimitiveType::F64, PrimitiveType::S64, PrimitiveType::BF16, PrimitiveType::C64}) {
     Verdict v = b->probe(*BinaryUnit(Opcode::kMultiply, t, {2, 3}));
     EXPECT_TRUE(v.supported()) << hlo::PrimitiveTypeName(t) << ": " << v.reason;
     EXPECT_EQ(v.output_tail, "compared with interp: 1 output agree") << hlo::PrimitiveTypeName(t);
@@ -120,7 +120,8 @@ ENTRY e { p0 = f32[4] parameter(0)
   ROOT r = f32[4] custom-call(p0), custom_call_target="opprobe_no_such_target" })"));
   ASSERT_EQ(v.kind, Verdict::Kind::kUnsupported) << v.reason;
   EXPECT_EQ(v.reason.rfind("compile: INVALID_ARGUMENT: iree-compile: failed to legalize operation "
-                           "'stablehlo.custom_call'", 0),
+                           "'stablehlo.custom_call'",
+                           0),
             0u)
       << v.reason;
   EXPECT_NE(v.reason.find("opprobe_no_such_target"), std::string::npos) << v.reason;

@@ -1,10 +1,7 @@
-#include "compiler_probe/pjrt/pjrt_backend.h"
-
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +9,7 @@
 #include <thread>
 
 #include "compiler_probe/pjrt/pjrt_abi.h"
+#include "compiler_probe/pjrt/pjrt_backend.h"
 #include "compiler_probe/registry.h"
 #include "hlo/builder.h"
 #include "hlo/probe_unit.h"
@@ -48,7 +46,8 @@ class ScopedEnv {
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
-std::unique_ptr<hlo::Module> BinaryUnit(Opcode op, PrimitiveType type = PrimitiveType::F32, std::vector<int64_t> dims = {2, 3}) {
+std::unique_ptr<hlo::Module> BinaryUnit(Opcode op, PrimitiveType type = PrimitiveType::F32,
+                                        std::vector<int64_t> dims = {2, 3}) {
   hlo::Builder b("m");
   auto* x = b.Parameter(0, Shape::Array(type, dims));
   auto* y = b.Parameter(1, Shape::Array(type, dims));

@@ -71,11 +71,13 @@ TEST(ProfileSynthesisTest, RulesReproduceTheRecordedVerdicts) {
   nlohmann::json p = result.Synthesize("mycc");
   EXPECT_EQ(p["name"], "mycc");
   EXPECT_EQ(p["default"]["verdict"], "supported");
-  EXPECT_EQ(p["description"],
-            "recorded from cmd:mycc {hlo_pb}: 8 unique units, 5 unsupported; the rules reproduce 8 of 8 checked verdicts");
+  EXPECT_EQ(
+      p["description"],
+      "recorded from cmd:mycc {hlo_pb}: 8 unique units, 5 unsupported; the rules reproduce 8 of 8 checked verdicts");
   EXPECT_NE(p["source"].get<std::string>().find("backend version mycc 1.2"), std::string::npos);
   auto backend = Load(p);
-  for (const auto& u : result.units) EXPECT_EQ(backend.probe(*u.unit).supported(), u.verdict.supported()) << u.signature;
+  for (const auto& u : result.units)
+    EXPECT_EQ(backend.probe(*u.unit).supported(), u.verdict.supported()) << u.signature;
 }
 
 TEST(ProfileSynthesisTest, RulesAreAsGeneralAsTheVerdictsAllow) {

@@ -42,8 +42,8 @@ class RemoteCacheTest : public opprobe::testing::TempDirTest {
            " --reject-opcode=divide {hlo_txt}";
   }
   std::vector<std::string> Argv(const std::string& name, const std::string& backend, std::vector<std::string> extra) {
-    std::vector<std::string> argv{OPPROBE_BIN, "analyze", kModel, "--backend", backend, "--no-progress", "-q",
-                                  "-o", Path(name + ".json")};
+    std::vector<std::string> argv{OPPROBE_BIN,     "analyze", kModel, "--backend",         backend,
+                                  "--no-progress", "-q",      "-o",   Path(name + ".json")};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
@@ -51,7 +51,8 @@ class RemoteCacheTest : public opprobe::testing::TempDirTest {
   pid_t Start(const std::string& name, const std::string& backend, std::vector<std::string> extra,
               std::map<std::string, std::string> env = {}) {
     env.emplace("XDG_CACHE_HOME", Path(name + "-local"));
-    return opprobe::testing::Spawn(Argv(name, backend, std::move(extra)), env, Path(name + ".out"), Path(name + ".err"));
+    return opprobe::testing::Spawn(Argv(name, backend, std::move(extra)), env, Path(name + ".out"),
+                                   Path(name + ".err"));
   }
   Outcome Finish(const std::string& name, pid_t pid) {
     Outcome o;
@@ -97,7 +98,8 @@ class RemoteCacheTest : public opprobe::testing::TempDirTest {
   }
   static int CountWarnings(const std::string& err) {
     int n = 0;
-    for (size_t p = err.find("opprobe: warning:"); p != std::string::npos; p = err.find("opprobe: warning:", p + 1)) ++n;
+    for (size_t p = err.find("opprobe: warning:"); p != std::string::npos; p = err.find("opprobe: warning:", p + 1))
+      ++n;
     return n;
   }
   std::string Stats(const std::string& url, std::map<std::string, std::string> env = {}) {
@@ -107,7 +109,6 @@ class RemoteCacheTest : public opprobe::testing::TempDirTest {
     return ReadWholeFile(Path("stats.out"));
   }
 };
-
 
 // Two runs at once against one server: identical reports, every unit probed once, and a third run on a
 // fresh machine probes nothing. Then `cache stats` shows the server's entries and hits.
@@ -215,7 +216,8 @@ TEST_F(RemoteCacheTest, ServerKilledMidRunStillCompletes) {
   EXPECT_EQ(Comparable(rb.report), Comparable(ref.report));
 
   // A server that was never there, and one that accepts connections but never answers (bounded wait).
-  Outcome rc = Run("c", backend, {"--cache", "redis://127.0.0.1:" + std::to_string(opprobe::testing::FreeLoopbackPort())});
+  Outcome rc =
+      Run("c", backend, {"--cache", "redis://127.0.0.1:" + std::to_string(opprobe::testing::FreeLoopbackPort())});
   ASSERT_EQ(rc.code, 0) << rc.err;
   EXPECT_EQ(CountWarnings(rc.err), 1) << rc.err;
   EXPECT_EQ(Comparable(rc.report), Comparable(ref.report));
@@ -242,9 +244,7 @@ TEST_F(RemoteCacheTest, GetManyAnswersEachKeyAsGetDoes) {
     std::vector<std::string> keys;
     for (size_t i = 0; i < n; ++i) {
       keys.push_back("t/k" + std::to_string(i));
-      if (i % 3 != 0) {
-        ASSERT_EQ(store.Put(keys.back(), "value " + std::to_string(i)).code, StoreReply::Code::kOk);
-      }
+      if (i % 3 != 0) { ASSERT_EQ(store.Put(keys.back(), "value " + std::to_string(i)).code, StoreReply::Code::kOk); }
     }
     keys.push_back("t/k1");  // asked twice
     std::vector<StoreReply> many = store.GetMany(keys);
@@ -288,7 +288,8 @@ TEST_F(RemoteCacheTest, CorruptEntriesAreRejectedAndOverwritten) {
   ASSERT_TRUE(store.ok());
   // The entries as the server holds them (keys e/<backend hash>/<fingerprint>).
   std::vector<std::string> fps;
-  for (const auto& p : first.report.value("instructions", json::array())) fps.push_back(p["fingerprint"].get<std::string>());
+  for (const auto& p : first.report.value("instructions", json::array()))
+    fps.push_back(p["fingerprint"].get<std::string>());
   if (fps.empty()) {
     Outcome v0 = Run("v0", backend, {"--cache", redis.url(), "--verbosity", "0"});
     for (const auto& p : v0.report["instructions"]) fps.push_back(p["fingerprint"].get<std::string>());
@@ -301,12 +302,12 @@ TEST_F(RemoteCacheTest, CorruptEntriesAreRejectedAndOverwritten) {
   auto good = (*store)->Get(key(fps[0]));
   ASSERT_TRUE(good.ok());
   std::string flipped = good.value;
-  flipped[flipped.size() - 3] ^= 0x01;                                             // checksum no longer matches
+  flipped[flipped.size() - 3] ^= 0x01;  // checksum no longer matches
   ASSERT_TRUE((*store)->Put(key(fps[0]), flipped).ok());
   ASSERT_TRUE((*store)->Put(key(fps[1]), good.value.substr(0, good.value.size() / 2)).ok());  // truncated
   auto other = (*store)->Get(key(fps[3]));
   ASSERT_TRUE(other.ok());
-  ASSERT_TRUE((*store)->Put(key(fps[2]), other.value).ok());                       // another unit's entry
+  ASSERT_TRUE((*store)->Put(key(fps[2]), other.value).ok());  // another unit's entry
   ASSERT_TRUE((*store)->Put(key(fps[3]), "not an entry").ok());
 
   int64_t before = TotalProbes();
@@ -353,7 +354,8 @@ TEST_F(RemoteCacheTest, PasswordProtectedRedis) {
     EXPECT_EQ(o->err.find(secret), std::string::npos);
   }
   // A password in the URL is refused before anything runs.
-  Outcome in_url = Run("in_url", backend, {"--cache", "redis://user:" + secret + "@127.0.0.1:" + std::to_string(redis.port())});
+  Outcome in_url =
+      Run("in_url", backend, {"--cache", "redis://user:" + secret + "@127.0.0.1:" + std::to_string(redis.port())});
   EXPECT_EQ(in_url.code, 2);
   EXPECT_EQ(in_url.err.find(secret), std::string::npos) << in_url.err;
   EXPECT_NE(in_url.err.find("OPPROBE_CACHE_PASSWORD"), std::string::npos) << in_url.err;
@@ -372,7 +374,9 @@ TEST_F(RemoteCacheTest, ShardsThenOneFullReport) {
   int64_t skipped = 0;
   for (int k = 1; k <= 3; ++k) {
     std::string name = "shard" + std::to_string(k);
-    Outcome s = Run(name, backend, {"--cache", redis.url(), "--shard", std::to_string(k) + "/3", "--fail-under", "0", "--verbosity", "0"});
+    Outcome s =
+        Run(name, backend,
+            {"--cache", redis.url(), "--shard", std::to_string(k) + "/3", "--fail-under", "0", "--verbosity", "0"});
     EXPECT_EQ(s.code, 1) << "a gate must not pass on a partial result: " << s.err;
     EXPECT_NE(s.err.find("partial"), std::string::npos) << s.err;
     ASSERT_TRUE(s.report["summary"].contains("shard")) << s.report["summary"].dump();
@@ -441,7 +445,8 @@ TEST(CacheEntry, RoundTripAndRejections) {
 TEST(Shard, ParseAndSplit) {
   EXPECT_TRUE(ParseShard("1/1").ok());
   EXPECT_EQ(ParseShard("3/4")->index, 3);
-  for (const char* bad : {"0/4", "5/4", "4", "/4", "1/", "a/b", "1/0", "-1/2", "1/99999"}) EXPECT_FALSE(ParseShard(bad).ok()) << bad;
+  for (const char* bad : {"0/4", "5/4", "4", "/4", "1/", "a/b", "1/0", "-1/2", "1/99999"})
+    EXPECT_FALSE(ParseShard(bad).ok()) << bad;
   std::map<int, int> per;
   for (int i = 0; i < 400; ++i) ++per[ShardOf("fp" + std::to_string(i), 4)];
   EXPECT_EQ(per.size(), 4u);

@@ -103,7 +103,8 @@ TEST(RulesBackend, VersionChangesWithTheProfile) {
 }
 
 TEST(RulesProfile, ErrorsNameTheJsonPath) {
-  auto bad = rules::ParseProfile(R"({"name":"x","rules":[{"verdict":"unsupported","reason":"r","match":{"opcodes":["ad"]}}]})", "p.json");
+  auto bad = rules::ParseProfile(
+      R"({"name":"x","rules":[{"verdict":"unsupported","reason":"r","match":{"opcodes":["ad"]}}]})", "p.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "p.json: rules[0].match.opcodes[0]: unknown opcode 'ad'");
   auto no_reason = rules::ParseProfile(R"({"name":"x","rules":[{"verdict":"unsupported","match":{}}]})", "p.json");
@@ -112,7 +113,8 @@ TEST(RulesProfile, ErrorsNameTheJsonPath) {
   auto not_json = rules::ParseProfile("{", "p.json");
   ASSERT_FALSE(not_json.ok());
   EXPECT_NE(not_json.status().message().find("p.json: not valid JSON"), std::string::npos);
-  auto bad_type = rules::ParseProfile(R"({"name":"x","rules":[{"verdict":"supported","match":{"element_types":["f33"]}}]})", "p.json");
+  auto bad_type = rules::ParseProfile(
+      R"({"name":"x","rules":[{"verdict":"supported","match":{"element_types":["f33"]}}]})", "p.json");
   ASSERT_FALSE(bad_type.ok());
   EXPECT_EQ(bad_type.status().message(), "p.json: rules[0].match.element_types[0]: unknown element type 'f33'");
 }
@@ -125,9 +127,7 @@ TEST(RulesProfile, EveryBuiltinProfileParses) {
     ASSERT_TRUE(p.ok()) << p.status().message();
     EXPECT_EQ(p->name, n);
     for (const auto& r : p->rules)
-      if (!r.supported) {
-        EXPECT_FALSE(r.source.empty()) << n << " rule " << r.id << " has no source";
-      }
+      if (!r.supported) { EXPECT_FALSE(r.source.empty()) << n << " rule " << r.id << " has no source"; }
   }
 }
 

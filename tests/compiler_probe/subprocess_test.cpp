@@ -69,8 +69,9 @@ TEST(SubprocessTest, LeftoverBackgroundProcessesDoNotBlock) {
 
 TEST(SubprocessTest, KeepsOnlyTheTailOfLargeOutput) {
   // 4 MB on each stream; only the last 1 KiB is kept, and the totals are counted.
-  auto r = RunIt({"sh", "-c", "head -c 4000000 /dev/zero | tr '\\0' a; echo END; head -c 4000000 /dev/zero >&2; echo TAIL >&2"},
-               30.0, 1024);
+  auto r = RunIt(
+      {"sh", "-c", "head -c 4000000 /dev/zero | tr '\\0' a; echo END; head -c 4000000 /dev/zero >&2; echo TAIL >&2"},
+      30.0, 1024);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.stdout_tail.size(), 1024u);
   EXPECT_EQ(r.stdout_tail.substr(r.stdout_tail.size() - 4), "END\n");

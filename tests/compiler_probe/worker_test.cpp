@@ -48,8 +48,9 @@ TEST(WorkerTest, CompareOutputUsesTheTypesTolerance) {
   EXPECT_FALSE(CompareOutput(want, host({1.000001f, 100.005f}), 0).has_value());  // within rtol 1e-4
   auto diff = CompareOutput(want, host({1.0f, 100.5f}), 3);
   ASSERT_TRUE(diff.has_value());
-  EXPECT_EQ(*diff, "output 3 element [1]: got 100.5, interp 100 (1 of 2 elements differ beyond the f32 tolerance: "
-                   "rtol 0.0001, atol 1e-05)");
+  EXPECT_EQ(*diff,
+            "output 3 element [1]: got 100.5, interp 100 (1 of 2 elements differ beyond the f32 tolerance: "
+            "rtol 0.0001, atol 1e-05)");
   EXPECT_EQ(*CompareOutput(want, host({1.0f, 100.0f}, 12), 0), "output 0 has element type f64, interp f32");
   EXPECT_EQ(*CompareOutput(want, host({1.0f, 100.0f}, 11, {1, 2}), 0), "output 0 has dims [1,2], interp [2]");
   hlo::Literal nan(Shape::Array(PrimitiveType::F32, {1}));
@@ -68,8 +69,9 @@ TEST(WorkerTest, CompareOutputUsesTheTypesTolerance) {
   EXPECT_FALSE(CompareOutput(sum, close_sum, 0, /*accumulated=*/true).has_value());
   auto exact = CompareOutput(sum, close_sum, 0, /*accumulated=*/false);
   ASSERT_TRUE(exact.has_value());
-  EXPECT_EQ(*exact, "output 0 element [1]: got 1e-10, interp 0 (1 of 2 elements differ beyond the f64 tolerance: "
-                    "rtol 1e-09, atol 1e-12)");
+  EXPECT_EQ(*exact,
+            "output 0 element [1]: got 1e-10, interp 0 (1 of 2 elements differ beyond the f64 tolerance: "
+            "rtol 1e-09, atol 1e-12)");
   EXPECT_EQ(ToleranceFor(PrimitiveType::S32).rtol, 0.0);
   EXPECT_GT(ToleranceFor(PrimitiveType::BF16).rtol, ToleranceFor(PrimitiveType::F16).rtol);
 }

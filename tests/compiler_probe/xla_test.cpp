@@ -1,8 +1,6 @@
 // The xla:cpu backend against XLA's real CPU compiler and runtime (jaxlib in the environment scripts/test
 // makes from requirements/xla.txt and names with OPPROBE_XLA_PYTHON), plus fake workers for the paths
 // XLA itself does not take on demand (a crash, wrong numbers).
-#include "compiler_probe/xla/xla_backend.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,6 +8,7 @@
 #include <fstream>
 #include <optional>
 
+#include "compiler_probe/xla/xla_backend.h"
 #include "hlo/builder.h"
 #include "hlo/parser.h"
 #include "hlo/probe_unit.h"

@@ -60,7 +60,8 @@ Expected<Literal> LiteralFromValue(const json& v) {
   if (static_cast<int64_t>(data.size()) != (cplx ? 2 * n : n)) return opprobe::InvalidInput("data size mismatch");
   for (int64_t i = 0; i < n; ++i) {
     if (cplx) {
-      lit.SetFromComplex(i, {ToDouble(data[static_cast<size_t>(2 * i)]), ToDouble(data[static_cast<size_t>(2 * i + 1)])});
+      lit.SetFromComplex(i,
+                         {ToDouble(data[static_cast<size_t>(2 * i)]), ToDouble(data[static_cast<size_t>(2 * i + 1)])});
     } else if (opprobe::hlo::IsInteger(*dt) && data[static_cast<size_t>(i)].is_number_integer()) {
       lit.SetFromInt64(i, data[static_cast<size_t>(i)].get<int64_t>());
     } else {
@@ -75,8 +76,10 @@ struct Tol {
 };
 Tol TolFor(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::F64: case PrimitiveType::C128: return {1e-7, 1e-7};
-    case PrimitiveType::F32: case PrimitiveType::C64: return {1e-5, 1.3e-4};
+    case PrimitiveType::F64:
+    case PrimitiveType::C128: return {1e-7, 1e-7};
+    case PrimitiveType::F32:
+    case PrimitiveType::C64: return {1e-5, 1.3e-4};
     case PrimitiveType::F16: return {1e-3, 1e-3};
     case PrimitiveType::BF16: return {1e-2, 1.6e-2};
     default: return {0, 0};
@@ -104,7 +107,8 @@ std::string Compare(const Literal& got, const json& want, bool random, bool dyna
     }
     double w = ToDouble(s);
     double g = opprobe::hlo::IsComplex(got.shape().element_type()) ? got.GetAsComplex(0).real() : got.GetAsDouble(0);
-    if (!Close(g, w, TolFor(got.shape().element_type() == PrimitiveType::F32 ? PrimitiveType::F32 : PrimitiveType::F64)))
+    if (!Close(g, w,
+               TolFor(got.shape().element_type() == PrimitiveType::F32 ? PrimitiveType::F32 : PrimitiveType::F64)))
       return fmt::format("scalar {} != {}", g, w);
     return "";
   }
@@ -112,11 +116,13 @@ std::string Compare(const Literal& got, const json& want, bool random, bool dyna
   std::vector<int64_t> dims = want.at("shape").get<std::vector<int64_t>>();
   const Shape& gs = got.shape();
   if (!dt || gs.element_type() != *dt)
-    return fmt::format("dtype {} != {}", opprobe::hlo::PrimitiveTypeName(gs.element_type()), want["dtype"].get<std::string>());
+    return fmt::format("dtype {} != {}", opprobe::hlo::PrimitiveTypeName(gs.element_type()),
+                       want["dtype"].get<std::string>());
   int64_t limit = -1;  // compare a prefix (bounded dynamic dim 0)
   if (gs.dimensions() != dims) {
     bool prefix = gs.rank() == static_cast<int>(dims.size()) && gs.rank() > 0 && gs.dimensions()[0] >= dims[0];
-    for (int i = 1; prefix && i < gs.rank(); ++i) prefix = gs.dimensions()[static_cast<size_t>(i)] == dims[static_cast<size_t>(i)];
+    for (int i = 1; prefix && i < gs.rank(); ++i)
+      prefix = gs.dimensions()[static_cast<size_t>(i)] == dims[static_cast<size_t>(i)];
     if (!prefix || !(dynamic || gs.is_dynamic_dimension(0)))
       return fmt::format("shape {} != [{}]", gs.ToString(false), fmt::join(dims, ","));
     int64_t n = 1;

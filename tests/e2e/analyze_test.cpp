@@ -21,7 +21,6 @@ using testing::RunOpprobe;
 
 class AnalyzeE2E : public testing::TempDirTest {
  protected:
-
   json Analyze(std::vector<std::string> args, int expected_exit = 0) {
     std::string out = Path("report.json");
     args.insert(args.begin(), {"analyze", "--no-cache", "--no-progress", "-o", out});
@@ -166,7 +165,8 @@ TEST_F(AnalyzeE2E, BadInputIsOneLineExit2AndNoReport) {
       {{"analyze", "-o", report, garbage}, "not a recognised input"},
       {{"analyze", "-o", report, bad_json}, "bad.json"},
       {{"analyze", "-o", report, "--backend", "rulez:cpu", "samples/traces/supported.json"}, "did you mean 'rules'?"},
-      {{"analyze", "-o", report, "--backend", "rules:nope", "samples/traces/supported.json"}, "neither a built-in profile"},
+      {{"analyze", "-o", report, "--backend", "rules:nope", "samples/traces/supported.json"},
+       "neither a built-in profile"},
       {{"analyze", "-o", report}, "nothing to analyze"},
   };
   auto check_all = [&](const std::string& where) {

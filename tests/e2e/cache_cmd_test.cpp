@@ -100,8 +100,9 @@ TEST_F(CacheE2E, ADamagedCacheInTheDefaultFolderIsOneWarningAndAFreshCache) {
 
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.err), 1) << r.err;
-  EXPECT_EQ(r.err.rfind("opprobe: warning: " + store + ": not a usable probe cache (file is not a database): set it "
-                        "aside as verdicts.sqlite3.damaged and started a fresh cache",
+  EXPECT_EQ(r.err.rfind("opprobe: warning: " + store +
+                            ": not a usable probe cache (file is not a database): set it "
+                            "aside as verdicts.sqlite3.damaged and started a fresh cache",
                         0),
             0u)
       << r.err;
@@ -118,7 +119,7 @@ TEST_F(CacheE2E, TheOldLayoutIsCountedThenMovedByTheNextAnalysis) {
   fs::path bdir = fs::path(Path("c")) / "v1" / compiler_probe::BackendKeyHash("rules:cpu", "x");
   fs::create_directories(bdir);
   json e = {{"backend_id", "rules:cpu"}, {"backend_version", "x"}, {"fingerprint", "00ff"},
-            {"verdict", "supported"},    {"reason", ""},            {"seconds", 0.5},
+            {"verdict", "supported"},    {"reason", ""},           {"seconds", 0.5},
             {"output_tail", ""}};
   std::ofstream(bdir / "00ff.json") << e.dump(1);
   auto before = RunOpprobe({"cache", "stats", "--cache", Path("c")});

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <complex>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,9 +28,9 @@ using ::testing::Not;
 
 // Debian's PyTorch 1.13 by default; the torch2 tier (tests/torch2/CMakeLists.txt) runs this suite again with
 // OPPROBE_TEST_PYTHON set to the PyTorch 2.x virtual environment's python.
-const char* const kPython =
-    std::getenv("OPPROBE_TEST_PYTHON") && *std::getenv("OPPROBE_TEST_PYTHON") ? std::getenv("OPPROBE_TEST_PYTHON")
-                                                                            : "/usr/bin/python3";
+const char* const kPython = std::getenv("OPPROBE_TEST_PYTHON") && *std::getenv("OPPROBE_TEST_PYTHON")
+                                ? std::getenv("OPPROBE_TEST_PYTHON")
+                                : "/usr/bin/python3";
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -53,9 +53,8 @@ struct RunResult {
 class CaptureTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("opprobe_capture_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("opprobe_capture_test_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -156,15 +155,15 @@ TEST_F(CaptureTest, SysExitStatusAndArgv) {
   EXPECT_EQ(doc["error"]["type"], "SystemExit");
   EXPECT_EQ(doc["argv"], json::array({"tests/fixtures/traces/scripts/raises_midway.py", "--exit", "3"}));
   // sys.exit(0) is success.
-  auto ok = Opprobe(
-      {"capture", "-o", Trace("ok.json"), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py", "--exit", "0"});
+  auto ok = Opprobe({"capture", "-o", Trace("ok.json"), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py",
+                     "--exit", "0"});
   EXPECT_EQ(ok.status, 0) << ok.err;
   EXPECT_EQ(json::parse(Slurp(Trace("ok.json")))["status"], "ok");
 }
 
 TEST_F(CaptureTest, ModulePathsSourceLinesPhasesAndNoGrad) {
-  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/modules_nograd.py", "a",
-                    "b c"});
+  auto r =
+      Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/modules_nograd.py", "a", "b c"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("argv: a b c"));
   auto g = analyzer::LoadTrace(Trace());
@@ -249,7 +248,8 @@ TEST_F(CaptureTest, LibraryFramesAndTheForwardCallsOfBackwardCalls) {
   EXPECT_TRUE(seed->forward.empty());
 
   // In a module tree: the forward call's module path (backward calls have none of their own).
-  auto m = Opprobe({"capture", "-o", Trace("m.json"), "--", kPython, "tests/fixtures/traces/scripts/modules_nograd.py"});
+  auto m =
+      Opprobe({"capture", "-o", Trace("m.json"), "--", kPython, "tests/fixtures/traces/scripts/modules_nograd.py"});
   ASSERT_EQ(m.status, 0) << m.err;
   auto mg = analyzer::LoadTrace(Trace("m.json"));
   ASSERT_TRUE(mg.ok()) << mg.status().message();
@@ -288,8 +288,9 @@ TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
   // PyTorch 2.x dispatches interpolate(scale_factor=...) as upsample_nearest2d.default with an output size
   // (1.13: .vec with scale_factors, the one float list of the script).
   const bool torch1 = doc["torch_version"].get<std::string>().starts_with("1.");
-  std::set<std::string> want_kinds = {"bool", "bool_list", "complex", "device", "dtype", "float", "int", "int_list",
-                                      "layout", "memory_format", "none", "other", "string", "tensor", "tensor_list"};
+  std::set<std::string> want_kinds = {"bool",  "bool_list", "complex",  "device", "dtype",
+                                      "float", "int",       "int_list", "layout", "memory_format",
+                                      "none",  "other",     "string",   "tensor", "tensor_list"};
   if (torch1) want_kinds.insert("float_list");
   EXPECT_EQ(kinds, want_kinds);
   auto g = analyzer::LoadTrace(Trace());
@@ -305,15 +306,14 @@ TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
   EXPECT_TRUE(std::isinf(clamp->arg("max", 2)->f));
   const analyzer::Node* mul = nullptr;
   for (const auto& n : g->nodes)
-    if (n.qualified_name() == "aten::mul.Tensor" && n.arg("other", 1)->kind == analyzer::Value::Kind::kComplex) mul = &n;
+    if (n.qualified_name() == "aten::mul.Tensor" && n.arg("other", 1)->kind == analyzer::Value::Kind::kComplex)
+      mul = &n;
   ASSERT_NE(mul, nullptr);
   EXPECT_EQ(mul->arg("other", 1)->c, std::complex<double>(1.0, -2.0));
   EXPECT_EQ(mul->outputs[0].tensor.dtype, hlo::PrimitiveType::C64);
   const analyzer::Node* up = Find(*g, torch1 ? "aten::upsample_nearest2d.vec" : "aten::upsample_nearest2d");
   ASSERT_NE(up, nullptr);
-  if (torch1) {
-    EXPECT_EQ(up->arg("scale_factors", 2)->floats, (std::vector<double>{2.0, 1.5}));
-  }
+  if (torch1) { EXPECT_EQ(up->arg("scale_factors", 2)->floats, (std::vector<double>{2.0, 1.5})); }
   EXPECT_NE(Find(*g, "aten::native_layer_norm_backward", "backward"), nullptr);
 }
 
@@ -395,9 +395,7 @@ TEST_F(CaptureTest, UsageErrors) {
 }
 
 TEST_F(CaptureTest, NoTraceWrittenIsAnErrorAndAnOldTraceIsNotMistakenForANewOne) {
-  {
-    std::ofstream(Trace()) << "old trace";
-  }
+  { std::ofstream(Trace()) << "old trace"; }
   // /bin/false stands in for a Python that dies before the shim writes anything.
   auto r = Opprobe({"capture", "-o", Trace(), "--", "/bin/false", "samples/scripts/unsupported.py"});
   EXPECT_EQ(r.status, 2);
@@ -423,9 +421,9 @@ TEST_F(CaptureTest, InterpreterWithoutTorch) {
 // SIGTERM to opprobe reaches the script, which still writes the calls recorded so far.
 TEST_F(CaptureTest, TerminatedCaptureKeepsItsTrace) {
   std::string out = (dir_ / "sleeps.out").string();
-  std::string cmd = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && { " + Quote(OPPROBE_BIN) + " capture -o " + Quote(Trace()) +
-                    " -- " + kPython + " tests/fixtures/traces/scripts/sleeps.py >" + Quote(out) + " 2>" +
-                    Quote((dir_ / "err.txt").string()) + " & P=$!; for i in $(seq 600); do grep -q started " +
+  std::string cmd = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && { " + Quote(OPPROBE_BIN) + " capture -o " +
+                    Quote(Trace()) + " -- " + kPython + " tests/fixtures/traces/scripts/sleeps.py >" + Quote(out) +
+                    " 2>" + Quote((dir_ / "err.txt").string()) + " & P=$!; for i in $(seq 600); do grep -q started " +
                     Quote(out) + " && break; sleep 0.1; done; sleep 0.5; kill -TERM $P; wait $P; echo $? >" +
                     Quote((dir_ / "rc.txt").string()) + "; }";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
@@ -490,8 +488,8 @@ TEST_F(CaptureTest, CounterOffATerminalOnlyWithProgress) {
   EXPECT_THAT(plain.err, HasSubstr("opprobe: recorded "));
   EXPECT_THAT(plain.out, HasSubstr("partial line, ended\n"));
 
-  auto lines = Opprobe({"capture", "--progress", "-o", Trace(), "--", kPython,
-                        "tests/fixtures/traces/scripts/counts_slowly.py", "5.5"});
+  auto lines = Opprobe(
+      {"capture", "--progress", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/counts_slowly.py", "5.5"});
   ASSERT_EQ(lines.status, 0) << lines.err;
   EXPECT_THAT(lines.err, ::testing::ContainsRegex("opprobe: captured [0-9]+ calls \\([0-9]+ distinct\\) so far\n"));
   EXPECT_THAT(lines.err, Not(HasSubstr("\x1b[K")));

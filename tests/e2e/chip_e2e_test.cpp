@@ -4,13 +4,12 @@
 // TPU or GPU present; a bad spec is a usage error (exit 2), a missing plugin exit 3 with the install command.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <vector>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "testing/run_binary.h"
 #include "testing/scoped_env.h"
@@ -87,8 +86,9 @@ TEST_F(ChipE2E, ACompilerUpgradeIsDiffedVersionAgainstVersion) {
   auto o = RunOpprobe({"analyze", "tests/fixtures/hlo/tpu_edge_units.hlo", "--backend", "tpu:v5e", "--no-cache",
                        "--no-progress", "--verbosity", "1", "-o", old_report});
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  auto n = RunOpprobe({"analyze", "tests/fixtures/hlo/tpu_edge_units.hlo", "--backend", std::string("tpu:v5e,plugin=") + next,
-                       "--no-cache", "--no-progress", "--verbosity", "1", "-o", new_report});
+  auto n = RunOpprobe({"analyze", "tests/fixtures/hlo/tpu_edge_units.hlo", "--backend",
+                       std::string("tpu:v5e,plugin=") + next, "--no-cache", "--no-progress", "--verbosity", "1", "-o",
+                       new_report});
   ASSERT_EQ(n.exit_code, 0) << n.err;
   json old_j = json::parse(ReadWholeFile(old_report)), new_j = json::parse(ReadWholeFile(new_report));
   EXPECT_EQ(new_j["backend"], "tpu:v5e");  // the plugin's path is not part of the target's name
@@ -120,8 +120,8 @@ TEST_F(ChipE2E, BatchedAndOneUnitPerCompileGiveTheSameVerdicts) {
       std::string out = Path("report.json");
       // The trace and the HLO file cannot go in one run: two runs, the second adding to the same map.
       for (const std::string input : {"samples/traces/resnet18_train.json", "tests/fixtures/hlo/tpu_edge_units.hlo"}) {
-        std::vector<std::string> one = {"analyze", input, "--backend", target, "--no-cache", "--no-progress",
-                                        "--verbosity", "0", "-o", out};
+        std::vector<std::string> one = {"analyze",       input,         "--backend", target, "--no-cache",
+                                        "--no-progress", "--verbosity", "0",         "-o",   out};
         if (!batch.empty()) one.insert(one.end(), {"--probe-batch", batch});
         auto r = RunOpprobe(one);
         ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;

@@ -1,21 +1,20 @@
-// Nothing outlives opprobe (issue #29.1, support/exit_cleanup.h): the real binary is stopped while it probes, with every
-// backend that runs something of its own (a `cmd:` compiler, the xla:cpu and iree:llvm-cpu Python workers and IREE's
-// iree-compile under them, a real PJRT plugin's worker, the real TPU and GPU compilers' workers), by Ctrl-C (SIGINT
-// to its process group, as a terminal sends it), SIGTERM, SIGHUP, a crash (SIGSEGV) or SIGKILL. Afterwards no process
-// it started, or that those started, may still run, and no temporary folder it made may be left in $TMPDIR.
+// Nothing outlives opprobe (issue #29.1, support/exit_cleanup.h): the real binary is stopped while it probes, with
+// every backend that runs something of its own (a `cmd:` compiler, the xla:cpu and iree:llvm-cpu Python workers and
+// IREE's iree-compile under them, a real PJRT plugin's worker, the real TPU and GPU compilers' workers), by Ctrl-C
+// (SIGINT to its process group, as a terminal sends it), SIGTERM, SIGHUP, a crash (SIGSEGV) or SIGKILL. Afterwards no
+// process it started, or that those started, may still run, and no temporary folder it made may be left in $TMPDIR.
 //
 // The test process is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever opprobe leaves orphaned becomes the test's
 // child instead of init's, so that it is found (and reaped) here. Everything waits on events, polled: the compilers or
 // the worker's first probes before the signal, opprobe's exit after it.
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
@@ -96,7 +95,8 @@ std::vector<Proc> Descendants(pid_t root, const std::map<pid_t, Proc>& procs) {
 
 // Polls `done` every few milliseconds until it holds or `seconds` pass; whether it held.
 bool WaitFor(const std::function<bool()>& done, double seconds) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   while (!done()) {
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -132,8 +132,7 @@ class NothingOutlivesOpprobe : public testing::TempDirTest {
     if (pid_ > 0) ::kill(pid_, SIGKILL);
     for (const auto& [pid, p] : ScanProc())
       if (p.ppid == ::getpid()) ::kill(pid, SIGKILL);  // orphans that came here
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
     TempDirTest::TearDown();
   }
 
@@ -221,7 +220,8 @@ class NothingOutlivesOpprobe : public testing::TempDirTest {
 
   std::string Started() const {
     std::string s;
-    for (const Proc& p : started_) s += "\n  " + std::to_string(p.pid) + " (group " + std::to_string(p.pgrp) + ") " + p.cmdline;
+    for (const Proc& p : started_)
+      s += "\n  " + std::to_string(p.pid) + " (group " + std::to_string(p.pgrp) + ") " + p.cmdline;
     return s;
   }
 
@@ -234,10 +234,9 @@ class NothingOutlivesOpprobe : public testing::TempDirTest {
     std::vector<std::string> survivors;
     WaitFor([&] { return (survivors = Survivors()).empty(); }, grace);
     EXPECT_TRUE(survivors.empty()) << "still running after opprobe ended:\n  " << Joined(survivors)
-                                   << "\nstarted:" << Started() << "\n" << Err();
-    if (folders) {
-      EXPECT_TRUE(FolderEntries(tmp_).empty()) << "left in $TMPDIR: " << Joined(FolderEntries(tmp_));
-    }
+                                   << "\nstarted:" << Started() << "\n"
+                                   << Err();
+    if (folders) { EXPECT_TRUE(FolderEntries(tmp_).empty()) << "left in $TMPDIR: " << Joined(FolderEntries(tmp_)); }
   }
 
   // Compilers `cmd:` runs (the fake compiler), by command line.
@@ -265,7 +264,12 @@ class NothingOutlivesOpprobe : public testing::TempDirTest {
   // `--backend cmd:` with the fake compiler given `flags`, three at a time, on `input` (the bundled ResNet-18 step).
   std::vector<std::string> CmdAnalysis(const std::string& flags,
                                        const std::string& input = "samples/traces/resnet18_train.json") {
-    std::vector<std::string> args{"analyze", "--no-cache", "--no-progress", "-j", "3", "--backend",
+    std::vector<std::string> args{"analyze",
+                                  "--no-cache",
+                                  "--no-progress",
+                                  "-j",
+                                  "3",
+                                  "--backend",
                                   std::string("cmd:") + kFakeCompiler + " " + flags + " {hlo_txt}"};
     if (!input.empty()) args.insert(args.begin() + 1, input);
     return args;
@@ -273,15 +277,23 @@ class NothingOutlivesOpprobe : public testing::TempDirTest {
 
   // A worker backend on the bundled ResNet-18 step, one unit per compile (so that probing lasts), with progress lines.
   std::vector<std::string> WorkerAnalysis(const std::string& backend) {
-    return {"analyze", "samples/traces/resnet18_train.json", "--no-cache", "--progress", "--probe-batch", "1",
-            "--backend", backend, "-o", Path("report.json")};
+    return {"analyze",
+            "samples/traces/resnet18_train.json",
+            "--no-cache",
+            "--progress",
+            "--probe-batch",
+            "1",
+            "--backend",
+            backend,
+            "-o",
+            Path("report.json")};
   }
 
   void StopCompilers(int sig) {
     // --hang: each compiler also starts a child of its own, in its process group, and both sleep forever.
     ASSERT_NO_FATAL_FAILURE(Start(CmdAnalysis("--hang")));
-    ASSERT_NO_FATAL_FAILURE(WaitUntilProbing(
-        [&] { return RunningCompilers() == 3 && HasFolder("opprobe-cmd-"); }, "three running compilers"));
+    ASSERT_NO_FATAL_FAILURE(WaitUntilProbing([&] { return RunningCompilers() == 3 && HasFolder("opprobe-cmd-"); },
+                                             "three running compilers"));
     ASSERT_NO_FATAL_FAILURE(Stop(sig));
     ExpectNothingLeft(sig, 0);
     EXPECT_NE(Err().find("stopping its compilers and workers"), std::string::npos) << Err();
@@ -303,7 +315,9 @@ class NothingOutlivesOpprobe : public testing::TempDirTest {
   std::vector<pid_t> leftovers_;  // kill() targets for TearDown
 };
 
-TEST_F(NothingOutlivesOpprobe, CtrlCEndsEveryCompilerWithWhatItStartedAndRemovesTheWorkFolder) { StopCompilers(SIGINT); }
+TEST_F(NothingOutlivesOpprobe, CtrlCEndsEveryCompilerWithWhatItStartedAndRemovesTheWorkFolder) {
+  StopCompilers(SIGINT);
+}
 TEST_F(NothingOutlivesOpprobe, SigtermEndsEveryCompiler) { StopCompilers(SIGTERM); }
 TEST_F(NothingOutlivesOpprobe, SighupEndsEveryCompiler) { StopCompilers(SIGHUP); }
 
@@ -319,36 +333,42 @@ TEST_F(NothingOutlivesOpprobe, TheCapturedTracesFolderGoesToo) {
 }
 
 TEST_F(NothingOutlivesOpprobe, CtrlCEndsTheXlaWorker) {
-  StopWorker("xla:cpu", SIGINT, [&] { return Probing(); }, "probing by XLA");
+  StopWorker(
+      "xla:cpu", SIGINT, [&] { return Probing(); }, "probing by XLA");
 }
 
 // iree-compile runs under the Python worker, in its process group: stopped in the middle of a compile.
 TEST_F(NothingOutlivesOpprobe, SigtermEndsTheIreeWorkerAndTheCompileItRuns) {
-  StopWorker("iree:llvm-cpu", SIGTERM, [&] { return RunsProgram("iree-compile"); }, "iree-compile running");
+  StopWorker(
+      "iree:llvm-cpu", SIGTERM, [&] { return RunsProgram("iree-compile"); }, "iree-compile running");
 }
 
 // A real PJRT plugin from PyPI (scripts/test names it with OPPROBE_PJRT_CPU_PLUGIN, as tests/e2e/xla_e2e_test.cpp).
 TEST_F(NothingOutlivesOpprobe, CtrlCEndsAPjrtPluginsWorker) {
   const char* plugin = std::getenv("OPPROBE_PJRT_CPU_PLUGIN");
-  ASSERT_TRUE(plugin && *plugin) << "OPPROBE_PJRT_CPU_PLUGIN is not set: scripts/test installs requirements/pjrt-cpu.txt";
-  StopWorker(std::string("pjrt:") + plugin, SIGINT, [&] { return Probing(); }, "probing by the PJRT plugin");
+  ASSERT_TRUE(plugin && *plugin)
+      << "OPPROBE_PJRT_CPU_PLUGIN is not set: scripts/test installs requirements/pjrt-cpu.txt";
+  StopWorker(
+      std::string("pjrt:") + plugin, SIGINT, [&] { return Probing(); }, "probing by the PJRT plugin");
 }
 
 // The real TPU and GPU compilers (libtpu and XLA's CUDA plugin, found as tests/e2e/chip_e2e_test.cpp finds them).
 TEST_F(NothingOutlivesOpprobe, SigtermEndsTheTpuCompilersWorker) {
-  StopWorker("tpu:v5e", SIGTERM, [&] { return Probing(); }, "probing by the TPU compiler");
+  StopWorker(
+      "tpu:v5e", SIGTERM, [&] { return Probing(); }, "probing by the TPU compiler");
 }
 
 // XLA's CUDA plugin runs ptxas for each kernel, in the worker's process group: stopped while one runs.
 TEST_F(NothingOutlivesOpprobe, CtrlCEndsTheGpuCompilersWorkerAndItsPtxas) {
-  StopWorker("gpu:h100", SIGINT, [&] { return RunsProgram("ptxas"); }, "ptxas running");
+  StopWorker(
+      "gpu:h100", SIGINT, [&] { return RunsProgram("ptxas"); }, "ptxas running");
 }
 
 // A crash: the handler kills the compilers' groups and removes the folder, then opprobe dies of its signal.
 TEST_F(NothingOutlivesOpprobe, ACrashEndsEveryCompilerAndRemovesTheWorkFolder) {
   ASSERT_NO_FATAL_FAILURE(Start(CmdAnalysis("--hang")));
-  ASSERT_NO_FATAL_FAILURE(WaitUntilProbing(
-      [&] { return RunningCompilers() == 3 && HasFolder("opprobe-cmd-"); }, "three running compilers"));
+  ASSERT_NO_FATAL_FAILURE(WaitUntilProbing([&] { return RunningCompilers() == 3 && HasFolder("opprobe-cmd-"); },
+                                           "three running compilers"));
   ASSERT_NO_FATAL_FAILURE(Stop(SIGSEGV));
   ExpectNothingLeft(SIGSEGV, 10);
 }

@@ -28,10 +28,10 @@ using testing::RunOpprobe;
 const fs::path kExternal = fs::path(OPPROBE_SOURCE_DIR) / ".." / "shared" / "external" / "pt2";
 
 struct Expect {
-  bool program;            // holds an ExportedProgram
-  size_t nodes = 0;        // aten nodes the program has (from SOURCES.md)
+  bool program;      // holds an ExportedProgram
+  size_t nodes = 0;  // aten nodes the program has (from SOURCES.md)
   std::string torch_version;
-  std::string message;     // for the files without a program: what the one-line error says
+  std::string message;  // for the files without a program: what the one-line error says
 };
 
 const std::map<std::string, Expect>& Known() {
@@ -74,9 +74,7 @@ TEST_F(ExternalPt2, EveryFileLoadsOrSaysWhyNot) {
       auto g = analyzer::LoadPt2(path);
       ASSERT_TRUE(g.ok()) << g.status().message();
       EXPECT_EQ(g->nodes.size(), want.nodes);
-      if (!want.torch_version.empty()) {
-        EXPECT_EQ(g->torch_version, want.torch_version);
-      }
+      if (!want.torch_version.empty()) { EXPECT_EQ(g->torch_version, want.torch_version); }
       json report = json::parse(ReadWholeFile(out), nullptr, false);
       ASSERT_TRUE(report.is_object()) << r.err;
       EXPECT_EQ(report["input_kind"], "pt2");

@@ -63,8 +63,8 @@ TEST_F(FakeE2E, ABillionParameterStepIsCapturedWithoutItsMemory) {
       if (o.value("kind", "") == "tensor" && o["shape"] == json::array({32000, 4096})) lm_head = true;
   EXPECT_TRUE(lm_head) << "the output layer's weight is recorded at its full size";
   // And the analysis takes --fake too.
-  auto r = RunOpprobe({"analyze", "--fake", "--backend", "rules:cpu", "--no-progress", "-q", "-o", Path("r.json"),
-                       "--", Torch2(), kDecoder, "1b"});
+  auto r = RunOpprobe({"analyze", "--fake", "--backend", "rules:cpu", "--no-progress", "-q", "-o", Path("r.json"), "--",
+                       Torch2(), kDecoder, "1b"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(ReadWholeFile(Path("r.json")))["support_percentage"], "100.00%");
 }
@@ -75,10 +75,11 @@ TEST_F(FakeE2E, AScriptThatNeedsAValueStopsAtItsLineInOneLine) {
                            "x = torch.randn(4, 4)\n"
                            "loss = (x @ x).sum()\n"
                            "print('loss', loss.item())\n";
-  auto r = RunOpprobe({"analyze", "--fake", "--backend", "rules:cpu", "--no-progress", "-o", Path("r.json"), "--",
-                       Torch2(), script});
+  auto r = RunOpprobe(
+      {"analyze", "--fake", "--backend", "rules:cpu", "--no-progress", "-o", Path("r.json"), "--", Torch2(), script});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("the script failed at " + script + ":4 (NeedsAValue: --fake: the script needs a "
+  EXPECT_THAT(r.err, HasSubstr("the script failed at " + script +
+                               ":4 (NeedsAValue: --fake: the script needs a "
                                "tensor's value here (aten._local_scalar_dense"));
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("Traceback"))) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

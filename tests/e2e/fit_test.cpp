@@ -85,9 +85,9 @@ TEST_F(FitE2E, ASmallDecoderStepCompiledWholeFitsOneV5eChip) {
   opprobe::testing::JsonSchemaValidator schema(json::parse(ReadWholeFile("schemas/report.schema.json")));
   auto errors = schema.Validate(json::parse(ReadWholeFile(Path("report.json"))));
   EXPECT_TRUE(errors.empty()) << errors.front();
-  auto text = RunOpprobe({"analyze", "--fit", "--backend", "tpu:v5e", "--no-progress", "--format", "text", "--format",
-                          "markdown=" + Path("r.md"), "--format", "html=" + Path("r.html"), "--", Torch2(), kDecoder,
-                          "tiny"});
+  auto text =
+      RunOpprobe({"analyze", "--fit", "--backend", "tpu:v5e", "--no-progress", "--format", "text", "--format",
+                  "markdown=" + Path("r.md"), "--format", "html=" + Path("r.html"), "--", Torch2(), kDecoder, "tiny"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("Will it fit: the first training step"));
   EXPECT_THAT(ReadWholeFile(Path("r.md")), HasSubstr("### Will it fit"));
@@ -151,16 +151,15 @@ TEST_F(FitE2E, ASevenBillionStepDoesNotFitOneV5eChipAndFitsV5pSplitFsdp8) {
   EXPECT_EQ(n["source"], "estimate");
   EXPECT_EQ(n["fits"], false);
   EXPECT_EQ(n["short_by_bytes"], n["required_bytes"].get<int64_t>() - (int64_t{16} << 30));
-  auto [coden8, n8] = Analyze({Path("7b.json"), "--fit", "--backend", "rules:neuron-trn1", "--parallel", "fsdp=8"},
-                              "trn1x8.json");
+  auto [coden8, n8] =
+      Analyze({Path("7b.json"), "--fit", "--backend", "rules:neuron-trn1", "--parallel", "fsdp=8"}, "trn1x8.json");
   EXPECT_EQ(coden8, 0) << last_err_;
   EXPECT_TRUE(n8["fits"].is_null());
   EXPECT_EQ(n8["devices"], 8);
   EXPECT_THAT(n8["headline"].get<std::string>(), HasSubstr("whether it fits is not known"));
 
-  auto [code8, s] = Analyze({Path("7b.json"), "--fit", "--require-fit", "--backend", "tpu:v5p:2x2x2", "--parallel",
-                             "fsdp=8"},
-                            "fsdp.json");
+  auto [code8, s] = Analyze(
+      {Path("7b.json"), "--fit", "--require-fit", "--backend", "tpu:v5p:2x2x2", "--parallel", "fsdp=8"}, "fsdp.json");
   EXPECT_EQ(code8, 0) << last_err_;
   ASSERT_EQ(s["outcome"], "compiled") << s.dump();
   EXPECT_EQ(s["what"], "the first training step split fsdp=8");
@@ -179,8 +178,8 @@ TEST_F(FitE2E, XlasCpuCompilerAndAPjrtPluginLayOutTheStepOnTheHost) {
   const char* plugin = std::getenv("OPPROBE_PJRT_CPU_PLUGIN");
   ASSERT_TRUE(plugin && *plugin) << "OPPROBE_PJRT_CPU_PLUGIN is not set (scripts/test sets it)";
   const std::string hlo = Path("step.pb");
-  auto [code, x] = Analyze({"--fit", "--require-fit", "--backend", "xla:cpu", "--dump-program", hlo, "--", Torch2(),
-                            kDecoder, "tiny"});
+  auto [code, x] = Analyze(
+      {"--fit", "--require-fit", "--backend", "xla:cpu", "--dump-program", hlo, "--", Torch2(), kDecoder, "tiny"});
   ASSERT_EQ(code, 0) << last_err_;
   ASSERT_EQ(x["outcome"], "compiled") << x.dump();
   EXPECT_THAT(x["compiler"].get<std::string>(), HasSubstr("jaxlib 0.10.2"));
@@ -221,8 +220,8 @@ TEST_F(FitE2E, XlasCpuCompilerAndAPjrtPluginLayOutTheStepOnTheHost) {
 TEST_F(FitE2E, ANeuronProfileHoldsTheEstimateAgainstANeuronCoresMemory) {
   // rules:neuron-trn1 compiles nothing: opprobe's liveness estimate of the step, held against the 16 GiB of one
   // NeuronCore-v2 (the profile's figure, with its source), fits; --require-fit still does not pass on an estimate.
-  auto [code, p] = Analyze({"--fit", "--require-fit", "--backend", "rules:neuron-trn1", "--", Torch2(), kDecoder,
-                            "tiny"});
+  auto [code, p] =
+      Analyze({"--fit", "--require-fit", "--backend", "rules:neuron-trn1", "--", Torch2(), kDecoder, "tiny"});
   EXPECT_EQ(code, 1) << last_err_;
   EXPECT_EQ(p["outcome"], "not compiled");
   EXPECT_EQ(p["source"], "estimate");
@@ -242,14 +241,15 @@ TEST_F(FitE2E, AnSpmdScriptIsSplitAsItsOwnMarkShardingSays) {
   ASSERT_EQ(code, 0) << last_err_;
   ASSERT_EQ(p["outcome"], "compiled") << p.dump();
   EXPECT_EQ(p["devices"], 8);
-  EXPECT_THAT(p["what"].get<std::string>(), HasSubstr("split as the script marks it (xs.mark_sharding over a 2x4 mesh)"));
+  EXPECT_THAT(p["what"].get<std::string>(),
+              HasSubstr("split as the script marks it (xs.mark_sharding over a 2x4 mesh)"));
   const int64_t weights = 2 * 1024 * 256 * 4 / 4, biases = (1024 + 256) * 4, batch = 64 * 256 * 4 / 2;
   EXPECT_EQ(Mem(p, "argument_bytes"), weights + biases + batch);
   EXPECT_EQ(Mem(p, "alias_bytes"), weights + biases) << "the updated parameters, split as they came in";
   // --parallel, when given, is the split asked for instead.
-  auto [code2, q] = Analyze({"--fit", "--backend", "gpu:h100", "--parallel", "dp=8", "--", Torch2(),
-                             "tests/torch2/scripts/spmd_step.py"},
-                            "dp.json");
+  auto [code2, q] = Analyze(
+      {"--fit", "--backend", "gpu:h100", "--parallel", "dp=8", "--", Torch2(), "tests/torch2/scripts/spmd_step.py"},
+      "dp.json");
   ASSERT_EQ(code2, 0) << last_err_;
   EXPECT_EQ(q["what"], "the first training step split dp=8");
   EXPECT_EQ(Mem(q, "argument_bytes"), 4 * weights + biases + batch / 4);
@@ -292,10 +292,12 @@ TEST_F(FitE2E, AStepWithACallOpprobeCannotLowerIsNotBuiltAndSaysWhichCall) {
 }
 
 TEST_F(FitE2E, BadParallelSpecsAreUsageErrors) {
-  auto r = RunOpprobe({"analyze", "--parallel", "fsdp=8", "--backend", "rules:cpu", "samples/traces/resnet18_train.json"});
+  auto r =
+      RunOpprobe({"analyze", "--parallel", "fsdp=8", "--backend", "rules:cpu", "samples/traces/resnet18_train.json"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--parallel needs --fit"));
-  r = RunOpprobe({"analyze", "--fit", "--parallel", "zp=8", "--backend", "rules:cpu", "samples/traces/resnet18_train.json"});
+  r = RunOpprobe(
+      {"analyze", "--fit", "--parallel", "zp=8", "--backend", "rules:cpu", "samples/traces/resnet18_train.json"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("'zp=8' is not AXIS=N"));
   // A trace without a recorded data flow: said in the report, no compile.
@@ -304,8 +306,8 @@ TEST_F(FitE2E, BadParallelSpecsAreUsageErrors) {
   EXPECT_EQ(p["outcome"], "not built");
   EXPECT_THAT(p["not_built"].get<std::string>(), HasSubstr("opprobe capture --program"));
   // A .pt2 of an older torch (schema 2) is a whole program: built from its graph signature; rules: estimate it.
-  auto [code2, q] = Analyze({"--fit", "--backend", "rules:cpu",
-                             "../shared/external/pt2/hades-pid_exported_program.schema2.pt2"}, "pt2.json");
+  auto [code2, q] = Analyze(
+      {"--fit", "--backend", "rules:cpu", "../shared/external/pt2/hades-pid_exported_program.schema2.pt2"}, "pt2.json");
   EXPECT_EQ(code2, 0) << last_err_;
   EXPECT_EQ(q["outcome"], "not compiled") << q.dump();
   EXPECT_THAT(q["what"].get<std::string>(), HasSubstr("the exported program"));

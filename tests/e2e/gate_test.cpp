@@ -23,7 +23,6 @@ using testing::RunResult;
 
 class GateE2E : public testing::TempDirTest {
  protected:
-
   static void Write(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
@@ -61,7 +60,6 @@ class GateE2E : public testing::TempDirTest {
     EXPECT_EQ(j["support_percentage"], "100.00%");
     return path;
   }
-
 };
 
 TEST_F(GateE2E, NewlyUnsupportedOpFailsThePullRequest) {
@@ -117,7 +115,7 @@ TEST_F(GateE2E, AllowAcceptsTheKnownGap) {
 // of this opprobe's own (the unchanged model passes, the added op fails), whatever the number says.
 TEST_F(GateE2E, ABaselineOfAnotherSchemaVersionIsReadByItsFields) {
   json other = json::parse(ReadWholeFile(Baseline()));
-  other["schema_version"] = 2;  // a version this opprobe does not write
+  other["schema_version"] = 2;             // a version this opprobe does not write
   other.erase("aten_support_percentage");  // optional: the comparison does without it
   std::string baseline = Path("v2.json");
   Write(baseline, other.dump());
@@ -206,9 +204,8 @@ TEST_F(GateE2E, BadBaselineIsExit2) {
 TEST_F(GateE2E, AReportRunReplacesAllItsFilesOrNone) {
   Write(Path("old.json"), "earlier json report");
   Write(Path("old.md"), "earlier markdown report");
-  auto r = Analyze("samples/traces/supported.json",
-                   {"-o", Path("old.json"), "--format", "markdown=" + Path("old.md"), "--format",
-                    "sarif=" + Path("no/such/folder/r.sarif")});
+  auto r = Analyze("samples/traces/supported.json", {"-o", Path("old.json"), "--format", "markdown=" + Path("old.md"),
+                                                     "--format", "sarif=" + Path("no/such/folder/r.sarif")});
   EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
   EXPECT_NE(r.err.find("no/such/folder/r.sarif: cannot write"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
@@ -219,7 +216,8 @@ TEST_F(GateE2E, AReportRunReplacesAllItsFilesOrNone) {
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"old.json", "old.md"}));
 
-  auto ok = Analyze("samples/traces/supported.json", {"-o", Path("old.json"), "--format", "markdown=" + Path("old.md")});
+  auto ok =
+      Analyze("samples/traces/supported.json", {"-o", Path("old.json"), "--format", "markdown=" + Path("old.md")});
   EXPECT_EQ(ok.exit_code, 0) << ok.err << ok.out;
   EXPECT_NE(ReadWholeFile(Path("old.json")), "earlier json report");
   EXPECT_NE(ReadWholeFile(Path("old.md")), "earlier markdown report");

@@ -27,7 +27,7 @@ class HonestE2E : public testing::TempDirTest {};
 
 TEST_F(HonestE2E, CustomOpsAndAFailedScriptInEveryFormat) {
   const std::vector<std::pair<std::string, std::string>> formats = {
-      {"json", "r.json"}, {"text", "r.txt"},     {"markdown", "r.md"},  {"junit", "r.xml"},
+      {"json", "r.json"},   {"text", "r.txt"},  {"markdown", "r.md"}, {"junit", "r.xml"},
       {"sarif", "r.sarif"}, {"github", "r.gh"}, {"html", "r.html"}};
   std::vector<std::string> args = {"analyze", kFailed, "--no-cache", "--backend", "rules:neuron-trn1"};
   for (const auto& [f, file] : formats) args.push_back("--format=" + f + "=" + Path(file));
@@ -42,11 +42,12 @@ TEST_F(HonestE2E, CustomOpsAndAFailedScriptInEveryFormat) {
     ASSERT_FALSE(text.empty()) << f;
     EXPECT_NE(text.find("partial analysis: the script failed at tests/fixtures/traces/honest/detect.py:15"),
               std::string::npos)
-        << f << "\n" << text;
+        << f << "\n"
+        << text;
     EXPECT_NE(text.find("torchvision::nms"), std::string::npos) << f;
     EXPECT_NE(text.find("mylib::my_op"), std::string::npos) << f;
     EXPECT_NE(text.find("quantized::linear_prepack"), std::string::npos) << f;  // only in the old skipped_ops
-    EXPECT_EQ(text.find("profiler::"), std::string::npos) << f;                // bookkeeping stays out
+    EXPECT_EQ(text.find("profiler::"), std::string::npos) << f;                 // bookkeeping stays out
     // A 100% shows only marked incomplete (the JSON marks the whole report with "complete": false instead).
     // (HTML: the summary cards; its per-module bars may show a module's own 100%. GitHub escapes % as %25.)
     std::string shown = f == "html" ? text.substr(0, text.find("<section id=\"unsupported\"")) : text;
@@ -71,9 +72,10 @@ TEST_F(HonestE2E, CustomOpsAndAFailedScriptInEveryFormat) {
       EXPECT_EQ(e["failureAt"], "custom_op");
       EXPECT_EQ(e["count"], 2);
       EXPECT_EQ(e["call"], "detect.py 12");
-      EXPECT_EQ(e["reason"].get<std::string>().rfind(
-                    "torchvision::nms has no XLA lowering: an XLA backend needs a custom call or a CPU fallback for it", 0),
-                0u);
+      EXPECT_EQ(
+          e["reason"].get<std::string>().rfind(
+              "torchvision::nms has no XLA lowering: an XLA backend needs a custom call or a CPU fallback for it", 0),
+          0u);
     }
     if (e["kind"] == "quantized::linear_prepack") {
       prepack = true;
@@ -94,14 +96,15 @@ TEST_F(HonestE2E, CustomOpsAndAFailedScriptInEveryFormat) {
 // script's folder (the trace's lib_loc and forward, as the capture records them).
 TEST_F(HonestE2E, LibraryFramesAndForwardCallsInEveryFormat) {
   const std::vector<std::pair<std::string, std::string>> formats = {
-      {"json", "r.json"}, {"text", "r.txt"},     {"markdown", "r.md"},  {"junit", "r.xml"},
+      {"json", "r.json"},   {"text", "r.txt"},  {"markdown", "r.md"}, {"junit", "r.xml"},
       {"sarif", "r.sarif"}, {"github", "r.gh"}, {"html", "r.html"}};
   std::vector<std::string> args = {"analyze", kOrigins, "--no-cache", "--backend", "rules:neuron-trn1"};
   for (const auto& [f, file] : formats) args.push_back("--format=" + f + "=" + Path(file));
   auto r = RunOpprobe(args);
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
   const std::string library = "via fakevision/ops/spectral.py:41";
-  const std::string forward = "backward of aten::mul.Tensor at models/head.py:12 via fakevision/ops/spectral.py:41 in head";
+  const std::string forward =
+      "backward of aten::mul.Tensor at models/head.py:12 via fakevision/ops/spectral.py:41 in head";
   for (const auto& [f, file] : formats) {
     std::string text = ReadWholeFile(Path(file));
     ASSERT_FALSE(text.empty()) << f;
@@ -165,8 +168,9 @@ TEST_F(HonestE2E, AScriptThatRaisesMidwayIsAPartialAnalysis) {
       "from the fixture)";
   EXPECT_NE(r.out.find(banner), std::string::npos) << r.out;
   // Markdown escapes `_`.
-  EXPECT_NE(ReadWholeFile(Path("r.md")).find("partial analysis: the script failed at "
-                                             "tests/fixtures/traces/scripts/raises\\_midway.py:13"),
+  EXPECT_NE(ReadWholeFile(Path("r.md"))
+                .find("partial analysis: the script failed at "
+                      "tests/fixtures/traces/scripts/raises\\_midway.py:13"),
             std::string::npos)
       << ReadWholeFile(Path("r.md"));
   json j = json::parse(ReadWholeFile(Path("r.json")));
@@ -188,8 +192,8 @@ TEST_F(HonestE2E, OneFailedTraceAmongSeveralMakesThePartialBanner) {
 }
 
 TEST_F(HonestE2E, IgnoreOpLeavesOutWhatTheUserHandlesAndSaysSo) {
-  auto r = RunOpprobe({"analyze", kFailed, "--no-cache", "--ignore-op", "torchvision::*", "--ignore-op",
-                       "mylib::my_op", "-o", Path("r.json")});
+  auto r = RunOpprobe({"analyze", kFailed, "--no-cache", "--ignore-op", "torchvision::*", "--ignore-op", "mylib::my_op",
+                       "-o", Path("r.json")});
   EXPECT_EQ(r.exit_code, 2) << r.err;  // still a failed script
   EXPECT_NE(r.out.find("ignored (--ignore-op): 3 calls of mylib::my_op (1), torchvision::nms (2)"), std::string::npos)
       << r.out;

@@ -4,15 +4,14 @@
 // file (xla:cpu and iree:llvm-cpu through the installed Python worker, pjrt: with the CPU plugin, tpu:v5e and gpu:h100
 // through the installed pjrt worker), and `capture` and `analyze -- script` run a script with Debian's Python through
 // the installed shim. The Python environments and plugins are the user's, named as scripts/test names them.
-// An installed binary never falls back to the checkout it was built from (support/runtime_files.h): a moved prefix still
-// works, and one without its helpers says where they should be.
+// An installed binary never falls back to the checkout it was built from (support/runtime_files.h): a moved prefix
+// still works, and one without its helpers says where they should be.
 #include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -54,9 +53,20 @@ class InstalledE2E : public testing::TempDirTest {
   // PREFIX/bin/opprobe ARGS, in the work folder, without the variables that would point it at the build or source
   // tree's copies of its files.
   RunResult Installed(const std::vector<std::string>& args, const std::string& prefix = "") {
-    std::vector<std::string> argv = {"/usr/bin/env", "-C", work_, "-u", "OPPROBE_PJRT_WORKER", "-u",
-                                     "OPPROBE_XLA_WORKER", "-u", "OPPROBE_CAPTURE_SHIM", "-u", "OPPROBE_BIN",
-                                     "-u", "PYTHONPATH", (prefix.empty() ? prefix_ : prefix) + "/bin/opprobe"};
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "-C",
+                                     work_,
+                                     "-u",
+                                     "OPPROBE_PJRT_WORKER",
+                                     "-u",
+                                     "OPPROBE_XLA_WORKER",
+                                     "-u",
+                                     "OPPROBE_CAPTURE_SHIM",
+                                     "-u",
+                                     "OPPROBE_BIN",
+                                     "-u",
+                                     "PYTHONPATH",
+                                     (prefix.empty() ? prefix_ : prefix) + "/bin/opprobe"};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProgram(argv);
   }
@@ -64,8 +74,8 @@ class InstalledE2E : public testing::TempDirTest {
   // Analyzes module.hlo with `backend` through the installed binary: every instruction judged, all supported.
   void ExpectAllSupported(const std::string& backend, const std::string& id) {
     SCOPED_TRACE(backend);
-    auto r = Installed({"analyze", "module.hlo", "--backend", backend, "--no-cache", "--no-progress", "-o",
-                        "report.json"});
+    auto r =
+        Installed({"analyze", "module.hlo", "--backend", backend, "--no-cache", "--no-progress", "-o", "report.json"});
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     json report = json::parse(ReadWholeFile(work_ + "/report.json"));
     EXPECT_EQ(report["backend"], id);
@@ -107,8 +117,8 @@ TEST_F(InstalledE2E, IreeThroughTheInstalledPythonWorker) {
 TEST_F(InstalledE2E, PjrtCpuPluginThroughTheInstalledPjrtWorker) {
   const std::string plugin = RequiredEnv("OPPROBE_PJRT_CPU_PLUGIN");
   ASSERT_FALSE(plugin.empty()) << "OPPROBE_PJRT_CPU_PLUGIN is not set: scripts/test installs requirements/pjrt-cpu.txt";
-  auto r = Installed({"analyze", "module.hlo", "--backend", "pjrt:" + plugin, "--no-cache", "--no-progress", "-o",
-                      "report.json"});
+  auto r = Installed(
+      {"analyze", "module.hlo", "--backend", "pjrt:" + plugin, "--no-cache", "--no-progress", "-o", "report.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json report = json::parse(ReadWholeFile(work_ + "/report.json"));
   EXPECT_EQ(report["summary"]["supported_instructions"], report["summary"]["hlo_instructions"]) << report.dump();
@@ -126,8 +136,8 @@ TEST_F(InstalledE2E, CaptureAndAnalyzeAScriptThroughTheInstalledShim) {
   ASSERT_EQ(c.exit_code, 0) << c.err << c.out;
   const std::string trace = ReadWholeFile(work_ + "/trace.json");
   EXPECT_NE(trace.find("\"op\":\"aten::mul"), std::string::npos) << trace;
-  auto a = Installed({"analyze", "--no-cache", "--no-progress", "-o", "report.json", "--", "/usr/bin/python3",
-                      "model.py"});
+  auto a =
+      Installed({"analyze", "--no-cache", "--no-progress", "-o", "report.json", "--", "/usr/bin/python3", "model.py"});
   ASSERT_EQ(a.exit_code, 0) << a.err << a.out;
   json report = json::parse(ReadWholeFile(work_ + "/report.json"));
   EXPECT_EQ(report["summary"]["supported_instructions"], report["summary"]["hlo_instructions"]) << report.dump();

@@ -22,7 +22,6 @@ const std::string kCorpus = std::string(OPPROBE_SOURCE_DIR) + "/../shared/corpus
 
 class Pt2E2E : public testing::TempDirTest {
  protected:
-
   json Analyze(const std::string& input, int expected_exit, std::string* err = nullptr) {
     std::string out = Path("report.json");
     auto r = RunOpprobe({"analyze", "--no-cache", "--no-progress", "--backend", "interp", "-o", out, input});
@@ -32,7 +31,6 @@ class Pt2E2E : public testing::TempDirTest {
     if (text.empty()) return json();
     return json::parse(text, nullptr, false);
   }
-
 };
 
 TEST_F(Pt2E2E, ExecutorchLinearArchive) {

@@ -40,7 +40,8 @@ class StableHloE2E : public testing::TempDirTest {
   }
   // A bad input exits 2 with one line on stderr that starts with `where`.
   void ExpectBadInput(const std::string& path, const std::string& where, const std::string& what) {
-    auto r = RunOpprobe({"analyze", path, "--backend", "rules:tpu", "--no-cache", "--no-progress", "-o", Path("r.json")});
+    auto r =
+        RunOpprobe({"analyze", path, "--backend", "rules:tpu", "--no-cache", "--no-progress", "-o", Path("r.json")});
     EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_THAT(r.err, HasSubstr(where)) << r.err;
@@ -56,7 +57,8 @@ class StableHloE2E : public testing::TempDirTest {
 // The acceptance: the corpus file on rules:tpu reports its ops.
 TEST_F(StableHloE2E, CorpusFileOnRulesTpuReportsItsOps) {
   std::string out = Path("report.json");
-  auto r = RunOpprobe({"analyze", kCorpus, "--backend", "rules:tpu", "--no-cache", "--no-progress", "-v", "0", "-o", out});
+  auto r =
+      RunOpprobe({"analyze", kCorpus, "--backend", "rules:tpu", "--no-cache", "--no-progress", "-v", "0", "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json report = json::parse(ReadWholeFile(out));
   EXPECT_EQ(report["input_kind"], "stablehlo");
@@ -103,7 +105,8 @@ TEST_F(StableHloE2E, FreshTorchXlaExportIsReadAndAttributed) {
   const char* py = std::getenv("OPPROBE_TORCH_XLA_PYTHON");
   ASSERT_TRUE(py && *py) << "OPPROBE_TORCH_XLA_PYTHON is not set (scripts/test creates the torch_xla environment)";
   std::string mlir = Path("mlp.mlir");
-  auto gen = RunProgram({"env", "PJRT_DEVICE=CPU", "XLA_HLO_DEBUG=1", py, "tests/fixtures/stablehlo/torch_xla_mlp.py", mlir});
+  auto gen =
+      RunProgram({"env", "PJRT_DEVICE=CPU", "XLA_HLO_DEBUG=1", py, "tests/fixtures/stablehlo/torch_xla_mlp.py", mlir});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   std::string out = Path("report.json");
   auto r = RunOpprobe({"analyze", mlir, "--backend", "rules:tpu", "--no-cache", "--no-progress", "-o", out});
@@ -111,7 +114,8 @@ TEST_F(StableHloE2E, FreshTorchXlaExportIsReadAndAttributed) {
   json report = json::parse(ReadWholeFile(out));
   EXPECT_EQ(report["input_kind"], "stablehlo");
   json ops = AtenOps(report);
-  for (const char* op : {"aten::addmm", "aten::relu", "aten::softmax"}) EXPECT_TRUE(ops.contains(op)) << op << ops.dump();
+  for (const char* op : {"aten::addmm", "aten::relu", "aten::softmax"})
+    EXPECT_TRUE(ops.contains(op)) << op << ops.dump();
   EXPECT_EQ(report["support_percentage"], "100.00%");
 }
 
@@ -156,8 +160,8 @@ TEST_F(StableHloE2E, UnknownDialectIsOneLocatedLine) {
 TEST_F(StableHloE2E, GarbageBytesAreOneLineWithoutTheBytes) {
   std::string garbage("module {\n\x01\x02\xff\xfe\x1b[2J\x80garbage\n", 23);
   ExpectBadInput(Write("garbage.mlir", garbage), "garbage.mlir:2:1:", "expected");
-  ExpectBadInput(Write("bytecode.mlirbc", std::string("ML\xEFR\x01\x05\x00\x00junk", 12)), "bytecode.mlirbc: MLIR bytecode",
-                 "as text");
+  ExpectBadInput(Write("bytecode.mlirbc", std::string("ML\xEFR\x01\x05\x00\x00junk", 12)),
+                 "bytecode.mlirbc: MLIR bytecode", "as text");
 }
 
 TEST_F(StableHloE2E, StableHloCannotBeMixedWithAtenInputs) {

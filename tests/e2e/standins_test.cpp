@@ -103,9 +103,10 @@ TEST_F(StandinsE2E, TorchXlaClassicApiWithSpawnAndMpDeviceLoader) {
   EXPECT_EQ(Count(t, "aten::addmm", "forward"), 6);  // 2 Linear layers x 3 batches
   EXPECT_GT(Count(t, "aten::gelu_backward", "backward"), 0);
   EXPECT_GT(Count(t, "aten::_foreach_add_", "optimizer") + Count(t, "aten::add_", "optimizer") +
-                Count(t, "aten::addcdiv_", "optimizer"), 0);
+                Count(t, "aten::addcdiv_", "optimizer"),
+            0);
   EXPECT_THAT(last_.out, HasSubstr("step 0 ordinal 0 loss"));  // xm.master_print on the master ordinal
-  EXPECT_TRUE(std::filesystem::exists(Path("model.pt")));       // xm.save
+  EXPECT_TRUE(std::filesystem::exists(Path("model.pt")));      // xm.save
   ExpectLocatedIn(t, "tests/e2e/scripts/xla_classic_mp.py");
 
   json r = Analyze("tests/e2e/scripts/xla_classic_mp.py");
@@ -142,8 +143,7 @@ TEST_F(StandinsE2E, TorchaxEnvironmentToXlaAndJaxJit) {
   EXPECT_EQ(t["standins"], json::array({"torchax"}));
   EXPECT_EQ(t["step_boundaries"]["torchax.interop.jax_jit"], 1);
   std::set<std::string> ops = Ops(t);
-  EXPECT_TRUE(ops.count("aten::convolution") && ops.count("aten::_softmax") && ops.count("aten::cumsum"))
-      << t.dump();
+  EXPECT_TRUE(ops.count("aten::convolution") && ops.count("aten::_softmax") && ops.count("aten::cumsum")) << t.dump();
   EXPECT_THAT(last_.out, HasSubstr("torch.Size([5, 2])"));
   ExpectLocatedIn(t, "tests/e2e/scripts/torchax_env.py");
   json r = Analyze("tests/e2e/scripts/torchax_env.py");
@@ -161,9 +161,7 @@ TEST_F(StandinsE2E, CudaScriptWithAmpRunsWithoutAGpu) {
   // Every tensor the script put on "cuda" was recorded on the CPU, and no factory saw a cuda device.
   for (const auto& c : t["calls"])
     for (const auto& a : c["args"])
-      if (a["value"]["kind"] == "device") {
-        EXPECT_EQ(a["value"]["value"], "cpu") << c.dump();
-      }
+      if (a["value"]["kind"] == "device") { EXPECT_EQ(a["value"]["value"], "cpu") << c.dump(); }
   EXPECT_THAT(last_.out, HasSubstr("opprobe capture stand-in (CPU)"));
   EXPECT_THAT(last_.out, HasSubstr("one-hot torch.Size([2, 5])"));  // TorchScript still compiles torch.zeros
   json r = Analyze("tests/e2e/scripts/cuda_amp.py");

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <ostream>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -38,10 +38,10 @@ std::string Env(const char* name) {
 struct Loop {
   const char* mode;
   const char* script;
-  int graphs;             // what opprobe must find: the real torch_xla's count, also checked below
-  int first_line;         // the first recompilation's first differing call; 0: no recompilation
-  const char* cause;      // words of its cause
-  int cut_line;           // a cut inside the step; 0: none
+  int graphs;         // what opprobe must find: the real torch_xla's count, also checked below
+  int first_line;     // the first recompilation's first differing call; 0: no recompilation
+  const char* cause;  // words of its cause
+  int cut_line;       // a cut inside the step; 0: none
   const char* cut_op;
 };
 
@@ -91,13 +91,12 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
   // opprobe: captured on the CPU, the steps modelled as torch_xla's graphs.
   const std::string out = Path("report.json");
   const std::string trace = Path("trace.json"), md = Path("report.md"), html = Path("report.html");
-  auto r = RunOpprobe({"analyze", "--backend", "rules:cpu", "--no-cache", "--no-progress", "-q", "--max-graphs", "1",
-                       "-o", out, "--format", "markdown=" + md, "--format", "html=" + html, "--save-trace", trace,
-                       "--", torch2, loop.script, loop.mode});
+  auto r = RunOpprobe(
+      {"analyze", "--backend", "rules:cpu", "--no-cache",     "--no-progress", "-q",           "--max-graphs", "1",
+       "-o",      out,         "--format",  "markdown=" + md, "--format",      "html=" + html, "--save-trace", trace,
+       "--",      torch2,      loop.script, loop.mode});
   EXPECT_EQ(r.exit_code, loop.graphs > 1 ? 1 : 0) << r.err;  // --max-graphs 1
-  if (loop.graphs > 1) {
-    EXPECT_THAT(r.err, HasSubstr("more than --max-graphs 1"));
-  }
+  if (loop.graphs > 1) { EXPECT_THAT(r.err, HasSubstr("more than --max-graphs 1")); }
   json report = json::parse(ReadWholeFile(out));
   ASSERT_TRUE(report.contains("steps")) << report.dump(1).substr(0, 2000);
   const json& steps = report["steps"];
@@ -110,8 +109,7 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
     ASSERT_FALSE(steps["recompilations"].empty());
     const json& first = steps["recompilations"][0];
     const std::string base = std::string(loop.script).substr(std::string(loop.script).rfind('/') + 1);
-    EXPECT_EQ(first["first_difference"]["call"], base + " " + std::to_string(loop.first_line))
-        << first.dump(1);
+    EXPECT_EQ(first["first_difference"]["call"], base + " " + std::to_string(loop.first_line)) << first.dump(1);
     EXPECT_THAT(first["cause"].get<std::string>(), HasSubstr(loop.cause)) << first.dump(1);
   }
   // The report as its schema says (the trace's `graphs`: TraceSchema in tests/analyzer), every format shows it.
@@ -131,9 +129,7 @@ TEST_P(StepsE2E, DistinctGraphsAreTheRealTorchXlasCompilesWithTheirCauses) {
   EXPECT_EQ(real_steps["executed_graphs"], steps["executed_graphs"]) << real_steps.dump(1);
   EXPECT_THAT(real_steps["model"].get<std::string>(), HasSubstr("torch_xla 2.9.0 (its own graphs"));
   EXPECT_EQ(real_steps["cuts"].size(), steps["cuts"].size()) << real_steps.dump(1);
-  if (loop.cut_line) {
-    EXPECT_EQ(real_steps["cuts"][0]["call"], steps["cuts"][0]["call"]);
-  }
+  if (loop.cut_line) { EXPECT_EQ(real_steps["cuts"][0]["call"], steps["cuts"][0]["call"]); }
   EXPECT_THAT(ReadWholeFile(html), HasSubstr("<section id=\"steps\">"));
   if (loop.cut_line == 0) {
     EXPECT_TRUE(steps["cuts"].empty()) << steps.dump(1);

@@ -84,9 +84,8 @@ class SuggestE2E : public testing::TempDirTest {
 };
 
 TEST_F(SuggestE2E, SeedBothGroupsGetAVerifiedRewriteAndTheRewrittenScriptIsAt100) {
-  formats_ = {"--format=text=" + Path("r.txt"), "--format=markdown=" + Path("r.md"),
-              "--format=html=" + Path("r.html"), "--format=github=" + Path("r.gh"),
-              "--format=sarif=" + Path("r.sarif")};
+  formats_ = {"--format=text=" + Path("r.txt"), "--format=markdown=" + Path("r.md"), "--format=html=" + Path("r.html"),
+              "--format=github=" + Path("r.gh"), "--format=sarif=" + Path("r.sarif")};
   json r = Analyze({"--backend", "rules:neuron-trn1", "--", kPython, "samples/scripts/unsupported.py"});
   ASSERT_TRUE(r.is_object());
   // The FFT (torch.fft.fft of a real tensor) and the complex multiply, each at its own line.
@@ -132,9 +131,8 @@ TEST_F(SuggestE2E, SeedBothGroupsGetAVerifiedRewriteAndTheRewrittenScriptIsAt100
 
   // The script rewritten as suggested: 100% on the same profile (and its values are the original's: it asserts so).
   formats_.clear();
-  json rewritten = Analyze({"--backend", "rules:neuron-trn1", "--", kPython,
-                            "tests/e2e/scripts/suggest/unsupported_rewritten.py"},
-                           true, 0);
+  json rewritten = Analyze(
+      {"--backend", "rules:neuron-trn1", "--", kPython, "tests/e2e/scripts/suggest/unsupported_rewritten.py"}, true, 0);
   ASSERT_TRUE(rewritten.is_object()) << last_.err;
   EXPECT_EQ(rewritten["support_percentage"], "100.00%") << rewritten["unsupported_operators"].dump(1);
   EXPECT_TRUE(rewritten["complete"]);
@@ -146,8 +144,8 @@ TEST_F(SuggestE2E, SeedBothGroupsGetAVerifiedRewriteAndTheRewrittenScriptIsAt100
 }
 
 TEST_F(SuggestE2E, EachTargetIsSuggestedForOnItsOwnBackend) {
-  json r = Analyze({"--backend", "rules:neuron-trn1", "--backend", "rules:tpu", "--", kPython,
-                    "samples/scripts/unsupported.py"});
+  json r = Analyze(
+      {"--backend", "rules:neuron-trn1", "--backend", "rules:tpu", "--", kPython, "samples/scripts/unsupported.py"});
   ASSERT_TRUE(r.is_object());
   ASSERT_EQ(r["targets"].size(), 2u);
   EXPECT_EQ(r["targets"][0]["what_if_support_percentage"], "100.00%");
@@ -256,8 +254,7 @@ TEST_F(SuggestE2E, OpsOutsideAtenOnTheCpuWithTheirTransfers) {
   // 3x4 f32 boxes and 3 f32 scores to the host (60 B), the kept indices back.
   EXPECT_NE(s["changes"].get<std::string>().find("moves 60 B to the host"), std::string::npos) << s.dump(1);
   // torchvision.ops.nms calls the op inside torchvision: the registration for the device, then the user's own form.
-  EXPECT_NE(s["python"].get<std::string>().find("torch.library.impl(\"torchvision::nms\", \"XLA\")"),
-            std::string::npos)
+  EXPECT_NE(s["python"].get<std::string>().find("torch.library.impl(\"torchvision::nms\", \"XLA\")"), std::string::npos)
       << s.dump(1);
   EXPECT_NE(s["python"].get<std::string>().find("out = torch.ops.torchvision.nms.default(x.cpu(), y.cpu(), 0.5)"),
             std::string::npos)

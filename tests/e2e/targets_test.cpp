@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <regex>
 #include <set>
 #include <string>
@@ -24,8 +23,10 @@ class TargetsE2E : public testing::TempDirTest {
  protected:
   // The tutorial's unsupported.py: trn1 refuses its complex FFT and multiply, XLA's CPU profile accepts them.
   testing::RunResult Run(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"analyze", "samples/traces/unsupported.json", "--backend", "rules:neuron-trn1",
-                                      "--backend", "rules:cpu", "--no-cache", "--no-progress"};
+    std::vector<std::string> args = {"analyze",    "samples/traces/unsupported.json",
+                                     "--backend",  "rules:neuron-trn1",
+                                     "--backend",  "rules:cpu",
+                                     "--no-cache", "--no-progress"};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunOpprobe(args);
   }
@@ -60,7 +61,8 @@ TEST_F(TargetsE2E, TextMarkdownAndHtmlShowTheSupportMatrix) {
   EXPECT_NE(t.find("=== target 2 of 2: rules:cpu ==="), std::string::npos);
   std::string m = ReadWholeFile(md);
   EXPECT_NE(m.find("| aten op | calls | `rules:neuron-trn1` | `rules:cpu` |"), std::string::npos) << m;
-  EXPECT_TRUE(std::regex_search(m, std::regex("\\| `aten::mul` \\| [0-9]+ \\| \\*\\*no\\*\\*: [^|]*NCC_EVRF004[^|]*\\| yes \\|")))
+  EXPECT_TRUE(std::regex_search(
+      m, std::regex("\\| `aten::mul` \\| [0-9]+ \\| \\*\\*no\\*\\*: [^|]*NCC_EVRF004[^|]*\\| yes \\|")))
       << m;
   std::string h = ReadWholeFile(html);
   EXPECT_NE(h.find("<section id=\"matrix\">"), std::string::npos);
@@ -77,7 +79,9 @@ TEST_F(TargetsE2E, JunitHasASuitePerTargetAndSarifARun) {
   auto r = Run({"--format", "junit=" + xml, "--format", "sarif=" + sarif});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   std::string x = ReadWholeFile(xml);
-  EXPECT_NE(x.find("<testsuite name=\"opprobe: samples/scripts/unsupported.py on rules:neuron-trn1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<testsuite name=\"opprobe: samples/scripts/unsupported.py on rules:neuron-trn1\""),
+            std::string::npos)
+      << x;
   EXPECT_NE(x.find("<testsuite name=\"opprobe: samples/scripts/unsupported.py on rules:cpu\""), std::string::npos) << x;
   auto lint = testing::RunProgram({"xmllint", "--noout", xml});
   EXPECT_EQ(lint.exit_code, 0) << lint.err;
@@ -105,8 +109,8 @@ TEST_F(TargetsE2E, GatesTakeATarget) {
   EXPECT_NE(unknown.err.find("tpu:v5e is not a target of this run"), std::string::npos) << unknown.err;
   auto malformed = Run({"--fail-under", "rules:cpu=lots"});
   EXPECT_EQ(malformed.exit_code, 2) << malformed.err;
-  auto twice = RunOpprobe({"analyze", "samples/traces/unsupported.json", "--backend", "rules:cpu", "--backend",
-                           "rules:cpu", "--no-cache"});
+  auto twice = RunOpprobe(
+      {"analyze", "samples/traces/unsupported.json", "--backend", "rules:cpu", "--backend", "rules:cpu", "--no-cache"});
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_NE(twice.err.find("--backend rules:cpu is given twice"), std::string::npos) << twice.err;
 }
@@ -114,15 +118,16 @@ TEST_F(TargetsE2E, GatesTakeATarget) {
 // The acceptance: the ResNet-18 step on the real TPU and GPU compilers and a Neuron profile, side by side.
 TEST_F(TargetsE2E, RealCompilersSideBySideWithANeuronProfile) {
   std::string out = Path("r.json"), text = Path("r.txt");
-  auto r = RunOpprobe({"analyze", "samples/traces/resnet18_train.json", "--backend", "tpu:v5e", "--backend",
-                       "gpu:h100", "--backend", "rules:neuron-trn2", "--cache", Path("cache"), "--no-progress", "-o",
-                       out, "--format", "text=" + text});
+  auto r = RunOpprobe({"analyze", "samples/traces/resnet18_train.json", "--backend", "tpu:v5e", "--backend", "gpu:h100",
+                       "--backend", "rules:neuron-trn2", "--cache", Path("cache"), "--no-progress", "-o", out,
+                       "--format", "text=" + text});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = json::parse(ReadWholeFile(out));
   ASSERT_EQ(j["targets"].size(), 3u);
   EXPECT_EQ(j["targets"][0]["backend_version"].get<std::string>().rfind("libtpu 0.0.42.1; ", 0), 0u);
   EXPECT_EQ(j["targets"][1]["backend_version"].get<std::string>().rfind("jax_cuda12_pjrt 0.12.0.1; ", 0), 0u);
-  for (const auto& t : j["targets"]) EXPECT_EQ(t["summary"]["probes_run"], t["summary"]["unique_probes"]) << t["backend"];
+  for (const auto& t : j["targets"])
+    EXPECT_EQ(t["summary"]["probes_run"], t["summary"]["unique_probes"]) << t["backend"];
   EXPECT_EQ(j["targets"][0]["support_percentage"], "99.94%");  // the f64 rng of aten::randint
   EXPECT_EQ(j["targets"][1]["support_percentage"], "100.00%");
   std::string t = ReadWholeFile(text);

@@ -1,9 +1,9 @@
 // Real torch.export programs made by PyTorch 2.x (tests/torch2/make_pt2.py with the torch2 virtual
 // environment, OPPROBE_TORCH2_PYTHON, which scripts/test creates): what opprobe's reader loads is checked
 // node by node against each program's own node list, and `opprobe analyze` runs on each file.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -43,8 +43,8 @@ class Torch2Pt2 : public ::testing::Test {
     std::error_code ec;
     auto stamp = fs::last_write_time(script, ec).time_since_epoch().count();
     dir_ = fs::temp_directory_path() /
-           ("opprobe_torch2_pt2_" + std::to_string(std::hash<std::string>{}(std::string(py) + "|" + script + "|" +
-                                                                             std::to_string(stamp))));
+           ("opprobe_torch2_pt2_" +
+            std::to_string(std::hash<std::string>{}(std::string(py) + "|" + script + "|" + std::to_string(stamp))));
     fs::create_directories(dir_, ec);
     int lock = open((dir_.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
     if (lock >= 0) flock(lock, LOCK_EX);
@@ -68,7 +68,9 @@ class Torch2Pt2 : public ::testing::Test {
     ADD_FAILURE() << "no program " << name << " in the manifest";
     return none;
   }
-  static std::string File(const std::string& name) { return (dir_ / Program(name)["file"].get<std::string>()).string(); }
+  static std::string File(const std::string& name) {
+    return (dir_ / Program(name)["file"].get<std::string>()).string();
+  }
 
   // The program's own aten/custom-op nodes ("ns::name.overload", program), in graph order; Python-number
   // arithmetic (`_operator.mul` on symbolic sizes) is not an op node.
@@ -154,7 +156,7 @@ TEST_F(Torch2Pt2, CustomLibraryOp) {
   json r = Analyze("custom_op");
   ASSERT_TRUE(r.is_object());
   EXPECT_THAT(r.dump(), HasSubstr("opprobe_test::scaled_tanh"));  // reported, not dropped
-  EXPECT_NE(r["support_percentage"], "100.00%");                 // opprobe cannot lower a user's own op
+  EXPECT_NE(r["support_percentage"], "100.00%");                  // opprobe cannot lower a user's own op
 }
 
 TEST_F(Torch2Pt2, QuantizedModel) {

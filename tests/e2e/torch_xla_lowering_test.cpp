@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "opprobe_version.h"
@@ -59,7 +59,7 @@ TEST_F(TorchXlaLowering, CallsTorchXlaRanOnTheHostAreEntriesWithTheirLines) {
   std::string out = Path("report.json");
   auto r = RunOpprobe({"analyze", "--lowering", "torch_xla", "--no-cache", "--no-progress", "--backend",
                        "rules:neuron-trn1", "--fail-under", "100", "-o", out, "--", Python(), script});
-  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;  // the gate fails: two calls never reach the device
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;   // the gate fails: two calls never reach the device
   EXPECT_THAT(r.out, HasSubstr("step 3 loss"));  // the script ran as it does alone
   json report = json::parse(ReadWholeFile(out));
   std::map<std::string, json> host;
@@ -80,8 +80,8 @@ TEST_F(TorchXlaLowering, CallsTorchXlaRanOnTheHostAreEntriesWithTheirLines) {
   // The device's own verdicts are still there: the rest of the step, lowered by torch_xla.
   EXPECT_TRUE(report["supported_operators"]["aten"].contains("aten::addmm")) << report.dump(1);
   // The text report names them too.
-  auto text = RunOpprobe({"analyze", "--lowering", "torch_xla", "--no-progress", "--backend", "rules:neuron-trn1",
-                          "--", Python(), script});
+  auto text = RunOpprobe({"analyze", "--lowering", "torch_xla", "--no-progress", "--backend", "rules:neuron-trn1", "--",
+                          Python(), script});
   EXPECT_THAT(text.out, HasSubstr("8 of the calls ran on the host CPU under torch_xla"));
   EXPECT_THAT(text.out, HasSubstr("cpu_fallback"));
 }

@@ -43,8 +43,8 @@ class TorchaxE2E : public testing::TempDirTest {
     return text.empty() ? json() : json::parse(text);
   }
   json Analyze(const std::string& script, std::vector<std::string> extra = {}, int expected_exit = 0) {
-    std::vector<std::string> args{"analyze", "--no-cache", "--no-progress", "--backend", "rules:tpu", "--verbosity",
-                                  "2", "-o", Path("report.json")};
+    std::vector<std::string> args{"analyze", "--no-cache", "--no-progress",    "--backend", "rules:tpu", "--verbosity",
+                                  "2",       "-o",         Path("report.json")};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", python_, script});
     last_ = RunOpprobe(args);

@@ -4,10 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -60,8 +59,11 @@ TEST_F(XlaE2E, BatchedAndOneUnitPerRunGiveTheSameVerdicts) {
   std::map<std::string, json> alone;
   for (const std::string batch : {"1", ""}) {
     std::string out = Path("report.json");
-    std::vector<std::string> args = {"analyze", "samples/traces/resnet18_train.json", "--backend", "xla:cpu",
-                                     "--no-cache", "--no-progress", "--verbosity", "0", "-o", out};
+    std::vector<std::string> args = {"analyze",     "samples/traces/resnet18_train.json",
+                                     "--backend",   "xla:cpu",
+                                     "--no-cache",  "--no-progress",
+                                     "--verbosity", "0",
+                                     "-o",          out};
     if (!batch.empty()) args.insert(args.end(), {"--probe-batch", batch});
     auto r = RunOpprobe(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -75,10 +77,8 @@ TEST_F(XlaE2E, BatchedAndOneUnitPerRunGiveTheSameVerdicts) {
     }
     for (const json& u : report["instructions"]) {
       json v = {{"verdict", u["verdict"]}, {"reason", u["reason"]}, {"output_tail", u["output_tail"]}};
-      if (batch == "1")
-        alone[u["fingerprint"]] = v;
-      else
-        EXPECT_EQ(v, alone[u["fingerprint"]]) << u["signature"];
+      if (batch == "1") alone[u["fingerprint"]] = v;
+      else EXPECT_EQ(v, alone[u["fingerprint"]]) << u["signature"];
     }
   }
   EXPECT_GT(alone.size(), 200u);
@@ -157,10 +157,11 @@ TEST_F(XlaE2E, ProfileRecordedFromXlaReproducesXla) {
   int units = 0;
   for (const auto& input : inputs) {
     std::string a = Path("xla.json"), b = Path("rules.json");
-    auto x = RunOpprobe({"analyze", input, "--backend", "xla:cpu", "--cache", cache, "--no-progress", "-v", "0", "-o", a});
+    auto x =
+        RunOpprobe({"analyze", input, "--backend", "xla:cpu", "--cache", cache, "--no-progress", "-v", "0", "-o", a});
     ASSERT_EQ(x.exit_code, 0) << x.err;
-    auto p = RunOpprobe({"analyze", input, "--backend", "rules:" + profile, "--no-cache", "--no-progress", "-v", "0",
-                         "-o", b});
+    auto p = RunOpprobe(
+        {"analyze", input, "--backend", "rules:" + profile, "--no-cache", "--no-progress", "-v", "0", "-o", b});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     auto want = Verdicts(json::parse(ReadWholeFile(a))), got = Verdicts(json::parse(ReadWholeFile(b)));
     ASSERT_EQ(got.size(), want.size()) << input;
@@ -176,7 +177,8 @@ TEST_F(XlaE2E, ProfileRecordedFromXlaReproducesXla) {
 // scripts/test names it with OPPROBE_PJRT_CPU_PLUGIN): loads, creates a CPU client, compiles and runs every unit.
 TEST_F(XlaE2E, RealPjrtCpuPluginCompilesAndRunsEveryUnit) {
   const char* plugin = std::getenv("OPPROBE_PJRT_CPU_PLUGIN");
-  ASSERT_TRUE(plugin && *plugin) << "OPPROBE_PJRT_CPU_PLUGIN is not set: scripts/test installs requirements/pjrt-cpu.txt";
+  ASSERT_TRUE(plugin && *plugin)
+      << "OPPROBE_PJRT_CPU_PLUGIN is not set: scripts/test installs requirements/pjrt-cpu.txt";
   std::string out = Path("report.json");
   auto r = RunOpprobe({"analyze", "samples/traces/supported.json", "--backend", std::string("pjrt:") + plugin,
                        "--no-cache", "--no-progress", "-o", out});

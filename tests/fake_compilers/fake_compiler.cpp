@@ -18,6 +18,8 @@
 //                           so that tests can count how often each unit was probed, across processes
 // Without a rejecting flag, exit 0 (supported).
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -25,8 +27,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace {
 

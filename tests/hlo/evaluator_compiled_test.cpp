@@ -2,9 +2,8 @@
 // recognised, and that reduce, reduce-window and select-and-scatter give bit-identical results (a NaN
 // matching any NaN) with EvaluatorOptions::compiled_regions on and off, on inputs full of ties, NaNs,
 // signed zeros and infinities.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
@@ -94,7 +93,8 @@ void ExpectBothPathsAgree(const std::string& text, int seeds = 4) {
   for (int s = 0; s < seeds; ++s) {
     std::vector<Literal> args;
     for (const Instruction* p : (*m)->entry()->parameters())
-      args.push_back(Nasty(p->shape, static_cast<uint64_t>(s) * 7919 + static_cast<uint64_t>(p->parameter_number), s % 2 == 0));
+      args.push_back(
+          Nasty(p->shape, static_cast<uint64_t>(s) * 7919 + static_cast<uint64_t>(p->parameter_number), s % 2 == 0));
     EvaluatorOptions on, off;
     off.compiled_regions = false;
     auto a = Evaluate(**m, args, on);
@@ -105,7 +105,8 @@ void ExpectBothPathsAgree(const std::string& text, int seeds = 4) {
       continue;
     }
     EXPECT_TRUE(SameBits(*a, *b)) << "seed " << s << "\ncompiled: " << a->ValueToString()
-                                  << "\ngeneric:  " << b->ValueToString() << "\n" << text;
+                                  << "\ngeneric:  " << b->ValueToString() << "\n"
+                                  << text;
   }
 }
 
@@ -208,9 +209,10 @@ TEST(EvaluatorCompiled, ReduceBinaryAgreesWithGeneric) {
                             : std::string(dims) == "{}"    ? "[3,4,5]"
                                                            : "[]";
           SCOPED_TRACE(fmt::format("{} {} swap={} dims={}", t, op, swap, dims));
-          ExpectBothPathsAgree(Mod(Binary("f", op, t, swap), fmt::format("x = {} parameter(0)\nz = {}[] parameter(1)", shape, t),
-                                   fmt::format("ROOT r = {}{} reduce(x, z), dimensions={}, to_apply=f", t, out, dims)),
-                               2);
+          ExpectBothPathsAgree(
+              Mod(Binary("f", op, t, swap), fmt::format("x = {} parameter(0)\nz = {}[] parameter(1)", shape, t),
+                  fmt::format("ROOT r = {}{} reduce(x, z), dimensions={}, to_apply=f", t, out, dims)),
+              2);
         }
   }
 }
@@ -219,21 +221,23 @@ TEST(EvaluatorCompiled, ReduceSelectionAgreesWithGeneric) {
   struct Case {
     std::string comp, name, vt, it;
   };
-  for (const Case& c : {Case{OpprobeArgmax("f32", "s32"), "argmax", "f32", "s32"},
-                        Case{OpprobeArgmax("f64", "s64"), "argmax", "f64", "s64"},
-                        Case{JaxArgmin("f32", "s32"), "argmin", "f32", "s32"},
-                        Case{TorchXlaMax("f32", "s64"), "maxidx", "f32", "s64"},
-                        Case{TorchXlaMax("s32", "u32"), "maxidx", "s32", "u32"},
-                        Case{TorchXlaMax("bf16", "s32"), "maxidx", "bf16", "s32"}})
+  for (const Case& c :
+       {Case{OpprobeArgmax("f32", "s32"), "argmax", "f32", "s32"},
+        Case{OpprobeArgmax("f64", "s64"), "argmax", "f64", "s64"},
+        Case{JaxArgmin("f32", "s32"), "argmin", "f32", "s32"}, Case{TorchXlaMax("f32", "s64"), "maxidx", "f32", "s64"},
+        Case{TorchXlaMax("s32", "u32"), "maxidx", "s32", "u32"},
+        Case{TorchXlaMax("bf16", "s32"), "maxidx", "bf16", "s32"}})
     for (const char* dims : {"{1}", "{0}"}) {
       SCOPED_TRACE(c.name + " " + c.vt + " " + dims);
-      std::string params = fmt::format("x = {0}[6,7] parameter(0)\ni = {1}[6,7] parameter(1)\n"
-                                       "zv = {0}[] parameter(2)\nzi = {1}[] parameter(3)",
-                                       c.vt, c.it);
+      std::string params = fmt::format(
+          "x = {0}[6,7] parameter(0)\ni = {1}[6,7] parameter(1)\n"
+          "zv = {0}[] parameter(2)\nzi = {1}[] parameter(3)",
+          c.vt, c.it);
       std::string out = std::string(dims) == "{1}" ? "[6]" : "[7]";
-      ExpectBothPathsAgree(Mod(c.comp, params,
-                               fmt::format("ROOT r = ({0}{2}, {1}{2}) reduce(x, i, zv, zi), dimensions={3}, to_apply={4}",
-                                           c.vt, c.it, out, dims, c.name)));
+      ExpectBothPathsAgree(
+          Mod(c.comp, params,
+              fmt::format("ROOT r = ({0}{2}, {1}{2}) reduce(x, i, zv, zi), dimensions={3}, to_apply={4}", c.vt, c.it,
+                          out, dims, c.name)));
     }
   // A selection whose results trade places (each takes the other's accumulator) and a constant.
   std::string swapper =
@@ -246,8 +250,9 @@ TEST(EvaluatorCompiled, ReduceSelectionAgreesWithGeneric) {
   std::string mm =
       "mm {\n  a = f32[] parameter(0)\n  p = pred[] parameter(1)\n  b = f32[] parameter(2)\n  q = pred[] parameter(3)\n"
       "  v = f32[] minimum(b, a)\n  x = pred[] xor(p, q)\n  ROOT t = (f32[], pred[]) tuple(v, x)\n}\n\n";
-  ExpectBothPathsAgree(Mod(mm, "x = f32[4,6] parameter(0)\ny = pred[4,6] parameter(1)\nz = f32[] parameter(2)\nw = pred[] parameter(3)",
-                           "ROOT r = (f32[4], pred[4]) reduce(x, y, z, w), dimensions={1}, to_apply=mm"));
+  ExpectBothPathsAgree(
+      Mod(mm, "x = f32[4,6] parameter(0)\ny = pred[4,6] parameter(1)\nz = f32[] parameter(2)\nw = pred[] parameter(3)",
+          "ROOT r = (f32[4], pred[4]) reduce(x, y, z, w), dimensions={1}, to_apply=mm"));
 }
 
 TEST(EvaluatorCompiled, ReduceWindowAgreesWithGeneric) {
@@ -263,9 +268,10 @@ TEST(EvaluatorCompiled, ReduceWindowAgreesWithGeneric) {
     for (const char* t : {"f32", "f16", "s32"})
       for (const char* op : {"add", "maximum", "minimum"})
         for (bool swap : {false, true}) {
-          auto m = ParseModule(Mod(Binary("f", op, t, swap), fmt::format("x = {0}[2,3,7,8] parameter(0)\nz = {0}[] parameter(1)", t),
-                                   fmt::format("ROOT r = reduce-window(x, z), window={{{}}}, to_apply=f", w)),
-                               "t.hlo");
+          auto m = ParseModule(
+              Mod(Binary("f", op, t, swap), fmt::format("x = {0}[2,3,7,8] parameter(0)\nz = {0}[] parameter(1)", t),
+                  fmt::format("ROOT r = reduce-window(x, z), window={{{}}}, to_apply=f", w)),
+              "t.hlo");
           // The parser infers the result shape when it is left out; print the module back so that both
           // evaluations see the same text.
           ASSERT_TRUE(m.ok()) << m.status().message();
@@ -314,15 +320,18 @@ TEST(EvaluatorCompiled, SelectAndScatterAgreesWithGeneric) {
     for (const char* scat : {"add", "maximum"})
       for (const char* w : {"size=1x1x3x3 stride=1x1x2x2 pad=0_0x0_0x1_1x1_1", "size=1x2x2x2 stride=1x1x1x1"}) {
         SCOPED_TRACE(sel + scat + w);
-        auto probe = ParseModule(Mod(Binary("f", "maximum", "f32"), "x = f32[2,3,7,8] parameter(0)\nz = f32[] parameter(1)",
-                                     fmt::format("ROOT r = reduce-window(x, z), window={{{}}}, to_apply=f", w)),
-                                 "t.hlo");
+        auto probe =
+            ParseModule(Mod(Binary("f", "maximum", "f32"), "x = f32[2,3,7,8] parameter(0)\nz = f32[] parameter(1)",
+                            fmt::format("ROOT r = reduce-window(x, z), window={{{}}}, to_apply=f", w)),
+                        "t.hlo");
         ASSERT_TRUE(probe.ok()) << probe.status().message();
         std::string src = (*probe)->entry()->root()->shape.ToString(false);
-        ExpectBothPathsAgree(Mod(sel + Binary("scat", scat, "f32"),
-                                 fmt::format("x = f32[2,3,7,8] parameter(0)\ns = {} parameter(1)\nz = f32[] parameter(2)", src),
-                                 fmt::format("ROOT r = f32[2,3,7,8] select-and-scatter(x, s, z), window={{{}}}, select=sel, "
-                                             "scatter=scat", w)));
+        ExpectBothPathsAgree(
+            Mod(sel + Binary("scat", scat, "f32"),
+                fmt::format("x = f32[2,3,7,8] parameter(0)\ns = {} parameter(1)\nz = f32[] parameter(2)", src),
+                fmt::format("ROOT r = f32[2,3,7,8] select-and-scatter(x, s, z), window={{{}}}, select=sel, "
+                            "scatter=scat",
+                            w)));
       }
 }
 
@@ -333,7 +342,8 @@ TEST(EvaluatorCompiled, UnrecognisedRegionsStayOnTheGenericPath) {
   ExpectBothPathsAgree(Mod(sumsq, "x = f32[4,5] parameter(0)\nz = f32[] parameter(1)",
                            "ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=sumsq"));
   // A region whose result type does not fit never reaches either path: the verifier refuses the module.
-  std::string bad = "bad {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GT\n}\n\n";
+  std::string bad =
+      "bad {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GT\n}\n\n";
   auto m = ParseModule(Mod(bad, "x = f32[4,5] parameter(0)\nz = f32[] parameter(1)",
                            "ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=bad"),
                        "test.hlo");

@@ -63,8 +63,9 @@ TEST(EvaluatorDecomposition, TriangularSolveSidesAndTranspose) {
 
 TEST(EvaluatorDecomposition, QrAndHouseholderProductFollowLapack) {
   // geqrf of [3,4]ᵀ: beta = -5, tau = 1.6, v = [1, 0.5]; Q's column = [-0.6, -0.8].
-  std::string qr = "a = f32[2,1]{1,0} constant({ {3}, {4} })\n"
-                   "qr = (f32[2,1]{1,0}, f32[1]{0}) custom-call(a), custom_call_target=\"Qr\"\n";
+  std::string qr =
+      "a = f32[2,1]{1,0} constant({ {3}, {4} })\n"
+      "qr = (f32[2,1]{1,0}, f32[1]{0}) custom-call(a), custom_call_target=\"Qr\"\n";
   EXPECT_EQ(EvalStr(Module(qr + "ROOT r = (f32[2,1]{1,0}, f32[1]{0}) copy(qr)")), "({ {-5}, {0.5} }, {1.6})");
   EXPECT_EQ(EvalStr(Module(qr + "v = f32[2,1]{1,0} get-tuple-element(qr), index=0\n"
                                 "t = f32[1]{0} get-tuple-element(qr), index=1\n"
@@ -74,9 +75,10 @@ TEST(EvaluatorDecomposition, QrAndHouseholderProductFollowLapack) {
 }
 
 TEST(EvaluatorDecomposition, EighGivesAscendingEigenpairs) {
-  auto r = EvalText(Module("a = f64[2,2]{1,0} constant({ {2, 1}, {1, 2} })\n"
-                           "ROOT e = (f64[2,2]{1,0}, f64[2]{0}) custom-call(a), custom_call_target=\"Eigh\", "
-                           "backend_config=\"1,1,15,0.000010\""));
+  auto r =
+      EvalText(Module("a = f64[2,2]{1,0} constant({ {2, 1}, {1, 2} })\n"
+                      "ROOT e = (f64[2,2]{1,0}, f64[2]{0}) custom-call(a), custom_call_target=\"Eigh\", "
+                      "backend_config=\"1,1,15,0.000010\""));
   ASSERT_TRUE(r.ok()) << r.status().message();
   const Literal& v = r->tuple_elements()[0];
   const Literal& w = r->tuple_elements()[1];

@@ -1,8 +1,7 @@
 // dot and convolution: hand-checked small cases plus random cases against a naive reference loop
 // (strides, padding incl. negative, lhs/rhs dilation, feature groups, batch groups, dim labels).
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 
@@ -145,14 +144,14 @@ std::vector<float> NaiveConv(const ConvCase& k, const Literal& in, const Literal
 
 TEST(EvaluatorConv, MatchesNaiveReference) {
   std::vector<ConvCase> cases = {
-      {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // same conv
-      {2, 4, 9, 8, 6, 3, 2, 2, 3, 0, 1, 2, 0, 1, 1, 1, 1, 1, 1},  // strides, asymmetric padding
+      {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // same conv
+      {2, 4, 9, 8, 6, 3, 2, 2, 3, 0, 1, 2, 0, 1, 1, 1, 1, 1, 1},    // strides, asymmetric padding
       {1, 2, 5, 5, 2, 3, 3, 1, 1, -1, 2, 0, -1, 1, 1, 2, 2, 1, 1},  // negative padding, rhs dilation
-      {2, 2, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 3, 1, 1, 1, 1},  // lhs dilation (transposed conv)
-      {2, 6, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1},  // feature groups
-      {3, 6, 5, 5, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 6, 1},  // depthwise
-      {4, 3, 6, 5, 6, 2, 3, 1, 1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 2},  // batch groups
-      {6, 2, 4, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3},  // batch groups, more features
+      {2, 2, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 3, 1, 1, 1, 1},    // lhs dilation (transposed conv)
+      {2, 6, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1},    // feature groups
+      {3, 6, 5, 5, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 6, 1},    // depthwise
+      {4, 3, 6, 5, 6, 2, 3, 1, 1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 2},    // batch groups
+      {6, 2, 4, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3},    // batch groups, more features
   };
   int idx = 0;
   for (const auto& k : cases) {
@@ -168,12 +167,13 @@ TEST(EvaluatorConv, MatchesNaiveReference) {
         "w = f32[{},{},{},{}]{{3,2,1,0}} parameter(1)\n"
         "ROOT r = f32[{},{},{},{}]{{3,2,1,0}} convolution(x, w), window={{size={}x{} stride={}x{} pad={}_{}x{}_{} "
         "lhs_dilate={}x{} rhs_dilate={}x{}}}, dim_labels=bf01_oi01->bf01, feature_group_count={}, batch_group_count={}",
-        k.n, k.c, k.h, k.w, k.o, Cg, k.kh, k.kw, k.n / k.bgc, k.o, oh, ow, k.kh, k.kw, k.sy, k.sx, k.pl_y, k.ph_y, k.pl_x,
-        k.ph_x, k.ldy, k.ldx, k.rdy, k.rdx, k.fgc, k.bgc));
+        k.n, k.c, k.h, k.w, k.o, Cg, k.kh, k.kw, k.n / k.bgc, k.o, oh, ow, k.kh, k.kw, k.sy, k.sx, k.pl_y, k.ph_y,
+        k.pl_x, k.ph_x, k.ldy, k.ldx, k.rdy, k.rdx, k.fgc, k.bgc));
     auto r = EvalText(text, {x, w});
     ASSERT_TRUE(r.ok()) << r.status().message() << "\n" << text;
     ASSERT_EQ(r->element_count(), static_cast<int64_t>(expect.size()));
-    for (size_t i = 0; i < expect.size(); ++i) EXPECT_NEAR(r->Get<float>(static_cast<int64_t>(i)), expect[i], 1e-4) << i;
+    for (size_t i = 0; i < expect.size(); ++i)
+      EXPECT_NEAR(r->Get<float>(static_cast<int64_t>(i)), expect[i], 1e-4) << i;
   }
 }
 

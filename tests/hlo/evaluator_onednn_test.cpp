@@ -2,9 +2,8 @@
 // operands, strides, padding, dilation, groups, reversed windows, 1-3 spatial dims) against a naive
 // double-precision reference, the cases it leaves to Eigen, and that Evaluate routes f32 products of some
 // size through it. The small products of evaluator_linalg_test stay on Eigen.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 
@@ -30,7 +29,8 @@ std::vector<double> NaiveConvolution(const Instruction& ins, const Literal& lhs,
   for (int64_t d : dn.kernel_spatial_dimensions) ksize.push_back(kd[static_cast<size_t>(d)]);
   std::vector<double> out;
   eval::ForEachIndex(od, [&](const std::vector<int64_t>& o) {
-    int64_t b = o[static_cast<size_t>(dn.output_batch_dimension)], f = o[static_cast<size_t>(dn.output_feature_dimension)];
+    int64_t b = o[static_cast<size_t>(dn.output_batch_dimension)],
+            f = o[static_cast<size_t>(dn.output_feature_dimension)];
     int64_t g = f / Og;
     double acc = 0;
     for (int64_t ci = 0; ci < Cg; ++ci)
@@ -42,7 +42,8 @@ std::vector<double> NaiveConvolution(const Instruction& ins, const Literal& lhs,
         for (size_t i = 0; i < nsp; ++i) {
           const auto& w = win[i];
           int64_t kk = w.window_reversal ? ksize[i] - 1 - k[i] : k[i];
-          int64_t p = o[static_cast<size_t>(dn.output_spatial_dimensions[i])] * w.stride + kk * w.window_dilation - w.padding_low;
+          int64_t p = o[static_cast<size_t>(dn.output_spatial_dimensions[i])] * w.stride + kk * w.window_dilation -
+                      w.padding_low;
           if (p < 0 || p >= ld[static_cast<size_t>(dn.input_spatial_dimensions[i])]) return;
           li += p * ls[static_cast<size_t>(dn.input_spatial_dimensions[i])];
           ki += k[i] * ks[static_cast<size_t>(dn.kernel_spatial_dimensions[i])];
@@ -72,9 +73,10 @@ struct Conv {
 };
 
 Conv MakeConv(const ConvCase& c) {
-  auto m = ParseModule(testing::Module(fmt::format("x = {} parameter(0)\nw = {} parameter(1)\nROOT r = {} convolution(x, w), {}",
-                                          c.lhs, c.rhs, c.out, c.attrs)),
-                       "conv.hlo");
+  auto m = ParseModule(
+      testing::Module(fmt::format("x = {} parameter(0)\nw = {} parameter(1)\nROOT r = {} convolution(x, w), {}", c.lhs,
+                                  c.rhs, c.out, c.attrs)),
+      "conv.hlo");
   EXPECT_TRUE(m.ok()) << m.status().message();
   if (!m.ok()) return {};
   Conv conv{std::move(*m), Literal(), Literal()};
@@ -86,7 +88,8 @@ Conv MakeConv(const ConvCase& c) {
 
 TEST(EvaluatorOneDnn, ConvolutionMatchesNaiveReference) {
   std::vector<ConvCase> cases = {
-      {"f32[2,16,12,12]", "f32[16,16,3,3]", "f32[2,16,12,12]", "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01"},
+      {"f32[2,16,12,12]", "f32[16,16,3,3]", "f32[2,16,12,12]",
+       "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01"},
       {"f32[2,13,11,16]", "f32[3,2,16,24]", "f32[2,7,6,24]",
        "window={size=3x2 stride=2x2 pad=1_2x0_1}, dim_labels=b01f_01io->b01f"},
       {"f32[2,16,14,14]", "f32[32,4,3,3]", "f32[2,32,10,10]",
@@ -98,8 +101,10 @@ TEST(EvaluatorOneDnn, ConvolutionMatchesNaiveReference) {
       {"f32[4,32,50]", "f32[24,32,5]", "f32[4,24,25]", "window={size=5 stride=2 pad=2_1}, dim_labels=bf0_oi0->bf0"},
       {"f32[2,8,6,7,8]", "f32[16,8,3,3,3]", "f32[2,16,6,7,8]",
        "window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=bf012_oi012->bf012"},
-      {"f32[2,16,12,12]", "f32[3,3,16,16]", "f32[16,12,12,2]", "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_01io->f01b"},
-      {"f32[16,2,12,12]", "f32[16,3,3,16]", "f32[12,2,16,12]", "window={size=3x3 pad=1_1x1_1}, dim_labels=fb01_i01o->0bf1"},
+      {"f32[2,16,12,12]", "f32[3,3,16,16]", "f32[16,12,12,2]",
+       "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_01io->f01b"},
+      {"f32[16,2,12,12]", "f32[16,3,3,16]", "f32[12,2,16,12]",
+       "window={size=3x3 pad=1_1x1_1}, dim_labels=fb01_i01o->0bf1"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.lhs + " " + c.rhs + " " + c.attrs);
@@ -113,9 +118,12 @@ TEST(EvaluatorOneDnn, ConvolutionMatchesNaiveReference) {
 
 TEST(EvaluatorOneDnn, ConvolutionCasesLeftToEigen) {
   std::vector<ConvCase> cases = {
-      {"f32[2,16,6,6]", "f32[16,16,3,3]", "f32[2,16,13,13]", "window={size=3x3 pad=2_2x2_2 lhs_dilate=2x2}, dim_labels=bf01_oi01->bf01"},
-      {"f32[2,16,12,12]", "f32[16,16,3,3]", "f32[2,16,8,8]", "window={size=3x3 pad=-1_-1x-1_-1}, dim_labels=bf01_oi01->bf01"},
-      {"f32[4,16,12,12]", "f32[32,16,3,3]", "f32[2,32,10,10]", "window={size=3x3}, dim_labels=bf01_oi01->bf01, batch_group_count=2"},
+      {"f32[2,16,6,6]", "f32[16,16,3,3]", "f32[2,16,13,13]",
+       "window={size=3x3 pad=2_2x2_2 lhs_dilate=2x2}, dim_labels=bf01_oi01->bf01"},
+      {"f32[2,16,12,12]", "f32[16,16,3,3]", "f32[2,16,8,8]",
+       "window={size=3x3 pad=-1_-1x-1_-1}, dim_labels=bf01_oi01->bf01"},
+      {"f32[4,16,12,12]", "f32[32,16,3,3]", "f32[2,32,10,10]",
+       "window={size=3x3}, dim_labels=bf01_oi01->bf01, batch_group_count=2"},
       {"f64[2,16,12,12]", "f64[16,16,3,3]", "f64[2,16,10,10]", "window={size=3x3}, dim_labels=bf01_oi01->bf01"},
       {"f16[2,16,12,12]", "f16[16,16,3,3]", "f32[2,16,10,10]", "window={size=3x3}, dim_labels=bf01_oi01->bf01"},
   };
@@ -146,7 +154,8 @@ TEST(EvaluatorOneDnn, EvaluateRoutesF32ProductsThroughOneDnn) {
 
 TEST(EvaluatorOneDnn, GemmMatchesNaiveReference) {
   const int64_t B = 3, M = 37, K = 53, N = 29;
-  Literal a = RandomLiteral(Shape::Array(PT::F32, {B, M, K}), 5), b = RandomLiteral(Shape::Array(PT::F32, {B, K, N}), 6);
+  Literal a = RandomLiteral(Shape::Array(PT::F32, {B, M, K}), 5),
+          b = RandomLiteral(Shape::Array(PT::F32, {B, K, N}), 6);
   auto at = [&](bool trans) {  // a or its per-batch transpose
     std::vector<float> v(static_cast<size_t>(B * M * K));
     for (int64_t i = 0; i < B; ++i)
@@ -177,7 +186,8 @@ TEST(EvaluatorOneDnn, GemmMatchesNaiveReference) {
       SCOPED_TRACE(fmt::format("trans_a={} trans_b={}", ta, tb));
       auto av = at(ta), bv = bt(tb);
       Literal c(Shape::Array(PT::F32, {B, M, N}));
-      ASSERT_TRUE(eval::OneDnnGemm(B, M, N, K, av.data(), ta, bv.data(), tb, reinterpret_cast<float*>(c.data().data())));
+      ASSERT_TRUE(
+          eval::OneDnnGemm(B, M, N, K, av.data(), ta, bv.data(), tb, reinterpret_cast<float*>(c.data().data())));
       ExpectClose(c, want);
     }
   EXPECT_FALSE(eval::OneDnnGemm(1, 0, 2, 2, nullptr, false, nullptr, false, nullptr));  // empty: nothing to do
@@ -188,12 +198,14 @@ TEST(EvaluatorOneDnn, DotLayoutsAgreeWithTheReference) {
   // an f32 dot whose result is bf16.
   for (const char* types : {"f32 f32 f32", "f16 f16 f32", "f32 f32 bf16"}) {
     SCOPED_TRACE(types);
-    std::string lt = std::string(types).substr(0, 3), rt = std::string(types).substr(4, 3), ot = std::string(types).substr(8);
-    auto m = ParseModule(testing::Module(fmt::format("x = {}[4,60,50] parameter(0)\ny = {}[40,4,60] parameter(1)\n"
-                                            "ROOT r = {}[4,50,40] dot(x, y), lhs_batch_dims={{0}}, lhs_contracting_dims={{1}}, "
-                                            "rhs_batch_dims={{1}}, rhs_contracting_dims={{2}}",
-                                            lt, rt, ot)),
-                         "dot.hlo");
+    std::string lt = std::string(types).substr(0, 3), rt = std::string(types).substr(4, 3),
+                ot = std::string(types).substr(8);
+    auto m = ParseModule(
+        testing::Module(fmt::format("x = {}[4,60,50] parameter(0)\ny = {}[40,4,60] parameter(1)\n"
+                                    "ROOT r = {}[4,50,40] dot(x, y), lhs_batch_dims={{0}}, lhs_contracting_dims={{1}}, "
+                                    "rhs_batch_dims={{1}}, rhs_contracting_dims={{2}}",
+                                    lt, rt, ot)),
+        "dot.hlo");
     ASSERT_TRUE(m.ok()) << m.status().message();
     auto params = (*m)->entry()->parameters();
     Literal x = RandomLiteral(params[0]->shape, 7), y = RandomLiteral(params[1]->shape, 8);
@@ -204,7 +216,8 @@ TEST(EvaluatorOneDnn, DotLayoutsAgreeWithTheReference) {
       for (int64_t i = 0; i < 50; ++i)
         for (int64_t j = 0; j < 40; ++j) {
           double acc = 0;
-          for (int64_t k = 0; k < 60; ++k) acc += x.GetAsDouble((bb * 60 + k) * 50 + i) * y.GetAsDouble((j * 4 + bb) * 60 + k);
+          for (int64_t k = 0; k < 60; ++k)
+            acc += x.GetAsDouble((bb * 60 + k) * 50 + i) * y.GetAsDouble((j * 4 + bb) * 60 + k);
           want.push_back(acc);
         }
     if (ot == "bf16") {
@@ -218,9 +231,10 @@ TEST(EvaluatorOneDnn, DotLayoutsAgreeWithTheReference) {
 
 TEST(EvaluatorOneDnn, IntegerDotStaysExact) {
   // Integer products accumulate in int64 through Eigen: exact, wrapping to s32 at the end (the sums pass 2^31).
-  auto m = ParseModule(testing::Module("x = s32[64,64] parameter(0)\ny = s32[64,64] parameter(1)\n"
-                              "ROOT r = s32[64,64] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
-                       "dot.hlo");
+  auto m =
+      ParseModule(testing::Module("x = s32[64,64] parameter(0)\ny = s32[64,64] parameter(1)\n"
+                                  "ROOT r = s32[64,64] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+                  "dot.hlo");
   ASSERT_TRUE(m.ok());
   Literal x(Shape::Array(PT::S32, {64, 64})), y(Shape::Array(PT::S32, {64, 64}));
   for (int64_t i = 0; i < 64 * 64; ++i) x.Set<int32_t>(i, 1 << 26), y.Set<int32_t>(i, (i % 3) - 1);

@@ -128,11 +128,12 @@ TEST(EvaluatorControl, WhileCountsToTen) {
 }
 
 TEST(EvaluatorControl, InfiniteWhileIsCapped) {
-  auto m = ParseModule("HloModule t\n\n"
-                       "cond {\n  p = s32[] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n\n"
-                       "body {\n  ROOT p = s32[] parameter(0)\n}\n\n"
-                       "ENTRY main {\n  z = s32[] constant(0)\n  ROOT w = s32[] while(z), condition=cond, body=body\n}\n",
-                       "t");
+  auto m = ParseModule(
+      "HloModule t\n\n"
+      "cond {\n  p = s32[] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n\n"
+      "body {\n  ROOT p = s32[] parameter(0)\n}\n\n"
+      "ENTRY main {\n  z = s32[] constant(0)\n  ROOT w = s32[] while(z), condition=cond, body=body\n}\n",
+      "t");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EvaluatorOptions o;
   o.max_while_iterations = 1000;
@@ -145,12 +146,13 @@ TEST(EvaluatorControl, InstructionLimitCountsCalledComputations) {
   // A sort of 4096 elements calls its 5-instruction comparator (not one the evaluator compiles: it negates both
   // sides) tens of thousands of times: within the default limit, past a limit of 10,000 instruction
   // evaluations, with an error that names the limit.
-  auto m = ParseModule("HloModule t\n\n"
-                       "gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  na = f32[] negate(a)\n"
-                       "  nb = f32[] negate(b)\n  ROOT c = pred[] compare(na, nb), direction=LT\n}\n\n"
-                       "ENTRY main {\n  x = f32[4096] parameter(0)\n"
-                       "  ROOT s = f32[4096] sort(x), dimensions={0}, to_apply=gt\n}\n",
-                       "t");
+  auto m = ParseModule(
+      "HloModule t\n\n"
+      "gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  na = f32[] negate(a)\n"
+      "  nb = f32[] negate(b)\n  ROOT c = pred[] compare(na, nb), direction=LT\n}\n\n"
+      "ENTRY main {\n  x = f32[4096] parameter(0)\n"
+      "  ROOT s = f32[4096] sort(x), dimensions={0}, to_apply=gt\n}\n",
+      "t");
   ASSERT_TRUE(m.ok()) << m.status().message();
   std::vector<Literal> args = RandomArguments(*(*m)->entry(), 7);
   ASSERT_TRUE(Evaluate(**m, args).ok());
@@ -180,13 +182,15 @@ TEST(EvaluatorControl, ConditionalAndCall) {
 }
 
 TEST(EvaluatorControl, CustomCallAndUnknownOpcodeAreUnimplemented) {
-  auto r = EvalText(Module("a = f32[2]{0} constant({1, 2})\n"
-                           "ROOT r = f32[2]{0} custom-call(a), custom_call_target=\"MyKernel\""));
+  auto r =
+      EvalText(Module("a = f32[2]{0} constant({1, 2})\n"
+                      "ROOT r = f32[2]{0} custom-call(a), custom_call_target=\"MyKernel\""));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnimplemented);
   EXPECT_NE(r.status().message().find("MyKernel"), std::string::npos);
-  auto u = EvalText(Module("a = f32[2]{0} constant({1, 2})\n"
-                           "ROOT r = f32[2]{0} frobnicate(a)"));
+  auto u =
+      EvalText(Module("a = f32[2]{0} constant({1, 2})\n"
+                      "ROOT r = f32[2]{0} frobnicate(a)"));
   ASSERT_FALSE(u.ok());
   EXPECT_EQ(u.status().code(), ErrorCode::kUnimplemented);
   EXPECT_NE(u.status().message().find("frobnicate"), std::string::npos);
@@ -211,8 +215,9 @@ TEST(EvaluatorControl, ArgumentsAreChecked) {
 }
 
 TEST(EvaluatorControl, HugeShapesAreRefusedNotAllocated) {
-  auto r = EvalText(Module("a = f32[] constant(1)\n"
-                           "ROOT r = f32[100000,100000,100000]{2,1,0} broadcast(a), dimensions={}"));
+  auto r =
+      EvalText(Module("a = f32[] constant(1)\n"
+                      "ROOT r = f32[100000,100000,100000]{2,1,0} broadcast(a), dimensions={}"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnimplemented);
 }

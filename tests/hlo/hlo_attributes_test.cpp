@@ -12,8 +12,8 @@
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
-#include "testing/parse_module.h"
 #include "hlo_test_files.h"
+#include "testing/parse_module.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -57,9 +57,7 @@ TEST(HloAttributeSchemaTest, KeysAreUniquePerOpcodeAndSlotsAreSet) {
     for (const AttrSpec& s : OpcodeAttributes(OpcodeAt(i))) {
       EXPECT_TRUE(keys.insert(s.key).second) << OpcodeName(OpcodeAt(i)) << " " << s.key;
       EXPECT_FALSE(generic.count(s.key)) << OpcodeName(OpcodeAt(i)) << " " << s.key << " is generic";
-      if (s.kind() == AttrKind::kComputation) {
-        EXPECT_GE(s.slot, 0) << OpcodeName(OpcodeAt(i)) << " " << s.key;
-      }
+      if (s.kind() == AttrKind::kComputation) { EXPECT_GE(s.slot, 0) << OpcodeName(OpcodeAt(i)) << " " << s.key; }
     }
   }
   // The declaration is what the parser knows: all-reduce's replica_groups is modelled, a made-up key is not.
@@ -90,8 +88,9 @@ TEST(HloAttributeSchemaTest, BadValuesAreLocatedErrors) {
             "t.hlo:4:38: unknown sharding attribute 'sideways'");
   EXPECT_EQ(ErrorOf(Entry("  p = f32[2] parameter(0)\n  ROOT r = f32[2] rng-bit-generator(p), algorithm=rng_dice\n")),
             "t.hlo:5:51: unknown algorithm 'rng_dice'");
-  EXPECT_EQ(ErrorOf(Entry("  p = f32[2] parameter(0)\n  ROOT e = f32[2] exponential(p), result_accuracy={mode=high}\n")),
-            "t.hlo:5:57: unknown result_accuracy mode 'high'");
+  EXPECT_EQ(
+      ErrorOf(Entry("  p = f32[2] parameter(0)\n  ROOT e = f32[2] exponential(p), result_accuracy={mode=high}\n")),
+      "t.hlo:5:57: unknown result_accuracy mode 'high'");
   EXPECT_EQ(ErrorOf(Entry("  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p), control-predecessors={q}\n")),
             "t.hlo:5:51: instruction n names unknown control predecessor q");
 }
@@ -203,12 +202,13 @@ TEST(HloAttributeSchemaTest, ModelledAttributesAreWrittenToXlasFields) {
   auto xla_only = ModuleFromProtoBytes(p.SerializeAsString(), "xla.pb");
   ASSERT_TRUE(xla_only.ok()) << xla_only.status().message();
   const std::string printed = ToString(**xla_only, PrintOptions::Short());
-  for (const char* want : {"channel_id=5, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add",
-                           "replica_groups=[2,2]<=[2,2]T(1,0), constrain_layout=true, to_apply=add, control-predecessors={ar.groups}",
-                           "sharding={devices=[2,2]0,2,1,3 last_tile_dim_replicate shard_as 3 metadata={op_name=\"s\"}}",
-                           "sharding={{replicated}, {maximal device=1}}", "api_version=API_VERSION_TYPED_FFI",
-                           "frontend_attributes={a=\"1\",b=\"2\"}", "algorithm=dot_bf16_bf16_f32_x3",
-                           "result_accuracy={mode=highest}", "async_execution_thread=\"worker\""})
+  for (const char* want :
+       {"channel_id=5, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add",
+        "replica_groups=[2,2]<=[2,2]T(1,0), constrain_layout=true, to_apply=add, control-predecessors={ar.groups}",
+        "sharding={devices=[2,2]0,2,1,3 last_tile_dim_replicate shard_as 3 metadata={op_name=\"s\"}}",
+        "sharding={{replicated}, {maximal device=1}}", "api_version=API_VERSION_TYPED_FFI",
+        "frontend_attributes={a=\"1\",b=\"2\"}", "algorithm=dot_bf16_bf16_f32_x3", "result_accuracy={mode=highest}",
+        "async_execution_thread=\"worker\""})
     EXPECT_NE(printed.find(want), std::string::npos) << "missing `" << want << "` in\n" << printed;
 }
 
@@ -246,15 +246,17 @@ TEST(HloAttributeSchemaTest, EveryAttributeIsPartOfTheProbeUnitAndItsFingerprint
   auto unknown = MakeProbeModule(*m->entry()->FindInstruction("v"));
   EXPECT_NE(ToString(*unknown, PrintOptions::Canonical()).find("vendor_hint=2"), std::string::npos);
   // Control predecessors name instructions outside the unit: the unit has none.
-  auto c = ParseUnit("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  a = f32[2] negate(p)\n"
-                 "  ROOT b = f32[2] negate(p), control-predecessors={a}\n}\n");
+  auto c = ParseUnit(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  a = f32[2] negate(p)\n"
+      "  ROOT b = f32[2] negate(p), control-predecessors={a}\n}\n");
   ASSERT_TRUE(c);
   EXPECT_TRUE(MakeProbeModule(*c->entry()->root())->entry()->root()->rare().control_predecessors.empty());
 }
 
 TEST(HloAttributeSchemaTest, ConstantLiteralsHaveALayoutInTheProto) {
-  auto m = ParseUnit(Entry("  a = f32[2,2] constant({ { 1, 2 }, { 3, 4 } })\n"
-                       "  ROOT b = f32[2,2]{0,1} constant({ { 1, 2 }, { 3, 4 } })\n"));
+  auto m =
+      ParseUnit(Entry("  a = f32[2,2] constant({ { 1, 2 }, { 3, 4 } })\n"
+                      "  ROOT b = f32[2,2]{0,1} constant({ { 1, 2 }, { 3, 4 } })\n"));
   ASSERT_TRUE(m);
   auto bytes = ModuleToProtoBytes(*m);
   ASSERT_TRUE(bytes.ok());

@@ -31,8 +31,8 @@ std::vector<std::string> CorpusFiles() {
   return files;
 }
 
-#define SKIP_WITHOUT_CORPUS()                                                                     \
-  if (!std::filesystem::is_directory(CorpusDir()))                                                \
+#define SKIP_WITHOUT_CORPUS()                      \
+  if (!std::filesystem::is_directory(CorpusDir())) \
   GTEST_SKIP() << "HLO corpus folder " << CorpusDir() << " is absent; the corpus tests need it"
 
 TEST(HloCorpusTest, EveryTextFileParses) {

@@ -1,13 +1,12 @@
 // Structural fingerprints (hlo/fingerprint.h): equal units get equal fingerprints whatever their names and
 // metadata; units that differ in anything a backend sees (shapes, operands, attributes modelled or not, called
 // computations) get different ones; and a unit's module fingerprints as the instruction it was made from.
-#include "hlo/fingerprint.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "hlo/builder.h"
+#include "hlo/fingerprint.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/probe_unit.h"
@@ -90,13 +89,13 @@ TEST(HloFingerprintTest, NamesMetadataAndControlPredecessorsDoNotMatter) {
 TEST(HloFingerprintTest, WhatTheBackendSeesMakesAnotherUnit) {
   auto m = ParseUnit(kModule);
   ASSERT_TRUE(m);
-  EXPECT_NE(Fp(*m, "x"), Fp(*m, "y"));      // replica groups
-  EXPECT_NE(Fp(*m, "x"), Fp(*m, "u"));      // an attribute the schema does not know
-  EXPECT_NE(Fp(*m, "u"), Fp(*m, "v"));      // ... and its value
-  EXPECT_NE(Fp(*m, "r1"), Fp(*m, "r3"));    // the called computation's opcode
-  EXPECT_NE(Fp(*m, "r1"), Fp(*m, "r4"));    // the called computation's operand order
-  EXPECT_NE(Fp(*m, "same"), Fp(*m, "other"));  // one parameter used twice against two parameters
-  EXPECT_NE(Fp(*m, "c0"), Fp(*m, "c1"));    // a constant's value
+  EXPECT_NE(Fp(*m, "x"), Fp(*m, "y"));              // replica groups
+  EXPECT_NE(Fp(*m, "x"), Fp(*m, "u"));              // an attribute the schema does not know
+  EXPECT_NE(Fp(*m, "u"), Fp(*m, "v"));              // ... and its value
+  EXPECT_NE(Fp(*m, "r1"), Fp(*m, "r3"));            // the called computation's opcode
+  EXPECT_NE(Fp(*m, "r1"), Fp(*m, "r4"));            // the called computation's operand order
+  EXPECT_NE(Fp(*m, "same"), Fp(*m, "other"));       // one parameter used twice against two parameters
+  EXPECT_NE(Fp(*m, "c0"), Fp(*m, "c1"));            // a constant's value
   EXPECT_NE(Fp(*m, "layout"), Fp(*m, "nolayout"));  // the result's layout
   // Every instruction above that differs from the others in something is a unit of its own.
   std::set<std::string> all;

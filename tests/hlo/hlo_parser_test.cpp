@@ -97,8 +97,9 @@ TEST(HloParserTest, DuplicateNamesAndUnknownOperandsAreReportedInTextOrder) {
 // already); any other text is parsed and checked as before, and the operands are the same either way.
 TEST(HloParserTest, OperandShapesRepeatingTheResultShapeTextAreSteppedOver) {
   const std::string head = "HloModule m\nENTRY e {\n  a = f32[2,3]{1,0} parameter(0)\n  t = (f32[2]) parameter(1)\n";
-  auto m = ParseModule(head + "  b = f32[2,3]{1,0} add(f32[2,3]{1,0} %a, f32[2,3] a)\n"
-                              "  ROOT c = f32[2,3]{1,0} add(f32[2,3]{1,0} b, f32[2,3]{1,0} %a)\n}\n",
+  auto m = ParseModule(head +
+                           "  b = f32[2,3]{1,0} add(f32[2,3]{1,0} %a, f32[2,3] a)\n"
+                           "  ROOT c = f32[2,3]{1,0} add(f32[2,3]{1,0} b, f32[2,3]{1,0} %a)\n}\n",
                        "t.hlo");
   ASSERT_TRUE(m.ok()) << m.status().message();
   const Instruction* c = (*m)->entry()->root();
@@ -127,21 +128,25 @@ TEST(HloParserTest, SyntaxErrorsGiveLineAndColumn) {
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT r = f32[2] reduce(p, p), dimensions={0}, to_apply=nowhere\n"
                     "  p = f32[2] parameter(0)\n}\n"),
             "t.hlo:3:58: r calls unknown computation nowhere");
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT r = f32[2] reduce(p, p), to_apply=nowhere\n  p = f32[2] parameter(0)\n}\n"),
-            "t.hlo:3:8: reduce r needs dimensions=");
+  EXPECT_EQ(
+      ErrorOf(
+          "HloModule m\nENTRY e {\n  ROOT r = f32[2] reduce(p, p), to_apply=nowhere\n  p = f32[2] parameter(0)\n}\n"),
+      "t.hlo:3:8: reduce r needs dimensions=");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = s32[2] constant({1, 2, 3})\n}\n"),
             "t.hlo:3:35: literal has more than 2 elements in dimension 0");
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = s8[] constant(300)\n}\n"), "t.hlo:3:26: 300 does not fit in s8");
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = s8[] constant(300)\n}\n"),
+            "t.hlo:3:26: 300 does not fit in s8");
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT p = f32[2]{1} parameter(0)\n}\n"),
             "t.hlo:3:18: layout is not a permutation of the dimensions");
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[2] compare(p, p), direction=SIDEWAYS\n  p = f32[2] parameter(0)\n}\n"),
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[2] compare(p, p), direction=SIDEWAYS\n  p = f32[2] "
+                    "parameter(0)\n}\n"),
             "t.hlo:3:44: unknown comparison direction 'SIDEWAYS'");
   EXPECT_EQ(ErrorOf(""), "t.hlo:1:1: module has no computations");
 }
 
 TEST(HloParserTest, UnknownOpcodeParsesAndKeepsItsName) {
-  auto m = ParseModule("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-new-op(p, p), mode=fast\n}\n",
-                       "t.hlo");
+  auto m = ParseModule(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-new-op(p, p), mode=fast\n}\n", "t.hlo");
   ASSERT_TRUE(m.ok()) << m.status().message();
   const Instruction* x = (*m)->entry()->root();
   EXPECT_EQ(x->opcode, Opcode::kCustomCall);
@@ -183,15 +188,14 @@ TEST(HloParserTest, AttributeGivenTwiceIsAnError) {
             "t.hlo:4:49: attribute dimensions given twice");
   std::string many;
   for (int k = 1; k <= 10; ++k) many += ", k" + std::to_string(k) + "=" + std::to_string(k);
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many +
-                    "\n}\n"),
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many + "\n}\n"),
             "ok");
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many +
-                    ", k9=0\n}\n"),
-            "t.hlo:4:" + std::to_string(29 + static_cast<int>(many.size())) + ": attribute k9 given twice");
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many +
-                    ", k2=0\n}\n"),
-            "t.hlo:4:" + std::to_string(29 + static_cast<int>(many.size())) + ": attribute k2 given twice");
+  EXPECT_EQ(
+      ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many + ", k9=0\n}\n"),
+      "t.hlo:4:" + std::to_string(29 + static_cast<int>(many.size())) + ": attribute k9 given twice");
+  EXPECT_EQ(
+      ErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] my-op(p)" + many + ", k2=0\n}\n"),
+      "t.hlo:4:" + std::to_string(29 + static_cast<int>(many.size())) + ": attribute k2 given twice");
 }
 
 TEST(HloParserTest, OperandCycleIsAnError) {
@@ -209,8 +213,9 @@ TEST(HloParserTest, CallCycleIsAnError) {
 
 TEST(HloParserTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep_shape = std::string(5000, '(') + "f32[]" + std::string(5000, ')');
-  EXPECT_NE(ErrorOf("HloModule m\nENTRY e {\n  ROOT p = " + deep_shape + " parameter(0)\n}\n").find("nested too deeply"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf("HloModule m\nENTRY e {\n  ROOT p = " + deep_shape + " parameter(0)\n}\n").find("nested too deeply"),
+      std::string::npos);
   std::string deep_literal = std::string(5000, '{') + std::string(5000, '}');
   EXPECT_NE(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[1] constant(" + deep_literal + ")\n}\n"), "ok");
   auto s = ParseShape(std::string(100000, '('));
@@ -251,9 +256,10 @@ TEST(HloParserTest, TorchXlaSaveTensorsFraming) {
 }
 
 TEST(HloParserTest, HeaderlessTextAndComments) {
-  auto m = ParseModule("// a comment\nENTRY e {\n  /* c */ p = f32[2]{0} parameter(0) // trailing\n"
-                       "  ROOT t = (f32[2]{0}, /*index=1*/f32[2]{0}) tuple(p, /*index=1*/p)\n}\n",
-                       "t.hlo");
+  auto m = ParseModule(
+      "// a comment\nENTRY e {\n  /* c */ p = f32[2]{0} parameter(0) // trailing\n"
+      "  ROOT t = (f32[2]{0}, /*index=1*/f32[2]{0}) tuple(p, /*index=1*/p)\n}\n",
+      "t.hlo");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ((*m)->name(), "module");
   EXPECT_EQ((*m)->entry()->root()->operand_count(), 2);
@@ -302,12 +308,33 @@ TEST(HloParserTest, TruncatedAndMutatedTextNeverCrashes) {
 // Shapes written plainly (`f32[2,3]{1,0}`) take the parser's fast path; with blanks inside they take the general
 // one. Both must accept and reject the same shapes and read the same values.
 TEST(HloParserTest, PlainAndSpacedShapesParseAlike) {
-  const std::vector<std::string> shapes = {
-      "f32[]", "f32[]{}", "pred[2,3]{1,0}", "s32[4]{0}", "f32[2,3]{0,1}", "bf16[1,2,3,4]{3,2,1,0}", "u8[7]",
-      "f32[0,9223372036854775807]{1,0}", "f32[2,4611686018427387904]", "f32[3037000500,3037000500]",
-      "f32[999999999999999999]", "f32[1234567890123456789]", "f32[2,3]{1,1}", "f32[2,3]{2,0}", "f32[2,3]{}",
-      "f32[2,3]{1}", "f32[2]{0:T(128)}", "f32[]{0}", "token[]", "f32[2,3]{1,0,2}", "f32[01,2]{1,00}", "f32[2,]",
-      "f32[,2]", "f32[2", "f32[2]{", "f32[2]{0", "f32[]{"};
+  const std::vector<std::string> shapes = {"f32[]",
+                                           "f32[]{}",
+                                           "pred[2,3]{1,0}",
+                                           "s32[4]{0}",
+                                           "f32[2,3]{0,1}",
+                                           "bf16[1,2,3,4]{3,2,1,0}",
+                                           "u8[7]",
+                                           "f32[0,9223372036854775807]{1,0}",
+                                           "f32[2,4611686018427387904]",
+                                           "f32[3037000500,3037000500]",
+                                           "f32[999999999999999999]",
+                                           "f32[1234567890123456789]",
+                                           "f32[2,3]{1,1}",
+                                           "f32[2,3]{2,0}",
+                                           "f32[2,3]{}",
+                                           "f32[2,3]{1}",
+                                           "f32[2]{0:T(128)}",
+                                           "f32[]{0}",
+                                           "token[]",
+                                           "f32[2,3]{1,0,2}",
+                                           "f32[01,2]{1,00}",
+                                           "f32[2,]",
+                                           "f32[,2]",
+                                           "f32[2",
+                                           "f32[2]{",
+                                           "f32[2]{0",
+                                           "f32[]{"};
   for (const std::string& plain : shapes) {
     std::string spaced;
     for (char c : plain) {
@@ -316,7 +343,8 @@ TEST(HloParserTest, PlainAndSpacedShapesParseAlike) {
     }
     auto a = ParseShape(plain);
     auto b = ParseShape(spaced);
-    ASSERT_EQ(a.ok(), b.ok()) << plain << " | " << spaced << " | " << (a.ok() ? b.status().message() : a.status().message());
+    ASSERT_EQ(a.ok(), b.ok()) << plain << " | " << spaced << " | "
+                              << (a.ok() ? b.status().message() : a.status().message());
     if (a.ok()) {
       EXPECT_EQ(*a, *b) << plain;
       EXPECT_EQ(a->ToString(), b->ToString()) << plain;

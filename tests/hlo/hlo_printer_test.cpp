@@ -106,8 +106,7 @@ TEST(HloPrinterTest, LiteralsPrintAsXlaDoes) {
   EXPECT_EQ(ConstantText("c64[]", "(1, -2.5)"), "(1, -2.5)");
   EXPECT_EQ(ConstantText("s32[2,2]", "{ { 1, 2 }, { 3, 4 } }"), "{ { 1, 2 }, { 3, 4 } }");
   EXPECT_EQ(ConstantText("s32[2,1]", "{ {1}, {2} }"), "{ {1}, {2} }");
-  EXPECT_EQ(ConstantText("s32[1,1,1,2]", "{ { { {1, 2} } } }"),
-            "{ { /*i0=0*/ { /*i1=0*/ { 1, 2 } } } }");
+  EXPECT_EQ(ConstantText("s32[1,1,1,2]", "{ { { {1, 2} } } }"), "{ { /*i0=0*/ { /*i1=0*/ { 1, 2 } } } }");
   EXPECT_EQ(ConstantText("s32[0]", "{}"), "{}");
   EXPECT_EQ(ConstantText("(s32[], f32[2])", "(1, {2, 3})"), "( 1, {2, 3} )");
   EXPECT_EQ(ConstantText("f32[100]", "{...}"), "{...}");
@@ -134,7 +133,8 @@ TEST(HloPrinterTest, EscapesStringsLikeAbsl) {
   md.source_file = "caf\xc3\xa9.py";
   md.source_line = 4;
   EXPECT_EQ(MetadataToString(md), "{op_type=\"aten__add\" source_file=\"caf\\303\\251.py\" source_line=4}");
-  auto m = ParseOrDie("HloModule m\n\nENTRY e {\n  ROOT p = f32[] parameter(0), metadata={source_file=\"caf\\303\\251.py\"}\n}\n");
+  auto m = ParseOrDie(
+      "HloModule m\n\nENTRY e {\n  ROOT p = f32[] parameter(0), metadata={source_file=\"caf\\303\\251.py\"}\n}\n");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->entry()->root()->metadata->source_file, "caf\xc3\xa9.py");
 }

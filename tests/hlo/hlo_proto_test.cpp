@@ -1,22 +1,22 @@
 // HloModuleProto / HloProto: bytes written by hand from XLA's field numbers decode into the right IR,
 // protoc decodes what opprobe writes, and bad bytes are clear errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <set>
-#include <cstring>
-#include <unistd.h>
 
 #include "hlo/parser.h"
 #include "hlo/printer.h"
-#include "support/file_io.h"
 #include "hlo/proto_io.h"
-#include "support/quote.h"
 #include "hlo/stablehlo/stablehlo.h"
 #include "hlo_test_files.h"
+#include "support/file_io.h"
+#include "support/quote.h"
 
 namespace opprobe::hlo {
 namespace {
@@ -124,12 +124,13 @@ TEST(HloProtoTest, HandWrittenBytesDecodeIntoTheRightIr) {
   EXPECT_EQ(sum->metadata->op_type, "aten__sum");
   EXPECT_EQ(sum->metadata->source_file, "model.py");
   EXPECT_EQ(sum->metadata->source_line, 42);
-  EXPECT_EQ(ToString(mod, PrintOptions::Short()),
-            "HloModule hand\n\n"
-            "add_comp {\n  lhs = f32[] parameter(0)\n  rhs = f32[] parameter(1)\n  ROOT add = f32[] add(lhs, rhs)\n}\n\n"
-            "ENTRY main {\n  x = f32[4]{0} parameter(0)\n  init = f32[] constant(2.5)\n"
-            "  ROOT sum = f32[] reduce(x, init), dimensions={0}, to_apply=add_comp, "
-            "metadata={op_type=\"aten__sum\" op_name=\"aten__sum\" source_file=\"model.py\" source_line=42}\n}\n\n");
+  EXPECT_EQ(
+      ToString(mod, PrintOptions::Short()),
+      "HloModule hand\n\n"
+      "add_comp {\n  lhs = f32[] parameter(0)\n  rhs = f32[] parameter(1)\n  ROOT add = f32[] add(lhs, rhs)\n}\n\n"
+      "ENTRY main {\n  x = f32[4]{0} parameter(0)\n  init = f32[] constant(2.5)\n"
+      "  ROOT sum = f32[] reduce(x, init), dimensions={0}, to_apply=add_comp, "
+      "metadata={op_type=\"aten__sum\" op_name=\"aten__sum\" source_file=\"model.py\" source_line=42}\n}\n\n");
   // The same module inside an HloProto (hlo_module = 1).
   Msg wrapper;
   wrapper.Bytes(1, HandWrittenModule());
@@ -209,7 +210,8 @@ TEST(HloProtoTest, ProtocDecodesWhatOpprobeWrites) {
   if (std::system("command -v protoc >/dev/null 2>&1") != 0) GTEST_SKIP() << "protoc is not installed";
   auto m = ParseModule(
       "HloModule dec\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  c = f32[] constant(1.5)\n"
-      "  b = f32[2]{0} broadcast(c), dimensions={}\n  ROOT a = f32[2]{0} add(p, b), metadata={op_type=\"aten__add\"}\n}\n",
+      "  b = f32[2]{0} broadcast(c), dimensions={}\n  ROOT a = f32[2]{0} add(p, b), "
+      "metadata={op_type=\"aten__add\"}\n}\n",
       "dec.hlo");
   ASSERT_TRUE(m.ok());
   auto bytes = ModuleToProtoBytes(**m);
@@ -224,10 +226,10 @@ TEST(HloProtoTest, ProtocDecodesWhatOpprobeWrites) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::ReadTestFile(txt);
   const std::string decoded = testing::ReadTestFile(txt);
   std::filesystem::remove_all(dir);
-  for (const char* want : {"name: \"dec\"", "entry_computation_name: \"e\"", "entry_computation_id: 1",
-                           "opcode: \"broadcast\"", "opcode: \"add\"", "operand_ids: 1", "operand_ids: 3",
-                           "root_id: 4", "f32s: 1.5", "op_type: \"aten__add\"", "element_type: F32",
-                           "host_program_shape {", "parameter_names: \"p\""})
+  for (const char* want :
+       {"name: \"dec\"", "entry_computation_name: \"e\"", "entry_computation_id: 1", "opcode: \"broadcast\"",
+        "opcode: \"add\"", "operand_ids: 1", "operand_ids: 3", "root_id: 4", "f32s: 1.5", "op_type: \"aten__add\"",
+        "element_type: F32", "host_program_shape {", "parameter_names: \"p\""})
     EXPECT_NE(decoded.find(want), std::string::npos) << "missing `" << want << "` in\n" << decoded;
 }
 
@@ -273,8 +275,9 @@ TEST(HloProtoTest, DanglingIdsAndCyclesAreErrors) {
   module.Bytes(1, "x").Sub(3, comp).Varint(6, 1);
   auto op = ModuleFromProtoBytes(module.str(), "op.pb");
   ASSERT_FALSE(op.ok());
-  EXPECT_EQ(op.status().message(),
-            "op.pb: computation 'e' (id 1), instruction 'n' (id 2): operand id 7 is not an instruction of this computation");
+  EXPECT_EQ(
+      op.status().message(),
+      "op.pb: computation 'e' (id 1), instruction 'n' (id 2): operand id 7 is not an instruction of this computation");
 }
 
 TEST(HloProtoTest, ElementCountOverflowIsAnError) {
@@ -359,7 +362,8 @@ namespace {
 // about another part of that module echoed the name raw. The name is now refused where it is read, and the writer
 // quotes a module's name in every message.
 TEST(HloProtoWriter, AModuleNameIsNeverEchoedRaw) {
-  const std::string text = std::string("HloModule bad") + '\0' + "name\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n";
+  const std::string text =
+      std::string("HloModule bad") + '\0' + "name\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n";
   auto parsed = ParseModule(text, "n.hlo");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().message(), "n.hlo:1:14: a module name cannot hold the control byte '\\x00'");

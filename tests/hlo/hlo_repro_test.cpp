@@ -25,8 +25,8 @@ TEST(HloReproTest, WritesTextAndProtoThatReadBack) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   auto unit = MakeProbeModule(*(*m)->entry()->root(), "reduce_unit");
   const std::string fp = Fingerprint(*unit);
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("opprobe_repro_" + std::to_string(::getpid())) / "nested" / "dir";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("opprobe_repro_" + std::to_string(::getpid())) / "nested" / "dir";
   auto path = WriteRepro(*unit, dir.string(), "reduce", fp);
   ASSERT_TRUE(path.ok()) << path.status().message();
   EXPECT_EQ(*path, (dir / ("reduce_" + fp + ".hlo")).string());

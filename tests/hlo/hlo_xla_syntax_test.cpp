@@ -43,8 +43,8 @@ TEST(HloXlaSyntaxTest, LeftOutResultShapesAreInferred) {
 }
 
 TEST(HloXlaSyntaxTest, ShapesThatOperandsDoNotDetermineMustBeWritten) {
-  auto m = ParseModule("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT b = broadcast(p), dimensions={0}\n}\n",
-                       "t.hlo");
+  auto m = ParseModule(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT b = broadcast(p), dimensions={0}\n}\n", "t.hlo");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("t.hlo:4:8: cannot infer the shape of broadcast b"), std::string::npos)
       << m.status().message();
@@ -267,11 +267,14 @@ TEST(HloXlaSyntaxTest, InterpreterRunsCopyDoneAndConvolutionWithoutSpatialDimens
       "  s = (f32[2,3], f32[2,3], u32[]) copy-start(p)\n  ROOT d = f32[2,3] copy-done(s)\n}\n");
   ASSERT_TRUE(copy);
   // The unit a backend gets: copy-done of the (destination, source, context) tuple.
-  Literal tuple = Literal::Tuple({Literal(Shape::Array(PrimitiveType::F32, {2, 3})),
-                                  Literal(Shape::Array(PrimitiveType::F32, {2, 3})), Literal(Shape::Scalar(PrimitiveType::U32))});
+  Literal tuple =
+      Literal::Tuple({Literal(Shape::Array(PrimitiveType::F32, {2, 3})),
+                      Literal(Shape::Array(PrimitiveType::F32, {2, 3})), Literal(Shape::Scalar(PrimitiveType::U32))});
   tuple.mutable_tuple_elements()[0].Set<float>(4, 7.f);
-  auto unit = ParseModule("HloModule u\nENTRY e {\n  p = (f32[2,3], f32[2,3], u32[]) parameter(0)\n"
-                          "  ROOT d = f32[2,3] copy-done(p)\n}\n", "u.hlo");
+  auto unit = ParseModule(
+      "HloModule u\nENTRY e {\n  p = (f32[2,3], f32[2,3], u32[]) parameter(0)\n"
+      "  ROOT d = f32[2,3] copy-done(p)\n}\n",
+      "u.hlo");
   ASSERT_TRUE(unit.ok());
   std::vector<Literal> args;
   args.push_back(tuple);
@@ -314,8 +317,9 @@ TEST(HloXlaSyntaxTest, InterpreterStopsAnEndlessLoopBoundedByItsStateBytes) {
   auto r = Evaluate(*m, args, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnimplemented);
-  EXPECT_EQ(r.status().message(),
-            "w: while loop ran 257 iterations over a 4096-byte state, more than the evaluator's limit of 1048576 bytes");
+  EXPECT_EQ(
+      r.status().message(),
+      "w: while loop ran 257 iterations over a 4096-byte state, more than the evaluator's limit of 1048576 bytes");
 }
 
 }  // namespace

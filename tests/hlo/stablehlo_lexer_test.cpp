@@ -1,11 +1,11 @@
 // The StableHLO reader's lexer (hlo/stablehlo/mlir_lexer.h): the tokens of MLIR text, whitespace and comments
 // skipped, and every lexical error one line naming its place.
-#include "hlo/stablehlo/mlir_lexer.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "hlo/stablehlo/mlir_lexer.h"
 
 namespace opprobe::hlo::stablehlo {
 namespace {
@@ -46,16 +46,17 @@ std::string LexError(std::string_view text) {
 }
 
 TEST(MlirLexer, OperationLineBecomesTokens) {
-  EXPECT_EQ(Tokens("%0:2 = stablehlo.add %arg0, %1#1 : (tensor<f32>) -> tensor<f32> // a comment\n"),
-            (std::vector<std::string>{"%0", ":", "int:2", "=", "id:stablehlo.add", "%arg0", ",", "%1", "#1", ":",
-                                      "(", "id:tensor", "<", "id:f32", ">", ")", "->", "id:tensor", "<", "id:f32",
-                                      ">"}));
+  EXPECT_EQ(
+      Tokens("%0:2 = stablehlo.add %arg0, %1#1 : (tensor<f32>) -> tensor<f32> // a comment\n"),
+      (std::vector<std::string>{"%0", ":",      "int:2",     "=", "id:stablehlo.add", "%arg0", ",", "%1", "#1",
+                                ":",  "(",      "id:tensor", "<", "id:f32",           ">",     ")", "->", "id:tensor",
+                                "<",  "id:f32", ">"}));
 }
 
 TEST(MlirLexer, SymbolsStringsHashIdsAndIntegers) {
   EXPECT_EQ(Tokens(R"(func.func public @main loc(#loc3) "a\"b\n\41" @"q s" -7 0x1F 9223372036854775807)"),
-            (std::vector<std::string>{"id:func.func", "id:public", "@main", "id:loc", "(", "#loc3", ")",
-                                      "str:a\"b\nA", "@q s", "int:-7", "int:31", "int:9223372036854775807"}));
+            (std::vector<std::string>{"id:func.func", "id:public", "@main", "id:loc", "(", "#loc3", ")", "str:a\"b\nA",
+                                      "@q s", "int:-7", "int:31", "int:9223372036854775807"}));
 }
 
 TEST(MlirLexer, TokensKnowTheirPlaceAndSpelling) {

@@ -38,7 +38,8 @@ const Instruction* Find(const Module& m, Opcode op, int nth = 0) {
 
 std::map<std::string, int> Opcodes(const Computation& c) {
   std::map<std::string, int> out;
-  for (const auto& i : c.instructions()) ++out[i->unknown_opcode.empty() ? std::string(OpcodeName(i->opcode)) : i->unknown_opcode];
+  for (const auto& i : c.instructions())
+    ++out[i->unknown_opcode.empty() ? std::string(OpcodeName(i->opcode)) : i->unknown_opcode];
   return out;
 }
 
@@ -84,7 +85,8 @@ TEST(StableHloReader, PrettyFormBecomesHloInstructions) {
   ASSERT_TRUE(dot);
   EXPECT_EQ(dot->dot_dimension_numbers->lhs_contracting_dimensions, std::vector<int64_t>{1});
   EXPECT_EQ(dot->dot_dimension_numbers->rhs_contracting_dimensions, std::vector<int64_t>{0});
-  EXPECT_EQ(dot->rare().operand_precision, (std::vector<PrecisionLevel>{PrecisionLevel::kDefault, PrecisionLevel::kHighest}));
+  EXPECT_EQ(dot->rare().operand_precision,
+            (std::vector<PrecisionLevel>{PrecisionLevel::kDefault, PrecisionLevel::kHighest}));
   const Instruction* cmp = Find(*m, Opcode::kCompare);
   ASSERT_TRUE(cmp);
   EXPECT_EQ(cmp->comparison_direction, ComparisonDirection::kGt);
@@ -236,7 +238,7 @@ TEST(StableHloReader, WhileCarriesCapturedValuesAndCaseBranchesTakeThem) {
   const Instruction* c = Find(*m, Opcode::kConditional);
   ASSERT_TRUE(c);
   ASSERT_EQ(c->operand_count(), 3);
-  EXPECT_EQ(c->operand(1)->shape.ToString(), "f32[]");         // one captured value: as it is
+  EXPECT_EQ(c->operand(1)->shape.ToString(), "f32[]");           // one captured value: as it is
   EXPECT_EQ(c->operand(2)->shape.ToString(), "(f32[], f32[])");  // two: a tuple
 }
 
@@ -262,8 +264,8 @@ TEST(StableHloReader, FunctionsCalledAreComputationsAndChloCompositesAreRecompos
   const Instruction* call = Find(*m, Opcode::kCall);
   ASSERT_TRUE(call);
   EXPECT_EQ(call->to_apply()->root()->opcode, Opcode::kTanh);
-  EXPECT_TRUE(Find(*m, Opcode::kErf));               // the composite is erf again, as XLA recomposes it
-  EXPECT_FALSE(Find(*m, Opcode::kNegate));           // and its decomposition is not used
+  EXPECT_TRUE(Find(*m, Opcode::kErf));      // the composite is erf again, as XLA recomposes it
+  EXPECT_FALSE(Find(*m, Opcode::kNegate));  // and its decomposition is not used
   const Instruction* topk = Find(*m, Opcode::kTopK);
   ASSERT_TRUE(topk);
   EXPECT_EQ(topk->k, 2);
@@ -330,8 +332,9 @@ TEST(StableHloReader, ConstantsOfEveryForm) {
   std::vector<std::string> values;
   for (const auto& i : m->entry()->instructions())
     if (i->opcode == Opcode::kConstant) values.push_back(i->literal->ValueToString());
-  EXPECT_EQ(values, (std::vector<std::string>{"{ {1.5, -2}, {0, 1e+30} }", "{1, -2, 9223372036854775807}",
-                                              "{true, false}", "{(1, 2)}", "-inf", "{1, 2.5}", "{1, 2, 3, 4}", "{...}"}));
+  EXPECT_EQ(values,
+            (std::vector<std::string>{"{ {1.5, -2}, {0, 1e+30} }", "{1, -2, 9223372036854775807}", "{true, false}",
+                                      "{(1, 2)}", "-inf", "{1, 2.5}", "{1, 2, 3, 4}", "{...}"}));
 }
 
 TEST(StableHloReader, SplatConstantsAreAScalarBroadcastAndNeverAllocated) {
@@ -405,9 +408,10 @@ TEST(StableHloReader, OpsWithoutHloTranslationAreUnknownInstructions) {
   std::vector<std::string> unknown;
   for (const auto& i : m->entry()->instructions())
     if (!i->unknown_opcode.empty()) unknown.push_back(i->unknown_opcode + " " + i->shape.ToString());
-  EXPECT_EQ(unknown, (std::vector<std::string>{"stablehlo.uniform_quantize s8[4]{0}", "stablehlo.uniform_dequantize f32[4]{0}",
-                                               "stablehlo.some_future_op f32[4]{0}", "chlo.lgamma f32[4]{0}",
-                                               "sdy.sharding_constraint f32[4]{0}"}));
+  EXPECT_EQ(unknown,
+            (std::vector<std::string>{"stablehlo.uniform_quantize s8[4]{0}", "stablehlo.uniform_dequantize f32[4]{0}",
+                                      "stablehlo.some_future_op f32[4]{0}", "chlo.lgamma f32[4]{0}",
+                                      "sdy.sharding_constraint f32[4]{0}"}));
   // A known op with something its syntax does not have is an error, not a guess.
   ExpectOneLocatedLine(ReadError(R"(module {
   func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -428,7 +432,7 @@ TEST(StableHloReader, OldStyleDenseAttributesAsTheCorpusHas) {
   EXPECT_EQ(ops["convolution"], 20);
   EXPECT_EQ(ops["reduce-window"], 1);
   EXPECT_EQ(ops["dot"], 1);
-  EXPECT_EQ(ops["stablehlo.uniform_quantize"], 54);    // as many as the file has (grep -c)
+  EXPECT_EQ(ops["stablehlo.uniform_quantize"], 54);  // as many as the file has (grep -c)
   EXPECT_EQ(ops["stablehlo.uniform_dequantize"], 62);
   const Instruction* rw = Find(*m, Opcode::kReduceWindow);
   ASSERT_TRUE(rw);
@@ -449,9 +453,7 @@ TEST(StableHloReader, JaxFixturesInEveryForm) {
     std::string canonical = Canonical(**m);
     if (e.path().filename().string().find(".export.") != std::string::npos) continue;  // composites differ
     auto [it, first] = by_program.emplace(program, canonical);
-    if (!first) {
-      EXPECT_EQ(it->second, canonical) << e.path();
-    }
+    if (!first) { EXPECT_EQ(it->second, canonical) << e.path(); }
   }
   EXPECT_GE(read, 17);
 }
@@ -546,8 +548,8 @@ TEST(StableHloReader, DeeplyNestedInputIsRefusedNotACrash) {
   std::string chain = "module {\n";
   for (int k = 0; k < 200; ++k)
     chain += "func.func @" + (k ? "f" + std::to_string(k) : std::string("main")) +
-             "(%a: tensor<f32>) -> tensor<f32> {\n %0 = call @f" +
-             std::to_string(k + 1) + "(%a) : (tensor<f32>) -> tensor<f32>\n return %0 : tensor<f32>\n}\n";
+             "(%a: tensor<f32>) -> tensor<f32> {\n %0 = call @f" + std::to_string(k + 1) +
+             "(%a) : (tensor<f32>) -> tensor<f32>\n return %0 : tensor<f32>\n}\n";
   chain += "func.func @f200(%a: tensor<f32>) -> tensor<f32> {\n return %a : tensor<f32>\n}\n}\n";
   std::string e = ReadError(chain);
   ExpectOneLocatedLine(e, "test.mlir:");

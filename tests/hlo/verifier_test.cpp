@@ -2,6 +2,8 @@
 // one failing module per check, each asserting the located one-line message the parser gives (file, the line
 // and column of the instruction's name, computation and instruction), valid modules of every checked opcode
 // passing, and the checks that only a module built in memory can reach (proto, lowering).
+#include "hlo/verifier.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,17 +12,16 @@
 #include "hlo/attributes.h"
 #include "hlo/parser.h"
 #include "hlo/proto_io.h"
-#include "hlo/verifier.h"
 
 namespace opprobe::hlo {
 namespace {
 
 struct BadCase {
-  std::string what;      // the check
-  std::string comps;     // computations before the entry
-  std::string body;      // the entry's instructions
-  std::string at;        // the instruction (or computation) the error names
-  std::string message;   // a part of the message
+  std::string what;     // the check
+  std::string comps;    // computations before the entry
+  std::string body;     // the entry's instructions
+  std::string at;       // the instruction (or computation) the error names
+  std::string message;  // a part of the message
 };
 
 std::string ModuleText(const std::string& comps, const std::string& body) {
@@ -46,7 +47,8 @@ std::string PlaceOf(const std::string& text, const std::string& name) {
 }
 
 const char* const kAdd = "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n\n";
-const char* const kLess = "less {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT c = pred[] compare(x, y), direction=LT\n}\n\n";
+const char* const kLess =
+    "less {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT c = pred[] compare(x, y), direction=LT\n}\n\n";
 
 const std::vector<BadCase>& BadCases() {
   static const std::vector<BadCase> cases = {
@@ -60,9 +62,8 @@ const std::vector<BadCase>& BadCases() {
        "r", "add: operand 1 is s32[2], operand 0 is f32[2]"},
       {"compare", "", "a = f32[2] parameter(0)\n  ROOT r = pred[3] compare(a, a), direction=LT", "r",
        "compare has shape pred[3], its operands and attributes give pred[2]"},
-      {"select predicate", "",
-       "p = s32[2] parameter(0)\n  a = f32[2] parameter(1)\n  ROOT r = f32[2] select(p, a, a)", "r",
-       "select's predicate is s32[2], not pred"},
+      {"select predicate", "", "p = s32[2] parameter(0)\n  a = f32[2] parameter(1)\n  ROOT r = f32[2] select(p, a, a)",
+       "r", "select's predicate is s32[2], not pred"},
       {"clamp bound", "", "a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n  ROOT r = f32[2] clamp(b, a, a)", "r",
        "clamp bound 0 is f32[3], the operand f32[2]"},
       {"convert dimensions", "", "a = f32[2] parameter(0)\n  ROOT r = s32[3] convert(a)", "r",
@@ -78,10 +79,12 @@ const std::vector<BadCase>& BadCases() {
       {"slice bounds", "", "a = f32[4] parameter(0)\n  ROOT r = f32[2] slice(a), slice={[3:5]}", "r",
        "slice: slice [3:5:1] of dimension 0 outside f32[4]"},
       {"dynamic-slice sizes", "",
-       "a = f32[4] parameter(0)\n  i = s32[] parameter(1)\n  ROOT r = f32[5] dynamic-slice(a, i), dynamic_slice_sizes={5}",
+       "a = f32[4] parameter(0)\n  i = s32[] parameter(1)\n  ROOT r = f32[5] dynamic-slice(a, i), "
+       "dynamic_slice_sizes={5}",
        "r", "dynamic-slice: slice size 5 of dimension 0 outside f32[4]"},
       {"dynamic-slice index type", "",
-       "a = f32[4] parameter(0)\n  i = f32[] parameter(1)\n  ROOT r = f32[2] dynamic-slice(a, i), dynamic_slice_sizes={2}",
+       "a = f32[4] parameter(0)\n  i = f32[] parameter(1)\n  ROOT r = f32[2] dynamic-slice(a, i), "
+       "dynamic_slice_sizes={2}",
        "r", "dynamic-slice: start index 0 is f32[], not an integer"},
       {"dynamic-update-slice update", "",
        "a = f32[4] parameter(0)\n  u = f32[5] parameter(1)\n  i = s32[] parameter(2)\n"
@@ -93,10 +96,12 @@ const std::vector<BadCase>& BadCases() {
        "a = f32[2,3] parameter(0)\n  b = f32[2,4] parameter(1)\n  ROOT r = f32[4,3] concatenate(a, b), dimensions={0}",
        "r", "concatenate: operand 1 is f32[2,4], operand 0 is f32[2,3]: only dimension 0 may differ"},
       {"reduce result", kAdd,
-       "a = f32[2,3] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[3] reduce(a, z), dimensions={1}, to_apply=add",
+       "a = f32[2,3] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[3] reduce(a, z), dimensions={1}, "
+       "to_apply=add",
        "r", "reduce has shape f32[3], its operands and attributes give f32[2]"},
       {"reducer signature", kLess,
-       "a = f32[2,3] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[2] reduce(a, z), dimensions={1}, to_apply=less",
+       "a = f32[2,3] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[2] reduce(a, z), dimensions={1}, "
+       "to_apply=less",
        "r", "reduce: reducer less returns pred[]"},
       {"reduce-window", kAdd,
        "a = f32[8] parameter(0)\n  z = f32[] constant(0)\n"
@@ -142,18 +147,21 @@ const std::vector<BadCase>& BadCases() {
        "reverse: dimension 1 outside f32[4]"},
       {"tuple", "", "a = f32[4] parameter(0)\n  ROOT r = (f32[4], s32[]) tuple(a, a)", "r",
        "tuple has shape (f32[4], s32[]), its operands and attributes give (f32[4], f32[4])"},
-      {"get-tuple-element", "",
-       "a = (f32[4], s32[]) parameter(0)\n  ROOT r = f32[4] get-tuple-element(a), index=1", "r",
-       "get-tuple-element has shape f32[4], its operands and attributes give s32[]"},
-      {"while body", "body {\n  s = (s32[], f32[2]) parameter(0)\n  ROOT i = s32[] get-tuple-element(s), index=0\n}\n\n"
-                     "cond {\n  s = (s32[], f32[2]) parameter(0)\n  ROOT t = pred[] constant(true)\n}\n\n",
+      {"get-tuple-element", "", "a = (f32[4], s32[]) parameter(0)\n  ROOT r = f32[4] get-tuple-element(a), index=1",
+       "r", "get-tuple-element has shape f32[4], its operands and attributes give s32[]"},
+      {"while body",
+       "body {\n  s = (s32[], f32[2]) parameter(0)\n  ROOT i = s32[] get-tuple-element(s), index=0\n}\n\n"
+       "cond {\n  s = (s32[], f32[2]) parameter(0)\n  ROOT t = pred[] constant(true)\n}\n\n",
        "a = (s32[], f32[2]) parameter(0)\n  ROOT r = (s32[], f32[2]) while(a), condition=cond, body=body", "r",
        "while: while body body returns s32[], the loop state is (s32[], f32[2])"},
-      {"while condition", "body {\n  ROOT s = (s32[], f32[2]) parameter(0)\n}\n\n"
-                          "cond {\n  s = (s32[], f32[2]) parameter(0)\n  ROOT i = s32[] get-tuple-element(s), index=0\n}\n\n",
+      {"while condition",
+       "body {\n  ROOT s = (s32[], f32[2]) parameter(0)\n}\n\n"
+       "cond {\n  s = (s32[], f32[2]) parameter(0)\n  ROOT i = s32[] get-tuple-element(s), index=0\n}\n\n",
        "a = (s32[], f32[2]) parameter(0)\n  ROOT r = (s32[], f32[2]) while(a), condition=cond, body=body", "r",
        "while: while condition cond must return pred[]"},
-      {"conditional branches", "one {\n  ROOT x = f32[2] parameter(0)\n}\n\ntwo {\n  x = f32[3] parameter(0)\n  ROOT n = f32[3] negate(x)\n}\n\n",
+      {"conditional branches",
+       "one {\n  ROOT x = f32[2] parameter(0)\n}\n\ntwo {\n  x = f32[3] parameter(0)\n  ROOT n = f32[3] "
+       "negate(x)\n}\n\n",
        "p = pred[] parameter(0)\n  a = f32[2] parameter(1)\n  b = f32[3] parameter(2)\n"
        "  ROOT r = f32[2] conditional(p, a, b), true_computation=one, false_computation=two",
        "r", "conditional: branch two returns f32[3], branch one returns f32[2]"},
@@ -179,14 +187,12 @@ const std::vector<BadCase>& BadCases() {
       {"async-start state", "wrapped {\n  x = f32[2] parameter(0)\n  ROOT n = f32[2] negate(x)\n}\n\n",
        "a = f32[2] parameter(0)\n  ROOT r = f32[2] async-start(a), calls=wrapped", "r",
        "async-start needs an async state, a tuple of at least (operands, result); its shape is f32[2]"},
-      {"async-done operand", "",
-       "a = f32[2] parameter(0)\n  ROOT r = f32[2] async-done(a)", "r",
+      {"async-done operand", "", "a = f32[2] parameter(0)\n  ROOT r = f32[2] async-done(a)", "r",
        "async-done needs an async state, a tuple of at least (operands, result); its operand is f32[2]"},
       {"copy-done of a copy-start", "",
        "a = f32[2] parameter(0)\n  s = (f32[2], f32[2], u32[]) copy-start(a)\n  ROOT r = f32[3] copy-done(s)", "r",
        "copy-done has shape f32[3], its operand 's' gives f32[2]"},
-      {"rng parameters", "",
-       "a = f32[2] parameter(0)\n  ROOT r = f32[4] rng(a, a), distribution=rng_uniform", "r",
+      {"rng parameters", "", "a = f32[2] parameter(0)\n  ROOT r = f32[4] rng(a, a), distribution=rng_uniform", "r",
        "rng: rng parameter 0 is f32[2], not a scalar"},
       {"rng-bit-generator state", "",
        "s = u64[2] parameter(0)\n  ROOT r = (u64[3], u32[4]) rng-bit-generator(s), algorithm=rng_default", "r",
@@ -206,7 +212,8 @@ const std::vector<BadCase>& BadCases() {
       {"get-dimension-size", "", "a = f32[2] parameter(0)\n  ROOT r = s32[] get-dimension-size(a), dimensions={1}", "r",
        "get-dimension-size: dimensions must name one dimension of f32[2]"},
       {"set-dimension-size", "",
-       "a = f32[4] parameter(0)\n  n = f32[] parameter(1)\n  ROOT r = f32[<=4] set-dimension-size(a, n), dimensions={0}",
+       "a = f32[4] parameter(0)\n  n = f32[] parameter(1)\n  ROOT r = f32[<=4] set-dimension-size(a, n), "
+       "dimensions={0}",
        "r", "set-dimension-size: the size operand is f32[], not an integer scalar"},
   };
   return cases;
@@ -300,8 +307,9 @@ TEST(HloVerifier, ValidModulesOfEveryCheckedOpcodePass) {
 }
 
 TEST(HloVerifier, ShapesTheTextLeavesOutAreInferredByTheSameRules) {
-  auto m = ParseModule(ModuleText(kAdd, "  a = f32[2,3] parameter(0)\n  z = f32[] constant(0)\n"
-                                        "  r = reduce(a, z), dimensions={0}, to_apply=add\n  ROOT t = tuple(r, a)"),
+  auto m = ParseModule(ModuleText(kAdd,
+                                  "  a = f32[2,3] parameter(0)\n  z = f32[] constant(0)\n"
+                                  "  r = reduce(a, z), dimensions={0}, to_apply=add\n  ROOT t = tuple(r, a)"),
                        "test.hlo");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ((*m)->entry()->root()->shape.ToString(false), "(f32[3], f32[2,3])");
@@ -364,12 +372,14 @@ TEST(HloVerifier, ModulesBuiltInMemory) {
   EXPECT_EQ(DescribeViolation(*FindViolation(*m)),
             "computation 'main', instruction 'r': negate takes 1 operand(s), has 2");
 
-  m = parse("  a = f32[8] parameter(0)\n  z = f32[] constant(0)\n"
-            "  ROOT r = f32[4] reduce-window(a, z), window={size=2 stride=2}, to_apply=add",
-            kAdd);
+  m = parse(
+      "  a = f32[8] parameter(0)\n  z = f32[] constant(0)\n"
+      "  ROOT r = f32[4] reduce-window(a, z), window={size=2 stride=2}, to_apply=add",
+      kAdd);
   ASSERT_TRUE(m);
   m->entry()->root()->called_computations[0] = nullptr;
-  EXPECT_EQ(DescribeViolation(*FindViolation(*m)), "computation 'main', instruction 'r': reduce-window needs to_apply=");
+  EXPECT_EQ(DescribeViolation(*FindViolation(*m)),
+            "computation 'main', instruction 'r': reduce-window needs to_apply=");
 
   m = parse("  a = f32[4] parameter(0)\n  ROOT r = f32[2] slice(a), slice={[0:2]}");
   ASSERT_TRUE(m);

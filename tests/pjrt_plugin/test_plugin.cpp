@@ -116,9 +116,10 @@ size_t ExecuteOptionsSize(int minor) {
 abi::Error* CheckSize(const char* name, size_t got, size_t want) {
   bool bad = Cfg().exact ? got != want : got < want;
   if (!bad) return nullptr;
-  return MakeError(abi::kInvalidArgument, std::string("Unexpected ") + name + " size: expected " +
-                                              std::to_string(want) + ", got " + std::to_string(got) +
-                                              ". The plugin is likely built with a different version than the framework.");
+  return MakeError(abi::kInvalidArgument,
+                   std::string("Unexpected ") + name + " size: expected " + std::to_string(want) + ", got " +
+                       std::to_string(got) +
+                       ". The plugin is likely built with a different version than the framework.");
 }
 
 // For the void functions a bad size is fatal, as a CHECK failure in a real plugin would be.
@@ -130,8 +131,8 @@ void CheckSizeOrDie(const char* name, size_t got, size_t want) {
   }
 }
 
-#define CHECK_ARGS(type, want)                                                                   \
-  auto* a = static_cast<abi::type*>(raw);                                                        \
+#define CHECK_ARGS(type, want)            \
+  auto* a = static_cast<abi::type*>(raw); \
   if (abi::Error* size_error = CheckSize("PJRT_" #type, a->struct_size, (want))) return size_error
 
 void ErrorDestroy(void* raw) {
@@ -184,7 +185,8 @@ abi::Error* ClientCreate(void* raw) {
       device_count = v.int64_value;
     } else if (name == "label" || name == "device_count") {
       return MakeError(abi::kInvalidArgument, "Option passed to PJRT_Client_Create with name " + name +
-                                                  " has type index " + std::to_string(v.type) + " but expected another type");
+                                                  " has type index " + std::to_string(v.type) +
+                                                  " but expected another type");
     } else {
       return MakeError(abi::kInvalidArgument, "Unexpected option name passed to PJRT_Client_Create: " + name);
     }
@@ -255,7 +257,8 @@ abi::Error* CompileProgram(const abi::Program* program, size_t compile_options_s
     std::raise(SIGSEGV);
   }
   if (opcode == c.fail_compile)
-    return MakeError(abi::kUnimplemented, "test plugin: opcode " + opcode + " is not supported\n(more detail on a second line)");
+    return MakeError(abi::kUnimplemented,
+                     "test plugin: opcode " + opcode + " is not supported\n(more detail on a second line)");
   if (opcode == c.internal)
     return MakeError(abi::kInternal, "RET_CHECK failure (test_plugin.cc:1) opcode " + opcode + " misconfigured");
   module_out = std::move(module).value();
@@ -282,7 +285,8 @@ size_t LayoutDevices(const std::string& layout) {
   size_t n = 1;
   for (size_t start = 0; start < layout.size();) {
     size_t x = layout.find('x', start);
-    n *= std::strtoul(layout.substr(start, x == std::string::npos ? std::string::npos : x - start).c_str(), nullptr, 10);
+    n *=
+        std::strtoul(layout.substr(start, x == std::string::npos ? std::string::npos : x - start).c_str(), nullptr, 10);
     start = x == std::string::npos ? layout.size() : x + 1;
   }
   return n;
@@ -389,10 +393,20 @@ abi::Error* BufferFromHostBuffer(void* raw) {
   for (size_t i = 0; i < a->num_dims; ++i) n *= a->dims[i];
   int bytes = 0;
   switch (a->type) {
-    case abi::kPred: case abi::kS8: case abi::kU8: bytes = 1; break;
-    case abi::kS16: case abi::kU16: case abi::kF16: case abi::kBF16: bytes = 2; break;
-    case abi::kS32: case abi::kU32: case abi::kF32: bytes = 4; break;
-    case abi::kS64: case abi::kU64: case abi::kF64: case abi::kC64: bytes = 8; break;
+    case abi::kPred:
+    case abi::kS8:
+    case abi::kU8: bytes = 1; break;
+    case abi::kS16:
+    case abi::kU16:
+    case abi::kF16:
+    case abi::kBF16: bytes = 2; break;
+    case abi::kS32:
+    case abi::kU32:
+    case abi::kF32: bytes = 4; break;
+    case abi::kS64:
+    case abi::kU64:
+    case abi::kF64:
+    case abi::kC64: bytes = 8; break;
     case abi::kC128: bytes = 16; break;
     default: return MakeError(abi::kUnimplemented, "buffer type " + std::to_string(a->type) + " is not supported");
   }
@@ -476,7 +490,8 @@ void Flatten(hlo::Literal& l, std::vector<hlo::Literal*>& out) {
 abi::Error* LoadedExecutableExecute(void* raw) {
   CHECK_ARGS(LoadedExecutable_Execute_Args, 80);
   if (!a->options) return MakeError(abi::kInvalidArgument, "PJRT_ExecuteOptions is null");
-  if (abi::Error* e = CheckSize("PJRT_ExecuteOptions", a->options->struct_size, ExecuteOptionsSize(Cfg().minor))) return e;
+  if (abi::Error* e = CheckSize("PJRT_ExecuteOptions", a->options->struct_size, ExecuteOptionsSize(Cfg().minor)))
+    return e;
   if (a->num_devices != 1) return MakeError(abi::kInvalidArgument, "expected 1 device");
   abi::LoadedExecutable* exe = a->executable;
   std::vector<hlo::Literal> args;

@@ -19,7 +19,8 @@ inline ProbeRecord Probe(std::string fingerprint, std::string opcode, std::strin
   p.fingerprint = std::move(fingerprint);
   p.opcode = std::move(opcode);
   p.signature = signature;
-  p.module_text = "HloModule probe_" + p.fingerprint.substr(0, 8) + "\n\nENTRY main {\n  ROOT r = " + signature + "\n}\n";
+  p.module_text =
+      "HloModule probe_" + p.fingerprint.substr(0, 8) + "\n\nENTRY main {\n  ROOT r = " + signature + "\n}\n";
   p.verdict = std::move(verdict);
   return p;
 }
@@ -126,11 +127,12 @@ inline AnalysisResult KitchenSink() {
             "f32[8,64,56,56]{3,2,1,0} convolution(f32[8,3,224,224]{3,2,1,0}, f32[64,3,7,7]{3,2,1,0}), "
             "window={size=7x7 stride=2x2 pad=3_3x3_3}, dim_labels=bf01_oi01->bf01",
             Accepted(0.41)),
-      Probe("a000000000000002", "reduce-window", "f32[8,64,28,28]{3,2,1,0} reduce-window(f32[8,64,56,56]{3,2,1,0}, f32[])",
-            Accepted(0.12)),
+      Probe("a000000000000002", "reduce-window",
+            "f32[8,64,28,28]{3,2,1,0} reduce-window(f32[8,64,56,56]{3,2,1,0}, f32[])", Accepted(0.12)),
       Probe("a000000000000003", "convert", "f64[8,64]{1,0} convert(f32[8,64]{1,0})",
             Rejected("64-bit types are not native on trn1 <f64> & \"emulated\" | 50% slower, see: docs", 0.25)),
-      Probe("a000000000000004", "dot", "s32[8,10]{1,0} dot(s32[8,64]{1,0}, s32[64,10]{1,0}), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+      Probe("a000000000000004", "dot",
+            "s32[8,10]{1,0} dot(s32[8,64]{1,0}, s32[64,10]{1,0}), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
             Verdict::Error("neuronx-cc crashed (signal 11)")),
       Probe("a000000000000005", "sort", "(s64[<=16,2]{1,0}, s32[]) custom-call(pred[4,4]{1,0})",
             Rejected("dynamic shapes are not supported")),
@@ -143,7 +145,8 @@ inline AnalysisResult KitchenSink() {
   r.probes[5].cache_hit = true;
   r.probes[1].cache_hit = true;
 
-  auto conv = Op("aten::convolution", "default", "f32[8,3,224,224], f32[64,3,7,7]", "/home/user/proj/model.py", 31, {0});
+  auto conv =
+      Op("aten::convolution", "default", "f32[8,3,224,224], f32[64,3,7,7]", "/home/user/proj/model.py", 31, {0});
   conv.module_path = "conv1";
   conv.program = "forward";
   conv.phase = "forward";
@@ -194,7 +197,8 @@ inline AnalysisResult AllSupported() {
   r.backend_id = "rules:neuron-trn1";
   r.backend_version = "neuron-trn1@3f9c2a1b";
   r.probes = {
-      Probe("b000000000000001", "dot", "f32[4]{0} dot(f32[4,4]{1,0}, f32[4]{0}), lhs_contracting_dims={1}, rhs_contracting_dims={0}", Accepted()),
+      Probe("b000000000000001", "dot",
+            "f32[4]{0} dot(f32[4,4]{1,0}, f32[4]{0}), lhs_contracting_dims={1}, rhs_contracting_dims={0}", Accepted()),
       Probe("b000000000000002", "maximum", "f32[4]{0} maximum(f32[4]{0}, f32[4]{0})", Accepted()),
       Probe("b000000000000003", "tanh", "f32[2]{0} tanh(f32[2]{0})", Accepted()),
   };
@@ -245,8 +249,9 @@ inline AnalysisResult Honest() {
   ex.module_path = "head";
   auto nms = Op("torchvision::nms", "default", "f32[100,4], f32[100]", "/work/demo/detect.py", 35, {}, 1);
   nms.lowering = OpRecord::Lowering::kCustomOp;
-  nms.lowering_error = "torchvision::nms has no XLA lowering: an XLA backend needs a custom call or a CPU fallback "
-                       "for it (a torchvision operator)";
+  nms.lowering_error =
+      "torchvision::nms has no XLA lowering: an XLA backend needs a custom call or a CPU fallback "
+      "for it (a torchvision operator)";
   auto mine = Op("mylib::my_op", "default", "f32[4]", "", 0, {}, 5);
   mine.lowering = OpRecord::Lowering::kCustomOp;
   mine.lowering_error = "mylib::my_op has no XLA lowering: an XLA backend needs a custom call or a CPU fallback for it";
@@ -274,7 +279,8 @@ inline AnalysisResult InternalError() {
   auto add = Op("aten::add", "Tensor", "f32[8], f32[8]", "/work/demo/train.py", 20, {0}, 4);
   auto bug = Op("aten::cumsum", "default", "f32[8]", "/work/demo/train.py", 21, {}, 2);
   bug.lowering = OpRecord::Lowering::kInternalError;
-  bug.lowering_error = "lowering aten::cumsum threw: vector::_M_range_check: __n (which is 1) >= this->size() (which is 1)";
+  bug.lowering_error =
+      "lowering aten::cumsum threw: vector::_M_range_check: __n (which is 1) >= this->size() (which is 1)";
   auto gap = Op("aten::_fft_r2c", "default", "f32[8]", "/work/demo/train.py", 22, {}, 1);
   gap.lowering = OpRecord::Lowering::kFailed;
   gap.lowering_error = "no lowering for aten::_fft_r2c";

@@ -47,9 +47,7 @@ TEST(Formats, OnlyTheFormatsThatSayTheyUseTheWorkingDirectoryDependOnIt) {
     }
   }
   for (const Format& format : Formats()) {
-    if (!format.uses_cwd) {
-      EXPECT_EQ(dependent.count(std::string(format.name)), 0u) << format.name;
-    }
+    if (!format.uses_cwd) { EXPECT_EQ(dependent.count(std::string(format.name)), 0u) << format.name; }
   }
   EXPECT_TRUE(dependent.count("sarif"));  // (the fixtures do exercise it)
 }
@@ -154,8 +152,8 @@ TEST(Junit, ValidatesAgainstJunitXsd) {
     for (int verbosity : {2, 0}) {
       std::string path = dir / (std::string(f.name) + ".xml");
       t::WriteText(path, Render(f, "junit", verbosity));
-      auto r = t::RunProgram({xmllint, "--noout", "--schema",
-                              (t::SourceDir() / "schemas/third_party/junit-10.xsd").string(), path});
+      auto r = t::RunProgram(
+          {xmllint, "--noout", "--schema", (t::SourceDir() / "schemas/third_party/junit-10.xsd").string(), path});
       EXPECT_EQ(r.exit_code, 0) << f.name << ": " << r.out << r.err;
     }
   }
@@ -187,12 +185,14 @@ TEST(Github, AnnotationsAtSourceLinesWithEscaping) {
     errors += line.rfind("::error", 0) == 0;
   }
   EXPECT_EQ(errors, 3);  // one per unsupported call site (_to_copy merged, mm, nonzero); _weird_op is opprobe's gap
-  EXPECT_NE(out.find("::error file=model.py,line=40,title=opprobe%3A aten%3A%3A_to_copy unsupported on cmd%3Aneuronx-cc::"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("::error file=model.py,line=40,title=opprobe%3A aten%3A%3A_to_copy unsupported on cmd%3Aneuronx-cc::"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find("| 50%25 slower"), std::string::npos) << "% in messages is escaped";
-  EXPECT_NE(out.find("::warning file=/opt/ext/custom_ops.py,line=5,title=opprobe cannot analyze aten%3A%3A_weird_op yet::"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("::warning file=/opt/ext/custom_ops.py,line=5,title=opprobe cannot analyze aten%3A%3A_weird_op yet::"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find("%0Arejected HLO instructions:"), std::string::npos) << "newlines are escaped";
 }

@@ -51,7 +51,8 @@ Template ParseTemplate(const std::string& text) {
     if (open == std::string::npos) break;
     size_t close = text.find("}}", open + 2);
     std::string name = close == std::string::npos ? "" : text.substr(open + 2, close - open - 2);
-    bool slot = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c == '_' || (c >= 'a' && c <= 'z'); });
+    bool slot = !name.empty() &&
+                std::all_of(name.begin(), name.end(), [](char c) { return c == '_' || (c >= 'a' && c <= 'z'); });
     if (!slot) {
       literal += text.substr(pos, open + 2 - pos);
       pos = open + 2;
@@ -188,7 +189,8 @@ Manifest Regroup(const std::vector<Rendered>& renders) {
     const Rendered& first = renders[g[0]];
     std::vector<int> levels;
     for (size_t i : g)
-      if (renders[i].fixture == first.fixture && renders[i].variant == first.variant) levels.push_back(renders[i].verbosity);
+      if (renders[i].fixture == first.fixture && renders[i].variant == first.variant)
+        levels.push_back(renders[i].verbosity);
     std::string name = first.fixture + "." + Levels(levels) + first.ext;
     EXPECT_TRUE(names.insert(name).second) << "two goldens would be named " << name;
     for (size_t i : g) manifest[renders[i].Key()] = name;

@@ -4,9 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "analyzer/lowering/lowering.h"
 #include "analyzer/pipeline/pipeline.h"
@@ -36,9 +35,10 @@ TEST(Honest, ResultKnowsWhatWasLeftOut) {
   EXPECT_TRUE(r.incomplete());
   auto reasons = r.IncompleteReasons();
   ASSERT_EQ(reasons.size(), 2u);
-  EXPECT_EQ(reasons[0],
-            "partial analysis: the script failed at /work/demo/detect.py:41 (RuntimeError: boxes must be 2-D); only the "
-            "calls before that were analyzed");
+  EXPECT_EQ(
+      reasons[0],
+      "partial analysis: the script failed at /work/demo/detect.py:41 (RuntimeError: boxes must be 2-D); only the "
+      "calls before that were analyzed");
   EXPECT_EQ(reasons[1],
             "incomplete: opprobe cannot analyze 2 of 19 aten calls yet (1 call site without a lowering); they count as "
             "unsupported");
@@ -92,9 +92,11 @@ TEST(Honest, CustomOpsAreUnsupportedEntriesWithTheirReasonAndCallSite) {
     EXPECT_EQ(e["failureAt"], "custom_op");
     EXPECT_EQ(e["call"], "detect.py 35");
     EXPECT_EQ(e["count"], 1);
-    EXPECT_EQ(e["reason"].get<std::string>().rfind("torchvision::nms has no XLA lowering: an XLA backend needs a custom "
-                                                    "call or a CPU fallback for it", 0),
-              0u);
+    EXPECT_EQ(
+        e["reason"].get<std::string>().rfind("torchvision::nms has no XLA lowering: an XLA backend needs a custom "
+                                             "call or a CPU fallback for it",
+                                             0),
+        0u);
   }
   EXPECT_TRUE(found) << json.dump(2);
   for (const auto& f : Formats()) {
@@ -245,7 +247,8 @@ TEST(Honest, AnInternalErrorIsItsOwnKindAndNoGatePassesOnIt) {
   EXPECT_NE(Render(r, "github").find("title=opprobe internal error on aten%3A%3Acumsum::"), std::string::npos);
   for (const auto& f : Formats()) {
     const std::string out = Render(r, f.name);
-    EXPECT_NE(out.find("internal error: opprobe failed on 2 of 7 aten calls"), std::string::npos) << f.name << "\n" << out;
+    EXPECT_NE(out.find("internal error: opprobe failed on 2 of 7 aten calls"), std::string::npos) << f.name << "\n"
+                                                                                                  << out;
     EXPECT_NE(out.find("internal_error"), std::string::npos) << f.name << "\n" << out;
   }
 
@@ -308,7 +311,8 @@ TEST(Honest, ALoweringThatThrowsInTheRealPipelineFailsTheGateWhateverAllowSays) 
   EXPECT_NE(g.messages[0].find("never its internal errors"), std::string::npos) << g.messages[0];
   // The same trace with opprobe's own lowering passes that gate.
   o.lowering_table = nullptr;
-  auto fine = analyzer::AnalyzeInputs({(t::SourceDir() / "samples" / "traces" / "supported.json").string()}, **backend, o);
+  auto fine =
+      analyzer::AnalyzeInputs({(t::SourceDir() / "samples" / "traces" / "supported.json").string()}, **backend, o);
   ASSERT_TRUE(fine.ok());
   EXPECT_EQ(fine->summary.internal_error_calls, 0);
   EXPECT_FALSE(EvaluateGates(*fine, go).failed) << EvaluateGates(*fine, go).messages.front();

@@ -94,7 +94,8 @@ class HtmlInBrowser : public ::testing::Test {
   void SetUp() override {
     chromium_ = Chromium();
     if (chromium_.empty())
-      GTEST_SKIP() << "chromium is not installed (Debian package `chromium`): the HTML report was not checked in a browser";
+      GTEST_SKIP()
+          << "chromium is not installed (Debian package `chromium`): the HTML report was not checked in a browser";
   }
   std::string chromium_;
 };

@@ -37,19 +37,19 @@ TEST(FormatPercent, TwoDecimalsAndPercentSign) {
 
 TEST(ToJson, TopLevelKeysInFixedOrder) {
   Json j = ToJson(NeuronUnsupported(), 2);
-  EXPECT_EQ(Keys(j), (std::vector<std::string>{"opprobe_version", "schema_version", "backend", "backend_version",
-                                               "model", "input_kind", "torch_version", "verbosity", "complete",
-                                               "incomplete_reasons", "support_percentage", "aten_support_percentage",
-                                               "analyzed_percentage", "supported_operators", "unsupported_operators",
-                                               "summary"}));
+  EXPECT_EQ(Keys(j),
+            (std::vector<std::string>{"opprobe_version", "schema_version", "backend", "backend_version", "model",
+                                      "input_kind", "torch_version", "verbosity", "complete", "incomplete_reasons",
+                                      "support_percentage", "aten_support_percentage", "analyzed_percentage",
+                                      "supported_operators", "unsupported_operators", "summary"}));
   EXPECT_EQ(j["schema_version"], kSchemaVersion);
   EXPECT_EQ(j["backend"], "rules:neuron-trn1");
   EXPECT_EQ(j["model"], "unsupported.py");
   EXPECT_EQ(Keys(j["summary"]),
             (std::vector<std::string>{"aten_calls", "aten_nodes", "custom_op_calls", "lowering_gap_calls",
-                                      "ignored_calls", "distinct_signatures", "lowering_failures",
-                                      "hlo_instructions", "supported_instructions", "unique_probes", "cache_hits",
-                                      "probes_run", "dynamic_shape_ops", "probe_seconds", "wall_seconds", "jobs"}));
+                                      "ignored_calls", "distinct_signatures", "lowering_failures", "hlo_instructions",
+                                      "supported_instructions", "unique_probes", "cache_hits", "probes_run",
+                                      "dynamic_shape_ops", "probe_seconds", "wall_seconds", "jobs"}));
 }
 
 TEST(ToJson, NeuronShapeAtVerbosity2) {
@@ -69,7 +69,8 @@ TEST(ToJson, NeuronShapeAtVerbosity2) {
   EXPECT_EQ(uns[1]["signature"], "f32[4], c64[4]");
   EXPECT_EQ(uns[1]["reason"], "element type c64 is not supported: Neuron has no complex types");
   EXPECT_EQ(uns[1]["count"], 1);
-  EXPECT_EQ(Keys(uns[1]), (std::vector<std::string>{"kind", "failureAt", "call", "reason", "signature", "phase", "count"}));
+  EXPECT_EQ(Keys(uns[1]),
+            (std::vector<std::string>{"kind", "failureAt", "call", "reason", "signature", "phase", "count"}));
   EXPECT_FALSE(j.contains("instructions"));
   EXPECT_FALSE(j.contains("programs"));
   EXPECT_FALSE(j.contains("dynamic_shape_operators"));
@@ -135,15 +136,9 @@ TEST(ToJson, KitchenSinkExtras) {
       EXPECT_EQ(e["module_path"], "layer1.0");
       EXPECT_EQ(e["count"], 4);
     }
-    if (e["kind"] == "aten::_to_copy") {
-      EXPECT_EQ(e["count"], 5) << "identical entries are merged";
-    }
-    if (e["kind"] == "aten::mm") {
-      EXPECT_EQ(e["error"], true);
-    }
-    if (e["kind"] == "aten::nonzero") {
-      EXPECT_EQ(e["dynamic_shape"], true);
-    }
+    if (e["kind"] == "aten::_to_copy") { EXPECT_EQ(e["count"], 5) << "identical entries are merged"; }
+    if (e["kind"] == "aten::mm") { EXPECT_EQ(e["error"], true); }
+    if (e["kind"] == "aten::nonzero") { EXPECT_EQ(e["dynamic_shape"], true); }
   }
   EXPECT_TRUE(saw_lowering);
   ASSERT_TRUE(j.contains("dynamic_shape_operators"));

@@ -6,12 +6,11 @@
 // than this validator checks.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace opprobe::testing {
 
@@ -39,7 +38,8 @@ class JsonSchemaValidator {
   static bool HasType(const nlohmann::json& j, const std::string& t) {
     std::string actual = TypeOf(j);
     return actual == t || (t == "number" && actual == "integer") ||
-           (t == "integer" && j.is_number_float() && j.get<double>() == static_cast<double>(static_cast<long long>(j.get<double>())));
+           (t == "integer" && j.is_number_float() &&
+            j.get<double>() == static_cast<double>(static_cast<long long>(j.get<double>())));
   }
   static size_t Utf8Length(const std::string& s) {
     size_t n = 0;
@@ -84,10 +84,33 @@ class JsonSchemaValidator {
       errors_.push_back(path + ": schema is not an object");
       return;
     }
-    static const std::set<std::string> kKnown = {
-        "$schema", "$id", "$comment", "id", "title", "description", "default", "format", "definitions", "type", "properties",
-        "required", "additionalProperties", "items", "enum", "const", "pattern", "minimum", "maximum", "minLength",
-        "minItems", "maxItems", "uniqueItems", "$ref", "anyOf", "oneOf", "allOf"};
+    static const std::set<std::string> kKnown = {"$schema",
+                                                 "$id",
+                                                 "$comment",
+                                                 "id",
+                                                 "title",
+                                                 "description",
+                                                 "default",
+                                                 "format",
+                                                 "definitions",
+                                                 "type",
+                                                 "properties",
+                                                 "required",
+                                                 "additionalProperties",
+                                                 "items",
+                                                 "enum",
+                                                 "const",
+                                                 "pattern",
+                                                 "minimum",
+                                                 "maximum",
+                                                 "minLength",
+                                                 "minItems",
+                                                 "maxItems",
+                                                 "uniqueItems",
+                                                 "$ref",
+                                                 "anyOf",
+                                                 "oneOf",
+                                                 "allOf"};
     for (const auto& [k, v] : schema.items())
       if (!kKnown.count(k)) errors_.push_back(path + ": schema keyword '" + k + "' is not supported by this validator");
 
@@ -136,12 +159,14 @@ class JsonSchemaValidator {
           if (!seen.insert(e.dump()).second) errors_.push_back(path + ": duplicate item " + e.dump());
       }
       if (schema.contains("items"))
-        for (size_t i = 0; i < doc.size(); ++i) Check(schema["items"], doc[i], path + "/" + std::to_string(i), depth + 1);
+        for (size_t i = 0; i < doc.size(); ++i)
+          Check(schema["items"], doc[i], path + "/" + std::to_string(i), depth + 1);
     }
     if (doc.is_object()) {
       if (schema.contains("required"))
         for (const auto& r : schema["required"])
-          if (!doc.contains(r.get<std::string>())) errors_.push_back(path + ": missing required \"" + r.get<std::string>() + "\"");
+          if (!doc.contains(r.get<std::string>()))
+            errors_.push_back(path + ": missing required \"" + r.get<std::string>() + "\"");
       const nlohmann::json* props = schema.contains("properties") ? &schema["properties"] : nullptr;
       for (const auto& [k, v] : doc.items()) {
         std::string child = path + "/" + k;

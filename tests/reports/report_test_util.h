@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "support/temp_folder.h"
 #include "opprobe_version.h"
+#include "support/temp_folder.h"
 #include "testing/run_binary.h"
 
 namespace opprobe::reports::testing {

@@ -49,10 +49,10 @@ TEST(SchemaVersion, RequiredKeysArePinnedForTheVersion) {
   ASSERT_FALSE(keys.empty());
   std::string now;
   for (const auto& k : keys) now += k + "\n";
-  const std::filesystem::path pinned =
-      "tests/reports/schema_versions/v" + std::to_string(kSchemaVersion) + ".txt";
+  const std::filesystem::path pinned = "tests/reports/schema_versions/v" + std::to_string(kSchemaVersion) + ".txt";
   ASSERT_TRUE(std::filesystem::exists(pinned))
-      << pinned << " is missing: a new kSchemaVersion pins its required keys there (these):\n" << now;
+      << pinned << " is missing: a new kSchemaVersion pins its required keys there (these):\n"
+      << now;
   EXPECT_EQ(now, ReadText(pinned))
       << "schemas/report.schema.json's required keys changed under schema_version " << kSchemaVersion
       << ": bump kSchemaVersion (reports/report.h) and the schema's const, and pin the new keys in a new file";

@@ -12,7 +12,8 @@
 //     computations' names left out), which are the units a backend is probed with, must be equal; the same for
 //     NAME.export.mlir against NAME.export.hlo.pb where jax.export's text differs;
 //   - the metadata of NAME.debug.mlir against NAME.debug.hlo.txt (jaxlib's, stack frames resolved to their first
-//     frame): every (op_name, source_file:source_line) jaxlib attached to an instruction is attached to one of opprobe's.
+//     frame): every (op_name, source_file:source_line) jaxlib attached to an instruction is attached to one of
+//     opprobe's.
 // Differences are allowed only where EXPECTATIONS lists the program with the number of differing signatures and
 // why (XLA runs module-wide simplifications before its translation that an op-by-op conversion does not); a listed
 // count that no longer matches fails too, so the list stays exact. Exit 0 when everything holds, 1 otherwise.
@@ -28,11 +29,11 @@
 #include <string>
 #include <vector>
 
-#include "support/file_io.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
 #include "hlo/proto_io.h"
 #include "hlo/stablehlo/stablehlo.h"
+#include "support/file_io.h"
 
 namespace fs = std::filesystem;
 using opprobe::Expected;
@@ -232,15 +233,17 @@ int main(int argc, char** argv) {
       ++explained;
     }
     if (name == show) {
-      std::cout << "=== opprobe\n" << ToString(**pretty, PrintOptions::Short()) << "\n=== jaxlib\n"
+      std::cout << "=== opprobe\n"
+                << ToString(**pretty, PrintOptions::Short()) << "\n=== jaxlib\n"
                 << ToString(**theirs, PrintOptions::Short()) << "\n";
       for (const auto& d : diff) std::cout << "    " << d << "\n";
     }
   }
   for (const auto& [name, e] : expected)
     if (!seen_counts.count(name)) fail(name, "listed in the expectations but not generated");
-  std::cout << fmt::format("stablehlo conformance: {} programs, {} identical to jaxlib's conversion, {} with listed "
-                           "differences, {} failure(s)\n",
-                           names.size(), exact, explained, failures);
+  std::cout << fmt::format(
+      "stablehlo conformance: {} programs, {} identical to jaxlib's conversion, {} with listed "
+      "differences, {} failure(s)\n",
+      names.size(), exact, explained, failures);
   return failures ? 1 : 0;
 }

@@ -1,15 +1,13 @@
 // support/file_io.h: size-capped reads with located errors; atomic writes; a FileSet replaces all its files or none.
 #include "support/file_io.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <csignal>
-
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "testing/temp_dir_test.h"
 

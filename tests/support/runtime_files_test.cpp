@@ -1,6 +1,6 @@
-// Where a program of the build tree finds opprobe's helpers and the capture shim (support/runtime_files.h): the installed
-// place beside it first (PREFIX/libexec/opprobe, PREFIX/share/opprobe), then the build folder and the source tree.
-// tests/e2e/installed_test.cpp runs an installed copy, which has the installed places alone.
+// Where a program of the build tree finds opprobe's helpers and the capture shim (support/runtime_files.h): the
+// installed place beside it first (PREFIX/libexec/opprobe, PREFIX/share/opprobe), then the build folder and the source
+// tree. tests/e2e/installed_test.cpp runs an installed copy, which has the installed places alone.
 #include "support/runtime_files.h"
 
 #include <gtest/gtest.h>
@@ -45,7 +45,8 @@ TEST_F(RuntimeFilesTest, TheFirstPlaceThatHoldsTheFileWins) {
   EXPECT_EQ(FirstFile(places, "shim.py"), Path("b/shim.py"));
   EXPECT_EQ(FirstFile(places, "missing.py"), "");
   EXPECT_EQ(FirstFile({Path("a/other.py")}), Path("a/other.py"));
-  EXPECT_EQ(DescribePlaces(places, "shim.py"), Path("c/shim.py") + ", " + Path("a/shim.py") + " or " + Path("b/shim.py"));
+  EXPECT_EQ(DescribePlaces(places, "shim.py"),
+            Path("c/shim.py") + ", " + Path("a/shim.py") + " or " + Path("b/shim.py"));
   EXPECT_EQ(DescribePlaces({Path("a/../b/x")}), Path("b/x"));
 }
 

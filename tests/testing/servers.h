@@ -107,9 +107,21 @@ class TestServer {
   void StartRedis(const std::filesystem::path& dir, const std::string& password = "") {
     std::filesystem::create_directories(dir);
     port_ = FreeLoopbackPort();
-    std::vector<std::string> argv{"/usr/bin/redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no", "--dir", dir.string(), "--daemonize", "no",
-                                  "--logfile", (dir / "redis.log").string()};
+    std::vector<std::string> argv{"/usr/bin/redis-server",
+                                  "--port",
+                                  std::to_string(port_),
+                                  "--bind",
+                                  "127.0.0.1",
+                                  "--save",
+                                  "",
+                                  "--appendonly",
+                                  "no",
+                                  "--dir",
+                                  dir.string(),
+                                  "--daemonize",
+                                  "no",
+                                  "--logfile",
+                                  (dir / "redis.log").string()};
     if (!password.empty()) {
       argv.push_back("--requirepass");
       argv.push_back(password);

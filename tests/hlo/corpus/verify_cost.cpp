@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "support/file_io.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
+#include "support/file_io.h"
 
 namespace {
 
@@ -22,16 +22,19 @@ using Clock = std::chrono::steady_clock;
 using namespace opprobe;
 
 std::string Synthetic(size_t bytes) {
-  std::string t = "HloModule synthetic\n\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
-                  "  ROOT s = f32[] add(x, y)\n}\n\nENTRY main {\n  p = f32[64,128]{1,0} parameter(0)\n"
-                  "  w = f32[128,128]{1,0} parameter(1)\n  z = f32[] constant(0)\n";
+  std::string t =
+      "HloModule synthetic\n\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(x, y)\n}\n\nENTRY main {\n  p = f32[64,128]{1,0} parameter(0)\n"
+      "  w = f32[128,128]{1,0} parameter(1)\n  z = f32[] constant(0)\n";
   std::string prev = "p";
   for (size_t i = 0; t.size() < bytes; ++i) {
-    t += fmt::format("  d.{0} = f32[64,128]{{1,0}} dot(f32[64,128]{{1,0}} {1}, f32[128,128]{{1,0}} w), "
-                     "lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, metadata={{op_type=\"aten__mm\" "
-                     "op_name=\"aten__mm\" source_file=\"model.py\" source_line={0}}}\n",
-                     i, prev);
-    t += fmt::format("  r.{0} = f32[64]{{0}} reduce(f32[64,128]{{1,0}} d.{0}, f32[] z), dimensions={{1}}, to_apply=add\n", i);
+    t += fmt::format(
+        "  d.{0} = f32[64,128]{{1,0}} dot(f32[64,128]{{1,0}} {1}, f32[128,128]{{1,0}} w), "
+        "lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, metadata={{op_type=\"aten__mm\" "
+        "op_name=\"aten__mm\" source_file=\"model.py\" source_line={0}}}\n",
+        i, prev);
+    t += fmt::format(
+        "  r.{0} = f32[64]{{0}} reduce(f32[64,128]{{1,0}} d.{0}, f32[] z), dimensions={{1}}, to_apply=add\n", i);
     t += fmt::format("  b.{0} = f32[64,128]{{1,0}} broadcast(f32[64]{{0}} r.{0}), dimensions={{0}}\n", i);
     t += fmt::format("  s.{0} = f32[64,128]{{1,0}} subtract(f32[64,128]{{1,0}} d.{0}, f32[64,128]{{1,0}} b.{0})\n", i);
     t += fmt::format("  e.{0} = f32[64,128]{{1,0}} exponential(f32[64,128]{{1,0}} s.{0})\n", i);
@@ -66,10 +69,11 @@ void Measure(const std::string& name, const std::string& text, int rounds) {
   }
   // The parse figure includes one verifier run; the parser alone is parse - verify.
   const double alone = parse - verify;
-  std::cout << fmt::format("{:<60} {:>9.1f} KB {:>8} instructions  parse {:8.2f} ms  verify {:7.2f} ms  "
-                           "verify/parse-alone {:5.1f}%\n",
-                           name, static_cast<double>(text.size()) / 1024, instructions, alone * 1e3, verify * 1e3,
-                           alone > 0 ? 100 * verify / alone : 0.0);
+  std::cout << fmt::format(
+      "{:<60} {:>9.1f} KB {:>8} instructions  parse {:8.2f} ms  verify {:7.2f} ms  "
+      "verify/parse-alone {:5.1f}%\n",
+      name, static_cast<double>(text.size()) / 1024, instructions, alone * 1e3, verify * 1e3,
+      alone > 0 ? 100 * verify / alone : 0.0);
 }
 
 }  // namespace
