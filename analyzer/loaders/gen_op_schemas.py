@@ -15,9 +15,9 @@ import sys
 
 import torch
 
-# The one top-level splitter of the Python side lives beside the capture shim, which reads the same schema text.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cli", "capture"))
-from top_level import split_top_level  # noqa: E402
+# The one top-level splitter of the Python side lives in the capture package, which reads the same schema text.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "capture"))
+from opprobe_capture.top_level import split_top_level  # noqa: E402
 
 
 def declared_types(schema_text):

@@ -10,11 +10,11 @@ from opprobe._locate import OpprobeError, capture_dir, find_binary
 
 
 def _recorder_module():
-    d = capture_dir()
+    d = capture_dir()  # the folder holding the package opprobe_capture alone
     if d not in sys.path:
         sys.path.insert(0, d)
-    import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py, the one recorder)
-    return capture_recorder
+    from opprobe_capture import recorder  # noqa: E402  (capture/opprobe_capture/recorder.py, the one recorder)
+    return recorder
 
 
 def _own_code_objects():

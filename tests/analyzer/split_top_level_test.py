@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""The Python top-level splitter (cli/capture/top_level.py) on the cases its C++ twin
+"""The Python top-level splitter (capture/opprobe_capture/top_level.py) on the cases its C++ twin
 (analyzer/loaders/split_top_level.h, tests/analyzer/split_top_level_test.cpp) is held to:
-tests/fixtures/split_top_level_cases.json. Also: the capture shim and gen_op_schemas.py use this one splitter.
+tests/fixtures/split_top_level_cases.json. Also: the capture and gen_op_schemas.py use this one splitter.
 
 Run by ctest (`split_top_level_python`) with Debian's /usr/bin/python3, whose PyTorch 1.13 both users import.
 """
@@ -11,10 +11,10 @@ import sys
 import unittest
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "cli", "capture"))
+sys.path.insert(0, os.path.join(ROOT, "capture"))
 sys.path.insert(0, os.path.join(ROOT, "analyzer", "loaders"))
 
-import top_level  # noqa: E402
+from opprobe_capture import top_level  # noqa: E402
 
 
 def cases():
@@ -35,9 +35,9 @@ class SharedCases(unittest.TestCase):
 
 
 class OneSplitter(unittest.TestCase):
-    def test_the_capture_shim_uses_it(self):
-        import capture_recorder
-        self.assertIs(capture_recorder._split_top_level, top_level.split_top_level)
+    def test_the_capture_uses_it(self):
+        from opprobe_capture import recorder
+        self.assertIs(recorder._split_top_level, top_level.split_top_level)
 
     def test_gen_op_schemas_uses_it(self):
         import gen_op_schemas

@@ -117,12 +117,12 @@ def _rel_path(path):
 # bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
 # ---------------------------------------------------------------------------------------------------
 
-# The one top-level splitter of the Python side (cli/capture/top_level.py, beside this file in every copy of
+# The one top-level splitter of the Python side (capture/opprobe_capture/top_level.py, beside this file in every copy of
 # the shim), shared with analyzer/loaders/gen_op_schemas.py.
-from top_level import split_top_level as _split_top_level  # noqa: E402
-import capture_native  # noqa: E402  (cli/capture/capture_native.py: the fast path, where it is built)
-import capture_steps  # noqa: E402  (cli/capture/capture_steps.py: the graphs torch_xla would run)
-import capture_program  # noqa: E402  (cli/capture/capture_program.py: the first step's data flow, for --fit)
+from .top_level import split_top_level as _split_top_level  # noqa: E402
+from . import native as capture_native  # noqa: E402  (native.py: the fast path, where it is built)
+from . import steps as capture_steps  # noqa: E402  (steps.py: the graphs torch_xla would run)
+from . import program as capture_program  # noqa: E402  (program.py: the first step's data flow, for --fit)
 
 
 def _strip_alias(t):
@@ -435,7 +435,7 @@ class Recorder(object):
         self._main_thread = threading.current_thread()
         self._main_ident = threading.get_ident()
         self._optimizer_cls = getattr(torch.optim, "Optimizer", None)
-        # The fast path (capture_fastpath.cpp, loaded by capture_native.py; None without it): the calls it counts by
+        # The fast path (fastpath.cpp, loaded by native.py; None without it): the calls it counts by
         # their key are added to the entries here when the capture stops (merge_native).
         self.native = None
         self._native_entries = []  # entry number -> entry (the list in self.calls)
@@ -447,13 +447,13 @@ class Recorder(object):
         self._last_place = None    # the place of the last call that left a forward link
         self._last = None          # (entry or None, cacheable) of the last call recorded
         self.native_counted = 0    # calls the fast path counted (added by merge_native)
-        # The graphs torch_xla would run (capture_steps.py); followed once a tensor is moved to the XLA device, from
+        # The graphs torch_xla would run (steps.py); followed once a tensor is moved to the XLA device, from
         # when on every call takes the Python path (the fast path does not see the data flow).
         self.graphs = capture_steps.StepGraphs()
-        # The first training step's data flow (capture_program.py), when asked for (--program): every call takes the
+        # The first training step's data flow (program.py), when asked for (--program): every call takes the
         # Python path then.
         self.program = None
-        # Above zero while the real torchax answers a call the recorder recorded as one (capture_torchax.py).
+        # Above zero while the real torchax answers a call the recorder recorded as one (real_torchax.py).
         self.suppress = 0
 
     # -- where: source line, phase ------------------------------------------------------------------
@@ -550,7 +550,7 @@ class Recorder(object):
         """Records one call. `info` is op_info(func); `depth` the number of frames between this method and the
         code that dispatched the call."""
         if self.suppress:
-            return  # torchax answers a call: the calls it makes for itself are not the script's (capture_torchax.py)
+            return  # torchax answers a call: the calls it makes for itself are not the script's (real_torchax.py)
         if self._pending is not None:
             self.flush_pending()
         if not info.record:
@@ -1066,7 +1066,7 @@ class _CaptureMode(TorchDispatchMode):
                 rec.native_off()
                 return orig_push(m, *args, **kwargs)
             _python_dispatch._push_mode = push_mode
-        # The fast path (capture_fastpath.cpp), where it is built for this PyTorch: it sits just above this mode and
+        # The fast path (fastpath.cpp), where it is built for this PyTorch: it sits just above this mode and
         # counts the calls it has seen before; everything else comes on to this mode.
         # Not on fake tensors: the fast path's kernel sits above the Python key, where FakeTensorMode answers.
         native = capture_native.load() if not self.fake else None
@@ -1316,8 +1316,8 @@ def _needs_a_value(exc):
 def run_script(script, script_args, output, quiet=False, progress=None, fake=False, program=False,
                torchax_standin=False):
     """Runs the script under the capture and writes the trace. `progress`: None, "tty" or "lines" (the counter of
-    calls captured so far on stderr, capture_progress.py). `fake`: on PyTorch's fake tensors (see opprobe_capture.py).
-    `program`: also record the first training step's data flow (capture_program.py). `torchax_standin`: the
+    calls captured so far on stderr, progress.py). `fake`: on PyTorch's fake tensors (see runner.py).
+    `program`: also record the first training step's data flow (program.py). `torchax_standin`: the
     torchax stand-in even where torchax is installed (`analyze --lowering torchax`: the script runs to its end on the
     CPU, and torchax's own table lowers each call afterwards)."""
     fake_mode = None
@@ -1350,11 +1350,11 @@ def run_script(script, script_args, output, quiet=False, progress=None, fake=Fal
             recorder.stale_check = True
     recorder.wrap_autograd()
     recorder.wrap_optimizers()
-    import capture_standins  # noqa: E402  (cli/capture/capture_standins.py)
-    import capture_progress  # noqa: E402  (cli/capture/capture_progress.py)
+    from . import standins as capture_standins  # noqa: E402  (standins.py)
+    from . import progress as capture_progress  # noqa: E402  (progress.py)
     capture_standins.install(recorder.boundary, recorder.on_device, recorder.on_value_read,
                              sharding_hook=recorder.on_sharding, torchax_standin=torchax_standin)
-    import capture_torchax  # noqa: E402  (cli/capture/capture_torchax.py: the real torchax, where installed)
+    from . import real_torchax as capture_torchax  # noqa: E402  (real_torchax.py: the real torchax, where installed)
     if fake_mode is None and not torchax_standin:
         capture_torchax.install(recorder, recorder.boundary, lambda: _CaptureMode(recorder))
 
