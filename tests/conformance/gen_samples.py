@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "capture"))
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from opprobe_capture import recorder as cr  # noqa: E402  (the capture's argument encoding)
+from opprobe_capture import encoding as cr  # noqa: E402  (the capture's argument encoding)
 
 EXTRA_DTYPES = [torch.float64, torch.int64, torch.int32, torch.complex64, torch.bfloat16]
 

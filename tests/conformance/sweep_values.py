@@ -14,7 +14,6 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "capture"))
 import torch  # noqa: E402
 import gen_samples  # noqa: E402
-from opprobe_capture import recorder as cr  # noqa: E402
 
 nn = torch.nn
 F = torch.nn.functional

@@ -110,6 +110,41 @@ TEST_F(CaptureTest, UnsupportedSample) {
   EXPECT_EQ(files, 0u);
 }
 
+// The capture is a package (capture/opprobe_capture) whose modules import as opprobe_capture.NAME only: a script
+// whose own modules bear the capture's module names imports its own, sys.path[0] is the script's folder as with
+// `python script.py`, and the capture's folder is not on sys.path at all.
+TEST_F(CaptureTest, ScriptsOwnModulesWithTheCapturesNamesAreItsOwn) {
+  const fs::path own = dir_ / "own";
+  fs::create_directories(own);
+  const std::vector<std::string> names = {"runner",   "recorder", "encoding", "call_sites", "phases", "schema_types",
+                                          "top_level", "steps",    "program",  "progress",   "native", "standins"};
+  std::string imports, list;
+  for (const auto& n : names) {
+    std::ofstream(own / (n + ".py")) << "WHO = 'own " << n << "'\n";
+    imports += "import " + n + "\n";
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  std::ofstream(own / "train.py") << imports << "import os, sys\n"
+                                  << "import torch\n"
+                                  << "print('own:', ';'.join(m.WHO for m in (" << list << ")))\n"
+                                  << "print('path0:', sys.path[0])\n"
+                                  << "print('capture on path:', any(os.path.isdir(os.path.join(p, 'opprobe_capture')) "
+                                     "for p in sys.path if p))\n"
+                                  << "y = torch.ones(2).relu()\n";
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, (own / "train.py").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string expected = "own: ";
+  for (size_t i = 0; i < names.size(); ++i) expected += (i ? ";own " : "own ") + names[i];
+  EXPECT_THAT(r.out, HasSubstr(expected + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("path0: " + own.string() + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("capture on path: False\n"));
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  bool relu = false;
+  for (const auto& n : g->nodes) relu = relu || n.op == "aten::relu";
+  EXPECT_TRUE(relu);
+}
+
 TEST_F(CaptureTest, ScriptThatRaisesKeepsTheCallsBeforeTheError) {
   auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py"});
   EXPECT_EQ(r.status, 2);
