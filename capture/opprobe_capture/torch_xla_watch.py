@@ -12,7 +12,8 @@ files. OUT.json is written when the script ends (also when it raises or calls sy
     {"torch_xla": "2.9.0", "compiles": N,
      "fallbacks": [{"op": "aten::nonzero", "overload": "default", "file": "train.py", "line": 34, "count": 6}, ...]}
 
-Started by opprobe (cli/torch_xla_run.cpp, through the capture package's __main__.py); kept free of syntax newer than Python 3.8.
+Started by opprobe (cli/torch_xla_run.cpp, through the capture package's __main__.py); kept free of syntax newer than
+Python 3.8.
 """
 
 import json
@@ -26,7 +27,8 @@ def _is_library(filename, here):
     if not filename or filename.startswith("<"):
         return True
     path = os.path.abspath(filename)
-    return path.startswith(here) or "site-packages" in path or "dist-packages" in path or path.startswith(sys.prefix + os.sep + "lib")
+    return (path.startswith(here) or "site-packages" in path or "dist-packages" in path or
+            path.startswith(sys.prefix + os.sep + "lib"))
 
 
 def main(argv):
