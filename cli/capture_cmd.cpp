@@ -66,18 +66,18 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
       "Run a PyTorch script and record every aten call it dispatches (forward, backward, optimizer) into a trace");
   cmd->description(
       "Run a PyTorch script and record every aten call it dispatches (forward, backward, optimizer) into a trace.\n\n"
-      "The script runs unchanged as __main__ under the capture shim (cli/capture/opprobe_capture.py), which\n"
+      "The script runs unchanged as __main__ under the capture shim (capture/opprobe_capture), which\n"
       "records each call's op and overload, every schema argument (dtypes, shapes, scalar values), the outputs,\n"
       "the innermost source line outside torch, the nn.Module path and the phase. Identical calls are counted,\n"
       "not stored twice. Works with PyTorch 1.13 and 2.x; the trace format is schemas/trace.schema.json.\n"
       "The script's own output goes to the terminal as usual.\n\n"
       "Scripts written for an XLA device or for CUDA run unmodified: where torch_xla, torchax or torch_xla2 is not\n"
-      "installed (or no GPU is present), the shim provides a stand-in (cli/capture/capture_standins.py) that maps\n"
+      "installed (or no GPU is present), the shim provides a stand-in (capture/opprobe_capture/standins.py) that maps\n"
       "the device to the CPU (xm.xla_device(), torch_xla.device(), env.to_xla(), .cuda(), device=\"cuda\", ...)\n"
       "and records xm.mark_step, torch_xla.sync/step/compile, xm.optimizer_step(barrier=True) and each\n"
       "MpDeviceLoader batch as step boundaries (each call's `step` in the trace). torch.compile runs eagerly.\n"
       "Where torchax is installed, a torchax script (or seed 001's torch_xla2 names) runs on the real torchax and\n"
-      "its aten calls are recorded where torchax answers them (cli/capture/capture_torchax.py).\n"
+      "its aten calls are recorded where torchax answers them (capture/opprobe_capture/real_torchax.py).\n"
       "Calls of every namespace are recorded (torchvision::nms, quantized::linear_dynamic, mylib::my_op), except\n"
       "the bookkeeping ones (profiler::*). Backward calls also name the forward call whose autograd node made them.\n"
       "On a terminal, a counter of the calls captured so far is redrawn on stderr while the script runs.");
@@ -102,7 +102,7 @@ void RegisterCapture(CLI::App& app, int& exit_code) {
       "  opprobe analyze trace.json --backend rules:neuron-trn1\n\n"
       "Exit status: 0 when the script succeeded; 2 when it failed (raised or exited non-zero: the trace still\n"
       "holds the calls recorded before that), for bad usage, or when no trace could be written.\n"
-      "Environment: OPPROBE_CAPTURE_SHIM overrides the path of opprobe_capture.py.");
+      "Environment: OPPROBE_CAPTURE_SHIM overrides the folder of the capture package (opprobe_capture).");
   cmd->callback([args, &exit_code] { exit_code = RunCaptureCommand(*args); });
 }
 

@@ -74,15 +74,18 @@ constexpr const char* kCommandForm = "expected `-- <python> script.py [args...]`
 
 Expected<std::string> FindCaptureShim() {
   if (const char* env = std::getenv("OPPROBE_CAPTURE_SHIM"); env && *env) {
-    if (!IsRegularFile(env)) return InvalidInput(fmt::format("OPPROBE_CAPTURE_SHIM={}: no such file", env));
+    if (!IsRegularFile((fs::path(env) / kCaptureEntry).string()))
+      return InvalidInput(fmt::format("OPPROBE_CAPTURE_SHIM={}: no capture package there (no {})", env,
+                                      (fs::path(env) / kCaptureEntry).string()));
     return std::string(env);
   }
-  const auto places = io::DataPlaces("capture", "cli/capture");
-  if (std::string found = io::FirstFile(places, "opprobe_capture.py"); !found.empty()) return found;
+  const std::string entry = (fs::path(kCapturePackage) / kCaptureEntry).string();
+  const auto places = io::DataPlaces("capture", "capture");
+  if (std::string found = io::FirstFile(places, entry); !found.empty()) return fs::path(found).parent_path().string();
   return InvalidInput(
-      fmt::format("cannot find the capture shim opprobe_capture.py (looked in {}); "
-                  "set OPPROBE_CAPTURE_SHIM to its path",
-                  io::DescribePlaces(places)));
+      fmt::format("cannot find the capture package {} (looked for {}); "
+                  "set OPPROBE_CAPTURE_SHIM to its folder",
+                  kCapturePackage, io::DescribePlaces(places, entry)));
 }
 
 CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty) {

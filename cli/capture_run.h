@@ -1,4 +1,4 @@
-// Runs a Python training/inference script under the capture shim (cli/capture/opprobe_capture.py).
+// Runs a Python training/inference script under the capture (the Python package capture/opprobe_capture).
 // Used by `opprobe capture` and by the one-step `opprobe analyze -- <python> script.py ...`.
 #pragma once
 
@@ -11,19 +11,25 @@
 namespace opprobe::cli {
 
 // The counter of calls captured so far that the shim redraws on stderr while the script runs
-// (cli/capture/capture_progress.py): kTerminal redraws one line in place, kLines prints a plain line every 5 s.
+// (capture/opprobe_capture/progress.py): kTerminal redraws one line in place, kLines prints a plain line every 5 s.
 enum class CaptureProgress { kOff, kTerminal, kLines };
 // The counter for a progress mode, given whether stderr is a terminal: kAuto draws on a terminal only, kOn
 // (--progress) also prints lines without one, kOff (--no-progress, -q) nothing.
 CaptureProgress CaptureProgressFor(ProgressMode mode, bool stderr_is_tty);
 
-// Where the shim is: $OPPROBE_CAPTURE_SHIM when set (an error if that file does not exist), else
-// PREFIX/share/opprobe/capture/opprobe_capture.py beside an installed opprobe, else, for a program of the build tree,
-// the source tree's cli/capture/opprobe_capture.py (support/runtime_files.h).
+// The capture's Python package, run by its folder's path: `python FOLDER ARGS` runs FOLDER/__main__.py, which puts
+// the folder above the package (and nothing of the package itself) first on sys.path and picks the tool by ARGS: the
+// capture, `torch-xla-watch` (torch_xla_run.cpp), `torchax-lower` (torchax_run.cpp).
+inline constexpr const char* kCapturePackage = "opprobe_capture";
+inline constexpr const char* kCaptureEntry = "__main__.py";
+
+// The folder of the capture package: $OPPROBE_CAPTURE_SHIM when set (an error if it holds no __main__.py), else
+// PREFIX/share/opprobe/capture/opprobe_capture beside an installed opprobe, else, for a program of the build tree, the
+// source tree's capture/opprobe_capture (support/runtime_files.h).
 Expected<std::string> FindCaptureShim();
 
 // Runs `command` = {python, [python options...], script.py, args...} as a child process (fork/exec, no
-// shell) with the shim inserted: `python [options] shim.py --output trace_path --quiet -- script.py args...`.
+// shell) with the capture inserted: `python [options] PACKAGE_FOLDER --output trace_path --quiet -- script.py args...`.
 // The child inherits stdin/stdout/stderr, so the script's output streams through. While it runs, SIGINT,
 // SIGQUIT and SIGTERM sent to this process are passed on to the child (which still writes the trace
 // recorded so far); a Ctrl-C from the terminal reaches the child directly.

@@ -89,7 +89,8 @@ std::vector<std::string> Environment(const std::map<std::string, std::string>& s
   return out;
 }
 
-// The watcher's file (cli/capture/torch_xla_watch.py): torch_xla's version and its host fallbacks by op and place.
+// The watcher's file (capture/opprobe_capture/torch_xla_watch.py): torch_xla's version and its host fallbacks by op
+// and place.
 // Absent when the script died before it could be written (killed): no fallback is known then.
 Status ReadFallbacks(const std::string& path, TorchXlaRun& run) {
   std::error_code ec;
@@ -147,15 +148,13 @@ Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, c
 
   auto shim = FindCaptureShim();
   if (!shim.ok()) return shim.status();
-  const std::string watcher = (fs::path(*shim).parent_path() / "torch_xla_watch.py").string();
-  if (!fs::is_regular_file(watcher, ec))
-    return InvalidInput(fmt::format("cannot find torch_xla_watch.py beside the capture shim {}", *shim));
   const std::string dump = (fs::path(dump_dir) / "torch_xla.hlo").string();
   const std::string fallbacks = (fs::path(dump_dir) / "fallbacks.json").string();
-  // python [its options] torch_xla_watch.py OUT.json script.py args...
+  // python [its options] CAPTURE_PACKAGE torch-xla-watch OUT.json script.py args... (torch_xla_watch.py)
   std::vector<std::string> argv{*python};
   argv.insert(argv.end(), command.begin() + 1, command.begin() + static_cast<std::ptrdiff_t>(i));
-  argv.push_back(watcher);
+  argv.push_back(*shim);
+  argv.push_back("torch-xla-watch");
   argv.push_back(fallbacks);
   argv.insert(argv.end(), command.begin() + static_cast<std::ptrdiff_t>(i), command.end());
   int status = RunChild(argv,

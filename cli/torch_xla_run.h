@@ -15,7 +15,7 @@ struct TorchXlaRun {
   std::vector<std::string> hlo_files;  // torch_xla's XLA_SAVE_TENSORS_FILE dumps (one per process ordinal)
   int script_status = 0;               // the script's exit status (128+N when killed by signal N)
   std::string torch_xla_version;       // as torch_xla names itself (`2.9.0`)
-  // The calls torch_xla ran on the host CPU, by op and place (cli/capture/torch_xla_watch.py).
+  // The calls torch_xla ran on the host CPU, by op and place (capture/opprobe_capture/torch_xla_watch.py).
   std::vector<analyzer::HostFallback> fallbacks;
 };
 
@@ -26,8 +26,8 @@ struct TorchXlaRun {
 // torch_xla compiles and runs: each mark_step/sync).
 // Errors: a missing interpreter or script -> kInvalidInput; torch_xla not importable by that python ->
 // kUnavailable (exit 3) with how to install it; a script that sent nothing to the XLA device
-// (no HLO emitted) -> kInvalidInput. The script runs under cli/capture/torch_xla_watch.py (found beside the capture
-// shim), which writes the calls torch_xla ran on the host CPU, with their places, into the dump folder.
+// (no HLO emitted) -> kInvalidInput. The script runs under the capture package's torch_xla_watch.py
+// (`python CAPTURE_PACKAGE torch-xla-watch ...`, FindCaptureShim), which writes the calls torch_xla ran on the host CPU, with their places, into the dump folder.
 Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, const std::string& dump_dir);
 
 }  // namespace opprobe::cli

@@ -42,12 +42,9 @@ std::string TorchaxPlatformFor(const std::string& backend_id) {
 Expected<analyzer::ExternalLowerings> LowerWithTorchax(const std::string& python, const std::string& trace,
                                                        const std::string& out_json, const std::string& platform) {
   OPPROBE_ASSIGN_OR_RETURN(std::string shim, FindCaptureShim());
-  const std::string helper = (fs::path(shim).parent_path() / "torchax_lower.py").string();
-  std::error_code ec;
-  if (!fs::is_regular_file(helper, ec))
-    return InvalidInput(fmt::format("cannot find torchax_lower.py beside the capture shim {}", shim));
   compiler_probe::SubprocessOptions o;
-  o.argv = {python, helper, "--platform", platform, trace, out_json};
+  // python CAPTURE_PACKAGE torchax-lower ... (capture/opprobe_capture/torchax_lower.py)
+  o.argv = {python, shim, "torchax-lower", "--platform", platform, trace, out_json};
   o.timeout_seconds = 0;  // a model's every distinct call: as long as JAX takes to lower them
   auto r = compiler_probe::RunSubprocess(o);
   if (!r.ok()) return r.status();

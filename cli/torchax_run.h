@@ -1,6 +1,6 @@
 // `opprobe analyze --lowering torchax -- <python> script.py args`: the script is captured with the torchax stand-in
 // (so it runs to its end on the CPU, whatever torchax lacks), then every call of the trace is lowered by torchax's
-// own op table in that Python (cli/capture/torchax_lower.py), and the analysis probes torchax's StableHLO.
+// own op table in that Python (capture/opprobe_capture/torchax_lower.py), and the analysis probes torchax's StableHLO.
 #pragma once
 
 #include <string>
@@ -19,9 +19,9 @@ Status CheckTorchax(const std::string& python);
 // rules:tpu), `cuda` for a GPU one (gpu:, rules:gpu), else `cpu` (JAX lowers linear algebra per platform).
 std::string TorchaxPlatformFor(const std::string& backend_id);
 
-// Lowers each call of `trace` with torchax in `python` for `platform`: runs `python torchax_lower.py --platform P TRACE
-// OUT` (found beside the capture shim) with OUT = `out_json`, and reads what it wrote. Errors: the helper's own failure
-// (its message), kInvalidInput; a malformed OUT, kInvalidInput.
+// Lowers each call of `trace` with torchax in `python` for `platform`: runs `python CAPTURE_PACKAGE torchax-lower
+// --platform P TRACE OUT` (the capture package, FindCaptureShim) with OUT = `out_json`, and reads what it wrote.
+// Errors: the helper's own failure (its message), kInvalidInput; a malformed OUT, kInvalidInput.
 Expected<analyzer::ExternalLowerings> LowerWithTorchax(const std::string& python, const std::string& trace,
                                                        const std::string& out_json, const std::string& platform);
 

@@ -2,9 +2,9 @@
 // shim and its modules. Two layouts, each looked up from the running program (/proc/self/exe), never from the
 // working directory:
 //   - installed (`cmake --install build --prefix PREFIX`): PREFIX/bin/opprobe, the helper programs in
-//     PREFIX/libexec/opprobe/, the capture shim in PREFIX/share/opprobe/capture/; the prefix may be moved whole;
+//     PREFIX/libexec/opprobe/, the capture package in PREFIX/share/opprobe/capture/; the prefix may be moved whole;
 //   - the build tree, for a program built there (build/opprobe, a test binary under build/tests): the helpers in the
-//     build folder beside build/opprobe, the capture shim in the source tree's cli/capture/.
+//     build folder beside build/opprobe, the capture package in the source tree's capture/.
 // The installed place is tried first. A program outside the build tree never looks for these files in the checkout it
 // was built from, so a file that an install left out is an error that names where it should be, not a silent use of
 // the checkout's copy that works on the machine that built it and nowhere else. (The compilers' Python environments
@@ -29,7 +29,7 @@ std::vector<std::filesystem::path> HelperPlaces(std::string_view name);
 
 // Where the folder of data `installed_name` (under share/opprobe) may be, in the order to try:
 // PREFIX/share/opprobe/INSTALLED_NAME, then, for a program of the build tree, SOURCE/SOURCE_NAME (the folder of the
-// source tree it is installed from: `capture` from `cli/capture`).
+// source tree it is installed from: `capture` for the capture package).
 std::vector<std::filesystem::path> DataPlaces(std::string_view installed_name, std::string_view source_name);
 
 // The first of `places` that is a regular file (`file` appended to each when not empty); empty when none is.

@@ -216,8 +216,8 @@ struct CaptureStatus {
 };
 
 // The graphs torch_xla would compile and run for a captured script (the trace's `graphs`, from the capture's model of
-// torch_xla's lazy tensors, cli/capture/capture_steps.py): how many steps, how many graphs ran and how many distinct
-// ones (each compiled once), why each new graph after the first differs from the closest earlier one, and the cuts
+// torch_xla's lazy tensors, capture/opprobe_capture/steps.py): how many steps, how many graphs ran and how many
+// distinct ones (each compiled once), why each new graph after the first differs from the closest earlier one, and the cuts
 // inside steps (value reads on the host, CPU fallbacks) with the graphs each adds.
 struct StepGraphs {
   struct Recompilation {
@@ -250,7 +250,7 @@ struct StepGraphs {
   bool operator==(const StepGraphs&) const = default;
 };
 
-// The data flow of a captured script's first training step (the trace's `program`, cli/capture/capture_program.py):
+// The data flow of a captured script's first training step (the trace's `program`, capture/opprobe_capture/program.py):
 // its calls in order with the values each reads and makes, and the values the step reads from outside and leaves
 // behind. What analyzer/program builds as one HLO program for --fit.
 struct StepDataFlow {

@@ -15,38 +15,14 @@ import sys
 
 import torch
 
-# The one top-level splitter of the Python side lives beside the capture shim, which reads the same schema text.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cli", "capture"))
-from top_level import split_top_level  # noqa: E402
+# The schema's declared argument types, read as the capture reads them (capture/opprobe_capture/schema_types.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "capture"))
+from opprobe_capture.schema_types import declared_arguments  # noqa: E402
 
 
 def declared_types(schema_text):
     """Argument name -> declared type (`int[2]`, `ScalarType?`, `Tensor`) from the schema's text form."""
-    open_paren = schema_text.index("(")
-    depth, end = 0, None
-    for i in range(open_paren, len(schema_text)):
-        if schema_text[i] == "(":
-            depth += 1
-        elif schema_text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                end = i
-                break
-    types = {}
-    for piece in split_top_level(schema_text[open_paren + 1:end]):
-        if piece in ("*", "..."):
-            continue
-        decl = piece.split("=", 1)[0].strip()
-        if " " not in decl:
-            continue  # an unnamed argument (only in a few TorchScript builtins)
-        typ, name = decl.rsplit(" ", 1)
-        # Drop alias annotations: Tensor(a!) -> Tensor, Tensor(a!)[] -> Tensor[].
-        while "(" in typ:
-            a = typ.index("(")
-            b = typ.index(")", a)
-            typ = typ[:a] + typ[b + 1:]
-        types[name] = typ
-    return types
+    return {name: typ for typ, name in declared_arguments(schema_text) if name is not None}
 
 
 def encode_default(value):

@@ -68,7 +68,7 @@ PrimitiveType C10Dtype(int64_t v) {
   return PrimitiveType::PRIMITIVE_TYPE_INVALID;
 }
 
-// Names as the capture writes them (cli/capture/capture_recorder.py), so both loaders agree.
+// Names as the capture writes them (capture/opprobe_capture/recorder.py), so both loaders agree.
 std::string SerdeMemoryFormat(int64_t v) {
   switch (v) {
     case 1: return "contiguous_format";

@@ -1,7 +1,7 @@
 // The one top-level splitter of the C++ side: text such as a `nn_module_stack` entry (`key,L['self'].layer1[0],
 // torch.nn.Conv2d`) split at a separator that is not inside brackets or quotes. Its Python twin is
-// cli/capture/top_level.py (split_top_level), used by the capture shim and analyzer/loaders/gen_op_schemas.py; both
-// keep the rules below and are pinned on the same cases by tests/fixtures/split_top_level_cases.json.
+// capture/opprobe_capture/top_level.py (split_top_level), used by the capture and analyzer/loaders/gen_op_schemas.py;
+// both keep the rules below and are pinned on the same cases by tests/fixtures/split_top_level_cases.json.
 #pragma once
 
 #include <string_view>

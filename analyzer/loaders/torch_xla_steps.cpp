@@ -101,7 +101,7 @@ std::vector<Execution> Executions(const std::string& text) {
 
 bool LibraryFile(const std::string& f) {
   return f.empty() || f.find("site-packages/") != std::string::npos || f.find("dist-packages/") != std::string::npos ||
-         StartsWith(f, "<") || f.find("torch_xla_watch.py") != std::string::npos ||
+         StartsWith(f, "<") || f.find("opprobe_capture/") != std::string::npos ||
          f.find("/lib/python3") != std::string::npos;
 }
 

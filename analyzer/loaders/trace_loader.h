@@ -1,4 +1,4 @@
-// Loader for opprobe's own trace JSON, written by `opprobe capture` (cli/capture/opprobe_capture.py).
+// Loader for opprobe's own trace JSON, written by `opprobe capture` (capture/opprobe_capture).
 // The format is documented by schemas/trace.schema.json (format "opprobe-trace", version 1).
 //
 // The trace is read as a stream (analyzer/loaders/json_stream.h): the file once, front to back, in pieces; each call

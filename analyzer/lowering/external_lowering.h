@@ -1,7 +1,7 @@
 // Another library's lowering of each call of a trace, as a lowering table (`analyze --lowering torchax`): the
-// StableHLO module that library made for each call (cli/capture/torchax_lower.py writes them), converted by opprobe's
-// StableHLO reader (hlo/stablehlo) and probed like opprobe's own lowerings; a call the library could not lower is a
-// lowering failure with the library's reason, reported with `failureAt` naming the library.
+// StableHLO module that library made for each call (capture/opprobe_capture/torchax_lower.py writes them), converted
+// by opprobe's StableHLO reader (hlo/stablehlo) and probed like opprobe's own lowerings; a call the library could not
+// lower is a lowering failure with the library's reason, reported with `failureAt` naming the library.
 #pragma once
 
 #include <string>
@@ -25,7 +25,8 @@ struct ExternalLowerings {
   std::vector<Call> calls;  // one per call of the trace, in its order
 };
 
-// Reads the file cli/capture/torchax_lower.py writes: {"torchax": VERSION, "calls": [{op, overload, mlir|error}]}.
+// Reads the file capture/opprobe_capture/torchax_lower.py writes:
+// {"torchax": VERSION, "calls": [{op, overload, mlir|error}]}.
 // Errors: kInvalidInput naming the file and what is wrong.
 Expected<ExternalLowerings> ReadTorchaxLowerings(const std::string& path);
 

@@ -1,5 +1,5 @@
 // analyzer/program: a captured training step built as one HLO program (issue #30, `--fit`). The capture records the
-// step's data flow (Graph::program, cli/capture/capture_program.py); each call is lowered by opprobe's own lowering
+// step's data flow (Graph::program, capture/opprobe_capture/program.py); each call is lowered by opprobe's own lowering
 // (analyzer/lowering, the lowering every probe uses) into a computation of its own, and the step's entry computation
 // calls them in order with the values the capture saw flow between them. The step's inputs (parameters, buffers,
 // optimizer state, the batch) are the program's parameters, its outputs one tuple, and each output that updates an

@@ -10,11 +10,11 @@ from opprobe._locate import OpprobeError, capture_dir, find_binary
 
 
 def _recorder_module():
-    d = capture_dir()
+    d = capture_dir()  # the folder holding the package opprobe_capture alone
     if d not in sys.path:
         sys.path.insert(0, d)
-    import capture_recorder  # noqa: E402  (cli/capture/capture_recorder.py, the one recorder)
-    return capture_recorder
+    from opprobe_capture import recorder  # noqa: E402  (capture/opprobe_capture/recorder.py, the one recorder)
+    return recorder
 
 
 def _own_code_objects():
@@ -108,6 +108,8 @@ def record(model_or_function, example_inputs, *, train=False, loss_fn=None, opti
     flow (the trace's `program`, for analyze(fit=True))."""
     import torch
     cr = _recorder_module()
+    from opprobe_capture import program as capture_program  # noqa: E402  (the step's data flow)
+    from opprobe_capture.encoding import TRACE_FORMAT, TRACE_VERSION  # noqa: E402
     fake_mode = None
     if fake:
         fake_mode, why = cr._fake_mode()
@@ -125,7 +127,7 @@ def record(model_or_function, example_inputs, *, train=False, loss_fn=None, opti
         example_inputs = _to_meta(example_inputs)
     recorder = _new_recorder(cr)
     if program:
-        recorder.program = cr.capture_program.StepProgram()
+        recorder.program = capture_program.StepProgram()
         recorder.native_off()
     hooks = []
     mod = torch.nn.modules.module
@@ -162,8 +164,8 @@ def record(model_or_function, example_inputs, *, train=False, loss_fn=None, opti
             setattr(torch.autograd, n, f)
     name = _model_name(model_or_function)
     doc = {
-        "format": cr.TRACE_FORMAT,
-        "version": cr.TRACE_VERSION,
+        "format": TRACE_FORMAT,
+        "version": TRACE_VERSION,
         "torch_version": str(torch.__version__),
         "python_version": "%d.%d.%d" % sys.version_info[:3],
         "script": name,

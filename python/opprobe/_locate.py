@@ -20,7 +20,7 @@ def source_dir():
         return SOURCE_DIR
     except ImportError:
         tree = os.path.dirname(os.path.dirname(_PKG_DIR))
-        return tree if os.path.isdir(os.path.join(tree, "cli", "capture")) else None
+        return tree if os.path.isdir(os.path.join(tree, "capture", "opprobe_capture")) else None
 
 
 def find_binary():
@@ -50,11 +50,12 @@ def find_binary():
 
 
 def capture_dir():
-    """The folder holding capture_recorder.py: the copy bundled at build time, or the checkout's cli/capture."""
+    """The folder holding the capture package opprobe_capture (and nothing else): the copy bundled at build time,
+    or the checkout's capture/."""
     bundled = os.path.join(_PKG_DIR, "_capture")
-    if os.path.isfile(os.path.join(bundled, "capture_recorder.py")):
+    if os.path.isfile(os.path.join(bundled, "opprobe_capture", "recorder.py")):
         return bundled
     src = source_dir()
-    if src and os.path.isfile(os.path.join(src, "cli", "capture", "capture_recorder.py")):
-        return os.path.join(src, "cli", "capture")
-    raise OpprobeError("cannot find the capture recorder (capture_recorder.py) beside the package or in the checkout")
+    if src and os.path.isfile(os.path.join(src, "capture", "opprobe_capture", "recorder.py")):
+        return os.path.join(src, "capture")
+    raise OpprobeError("cannot find the capture package (opprobe_capture) beside the package or in the checkout")

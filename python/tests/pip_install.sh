@@ -23,5 +23,5 @@ echo "support_percentage: $out"
 [[ "$out" =~ ^[0-9]+(\.[0-9]+)?%$ ]] || { echo "not a percentage: $out" >&2; exit 1; }
 loc="$("$work/venv/bin/python" -c 'import opprobe, os; print(os.path.dirname(opprobe.__file__))')"
 case "$loc" in "$root"/*) echo "opprobe was imported from the checkout ($loc), not the installed package" >&2; exit 1;; esac
-[ -f "$loc/_capture/capture_recorder.py" ] || { echo "the recorder is not bundled in $loc/_capture" >&2; exit 1; }
+[ -f "$loc/_capture/opprobe_capture/recorder.py" ] || { echo "the recorder is not bundled in $loc/_capture" >&2; exit 1; }
 "$work/venv/bin/python" -m opprobe --version

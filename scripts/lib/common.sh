@@ -19,7 +19,7 @@ OPPROBE_PACKAGES=(
   python3 python3-torch python3-torchvision python3-torchaudio
   zip unzip
 )
-# The capture's fast path (cli/capture/capture_fastpath.cpp, docs/capture.md) is a PyTorch C++ extension compiled
+# The capture's fast path (capture/opprobe_capture/fastpath.cpp, docs/capture.md) is a PyTorch C++ extension compiled
 # against each PyTorch: Debian's PyTorch 1.13 needs its headers (libtorch-dev) and pybind11's; PyTorch 2.x's wheel
 # ships both. ninja-build (above) drives the compile.
 OPPROBE_PACKAGES+=(libtorch-dev pybind11-dev)
@@ -64,12 +64,12 @@ opprobe_install() {
 }
 
 # `opprobe_capture_native PYTHON`: compiles the capture's fast path for that Python's PyTorch into the cache folder
-# that cli/capture/capture_native.py names (once per PyTorch and per source; 20-40 s here, then nothing). Without it
+# that capture/opprobe_capture/native.py names (once per PyTorch and per source; 20-40 s here, then nothing). Without it
 # `opprobe capture` records through the Python path alone, with the same traces, only slower.
 opprobe_capture_native() {
   local log
   log="$(mktemp)"
-  if ! "$1" "$OPPROBE_ROOT/cli/capture/capture_native.py" --build >"$log" 2>&1; then
+  if ! "$1" "$OPPROBE_ROOT/capture/opprobe_capture" --build-fastpath >"$log" 2>&1; then
     cat "$log" >&2
     rm -f "$log"
     echo "opprobe: compiling the capture fast path for $1 failed (see above)" >&2

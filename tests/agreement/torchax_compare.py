@@ -1,6 +1,6 @@
 """opprobe's lowering of each aten call of the OpInfo sweep against torchax's own lowering of the same call
-(cli/capture/torchax_lower.py run with requirements/torchax.txt's Python: torchax's op table through JAX to StableHLO,
-as `opprobe analyze --lowering torchax` lowers a script's calls).
+(capture/opprobe_capture/torchax_lower.py run with requirements/torchax.txt's Python: torchax's op table through JAX to
+StableHLO, as `opprobe analyze --lowering torchax` lowers a script's calls).
 
 Per call: whether torchax lowers it (a call it cannot lower is what `--lowering torchax` reports with failureAt
 torchax), the (opcode, element type) pairs of both modules (JAX's own HLO text of torchax's module; parameters,
@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import torch_xla_compare as txla  # noqa: E402  (the calls, opprobe's lowerings, the pairs, the verdicts)
 
-LOWER = os.path.join(ROOT, "cli", "capture", "torchax_lower.py")
+LOWER = os.path.join(ROOT, "capture", "opprobe_capture")  # run as `python LOWER torchax-lower ...`
 
 
 def record(python, out, only, log):
@@ -92,8 +92,8 @@ def compare(opprobe, python, samples_path, work, log):
                                   loc={"file": "call", "line": i + 1}) for i, (_, c) in enumerate(calls)]}, f)
     lowered = txla.lowerings(opprobe, trace)
     log("lowering {} calls with torchax".format(len(calls)))
-    theirs = txla.run_json([python, LOWER, "--hlo", trace, os.path.join(work, "torchax_lowerings.json")],
-                           os.path.join(work, "torchax_lowerings.json"))
+    out = os.path.join(work, "torchax_lowerings.json")
+    theirs = txla.run_json([python, LOWER, "torchax-lower", "--hlo", trace, out], out)
     version = theirs.get("torchax", "?")
 
     verdicts = {}

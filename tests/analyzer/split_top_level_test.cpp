@@ -1,5 +1,5 @@
 // The C++ top-level splitter (analyzer/loaders/split_top_level.h) on the cases its Python twin
-// (cli/capture/top_level.py, tests/analyzer/split_top_level_test.py) is held to:
+// (capture/opprobe_capture/top_level.py, tests/analyzer/split_top_level_test.py) is held to:
 // tests/fixtures/split_top_level_cases.json.
 #include "analyzer/loaders/split_top_level.h"
 

@@ -21,12 +21,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # expecttest shim (op_db imports it)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "cli", "capture"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "capture"))
 
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-import capture_recorder as cr  # noqa: E402  (the capture shim's argument encoding)
+from opprobe_capture import encoding as cr  # noqa: E402  (the capture's argument encoding)
 
 EXTRA_DTYPES = [torch.float64, torch.int64, torch.int32, torch.complex64, torch.bfloat16]
 

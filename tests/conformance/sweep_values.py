@@ -11,10 +11,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "cli", "capture"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "capture"))
 import torch  # noqa: E402
 import gen_samples  # noqa: E402
-import capture_recorder as cr  # noqa: E402
 
 nn = torch.nn
 F = torch.nn.functional

@@ -109,13 +109,48 @@ TEST_F(CaptureTest, UnsupportedSample) {
   EXPECT_EQ(files, 0u);
 }
 
+// The capture is a package (capture/opprobe_capture) whose modules import as opprobe_capture.NAME only: a script
+// whose own modules bear the capture's module names imports its own, sys.path[0] is the script's folder as with
+// `python script.py`, and the capture's folder is not on sys.path at all.
+TEST_F(CaptureTest, ScriptsOwnModulesWithTheCapturesNamesAreItsOwn) {
+  const fs::path own = dir_ / "own";
+  fs::create_directories(own);
+  const std::vector<std::string> names = {"runner",   "recorder", "encoding", "call_sites", "phases", "schema_types",
+                                          "top_level", "steps",    "program",  "progress",   "native", "standins"};
+  std::string imports, list;
+  for (const auto& n : names) {
+    std::ofstream(own / (n + ".py")) << "WHO = 'own " << n << "'\n";
+    imports += "import " + n + "\n";
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  std::ofstream(own / "train.py") << imports << "import os, sys\n"
+                                  << "import torch\n"
+                                  << "print('own:', ';'.join(m.WHO for m in (" << list << ")))\n"
+                                  << "print('path0:', sys.path[0])\n"
+                                  << "print('capture on path:', any(os.path.isdir(os.path.join(p, 'opprobe_capture')) "
+                                     "for p in sys.path if p))\n"
+                                  << "y = torch.ones(2).relu()\n";
+  auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, (own / "train.py").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string expected = "own: ";
+  for (size_t i = 0; i < names.size(); ++i) expected += (i ? ";own " : "own ") + names[i];
+  EXPECT_THAT(r.out, HasSubstr(expected + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("path0: " + own.string() + "\n"));
+  EXPECT_THAT(r.out, HasSubstr("capture on path: False\n"));
+  auto g = analyzer::LoadTrace(Trace());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  bool relu = false;
+  for (const auto& n : g->nodes) relu = relu || n.op == "aten::relu";
+  EXPECT_TRUE(relu);
+}
+
 TEST_F(CaptureTest, ScriptThatRaisesKeepsTheCallsBeforeTheError) {
   auto r = Opprobe({"capture", "-o", Trace(), "--", kPython, "tests/fixtures/traces/scripts/raises_midway.py"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.out, HasSubstr("before the error 6.0"));  // the script's own output streams through
   EXPECT_THAT(r.err, HasSubstr("ValueError: boom from the fixture"));
   EXPECT_THAT(r.err, HasSubstr("raises_midway.py\", line 13"));
-  EXPECT_THAT(r.err, Not(HasSubstr("capture_recorder.py")));  // the traceback is the script's alone
+  EXPECT_THAT(r.err, Not(HasSubstr("opprobe_capture/")));  // the script's traceback alone, no capture frame
   EXPECT_THAT(r.err, HasSubstr("opprobe: the script failed at tests/fixtures/traces/scripts/raises_midway.py:13 "
                                "(ValueError: boom from the fixture); the trace holds the calls recorded before that"));
   auto g = analyzer::LoadTrace(Trace());
@@ -317,14 +352,14 @@ TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
   EXPECT_NE(Find(*g, "aten::native_layer_norm_backward", "backward"), nullptr);
 }
 
-// The fast path (cli/capture/capture_fastpath.cpp, docs/capture.md) counts the calls it has keyed before and hands
+// The fast path (capture/opprobe_capture/fastpath.cpp, docs/capture.md) counts the calls it has keyed before and hands
 // every other call to the Python recorder: each script's trace is the same byte for byte with it
 // (OPPROBE_CAPTURE_FASTPATH=require: an error where it is not built) and without it (=0), but for the address in a
 // Generator's repr, which differs from run to run anyway. The test compiles it for its PyTorch first where it is not
 // built yet (scripts/test builds it for both PyTorch versions; then this does nothing).
 TEST_F(CaptureTest, FastPathTracesMatchThePythonPath) {
   const std::string build = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && " + Quote(kPython) +
-                            " cli/capture/capture_native.py --build >" + Quote((dir_ / "build.txt").string()) + " 2>&1";
+                            " capture/opprobe_capture --build-fastpath >" + Quote((dir_ / "build.txt").string()) + " 2>&1";
   ASSERT_EQ(std::system(build.c_str()), 0) << Slurp(dir_ / "build.txt");
   const std::vector<std::vector<std::string>> scripts = {
       {"tests/fixtures/traces/scripts/repeats.py"},
@@ -388,9 +423,10 @@ TEST_F(CaptureTest, UsageErrors) {
   EXPECT_THAT(no_output.err, HasSubstr("--output"));
 
   auto bad_shim = Opprobe({"capture", "-o", Trace(), "--", kPython, "samples/scripts/unsupported.py"},
-                          "OPPROBE_CAPTURE_SHIM=/nonexistent/shim.py");
+                          "OPPROBE_CAPTURE_SHIM=/nonexistent/opprobe_capture");
   EXPECT_EQ(bad_shim.status, 2);
-  EXPECT_THAT(bad_shim.err, HasSubstr("OPPROBE_CAPTURE_SHIM=/nonexistent/shim.py: no such file"));
+  EXPECT_THAT(bad_shim.err, HasSubstr("OPPROBE_CAPTURE_SHIM=/nonexistent/opprobe_capture: no capture package there "
+                                      "(no /nonexistent/opprobe_capture/__main__.py)"));
   EXPECT_FALSE(fs::exists(Trace()));
 }
 

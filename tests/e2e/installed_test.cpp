@@ -98,10 +98,22 @@ TEST_F(InstalledE2E, OpprobeInBinItsHelpersInLibexecTheCaptureShimInShare) {
       << "the installed opprobe-xla-worker.py is not compiler_probe/worker/python_worker.py";
   ASSERT_TRUE(fs::is_regular_file(libexec / "opprobe-pjrt-worker"));
   EXPECT_NE(fs::status(libexec / "opprobe-pjrt-worker").permissions() & fs::perms::owner_exec, fs::perms::none);
-  // Every file of the shim's folder, so that no module it imports is left behind.
-  for (const auto& e : fs::directory_iterator(std::string(OPPROBE_SOURCE_DIR) + "/cli/capture"))
-    EXPECT_TRUE(fs::is_regular_file(fs::path(prefix_) / "share/opprobe/capture" / e.path().filename()))
-        << e.path().filename();
+  // Every file of the capture package, so that no module it imports is left behind (Python's own caches aside).
+  const fs::path source = fs::path(OPPROBE_SOURCE_DIR) / "capture";
+  int files = 0;
+  for (auto it = fs::recursive_directory_iterator(source / "opprobe_capture"); it != fs::recursive_directory_iterator();
+       ++it) {
+    if (it->path().filename() == "__pycache__") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file()) continue;
+    ++files;
+    const fs::path rel = fs::relative(it->path(), source);
+    EXPECT_TRUE(fs::is_regular_file(fs::path(prefix_) / "share/opprobe/capture" / rel)) << rel;
+  }
+  EXPECT_GT(files, 10);
+  EXPECT_TRUE(fs::is_regular_file(fs::path(prefix_) / "share/opprobe/capture/opprobe_capture/__main__.py"));
 }
 
 TEST_F(InstalledE2E, XlaCpuThroughTheInstalledPythonWorker) {
@@ -179,12 +191,13 @@ TEST_F(InstalledE2E, AMovedPrefixWorksAndOneMissingItsFilesNamesThemWithoutFalli
 
   auto capture = Installed({"capture", "-o", "trace.json", "--", "/usr/bin/python3", "model.py"}, moved);
   EXPECT_EQ(capture.exit_code, 2) << capture.err << capture.out;
-  EXPECT_NE(capture.err.find("cannot find the capture shim opprobe_capture.py (looked in " + moved +
-                             "/share/opprobe/capture); set OPPROBE_CAPTURE_SHIM"),
+  EXPECT_NE(capture.err.find("cannot find the capture package opprobe_capture (looked for " + moved +
+                             "/share/opprobe/capture/opprobe_capture/__main__.py); set OPPROBE_CAPTURE_SHIM"),
             std::string::npos)
       << capture.err;
   for (const auto* r : {&xla, &pjrt, &capture})
-    for (const std::string& checkout : {source + "/cli/", source + "/compiler_probe/", build + "/opprobe-"})
+    for (const std::string& checkout :
+         {source + "/cli/", source + "/capture/", source + "/compiler_probe/", build + "/opprobe-"})
       EXPECT_EQ(r->err.find(checkout), std::string::npos) << r->err;
 }
 

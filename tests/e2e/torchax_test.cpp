@@ -2,7 +2,7 @@
 // OPPROBE_TORCHAX_PYTHON, which scripts/test creates and exports):
 // - scripts written the way torchax's README shows (enable_globally, `.to("jax")`, default_env, env.to_xla,
 //   interop.jax_jit) and seed 001's torch_xla2 names capture and analyze completely, the calls recorded where torchax
-//   answers them (cli/capture/capture_torchax.py);
+//   answers them (capture/opprobe_capture/real_torchax.py);
 // - `analyze --lowering torchax` lowers every call with torchax's own op table (through JAX to StableHLO) and lists
 //   every op torchax lacks in one report, with call sites, where running the script under torchax stops at the first.
 #include <gmock/gmock.h>

@@ -29,10 +29,10 @@ TEST_F(RuntimeFilesTest, ATestBinaryIsAProgramOfTheBuildTree) {
   ASSERT_EQ(helpers.size(), 2u);
   EXPECT_EQ(helpers[0], prefix / "libexec/opprobe/opprobe-pjrt-worker");
   EXPECT_EQ(fs::weakly_canonical(helpers[1]), fs::weakly_canonical(build / "opprobe-pjrt-worker"));
-  auto capture = DataPlaces("capture", "cli/capture");
+  auto capture = DataPlaces("capture", "capture");
   ASSERT_EQ(capture.size(), 2u);
   EXPECT_EQ(capture[0], prefix / "share/opprobe/capture");
-  EXPECT_EQ(capture[1], fs::path(OPPROBE_SOURCE_DIR) / "cli/capture");
+  EXPECT_EQ(capture[1], fs::path(OPPROBE_SOURCE_DIR) / "capture");
 }
 
 TEST_F(RuntimeFilesTest, TheFirstPlaceThatHoldsTheFileWins) {

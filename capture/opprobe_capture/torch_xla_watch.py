@@ -1,7 +1,7 @@
 """Runs a script under the real torch_xla for `opprobe analyze --lowering torch_xla`, and writes which aten calls
 torch_xla ran on the host CPU instead of the device, with their call sites.
 
-    python torch_xla_watch.py OUT.json script.py args...
+    python .../opprobe_capture torch-xla-watch OUT.json script.py args...
 
 The script runs unchanged as __main__ (runpy), with sys.argv as it would have. torch_xla counts every call it
 hands to the CPU in a metrics counter named after the op (`aten::nonzero`; `aten::_local_scalar_dense` is a value
@@ -12,7 +12,8 @@ files. OUT.json is written when the script ends (also when it raises or calls sy
     {"torch_xla": "2.9.0", "compiles": N,
      "fallbacks": [{"op": "aten::nonzero", "overload": "default", "file": "train.py", "line": 34, "count": 6}, ...]}
 
-Started by opprobe (cli/torch_xla_run.cpp, found beside the capture shim); kept free of syntax newer than Python 3.8.
+Started by opprobe (cli/torch_xla_run.cpp, through the capture package's __main__.py); kept free of syntax newer than
+Python 3.8.
 """
 
 import json
@@ -23,15 +24,17 @@ import threading
 
 
 def _is_library(filename, here):
-    if not filename or filename.startswith("<") or filename == here:
+    if not filename or filename.startswith("<"):
         return True
     path = os.path.abspath(filename)
-    return "site-packages" in path or "dist-packages" in path or path.startswith(sys.prefix + os.sep + "lib")
+    return (path.startswith(here) or "site-packages" in path or "dist-packages" in path or
+            path.startswith(sys.prefix + os.sep + "lib"))
 
 
 def main(argv):
     if len(argv) < 3:
-        sys.stderr.write("usage: torch_xla_watch.py OUT.json script.py [args...] (started by opprobe)\n")
+        sys.stderr.write("usage: python .../opprobe_capture torch-xla-watch OUT.json script.py [args...] (started by "
+                         "opprobe)\n")
         return 64
     out_path, script = argv[1], argv[2]
     import torch
@@ -40,7 +43,7 @@ def main(argv):
     import torch_xla.debug.metrics as metrics
 
     counter = torch_xla._XLAC._xla_counter_value
-    here = os.path.abspath(__file__)
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the capture package's files are not the script's
     sites = {}  # (op, overload, file, line) -> calls
     lock = threading.Lock()
 
@@ -82,6 +85,3 @@ def main(argv):
         write()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -50,7 +50,7 @@ def _boundary(kind):
 
 
 # Called with (tensor, mesh, partition_spec) at each xs.mark_sharding: the script's own SPMD shardings, which
-# `--fit` compiles the step with (capture_program.py); set by the recorder.
+# `--fit` compiles the step with (program.py); set by the recorder.
 _sharding_hook = [None]
 
 
@@ -62,7 +62,7 @@ def _mark_sharding(t, mesh, partition_spec, *args, **kwargs):
 
 
 # Called with each tensor the script moves to (or makes on) the XLA device; set by the recorder (its graph model of
-# torch_xla's steps, capture_steps.py).
+# torch_xla's steps, steps.py).
 _device_hook = [None]
 
 
@@ -766,7 +766,7 @@ def install(boundary_hook, device_hook=None, read_hook=None, sharding_hook=None,
         _map_device_type("xla")
     real_torchax = _installed("torchax") and not torchax_standin
     for name in ("torchax", "torch_xla2"):
-        # torch_xla2 is torchax's former name: where torchax is installed, capture_torchax.py serves it as torchax.
+        # torch_xla2 is torchax's former name: where torchax is installed, real_torchax.py serves it as torchax.
         if torchax_standin or (not _installed(name) and not (name == "torch_xla2" and real_torchax)):
             _build_torchax(name)
             _ROOTS.append(name)

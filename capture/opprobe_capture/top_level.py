@@ -2,10 +2,10 @@
 (`Tensor self, int[1]? dim=None, *, ScalarType? dtype=None`) split at a separator that is not inside brackets or
 quotes.
 
-Used by the capture shim (capture_recorder.py) and by analyzer/loaders/gen_op_schemas.py; it sits beside the shim so
-that every copy of the shim (the source tree, `cmake --install`'s share/opprobe/capture, the Python package's
-_capture) imports it from its own folder. Its C++ twin is analyzer/loaders/split_top_level.h (SplitTopLevel); both
-keep the rules below and are pinned on the same cases by tests/fixtures/split_top_level_cases.json.
+Used through schema_types.py by the capture (recorder.py) and by analyzer/loaders/gen_op_schemas.py, which imports it
+from the capture package (capture/opprobe_capture); every copy of the package (the source tree, `cmake --install`'s
+share/opprobe/capture, the Python package's _capture) carries it. Its C++ twin is
+analyzer/loaders/split_top_level.h (SplitTopLevel); both keep the rules below and are pinned on the same cases by tests/fixtures/split_top_level_cases.json.
 
 Kept free of imports beyond the standard library (no torch) and of syntax newer than Python 3.6.
 """

@@ -1,4 +1,4 @@
-// The capture's fast path (see capture_native.py, which builds and loads it): a boxed fallback on the dispatch key
+// The capture's fast path (see native.py, which builds and loads it): a boxed fallback on the dispatch key
 // just above the Python key (DispatchKey::Fake, an out-of-core key no kernel of PyTorch itself uses), switched on
 // for the capture's thread through the thread's included dispatch keys. It sees every call the capture's dispatch
 // mode would see (below autograd; calls made inside a call are not seen), at the same place.
@@ -7,9 +7,9 @@
 // output's dtype and sizes or value, the Python call site (the innermost frame of the user's own files, the innermost
 // library frame inside it, each by code object and instruction, and the phase an autograd or optimizer frame marks)
 // and a context number the recorder keeps up to date (module path, phase). A key seen before only counts its entry; a
-// key not seen before is handed to the Python recorder (capture_recorder.py), which stays the one place that encodes a
-// call, and says whether the entry may be counted by its key from now on, and which place names the autograd node of
-// the call's outputs (the recorder's pending forward link: while this file is loaded the recorder hands every such link
+// key not seen before is handed to the Python recorder (recorder.py), which stays the one place that encodes a call,
+// and says whether the entry may be counted by its key from now on, and which place names the autograd node of the
+// call's outputs (the recorder's pending forward link: while this file is loaded the recorder hands every such link
 // here, and this file names the node at the next call, for the calls it counts too). Every call it cannot key (a tensor
 // subclass, a symbolic size, a Generator, another thread, a frame the recorder marks as deciding the phase, a context
 // of -1) goes on to the Python dispatch mode below it, as if this fallback did not exist. On PyTorch 2.9 the detach

@@ -1,6 +1,6 @@
 """torchax's own lowering of each call of a trace (`opprobe analyze --lowering torchax`).
 
-    python torchax_lower.py [--hlo] [--platform cpu|cuda|tpu] TRACE.json OUT.json
+    python .../opprobe_capture torchax-lower [--hlo] [--platform cpu|cuda|tpu] TRACE.json OUT.json
 
 Run by opprobe with the script's Python, where torchax is installed. For every call of the trace (schemas/trace.schema
 .json), in order, the call is rebuilt from its recorded arguments (tensors as JAX abstract values of their shapes and
@@ -78,7 +78,8 @@ def main(argv):
         else:
             return _fail("--platform needs cpu, cuda or tpu")
     if len(argv) != 2:
-        return _fail("usage: torchax_lower.py [--hlo] [--platform cpu|cuda|tpu] TRACE.json OUT.json")
+        return _fail("usage: python .../opprobe_capture torchax-lower [--hlo] [--platform cpu|cuda|tpu] TRACE.json "
+                     "OUT.json")
     trace_path, out_path = argv
     try:
         import torch
@@ -266,6 +267,3 @@ def main(argv):
         return _fail("cannot write %s: %s" % (out_path, e))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

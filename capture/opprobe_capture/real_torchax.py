@@ -4,7 +4,7 @@ torchax (formerly torch_xla2) runs a script's torch code on JAX: its tensors wra
 environment (`torchax.default_env()`, `enable_globally()`, `with env:`) answers every call itself, torch functions
 (a TorchFunctionMode) and aten calls (a TorchDispatchMode above the capture's own), so none of them reaches the
 capture's mode. Where torchax is installed, the script runs with it unchanged (the capture's stand-in is only for a
-Python without it, capture_standins.py), and this module hooks the one place every call passes, torchax's
+Python without it, standins.py), and this module hooks the one place every call passes, torchax's
 `Environment.dispatch`:
 
 - an aten call on torchax tensors is recorded there, with its torchax tensors' shapes and dtypes and its result,
@@ -28,7 +28,7 @@ import threading
 import torch
 
 _recorder = [None]
-_mode_factory = [None]  # a new capture mode (capture_recorder._CaptureMode) recording into _recorder
+_mode_factory = [None]  # a new capture mode (recorder._CaptureMode) recording into _recorder
 _boundary = [None]
 _state = threading.local()  # .depth: nesting of Environment.dispatch on this thread
 _ALIASED = []  # "torch_xla2" once the script imported torchax under its former name

@@ -1,11 +1,11 @@
-"""The capture's fast path (capture_fastpath.cpp beside this file): building it for one PyTorch, and loading it.
+"""The capture's fast path (fastpath.cpp beside this file): building it for one PyTorch, and loading it.
 
 The extension is compiled against the PyTorch of the Python that runs this file, into a cache folder named by that
 PyTorch's version, its C++ ABI, the Python version and a hash of the source:
 `${OPPROBE_CAPTURE_NATIVE_DIR:-${XDG_CACHE_HOME:-~/.cache}/opprobe/capture-native}/<that name>/`.
 
-    python capture_native.py --build     # compiles it (needs a C++ compiler, ninja and PyTorch's headers)
-    python capture_native.py --where     # prints the folder it is (or would be) in
+    python .../opprobe_capture --build-fastpath   # compiles it (needs a C++ compiler, ninja and PyTorch's headers)
+    python .../opprobe_capture --where-fastpath   # prints the folder it is (or would be) in
 
 The capture loads it when it is there and uses the Python recorder alone when it is not, or when
 `OPPROBE_CAPTURE_FASTPATH=0` is set (the switch the tests use to compare traces both ways);
@@ -20,7 +20,7 @@ import os
 import sys
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
-_SOURCE = os.path.join(_DIR, "capture_fastpath.cpp")
+_SOURCE = os.path.join(_DIR, "fastpath.cpp")
 NAME = "opprobe_capture_fastpath"
 
 
@@ -97,9 +97,6 @@ def main(argv):
     if argv == ["--where"]:
         sys.stdout.write("%s\n" % build_dir())
         return 0
-    sys.stderr.write("usage: capture_native.py --build | --where\n")
+    sys.stderr.write("usage: python .../opprobe_capture --build-fastpath | --where-fastpath\n")
     return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
