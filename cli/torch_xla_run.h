@@ -27,7 +27,8 @@ struct TorchXlaRun {
 // Errors: a missing interpreter or script -> kInvalidInput; torch_xla not importable by that python ->
 // kUnavailable (exit 3) with how to install it; a script that sent nothing to the XLA device
 // (no HLO emitted) -> kInvalidInput. The script runs under the capture package's torch_xla_watch.py
-// (`python CAPTURE_PACKAGE torch-xla-watch ...`, FindCaptureShim), which writes the calls torch_xla ran on the host CPU, with their places, into the dump folder.
+// (`python CAPTURE_PACKAGE torch-xla-watch ...`, FindCaptureShim), which writes the calls torch_xla ran on the host
+// CPU, with their places, into the dump folder.
 Expected<TorchXlaRun> RunWithTorchXla(const std::vector<std::string>& command, const std::string& dump_dir);
 
 }  // namespace opprobe::cli

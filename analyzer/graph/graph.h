@@ -217,8 +217,8 @@ struct CaptureStatus {
 
 // The graphs torch_xla would compile and run for a captured script (the trace's `graphs`, from the capture's model of
 // torch_xla's lazy tensors, capture/opprobe_capture/steps.py): how many steps, how many graphs ran and how many
-// distinct ones (each compiled once), why each new graph after the first differs from the closest earlier one, and the cuts
-// inside steps (value reads on the host, CPU fallbacks) with the graphs each adds.
+// distinct ones (each compiled once), why each new graph after the first differs from the closest earlier one, and the
+// cuts inside steps (value reads on the host, CPU fallbacks) with the graphs each adds.
 struct StepGraphs {
   struct Recompilation {
     int64_t step = 0;          // the step (0-based) that first ran the graph

@@ -9,7 +9,6 @@ own, so the calls themselves pay nothing for it.
 
 import sys
 import threading
-import time
 
 TTY_INTERVAL_S = 0.1
 LINES_INTERVAL_S = 5.0

@@ -238,7 +238,7 @@ class StepGraphs(object):
         for g in range(1, len(self.graphs)):
             recompilations.append(self._explain(g))
         cuts = {}
-        for step, graph, kind, op, loc in self.executions:
+        for _step, graph, kind, op, loc in self.executions:
             if kind == "step_end":
                 continue
             c = cuts.setdefault((kind, op, loc), {"kind": kind, "op": op, "loc": {"file": loc[0], "line": loc[1]},

@@ -5,7 +5,8 @@ quotes.
 Used through schema_types.py by the capture (recorder.py) and by analyzer/loaders/gen_op_schemas.py, which imports it
 from the capture package (capture/opprobe_capture); every copy of the package (the source tree, `cmake --install`'s
 share/opprobe/capture, the Python package's _capture) carries it. Its C++ twin is
-analyzer/loaders/split_top_level.h (SplitTopLevel); both keep the rules below and are pinned on the same cases by tests/fixtures/split_top_level_cases.json.
+analyzer/loaders/split_top_level.h (SplitTopLevel); both keep the rules below and are pinned on the same cases by
+tests/fixtures/split_top_level_cases.json.
 
 Kept free of imports beyond the standard library (no torch) and of syntax newer than Python 3.6.
 """

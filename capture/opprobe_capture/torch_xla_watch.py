@@ -37,7 +37,7 @@ def main(argv):
                          "opprobe)\n")
         return 64
     out_path, script = argv[1], argv[2]
-    import torch
+    import torch  # noqa: F401 (PyTorch loaded before torch_xla, as a script has it)
     from torch.utils._python_dispatch import TorchDispatchMode
     import torch_xla
     import torch_xla.debug.metrics as metrics

@@ -184,7 +184,7 @@ class XlaCpu:
         try:
             return self.client.compile_and_load(stablehlo, self.devices, self.options())
         except Exception as e:  # noqa: BLE001 - XLA's own refusal, reported as it is
-            raise CompileError(*split_status(str(e)))
+            raise CompileError(*split_status(str(e))) from e
 
     def compile_program(self, stablehlo, compile_options):
         """A whole program compiled with the given CompileOptionsProto, not run: its memory per device, as XLA's
@@ -192,7 +192,7 @@ class XlaCpu:
         try:
             exe = self.client.compile_and_load(stablehlo, self.devices, self.options.ParseFromString(compile_options))
         except Exception as e:  # noqa: BLE001 - XLA's own refusal, reported as it is
-            raise CompileError(*split_status(str(e)))
+            raise CompileError(*split_status(str(e))) from e
         m = exe.get_compiled_memory_stats()
         code = max(m.generated_code_size_in_bytes, exe.size_of_generated_code_in_bytes())
         return {"memory": (code, m.argument_size_in_bytes, m.output_size_in_bytes, m.alias_size_in_bytes,
@@ -240,13 +240,13 @@ class IreeLlvmCpu:
             with self.make_context():
                 text = self.ir.Module.parse(stablehlo).operation.get_asm(enable_debug_info=False)
         except Exception as e:  # noqa: BLE001
-            raise CompileError(3, "StableHLO from jaxlib cannot be printed: {}".format(e))
+            raise CompileError(3, "StableHLO from jaxlib cannot be printed: {}".format(e)) from e
         try:
             # preexec_fn runs in the forked child before the exec: only a prctl call through ctypes, loaded before.
             p = subprocess.run([self.iree_compile, "-", "-o", "-"] + IREE_COMPILE_FLAGS, input=text.encode(),
                                capture_output=True, timeout=self.compile_timeout, preexec_fn=die_with_parent)
-        except subprocess.TimeoutExpired:  # run() killed it
-            raise CompileError(4, "iree-compile timed out after {:g} s".format(self.compile_timeout))
+        except subprocess.TimeoutExpired as e:  # run() killed it
+            raise CompileError(4, "iree-compile timed out after {:g} s".format(self.compile_timeout)) from e
         err = p.stderr.decode("utf-8", "replace")
         if p.returncode < 0:  # the compiler crashed: end the same way (see the module's docstring)
             import resource
@@ -393,7 +393,8 @@ def main(argv):
             results = compiler.execute(exe, args)
             outputs = []
             for res in results:
-                host = np.asarray(res)  # tobytes() is row-major whatever the layout; ascontiguousarray would make 0-d arrays 1-d
+                # tobytes() is row-major whatever the layout; ascontiguousarray would make 0-d arrays 1-d
+                host = np.asarray(res)
                 if host.dtype not in codes:
                     raise ValueError("output of element type {} cannot be read back".format(host.dtype))
                 # A row-major view of the array's own bytes where it is one (XLA's CPU outputs are), else a copy.

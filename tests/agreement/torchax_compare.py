@@ -173,7 +173,8 @@ def doc_section(rows, version, md):
     for r in sorted(rows, key=lambda r: r["op"]):
         per_op.setdefault(r["op"], []).append(r)
     L = ["## Lowerings against torchax's", "",
-         "Every aten call of the OpInfo sweep (torch 2.9's OpInfo samples, tests/conformance/gen_samples.py) lowered by",
+         "Every aten call of the OpInfo sweep (torch 2.9's OpInfo samples, tests/conformance/gen_samples.py) lowered "
+         "by",
          "the real torchax {} (requirements/torchax.txt: its op table through JAX to StableHLO, as".format(version),
          "`analyze --lowering torchax` lowers a script's calls) against opprobe's lowering of the same call",
          "(tests/agreement/torchax_compare.py). *Lacks*: torchax has no lowering for the op (OperatorNotFound), what",
@@ -183,7 +184,8 @@ def doc_section(rows, version, md):
          "(read by opprobe's StableHLO reader) differently. Values are not compared. torchax's modules are JAX's for",
          "its CPU platform here (`--lowering torchax` exports for the target's: tpu for tpu: and rules:tpu, cuda for",
          "gpu:), so its linear algebra is LAPACK custom calls (`lapack_*_ffi`), which the TPU, GPU and Neuron profiles",
-         "refuse: `tax_verdict_changes_custom_call` counts the verdict changes where torchax's module has a custom call,",
+         "refuse: `tax_verdict_changes_custom_call` counts the verdict changes where torchax's module has a custom "
+         "call,",
          "`tax_verdict_changes_complex` those (of the rest) with complex types, which the Neuron profiles refuse.", "",
          "| figure | calls |", "| --- | --- |"]
     for k, v in f.items():

@@ -36,7 +36,8 @@ NONDETERMINISTIC = {
     "aten::randperm", "aten::normal", "aten::normal_", "aten::uniform", "aten::uniform_", "aten::bernoulli",
     "aten::bernoulli_", "aten::native_dropout", "aten::multinomial", "aten::random_", "aten::exponential_",
     "aten::geometric_", "aten::log_normal_", "aten::cauchy_", "aten::empty", "aten::empty_like",
-    "aten::empty_strided", "aten::empty_permuted", "aten::new_empty", "aten::new_empty_strided", "aten::rrelu_with_noise",
+    "aten::empty_strided", "aten::empty_permuted", "aten::new_empty", "aten::new_empty_strided",
+    "aten::rrelu_with_noise",
     "aten::_fused_dropout", "aten::poisson", "aten::_standard_gamma", "aten::binomial",
 }
 

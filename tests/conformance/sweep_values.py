@@ -40,7 +40,8 @@ CASES = {
         lambda x: F.multi_margin_loss(x, torch.tensor([0, 2, 1]), p=2, weight=torch.rand(4), reduction="none"),
         torch.randn(3, 4)),
     "reflection_pad1d_backward": lambda: grad(lambda x: F.pad(x, (2, 3), mode="reflect"), torch.randn(2, 3, 5)),
-    "reflection_pad2d_backward": lambda: grad(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect"), torch.randn(1, 2, 4, 5)),
+    "reflection_pad2d_backward":
+        lambda: grad(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect"), torch.randn(1, 2, 4, 5)),
     "replication_pad2d_backward": lambda: grad(lambda x: F.pad(x, (1, 2, 3, 1), mode="replicate"),
                                                torch.randn(1, 2, 4, 5)),
     "replication_pad3d_backward": lambda: grad(lambda x: F.pad(x, (1, 0, 0, 2, 1, 1), mode="replicate"),
@@ -172,14 +173,14 @@ CASES["grid_sampler_2d_backward_bilinear_border_align"] = lambda: grid_grad("bil
 CASES["grid_sampler_2d_backward_nearest"] = lambda: grid_grad("nearest", "zeros", False)
 CASES["grid_sampler_2d_backward_grid_only"] = lambda: grid_grad("bilinear", "zeros", True, input_grad=False)
 
-CHECKED = {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "hardshrink_backward", "softshrink_backward", "prelu_backward", "rrelu_with_noise_backward", "elu_backward",
+CHECKED = {"_native_multi_head_attention", "_transformer_encoder_layer_fwd", "hardshrink_backward",
+           "softshrink_backward", "prelu_backward", "rrelu_with_noise_backward", "elu_backward",
            "soft_margin_loss_backward", "multi_margin_loss_backward", "reflection_pad1d_backward",
-           "reflection_pad2d_backward", "replication_pad2d_backward", "replication_pad3d_backward",
-           "channel_shuffle", "native_channel_shuffle", "unsafe_split",
-           "fractional_max_pool2d_backward",
-           "fractional_max_pool3d_backward", "embedding_renorm_", "transpose_", "t_", "unsqueeze_",
-           "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "exponential_",
-           "cauchy_", "log_normal_", "geometric_", "_embedding_bag_dense_backward", "multilabel_margin_loss_backward",
+           "reflection_pad2d_backward", "replication_pad2d_backward", "replication_pad3d_backward", "channel_shuffle",
+           "native_channel_shuffle", "unsafe_split", "fractional_max_pool2d_backward",
+           "fractional_max_pool3d_backward", "embedding_renorm_", "transpose_", "t_", "unsqueeze_", "hann_window",
+           "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "exponential_", "cauchy_",
+           "log_normal_", "geometric_", "_embedding_bag_dense_backward", "multilabel_margin_loss_backward",
            "_ctc_loss_backward", "_pack_padded_sequence", "poisson", "unfold_backward", "grid_sampler_2d_backward"}
 # PyTorch 2.x dispatches other ops for some of the cases (run with the torch2 tier's python: ctest
 # sweep_values_torch2): PReLU's gradient is _prelu_kernel_backward, EmbeddingBag's _embedding_bag_backward.

@@ -115,7 +115,7 @@ TEST_F(CaptureTest, UnsupportedSample) {
 TEST_F(CaptureTest, ScriptsOwnModulesWithTheCapturesNamesAreItsOwn) {
   const fs::path own = dir_ / "own";
   fs::create_directories(own);
-  const std::vector<std::string> names = {"runner",   "recorder", "encoding", "call_sites", "phases", "schema_types",
+  const std::vector<std::string> names = {"runner",    "recorder", "encoding", "call_sites", "phases", "schema_types",
                                           "top_level", "steps",    "program",  "progress",   "native", "standins"};
   std::string imports, list;
   for (const auto& n : names) {
@@ -359,7 +359,8 @@ TEST_F(CaptureTest, EveryValueKindFromRealCalls) {
 // built yet (scripts/test builds it for both PyTorch versions; then this does nothing).
 TEST_F(CaptureTest, FastPathTracesMatchThePythonPath) {
   const std::string build = "cd " + Quote(OPPROBE_SOURCE_DIR) + " && " + Quote(kPython) +
-                            " capture/opprobe_capture --build-fastpath >" + Quote((dir_ / "build.txt").string()) + " 2>&1";
+                            " capture/opprobe_capture --build-fastpath >" + Quote((dir_ / "build.txt").string()) +
+                            " 2>&1";
   ASSERT_EQ(std::system(build.c_str()), 0) << Slurp(dir_ / "build.txt");
   const std::vector<std::vector<std::string>> scripts = {
       {"tests/fixtures/traces/scripts/repeats.py"},
