@@ -27,6 +27,9 @@ EXCLUSIONS = [
     ("transformers", ".", r"requires the \w+ library but it was not found",
      "its model class needs a compiled extension transformers does not install (LayoutLMv2: detectron2, not on "
      "PyPI; DiNAT: natten, built from source against the installed torch)"),
+    ("transformers", "assistant$", r"inputs_embeds and shared_kv_states cannot be None",
+     "a speculative-decoding drafter (Gemma 4's assistants): its forward reads the target model's embeddings and "
+     "key/value states, it has no training step of its own"),
 ]
 
 BATCH, SEQ = 2, 8
@@ -56,6 +59,29 @@ OVERRIDES = {
     **{m: {"text_config.rope_parameters.mrope_section": [2, 3, 3]} for m in (
         "qwen2_vl", "qwen2_5_vl", "qwen2_5_omni_thinker", "paddleocr_vl", "glm4v", "glm46v", "glm_ocr", "glmga")},
     "glm4v_moe": {"text_config.rope_parameters.mrope_section": [1, 1, 2]},
+    "audio-spectrogram-transformer": {"max_length": 64, "num_mel_bins": 32},  # frames and mel bins in its input
+    "reformer": {"is_decoder": True, "axial_pos_shape": [2, 4], "axial_pos_embds_dim": [32, 32]},  # 8 positions
+    "squeezebert": {"embedding_size": 64},  # = hidden (no Conv1d between them)
+    "mobilebert": {"true_hidden_size": DERIVE, "intra_bottleneck_size": 32, "embedding_size": 32},
+    "xlstm": {"embedding_dim": 64},  # = hidden
+    "layoutlmv3": {"coordinate_size": 10, "shape_size": 12},  # 4 coordinates and 2 shapes: the hidden size
+    "marian": {"decoder_vocab_size": 256},
+    "dbrx": {"attn_config.rope_theta": 10000.0, "attn_config.clip_qkv": 8.0},
+    "step3p7": {"text_config.sliding_window": 4, "text_config.num_sliding_attention_heads": 4},
+    "qwen4_exp_text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 4,
+                       "indexer_compress_ratio": 2},
+    "cohere_compass": {"text_config.rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
+    "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
+    "hunyuan_vl": {"text_config.rope_parameters.mrope_section": [2, 3, 3]},
+    "deepseek_ocr2": {"text_config.mlp_layer_types": ["dense", "sparse"]},
+    "perceiver": {"max_position_embeddings": 8, "d_latents": 64, "num_latents": 16},  # its MLM: one token a position
+    "recurrent_gemma": {"num_hidden_layers": 3},  # its block pattern's third block is attention
+    "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    "chameleon": {"vocabulary_map": {"<image>": 5}},
+    "esm": {"vocab_size": 33}, "efficientnet": {"hidden_dim": 2560, "image_size": 64},
+    "moonshine_streaming": {"num_key_value_heads": 4},
+    "gemma3n": {"text_config.num_kv_shared_layers": 0}, "gemma3n_text": {"num_kv_shared_layers": 0},
     "molmo2": {"adapter_config.vision_feature_layer": [-1, -2]},  # layers of the (2-layer) vision encoder
 }
 
@@ -118,8 +144,7 @@ SMALL = {
     "index_head_dim": 16, "index_n_heads": 4, "index_num_heads": 2,  # sparse attention's indexers
     "n_group": 2, "num_expert_group": 2, "topk_group": 1,  # group-limited expert routing: 2 groups of the 4 experts
     "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "kv_lora_rank": 32, "q_lora_rank": 32,
-    # Mamba-2 mixers (Bamba, Granite hybrid): heads x head = expand (2) x hidden
-    "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_state": 16,
+    "mamba_d_state": 16,
     "intermediate_size": 128, "ffn_dim": 128, "d_ff": 128, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
     "n_inner": 128, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "expert_intermediate_size": 32,
     "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2, "decoder_layers": 2,
@@ -215,6 +240,12 @@ def sizes_that_follow(before, out):
             out["head_dim"] = nope + rope
         if "qk_head_dim" in out:
             out["qk_head_dim"] = nope + rope
+    # Mamba-2 mixers (Bamba, Granite hybrid): heads x head = expand x hidden, where no size of its own (Falcon-H1's
+    # mamba_d_ssm) states the mixer's width
+    if isinstance(out.get("mamba_n_heads"), int) and isinstance(out.get("mamba_d_head"), int) and \
+            out.get("mamba_d_ssm") is None and isinstance(out.get("hidden_size"), int):
+        out["mamba_d_head"] = min(out["mamba_d_head"], 16)
+        out["mamba_n_heads"] = out.get("mamba_expand", 2) * out["hidden_size"] // out["mamba_d_head"]
     # Gemma-style key/value sharing across all the layers (an assistant model's)
     if before.get("num_kv_shared_layers") == before.get("num_hidden_layers") and "num_kv_shared_layers" in out:
         out["num_kv_shared_layers"] = out.get("num_hidden_layers")
@@ -322,8 +353,35 @@ def transformers_inputs(model, cfg, task):
                                              (BATCH, width, frames)), generator=g)
         if model_type in TIME_MAJOR_FEATURES and "attention_mask" in inspect.signature(model.forward).parameters:
             kw["attention_mask"] = torch.ones(BATCH, frames, dtype=torch.long)  # (CTC's input lengths)
+    elif name == "inputs" and getattr(cfg, "model_type", "") == "perceiver":
+        kw["inputs"] = torch.randint(4, max(vocab, 8), (BATCH, SEQ), generator=g)  # Perceiver's MLM: token ids
+        kw["labels"] = kw["inputs"].clone()
+    elif name == "flattened_patches":
+        pass  # (PREPARE's flattened_patches)
+    elif name == "inputs":  # an encoder-decoder's encoder input: the speech encoder's samples
+        kw["inputs"] = torch.randn(BATCH, 4000, generator=g)
     else:
         raise RuntimeError("no input built for main_input_name %r" % name)
+    params = inspect.signature(model.forward).parameters
+    ids = torch.randint(4, max(vocab, 8), (BATCH, SEQ), generator=g)
+    # An image- or speech-first model with a text side (captioning, image-text, encoder-decoder): its text, which
+    # is also its labels.
+    if name != "input_ids" and task in ("CAUSAL_LM", "SEQ_TO_SEQ_CAUSAL_LM", "IMAGE_TEXT_TO_TEXT") and \
+            "input_ids" in params and "input_ids" not in kw:
+        kw["input_ids"] = ids
+    if name != "input_ids" and task in ("CAUSAL_LM", "SEQ_TO_SEQ_CAUSAL_LM", "IMAGE_TEXT_TO_TEXT") and \
+            "labels" in params and "labels" not in kw:
+        kw["labels"] = ids.clone()
+    # The other inputs its forward requires (no default): token ids of another tower (a Q-Former's), images.
+    for pname, p in params.items():
+        if p.default is not p.empty or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or pname in kw:
+            continue
+        if pname.endswith("input_ids"):
+            kw[pname] = ids.clone()
+        elif pname == "pixel_values":
+            size = config_value(cfg, "image_size", 64)
+            size = size[0] if isinstance(size, (list, tuple)) else size
+            kw[pname] = torch.randn(BATCH, config_value(cfg, "num_channels", 3), size, size, generator=g)
     if task in ("SEQUENCE_CLASSIFICATION", "IMAGE_CLASSIFICATION", "AUDIO_CLASSIFICATION"):
         kw["labels"] = torch.randint(0, getattr(cfg, "num_labels", 2), (BATCH,), generator=g)
     elif task == "CTC":
@@ -331,6 +389,43 @@ def transformers_inputs(model, cfg, task):
     elif task == "SPEECH_SEQ_2_SEQ":
         kw["labels"] = torch.randint(4, min(vocab, 256), (BATCH, 4), generator=g)
     return kw
+
+
+def ast_features(model, kw):
+    """The Audio Spectrogram Transformer reads [batch, frames, mel bins] (its config's max_length frames)."""
+    c = model.config
+    kw["input_values"] = torch.randn(BATCH, c.max_length, c.num_mel_bins, generator=torch.Generator().manual_seed(0))
+
+
+def codebook_ids(model, kw):
+    """MusicGen's decoder reads one row of token ids per codebook ([batch x codebooks, positions]); its labels are
+    [batch, positions, codebooks]."""
+    n, g = model.config.decoder.num_codebooks if hasattr(model.config, "decoder") else model.config.num_codebooks, \
+        torch.Generator().manual_seed(0)
+    ids = torch.randint(4, 64, (BATCH * n, SEQ), generator=g)
+    kw["input_ids"] = ids
+    kw["labels"] = ids.reshape(BATCH, n, SEQ).transpose(1, 2).contiguous()
+
+
+def flattened_patches(model, kw):
+    """Pix2Struct reads its image as patches: each row its patch's row and column, then its pixels."""
+    g = torch.Generator().manual_seed(0)
+    width = model.config.vision_config.patch_embed_hidden_size
+    pos = torch.randint(0, 4, (BATCH, 16, 2), generator=g).float()
+    kw["flattened_patches"] = torch.cat([pos, torch.randn(BATCH, 16, width, generator=g)], -1)
+    kw["attention_mask"] = torch.ones(BATCH, 16)
+    kw["labels"] = torch.randint(4, 64, (BATCH, SEQ), generator=g)
+
+
+# Per-architecture steps before the forward: a setting of the model's own, an input of the layout it takes.
+PREPARE = {
+    "xmod": lambda model, kw: model.set_default_language("en_XX"),  # its per-language adapters
+    "audio-spectrogram-transformer": ast_features,
+    "udop": lambda model, kw: kw.update(bbox=torch.rand(BATCH, SEQ, 4, generator=torch.Generator().manual_seed(0)),
+                                        labels=kw["input_ids"].clone()),  # boxes (fractions of the page)
+    "musicgen": codebook_ids, "musicgen_melody": codebook_ids,
+    "pix2struct": flattened_patches,
+}
 
 
 def transformers_step(model_type, task, cls_name):
@@ -344,7 +439,8 @@ def transformers_step(model_type, task, cls_name):
                        CONFIG_MAPPING[model_type], model_type)
     if getattr(cfg, "pad_token_id", None) is None:
         cfg.pad_token_id = 0
-    if task in ("SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ") and getattr(cfg, "decoder_start_token_id", None) is None:
+    if (task in ("SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ") or getattr(cfg, "is_encoder_decoder", False)) and \
+            getattr(cfg, "decoder_start_token_id", None) is None:
         cfg.decoder_start_token_id = 0
     if task == "CTC" and getattr(cfg, "vocab_size", None) is None:  # a CTC head's alphabet, left to the user
         cfg.vocab_size = 32
@@ -352,6 +448,8 @@ def transformers_step(model_type, task, cls_name):
     model = cls(cfg)
     model.train()
     kw = transformers_inputs(model, model.config, task)
+    if model_type in PREPARE:
+        PREPARE[model_type](model, kw)
     try:
         out = model(**kw)
     except TypeError:
@@ -402,8 +500,6 @@ def timm_small(name):
             with torch.device("meta"):
                 m = timm.create_model(name, pretrained=False, num_classes=10, **kw)
                 out = m(torch.randn(BATCH, c, size, size * w // h))
-            if tuple(out.shape) != (BATCH, 10):
-                continue
         except Exception:  # noqa: BLE001  not a size this model takes
             continue
         return ":".join([name] + ["%s=%d" % kv for kv in sorted(kw.items())] + (["input=%d" % size]))
@@ -423,7 +519,10 @@ def timm_step(spec):
         h, w = size, size * w // h
     x = torch.randn(BATCH, c, h, w, generator=torch.Generator().manual_seed(0))
     out = model(x)
-    loss = torch.nn.functional.cross_entropy(out, torch.tensor([1, 7][:BATCH]))
+    if tuple(out.shape) == (BATCH, 10):
+        loss = torch.nn.functional.cross_entropy(out, torch.tensor([1, 7][:BATCH]))
+    else:  # an encoder without a classifier (an image tower's features): a loss on its features
+        loss = out.float().pow(2).mean()
     sgd_step(model, loss)
 
 
