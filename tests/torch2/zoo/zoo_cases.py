@@ -47,7 +47,10 @@ OVERRIDES = {
     "mamba2": {"num_heads": 8},  # heads x head = expand x hidden
     "dory": {"layer_types": DERIVE, "num_hidden_layers": 4, "n_input_layers": 1, "n_recurrent_layers": 2,
              "n_output_layers": 1},  # their sum: the layers (the default's list pairs each with an MLP block)
-    "esmc": {"num_key_value_heads": 4}, "glm5_next": {"num_key_value_heads": 4},
+    "esmc": {"num_key_value_heads": 4},
+    # its sparse attention picks pools of keys: pools of 2, so that 8 positions make 4 of them (pools of 16 make
+    # none: an empty selection, which no real sequence has)
+    "glm5_next": {"text_config.index_kpool": 2},
     "fun_asr_nano": {"adaptor_config.intermediate_size": 16},  # the text hidden size // 4
     "gemma4_assistant": {"text_config.hidden_size_per_layer_input": 0, "text_config.vocab_size_per_layer_input": 0},
     "bamba": {"attn_layer_indices": [1]},  # the default has no attention layer (the masks need one)
@@ -134,7 +137,8 @@ TASKS = ["CAUSAL_LM", "MASKED_LM", "SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ", "
 # Config attributes set small wherever a config (or one of its sub-configs) has them.
 SMALL = {
     "hidden_size": 64, "d_model": 64, "n_embd": 64, "embed_dim": 64, "model_dim": 64, "hidden_dim": 64,
-    "encoder_hidden_size": 64, "out_hidden_size": 64, "audio_hidden_size": 64, "text_hidden_size": 64, "vision_hidden_size": 64, "projection_dim": 32,
+    "encoder_hidden_size": 64, "out_hidden_size": 64, "audio_hidden_size": 64, "text_hidden_size": 64,
+    "vision_hidden_size": 64, "projection_dim": 32,
     "num_attention_heads": 4, "num_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4,
     "decoder_attention_heads": 4,
     "num_key_value_heads": 2, "num_kv_heads": 2, "multi_query_group_num": 2,
@@ -149,7 +153,8 @@ SMALL = {
     "n_inner": 128, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "expert_intermediate_size": 32,
     "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2, "decoder_layers": 2,
     "num_decoder_layers": 2, "num_encoder_layers": 2,
-    "num_local_experts": 4, "num_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "num_experts_per_token": 2, "moe_topk": 2,
+    "num_local_experts": 4, "num_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "num_experts_per_token": 2, "moe_topk": 2,
     "vocab_size": 256, "max_position_embeddings": 512, "n_positions": 512,
 }
 LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
@@ -464,7 +469,7 @@ def transformers_step(model_type, task, cls_name):
 # classes and random weights. Made small where timm allows it (timm_small, also outside the capture): two blocks
 # (`depth=2`) for the models built from a block count, and a quarter (inputs of 448 and more) or half of the default
 # input size (`img_size=` for the models whose position embeddings or windows are sized by it), each the first
-# that builds and runs its forward on the meta device; else the default.
+# that builds and runs its forward (on the CPU, outside the capture); else the default.
 def timm_smallest(module):
     import timm
     names = timm.list_models(module=module)
@@ -485,7 +490,7 @@ def timm_smallest(module):
 
 
 def timm_small(name):
-    """`name[:KEY=VALUE...]`: the model with the smallest of the sizes above its forward runs at (on meta)."""
+    """`name[:KEY=VALUE...]`: the model with the smallest of the sizes above its forward runs at."""
     import timm
     with torch.device("meta"):
         default = timm.create_model(name, pretrained=False, num_classes=10)
@@ -496,10 +501,10 @@ def timm_small(name):
     for kw in tries:
         kw = dict(kw)
         size = kw.pop("input", None) or kw["img_size"]
-        try:
-            with torch.device("meta"):
-                m = timm.create_model(name, pretrained=False, num_classes=10, **kw)
-                out = m(torch.randn(BATCH, c, size, size * w // h))
+        try:  # (on the CPU, batch 1: the meta device does not check indices)
+            m = timm.create_model(name, pretrained=False, num_classes=10, **kw).eval()
+            with torch.no_grad():
+                m(torch.randn(1, c, size, size * w // h))
         except Exception:  # noqa: BLE001  not a size this model takes
             continue
         return ":".join([name] + ["%s=%d" % kv for kv in sorted(kw.items())] + (["input=%d" % size]))
