@@ -213,8 +213,11 @@ Expected<LoweredOp> Gather(const Node& n, Builder& b) {
     dn.start_index_map.push_back(i);
   }
   dn.index_vector_dim = 1;
-  Instruction* g = b.Gather(x, full, dn, std::vector<int64_t>(static_cast<size_t>(r), 1),
-                            Shape::Array(x->shape.element_type(), {cnt}));
+  // Each dimension is sliced by 1, or by 0 where x has none: an empty index (PyTorch's empty result) into an empty
+  // dimension reads nothing, and XLA refuses a slice larger than its dimension.
+  std::vector<int64_t> slice;
+  for (int64_t e : Dims(x)) slice.push_back(std::min<int64_t>(1, e));
+  Instruction* g = b.Gather(x, full, dn, slice, Shape::Array(x->shape.element_type(), {cnt}));
   return ctx.Finish({b.Reshape(g, id)});
 }
 
@@ -280,41 +283,11 @@ Expected<LoweredOp> LowerScatter(const Node& n, Builder& b, bool add) {
 Expected<LoweredOp> Scatter(const Node& n, Builder& b) { return LowerScatter(n, b, false); }
 Expected<LoweredOp> ScatterAdd(const Node& n, Builder& b) { return LowerScatter(n, b, true); }
 
-Expected<LoweredOp> Index(const Node& n, Builder& b) {
-  LoweringContext ctx(n, b);
-  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
-  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(ctx, x, 1));
+// The gather of an advanced index `a` into x (PyTorch's rules: the broadcast index dims replace the indexed dims
+// where those are adjacent, else they lead). `bpos` is set to where the broadcast dims start in the result.
+Instruction* AdvancedGather(Builder& b, Instruction* x, const Advanced& a, int64_t* bpos) {
   std::vector<int64_t> xd = Dims(x);
   int64_t r = x->shape.rank();
-  if (a.has_bool) {
-    // A single boolean mask over the leading dims: bounded compaction of the selected rows.
-    std::vector<Instruction*> list = ctx.TensorList("indices", 1);
-    if (list.size() != 1 || !list[0]) return ctx.Unsupported("boolean mask index mixed with other indices");
-    Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
-    int64_t mr = mask->shape.rank();
-    int64_t rows = Numel(Dims(mask));
-    std::vector<int64_t> rest(xd.begin() + mr, xd.end());
-    int64_t inner = Numel(rest);
-    auto [perm, count] = CompactPositions(b, b.Reshape(mask, {rows}));
-    std::vector<int64_t> flat = {rows};
-    flat.insert(flat.end(), rest.begin(), rest.end());
-    Instruction* xf = b.Reshape(x, flat);
-    hlo::GatherDimensionNumbers dn;
-    for (size_t i = 0; i < rest.size(); ++i) dn.offset_dims.push_back(static_cast<int64_t>(i + 1));
-    dn.collapsed_slice_dims = {0};
-    dn.start_index_map = {0};
-    dn.index_vector_dim = 1;
-    std::vector<int64_t> slice = flat;
-    slice[0] = 1;
-    Instruction* g = b.Gather(xf, b.Reshape(perm, {rows, 1}), dn, slice, Shape::Array(x->shape.element_type(), flat));
-    (void)inner;
-    Instruction* r2 = b.SetDimensionSize(g, count, 0);
-    OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({r2}));
-    op.dynamic_shape = true;
-    op.note = fmt::format("boolean-mask index: bounded by {} rows", rows);
-    return op;
-  }
-  if (a.indexed.empty()) return ctx.Finish({x});
   Instruction* start = StackIndices(b, a);
   int64_t nb = static_cast<int64_t>(a.bdims.size());
   hlo::GatherDimensionNumbers dn;
@@ -342,6 +315,7 @@ Expected<LoweredOp> Index(const Node& n, Builder& b) {
         dn.offset_dims.push_back(pos++);
         out.push_back(xd[static_cast<size_t>(i)]);
       }
+    if (bpos) *bpos = first;
   } else {
     out = a.bdims;
     int64_t pos = nb;
@@ -349,9 +323,109 @@ Expected<LoweredOp> Index(const Node& n, Builder& b) {
       dn.offset_dims.push_back(pos++);
       out.push_back(xd[static_cast<size_t>(i)]);
     }
+    if (bpos) *bpos = 0;
   }
-  Instruction* g = b.Gather(x, start, dn, slice, Shape::Array(x->shape.element_type(), out));
-  return ctx.Finish({g});
+  return b.Gather(x, start, dn, slice, Shape::Array(x->shape.element_type(), out));
+}
+
+// x[..., mask, ...]: a boolean mask after full slices (None entries), optionally with integer index tensors that
+// broadcast against it (0-d or one element). As in PyTorch, the mask stands for its nonzero() coordinates, one index
+// tensor per mask dimension; their count depends on the data, so they are the bounded compaction of XLA's
+// dynamic-shape lowerings (every mask position, the selected ones first) and the result's broadcast dimension gets
+// set-dimension-size with the selected count.
+Expected<LoweredOp> MaskAmongIndices(LoweringContext& ctx, Instruction* x, const std::vector<Instruction*>& list) {
+  Builder& b = ctx.builder;
+  std::vector<int64_t> xd = Dims(x);
+  Advanced a;
+  Instruction* count = nullptr;
+  int64_t rows = 0;
+  int64_t dim = 0;
+  for (Instruction* t : list) {
+    if (!t) {
+      ++dim;
+      continue;
+    }
+    bool is_mask = t->shape.element_type() == PrimitiveType::PRED || t->shape.element_type() == PrimitiveType::U8;
+    int64_t k = is_mask ? t->shape.rank() : 1;
+    if (dim + k > static_cast<int64_t>(xd.size())) return ctx.Unsupported("too many indices");
+    if (!is_mask) {
+      if (t->shape.elements() != 1)
+        return ctx.Unsupported("a boolean mask index with an integer index tensor of more than one element");
+      a.indexed.push_back(dim);
+      a.idx.push_back(WrapIndex(b, b.Reshape(b.Convert(t, PrimitiveType::S64), {1}), xd[static_cast<size_t>(dim)]));
+      ++dim;
+      continue;
+    }
+    if (count) return ctx.Unsupported("more than one boolean mask index");
+    if (k == 0) return ctx.Unsupported("a 0-d boolean mask index with other indices");
+    std::vector<int64_t> md = Dims(t);
+    for (int64_t j = 0; j < k; ++j)
+      if (md[static_cast<size_t>(j)] != xd[static_cast<size_t>(dim + j)])
+        return ctx.Unsupported("the boolean mask's shape does not match the indexed dimensions");
+    rows = Numel(md);
+    auto [perm, n_true] = CompactPositions(b, b.Reshape(b.Convert(t, PrimitiveType::PRED), {rows}));
+    count = n_true;
+    // Coordinate j of flat position p: (p / stride_j) % size_j.
+    int64_t stride = rows;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t size = md[static_cast<size_t>(j)];
+      stride = size == 0 ? 0 : stride / size;
+      Instruction* c = perm;
+      if (stride > 1)
+        c = b.Binary(Opcode::kDivide, c, Full(b, PrimitiveType::S64, static_cast<double>(stride), {rows}));
+      if (j > 0) c = b.Binary(Opcode::kRemainder, c, Full(b, PrimitiveType::S64, static_cast<double>(size), {rows}));
+      a.indexed.push_back(dim + j);
+      a.idx.push_back(c);
+    }
+    dim += k;
+  }
+  if (!count) return ctx.Unsupported("no boolean mask index");
+  a.bdims = {rows};
+  for (auto& t : a.idx) t = Bcast(b, t, a.bdims);
+  for (size_t i = 1; i < a.indexed.size(); ++i) a.adjacent &= a.indexed[i] == a.indexed[i - 1] + 1;
+  int64_t bpos = 0;
+  Instruction* g = AdvancedGather(b, x, a, &bpos);
+  OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.SetDimensionSize(g, count, bpos)}));
+  op.dynamic_shape = true;
+  op.note = fmt::format("boolean-mask index: bounded by {} positions", rows);
+  return op;
+}
+
+Expected<LoweredOp> Index(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(ctx, x, 1));
+  std::vector<int64_t> xd = Dims(x);
+  if (a.has_bool) {
+    // A single boolean mask over the leading dims: bounded compaction of the selected rows.
+    std::vector<Instruction*> list = ctx.TensorList("indices", 1);
+    if (list.size() != 1 || !list[0]) return MaskAmongIndices(ctx, x, list);
+    Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
+    int64_t mr = mask->shape.rank();
+    int64_t rows = Numel(Dims(mask));
+    std::vector<int64_t> rest(xd.begin() + mr, xd.end());
+    int64_t inner = Numel(rest);
+    auto [perm, count] = CompactPositions(b, b.Reshape(mask, {rows}));
+    std::vector<int64_t> flat = {rows};
+    flat.insert(flat.end(), rest.begin(), rest.end());
+    Instruction* xf = b.Reshape(x, flat);
+    hlo::GatherDimensionNumbers dn;
+    for (size_t i = 0; i < rest.size(); ++i) dn.offset_dims.push_back(static_cast<int64_t>(i + 1));
+    dn.collapsed_slice_dims = {0};
+    dn.start_index_map = {0};
+    dn.index_vector_dim = 1;
+    std::vector<int64_t> slice = flat;
+    slice[0] = 1;
+    Instruction* g = b.Gather(xf, b.Reshape(perm, {rows, 1}), dn, slice, Shape::Array(x->shape.element_type(), flat));
+    (void)inner;
+    Instruction* r2 = b.SetDimensionSize(g, count, 0);
+    OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({r2}));
+    op.dynamic_shape = true;
+    op.note = fmt::format("boolean-mask index: bounded by {} rows", rows);
+    return op;
+  }
+  if (a.indexed.empty()) return ctx.Finish({x});
+  return ctx.Finish({AdvancedGather(b, x, a, nullptr)});
 }
 
 Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {

@@ -797,6 +797,19 @@ Expected<LoweredOp> SafeSoftmax(const Node& n, Builder& b) {
   return ctx.Finish({out});
 }
 
+// _assert_async (torch._assert_async: a check that self, one element, is true, raised later by the device): it
+// returns nothing, and XLA has no device-side assertion, so it lowers to no instruction (a PyTorch/XLA program
+// runs without the check; the value it tested, usually _is_all_true's, is computed by its own lowering).
+Expected<LoweredOp> AssertAsync(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  const TensorMeta* x = ctx.ArgMeta("self", 0);  // (no parameter: the module has nothing to compute)
+  if (!x) return ctx.Unsupported("self must be a tensor");
+  if (x->numel() != 1) return ctx.Unsupported("the asserted tensor must have one element");
+  LoweredOp op;
+  op.note = "a device-side assertion: lowers to no instruction (the check does not run on an XLA device)";
+  return op;
+}
+
 }  // namespace
 
 const LoweringFamily& ReductionLowerings() {
@@ -815,6 +828,7 @@ const LoweringFamily& ReductionLowerings() {
           {"aten::any", Reduction(Any)},
           {"aten::all", Reduction(All)},
           {"aten::_is_all_true", Reduction(All)},  // (torch._assert_async's and Tensor.bool()'s check: all of self)
+          {"aten::_assert_async", AssertAsync},
           {"aten::logsumexp", Reduction(LogSumExp)},
           {"aten::norm", Reduction(NormP, 2)},
           {"aten::linalg_vector_norm", Reduction(VectorNorm, 2)},

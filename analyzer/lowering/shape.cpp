@@ -20,6 +20,22 @@ Expected<LoweredOp> Identity(const Node& n, Builder& b) {
   return ctx.Finish({x});
 }
 
+// set_ from a storage (set_.source_Storage, set_.source_Storage_storage_offset): what `copy.deepcopy` of a CPU tensor
+// dispatches (an empty tensor set onto a copy of the source's storage, viewed with the source's size, stride and
+// offset). The storage is no traced tensor (the capture keeps it as its repr), so the viewed data enters the module as
+// a parameter of the recorded result's type, which the module returns: on an XLA device `Tensor.__deepcopy__` is a
+// clone() of device data, which lowers to no instruction either (Identity).
+Expected<LoweredOp> SetFromStorage(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  const TensorMeta* out = ctx.OutputMeta(0);
+  if (!out) return ctx.Unsupported("the result's shape was not recorded");
+  if (out->is_dynamic()) return ctx.Unsupported("a symbolic result size");
+  if (!ctx.ArgMeta("self", 0)) return ctx.Unsupported("self must be a tensor");
+  const Value* src = ctx.Arg("source", 1);
+  if (!src || src->kind != Value::Kind::kString) return ctx.Unsupported("source must be a storage");
+  return ctx.Finish({b.NextParameter(Shape::Array(out->dtype, out->sizes))});
+}
+
 // view, reshape, _reshape_alias, _unsafe_view, view_copy; `dtype_view`: aten::view, whose view.dtype overload
 // reinterprets the elements.
 Expected<LoweredOp> ReshapeTo(const Node& n, Builder& b, bool dtype_view) {
@@ -1067,6 +1083,8 @@ const LoweringFamily& ShapeLowerings() {
                              {"aten::alias", Identity},
                              {"aten::alias_copy", Identity},
                              {"aten::clone", Identity},
+                             {"aten::set_.source_Storage", SetFromStorage},
+                             {"aten::set_.source_Storage_storage_offset", SetFromStorage},
                              {"aten::contiguous", Identity},
                              {"aten::detach", Identity, kInPlaceForm},
                              {"aten::detach_copy", Identity},

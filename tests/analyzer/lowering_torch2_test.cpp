@@ -319,5 +319,106 @@ TEST(LoweringTorch2Test, IsAllTrueReducesEveryElement) {
   ExpectValues(no[0], {0}, 0);
 }
 
+// _assert_async (timm's gemma4_vit pooler): no result, and XLA has no device-side assertion, so it lowers to no
+// instruction: a module without a root and without probe units, as _linalg_check_errors.
+TEST(LoweringTorch2Test, AssertAsyncLowersToNoInstruction) {
+  Node n = MakeNode("aten::_assert_async", "msg",
+                    {A("self", T(hlo::PrimitiveType::PRED, {})), A("assert_msg", Value::String("bad"))}, {});
+  auto m = Lower(n, LoweringTable::Builtin());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->module->entry()->root(), nullptr);
+  EXPECT_TRUE(m->units.empty());
+  EXPECT_NE(m->note.find("no instruction"), std::string::npos) << m->note;
+  Node many = MakeNode("aten::_assert_async", "default", {A("self", T(hlo::PrimitiveType::PRED, {2}))}, {});
+  EXPECT_FALSE(Lower(many, LoweringTable::Builtin()).ok());  // PyTorch refuses more than one element too
+}
+
+// gather with an empty index into an empty dimension (torch.gather(f32[2,0], 1, s64[2,0]) is PyTorch's f32[2,0]): the
+// gather slices that dimension by 0, not 1, which XLA would refuse ("slice size 1 ... outside [0, 0]").
+TEST(LoweringTorch2Test, GatherWithAnEmptyIndexIsEmpty) {
+  Node n = MakeNode("aten::gather", "default",
+                    {A("self", T(F32, {2, 0})), A("dim", Value::Int(1)), A("index", T(hlo::PrimitiveType::S64, {2, 0})),
+                     A("sparse_grad", Value::Bool(false))},
+                    {T(F32, {2, 0})});
+  auto out = LowerAndRun(n, {Lit(F32, {2, 0}, {}), Lit(hlo::PrimitiveType::S64, {2, 0}, {})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape().dimensions(), (std::vector<int64_t>{2, 0}));
+}
+
+// index.Tensor with a boolean mask after full slices (x[:, mask]; a 2-d mask; a mask beside an integer index): the mask
+// is its nonzero() coordinates, bounded by the mask's size, and the result's dimension there is set to the selected
+// count. Values are torch 2.9.0's for x = arange; `bounded` checks the first `count` entries along `dyn`.
+void ExpectMaskIndex(const std::vector<Value>& indices, std::vector<hlo::Literal> args,
+                     const std::vector<int64_t>& want_dims, int64_t dyn, const std::vector<double>& want) {
+  Value x = T(F32, {2, 3, 2});
+  Node n = MakeNode("aten::index", "Tensor", {A("self", x), A("indices", TList(indices))}, {T(F32, want_dims)});
+  bool dynamic = false;
+  std::string text;
+  args.insert(args.begin(), Lit(F32, {2, 3, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  auto out = LowerAndRun(n, args, &text, &dynamic);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(dynamic);
+  EXPECT_NE(text.find("set-dimension-size"), std::string::npos) << text;
+  std::vector<int64_t> gd = out[0].shape().dimensions();
+  ASSERT_EQ(gd.size(), want_dims.size());
+  // Row-major walk over want_dims, read at the same coordinates of the bounded result.
+  std::vector<int64_t> c(want_dims.size(), 0);
+  for (size_t i = 0; i < want.size(); ++i) {
+    int64_t flat = 0;
+    for (size_t k = 0; k < gd.size(); ++k) flat = flat * gd[k] + c[k];
+    EXPECT_EQ(out[0].GetAsDouble(flat), want[i]) << "element " << i << "\n" << text;
+    for (int64_t k = static_cast<int64_t>(c.size()) - 1; k >= 0; --k) {
+      if (++c[static_cast<size_t>(k)] < want_dims[static_cast<size_t>(k)]) break;
+      c[static_cast<size_t>(k)] = 0;
+    }
+  }
+  EXPECT_GE(gd[static_cast<size_t>(dyn)], want_dims[static_cast<size_t>(dyn)]);
+}
+
+TEST(LoweringTorch2Test, BooleanMaskAfterAFullSliceSelectsAlongThatDimension) {
+  const auto PRED = hlo::PrimitiveType::PRED;
+  // x[:, [True, False, True]]
+  ExpectMaskIndex({Value::None(), T(PRED, {3})}, {Lit(PRED, {3}, {1, 0, 1})}, {2, 2, 2}, 1, {0, 1, 4, 5, 6, 7, 10, 11});
+  // x[:, :, [False, True]]: the mask over the last dimension
+  ExpectMaskIndex({Value::None(), Value::None(), T(PRED, {2})}, {Lit(PRED, {2}, {0, 1})}, {2, 3, 1}, 2,
+                  {1, 3, 5, 7, 9, 11});
+  // x[:, mask2d] over dims 1 and 2: [[0, 3, 4], [6, 9, 10]]
+  ExpectMaskIndex({Value::None(), T(PRED, {3, 2})}, {Lit(PRED, {3, 2}, {1, 0, 0, 1, 1, 0})}, {2, 3}, 1,
+                  {0, 3, 4, 6, 9, 10});
+  // aten.index.Tensor(x, [tensor([1]), mask]): the integer index broadcasts against the mask's coordinates
+  ExpectMaskIndex({T(hlo::PrimitiveType::S64, {1}), T(PRED, {3})},
+                  {Lit(hlo::PrimitiveType::S64, {1}, {1}), Lit(PRED, {3}, {1, 0, 1})}, {2, 2}, 0, {6, 7, 10, 11});
+  // aten.index.Tensor(x, [None, mask, tensor(1)])
+  ExpectMaskIndex({Value::None(), T(PRED, {3}), T(hlo::PrimitiveType::S64, {})},
+                  {Lit(PRED, {3}, {1, 0, 1}), Lit(hlo::PrimitiveType::S64, {}, {1})}, {2, 2}, 1, {1, 5, 7, 11});
+}
+
+// set_ from a storage (copy.deepcopy of a tensor in a forward: Dory): the viewed storage enters as a parameter of the
+// recorded result's type and is the result, as a clone of device data on XLA; torch 2.9.0 records deepcopy(f32[2,3])
+// as empty(u8[0]).set_(storage of 24 bytes) and new_empty(f32[]).set_(storage, 0, [2, 3], [3, 1]).
+TEST(LoweringTorch2Test, SetFromAStorageIsTheViewedData) {
+  const auto U8 = hlo::PrimitiveType::U8;
+  Node bytes = MakeNode(
+      "aten::set_", "source_Storage",
+      {A("self", T(U8, {0})), A("source", Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]"))},
+      {T(U8, {24})});
+  std::vector<double> b24(24);
+  for (size_t i = 0; i < b24.size(); ++i) b24[i] = static_cast<double>(i * 7 % 256);
+  auto out = LowerAndRun(bytes, {Lit(U8, {0}, {}), Lit(U8, {24}, b24)});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectValues(out[0], b24, 0);
+  Node view = MakeNode(
+      "aten::set_", "source_Storage_storage_offset",
+      {A("self", T(F32, {})), A("source", Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]")),
+       A("storage_offset", Value::Int(0)), A("size", Ints({2, 3})), A("stride", Ints({3, 1}))},
+      {T(F32, {2, 3})});
+  auto m = Lower(view, LoweringTable::Builtin());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->units.empty());  // no instruction, as clone()
+  auto got = LowerAndRun(view, {Lit(F32, {}, {0}), Lit(F32, {2, 3}, {1, -2, 3, -4, 5, -6})});
+  ASSERT_EQ(got.size(), 1u);
+  ExpectValues(got[0], {1, -2, 3, -4, 5, -6}, 0);
+}
+
 }  // namespace
 }  // namespace opprobe::analyzer::testing

@@ -2,10 +2,11 @@
 # "Model zoos"). Usage: PYTHON zoo_cases.py FAMILY [--shard K/N] [--only NAME,...] [--list]
 # FAMILY: transformers (every architecture of the installed transformers with a causal LM, masked LM, seq2seq,
 # sequence/image/audio classification, CTC or image-text head), timm (one small model of every timm family),
-# diffusers (UNet2DConditionModel, AutoencoderKL, a DiT), torchvision (RAFT's training step). Each case builds its model from a small config with random
-# weights (nothing is read from the hub) and runs one training step: forward with labels, the head's loss, backward,
+# diffusers (UNet2DConditionModel, AutoencoderKL, a DiT), torchvision (RAFT's training step). Each case builds its
+# model from a small config with random weights (nothing is read from the hub) and runs one training step: forward with labels, the head's loss, backward,
 # an SGD step. A case prints `CASE name ok`; one that raises prints `RAISED name: why`, and zoo.py fails on it unless
 # a rule in EXCLUSIONS (below) says why that architecture cannot be built from a small config offline.
+import inspect
 import os
 import re
 import sys
@@ -26,9 +27,66 @@ EXCLUSIONS = [
     ("transformers", ".", r"requires the \w+ library but it was not found",
      "its model class needs a compiled extension transformers does not install (LayoutLMv2: detectron2, not on "
      "PyPI; DiNAT: natten, built from source against the installed torch)"),
+    ("transformers", "assistant$", r"inputs_embeds and shared_kv_states cannot be None",
+     "a speculative-decoding drafter (Gemma 4's assistants): its forward reads the target model's embeddings and "
+     "key/value states, it has no training step of its own"),
 ]
 
 BATCH, SEQ = 2, 8
+
+DERIVE = object()  # an OVERRIDES value: leave it to the config to derive (the default's value dropped before SMALL)
+
+# Per-architecture config values (`key` or `sub_config.key`) set after SMALL, where the generic sizes break a relation
+# the config's validator or the model code requires that no generic rule (sizes_that_follow) states. A top-level value
+# is also given to the default config when its own validator rejects the default.
+OVERRIDES = {
+    # WavTokenizer: no projection around its quantizer; the image and audio codebooks' token ranges in the vocabulary
+    "apertus1p5": {"audio_config.codebook_dim": 64, "image_token_id": 10, "audio_token_id": 11,
+                   "image_token_offset": 16, "vision_config.codebook_size": 64, "audio_token_offset": 80,
+                   "audio_config.codebook_size": 64},
+    "mamba2": {"num_heads": 8},  # heads x head = expand x hidden
+    "dory": {"layer_types": DERIVE, "num_hidden_layers": 4, "n_input_layers": 1, "n_recurrent_layers": 2,
+             "n_output_layers": 1},  # their sum: the layers (the default's list pairs each with an MLP block)
+    "esmc": {"num_key_value_heads": 4},
+    # its sparse attention picks pools of keys: pools of 2, so that 8 positions make 4 of them (pools of 16 make
+    # none: an empty selection, which no real sequence has)
+    "glm5_next": {"text_config.index_kpool": 2},
+    "fun_asr_nano": {"adaptor_config.intermediate_size": 16},  # the text hidden size // 4
+    "gemma4_assistant": {"text_config.hidden_size_per_layer_input": 0, "text_config.vocab_size_per_layer_input": 0},
+    "bamba": {"attn_layer_indices": [1]},  # the default has no attention layer (the masks need one)
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    "kolibri1_1": {"index_layers": DERIVE, "kv_source_layers": DERIVE},  # derived from its layer types
+    "granite_speech5_ctc": {"encoder_config.num_key_value_heads": 4},  # its key and value have all the heads
+    # multimodal rotary sections the model code defaults to (for its full head) when the config states none: for
+    # the small rotary head (the cosine's width: 8, GLM-4.5V's 4)
+    **{m: {"text_config.rope_parameters.mrope_section": [2, 3, 3]} for m in (
+        "qwen2_vl", "qwen2_5_vl", "qwen2_5_omni_thinker", "paddleocr_vl", "glm4v", "glm46v", "glm_ocr", "glmga")},
+    "glm4v_moe": {"text_config.rope_parameters.mrope_section": [1, 1, 2]},
+    "audio-spectrogram-transformer": {"max_length": 64, "num_mel_bins": 32},  # frames and mel bins in its input
+    "reformer": {"is_decoder": True, "axial_pos_shape": [2, 4], "axial_pos_embds_dim": [32, 32]},  # 8 positions
+    "squeezebert": {"embedding_size": 64},  # = hidden (no Conv1d between them)
+    "mobilebert": {"true_hidden_size": DERIVE, "intra_bottleneck_size": 32, "embedding_size": 32},
+    "xlstm": {"embedding_dim": 64},  # = hidden
+    "layoutlmv3": {"coordinate_size": 10, "shape_size": 12},  # 4 coordinates and 2 shapes: the hidden size
+    "marian": {"decoder_vocab_size": 256},
+    "dbrx": {"attn_config.rope_theta": 10000.0, "attn_config.clip_qkv": 8.0},
+    "step3p7": {"text_config.sliding_window": 4, "text_config.num_sliding_attention_heads": 4},
+    "qwen4_exp_text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 4,
+                       "indexer_compress_ratio": 2},
+    "cohere_compass": {"text_config.rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
+    "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
+    "hunyuan_vl": {"text_config.rope_parameters.mrope_section": [2, 3, 3]},
+    "deepseek_ocr2": {"text_config.mlp_layer_types": ["dense", "sparse"]},
+    "perceiver": {"max_position_embeddings": 8, "d_latents": 64, "num_latents": 16},  # its MLM: one token a position
+    "recurrent_gemma": {"num_hidden_layers": 3},  # its block pattern's third block is attention
+    "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    "chameleon": {"vocabulary_map": {"<image>": 5}},
+    "esm": {"vocab_size": 33}, "efficientnet": {"hidden_dim": 2560, "image_size": 64},
+    "moonshine_streaming": {"num_key_value_heads": 4},
+    "gemma3n": {"text_config.num_kv_shared_layers": 0}, "gemma3n_text": {"num_kv_shared_layers": 0},
+    "molmo2": {"adapter_config.vision_feature_layer": [-1, -2]},  # layers of the (2-layer) vision encoder
+}
 
 
 def excluded(family, name, error):
@@ -79,19 +137,24 @@ TASKS = ["CAUSAL_LM", "MASKED_LM", "SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ", "
 # Config attributes set small wherever a config (or one of its sub-configs) has them.
 SMALL = {
     "hidden_size": 64, "d_model": 64, "n_embd": 64, "embed_dim": 64, "model_dim": 64, "hidden_dim": 64,
-    "encoder_hidden_size": 64, "text_hidden_size": 64, "vision_hidden_size": 64, "projection_dim": 32,
+    "encoder_hidden_size": 64, "out_hidden_size": 64, "audio_hidden_size": 64, "text_hidden_size": 64,
+    "vision_hidden_size": 64, "projection_dim": 32,
     "num_attention_heads": 4, "num_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4,
     "decoder_attention_heads": 4,
     "num_key_value_heads": 2, "num_kv_heads": 2, "multi_query_group_num": 2,
-    "head_dim": 16, "d_kv": 16, "rotary_dim": 8, "attention_head_dim": 16, "kv_channels": 16,
+    "head_dim": 16, "d_kv": 16, "d_head": 16, "rotary_dim": 8, "attention_head_dim": 16, "kv_channels": 16,
     # multi-head latent attention (MiniCPM3, Mistral 4; DeepSeek-V2/V3 and Kimi need more than this): its own head
     # split and low ranks
+    "index_head_dim": 16, "index_n_heads": 4, "index_num_heads": 2,  # sparse attention's indexers
+    "n_group": 2, "num_expert_group": 2, "topk_group": 1,  # group-limited expert routing: 2 groups of the 4 experts
     "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "kv_lora_rank": 32, "q_lora_rank": 32,
+    "mamba_d_state": 16,
     "intermediate_size": 128, "ffn_dim": 128, "d_ff": 128, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
     "n_inner": 128, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "expert_intermediate_size": 32,
     "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2, "decoder_layers": 2,
     "num_decoder_layers": 2, "num_encoder_layers": 2,
-    "num_local_experts": 4, "num_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_topk": 2,
+    "num_local_experts": 4, "num_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "num_experts_per_token": 2, "moe_topk": 2,
     "vocab_size": 256, "max_position_embeddings": 512, "n_positions": 512,
 }
 LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
@@ -99,7 +162,7 @@ LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encod
 # Attributes a config derives from its sizes: left out, so that the config derives them again.
 DERIVED = ("out_features", "out_indices", "stage_names")
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id", "mask_token_id",
-             "decoder_start_token_id", "unk_token_id")
+             "decoder_start_token_id", "unk_token_id", "blank_token_id")
 
 
 def shrink(d):
@@ -115,7 +178,8 @@ def shrink(d):
         elif key in SMALL and isinstance(value, int) and not isinstance(value, bool) and value > SMALL[key]:
             value = SMALL[key]
         elif key in SMALL and isinstance(value, list) and value and all(type(v) is int for v in value):
-            value = [min(v, SMALL[key]) if key in LAYER_COUNTS else SMALL[key] for v in value]  # per stage (Swin's heads)
+            # per stage (Swin's heads)
+            value = [min(v, SMALL[key]) if key in LAYER_COUNTS else SMALL[key] for v in value]
         out[key] = value
     # Per-layer lists (layer_types, ...): one layer of each kind the full model has, in its order, and the layer
     # counts set to that many (at least SMALL's); per-layer dicts keep the layers that are left.
@@ -133,12 +197,19 @@ def shrink(d):
     n = max([v for k, v in out.items() if k in LAYER_COUNTS and isinstance(v, int)] or [0])
     for k, v in list(out.items()):
         if isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
-            out[k] = {x: y for x, y in v.items() if int(x) < n} if n else v
-    # Multimodal rotary sections (time, height, width) split half of the rotary head: scaled to the smaller head.
+            # (a per-layer dict follows the layers kept: the layer's new index, its values made small too)
+            if keep is not None:
+                v = {type(x)(j): v[x] for j, old in enumerate(keep) for x in v if int(x) == old}
+            elif n:
+                v = {x: y for x, y in v.items() if int(x) < n}
+            out[k] = {x: shrink(y) if isinstance(y, dict) else y for x, y in v.items()}
+    sizes_that_follow(d, out)
+    # Multimodal rotary sections (time, height, width) split (a part of) the rotary head: scaled with the head.
     rope = out.get("rope_parameters")
-    rot = out.get("qk_rope_head_dim") or out.get("head_dim")
-    if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list) and isinstance(rot, int):
-        sec, want = rope["mrope_section"], rot // 2
+    old_head, new_head = rotary_head(d), rotary_head(out)
+    if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list) and old_head and new_head:
+        sec = rope["mrope_section"]
+        want = sum(sec) * new_head // old_head
         if sum(sec) != want and want >= len(sec):
             scaled = [max(1, v * want // sum(sec)) for v in sec]
             scaled[0] += want - sum(scaled)
@@ -154,13 +225,80 @@ def shrink(d):
     return out
 
 
-def small_config(model_type):
-    """The architecture's default config (a config class or a model type) made small: SMALL's sizes."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-    cls = CONFIG_MAPPING[model_type] if isinstance(model_type, str) else model_type
-    d = shrink(cls().to_dict())
+def rotary_head(d):
+    """The head size a config's rotary embedding covers (its rotary part's, else the head's)."""
+    heads, hidden = d.get("num_attention_heads"), d.get("hidden_size")
+    head = d.get("qk_rope_head_dim") or d.get("head_dim") or (
+        hidden // heads if isinstance(heads, int) and isinstance(hidden, int) and heads else None)
+    return head if isinstance(head, int) else None
+
+
+def sizes_that_follow(before, out):
+    """Sizes a config states apart but that must keep their relation to the ones SMALL set (the relations its
+    validator or its model code requires), set from the small sizes in `out` (`before`: the default dict)."""
+    nope, rope = out.get("qk_nope_head_dim"), out.get("qk_rope_head_dim")
+    if isinstance(nope, int) and isinstance(rope, int):
+        # multi-head latent attention: the rotary part's head is `head_dim` where the default had them equal, and
+        # the query/key head is its two parts
+        if before.get("head_dim") == before.get("qk_rope_head_dim") and "head_dim" in out:
+            out["head_dim"] = rope
+        elif before.get("head_dim") == before.get("qk_nope_head_dim", 0) + before.get("qk_rope_head_dim", 0):
+            out["head_dim"] = nope + rope
+        if "qk_head_dim" in out:
+            out["qk_head_dim"] = nope + rope
+    # Mamba-2 mixers (Bamba, Granite hybrid): heads x head = expand x hidden, where no size of its own (Falcon-H1's
+    # mamba_d_ssm) states the mixer's width
+    if isinstance(out.get("mamba_n_heads"), int) and isinstance(out.get("mamba_d_head"), int) and \
+            out.get("mamba_d_ssm") is None and isinstance(out.get("hidden_size"), int):
+        out["mamba_d_head"] = min(out["mamba_d_head"], 16)
+        out["mamba_n_heads"] = out.get("mamba_expand", 2) * out["hidden_size"] // out["mamba_d_head"]
+    # Gemma-style key/value sharing across all the layers (an assistant model's)
+    if before.get("num_kv_shared_layers") == before.get("num_hidden_layers") and "num_kv_shared_layers" in out:
+        out["num_kv_shared_layers"] = out.get("num_hidden_layers")
+    # (multi-head latent attention's key and value come up from the latent per query head: no grouped query)
+    if isinstance(out.get("kv_lora_rank"), int) and isinstance(out.get("num_key_value_heads"), int):
+        out["num_key_value_heads"] = out.get("num_attention_heads", out["num_key_value_heads"])
+    heads, hidden = out.get("num_attention_heads"), out.get("hidden_size")
+    # Sizes the default leaves for the checkpoint to say (None) that the model code reads as sizes
+    if "head_dim" in out and out["head_dim"] is None and isinstance(heads, int) and isinstance(hidden, int):
+        out["head_dim"] = hidden // heads
+    if "num_key_value_heads" in out and out["num_key_value_heads"] is None and isinstance(heads, int):
+        out["num_key_value_heads"] = SMALL["num_key_value_heads"]
+    if "num_experts_per_tok" in out and out["num_experts_per_tok"] is None and any(
+            isinstance(out.get(k), int) for k in ("n_routed_experts", "num_experts", "num_local_experts")):
+        out["num_experts_per_tok"] = SMALL["num_experts_per_tok"]
+    return out
+
+
+def set_path(d, path, value):
+    keys = path.split(".")
+    for k in keys[:-1]:
+        d = d.setdefault(k, {})
+    if value is DERIVE:
+        d.pop(keys[-1], None)
+    else:
+        d[keys[-1]] = value
+
+
+def small_config(config_cls, case=None):
+    """The architecture's default config class made small: SMALL's sizes, then the case's OVERRIDES."""
+    over = OVERRIDES.get(case, {})
+    try:
+        d = config_cls().to_dict()
+    except Exception:  # noqa: BLE001  a default its own validator rejects: built with the case's values
+        kw = {}
+        for path, value in over.items():
+            if value is not DERIVE:
+                set_path(kw, path, value)
+        d = config_cls(**kw).to_dict()
+    for path, value in over.items():
+        if value is DERIVE:
+            set_path(d, path, DERIVE)
+    d = shrink(d)
+    for path, value in over.items():
+        set_path(d, path, value)
     d.pop("transformers_version", None)
-    return cls.from_dict(d)
+    return config_cls.from_dict(d)
 
 
 def transformers_cases():
@@ -179,11 +317,19 @@ def config_value(cfg, key, default):
     v = getattr(cfg, key, None)
     if v is not None:
         return v
-    for sub in ("vision_config", "text_config", "audio_config", "encoder"):
+    for sub in ("vision_config", "text_config", "audio_config", "encoder", "encoder_config"):
         v = getattr(getattr(cfg, sub, None), key, None)
         if v is not None:
             return v
     return default
+
+
+# Speech encoders that read their features time-major ([batch, frames, features], as their feature extractors return
+# them); the others (Whisper-like) read [batch, mel bins, frames]. FEATURE_WIDTH: a width the config does not state
+# (Granite Speech 5 stacks 4 frames of its 80 mel bins).
+TIME_MAJOR_FEATURES = {"canary", "cohere_asr", "granite_speech5_ctc", "lasr_ctc", "parakeet_ctc", "speech_to_text",
+                       "wav2vec2-bert"}
+FEATURE_WIDTH = {"granite_speech5_ctc": 320}
 
 
 def transformers_inputs(model, cfg, task):
@@ -204,11 +350,44 @@ def transformers_inputs(model, cfg, task):
     elif name == "input_values":
         kw["input_values"] = torch.randn(BATCH, 4000, generator=g)
     elif name == "input_features":
-        mels = config_value(cfg, "num_mel_bins", 80)
-        kw["input_features"] = torch.randn(BATCH, mels, 3000 if cfg.model_type.startswith("whisper") else 64,
-                                           generator=g)
+        model_type = getattr(cfg, "model_type", "")
+        width = FEATURE_WIDTH.get(model_type) or next(
+            (v for v in (config_value(cfg, k, None) for k in ("num_mel_bins", "input_feat_per_channel",
+                                                              "feature_projection_input_dim")) if v), 80)
+        frames = 3000 if model_type.startswith("whisper") else 64
+        kw["input_features"] = torch.randn(*((BATCH, frames, width) if model_type in TIME_MAJOR_FEATURES else
+                                             (BATCH, width, frames)), generator=g)
+        if model_type in TIME_MAJOR_FEATURES and "attention_mask" in inspect.signature(model.forward).parameters:
+            kw["attention_mask"] = torch.ones(BATCH, frames, dtype=torch.long)  # (CTC's input lengths)
+    elif name == "inputs" and getattr(cfg, "model_type", "") == "perceiver":
+        kw["inputs"] = torch.randint(4, max(vocab, 8), (BATCH, SEQ), generator=g)  # Perceiver's MLM: token ids
+        kw["labels"] = kw["inputs"].clone()
+    elif name == "flattened_patches":
+        pass  # (PREPARE's flattened_patches)
+    elif name == "inputs":  # an encoder-decoder's encoder input: the speech encoder's samples
+        kw["inputs"] = torch.randn(BATCH, 4000, generator=g)
     else:
         raise RuntimeError("no input built for main_input_name %r" % name)
+    params = inspect.signature(model.forward).parameters
+    ids = torch.randint(4, max(vocab, 8), (BATCH, SEQ), generator=g)
+    # An image- or speech-first model with a text side (captioning, image-text, encoder-decoder): its text, which
+    # is also its labels.
+    if name != "input_ids" and task in ("CAUSAL_LM", "SEQ_TO_SEQ_CAUSAL_LM", "IMAGE_TEXT_TO_TEXT") and \
+            "input_ids" in params and "input_ids" not in kw:
+        kw["input_ids"] = ids
+    if name != "input_ids" and task in ("CAUSAL_LM", "SEQ_TO_SEQ_CAUSAL_LM", "IMAGE_TEXT_TO_TEXT") and \
+            "labels" in params and "labels" not in kw:
+        kw["labels"] = ids.clone()
+    # The other inputs its forward requires (no default): token ids of another tower (a Q-Former's), images.
+    for pname, p in params.items():
+        if p.default is not p.empty or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or pname in kw:
+            continue
+        if pname.endswith("input_ids"):
+            kw[pname] = ids.clone()
+        elif pname == "pixel_values":
+            size = config_value(cfg, "image_size", 64)
+            size = size[0] if isinstance(size, (list, tuple)) else size
+            kw[pname] = torch.randn(BATCH, config_value(cfg, "num_channels", 3), size, size, generator=g)
     if task in ("SEQUENCE_CLASSIFICATION", "IMAGE_CLASSIFICATION", "AUDIO_CLASSIFICATION"):
         kw["labels"] = torch.randint(0, getattr(cfg, "num_labels", 2), (BATCH,), generator=g)
     elif task == "CTC":
@@ -218,6 +397,43 @@ def transformers_inputs(model, cfg, task):
     return kw
 
 
+def ast_features(model, kw):
+    """The Audio Spectrogram Transformer reads [batch, frames, mel bins] (its config's max_length frames)."""
+    c = model.config
+    kw["input_values"] = torch.randn(BATCH, c.max_length, c.num_mel_bins, generator=torch.Generator().manual_seed(0))
+
+
+def codebook_ids(model, kw):
+    """MusicGen's decoder reads one row of token ids per codebook ([batch x codebooks, positions]); its labels are
+    [batch, positions, codebooks]."""
+    n, g = model.config.decoder.num_codebooks if hasattr(model.config, "decoder") else model.config.num_codebooks, \
+        torch.Generator().manual_seed(0)
+    ids = torch.randint(4, 64, (BATCH * n, SEQ), generator=g)
+    kw["input_ids"] = ids
+    kw["labels"] = ids.reshape(BATCH, n, SEQ).transpose(1, 2).contiguous()
+
+
+def flattened_patches(model, kw):
+    """Pix2Struct reads its image as patches: each row its patch's row and column, then its pixels."""
+    g = torch.Generator().manual_seed(0)
+    width = model.config.vision_config.patch_embed_hidden_size
+    pos = torch.randint(0, 4, (BATCH, 16, 2), generator=g).float()
+    kw["flattened_patches"] = torch.cat([pos, torch.randn(BATCH, 16, width, generator=g)], -1)
+    kw["attention_mask"] = torch.ones(BATCH, 16)
+    kw["labels"] = torch.randint(4, 64, (BATCH, SEQ), generator=g)
+
+
+# Per-architecture steps before the forward: a setting of the model's own, an input of the layout it takes.
+PREPARE = {
+    "xmod": lambda model, kw: model.set_default_language("en_XX"),  # its per-language adapters
+    "audio-spectrogram-transformer": ast_features,
+    "udop": lambda model, kw: kw.update(bbox=torch.rand(BATCH, SEQ, 4, generator=torch.Generator().manual_seed(0)),
+                                        labels=kw["input_ids"].clone()),  # boxes (fractions of the page)
+    "musicgen": codebook_ids, "musicgen_melody": codebook_ids,
+    "pix2struct": flattened_patches,
+}
+
+
 def transformers_step(model_type, task, cls_name):
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -225,10 +441,12 @@ def transformers_step(model_type, task, cls_name):
     # A head whose own config class is not the architecture's (a composite model's text-only causal LM, ...) is
     # built from that class's config.
     config_cls = getattr(cls, "config_class", None) or CONFIG_MAPPING[model_type]
-    cfg = small_config(config_cls if not issubclass(CONFIG_MAPPING[model_type], config_cls) else model_type)
+    cfg = small_config(config_cls if not issubclass(CONFIG_MAPPING[model_type], config_cls) else
+                       CONFIG_MAPPING[model_type], model_type)
     if getattr(cfg, "pad_token_id", None) is None:
         cfg.pad_token_id = 0
-    if task in ("SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ") and getattr(cfg, "decoder_start_token_id", None) is None:
+    if (task in ("SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ") or getattr(cfg, "is_encoder_decoder", False)) and \
+            getattr(cfg, "decoder_start_token_id", None) is None:
         cfg.decoder_start_token_id = 0
     if task == "CTC" and getattr(cfg, "vocab_size", None) is None:  # a CTC head's alphabet, left to the user
         cfg.vocab_size = 32
@@ -236,6 +454,8 @@ def transformers_step(model_type, task, cls_name):
     model = cls(cfg)
     model.train()
     kw = transformers_inputs(model, model.config, task)
+    if model_type in PREPARE:
+        PREPARE[model_type](model, kw)
     try:
         out = model(**kw)
     except TypeError:
@@ -247,7 +467,10 @@ def transformers_step(model_type, task, cls_name):
 # ---------------------------------------------------------------------------------------------- timm
 # One model of every timm family (module): its `test_*` model where it has one (timm's own tiny test models), else
 # the one with the fewest parameters (counted on the meta device when listing, outside the capture), built with 10
-# classes and random weights; input at the model's own default size.
+# classes and random weights. Made small where timm allows it (timm_small, also outside the capture): two blocks
+# (`depth=2`) for the models built from a block count, and a quarter (inputs of 448 and more) or half of the default
+# input size (`img_size=` for the models whose position embeddings or windows are sized by it), each the first
+# that builds and runs its forward (on the CPU, outside the capture); else the default.
 def timm_smallest(module):
     import timm
     names = timm.list_models(module=module)
@@ -267,15 +490,45 @@ def timm_smallest(module):
     return best[1] if best else sorted(names)[0]
 
 
-def timm_step(name):
+def timm_small(name):
+    """`name[:KEY=VALUE...]`: the model with the smallest of the sizes above its forward runs at."""
     import timm
+    with torch.device("meta"):
+        default = timm.create_model(name, pretrained=False, num_classes=10)
+    c, h, w = default.pretrained_cfg.get("input_size", (3, 224, 224))
+    sizes = ([h // 4] if h >= 448 else []) + [h // 2, h]
+    tries = [dict(depth=2, img_size=s) for s in sizes] + [dict(img_size=s) for s in sizes] + \
+        [dict(depth=2, input=s) for s in sizes] + [dict(input=s) for s in sizes]
+    for kw in tries:
+        kw = dict(kw)
+        size = kw.pop("input", None) or kw["img_size"]
+        try:  # (on the CPU, batch 1: the meta device does not check indices)
+            m = timm.create_model(name, pretrained=False, num_classes=10, **kw).eval()
+            with torch.no_grad():
+                m(torch.randn(1, c, size, size * w // h))
+        except Exception:  # noqa: BLE001  not a size this model takes
+            continue
+        return ":".join([name] + ["%s=%d" % kv for kv in sorted(kw.items())] + (["input=%d" % size]))
+    return name
+
+
+def timm_step(spec):
+    import timm
+    name, *kvs = spec.split(":")
+    kw = {k: int(v) for k, v in (x.split("=") for x in kvs)}
     torch.manual_seed(0)
-    model = timm.create_model(name, pretrained=False, num_classes=10)
+    size = kw.pop("input", None)
+    model = timm.create_model(name, pretrained=False, num_classes=10, **kw)
     model.train()
-    size = model.pretrained_cfg.get("input_size", (3, 224, 224))
-    x = torch.randn(BATCH, *size, generator=torch.Generator().manual_seed(0))
+    c, h, w = model.pretrained_cfg.get("input_size", (3, 224, 224))
+    if size:
+        h, w = size, size * w // h
+    x = torch.randn(BATCH, c, h, w, generator=torch.Generator().manual_seed(0))
     out = model(x)
-    loss = torch.nn.functional.cross_entropy(out, torch.tensor([1, 7][:BATCH]))
+    if tuple(out.shape) == (BATCH, 10):
+        loss = torch.nn.functional.cross_entropy(out, torch.tensor([1, 7][:BATCH]))
+    else:  # an encoder without a classifier (an image tower's features): a loss on its features
+        loss = out.float().pow(2).mean()
     sgd_step(model, loss)
 
 
@@ -288,7 +541,8 @@ def diffusers_unet():
         cross_attention_dim=32, attention_head_dim=8, norm_num_groups=16)
     g = torch.Generator().manual_seed(0)
     x, noise = torch.randn(BATCH, 4, 16, 16, generator=g), torch.randn(BATCH, 4, 16, 16, generator=g)
-    pred = model(x, torch.tensor([10, 500][:BATCH]), encoder_hidden_states=torch.randn(BATCH, 7, 32, generator=g)).sample
+    states = torch.randn(BATCH, 7, 32, generator=g)
+    pred = model(x, torch.tensor([10, 500][:BATCH]), encoder_hidden_states=states).sample
     sgd_step(model, torch.nn.functional.mse_loss(pred, noise))
 
 
@@ -316,7 +570,8 @@ def diffusers_dit():
 
 
 def diffusers_cases():
-    return {"UNet2DConditionModel": diffusers_unet, "AutoencoderKL": diffusers_vae, "DiTTransformer2DModel": diffusers_dit}
+    return {"UNet2DConditionModel": diffusers_unet, "AutoencoderKL": diffusers_vae,
+            "DiTTransformer2DModel": diffusers_dit}
 
 
 # ---------------------------------------------------------------------------------------------- torchvision
@@ -355,7 +610,7 @@ def main():
         if "--only" in args:
             pairs = dict(p.split("=", 1) if "=" in p else (p, None) for p in args[args.index("--only") + 1].split(","))
             args[args.index("--only") + 1] = ",".join(pairs)
-            cases = {m: (lambda m=m: timm_step(pairs[m] or timm_smallest(m))) for m in cases}
+            cases = {m: (lambda m=m: timm_step(pairs[m] or timm_small(timm_smallest(m)))) for m in cases}
     else:
         cases = FAMILIES[family]()
     names = sorted(cases)
@@ -369,7 +624,7 @@ def main():
         k, n = (int(x) for x in args[args.index("--shard") + 1].split("/"))
         names = names[k - 1::n]
     if listing:
-        print("\n".join("%s=%s" % (n, timm_smallest(n)) if family == "timm" else n for n in names))
+        print("\n".join("%s=%s" % (n, timm_small(timm_smallest(n))) if family == "timm" else n for n in names))
         return 0
     ok = raised = 0
     for name in names:
