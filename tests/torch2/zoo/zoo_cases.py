@@ -1,11 +1,12 @@
 # The model zoos' training steps (tests/torch2/zoo/zoo.py runs this under `opprobe capture`; docs/coverage-torch2.md
 # "Model zoos"). Usage: PYTHON zoo_cases.py FAMILY [--shard K/N] [--only NAME,...] [--list]
 # FAMILY: transformers (every architecture of the installed transformers with a causal LM, masked LM, seq2seq,
-# sequence/image/audio classification, CTC or image-text head), timm (one small model of every timm family),
-# diffusers (UNet2DConditionModel, AutoencoderKL, a DiT), torchvision (RAFT's training step). Each case builds its
-# model from a small config with random weights (nothing is read from the hub) and runs one training step: forward with labels, the head's loss, backward,
-# an SGD step. A case prints `CASE name ok`; one that raises prints `RAISED name: why`, and zoo.py fails on it unless
-# a rule in EXCLUSIONS (below) says why that architecture cannot be built from a small config offline.
+# sequence/image/audio classification, CTC or image-text head), timm (one small model of every timm family), diffusers
+# (UNet2DConditionModel, AutoencoderKL, a DiT), torchvision (RAFT's training step). Each case builds its model from a
+# small config with random weights (nothing is read from the hub) and runs one training step: forward with labels, the
+# head's loss, backward, an SGD step. A case prints `CASE name ok`; one that raises prints `RAISED name: why`, and
+# zoo.py fails on it unless a rule in EXCLUSIONS (below) says why that architecture cannot be built from a small config
+# offline.
 import inspect
 import os
 import re
