@@ -371,7 +371,8 @@ Expected<LoweredOp> MaskAmongIndices(LoweringContext& ctx, Instruction* x, const
       int64_t size = md[static_cast<size_t>(j)];
       stride = size == 0 ? 0 : stride / size;
       Instruction* c = perm;
-      if (stride > 1) c = b.Binary(Opcode::kDivide, c, Full(b, PrimitiveType::S64, static_cast<double>(stride), {rows}));
+      if (stride > 1)
+        c = b.Binary(Opcode::kDivide, c, Full(b, PrimitiveType::S64, static_cast<double>(stride), {rows}));
       if (j > 0) c = b.Binary(Opcode::kRemainder, c, Full(b, PrimitiveType::S64, static_cast<double>(size), {rows}));
       a.indexed.push_back(dim + j);
       a.idx.push_back(c);

@@ -330,8 +330,8 @@ TEST(LoweringTorch2Test, GatherWithAnEmptyIndexIsEmpty) {
 // index.Tensor with a boolean mask after full slices (x[:, mask]; a 2-d mask; a mask beside an integer index): the mask
 // is its nonzero() coordinates, bounded by the mask's size, and the result's dimension there is set to the selected
 // count. Values are torch 2.9.0's for x = arange; `bounded` checks the first `count` entries along `dyn`.
-void ExpectMaskIndex(const std::vector<Value>& indices, std::vector<hlo::Literal> args, const std::vector<int64_t>& want_dims,
-                     int64_t dyn, const std::vector<double>& want) {
+void ExpectMaskIndex(const std::vector<Value>& indices, std::vector<hlo::Literal> args,
+                     const std::vector<int64_t>& want_dims, int64_t dyn, const std::vector<double>& want) {
   Value x = T(F32, {2, 3, 2});
   Node n = MakeNode("aten::index", "Tensor", {A("self", x), A("indices", TList(indices))}, {T(F32, want_dims)});
   bool dynamic = false;
@@ -381,8 +381,9 @@ TEST(LoweringTorch2Test, BooleanMaskAfterAFullSliceSelectsAlongThatDimension) {
 // as empty(u8[0]).set_(storage of 24 bytes) and new_empty(f32[]).set_(storage, 0, [2, 3], [3, 1]).
 TEST(LoweringTorch2Test, SetFromAStorageIsTheViewedData) {
   const auto U8 = hlo::PrimitiveType::U8;
+  const Value storage = Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]");
   Node bytes = MakeNode("aten::set_", "source_Storage",
-                        {A("self", T(U8, {0})), A("source", Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]"))},
+                        {A("self", T(U8, {0})), A("source", storage)},
                         {T(U8, {24})});
   std::vector<double> b24(24);
   for (size_t i = 0; i < b24.size(); ++i) b24[i] = static_cast<double>(i * 7 % 256);
@@ -390,7 +391,7 @@ TEST(LoweringTorch2Test, SetFromAStorageIsTheViewedData) {
   ASSERT_EQ(out.size(), 1u);
   ExpectValues(out[0], b24, 0);
   Node view = MakeNode("aten::set_", "source_Storage_storage_offset",
-                       {A("self", T(F32, {})), A("source", Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]")),
+                       {A("self", T(F32, {})), A("source", storage),
                         A("storage_offset", Value::Int(0)), A("size", Ints({2, 3})), A("stride", Ints({3, 1}))},
                        {T(F32, {2, 3})});
   auto m = Lower(view, LoweringTable::Builtin());

@@ -217,8 +217,8 @@ if hasattr(torch, "_grouped_mm"):
     CHECKED |= {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
                 "_grouped_mm"}
 
-# The model zoos' lowering gaps (tests/torch2/zoo/zoo.md): torch._assert_async (timm gemma4_vit's pooler), gather with an
-# empty index, and a boolean mask after full slices or beside an integer index (x[:, mask]; its nonzero coordinates).
+# The model zoos' lowering gaps (tests/torch2/zoo/zoo.md): torch._assert_async (timm gemma4_vit's pooler), gather with
+# an empty index, and a boolean mask after full slices or beside an integer index (x[:, mask]; its nonzero coordinates).
 def mask_index():
     x = torch.randn(2, 3, 4)
     m = torch.tensor([True, False, True])
