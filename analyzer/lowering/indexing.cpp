@@ -394,12 +394,16 @@ Expected<LoweredOp> MaskAmongIndices(LoweringContext& ctx, Instruction* x, const
 Expected<LoweredOp> Index(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
+  std::vector<Instruction*> list = ctx.TensorList("indices", 1);
+  bool other_than_one_mask = list.size() != 1 || !list[0];
+  for (Instruction* t : list)  // (before ReadIndices, which would build the integer indices' wrap for nothing)
+    if (other_than_one_mask && t &&
+        (t->shape.element_type() == PrimitiveType::PRED || t->shape.element_type() == PrimitiveType::U8))
+      return MaskAmongIndices(ctx, x, list);
   OPPROBE_ASSIGN_OR_RETURN(Advanced a, ReadIndices(ctx, x, 1));
   std::vector<int64_t> xd = Dims(x);
   if (a.has_bool) {
     // A single boolean mask over the leading dims: bounded compaction of the selected rows.
-    std::vector<Instruction*> list = ctx.TensorList("indices", 1);
-    if (list.size() != 1 || !list[0]) return MaskAmongIndices(ctx, x, list);
     Instruction* mask = b.Convert(list[0], PrimitiveType::PRED);
     int64_t mr = mask->shape.rank();
     int64_t rows = Numel(Dims(mask));

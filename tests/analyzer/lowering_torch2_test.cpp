@@ -398,20 +398,17 @@ TEST(LoweringTorch2Test, BooleanMaskAfterAFullSliceSelectsAlongThatDimension) {
 // as empty(u8[0]).set_(storage of 24 bytes) and new_empty(f32[]).set_(storage, 0, [2, 3], [3, 1]).
 TEST(LoweringTorch2Test, SetFromAStorageIsTheViewedData) {
   const auto U8 = hlo::PrimitiveType::U8;
-  Node bytes = MakeNode(
-      "aten::set_", "source_Storage",
-      {A("self", T(U8, {0})), A("source", Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]"))},
-      {T(U8, {24})});
+  const Value storage = Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]");
+  Node bytes = MakeNode("aten::set_", "source_Storage", {A("self", T(U8, {0})), A("source", storage)}, {T(U8, {24})});
   std::vector<double> b24(24);
   for (size_t i = 0; i < b24.size(); ++i) b24[i] = static_cast<double>(i * 7 % 256);
   auto out = LowerAndRun(bytes, {Lit(U8, {0}, {}), Lit(U8, {24}, b24)});
   ASSERT_EQ(out.size(), 1u);
   ExpectValues(out[0], b24, 0);
-  Node view = MakeNode(
-      "aten::set_", "source_Storage_storage_offset",
-      {A("self", T(F32, {})), A("source", Value::String("[torch.storage.UntypedStorage(device=cpu) of size 24]")),
-       A("storage_offset", Value::Int(0)), A("size", Ints({2, 3})), A("stride", Ints({3, 1}))},
-      {T(F32, {2, 3})});
+  Node view = MakeNode("aten::set_", "source_Storage_storage_offset",
+                       {A("self", T(F32, {})), A("source", storage), A("storage_offset", Value::Int(0)),
+                        A("size", Ints({2, 3})), A("stride", Ints({3, 1}))},
+                       {T(F32, {2, 3})});
   auto m = Lower(view, LoweringTable::Builtin());
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_TRUE(m->units.empty());  // no instruction, as clone()

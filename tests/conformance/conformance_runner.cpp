@@ -118,17 +118,34 @@ std::string Compare(const Literal& got, const json& want, bool random, bool dyna
   if (!dt || gs.element_type() != *dt)
     return fmt::format("dtype {} != {}", opprobe::hlo::PrimitiveTypeName(gs.element_type()),
                        want["dtype"].get<std::string>());
-  int64_t limit = -1;  // compare a prefix (bounded dynamic dim 0)
+  int64_t limit = -1;  // compare the leading `limit` entries of one bounded dynamic dimension (`bounded`)
+  int bounded = -1;
   if (gs.dimensions() != dims) {
-    bool prefix = gs.rank() == static_cast<int>(dims.size()) && gs.rank() > 0 && gs.dimensions()[0] >= dims[0];
-    for (int i = 1; prefix && i < gs.rank(); ++i)
-      prefix = gs.dimensions()[static_cast<size_t>(i)] == dims[static_cast<size_t>(i)];
-    if (!prefix || !(dynamic || gs.is_dynamic_dimension(0)))
-      return fmt::format("shape {} != [{}]", gs.ToString(false), fmt::join(dims, ","));
+    bool ok = gs.rank() == static_cast<int>(dims.size());
+    for (int i = 0; ok && i < gs.rank(); ++i) {
+      int64_t g = gs.dimensions()[static_cast<size_t>(i)], w = dims[static_cast<size_t>(i)];
+      if (g == w) continue;
+      ok = bounded < 0 && g > w && (dynamic || gs.is_dynamic_dimension(i));
+      bounded = i;
+    }
+    if (!ok) return fmt::format("shape {} != [{}]", gs.ToString(false), fmt::join(dims, ","));
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     limit = n;
   }
+  // The element of `got` at the coordinates of PyTorch's row-major element i (the same index unless bounded).
+  auto at = [&](int64_t i) {
+    if (bounded < 0) return i;
+    int64_t flat = 0, stride = 1;
+    for (int k = gs.rank() - 1; k >= 0; --k) {
+      int64_t w = dims[static_cast<size_t>(k)];
+      int64_t c = w == 0 ? 0 : i % w;
+      i = w == 0 ? 0 : i / w;
+      flat += c * stride;
+      stride *= gs.dimensions()[static_cast<size_t>(k)];
+    }
+    return flat;
+  };
   if (random) return "";
   const json& data = want.at("data");
   bool cplx = opprobe::hlo::IsComplex(*dt);
@@ -137,19 +154,20 @@ std::string Compare(const Literal& got, const json& want, bool random, bool dyna
   int bad = 0;
   std::string first;
   for (int64_t i = 0; i < n; ++i) {
+    int64_t gi = at(i);
     bool ok;
     std::string what;
     if (cplx) {
-      auto c = got.GetAsComplex(i);
+      auto c = got.GetAsComplex(gi);
       double wr = ToDouble(data[static_cast<size_t>(2 * i)]), wi = ToDouble(data[static_cast<size_t>(2 * i + 1)]);
       ok = Close(c.real(), wr, tol) && Close(c.imag(), wi, tol);
       if (!ok) what = fmt::format("({}, {}) != ({}, {})", c.real(), c.imag(), wr, wi);
     } else if (opprobe::hlo::IsInteger(*dt) && data[static_cast<size_t>(i)].is_number_integer()) {
-      int64_t g = got.GetAsInt64(i), w = data[static_cast<size_t>(i)].get<int64_t>();
+      int64_t g = got.GetAsInt64(gi), w = data[static_cast<size_t>(i)].get<int64_t>();
       ok = g == w;
       if (!ok) what = fmt::format("{} != {}", g, w);
     } else {
-      double g = got.GetAsDouble(i), w = ToDouble(data[static_cast<size_t>(i)]);
+      double g = got.GetAsDouble(gi), w = ToDouble(data[static_cast<size_t>(i)]);
       ok = Close(g, w, tol);
       if (!ok) what = fmt::format("{} != {}", g, w);
     }

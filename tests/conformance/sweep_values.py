@@ -216,6 +216,24 @@ if hasattr(torch, "_grouped_mm"):
     CASES["grouped_mm"] = grouped_mm
     CHECKED |= {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
                 "_grouped_mm"}
+
+# The model zoos' lowering gaps (tests/torch2/zoo/zoo.md): torch._assert_async (timm gemma4_vit's pooler), gather with
+# an empty index, and a boolean mask after full slices or beside an integer index (x[:, mask]; its nonzero coordinates).
+def mask_index():
+    x = torch.randn(2, 3, 4)
+    m = torch.tensor([True, False, True])
+    x[:, m]
+    x[:, :, torch.tensor([False, True, True, False])]
+    x[:, torch.rand(3, 4) > 0.5]
+    torch.ops.aten.index.Tensor(x, [torch.tensor([1]), m])
+    torch.ops.aten.index.Tensor(x, [None, m, torch.tensor(2)])
+
+
+CASES["assert_async"] = lambda: torch._assert_async(torch.tensor(True))
+CASES["gather_empty"] = lambda: (torch.gather(torch.randn(2, 0), 1, torch.zeros(2, 0, dtype=torch.long)),
+                                 torch.gather(torch.randn(3, 4), 1, torch.zeros(3, 0, dtype=torch.long)))
+CASES["index_mask_after_slice"] = mask_index
+CHECKED |= {"_assert_async", "gather", "index"}
 RANDOM = {"exponential_", "cauchy_", "log_normal_", "geometric_", "poisson"}
 
 
