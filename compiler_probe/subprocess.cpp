@@ -119,7 +119,9 @@ int SpawnChild(const SpawnSpec& spec, pid_t& pid) {
                  spec.own_process_group, ::getpid(),      0};
   constexpr size_t kStackBytes = 64 * 1024;
   std::unique_ptr<char[]> stack(new char[kStackBytes]);
-  void* stack_top = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(stack.get() + kStackBytes) & ~uintptr_t{15});
+  // clone() wants the stack's top aligned to 16 bytes: an address rounded down, made a pointer again.
+  void* stack_top =  // NOLINTNEXTLINE(performance-no-int-to-ptr)
+      reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(stack.get() + kStackBytes) & ~uintptr_t{15});
 
   // Registered under the guard, so that an exit cleanup that has begun does not miss it (and one that begins waits).
   exit_cleanup::StartGuard guard;

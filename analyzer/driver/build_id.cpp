@@ -39,7 +39,9 @@ int FindBuildId(dl_phdr_info* info, size_t, void* data) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
-    const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+    // The loader gives the segment as an address: an integer made a pointer is what the ELF interface is.
+    const auto* p =
+        reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);  // NOLINT(performance-no-int-to-ptr)
     const unsigned char* end = p + ph.p_memsz;
     while (p + sizeof(ElfW(Nhdr)) <= end) {
       ElfW(Nhdr) note;

@@ -52,7 +52,8 @@ Expected<LoweredOp> BatchNorm(const Node& n, Builder& b, BatchNormForm form) {
   if (dims.size() < 2) return ctx.Unsupported("needs at least 2 dims");
   std::vector<int64_t> red = {0};
   for (size_t i = 2; i < dims.size(); ++i) red.push_back(static_cast<int64_t>(i));
-  double count = static_cast<double>(Numel(dims) / dims[1]);
+  const int64_t per_channel = Numel(dims) / dims[1];  // exact: every element of one channel
+  double count = static_cast<double>(per_channel);
   Instruction *mean, *invstd;
   if (training || !rm || !rv) {
     mean = MulScalar(b, ReduceSum(b, x, red), 1.0 / count);
@@ -111,7 +112,8 @@ Expected<LoweredOp> BatchNormBackward(const Node& n, Builder& b) {
   if (dims.size() < 2) return ctx.Unsupported("needs at least 2 dims");
   std::vector<int64_t> red = {0};
   for (size_t i = 2; i < dims.size(); ++i) red.push_back(static_cast<int64_t>(i));
-  double count = static_cast<double>(Numel(dims) / dims[1]);
+  const int64_t per_channel = Numel(dims) / dims[1];  // exact: every element of one channel
+  double count = static_cast<double>(per_channel);
   Instruction *mean, *invstd;
   if (train) {
     if (!sm || !si) return ctx.Unsupported("training backward needs save_mean and save_invstd");
@@ -232,7 +234,8 @@ Expected<LoweredOp> GroupNorm(const Node& n, Builder& b) {
   PrimitiveType t = AccType(in_t);
   Instruction* x = b.Reshape(b.Convert(x0, t), {N, G, C / G * HxW});
   std::vector<int64_t> gd = Dims(x);
-  double count = static_cast<double>(C / G * HxW);
+  const int64_t per_group = C / G * HxW;  // exact: G divides C
+  double count = static_cast<double>(per_group);
   Instruction* mean = MulScalar(b, ReduceSum(b, x, {2}), 1.0 / count);
   Instruction* centered = Sub(b, x, b.Broadcast(mean, gd, {0, 1}));
   Instruction* var = MulScalar(b, ReduceSum(b, Mul(b, centered, centered), {2}), 1.0 / count);

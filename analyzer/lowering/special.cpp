@@ -562,7 +562,7 @@ Instruction* HurwitzZeta(Builder& b, Instruction* s, Instruction* q) {
     if (j > 1) {
       term = Mul(b, Mul(b, term, Mul(b, AddScalar(b, s, 2.0 * j - 3), iw)), Mul(b, AddScalar(b, s, 2.0 * j - 2), iw));
     }
-    tail = Add(b, tail, MulScalar(b, term, bn[static_cast<size_t>(2 * j)] / fact));
+    tail = Add(b, tail, MulScalar(b, term, bn[2 * static_cast<size_t>(j)] / fact));
   }
   Instruction* r = Add(b, sum, tail);
   // PyTorch's edge cases: s == 1 -> inf; s < 1 -> NaN; q <= 0 integer -> inf; q < 0 with
@@ -590,7 +590,7 @@ Instruction* LgammaPos(Builder& b, Instruction* z) {
   Instruction* w = Sel(b, low, AddScalar(b, z, 10), z);
   std::vector<double> bn = BernoulliNumbers(16);
   std::vector<double> c;  // sum_k c_k / w^{2k-1} = (1/w) P(1/w^2)
-  for (int k = 1; k <= 8; ++k) c.push_back(bn[static_cast<size_t>(2 * k)] / (2.0 * k * (2.0 * k - 1)));
+  for (int k = 1; k <= 8; ++k) c.push_back(bn[2 * static_cast<size_t>(k)] / (2.0 * k * (2.0 * k - 1)));
   Instruction* iw = Div(b, FullLike(b, z, 1), w);
   Instruction* corr = Mul(b, iw, Horner(b, Sq(b, iw), c));
   Instruction* st =

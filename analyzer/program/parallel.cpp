@@ -59,7 +59,7 @@ hlo::Sharding ShardingOf(const Split& split, const MeshAxes& mesh) {
   // The mesh's devices transposed so that the axes run in `perm` order: tile k holds devices[index of k].
   std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
   for (int a = rank - 2; a >= 0; --a)
-    strides[static_cast<size_t>(a)] = strides[static_cast<size_t>(a + 1)] * mesh.shape[static_cast<size_t>(a + 1)];
+    strides[static_cast<size_t>(a)] = strides[static_cast<size_t>(a) + 1] * mesh.shape[static_cast<size_t>(a) + 1];
   std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
   for (size_t k = 0; k < mesh.devices.size(); ++k) {
     int64_t at = 0;

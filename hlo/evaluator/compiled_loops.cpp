@@ -95,10 +95,10 @@ class TypedAtoms {
       switch (a.code) {
         case 0: r = *slot[a.a] != 0; break;
 #define OPPROBE_ATOM(BASE, P, D, I)                                                               \
-  case BASE + I * 2:                                                                              \
+  case (BASE) + (I)*2:                                                                            \
     r = CompareValues<P, D, false>(Traits<P>::Load(slot[a.a], 0), Traits<P>::Load(slot[a.b], 0)); \
     break;                                                                                        \
-  case BASE + I * 2 + 1:                                                                          \
+  case (BASE) + (I)*2 + 1:                                                                        \
     r = CompareValues<P, D, true>(Traits<P>::Load(slot[a.a], 0), Traits<P>::Load(slot[a.b], 0));  \
     break;
 #define OPPROBE_ATOMS(BASE, P)                       \
