@@ -122,7 +122,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   }
   if (i >= command.size())
     return InvalidInput(fmt::format("no script given after the interpreter '{}'; {}", interpreter_name, kCommandForm));
-  const std::string script = command[i];
+  const std::string& script = command[i];
   if (script != "-" && !IsRegularFile(script)) return InvalidInput(fmt::format("script not found: {}", script));
   OPPROBE_ASSIGN_OR_RETURN(std::string shim, FindCaptureShim());
   argv.push_back(shim);
@@ -140,6 +140,7 @@ Expected<int> RunCapture(const std::vector<std::string>& command, const std::str
   for (; i < command.size(); ++i) argv.push_back(command[i]);
 
   std::vector<char*> cargv;
+  cargv.reserve(argv.size());
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
 

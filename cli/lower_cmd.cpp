@@ -68,7 +68,7 @@ int RunLower(const LowerArgs& a) {
       std::string stem = (std::filesystem::path(a.out_dir) / FileStem(n, index)).string();
       Status st;
       if (a.emit == "hlo") {
-        st = io::WriteFileAtomically(stem + ".hlo", header + "\n" + text);
+        st = io::WriteFileAtomically(stem + ".hlo", fmt::format("{}\n{}", header, text));
       } else {
         lowered->module->AssignIds();
         auto bytes = hlo::ModuleToHloProtoBytes(*lowered->module);

@@ -35,6 +35,7 @@ nlohmann::json RecordProfile(const std::vector<const analyzer::AnalysisResult*>&
     }
   }
   std::vector<compiler_probe::rules::RecordedUnit> units;
+  units.reserve(by_fp.size());
   for (const auto& [fp, entry] : by_fp)
     units.push_back({entry.second.get(), entry.first->verdict, entry.first->signature});
   return compiler_probe::rules::SynthesizeProfile(units, source, name);

@@ -338,7 +338,8 @@ class DiskCache : public LocalProbeCache {
         sqlite3_bind_int64(memo_put_.get(), 1, static_cast<int64_t>(key));
         BindBlob(memo_put_.get(), 2, value);
         sqlite3_bind_int64(memo_put_.get(), 3, MemoChecksum(value));
-        if ((rc = sqlite3_step(memo_put_.get())) != SQLITE_DONE) break;
+        rc = sqlite3_step(memo_put_.get());
+        if (rc != SQLITE_DONE) break;
       }
       return rc;
     });
@@ -420,8 +421,10 @@ class DiskCache : public LocalProbeCache {
     batch.swap(pending_);
     const bool committed = WriteLocked([&] {
       int rc = SQLITE_DONE;
-      for (const Entry& e : batch)
-        if ((rc = Insert(put_.get(), e)) != SQLITE_DONE) break;
+      for (const Entry& e : batch) {
+        rc = Insert(put_.get(), e);
+        if (rc != SQLITE_DONE) break;
+      }
       return rc;
     });
     if (committed) last_commit_ = Clock::now();
@@ -437,7 +440,8 @@ class DiskCache : public LocalProbeCache {
       Fault(rc, "write");
       return false;
     }
-    if ((rc = write()) == SQLITE_DONE) {
+    rc = write();
+    if (rc == SQLITE_DONE) {
       rc = sqlite3_step(commit_.get());
       sqlite3_reset(commit_.get());
       if (rc == SQLITE_DONE) return true;
@@ -799,7 +803,8 @@ Expected<DiskCacheStats> GetDiskCacheStats(const std::string& dir) {
       "FROM verdicts v LEFT JOIN backends b ON b.key = v.backend GROUP BY v.backend",
       s);
   while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-    if ((rc = sqlite3_step(s.get())) != SQLITE_ROW) break;
+    rc = sqlite3_step(s.get());
+    if (rc != SQLITE_ROW) break;
     DiskCacheStats::Backend b;
     if (sqlite3_column_type(s.get(), 1) != SQLITE_NULL) {
       b.id = std::string(ColumnBlob(s.get(), 1));

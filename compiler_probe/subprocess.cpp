@@ -204,7 +204,7 @@ std::optional<std::string> FindProgram(const std::string& program) {
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(start, end - start);
     if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + program;
+    std::string candidate = fmt::format("{}/{}", dir, program);
     if (IsExecutableFile(candidate)) return candidate;
     start = end + 1;
   }
@@ -226,7 +226,7 @@ Expected<SubprocessResult> RunSubprocess(const SubprocessOptions& options) {
       if (entry.compare(0, k.size() + 1, k + "=") == 0) replaced = true;
     if (!replaced) spec.env.push_back(std::move(entry));
   }
-  for (const auto& [k, v] : options.env) spec.env.push_back(k + "=" + v);
+  for (const auto& [k, v] : options.env) spec.env.push_back(fmt::format("{}={}", k, v));
   spec.cwd = options.cwd;
 
   // O_CLOEXEC so that children spawned concurrently by other threads do not inherit our pipe ends.

@@ -40,7 +40,7 @@ Instruction* Builder::Add(std::unique_ptr<Instruction> instr) {
 
 Instruction* Builder::Bad(const std::string& message, Shape placeholder) {
   Fail(InvalidInput(message));
-  return Make(Opcode::kConstant, placeholder, {});
+  return Make(Opcode::kConstant, std::move(placeholder), {});
 }
 
 Instruction* Builder::Parameter(int64_t number, const Shape& shape, const std::string& name) {
@@ -330,6 +330,7 @@ Instruction* Builder::ReduceWindow(const std::vector<Instruction*>& operands, co
     if (static_cast<int>(window.dimensions.size()) != op->shape.rank())
       return Bad("reduce-window: window of the wrong rank");
     std::vector<int64_t> out;
+    out.reserve(static_cast<size_t>(op->shape.rank()));
     for (int i = 0; i < op->shape.rank(); ++i)
       out.push_back(
           WindowOutputSize(op->shape.dimensions()[static_cast<size_t>(i)], window.dimensions[static_cast<size_t>(i)]));
@@ -433,6 +434,7 @@ Instruction* Builder::Scatter(const std::vector<Instruction*>& operands, Instruc
   ops.push_back(indices);
   ops.insert(ops.end(), updates.begin(), updates.end());
   std::vector<Shape> shapes;
+  shapes.reserve(operands.size());
   for (auto* o : operands) shapes.push_back(o->shape);
   Instruction* s = Make(Opcode::kScatter, shapes.size() == 1 ? shapes[0] : Shape::Tuple(shapes), std::move(ops));
   s->scatter_dimension_numbers = dnums;
@@ -443,6 +445,7 @@ Instruction* Builder::Scatter(const std::vector<Instruction*>& operands, Instruc
 Instruction* Builder::Sort(const std::vector<Instruction*>& operands, int64_t dim, Computation* comparator,
                            bool is_stable) {
   std::vector<Shape> shapes;
+  shapes.reserve(operands.size());
   for (auto* o : operands) shapes.push_back(o->shape);
   Instruction* s = Make(Opcode::kSort, shapes.size() == 1 ? shapes[0] : Shape::Tuple(shapes), operands);
   s->dimensions = {dim};
@@ -481,6 +484,7 @@ Instruction* Builder::Fft(Instruction* x, FftType type, const std::vector<int64_
 
 Instruction* Builder::Tuple(const std::vector<Instruction*>& elements) {
   std::vector<Shape> shapes;
+  shapes.reserve(elements.size());
   for (auto* e : elements) shapes.push_back(e->shape);
   return Make(Opcode::kTuple, Shape::Tuple(std::move(shapes)), elements);
 }

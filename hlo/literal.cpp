@@ -46,6 +46,7 @@ Literal::Literal(Shape shape) : shape_(std::move(shape)) {
 
 Literal Literal::Tuple(std::vector<Literal> elements) {
   std::vector<Shape> shapes;
+  shapes.reserve(elements.size());
   for (const auto& e : elements) shapes.push_back(e.shape());
   Literal l;
   l.shape_ = Shape::Tuple(std::move(shapes));

@@ -105,7 +105,7 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
     if (k == std::string::npos) return "";
     auto colon = header.find(':', k);
     if (colon == std::string::npos) return "";
-    size_t v = header.find_first_not_of(" ", colon + 1);
+    size_t v = header.find_first_not_of(' ', colon + 1);
     if (v == std::string::npos) return "";
     if (header[v] == '\'') {
       auto e = header.find('\'', v + 1);
@@ -139,7 +139,7 @@ Expected<Literal> ParseNpy(std::string_view bytes, const std::string& where) {
   std::stringstream ss(inner);
   std::string tok;
   while (std::getline(ss, tok, ',')) {
-    size_t a = tok.find_first_not_of(" "), b = tok.find_last_not_of(" L");
+    size_t a = tok.find_first_not_of(' '), b = tok.find_last_not_of(" L");
     if (a == std::string::npos) continue;
     try {
       dims.push_back(std::stoll(tok.substr(a, b - a + 1)));

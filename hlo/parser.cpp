@@ -515,6 +515,7 @@ Status Parser::ParseInstructionList(Scope& scope, size_t name_pos, Computation*&
                      fmt::format("instruction {} is part of an operand cycle in {}", instrs[i]->name, name));
     }
     std::vector<std::unique_ptr<Instruction>> sorted;
+    sorted.reserve(order.size());
     for (size_t i : order) sorted.push_back(std::move(instrs[i]));
     instrs = std::move(sorted);
   }

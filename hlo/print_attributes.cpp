@@ -58,6 +58,7 @@ std::string ShardingMetadata(const Sharding& s) {
   if (s.metadata.empty()) return {};
   if (s.metadata.size() == 1) return " metadata=" + MetadataToString(s.metadata[0]);
   std::vector<std::string> parts;
+  parts.reserve(s.metadata.size());
   for (const auto& m : s.metadata) parts.push_back(MetadataToString(m));
   return fmt::format(" metadata={{{}}}", fmt::join(parts, ", "));
 }
@@ -78,6 +79,7 @@ std::string ShardingBody(const Sharding& s) {
       if (s.last_tile_dim_replicate) out += " last_tile_dim_replicate";
       if (!s.last_tile_dims.empty()) {
         std::vector<std::string_view> names;
+        names.reserve(s.last_tile_dims.size());
         for (auto t : s.last_tile_dims) names.push_back(ShardingTypeName(t));
         out += fmt::format(" last_tile_dims={{{}}}", fmt::join(names, ", "));
       }
@@ -116,16 +118,19 @@ struct ValuePrinter {
   std::string operator()(AttrKindTag<AttrKind::kIntList>, const std::vector<int64_t>& v) const { return Braced(v); }
   std::string operator()(AttrKindTag<AttrKind::kIntListList>, const std::vector<std::vector<int64_t>>& v) const {
     std::vector<std::string> parts;
+    parts.reserve(v.size());
     for (const auto& l : v) parts.push_back(Braced(l));
     return fmt::format("{{{}}}", fmt::join(parts, ","));
   }
   std::string operator()(AttrKindTag<AttrKind::kBoolList>, const std::vector<bool>& v) const {
     std::vector<std::string_view> parts;
+    parts.reserve(v.size());
     for (bool b : v) parts.push_back(b ? "true" : "false");
     return fmt::format("{{{}}}", fmt::join(parts, ","));
   }
   std::string operator()(AttrKindTag<AttrKind::kNameList>, const std::vector<std::string>& v) const {
     std::vector<std::string> parts;
+    parts.reserve(v.size());
     for (const auto& n : v) parts.push_back(Name(n, o));
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
@@ -155,6 +160,7 @@ struct ValuePrinter {
   }
   std::string operator()(AttrKindTag<AttrKind::kPrecisionList>, const std::vector<PrecisionLevel>& v) const {
     std::vector<std::string_view> parts;
+    parts.reserve(v.size());
     for (auto p : v) parts.push_back(PrecisionName(p));
     return fmt::format("{{{}}}", fmt::join(parts, ","));
   }
@@ -167,6 +173,7 @@ struct ValuePrinter {
   std::string operator()(AttrKindTag<AttrKind::kFrontendAttributes>,
                          const std::vector<std::pair<std::string, std::string>>& v) const {
     std::vector<std::string> parts;
+    parts.reserve(v.size());
     for (const auto& [k, val] : v) parts.push_back(k + "=" + FrontendValue(val));
     return fmt::format("{{{}}}", fmt::join(parts, ","));
   }
@@ -175,6 +182,7 @@ struct ValuePrinter {
   }
   std::string operator()(AttrKindTag<AttrKind::kAliasing>, const std::vector<OutputOperandAlias>& v) const {
     std::vector<std::string> parts;
+    parts.reserve(v.size());
     for (const auto& a : v)
       parts.push_back(fmt::format("{}: ({}, {})", Braced(a.output_index), a.operand, Braced(a.operand_shape_index)));
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
@@ -209,6 +217,7 @@ struct ValuePrinter {
   }
   std::string operator()(AttrKindTag<AttrKind::kComputationList>, const std::vector<Computation*>& v) const {
     std::vector<std::string> names;
+    names.reserve(v.size());
     for (auto* c : v) names.push_back(CalledName(c, o));
     return fmt::format("{{{}}}", fmt::join(names, ", "));
   }
@@ -242,6 +251,7 @@ std::string WindowToString(const Window& window) {
   if (window.dimensions.empty()) return "{}";
   auto join = [&](auto get) {
     std::vector<std::string> parts;
+    parts.reserve(window.dimensions.size());
     for (const auto& d : window.dimensions) parts.push_back(get(d));
     return fmt::format("{}", fmt::join(parts, "x"));
   };
@@ -324,13 +334,14 @@ std::string MetadataToString(const OpMetadata& m) {
   quoted("deduplicated_name", m.deduplicated_name);
   number("stack_frame_id", m.stack_frame_id);
   quoted("scheduling_name", m.scheduling_name);
-  for (const auto& [k, v] : m.unknown_fields) parts.push_back(k + "=" + v);
+  for (const auto& [k, v] : m.unknown_fields) parts.push_back(fmt::format("{}={}", k, v));
   return fmt::format("{{{}}}", fmt::join(parts, " "));
 }
 
 std::string ShardingToString(const Sharding& s) {
   if (s.type == Sharding::Type::kTuple) {
     std::vector<std::string> parts;
+    parts.reserve(s.tuple.size());
     for (const auto& e : s.tuple) parts.push_back(ShardingToString(e));
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
@@ -345,6 +356,7 @@ std::string ReplicaGroupsToString(const CollectiveDeviceList& g) {
     return out;
   }
   std::vector<std::string> parts;
+  parts.reserve(g.groups.size());
   for (const auto& group : g.groups) parts.push_back(Braced(group));
   return fmt::format("{{{}}}", fmt::join(parts, ","));
 }
@@ -372,6 +384,7 @@ std::string AttributesToString(const Instruction& in, const PrintOptions& o) {
   // Called computations the opcode's schema has no place for (an unknown opcode read from a proto).
   if (!calls_printed && !in.called_computations.empty()) {
     std::vector<std::string> names;
+    names.reserve(in.called_computations.size());
     for (auto* c : in.called_computations) names.push_back(CalledName(c, o));
     add("calls", fmt::format("{}", fmt::join(names, ", ")));
   }

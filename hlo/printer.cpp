@@ -200,7 +200,7 @@ std::string ToString(const Computation& c, const PrintOptions& o, bool is_entry)
 std::string ToString(const Module& m, const PrintOptions& o) {
   // As HloModule::Print: the header line, a blank line, and every computation followed by a blank line.
   std::string out = "HloModule " + m.name();
-  for (const auto& [k, v] : m.header_attributes) out += ", " + k + "=" + v;
+  for (const auto& [k, v] : m.header_attributes) out += fmt::format(", {}={}", k, v);
   out += "\n\n";
   for (const auto& c : m.computations()) {
     out += ToString(*c, o, c.get() == m.entry());

@@ -376,6 +376,7 @@ struct ValueWriter {
         for (int64_t d : dims) prod *= d;
         if (prod == total && perm.size() == dims.size()) {
           std::vector<int64_t> tdims;
+          tdims.reserve(perm.size());
           for (int64_t p : perm) tdims.push_back(dims[static_cast<size_t>(p)]);
           std::vector<int64_t> out(ids.size());
           std::vector<int64_t> idx(dims.size(), 0);

@@ -434,6 +434,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
     case Opcode::kFusion: {
       const Computation* c = in.called_computations.empty() ? nullptr : in.called_computations.back();
       std::vector<const Shape*> args;
+      args.reserve(static_cast<size_t>(n));
       for (int i = 0; i < n; ++i) args.push_back(&op(i));
       OPPROBE_RETURN_IF_ERROR(CheckParameters(c, args, o, in.opcode == Opcode::kCall ? "called" : "fused"));
       if (!RootShape(c)) return Bad("the called computation has no root");
@@ -641,6 +642,7 @@ Expected<Shape> Infer(const Instruction& in, const ShapeCheckOptions& o, Shortcu
       OPPROBE_RETURN_IF_ERROR(check_pairs(dn.lhs_batch_dimensions, dn.rhs_batch_dimensions, "batch"));
       OPPROBE_RETURN_IF_ERROR(check_pairs(dn.lhs_contracting_dimensions, dn.rhs_contracting_dimensions, "contracting"));
       std::vector<int64_t> dims;
+      dims.reserve(dn.lhs_batch_dimensions.size());
       for (int64_t d : dn.lhs_batch_dimensions) dims.push_back(l.dimensions(static_cast<int>(d)));
       auto used = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t d) {
         return std::count(a.begin(), a.end(), d) + std::count(b.begin(), b.end(), d) > 0;

@@ -112,6 +112,7 @@ std::string Prefix(const std::string& path, size_t depth) {
 std::string Chart(const AnalysisResult& result) {
   constexpr size_t kMaxBars = 40;
   std::vector<std::string> paths;
+  paths.reserve(result.ops.size());
   for (const auto& op : result.ops) paths.push_back(op.module_path);
   // Coarsen the module paths until at most kMaxBars groups remain.
   size_t max_depth = 1;
@@ -574,8 +575,8 @@ std::string RenderHtmlTargets(const AnalysisResult& result, const RenderOptions&
     std::string title;
     std::string body = HtmlBody(t, options, title);
     const std::string prefix = fmt::format("t{}-", k);
-    body = std::regex_replace(body, kIdRef, "$1=\"" + prefix);
-    body = std::regex_replace(body, kHashRef, "href=\"#" + prefix);
+    body = std::regex_replace(body, kIdRef, fmt::format("$1=\"{}", prefix));
+    body = std::regex_replace(body, kHashRef, fmt::format("href=\"#{}", prefix));
     out += fmt::format(
         "<section class=\"target\" id=\"{}target\"><h2>Target {} of {}: <code>{}</code></h2>\n{}</section>\n", prefix,
         k + 1, result.target_count(), E(t.backend_id), body);

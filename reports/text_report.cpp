@@ -76,7 +76,7 @@ class Table {
       for (const auto& [column, text] : notes_[r]) {
         size_t offset = 0;
         for (size_t i = 0; i < column && i < w.size(); ++i) offset += w[i] + 2;
-        out += indent + std::string(offset, ' ') + text + "\n";
+        out += fmt::format("{}{:{}}{}\n", indent, "", offset, text);
       }
     }
     return out;

@@ -215,6 +215,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
       const std::vector<size_t>& item = items[k];
       if (item.size() > 1) {
         std::vector<const hlo::Module*> units;
+        units.reserve(item.size());
         for (size_t i : item) units.push_back(probes[i].Unit());
         std::vector<compiler_probe::Verdict> verdicts;
         compiler_probe::BatchStats stats;
@@ -249,6 +250,7 @@ Status ProbeAll(std::vector<ProbeRecord>& probes, compiler_probe::Backend& backe
     worker();
   } else {
     std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(jobs));
     for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
     for (auto& t : threads) t.join();
   }

@@ -130,6 +130,7 @@ std::string Value::ToString() const {
     case Kind::kTensor: return tensor.ToString();
     case Kind::kTensorList: {
       std::vector<std::string> parts;
+      parts.reserve(tensors.size());
       for (const auto& t : tensors) parts.push_back(t ? t->ToString() : "None");
       return fmt::format("[{}]", fmt::join(parts, ", "));
     }
@@ -142,11 +143,13 @@ std::string Value::ToString() const {
     case Kind::kIntList: return fmt::format("[{}]", fmt::join(ints, ","));
     case Kind::kFloatList: {
       std::vector<std::string> parts;
+      parts.reserve(floats.size());
       for (double x : floats) parts.push_back(hlo::RoundTripDouble(x, false));
       return fmt::format("[{}]", fmt::join(parts, ","));
     }
     case Kind::kBoolList: {
       std::vector<std::string> parts;
+      parts.reserve(bools.size());
       for (bool x : bools) parts.push_back(x ? "True" : "False");
       return fmt::format("[{}]", fmt::join(parts, ","));
     }

@@ -139,7 +139,8 @@ Scanner::Result Scanner::Scan(size_t* consumed) {
         ++p_;
         if (!SkipSpace()) return More("a member name or '}'");
         if (*p_ != '}') {
-          if ((r = Key()) != Result::kOk) return r;
+          r = Key();
+          if (r != Result::kOk) return r;
           continue;  // the member's value
         }
         ++p_;
@@ -156,16 +157,20 @@ Scanner::Result Scanner::Scan(size_t* consumed) {
         break;
       }
       case '"':
-        if ((r = String()) != Result::kOk) return r;
+        r = String();
+        if (r != Result::kOk) return r;
         break;
       case 't':
-        if ((r = Literal("true", Type::kTrue)) != Result::kOk) return r;
+        r = Literal("true", Type::kTrue);
+        if (r != Result::kOk) return r;
         break;
       case 'f':
-        if ((r = Literal("false", Type::kFalse)) != Result::kOk) return r;
+        r = Literal("false", Type::kFalse);
+        if (r != Result::kOk) return r;
         break;
       case 'n':
-        if ((r = Literal("null", Type::kNull)) != Result::kOk) return r;
+        r = Literal("null", Type::kNull);
+        if (r != Result::kOk) return r;
         break;
       case '-':
       case '0':
@@ -178,7 +183,8 @@ Scanner::Result Scanner::Scan(size_t* consumed) {
       case '7':
       case '8':
       case '9':
-        if ((r = Number()) != Result::kOk) return r;
+        r = Number();
+        if (r != Result::kOk) return r;
         break;
       default: return Error(p_, fmt::format("unexpected {}; expected a value", Describe(*p_)));
     }
@@ -194,7 +200,10 @@ Scanner::Result Scanner::Scan(size_t* consumed) {
       if (!SkipSpace()) return More(object ? "',' or '}'" : "',' or ']'");
       if (*p_ == ',') {
         ++p_;
-        if (object && (r = Key()) != Result::kOk) return r;
+        if (object) {
+          r = Key();
+          if (r != Result::kOk) return r;
+        }
         break;  // the next element or member value
       }
       if (*p_ == (object ? '}' : ']')) {
@@ -383,7 +392,8 @@ Scanner::Result Scanner::Escape() {
     if (after[0] != '\\' || after[1] != 'u')
       return Error(after, "a high surrogate \\u escape without a low one after it");
     uint32_t low = 0;
-    if ((r = hex4(after + 2, &low)) != Result::kOk) return r;
+    r = hex4(after + 2, &low);
+    if (r != Result::kOk) return r;
     if (low < 0xDC00 || low > 0xDFFF) return Error(after, "a high surrogate \\u escape without a low one after it");
     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
     after += 6;

@@ -85,7 +85,7 @@ bool LoweringContext::Bool(const std::string& name, size_t pos, bool def) const 
   return def;
 }
 
-std::vector<int64_t> LoweringContext::Ints(const std::string& name, size_t pos, std::vector<int64_t> def) const {
+std::vector<int64_t> LoweringContext::Ints(const std::string& name, size_t pos, const std::vector<int64_t>& def) const {
   auto v = OptInts(name, pos);
   return v ? *v : def;
 }
@@ -245,7 +245,7 @@ Expected<LoweredOp> LowerAsFirstOutputOf(const Node& n, Builder& b, const char* 
   return r;
 }
 
-Value ArgOr(const Node& n, const char* name, size_t pos, Value def) {
+Value ArgOr(const Node& n, const char* name, size_t pos, const Value& def) {
   const Value* v = n.arg(name, pos);
   return v && !v->is_none() ? *v : def;
 }

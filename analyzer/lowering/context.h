@@ -43,7 +43,7 @@ class LoweringContext {
   std::optional<int64_t> OptInt(const std::string& name, size_t pos) const;
   double Double(const std::string& name, size_t pos, double def) const;
   bool Bool(const std::string& name, size_t pos, bool def) const;
-  std::vector<int64_t> Ints(const std::string& name, size_t pos, std::vector<int64_t> def = {}) const;
+  std::vector<int64_t> Ints(const std::string& name, size_t pos, const std::vector<int64_t>& def = {}) const;
   std::optional<std::vector<int64_t>> OptInts(const std::string& name, size_t pos) const;
   std::vector<bool> Bools(const std::string& name, size_t pos, std::vector<bool> def = {}) const;
   std::optional<PrimitiveType> Dtype(const std::string& name, size_t pos) const;
@@ -77,6 +77,6 @@ class LoweringContext {
 Expected<LoweredOp> LowerAsFirstOutputOf(const Node& n, Builder& b, const char* op, const LoweringFn& fn,
                                          std::vector<Argument> args);
 // The argument's value, or `def` when it is absent or None.
-Value ArgOr(const Node& n, const char* name, size_t pos, Value def);
+Value ArgOr(const Node& n, const char* name, size_t pos, const Value& def);
 
 }  // namespace opprobe::analyzer::lowering

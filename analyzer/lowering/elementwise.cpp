@@ -233,7 +233,7 @@ bool IsIntegral(PrimitiveType t) { return hlo::IsInteger(t) || t == PrimitiveTyp
 // A binary body: x and y in the compute type t, broadcast to the result's dims.
 using BinaryBody = Instruction* (*)(Builder& b, Instruction* x, Instruction* y, PrimitiveType t);
 
-LoweringFn Binary(ComputeIn in, BinaryBody body, std::string other_name = "other") {
+LoweringFn Binary(ComputeIn in, BinaryBody body, const std::string& other_name = "other") {
   return [in, body, other_name](const Node& n, Builder& b) -> Expected<LoweredOp> {
     LoweringContext ctx(n, b);
     OPPROBE_ASSIGN_OR_RETURN(BinaryArgs a, ReadBinary(ctx, other_name));

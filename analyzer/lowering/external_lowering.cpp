@@ -67,6 +67,7 @@ Expected<std::vector<hlo::Instruction*>> Inline(std::unique_ptr<hlo::Module> m, 
       param_shapes[static_cast<size_t>(p->parameter_number)] = p->shape;
   b.Adopt(std::move(m), "torchax");
   std::vector<hlo::Instruction*> declared;
+  declared.reserve(param_shapes.size());
   for (const hlo::Shape& s : param_shapes) declared.push_back(b.NextParameter(s));
   std::unordered_map<const hlo::Instruction*, hlo::Instruction*> mapped;
   for (size_t i = 0; i < copies.size(); ++i) {

@@ -52,6 +52,7 @@ const LoweringTable::Entry* LoweringTable::Find(const std::string& op, const std
 std::vector<const LoweringTable::Entry*> LoweringTable::entries() const {
   Fill();
   std::vector<const Entry*> out;
+  out.reserve(entries_.size());
   for (const auto& [k, e] : entries_) out.push_back(&e);
   return out;
 }

@@ -198,6 +198,7 @@ Expected<LoweredOp> LayerNormBackward(const Node& n, Builder& b) {
   std::vector<int64_t> red, keep;
   for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) (i >= axis ? red : keep).push_back(i);
   std::vector<int64_t> kdims;
+  kdims.reserve(keep.size());
   for (int64_t k : keep) kdims.push_back(dims[static_cast<size_t>(k)]);
   Instruction* mean = b.Broadcast(b.Reshape(b.Convert(mean0, t), kdims), dims, keep);
   Instruction* rstd = b.Broadcast(b.Reshape(b.Convert(rstd0, t), kdims), dims, keep);

@@ -71,7 +71,7 @@ using ForeachBody = Expected<Instruction*> (*)(const LoweringContext& ctx, Instr
 
 // One binary body per list entry, in the entry's recorded type (made float with `float_result`: div).
 // `other_name` is the second list's schema name (`other`; `tensors1` for lerp).
-LoweringFn ForeachBinary(ForeachBody body, bool float_result = false, std::string other_name = "other") {
+LoweringFn ForeachBinary(ForeachBody body, bool float_result = false, const std::string& other_name = "other") {
   return [body, float_result, other_name](const Node& n, Builder& b) -> Expected<LoweredOp> {
     LoweringContext ctx(n, b);
     std::vector<Instruction*> xs = ctx.TensorList("self", 0);

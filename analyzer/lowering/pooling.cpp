@@ -278,7 +278,6 @@ Instruction* WindowCounts(Builder& b, PrimitiveType t, const std::vector<int64_t
     // Count over the input padded by `padding` (not the extra ceil-mode padding).
     hlo::PaddingConfig cfg;
     cfg.dimensions.resize(dims.size());
-    std::vector<int64_t> pdims = dims;
     hlo::Window w2 = w;
     for (size_t i = 0; i < nsp; ++i) {
       cfg.dimensions[lead + i].edge_padding_low = p.padding[i];

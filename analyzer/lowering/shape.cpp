@@ -545,11 +545,10 @@ Expected<LoweredOp> AsStrided(const Node& n, Builder& b) {
   int64_t total = x->shape.elements();
   Instruction* flat = b.Reshape(x, {total});
   int64_t count = Numel(size);
-  std::vector<int64_t> idx_dims = size;
-  Instruction* index = Full(b, PrimitiveType::S64, static_cast<double>(offset), idx_dims);
+  Instruction* index = Full(b, PrimitiveType::S64, static_cast<double>(offset), size);
   for (size_t k = 0; k < size.size(); ++k) {
     if (stride[k] == 0) continue;
-    Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, idx_dims), static_cast<int64_t>(k));
+    Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, size), static_cast<int64_t>(k));
     index = Add(b, index, MulScalar(b, io, static_cast<double>(stride[k])));
   }
   index = b.Reshape(index, {count, 1});

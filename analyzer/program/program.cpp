@@ -124,7 +124,9 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
   }
 
   std::map<std::tuple<std::string, std::string, int, std::string>, int64_t> gaps;  // (op, file, line, reason)
-  auto gap = [&](const Node& n, std::string reason) { ++gaps[{n.qualified_name(), n.loc.file, n.loc.line, reason}]; };
+  auto gap = [&](const Node& n, const std::string& reason) {
+    ++gaps[{n.qualified_name(), n.loc.file, n.loc.line, reason}];
+  };
   std::unordered_map<std::string, Lowered> lowered;
   std::unordered_map<int64_t, int64_t> last_read;
   for (size_t ci = 0; ci < flow.calls.size(); ++ci) {
@@ -330,8 +332,8 @@ void Judge(ProgramFit& fit) {
 
 }  // namespace
 
-ProgramFit FitProgram(std::shared_ptr<const hlo::Module> module, std::string what, compiler_probe::Backend& backend,
-                      const compiler_probe::ProgramOptions& options) {
+ProgramFit FitProgram(const std::shared_ptr<const hlo::Module>& module, std::string what,
+                      compiler_probe::Backend& backend, const compiler_probe::ProgramOptions& options) {
   ProgramFit fit;
   fit.what = std::move(what);
   fit.built = module != nullptr;

@@ -83,8 +83,8 @@ struct ProgramFit {
 };
 
 // Compiles `module` (the program of `what`) with `backend` and judges whether it fits.
-ProgramFit FitProgram(std::shared_ptr<const hlo::Module> module, std::string what, compiler_probe::Backend& backend,
-                      const compiler_probe::ProgramOptions& options);
+ProgramFit FitProgram(const std::shared_ptr<const hlo::Module>& module, std::string what,
+                      compiler_probe::Backend& backend, const compiler_probe::ProgramOptions& options);
 // The same for a built step (a step with gaps is not compiled: not_built says why).
 ProgramFit FitStep(BuiltStep step, compiler_probe::Backend& backend, const compiler_probe::ProgramOptions& options);
 

@@ -37,6 +37,7 @@ Node Call(std::string op, std::string overload, std::vector<Argument> args, std:
   n.overload = std::move(overload);
   n.args = std::move(args);
   std::vector<Value> o;
+  o.reserve(outs.size());
   for (auto& m : outs) o.push_back(Value::Tensor(std::move(m)));
   n.outputs = std::move(o);
   return n;
@@ -360,7 +361,7 @@ Expected<RewritePlan> FftAsDftPlan(const Node& n) {
   std::vector<int64_t> res = moved;
   res.back() = m;
   const TensorMeta part = Meta(rt, res);
-  auto matmul = [&](const TensorMeta& a) {
+  auto matmul = [&](const TensorMeta& a) -> const TensorMeta& {
     c.push_back(Call("aten::matmul", "default", {T("self", a), T("other", mat)}, {part}));
     return part;
   };

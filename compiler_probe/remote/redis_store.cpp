@@ -73,7 +73,7 @@ class RedisStore : public RemoteStore {
   std::vector<StoreReply> GetMany(const std::vector<std::string>& keys) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<StoreReply> out(keys.size());
-    auto fault_from = [&](size_t i, std::string error) {
+    auto fault_from = [&](size_t i, const std::string& error) {
       for (; i < keys.size(); ++i) {
         out[i].code = StoreReply::Code::kFault;
         out[i].error = error;

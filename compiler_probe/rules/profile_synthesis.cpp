@@ -160,6 +160,7 @@ nlohmann::json SynthesizeProfile(const std::vector<RecordedUnit>& recorded, cons
       if (rules_backend.probe(*u.recorded->unit).supported() == u.supported) ++agree;
   }
   std::vector<const Unit*> all;
+  all.reserve(units.size());
   for (const auto& u : units) all.push_back(&u);
   profile["description"] =
       fmt::format("recorded from {}: {} unique units, {} unsupported; the rules reproduce {} of {} checked verdicts",

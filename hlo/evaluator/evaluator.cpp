@@ -656,6 +656,7 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
     case Opcode::kReducePrecision: return EvalReducePrecision(*this, ins, *ops[0]);
     case Opcode::kTuple: {
       std::vector<Literal> elems;
+      elems.reserve(ops.size());
       for (const Literal* l : ops) elems.push_back(*l);
       Literal t = Literal::Tuple(std::move(elems));
       if (!t.shape().Compatible(ins.shape))
@@ -781,6 +782,7 @@ Expected<Literal> Evaluator::EvalInstruction(const Instruction& ins, const std::
       // A single participant (this process): every collective is the identity when shapes allow.
       Literal r = ops.size() == 1 ? *ops[0] : [&] {
         std::vector<Literal> e;
+        e.reserve(ops.size());
         for (const Literal* l : ops) e.push_back(*l);
         return Literal::Tuple(std::move(e));
       }();
@@ -870,6 +872,7 @@ Expected<Literal> Evaluate(const Module& module, const std::vector<Literal>& arg
   if (!module.entry()) return InvalidInput(fmt::format("module {} has no entry computation", module.name()));
   OPPROBE_RETURN_IF_ERROR(CheckArguments(*module.entry(), arguments));
   std::vector<const Literal*> args;
+  args.reserve(arguments.size());
   for (const auto& a : arguments) args.push_back(&a);
   return EvaluateComputation(*module.entry(), args, options);
 }

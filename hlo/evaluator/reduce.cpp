@@ -82,6 +82,7 @@ struct Combiner {
       scalars.push_back(std::move(s));
     }
     std::vector<const Literal*> args;
+    args.reserve(scalars.size());
     for (auto& s : scalars) args.push_back(&s);
     OPPROBE_ASSIGN_OR_RETURN(Literal r, fn.Call(args));
     return Unpack(r, acc, types);
@@ -385,11 +386,13 @@ Expected<Literal> EvalSort(Evaluator& ev, const Instruction& ins, const std::vec
   for (size_t i = static_cast<size_t>(dim) + 1; i < xd.size(); ++i) inner *= xd[i];
   for (size_t i = 0; i < static_cast<size_t>(dim); ++i) outer *= xd[i];
   std::vector<int64_t> es;
+  es.reserve(types.size());
   for (auto t : types) es.push_back(ByteWidth(t));
   Status st;
   std::vector<Literal> scalars(2 * n);
   for (size_t i = 0; i < n; ++i) scalars[2 * i] = scalars[2 * i + 1] = Literal(Shape::Scalar(types[i]));
   std::vector<const Literal*> args;
+  args.reserve(scalars.size());
   for (auto& s : scalars) args.push_back(&s);
   // less(a, b) with a, b linear element indices.
   auto less = [&](int64_t a, int64_t b) -> bool {
@@ -706,8 +709,10 @@ Expected<Literal> EvalMap(Evaluator& ev, const Instruction& ins, const std::vect
   OPPROBE_ASSIGN_OR_RETURN(Literal out, ev.Allocate(ins.shape));
   int64_t n = out.element_count(), oes = ByteWidth(ins.shape.element_type());
   std::vector<Literal> scalars;
+  scalars.reserve(ops.size());
   for (const Literal* l : ops) scalars.emplace_back(Shape::Scalar(l->shape().element_type()));
   std::vector<const Literal*> args;
+  args.reserve(scalars.size());
   for (auto& s : scalars) args.push_back(&s);
   for (int64_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < ops.size(); ++j) {

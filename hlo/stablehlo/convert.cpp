@@ -518,6 +518,7 @@ class Converter {
   }
   Instruction* Tuple(const std::vector<Instruction*>& elems, const OpMetadata& md) {
     std::vector<Shape> shapes;
+    shapes.reserve(elems.size());
     for (auto* e : elems) shapes.push_back(e->shape);
     return Add(Opcode::kTuple, Shape::Tuple(std::move(shapes)), elems, md);
   }
@@ -1525,6 +1526,7 @@ class Converter {
     if (a->kind == Attr::Kind::kArray && a->name == "x" && a->elements.size() == 3) {
       for (const auto& list : a->elements) {
         std::vector<std::string> items;
+        items.reserve(list.elements.size());
         for (const auto& e : list.elements) items.push_back(e.kind == Attr::Kind::kInt ? std::to_string(e.i) : e.text);
         parts.push_back(std::move(items));
       }

@@ -23,9 +23,10 @@ const Attr* Attr::Get(const std::string& k) const {
 
 std::vector<Attr> ToDict(NamedAttrs attrs) {
   std::vector<Attr> out;
-  for (auto& [k, v] : attrs) {
-    v.key = k;
-    out.push_back(std::move(v));
+  out.reserve(attrs.size());
+  for (auto& entry : attrs) {
+    entry.second.key = std::move(entry.first);
+    out.push_back(std::move(entry.second));
   }
   return out;
 }
