@@ -5,6 +5,7 @@
 // _grouped_mm and grid_sampler_2d_backward are what the model zoos' training steps (tests/torch2/zoo) dispatch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -458,32 +459,38 @@ std::vector<hlo::Literal> LstmLits(const LstmCase& c) {
           Lit(F32, {B, H}, Seq(B * H, 2.5, 0.5))};
 }
 
-std::vector<hlo::Literal> RunLstmForward(const LstmCase& c) {
+Node LstmForwardNode(const LstmCase& c, std::vector<int64_t> batch_sizes = {}, int64_t mode = 2) {
   std::vector<Argument> args = LstmArgs(c, {"input", "weight0", "weight1", "weight2", "weight3", "hx_", "cx_"});
-  for (Argument a : {A("reverse", Value::Bool(c.reverse)), A("batch_sizes", Ints({})), A("mode", Value::Int(2)),
-                     A("hidden_size", Value::Int(c.H)), A("num_layers", Value::Int(1)),
+  for (Argument a : {A("reverse", Value::Bool(c.reverse)), A("batch_sizes", Ints(std::move(batch_sizes))),
+                     A("mode", Value::Int(mode)), A("hidden_size", Value::Int(c.H)), A("num_layers", Value::Int(1)),
                      A("has_biases", Value::Bool(c.has_biases)), A("bidirectional", Value::Bool(false)),
                      A("batch_first", Value::Bool(c.batch_first)), A("train", Value::Bool(true))})
     args.push_back(a);
-  Node n = MakeNode(
+  return MakeNode(
       "aten::mkldnn_rnn_layer", "default", args,
       {T(F32, {c.T, c.B, c.H}), T(F32, {c.B, c.H}), T(F32, {c.B, c.H}), T(hlo::PrimitiveType::U8, {kWorkspace})});
-  return LowerAndRun(n, LstmLits(c));
 }
 
-std::vector<hlo::Literal> RunLstmBackward(const LstmCase& c) {
+std::vector<hlo::Literal> RunLstmForward(const LstmCase& c) { return LowerAndRun(LstmForwardNode(c), LstmLits(c)); }
+
+// The backward's node; `lits` (when given) receives its inputs' literals.
+Node LstmBackwardNode(const LstmCase& c, std::vector<hlo::Literal>* lits) {
   std::vector<Argument> args = LstmArgs(c, {"input", "weight1", "weight2", "weight3", "weight4", "hx_", "cx_tmp"});
-  std::vector<hlo::Literal> lits = LstmLits(c);
+  std::vector<hlo::Literal> ignored;
+  if (!lits) lits = &ignored;
+  *lits = LstmLits(c);
   std::vector<int64_t> seq{c.T, c.B, c.H}, state{c.B, c.H};
   args.push_back(A("output", T(F32, seq)));
   args.push_back(A("hy_", T(F32, state)));
   args.push_back(A("cy_", T(F32, state)));
-  lits.push_back(Lit(F32, seq, c.forward[0]));
-  lits.push_back(Lit(F32, state, c.forward[1]));
-  lits.push_back(Lit(F32, state, c.forward[2]));
+  if (c.forward.size() == 3) {
+    lits->push_back(Lit(F32, seq, c.forward[0]));
+    lits->push_back(Lit(F32, state, c.forward[1]));
+    lits->push_back(Lit(F32, state, c.forward[2]));
+  }
   auto grad = [&](const char* name, bool given, const std::vector<int64_t>& dims, double phase) {
     args.push_back(A(name, given ? T(F32, dims) : Value::None()));
-    if (given) lits.push_back(Lit(F32, dims, Seq(Numel(dims), phase)));
+    if (given) lits->push_back(Lit(F32, dims, Seq(Numel(dims), phase)));
   };
   grad("grad_output", c.grad_output, seq, 2.9);
   grad("grad_hy", c.grad_hy, state, 3.3);
@@ -494,10 +501,15 @@ std::vector<hlo::Literal> RunLstmBackward(const LstmCase& c) {
         A("bidirectional", Value::Bool(false)), A("batch_sizes", Ints({})),
         A("batch_first", Value::Bool(c.batch_first)), A("workspace", T(hlo::PrimitiveType::U8, {kWorkspace}))})
     args.push_back(a);
-  lits.push_back(Lit(hlo::PrimitiveType::U8, {kWorkspace}, {}));  // never read: the lowering recomputes the gates
-  Node n = MakeNode("aten::mkldnn_rnn_layer_backward", "default", args,
-                    {T(F32, {c.T, c.B, c.I}), T(F32, {4 * c.H, c.I}), T(F32, {4 * c.H, c.H}), T(F32, {4 * c.H}),
-                     T(F32, {4 * c.H}), T(F32, state), T(F32, state)});
+  lits->push_back(Lit(hlo::PrimitiveType::U8, {kWorkspace}, {}));  // never read: the lowering recomputes the gates
+  return MakeNode("aten::mkldnn_rnn_layer_backward", "default", args,
+                  {T(F32, {c.T, c.B, c.I}), T(F32, {4 * c.H, c.I}), T(F32, {4 * c.H, c.H}), T(F32, {4 * c.H}),
+                   T(F32, {4 * c.H}), T(F32, state), T(F32, state)});
+}
+
+std::vector<hlo::Literal> RunLstmBackward(const LstmCase& c) {
+  std::vector<hlo::Literal> lits;
+  Node n = LstmBackwardNode(c, &lits);
   return LowerAndRun(n, lits);
 }
 
@@ -633,6 +645,36 @@ TEST(LoweringTorch2Test, MkldnnRnnLayerLstmAndItsBackwardMatchTorch) { ExpectLst
 TEST(LoweringTorch2Test, MkldnnRnnLayerReversedWithoutBiasesMatchesTorch) { ExpectLstm(kReversedWithoutBiases); }
 // Hidden size 3, a batch of 3, no grad of the output (only hy's and cy's, as when the output is unused).
 TEST(LoweringTorch2Test, MkldnnRnnLayerWithoutGradOutputMatchesTorch) { ExpectLstm(kThreeHiddenNoGradOutput); }
+
+// One while loop over the steps, not the steps unrolled: a 300-step sequence lowers to a module of the same size as a
+// 2-step one, forward and backward.
+TEST(LoweringTorch2Test, MkldnnRnnLayerLoopsOverTheStepsWithoutUnrolling) {
+  auto text = [](const Node& n) {
+    auto m = Lower(n, LoweringTable::Builtin());
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    return m.ok() ? hlo::ToString(*m->module) : std::string();
+  };
+  LstmCase short_case{2, 2, 3, 4, true, true, false, true, true, true, {}, {}};
+  LstmCase long_case = short_case;
+  long_case.T = 300;
+  for (bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "backward" : "forward");
+    std::string s = text(backward ? LstmBackwardNode(short_case, nullptr) : LstmForwardNode(short_case));
+    std::string l = text(backward ? LstmBackwardNode(long_case, nullptr) : LstmForwardNode(long_case));
+    EXPECT_NE(s.find(" while("), std::string::npos) << s;
+    EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), std::count(l.begin(), l.end(), '\n'));
+  }
+}
+
+// A packed sequence (batch_sizes) and the other RNN modes are refused with why, not lowered as an LSTM.
+TEST(LoweringTorch2Test, MkldnnRnnLayerRefusesPackedSequencesAndOtherModes) {
+  auto packed = Lower(LstmForwardNode(kForwardBatchOfTwo, {2, 2, 2}), LoweringTable::Builtin());
+  ASSERT_FALSE(packed.ok());
+  EXPECT_NE(packed.status().message().find("packed sequence"), std::string::npos) << packed.status().message();
+  auto gru = Lower(LstmForwardNode(kForwardBatchOfTwo, {}, 3), LoweringTable::Builtin());
+  ASSERT_FALSE(gru.ok());
+  EXPECT_NE(gru.status().message().find("LSTM mode"), std::string::npos) << gru.status().message();
+}
 
 }  // namespace
 }  // namespace opprobe::analyzer::testing
