@@ -67,6 +67,7 @@ const LoweringFamily& PoolingLowerings();
 const LoweringFamily& QuantizedLowerings();
 const LoweringFamily& RandomLowerings();
 const LoweringFamily& ReductionLowerings();
+const LoweringFamily& RnnLowerings();
 const LoweringFamily& SamplingLowerings();
 const LoweringFamily& ShapeLowerings();
 const LoweringFamily& SpecialLowerings();

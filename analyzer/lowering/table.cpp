@@ -25,7 +25,8 @@ std::vector<const LoweringFamily*> BuiltinFamilies() {
           &FactorizationLowerings(), &FactoryLowerings(),   &FftLowerings(),       &HistogramLowerings(),
           &IndexingLowerings(),      &LinalgLowerings(),    &LossLowerings(),      &NormLowerings(),
           &OptimizerLowerings(),     &PoolingLowerings(),   &QuantizedLowerings(), &RandomLowerings(),
-          &ReductionLowerings(),     &SamplingLowerings(),  &ShapeLowerings(),     &SpecialLowerings()};
+          &ReductionLowerings(),     &RnnLowerings(),       &SamplingLowerings(),  &ShapeLowerings(),
+          &SpecialLowerings()};
 }
 
 }  // namespace opprobe::analyzer::lowering

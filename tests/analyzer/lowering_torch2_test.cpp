@@ -5,6 +5,7 @@
 // _grouped_mm and grid_sampler_2d_backward are what the model zoos' training steps (tests/torch2/zoo) dispatch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -415,6 +416,264 @@ TEST(LoweringTorch2Test, SetFromAStorageIsTheViewedData) {
   auto got = LowerAndRun(view, {Lit(F32, {}, {0}), Lit(F32, {2, 3}, {1, -2, 3, -4, 5, -6})});
   ASSERT_EQ(got.size(), 1u);
   ExpectValues(got[0], {1, -2, 3, -4, 5, -6}, 0);
+}
+
+// aten::mkldnn_rnn_layer and its backward (nn.LSTM on the CPU, PyTorch 2.x: oneDNN's kernel, one layer and direction
+// per call; timm's Sequencer). Inputs are sin(0.37 k + phase) * scale over the flat index k (Seq), as the values below
+// were made: torch 2.9.0's own kernels, torch.ops.aten.mkldnn_rnn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, [],
+// 2, H, 1, has_biases, False, batch_first, True) and mkldnn_rnn_layer_backward on its outputs and workspace.
+std::vector<double> Seq(int64_t n, double phase, double scale = 1) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (size_t k = 0; k < v.size(); ++k) v[k] = std::sin(0.37 * static_cast<double>(k) + phase) * scale;
+  return v;
+}
+
+int64_t Numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+struct LstmCase {
+  int64_t T, B, I, H;
+  bool reverse, has_biases, batch_first, grad_output, grad_hy, grad_cy;
+  std::vector<std::vector<double>> forward;   // output, hy, cy
+  std::vector<std::vector<double>> backward;  // grads of input, w_ih, w_hh, b_ih, b_hh, hx, cx
+};
+
+constexpr int64_t kWorkspace = 36864;  // the bytes of oneDNN's workspace torch 2.9.0 records for these shapes
+
+// x, w_ih, w_hh, b_ih, b_hh, hx, cx: their argument values and literals.
+std::vector<Argument> LstmArgs(const LstmCase& c, const std::vector<std::string>& names) {
+  std::vector<std::vector<int64_t>> dims = {{c.T, c.B, c.I}, {4 * c.H, c.I}, {4 * c.H, c.H}, {4 * c.H},
+                                            {4 * c.H},       {c.B, c.H},     {c.B, c.H}};
+  std::vector<Argument> args;
+  for (size_t i = 0; i < dims.size(); ++i) args.push_back(A(names[i], T(F32, dims[i])));
+  return args;
+}
+std::vector<hlo::Literal> LstmLits(const LstmCase& c) {
+  int64_t T = c.T, B = c.B, I = c.I, H = c.H;
+  return {Lit(F32, {T, B, I}, Seq(T * B * I, 0.1)),       Lit(F32, {4 * H, I}, Seq(4 * H * I, 0.5, 0.6)),
+          Lit(F32, {4 * H, H}, Seq(4 * H * H, 0.9, 0.5)), Lit(F32, {4 * H}, Seq(4 * H, 1.3, 0.3)),
+          Lit(F32, {4 * H}, Seq(4 * H, 1.7, 0.2)),        Lit(F32, {B, H}, Seq(B * H, 2.1, 0.5)),
+          Lit(F32, {B, H}, Seq(B * H, 2.5, 0.5))};
+}
+
+Node LstmForwardNode(const LstmCase& c, std::vector<int64_t> batch_sizes = {}, int64_t mode = 2) {
+  std::vector<Argument> args = LstmArgs(c, {"input", "weight0", "weight1", "weight2", "weight3", "hx_", "cx_"});
+  for (Argument a : {A("reverse", Value::Bool(c.reverse)), A("batch_sizes", Ints(std::move(batch_sizes))),
+                     A("mode", Value::Int(mode)), A("hidden_size", Value::Int(c.H)), A("num_layers", Value::Int(1)),
+                     A("has_biases", Value::Bool(c.has_biases)), A("bidirectional", Value::Bool(false)),
+                     A("batch_first", Value::Bool(c.batch_first)), A("train", Value::Bool(true))})
+    args.push_back(a);
+  return MakeNode(
+      "aten::mkldnn_rnn_layer", "default", args,
+      {T(F32, {c.T, c.B, c.H}), T(F32, {c.B, c.H}), T(F32, {c.B, c.H}), T(hlo::PrimitiveType::U8, {kWorkspace})});
+}
+
+std::vector<hlo::Literal> RunLstmForward(const LstmCase& c) { return LowerAndRun(LstmForwardNode(c), LstmLits(c)); }
+
+// The backward's node; `lits` (when given) receives its inputs' literals.
+Node LstmBackwardNode(const LstmCase& c, std::vector<hlo::Literal>* lits) {
+  std::vector<Argument> args = LstmArgs(c, {"input", "weight1", "weight2", "weight3", "weight4", "hx_", "cx_tmp"});
+  std::vector<hlo::Literal> ignored;
+  if (!lits) lits = &ignored;
+  *lits = LstmLits(c);
+  std::vector<int64_t> seq{c.T, c.B, c.H}, state{c.B, c.H};
+  args.push_back(A("output", T(F32, seq)));
+  args.push_back(A("hy_", T(F32, state)));
+  args.push_back(A("cy_", T(F32, state)));
+  if (c.forward.size() == 3) {
+    lits->push_back(Lit(F32, seq, c.forward[0]));
+    lits->push_back(Lit(F32, state, c.forward[1]));
+    lits->push_back(Lit(F32, state, c.forward[2]));
+  }
+  auto grad = [&](const char* name, bool given, const std::vector<int64_t>& dims, double phase) {
+    args.push_back(A(name, given ? T(F32, dims) : Value::None()));
+    if (given) lits->push_back(Lit(F32, dims, Seq(Numel(dims), phase)));
+  };
+  grad("grad_output", c.grad_output, seq, 2.9);
+  grad("grad_hy", c.grad_hy, state, 3.3);
+  grad("grad_cy", c.grad_cy, state, 3.7);
+  for (Argument a :
+       {A("reverse", Value::Bool(c.reverse)), A("mode", Value::Int(2)), A("hidden_size", Value::Int(c.H)),
+        A("num_layers", Value::Int(1)), A("has_biases", Value::Bool(c.has_biases)), A("train", Value::Bool(true)),
+        A("bidirectional", Value::Bool(false)), A("batch_sizes", Ints({})),
+        A("batch_first", Value::Bool(c.batch_first)), A("workspace", T(hlo::PrimitiveType::U8, {kWorkspace}))})
+    args.push_back(a);
+  lits->push_back(Lit(hlo::PrimitiveType::U8, {kWorkspace}, {}));  // never read: the lowering recomputes the gates
+  return MakeNode("aten::mkldnn_rnn_layer_backward", "default", args,
+                  {T(F32, {c.T, c.B, c.I}), T(F32, {4 * c.H, c.I}), T(F32, {4 * c.H, c.H}), T(F32, {4 * c.H}),
+                   T(F32, {4 * c.H}), T(F32, state), T(F32, state)});
+}
+
+std::vector<hlo::Literal> RunLstmBackward(const LstmCase& c) {
+  std::vector<hlo::Literal> lits;
+  Node n = LstmBackwardNode(c, &lits);
+  return LowerAndRun(n, lits);
+}
+
+const LstmCase kForwardBatchOfTwo = {
+    3,
+    2,
+    2,
+    2,
+    false,
+    true,
+    false,
+    true,
+    true,
+    false,
+    {{-0.016679175198078156, -0.1484420895576477, -0.07753881067037582, -0.20613129436969757, -0.06709998100996017,
+      -0.21421606838703156, -0.09255330264568329, -0.23328499495983124, -0.0033377360086888075, -0.16374921798706055,
+      0.08731450140476227, -0.09631066769361496},
+     {-0.0033377360086888075, -0.16374921798706055, 0.08731450140476227, -0.09631066769361496},
+     {-0.0069268494844436646, -0.42914944887161255, 0.13453409075737, -0.20227698981761932}},
+    {{0.06102389097213745, 0.08852595090866089, 0.061841025948524475, 0.12963852286338806, 0.03500087186694145,
+      0.11268538236618042, 0.06786845624446869, 0.14167331159114838, 0.0715695396065712, 0.10159070044755936,
+      0.026888800784945488, 0.02962660603225231},
+     {0.071620874106884, 0.09454537183046341, 0.07791157811880112, 0.09023503214120865, 0.011455310508608818,
+      -0.012623649090528488, 0.04106998071074486, 0.006061343010514975, -0.5304933190345764, -0.44387543201446533,
+      -0.19653652608394623, -0.15302862226963043, 0.11088617891073227, 0.09659256786108017, 0.2720428705215454,
+      0.22222900390625},
+     {0.01275003980845213, 0.01227523386478424, 0.012074054218828678, 0.003762361593544483, -0.009324979037046432,
+      -0.018743129447102547, -0.009266294538974762, -0.029279306530952454, -0.0341896116733551, 0.11130248010158539,
+      -0.019214622676372528, 0.04224349930882454, -0.002454777481034398, -0.01725461520254612, -0.004023924469947815,
+      -0.06121222674846649},
+     {0.0003635771572589874, 0.057435572147369385, 0.06620100140571594, 0.14058443903923035, -1.0127869844436646,
+      -0.43441593647003174, 0.10602877289056778, 0.3963361978530884},
+     {0.0003635771572589874, 0.057435572147369385, 0.06620100140571594, 0.14058443903923035, -1.0127869844436646,
+      -0.43441593647003174, 0.10602877289056778, 0.3963361978530884},
+     {0.07522537559270859, 0.08725247532129288, 0.11206349730491638, 0.15247300267219543},
+     {-0.10773717612028122, -0.08093646168708801, -0.26405200362205505, -0.1396159827709198}}};
+const LstmCase kReversedWithoutBiases = {
+    4,
+    1,
+    3,
+    2,
+    true,
+    false,
+    true,
+    true,
+    true,
+    true,
+    {{-0.37704911828041077, 0.1888940930366516, -0.5302942991256714, 0.1672513782978058, -0.1147947832942009,
+      -0.05213252454996109, 0.07207030802965164, -0.038541652262210846},
+     {-0.37704911828041077, 0.1888940930366516},
+     {-0.5865745544433594, 0.3140581250190735}},
+    {{0.19335079193115234, 0.04710538685321808, -0.1055155023932457, 0.08511810749769211, -0.015376389026641846,
+      -0.11378976702690125, 0.21958495676517487, 0.1325901299715042, 0.02764986827969551, 0.0878918468952179,
+      0.0493377186357975, 0.004105963744223118},
+     {0.11383453011512756,   0.1243545338511467,     0.11804373562335968,   -0.045865919440984726, -0.10398925840854645,
+      -0.1480381339788437,   -0.0055668107233941555, 0.05153268575668335,   0.10165747255086899,   0.01620596833527088,
+      -0.004516967106610537, -0.024628549814224243,  -0.20369620621204376,  -0.18735341727733612,  -0.14565323293209076,
+      -0.7680640816688538,   -0.8571524024009705,    -0.8302291631698608,   0.0377274826169014,    0.03861354663968086,
+      0.034273453056812286,  -0.010803482495248318,  -0.035045769065618515, -0.05454476922750473},
+     {-0.04341019317507744, -0.011609974317252636, 0.08216284215450287, -0.0028814473189413548, -0.06641567498445511,
+      0.006269742734730244, 0.025740576907992363, -0.013466515578329563, 0.06893885135650635, -0.07167649269104004,
+      0.2985912561416626, -0.08733981847763062, -0.009713108651340008, -0.014073068276047707, 0.03093424253165722,
+      -0.00426084129139781},
+     {0.12098528444766998, -0.08573834598064423, 0.02226996049284935, -0.04221931844949722, -0.664819598197937,
+      -1.556542158126831, -0.007905609905719757, -0.03604248911142349},
+     {0.12098528444766998, -0.08573834598064423, 0.02226996049284935, -0.04221931844949722, -0.664819598197937,
+      -1.556542158126831, -0.007905609905719757, -0.03604248911142349},
+     {0.09549959748983383, 0.10681995749473572},
+     {-0.24987879395484924, -0.2509775161743164}}};
+const LstmCase kThreeHiddenNoGradOutput = {
+    2,
+    3,
+    2,
+    3,
+    false,
+    true,
+    true,
+    false,
+    true,
+    true,
+    {{0.021763861179351807, -0.06402085721492767, -0.1784605234861374, -0.4280335307121277, -0.3750063478946686,
+      -0.01258797850459814, -0.5785672664642334, -0.4699343144893646, 0.08888030797243118, -0.24554283916950226,
+      -0.26633504033088684, -0.11819007247686386, -0.2883860468864441, -0.24110910296440125, -0.07097307592630386,
+      -0.17001090943813324, -0.1532401144504547, -0.021615268662571907},
+     {-0.24554283916950226, -0.26633504033088684, -0.11819007247686386, -0.2883860468864441, -0.24110910296440125,
+      -0.07097307592630386, -0.17001090943813324, -0.1532401144504547, -0.021615268662571907},
+     {-0.4832208752632141, -0.5227636694908142, -0.2440994828939438, -0.7678704857826233, -0.6939212679862976,
+      -0.20784689486026764, -0.6052242517471313, -0.6933232545852661, -0.08645395934581757}},
+    {{0.24392405152320862, 0.16327805817127228, 0.2947869896888733, 0.14533767104148865, 0.11095422506332397,
+      0.13399696350097656, 0.3099021911621094, -0.009614222683012486, 0.7377297878265381, 0.44445979595184326,
+      0.18516923487186432, 0.17209462821483612},
+     {0.3150649964809418,  0.2621232569217682,   0.1833558827638626,   0.11512552946805954,  0.07093916088342667,
+      0.04619460925459862, 0.006588784046471119, -0.10272032022476196, 0.10515602678060532,  0.03181299939751625,
+      0.08486343920230865, 0.05821289122104645,  -0.19740545749664307, -0.05329838767647743, -0.6934018731117249,
+      -0.5466926097869873, -0.9979259967803955,  -0.6700892448425293,  0.053275153040885925, -0.01779436133801937,
+      0.08846139907836914, 0.008770761080086231, 0.023635821416974068, -0.01838511973619461},
+     {-0.10456021875143051,  -0.14252668619155884,  -0.12707625329494476,  -0.06915384531021118,  -0.08978430926799774,
+      -0.061559922993183136, 0.0012205308303236961, -0.005213151220232248, -0.010094111785292625, -0.19150185585021973,
+      -0.17278867959976196,  -0.028548713773489,    -0.09950698912143707,  -0.1039673462510109,   -0.04341960325837135,
+      -0.006914794445037842, -0.020374631509184837, -0.026656128466129303, 0.19850488007068634,   0.22741113603115082,
+      0.03587809205055237,   0.09502054005861282,   0.20572122931480408,   0.19271713495254517,   0.0553850457072258,
+      0.1978730410337448,    0.2615884244441986,    -0.12801875174045563,  -0.1248917207121849,   -0.034968096762895584,
+      -0.10627174377441406,  -0.1056312769651413,   -0.03878706693649292,  -0.028954561799764633, -0.025766488164663315,
+      -0.009825259447097778},
+     {0.5276300311088562, 0.40035101771354675, 0.10093437135219574, 0.3804784417152405, 0.3116140365600586,
+      0.1565803736448288, -1.279891848564148, -1.5466631650924683, -1.714707374572754, 0.3434847891330719,
+      0.30846983194351196, 0.041029997169971466},
+     {0.5276300311088562, 0.40035101771354675, 0.10093437135219574, 0.3804784417152405, 0.3116140365600586,
+      0.1565803736448288, -1.279891848564148, -1.5466631650924683, -1.714707374572754, 0.3434847891330719,
+      0.30846983194351196, 0.041029997169971466},
+     {-0.18677634000778198, -0.15097926557064056, -0.0947478860616684, -0.09126894921064377, 0.04870229586958885,
+      0.1820819228887558, -0.04533553868532181, -0.049824997782707214, -0.04757087677717209},
+     {-0.18152374029159546, -0.14762064814567566, -0.08601751178503036, -0.6701760292053223, -0.3462620973587036,
+      -0.11091763526201248, -0.3040878474712372, -0.060457706451416016, 0.026600992307066917}}};
+
+void ExpectLstm(const LstmCase& c) {
+  auto fwd = RunLstmForward(c);
+  ASSERT_EQ(fwd.size(), 4u);  // output, hy, cy, workspace
+  for (size_t i = 0; i < 3; ++i) ExpectValues(fwd[i], c.forward[i], 1e-5);
+  EXPECT_EQ(fwd[3].shape().ToString(false), "u8[36864]");
+  auto bwd = RunLstmBackward(c);
+  ASSERT_EQ(bwd.size(), 7u);
+  for (size_t i = 0; i < 7; ++i) {
+    SCOPED_TRACE(i);
+    ExpectValues(bwd[i], c.backward[i], 2e-5);
+  }
+}
+
+// Forward order, biases, grads of the output and hy (no grad_cy).
+TEST(LoweringTorch2Test, MkldnnRnnLayerLstmAndItsBackwardMatchTorch) { ExpectLstm(kForwardBatchOfTwo); }
+// reverse=True (the backward direction of a bidirectional LSTM), no biases (whose grads oneDNN still returns: the
+// gates' grads summed), batch_first=True (metadata: the input is time-major), every grad given.
+TEST(LoweringTorch2Test, MkldnnRnnLayerReversedWithoutBiasesMatchesTorch) { ExpectLstm(kReversedWithoutBiases); }
+// Hidden size 3, a batch of 3, no grad of the output (only hy's and cy's, as when the output is unused).
+TEST(LoweringTorch2Test, MkldnnRnnLayerWithoutGradOutputMatchesTorch) { ExpectLstm(kThreeHiddenNoGradOutput); }
+
+// One while loop over the steps, not the steps unrolled: a 300-step sequence lowers to a module of the same size as a
+// 2-step one, forward and backward.
+TEST(LoweringTorch2Test, MkldnnRnnLayerLoopsOverTheStepsWithoutUnrolling) {
+  auto text = [](const Node& n) {
+    auto m = Lower(n, LoweringTable::Builtin());
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    return m.ok() ? hlo::ToString(*m->module) : std::string();
+  };
+  LstmCase short_case{2, 2, 3, 4, true, true, false, true, true, true, {}, {}};
+  LstmCase long_case = short_case;
+  long_case.T = 300;
+  for (bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "backward" : "forward");
+    std::string s = text(backward ? LstmBackwardNode(short_case, nullptr) : LstmForwardNode(short_case));
+    std::string l = text(backward ? LstmBackwardNode(long_case, nullptr) : LstmForwardNode(long_case));
+    EXPECT_NE(s.find(" while("), std::string::npos) << s;
+    EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), std::count(l.begin(), l.end(), '\n'));
+  }
+}
+
+// A packed sequence (batch_sizes) and the other RNN modes are refused with why, not lowered as an LSTM.
+TEST(LoweringTorch2Test, MkldnnRnnLayerRefusesPackedSequencesAndOtherModes) {
+  auto packed = Lower(LstmForwardNode(kForwardBatchOfTwo, {2, 2, 2}), LoweringTable::Builtin());
+  ASSERT_FALSE(packed.ok());
+  EXPECT_NE(packed.status().message().find("packed sequence"), std::string::npos) << packed.status().message();
+  auto gru = Lower(LstmForwardNode(kForwardBatchOfTwo, {}, 3), LoweringTable::Builtin());
+  ASSERT_FALSE(gru.ok());
+  EXPECT_NE(gru.status().message().find("LSTM mode"), std::string::npos) << gru.status().message();
 }
 
 }  // namespace

@@ -234,6 +234,28 @@ CASES["gather_empty"] = lambda: (torch.gather(torch.randn(2, 0), 1, torch.zeros(
                                  torch.gather(torch.randn(3, 4), 1, torch.zeros(3, 0, dtype=torch.long)))
 CASES["index_mask_after_slice"] = mask_index
 CHECKED |= {"_assert_async", "gather", "index"}
+
+
+# nn.LSTM on the CPU with PyTorch 2.x: oneDNN's mkldnn_rnn_layer per layer and direction and its backward (timm's
+# Sequencer): two bidirectional layers batch-first with a grad of the output and of h_n, one layer without biases
+# and with a grad of c_n only.
+def lstm(batch_first, bias, layers, bidirectional, grads):
+    m = nn.LSTM(3, 4, num_layers=layers, bias=bias, batch_first=batch_first, bidirectional=bidirectional)
+    x = torch.randn(2, 5, 3).requires_grad_()
+    out, (h, c) = m(x)
+    ws = torch.linspace(-1, 1, out.numel()).reshape(out.shape)
+    loss = {"output_h": (out * ws).sum() + h.sum(), "c": (c * c).sum()}[grads]
+    loss.backward()
+
+
+if hasattr(torch.ops.aten, "mkldnn_rnn_layer"):
+    CASES["lstm_bidirectional_two_layers"] = lambda: lstm(True, True, 2, True, "output_h")
+    CASES["lstm_no_bias_grad_c"] = lambda: lstm(False, False, 1, False, "c")
+    CHECKED |= {"mkldnn_rnn_layer", "mkldnn_rnn_layer_backward"}
+# Cases whose calls take more input elements than the recorder's usual bound: the LSTM backward reads oneDNN's
+# workspace (36864 bytes at these sizes), which the lowering ignores but the record holds.
+MAX_INPUT_ELEMENTS = {"lstm_bidirectional_two_layers": 60000, "lstm_no_bias_grad_c": 60000}
+
 RANDOM = {"exponential_", "cauchy_", "log_normal_", "geometric_", "poisson"}
 
 
@@ -243,7 +265,7 @@ def main():
     torch.manual_seed(0)
     entries = []
     for name, fn in sorted(CASES.items()):
-        rec = gen_samples.Recorder(20000)
+        rec = gen_samples.Recorder(MAX_INPUT_ELEMENTS.get(name, 20000))
         error = None
         try:
             with rec:
