@@ -585,8 +585,8 @@ std::string ProgramHeadline(const analyzer::ProgramFit& p) {
             p.what, c.message, FormatBytes(p.required_bytes), c.devices);
       if (p.estimated)
         return fmt::format(
-            "{}: {}; opprobe's estimate (the recorded step's liveness: no fusion, no "
-            "rematerialisation) {}{}",
+            "{}: {}; opprobe's estimate (the recorded step's liveness, elementwise chains fused as XLA fuses "
+            "them, no rematerialisation) {}{}",
             p.what, c.message, need, verdict);
       return fmt::format("{}: {}", p.what, c.message);
   }

@@ -67,10 +67,44 @@ bool IsViewCall(const Node& n) {
   return false;
 }
 
+// How the estimate models XLA's fusion of a call's computation (its lowering) with its neighbours. XLA fuses an
+// elementwise producer into the one consumer that reads it when that consumer is itself a loop (elementwise) or
+// input (reduction) fusion, and then never materializes the producer's result: the fused computation reads the
+// producer's operands instead. A call whose lowering is made only of elementwise ops and the data movement XLA fuses
+// with them (broadcast, reshape, bitcast, transpose, copy, iota, constants) is kElementwise; one that also reduces
+// is kReduction (a fusible consumer, never a fused producer); anything else (a dot, a convolution, a gather, a
+// scatter, a sort, a custom call, control flow) is kNone: its operands and results are buffers.
+enum class Fusion { kNone, kElementwise, kReduction };
+
+Fusion FusionOf(const hlo::Computation* c) {
+  if (c == nullptr) return Fusion::kNone;
+  bool reduces = false;
+  for (const auto& i : c->instructions()) {
+    switch (i->opcode) {
+      case hlo::Opcode::kParameter:
+      case hlo::Opcode::kConstant:
+      case hlo::Opcode::kIota:
+      case hlo::Opcode::kBroadcast:
+      case hlo::Opcode::kReshape:
+      case hlo::Opcode::kBitcast:
+      case hlo::Opcode::kTranspose:
+      case hlo::Opcode::kCopy:
+      case hlo::Opcode::kTuple:
+      case hlo::Opcode::kGetTupleElement: continue;
+      case hlo::Opcode::kReduce: reduces = true; continue;
+      default:
+        if (hlo::IsElementwise(i->opcode)) continue;
+        return Fusion::kNone;
+    }
+  }
+  return reduces ? Fusion::kReduction : Fusion::kElementwise;
+}
+
 // One distinct call lowered once: the computation each call with its signature calls.
 struct Lowered {
   hlo::Computation* callee = nullptr;  // null: the call lowers to nothing (detach, alias): its outputs are its inputs
   size_t outputs = 0;
+  Fusion fusion = Fusion::kNone;
   Status error;
 };
 
@@ -128,11 +162,10 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
     ++gaps[{n.qualified_name(), n.loc.file, n.loc.line, reason}];
   };
   std::unordered_map<std::string, Lowered> lowered;
-  std::unordered_map<int64_t, int64_t> last_read;
+  std::vector<Fusion> fusion(flow.calls.size(), Fusion::kNone);  // each call's, once it is part of the program
   for (size_t ci = 0; ci < flow.calls.size(); ++ci) {
     const auto& call = flow.calls[ci];
     const Node& node = graph.nodes[static_cast<size_t>(call.node)];
-    for (int64_t id : call.inputs) last_read[id] = static_cast<int64_t>(ci);
     auto [it, fresh] = lowered.try_emplace(node.SignatureKey());
     Lowered& l = it->second;
     if (fresh) {
@@ -145,6 +178,7 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
         bool identity = root == nullptr || root->opcode == hlo::Opcode::kParameter;
         l.outputs = identity ? 0 : (root->opcode == hlo::Opcode::kTuple ? root->operands.size() : 1);
         l.callee = identity ? nullptr : b.Adopt(std::move(m->module), fmt::format("c{}", lowered.size()));
+        l.fusion = FusionOf(l.callee);
       }
     }
     if (!l.error.ok()) {
@@ -195,6 +229,7 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
       value[call.outputs[k]] = results[k];
       made_by[call.outputs[k]] = static_cast<int64_t>(ci);
     }
+    fusion[ci] = l.fusion;
   }
   for (const auto& [key, n] : gaps) {
     const auto& [op, file, line, reason] = key;
@@ -242,14 +277,51 @@ Expected<BuiltStep> BuildStepProgram(const Graph& graph, const LoweringTable& ta
     for (int64_t id : call.outputs)
       if (id >= 0) owner[id] = owner_of(call.inputs.front());
   }
-  std::unordered_map<int64_t, int64_t> buffer_last;  // buffer -> the last call that reads it or a view of it
-  for (const auto& [id, ci] : last_read) {
-    int64_t o = owner_of(id);
-    buffer_last[o] = std::max(buffer_last.count(o) ? buffer_last[o] : 0, ci);
-  }
   std::unordered_map<int64_t, bool> returned;  // buffers the program returns
   for (const auto& [id, yes] : is_output) returned[owner_of(id)] = yes;
-  auto counted = [&](int64_t id) { return made_by.count(id) && !owner.count(id) && !returned.count(id); };
+  // Fusion (FusionOf): the buffer an elementwise call makes is not materialized when exactly one call that is not a
+  // view reads it (itself or through views), that call is fusible (elementwise or a reduction), the program does not
+  // return it, and it is not an activation (made in the forward, read in the backward: the estimate keeps what
+  // autograd keeps). The fused call is then computed where its reader is, so what it reads is read there: `at` is the
+  // call where each call's work is done (its reader's, transitively, when it is fused).
+  std::unordered_map<int64_t, std::vector<int64_t>> readers;  // buffer -> the calls (not views) that read it
+  for (size_t ci = 0; ci < flow.calls.size(); ++ci) {
+    const auto& call = flow.calls[ci];
+    if (IsViewCall(graph.nodes[static_cast<size_t>(call.node)])) continue;
+    for (int64_t id : call.inputs) {
+      std::vector<int64_t>& r = readers[owner_of(id)];
+      if (r.empty() || r.back() != static_cast<int64_t>(ci)) r.push_back(static_cast<int64_t>(ci));
+    }
+  }
+  std::unordered_map<int64_t, bool> fused;
+  std::vector<int64_t> at(flow.calls.size());
+  for (size_t ci = flow.calls.size(); ci-- > 0;) {
+    at[ci] = static_cast<int64_t>(ci);
+    const auto& call = flow.calls[ci];
+    if (fusion[ci] != Fusion::kElementwise || call.outputs.size() != 1) continue;
+    const int64_t id = call.outputs.front();
+    if (id < 0 || !made_by.count(id) || made_by[id] != static_cast<int64_t>(ci) || owner.count(id) ||
+        returned.count(id))
+      continue;
+    auto r = readers.find(id);
+    if (r == readers.end() || r->second.size() != 1) continue;
+    const auto reader = static_cast<size_t>(r->second.front());
+    if (fusion[reader] == Fusion::kNone) continue;
+    if (graph.nodes[static_cast<size_t>(call.node)].phase == "forward" &&
+        graph.nodes[static_cast<size_t>(flow.calls[reader].node)].phase == "backward")
+      continue;
+    fused[id] = true;
+    at[ci] = at[reader];
+  }
+  std::unordered_map<int64_t, int64_t> buffer_last;  // buffer -> the last call that reads it or a view of it
+  for (size_t ci = 0; ci < flow.calls.size(); ++ci)
+    for (int64_t id : flow.calls[ci].inputs) {
+      int64_t o = owner_of(id);
+      buffer_last[o] = std::max(buffer_last.count(o) ? buffer_last[o] : 0, at[ci]);
+    }
+  auto counted = [&](int64_t id) {
+    return made_by.count(id) && !owner.count(id) && !returned.count(id) && !fused.count(id);
+  };
   std::vector<std::vector<int64_t>> dies_after(flow.calls.size());
   for (const auto& [id, ci] : made_by) {
     if (!counted(id)) continue;

@@ -60,9 +60,11 @@ struct BuiltStep {
   std::vector<ProgramValue> outputs;
   std::vector<ProgramGap> gaps;                // by calls, then place
   std::vector<ProgramActivation> activations;  // the largest first
-  // opprobe's own liveness analysis of the step as recorded (each value alive from the call that makes it to its last
-  // reader; no fusion, no rematerialisation, no padding): the most bytes of intermediate values alive at once, and
-  // with the program's arguments and outputs (less the aliased ones) what one device would hold.
+  // opprobe's own liveness analysis of the step as recorded (each buffer alive from the call that makes it to its last
+  // reader; views make none, and neither does an elementwise call whose only reader is one elementwise or reducing
+  // call, which XLA fuses into it, unless it is returned or kept for the backward; no rematerialisation, no padding):
+  // the most bytes of intermediate values alive at once, and with the program's arguments and outputs (less the
+  // aliased ones) what one device would hold.
   compiler_probe::DeviceMemory estimate;  // no generated code
 };
 

@@ -1,8 +1,9 @@
 // analyzer/program: a recorded step built as one HLO program (tests/fixtures/traces/decoder_program.json: the tiny
-// decoder of tests/torch2/scripts/decoder_step.py captured with --program), split by a strategy, and the data flow a
-// trace loader refuses.
+// decoder of tests/torch2/scripts/decoder_step.py captured with --program), split by a strategy, the data flow a
+// trace loader refuses, and the liveness estimate's fusion rule on small steps.
 #include "analyzer/program/program.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -176,6 +177,100 @@ TEST(StepProgram, ATraceWhoseStepReadsAValueBeforeItIsMadeIsRefused) {
   auto g = ParseTrace(text, "t.json");
   ASSERT_FALSE(g.ok());
   EXPECT_THAT(g.status().message(), HasSubstr("program.calls[0][1][0]: value 999999 is read before it is made"));
+}
+
+// A small step for the estimate's fusion rule: calls of f32[64, 64] (16 KiB) values, each `{op, overload, phase,
+// tensor args}`, then the program's calls, inputs (x: 0, w: 1) and outputs as the trace writes them.
+struct SmallCall {
+  const char* op;
+  const char* overload;
+  const char* phase;
+  int tensors;
+};
+constexpr int64_t kSmall = 64 * 64 * 4;
+
+BuiltStep SmallStep(const std::vector<SmallCall>& calls, const std::string& program_calls, const std::string& outputs) {
+  std::string text = R"({"format": "opprobe-trace", "version": 1, "script": "s.py", "status": "ok", "calls": [)";
+  const std::string t = R"({"kind": "tensor", "dtype": "float32", "shape": [64, 64]})";
+  const char* names[] = {"self", "other"};
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const SmallCall& c = calls[i];
+    std::string args;
+    for (int k = 0; k < c.tensors; ++k)
+      args += fmt::format(R"({}{{"name": "{}", "value": {}}})", k ? ", " : "",
+                          std::string(c.op) == "aten::mm" && k ? "mat2" : names[k], t);
+    if (std::string(c.overload) == "Tensor") args += R"(, {"name": "alpha", "value": {"kind": "int", "value": 1}})";
+    text += fmt::format(
+        R"({}{{"op": "{}", "overload": "{}", "args": [{}], "outputs": [{}], "loc": {{"file": "s.py", "line": {}}}, )"
+        R"("phase": "{}", "count": 1, "step": 0}})",
+        i ? ", " : "", c.op, c.overload, args, t, i + 1, c.phase);
+  }
+  text += fmt::format(
+      R"(], "program": {{"scope": "first training step", "end_kind": "optimizer_step", "calls": {}, )"
+      R"("inputs": [{{"value": 0, "kind": "data", "name": "x"}}, {{"value": 1, "kind": "parameter", "name": "w"}}], )"
+      R"("outputs": {}}}}})",
+      program_calls, outputs);
+  auto g = ParseTrace(text, "small.json");
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g.ok()) return {};
+  auto step = BuildStepProgram(*g);
+  EXPECT_TRUE(step.ok()) << step.status().message();
+  if (!step.ok()) return {};
+  EXPECT_TRUE(step->gaps.empty()) << step->gaps.front().op << ": " << step->gaps.front().reason;
+  return std::move(step).value();
+}
+
+TEST(StepEstimate, AnElementwiseValueReadOnlyByAFusibleCallMakesNoBuffer) {
+  // x -> neg -> exp -> mm(., w): neg's result is read only by exp (elementwise): XLA fuses the two and never
+  // materializes it; exp's result feeds a dot, which fuses nothing, so it is a buffer. One 16 KiB temporary, not two.
+  BuiltStep s = SmallStep({{"aten::neg", "default", "forward", 1},
+                           {"aten::exp", "default", "forward", 1},
+                           {"aten::mm", "default", "forward", 2}},
+                          "[[0, [0], [2]], [1, [2], [3]], [2, [3, 1], [4]]]", R"([{"value": 4, "kind": "output"}])");
+  EXPECT_EQ(s.estimate.temp_bytes, kSmall);
+  EXPECT_EQ(s.estimate.argument_bytes, 2 * kSmall);
+  EXPECT_EQ(s.estimate.output_bytes, kSmall);
+  // The same chain read through a view (a transpose is data movement XLA fuses, and a view makes no buffer).
+  BuiltStep v = SmallStep({{"aten::neg", "default", "forward", 1},
+                           {"aten::t", "default", "forward", 1},
+                           {"aten::exp", "default", "forward", 1},
+                           {"aten::mm", "default", "forward", 2}},
+                          "[[0, [0], [2]], [1, [2], [5]], [2, [5], [3]], [3, [3, 1], [4]]]",
+                          R"([{"value": 4, "kind": "output"}])");
+  EXPECT_EQ(v.estimate.temp_bytes, kSmall);
+}
+
+TEST(StepEstimate, AValueReadByTwoCallsStaysABuffer) {
+  // neg's result is read by exp and by add: it stays (XLA would have to compute it twice). exp's result is read only
+  // by add: fused into it, so the add reads neg's result where it runs. Two temporaries at the add (neg's and the
+  // add's own), where the unfused step would hold three.
+  BuiltStep s = SmallStep({{"aten::neg", "default", "forward", 1},
+                           {"aten::exp", "default", "forward", 1},
+                           {"aten::add", "Tensor", "forward", 2},
+                           {"aten::mm", "default", "forward", 2}},
+                          "[[0, [0], [2]], [1, [2], [3]], [2, [2, 3], [5]], [3, [5, 1], [4]]]",
+                          R"([{"value": 4, "kind": "output"}])");
+  EXPECT_EQ(s.estimate.temp_bytes, 2 * kSmall);
+}
+
+TEST(StepEstimate, ValuesKeptForTheBackwardAndReturnedValuesStayBuffers) {
+  // neg's result is made in the forward and read (only) in the backward: an activation, kept as autograd keeps it.
+  BuiltStep a = SmallStep({{"aten::neg", "default", "forward", 1},
+                           {"aten::exp", "default", "backward", 1},
+                           {"aten::mm", "default", "backward", 2}},
+                          "[[0, [0], [2]], [1, [2], [3]], [2, [3, 1], [4]]]", R"([{"value": 4, "kind": "output"}])");
+  EXPECT_EQ(a.estimate.temp_bytes, 2 * kSmall);
+  ASSERT_EQ(a.activations.size(), 1u);
+  EXPECT_EQ(a.activations.front().op, "aten::neg");
+  EXPECT_EQ(a.activations.front().bytes, kSmall);
+  // An elementwise result the program returns is an output, whatever reads it; the update aliased to w is one too.
+  BuiltStep r = SmallStep({{"aten::neg", "default", "optimizer", 1}, {"aten::exp", "default", "optimizer", 1}},
+                          "[[0, [1], [2]], [1, [2], [3]]]",
+                          R"([{"value": 2, "kind": "output"}, {"value": 3, "kind": "parameter", "name": "w", )"
+                          R"("aliases": 1}])");
+  EXPECT_EQ(r.estimate.temp_bytes, 0);
+  EXPECT_EQ(r.estimate.output_bytes, 2 * kSmall);
+  EXPECT_EQ(r.estimate.alias_bytes, kSmall);
 }
 
 TEST(StepProgram, AGraphWithoutAProgramIsBadInput) {
