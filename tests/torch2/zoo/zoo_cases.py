@@ -63,6 +63,7 @@ OVERRIDES = {
     **{m: {"text_config.rope_parameters.mrope_section": [2, 3, 3]} for m in (
         "qwen2_vl", "qwen2_5_vl", "qwen2_5_omni_thinker", "paddleocr_vl", "glm4v", "glm46v", "glm_ocr", "glmga")},
     "glm4v_moe": {"text_config.rope_parameters.mrope_section": [1, 1, 2]},
+    "ernie4_5_vl_moe": {"text_config.rope_parameters.mrope_section": [3, 3, 2]},  # (height, width, time: 22, 22, 20)
     "audio-spectrogram-transformer": {"max_length": 64, "num_mel_bins": 32},  # frames and mel bins in its input
     "reformer": {"is_decoder": True, "axial_pos_shape": [2, 4], "axial_pos_embds_dim": [32, 32]},  # 8 positions
     "squeezebert": {"embedding_size": 64},  # = hidden (no Conv1d between them)
@@ -100,6 +101,21 @@ OVERRIDES = {
     # and 256 tokens (16 a side; the checkpoint's 896 pixels have 64); 49 tokens pool 2 x 2 patches. Its answers'
     # token ids (Gemma's "Yes" and "No", which the model code defaults to) in the small vocabulary.
     "shieldgemma2": {"mm_tokens_per_image": 49, "yes_token_index": 4, "no_token_index": 5},
+    # its hashed n-gram embeddings: one table of 500002 rows per n-gram size (six); 256 rows each
+    "blt": {"encoder_hash_byte_group_vocab": 256},
+    # its audio padding token: the embedding's last row, after the text vocabulary and the 32 codebooks of 2049
+    "kyutai_speech_to_text": {"audio_pad_token_id": 256 + 32 * 2049},
+    "lilt": {"hidden_size": 96},  # its six layout embeddings split the hidden size (a multiple of 6)
+    # its vision encoder's output projected to the text decoder's width (the default's 512 both)
+    "pp_formulanet": {"vision_config.decoder_hidden_size": 64},
+    # its hybrid layers share one attention block, tied across them: two hybrid layers (the small default's one
+    # has nothing to tie to); that block's width and head (twice the hidden size) derived again
+    "zamba": {"layers_block_type": ["linear_attention", "hybrid", "hybrid"], "num_hidden_layers": 3,
+              "attention_hidden_size": DERIVE, "attention_head_dim": DERIVE},
+    # sizes its config derives from the hidden size (the Mamba-2 head: expand x hidden / heads; the shared
+    # attention block's width and head: twice the hidden size's; the hybrid layers' indices), derived again
+    "zamba2": {k: DERIVE for k in ("mamba_headdim", "attention_hidden_size", "attention_head_dim", "kv_channels",
+                                   "hybrid_layer_ids")},
     "molmo2": {"adapter_config.vision_feature_layer": [-1, -2]},  # layers of the (2-layer) vision encoder
 }
 
@@ -153,7 +169,7 @@ TASKS = ["CAUSAL_LM", "MASKED_LM", "SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ", "
 SMALL = {
     "hidden_size": 64, "d_model": 64, "n_embd": 64, "embed_dim": 64, "model_dim": 64, "hidden_dim": 64,
     "encoder_hidden_size": 64, "out_hidden_size": 64, "audio_hidden_size": 64, "text_hidden_size": 64,
-    "vision_hidden_size": 64, "projection_dim": 32,
+    "vision_hidden_size": 64, "projection_dim": 32, "hidden_size_global": 64,
     "num_attention_heads": 4, "num_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4,
     "decoder_attention_heads": 4,
     "num_key_value_heads": 2, "num_kv_heads": 2, "multi_query_group_num": 2,
@@ -194,6 +210,9 @@ def shrink(d):
             value = shrink(value)
         elif key in SMALL and isinstance(value, int) and not isinstance(value, bool) and value > SMALL[key]:
             value = SMALL[key]
+        elif key.startswith("cross_") and key[6:] in SMALL and isinstance(value, int) and \
+                value > SMALL[key[6:]]:
+            value = SMALL[key[6:]]  # a cross-attention's sizes (Dia's decoder: `cross_hidden_size`, the encoder's)
         elif key in SMALL and isinstance(value, list) and value and all(type(v) is int for v in value):
             # per stage (Swin's heads)
             value = [min(v, SMALL[key]) if key in LAYER_COUNTS else SMALL[key] for v in value]
@@ -271,8 +290,8 @@ def sizes_that_follow(before, out):
         out["mamba_n_heads"] = out.get("mamba_expand", 2) * out["hidden_size"] // out["mamba_d_head"]
     # Widths the default sets equal to the hidden size stay so: OPT's word embeddings (no projection in and out
     # between them), PaliGemma's image features projected to the text's width (a multimodal model's placeholders are
-    # replaced at the embeddings' width by features at the hidden width)
-    for key in ("word_embed_proj_dim", "projection_dim"):
+    # replaced at the embeddings' width by features at the hidden width), Mimi's upsampling groups (one a channel)
+    for key in ("word_embed_proj_dim", "projection_dim", "upsample_groups"):
         if key in out and before.get(key) == before.get("hidden_size") and isinstance(out.get("hidden_size"), int):
             out[key] = out["hidden_size"]
     # Gemma-style key/value sharing across all the layers (an assistant model's)
@@ -427,6 +446,15 @@ def transformers_inputs(model, cfg, task):
         # cross-attended images (IDEFICS): one image per text, every token attending to it
         kw["pixel_values"] = images(cfg, g).unsqueeze(1)
         kw["image_attention_mask"] = torch.ones(BATCH, kw["input_ids"].shape[1], 1, dtype=torch.long)
+    if name == "pixel_values" and "spatial_shapes" in params:
+        # native-resolution patches (SigLIP 2's NaFlex): the image as a 4 x 4 grid of flattened patches, with its
+        # grid and its patches' mask
+        p = config_value(cfg, "patch_size", 16)
+        kw["pixel_values"] = torch.randn(BATCH, 16, config_value(cfg, "num_channels", 3) * p * p, generator=g)
+        kw["pixel_attention_mask"] = torch.ones(BATCH, 16, dtype=torch.long)
+        kw["spatial_shapes"] = torch.tensor([[4, 4]] * BATCH)
+    if "use_cache" in params:
+        kw["use_cache"] = False  # a training step keeps no key/value cache (BLT's and HRM's cannot be built for it)
     if task == "IMAGE_CLASSIFICATION" and name == "input_ids":
         # An image classifier that asks a language model about the image (ShieldGemma 2: yes or no to a policy): the
         # image and its placeholders in the prompt; its labels are its answers', held out of the forward (which
@@ -533,6 +561,25 @@ def flattened_patches(model, kw):
     kw["labels"] = torch.randint(4, 64, (BATCH, SEQ), generator=g)
 
 
+def dia_codebooks(model, kw):
+    """Dia's decoder reads its audio codes as [batch, positions, channels] (one codebook a channel); its labels
+    are one row per batch and channel ([batch x channels, positions])."""
+    c = model.config.decoder_config
+    codes = torch.randint(4, c.vocab_size, (BATCH, SEQ, c.num_channels), generator=torch.Generator().manual_seed(0))
+    kw["decoder_input_ids"] = codes
+    kw["labels"] = codes.transpose(1, 2).reshape(BATCH * c.num_channels, SEQ)
+
+
+def kyutai_frames(model, kw):
+    """Kyutai's speech-to-text reads each frame as its text token and one code per audio codebook ([batch, frames,
+    1 + codebooks]); its labels are the text tokens ([batch, frames])."""
+    c, g = model.config, torch.Generator().manual_seed(0)
+    text = kw["input_ids"]
+    codes = torch.randint(0, c.codebook_vocab_size - 1, (BATCH, text.shape[1], c.num_codebooks), generator=g)
+    kw["input_ids"] = torch.cat([text.unsqueeze(-1), codes], -1)
+    kw["labels"] = text.clone()
+
+
 def streaming_audio(model, kw):
     """Voxtral Realtime adds its audio to the text token by token: each token's `downsample_factor` encoder frames,
     each two mel frames (its embedder's second convolution has stride 2)."""
@@ -550,7 +597,7 @@ PREPARE = {
                                         labels=kw["input_ids"].clone()),  # boxes (fractions of the page)
     "musicgen": codebook_ids, "musicgen_melody": codebook_ids,
     "pix2struct": flattened_patches,
-    "voxtral_realtime": streaming_audio,
+    "voxtral_realtime": streaming_audio, "dia": dia_codebooks, "kyutai_speech_to_text": kyutai_frames,
     # Omnilingual ASR's CTC model reads its samples as one channel ([batch, 1, samples]); its CTC loss reads the
     # encoder's lengths from the samples' padding mask ([batch, samples])
     "omniasr_ctc": lambda model, kw: kw.update(input_values=kw["input_values"].unsqueeze(1),
