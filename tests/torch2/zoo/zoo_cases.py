@@ -467,7 +467,8 @@ def transformers_inputs(model, cfg, task):
     elif task == "CTC":
         kw["labels"] = torch.randint(1, min(vocab, 32), (BATCH, 3), generator=g)
     elif task == "SPEECH_SEQ_2_SEQ" and "decoder_input_ids" not in params and "input_ids" in kw:
-        # a decoder-only speech model (audio features in the text's sequence): labels of its text's layout
+        # a decoder-only speech model (a language model whose audio, when given, fills placeholders in its text):
+        # labels of its text's layout
         kw["labels"] = kw["input_ids"].clone()
     elif task == "SPEECH_SEQ_2_SEQ":
         kw["labels"] = torch.randint(4, min(vocab, 256), (BATCH, 4), generator=g)
@@ -485,8 +486,8 @@ def images(cfg, g):
 # number of tokens (`num_query_tokens`, Kosmos-2's `latent_query_num`, Gemma 3's `mm_tokens_per_image`; a video's per
 # frame) that replace as many placeholders in the text: an `image_token_id` (`video_token_id`), the config's or, where
 # the default leaves it to the processor (None) or past the small vocabulary, one the random text never draws (ids
-# from 4 up); Kosmos-2 marks their positions instead
-# (`image_embeds_position_mask`). Their labels are -100 (no loss on the image's positions). FRAMES: a video's.
+# from 4 up); Kosmos-2 marks their positions instead (`image_embeds_position_mask`). Their labels are -100 (no loss
+# on the image's positions). FRAMES: a video's.
 FRAMES = 2
 ANSWERS = "zoo_answer_labels"  # (transformers_inputs: the labels of a loss the driver computes from the logits)
 
