@@ -68,7 +68,9 @@ OVERRIDES = {
     "reformer": {"is_decoder": True, "axial_pos_shape": [2, 4], "axial_pos_embds_dim": [32, 32]},  # 8 positions
     "squeezebert": {"embedding_size": 64},  # = hidden (no Conv1d between them)
     "mobilebert": {"true_hidden_size": DERIVE, "intra_bottleneck_size": 32, "embedding_size": 32},
-    "xlstm": {"embedding_dim": 64},  # = hidden
+    # its embeddings at the hidden width; no cache in its training step (the cache's state is not its mLSTM cells'
+    # shape for a forward over the whole sequence)
+    "xlstm": {"embedding_dim": 64, "use_cache": False},
     "layoutlmv3": {"coordinate_size": 10, "shape_size": 12},  # 4 coordinates and 2 shapes: the hidden size
     "marian": {"decoder_vocab_size": 256},
     "dbrx": {"attn_config.rope_theta": 10000.0, "attn_config.clip_qkv": 8.0},
@@ -101,8 +103,13 @@ OVERRIDES = {
     # and 256 tokens (16 a side; the checkpoint's 896 pixels have 64); 49 tokens pool 2 x 2 patches. Its answers'
     # token ids (Gemma's "Yes" and "No", which the model code defaults to) in the small vocabulary.
     "shieldgemma2": {"mm_tokens_per_image": 49, "yes_token_index": 4, "no_token_index": 5},
-    # its hashed n-gram embeddings: one table of 500002 rows per n-gram size (six); 256 rows each
-    "blt": {"encoder_hash_byte_group_vocab": 256},
+    # its hashed n-gram embeddings: one table of 500002 rows per n-gram size (six); 256 rows each. No key/value
+    # cache in its training step: the cache is built from the top config, which has no layer count (its encoder,
+    # global transformer and decoder have their own)
+    "blt": {"encoder_hash_byte_group_vocab": 256, "use_cache": False},
+    # no cache in its training step: its recurrent cycles run the layers more times than the cache has layers
+    "hrm_text": {"use_cache": False},
+
     # its audio padding token: the embedding's last row, after the text vocabulary and the 32 codebooks of 2049
     "kyutai_speech_to_text": {"audio_pad_token_id": 256 + 32 * 2049},
     "lilt": {"hidden_size": 96},  # its six layout embeddings split the hidden size (a multiple of 6)
@@ -453,8 +460,6 @@ def transformers_inputs(model, cfg, task):
         kw["pixel_values"] = torch.randn(BATCH, 16, config_value(cfg, "num_channels", 3) * p * p, generator=g)
         kw["pixel_attention_mask"] = torch.ones(BATCH, 16, dtype=torch.long)
         kw["spatial_shapes"] = torch.tensor([[4, 4]] * BATCH)
-    if "use_cache" in params:
-        kw["use_cache"] = False  # a training step keeps no key/value cache (BLT's and HRM's cannot be built for it)
     if task == "IMAGE_CLASSIFICATION" and name == "input_ids":
         # An image classifier that asks a language model about the image (ShieldGemma 2: yes or no to a policy): the
         # image and its placeholders in the prompt; its labels are its answers', held out of the forward (which
