@@ -63,17 +63,22 @@ OVERRIDES = {
     **{m: {"text_config.rope_parameters.mrope_section": [2, 3, 3]} for m in (
         "qwen2_vl", "qwen2_5_vl", "qwen2_5_omni_thinker", "paddleocr_vl", "glm4v", "glm46v", "glm_ocr", "glmga")},
     "glm4v_moe": {"text_config.rope_parameters.mrope_section": [1, 1, 2]},
+    "ernie4_5_vl_moe": {"text_config.rope_parameters.mrope_section": [3, 3, 2]},  # (height, width, time: 22, 22, 20)
     "audio-spectrogram-transformer": {"max_length": 64, "num_mel_bins": 32},  # frames and mel bins in its input
     "reformer": {"is_decoder": True, "axial_pos_shape": [2, 4], "axial_pos_embds_dim": [32, 32]},  # 8 positions
     "squeezebert": {"embedding_size": 64},  # = hidden (no Conv1d between them)
     "mobilebert": {"true_hidden_size": DERIVE, "intra_bottleneck_size": 32, "embedding_size": 32},
-    "xlstm": {"embedding_dim": 64},  # = hidden
+    # its embeddings at the hidden width; no cache in its training step (the cache's state is not its mLSTM cells'
+    # shape for a forward over the whole sequence)
+    "xlstm": {"embedding_dim": 64, "use_cache": False},
     "layoutlmv3": {"coordinate_size": 10, "shape_size": 12},  # 4 coordinates and 2 shapes: the hidden size
     "marian": {"decoder_vocab_size": 256},
     "dbrx": {"attn_config.rope_theta": 10000.0, "attn_config.clip_qkv": 8.0},
     "step3p7": {"text_config.sliding_window": 4, "text_config.num_sliding_attention_heads": 4},
-    "qwen4_exp_text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 4,
-                       "indexer_compress_ratio": 2},
+    # its sparse attention's indexer (sizes the default leaves None): a budget of 4 of the 8 positions, compressed
+    # by 2 (the composite model's causal LM is built from the same text config)
+    **{m: {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 4,
+           "indexer_compress_ratio": 2} for m in ("qwen4_exp_text", "qwen4_exp")},
     "cohere_compass": {"text_config.rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
     "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
     "hunyuan_vl": {"text_config.rope_parameters.mrope_section": [2, 3, 3]},
@@ -86,6 +91,38 @@ OVERRIDES = {
     "esm": {"vocab_size": 33}, "efficientnet": {"hidden_dim": 2560, "image_size": 64},
     "moonshine_streaming": {"num_key_value_heads": 4},
     "gemma3n": {"text_config.num_kv_shared_layers": 0}, "gemma3n_text": {"num_kv_shared_layers": 0},
+    # its projector reads the timm tower's width from `model_args`, which the default (a ResNet-50 stand-in) leaves
+    # None: the Perception Encoder tower it is trained with, made small by timm's own arguments
+    "perception_lm": {"vision_config.architecture": "vit_pe_core_tiny_patch16_384",
+                      "vision_config.model_args": {"embed_dim": 64, "depth": 2, "num_heads": 4, "img_size": 64}},
+    # its projector's structure, which the default leaves to the checkpoint (None): the Window Q-Former's query and
+    # window sides (1 of 2), one vision layer injected at the first text layer, the spatial groups' text layers
+    "granite4_vision": {"downsample_rate": "1/2", "deepstack_layer_map": [[-1, 0]],
+                        "spatial_target_layers": [0, 1, 0, 1]},
+    # image tokens pooled from the patches by a whole kernel: the default's tower has 14 patches a side (224 / 16)
+    # and 256 tokens (16 a side; the checkpoint's 896 pixels have 64); 49 tokens pool 2 x 2 patches. Its answers'
+    # token ids (Gemma's "Yes" and "No", which the model code defaults to) in the small vocabulary.
+    "shieldgemma2": {"mm_tokens_per_image": 49, "yes_token_index": 4, "no_token_index": 5},
+    # its hashed n-gram embeddings: one table of 500002 rows per n-gram size (six); 256 rows each. No key/value
+    # cache in its training step: the cache is built from the top config, which has no layer count (its encoder,
+    # global transformer and decoder have their own)
+    "blt": {"encoder_hash_byte_group_vocab": 256, "use_cache": False},
+    # no cache in its training step: its recurrent cycles run the layers more times than the cache has layers
+    "hrm_text": {"use_cache": False},
+
+    # its audio padding token: the embedding's last row, after the text vocabulary and the 32 codebooks of 2049
+    "kyutai_speech_to_text": {"audio_pad_token_id": 256 + 32 * 2049},
+    "lilt": {"hidden_size": 96},  # its six layout embeddings split the hidden size (a multiple of 6)
+    # its vision encoder's output projected to the text decoder's width (the default's 512 both)
+    "pp_formulanet": {"vision_config.decoder_hidden_size": 64},
+    # its hybrid layers share one attention block, tied across them: two hybrid layers (the small default's one
+    # has nothing to tie to); that block's width and head (twice the hidden size) derived again
+    "zamba": {"layers_block_type": ["linear_attention", "hybrid", "hybrid"], "num_hidden_layers": 3,
+              "attention_hidden_size": DERIVE, "attention_head_dim": DERIVE},
+    # sizes its config derives from the hidden size (the Mamba-2 head: expand x hidden / heads; the shared
+    # attention block's width and head: twice the hidden size's; the hybrid layers' indices), derived again
+    "zamba2": {k: DERIVE for k in ("mamba_headdim", "attention_hidden_size", "attention_head_dim", "kv_channels",
+                                   "hybrid_layer_ids")},
     "molmo2": {"adapter_config.vision_feature_layer": [-1, -2]},  # layers of the (2-layer) vision encoder
 }
 
@@ -139,7 +176,7 @@ TASKS = ["CAUSAL_LM", "MASKED_LM", "SEQ_TO_SEQ_CAUSAL_LM", "SPEECH_SEQ_2_SEQ", "
 SMALL = {
     "hidden_size": 64, "d_model": 64, "n_embd": 64, "embed_dim": 64, "model_dim": 64, "hidden_dim": 64,
     "encoder_hidden_size": 64, "out_hidden_size": 64, "audio_hidden_size": 64, "text_hidden_size": 64,
-    "vision_hidden_size": 64, "projection_dim": 32,
+    "vision_hidden_size": 64, "projection_dim": 32, "hidden_size_global": 64,
     "num_attention_heads": 4, "num_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4,
     "decoder_attention_heads": 4,
     "num_key_value_heads": 2, "num_kv_heads": 2, "multi_query_group_num": 2,
@@ -158,6 +195,8 @@ SMALL = {
     "num_experts_per_token": 2, "moe_topk": 2,
     "vocab_size": 256, "max_position_embeddings": 512, "n_positions": 512,
 }
+# The other mixture-of-experts sizes a default may leave None (sizes_that_follow)
+SMALL_MOE = {"top_k_experts": 2, "moe_intermediate_size": 32, "n_shared_experts": 1}
 LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
                 "num_decoder_layers", "num_encoder_layers")
 # Attributes a config derives from its sizes: left out, so that the config derives them again.
@@ -178,6 +217,9 @@ def shrink(d):
             value = shrink(value)
         elif key in SMALL and isinstance(value, int) and not isinstance(value, bool) and value > SMALL[key]:
             value = SMALL[key]
+        elif key.startswith("cross_") and key[6:] in SMALL and isinstance(value, int) and \
+                value > SMALL[key[6:]]:
+            value = SMALL[key[6:]]  # a cross-attention's sizes (Dia's decoder: `cross_hidden_size`, the encoder's)
         elif key in SMALL and isinstance(value, list) and value and all(type(v) is int for v in value):
             # per stage (Swin's heads)
             value = [min(v, SMALL[key]) if key in LAYER_COUNTS else SMALL[key] for v in value]
@@ -253,6 +295,12 @@ def sizes_that_follow(before, out):
             out.get("mamba_d_ssm") is None and isinstance(out.get("hidden_size"), int):
         out["mamba_d_head"] = min(out["mamba_d_head"], 16)
         out["mamba_n_heads"] = out.get("mamba_expand", 2) * out["hidden_size"] // out["mamba_d_head"]
+    # Widths the default sets equal to the hidden size stay so: OPT's word embeddings (no projection in and out
+    # between them), PaliGemma's image features projected to the text's width (a multimodal model's placeholders are
+    # replaced at the embeddings' width by features at the hidden width), Mimi's upsampling groups (one a channel)
+    for key in ("word_embed_proj_dim", "projection_dim", "upsample_groups"):
+        if key in out and before.get(key) == before.get("hidden_size") and isinstance(out.get("hidden_size"), int):
+            out[key] = out["hidden_size"]
     # Gemma-style key/value sharing across all the layers (an assistant model's)
     if before.get("num_kv_shared_layers") == before.get("num_hidden_layers") and "num_kv_shared_layers" in out:
         out["num_kv_shared_layers"] = out.get("num_hidden_layers")
@@ -265,8 +313,16 @@ def sizes_that_follow(before, out):
         out["head_dim"] = hidden // heads
     if "num_key_value_heads" in out and out["num_key_value_heads"] is None and isinstance(heads, int):
         out["num_key_value_heads"] = SMALL["num_key_value_heads"]
+    # (a mixture of experts whose expert counts the default leaves None, with no switch that turns its experts off
+    # (Gemma 4's `enable_moe_block`): SMALL's experts, 2 per token, one shared)
+    counts = ("n_routed_experts", "num_experts", "num_local_experts")
+    if any(k in out and out[k] is None for k in counts) and \
+            not any(k.startswith("enable_moe") and v is False for k, v in out.items()):
+        for k, v in dict(SMALL_MOE, **{k: SMALL[k] for k in counts}).items():
+            if k in out and out[k] is None:
+                out[k] = v
     if "num_experts_per_tok" in out and out["num_experts_per_tok"] is None and any(
-            isinstance(out.get(k), int) for k in ("n_routed_experts", "num_experts", "num_local_experts")):
+            isinstance(out.get(k), int) for k in counts):
         out["num_experts_per_tok"] = SMALL["num_experts_per_tok"]
     return out
 
@@ -363,8 +419,8 @@ def transformers_inputs(model, cfg, task):
     elif name == "inputs" and getattr(cfg, "model_type", "") == "perceiver":
         kw["inputs"] = torch.randint(4, max(vocab, 8), (BATCH, SEQ), generator=g)  # Perceiver's MLM: token ids
         kw["labels"] = kw["inputs"].clone()
-    elif name == "flattened_patches":
-        pass  # (PREPARE's flattened_patches)
+    elif name in ("flattened_patches", "state"):
+        pass  # (PREPARE's flattened_patches; robot_policy's state)
     elif name == "inputs":  # an encoder-decoder's encoder input: the speech encoder's samples
         kw["inputs"] = torch.randn(BATCH, 4000, generator=g)
     else:
@@ -389,13 +445,100 @@ def transformers_inputs(model, cfg, task):
             size = config_value(cfg, "image_size", 64)
             size = size[0] if isinstance(size, (list, tuple)) else size
             kw[pname] = torch.randn(BATCH, config_value(cfg, "num_channels", 3), size, size, generator=g)
-    if task in ("SEQUENCE_CLASSIFICATION", "IMAGE_CLASSIFICATION", "AUDIO_CLASSIFICATION"):
+    if "actions" in params and isinstance(getattr(cfg, "chunk_size", None), int):
+        robot_policy(model, cfg, kw, params, g)
+    elif name == "pixel_values" and "input_ids" in kw:
+        query_placeholders(model, cfg, kw, params)
+    elif "image_attention_mask" in params and "pixel_values" in params and "pixel_values" not in kw:
+        # cross-attended images (IDEFICS): one image per text, every token attending to it
+        kw["pixel_values"] = images(cfg, g).unsqueeze(1)
+        kw["image_attention_mask"] = torch.ones(BATCH, kw["input_ids"].shape[1], 1, dtype=torch.long)
+    if name == "pixel_values" and "spatial_shapes" in params:
+        # native-resolution patches (SigLIP 2's NaFlex): the image as a 4 x 4 grid of flattened patches, with its
+        # grid and its patches' mask
+        p = config_value(cfg, "patch_size", 16)
+        kw["pixel_values"] = torch.randn(BATCH, 16, config_value(cfg, "num_channels", 3) * p * p, generator=g)
+        kw["pixel_attention_mask"] = torch.ones(BATCH, 16, dtype=torch.long)
+        kw["spatial_shapes"] = torch.tensor([[4, 4]] * BATCH)
+    if task == "IMAGE_CLASSIFICATION" and name == "input_ids":
+        # An image classifier that asks a language model about the image (ShieldGemma 2: yes or no to a policy): the
+        # image and its placeholders in the prompt; its labels are its answers', held out of the forward (which
+        # hands `labels` on to the language model as token labels) for the cross entropy of its answer logits.
+        kw["pixel_values"] = images(cfg, g)
+        query_placeholders(model, cfg, kw, params)
+        kw[ANSWERS] = torch.randint(0, 2, (BATCH,), generator=g)
+    elif task in ("SEQUENCE_CLASSIFICATION", "IMAGE_CLASSIFICATION", "AUDIO_CLASSIFICATION"):
         kw["labels"] = torch.randint(0, getattr(cfg, "num_labels", 2), (BATCH,), generator=g)
     elif task == "CTC":
         kw["labels"] = torch.randint(1, min(vocab, 32), (BATCH, 3), generator=g)
+    elif task == "SPEECH_SEQ_2_SEQ" and "decoder_input_ids" not in params and "input_ids" in kw:
+        # a decoder-only speech model (a language model whose audio, when given, fills placeholders in its text):
+        # labels of its text's layout
+        kw["labels"] = kw["input_ids"].clone()
     elif task == "SPEECH_SEQ_2_SEQ":
         kw["labels"] = torch.randint(4, min(vocab, 256), (BATCH, 4), generator=g)
     return kw
+
+
+def images(cfg, g):
+    """[batch, channels, size, size] at the config's (or its vision tower's) image size."""
+    size = config_value(cfg, "image_size", 64)
+    size = size[0] if isinstance(size, (list, tuple)) else size
+    return torch.randn(BATCH, config_value(cfg, "num_channels", 3), size, size, generator=g)
+
+
+# Query-token models (BLIP-2, InstructBLIP, InstructBLIP-Video, Kosmos-2, ShieldGemma 2): the image becomes a fixed
+# number of tokens (`num_query_tokens`, Kosmos-2's `latent_query_num`, Gemma 3's `mm_tokens_per_image`; a video's per
+# frame) that replace as many placeholders in the text: an `image_token_id` (`video_token_id`), the config's or, where
+# the default leaves it to the processor (None) or past the small vocabulary, one the random text never draws (ids
+# from 4 up); Kosmos-2 marks their positions instead (`image_embeds_position_mask`). Their labels are -100 (no loss
+# on the image's positions). FRAMES: a video's.
+FRAMES = 2
+ANSWERS = "zoo_answer_labels"  # (transformers_inputs: the labels of a loss the driver computes from the logits)
+
+
+def query_placeholders(model, cfg, kw, params):
+    n = next((getattr(cfg, k) for k in ("num_query_tokens", "latent_query_num", "mm_tokens_per_image") if
+              isinstance(getattr(cfg, k, None), int)), None)
+    if n is None:
+        return
+    video = getattr(cfg, "video_token_id", None) is not None or (
+        hasattr(cfg, "video_token_id") and not hasattr(cfg, "image_token_id"))
+    if video:  # [batch, frames, channels, height, width]
+        kw["pixel_values"] = torch.stack([kw["pixel_values"]] * FRAMES, 1)
+        n *= FRAMES
+    ids = kw["input_ids"]
+    if "image_embeds_position_mask" in params:
+        token = 3
+        kw["image_embeds_position_mask"] = torch.cat([torch.ones(BATCH, n, dtype=torch.long),
+                                                      torch.zeros_like(ids)], 1)
+    else:
+        key = "video_token_id" if video else "image_token_id"
+        if getattr(cfg, key, None) is None or getattr(cfg, key) >= config_value(cfg, "vocab_size", 256):
+            setattr(cfg, key, 3)
+        token = getattr(cfg, key)
+    kw["input_ids"] = torch.cat([torch.full((BATCH, n), token, dtype=ids.dtype), ids], 1)
+    if "labels" in kw:
+        kw["labels"] = torch.cat([torch.full((BATCH, n), -100, dtype=ids.dtype), kw["labels"]], 1)
+
+
+def robot_policy(model, cfg, kw, params, g):
+    """A vision-language-action policy (pi0, pi0.5): one camera's image, whose patches replace as many image tokens
+    at the start of the text (the vision-language model's `image_token_id`, made an id of the small vocabulary),
+    the robot's state where it reads one, and the chunk of actions its flow-matching loss predicts."""
+    vlm = cfg.vlm_config
+    vision = vlm.vision_config
+    side = vision.image_size // vision.patch_size
+    if vlm.image_token_id >= vlm.text_config.vocab_size:
+        vlm.image_token_id = 3
+    kw["pixel_values"] = images(vlm, g).unsqueeze(1)
+    kw["pixel_attention_mask"] = torch.ones(BATCH, 1, dtype=torch.bool)
+    ids = kw.get("input_ids", torch.randint(4, vlm.text_config.vocab_size, (BATCH, SEQ), generator=g))
+    kw["input_ids"] = torch.cat([torch.full((BATCH, side * side), vlm.image_token_id, dtype=ids.dtype), ids], 1)
+    kw.pop("labels", None)
+    if "state" in params:
+        kw["state"] = torch.randn(BATCH, cfg.max_state_dim, generator=g)
+    kw["actions"] = torch.randn(BATCH, cfg.chunk_size, cfg.max_action_dim, generator=g)
 
 
 def ast_features(model, kw):
@@ -424,6 +567,34 @@ def flattened_patches(model, kw):
     kw["labels"] = torch.randint(4, 64, (BATCH, SEQ), generator=g)
 
 
+def dia_codebooks(model, kw):
+    """Dia's decoder reads its audio codes as [batch, positions, channels] (one codebook a channel); its labels
+    are one row per batch and channel ([batch x channels, positions])."""
+    c = model.config.decoder_config
+    codes = torch.randint(4, c.vocab_size, (BATCH, SEQ, c.num_channels), generator=torch.Generator().manual_seed(0))
+    kw["decoder_input_ids"] = codes
+    kw["labels"] = codes.transpose(1, 2).reshape(BATCH * c.num_channels, SEQ)
+
+
+def kyutai_frames(model, kw):
+    """Kyutai's speech-to-text reads each frame as its text token and one code per audio codebook ([batch, frames,
+    1 + codebooks]); its labels are the text tokens ([batch, frames])."""
+    c, g = model.config, torch.Generator().manual_seed(0)
+    text = kw["input_ids"]
+    codes = torch.randint(0, c.codebook_vocab_size - 1, (BATCH, text.shape[1], c.num_codebooks), generator=g)
+    kw["input_ids"] = torch.cat([text.unsqueeze(-1), codes], -1)
+    kw["labels"] = text.clone()
+
+
+def streaming_audio(model, kw):
+    """Voxtral Realtime adds its audio to the text token by token: each token's `downsample_factor` encoder frames,
+    each two mel frames (its embedder's second convolution has stride 2)."""
+    c = model.config
+    frames = kw["input_ids"].shape[1] * c.downsample_factor * 2
+    kw["input_features"] = torch.randn(BATCH, c.audio_config.num_mel_bins, frames,
+                                       generator=torch.Generator().manual_seed(0))
+
+
 # Per-architecture steps before the forward: a setting of the model's own, an input of the layout it takes.
 PREPARE = {
     "xmod": lambda model, kw: model.set_default_language("en_XX"),  # its per-language adapters
@@ -432,6 +603,17 @@ PREPARE = {
                                         labels=kw["input_ids"].clone()),  # boxes (fractions of the page)
     "musicgen": codebook_ids, "musicgen_melody": codebook_ids,
     "pix2struct": flattened_patches,
+    "voxtral_realtime": streaming_audio, "dia": dia_codebooks, "kyutai_speech_to_text": kyutai_frames,
+    # Omnilingual ASR's CTC model reads its samples as one channel ([batch, 1, samples]); its CTC loss reads the
+    # encoder's lengths from the samples' padding mask ([batch, samples])
+    "omniasr_ctc": lambda model, kw: kw.update(input_values=kw["input_values"].unsqueeze(1),
+                                               padding_mask=torch.ones(BATCH, kw["input_values"].shape[-1],
+                                                                       dtype=torch.long)),
+    # Molmo 2 requires each token's modality when training (its image tokens attend both ways): all text here
+    "molmo2": lambda model, kw: kw.update(mm_token_type_ids=torch.zeros_like(kw["input_ids"])),
+    # GIT captions an image: its loss reads the logits after the image's patch tokens, which it counts whether or not
+    # an image is given
+    "git": lambda model, kw: kw.update(pixel_values=images(model.config, torch.Generator().manual_seed(0))),
 }
 
 
@@ -457,12 +639,13 @@ def transformers_step(model_type, task, cls_name):
     kw = transformers_inputs(model, model.config, task)
     if model_type in PREPARE:
         PREPARE[model_type](model, kw)
+    answers = kw.pop(ANSWERS, None)
     try:
         out = model(**kw)
     except TypeError:
         kw.pop("labels", None)
         out = model(**kw)
-    sgd_step(model, loss_of(out))
+    sgd_step(model, loss_of(out) if answers is None else torch.nn.functional.cross_entropy(out.logits, answers))
 
 
 # ---------------------------------------------------------------------------------------------- timm
