@@ -697,6 +697,20 @@ Expected<LoweredOp> MaskedFill(const Node& n, Builder& b) {
   return ctx.Finish({b.Select(m, v, Bcast(b, x, dims))});
 }
 
+// For each element of a flat [n] mask, how many set elements come before it (an exclusive cumsum by reduce-window),
+// s64[n]: a set element's rank among the set ones.
+Instruction* SelectedBefore(Builder& b, Instruction* mask_flat) {
+  const int64_t total = mask_flat->shape.dimensions()[0];
+  hlo::Window w;
+  hlo::WindowDimension wd;
+  wd.size = total;
+  wd.padding_low = total;
+  wd.padding_high = -1;
+  w.dimensions.push_back(wd);
+  return b.ReduceWindow({b.Convert(mask_flat, PrimitiveType::S64)}, {ConstS64(b, 0)}, w,
+                        b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+}
+
 Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
@@ -704,24 +718,42 @@ Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * src, ctx.RequiredTensor("source", 2));
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
-  // Position k of each selected element = number of selected elements before it (an exclusive
-  // cumsum of the mask by reduce-window); gather src.flat[k] and select.
+  // Position k of each selected element = number of selected elements before it; gather src.flat[k] and select.
   Instruction* m = b.Reshape(Bcast(b, b.Convert(m0, PrimitiveType::PRED), xd), {total});
-  Instruction* mi = b.Convert(m, PrimitiveType::S64);
-  hlo::Window w;
-  hlo::WindowDimension wd;
-  wd.size = total;
-  wd.padding_low = total;
-  wd.padding_high = -1;
-  w.dimensions.push_back(wd);
-  Instruction* before =
-      b.ReduceWindow({mi}, {ConstS64(b, 0)}, w, b.ScalarBinaryComputation(Opcode::kAdd, PrimitiveType::S64));
+  Instruction* before = SelectedBefore(b, m);
   int64_t sn = src->shape.elements();
   Instruction* sf = b.Reshape(b.Convert(src, x->shape.element_type()), {sn});
   Instruction* k = b.Binary(Opcode::kMinimum, before,
                             Full(b, PrimitiveType::S64, static_cast<double>(std::max<int64_t>(sn - 1, 0)), {total}));
   Instruction* picked = Gather1d(b, sf, k);
   return ctx.Finish({b.Reshape(b.Select(m, picked, b.Reshape(x, {total})), xd)});
+}
+
+// masked_scatter_backward(grad_output, mask, sizes): the gradient of masked_scatter's `source`, ATen's
+// grad_output.masked_select(mask) padded with zeros to the source's numel and shaped as `sizes`. Each selected element
+// of grad_output is scattered to its rank among the selected; the others to the index past the end, which the scatter
+// drops (as it drops ranks past the source's numel, where PyTorch's forward would have refused a short source).
+Expected<LoweredOp> MaskedScatterBackward(const Node& n, Builder& b) {
+  LoweringContext ctx(n, b);
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * g, ctx.RequiredTensor("grad_output", 0));
+  OPPROBE_ASSIGN_OR_RETURN(Instruction * m0, ctx.RequiredTensor("mask", 1));
+  const std::vector<int64_t> sizes = ctx.Ints("sizes", 2);
+  for (int64_t d : sizes)
+    if (d < 0) return ctx.Unsupported("a negative size");
+  const PrimitiveType t = g->shape.element_type();
+  const std::vector<int64_t> gd = Dims(g);
+  const int64_t total = Numel(gd), numel = Numel(sizes);
+  if (m0->shape.rank() > g->shape.rank()) return ctx.Unsupported("a mask of higher rank than grad_output");
+  Instruction* m = b.Reshape(Bcast(b, b.Convert(m0, PrimitiveType::PRED), gd), {total});
+  Instruction* past_end = Full(b, PrimitiveType::S64, static_cast<double>(numel), {total});
+  Instruction* where = b.Select(m, SelectedBefore(b, m), past_end);
+  hlo::ScatterDimensionNumbers dn;
+  dn.inserted_window_dims = {0};
+  dn.scatter_dims_to_operand_dims = {0};
+  dn.index_vector_dim = 1;
+  Instruction* flat = b.Scatter({Full(b, t, 0, {numel})}, b.Reshape(where, {total, 1}), {b.Reshape(g, {total})}, dn,
+                                ReplaceComputation(b, t));
+  return ctx.Finish({b.Reshape(flat, sizes)});
 }
 
 // The coordinates of x's nonzero elements, in order, in the first `count` of its numel rows (s64[numel, rank]; the
@@ -1266,6 +1298,7 @@ const LoweringFamily& IndexingLowerings() {
                                                      {"aten::index_reduce", IndexReduce, kInPlaceForm},
                                                      {"aten::masked_fill", MaskedFill, kInPlaceForm},
                                                      {"aten::masked_scatter", MaskedScatter, kInPlaceForm},
+                                                     {"aten::masked_scatter_backward", MaskedScatterBackward},
                                                      {"aten::masked_select", MaskedSelect},
                                                      {"aten::_pack_padded_sequence", PackPaddedSequence},
                                                      {"aten::nonzero", Nonzero},

@@ -346,6 +346,25 @@ TEST(LoweringTorch2Test, GatherWithAnEmptyIndexIsEmpty) {
   EXPECT_EQ(out[0].shape().dimensions(), (std::vector<int64_t>{2, 0}));
 }
 
+// masked_scatter_backward (BLIP-2 and InstructBLIP's image query tokens scattered into the text's embeddings): the
+// selected elements of grad_output in order, then zeros up to the source's numel, as `sizes`; the mask broadcasts along
+// the last dimension as theirs does. Values are torch 2.9.0's for grad_output = arange + 1.
+TEST(LoweringTorch2Test, MaskedScatterBackwardIsTheSelectedGradientPaddedWithZeros) {
+  const PrimitiveType P = PrimitiveType::PRED;
+  const std::vector<double> grad = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const std::vector<double> mask = {1, 0, 1, 0, 1, 0};  // [2, 3, 1]: rows (0,0), (0,2) and (1,1)
+  for (const auto& [sizes, want] : std::vector<std::pair<std::vector<int64_t>, std::vector<double>>>{
+           {{2, 2, 2}, {1, 2, 5, 6, 9, 10, 0, 0}}, {{3, 2}, {1, 2, 5, 6, 9, 10}}}) {
+    Node n = MakeNode("aten::masked_scatter_backward", "default",
+                      {A("grad_output", T(F32, {2, 3, 2})), A("mask", T(P, {2, 3, 1})), A("sizes", Ints(sizes))},
+                      {T(F32, sizes)});
+    auto out = LowerAndRun(n, {Lit(F32, {2, 3, 2}, grad), Lit(P, {2, 3, 1}, mask)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].shape().dimensions(), sizes);
+    ExpectValues(out[0], want, 0);
+  }
+}
+
 // index.Tensor with a boolean mask after full slices (x[:, mask]; a 2-d mask; a mask beside an integer index): the mask
 // is its nonzero() coordinates, bounded by the mask's size, and the result's dimension there is set to the selected
 // count. Values are torch 2.9.0's for x = arange; `bounded` checks the first `count` entries along `dyn`.
