@@ -107,6 +107,12 @@ std::pair<Instruction*, Instruction*> CompactPositions(Builder& b, Instruction* 
   return {perm, count};
 }
 
+// A boolean mask as pred, broadcast to `dims` and flattened: [numel(dims)] (masked_select, masked_scatter and its
+// backward).
+Instruction* FlatMask(Builder& b, Instruction* mask, const std::vector<int64_t>& dims) {
+  return b.Reshape(Bcast(b, b.Convert(mask, PrimitiveType::PRED), dims), {Numel(dims)});
+}
+
 Instruction* Gather1d(Builder& b, Instruction* flat, Instruction* idx) {
   int64_t n = idx->shape.dimensions()[0];
   hlo::GatherDimensionNumbers dn;
@@ -719,7 +725,7 @@ Expected<LoweredOp> MaskedScatter(const Node& n, Builder& b) {
   std::vector<int64_t> xd = Dims(x);
   int64_t total = Numel(xd);
   // Position k of each selected element = number of selected elements before it; gather src.flat[k] and select.
-  Instruction* m = b.Reshape(Bcast(b, b.Convert(m0, PrimitiveType::PRED), xd), {total});
+  Instruction* m = FlatMask(b, m0, xd);
   Instruction* before = SelectedBefore(b, m);
   int64_t sn = src->shape.elements();
   Instruction* sf = b.Reshape(b.Convert(src, x->shape.element_type()), {sn});
@@ -744,15 +750,11 @@ Expected<LoweredOp> MaskedScatterBackward(const Node& n, Builder& b) {
   const std::vector<int64_t> gd = Dims(g);
   const int64_t total = Numel(gd), numel = Numel(sizes);
   if (m0->shape.rank() > g->shape.rank()) return ctx.Unsupported("a mask of higher rank than grad_output");
-  Instruction* m = b.Reshape(Bcast(b, b.Convert(m0, PrimitiveType::PRED), gd), {total});
+  Instruction* m = FlatMask(b, m0, gd);
   Instruction* past_end = Full(b, PrimitiveType::S64, static_cast<double>(numel), {total});
   Instruction* where = b.Select(m, SelectedBefore(b, m), past_end);
-  hlo::ScatterDimensionNumbers dn;
-  dn.inserted_window_dims = {0};
-  dn.scatter_dims_to_operand_dims = {0};
-  dn.index_vector_dim = 1;
-  Instruction* flat = b.Scatter({Full(b, t, 0, {numel})}, b.Reshape(where, {total, 1}), {b.Reshape(g, {total})}, dn,
-                                ReplaceComputation(b, t));
+  Instruction* flat = b.Scatter({Full(b, t, 0, {numel})}, b.Reshape(where, {total, 1}), {b.Reshape(g, {total})},
+                                ScatterAlongDim(0, 1), ReplaceComputation(b, t));
   return ctx.Finish({b.Reshape(flat, sizes)});
 }
 
@@ -822,7 +824,7 @@ Expected<LoweredOp> MaskedSelect(const Node& n, Builder& b) {
   std::vector<int64_t> dims = BroadcastShapes(Dims(x), Dims(m));
   int64_t total = Numel(dims);
   Instruction* xf = b.Reshape(Bcast(b, x, dims), {total});
-  Instruction* mf = b.Reshape(Bcast(b, b.Convert(m, PrimitiveType::PRED), dims), {total});
+  Instruction* mf = FlatMask(b, m, dims);
   auto [perm, count] = CompactPositions(b, mf);
   Instruction* vals = Gather1d(b, xf, perm);
   OPPROBE_ASSIGN_OR_RETURN(LoweredOp op, ctx.Finish({b.SetDimensionSize(vals, count, 0)}));
