@@ -78,13 +78,18 @@ opprobe_capture_native() {
   rm -f "$log"
 }
 
-# The build is optimized with line tables only (-g1: file, line and function for backtraces and profilers, no
-# variables): full debug info made every compile about 40% longer (fit_test.cpp 16.5 s against 11.5 s,
-# chip_backend.cpp 10.4 against 7.0), which CI's 45 minutes on two cores do not hold. For a debugger's variables,
-# configure a folder of your own with -DCMAKE_BUILD_TYPE=Debug.
-opprobe_build() {
+# Configures the build folder (the arguments go to cmake); scripts/test, scripts/demo and scripts/bench share it, so
+# one configuration holds whichever runs first. The build is optimized with line tables only (-g1: file, line and
+# function for backtraces and profilers, no variables): full debug info made every compile about 40% longer
+# (fit_test.cpp 16.5 s against 11.5 s, chip_backend.cpp 10.4 against 7.0), which CI's 45 minutes on two cores do not
+# hold. For a debugger's variables, configure a folder of your own with -DCMAKE_BUILD_TYPE=Debug.
+opprobe_configure() {
   cmake -S "$OPPROBE_ROOT" -B "$OPPROBE_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "$@" >/dev/null
+}
+
+opprobe_build() {
+  opprobe_configure "$@"
   if [ -n "${OPPROBE_TARGET:-}" ]; then
     cmake --build "$OPPROBE_BUILD_DIR" -j "$OPPROBE_JOBS" --target "$OPPROBE_TARGET"
   else
