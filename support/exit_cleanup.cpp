@@ -17,8 +17,12 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
+
+#include "support/numbers.h"
 
 namespace opprobe::exit_cleanup {
 
@@ -130,9 +134,14 @@ bool ReadStat(const char* pid, char& state, pid_t& pgrp) {
   const char* close_paren = std::strrchr(buf, ')');
   if (!close_paren || close_paren[1] != ' ') return false;
   state = close_paren[2];
-  int ppid = 0, group = 0;
-  if (std::sscanf(close_paren + 3, " %d %d", &ppid, &group) != 2) return false;
-  pgrp = group;
+  // Then " ppid pgrp ...", one space apart.
+  std::string_view rest(close_paren + 3);
+  size_t first = rest.find(' ', 1), second = rest.find(' ', first + 1);
+  if (rest.empty() || rest[0] != ' ' || first == std::string_view::npos || second == std::string_view::npos)
+    return false;
+  auto group = support::ParseInteger<pid_t>(rest.substr(first + 1, second - first - 1));
+  if (!group) return false;
+  pgrp = *group;
   return true;
 }
 
@@ -142,13 +151,13 @@ bool AnyRunning(const std::vector<pid_t>& targets) {
   if (!proc) return false;
   bool running = false;
   while (dirent* e = ::readdir(proc)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::optional<pid_t> pid = support::ParseInteger<pid_t>(e->d_name);
+    if (!pid) continue;  // not a process's folder
     char state = 0;
     pid_t pgrp = 0;
     if (!ReadStat(e->d_name, state, pgrp) || state == 'Z' || state == 'X') continue;
-    const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
     for (pid_t t : targets)
-      if (t == pid || t == -pgrp || -t == pid) running = true;
+      if (t == *pid || t == -pgrp || -t == *pid) running = true;
     if (running) break;
   }
   ::closedir(proc);

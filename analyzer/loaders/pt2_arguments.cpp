@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "support/numbers.h"
 #include "support/quote.h"
 
 namespace opprobe::analyzer::pt2 {
@@ -104,6 +105,13 @@ std::string ElementType(std::string_view declared) {
   auto p = b.find('[');
   return p == std::string::npos ? b : b.substr(0, p);
 }
+// How many values one scalar stands for in a list type: 2 for `int[2]`, 1 for `int[]` (or a length not written as a
+// positive number).
+size_t DeclaredListLength(std::string_view declared) {
+  std::string b = BaseType(declared);
+  std::string n = b.substr(b.find('[') + 1, b.find(']') - b.find('[') - 1);
+  return static_cast<size_t>(std::max(1, support::ParseInteger<int>(n).value_or(1)));
+}
 
 }  // namespace
 
@@ -188,7 +196,8 @@ const std::string& JsonAccess::Str(const json& j, const std::string& path) const
 
 const json& JsonAccess::Array(const json& j, const std::string& path) const {
   if (!j.is_array()) Fail(path, fmt::format("expected a list, got {}", j.type_name()));
-  return j;
+  // The caller's own reference back: `j` is a node of the archive's JSON, never a temporary.
+  return j;  // NOLINT(bugprone-return-const-ref-from-parameter)
 }
 
 std::pair<std::string, const json*> JsonAccess::Union(const json& j, const std::string& path) const {
@@ -411,10 +420,7 @@ Value ArgumentDecoder::Decode(const json& j, const std::string& path, const std:
     if (base == "float") return Value::Float(static_cast<double>(x));
     if (IsListType(declared) && ElementType(declared) != "Tensor") {
       // `int[2] stride=1` style: one int stands for the whole list.
-      std::string b = BaseType(declared);
-      std::string n = b.substr(b.find('[') + 1, b.find(']') - b.find('[') - 1);
-      int reps = n.empty() ? 1 : std::max(1, std::atoi(n.c_str()));
-      return Value::IntList(std::vector<int64_t>(reps, x));
+      return Value::IntList(std::vector<int64_t>(DeclaredListLength(declared), x));
     }
     return Value::Int(x);
   }
@@ -599,11 +605,7 @@ Value ArgumentDecoder::Default(const OpSchemaArg& a, NodeState& ns) const {
     Value v;
     std::vector<json> items;
     if (d.is_array()) items.assign(d.begin(), d.end());
-    else {
-      std::string n = base.substr(base.find('[') + 1, base.find(']') - base.find('[') - 1);
-      int reps = n.empty() ? 1 : std::max(1, std::atoi(n.c_str()));
-      items.assign(reps, d);
-    }
+    else items.assign(DeclaredListLength(a.type), d);
     if (elem == "float") {
       v.kind = Value::Kind::kFloatList;
       for (const auto& x : items) v.floats.push_back(as_float(x));

@@ -7,6 +7,8 @@
 #include <set>
 #include <string_view>
 
+#include "support/numbers.h"
+
 namespace opprobe::analyzer {
 
 namespace {
@@ -40,10 +42,12 @@ std::optional<Frame> ParseFrame(std::string_view line) {
   std::string_view where = line.substr(open + 2, line.size() - open - 3);
   auto colon = where.rfind(':');
   if (colon == std::string_view::npos) return std::nullopt;
+  auto number = support::ParseInteger<int>(where.substr(colon + 1));
+  if (!number) return std::nullopt;  // "(file:line)" with a line number, or not a frame
   Frame f;
   f.function = std::string(line.substr(0, open));
   f.file = std::string(where.substr(0, colon));
-  f.line = std::atoi(std::string(where.substr(colon + 1)).c_str());
+  f.line = *number;
   return f;
 }
 
@@ -126,7 +130,7 @@ void Metadata(const std::string& line, std::string* op, SourceLoc* loc) {
   std::smatch m;
   if (std::regex_search(line, m, kOp)) *op = m[1].str() + "::" + m[2].str();
   if (std::regex_search(line, m, kFile)) loc->file = m[1].str();
-  if (std::regex_search(line, m, kLine)) loc->line = std::atoi(m[1].str().c_str());
+  if (std::regex_search(line, m, kLine)) loc->line = support::ParseInteger<int>(m[1].str()).value_or(0);
 }
 
 }  // namespace

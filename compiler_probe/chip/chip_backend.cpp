@@ -17,6 +17,7 @@
 #include "hlo/fingerprint.h"
 #include "hlo/probe_unit.h"
 #include "hlo/proto_io.h"
+#include "support/numbers.h"
 
 namespace opprobe::compiler_probe::chip {
 
@@ -368,9 +369,14 @@ const std::vector<GpuDevice>& GpuDevices() {
       d.name = d.file.substr(0, d.file.find('_'));
       d.target_config = t.text;
       d.description = field(d.target_config, "device_description_str: \"([^\"]*)\"");
-      d.compute_major = std::atoi(field(d.target_config, "cuda_compute_capability \\{\\s*major: ([0-9]+)").c_str());
-      d.compute_minor = std::atoi(field(d.target_config, "cuda_compute_capability \\{[^}]*minor: ([0-9]+)").c_str());
-      d.device_memory_bytes = std::atoll(field(d.target_config, "device_memory_size: ([0-9]+)").c_str());
+      // 0 where the config has no such field.
+      d.compute_major =
+          support::ParseInteger<int>(field(d.target_config, "cuda_compute_capability \\{\\s*major: ([0-9]+)"))
+              .value_or(0);
+      d.compute_minor =
+          support::ParseInteger<int>(field(d.target_config, "cuda_compute_capability \\{[^}]*minor: ([0-9]+)"))
+              .value_or(0);
+      d.device_memory_bytes = support::ParseInteger(field(d.target_config, "device_memory_size: ([0-9]+)")).value_or(0);
       out.push_back(std::move(d));
     }
     return out;

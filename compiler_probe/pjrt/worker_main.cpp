@@ -14,11 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler_probe/pjrt/pjrt_session.h"
 #include "compiler_probe/worker/protocol.h"
+#include "support/numbers.h"
 
 namespace opprobe::compiler_probe::pjrt {
 namespace {
@@ -71,9 +73,10 @@ int WorkerMain(int argc, char** argv) {
     first = 3;
     if (argc < 4) return 64;
   }
-  pid_t parent = static_cast<pid_t>(std::atol(argv[1] + 9));
+  const std::optional<pid_t> parent = opprobe::support::ParseInteger<pid_t>(argv[1] + 9);
+  if (!parent) return 64;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) return 0;
+  if (::getppid() != *parent) return 0;
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGINT, SIG_IGN);  // the parent decides when the worker ends
   std::vector<PluginOption> options;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler_probe/remote/store.h"
+#include "support/numbers.h"
 
 namespace opprobe::compiler_probe {
 
@@ -86,8 +87,9 @@ class HttpStore : public RemoteStore {
       if (r.code != StoreReply::Code::kOk) return "";
       size_t sp = r.value.find(' ');
       if (sp == std::string::npos) return "";
-      int64_t expiry = std::atoll(r.value.c_str() + sp + 1);
-      return expiry > NowMs() ? r.value.substr(0, sp) : "";
+      // A value not written as "holder expiry" holds nothing.
+      std::optional<int64_t> expiry = support::ParseInteger(std::string_view(r.value).substr(sp + 1));
+      return expiry && *expiry > NowMs() ? r.value.substr(0, sp) : "";
     };
     StoreReply cur = GetLocked(key);
     if (cur.code == StoreReply::Code::kFault || cur.code == StoreReply::Code::kRefused) return cur;

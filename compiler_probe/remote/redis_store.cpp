@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler_probe/remote/store.h"
+#include "support/numbers.h"
 
 namespace opprobe::compiler_probe {
 
@@ -238,7 +239,8 @@ class RedisStore : public RemoteStore {
           if (rep->type != REDIS_REPLY_ARRAY) return false;
           for (size_t i = 0; i + 1 < rep->elements; i += 2) {
             std::string f(rep->element[i]->str ? rep->element[i]->str : "", rep->element[i]->len);
-            int64_t v = rep->element[i + 1]->str ? std::atoll(rep->element[i + 1]->str) : 0;
+            const redisReply* value = rep->element[i + 1];
+            int64_t v = value->str ? support::ParseInteger(std::string_view(value->str, value->len)).value_or(0) : 0;
             if (f == "hits") s.hits = v;
             if (f == "misses") s.misses = v;
             if (f == "stores") s.stores = v;
