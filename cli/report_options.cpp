@@ -233,6 +233,7 @@ int FinishReports(const analyzer::AnalysisResult& result, const ReportOptions& o
 
   // The gates judge each target on its own; the baseline is the first target's (the report's top level).
   std::vector<std::string> target_ids;
+  target_ids.reserve(result.target_count());
   for (size_t k = 0; k < result.target_count(); ++k)
     target_ids.push_back(k == 0 ? result.backend_id : result.other_targets[k - 1].backend_id);
   reports::GateResult gates;

@@ -100,8 +100,10 @@ int KeyWalk(sqlite3_stmt* scan, const std::vector<uint32_t>& order, Bind bind, C
       if (k == order.size()) break;
       if (c == 0) {
         skipped = 0;
-        do found(order[k]);
-        while (++k < order.size() && compare(order[k]) == 0);
+        do {
+          found(order[k]);
+          ++k;
+        } while (k < order.size() && compare(order[k]) == 0);
         if (k == order.size()) break;
       } else if (++skipped > kMaxSkip) {
         break;  // seek to order[k]

@@ -7,6 +7,8 @@ namespace opprobe::hlo {
 
 // At namespace scope, not in a function: read without the guard a function's static needs. (Not constinit: clang
 // cannot constant-initialize its std::string defaults; no static initializer of another file reads it.)
+// Its strings' defaults fit the small-string buffer and its vectors start empty: nothing allocates, nothing throws.
+// NOLINTNEXTLINE(bugprone-throwing-static-initialization)
 const RareAttributes Instruction::kNoRareAttributes{};
 
 Instruction* Computation::AddInstruction(std::unique_ptr<Instruction> instr) {

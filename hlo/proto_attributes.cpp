@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <map>
+#include <numeric>
 
 #include "hlo/parser.h"
 #include "hlo/printer.h"
@@ -366,8 +367,8 @@ struct ValueWriter {
       // Older XLAs read only the explicit groups: write them out too when the list is small.
       __int128 total = static_cast<__int128>(v.num_groups) * v.group_size;
       if (v.num_groups > 0 && v.group_size > 0 && total <= 65536) {
-        std::vector<int64_t> ids;
-        for (int64_t i = 0; i < static_cast<int64_t>(total); ++i) ids.push_back(i);
+        std::vector<int64_t> ids(static_cast<size_t>(total));
+        std::iota(ids.begin(), ids.end(), 0);
         // Reshape to iota_reshape_dims, transpose by the permutation, flatten.
         std::vector<int64_t> dims = v.iota_reshape_dims, perm = v.iota_transpose_perm;
         if (perm.empty())
@@ -751,12 +752,12 @@ Status WriteAttributes(const Instruction& in, xla::HloInstructionProto* p) {
     Message* holder = MutableHolder(p, path);
     bool exact = true;
     if (spec.kind() == AttrKind::kWord) {
-      const std::string& word = VisitField(spec.field, in, [](auto, const auto& v) -> const std::string& {
+      const std::string& word = *VisitField(spec.field, in, [](auto, const auto& v) -> const std::string* {
         if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) {
-          return v;
+          return &v;
         } else {
           static const std::string kNone;
-          return kNone;
+          return &kNone;
         }
       });
       if (path.leaf()->cpp_type() == FieldDescriptor::CPPTYPE_ENUM) {

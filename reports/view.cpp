@@ -488,6 +488,7 @@ SupportMatrix BuildSupportMatrix(const analyzer::AnalysisResult& result) {
   SupportMatrix m;
   const size_t n = result.target_count();
   std::vector<analyzer::AnalysisResult> per_target;
+  per_target.reserve(n);
   for (size_t k = 0; k < n; ++k) per_target.push_back(result.ForTarget(k));
   std::map<std::string, SupportMatrix::Row> rows;
   for (size_t k = 0; k < n; ++k) {

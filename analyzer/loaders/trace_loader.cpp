@@ -888,21 +888,22 @@ Status TraceReader::ProgramOf(Graph& g) {
     }
     return true;
   };
-  bool ok = array("inputs", value(f.inputs, true)) && array("calls", [&](const Ref& r, const Path& rp) {
-              if (!r.is_array() || r.size() != 3)
-                return c.Expect(r, rp, "[call index, [input ids], [output ids]]"), false;
-              StepDataFlow::Call call;
-              auto it = r.begin();
-              if (!count(it.value(), rp.Index(0), &call.node, 0)) return false;
-              ++it;
-              if (!ids(it.value(), rp.Index(1), &call.inputs, true)) return false;
-              ++it;
-              if (!ids(it.value(), rp.Index(2), &call.outputs, false)) return false;
-              for (int64_t id : call.outputs)
-                if (id >= 0) known.insert(id);
-              f.calls.push_back(std::move(call));
-              return true;
-            });
+  // One call of the step: [call index, [input ids], [output ids]].
+  auto one_call = [&](const Ref& r, const Path& rp) {
+    if (!r.is_array() || r.size() != 3) return c.Expect(r, rp, "[call index, [input ids], [output ids]]"), false;
+    StepDataFlow::Call call;
+    auto it = r.begin();
+    if (!count(it.value(), rp.Index(0), &call.node, 0)) return false;
+    ++it;
+    if (!ids(it.value(), rp.Index(1), &call.inputs, true)) return false;
+    ++it;
+    if (!ids(it.value(), rp.Index(2), &call.outputs, false)) return false;
+    for (int64_t id : call.outputs)
+      if (id >= 0) known.insert(id);
+    f.calls.push_back(std::move(call));
+    return true;
+  };
+  bool ok = array("inputs", value(f.inputs, true)) && array("calls", one_call);
   ok = ok && array("outputs", value(f.outputs, false));
   if (!ok) return c.error();
   if (auto mesh = program->Find("mesh"); mesh && !mesh->is_null()) {

@@ -269,6 +269,7 @@ Instruction* RepeatHeads(Builder& b, Instruction* x, int64_t groups) {
   size_t h = d.size() - 3;
   big.insert(big.begin() + static_cast<std::ptrdiff_t>(h) + 1, groups);  // [B..., Hkv, G, S, E]
   std::vector<int64_t> map;
+  map.reserve(d.size());
   for (size_t i = 0; i < d.size(); ++i) map.push_back(static_cast<int64_t>(i <= h ? i : i + 1));
   d[h] *= groups;
   return b.Reshape(b.Broadcast(x, big, map), d);

@@ -168,9 +168,11 @@ Computation* SortComparator(Builder& b, const std::vector<PrimitiveType>& types,
   return sub.Finish(c);
 }
 
-std::vector<int64_t> AllDims(Instruction* x) {
-  std::vector<int64_t> d(static_cast<size_t>(x->shape.rank()));
-  std::iota(d.begin(), d.end(), 0);
+std::vector<int64_t> AllDims(Instruction* x) { return DimRange(0, x->shape.rank()); }
+
+std::vector<int64_t> DimRange(int64_t begin, int64_t end) {
+  std::vector<int64_t> d(static_cast<size_t>(std::max<int64_t>(end - begin, 0)));
+  std::iota(d.begin(), d.end(), begin);
   return d;
 }
 

@@ -45,6 +45,8 @@ Instruction* BcastIn(Builder& b, Instruction* x, const std::vector<int64_t>& out
 int64_t Numel(const std::vector<int64_t>& dims);
 // Every dim of x: 0, 1, ..., rank - 1.
 std::vector<int64_t> AllDims(Instruction* x);
+// The dims begin, begin + 1, ..., end - 1 (none when end <= begin).
+std::vector<int64_t> DimRange(int64_t begin, int64_t end);
 
 // ---- arithmetic shorthands (same shapes and types) ----
 Instruction* Add(Builder& b, Instruction* x, Instruction* y);

@@ -189,7 +189,7 @@ Expected<LoweredOp> LoweringContext::Finish(std::vector<Instruction*> outs) cons
       if (o.kind == Value::Kind::kTensor) want.push_back(o.tensor);
       else if (o.kind == Value::Kind::kTensorList) {
         for (const auto& t : o.tensors)
-          if (t) want.push_back(*t);
+          if (t) want.push_back(t);
       } else {
         want.push_back(std::nullopt);
       }

@@ -148,6 +148,7 @@ Instruction* TransposedForward(Builder& b, Instruction* x, Instruction* w, const
   size_t nsp = static_cast<size_t>(x->shape.rank() - 2);
   std::vector<int64_t> xd = Dims(x), wd = Dims(w);
   std::vector<int64_t> out_sizes;
+  out_sizes.reserve(nsp);
   for (size_t i = 0; i < nsp; ++i)
     out_sizes.push_back((xd[i + 2] - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (wd[i + 2] - 1) +
                         p.output_padding[i] + 1);

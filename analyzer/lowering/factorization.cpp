@@ -25,13 +25,6 @@ using hlo::TriangularSolveOptions;
 
 std::vector<int64_t> BatchOf(const std::vector<int64_t>& d) { return {d.begin(), d.end() - 2}; }
 
-// {0, 1, ..., n - 1}: the leading (batch) dims of a broadcast.
-std::vector<int64_t> Upto(int64_t n) {
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < n; ++i) v.push_back(i);
-  return v;
-}
-
 std::vector<int64_t> With(std::vector<int64_t> batch, std::initializer_list<int64_t> tail) {
   batch.insert(batch.end(), tail.begin(), tail.end());
   return batch;
@@ -45,7 +38,7 @@ Instruction* Conj(Builder& b, Instruction* x) {
 // Swaps the last two dims (and conjugates for the adjoint).
 Instruction* MT(Builder& b, Instruction* x) {
   int64_t r = Rank(x);
-  std::vector<int64_t> perm = Upto(r);
+  std::vector<int64_t> perm = DimRange(0, r);
   std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
   return b.Transpose(x, perm);
 }
@@ -104,7 +97,7 @@ Instruction* Block(Builder& b, Instruction* x, int64_t r0, int64_t r1, int64_t c
 Instruction* MatMul(Builder& b, Instruction* x, Instruction* y) {
   int64_t r = Rank(x);
   hlo::DotDimensionNumbers d;
-  d.lhs_batch_dimensions = d.rhs_batch_dimensions = Upto(r - 2);
+  d.lhs_batch_dimensions = d.rhs_batch_dimensions = DimRange(0, r - 2);
   d.lhs_contracting_dimensions = {r - 1};
   d.rhs_contracting_dimensions = {r - 2};
   return b.Dot(x, y, d);
@@ -172,7 +165,7 @@ Lu LuOf(Builder& b, Instruction* a) {
   Instruction* perm0 = b.Iota(Shape::Array(PrimitiveType::S32, vm), r - 2);
   Instruction* piv0 = Full(b, PrimitiveType::S32, 0, With(batch, {k}));
   if (k == 0) return {a, piv0, perm0};
-  std::vector<int64_t> bmap = Upto(r - 2);                // batch dims
+  std::vector<int64_t> bmap = DimRange(0, r - 2);         // batch dims
   std::vector<int64_t> rows_of_mn = With(bmap, {r - 2});  // a [..., m] vector as the rows of [..., m, n]
   std::vector<int64_t> cols_of_mn = With(bmap, {r - 1});  // a [..., n] vector as the columns
   auto cond = [&](Builder& cb, const LoopState& st) {
@@ -244,7 +237,7 @@ Instruction* PermMatrix(Builder& b, Instruction* perm, PrimitiveType t) {
   int64_t m = d.back(), r = Rank(perm);
   std::vector<int64_t> md = BatchOf(With(d, {0}));  // batch dims
   md = With(md, {m, m});
-  std::vector<int64_t> map = With(Upto(r - 1), {r});  // perm's last dim is the column index c
+  std::vector<int64_t> map = With(DimRange(0, r - 1), {r});  // perm's last dim is the column index c
   Instruction* pc = BcastIn(b, perm, md, map);
   Instruction* rows = b.Iota(Shape::Array(PrimitiveType::S32, md), r - 1);
   return b.Convert(b.Compare(rows, pc, ComparisonDirection::kEq), t);
@@ -262,7 +255,7 @@ Instruction* PivotsToPerm(Builder& b, Instruction* piv, int64_t m) {
   if (k == 0 || m == 0) return perm0;
   std::vector<int64_t> batch(d.begin(), d.end() - 1);
   std::vector<int64_t> one = With(batch, {1});
-  std::vector<int64_t> bmap = Upto(r - 1);
+  std::vector<int64_t> bmap = DimRange(0, r - 1);
   auto cond = [&](Builder& cb, const LoopState& st) {
     return cb.Compare(st[0], cb.ConstantScalar(PrimitiveType::S32, static_cast<double>(k)), ComparisonDirection::kLt);
   };
@@ -786,7 +779,7 @@ Expected<LoweredOp> Pinv(const Node& n, Builder& b) {
     rtol = atol_given ? b.Select(CmpScalar(b, atol, 0, ComparisonDirection::kGt), Full(b, rt, 0, batch), default_rtol)
                       : default_rtol;
   }
-  std::vector<int64_t> bmap = Upto(r - 2);
+  std::vector<int64_t> bmap = DimRange(0, r - 2);
   // left · diag(1/values where mag > max(atol, rtol·largest), else 0) · rightᴴ, values [..., k].
   auto pseudo_inverse = [&](Instruction* values, Instruction* mag, Instruction* largest, Instruction* left,
                             Instruction* right) {
@@ -823,7 +816,7 @@ Expected<LoweredOp> MatrixExp(const Node& n, Builder& b) {
   if (Numel(d) == 0) return ctx.Finish({a});
   PrimitiveType rt = hlo::ComplexComponentType(t);
   std::vector<int64_t> batch = BatchOf(d);
-  std::vector<int64_t> bmap = Upto(r - 2);
+  std::vector<int64_t> bmap = DimRange(0, r - 2);
   Instruction* norm = ReduceMax(b, ReduceSum(b, b.Unary(Opcode::kAbs, a), {r - 2}), {r - 2});  // [...]
   Instruction* s = b.Unary(Opcode::kCeil, b.Binary(Opcode::kDivide, b.Unary(Opcode::kLog, MulScalar(b, norm, 2.0)),
                                                    Full(b, rt, std::log(2.0), batch)));
@@ -893,7 +886,7 @@ Expected<LoweredOp> Lstsq(const Node& n, Builder& b) {
     std::vector<int64_t> batch = BatchOf(d);
     PrimitiveType rt = hlo::ComplexComponentType(t);
     double rc = ctx.Double("rcond", 2, MachineEpsilon(t) * static_cast<double>(std::max(m, nn)));
-    Instruction* maxs = b.Broadcast(b.Reshape(SliceLast(b, s.s, 0, 1), batch), Dims(s.s), Upto(r - 2));
+    Instruction* maxs = b.Broadcast(b.Reshape(SliceLast(b, s.s, 0, 1), batch), Dims(s.s), DimRange(0, r - 2));
     Instruction* big = b.Compare(s.s, MulScalar(b, maxs, rc), ComparisonDirection::kGt);
     if (o2 && Numel(o2->sizes) > 0) outs.push_back(ReduceSum(b, b.Convert(big, o2->dtype), {r - 2}));
     else {

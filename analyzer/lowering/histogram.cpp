@@ -117,8 +117,7 @@ Instruction* Counts(Builder& b, Instruction* x, const std::vector<Instruction*>&
                              b.ScalarBinaryComputation(Opcode::kAdd, t));
   h = b.Reshape(h, hd);
   if (density) {
-    std::vector<int64_t> all;
-    for (size_t d = 0; d < hd.size(); ++d) all.push_back(static_cast<int64_t>(d));
+    std::vector<int64_t> all = DimRange(0, static_cast<int64_t>(hd.size()));
     h = Div(b, h, b.Broadcast(ReduceSum(b, h, all), hd, {}));
     for (size_t d = 0; d < edges.size(); ++d) {
       int64_t ne = hd[d] + 1;

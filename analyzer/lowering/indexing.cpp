@@ -458,11 +458,8 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
     bool one_row = vals->shape.rank() <= static_cast<int64_t>(rest_dims.size()) || Dims(vals)[0] == 1;
     if (vals->shape.elements() != 1 && one_row) {
       // The same row for every selected position: a static-shape select.
-      std::vector<int64_t> map;
-      for (int64_t i = 0; i < mrank; ++i) map.push_back(i);
-      Instruction* m = b.Broadcast(mask, xd, map);
-      std::vector<int64_t> rmap;
-      for (size_t i = 0; i < rest_dims.size(); ++i) rmap.push_back(mrank + static_cast<int64_t>(i));
+      Instruction* m = b.Broadcast(mask, xd, DimRange(0, mrank));
+      std::vector<int64_t> rmap = DimRange(mrank, mrank + static_cast<int64_t>(rest_dims.size()));
       // The trailing (at most rest_dims.size()) dims of vals; one vector, so both iterators are
       // into the same storage.
       std::vector<int64_t> vd = Dims(vals);
@@ -502,8 +499,7 @@ Expected<LoweredOp> IndexPut(const Node& n, Builder& b) {
       op.note = fmt::format("boolean-mask assignment of {} values; positions depend on the data", count);
       return op;
     }
-    std::vector<int64_t> map;
-    for (int64_t i = 0; i < mask->shape.rank(); ++i) map.push_back(i);
+    std::vector<int64_t> map = AllDims(mask);
     Instruction* m = b.Broadcast(mask, xd, map);
     Instruction* v = b.Broadcast(b.Reshape(vals, {}), xd, {});
     if (accumulate) v = Add(b, x, v);
@@ -923,8 +919,7 @@ Expected<LoweredOp> OneHot(const Node& n, Builder& b) {
   const TensorMeta* out = ctx.OutputMeta(0);
   if (!out) return ctx.Unsupported("the number of classes comes from the recorded output");
   std::vector<int64_t> od = out->sizes;
-  std::vector<int64_t> map;
-  for (int64_t i = 0; i < x->shape.rank(); ++i) map.push_back(i);
+  std::vector<int64_t> map = AllDims(x);
   Instruction* xb = b.Broadcast(b.Convert(x, PrimitiveType::S64), od, map);
   Instruction* io = b.Iota(Shape::Array(PrimitiveType::S64, od), static_cast<int64_t>(od.size()) - 1);
   return ctx.Finish({b.Convert(b.Compare(xb, io, ComparisonDirection::kEq), out->dtype)});
@@ -996,8 +991,7 @@ Expected<LoweredOp> SearchSorted(const Node& n, Builder& b, bool is_bucketize) {
   if (sd.size() <= 1) {
     sb = b.Broadcast(b.Reshape(b.Convert(seq, t), {S}), big, {last});
   } else {
-    std::vector<int64_t> map;
-    for (int64_t i = 0; i < last - 1; ++i) map.push_back(i);
+    std::vector<int64_t> map = DimRange(0, last - 1);
     map.push_back(last);
     sb = b.Broadcast(b.Convert(seq, t), big, map);
   }

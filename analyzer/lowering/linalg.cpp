@@ -363,6 +363,7 @@ Expected<LoweredOp> LinalgCross(const Node& n, Builder& b) {
   if (!d || dims[static_cast<size_t>(*d)] != 3) return ctx.Unsupported("cross needs size 3 along dim");
   auto at = [&](Instruction* v, int64_t i) { return b.SliceInDim(v, i, i + 1, 1, *d); };
   std::vector<Instruction*> parts;
+  parts.reserve(3);
   for (int64_t i = 0; i < 3; ++i)
     parts.push_back(
         Sub(b, Mul(b, at(x, (i + 1) % 3), at(y, (i + 2) % 3)), Mul(b, at(x, (i + 2) % 3), at(y, (i + 1) % 3))));

@@ -13,8 +13,7 @@ namespace {
 
 Instruction* ApplyReduction(Builder& b, Instruction* x, int64_t reduction) {
   if (reduction == 0) return x;
-  std::vector<int64_t> all;
-  for (int64_t i = 0; i < x->shape.rank(); ++i) all.push_back(i);
+  std::vector<int64_t> all = AllDims(x);
   Instruction* s = ReduceSum(b, x, all);
   if (reduction == 1)
     return MulScalar(b, s,
@@ -202,15 +201,13 @@ Expected<LoweredOp> LowerNllLoss(const Node& n, Builder& b, bool with_total_weig
   OPPROBE_ASSIGN_OR_RETURN(NllMask m, BuildNllMask(ctx, sdims, t, 1, 2, 4));
   int64_t reduction = ctx.Int("reduction", 3, 1);
   Instruction* per = b.Unary(Opcode::kNegate, ReduceSum(b, Mul(b, x, m.mask), {m.class_dim}));
-  std::vector<int64_t> all;
-  for (int64_t i = 0; i < static_cast<int64_t>(sdims.size()); ++i) all.push_back(i);
+  std::vector<int64_t> all = DimRange(0, static_cast<int64_t>(sdims.size()));
   Instruction* total_weight = ReduceSum(b, m.mask, all);
   Instruction* out;
   if (reduction == 0) {
     out = per;
   } else {
-    std::vector<int64_t> pall;
-    for (int64_t i = 0; i < per->shape.rank(); ++i) pall.push_back(i);
+    std::vector<int64_t> pall = AllDims(per);
     Instruction* s = pall.empty() ? per : ReduceSum(b, per, pall);
     out = reduction == 1 ? Div(b, s, total_weight) : s;
   }
@@ -260,8 +257,7 @@ Instruction* AsBatch(Builder& b, Instruction* x) {
 }
 
 Instruction* ReduceAll(Builder& b, Instruction* x) {
-  std::vector<int64_t> all;
-  for (int64_t i = 0; i < x->shape.rank(); ++i) all.push_back(i);
+  std::vector<int64_t> all = AllDims(x);
   return ReduceSum(b, x, all);
 }
 

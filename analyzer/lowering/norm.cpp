@@ -368,6 +368,7 @@ Expected<LoweredOp> BatchNormWithUpdate(const Node& n, Builder& b) {
 Expected<LoweredOp> BatchNormComposite(const Node& n, Builder& b) {
   std::vector<Argument> args;
   const char* names[] = {"input", "weight", "bias", "running_mean", "running_var"};
+  args.reserve(5);
   for (size_t i = 0; i < 5; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
   args.push_back({"training", ArgOr(n, "training", 5, Value::Bool(false))});
   args.push_back({"momentum", ArgOr(n, "momentum", 6, Value::Float(0.1))});
@@ -378,6 +379,7 @@ Expected<LoweredOp> BatchNormComposite(const Node& n, Builder& b) {
 Expected<LoweredOp> LayerNormComposite(const Node& n, Builder& b) {
   std::vector<Argument> args;
   const char* names[] = {"input", "normalized_shape", "weight", "bias"};
+  args.reserve(4);
   for (size_t i = 0; i < 4; ++i) args.push_back({names[i], ArgOr(n, names[i], i, Value::None())});
   args.push_back({"eps", ArgOr(n, "eps", 4, Value::Float(1e-5))});
   return LowerAsFirstOutputOf(n, b, "aten::native_layer_norm", LayerNorm, std::move(args));

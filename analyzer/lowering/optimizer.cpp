@@ -180,8 +180,7 @@ Expected<LoweredOp> ForeachNorm(const Node& n, Builder& b) {
     if (!xs[i]) return ctx.Unsupported("None in a tensor list");
     PrimitiveType t = dtype ? *dtype : FloatType(xs[i]->shape.element_type());
     Instruction* a = b.Unary(Opcode::kAbs, b.Convert(xs[i], t));
-    std::vector<int64_t> all;
-    for (int64_t d = 0; d < Rank(a); ++d) all.push_back(d);
+    std::vector<int64_t> all = AllDims(a);
     Instruction* r;
     if (std::isinf(ord)) {
       r = ord > 0 ? ReduceMax(b, a, all) : ReduceMin(b, a, all);

@@ -182,14 +182,10 @@ Expected<LoweredOp> FractionalMaxPool(const Node& n, Builder& b, size_t nsp) {
   std::vector<int64_t> gd = bd;
   gd.insert(gd.end(), k.begin(), k.end());
   Instruction* win = b.Gather(xs, index, dn, slice, Shape::Array(t, gd));
-  Instruction* flat = b.Broadcast(b.Reshape(b.Iota(Shape::Array(S, {Numel(sp)}), 0), sp), xs_dims, [&] {
-    std::vector<int64_t> m;
-    for (size_t i = 0; i < nsp; ++i) m.push_back(static_cast<int64_t>(i) + 1);
-    return m;
-  }());
+  Instruction* flat = b.Broadcast(b.Reshape(b.Iota(Shape::Array(S, {Numel(sp)}), 0), sp), xs_dims,
+                                  DimRange(1, static_cast<int64_t>(nsp) + 1));
   Instruction* widx = b.Gather(flat, index, dn, slice, Shape::Array(S, gd));
-  std::vector<int64_t> red;
-  for (size_t i = 0; i < nsp; ++i) red.push_back(static_cast<int64_t>(nsp + 1 + i));
+  std::vector<int64_t> red = DimRange(static_cast<int64_t>(nsp) + 1, static_cast<int64_t>(2 * nsp) + 1);
   Instruction* r = b.Reduce({win, widx}, {MinValue(b, t), MaxValue(b, S)}, red, ArgMaxReducer(b, t, S, true));
   std::vector<int64_t> od(dims.begin(), dims.begin() + static_cast<long>(lead));
   od.insert(od.end(), out.begin(), out.end());
@@ -468,6 +464,7 @@ Expected<LoweredOp> AdaptiveMaxPool(const Node& n, Builder& b, size_t nsp) {
       std::vector<int64_t> big = cur;
       big.insert(big.begin() + d, o);
       std::vector<int64_t> map;
+      map.reserve(cur.size());
       for (int64_t k = 0; k < static_cast<int64_t>(cur.size()); ++k) map.push_back(k < d ? k : k + 1);
       hlo::Literal m(Shape::Array(PrimitiveType::PRED, {o, in}));
       for (int64_t j = 0; j < o; ++j)

@@ -214,8 +214,7 @@ Expected<LoweredOp> Multinomial(const Node& n, Builder& b) {
   std::vector<int64_t> sdims = dims;
   sdims[static_cast<size_t>(last)] = k;
   Instruction* u = RngIn(b, t, 0, 1, hlo::RandomDistribution::kUniform, sdims);
-  std::vector<int64_t> keep;
-  for (int64_t i = 0; i < last; ++i) keep.push_back(i);
+  std::vector<int64_t> keep = DimRange(0, last);
   Instruction* ut = Mul(b, u, b.Broadcast(total, sdims, keep));
   // [.., k, n] compare
   std::vector<int64_t> big = sdims;

@@ -640,8 +640,7 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   std::vector<int64_t> cd = outer;
   cd.push_back(rows);
   cd.push_back(nseg + 1);
-  std::vector<int64_t> omap;
-  for (int64_t i = 0; i < axis; ++i) omap.push_back(i);
+  std::vector<int64_t> omap = DimRange(0, axis);
   omap.push_back(axis + 1);
   Instruction* ob = b.Broadcast(offs, cd, omap);
   Instruction* r = b.Iota(Shape::Array(S, cd), axis);
@@ -652,6 +651,7 @@ Expected<LoweredOp> SegmentReduce(const Node& n, Builder& b) {
   std::vector<int64_t> sd1 = sd;
   sd1.push_back(1);
   std::vector<Instruction*> cols;
+  cols.reserve(static_cast<size_t>(axis) + 1);
   for (int64_t k = 0; k < axis; ++k) cols.push_back(b.Reshape(b.Iota(Shape::Array(S, sd), k), sd1));
   cols.push_back(b.Reshape(seg, sd1));
   Instruction* index = cols.size() == 1 ? cols[0] : b.Concatenate(cols, axis + 1);

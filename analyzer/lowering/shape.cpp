@@ -600,6 +600,7 @@ Expected<LoweredOp> AsStridedScatter(const Node& n, Builder& b) {
 Instruction* StridedUpdate(Builder& b, Instruction* x, Instruction* src, int64_t dim, int64_t start, int64_t step) {
   if (step == 1) {
     std::vector<Instruction*> starts;
+    starts.reserve(static_cast<size_t>(x->shape.rank()));
     for (int64_t i = 0; i < x->shape.rank(); ++i) starts.push_back(ConstS64(b, i == dim ? start : 0));
     return b.DynamicUpdateSlice(x, src, starts);
   }
@@ -710,8 +711,7 @@ Expected<LoweredOp> PixelShuffle(const Node& n, Builder& b) {
   s1.insert(s1.end(), {C / (f * f), f, f, H, W});
   Instruction* r = b.Reshape(x, s1);
   int64_t L = static_cast<int64_t>(lead.size());
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < L; ++i) perm.push_back(i);
+  std::vector<int64_t> perm = DimRange(0, L);
   perm.insert(perm.end(), {L, L + 3, L + 1, L + 4, L + 2});
   r = b.Transpose(r, perm);
   std::vector<int64_t> out = lead;
@@ -732,8 +732,7 @@ Expected<LoweredOp> PixelUnshuffle(const Node& n, Builder& b) {
   s1.insert(s1.end(), {C, H / f, f, W / f, f});
   Instruction* r = b.Reshape(x, s1);
   int64_t L = static_cast<int64_t>(lead.size());
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < L; ++i) perm.push_back(i);
+  std::vector<int64_t> perm = DimRange(0, L);
   perm.insert(perm.end(), {L, L + 2, L + 4, L + 1, L + 3});
   r = b.Transpose(r, perm);
   std::vector<int64_t> out = lead;

@@ -312,6 +312,7 @@ Expected<AnalysisResult> AnalyzeInputs(const std::vector<std::string>& paths,
   std::vector<std::pair<int64_t, int64_t>> progress(backends.size());
   std::vector<std::optional<Expected<AnalysisResult>>> results(backends.size());
   std::vector<std::thread> threads;
+  threads.reserve(backends.size());
   for (size_t k = 0; k < backends.size(); ++k)
     threads.emplace_back([&, k] {
       AnalysisOptions o = options;

@@ -654,6 +654,7 @@ Expected<Literal> EvalScatter(Evaluator& ev, const Instruction& ins, const std::
   }
   OPPROBE_RETURN_IF_ERROR(ExpectResults(ins, std::vector<std::vector<int64_t>>(n, od), types));
   std::vector<Literal> outs;
+  outs.reserve(n);
   for (size_t i = 0; i < n; ++i) outs.push_back(*ops[i]);
   OPPROBE_ASSIGN_OR_RETURN(Combiner comb, MakeCombiner(ev, ins, ins.to_apply(), types));
   auto ostr = Strides(od), istr = Strides(id);

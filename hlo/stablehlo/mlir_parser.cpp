@@ -1694,6 +1694,7 @@ class Parser : Lexer {
         if (k == "__iter_arg") names.push_back(v.text);
       if (names.size() != list.size() || names.size() != op.operands.size())
         return Err(op.pos, "while: the iteration arguments and their types do not match");
+      args.reserve(names.size());
       for (size_t i = 0; i < names.size(); ++i) args.emplace_back(names[i], list[i]);
       op.operand_types = list;
       op.result_types = list;
