@@ -30,8 +30,9 @@ OPPROBE_TEST_PACKAGES+=(python3-setuptools python3-pip python3-venv)
 # Shared probe caches: Redis through hiredis, HTTP through libcurl; their tests start real servers.
 OPPROBE_PACKAGES+=(libhiredis-dev libcurl4-openssl-dev)
 OPPROBE_TEST_PACKAGES+=(redis-server nginx)
-# The habits tier (scripts/check): formatting and lint of the C++ code (.clang-format, .clang-tidy).
-OPPROBE_TEST_PACKAGES+=(clang-format-16 clang-tidy-16)
+# The habits tier (scripts/check): formatting of the C++ code (.clang-format); its lint, clang-tidy, comes with ruff
+# in the lint environment (requirements/lint.txt).
+OPPROBE_TEST_PACKAGES+=(clang-format-16)
 # The local probe cache: one SQLite database per cache folder.
 OPPROBE_PACKAGES+=(libsqlite3-dev)
 # Debian's oneDNN CMake package (dnnl-config.cmake, hlo/CMakeLists.txt) looks for OpenCL and fails without it, but
