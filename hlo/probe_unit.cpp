@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <functional>
 #include <map>
 
 #include "hlo/fingerprint.h"
+#include "support/numbers.h"
 
 namespace opprobe::hlo {
 
@@ -146,11 +146,7 @@ std::string BatchUnitMarker(size_t k) { return fmt::format("{}{}", kBatchUnitPre
 
 std::optional<size_t> BatchUnitOf(std::string_view op_name) {
   if (op_name.substr(0, kBatchUnitPrefix.size()) != kBatchUnitPrefix) return std::nullopt;
-  std::string_view digits = op_name.substr(kBatchUnitPrefix.size());
-  size_t k = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
-  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
-  return k;
+  return support::ParseInteger<size_t>(op_name.substr(kBatchUnitPrefix.size()));
 }
 
 uint64_t Fnv1a64(std::string_view text, uint64_t hash) {

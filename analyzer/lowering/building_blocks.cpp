@@ -142,10 +142,7 @@ Instruction* BcastBack(Builder& b, Instruction* reduced, const std::vector<int64
 
 Expected<std::vector<int64_t>> NormDims(const std::vector<int64_t>& dims, int64_t rank, bool empty_is_all) {
   std::vector<int64_t> out;
-  if (dims.empty() && empty_is_all) {
-    for (int64_t i = 0; i < rank; ++i) out.push_back(i);
-    return out;
-  }
+  if (dims.empty() && empty_is_all) return DimRange(0, rank);
   for (int64_t d : dims) {
     auto w = WrapDim(d, rank);
     if (!w) return InvalidInput(fmt::format("dimension {} out of range for rank {}", d, rank));

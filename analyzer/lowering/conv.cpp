@@ -8,8 +8,6 @@
 //   batch_group_count = groups; grad bias = reduce-add over batch and spatial dims.
 #include <fmt/format.h>
 
-#include <numeric>
-
 #include "analyzer/lowering/families.h"
 
 namespace opprobe::analyzer::lowering {
@@ -48,11 +46,7 @@ hlo::ConvolutionDimensionNumbers DefaultDnums(size_t nsp) {
   return d;
 }
 
-std::vector<int64_t> SpatialDims(size_t nsp) {
-  std::vector<int64_t> v(nsp);
-  std::iota(v.begin(), v.end(), 2);
-  return v;
-}
+std::vector<int64_t> SpatialDims(size_t nsp) { return DimRange(2, 2 + static_cast<int64_t>(nsp)); }
 
 // Kernel [O, I/g, k...] regrouped for a backprop-input convolution: [O/g, I, k...] where the
 // input-feature dim (0) pairs with grad_output's features and the output-feature dim (1) is I.

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <optional>
 
 #include "analyzer/lowering/families.h"
@@ -1226,8 +1225,7 @@ Expected<LoweredOp> PackPaddedSequence(const Node& n, Builder& b) {
   OPPROBE_ASSIGN_OR_RETURN(Instruction * lengths0, ctx.RequiredTensor("lengths", 1));
   bool batch_first = ctx.Bool("batch_first", 2, false);
   if (x0->shape.rank() < 2) return ctx.Unsupported("input must be [T, B, *] (or [B, T, *] batch first)");
-  std::vector<int64_t> perm(static_cast<size_t>(x0->shape.rank()));
-  std::iota(perm.begin(), perm.end(), 0);
+  std::vector<int64_t> perm = AllDims(x0);
   if (batch_first) std::swap(perm[0], perm[1]);
   Instruction* x = batch_first ? b.Transpose(x0, perm) : x0;  // [T, B, *]
   std::vector<int64_t> xd = Dims(x);

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "analyzer/lowering/families.h"
 
@@ -205,8 +204,7 @@ Expected<Instruction*> MatmulOf(const LoweringContext& ctx, Instruction* x, Inst
   x = b.BroadcastTo(x, xf);
   y = b.BroadcastTo(y, yf);
   int64_t nb = static_cast<int64_t>(batch.size());
-  std::vector<int64_t> bd(static_cast<size_t>(nb));
-  std::iota(bd.begin(), bd.end(), 0);
+  std::vector<int64_t> bd = DimRange(0, nb);
   Instruction* d = b.Dot(x, y, Dn({nb + 1}, {nb}, bd, bd));
   std::vector<int64_t> out = batch;
   if (!x_vec) out.push_back(xd[xd.size() - 2]);

@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <numeric>
 #include <optional>
 
 #include "analyzer/lowering/families.h"
@@ -97,8 +96,7 @@ Expected<LoweredOp> Transpose(const Node& n, Builder& b, Transposed which) {
   LoweringContext ctx(n, b);
   OPPROBE_ASSIGN_OR_RETURN(Instruction * x, ctx.RequiredTensor("self", 0));
   int64_t r = x->shape.rank();
-  std::vector<int64_t> perm(static_cast<size_t>(r));
-  std::iota(perm.begin(), perm.end(), 0);
+  std::vector<int64_t> perm = AllDims(x);
   if (r < 2) return ctx.Finish({x});
   if (which == Transposed::kAllDims) {
     std::reverse(perm.begin(), perm.end());
@@ -267,8 +265,7 @@ Expected<LoweredOp> ChannelShuffle(const Node& n, Builder& b) {
     return ctx.Unsupported("channels not divisible by groups");
   std::vector<int64_t> split = {dims[0], groups, dims[1] / groups};
   split.insert(split.end(), dims.begin() + 2, dims.end());
-  std::vector<int64_t> perm(split.size());
-  std::iota(perm.begin(), perm.end(), 0);
+  std::vector<int64_t> perm = DimRange(0, static_cast<int64_t>(split.size()));
   std::swap(perm[1], perm[2]);
   return ctx.Finish({b.Reshape(b.Transpose(b.Reshape(x, split), perm), dims)});
 }
@@ -991,8 +988,7 @@ Expected<LoweredOp> Rot90(const Node& n, Builder& b) {
   if (dims.size() != 2) return ctx.Unsupported("rot90 needs two dims");
   auto d0 = WrapDim(dims[0], r), d1 = WrapDim(dims[1], r);
   if (!d0 || !d1 || *d0 == *d1) return ctx.Unsupported("bad dims");
-  std::vector<int64_t> perm(static_cast<size_t>(r));
-  std::iota(perm.begin(), perm.end(), 0);
+  std::vector<int64_t> perm = DimRange(0, r);
   std::swap(perm[static_cast<size_t>(*d0)], perm[static_cast<size_t>(*d1)]);
   Instruction* y = x;
   if (k == 1) y = b.Transpose(b.Reverse(x, {*d1}), perm);

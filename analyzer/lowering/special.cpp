@@ -33,7 +33,6 @@
 #include <functional>
 #include <limits>
 #include <numbers>
-#include <numeric>
 
 #include "analyzer/lowering/families.h"
 
@@ -71,9 +70,7 @@ Instruction* Horner(Builder& b, Instruction* z, const std::vector<double>& c) {
 }
 // Any lane true (a scalar pred).
 Instruction* Any(Builder& b, Instruction* p) {
-  std::vector<int64_t> all(static_cast<size_t>(p->shape.rank()));
-  std::iota(all.begin(), all.end(), 0);
-  return Reduce(b, p, all, Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));
+  return Reduce(b, p, AllDims(p), Opcode::kOr, Scalar(b, PrimitiveType::PRED, 0));
 }
 
 using State = LoopState;
@@ -347,8 +344,7 @@ using Step = std::function<Instruction*(Builder&, Instruction* k, Instruction* x
 Instruction* Recurrence(Builder& b, Instruction* x, Instruction* ni, Instruction* p0, Instruction* p1,
                         const Step& step) {
   std::vector<int64_t> dims = Dims(x);
-  std::vector<int64_t> all(dims.size());
-  std::iota(all.begin(), all.end(), 0);
+  std::vector<int64_t> all = DimRange(0, static_cast<int64_t>(dims.size()));
   Instruction* nmax = Reduce(b, ni, all, Opcode::kMaximum, MinValue(b, PrimitiveType::S64));
   PrimitiveType t = x->shape.element_type();
   State out = Loop(
