@@ -380,6 +380,16 @@ Expected<Literal> EvalCustomCall(Evaluator& ev, const Instruction& ins, const st
     OPPROBE_RETURN_IF_ERROR(need(1));
     return EvalLu(ev, ins, *ops[0]);
   }
+  // XLA's sharding annotations (a sharding constraint: jax's with_sharding_constraint, torchax's random numbers and
+  // torch_xla's mark_sharding; the SPMD partitioner's shape changes): on the one device the evaluator is, each gives
+  // its operand back. A full-to-shard or shard-to-full change of shape needs several devices.
+  if (t == "Sharding" || t == "SPMDFullToShardShape" || t == "SPMDShardToFullShape") {
+    OPPROBE_RETURN_IF_ERROR(need(1));
+    if (!(ops[0]->shape() == ins.shape))
+      return Unimplemented(fmt::format("{}: custom-call '{}' from {} to {} splits across devices; the evaluator is one",
+                                       ins.name, t, ops[0]->shape().ToString(false), ins.shape.ToString(false)));
+    return *ops[0];
+  }
   return Unimplemented(fmt::format("custom-call target '{}' is not implemented by the evaluator", t));
 }
 

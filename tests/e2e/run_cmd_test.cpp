@@ -156,10 +156,10 @@ TEST_F(RunCmdTest, UnreadableFilesAreExit2) {
 TEST_F(RunCmdTest, CustomCallIsExit3) {
   Write("cc.hlo",
         "HloModule m\n\nENTRY main {\n  x = f32[2]{0} parameter(0)\n"
-        "  ROOT c = f32[2]{0} custom-call(x), custom_call_target=\"Sharding\"\n}\n");
+        "  ROOT c = f32[2]{0} custom-call(x), custom_call_target=\"my_unknown_kernel\"\n}\n");
   Result r = Run("run " + P("cc.hlo"));
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("Sharding"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("my_unknown_kernel"), std::string::npos) << r.err;
 }
 
 }  // namespace

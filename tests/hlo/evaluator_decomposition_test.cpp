@@ -1,6 +1,7 @@
 // cholesky, triangular-solve and the linear-algebra custom calls ("Qr",
 // "ProductOfElementaryHouseholderReflectors", "Eigh", "LuDecomposition"): their text and proto forms
-// round-trip, and the evaluator gives the values worked out by hand below.
+// round-trip, and the evaluator gives the values worked out by hand below; XLA's sharding annotations give their
+// operand back.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,6 +100,22 @@ TEST(EvaluatorDecomposition, LuDecompositionPivotsOnTheLargestEntry) {
                            "ROOT lu = (f64[2,2]{1,0}, s32[2]{0}, s32[2]{0}) custom-call(a), "
                            "custom_call_target=\"LuDecomposition\"")),
             "({ {3, 4}, {0.3333333333333333, 0.6666666666666667} }, {1, 1}, {1, 0})");
+}
+
+TEST(EvaluatorDecomposition, ShardingAnnotationsGiveTheirOperandOnOneDevice) {
+  for (const char* target : {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"}) {
+    EXPECT_EQ(EvalStr(Module(std::string("a = f32[2,2]{1,0} constant({ {1, 2}, {3, 4} })\n"
+                                         "ROOT s = f32[2,2]{1,0} custom-call(a), custom_call_target=\"") +
+                             target + "\", sharding={replicated}")),
+              "{ {1, 2}, {3, 4} }")
+        << target;
+  }
+  // A shard's shape is another device count's: not one device's.
+  EXPECT_NE(EvalStr(Module("a = f32[4]{0} constant({1, 2, 3, 4})\n"
+                           "ROOT s = f32[2]{0} custom-call(a), custom_call_target=\"SPMDFullToShardShape\", "
+                           "sharding={devices=[2]0,1}"))
+                .find("splits across devices"),
+            std::string::npos);
 }
 
 TEST(EvaluatorDecomposition, UnknownTargetAndBadShapesAreErrors) {
